@@ -1,0 +1,150 @@
+// Package motoserver starts moto_server, the AWS-compatible endpoint the
+// integration tests of pkg/dynamostore, pkg/sqstransport and the functions
+// run against, on a free loopback port.
+//
+// `make test` sets SLOTQ_REQUIRE_MOTO=1, so a missing moto_server fails the
+// run with a message that says so; a plain `go test` skips instead.
+package motoserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Server is a running moto_server.
+type Server struct {
+	// Endpoint is its base URL, such as http://127.0.0.1:40123.
+	Endpoint string
+	cmd      *exec.Cmd
+}
+
+var (
+	shared     *Server
+	sharedErr  error
+	sharedOnce sync.Once
+)
+
+// Require returns a moto_server shared by the tests of one package, starting
+// it on first use, and points the AWS SDK's environment at it (region,
+// dummy credentials, AWS_ENDPOINT_URL). Stop it from TestMain with Stop.
+// Without moto_server it skips t, or fails it when SLOTQ_REQUIRE_MOTO=1.
+func Require(t testing.TB) *Server {
+	t.Helper()
+	sharedOnce.Do(func() { shared, sharedErr = Start() })
+	if sharedErr != nil {
+		if os.Getenv("SLOTQ_REQUIRE_MOTO") == "1" {
+			t.Fatalf("moto_server is required (SLOTQ_REQUIRE_MOTO=1): %v", sharedErr)
+		}
+		t.Skipf("moto_server not available: %v", sharedErr)
+	}
+	for k, v := range shared.Env() {
+		t.Setenv(k, v)
+	}
+	return shared
+}
+
+// Stop stops the shared server, if one was started. Call it from TestMain.
+func Stop() {
+	if shared != nil {
+		shared.Close()
+	}
+}
+
+// Env returns the environment that points the AWS SDK at the server.
+func (s *Server) Env() map[string]string {
+	return map[string]string{
+		"AWS_ENDPOINT_URL":          s.Endpoint,
+		"AWS_REGION":                "us-east-1",
+		"AWS_ACCESS_KEY_ID":         "test",
+		"AWS_SECRET_ACCESS_KEY":     "test",
+		"AWS_SESSION_TOKEN":         "",
+		"AWS_PROFILE":               "",
+		"AWS_EC2_METADATA_DISABLED": "true",
+	}
+}
+
+// Binary finds moto_server: $MOTO_SERVER, then PATH, resolving a pyenv shim
+// to the real script.
+func Binary() (string, error) {
+	if p := os.Getenv("MOTO_SERVER"); p != "" {
+		return p, nil
+	}
+	p, err := exec.LookPath("moto_server")
+	if err != nil {
+		return "", errors.New("moto_server is not on PATH (it ships with the machine image's Python; see README)")
+	}
+	if strings.Contains(filepath.ToSlash(p), "/shims/") {
+		if out, err := exec.Command("pyenv", "which", "moto_server").Output(); err == nil {
+			return strings.TrimSpace(string(out)), nil
+		}
+	}
+	return p, nil
+}
+
+// Start starts a new moto_server on a free loopback port and waits until it
+// answers.
+func Start() (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
+	cmd.Stdout, cmd.Stderr = nil, nil
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start moto_server: %w", err)
+	}
+	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.Endpoint + "/moto-api/")
+		if err == nil {
+			resp.Body.Close()
+			return s, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.Close()
+	return nil, fmt.Errorf("moto_server did not answer on %s within 30s", s.Endpoint)
+}
+
+// Reset drops all state in the server.
+func (s *Server) Reset(ctx context.Context) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint+"/moto-api/reset", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reset moto: %w", err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// Close stops the server.
+func (s *Server) Close() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// Errors a State returns and the engine branches on. Implementations turn
+// their own errors (DynamoDB's conditional failures, say) into these at
+// their boundary.
+var (
+	// ErrQueueNotFound: no queue of that name.
+	ErrQueueNotFound = errors.New("queue not found")
+	// ErrQueueExists: CreateQueue found the queue already there.
+	ErrQueueExists = errors.New("queue already exists")
+	// ErrJobNotFound: no job of that key (or it expired).
+	ErrJobNotFound = errors.New("job not found")
+	// ErrConflict: a job record was not at the version the caller expected:
+	// someone else moved it first (a duplicate delivery, a cancel).
+	ErrConflict = errors.New("job changed concurrently")
+	// ErrIntervalChanged: Take or Start was asked with an interval that is
+	// no longer the queue's; read the queue again.
+	ErrIntervalChanged = errors.New("queue interval changed")
+)
+
+// GateError is Start's answer when the queue side of the gate said no.
+type GateError struct {
+	// Verdict is slot.Early, slot.Passed or slot.Paused.
+	Verdict slot.Verdict
+	// OpenAt is, for slot.Early, when the gate opens.
+	OpenAt time.Time
+	// State is the queue state the gate saw.
+	State slot.State
+}
+
+func (e *GateError) Error() string { return fmt.Sprintf("gate: %s", e.Verdict) }
+
+// Queue is a queue as stored: name, configuration and shared state.
+type Queue struct {
+	Name      string      `json:"queue"`
+	Config    slot.Config `json:"config"`
+	State     slot.State  `json:"state"`
+	CreatedAt time.Time   `json:"created_at"`
+}
+
+// TakeRequest asks for N tickets, of which the first Line take places in
+// the line (see slot.Take).
+type TakeRequest struct {
+	Queue    string
+	N        int
+	Line     int
+	Interval time.Duration
+	Now      time.Time
+}
+
+// Taken is a range of tickets [First, First+N) and, when Line > 0, the first
+// line slot; line slot k is FirstSlot + k·interval.
+type Taken struct {
+	First     int64
+	FirstSlot time.Time
+	// State is the queue state right after the take.
+	State slot.State
+}
+
+// StartRequest asks the gate to start one attempt: atomically, the queue
+// state passes slot.Gate and moves by slot.Started, and the job moves from
+// From (which must be queued) to running with StartedAt = Now.
+type StartRequest struct {
+	Key      job.Key
+	From     job.Version
+	Interval time.Duration
+	Skew     time.Duration
+	Now      time.Time
+}
+
+// ListRequest lists jobs of one queue and status in ticket order.
+type ListRequest struct {
+	Queue  string
+	Status job.Status
+	// After lists tickets greater than After (0: from the start).
+	After int64
+	// Limit caps the answer; 0 means 100.
+	Limit int
+}
+
+// State is what the engine needs from a state store. pkg/memstore and
+// pkg/dynamostore implement it; pkg/storetest states the contract as tests.
+// Every method is safe for concurrent use by many processes.
+type State interface {
+	// CreateQueue stores a new queue with a zero state. ErrQueueExists if
+	// one of that name exists.
+	CreateQueue(ctx context.Context, q Queue) error
+	// GetQueue returns a queue. ErrQueueNotFound.
+	GetQueue(ctx context.Context, name string) (Queue, error)
+	// ListQueues returns every queue, in name order.
+	ListQueues(ctx context.Context) ([]Queue, error)
+	// SetConfig replaces a queue's configuration; the state is untouched.
+	SetConfig(ctx context.Context, name string, cfg slot.Config) error
+	// Pause sets the pause flag (and until, zero for none). Once it returns,
+	// Start fails with slot.Paused for this queue.
+	Pause(ctx context.Context, name string, until time.Time) (slot.State, error)
+	// Unpause clears the pause flag. With a non-zero ifUntil it does so only
+	// if the queue is paused with exactly that PausedUntil, and reports
+	// whether it did: a newer pause wins over an older schedule.
+	Unpause(ctx context.Context, name string, ifUntil time.Time) (bool, error)
+	// DeleteQueue removes a queue's record (jobs expire by retention).
+	DeleteQueue(ctx context.Context, name string) error
+
+	// Take hands out tickets and line slots atomically by slot.Take.
+	// Concurrent takes get disjoint, gap-free ranges.
+	Take(ctx context.Context, r TakeRequest) (Taken, error)
+	// Start is the gate and the claim in one atomic step. It returns the
+	// queue state after the start, a *GateError when the queue said no, or
+	// ErrConflict when the job is not at r.From (checked first).
+	Start(ctx context.Context, r StartRequest) (slot.State, error)
+
+	// CreateJobs stores new jobs. created[i] is false where a job of that
+	// key existed already; that record is left as it was.
+	CreateJobs(ctx context.Context, jobs []job.Job) (created []bool, err error)
+	// GetJob returns a job. ErrJobNotFound, also for an expired one.
+	GetJob(ctx context.Context, k job.Key) (job.Job, error)
+	// UpdateJob replaces a job record if it is still at version from;
+	// otherwise ErrConflict (ErrJobNotFound if it is gone).
+	UpdateJob(ctx context.Context, j job.Job, from job.Version) error
+	// ListJobs returns jobs of one queue and status, by ticket ascending,
+	// without expired ones.
+	ListJobs(ctx context.Context, r ListRequest) ([]job.Job, error)
+	// CountJobs counts jobs of one queue and status.
+	CountJobs(ctx context.Context, queue string, status job.Status) (int, error)
+}

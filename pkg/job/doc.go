@@ -1,0 +1,14 @@
+// Package job defines a slotq job: its record, its states and the legal
+// transitions between them, the wire envelope that carries it through the
+// transport, and the enqueue request a producer sends.
+//
+// A job's life (see docs/states.md for the diagram):
+//
+//	queued ──gate──▶ running ──▶ succeeded
+//	  │  ▲              │ └────▶ failed (dead-letter record)
+//	  ▼  │              │ retry: new ticket
+//	parked ◀────────────┘
+//	(queued and parked) ──cancel/purge──▶ cancelled
+//
+// Only standard library imports; pkg/slot for the typed input error.
+package job

@@ -1,0 +1,153 @@
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Status is where a job is in its life.
+type Status string
+
+// The statuses of a job.
+const (
+	// Queued: the job is in the transport (or about to be), waiting for
+	// its slot.
+	Queued Status = "queued"
+	// Parked: the job waits in the state store, because its slot or
+	// not_before is further away than the transport can delay, or because
+	// its queue is paused. The resume function releases it.
+	Parked Status = "parked"
+	// Running: an attempt passed the gate and has started.
+	Running Status = "running"
+	// Succeeded: an attempt finished without error. Final.
+	Succeeded Status = "succeeded"
+	// Failed: the last attempt failed; the record is the dead-letter
+	// record. Final.
+	Failed Status = "failed"
+	// Cancelled: cancelled on request before it started. Final.
+	Cancelled Status = "cancelled"
+)
+
+// Statuses lists every status, in life order.
+var Statuses = []Status{Queued, Parked, Running, Succeeded, Failed, Cancelled}
+
+var transitions = map[Status][]Status{
+	Queued:  {Queued, Parked, Running, Cancelled},
+	Parked:  {Parked, Queued, Cancelled},
+	Running: {Queued, Parked, Succeeded, Failed},
+}
+
+// CanMove reports whether a job may go from one status to another. Queued to
+// queued and parked to parked are legal: they are re-tickets.
+func CanMove(from, to Status) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Final reports whether s ends a job's life.
+func (s Status) Final() bool {
+	return s == Succeeded || s == Failed || s == Cancelled
+}
+
+// Waiting reports whether s is a job that has not started its attempt yet.
+func (s Status) Waiting() bool { return s == Queued || s == Parked }
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// ParkReason says why a job is parked.
+type ParkReason string
+
+// Why a job is parked.
+const (
+	// Far: its slot lies further away than the transport can delay.
+	Far ParkReason = "far"
+	// Paused: its queue was paused.
+	PausedQueue ParkReason = "paused"
+	// Unsent: the transport refused it; the resume function sends it again.
+	Unsent ParkReason = "unsent"
+)
+
+// Job is the record of one job. The state store keeps it; every change goes
+// through a compare-and-set on its Version.
+type Job struct {
+	Queue string `json:"queue"`
+	ID    string `json:"job_id"`
+	// Kind names a Go handler registered in the worker; Target names an
+	// HTTP endpoint or Lambda function. Exactly one is set.
+	Kind    string          `json:"kind,omitempty"`
+	Target  string          `json:"target,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+
+	Status Status `json:"status"`
+	// Ticket is the job's position in its queue; a re-ticket replaces it.
+	Ticket int64 `json:"ticket"`
+	// SlotAt is when the job is expected to start.
+	SlotAt time.Time `json:"slot_at"`
+	// NotBefore, if set, is the earliest start the producer asked for.
+	NotBefore time.Time `json:"not_before,omitzero"`
+	// Attempt is the number of the current or next attempt, from 1.
+	Attempt int `json:"attempt"`
+	// Retickets counts how often the job took a new ticket because it was
+	// passed or its queue was paused.
+	Retickets int `json:"retickets,omitempty"`
+
+	// ParkReason and DueAt are set while parked: DueAt is when the resume
+	// function should release it.
+	ParkReason ParkReason `json:"park_reason,omitempty"`
+	DueAt      time.Time  `json:"due_at,omitzero"`
+
+	EnqueuedAt time.Time `json:"enqueued_at"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// LastError is the error of the last failed attempt.
+	LastError string `json:"last_error,omitempty"`
+	// ExpiresAt is when a finished job may be deleted (the TTL).
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+}
+
+// Version identifies one state of a job record, for compare-and-set.
+type Version struct {
+	Status  Status
+	Ticket  int64
+	Attempt int
+}
+
+// Version returns the job's current version.
+func (j *Job) Version() Version {
+	return Version{Status: j.Status, Ticket: j.Ticket, Attempt: j.Attempt}
+}
+
+// Target returns what the job runs, for logs: "kind:NAME" or the target.
+func (j *Job) What() string {
+	if j.Kind != "" {
+		return "kind:" + j.Kind
+	}
+	return j.Target
+}
+
+// Expired reports whether a finished job's retention has passed at now.
+// Stores filter on it, because TTL deletion is lazy.
+func (j *Job) Expired(now time.Time) bool {
+	return !j.ExpiresAt.IsZero() && !now.Before(j.ExpiresAt)
+}
+
+// Key names a job: its queue and its id.
+type Key struct {
+	Queue string
+	ID    string
+}
+
+func (k Key) String() string { return fmt.Sprintf("%s/%s", k.Queue, k.ID) }

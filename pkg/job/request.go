@@ -1,0 +1,205 @@
+package job
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// Limits of an enqueue request.
+const (
+	// MaxBatch is the most jobs one enqueue call may carry.
+	MaxBatch = 500
+	// MaxPayload is the largest payload of one job, in bytes. It leaves
+	// room for the envelope inside SQS's 256 KiB message and for the job
+	// record inside DynamoDB's 400 KB item.
+	MaxPayload = 192 * 1024
+	// MaxNotBefore is how far ahead (and behind) not_before may lie.
+	MaxNotBefore = 366 * 24 * time.Hour
+)
+
+var (
+	idRE   = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+	kindRE = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
+)
+
+// Spec is one job as a producer asks for it.
+type Spec struct {
+	// ID is optional; given, it makes enqueue idempotent per queue.
+	ID string `json:"id,omitempty"`
+	// Kind names a Go handler; Target an HTTP URL or a Lambda function
+	// ("lambda:NAME" or a function ARN). Exactly one is required.
+	Kind   string `json:"kind,omitempty"`
+	Target string `json:"target,omitempty"`
+	// Payload is any JSON value, passed to the target as is.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// NotBefore is the earliest time the job may start.
+	NotBefore *time.Time `json:"not_before,omitempty"`
+}
+
+// EnqueueRequest is what producers send to enqueue: one job or a batch.
+type EnqueueRequest struct {
+	Queue string `json:"queue"`
+	// Interval is used only when this call creates the queue.
+	Interval *slot.Duration `json:"interval,omitempty"`
+	Job      *Spec          `json:"job,omitempty"`
+	Jobs     []Spec         `json:"jobs,omitempty"`
+}
+
+// Specs returns the request's jobs, one or many.
+func (r *EnqueueRequest) Specs() []Spec {
+	if r.Job != nil {
+		return []Spec{*r.Job}
+	}
+	return r.Jobs
+}
+
+// DecodeEnqueue parses and validates an enqueue request. Unknown fields are
+// errors. It returns an *slot.InputError naming the field for every kind of
+// bad input.
+func DecodeEnqueue(body []byte, now time.Time) (EnqueueRequest, error) {
+	var r EnqueueRequest
+	if err := Decode(body, &r); err != nil {
+		return r, err
+	}
+	return r, r.Validate(now)
+}
+
+// Validate checks the request as DecodeEnqueue does.
+func (r *EnqueueRequest) Validate(now time.Time) error {
+	if err := slot.ValidateName(r.Queue); err != nil {
+		return err
+	}
+	if r.Interval != nil && *r.Interval <= 0 {
+		return slot.Invalid("invalid_interval", "interval", "interval must be greater than 0")
+	}
+	switch {
+	case r.Job != nil && r.Jobs != nil:
+		return slot.Invalid("invalid_request", "jobs", "give either job or jobs, not both")
+	case r.Job == nil && len(r.Jobs) == 0:
+		return slot.Invalid("no_jobs", "jobs", "give a job or a non-empty list of jobs")
+	case len(r.Jobs) > MaxBatch:
+		return slot.Invalid("too_many_jobs", "jobs", fmt.Sprintf("%d jobs in one call; the most is %d", len(r.Jobs), MaxBatch))
+	}
+	if r.Job != nil {
+		if err := r.Job.Validate(now); err != nil {
+			return err.At("job.")
+		}
+		return nil
+	}
+	seen := make(map[string]int, len(r.Jobs))
+	for i := range r.Jobs {
+		prefix := fmt.Sprintf("jobs[%d].", i)
+		if err := r.Jobs[i].Validate(now); err != nil {
+			return err.At(prefix)
+		}
+		if id := r.Jobs[i].ID; id != "" {
+			if j, dup := seen[id]; dup {
+				return slot.Invalid("duplicate_id", prefix+"id", fmt.Sprintf("id %q is also jobs[%d].id", id, j))
+			}
+			seen[id] = i
+		}
+	}
+	return nil
+}
+
+// Validate checks one job spec.
+func (s *Spec) Validate(now time.Time) *slot.InputError {
+	if s.ID != "" && !idRE.MatchString(s.ID) {
+		return slot.Invalid("invalid_id", "id", "id must match [A-Za-z0-9_.:-]{1,128}")
+	}
+	switch {
+	case s.Kind == "" && s.Target == "":
+		return slot.Invalid("no_target", "kind", "give a kind (a Go handler) or a target (URL or Lambda function)")
+	case s.Kind != "" && s.Target != "":
+		return slot.Invalid("invalid_target", "target", "give a kind or a target, not both")
+	case s.Kind != "" && !kindRE.MatchString(s.Kind):
+		return slot.Invalid("invalid_kind", "kind", "kind must match [A-Za-z0-9_.:/-]{1,128}")
+	case s.Target != "":
+		if err := ValidateTarget(s.Target); err != nil {
+			return err
+		}
+	}
+	if len(s.Payload) > MaxPayload {
+		return slot.Invalid("payload_too_large", "payload", fmt.Sprintf("payload is %d bytes; the most is %d", len(s.Payload), MaxPayload))
+	}
+	if s.NotBefore != nil {
+		if s.NotBefore.After(now.Add(MaxNotBefore)) || s.NotBefore.Before(now.Add(-MaxNotBefore)) {
+			return slot.Invalid("invalid_not_before", "not_before", "not_before must lie within a year of now")
+		}
+	}
+	return nil
+}
+
+// ValidateTarget checks the form of an HTTP or Lambda target.
+func ValidateTarget(t string) *slot.InputError {
+	switch {
+	case strings.HasPrefix(t, "http://") || strings.HasPrefix(t, "https://"):
+		u, err := url.Parse(t)
+		if err != nil || u.Host == "" {
+			return slot.Invalid("invalid_target", "target", "target is not a valid URL")
+		}
+	case strings.HasPrefix(t, "lambda:"):
+		if len(t) == len("lambda:") || len(t) > 200 {
+			return slot.Invalid("invalid_target", "target", "lambda target must be lambda:FUNCTION_NAME")
+		}
+	case strings.HasPrefix(t, "arn:aws:lambda:"):
+	default:
+		return slot.Invalid("invalid_target", "target", "target must be an http(s) URL, lambda:NAME or a Lambda function ARN")
+	}
+	return nil
+}
+
+// Decode parses body strictly into v: unknown fields and trailing data are
+// errors, reported as an *slot.InputError naming the field.
+func Decode(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if dec.More() {
+		return slot.Invalid("malformed_json", "body", "trailing data after the JSON object")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return slot.Invalid("invalid_type", field, fmt.Sprintf("%s: want %s, got JSON %s", field, typeErr.Type, typeErr.Value))
+	case errors.As(err, &syntaxErr):
+		return slot.Invalid("malformed_json", "body", fmt.Sprintf("malformed JSON at byte %d: %v", syntaxErr.Offset, err))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return slot.Invalid("unknown_field", name, fmt.Sprintf("unknown field %q", name))
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return slot.Invalid("malformed_json", "body", "empty body")
+	}
+	// Errors from UnmarshalJSON methods (durations, times) name no field
+	// through encoding/json; say what we can.
+	return slot.Invalid("malformed_json", "body", err.Error())
+}
+
+// NewID returns a random job id.
+func NewID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,157 @@
+package slot
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Limits and defaults of queue configuration.
+const (
+	// MaxNameLen is the longest queue name.
+	MaxNameLen = 80
+
+	// DefaultInterval is the interval of a queue created on first enqueue
+	// when nothing else says otherwise.
+	DefaultInterval = time.Second
+	// DefaultMaxAttempts is how many attempts a job gets before it fails.
+	DefaultMaxAttempts = 3
+	// DefaultBackoff is the wait before the first retry; it doubles with
+	// each attempt up to DefaultMaxBackoff.
+	DefaultBackoff = time.Second
+	// DefaultMaxBackoff caps the retry backoff.
+	DefaultMaxBackoff = 5 * time.Minute
+	// DefaultRetention is how long finished jobs and dead-letter records
+	// are kept.
+	DefaultRetention = 7 * 24 * time.Hour
+	// DefaultTargetTimeout bounds one run of an HTTP or Lambda target.
+	DefaultTargetTimeout = 30 * time.Second
+
+	// MaxInterval is the longest interval a queue may have.
+	MaxInterval = 24 * time.Hour
+	// MaxAttemptsLimit is the most attempts a queue may allow.
+	MaxAttemptsLimit = 100
+	// MaxRetention is the longest retention.
+	MaxRetention = 366 * 24 * time.Hour
+)
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,80}$`)
+
+// ValidateName reports whether name is a legal queue name
+// ([A-Za-z0-9_.-]{1,80}).
+func ValidateName(name string) error {
+	if !nameRE.MatchString(name) {
+		return Invalid("invalid_queue", "queue", fmt.Sprintf("queue name %q must match [A-Za-z0-9_.-]{1,80}", truncate(name, 100)))
+	}
+	return nil
+}
+
+// Config is a queue's configuration. The zero value of each field means its
+// documented default, applied by WithDefaults.
+type Config struct {
+	// Interval is the least time between two starts of the queue.
+	// Required to be > 0; default DefaultInterval when a queue is created
+	// on first enqueue.
+	Interval time.Duration `json:"interval"`
+	// Skew is the clock allowance between hosts: two starts are at least
+	// Interval−Skew apart. Default 0; must be less than Interval.
+	Skew time.Duration `json:"skew,omitempty"`
+	// MaxAttempts is how many attempts a job gets. Default 3.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Backoff is the delay before the first retry, doubled on each
+	// further attempt. Default 1s.
+	Backoff time.Duration `json:"backoff,omitempty"`
+	// MaxBackoff caps the retry delay. Default 5m.
+	MaxBackoff time.Duration `json:"max_backoff,omitempty"`
+	// Retention is how long finished jobs (and dead-letter records) are
+	// kept. Default 7 days.
+	Retention time.Duration `json:"retention,omitempty"`
+	// Targets lists the HTTP and Lambda targets jobs of this queue may
+	// name. An entry ending in "*" matches by prefix. Go handlers (job
+	// kinds) registered in the worker are always allowed. Default: none.
+	Targets []string `json:"targets,omitempty"`
+	// TargetTimeout bounds one run of an HTTP or Lambda target. Default 30s.
+	TargetTimeout time.Duration `json:"target_timeout,omitempty"`
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Backoff == 0 {
+		c.Backoff = DefaultBackoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.TargetTimeout == 0 {
+		c.TargetTimeout = DefaultTargetTimeout
+	}
+	return c
+}
+
+// Validate checks a configuration after defaults were applied.
+func (c Config) Validate() error {
+	switch {
+	case c.Interval <= 0:
+		return Invalid("invalid_interval", "interval", "interval must be greater than 0")
+	case c.Interval > MaxInterval:
+		return Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at most %s", MaxInterval))
+	case c.Skew < 0 || c.Skew >= c.Interval:
+		return Invalid("invalid_skew", "skew", "skew must be at least 0 and less than interval")
+	case c.MaxAttempts < 1 || c.MaxAttempts > MaxAttemptsLimit:
+		return Invalid("invalid_max_attempts", "max_attempts", fmt.Sprintf("max_attempts must be between 1 and %d", MaxAttemptsLimit))
+	case c.Backoff < 0:
+		return Invalid("invalid_backoff", "backoff", "backoff must not be negative")
+	case c.MaxBackoff < c.Backoff:
+		return Invalid("invalid_backoff", "max_backoff", "max_backoff must be at least backoff")
+	case c.Retention < time.Minute || c.Retention > MaxRetention:
+		return Invalid("invalid_retention", "retention", fmt.Sprintf("retention must be between 1m and %s", MaxRetention))
+	case c.TargetTimeout <= 0 || c.TargetTimeout > 15*time.Minute:
+		return Invalid("invalid_target_timeout", "target_timeout", "target_timeout must be between 0 and 15m")
+	}
+	for i, t := range c.Targets {
+		if t == "" || strings.TrimSpace(t) != t {
+			return Invalid("invalid_target", fmt.Sprintf("targets[%d]", i), "target patterns must be non-empty and without spaces")
+		}
+	}
+	return nil
+}
+
+// Allows reports whether target is allowed by the queue's target list.
+func (c Config) Allows(target string) bool {
+	for _, p := range c.Targets {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok {
+			if strings.HasPrefix(target, prefix) {
+				return true
+			}
+		} else if p == target {
+			return true
+		}
+	}
+	return false
+}
+
+// RetryDelay is the backoff before attempt number next (2, 3, …).
+func (c Config) RetryDelay(next int) time.Duration {
+	d := c.Backoff
+	for i := 2; i < next && d < c.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, c.MaxBackoff)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

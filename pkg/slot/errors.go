@@ -1,0 +1,31 @@
+package slot
+
+import "fmt"
+
+// InputError is bad input: it names the field at fault and carries a stable
+// code that callers and the wire format use (design.md §5.10). Whatever
+// returned an InputError wrote nothing.
+type InputError struct {
+	// Code is a stable snake_case identifier, such as "invalid_interval".
+	Code string `json:"code"`
+	// Field names the offending field, such as "interval" or "jobs[3].payload".
+	Field string `json:"field"`
+	// Message says what is wrong, for people.
+	Message string `json:"message"`
+}
+
+// Invalid returns an *InputError.
+func Invalid(code, field, message string) *InputError {
+	return &InputError{Code: code, Field: field, Message: message}
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("%s: %s", e.Field, e.Message)
+}
+
+// At returns a copy of e whose field is prefixed, as in "jobs[3]." + field.
+func (e *InputError) At(prefix string) *InputError {
+	c := *e
+	c.Field = prefix + e.Field
+	return &c
+}
