@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// ErrNotWaiting: the job cannot be cancelled because it started or ended.
+var ErrNotWaiting = errors.New("job is not waiting: it has started or ended")
+
+// CreateQueue creates a queue. Zero config fields take their defaults.
+func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
+	if err := slot.ValidateName(name); err != nil {
+		return Queue{}, err
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return Queue{}, err
+	}
+	q := Queue{Name: name, Config: cfg, CreatedAt: e.now()}
+	if err := e.state.CreateQueue(ctx, q); err != nil {
+		return Queue{}, fmt.Errorf("create queue %s: %w", name, err)
+	}
+	return q, nil
+}
+
+// Configure replaces a queue's configuration. Jobs already holding slots
+// keep them; new tickets follow the new interval.
+func (e *Engine) Configure(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
+	if err := slot.ValidateName(name); err != nil {
+		return Queue{}, err
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return Queue{}, err
+	}
+	if err := e.state.SetConfig(ctx, name, cfg); err != nil {
+		return Queue{}, fmt.Errorf("configure %s: %w", name, err)
+	}
+	return e.Queue(ctx, name)
+}
+
+// Queue returns a queue's configuration and state.
+func (e *Engine) Queue(ctx context.Context, name string) (Queue, error) {
+	if err := slot.ValidateName(name); err != nil {
+		return Queue{}, err
+	}
+	q, err := e.state.GetQueue(ctx, name)
+	if err != nil {
+		return Queue{}, fmt.Errorf("queue %s: %w", name, err)
+	}
+	return q, nil
+}
+
+// Queues lists every queue.
+func (e *Engine) Queues(ctx context.Context) ([]Queue, error) {
+	qs, err := e.state.ListQueues(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	return qs, nil
+}
+
+// Pause stops the queue's gate: once Pause returns, no job of the queue
+// starts until it is resumed. A non-zero until makes the resume function
+// lift the pause by itself at that time.
+func (e *Engine) Pause(ctx context.Context, name string, until time.Time) (slot.State, error) {
+	if err := slot.ValidateName(name); err != nil {
+		return slot.State{}, err
+	}
+	if !until.IsZero() && !until.After(e.now()) {
+		return slot.State{}, slot.Invalid("invalid_until", "until", "until must lie in the future")
+	}
+	st, err := e.state.Pause(ctx, name, until.UTC())
+	if err != nil {
+		return st, fmt.Errorf("pause %s: %w", name, err)
+	}
+	e.log.InfoContext(ctx, "paused", "queue", name, "paused_until", until)
+	return st, nil
+}
+
+// Unpause lifts a pause now and releases the queue's parked jobs at once,
+// re-ticketed in their old order, without waiting for the schedule.
+func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error) {
+	if err := slot.ValidateName(name); err != nil {
+		return ResumeReport{}, err
+	}
+	if _, err := e.state.Unpause(ctx, name, time.Time{}); err != nil {
+		return ResumeReport{}, fmt.Errorf("resume %s: %w", name, err)
+	}
+	q, err := e.state.GetQueue(ctx, name)
+	if err != nil {
+		return ResumeReport{}, fmt.Errorf("resume %s: %w", name, err)
+	}
+	return e.resumeQueue(ctx, q)
+}
+
+// Purge cancels every waiting (queued or parked) job of the queue and
+// returns how many it cancelled. Their messages are dropped on delivery.
+func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
+	q, err := e.Queue(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range []job.Status{job.Parked, job.Queued} {
+		jobs, err := e.listAll(ctx, name, s)
+		if err != nil {
+			return n, fmt.Errorf("purge %s: %w", name, err)
+		}
+		for _, j := range jobs {
+			if err := e.cancel(ctx, q.Config, j); err != nil {
+				if errors.Is(err, ErrConflict) {
+					continue
+				}
+				return n, fmt.Errorf("purge %s: %w", name, err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// DeleteQueue purges the queue and removes it. Finished job records stay
+// until their retention runs out.
+func (e *Engine) DeleteQueue(ctx context.Context, name string) (int, error) {
+	n, err := e.Purge(ctx, name)
+	if err != nil {
+		return n, err
+	}
+	if err := e.state.DeleteQueue(ctx, name); err != nil {
+		return n, fmt.Errorf("delete %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// Stats describes a queue now.
+type Stats struct {
+	Queue   string      `json:"queue"`
+	Config  slot.Config `json:"config"`
+	State   slot.State  `json:"state"`
+	Queued  int         `json:"queued"`
+	Parked  int         `json:"parked"`
+	Running int         `json:"running"`
+	// Depth is every job not yet started: queued + parked.
+	Depth int `json:"depth"`
+	// Lag is now minus the slot of the oldest waiting job (0 if none is
+	// late): how far behind its schedule the queue is.
+	Lag slot.Duration `json:"lag"`
+	// Backlog is how far ahead the line is booked: clock − now.
+	Backlog slot.Duration `json:"backlog"`
+}
+
+// Stats returns a queue's counts, lag and state.
+func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
+	q, err := e.Queue(ctx, name)
+	if err != nil {
+		return Stats{}, err
+	}
+	now := e.now()
+	s := Stats{Queue: name, Config: q.Config, State: q.State}
+	counts := map[job.Status]*int{job.Queued: &s.Queued, job.Parked: &s.Parked, job.Running: &s.Running}
+	for st, p := range counts {
+		if *p, err = e.state.CountJobs(ctx, name, st); err != nil {
+			return s, fmt.Errorf("stats %s: %w", name, err)
+		}
+		if st.Waiting() && *p > 0 {
+			oldest, err := e.state.ListJobs(ctx, ListRequest{Queue: name, Status: st, Limit: 1})
+			if err != nil {
+				return s, fmt.Errorf("stats %s: %w", name, err)
+			}
+			if len(oldest) == 1 {
+				s.Lag = max(s.Lag, slot.Duration(now.Sub(oldest[0].SlotAt)))
+			}
+		}
+	}
+	s.Depth = s.Queued + s.Parked
+	if q.State.Clock.After(now) {
+		s.Backlog = slot.Duration(q.State.Clock.Sub(now))
+	}
+	return s, nil
+}
+
+// Job returns one job.
+func (e *Engine) Job(ctx context.Context, k job.Key) (job.Job, error) {
+	if err := slot.ValidateName(k.Queue); err != nil {
+		return job.Job{}, err
+	}
+	j, err := e.state.GetJob(ctx, k)
+	if err != nil {
+		return j, fmt.Errorf("job %s: %w", k, err)
+	}
+	return j, nil
+}
+
+// Jobs lists jobs of a queue in one status, in ticket order.
+func (e *Engine) Jobs(ctx context.Context, r ListRequest) ([]job.Job, error) {
+	if err := slot.ValidateName(r.Queue); err != nil {
+		return nil, err
+	}
+	if !r.Status.Valid() {
+		return nil, slot.Invalid("invalid_status", "status", fmt.Sprintf("status %q is not one of %v", r.Status, job.Statuses))
+	}
+	jobs, err := e.state.ListJobs(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("jobs %s: %w", r.Queue, err)
+	}
+	return jobs, nil
+}
+
+// CancelJob cancels a waiting job. ErrNotWaiting if it started or ended.
+func (e *Engine) CancelJob(ctx context.Context, k job.Key) (job.Job, error) {
+	q, err := e.Queue(ctx, k.Queue)
+	if err != nil {
+		return job.Job{}, err
+	}
+	for {
+		j, err := e.state.GetJob(ctx, k)
+		if err != nil {
+			return j, fmt.Errorf("cancel %s: %w", k, err)
+		}
+		if !j.Status.Waiting() {
+			return j, fmt.Errorf("cancel %s: %w", k, ErrNotWaiting)
+		}
+		err = e.cancel(ctx, q.Config, j)
+		if errors.Is(err, ErrConflict) {
+			continue // it moved (re-ticketed, say); look again
+		}
+		if err != nil {
+			return j, fmt.Errorf("cancel %s: %w", k, err)
+		}
+		return e.state.GetJob(ctx, k)
+	}
+}
+
+func (e *Engine) cancel(ctx context.Context, cfg slot.Config, j job.Job) error {
+	from := j.Version()
+	now := e.now()
+	j.Status, j.FinishedAt, j.ExpiresAt, j.ParkReason, j.DueAt = job.Cancelled, now, now.Add(cfg.Retention), "", time.Time{}
+	return e.state.UpdateJob(ctx, j, from)
+}

@@ -1,0 +1,17 @@
+// Package engine holds slotq's use cases: enqueue, work, resume and the
+// admin operations. It is plain Go over two small interfaces it declares,
+// State (pkg/memstore, pkg/dynamostore) and Transport (pkg/memstore,
+// pkg/sqstransport), plus a Runner that runs a job's target (pkg/target).
+// Time comes from Options.Now, so tests can run an hour of slots in a
+// testing/synctest bubble.
+//
+// The flow of one job:
+//
+//	Enqueue ─ Take tickets+slots ─ CreateJobs ─ Send (delay) or park
+//	Work    ─ wait to the slot ─ Start (gate+claim) ─ Run ─ record / retry
+//	Resume  ─ lift timed pauses ─ re-ticket stale parked jobs in order ─
+//	          release due ones ─ resend lost messages ─ recover lost attempts
+//
+// Every function in pkg/functions and the local runtime is a thin shell
+// around one of these methods.
+package engine

@@ -1,0 +1,281 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// Accepted is the answer for one enqueued job.
+type Accepted struct {
+	JobID  string    `json:"job_id"`
+	Ticket int64     `json:"ticket"`
+	SlotAt time.Time `json:"slot_at"`
+	// Position is the number of tickets ahead of this one when it was
+	// accepted.
+	Position int64      `json:"position"`
+	Status   job.Status `json:"status"`
+	// Existing is true when a job of this id was accepted before; the
+	// answer is that job's, and nothing new was written.
+	Existing bool `json:"existing,omitempty"`
+}
+
+// EnqueueResult answers an enqueue call, job by job in request order.
+type EnqueueResult struct {
+	Queue string     `json:"queue"`
+	Jobs  []Accepted `json:"jobs"`
+}
+
+// Enqueue accepts one job or a batch. Bad input returns an *slot.InputError
+// and writes nothing. A batch gets a contiguous range of tickets. Jobs
+// whose slot is within the transport's reach are sent with their delay;
+// the others are parked for the resume function.
+func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueResult, error) {
+	now := e.now()
+	if err := req.Validate(now); err != nil {
+		return EnqueueResult{}, err
+	}
+	specs := req.Specs()
+	q, err := e.queueFor(ctx, req)
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	if err := e.checkTargets(q.Config, req, specs); err != nil {
+		return EnqueueResult{}, err
+	}
+
+	res := EnqueueResult{Queue: q.Name, Jobs: make([]Accepted, len(specs))}
+	// Idempotency: a caller-given id that exists answers with that job.
+	var fresh []*job.Job
+	var at []int
+	for i, s := range specs {
+		if s.ID != "" {
+			old, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: s.ID})
+			if err == nil {
+				res.Jobs[i] = answer(&old, q.State, true)
+				continue
+			}
+			if !errors.Is(err, ErrJobNotFound) {
+				return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+			}
+		}
+		j := &job.Job{
+			Queue: q.Name, ID: s.ID, Kind: s.Kind, Target: s.Target, Payload: s.Payload,
+			Attempt: 1, EnqueuedAt: now,
+		}
+		if j.ID == "" {
+			j.ID = job.NewID()
+		}
+		if s.NotBefore != nil {
+			j.NotBefore = s.NotBefore.UTC()
+		}
+		fresh = append(fresh, j)
+		at = append(at, i)
+	}
+	if len(fresh) == 0 {
+		return res, nil
+	}
+
+	if err := e.assign(ctx, &q, fresh, now); err != nil {
+		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+	}
+	records := make([]job.Job, len(fresh))
+	for i, j := range fresh {
+		e.place(j, q.State.Paused, now)
+		records[i] = *j
+	}
+	created, err := e.state.CreateJobs(ctx, records)
+	if err != nil {
+		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+	}
+	var toSend []*job.Job
+	for k, j := range fresh {
+		if !created[k] {
+			// Lost a race with the same id: answer with the winner. The
+			// ticket this call took for it stays unused.
+			old, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: j.ID})
+			if err != nil {
+				return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+			}
+			res.Jobs[at[k]] = answer(&old, q.State, true)
+			continue
+		}
+		res.Jobs[at[k]] = answer(j, q.State, false)
+		if j.Status == job.Queued {
+			toSend = append(toSend, j)
+		}
+	}
+	e.send(ctx, toSend, now)
+	e.log.DebugContext(ctx, "enqueued", "queue", q.Name, "jobs", len(fresh), "first_ticket", fresh[0].Ticket)
+	return res, nil
+}
+
+func answer(j *job.Job, st slot.State, existing bool) Accepted {
+	return Accepted{
+		JobID: j.ID, Ticket: j.Ticket, SlotAt: j.SlotAt, Position: slot.Position(st, j.Ticket),
+		Status: j.Status, Existing: existing,
+	}
+}
+
+// queueFor returns the request's queue, creating it with the defaults (and
+// the request's interval) if it does not exist and auto-creation is on.
+func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (Queue, error) {
+	q, err := e.state.GetQueue(ctx, req.Queue)
+	if err == nil || !errors.Is(err, ErrQueueNotFound) || e.opts.NoAutoCreate {
+		if err != nil {
+			return q, fmt.Errorf("enqueue %s: %w", req.Queue, err)
+		}
+		return q, nil
+	}
+	cfg := e.defaults
+	if req.Interval != nil {
+		cfg.Interval = time.Duration(*req.Interval)
+		if cfg.Skew >= cfg.Interval {
+			cfg.Skew = 0
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return q, err
+	}
+	q = Queue{Name: req.Queue, Config: cfg, CreatedAt: e.now()}
+	if err := e.state.CreateQueue(ctx, q); err != nil && !errors.Is(err, ErrQueueExists) {
+		return q, fmt.Errorf("create queue %s: %w", req.Queue, err)
+	}
+	q, err = e.state.GetQueue(ctx, req.Queue)
+	if err != nil {
+		return q, fmt.Errorf("enqueue %s: %w", req.Queue, err)
+	}
+	return q, nil
+}
+
+func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []job.Spec) error {
+	kinds, _ := e.runner.(Kinds)
+	for i, s := range specs {
+		prefix := fmt.Sprintf("jobs[%d].", i)
+		if req.Job != nil {
+			prefix = "job."
+		}
+		if s.Target != "" && !cfg.Allows(s.Target) {
+			return slot.Invalid("target_not_allowed", prefix+"target",
+				fmt.Sprintf("target %q is not in queue %s's allowed targets", s.Target, req.Queue))
+		}
+		if s.Kind != "" && kinds != nil && !kinds.Has(s.Kind) {
+			return slot.Invalid("unknown_kind", prefix+"kind", fmt.Sprintf("no handler is registered for kind %q", s.Kind))
+		}
+	}
+	return nil
+}
+
+// assign gives jobs (in order) a contiguous range of tickets and their
+// slots. A job whose not_before lies after its line slot is scheduled: its
+// slot is its not_before (spaced from the previous scheduled job of the
+// call), and it does not move the slot clock. q.State is updated.
+func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job, now time.Time) error {
+	for try := 0; ; try++ {
+		iv := q.Config.Interval
+		est := slot.NextSlot(q.State.Clock, iv, now)
+		inLine := make([]bool, len(jobs))
+		line := 0
+		for i, j := range jobs {
+			if !j.NotBefore.After(est.Add(time.Duration(line) * iv)) {
+				inLine[i] = true
+				line++
+			}
+		}
+		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Interval: iv, Now: now})
+		if errors.Is(err, ErrIntervalChanged) && try < 3 {
+			if *q, err = e.state.GetQueue(ctx, q.Name); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("take tickets: %w", err)
+		}
+		first := taken.FirstSlot
+		if line == 0 {
+			first = slot.NextSlot(taken.State.Clock, iv, now)
+		}
+		k := 0
+		var prev time.Time
+		for i, j := range jobs {
+			j.Ticket = taken.First + int64(i)
+			pos := first.Add(time.Duration(k) * iv)
+			if inLine[i] {
+				j.SlotAt = pos
+				k++
+				continue
+			}
+			s := laterOf(j.NotBefore, pos)
+			if !prev.IsZero() {
+				s = laterOf(s, prev.Add(iv))
+			}
+			j.SlotAt, prev = s, s
+		}
+		q.State = taken.State
+		return nil
+	}
+}
+
+// place sets a job's status for its slot: parked when the queue is paused
+// or the slot lies beyond the transport's reach, queued otherwise.
+func (e *Engine) place(j *job.Job, paused bool, now time.Time) {
+	j.ParkReason, j.DueAt = "", time.Time{}
+	switch {
+	case paused:
+		j.Status, j.ParkReason = job.Parked, job.PausedQueue
+	case j.SlotAt.Sub(now) > e.transport.MaxDelay():
+		j.Status, j.ParkReason = job.Parked, job.Far
+		j.DueAt = j.SlotAt.Add(-e.transport.MaxDelay())
+	default:
+		j.Status = job.Queued
+	}
+}
+
+// send hands queued jobs to the transport. A job the transport refuses is
+// parked as unsent, for Resume to send again; if even that fails, Resume
+// finds it as a lost queued job. Either way nothing is dropped.
+func (e *Engine) send(ctx context.Context, jobs []*job.Job, now time.Time) {
+	if len(jobs) == 0 {
+		return
+	}
+	msgs := make([]Message, len(jobs))
+	for i, j := range jobs {
+		msgs[i] = Message{Envelope: j.Envelope(), Delay: max(0, j.SlotAt.Sub(now))}
+	}
+	err := e.transport.Send(ctx, msgs)
+	if err == nil {
+		return
+	}
+	failed := map[int]error{}
+	var se *SendError
+	if errors.As(err, &se) {
+		failed = se.Failed
+	} else {
+		for i := range jobs {
+			failed[i] = err
+		}
+	}
+	for i, cause := range failed {
+		j := jobs[i]
+		from := j.Version()
+		j.Status, j.ParkReason, j.DueAt = job.Parked, job.Unsent, now
+		if uerr := e.state.UpdateJob(ctx, *j, from); uerr != nil {
+			e.log.ErrorContext(ctx, "send failed and park failed; resume will resend",
+				"queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "error", cause, "park_error", uerr)
+			continue
+		}
+		e.log.WarnContext(ctx, "send failed; job parked for resume", "queue", j.Queue, "job_id", j.ID, "error", cause)
+	}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

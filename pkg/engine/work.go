@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// Work handles one delivered envelope. It returns nil when the message is
+// done with (the job ran, was re-ticketed, parked, handed back, or the
+// message was a stale duplicate) and an error when the transport should
+// deliver it again.
+//
+// The steps: drop envelopes that no longer match the job record; wait to
+// the exact slot (or hand the job back with the remaining delay when the
+// slot lies past the context deadline); pass the gate and claim the attempt
+// in one atomic step; run the target; record the outcome or retry.
+func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
+	j, err := e.state.GetJob(ctx, env.Key())
+	if errors.Is(err, ErrJobNotFound) {
+		e.log.WarnContext(ctx, "dropped message of unknown job", "queue", env.Queue, "job_id", env.JobID)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("work %s: %w", env.Key(), err)
+	}
+	want := job.Version{Status: job.Queued, Ticket: env.Ticket, Attempt: env.Attempt}
+	if j.Version() != want {
+		e.log.DebugContext(ctx, "dropped stale message", "queue", j.Queue, "job_id", j.ID,
+			"ticket", env.Ticket, "status", j.Status, "job_ticket", j.Ticket)
+		return nil
+	}
+	q, err := e.state.GetQueue(ctx, j.Queue)
+	if errors.Is(err, ErrQueueNotFound) {
+		e.log.WarnContext(ctx, "dropped message of deleted queue", "queue", j.Queue, "job_id", j.ID)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("work %s: %w", env.Key(), err)
+	}
+
+	wake := j.SlotAt
+	for {
+		if wait := wake.Sub(e.now()); wait > 0 {
+			if !e.fits(ctx, wait) {
+				return e.handBack(ctx, &j, wait)
+			}
+			if err := sleep(ctx, wait); err != nil {
+				return fmt.Errorf("work %s: wait for slot: %w", env.Key(), err)
+			}
+		}
+		now := e.now()
+		st, err := e.state.Start(ctx, StartRequest{
+			Key: env.Key(), From: want, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now,
+		})
+		var gate *GateError
+		switch {
+		case err == nil:
+			return e.run(ctx, q, j, st, now)
+		case errors.Is(err, ErrConflict), errors.Is(err, ErrJobNotFound):
+			e.log.DebugContext(ctx, "dropped duplicate delivery", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
+			return nil
+		case errors.Is(err, ErrIntervalChanged):
+			if q, err = e.state.GetQueue(ctx, j.Queue); err != nil {
+				return fmt.Errorf("work %s: %w", env.Key(), err)
+			}
+		case errors.As(err, &gate):
+			switch gate.Verdict {
+			case slot.Early:
+				// Let lower tickets go first: wait one interval per ticket
+				// still ahead of this one.
+				ahead := max(0, j.Ticket-gate.State.Current-1)
+				wake = gate.OpenAt.Add(time.Duration(ahead) * q.Config.Interval)
+			case slot.Paused:
+				return e.park(ctx, &j, job.PausedQueue)
+			case slot.Passed:
+				q.State = gate.State
+				return e.reticket(ctx, &q, &j, now)
+			}
+		default:
+			return fmt.Errorf("work %s: start: %w", env.Key(), err)
+		}
+	}
+}
+
+// handBack sends the job's envelope again with the remaining delay: the
+// slot lies past this invocation's deadline.
+func (e *Engine) handBack(ctx context.Context, j *job.Job, wait time.Duration) error {
+	err := e.transport.Send(ctx, []Message{{Envelope: j.Envelope(), Delay: wait}})
+	if err != nil {
+		return fmt.Errorf("hand back %s/%s: %w", j.Queue, j.ID, err)
+	}
+	e.log.DebugContext(ctx, "handed back", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "delay_ms", wait.Milliseconds())
+	return nil
+}
+
+// park stores a queued job as parked, for the resume function.
+func (e *Engine) park(ctx context.Context, j *job.Job, why job.ParkReason) error {
+	from := j.Version()
+	j.Status, j.ParkReason, j.DueAt = job.Parked, why, time.Time{}
+	if err := e.state.UpdateJob(ctx, *j, from); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil
+		}
+		return fmt.Errorf("park %s/%s: %w", j.Queue, j.ID, err)
+	}
+	e.log.InfoContext(ctx, "parked", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "reason", string(why))
+	return nil
+}
+
+// reticket gives a passed job a new ticket at the end of the line, keeping
+// its id and attempt, and sends or parks it.
+func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job, now time.Time) error {
+	from := j.Version()
+	old := j.Ticket
+	if err := e.assign(ctx, q, []*job.Job{j}, now); err != nil {
+		return fmt.Errorf("re-ticket %s/%s: %w", j.Queue, j.ID, err)
+	}
+	j.Retickets++
+	e.place(j, q.State.Paused, now)
+	if err := e.state.UpdateJob(ctx, *j, from); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil // a duplicate got there first
+		}
+		return fmt.Errorf("re-ticket %s/%s: %w", j.Queue, j.ID, err)
+	}
+	e.log.InfoContext(ctx, "re-ticketed", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket, "slot_at", j.SlotAt)
+	if j.Status == job.Queued {
+		e.send(ctx, []*job.Job{j}, now)
+	}
+	return nil
+}
+
+// run runs a started attempt and records its outcome.
+func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now time.Time) error {
+	j.Status, j.StartedAt = job.Running, now
+	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
+		"slot_at", j.SlotAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(), "attempt", j.Attempt, "target", j.What())
+	if e.runner == nil {
+		return e.finish(ctx, q, j, st, errors.New("no runner configured"))
+	}
+	return e.finish(ctx, q, j, st, e.runner.Run(ctx, &j, q.Config))
+}
+
+// finish records an attempt's outcome: succeeded, failed (the record is the
+// dead-letter record), or a retry with a new ticket after backoff.
+func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error) error {
+	from := j.Version()
+	now := e.now()
+	switch {
+	case runErr == nil:
+		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Succeeded, now, now.Add(q.Config.Retention), ""
+	case errors.Is(runErr, ErrSkipRetry) || j.Attempt >= q.Config.MaxAttempts:
+		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Failed, now, now.Add(q.Config.Retention), runErr.Error()
+	default:
+		return e.retry(ctx, q, j, st, runErr, now)
+	}
+	if err := e.state.UpdateJob(ctx, j, from); err != nil {
+		if errors.Is(err, ErrConflict) {
+			e.log.WarnContext(ctx, "outcome not recorded: job moved on", "queue", j.Queue, "job_id", j.ID)
+			return nil
+		}
+		return fmt.Errorf("record %s/%s: %w", j.Queue, j.ID, err)
+	}
+	if j.Status == job.Failed {
+		e.log.ErrorContext(ctx, "job failed", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "attempt", j.Attempt, "error", runErr)
+	} else {
+		e.log.DebugContext(ctx, "job succeeded", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
+	}
+	return nil
+}
+
+// retry gives a failed attempt's job a new ticket no earlier than its
+// backoff: a retry is a start like any other and keeps the queue's rate.
+func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error, now time.Time) error {
+	from := j.Version()
+	q.State = st
+	j.Attempt++
+	j.LastError = runErr.Error()
+	j.StartedAt = time.Time{}
+	floor := j.NotBefore
+	j.NotBefore = now.Add(q.Config.RetryDelay(j.Attempt))
+	err := e.assign(ctx, &q, []*job.Job{&j}, now)
+	j.NotBefore = floor
+	if err != nil {
+		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
+	}
+	e.place(&j, q.State.Paused, now)
+	if err := e.state.UpdateJob(ctx, j, from); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil
+		}
+		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
+	}
+	e.log.WarnContext(ctx, "attempt failed; retrying", "queue", j.Queue, "job_id", j.ID,
+		"attempt", j.Attempt, "ticket", j.Ticket, "slot_at", j.SlotAt, "error", runErr)
+	if j.Status == job.Queued {
+		e.send(ctx, []*job.Job{&j}, now)
+	}
+	return nil
+}

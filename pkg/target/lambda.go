@@ -1,0 +1,76 @@
+package target
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/slotq/slotq/pkg/job"
+)
+
+// LambdaAPI is the one Lambda call the Lambda target makes.
+type LambdaAPI interface {
+	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+}
+
+var _ LambdaAPI = (*lambda.Client)(nil)
+
+// Lambda invokes another function synchronously with the job's event:
+// {"queue","job_id","ticket","attempt","slot_at","payload"}. A function
+// error (FunctionError set) fails the attempt with the function's error
+// message, and is retried like any failure.
+type Lambda struct {
+	API LambdaAPI
+}
+
+// LambdaEvent is what a Lambda target receives.
+type LambdaEvent struct {
+	Queue   string          `json:"queue"`
+	JobID   string          `json:"job_id"`
+	Ticket  int64           `json:"ticket"`
+	Attempt int             `json:"attempt"`
+	SlotAt  string          `json:"slot_at"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// FunctionName returns the function a target names: "lambda:NAME" gives
+// NAME, an ARN is used as it is.
+func FunctionName(target string) string {
+	if name, ok := strings.CutPrefix(target, "lambda:"); ok {
+		return name
+	}
+	return target
+}
+
+// Invoke runs one attempt of j.
+func (l *Lambda) Invoke(ctx context.Context, j *job.Job) error {
+	ev, err := json.Marshal(LambdaEvent{
+		Queue: j.Queue, JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt,
+		SlotAt: j.SlotAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Payload: j.Payload,
+	})
+	if err != nil {
+		return SkipRetry(fmt.Errorf("lambda target: %w", err))
+	}
+	out, err := l.API.Invoke(ctx, &lambda.InvokeInput{
+		FunctionName:   aws.String(FunctionName(j.Target)),
+		InvocationType: types.InvocationTypeRequestResponse,
+		Payload:        ev,
+	})
+	if err != nil {
+		return fmt.Errorf("lambda target %s: %w", FunctionName(j.Target), err)
+	}
+	if out.FunctionError != nil {
+		var fe struct {
+			ErrorMessage string `json:"errorMessage"`
+			ErrorType    string `json:"errorType"`
+		}
+		_ = json.Unmarshal(out.Payload, &fe)
+		return fmt.Errorf("lambda target %s: %s: %s %s", FunctionName(j.Target), *out.FunctionError, fe.ErrorType, fe.ErrorMessage)
+	}
+	return nil
+}

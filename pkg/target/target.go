@@ -1,0 +1,127 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// Handler runs jobs of one kind.
+type Handler interface {
+	Handle(ctx context.Context, j *job.Job) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, j *job.Job) error
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, j *job.Job) error { return f(ctx, j) }
+
+// SkipRetry wraps err so that the job fails now, without further attempts.
+func SkipRetry(err error) error { return fmt.Errorf("%w: %w", engine.ErrSkipRetry, err) }
+
+// Mux maps job kinds to handlers.
+type Mux struct {
+	mu sync.RWMutex
+	h  map[string]Handler
+}
+
+// NewMux returns an empty Mux.
+func NewMux() *Mux { return &Mux{h: map[string]Handler{}} }
+
+// Handle registers h for kind. It panics if kind is empty or taken, as
+// net/http does: a double registration is a programming error best seen at
+// start-up.
+func (m *Mux) Handle(kind string, h Handler) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if kind == "" || h == nil {
+		panic("target: empty kind or nil handler")
+	}
+	if _, dup := m.h[kind]; dup {
+		panic(fmt.Sprintf("target: kind %q registered twice", kind))
+	}
+	m.h[kind] = h
+}
+
+// HandleFunc registers f for kind.
+func (m *Mux) HandleFunc(kind string, f func(ctx context.Context, j *job.Job) error) {
+	m.Handle(kind, HandlerFunc(f))
+}
+
+// Has reports whether kind has a handler.
+func (m *Mux) Has(kind string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.h[kind]
+	return ok
+}
+
+// ErrUnknownKind: no handler is registered for the job's kind.
+var ErrUnknownKind = errors.New("no handler for kind")
+
+
+func (m *Mux) run(ctx context.Context, j *job.Job) error {
+	m.mu.RLock()
+	h, ok := m.h[j.Kind]
+	m.mu.RUnlock()
+	if !ok {
+		return SkipRetry(fmt.Errorf("%w %q", ErrUnknownKind, j.Kind))
+	}
+	return h.Handle(ctx, j)
+}
+
+// Dispatcher routes each job to its target: kinds to Mux, http(s) URLs to
+// HTTP, lambda: names and function ARNs to Lambda. It implements
+// engine.Runner and engine.Kinds.
+type Dispatcher struct {
+	// Mux runs jobs by kind. Nil: jobs with a kind fail without retry.
+	Mux *Mux
+	// HTTP runs http(s) targets. Nil: a default HTTP target.
+	HTTP *HTTP
+	// Lambda runs Lambda targets. Nil: such jobs fail without retry.
+	Lambda *Lambda
+}
+
+var (
+	_ engine.Runner = (*Dispatcher)(nil)
+	_ engine.Kinds  = (*Dispatcher)(nil)
+)
+
+// Has reports whether kind has a handler. Without a Mux every kind is
+// accepted: the enqueue side does not know the worker's handlers.
+func (d *Dispatcher) Has(kind string) bool { return d.Mux == nil || d.Mux.Has(kind) }
+
+// Run runs one attempt of j, bounded by the queue's target timeout for
+// remote targets.
+func (d *Dispatcher) Run(ctx context.Context, j *job.Job, cfg slot.Config) error {
+	switch {
+	case j.Kind != "":
+		if d.Mux == nil {
+			return SkipRetry(fmt.Errorf("%w %q", ErrUnknownKind, j.Kind))
+		}
+		return d.Mux.run(ctx, j)
+	case strings.HasPrefix(j.Target, "http://"), strings.HasPrefix(j.Target, "https://"):
+		h := d.HTTP
+		if h == nil {
+			h = &HTTP{}
+		}
+		ctx, cancel := context.WithTimeout(ctx, cfg.TargetTimeout)
+		defer cancel()
+		return h.Post(ctx, j)
+	case strings.HasPrefix(j.Target, "lambda:"), strings.HasPrefix(j.Target, "arn:aws:lambda:"):
+		if d.Lambda == nil {
+			return SkipRetry(fmt.Errorf("lambda target %q: no Lambda client configured", j.Target))
+		}
+		ctx, cancel := context.WithTimeout(ctx, cfg.TargetTimeout)
+		defer cancel()
+		return d.Lambda.Invoke(ctx, j)
+	}
+	return SkipRetry(fmt.Errorf("job %s: no kind and unknown target %q", j.ID, j.Target))
+}
