@@ -66,7 +66,6 @@ func (m *Mux) Has(kind string) bool {
 // ErrUnknownKind: no handler is registered for the job's kind.
 var ErrUnknownKind = errors.New("no handler for kind")
 
-
 func (m *Mux) run(ctx context.Context, j *job.Job) error {
 	m.mu.RLock()
 	h, ok := m.h[j.Kind]
