@@ -1,0 +1,128 @@
+package timeline
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+)
+
+// Sorted returns a copy of starts in start order (ties by ticket).
+func Sorted(starts []Start) []Start {
+	s := slices.Clone(starts)
+	slices.SortStableFunc(s, func(a, b Start) int {
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Ticket, b.Ticket)
+	})
+	return s
+}
+
+// Gaps returns the time between each start and the one before it, for
+// starts already in start order: len(starts)−1 gaps.
+func Gaps(starts []Start) []time.Duration {
+	if len(starts) < 2 {
+		return nil
+	}
+	gaps := make([]time.Duration, len(starts)-1)
+	for i := 1; i < len(starts); i++ {
+		gaps[i-1] = starts[i].At.Sub(starts[i-1].At)
+	}
+	return gaps
+}
+
+// Violations counts the gaps shorter than interval − skew: starts closer
+// together than design.md §5.3 allows.
+func Violations(gaps []time.Duration, interval, skew time.Duration) int {
+	n := 0
+	for _, g := range gaps {
+		if g < interval-skew {
+			n++
+		}
+	}
+	return n
+}
+
+// Inversions counts the starts, in start order, whose ticket is lower than
+// that of some earlier start. The gate makes a passed ticket take a new one
+// instead of starting, so on one queue this is 0.
+func Inversions(starts []Start) int {
+	n := 0
+	var high int64
+	for i, s := range starts {
+		if i > 0 && s.Ticket < high {
+			n++
+		}
+		high = max(high, s.Ticket)
+	}
+	return n
+}
+
+// Percentile returns the p-th percentile (0–100) of ds by the nearest-rank
+// method: the smallest value with at least p% of the values at or below
+// it. It is 0 for no values.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(rank-1, 0), len(s)-1)]
+}
+
+// Summary describes the starts of one queue.
+type Summary struct {
+	// Starts is the number of starts.
+	Starts int
+	// Interval and Skew are the queue's, against which Violations counts.
+	Interval, Skew time.Duration
+	// SpacingMin and SpacingP50 are over the gaps between consecutive
+	// starts, in start order.
+	SpacingMin, SpacingP50 time.Duration
+	// Lateness is start − slot.
+	LatenessP50, LatenessP99, LatenessMax time.Duration
+	// Inversions counts starts of a lower ticket after a higher one.
+	Inversions int
+	// Violations counts consecutive starts closer than Interval − Skew.
+	Violations int
+	// Makespan is last start − first start; Ideal is (n−1)·Interval, the
+	// least it can be.
+	Makespan, Ideal time.Duration
+}
+
+// Ratio is Makespan / Ideal (1 is perfect; 0 with fewer than two starts).
+func (s Summary) Ratio() float64 {
+	if s.Ideal <= 0 {
+		return 0
+	}
+	return float64(s.Makespan) / float64(s.Ideal)
+}
+
+// Summarize describes the starts of one queue whose interval and skew are
+// given. The starts may come in any order.
+func Summarize(starts []Start, interval, skew time.Duration) Summary {
+	s := Sorted(starts)
+	sum := Summary{Starts: len(s), Interval: interval, Skew: skew}
+	if len(s) == 0 {
+		return sum
+	}
+	gaps := Gaps(s)
+	if len(gaps) > 0 {
+		sum.SpacingMin = slices.Min(gaps)
+		sum.SpacingP50 = Percentile(gaps, 50)
+	}
+	late := make([]time.Duration, len(s))
+	for i, st := range s {
+		late[i] = st.Lateness()
+	}
+	sum.LatenessP50 = Percentile(late, 50)
+	sum.LatenessP99 = Percentile(late, 99)
+	sum.LatenessMax = slices.Max(late)
+	sum.Inversions = Inversions(s)
+	sum.Violations = Violations(gaps, interval, skew)
+	sum.Makespan = s[len(s)-1].At.Sub(s[0].At)
+	sum.Ideal = time.Duration(len(s)-1) * interval
+	return sum
+}
