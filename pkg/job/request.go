@@ -188,7 +188,11 @@ func decodeError(err error) error {
 		return slot.Invalid("malformed_json", "body", fmt.Sprintf("malformed JSON at byte %d: %v", syntaxErr.Offset, err))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return slot.Invalid("unknown_field", name, fmt.Sprintf("unknown field %q", name))
+		field := name
+		if field == "" {
+			field = "body"
+		}
+		return slot.Invalid("unknown_field", field, fmt.Sprintf("unknown field %q", name))
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return slot.Invalid("malformed_json", "body", "empty body")
 	}

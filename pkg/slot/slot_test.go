@@ -1,0 +1,222 @@
+package slot
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
+
+func TestNextSlot(t *testing.T) {
+	tests := []struct {
+		name  string
+		clock time.Time
+		now   time.Time
+		want  time.Time
+	}{
+		{"fresh queue starts now", time.Time{}, t0, t0},
+		{"idle line starts now", t0.Add(-time.Minute), t0, t0},
+		{"busy line goes one interval after the clock", t0.Add(3 * time.Second), t0, t0.Add(4 * time.Second)},
+		{"clock exactly one interval ago", t0.Add(-time.Second), t0, t0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := NextSlot(tt.clock, time.Second, tt.now); !got.Equal(tt.want) {
+				t.Fatalf("NextSlot = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTake(t *testing.T) {
+	tests := []struct {
+		name      string
+		st        State
+		n, line   int
+		wantFirst int64
+		wantSlot  time.Time
+		wantClock time.Time
+	}{
+		{"first batch on a fresh queue", State{}, 3, 3, 1, t0, t0.Add(2 * time.Second)},
+		{"batch behind a backlog", State{Ticket: 9, Clock: t0.Add(time.Minute)}, 2, 2, 10, t0.Add(61 * time.Second), t0.Add(62 * time.Second)},
+		{"scheduled jobs keep the clock", State{Ticket: 4, Clock: t0}, 2, 0, 5, time.Time{}, t0},
+		{"mixed batch moves the clock by its line jobs", State{Ticket: 1, Clock: t0}, 5, 2, 2, t0.Add(time.Second), t0.Add(2 * time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next, first, slot := Take(tt.st, tt.n, tt.line, time.Second, t0)
+			if first != tt.wantFirst || !slot.Equal(tt.wantSlot) || !next.Clock.Equal(tt.wantClock) {
+				t.Fatalf("Take = first %d slot %v clock %v, want %d %v %v", first, slot, next.Clock, tt.wantFirst, tt.wantSlot, tt.wantClock)
+			}
+			if next.Ticket != tt.st.Ticket+int64(tt.n) {
+				t.Fatalf("ticket = %d, want %d", next.Ticket, tt.st.Ticket+int64(tt.n))
+			}
+		})
+	}
+}
+
+func TestGate(t *testing.T) {
+	base := State{Ticket: 10, Current: 4, LastStart: t0}
+	tests := []struct {
+		name   string
+		st     State
+		ticket int64
+		skew   time.Duration
+		now    time.Time
+		want   Verdict
+		openAt time.Time
+	}{
+		{"next ticket after an interval starts", base, 5, 0, t0.Add(time.Second), Start, time.Time{}},
+		{"a later ticket may start (lower ones are passed later)", base, 7, 0, t0.Add(2 * time.Second), Start, time.Time{}},
+		{"too soon after the last start", base, 5, 0, t0.Add(900 * time.Millisecond), Early, t0.Add(time.Second)},
+		{"skew lets it start a little sooner", base, 5, 200 * time.Millisecond, t0.Add(900 * time.Millisecond), Start, time.Time{}},
+		{"the current ticket is passed", base, 4, 0, t0.Add(time.Hour), Passed, time.Time{}},
+		{"a lower ticket is passed", base, 2, 0, t0.Add(time.Hour), Passed, time.Time{}},
+		{"paused beats everything", State{Paused: true, Current: 4}, 5, 0, t0.Add(time.Hour), Paused, time.Time{}},
+		{"first start of a queue", State{Ticket: 1}, 1, 0, t0, Start, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, open := Gate(tt.st, tt.ticket, time.Second, tt.skew, tt.now)
+			if v != tt.want || !open.Equal(tt.openAt) {
+				t.Fatalf("Gate = %v %v, want %v %v", v, open, tt.want, tt.openAt)
+			}
+		})
+	}
+}
+
+func TestStartedNeverMovesBack(t *testing.T) {
+	st := State{Current: 9, LastStart: t0.Add(time.Minute), Clock: t0.Add(time.Hour)}
+	got := Started(st, 5, t0)
+	if got.Current != 9 || !got.LastStart.Equal(st.LastStart) || !got.Clock.Equal(st.Clock) {
+		t.Fatalf("Started moved state back: %+v", got)
+	}
+	got = Started(State{Current: 1, Clock: t0}, 2, t0.Add(time.Second))
+	if got.Current != 2 || !got.LastStart.Equal(t0.Add(time.Second)) || !got.Clock.Equal(t0.Add(time.Second)) {
+		t.Fatalf("Started = %+v", got)
+	}
+}
+
+func TestPosition(t *testing.T) {
+	if p := Position(State{Current: 3}, 7); p != 3 {
+		t.Fatalf("Position = %d, want 3", p)
+	}
+	if p := Position(State{Current: 9}, 7); p != 0 {
+		t.Fatalf("Position of a passed ticket = %d, want 0", p)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	ok := Config{Interval: time.Second}.WithDefaults()
+	tests := []struct {
+		name  string
+		mod   func(*Config)
+		field string
+	}{
+		{"zero interval", func(c *Config) { c.Interval = 0 }, "interval"},
+		{"negative interval", func(c *Config) { c.Interval = -time.Second }, "interval"},
+		{"huge interval", func(c *Config) { c.Interval = 48 * time.Hour }, "interval"},
+		{"skew as large as the interval", func(c *Config) { c.Skew = time.Second }, "skew"},
+		{"no attempts", func(c *Config) { c.MaxAttempts = -1 }, "max_attempts"},
+		{"max backoff below backoff", func(c *Config) { c.MaxBackoff = time.Millisecond }, "max_backoff"},
+		{"short retention", func(c *Config) { c.Retention = time.Second }, "retention"},
+		{"blank target", func(c *Config) { c.Targets = []string{"https://x", ""} }, "targets[1]"},
+	}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.mod(&c)
+			err := c.Validate()
+			ie, isInput := err.(*InputError)
+			if !isInput || ie.Field != tt.field {
+				t.Fatalf("Validate = %v, want an InputError on %s", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestValidateName(t *testing.T) {
+	for _, name := range []string{"q", "emails.eu-west_1", "A-Z.0_9"} {
+		if err := ValidateName(name); err != nil {
+			t.Errorf("ValidateName(%q) = %v", name, err)
+		}
+	}
+	long := make([]byte, 81)
+	for i := range long {
+		long[i] = 'a'
+	}
+	for _, name := range []string{"", "has space", "slash/q", "ü", string(long)} {
+		if err := ValidateName(name); err == nil {
+			t.Errorf("ValidateName(%q) accepted a bad name", name)
+		}
+	}
+}
+
+func TestAllowsAndRetryDelay(t *testing.T) {
+	c := Config{Targets: []string{"https://api.example.com/*", "lambda:mailer"}, Backoff: time.Second, MaxBackoff: 5 * time.Second}
+	cases := map[string]bool{
+		"https://api.example.com/hook": true, "https://api.example.org/": false,
+		"lambda:mailer": true, "lambda:mailer2": false,
+	}
+	for target, want := range cases {
+		if c.Allows(target) != want {
+			t.Errorf("Allows(%q) = %v, want %v", target, !want, want)
+		}
+	}
+	for next, want := range map[int]time.Duration{2: time.Second, 3: 2 * time.Second, 4: 4 * time.Second, 5: 5 * time.Second, 30: 5 * time.Second} {
+		if got := c.RetryDelay(next); got != want {
+			t.Errorf("RetryDelay(%d) = %v, want %v", next, got, want)
+		}
+	}
+}
+
+// FuzzTake checks the slot invariants over any sequence of takes and
+// starts: tickets are contiguous and increasing, the clock never moves
+// back, line slots are an interval apart and never before now.
+func FuzzTake(f *testing.F) {
+	f.Add(int64(1000), []byte{3, 3, 1, 0, 200, 5})
+	f.Add(int64(1), []byte{1, 1, 1, 1})
+	f.Fuzz(func(t *testing.T, ivMs int64, ops []byte) {
+		if ivMs <= 0 || ivMs > 1e7 {
+			t.Skip()
+		}
+		iv := time.Duration(ivMs) * time.Millisecond
+		st := State{}
+		now := t0
+		for i := 0; i+1 < len(ops); i += 2 {
+			n := int(ops[i]%20) + 1
+			line := int(ops[i+1]) % (n + 1)
+			now = now.Add(time.Duration(ops[i+1]) * time.Millisecond * 7)
+			prev := st
+			next, first, firstSlot := Take(st, n, line, iv, now)
+			if first != prev.Ticket+1 || next.Ticket != prev.Ticket+int64(n) {
+				t.Fatalf("tickets not contiguous: %+v -> %+v first %d", prev, next, first)
+			}
+			if next.Clock.Before(prev.Clock) {
+				t.Fatalf("clock moved back: %v -> %v", prev.Clock, next.Clock)
+			}
+			if line > 0 {
+				if firstSlot.Before(now) {
+					t.Fatalf("slot %v before now %v", firstSlot, now)
+				}
+				if !prev.Clock.IsZero() && firstSlot.Sub(prev.Clock) < iv {
+					t.Fatalf("slot %v closer than %v to clock %v", firstSlot, iv, prev.Clock)
+				}
+				if got := next.Clock.Sub(firstSlot); got != time.Duration(line-1)*iv {
+					t.Fatalf("line spans %v, want %v", got, time.Duration(line-1)*iv)
+				}
+			}
+			st = next
+			if ops[i]%3 == 0 {
+				started := Started(st, st.Ticket, now)
+				if started.Current < st.Current || started.LastStart.Before(st.LastStart) || started.Clock.Before(st.Clock) {
+					t.Fatalf("Started moved back: %+v -> %+v", st, started)
+				}
+				st = started
+			}
+		}
+	})
+}
