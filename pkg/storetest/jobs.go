@@ -1,0 +1,253 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+)
+
+func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
+	t.Run("CreateGet", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		full := job.Job{
+			Queue: name, ID: "full", Target: "https://api.example.com/hook",
+			Payload: []byte(`{"a":[1,2,3],"b":"x"}`), Status: job.Parked, Ticket: 42,
+			SlotAt: at(time.Hour), NotBefore: at(time.Hour), Attempt: 2, Retickets: 3,
+			ParkReason: job.Far, DueAt: at(45 * time.Minute), EnqueuedAt: base,
+			StartedAt: at(-time.Minute), FinishedAt: at(-time.Second),
+			LastError: "boom", ExpiresAt: farFuture,
+		}
+		bare := job.Job{Queue: name, ID: "bare", Kind: "k", Status: job.Queued, Ticket: 1,
+			SlotAt: base, Attempt: 1, EnqueuedAt: base}
+		createJobs(t, st, full, bare)
+		for _, want := range []job.Job{full, bare} {
+			if d := diffJob(getJob(t, st, name, want.ID), want); d != "" {
+				t.Errorf("GetJob(%s): %s", want.ID, d)
+			}
+		}
+	})
+
+	t.Run("NoAliasing", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		j := newJob(name, "a", 1, job.Queued)
+		in := slices.Clone(j.Payload)
+		createJobs(t, st, job.Job{Queue: name, ID: "a", Kind: j.Kind, Payload: in, Status: j.Status,
+			Ticket: j.Ticket, SlotAt: j.SlotAt, Attempt: j.Attempt, EnqueuedAt: j.EnqueuedAt})
+		in[2] = 'X'
+		got := getJob(t, st, name, "a")
+		if d := diffJob(got, j); d != "" {
+			t.Errorf("changing the slice given to CreateJobs changed the record: %s", d)
+		}
+		got.Payload[2] = 'Y'
+		if d := diffJob(getJob(t, st, name, "a"), j); d != "" {
+			t.Errorf("changing the slice GetJob returned changed the record: %s", d)
+		}
+	})
+
+	t.Run("CreateIdempotent", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		a, b := newJob(name, "a", 1, job.Queued), newJob(name, "b", 2, job.Queued)
+		createJobs(t, st, a, b)
+
+		a2, c := newJob(name, "a", 7, job.Parked), newJob(name, "c", 3, job.Queued)
+		a2.Payload = []byte(`{"again":true}`)
+		created, err := st.CreateJobs(t.Context(), []job.Job{a2, c, b})
+		if err != nil {
+			t.Fatalf("CreateJobs: %v", err)
+		}
+		if want := []bool{false, true, false}; !slices.Equal(created, want) {
+			t.Errorf("created = %v, want %v", created, want)
+		}
+		for _, want := range []job.Job{a, b, c} {
+			if d := diffJob(getJob(t, st, name, want.ID), want); d != "" {
+				t.Errorf("job %s: %s", want.ID, d)
+			}
+		}
+	})
+
+	t.Run("GetNotFound", func(t *testing.T) {
+		st := newState(t)
+		_, err := st.GetJob(t.Context(), job.Key{Queue: queueName(t), ID: "nope"})
+		wantErr(t, "GetJob", err, engine.ErrJobNotFound)
+	})
+
+	t.Run("UpdateCAS", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name := queueName(t)
+		j := newJob(name, "a", 1, job.Queued)
+		createJobs(t, st, j)
+
+		// Same version, other fields: a plain replace.
+		same := j
+		same.Payload = []byte(`{"v":2}`)
+		if err := st.UpdateJob(ctx, same, j.Version()); err != nil {
+			t.Fatalf("UpdateJob at the same version: %v", err)
+		}
+		moved := same
+		moved.Status, moved.Ticket, moved.Retickets, moved.ParkReason, moved.DueAt = job.Parked, 9, 1, job.PausedQueue, at(time.Hour)
+		if err := st.UpdateJob(ctx, moved, same.Version()); err != nil {
+			t.Fatalf("UpdateJob: %v", err)
+		}
+		if d := diffJob(getJob(t, st, name, "a"), moved); d != "" {
+			t.Errorf("after UpdateJob: %s", d)
+		}
+
+		stale := j
+		stale.Status = job.Cancelled
+		wantErr(t, "UpdateJob from a stale version", st.UpdateJob(ctx, stale, j.Version()), engine.ErrConflict)
+		if d := diffJob(getJob(t, st, name, "a"), moved); d != "" {
+			t.Errorf("record changed by a refused update: %s", d)
+		}
+
+		ghost := newJob(name, "ghost", 1, job.Queued)
+		wantErr(t, "UpdateJob of a missing job", st.UpdateJob(ctx, ghost, ghost.Version()), engine.ErrJobNotFound)
+		if _, err := st.GetJob(ctx, job.Key{Queue: name, ID: "ghost"}); err == nil {
+			t.Errorf("UpdateJob of a missing job created it")
+		}
+	})
+
+	t.Run("List", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name, other := queueName(t), queueName(t)
+		var jobs []job.Job
+		for _, tk := range []int64{5, 1, 3, 2, 4} {
+			jobs = append(jobs, newJob(name, fmt.Sprintf("q%d", tk), tk, job.Queued))
+		}
+		jobs = append(jobs,
+			newJob(name, "p6", 6, job.Parked),
+			newJob(name, "r7", 7, job.Running),
+			newJob(other, "o1", 1, job.Queued))
+		createJobs(t, st, jobs...)
+
+		cases := []struct {
+			name string
+			req  engine.ListRequest
+			want []int64
+		}{
+			{"Queued", engine.ListRequest{Queue: name, Status: job.Queued}, []int64{1, 2, 3, 4, 5}},
+			{"Parked", engine.ListRequest{Queue: name, Status: job.Parked}, []int64{6}},
+			{"Running", engine.ListRequest{Queue: name, Status: job.Running}, []int64{7}},
+			{"None", engine.ListRequest{Queue: name, Status: job.Failed}, nil},
+			{"After", engine.ListRequest{Queue: name, Status: job.Queued, After: 2}, []int64{3, 4, 5}},
+			{"Limit", engine.ListRequest{Queue: name, Status: job.Queued, Limit: 2}, []int64{1, 2}},
+			{"AfterLimit", engine.ListRequest{Queue: name, Status: job.Queued, After: 2, Limit: 2}, []int64{3, 4}},
+			{"AfterAll", engine.ListRequest{Queue: name, Status: job.Queued, After: 5}, nil},
+			{"OtherQueue", engine.ListRequest{Queue: other, Status: job.Queued}, []int64{1}},
+		}
+		for _, c := range cases {
+			got, err := st.ListJobs(ctx, c.req)
+			if err != nil {
+				t.Errorf("%s: ListJobs: %v", c.name, err)
+				continue
+			}
+			if !equalTickets(got, c.want...) {
+				t.Errorf("%s: tickets %v, want %v", c.name, tickets(got), c.want)
+			}
+			for _, j := range got {
+				if j.Queue != c.req.Queue || j.Status != c.req.Status {
+					t.Errorf("%s: listed %s/%s in status %s", c.name, j.Queue, j.ID, j.Status)
+				}
+			}
+		}
+		got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Queued, Limit: 1})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("ListJobs: %v, %v", got, err)
+		}
+		if d := diffJob(got[0], jobs[1]); d != "" {
+			t.Errorf("listed record: %s", d)
+		}
+	})
+
+	t.Run("ListPages", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name := queueName(t)
+		const n = 105
+		jobs := make([]job.Job, n)
+		for i := range jobs {
+			jobs[i] = newJob(name, fmt.Sprintf("j%03d", i), int64(n-i), job.Queued)
+		}
+		createJobs(t, st, jobs...)
+		first, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Queued})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(first) != 100 {
+			t.Errorf("ListJobs without limit gave %d jobs, want 100", len(first))
+		}
+		var all []int64
+		after := int64(0)
+		for page := 0; page < 20; page++ {
+			got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Queued, After: after, Limit: 30})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 {
+				break
+			}
+			all = append(all, tickets(got)...)
+			after = got[len(got)-1].Ticket
+		}
+		if len(all) != n || !slices.IsSorted(all) || all[0] != 1 || all[n-1] != n {
+			t.Errorf("paging with After gave %d tickets %v…, want 1..%d in order", len(all), all[:min(len(all), 5)], n)
+		}
+	})
+
+	t.Run("Expired", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name := queueName(t)
+		old := newJob(name, "old", 1, job.Succeeded)
+		old.FinishedAt, old.ExpiresAt = longAgo, longAgo.Add(time.Hour)
+		kept := newJob(name, "kept", 2, job.Succeeded)
+		kept.FinishedAt, kept.ExpiresAt = base, farFuture
+		forever := newJob(name, "forever", 3, job.Succeeded)
+		createJobs(t, st, old, kept, forever)
+
+		got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Succeeded})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equalTickets(got, 2, 3) {
+			t.Errorf("ListJobs listed tickets %v, want [2 3] (ticket 1 expired)", tickets(got))
+		}
+		_, err = st.GetJob(ctx, job.Key{Queue: name, ID: "old"})
+		wantErr(t, "GetJob of an expired job", err, engine.ErrJobNotFound)
+		getJob(t, st, name, "kept")
+	})
+
+	t.Run("Count", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name, other := queueName(t), queueName(t)
+		var jobs []job.Job
+		for i, s := range []job.Status{job.Queued, job.Queued, job.Queued, job.Parked, job.Running, job.Failed, job.Failed} {
+			jobs = append(jobs, newJob(name, fmt.Sprintf("j%d", i), int64(i+1), s))
+		}
+		jobs = append(jobs, newJob(other, "x", 1, job.Queued))
+		createJobs(t, st, jobs...)
+		want := map[job.Status]int{job.Queued: 3, job.Parked: 1, job.Running: 1, job.Failed: 2}
+		for _, s := range job.Statuses {
+			n, err := st.CountJobs(ctx, name, s)
+			if err != nil {
+				t.Errorf("CountJobs(%s): %v", s, err)
+				continue
+			}
+			if n != want[s] {
+				t.Errorf("CountJobs(%s) = %d, want %d", s, n, want[s])
+			}
+		}
+		if n, err := st.CountJobs(ctx, queueName(t), job.Queued); err != nil || n != 0 {
+			t.Errorf("CountJobs of an empty queue = %d, %v; want 0, nil", n, err)
+		}
+	})
+}

@@ -1,0 +1,197 @@
+package storetest
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+func testQueue(t *testing.T, newState func(t *testing.T) engine.State) {
+	t.Run("CreateGet", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		cfg := slot.Config{Interval: 2 * time.Second, Skew: 100 * time.Millisecond, MaxAttempts: 5,
+			Targets: []string{"https://api.example.com/*", "lambda:report"}}.WithDefaults()
+		if err := st.CreateQueue(t.Context(), engine.Queue{Name: name, Config: cfg, CreatedAt: base}); err != nil {
+			t.Fatalf("CreateQueue: %v", err)
+		}
+		q := getQueue(t, st, name)
+		if q.Name != name {
+			t.Errorf("Name = %q, want %q", q.Name, name)
+		}
+		if !sameConfig(q.Config, cfg) {
+			t.Errorf("Config = %+v, want %+v", q.Config, cfg)
+		}
+		wantState(t, "new queue state", q.State, slot.State{})
+		if !q.CreatedAt.Equal(base) {
+			t.Errorf("CreatedAt = %v, want %v", q.CreatedAt, base)
+		}
+	})
+
+	t.Run("CreateExists", func(t *testing.T) {
+		st := newState(t)
+		name := newQueue(t, st, interval)
+		take(t, st, name, 1, 1, base)
+		err := st.CreateQueue(t.Context(), engine.Queue{Name: name, Config: testConfig(5 * time.Second), CreatedAt: at(time.Hour)})
+		wantErr(t, "second CreateQueue", err, engine.ErrQueueExists)
+		q := getQueue(t, st, name)
+		if q.Config.Interval != interval || q.State.Ticket != 1 || !q.CreatedAt.Equal(base) {
+			t.Errorf("queue changed by a failed CreateQueue: %+v", q)
+		}
+	})
+
+	t.Run("NotFound", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		ctx := t.Context()
+		_, err := st.GetQueue(ctx, name)
+		wantErr(t, "GetQueue", err, engine.ErrQueueNotFound)
+		wantErr(t, "SetConfig", st.SetConfig(ctx, name, testConfig(interval)), engine.ErrQueueNotFound)
+		_, err = st.Pause(ctx, name, time.Time{})
+		wantErr(t, "Pause", err, engine.ErrQueueNotFound)
+		_, err = st.Unpause(ctx, name, time.Time{})
+		wantErr(t, "Unpause", err, engine.ErrQueueNotFound)
+		wantErr(t, "DeleteQueue", st.DeleteQueue(ctx, name), engine.ErrQueueNotFound)
+		_, err = st.Take(ctx, engine.TakeRequest{Queue: name, N: 1, Line: 1, Interval: interval, Now: base})
+		wantErr(t, "Take", err, engine.ErrQueueNotFound)
+		if _, err := st.GetQueue(ctx, name); !errors.Is(err, engine.ErrQueueNotFound) {
+			t.Errorf("a call on a missing queue created it: GetQueue = %v", err)
+		}
+	})
+
+	t.Run("List", func(t *testing.T) {
+		st := newState(t)
+		prefix := queueName(t)
+		for _, s := range []string{"-b", "-c", "-a"} {
+			if err := st.CreateQueue(t.Context(), engine.Queue{Name: prefix + s, Config: testConfig(interval), CreatedAt: base}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		qs, err := st.ListQueues(t.Context())
+		if err != nil {
+			t.Fatalf("ListQueues: %v", err)
+		}
+		var all, ours []string
+		for _, q := range qs {
+			all = append(all, q.Name)
+			if strings.HasPrefix(q.Name, prefix) {
+				ours = append(ours, q.Name)
+				if q.Config.Interval != interval {
+					t.Errorf("%s: interval %s, want %s", q.Name, q.Config.Interval, interval)
+				}
+			}
+		}
+		if want := []string{prefix + "-a", prefix + "-b", prefix + "-c"}; !slices.Equal(ours, want) {
+			t.Errorf("ListQueues gave %v, want %v", ours, want)
+		}
+		if !slices.IsSorted(all) {
+			t.Errorf("ListQueues not in name order: %v", all)
+		}
+	})
+
+	t.Run("SetConfig", func(t *testing.T) {
+		st := newState(t)
+		name := newQueue(t, st, interval)
+		tk := take(t, st, name, 2, 2, base)
+		cfg := slot.Config{Interval: 3 * time.Second, MaxAttempts: 7, Targets: []string{"lambda:x"}}.WithDefaults()
+		if err := st.SetConfig(t.Context(), name, cfg); err != nil {
+			t.Fatalf("SetConfig: %v", err)
+		}
+		q := getQueue(t, st, name)
+		if !sameConfig(q.Config, cfg) {
+			t.Errorf("Config = %+v, want %+v", q.Config, cfg)
+		}
+		wantState(t, "state after SetConfig", q.State, tk.State)
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name := newQueue(t, st, interval)
+		take(t, st, name, 3, 3, base)
+		if err := st.DeleteQueue(ctx, name); err != nil {
+			t.Fatalf("DeleteQueue: %v", err)
+		}
+		_, err := st.GetQueue(ctx, name)
+		wantErr(t, "GetQueue after delete", err, engine.ErrQueueNotFound)
+		qs, err := st.ListQueues(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			if q.Name == name {
+				t.Errorf("ListQueues still lists deleted %s", name)
+			}
+		}
+		wantErr(t, "second DeleteQueue", st.DeleteQueue(ctx, name), engine.ErrQueueNotFound)
+		if err := st.CreateQueue(ctx, engine.Queue{Name: name, Config: testConfig(interval), CreatedAt: base}); err != nil {
+			t.Fatalf("CreateQueue after delete: %v", err)
+		}
+		wantState(t, "recreated queue", getQueue(t, st, name).State, slot.State{})
+	})
+
+	t.Run("Pause", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name := newQueue(t, st, interval)
+		tk := take(t, st, name, 1, 1, base)
+		s, err := st.Pause(ctx, name, time.Time{})
+		if err != nil {
+			t.Fatalf("Pause: %v", err)
+		}
+		want := tk.State
+		want.Paused = true
+		wantState(t, "Pause's state", s, want)
+		wantState(t, "stored state after Pause", getQueue(t, st, name).State, want)
+
+		ok, err := st.Unpause(ctx, name, time.Time{})
+		if err != nil || !ok {
+			t.Fatalf("Unpause = %v, %v; want true, nil", ok, err)
+		}
+		wantState(t, "state after Unpause", getQueue(t, st, name).State, tk.State)
+	})
+
+	t.Run("UnpauseIfUntil", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name := newQueue(t, st, interval)
+		t1, t2 := at(time.Hour), at(2*time.Hour)
+
+		if ok, err := st.Unpause(ctx, name, t1); err != nil || ok {
+			t.Errorf("Unpause(ifUntil) of a running queue = %v, %v; want false, nil", ok, err)
+		}
+		if _, err := st.Pause(ctx, name, t1); err != nil {
+			t.Fatal(err)
+		}
+		s, err := st.Pause(ctx, name, t2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantState(t, "second Pause", s, slot.State{Paused: true, PausedUntil: t2})
+
+		// The schedule of the first pause fires late: the newer pause wins.
+		if ok, err := st.Unpause(ctx, name, t1); err != nil || ok {
+			t.Errorf("Unpause(older until) = %v, %v; want false, nil", ok, err)
+		}
+		wantState(t, "after Unpause(older until)", getQueue(t, st, name).State, slot.State{Paused: true, PausedUntil: t2})
+
+		if ok, err := st.Unpause(ctx, name, t2); err != nil || !ok {
+			t.Errorf("Unpause(its until) = %v, %v; want true, nil", ok, err)
+		}
+		wantState(t, "after Unpause(its until)", getQueue(t, st, name).State, slot.State{})
+
+		// An indefinite pause is not lifted by any schedule.
+		if _, err := st.Pause(ctx, name, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := st.Unpause(ctx, name, t2); err != nil || ok {
+			t.Errorf("Unpause(until) of an indefinite pause = %v, %v; want false, nil", ok, err)
+		}
+		wantState(t, "indefinite pause", getQueue(t, st, name).State, slot.State{Paused: true})
+	})
+}
