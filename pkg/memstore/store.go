@@ -1,0 +1,310 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+var _ engine.State = (*Store)(nil)
+
+// defaultListLimit is ListJobs' cap when the request gives none.
+const defaultListLimit = 100
+
+// Options configures a Store.
+type Options struct {
+	// Now is the clock the store uses to hide expired jobs (job.Expired)
+	// from GetJob, ListJobs and CountJobs. Default time.Now. Every other
+	// time comes from the request.
+	Now func() time.Time
+}
+
+// Store is an engine.State held in memory. It is safe for use by many
+// goroutines: one mutex makes every method atomic. Records go in and come
+// out as copies, so callers may change what they passed or got.
+type Store struct {
+	now func() time.Time
+
+	mu     sync.Mutex
+	queues map[string]engine.Queue
+	jobs   map[string]map[string]job.Job // queue → id → job
+}
+
+// New returns an empty Store.
+func New(opts Options) *Store {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Store{
+		now:    opts.Now,
+		queues: make(map[string]engine.Queue),
+		jobs:   make(map[string]map[string]job.Job),
+	}
+}
+
+// CreateQueue stores q with a zero state. ErrQueueExists if q.Name is taken.
+func (s *Store) CreateQueue(_ context.Context, q engine.Queue) error {
+	if err := slot.ValidateName(q.Name); err != nil {
+		return fmt.Errorf("create queue: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.queues[q.Name]; ok {
+		return fmt.Errorf("create queue %s: %w", q.Name, engine.ErrQueueExists)
+	}
+	q.State = slot.State{}
+	s.queues[q.Name] = copyQueue(q)
+	return nil
+}
+
+// GetQueue returns a queue. ErrQueueNotFound.
+func (s *Store) GetQueue(_ context.Context, name string) (engine.Queue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[name]
+	if !ok {
+		return engine.Queue{}, notFound("get queue", name)
+	}
+	return copyQueue(q), nil
+}
+
+// ListQueues returns every queue, in name order.
+func (s *Store) ListQueues(context.Context) ([]engine.Queue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]engine.Queue, 0, len(s.queues))
+	for _, q := range s.queues {
+		out = append(out, copyQueue(q))
+	}
+	slices.SortFunc(out, func(a, b engine.Queue) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// SetConfig replaces a queue's configuration. ErrQueueNotFound.
+func (s *Store) SetConfig(_ context.Context, name string, cfg slot.Config) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[name]
+	if !ok {
+		return notFound("set config", name)
+	}
+	q.Config = cfg
+	s.queues[name] = copyQueue(q)
+	return nil
+}
+
+// Pause sets the pause flag and PausedUntil (zero: until resumed).
+// ErrQueueNotFound.
+func (s *Store) Pause(_ context.Context, name string, until time.Time) (slot.State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[name]
+	if !ok {
+		return slot.State{}, notFound("pause", name)
+	}
+	q.State.Paused = true
+	q.State.PausedUntil = until
+	s.queues[name] = q
+	return q.State, nil
+}
+
+// Unpause clears the pause flag. With a non-zero ifUntil it does so only if
+// the queue is paused with exactly that PausedUntil. It reports whether it
+// lifted a pause. ErrQueueNotFound.
+func (s *Store) Unpause(_ context.Context, name string, ifUntil time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[name]
+	if !ok {
+		return false, notFound("unpause", name)
+	}
+	if !q.State.Paused {
+		return false, nil
+	}
+	if !ifUntil.IsZero() && !q.State.PausedUntil.Equal(ifUntil) {
+		return false, nil
+	}
+	q.State.Paused = false
+	q.State.PausedUntil = time.Time{}
+	s.queues[name] = q
+	return true, nil
+}
+
+// DeleteQueue removes a queue's record; its jobs stay. ErrQueueNotFound.
+func (s *Store) DeleteQueue(_ context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.queues[name]; !ok {
+		return notFound("delete queue", name)
+	}
+	delete(s.queues, name)
+	return nil
+}
+
+// Take hands out r.N tickets by slot.Take. ErrQueueNotFound, or
+// ErrIntervalChanged if r.Interval is not the queue's interval.
+func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, error) {
+	if r.N < 1 || r.Line < 0 || r.Line > r.N {
+		return engine.Taken{}, fmt.Errorf("take ticket %s: want 0 ≤ line ≤ n and n ≥ 1, got n=%d line=%d", r.Queue, r.N, r.Line)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[r.Queue]
+	if !ok {
+		return engine.Taken{}, notFound("take ticket", r.Queue)
+	}
+	if q.Config.Interval != r.Interval {
+		return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrIntervalChanged)
+	}
+	next, first, firstSlot := slot.Take(q.State, r.N, r.Line, r.Interval, r.Now)
+	q.State = next
+	s.queues[r.Queue] = q
+	return engine.Taken{First: first, FirstSlot: firstSlot, State: next}, nil
+}
+
+// Start checks the job (ErrJobNotFound; ErrConflict unless it is queued at
+// r.From), then the interval (ErrIntervalChanged), then the gate (a
+// *engine.GateError); if all pass, it moves the queue by slot.Started and
+// the job to running, in one step.
+func (s *Store) Start(_ context.Context, r engine.StartRequest) (slot.State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[r.Key.Queue][r.Key.ID]
+	if !ok {
+		return slot.State{}, fmt.Errorf("start %s: %w", r.Key, engine.ErrJobNotFound)
+	}
+	if j.Version() != r.From || j.Status != job.Queued {
+		return slot.State{}, fmt.Errorf("start %s: %w", r.Key, engine.ErrConflict)
+	}
+	q, ok := s.queues[r.Key.Queue]
+	if !ok {
+		return slot.State{}, notFound("start", r.Key.Queue)
+	}
+	if q.Config.Interval != r.Interval {
+		return slot.State{}, fmt.Errorf("start %s: %w", r.Key, engine.ErrIntervalChanged)
+	}
+	if v, openAt := slot.Gate(q.State, j.Ticket, r.Interval, r.Skew, r.Now); v != slot.Start {
+		return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: q.State}
+	}
+	q.State = slot.Started(q.State, j.Ticket, r.Now)
+	s.queues[r.Key.Queue] = q
+	j.Status = job.Running
+	j.StartedAt = r.Now
+	s.jobs[r.Key.Queue][r.Key.ID] = j
+	return q.State, nil
+}
+
+// CreateJobs stores new jobs; created[i] is false where the key existed, and
+// that record is left alone.
+func (s *Store) CreateJobs(_ context.Context, jobs []job.Job) ([]bool, error) {
+	for i := range jobs {
+		if jobs[i].Queue == "" || jobs[i].ID == "" {
+			return nil, fmt.Errorf("create jobs: jobs[%d] has no queue or id", i)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	created := make([]bool, len(jobs))
+	for i, j := range jobs {
+		byID := s.jobs[j.Queue]
+		if byID == nil {
+			byID = make(map[string]job.Job)
+			s.jobs[j.Queue] = byID
+		}
+		if _, ok := byID[j.ID]; ok {
+			continue
+		}
+		byID[j.ID] = copyJob(j)
+		created[i] = true
+	}
+	return created, nil
+}
+
+// GetJob returns a job. ErrJobNotFound, also for an expired one.
+func (s *Store) GetJob(_ context.Context, k job.Key) (job.Job, error) {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[k.Queue][k.ID]
+	if !ok || j.Expired(now) {
+		return job.Job{}, fmt.Errorf("get job %s: %w", k, engine.ErrJobNotFound)
+	}
+	return copyJob(j), nil
+}
+
+// UpdateJob replaces a job if it is still at version from. ErrConflict, or
+// ErrJobNotFound if there is no such job.
+func (s *Store) UpdateJob(_ context.Context, j job.Job, from job.Version) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.jobs[j.Queue][j.ID]
+	if !ok {
+		return fmt.Errorf("update job %s/%s: %w", j.Queue, j.ID, engine.ErrJobNotFound)
+	}
+	if old.Version() != from {
+		return fmt.Errorf("update job %s/%s: %w", j.Queue, j.ID, engine.ErrConflict)
+	}
+	s.jobs[j.Queue][j.ID] = copyJob(j)
+	return nil
+}
+
+// ListJobs returns up to r.Limit (default 100) unexpired jobs of one queue
+// and status with tickets above r.After, by ticket ascending (then id).
+func (s *Store) ListJobs(_ context.Context, r engine.ListRequest) ([]job.Job, error) {
+	limit := r.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	now := s.now()
+	s.mu.Lock()
+	var out []job.Job
+	for _, j := range s.jobs[r.Queue] {
+		if j.Status == r.Status && j.Ticket > r.After && !j.Expired(now) {
+			out = append(out, j)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b job.Job) int {
+		return cmp.Or(cmp.Compare(a.Ticket, b.Ticket), cmp.Compare(a.ID, b.ID))
+	})
+	out = out[:min(len(out), limit)]
+	for i := range out {
+		out[i] = copyJob(out[i])
+	}
+	return out, nil
+}
+
+// CountJobs counts the unexpired jobs of one queue and status.
+func (s *Store) CountJobs(_ context.Context, queue string, status job.Status) (int, error) {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, j := range s.jobs[queue] {
+		if j.Status == status && !j.Expired(now) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func notFound(op, name string) error {
+	return fmt.Errorf("%s %s: %w", op, name, engine.ErrQueueNotFound)
+}
+
+func copyQueue(q engine.Queue) engine.Queue {
+	q.Config.Targets = slices.Clone(q.Config.Targets)
+	return q
+}
+
+func copyJob(j job.Job) job.Job {
+	j.Payload = slices.Clone(j.Payload)
+	return j
+}
