@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
@@ -290,6 +291,27 @@ func TestSendCallError(t *testing.T) {
 			t.Errorf("%d calls, want 2 (stop at the failed call)", len(fake.calls))
 		}
 	})
+}
+
+func TestQueueMissingErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"typed", &types.QueueDoesNotExist{Message: aws.String("gone")}},
+		{"query-compatible code", &smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &fakeSQS{send: func(int, *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+				return nil, fmt.Errorf("operation error: %w", tt.err)
+			}}
+			err := sqstransport.New(fake, "https://sqs.test/1/gone", sqstransport.Options{}).Send(t.Context(), messages("q", 1, 0, 0))
+			if !errors.Is(err, sqstransport.ErrQueueMissing) || !strings.Contains(err.Error(), "https://sqs.test/1/gone") {
+				t.Errorf("err = %v, want ErrQueueMissing naming the URL", err)
+			}
+		})
+	}
 }
 
 func seq(from, to int) []int {
