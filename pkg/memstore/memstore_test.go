@@ -419,3 +419,118 @@ func TestTransportRestart(t *testing.T) {
 }
 
 func defaultConfig() slot.Config { return slot.Config{Interval: time.Second}.WithDefaults() }
+
+// An hour of a one-second queue on an unkind transport: a toy worker that
+// sleeps to the slot, asks the gate, and resends early envelopes. Whatever
+// the jitter and duplicates, starts are an interval apart and no job starts
+// twice.
+func TestStoreAndTransportHour(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		st := memstore.New(memstore.Options{})
+		tr := memstore.NewTransport(memstore.TransportOptions{WholeSeconds: true, Jitter: 1500 * time.Millisecond, DuplicateRate: 0.2, Seed: 11})
+		cfg := defaultConfig()
+		if err := st.CreateQueue(ctx, engine.Queue{Name: "q", Config: cfg, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		const n = 3600
+		tk, err := st.Take(ctx, engine.TakeRequest{Queue: "q", N: n, Line: n, Interval: cfg.Interval, Now: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := make([]job.Job, n)
+		for i := range jobs {
+			jobs[i] = job.Job{Queue: "q", ID: fmt.Sprint(i), Kind: "k", Status: job.Queued, Ticket: tk.First + int64(i),
+				SlotAt: tk.FirstSlot.Add(time.Duration(i) * cfg.Interval), Attempt: 1}
+		}
+		if _, err := st.CreateJobs(ctx, jobs); err != nil {
+			t.Fatal(err)
+		}
+
+		var mu sync.Mutex
+		var starts []time.Time
+		var passed atomic.Int64
+		reticket := func(ctx context.Context, e job.Envelope) error {
+			j, err := st.GetJob(ctx, e.Key())
+			if err != nil || j.Status != job.Queued || j.Ticket != e.Ticket {
+				return err // a stale copy
+			}
+			tk, err := st.Take(ctx, engine.TakeRequest{Queue: j.Queue, N: 1, Line: 1, Interval: cfg.Interval, Now: time.Now()})
+			if err != nil {
+				return err
+			}
+			from := j.Version()
+			j.Ticket, j.SlotAt, j.Retickets = tk.First, tk.FirstSlot, j.Retickets+1
+			if err := st.UpdateJob(ctx, j, from); errors.Is(err, engine.ErrConflict) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			return tr.Send(ctx, []engine.Message{{Envelope: j.Envelope(), Delay: min(max(0, time.Until(j.SlotAt)), tr.MaxDelay())}})
+		}
+		handle := func(ctx context.Context, e job.Envelope) error {
+			if d := time.Until(e.SlotAt); d > time.Second {
+				// Further than a transport hop: hop again (a toy park).
+				return tr.Send(ctx, []engine.Message{{Envelope: e, Delay: min(d, tr.MaxDelay())}})
+			}
+			time.Sleep(time.Until(e.SlotAt))
+			_, err := st.Start(ctx, engine.StartRequest{Key: job.Key{Queue: e.Queue, ID: e.JobID},
+				From: job.Version{Status: job.Queued, Ticket: e.Ticket, Attempt: e.Attempt}, Interval: cfg.Interval, Now: time.Now()})
+			var ge *engine.GateError
+			switch {
+			case err == nil:
+				mu.Lock()
+				starts = append(starts, time.Now())
+				mu.Unlock()
+			case errors.As(err, &ge) && ge.Verdict == slot.Early:
+				return tr.Send(ctx, []engine.Message{{Envelope: e, Delay: time.Until(ge.OpenAt)}})
+			case errors.As(err, &ge) && ge.Verdict == slot.Passed:
+				// Jitter let a later ticket through first: re-ticket.
+				passed.Add(1)
+				return reticket(ctx, e)
+			case errors.Is(err, engine.ErrConflict):
+				// A duplicate of an envelope that started or moved already.
+			default:
+				return err
+			}
+			return nil
+		}
+		stop := run(t, tr, 16, handle)
+		go func() {
+			// Release envelopes no more than MaxDelay ahead, as the resume
+			// function would.
+			for i := 0; i < n; {
+				var msgs []engine.Message
+				for ; i < n && time.Until(jobs[i].SlotAt) <= tr.MaxDelay(); i++ {
+					msgs = append(msgs, engine.Message{Envelope: jobs[i].Envelope(), Delay: max(0, time.Until(jobs[i].SlotAt))})
+				}
+				if err := tr.Send(ctx, msgs); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(time.Minute)
+			}
+		}()
+		time.Sleep(6 * time.Hour)
+		stop()
+
+		t.Logf("%d re-tickets; transport %+v", passed.Load(), tr.Stats())
+		if len(starts) != n {
+			t.Errorf("%d starts, want %d", len(starts), n)
+		}
+		slices.SortFunc(starts, time.Time.Compare)
+		for i := 1; i < len(starts); i++ {
+			if gap := starts[i].Sub(starts[i-1]); gap < cfg.Interval {
+				t.Fatalf("starts %d and %d are %s apart", i-1, i, gap)
+			}
+		}
+		if passed.Load() == 0 {
+			t.Errorf("no job was passed; the test does not exercise re-tickets")
+		}
+		if s := tr.Stats(); s.Duplicated == 0 {
+			t.Errorf("no duplicates injected: %+v", s)
+		}
+		if got, _ := st.CountJobs(ctx, "q", job.Running); got != n {
+			t.Errorf("%d jobs running, want %d", got, n)
+		}
+	})
+}
