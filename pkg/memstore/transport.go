@@ -53,7 +53,8 @@ type TransportOptions struct {
 	DropRate float64
 	// SendFailure, if set, is asked about each message Send gets; a
 	// non-nil answer fails that message, which Send reports in an
-	// *engine.SendError. Default nil: nothing fails.
+	// *engine.SendError. It is called without the transport's lock, maybe
+	// from several Send calls at once. Default nil: nothing fails.
 	SendFailure func(job.Envelope) error
 	// Rand draws jitter, duplicates and drops. Default: a generator seeded
 	// with Seed.
