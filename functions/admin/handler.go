@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/lambdafn"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// Admin is the engine calls the handler makes.
+type Admin interface {
+	CreateQueue(ctx context.Context, name string, cfg slot.Config) (engine.Queue, error)
+	Configure(ctx context.Context, name string, cfg slot.Config) (engine.Queue, error)
+	Queue(ctx context.Context, name string) (engine.Queue, error)
+	Queues(ctx context.Context) ([]engine.Queue, error)
+	Pause(ctx context.Context, name string, until time.Time) (slot.State, error)
+	Unpause(ctx context.Context, name string) (engine.ResumeReport, error)
+	Purge(ctx context.Context, name string) (int, error)
+	DeleteQueue(ctx context.Context, name string) (int, error)
+	Stats(ctx context.Context, name string) (engine.Stats, error)
+	Job(ctx context.Context, k job.Key) (job.Job, error)
+	Jobs(ctx context.Context, r engine.ListRequest) ([]job.Job, error)
+	CancelJob(ctx context.Context, k job.Key) (job.Job, error)
+}
+
+var _ Admin = (*engine.Engine)(nil)
+
+// Request is one admin operation.
+type Request struct {
+	// Op is create, configure, pause, resume, purge, delete, stats, get,
+	// cancel or list.
+	Op    string `json:"op"`
+	Queue string `json:"queue,omitempty"`
+	// Config is the queue configuration for create and configure; fields
+	// left out take their defaults.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Until, for pause, makes the resume function lift the pause then.
+	Until *time.Time `json:"until,omitempty"`
+	// JobID names the job for get and cancel.
+	JobID string `json:"job_id,omitempty"`
+	// Status, After and Limit page through a queue's jobs for list:
+	// jobs of one status (default queued) by ticket, after ticket After,
+	// at most Limit (default 100). list without a queue lists the queues.
+	Status job.Status `json:"status,omitempty"`
+	After  int64      `json:"after,omitempty"`
+	Limit  int        `json:"limit,omitempty"`
+}
+
+// Response is the answer of one operation: the fields the operation fills,
+// or an error object.
+type Response struct {
+	Op        string               `json:"op,omitempty"`
+	Queue     *engine.Queue        `json:"queue,omitempty"`
+	State     *slot.State          `json:"state,omitempty"`
+	Report    *engine.ResumeReport `json:"report,omitempty"`
+	Cancelled *int                 `json:"cancelled,omitempty"`
+	Stats     *engine.Stats        `json:"stats,omitempty"`
+	Job       *job.Job             `json:"job,omitempty"`
+	Jobs      []job.Job            `json:"jobs,omitzero"`
+	Queues    []engine.Queue       `json:"queues,omitzero"`
+	Error     *lambdafn.Error      `json:"error,omitempty"`
+}
+
+// Ops lists the operations, for the error message of an unknown one.
+var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "get", "cancel", "list"}
+
+// Handler translates admin requests into engine calls.
+type Handler struct {
+	Engine Admin
+	// Defaults fill the fields a create request leaves out, before slot's
+	// own defaults: the stack's default interval and allowed targets.
+	Defaults slot.Config
+}
+
+// Handle decodes the request strictly and runs its operation. Bad input,
+// and a queue or job that does not exist, answer {"error":{…}}; other
+// failures are returned as errors (a function error).
+func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (Response, error) {
+	var r Request
+	if err := job.Decode(payload, &r); err != nil {
+		return failed(err)
+	}
+	res, err := h.do(ctx, r)
+	if err != nil {
+		return failed(err)
+	}
+	res.Op = r.Op
+	return res, nil
+}
+
+func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
+	switch r.Op {
+	case "create":
+		cfg, err := decodeConfig(r.Config)
+		if err != nil {
+			return Response{}, err
+		}
+		if cfg.Interval == 0 {
+			cfg.Interval = h.Defaults.Interval
+		}
+		if cfg.Targets == nil {
+			cfg.Targets = h.Defaults.Targets
+		}
+		q, err := h.Engine.CreateQueue(ctx, r.Queue, cfg)
+		return Response{Queue: &q}, err
+	case "configure":
+		if r.Config == nil {
+			return Response{}, slot.Invalid("missing_config", "config", "configure needs a config")
+		}
+		cfg, err := decodeConfig(r.Config)
+		if err != nil {
+			return Response{}, err
+		}
+		q, err := h.Engine.Configure(ctx, r.Queue, cfg)
+		return Response{Queue: &q}, err
+	case "pause":
+		var until time.Time
+		if r.Until != nil {
+			until = *r.Until
+		}
+		st, err := h.Engine.Pause(ctx, r.Queue, until)
+		return Response{State: &st}, err
+	case "resume":
+		rep, err := h.Engine.Unpause(ctx, r.Queue)
+		return Response{Report: &rep}, err
+	case "purge":
+		n, err := h.Engine.Purge(ctx, r.Queue)
+		return Response{Cancelled: &n}, err
+	case "delete":
+		n, err := h.Engine.DeleteQueue(ctx, r.Queue)
+		return Response{Cancelled: &n}, err
+	case "stats":
+		s, err := h.Engine.Stats(ctx, r.Queue)
+		return Response{Stats: &s}, err
+	case "get":
+		j, err := h.Engine.Job(ctx, job.Key{Queue: r.Queue, ID: r.JobID})
+		return Response{Job: &j}, err
+	case "cancel":
+		j, err := h.Engine.CancelJob(ctx, job.Key{Queue: r.Queue, ID: r.JobID})
+		return Response{Job: &j}, err
+	case "list":
+		if r.Queue == "" {
+			qs, err := h.Engine.Queues(ctx)
+			return Response{Queues: nonNil(qs)}, err
+		}
+		if r.Status == "" {
+			r.Status = job.Queued
+		}
+		jobs, err := h.Engine.Jobs(ctx, engine.ListRequest{Queue: r.Queue, Status: r.Status, After: r.After, Limit: r.Limit})
+		return Response{Jobs: nonNil(jobs)}, err
+	}
+	return Response{}, slot.Invalid("invalid_op", "op", fmt.Sprintf("op %q is not one of %v", r.Op, Ops))
+}
+
+// configFields are the JSON fields of slot.Config, taken from its own
+// encoding of a config with every field set.
+var configFields = func() []string {
+	full := slot.Config{Interval: 1, Skew: 1, MaxAttempts: 1, Backoff: 1, MaxBackoff: 1, Retention: 1, Targets: []string{"x"}, TargetTimeout: 1}
+	b, _ := json.Marshal(full)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	var names []string
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}()
+
+// decodeConfig reads a queue configuration strictly: slot.Config's own
+// decoding ignores unknown fields, and a misspelt "intervall" must not
+// silently become the default.
+func decodeConfig(raw json.RawMessage) (slot.Config, error) {
+	var cfg slot.Config
+	if raw == nil {
+		return cfg, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := job.Decode(raw, &fields); err != nil {
+		in := lambdafn.ErrorOf(err)
+		return cfg, slot.Invalid(in.Code, "config", in.Message)
+	}
+	for k := range fields {
+		if !slices.Contains(configFields, k) {
+			return cfg, slot.Invalid("unknown_field", "config."+k, fmt.Sprintf("unknown field %q; config has %v", k, configFields))
+		}
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return cfg, slot.Invalid("invalid_config", "config", err.Error())
+	}
+	return cfg, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func failed(err error) (Response, error) {
+	if e := lambdafn.ErrorOf(err); e != nil {
+		return Response{Error: e}, nil
+	}
+	return Response{}, err
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/memstore"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+func event(t *testing.T, name string) json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func newHandler() (*Handler, *engine.Engine) {
+	eng := engine.New(engine.Options{
+		State:     memstore.New(memstore.Options{}),
+		Transport: memstore.NewTransport(memstore.TransportOptions{}),
+	})
+	return &Handler{Engine: eng, Defaults: slot.Config{Interval: 3 * time.Second}}, eng
+}
+
+// The sample events, in the order an operator would use them.
+func TestHandleSampleEvents(t *testing.T) {
+	h, eng := newHandler()
+	ctx := context.Background()
+	steps := []struct {
+		event string
+		check func(t *testing.T, r Response)
+	}{
+		{"admin-create.json", func(t *testing.T, r Response) {
+			if r.Queue == nil || r.Queue.Config.Interval != 2*time.Second || r.Queue.Config.MaxAttempts != 5 {
+				t.Errorf("queue %+v", r.Queue)
+			}
+		}},
+		{"admin-configure.json", func(t *testing.T, r Response) {
+			if r.Queue == nil || r.Queue.Config.Interval != time.Second {
+				t.Errorf("queue %+v", r.Queue)
+			}
+		}},
+		{"admin-pause.json", func(t *testing.T, r Response) {
+			if r.State == nil || !r.State.Paused || r.State.PausedUntil.Year() != 2099 {
+				t.Errorf("state %+v", r.State)
+			}
+		}},
+		{"admin-resume.json", func(t *testing.T, r Response) {
+			if r.Report == nil {
+				t.Errorf("no report")
+			}
+		}},
+		{"admin-stats.json", func(t *testing.T, r Response) {
+			if r.Stats == nil || r.Stats.Queued != 1 || r.Stats.State.Paused {
+				t.Errorf("stats %+v", r.Stats)
+			}
+		}},
+		{"admin-list.json", func(t *testing.T, r Response) {
+			if len(r.Jobs) != 1 || r.Jobs[0].ID != "welcome-42" {
+				t.Errorf("jobs %+v", r.Jobs)
+			}
+		}},
+		{"admin-get.json", func(t *testing.T, r Response) {
+			if r.Job == nil || r.Job.Status != job.Queued {
+				t.Errorf("job %+v", r.Job)
+			}
+		}},
+		{"admin-cancel.json", func(t *testing.T, r Response) {
+			if r.Job == nil || r.Job.Status != job.Cancelled {
+				t.Errorf("job %+v", r.Job)
+			}
+		}},
+		{"admin-purge.json", func(t *testing.T, r Response) {
+			if r.Cancelled == nil || *r.Cancelled != 0 {
+				t.Errorf("cancelled %v", r.Cancelled)
+			}
+		}},
+		{"admin-delete.json", func(t *testing.T, r Response) {
+			if r.Cancelled == nil {
+				t.Errorf("cancelled %v", r.Cancelled)
+			}
+		}},
+	}
+	for _, s := range steps {
+		if s.event == "admin-stats.json" {
+			// A job for stats, list, get and cancel to find.
+			_, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails", Job: &job.Spec{ID: "welcome-42", Kind: "send-email"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(s.event, func(t *testing.T) {
+			r, err := h.Handle(ctx, event(t, s.event))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Error != nil {
+				t.Fatalf("error %+v", r.Error)
+			}
+			s.check(t, r)
+		})
+	}
+	if _, err := eng.Queue(ctx, "emails"); err == nil {
+		t.Error("the queue survived delete")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	h, eng := newHandler()
+	ctx := context.Background()
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &job.Spec{ID: "done", Kind: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.CancelJob(ctx, job.Key{Queue: "q", ID: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, body, code, field string
+	}{
+		{"unknown op", `{"op":"explode","queue":"q"}`, "invalid_op", "op"},
+		{"unknown field", `{"op":"stats","queue":"q","verbose":true}`, "unknown_field", "verbose"},
+		{"unknown config field", `{"op":"create","queue":"r","config":{"intervall":"1s"}}`, "unknown_field", "config.intervall"},
+		{"bad interval", `{"op":"create","queue":"r","config":{"interval":"-1s"}}`, "invalid_interval", "interval"},
+		{"configure without config", `{"op":"configure","queue":"q"}`, "missing_config", "config"},
+		{"exists", `{"op":"create","queue":"q"}`, "queue_exists", "queue"},
+		{"queue not found", `{"op":"stats","queue":"nope"}`, "queue_not_found", "queue"},
+		{"job not found", `{"op":"get","queue":"q","job_id":"nope"}`, "job_not_found", "job_id"},
+		{"not waiting", `{"op":"cancel","queue":"q","job_id":"done"}`, "not_waiting", "job_id"},
+		{"bad status", `{"op":"list","queue":"q","status":"sleeping"}`, "invalid_status", "status"},
+		{"pause in the past", `{"op":"pause","queue":"q","until":"2001-01-01T00:00:00Z"}`, "invalid_until", "until"},
+		{"bad queue name", `{"op":"pause","queue":"a b"}`, "invalid_queue", "queue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := h.Handle(ctx, json.RawMessage(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Error == nil || r.Error.Code != tt.code || r.Error.Field != tt.field {
+				t.Errorf("got %+v, want %s on %s", r.Error, tt.code, tt.field)
+			}
+		})
+	}
+}
+
+// create without an interval takes the stack's default, not slot's.
+func TestCreateTakesStackDefaults(t *testing.T) {
+	h, _ := newHandler()
+	r, err := h.Handle(context.Background(), json.RawMessage(`{"op":"create","queue":"q"}`))
+	if err != nil || r.Queue == nil || r.Queue.Config.Interval != 3*time.Second {
+		t.Errorf("got %+v, %v", r, err)
+	}
+	r, err = h.Handle(context.Background(), json.RawMessage(`{"op":"list"}`))
+	if err != nil || len(r.Queues) != 1 {
+		t.Errorf("list queues: got %+v, %v", r, err)
+	}
+}

@@ -1,0 +1,16 @@
+// Command admin is the function operators (and the CLI) invoke to manage
+// queues and jobs: create, configure, pause [until], resume, purge,
+// delete, stats; get, cancel and list jobs.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/slotq/slotq/pkg/lambdafn"
+)
+
+func main() {
+	cfg, awsCfg, log := lambdafn.Init(lambdafn.Admin)
+	h := &Handler{Engine: cfg.Engine(awsCfg, nil, log), Defaults: cfg.Defaults}
+	lambda.Start(h.Handle)
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/lambdafn"
+)
+
+// Enqueuer is the engine call the handler makes.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, req job.EnqueueRequest) (engine.EnqueueResult, error)
+}
+
+// Response is the function's answer: the accepted jobs, in request order,
+// or an error object for a request that cannot be accepted as it is (in
+// which case nothing was written).
+type Response struct {
+	Queue string            `json:"queue,omitempty"`
+	Jobs  []engine.Accepted `json:"jobs,omitempty"`
+	Error *lambdafn.Error   `json:"error,omitempty"`
+}
+
+// Handler translates an Invoke payload into engine.Enqueue.
+type Handler struct {
+	Engine Enqueuer
+}
+
+// Handle decodes the request strictly and enqueues it. Bad input answers
+// {"error":{…}}; a failure of DynamoDB or SQS is returned as an error,
+// which Lambda reports as a function error the caller may retry.
+func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (Response, error) {
+	var req job.EnqueueRequest
+	if err := job.Decode(payload, &req); err != nil {
+		return failed(err)
+	}
+	res, err := h.Engine.Enqueue(ctx, req)
+	if err != nil {
+		return failed(err)
+	}
+	return Response{Queue: res.Queue, Jobs: res.Jobs}, nil
+}
+
+func failed(err error) (Response, error) {
+	if e := lambdafn.ErrorOf(err); e != nil {
+		return Response{Error: e}, nil
+	}
+	return Response{}, err
+}

@@ -1,0 +1,18 @@
+// Command enqueue is the function other services invoke to put jobs on a
+// queue: one job or a batch, answered with each job's ticket, slot and
+// position. docs/deploy.md shows the request and the response.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/slotq/slotq/pkg/lambdafn"
+)
+
+func main() {
+	cfg, awsCfg, log := lambdafn.Init(lambdafn.Enqueue)
+	// Enqueue runs no targets. Without a runner it accepts every job kind:
+	// the worker's handlers are not known here.
+	h := &Handler{Engine: cfg.Engine(awsCfg, nil, log)}
+	lambda.Start(h.Handle)
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+
+	"github.com/slotq/slotq/pkg/engine"
+)
+
+// Resumer is the engine call the handler makes.
+type Resumer interface {
+	Resume(ctx context.Context) (engine.ResumeReport, error)
+}
+
+// Handler runs the engine's Resume for the schedule.
+type Handler struct {
+	Engine Resumer
+	Log    *slog.Logger
+}
+
+// Handle ignores the event (the schedule's input), runs Resume over every
+// queue, logs what it did and returns the report. If some queue failed,
+// the error is returned as well, so the schedule's retry policy and the
+// function's error metrics see it; queues that succeeded are done.
+func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (engine.ResumeReport, error) {
+	rep, err := h.Engine.Resume(ctx)
+	attrs := []any{"queues", rep.Queues, "lifted", rep.Lifted, "reticketed", rep.Reticketed,
+		"released", rep.Released, "resent", rep.Resent, "recovered", rep.Recovered}
+	if err != nil {
+		h.Log.ErrorContext(ctx, "resume failed", append(attrs, "error", err.Error())...)
+		return rep, err
+	}
+	h.Log.InfoContext(ctx, "resume done", attrs...)
+	return rep, nil
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/memstore"
+)
+
+func TestHandleSampleEvent(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", "resume-schedule.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New(memstore.Options{})
+	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{})})
+	ctx := context.Background()
+	if _, err := eng.CreateQueue(ctx, "emails", engine.Queue{}.Config); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Pause(ctx, "emails", time.Now().Add(10*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+
+	var logs strings.Builder
+	h := &Handler{Engine: eng, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	rep, err := h.Handle(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Queues != 1 || rep.Lifted != 1 {
+		t.Errorf("report %+v, want 1 queue with its pause lifted", rep)
+	}
+	if !strings.Contains(logs.String(), `"lifted":1`) {
+		t.Errorf("the report was not logged: %s", logs.String())
+	}
+	out, _ := json.Marshal(rep)
+	if !strings.Contains(string(out), `"released"`) {
+		t.Errorf("report JSON %s", out)
+	}
+}
+
+type failing struct{}
+
+func (failing) Resume(context.Context) (engine.ResumeReport, error) {
+	return engine.ResumeReport{Queues: 2, Released: 1}, errors.New("queue b: throttled")
+}
+
+func TestHandleFailure(t *testing.T) {
+	var logs strings.Builder
+	h := &Handler{Engine: failing{}, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	rep, err := h.Handle(context.Background(), json.RawMessage(`{}`))
+	if err == nil || rep.Released != 1 {
+		t.Errorf("got %+v, %v; want the partial report and the error", rep, err)
+	}
+	if !strings.Contains(logs.String(), "throttled") {
+		t.Errorf("the error was not logged: %s", logs.String())
+	}
+}

@@ -1,0 +1,17 @@
+// Command resume is the function the EventBridge schedule invokes once a
+// minute: it lifts pauses whose time has come, re-tickets parked jobs in
+// their old order, releases due ones to the slot queue, and recovers lost
+// messages and attempts.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/slotq/slotq/pkg/lambdafn"
+)
+
+func main() {
+	cfg, awsCfg, log := lambdafn.Init(lambdafn.Resume)
+	h := &Handler{Engine: cfg.Engine(awsCfg, nil, log), Log: log}
+	lambda.Start(h.Handle)
+}

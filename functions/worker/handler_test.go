@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/slotq/slotq/pkg/job"
+)
+
+func sampleEvent(t *testing.T, name string) events.SQSEvent {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.SQSEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// fakeWorker records the envelopes it is given and fails those named in fail.
+type fakeWorker struct {
+	mu   sync.Mutex
+	seen []string
+	fail map[string]bool
+}
+
+func (f *fakeWorker) Work(ctx context.Context, env job.Envelope) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seen = append(f.seen, env.JobID)
+	if _, ok := ctx.Deadline(); !ok {
+		return errors.New("no deadline on the context")
+	}
+	if f.fail[env.JobID] {
+		return errors.New("state store unavailable")
+	}
+	return nil
+}
+
+func TestHandleSampleEvent(t *testing.T) {
+	ev := sampleEvent(t, "worker-sqs.json")
+	tests := []struct {
+		name     string
+		fail     map[string]bool
+		failures []string
+	}{
+		{"all done", nil, nil},
+		{"one fails", map[string]bool{"sample-2": true}, []string{"059f36b4-87a3-44ab-83d2-661975830a7d"}},
+		{"all fail", map[string]bool{"sample-1": true, "sample-2": true},
+			[]string{"2e1424d4-f796-459a-8184-9c92662be6da", "059f36b4-87a3-44ab-83d2-661975830a7d"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &fakeWorker{fail: tt.fail}
+			h := &Handler{Engine: w, Log: slog.New(slog.DiscardHandler)}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			resp, err := h.Handle(ctx, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Slot order, though the event lists sample-2 first; the
+			// undecodable record is dropped, not failed.
+			if want := []string{"sample-1", "sample-2"}; !slices.Equal(w.seen, want) {
+				t.Errorf("worked %v, want %v", w.seen, want)
+			}
+			var got []string
+			for _, f := range resp.BatchItemFailures {
+				got = append(got, f.ItemIdentifier)
+			}
+			if !slices.Equal(got, tt.failures) {
+				t.Errorf("failures %v, want %v", got, tt.failures)
+			}
+			b, _ := json.Marshal(resp)
+			var wire map[string][]map[string]string
+			if err := json.Unmarshal(b, &wire); err != nil || wire["batchItemFailures"] == nil {
+				t.Errorf("response %s lacks batchItemFailures", b)
+			}
+		})
+	}
+}

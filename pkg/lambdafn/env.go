@@ -1,0 +1,125 @@
+package lambdafn
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// The environment variables the functions read. template.yaml sets them.
+const (
+	// EnvTable is the DynamoDB table holding queues and jobs. Required.
+	EnvTable = "SLOTQ_TABLE"
+	// EnvQueueURL is the URL of the SQS slot queue. Required.
+	EnvQueueURL = "SLOTQ_QUEUE_URL"
+	// EnvDefaultInterval is the interval of queues created without one
+	// (on first enqueue, or by admin create without config.interval), as
+	// a Go duration such as "1s". Default 1s.
+	EnvDefaultInterval = "SLOTQ_DEFAULT_INTERVAL"
+	// EnvAllowedTargets is a comma-separated list of target patterns
+	// (http(s) URLs, lambda:NAME, function ARNs; a trailing * matches by
+	// prefix) that queues created without a target list allow. Default:
+	// none.
+	EnvAllowedTargets = "SLOTQ_ALLOWED_TARGETS"
+)
+
+// Spec names a function and the environment variables it reads. The
+// template test checks that template.yaml gives each function exactly
+// these.
+type Spec struct {
+	// Function is the function's directory under functions/.
+	Function string
+	// Vars are the variables Load reads for it.
+	Vars []string
+}
+
+// The functions' specs.
+var (
+	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvDefaultInterval, EnvAllowedTargets}}
+	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL}}
+	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL}}
+	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDefaultInterval, EnvAllowedTargets}}
+	// Specs lists every function.
+	Specs = []Spec{Enqueue, Worker, Resume, Admin}
+)
+
+// Config is a function's configuration, read from its environment.
+type Config struct {
+	// Table is the DynamoDB table (SLOTQ_TABLE).
+	Table string
+	// QueueURL is the SQS slot queue (SLOTQ_QUEUE_URL).
+	QueueURL string
+	// Defaults configures queues created without a configuration:
+	// interval from SLOTQ_DEFAULT_INTERVAL, targets from
+	// SLOTQ_ALLOWED_TARGETS, the rest slot's defaults.
+	Defaults slot.Config
+}
+
+// Load reads the variables of spec through getenv (os.Getenv in main) and
+// validates them. Its error names the bad variable.
+func Load(spec Spec, getenv func(string) string) (Config, error) {
+	var c Config
+	for _, name := range spec.Vars {
+		v := strings.TrimSpace(getenv(name))
+		switch name {
+		case EnvTable:
+			if v == "" {
+				return c, fmt.Errorf("%s is required: the DynamoDB table name", name)
+			}
+			c.Table = v
+		case EnvQueueURL:
+			if !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+				return c, fmt.Errorf("%s must be the SQS queue URL, got %q", name, v)
+			}
+			c.QueueURL = v
+		case EnvDefaultInterval:
+			if v == "" {
+				break
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 || d > slot.MaxInterval {
+				return c, fmt.Errorf("%s must be a duration between 0 and %s such as \"1s\", got %q", name, slot.MaxInterval, v)
+			}
+			c.Defaults.Interval = d
+		case EnvAllowedTargets:
+			for i, t := range strings.Split(v, ",") {
+				t = strings.TrimSpace(t)
+				if t == "" {
+					continue
+				}
+				if !validPattern(t) {
+					return c, fmt.Errorf("%s: entry %d %q must start with http://, https://, lambda: or arn:aws:lambda:", name, i, t)
+				}
+				c.Defaults.Targets = append(c.Defaults.Targets, t)
+			}
+		default:
+			return c, fmt.Errorf("lambdafn: unknown variable %s in spec %s", name, spec.Function)
+		}
+	}
+	if err := c.Defaults.WithDefaults().Validate(); err != nil {
+		return c, fmt.Errorf("%s/%s: %v", EnvDefaultInterval, EnvAllowedTargets, err)
+	}
+	return c, nil
+}
+
+// validPattern reports whether a target pattern can match any target.
+func validPattern(p string) bool {
+	if prefix, ok := strings.CutSuffix(p, "*"); ok {
+		p = prefix
+	} else if err := job.ValidateTarget(p); err != nil {
+		return false
+	}
+	for _, scheme := range []string{"http://", "https://", "lambda:", "arn:aws:lambda:"} {
+		if strings.HasPrefix(p, scheme) {
+			return true
+		}
+	}
+	return false
+}
+
+// Reads reports whether spec reads the variable name.
+func (s Spec) Reads(name string) bool { return slices.Contains(s.Vars, name) }
