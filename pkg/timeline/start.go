@@ -29,6 +29,11 @@ type Start struct {
 	Worker   string
 	// At is when the job's handler began.
 	At time.Time
+	// Gate, if known, is when the gate let the attempt start (the job's
+	// StartedAt): the time slotq's spacing guarantee is about. At comes
+	// after it by however long the worker took to reach the handler. It is
+	// not part of the JSON record.
+	Gate time.Time
 }
 
 // Lateness is how long after its slot the job began.

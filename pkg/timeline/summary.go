@@ -126,3 +126,29 @@ func Summarize(starts []Start, interval, skew time.Duration) Summary {
 	sum.Ideal = time.Duration(len(s)-1) * interval
 	return sum
 }
+
+// AtGate returns a copy of starts timed by the gate instead of the
+// handler: each At is replaced by Gate, where Gate is known. Summarize over
+// it checks the spacing guarantee itself (design.md §5.3), which is about
+// the gate.
+func AtGate(starts []Start) []Start {
+	s := slices.Clone(starts)
+	for i := range s {
+		if !s[i].Gate.IsZero() {
+			s[i].At = s[i].Gate
+		}
+	}
+	return s
+}
+
+// Delays returns, for each start whose Gate is known, how long after the
+// gate its handler began.
+func Delays(starts []Start) []time.Duration {
+	var d []time.Duration
+	for _, s := range starts {
+		if !s.Gate.IsZero() {
+			d = append(d, s.At.Sub(s.Gate))
+		}
+	}
+	return d
+}

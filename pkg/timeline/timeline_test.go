@@ -217,3 +217,18 @@ func TestParseMS(t *testing.T) {
 		})
 	}
 }
+
+func TestAtGateAndDelays(t *testing.T) {
+	s := at(1, 12)
+	s[0].Gate = t0
+	got := AtGate(s)
+	if !got[0].At.Equal(t0) || !got[1].At.Equal(s[1].At) {
+		t.Errorf("AtGate: got At %v, %v; want %v and the handler time %v", got[0].At, got[1].At, t0, s[1].At)
+	}
+	if !s[0].At.Equal(t0.Add(ms(1))) {
+		t.Errorf("AtGate changed its input")
+	}
+	if d := Delays(s); len(d) != 1 || d[0] != ms(1) {
+		t.Errorf("Delays = %v, want [1ms] (only starts with a gate time)", d)
+	}
+}

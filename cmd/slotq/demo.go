@@ -1,0 +1,328 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/memstore"
+	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/pkg/target"
+	"github.com/slotq/slotq/pkg/timeline"
+)
+
+// demoKind is the job kind the demo's handler runs.
+const demoKind = "demo.tick"
+
+// demoConfig is one demo run. Zero fields are not defaults: the flags and
+// benchmark fill every field.
+type demoConfig struct {
+	// Queue is the queue the producers enqueue onto.
+	Queue string
+	// Producers each enqueue Jobs jobs, in calls of 1 to Batch jobs with a
+	// random gap of up to one Interval between calls.
+	Producers, Jobs, Batch int
+	// Workers is the number of concurrent worker invocations.
+	Workers int
+	// Interval is the queue's interval.
+	Interval time.Duration
+	// Skew is the queue's clock allowance: starts may come Interval−Skew
+	// apart.
+	Skew time.Duration
+	// Jitter delays each delivery by a random extra in [0, Jitter).
+	Jitter time.Duration
+	// Seed seeds the producers' gaps and batch sizes and the transport's
+	// jitter.
+	Seed uint64
+	// Timeout bounds the wait for all jobs to finish; 0 means twice the
+	// ideal makespan plus 30s.
+	Timeout time.Duration
+	// Logger gets the engine's logs.
+	Logger *slog.Logger
+}
+
+func (c demoConfig) validate() error {
+	switch {
+	case c.Producers < 1:
+		return errors.New("--producers must be at least 1")
+	case c.Jobs < 1:
+		return errors.New("--jobs must be at least 1")
+	case c.Batch < 1 || c.Batch > job.MaxBatch:
+		return fmt.Errorf("--batch must be between 1 and %d", job.MaxBatch)
+	case c.Workers < 1:
+		return errors.New("--workers must be at least 1")
+	case c.Interval <= 0:
+		return errors.New("--interval must be greater than 0")
+	case c.Skew < 0 || c.Skew >= c.Interval:
+		return errors.New("--skew must be at least 0 and less than --interval")
+	case c.Jitter < 0:
+		return errors.New("--jitter must not be negative")
+	case c.Timeout < 0:
+		return errors.New("--timeout must not be negative")
+	}
+	return slot.ValidateName(c.Queue)
+}
+
+// total is the number of jobs the run enqueues.
+func (c demoConfig) total() int { return c.Producers * c.Jobs }
+
+// demoResult is what a demo run saw.
+type demoResult struct {
+	// Begin is when the run began, before the first enqueue.
+	Begin time.Time
+	// Starts holds one record per handler call, in the order they were
+	// recorded.
+	Starts []timeline.Start
+	// Enqueued counts accepted jobs; Succeeded those that ended succeeded.
+	Enqueued, Succeeded int
+	// Unfinished counts accepted jobs that had not succeeded when the run
+	// ended (timeout or interrupt).
+	Unfinished int
+	// StartedTwice counts jobs whose handler ran more than once; Unstarted
+	// accepted jobs whose handler never ran.
+	StartedTwice, Unstarted int
+	// Retickets is the sum of the jobs' re-ticket counts, as the engine
+	// recorded them (job.Job.Retickets).
+	Retickets int
+	// Transport is what the embedded transport did.
+	Transport memstore.TransportStats
+}
+
+// workerKey is the context key of the worker id.
+type workerKey struct{}
+
+func workerFrom(ctx context.Context) string {
+	w, _ := ctx.Value(workerKey{}).(string)
+	return w
+}
+
+// demoPayload is what a demo job carries.
+type demoPayload struct {
+	Producer string `json:"producer"`
+	N        int    `json:"n"`
+}
+
+// runDemo runs the demo workload on the embedded backend: producers
+// enqueue concurrently through the engine while Workers worker goroutines
+// take deliveries from the transport, as that many Lambda invocations
+// would. It returns when every accepted job has finished, ctx is done, or
+// the timeout passes; by then every goroutine it started has returned.
+// onStart, if not nil, is called for each start as it happens, one call at
+// a time; j is the job the handler got.
+func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start, j *job.Job)) (demoResult, error) {
+	if err := cfg.validate(); err != nil {
+		return demoResult{}, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 2*time.Duration(cfg.total())*cfg.Interval + 30*time.Second
+	}
+
+	var (
+		mu     sync.Mutex
+		starts []timeline.Start
+	)
+	mux := target.NewMux()
+	mux.HandleFunc(demoKind, func(ctx context.Context, j *job.Job) error {
+		at := time.Now() // first: the start is when the handler begins
+		var p demoPayload
+		_ = json.Unmarshal(j.Payload, &p)
+		s := timeline.Start{
+			Queue: j.Queue, Ticket: j.Ticket, SlotAt: j.SlotAt, JobID: j.ID,
+			Producer: p.Producer, Worker: workerFrom(ctx), At: at, Gate: j.StartedAt,
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		starts = append(starts, s)
+		if onStart != nil {
+			onStart(s, j)
+		}
+		return nil
+	})
+
+	store := memstore.New(memstore.Options{})
+	transport := memstore.NewTransport(memstore.TransportOptions{Jitter: cfg.Jitter, Seed: cfg.Seed})
+	eng := engine.New(engine.Options{
+		State: store, Transport: transport, Runner: &target.Dispatcher{Mux: mux}, Logger: cfg.Logger,
+	})
+	if _, err := eng.CreateQueue(ctx, cfg.Queue, slot.Config{Interval: cfg.Interval, Skew: cfg.Skew}); err != nil {
+		return demoResult{}, err
+	}
+
+	res := demoResult{Begin: time.Now()}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	runCtx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+
+	// The workers: each delivery runs under a free worker id, so the ids
+	// name the Workers concurrent invocations.
+	ids := make(chan string, cfg.Workers)
+	for i := range cfg.Workers {
+		ids <- fmt.Sprintf("w%d", i+1)
+	}
+	var bg sync.WaitGroup
+	bg.Go(func() {
+		err := transport.Run(runCtx, cfg.Workers, func(ctx context.Context, env job.Envelope) error {
+			id := <-ids
+			defer func() { ids <- id }()
+			err := eng.Work(context.WithValue(ctx, workerKey{}, id), env)
+			if err != nil && runCtx.Err() == nil {
+				cfg.Logger.WarnContext(ctx, "work failed; the message will be delivered again",
+					"queue", env.Queue, "job_id", env.JobID, "worker", id, "error", err)
+			}
+			return err
+		})
+		if err != nil {
+			cfg.Logger.Error("transport stopped", "error", err)
+		}
+	})
+	// The schedule: Resume once a minute, as EventBridge does. (A demo
+	// run parks nothing, so this matters only in long runs.)
+	bg.Go(func() {
+		tick := time.NewTicker(time.Minute)
+		defer tick.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-tick.C:
+				if _, err := eng.Resume(runCtx); err != nil && runCtx.Err() == nil {
+					cfg.Logger.Error("resume", "error", err)
+				}
+			}
+		}
+	})
+
+	accepted, err := produce(ctx, eng, cfg)
+	res.Enqueued = len(accepted)
+	if err == nil {
+		err = waitDone(ctx, eng, cfg.Queue)
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			err = nil // reported as unfinished jobs
+		}
+	}
+	stopWorkers()
+	bg.Wait()
+
+	mu.Lock()
+	res.Starts = starts
+	mu.Unlock()
+	res.Transport = transport.Stats()
+	if cerr := res.check(context.WithoutCancel(ctx), eng, cfg.Queue, accepted); err == nil {
+		err = cerr
+	}
+	return res, err
+}
+
+// produce runs the producers and returns the ids of the accepted jobs.
+func produce(ctx context.Context, eng *engine.Engine, cfg demoConfig) ([]string, error) {
+	var (
+		mu       sync.Mutex
+		accepted []string
+		errs     []error
+		wg       sync.WaitGroup
+	)
+	for p := range cfg.Producers {
+		name := fmt.Sprintf("p%d", p+1)
+		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(p+1)))
+		wg.Go(func() {
+			for n := 0; n < cfg.Jobs; {
+				k := min(1+rng.IntN(cfg.Batch), cfg.Jobs-n)
+				req := job.EnqueueRequest{Queue: cfg.Queue}
+				for i := range k {
+					payload, _ := json.Marshal(demoPayload{Producer: name, N: n + i + 1})
+					req.Jobs = append(req.Jobs, job.Spec{Kind: demoKind, Payload: payload})
+				}
+				if k == 1 {
+					req.Job, req.Jobs = &req.Jobs[0], nil
+				}
+				res, err := eng.Enqueue(ctx, req)
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("producer %s: %w", name, err))
+					mu.Unlock()
+					return
+				}
+				mu.Lock()
+				for _, a := range res.Jobs {
+					accepted = append(accepted, a.JobID)
+				}
+				mu.Unlock()
+				n += k
+				if n < cfg.Jobs {
+					gap := time.Duration(rng.Int64N(int64(cfg.Interval)))
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(gap):
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return accepted, nil // reported as unfinished jobs
+	}
+	return accepted, errors.Join(errs...)
+}
+
+// waitDone polls the queue's stats until no job waits or runs. It polls
+// seldom: each poll takes the store's lock, which the gate needs too.
+func waitDone(ctx context.Context, eng *engine.Engine, queue string) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := eng.Stats(ctx, queue)
+		if err != nil {
+			return err
+		}
+		if st.Depth == 0 && st.Running == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// check reads every accepted job back from the engine: its final status
+// and its re-tickets; and matches the starts against the jobs.
+func (r *demoResult) check(ctx context.Context, eng *engine.Engine, queue string, accepted []string) error {
+	runs := make(map[string]int, len(r.Starts))
+	for _, s := range r.Starts {
+		runs[s.JobID]++
+	}
+	for _, id := range accepted {
+		j, err := eng.Job(ctx, job.Key{Queue: queue, ID: id})
+		if err != nil {
+			return err
+		}
+		r.Retickets += j.Retickets
+		if j.Status == job.Succeeded {
+			r.Succeeded++
+		} else {
+			r.Unfinished++
+		}
+		switch runs[id] {
+		case 0:
+			r.Unstarted++
+		case 1:
+		default:
+			r.StartedTwice++
+		}
+	}
+	return nil
+}
