@@ -1,0 +1,99 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// ErrTableNotFound is wrapped in the error of every call made against a
+// table that does not exist (DynamoDB's ResourceNotFoundException, which
+// is also wrapped). It is a deployment mistake, not a state: nobody should
+// retry it.
+var ErrTableNotFound = errors.New("dynamodb table not found")
+
+// Cancellation reason codes of TransactWriteItems.
+const (
+	reasonNone        = "None"
+	reasonConditional = "ConditionalCheckFailed"
+)
+
+// awsErr turns AWS errors that mean something to the caller into wrapped
+// domain errors. Anything else passes through, still wrapping the SDK's
+// typed error for errors.As.
+func (s *Store) awsErr(err error) error {
+	var rnf *types.ResourceNotFoundException
+	if errors.As(err, &rnf) {
+		return fmt.Errorf("%w (table %q): %w", ErrTableNotFound, s.table, err)
+	}
+	return err
+}
+
+// conditionFailed returns the item DynamoDB sent back with a conditional
+// failure (ALL_OLD; nil when the item does not exist), and whether err is
+// one.
+func conditionFailed(err error) (map[string]types.AttributeValue, bool) {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return ccf.Item, true
+	}
+	return nil, false
+}
+
+// cancelReasons returns the cancellation reason codes and items of a
+// cancelled transaction, and whether err is one.
+func cancelReasons(err error) ([]types.CancellationReason, bool) {
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		return tce.CancellationReasons, true
+	}
+	return nil, false
+}
+
+func code(r types.CancellationReason) string {
+	return aws.ToString(r.Code)
+}
+
+// transient reports whether a cancellation reason is worth another try:
+// another transaction held the item, or the item was throttled. The SDK
+// does not retry a cancelled transaction by itself.
+func transient(c string) bool {
+	switch c {
+	case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
+		return true
+	}
+	return false
+}
+
+// maxTxRetries bounds how often a transaction cancelled for a transient
+// reason is tried again.
+const maxTxRetries = 6
+
+// backoff sleeps before retry number attempt (0-based) of a cancelled
+// transaction: 10 ms doubling to 320 ms, with full jitter.
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(rand.Int64N(int64(10*time.Millisecond) << min(attempt, 5)))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// txError is a transaction cancelled for reasons the caller does not
+// branch on (after retries, for transient ones).
+func txError(err error, reasons []types.CancellationReason) error {
+	codes := make([]string, len(reasons))
+	for i, r := range reasons {
+		codes[i] = code(r)
+	}
+	return fmt.Errorf("transaction cancelled %v: %w", codes, err)
+}

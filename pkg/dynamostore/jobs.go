@@ -1,0 +1,275 @@
+package dynamostore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+)
+
+// Limits of one TransactWriteItems call.
+const (
+	maxTxItems = 100
+	// maxTxBytes stays under the 4 MB a transaction may carry, with room
+	// for the attribute names and keys that jobSize does not count.
+	maxTxBytes = 3 << 20
+)
+
+// defaultListLimit is ListJobs' cap when the request gives none.
+const defaultListLimit = 100
+
+// jobSize estimates a job item's size, for chunking transactions.
+func jobSize(j job.Job) int {
+	return 512 + len(j.Queue)*2 + len(j.ID)*2 + len(j.Kind) + len(j.Target) + len(j.Payload) + len(j.LastError)
+}
+
+// CreateJobs puts each job only if its key is free. Jobs go in
+// TransactWriteItems chunks (up to 100 items and about 3 MB); a chunk
+// cancelled because some keys exist drops those (created[i] = false) and
+// tries the rest again. A chunk of one is a plain conditional PutItem,
+// which costs half a transactional write. Chunks are not atomic together:
+// on an error, earlier chunks are stored, and a retry of the same call
+// reports them as existing.
+func (s *Store) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) {
+	for i := range jobs {
+		if jobs[i].Queue == "" || jobs[i].ID == "" {
+			return nil, fmt.Errorf("create jobs: jobs[%d] has no queue or id", i)
+		}
+	}
+	created := make([]bool, len(jobs))
+	tok := newToken()
+	for start := 0; start < len(jobs); {
+		end, size := start, 0
+		for end < len(jobs) && end-start < maxTxItems && (end == start || size+jobSize(jobs[end]) <= maxTxBytes) {
+			size += jobSize(jobs[end])
+			end++
+		}
+		idx := make([]int, 0, end-start)
+		for i := start; i < end; i++ {
+			idx = append(idx, i)
+		}
+		if err := s.createChunk(ctx, jobs, idx, created, tok); err != nil {
+			return nil, fmt.Errorf("create jobs: %w", err)
+		}
+		start = end
+	}
+	return created, nil
+}
+
+// createChunk creates jobs[idx...] and marks what it created. An existing
+// item that carries tok was created by this call, in an attempt the SDK
+// retried after it had landed.
+func (s *Store) createChunk(ctx context.Context, jobs []job.Job, idx []int, created []bool, tok string) error {
+	e := newExpr()
+	cond := "attribute_not_exists(" + e.n(attrPK) + ")"
+	for attempt := 0; len(idx) > 0; {
+		if len(idx) == 1 {
+			j := jobs[idx[0]]
+			_, err := s.putItem(ctx, OpCreateJobs, &dynamodb.PutItemInput{
+				Item: jobItem(j, tok), ConditionExpression: &cond, ExpressionAttributeNames: e.names,
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			})
+			if old, ok := conditionFailed(err); ok {
+				created[idx[0]] = hasToken(old, tok)
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", job.Key{Queue: j.Queue, ID: j.ID}, err)
+			}
+			created[idx[0]] = true
+			return nil
+		}
+		items := make([]types.TransactWriteItem, len(idx))
+		for k, i := range idx {
+			items[k] = types.TransactWriteItem{Put: &types.Put{
+				TableName: &s.table, Item: jobItem(jobs[i], tok),
+				ConditionExpression: &cond, ExpressionAttributeNames: e.names,
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}}
+		}
+		err := s.transact(ctx, OpCreateJobs, items)
+		if err == nil {
+			for _, i := range idx {
+				created[i] = true
+			}
+			return nil
+		}
+		reasons, ok := cancelReasons(err)
+		if !ok {
+			return err
+		}
+		if len(reasons) != len(idx) {
+			return txError(err, reasons)
+		}
+		rest := idx[:0:0]
+		dropped, retry := false, false
+		for k, r := range reasons {
+			switch c := code(r); {
+			case c == reasonConditional:
+				dropped = true
+				created[idx[k]] = hasToken(r.Item, tok)
+			case c == reasonNone || c == "":
+				rest = append(rest, idx[k])
+			case transient(c):
+				retry = true
+				rest = append(rest, idx[k])
+			default:
+				return txError(err, reasons)
+			}
+		}
+		if !dropped {
+			if !retry || attempt >= maxTxRetries {
+				return txError(err, reasons)
+			}
+			if err := backoff(ctx, attempt); err != nil {
+				return err
+			}
+			attempt++
+		}
+		idx = rest
+	}
+	return nil
+}
+
+// GetJob reads a job strongly consistently. ErrJobNotFound, also for one
+// that expired but is not yet deleted.
+func (s *Store) GetJob(ctx context.Context, k job.Key) (job.Job, error) {
+	m, err := s.getItem(ctx, OpGetJob, jobKey(k))
+	if err != nil {
+		return job.Job{}, fmt.Errorf("get job %s: %w", k, err)
+	}
+	if len(m) == 0 {
+		return job.Job{}, fmt.Errorf("get job %s: %w", k, engine.ErrJobNotFound)
+	}
+	j, err := decodeJob(m)
+	if err != nil {
+		return job.Job{}, fmt.Errorf("get job %s: %w", k, err)
+	}
+	if j.Expired(s.now()) {
+		return job.Job{}, fmt.Errorf("get job %s: %w", k, engine.ErrJobNotFound)
+	}
+	return j, nil
+}
+
+// UpdateJob replaces the job item if it is at version from (a conditional
+// PutItem). ErrConflict, or ErrJobNotFound when there is no item.
+func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
+	k := job.Key{Queue: j.Queue, ID: j.ID}
+	tok := newToken()
+	e := newExpr()
+	cond := e.n(attrStatus) + " = " + e.v(":st", str(string(from.Status))) +
+		" AND " + e.n(attrTicket) + " = " + e.v(":t", num(from.Ticket)) +
+		" AND " + e.n(attrAttempt) + " = " + e.v(":a", num(int64(from.Attempt)))
+	_, err := s.putItem(ctx, OpUpdateJob, &dynamodb.PutItemInput{
+		Item:                                jobItem(j, tok),
+		ConditionExpression:                 &cond,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           e.values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok := conditionFailed(err); ok {
+		old, err := s.orRead(ctx, OpUpdateJob, jobKey(k), old)
+		if err != nil {
+			return fmt.Errorf("update job %s: %w", k, err)
+		}
+		if old == nil {
+			return fmt.Errorf("update job %s: %w", k, engine.ErrJobNotFound)
+		}
+		if hasToken(old, tok) {
+			return nil // the SDK retried this very update after it had landed
+		}
+		return fmt.Errorf("update job %s: %w", k, engine.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("update job %s: %w", k, err)
+	}
+	return nil
+}
+
+// unexpired is the filter that hides expired jobs, which DynamoDB's TTL
+// deletes only eventually.
+func (s *Store) unexpired(e *expr) string {
+	x := e.n(attrExpiresAt)
+	return "attribute_not_exists(" + x + ") OR " + x + " > " + e.v(":now", timeNum(s.now()))
+}
+
+// ListJobs queries IndexByStatus from ticket r.After on, filtering expired
+// jobs, until it has r.Limit jobs or the index ends. The index is
+// eventually consistent: a change of a moment ago may not show yet.
+func (s *Store) ListJobs(ctx context.Context, r engine.ListRequest) ([]job.Job, error) {
+	limit := r.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	var out []job.Job
+	var start map[string]types.AttributeValue
+	for len(out) < limit {
+		e := newExpr()
+		keyCond := e.n(attrQueueStatus) + " = " + e.v(":qs", str(queueStatus(r.Queue, r.Status))) +
+			" AND " + e.n(attrTicket) + " > " + e.v(":after", num(r.After))
+		res, err := s.query(ctx, OpListJobs, &dynamodb.QueryInput{
+			IndexName:                 aws.String(IndexByStatus),
+			KeyConditionExpression:    &keyCond,
+			FilterExpression:          aws.String(s.unexpired(e)),
+			ExpressionAttributeNames:  e.names,
+			ExpressionAttributeValues: e.values,
+			Limit:                     aws.Int32(int32(min(limit-len(out), 1000))),
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list jobs %s/%s: %w", r.Queue, r.Status, err)
+		}
+		for _, m := range res.Items {
+			j, err := decodeJob(m)
+			if err != nil {
+				return nil, fmt.Errorf("list jobs %s/%s: %w", r.Queue, r.Status, err)
+			}
+			out = append(out, j)
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = res.LastEvaluatedKey
+	}
+	// Tickets are unique in a queue; the id only orders a corrupt tie.
+	slices.SortStableFunc(out, func(a, b job.Job) int {
+		return cmp.Or(cmp.Compare(a.Ticket, b.Ticket), cmp.Compare(a.ID, b.ID))
+	})
+	return out[:min(len(out), limit)], nil
+}
+
+// CountJobs counts with Select COUNT over IndexByStatus, page by page,
+// leaving out expired jobs. Each page reads up to 1 MB of index entries:
+// counting costs as much as listing.
+func (s *Store) CountJobs(ctx context.Context, queue string, status job.Status) (int, error) {
+	n := 0
+	var start map[string]types.AttributeValue
+	for {
+		e := newExpr()
+		keyCond := e.n(attrQueueStatus) + " = " + e.v(":qs", str(queueStatus(queue, status)))
+		res, err := s.query(ctx, OpCountJobs, &dynamodb.QueryInput{
+			IndexName:                 aws.String(IndexByStatus),
+			KeyConditionExpression:    &keyCond,
+			FilterExpression:          aws.String(s.unexpired(e)),
+			ExpressionAttributeNames:  e.names,
+			ExpressionAttributeValues: e.values,
+			Select:                    types.SelectCount,
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return 0, fmt.Errorf("count jobs %s/%s: %w", queue, status, err)
+		}
+		n += int(res.Count)
+		if len(res.LastEvaluatedKey) == 0 {
+			return n, nil
+		}
+		start = res.LastEvaluatedKey
+	}
+}

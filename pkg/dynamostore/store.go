@@ -1,0 +1,340 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+var _ engine.State = (*Store)(nil)
+
+// Options configures a Store.
+type Options struct {
+	// Now is the clock that decides which finished jobs have expired
+	// (job.Expired), for GetJob, ListJobs and CountJobs: DynamoDB deletes
+	// expired items lazily, so reads filter them. Default time.Now. Every
+	// other time comes from the request.
+	Now func() time.Time
+}
+
+// Store is an engine.State on one DynamoDB table (see the package
+// documentation for its layout). It holds no state of its own besides
+// usage counters, so any number of Stores, in any number of processes, may
+// share a table. Safe for concurrent use.
+type Store struct {
+	api   DynamoDBAPI
+	table string
+	now   func() time.Time
+	meter meter
+}
+
+// New returns a Store on table, which must exist (see CreateTable).
+func New(api DynamoDBAPI, table string, opts Options) *Store {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Store{api: api, table: table, now: opts.Now}
+}
+
+// Table returns the table's name.
+func (s *Store) Table() string { return s.table }
+
+// Usage returns a snapshot of the capacity consumed so far, by operation
+// kind. Benchmarks divide it by the jobs they ran for a cost per job.
+func (s *Store) Usage() Usage { return s.meter.snapshot() }
+
+func notFound(op, name string) error {
+	return fmt.Errorf("%s %s: %w", op, name, engine.ErrQueueNotFound)
+}
+
+// CreateQueue writes the queue's state and config items in one
+// transaction. ErrQueueExists.
+func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) error {
+	if err := slot.ValidateName(q.Name); err != nil {
+		return fmt.Errorf("create queue: %w", err)
+	}
+	cfg, err := configItem(q.Name, q.Config, q.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("create queue %s: %w", q.Name, err)
+	}
+	e := newExpr()
+	cond := "attribute_not_exists(" + e.n(attrPK) + ")"
+	err = s.transact(ctx, OpCreateQueue, []types.TransactWriteItem{
+		{Put: &types.Put{TableName: &s.table, Item: newStateItem(q.Name, q.Config.Interval),
+			ConditionExpression: &cond, ExpressionAttributeNames: e.names}},
+		{Put: &types.Put{TableName: &s.table, Item: cfg,
+			ConditionExpression: &cond, ExpressionAttributeNames: e.names}},
+	})
+	if reasons, ok := cancelReasons(err); ok {
+		for _, r := range reasons {
+			if code(r) == reasonConditional {
+				return fmt.Errorf("create queue %s: %w", q.Name, engine.ErrQueueExists)
+			}
+		}
+		return fmt.Errorf("create queue %s: %w", q.Name, txError(err, reasons))
+	}
+	if err != nil {
+		return fmt.Errorf("create queue %s: %w", q.Name, err)
+	}
+	return nil
+}
+
+// GetQueue reads both items of a queue with one strongly consistent Query.
+// ErrQueueNotFound.
+func (s *Store) GetQueue(ctx context.Context, name string) (engine.Queue, error) {
+	e := newExpr()
+	out, err := s.query(ctx, OpGetQueue, &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String(e.n(attrPK) + " = " + e.v(":pk", str(queuePK(name)))),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.values,
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return engine.Queue{}, fmt.Errorf("get queue %s: %w", name, err)
+	}
+	var stateItem, cfgItem map[string]types.AttributeValue
+	for _, m := range out.Items {
+		it := item{m: m}
+		switch it.str(attrSK) {
+		case skState:
+			stateItem = m
+		case skConfig:
+			cfgItem = m
+		}
+	}
+	if stateItem == nil || cfgItem == nil {
+		return engine.Queue{}, notFound("get queue", name)
+	}
+	return decodeQueue(cfgItem, stateItem)
+}
+
+func decodeQueue(cfgItem, stateItem map[string]types.AttributeValue) (engine.Queue, error) {
+	name, cfg, created, err := decodeConfig(cfgItem)
+	if err != nil {
+		return engine.Queue{}, err
+	}
+	st, _, err := decodeState(stateItem)
+	if err != nil {
+		return engine.Queue{}, fmt.Errorf("queue %s: %w", name, err)
+	}
+	return engine.Queue{Name: name, Config: cfg, State: st, CreatedAt: created}, nil
+}
+
+// ListQueues pages through IndexQueues (config items, in name order) and
+// reads the state items with BatchGetItem. The index is eventually
+// consistent: a queue created a moment ago may be missing.
+func (s *Store) ListQueues(ctx context.Context) ([]engine.Queue, error) {
+	var cfgs []map[string]types.AttributeValue
+	var start map[string]types.AttributeValue
+	for {
+		e := newExpr()
+		out, err := s.query(ctx, OpListQueues, &dynamodb.QueryInput{
+			IndexName:                 aws.String(IndexQueues),
+			KeyConditionExpression:    aws.String(e.n(attrItemKind) + " = " + e.v(":k", str(itemKindQueue))),
+			ExpressionAttributeNames:  e.names,
+			ExpressionAttributeValues: e.values,
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list queues: %w", err)
+		}
+		cfgs = append(cfgs, out.Items...)
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = out.LastEvaluatedKey
+	}
+	states := make(map[string]map[string]types.AttributeValue, len(cfgs))
+	var keys []map[string]types.AttributeValue
+	for _, m := range cfgs {
+		it := item{m: m}
+		keys = append(keys, stateKey(it.str(attrQueue)))
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 100)
+		batch := keys[:n]
+		keys = keys[n:]
+		for len(batch) > 0 {
+			out, err := s.batchGet(ctx, OpListQueues, &dynamodb.BatchGetItemInput{
+				RequestItems: map[string]types.KeysAndAttributes{
+					s.table: {Keys: batch, ConsistentRead: aws.Bool(true)},
+				},
+			})
+			if err != nil {
+				return nil, fmt.Errorf("list queues: %w", err)
+			}
+			for _, m := range out.Responses[s.table] {
+				states[(&item{m: m}).str(attrPK)] = m
+			}
+			batch = out.UnprocessedKeys[s.table].Keys
+			if len(batch) > 0 {
+				// Throttled in part: the SDK does not retry unprocessed keys.
+				if err := backoff(ctx, 2); err != nil {
+					return nil, fmt.Errorf("list queues: %w", err)
+				}
+			}
+		}
+	}
+	qs := make([]engine.Queue, 0, len(cfgs))
+	for _, m := range cfgs {
+		it := item{m: m}
+		st, ok := states[queuePK(it.str(attrQueue))]
+		if !ok {
+			continue // deleted since the index answered
+		}
+		q, err := decodeQueue(m, st)
+		if err != nil {
+			return nil, fmt.Errorf("list queues: %w", err)
+		}
+		qs = append(qs, q)
+	}
+	return qs, nil
+}
+
+// SetConfig replaces the config item and copies the interval to the state
+// item, in one transaction. ErrQueueNotFound.
+func (s *Store) SetConfig(ctx context.Context, name string, cfg slot.Config) error {
+	b, err := cfg.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("set config %s: %w", name, err)
+	}
+	ce := newExpr()
+	ce.v(":c", str(string(b)))
+	se := newExpr()
+	se.v(":iv", durNum(cfg.Interval))
+	err = s.transact(ctx, OpSetConfig, []types.TransactWriteItem{
+		{Update: &types.Update{TableName: &s.table, Key: configKey(name),
+			UpdateExpression:          aws.String("SET " + ce.n(attrConfig) + " = :c"),
+			ConditionExpression:       aws.String("attribute_exists(" + ce.n(attrPK) + ")"),
+			ExpressionAttributeNames:  ce.names,
+			ExpressionAttributeValues: ce.values}},
+		{Update: &types.Update{TableName: &s.table, Key: stateKey(name),
+			UpdateExpression:          aws.String("SET " + se.n(attrInterval) + " = :iv"),
+			ConditionExpression:       aws.String("attribute_exists(" + se.n(attrPK) + ")"),
+			ExpressionAttributeNames:  se.names,
+			ExpressionAttributeValues: se.values}},
+	})
+	if reasons, ok := cancelReasons(err); ok {
+		for _, r := range reasons {
+			if code(r) == reasonConditional {
+				return notFound("set config", name)
+			}
+		}
+		return fmt.Errorf("set config %s: %w", name, txError(err, reasons))
+	}
+	if err != nil {
+		return fmt.Errorf("set config %s: %w", name, err)
+	}
+	return nil
+}
+
+// Pause sets the pause flag on the state item. ErrQueueNotFound.
+func (s *Store) Pause(ctx context.Context, name string, until time.Time) (slot.State, error) {
+	e := newExpr()
+	upd := "SET " + e.n(attrPaused) + " = " + e.v(":t", boolean(true))
+	if until.IsZero() {
+		upd += " REMOVE " + e.n(attrPausedUntil)
+	} else {
+		upd += ", " + e.n(attrPausedUntil) + " = " + e.v(":u", timeNum(until))
+	}
+	out, err := s.updateItem(ctx, OpPause, &dynamodb.UpdateItemInput{
+		Key:                       stateKey(name),
+		UpdateExpression:          &upd,
+		ConditionExpression:       aws.String("attribute_exists(" + e.n(attrPK) + ")"),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if _, ok := conditionFailed(err); ok {
+		return slot.State{}, notFound("pause", name)
+	}
+	if err != nil {
+		return slot.State{}, fmt.Errorf("pause %s: %w", name, err)
+	}
+	st, _, err := decodeState(out.Attributes)
+	if err != nil {
+		return slot.State{}, fmt.Errorf("pause %s: %w", name, err)
+	}
+	return st, nil
+}
+
+// Unpause clears the pause flag if it is set (and, with a non-zero
+// ifUntil, if PausedUntil is exactly that). ErrQueueNotFound.
+func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bool, error) {
+	e := newExpr()
+	cond := e.n(attrPaused) + " = " + e.v(":t", boolean(true))
+	if !ifUntil.IsZero() {
+		cond += " AND " + e.n(attrPausedUntil) + " = " + e.v(":u", timeNum(ifUntil))
+	}
+	_, err := s.updateItem(ctx, OpUnpause, &dynamodb.UpdateItemInput{
+		Key:                                 stateKey(name),
+		UpdateExpression:                    aws.String("SET " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) + " REMOVE " + e.n(attrPausedUntil)),
+		ConditionExpression:                 &cond,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           e.values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok := conditionFailed(err); ok {
+		if old, err = s.orRead(ctx, OpUnpause, stateKey(name), old); err != nil {
+			return false, fmt.Errorf("unpause %s: %w", name, err)
+		}
+		if old == nil {
+			return false, notFound("unpause", name)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("unpause %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// DeleteQueue deletes both items of a queue; its jobs stay until their TTL.
+// ErrQueueNotFound.
+func (s *Store) DeleteQueue(ctx context.Context, name string) error {
+	e := newExpr()
+	cond := "attribute_exists(" + e.n(attrPK) + ")"
+	err := s.transact(ctx, OpDeleteQueue, []types.TransactWriteItem{
+		{Delete: &types.Delete{TableName: &s.table, Key: stateKey(name),
+			ConditionExpression: &cond, ExpressionAttributeNames: e.names}},
+		{Delete: &types.Delete{TableName: &s.table, Key: configKey(name)}},
+	})
+	if reasons, ok := cancelReasons(err); ok {
+		if len(reasons) > 0 && code(reasons[0]) == reasonConditional {
+			return notFound("delete queue", name)
+		}
+		return fmt.Errorf("delete queue %s: %w", name, txError(err, reasons))
+	}
+	if err != nil {
+		return fmt.Errorf("delete queue %s: %w", name, err)
+	}
+	return nil
+}
+
+// orRead returns old, the item a conditional failure sent back, or, when
+// it sent none, reads the item: DynamoDB sends nothing for a missing item,
+// and an endpoint that ignores ReturnValuesOnConditionCheckFailure sends
+// nothing either. nil means the item does not exist.
+func (s *Store) orRead(ctx context.Context, op string, k, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	if len(old) > 0 {
+		return old, nil
+	}
+	m, err := s.getItem(ctx, op, k)
+	if err != nil {
+		return nil, err
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
+}
+
+var errGateDisagrees = errors.New("the gate condition failed but the queue state allows the start")

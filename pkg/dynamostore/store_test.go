@@ -1,0 +1,95 @@
+package dynamostore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/slotq/slotq/internal/motoserver"
+	"github.com/slotq/slotq/pkg/dynamostore"
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/storetest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	motoserver.Stop()
+	os.Exit(code)
+}
+
+// newClient returns a DynamoDB client on the shared moto_server, built the
+// way production builds it: from the environment. Requests go through rt
+// (nil: straight on), then motoSerial.
+func newClient(t *testing.T, wrap func(httpClient) httpClient, opts ...func(*dynamodb.Options)) *dynamodb.Client {
+	t.Helper()
+	motoserver.Require(t)
+	cfg, err := config.LoadDefaultConfig(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
+		var c httpClient = &motoSerial{mu: &serialMu, next: o.HTTPClient}
+		if wrap != nil {
+			c = wrap(c)
+		}
+		o.HTTPClient = c
+	}}, opts...)
+	return dynamodb.NewFromConfig(cfg, opts...)
+}
+
+var tables atomic.Int64
+
+// newTable creates a table of its own for t.
+func newTable(t *testing.T, api dynamostore.DynamoDBAPI) string {
+	t.Helper()
+	name := fmt.Sprintf("slotq-%s-%d", regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(t.Name(), "."), tables.Add(1))
+	if len(name) > 200 {
+		name = name[len(name)-200:]
+	}
+	if err := dynamostore.CreateTable(t.Context(), api, name); err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	return name
+}
+
+func newStore(t *testing.T) *dynamostore.Store {
+	t.Helper()
+	api := newClient(t, nil)
+	return dynamostore.New(api, newTable(t, api), dynamostore.Options{})
+}
+
+// TestState runs the conformance suite. The subtests share one table: the
+// suite names its queues uniquely.
+func TestState(t *testing.T) {
+	st := newStore(t)
+	storetest.Run(t, func(t *testing.T) engine.State { return st })
+
+	u := st.Usage()
+	for _, op := range []string{dynamostore.OpTake, dynamostore.OpStart, dynamostore.OpCreateJobs, dynamostore.OpGetJob} {
+		if u[op].Calls == 0 {
+			t.Errorf("Usage()[%s].Calls = 0 after the suite", op)
+		}
+	}
+	t.Logf("usage after the suite: %+v", u.Total())
+}
+
+func TestCreateTableTwice(t *testing.T) {
+	api := newClient(t, nil)
+	name := newTable(t, api)
+	if err := dynamostore.CreateTable(context.Background(), api, name); err != nil {
+		t.Fatalf("CreateTable on an existing table: %v", err)
+	}
+	out, err := api.DescribeTimeToLive(t.Context(), &dynamodb.DescribeTimeToLiveInput{TableName: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := out.TimeToLiveDescription; d == nil || d.AttributeName == nil || *d.AttributeName != "ttl" {
+		t.Errorf("TTL = %+v, want on attribute ttl", d)
+	}
+}

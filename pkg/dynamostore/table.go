@@ -1,0 +1,70 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// TableWait bounds how long CreateTable waits for a new table to become
+// active.
+const TableWait = 5 * time.Minute
+
+// CreateTable creates the table a Store needs — on-demand billing, the
+// keys pk and sk, IndexByStatus and IndexQueues — waits until it is
+// active, and turns on TTL on the attribute "ttl". An existing table of
+// that name is left as it is (and nil returned), so the local runtime may
+// call it on every start. docs/dynamodb.md has the same schema for SAM.
+func CreateTable(ctx context.Context, api DynamoDBAPI, name string) error {
+	s := func(n string) types.AttributeDefinition {
+		return types.AttributeDefinition{AttributeName: aws.String(n), AttributeType: types.ScalarAttributeTypeS}
+	}
+	keys := func(hash, rng string) []types.KeySchemaElement {
+		return []types.KeySchemaElement{
+			{AttributeName: aws.String(hash), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(rng), KeyType: types.KeyTypeRange},
+		}
+	}
+	all := &types.Projection{ProjectionType: types.ProjectionTypeAll}
+	_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:   &name,
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			s(attrPK), s(attrSK), s(attrQueueStatus), s(attrItemKind), s(attrQueue),
+			{AttributeName: aws.String(attrTicket), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: keys(attrPK, attrSK),
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
+			{IndexName: aws.String(IndexByStatus), KeySchema: keys(attrQueueStatus, attrTicket), Projection: all},
+			{IndexName: aws.String(IndexQueues), KeySchema: keys(attrItemKind, attrQueue), Projection: all},
+		},
+	})
+	var inUse *types.ResourceInUseException
+	if errors.As(err, &inUse) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create table %s: %w", name, err)
+	}
+	if err := dynamodb.NewTableExistsWaiter(api, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = 200 * time.Millisecond
+		o.MaxDelay = 5 * time.Second
+	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: &name}, TableWait); err != nil {
+		return fmt.Errorf("create table %s: wait until active: %w", name, err)
+	}
+	_, err = api.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: &name,
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String(attrTTL), Enabled: aws.Bool(true),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("create table %s: enable ttl: %w", name, err)
+	}
+	return nil
+}
