@@ -123,7 +123,9 @@ func TestConditionalFailures(t *testing.T) {
 		want error
 		gate slot.Verdict
 	}{
-		{"CreateQueue exists", func() error { return st.CreateQueue(ctx, engine.Queue{Name: "q", Config: slot.Config{Interval: time.Second}}) }, engine.ErrQueueExists, 0},
+		{"CreateQueue exists", func() error {
+			return st.CreateQueue(ctx, engine.Queue{Name: "q", Config: slot.Config{Interval: time.Second}})
+		}, engine.ErrQueueExists, 0},
 		{"Take no queue", func() error {
 			_, err := st.Take(ctx, engine.TakeRequest{Queue: "nope", N: 1, Line: 1, Interval: time.Second, Now: base})
 			return err
