@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/slotq/slotq/pkg/timeline"
@@ -60,8 +60,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	fmt.Fprintf(stdout, "slotq bench: demo workload, %d producers × %d jobs, interval %s, %d workers, %d runs\n\n",
 		cfg.Producers, cfg.Jobs, cfg.Interval, cfg.Workers, *runs)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\tstarts\tviolations\t(handler)\tinversions\tre-tickets\tlate p50\tlate p99\tgate→handler p99\tmakespan\tideal\tratio\t")
+	const row = "%6s %7s %11s %10s %11s %11s %10s %10s %17s %10s %10s %8s\n"
+	fmt.Fprintf(stdout, row, "run", "starts", "violations", "(handler)", "inversions", "re-tickets",
+		"late p50", "late p99", "gate→handler p99", "makespan", "ideal", "ratio")
 	code := exitOK
 	var reps []report
 	for i := range *runs {
@@ -69,17 +70,15 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		c.Seed = cfg.Seed + uint64(i)
 		res, err := runDemo(ctx, c, nil)
 		if err != nil {
-			tw.Flush()
 			fmt.Fprintf(stderr, "slotq bench: run %d: %v\n", i+1, err)
 			return exitFail
 		}
 		r := newReport(c, res)
 		reps = append(reps, r)
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.4f\t\n", i+1, r.handler.Starts,
-			r.gate.Violations, r.handler.Violations, r.handler.Inversions, res.Retickets,
-			fmtDur(r.handler.LatenessP50), fmtDur(r.handler.LatenessP99), fmtDur(r.delay[1]),
-			fmtDur(r.handler.Makespan), fmtDur(r.handler.Ideal), r.handler.Ratio())
-		tw.Flush()
+		fmt.Fprintf(stdout, row, strconv.Itoa(i+1), strconv.Itoa(r.handler.Starts),
+			strconv.Itoa(r.gate.Violations), strconv.Itoa(r.handler.Violations), strconv.Itoa(r.handler.Inversions),
+			strconv.Itoa(res.Retickets), fmtDur(r.handler.LatenessP50), fmtDur(r.handler.LatenessP99),
+			fmtDur(r.delay[1]), fmtDur(r.handler.Makespan), fmtDur(r.handler.Ideal), fmt.Sprintf("%.4f", r.handler.Ratio()))
 		if r.verdict(stderr, fmt.Sprintf("slotq bench: run %d", i+1)) != exitOK {
 			code = exitFail
 		}
@@ -94,13 +93,13 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return fmtDur(timeline.Percentile(ds, 50))
 	}
-	medInt := func(f func(report) int) int {
+	medInt := func(f func(report) int) string {
 		ns := make([]int, len(reps))
 		for i, r := range reps {
 			ns[i] = f(r)
 		}
 		slices.Sort(ns)
-		return ns[(len(ns)-1)/2]
+		return strconv.Itoa(ns[(len(ns)-1)/2])
 	}
 	ratios := make([]float64, len(reps))
 	violations := 0
@@ -109,7 +108,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		violations += r.gate.Violations
 	}
 	slices.Sort(ratios)
-	fmt.Fprintf(tw, "median\t\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.4f\t\n",
+	fmt.Fprintf(stdout, row, "median", "",
 		medInt(func(r report) int { return r.gate.Violations }),
 		medInt(func(r report) int { return r.handler.Violations }),
 		medInt(func(r report) int { return r.handler.Inversions }),
@@ -119,8 +118,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		med(func(r report) time.Duration { return r.delay[1] }),
 		med(func(r report) time.Duration { return r.handler.Makespan }),
 		med(func(r report) time.Duration { return r.handler.Ideal }),
-		ratios[(len(ratios)-1)/2])
-	tw.Flush()
+		fmt.Sprintf("%.4f", ratios[(len(ratios)-1)/2]))
 	fmt.Fprintf(stdout, "\nspacing violations at the gate, all runs: %d (must be 0)\n", violations)
 	fmt.Fprintf(stdout, "violations: starts closer than interval − skew, timed at the gate; (handler): the same, timed as the handler began\n")
 	fmt.Fprintf(stdout, "lateness: handler begin − slot; ratio: makespan / ideal, ideal = (n−1)·interval\n")

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/timeline"
+)
+
+// recordKeys are the keys of a start record, exactly.
+var recordKeys = []string{"job_id", "producer", "queue", "slot_at_ms", "start_ms", "ticket", "worker"}
+
+// checkRecord checks one JSON start record: exactly recordKeys, each of
+// the right type and form.
+func checkRecord(t *testing.T, line []byte, queue string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("record %s: %v", line, err)
+	}
+	if keys := slices.Sorted(maps.Keys(m)); !slices.Equal(keys, recordKeys) {
+		t.Fatalf("record %s: keys %v, want %v", line, keys, recordKeys)
+	}
+	str := func(k string, re string) {
+		s, ok := m[k].(string)
+		if !ok || !regexp.MustCompile(re).MatchString(s) {
+			t.Errorf("record %s: %s = %v, want a string matching %s", line, k, m[k], re)
+		}
+	}
+	str("queue", "^"+regexp.QuoteMeta(queue)+"$")
+	str("job_id", `^\S+$`)
+	str("producer", `^p[0-9]+$`)
+	str("worker", `^w[0-9]+$`)
+	num := func(k string, integer bool) float64 {
+		n, ok := m[k].(json.Number)
+		if !ok {
+			t.Errorf("record %s: %s = %v, want a number", line, k, m[k])
+			return 0
+		}
+		if integer {
+			if _, err := n.Int64(); err != nil {
+				t.Errorf("record %s: %s = %v, want an integer", line, k, n)
+			}
+		}
+		f, _ := n.Float64()
+		return f
+	}
+	if tk := num("ticket", true); tk < 1 {
+		t.Errorf("record %s: ticket %v < 1", line, tk)
+	}
+	slotMS, startMS := num("slot_at_ms", true), num("start_ms", false)
+	now := float64(time.Now().UnixMilli())
+	if startMS < slotMS || startMS > now || startMS < now-60_000 {
+		t.Errorf("record %s: start_ms %v must lie after slot_at_ms %v and within the last minute", line, startMS, slotMS)
+	}
+	return m
+}
+
+// TestRunDemo runs the demo workload small and checks what the demo
+// promises: every job starts exactly once and finishes, the gate keeps the
+// spacing (design.md §5.3), and every start record carries its fields.
+func TestRunDemo(t *testing.T) {
+	cfg := demoConfig{
+		Queue: "demo-test", Producers: 3, Jobs: 5, Batch: 3, Workers: 3,
+		Interval: 20 * time.Millisecond, Seed: 7,
+	}
+	var live []timeline.Start
+	res, err := runDemo(t.Context(), cfg, func(s timeline.Start, _ *job.Job) { live = append(live, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 15
+	if res.Enqueued != n || res.Succeeded != n || res.Unfinished != 0 {
+		t.Errorf("enqueued %d, succeeded %d, unfinished %d; want %d, %d, 0", res.Enqueued, res.Succeeded, res.Unfinished, n, n)
+	}
+	if len(res.Starts) != n || res.StartedTwice != 0 || res.Unstarted != 0 {
+		t.Errorf("%d starts, %d jobs started twice, %d never; want %d, 0, 0", len(res.Starts), res.StartedTwice, res.Unstarted, n)
+	}
+	if !slices.Equal(live, res.Starts) {
+		t.Errorf("onStart saw %d starts, the result holds %d (or in another order)", len(live), len(res.Starts))
+	}
+	ids := map[string]bool{}
+	producers := map[string]bool{}
+	for _, s := range res.Starts {
+		ids[s.JobID] = true
+		producers[s.Producer] = true
+		if s.Gate.IsZero() || s.At.Before(s.Gate) || s.At.Before(s.SlotAt) {
+			t.Errorf("start %+v: want slot ≤ gate ≤ handler begin", s)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRecord(t, b, cfg.Queue)
+	}
+	if len(ids) != n {
+		t.Errorf("%d distinct job ids among %d starts", len(ids), n)
+	}
+	if len(producers) != cfg.Producers {
+		t.Errorf("starts name producers %v, want %d of them", producers, cfg.Producers)
+	}
+	r := newReport(cfg, res)
+	if r.gate.Violations != 0 {
+		t.Errorf("%d spacing violations at the gate; min spacing %v, interval %v", r.gate.Violations, r.gate.SpacingMin, cfg.Interval)
+	}
+	if r.gate.Inversions != 0 {
+		t.Errorf("%d order inversions at the gate", r.gate.Inversions)
+	}
+	if r.handler.Violations != 0 {
+		// Not the guarantee (the handler begins after the gate, by however
+		// long the scheduler takes), but worth seeing.
+		t.Logf("%d handler begins closer than the interval; gate→handler max %v", r.handler.Violations, r.delay[2])
+	}
+}
+
+// TestRunDemoCancel: an interrupted demo returns promptly and counts what
+// did not finish.
+func TestRunDemoCancel(t *testing.T) {
+	cfg := demoConfig{Queue: "q", Producers: 2, Jobs: 50, Batch: 3, Workers: 2, Interval: 50 * time.Millisecond, Seed: 1}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	res, err := runDemo(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(begin); d > 3*time.Second {
+		t.Errorf("cancelled demo took %v to return", d)
+	}
+	if res.Unfinished == 0 || res.Unfinished+res.Succeeded != res.Enqueued {
+		t.Errorf("unfinished %d + succeeded %d, enqueued %d: want some unfinished, and the sum", res.Unfinished, res.Succeeded, res.Enqueued)
+	}
+}
+
+// TestDemoJSON runs `slotq demo --json` and checks its stdout: one line per
+// start, each with exactly the record's keys, and nothing else.
+func TestDemoJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"demo", "--json", "--producers", "2", "--jobs", "4", "--interval", "20ms",
+		"--workers", "3", "--queue", "jq"}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	if len(lines) != 8 {
+		t.Fatalf("%d lines on stdout, want 8:\n%s", len(lines), stdout.String())
+	}
+	tickets := map[string]bool{}
+	for _, l := range lines {
+		m := checkRecord(t, []byte(l), "jq")
+		tickets[m["ticket"].(json.Number).String()] = true
+	}
+	if len(tickets) != 8 {
+		t.Errorf("%d distinct tickets among 8 starts", len(tickets))
+	}
+}
+
+func TestRunCommands(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		wantStdout string
+		wantStderr string
+	}{
+		{"no command", nil, exitUsage, "", "Usage: slotq COMMAND"},
+		{"unknown", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
+		{"help", []string{"help"}, exitOK, "demo", ""},
+		{"--help", []string{"--help"}, exitOK, "bench", ""},
+		{"demo -h", []string{"demo", "-h"}, exitOK, "", "-producers"},
+		{"bad flag", []string{"demo", "--nope"}, exitUsage, "", "flag provided but not defined"},
+		{"bad interval", []string{"demo", "--interval", "0s"}, exitUsage, "", "--interval must be greater than 0"},
+		{"skew too big", []string{"demo", "--interval", "10ms", "--skew", "10ms"}, exitUsage, "", "--skew"},
+		{"bad queue", []string{"demo", "--queue", "no spaces"}, exitUsage, "", "must match"},
+		{"bad log level", []string{"demo", "--log", "loud"}, exitUsage, "", "--log"},
+		{"stray argument", []string{"demo", "extra"}, exitUsage, "", `unexpected argument "extra"`},
+		{"bench bad runs", []string{"bench", "--runs", "0"}, exitUsage, "", "--runs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(t.Context(), tt.args, &stdout, &stderr); code != tt.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.wantStdout) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout.String())
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr.String())
+			}
+		})
+	}
+}
+
+// TestDemoSummary runs the terminal demo small and checks that the
+// timeline and the summary name what they must.
+func TestDemoSummary(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"demo", "--producers", "2", "--jobs", "2", "--interval", "20ms"}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	out := stdout.String()
+	if n := strings.Count(out, "  late "); n != 4 {
+		t.Errorf("%d timeline lines, want 4:\n%s", n, out)
+	}
+	for _, want := range []string{"spacing", "lateness", "inversions", "re-tickets", "violations    0 at the gate", "makespan", "ideal"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestFmtDur(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0.000ms"},
+		{412 * time.Microsecond, "0.412ms"},
+		{-412 * time.Microsecond, "-0.412ms"},
+		{10*time.Millisecond + 250*time.Microsecond, "10.2ms"},
+		{1500 * time.Millisecond, "1.500s"},
+	}
+	for _, tt := range tests {
+		if got := fmtDur(tt.d); got != tt.want {
+			t.Errorf("fmtDur(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
+
+func TestBar(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want int // cells
+	}{
+		{0, 0},
+		{10 * time.Millisecond, 10},
+		{15 * time.Millisecond, 15},
+		{time.Second, 30},
+	}
+	for _, tt := range tests {
+		if got := len([]rune(bar(tt.d, 10*time.Millisecond))); got != tt.want {
+			t.Errorf("bar(%v) has %d cells, want %d", tt.d, got, tt.want)
+		}
+	}
+}
