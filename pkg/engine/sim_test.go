@@ -1,0 +1,281 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/memstore"
+	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/pkg/target"
+)
+
+// The simulation: an engine on memstore inside a testing/synctest bubble,
+// with concurrent producers and workers, a transport that may add jitter,
+// duplicates and drops, a state store that may "crash" a worker between
+// any two steps, and the resume function on a schedule. An hour of slots
+// passes in well under a second.
+
+// start is one handler run: what the guarantees are checked against.
+type start struct {
+	Queue   string
+	ID      string
+	Ticket  int64
+	Attempt int
+	SlotAt  time.Time
+	At      time.Time
+}
+
+type simOptions struct {
+	Workers   int
+	Transport memstore.TransportOptions
+	// CrashRate is the probability a worker dies right after a step: after
+	// the gate claimed the attempt, or after the handler ran (before the
+	// outcome is recorded).
+	CrashRate float64
+	// ResumeEvery is the schedule of the resume function. Default 1m.
+	ResumeEvery time.Duration
+	Lease       time.Duration
+	Seed        uint64
+}
+
+type sim struct {
+	t     *testing.T
+	store *memstore.Store
+	tr    *memstore.Transport
+	eng   *engine.Engine
+	chaos *chaosState
+
+	mu      sync.Mutex
+	starts  []start
+	failFor map[string]int // job id → attempts that fail
+
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+// newSim builds and starts a simulation. Call it inside synctest.Test, and
+// stop it with s.stop() before the bubble ends.
+func newSim(t *testing.T, o simOptions) *sim {
+	t.Helper()
+	if o.Workers == 0 {
+		o.Workers = 4
+	}
+	if o.ResumeEvery == 0 {
+		o.ResumeEvery = time.Minute
+	}
+	if o.Lease == 0 {
+		o.Lease = 2 * time.Minute
+	}
+	s := &sim{t: t, failFor: map[string]int{}}
+	s.store = memstore.New(memstore.Options{})
+	s.chaos = &chaosState{State: s.store, rate: o.CrashRate, rnd: rand.New(rand.NewPCG(o.Seed, 7)), t: t}
+	if o.Transport.Seed == 0 {
+		o.Transport.Seed = o.Seed + 1
+	}
+	s.tr = memstore.NewTransport(o.Transport)
+	mux := target.NewMux()
+	mux.HandleFunc("sim", s.handle)
+	s.eng = engine.New(engine.Options{
+		State: s.chaos, Transport: s.tr, Runner: &target.Dispatcher{Mux: mux},
+		Lease: o.Lease, LostAfter: 2 * time.Minute,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.done.Go(func() { _ = s.tr.Run(ctx, o.Workers, s.eng.Work) })
+	s.done.Go(func() {
+		tick := time.NewTicker(o.ResumeEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				_, _ = s.eng.Resume(ctx)
+			}
+		}
+	})
+	return s
+}
+
+func (s *sim) stop() {
+	s.cancel()
+	s.done.Wait()
+}
+
+func (s *sim) handle(ctx context.Context, j *job.Job) error {
+	s.mu.Lock()
+	s.starts = append(s.starts, start{Queue: j.Queue, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: time.Now()})
+	fail := j.Attempt <= s.failFor[j.ID]
+	s.mu.Unlock()
+	if fail {
+		return fmt.Errorf("attempt %d of %s fails on purpose", j.Attempt, j.ID)
+	}
+	return nil
+}
+
+func (s *sim) startsOf(queue string) []start {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []start
+	for _, st := range s.starts {
+		if st.Queue == queue {
+			out = append(out, st)
+		}
+	}
+	slices.SortFunc(out, func(a, b start) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// enqueue enqueues n jobs of kind "sim" in one call and fails the test on
+// error.
+func (s *sim) enqueue(queue string, n int, mod func(i int, sp *job.Spec)) engine.EnqueueResult {
+	s.t.Helper()
+	req := job.EnqueueRequest{Queue: queue}
+	for i := range n {
+		sp := job.Spec{Kind: "sim", Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+		if mod != nil {
+			mod(i, &sp)
+		}
+		req.Jobs = append(req.Jobs, sp)
+	}
+	res, err := s.eng.Enqueue(context.Background(), req)
+	if err != nil {
+		s.t.Fatalf("enqueue: %v", err)
+	}
+	return res
+}
+
+// waitFinished advances fake time until every job of queue is final, or
+// fails after limit.
+func (s *sim) waitFinished(queue string, limit time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(limit)
+	step := max(time.Second, limit/20000)
+	for time.Now().Before(deadline) {
+		if s.unfinished(queue) == 0 {
+			return
+		}
+		time.Sleep(step)
+	}
+	s.t.Fatalf("queue %s: %d jobs not finished after %v", queue, s.unfinished(queue), limit)
+}
+
+func (s *sim) unfinished(queue string) int {
+	n := 0
+	for _, st := range []job.Status{job.Queued, job.Parked, job.Running} {
+		c, err := s.store.CountJobs(context.Background(), queue, st)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		n += c
+	}
+	return n
+}
+
+func (s *sim) jobs(queue string, st job.Status) []job.Job {
+	s.t.Helper()
+	js, err := s.store.ListJobs(context.Background(), engine.ListRequest{Queue: queue, Status: st, Limit: 100000})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return js
+}
+
+func (s *sim) createQueue(name string, cfg slot.Config) {
+	s.t.Helper()
+	if _, err := s.eng.CreateQueue(context.Background(), name, cfg); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// chaosState wraps a State. With probability rate it makes the caller
+// "crash" after a step took effect (Start claimed the attempt, but the
+// worker never runs the handler) or before a step takes effect (the outcome
+// of a run is never recorded). It also checks on every queue state it
+// sees that nothing moved back (design.md §5.7).
+type chaosState struct {
+	engine.State
+	rate float64
+	t    *testing.T
+
+	mu   sync.Mutex
+	rnd  *rand.Rand
+	seen map[string]slot.State
+}
+
+var errCrash = errors.New("simulated crash")
+
+func (c *chaosState) roll() bool {
+	if c.rate == 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rnd.Float64() < c.rate
+}
+
+func (c *chaosState) observe(name string, st slot.State) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]slot.State{}
+	}
+	prev, ok := c.seen[name]
+	if ok && (st.Ticket < prev.Ticket || st.Current < prev.Current || st.Clock.Before(prev.Clock) || st.LastStart.Before(prev.LastStart)) {
+		c.t.Errorf("queue %s state moved back: %+v -> %+v", name, prev, st)
+	}
+	if !ok || st.Ticket > prev.Ticket || st.Current > prev.Current || st.Clock.After(prev.Clock) || st.LastStart.After(prev.LastStart) {
+		c.seen[name] = slot.State{Ticket: max(st.Ticket, prev.Ticket), Current: max(st.Current, prev.Current),
+			Clock: laterOf(st.Clock, prev.Clock), LastStart: laterOf(st.LastStart, prev.LastStart)}
+	}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func (c *chaosState) GetQueue(ctx context.Context, name string) (engine.Queue, error) {
+	q, err := c.State.GetQueue(ctx, name)
+	if err == nil {
+		c.observe(name, q.State)
+	}
+	return q, err
+}
+
+func (c *chaosState) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
+	tk, err := c.State.Take(ctx, r)
+	if err == nil {
+		c.observe(r.Queue, tk.State)
+	}
+	return tk, err
+}
+
+func (c *chaosState) Start(ctx context.Context, r engine.StartRequest) (slot.State, error) {
+	st, err := c.State.Start(ctx, r)
+	if err == nil {
+		c.observe(r.Key.Queue, st)
+		if c.roll() {
+			return st, errCrash // claimed, but the worker died before running
+		}
+	}
+	return st, err
+}
+
+func (c *chaosState) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
+	if from.Status == job.Running && c.roll() {
+		return errCrash // ran, but died before recording the outcome
+	}
+	return c.State.UpdateJob(ctx, j, from)
+}
