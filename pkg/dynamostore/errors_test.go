@@ -2,8 +2,10 @@ package dynamostore_test
 
 import (
 	"errors"
+	"hash/crc32"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,6 +199,7 @@ func (th *throttle) wrap(next httpClient) httpClient {
 			Header: http.Header{
 				"Content-Type":     {"application/x-amz-json-1.0"},
 				"X-Amzn-Errortype": {"ProvisionedThroughputExceededException"},
+				"X-Amz-Crc32":      {strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10)},
 			},
 			Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r,
 		}, nil
