@@ -151,7 +151,7 @@ func (r report) verdict(stderr io.Writer, prog string) int {
 	if len(problems) == 0 {
 		if r.handler.Violations > 0 {
 			fmt.Fprintf(stderr, "%s: note: %d handler begins came closer than interval − skew although the gate kept "+
-				"its spacing: workers took up to %s from the gate to the handler (a busy CPU)\n",
+				"its spacing: workers took up to %s from the gate to the handler\n",
 				prog, r.handler.Violations, fmtDur(r.delay[2]))
 		}
 		return exitOK
