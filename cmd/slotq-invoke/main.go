@@ -1,0 +1,164 @@
+// Command slotq-invoke runs slotq's Lambda functions locally the way
+// `sam local invoke` and `sam local start-lambda` do, without Docker:
+// it builds each function's bootstrap with its Makefile target for this
+// machine, runs it under a local Lambda Runtime API (pkg/lambdahost) with
+// the environment template.yaml gives it, and invokes it.
+//
+//	slotq-invoke -fn EnqueueFunction -event events/enqueue.json
+//	slotq-invoke -serve 127.0.0.1:3001     # Invoke API for every function
+//
+// DynamoDB and SQS endpoints come from AWS_ENDPOINT_URL (or
+// AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS). With none set it
+// starts moto_server on loopback for the run. Either way it creates the
+// table and queues template.yaml declares, if they do not exist.
+//
+// `make invoke FN=… EVENT=…` and `make start-lambda` call it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/slotq/slotq/internal/motoserver"
+	"github.com/slotq/slotq/internal/samlocal"
+	"github.com/slotq/slotq/pkg/lambdahost"
+)
+
+type params map[string]string
+
+func (p params) String() string { return fmt.Sprint(map[string]string(p)) }
+func (p params) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok {
+		return fmt.Errorf("want Name=value, got %q", s)
+	}
+	p[k] = v
+	return nil
+}
+
+func main() {
+	var (
+		tmpl  = flag.String("template", "template.yaml", "the SAM template")
+		fn    = flag.String("fn", "", "logical id of the function to invoke, such as EnqueueFunction")
+		event = flag.String("event", "", "file holding the event (- for stdin; default {})")
+		serve = flag.String("serve", "", "serve the Invoke API for every function on this address instead")
+		stack = flag.String("stack", "slotq", "stack name, the prefix of table and queue names")
+		ps    = params{}
+	)
+	flag.Var(ps, "param", "override a template parameter, Name=value (repeatable)")
+	flag.Parse()
+	if (*fn == "") == (*serve == "") {
+		fmt.Fprintln(os.Stderr, "slotq-invoke: give -fn (with -event) or -serve")
+		flag.Usage()
+		os.Exit(2)
+	}
+	code, err := run(*tmpl, *fn, *event, *serve, *stack, ps)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "slotq-invoke:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(tmplPath, fn, eventPath, serve, stackName string, ps params) (int, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	t, err := samlocal.Load(tmplPath)
+	if err != nil {
+		return 1, err
+	}
+	var payload []byte
+	if fn != "" {
+		if payload, err = readEvent(eventPath); err != nil {
+			return 1, err
+		}
+	}
+
+	if !hasEndpoints() {
+		moto, err := motoserver.Start()
+		if err != nil {
+			return 1, fmt.Errorf("no AWS_ENDPOINT_URL in the environment and moto_server did not start: %w", err)
+		}
+		defer moto.Close()
+		for k, v := range moto.Env() {
+			os.Setenv(k, v)
+		}
+		fmt.Fprintf(os.Stderr, "slotq-invoke: started moto_server on %s (set AWS_ENDPOINT_URL to use another endpoint)\n", moto.Endpoint)
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return 1, err
+	}
+	st, err := samlocal.Up(ctx, t, awsCfg, samlocal.Options{StackName: stackName, Params: ps})
+	if err != nil {
+		return 1, err
+	}
+
+	ids := t.Functions()
+	if fn != "" {
+		ids = []string{fn}
+	}
+	dir, err := os.MkdirTemp("", "slotq-invoke")
+	if err != nil {
+		return 1, err
+	}
+	defer os.RemoveAll(dir)
+	root, _ := filepath.Abs(filepath.Dir(tmplPath))
+	fmt.Fprintf(os.Stderr, "slotq-invoke: building %s\n", strings.Join(ids, ", "))
+	if err := samlocal.Build(ctx, root, dir, ids...); err != nil {
+		return 1, err
+	}
+	fns, err := st.Host(dir, ids...)
+	if err != nil {
+		return 1, err
+	}
+	host, err := lambdahost.Start(fns, lambdahost.Options{Addr: serve, Output: os.Stderr})
+	if err != nil {
+		return 1, err
+	}
+	defer host.Close()
+
+	if serve != "" {
+		fmt.Fprintf(os.Stderr, "slotq-invoke: Invoke API for %s on %s\n", strings.Join(ids, ", "), host.URL())
+		fmt.Fprintf(os.Stderr, "  aws lambda invoke --endpoint-url %s --function-name EnqueueFunction --payload fileb://events/enqueue.json out.json\n", host.URL())
+		fmt.Fprintf(os.Stderr, "  table %v, queues %v\n", st.Tables, st.Queues)
+		<-ctx.Done()
+		return 0, nil
+	}
+	res, err := host.Invoke(ctx, fn, payload)
+	if err != nil {
+		return 1, err
+	}
+	fmt.Println(string(res.Payload))
+	if res.FunctionError != "" {
+		fmt.Fprintf(os.Stderr, "slotq-invoke: function error (%s), request %s\n", res.FunctionError, res.RequestID)
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func readEvent(path string) ([]byte, error) {
+	switch path {
+	case "":
+		return []byte("{}"), nil
+	case "-":
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(path)
+}
+
+func hasEndpoints() bool {
+	if os.Getenv("AWS_ENDPOINT_URL") != "" {
+		return true
+	}
+	return os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" && os.Getenv("AWS_ENDPOINT_URL_SQS") != ""
+}

@@ -1,0 +1,81 @@
+package samlocal
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Resolver evaluates the intrinsic functions of template values against a
+// local stack.
+type Resolver struct {
+	// Params are parameter values (defaults already applied).
+	Params map[string]string
+	// Refs are what !Ref of a logical id gives (a table name, a queue URL).
+	Refs map[string]string
+	// Attrs are what !GetAtt gives, keyed "LogicalId.Attribute".
+	Attrs map[string]string
+}
+
+var subVar = regexp.MustCompile(`\$\{([^}!][^}]*)\}`)
+
+// String resolves v to a string.
+func (r Resolver) String(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case map[string]any:
+		if ref, ok := x["Ref"].(string); ok {
+			if p, ok := r.Params[ref]; ok {
+				return p, nil
+			}
+			if s, ok := r.Refs[ref]; ok {
+				return s, nil
+			}
+			return "", fmt.Errorf("!Ref %s: unknown locally", ref)
+		}
+		if ga, ok := x["Fn::GetAtt"].([]any); ok && len(ga) == 2 {
+			key := fmt.Sprint(ga[0]) + "." + fmt.Sprint(ga[1])
+			if s, ok := r.Attrs[key]; ok {
+				return s, nil
+			}
+			return "", fmt.Errorf("!GetAtt %s: unknown locally", key)
+		}
+		if sub, ok := x["Fn::Sub"].(string); ok {
+			var err error
+			out := subVar.ReplaceAllStringFunc(sub, func(m string) string {
+				name := m[2 : len(m)-1]
+				var s string
+				var e error
+				if res, attr, ok := strings.Cut(name, "."); ok {
+					s, e = r.String(map[string]any{"Fn::GetAtt": []any{res, attr}})
+				} else {
+					s, e = r.String(map[string]any{"Ref": name})
+				}
+				if e != nil && err == nil {
+					err = e
+				}
+				return s
+			})
+			return out, err
+		}
+		if j, ok := x["Fn::Join"].([]any); ok && len(j) == 2 {
+			sep, _ := j[0].(string)
+			items, _ := j[1].([]any)
+			parts := make([]string, len(items))
+			for i, it := range items {
+				s, err := r.String(it)
+				if err != nil {
+					return "", err
+				}
+				parts[i] = s
+			}
+			return strings.Join(parts, sep), nil
+		}
+	case nil:
+		return "", nil
+	case bool, int, float64:
+		return fmt.Sprint(x), nil
+	}
+	return "", fmt.Errorf("cannot resolve %v locally", v)
+}
