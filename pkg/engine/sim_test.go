@@ -210,6 +210,10 @@ type chaosState struct {
 	mu   sync.Mutex
 	rnd  *rand.Rand
 	seen map[string]slot.State
+
+	// opMu orders each state call with its observation, so a read that
+	// returned before a concurrent write is not observed after it.
+	opMu sync.Mutex
 }
 
 var errCrash = errors.New("simulated crash")
@@ -247,6 +251,8 @@ func laterOf(a, b time.Time) time.Time {
 }
 
 func (c *chaosState) GetQueue(ctx context.Context, name string) (engine.Queue, error) {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
 	q, err := c.State.GetQueue(ctx, name)
 	if err == nil {
 		c.observe(name, q.State)
@@ -255,6 +261,8 @@ func (c *chaosState) GetQueue(ctx context.Context, name string) (engine.Queue, e
 }
 
 func (c *chaosState) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
 	tk, err := c.State.Take(ctx, r)
 	if err == nil {
 		c.observe(r.Queue, tk.State)
@@ -263,6 +271,8 @@ func (c *chaosState) Take(ctx context.Context, r engine.TakeRequest) (engine.Tak
 }
 
 func (c *chaosState) Start(ctx context.Context, r engine.StartRequest) (slot.State, error) {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
 	st, err := c.State.Start(ctx, r)
 	if err == nil {
 		c.observe(r.Key.Queue, st)

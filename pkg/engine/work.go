@@ -34,15 +34,6 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			"ticket", env.Ticket, "status", j.Status, "job_ticket", j.Ticket)
 		return nil
 	}
-	q, err := e.state.GetQueue(ctx, j.Queue)
-	if errors.Is(err, ErrQueueNotFound) {
-		e.log.WarnContext(ctx, "dropped message of deleted queue", "queue", j.Queue, "job_id", j.ID)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("work %s: %w", env.Key(), err)
-	}
-
 	wake := j.SlotAt
 	for {
 		if wait := wake.Sub(e.now()); wait > 0 {
@@ -53,7 +44,24 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 				return fmt.Errorf("work %s: wait for slot: %w", env.Key(), err)
 			}
 		}
+		// Read the queue after the wait, so the hold below sees the
+		// starts that happened meanwhile.
+		q, err := e.state.GetQueue(ctx, j.Queue)
+		if errors.Is(err, ErrQueueNotFound) {
+			e.log.WarnContext(ctx, "dropped message of deleted queue", "queue", j.Queue, "job_id", j.ID)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("work %s: %w", env.Key(), err)
+		}
 		now := e.now()
+		// Hold: while lower tickets have not started, leave them the
+		// intervals they need, so a late neighbour is not passed by a
+		// hair (see holdUntil).
+		if hold := holdUntil(q, &j, now); now.Before(hold) {
+			wake = hold
+			continue
+		}
 		st, err := e.state.Start(ctx, StartRequest{
 			Key: env.Key(), From: want, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now,
 		})
@@ -65,16 +73,12 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			e.log.DebugContext(ctx, "dropped duplicate delivery", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
 			return nil
 		case errors.Is(err, ErrIntervalChanged):
-			if q, err = e.state.GetQueue(ctx, j.Queue); err != nil {
-				return fmt.Errorf("work %s: %w", env.Key(), err)
-			}
+			continue // read the queue again
 		case errors.As(err, &gate):
 			switch gate.Verdict {
 			case slot.Early:
-				// Let lower tickets go first: wait one interval per ticket
-				// still ahead of this one.
-				ahead := max(0, j.Ticket-gate.State.Current-1)
-				wake = gate.OpenAt.Add(time.Duration(ahead) * q.Config.Interval)
+				q.State = gate.State
+				wake = laterOf(gate.OpenAt, holdUntil(q, &j, now))
 			case slot.Paused:
 				return e.park(ctx, &j, job.PausedQueue)
 			case slot.Passed:
@@ -85,6 +89,23 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			return fmt.Errorf("work %s: start: %w", env.Key(), err)
 		}
 	}
+}
+
+// holdUntil is when j may try the gate if the lower tickets still ahead of
+// it start on time: one interval after the last start per ticket between.
+// Only the tickets that can be in flight now count: one, plus one per
+// interval that j itself is late (a queue that runs behind has that many
+// neighbours waiting at once). So a lower ticket that never comes (lost,
+// or a job scheduled for later) costs a late job little, and an on-time job
+// at most one interval, once.
+func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
+	st, iv := q.State, q.Config.Interval
+	ahead := j.Ticket - st.Current - 1
+	if st.LastStart.IsZero() || ahead <= 0 {
+		return time.Time{}
+	}
+	inFlight := int64(max(0, now.Sub(j.SlotAt))/iv) + 1
+	return st.LastStart.Add(time.Duration(min(ahead, inFlight)+1)*iv - q.Config.Skew)
 }
 
 // handBack sends the job's envelope again with the remaining delay: the
