@@ -219,6 +219,11 @@ func (h *Host) serveInvoke(w http.ResponseWriter, req *http.Request) {
 	if len(payload) == 0 {
 		payload = []byte("{}")
 	}
+	if !json.Valid(payload) {
+		// As Lambda does: the function never sees a payload that is not JSON.
+		apiError(w, http.StatusBadRequest, "InvalidRequestContentException", "Could not parse request body into json")
+		return
+	}
 	switch req.Header.Get("X-Amz-Invocation-Type") {
 	case "DryRun":
 		w.WriteHeader(http.StatusNoContent)

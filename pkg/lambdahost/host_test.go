@@ -159,6 +159,12 @@ func TestInvokeAPIWithSDK(t *testing.T) {
 		t.Errorf("unknown function: got %v, want ResourceNotFoundException", err)
 	}
 
+	_, err = client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String("Echo"), Payload: []byte(`{"say":`)})
+	var bad *types.InvalidRequestContentException
+	if !errors.As(err, &bad) {
+		t.Errorf("payload not JSON: got %v, want InvalidRequestContentException", err)
+	}
+
 	ev, err := client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String("Echo"), InvocationType: types.InvocationTypeEvent, Payload: []byte(`{}`)})
 	if err != nil || ev.StatusCode != 202 {
 		t.Errorf("async invoke: status %v, %v", ev, err)

@@ -1,0 +1,525 @@
+package functions_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/slotq/slotq/internal/motoserver"
+	"github.com/slotq/slotq/internal/samlocal"
+	"github.com/slotq/slotq/pkg/lambdahost"
+	"github.com/slotq/slotq/pkg/sqstransport"
+)
+
+var (
+	binDir  string // bootstraps built once, for this machine
+	moto    *motoserver.Server
+	motoErr error
+)
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		moto, motoErr = motoserver.Start()
+		if moto != nil {
+			defer moto.Close()
+		}
+		dir, err := os.MkdirTemp("", "slotq-functions")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		binDir = dir
+		tmpl, err := samlocal.Load(filepath.Join(root, "template.yaml"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := samlocal.Build(context.Background(), root, binDir, tmpl.Functions()...); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// stack is one local deployment of template.yaml under the host.
+type stack struct {
+	*samlocal.Stack
+	host   *lambdahost.Host
+	invoke *lambda.Client
+	ddb    *dynamodb.Client
+	sqs    *sqs.Client
+	logs   *syncBuffer
+}
+
+func deploy(t *testing.T, params map[string]string) *stack {
+	t.Helper()
+	if motoErr != nil {
+		if os.Getenv("SLOTQ_REQUIRE_MOTO") == "1" {
+			t.Fatalf("moto_server is required (SLOTQ_REQUIRE_MOTO=1): %v", motoErr)
+		}
+		t.Skipf("moto_server not available: %v", motoErr)
+	}
+	for k, v := range moto.Env() {
+		t.Setenv(k, v)
+	}
+	ctx := context.Background()
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.ReplaceAll(t.Name(), "/", "-")
+	st, err := samlocal.Up(ctx, loadTemplate(t), awsCfg, samlocal.Options{StackName: name, Params: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns, err := st.Host(binDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	host, err := lambdahost.Start(fns, lambdahost.Options{Output: logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		host.Close()
+		if t.Failed() {
+			t.Logf("function logs:\n%s", logs.String())
+		}
+	})
+	return &stack{
+		Stack: st, host: host, logs: logs,
+		invoke: lambda.NewFromConfig(awsCfg, func(o *lambda.Options) { o.BaseEndpoint = aws.String(host.URL()) }),
+		ddb:    dynamodb.NewFromConfig(awsCfg),
+		sqs:    sqs.NewFromConfig(awsCfg),
+	}
+}
+
+// call invokes a function through the Invoke API with the AWS SDK, as
+// another service would, and decodes its answer into out.
+func (s *stack) call(t *testing.T, fn string, payload []byte, out any) {
+	t.Helper()
+	res, err := s.invoke.Invoke(context.Background(), &lambda.InvokeInput{FunctionName: aws.String(fn), Payload: payload})
+	if err != nil {
+		t.Fatalf("invoke %s: %v", fn, err)
+	}
+	if res.FunctionError != nil {
+		t.Fatalf("invoke %s: function error %s: %s", fn, *res.FunctionError, res.Payload)
+	}
+	if err := json.Unmarshal(res.Payload, out); err != nil {
+		t.Fatalf("invoke %s: answer %s: %v", fn, res.Payload, err)
+	}
+}
+
+func (s *stack) items(t *testing.T) int32 {
+	t.Helper()
+	out, err := s.ddb.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(s.Tables["Table"]), Select: ddbtypes.SelectCount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Count
+}
+
+func sample(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type answer struct {
+	Queue     json.RawMessage `json:"queue"`
+	Jobs      []accepted      `json:"jobs"`
+	Error     *wireError      `json:"error"`
+	State     map[string]any  `json:"state"`
+	Report    map[string]any  `json:"report"`
+	Stats     map[string]any  `json:"stats"`
+	Job       *accepted       `json:"job"`
+	Cancelled *int            `json:"cancelled"`
+	// Resume's report.
+	Queues   *int `json:"queues"`
+	Released *int `json:"released"`
+	// Worker's.
+	BatchItemFailures []map[string]string `json:"batchItemFailures"`
+}
+
+type accepted struct {
+	JobID    string    `json:"job_id"`
+	Ticket   int64     `json:"ticket"`
+	SlotAt   time.Time `json:"slot_at"`
+	Position int64     `json:"position"`
+	Status   string    `json:"status"`
+}
+
+type wireError struct {
+	Code    string `json:"code"`
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Every function, invoked with each of its sample events, answers as
+// docs/deploy.md says, in the order an operator would use them.
+func TestSampleEvents(t *testing.T) {
+	s := deploy(t, nil)
+	steps := []struct {
+		fn, event string
+		check     func(t *testing.T, a answer)
+	}{
+		{"AdminFunction", "admin-create.json", func(t *testing.T, a answer) {
+			if a.Error != nil || !strings.Contains(string(a.Queue), `"interval":"2s"`) {
+				t.Errorf("queue %s, error %+v", a.Queue, a.Error)
+			}
+		}},
+		{"EnqueueFunction", "enqueue.json", func(t *testing.T, a answer) {
+			if a.Error != nil || len(a.Jobs) != 1 || a.Jobs[0].JobID != "welcome-42" || a.Jobs[0].Ticket != 1 || a.Jobs[0].SlotAt.IsZero() {
+				t.Errorf("got %+v", a)
+			}
+		}},
+		{"EnqueueFunction", "enqueue-batch.json", func(t *testing.T, a answer) {
+			if a.Error != nil || len(a.Jobs) != 3 {
+				t.Fatalf("got %+v", a)
+			}
+			for i, j := range a.Jobs {
+				if j.Ticket != int64(2+i) || j.Position != int64(1+i) {
+					t.Errorf("job %d: %+v, want ticket %d", i, j, 2+i)
+				}
+			}
+		}},
+		{"EnqueueFunction", "enqueue-bad.json", func(t *testing.T, a answer) {
+			if a.Error == nil || a.Error.Code != "invalid_interval" || a.Error.Field != "interval" || a.Error.Message == "" || a.Jobs != nil {
+				t.Errorf("got %+v, want the invalid_interval error", a)
+			}
+		}},
+		{"WorkerFunction", "worker-sqs.json", func(t *testing.T, a answer) {
+			if a.BatchItemFailures == nil || len(a.BatchItemFailures) != 0 {
+				t.Errorf("got %+v, want no failures (unknown jobs and undecodable messages are dropped)", a.BatchItemFailures)
+			}
+		}},
+		{"ResumeFunction", "resume-schedule.json", func(t *testing.T, a answer) {
+			if a.Queues == nil || *a.Queues != 1 || a.Released == nil {
+				t.Errorf("got %+v, want a report over 1 queue", a)
+			}
+		}},
+		{"AdminFunction", "admin-configure.json", func(t *testing.T, a answer) {
+			if a.Error != nil || !strings.Contains(string(a.Queue), `"interval":"1s"`) {
+				t.Errorf("queue %s, error %+v", a.Queue, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-pause.json", func(t *testing.T, a answer) {
+			if a.Error != nil || a.State["paused"] != true || !strings.HasPrefix(fmt.Sprint(a.State["paused_until"]), "2099-01-01") {
+				t.Errorf("state %v, error %+v", a.State, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-resume.json", func(t *testing.T, a answer) {
+			if a.Error != nil || a.Report == nil {
+				t.Errorf("report %v, error %+v", a.Report, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-stats.json", func(t *testing.T, a answer) {
+			if a.Error != nil || a.Stats["queue"] != "emails" {
+				t.Errorf("stats %v, error %+v", a.Stats, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-list.json", func(t *testing.T, a answer) {
+			if a.Error != nil {
+				t.Errorf("error %+v", a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-get.json", func(t *testing.T, a answer) {
+			if a.Error != nil || a.Job == nil || a.Job.JobID != "welcome-42" {
+				t.Errorf("job %+v, error %+v", a.Job, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-cancel.json", func(t *testing.T, a answer) {
+			// The job may have run by now (no handler: failed); either
+			// way the answer is a job or not_waiting.
+			if (a.Error == nil && (a.Job == nil || a.Job.Status != "cancelled")) || (a.Error != nil && a.Error.Code != "not_waiting") {
+				t.Errorf("job %+v, error %+v", a.Job, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-purge.json", func(t *testing.T, a answer) {
+			if a.Error != nil || a.Cancelled == nil {
+				t.Errorf("cancelled %v, error %+v", a.Cancelled, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-delete.json", func(t *testing.T, a answer) {
+			if a.Error != nil || a.Cancelled == nil {
+				t.Errorf("cancelled %v, error %+v", a.Cancelled, a.Error)
+			}
+		}},
+	}
+	events, _ := filepath.Glob(filepath.Join(root, "events", "*.json"))
+	for _, e := range events {
+		if !slices.ContainsFunc(steps, func(s struct {
+			fn, event string
+			check     func(t *testing.T, a answer)
+		}) bool {
+			return s.event == filepath.Base(e)
+		}) {
+			t.Errorf("sample event %s is not exercised", filepath.Base(e))
+		}
+	}
+	for _, step := range steps {
+		t.Run(step.event, func(t *testing.T) {
+			var a answer
+			s.call(t, step.fn, sample(t, step.event), &a)
+			step.check(t, a)
+		})
+	}
+}
+
+// Bad input through the Invoke API answers the typed error and writes
+// nothing.
+func TestBadInputWritesNothing(t *testing.T) {
+	s := deploy(t, nil)
+	var a answer
+	s.call(t, "AdminFunction", []byte(`{"op":"create","queue":"emails","config":{"interval":"1s","targets":["https://hooks.example.com/*"]}}`), &a)
+	if a.Error != nil {
+		t.Fatal(a.Error)
+	}
+	before := s.items(t)
+	tests := []struct {
+		name, fn, payload, code, field string
+	}{
+		{"sample", "EnqueueFunction", string(sample(t, "enqueue-bad.json")), "invalid_interval", "interval"},
+		{"unknown field", "EnqueueFunction", `{"queue":"emails","job":{"kind":"k","priority":3}}`, "unknown_field", "priority"},
+		{"wrong type", "EnqueueFunction", `{"queue":"emails","jobs":{"kind":"k"}}`, "invalid_type", "jobs"},
+		{"target not allowed", "EnqueueFunction", `{"queue":"emails","job":{"target":"https://evil.example.com/"}}`, "target_not_allowed", "job.target"},
+		{"one bad job spoils the batch", "EnqueueFunction", `{"queue":"emails","jobs":[{"kind":"k"},{"kind":"k","payload":{"a":1},"not_before":"1999-01-01T00:00:00Z"}]}`, "invalid_not_before", "jobs[1].not_before"},
+		{"bad queue name", "EnqueueFunction", `{"queue":"no/slashes","job":{"kind":"k"}}`, "invalid_queue", "queue"},
+		{"admin bad config", "AdminFunction", `{"op":"configure","queue":"emails","config":{"interval":"-1s"}}`, "invalid_interval", "interval"},
+		{"admin unknown op", "AdminFunction", `{"op":"drop","queue":"emails"}`, "invalid_op", "op"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a answer
+			s.call(t, tt.fn, []byte(tt.payload), &a)
+			if a.Error == nil || a.Error.Code != tt.code || a.Error.Field != tt.field || a.Jobs != nil {
+				t.Errorf("got error %+v, jobs %v; want %s on %s", a.Error, a.Jobs, tt.code, tt.field)
+			}
+			if n := s.items(t); n != before {
+				t.Errorf("table has %d items, had %d", n, before)
+			}
+		})
+	}
+
+	// A payload that is not JSON never reaches the function, as in Lambda.
+	_, err := s.invoke.Invoke(context.Background(), &lambda.InvokeInput{FunctionName: aws.String("EnqueueFunction"), Payload: []byte(`{"queue":`)})
+	var bad *lambdatypes.InvalidRequestContentException
+	if !errors.As(err, &bad) {
+		t.Errorf("payload not JSON: got %v, want InvalidRequestContentException", err)
+	}
+	if n := s.items(t); n != before {
+		t.Errorf("table has %d items, had %d", n, before)
+	}
+}
+
+// The flow through the real binaries: enqueue a batch, pump the slot
+// queue into the worker as the SQS event source would, see the jobs start
+// one interval apart in order, pause (nothing starts), let the resume
+// function lift the pause, and see the rest run.
+func TestFlow(t *testing.T) {
+	rec := newRecorder()
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	s := deploy(t, map[string]string{"AllowedTargets": "http://127.0.0.1:*", "DefaultInterval": "700ms"})
+	const interval = 700 * time.Millisecond
+	const n = 7
+
+	var jobs []map[string]any
+	for i := range n {
+		jobs = append(jobs, map[string]any{"id": fmt.Sprintf("job-%d", i), "target": srv.URL + "/", "payload": map[string]int{"i": i}})
+	}
+	req, _ := json.Marshal(map[string]any{"queue": "flow", "jobs": jobs})
+	var a answer
+	s.call(t, "EnqueueFunction", req, &a)
+	if a.Error != nil || len(a.Jobs) != n {
+		t.Fatalf("enqueue: %+v", a)
+	}
+	for i, j := range a.Jobs {
+		if j.Ticket != int64(i+1) || (i > 0 && j.SlotAt.Sub(a.Jobs[i-1].SlotAt) != interval) {
+			t.Fatalf("job %d: %+v, want ticket %d one interval after the previous", i, j, i+1)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	pumpDone := make(chan error, 1)
+	go func() { pumpDone <- s.pump(t, ctx) }()
+	defer func() {
+		cancel()
+		if err := <-pumpDone; err != nil {
+			t.Errorf("pump: %v", err)
+		}
+	}()
+
+	// Three start; then pause until a little later.
+	rec.waitFor(t, 3, 10*time.Second)
+	until := time.Now().Add(3 * time.Second)
+	var p answer
+	s.call(t, "AdminFunction", fmt.Appendf(nil, `{"op":"pause","queue":"flow","until":%q}`, until.UTC().Format(time.RFC3339Nano)), &p)
+	if p.Error != nil {
+		t.Fatal(p.Error)
+	}
+	paused := time.Now()
+	startedBefore := rec.count()
+	if startedBefore >= n {
+		t.Fatalf("all %d jobs started before the pause", n)
+	}
+
+	// Nothing starts while paused, though the worker keeps receiving.
+	time.Sleep(time.Until(until) + 200*time.Millisecond)
+	for _, st := range rec.starts() {
+		if st.at.After(paused.Add(100 * time.Millisecond)) {
+			t.Errorf("job %s started at %s, after the pause returned at %s", st.id, st.at.Format(time.StampMilli), paused.Format(time.StampMilli))
+		}
+	}
+	var stats answer
+	s.call(t, "AdminFunction", []byte(`{"op":"stats","queue":"flow"}`), &stats)
+	t.Logf("while paused: %d started, stats %v", rec.count(), stats.Stats)
+
+	// The schedule's resume lifts the pause and releases the parked jobs.
+	var r answer
+	s.call(t, "ResumeFunction", sample(t, "resume-schedule.json"), &r)
+	if r.Report != nil || r.Queues == nil {
+		t.Fatalf("resume: %+v", r)
+	}
+	rec.waitFor(t, n, 20*time.Second)
+
+	starts := rec.starts()
+	var order []string
+	for i, st := range starts {
+		order = append(order, st.id)
+		if i > 0 {
+			if gap := st.at.Sub(starts[i-1].at); gap < interval-50*time.Millisecond {
+				t.Errorf("%s started %v after %s, want at least %v", st.id, gap, starts[i-1].id, interval)
+			}
+		}
+	}
+	var want []string
+	for i := range n {
+		want = append(want, fmt.Sprintf("job-%d", i))
+	}
+	if !slices.Equal(order, want) {
+		t.Errorf("start order %v, want %v", order, want)
+	}
+	// The first ones started on their slots.
+	for i := range startedBefore {
+		if late := starts[i].at.Sub(a.Jobs[i].SlotAt); late < -50*time.Millisecond || late > time.Second {
+			t.Errorf("%s started %v after its slot", starts[i].id, late)
+		}
+	}
+	for _, id := range want {
+		var g answer
+		s.call(t, "AdminFunction", fmt.Appendf(nil, `{"op":"get","queue":"flow","job_id":%q}`, id), &g)
+		if g.Job == nil || g.Job.Status != "succeeded" {
+			t.Errorf("%s: %+v", id, g.Job)
+		}
+	}
+}
+
+// pump is the SQS event source: it receives batches from the slot queue,
+// invokes the worker function with them through the Invoke API and
+// deletes exactly the messages not reported as failures.
+func (s *stack) pump(t *testing.T, ctx context.Context) error {
+	tr := sqstransport.New(s.sqs, s.Queues["SlotQueue"], sqstransport.Options{})
+	return tr.Receive(ctx, sqstransport.ReceiveOptions{WaitTime: time.Second}, func(ctx context.Context, batch []events.SQSMessage) events.SQSEventResponse {
+		payload, _ := json.Marshal(events.SQSEvent{Records: batch})
+		res, err := s.invoke.Invoke(context.WithoutCancel(ctx), &lambda.InvokeInput{FunctionName: aws.String("WorkerFunction"), Payload: payload})
+		var resp events.SQSEventResponse
+		if err == nil && res.FunctionError == nil {
+			err = json.Unmarshal(res.Payload, &resp)
+		} else if err == nil {
+			err = fmt.Errorf("function error: %s", res.Payload)
+		}
+		if err != nil {
+			t.Errorf("worker: %v", err)
+			for _, m := range batch { // as Lambda does: the whole batch comes back
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+			}
+		}
+		return resp
+	})
+}
+
+type start struct {
+	id string
+	at time.Time
+}
+
+// recorder is the HTTP target: it records when each job started.
+type recorder struct {
+	mu     sync.Mutex
+	list   []start
+	notify chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{notify: make(chan struct{}, 100)} }
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	r.list = append(r.list, start{req.Header.Get("Slotq-Job-Id"), time.Now()})
+	r.mu.Unlock()
+	r.notify <- struct{}{}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *recorder) starts() []start {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.list)
+}
+
+func (r *recorder) count() int { return len(r.starts()) }
+
+func (r *recorder) waitFor(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for r.count() < n {
+		select {
+		case <-r.notify:
+		case <-deadline:
+			t.Fatalf("%d of %d jobs started within %v", r.count(), n, timeout)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

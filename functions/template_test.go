@@ -1,0 +1,245 @@
+package functions_test
+
+import (
+	"bufio"
+	"debug/elf"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/slotq/slotq/internal/samlocal"
+	"github.com/slotq/slotq/pkg/lambdafn"
+)
+
+const root = ".."
+
+func loadTemplate(t *testing.T) *samlocal.Template {
+	t.Helper()
+	tmpl, err := samlocal.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}
+
+// buildTargets reads the Makefile's build-<LogicalId> targets and the
+// function directory each one builds.
+func buildTargets(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	target := regexp.MustCompile(`^build-([A-Za-z0-9]+):`)
+	pkg := regexp.MustCompile(`\./functions/([a-z]+)\s*$`)
+	out := map[string]string{}
+	cur := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := target.FindStringSubmatch(line); m != nil {
+			cur = m[1]
+			out[cur] = ""
+			continue
+		}
+		if cur != "" && strings.HasPrefix(line, "\t") {
+			if m := pkg.FindStringSubmatch(line); m != nil {
+				out[cur] = m[1]
+			}
+			continue
+		}
+		cur = ""
+	}
+	return out
+}
+
+func functionDirs(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "testdata" {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	return dirs
+}
+
+func TestTemplateMatchesFunctions(t *testing.T) {
+	tmpl := loadTemplate(t)
+	targets := buildTargets(t)
+	var built []string
+	for id, dir := range targets {
+		if !slices.Contains(tmpl.Functions(), id) {
+			t.Errorf("Makefile target build-%s has no function in template.yaml", id)
+		}
+		built = append(built, dir)
+	}
+	for _, id := range tmpl.Functions() {
+		f, err := tmpl.Function(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if targets[id] == "" {
+			t.Errorf("%s: no Makefile target build-%s building ./functions/…", id, id)
+		}
+		arch, _ := f.Properties["Architectures"].([]any)
+		if f.CodeURI != "." || f.BuildMethod != "makefile" || f.Runtime != "provided.al2023" ||
+			f.Handler != "bootstrap" || !slices.Equal(arch, []any{"arm64"}) {
+			t.Errorf("%s: CodeUri %q, BuildMethod %q, Runtime %q, Handler %q, Architectures %v; want ., makefile, provided.al2023, bootstrap, [arm64]",
+				id, f.CodeURI, f.BuildMethod, f.Runtime, f.Handler, arch)
+		}
+		if f.LogFormat != "JSON" {
+			t.Errorf("%s: LoggingConfig.LogFormat %q, want JSON", id, f.LogFormat)
+		}
+	}
+	for _, dir := range functionDirs(t) {
+		if !slices.Contains(built, dir) {
+			t.Errorf("functions/%s is not built by any build-<LogicalId> target of a template function", dir)
+		}
+	}
+}
+
+// Each function's environment in the template is exactly what its main
+// reads: the lambdafn.Spec it passes to lambdafn.Init. AWS_* variables are
+// the SDK's (endpoints for sam local), not the function's config.
+func TestTemplateEnvironmentMatchesConfig(t *testing.T) {
+	tmpl := loadTemplate(t)
+	targets := buildTargets(t)
+	specs := map[string]lambdafn.Spec{"Enqueue": lambdafn.Enqueue, "Worker": lambdafn.Worker, "Resume": lambdafn.Resume, "Admin": lambdafn.Admin}
+	for _, id := range tmpl.Functions() {
+		dir := targets[id]
+		spec, ok := specs[initSpec(t, filepath.Join(dir, "main.go"))]
+		if !ok {
+			t.Errorf("functions/%s/main.go does not call lambdafn.Init with one of lambdafn's specs", dir)
+			continue
+		}
+		if spec.Function != dir {
+			t.Errorf("functions/%s/main.go uses the spec of %s", dir, spec.Function)
+		}
+		f, _ := tmpl.Function(id)
+		var got []string
+		for k := range f.Env {
+			if !strings.HasPrefix(k, "AWS_") {
+				got = append(got, k)
+			}
+		}
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(spec.Vars))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: template sets %v, its config reads %v", id, got, want)
+		}
+	}
+}
+
+// initSpec returns X of the lambdafn.Init(lambdafn.X) call in a main.go.
+func initSpec(t *testing.T, path string) string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := ""
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || len(call.Args) != 1 {
+			return true
+		}
+		if fn, ok := call.Fun.(*ast.SelectorExpr); ok && fn.Sel.Name == "Init" && isIdent(fn.X, "lambdafn") {
+			if arg, ok := call.Args[0].(*ast.SelectorExpr); ok && isIdent(arg.X, "lambdafn") {
+				name = arg.Sel.Name
+			}
+		}
+		return true
+	})
+	return name
+}
+
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == name
+}
+
+func TestTemplateEventSources(t *testing.T) {
+	tmpl := loadTemplate(t)
+	var sqsEvents, schedules int
+	for _, id := range tmpl.Functions() {
+		f, _ := tmpl.Function(id)
+		for name, ev := range f.Events {
+			m := ev.(map[string]any)
+			props, _ := m["Properties"].(map[string]any)
+			switch m["Type"] {
+			case "SQS":
+				sqsEvents++
+				types, _ := props["FunctionResponseTypes"].([]any)
+				if !slices.Contains(types, any("ReportBatchItemFailures")) {
+					t.Errorf("%s.%s: FunctionResponseTypes %v lacks ReportBatchItemFailures", id, name, types)
+				}
+				for _, p := range []string{"BatchSize", "MaximumBatchingWindowInSeconds"} {
+					if _, ok := props[p]; !ok {
+						t.Errorf("%s.%s: %s is not set explicitly", id, name, p)
+					}
+				}
+			case "ScheduleV2":
+				schedules++
+				if props["ScheduleExpression"] != "rate(1 minute)" || props["RetryPolicy"] == nil {
+					t.Errorf("%s.%s: schedule %v, retry policy %v", id, name, props["ScheduleExpression"], props["RetryPolicy"])
+				}
+			}
+		}
+	}
+	if sqsEvents != 1 || schedules != 1 {
+		t.Errorf("%d SQS event sources and %d schedules, want 1 each", sqsEvents, schedules)
+	}
+}
+
+// Every build-<LogicalId> target builds an arm64 Linux bootstrap, as sam
+// build will run it.
+func TestBuildTargetsBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds four arm64 binaries")
+	}
+	for id := range buildTargets(t) {
+		t.Run(id, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cmd := exec.Command("make", "--no-print-directory", "-C", root, "build-"+id, "ARTIFACTS_DIR="+dir)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("make build-%s: %v\n%s", id, err, out)
+			}
+			f, err := elf.Open(filepath.Join(dir, "bootstrap"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if f.Machine != elf.EM_AARCH64 {
+				t.Errorf("bootstrap is for %v, want arm64", f.Machine)
+			}
+		})
+	}
+}
+
+func TestCfnLint(t *testing.T) {
+	bin, err := exec.LookPath("cfn-lint")
+	if err != nil {
+		if os.Getenv("SLOTQ_REQUIRE_MOTO") == "1" {
+			t.Fatal("cfn-lint is missing: it ships with the machine image's Python (pip install cfn-lint)")
+		}
+		t.Skip("cfn-lint is not installed")
+	}
+	out, err := exec.Command(bin, filepath.Join(root, "template.yaml")).CombinedOutput()
+	if err != nil {
+		t.Errorf("cfn-lint template.yaml: %v\n%s", err, out)
+	}
+}
