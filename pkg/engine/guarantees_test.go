@@ -418,7 +418,10 @@ func TestGuaranteeBadInputWritesNothing(t *testing.T) {
 			run   func() error
 			field string
 		}{
-			{"bad queue name", func() error { _, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "no/slash", Job: &job.Spec{Kind: "sim"}}); return err }, "queue"},
+			{"bad queue name", func() error {
+				_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "no/slash", Job: &job.Spec{Kind: "sim"}})
+				return err
+			}, "queue"},
 			{"interval zero on create", func() error {
 				iv := slot.Duration(0)
 				_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "fresh", Interval: &iv, Job: &job.Spec{Kind: "sim"}})
@@ -432,12 +435,18 @@ func TestGuaranteeBadInputWritesNothing(t *testing.T) {
 				_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "strict", Jobs: []job.Spec{{Kind: "sim"}, {Kind: "sim", Payload: big}}})
 				return err
 			}, "jobs[1].payload"},
-			{"too many jobs", func() error { _, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "strict", Jobs: many}); return err }, "jobs"},
+			{"too many jobs", func() error {
+				_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "strict", Jobs: many})
+				return err
+			}, "jobs"},
 			{"target not allowed", func() error {
 				_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "strict", Jobs: []job.Spec{{Kind: "sim"}, {Target: "https://evil.example.com/x"}}})
 				return err
 			}, "jobs[1].target"},
-			{"unknown kind", func() error { _, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "strict", Job: &job.Spec{Kind: "nope"}}); return err }, "job.kind"},
+			{"unknown kind", func() error {
+				_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "strict", Job: &job.Spec{Kind: "nope"}})
+				return err
+			}, "job.kind"},
 			{"not_before beyond a year", func() error {
 				_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "strict", Job: &job.Spec{Kind: "sim", NotBefore: &far}})
 				return err
