@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/slotq/slotq/pkg/engine"
@@ -158,41 +158,19 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 	return Response{}, slot.Invalid("invalid_op", "op", fmt.Sprintf("op %q is not one of %v", r.Op, Ops))
 }
 
-// configFields are the JSON fields of slot.Config, taken from its own
-// encoding of a config with every field set.
-var configFields = func() []string {
-	full := slot.Config{Interval: 1, Skew: 1, MaxAttempts: 1, Backoff: 1, MaxBackoff: 1, Retention: 1, Targets: []string{"x"}, TargetTimeout: 1}
-	b, _ := json.Marshal(full)
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(b, &m)
-	var names []string
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
-}()
-
-// decodeConfig reads a queue configuration strictly: slot.Config's own
-// decoding ignores unknown fields, and a misspelt "intervall" must not
-// silently become the default.
+// decodeConfig reads a queue configuration strictly: slot.Config rejects
+// unknown fields and an interval of zero or less, naming the field.
 func decodeConfig(raw json.RawMessage) (slot.Config, error) {
 	var cfg slot.Config
 	if raw == nil {
 		return cfg, nil
 	}
-	var fields map[string]json.RawMessage
-	if err := job.Decode(raw, &fields); err != nil {
-		in := lambdafn.ErrorOf(err)
-		return cfg, slot.Invalid(in.Code, "config", in.Message)
-	}
-	for k := range fields {
-		if !slices.Contains(configFields, k) {
-			return cfg, slot.Invalid("unknown_field", "config."+k, fmt.Sprintf("unknown field %q; config has %v", k, configFields))
+	if err := job.Decode(raw, &cfg); err != nil {
+		var in *slot.InputError
+		if errors.As(err, &in) && in.Code == "unknown_field" {
+			return cfg, in.At("config.")
 		}
-	}
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return cfg, slot.Invalid("invalid_config", "config", err.Error())
+		return cfg, err
 	}
 	return cfg, nil
 }

@@ -13,12 +13,12 @@ import (
 // ErrNotWaiting: the job cannot be cancelled because it started or ended.
 var ErrNotWaiting = errors.New("job is not waiting: it has started or ended")
 
-// CreateQueue creates a queue. Zero config fields take their defaults.
+// CreateQueue creates a queue. Zero config fields take Options.Defaults.
 func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
 	if err := slot.ValidateName(name); err != nil {
 		return Queue{}, err
 	}
-	cfg = cfg.WithDefaults()
+	cfg = cfg.Or(e.defaults)
 	if err := cfg.Validate(); err != nil {
 		return Queue{}, err
 	}
@@ -29,13 +29,14 @@ func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) 
 	return q, nil
 }
 
-// Configure replaces a queue's configuration. Jobs already holding slots
-// keep them; new tickets follow the new interval.
+// Configure replaces a queue's configuration; zero fields take
+// Options.Defaults. Jobs already holding slots keep them; new tickets follow
+// the new interval.
 func (e *Engine) Configure(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
 	if err := slot.ValidateName(name); err != nil {
 		return Queue{}, err
 	}
-	cfg = cfg.WithDefaults()
+	cfg = cfg.Or(e.defaults)
 	if err := cfg.Validate(); err != nil {
 		return Queue{}, err
 	}

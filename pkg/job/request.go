@@ -175,6 +175,10 @@ func Decode(body []byte, v any) error {
 }
 
 func decodeError(err error) error {
+	var inputErr *slot.InputError
+	if errors.As(err, &inputErr) {
+		return inputErr
+	}
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {

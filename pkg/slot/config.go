@@ -98,6 +98,37 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// Or returns c with every zero field taken from d: how a stack's defaults
+// (say, its default interval and allowed targets) fill what a caller left
+// out.
+func (c Config) Or(d Config) Config {
+	if c.Interval == 0 {
+		c.Interval = d.Interval
+	}
+	if c.Skew == 0 && d.Skew < c.Interval {
+		c.Skew = d.Skew
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = d.MaxAttempts
+	}
+	if c.Backoff == 0 {
+		c.Backoff = d.Backoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = d.MaxBackoff
+	}
+	if c.Retention == 0 {
+		c.Retention = d.Retention
+	}
+	if c.Targets == nil {
+		c.Targets = d.Targets
+	}
+	if c.TargetTimeout == 0 {
+		c.TargetTimeout = d.TargetTimeout
+	}
+	return c
+}
+
 // Validate checks a configuration after defaults were applied.
 func (c Config) Validate() error {
 	switch {

@@ -1,8 +1,10 @@
 package slot
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -35,7 +37,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 type configJSON struct {
-	Interval      Duration `json:"interval"`
+	Interval      *Duration `json:"interval,omitempty"`
 	Skew          Duration `json:"skew,omitempty"`
 	MaxAttempts   int      `json:"max_attempts,omitempty"`
 	Backoff       Duration `json:"backoff,omitempty"`
@@ -47,21 +49,36 @@ type configJSON struct {
 
 // MarshalJSON writes durations as strings.
 func (c Config) MarshalJSON() ([]byte, error) {
+	iv := Duration(c.Interval)
 	return json.Marshal(configJSON{
-		Interval: Duration(c.Interval), Skew: Duration(c.Skew), MaxAttempts: c.MaxAttempts,
+		Interval: &iv, Skew: Duration(c.Skew), MaxAttempts: c.MaxAttempts,
 		Backoff: Duration(c.Backoff), MaxBackoff: Duration(c.MaxBackoff), Retention: Duration(c.Retention),
 		Targets: c.Targets, TargetTimeout: Duration(c.TargetTimeout),
 	})
 }
 
-// UnmarshalJSON reads durations as strings (or milliseconds).
+// UnmarshalJSON reads durations as strings (or milliseconds). Unknown
+// fields are errors, and so is an interval given as zero or less (an
+// absent one means the default).
 func (c *Config) UnmarshalJSON(b []byte) error {
 	var w configJSON
-	if err := json.Unmarshal(b, &w); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			name = strings.Trim(name, `"`)
+			return Invalid("unknown_field", name, fmt.Sprintf("unknown queue setting %q", name))
+		}
 		return err
 	}
+	var iv time.Duration
+	if w.Interval != nil {
+		if iv = time.Duration(*w.Interval); iv <= 0 {
+			return Invalid("invalid_interval", "interval", "interval must be greater than 0")
+		}
+	}
 	*c = Config{
-		Interval: time.Duration(w.Interval), Skew: time.Duration(w.Skew), MaxAttempts: w.MaxAttempts,
+		Interval: iv, Skew: time.Duration(w.Skew), MaxAttempts: w.MaxAttempts,
 		Backoff: time.Duration(w.Backoff), MaxBackoff: time.Duration(w.MaxBackoff), Retention: time.Duration(w.Retention),
 		Targets: w.Targets, TargetTimeout: time.Duration(w.TargetTimeout),
 	}

@@ -220,3 +220,27 @@ func FuzzTake(f *testing.F) {
 		}
 	})
 }
+
+func TestConfigJSON(t *testing.T) {
+	var c Config
+	if err := c.UnmarshalJSON([]byte(`{"interval":"250ms","max_attempts":5,"targets":["https://x/*"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if c.Interval != 250*time.Millisecond || c.MaxAttempts != 5 || len(c.Targets) != 1 {
+		t.Fatalf("decoded %+v", c)
+	}
+	for body, field := range map[string]string{
+		`{"intervall":"1s"}`:  "intervall",
+		`{"interval":"0s"}`:   "interval",
+		`{"interval":"-2ms"}`: "interval",
+	} {
+		err := c.UnmarshalJSON([]byte(body))
+		ie, ok := err.(*InputError)
+		if !ok || ie.Field != field {
+			t.Errorf("UnmarshalJSON(%s) = %v; want an InputError on %s", body, err, field)
+		}
+	}
+	if got := (Config{}).Or(Config{Interval: time.Minute, Targets: []string{"lambda:x"}}); got.Interval != time.Minute || got.Targets[0] != "lambda:x" {
+		t.Fatalf("Or = %+v", got)
+	}
+}
