@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,25 +32,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg := demoFlags(fs, defaultBench)
 	runs := fs.Int("runs", 5, "number of runs")
 	logLevel := fs.String("log", "", "log the engine at this level (debug, info, warn, error) to stderr; default off")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "slotq bench: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	logger, err := newLogger(*logLevel, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "slotq bench: %v\n", err)
-		return exitUsage
-	}
-	cfg.Logger = logger
-	if err := cfg.validate(); err != nil {
-		fmt.Fprintf(stderr, "slotq bench: %v\n", err)
-		return exitUsage
+	if code, ok := parseWorkload("bench", fs, cfg, logLevel, args, stderr); !ok {
+		return code
 	}
 	if *runs < 1 {
 		fmt.Fprintf(stderr, "slotq bench: --runs must be at least 1\n")

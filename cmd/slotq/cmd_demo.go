@@ -16,6 +16,33 @@ import (
 	"github.com/slotq/slotq/pkg/timeline"
 )
 
+// parseWorkload parses the command line of a command that runs the demo
+// workload, builds its logger and checks the workload. When ok is false the
+// command ends with code.
+func parseWorkload(name string, fs *flag.FlagSet, cfg *demoConfig, logLevel *string, args []string, stderr io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "slotq %s: unexpected argument %q\n", name, fs.Arg(0))
+		return exitUsage, false
+	}
+	logger, err := newLogger(*logLevel, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "slotq %s: %v\n", name, err)
+		return exitUsage, false
+	}
+	cfg.Logger = logger
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintf(stderr, "slotq %s: %v\n", name, err)
+		return exitUsage, false
+	}
+	return 0, true
+}
+
 // demoFlags registers the flags of the demo workload on fs, with the given
 // defaults, and returns the config they fill.
 func demoFlags(fs *flag.FlagSet, def demoConfig) *demoConfig {
@@ -53,26 +80,10 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := demoFlags(fs, defaultDemo)
 	asJSON := fs.Bool("json", false, "print one JSON line per start on stdout and nothing else")
 	logLevel := fs.String("log", "", "log the engine at this level (debug, info, warn, error) to stderr; default off")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseWorkload("demo", fs, cfg, logLevel, args, stderr); !ok {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "slotq demo: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	logger, err := newLogger(*logLevel, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "slotq demo: %v\n", err)
-		return exitUsage
-	}
-	cfg.Logger = logger
-	if err := cfg.validate(); err != nil {
-		fmt.Fprintf(stderr, "slotq demo: %v\n", err)
-		return exitUsage
-	}
+	logger := cfg.Logger
 
 	var onStart func(timeline.Start, *job.Job)
 	var lines *liveTimeline
