@@ -1,0 +1,43 @@
+package main
+
+// Prices are the public per-unit prices the cost table uses: us-east-1,
+// on-demand, list prices. This is the one place they are written.
+type Prices struct {
+	Date   string
+	Source string
+	// DynamoDB on-demand, per million request units.
+	DynamoWriteMillion, DynamoReadMillion float64
+	// SQS standard queue, per million requests (each 64 KiB chunk of a
+	// payload is one request).
+	SQSMillion float64
+	// Lambda on arm64: per million requests and per GB-second.
+	LambdaMillion, LambdaGBSecond float64
+}
+
+var prices = Prices{
+	Date: "2025-06 (DynamoDB on-demand after the 1 Nov 2024 price cut)",
+	Source: "aws.amazon.com/dynamodb/pricing/on-demand, aws.amazon.com/sqs/pricing, " +
+		"aws.amazon.com/lambda/pricing (us-east-1, first pricing tier, free tiers ignored)",
+	DynamoWriteMillion: 0.625,
+	DynamoReadMillion:  0.125,
+	SQSMillion:         0.40,
+	LambdaMillion:      0.20,
+	LambdaGBSecond:     0.0000133334,
+}
+
+// Alternative is a managed scheduler's published price per million jobs.
+type Alternative struct {
+	Name, Unit string
+	PerMillion float64
+	Note       string
+}
+
+// alternatives are written with the same date as prices.
+var alternatives = []Alternative{
+	{"EventBridge Scheduler", "scheduled invocations", 1.00,
+		"one-time schedules; first 14 M/month free; no spacing between jobs"},
+	{"Step Functions Standard", "state transitions", 25.00,
+		"a Wait + Task workflow is ~3 transitions per job: ~$75 per million jobs, plus the task's own cost"},
+	{"Google Cloud Tasks", "billable operations", 0.40,
+		"first million per month free; rate limits per queue (max dispatches per second)"},
+}
