@@ -21,9 +21,10 @@ test: ## Run every test with -race (starts moto_server for the AWS adapters)
 	SLOTQ_REQUIRE_MOTO=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 .PHONY: bench
-bench: ## Run the benchmarks and the demo workload
+bench: ## Run the benchmarks, the demo workload and the cost report on moto (docs/costs.md)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./pkg/...
 	$(GO) run ./cmd/slotq bench
+	$(GO) run ./cmd/slotq-costs
 
 .PHONY: fuzz
 fuzz: ## Fuzz request decoding and slot invariants for a short while

@@ -15,7 +15,8 @@ type Prices struct {
 }
 
 var prices = Prices{
-	Date: "2025-06 (DynamoDB on-demand after the 1 Nov 2024 price cut)",
+	Date: "list prices in effect since 2024-11-01 (DynamoDB on-demand cut), written down 2026-11-21 " +
+		"and not re-checked against the pricing pages since",
 	Source: "aws.amazon.com/dynamodb/pricing/on-demand, aws.amazon.com/sqs/pricing, " +
 		"aws.amazon.com/lambda/pricing (us-east-1, first pricing tier, free tiers ignored)",
 	DynamoWriteMillion: 0.625,
