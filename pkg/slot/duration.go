@@ -38,13 +38,13 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 type configJSON struct {
 	Interval      *Duration `json:"interval,omitempty"`
-	Skew          Duration `json:"skew,omitempty"`
-	MaxAttempts   int      `json:"max_attempts,omitempty"`
-	Backoff       Duration `json:"backoff,omitempty"`
-	MaxBackoff    Duration `json:"max_backoff,omitempty"`
-	Retention     Duration `json:"retention,omitempty"`
-	Targets       []string `json:"targets,omitempty"`
-	TargetTimeout Duration `json:"target_timeout,omitempty"`
+	Skew          Duration  `json:"skew,omitempty"`
+	MaxAttempts   int       `json:"max_attempts,omitempty"`
+	Backoff       Duration  `json:"backoff,omitempty"`
+	MaxBackoff    Duration  `json:"max_backoff,omitempty"`
+	Retention     Duration  `json:"retention,omitempty"`
+	Targets       []string  `json:"targets,omitempty"`
+	TargetTimeout Duration  `json:"target_timeout,omitempty"`
 }
 
 // MarshalJSON writes durations as strings.
