@@ -1,10 +1,8 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
-	"slices"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -23,39 +21,18 @@ type Handler struct {
 	Log    *slog.Logger
 }
 
-// Handle works the batch's messages one after another in slot order and
-// reports as batch item failures exactly the messages whose Work failed,
-// so SQS delivers only those again. A message that is not an envelope is
-// logged and dropped: delivering it again cannot help.
-//
-// One after another, because two late jobs of a queue started at once
-// could pass the gate in the wrong order, and the lower ticket would be
-// re-ticketed behind the higher. Work respects ctx's deadline (the
-// invocation's): a slot beyond it is handed back to the queue.
+// Handle works the batch's messages one after another in slot order (see
+// sqstransport.WorkBatch) and reports as batch item failures exactly the
+// messages whose Work failed, so SQS delivers only those again. Work
+// respects ctx's deadline (the invocation's): a slot beyond it is handed
+// back to the queue.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	type item struct {
-		id  string
-		env job.Envelope
-	}
-	items := make([]item, 0, len(ev.Records))
-	for _, m := range ev.Records {
-		env, err := sqstransport.EnvelopeOf(m)
-		if err != nil {
-			h.Log.ErrorContext(ctx, "dropped undecodable message", "message_id", m.MessageId, "error", err.Error())
-			continue
+	return sqstransport.WorkBatch(ctx, ev.Records, h.Engine.Work, func(env job.Envelope, err error) {
+		if env.JobID == "" {
+			h.Log.ErrorContext(ctx, "dropped undecodable message", "error", err.Error())
+			return
 		}
-		items = append(items, item{m.MessageId, env})
-	}
-	slices.SortStableFunc(items, func(a, b item) int {
-		return cmp.Or(a.env.SlotAt.Compare(b.env.SlotAt), cmp.Compare(a.env.Ticket, b.env.Ticket))
-	})
-	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	for _, it := range items {
-		if err := h.Engine.Work(ctx, it.env); err != nil {
-			h.Log.ErrorContext(ctx, "work failed; the message will come back", "queue", it.env.Queue,
-				"job_id", it.env.JobID, "ticket", it.env.Ticket, "message_id", it.id, "error", err.Error())
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: it.id})
-		}
-	}
-	return resp, nil
+		h.Log.ErrorContext(ctx, "work failed; the message will come back", "queue", env.Queue,
+			"job_id", env.JobID, "ticket", env.Ticket, "error", err.Error())
+	}), nil
 }

@@ -7,11 +7,9 @@
 package awssim
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -96,40 +94,10 @@ func (s *Serial) Do(r *http.Request) (*http.Response, error) {
 type WorkFunc func(ctx context.Context, env job.Envelope) error
 
 // Worker returns the worker function's handler as sqstransport.Receive
-// takes it: it decodes each message's envelope (dropping undecodable ones),
-// works the batch one message after another in slot order, and reports the
-// messages whose Work failed as batch item failures, so only those come
-// back. onError, if not nil, hears of each failure. It is the shape of
-// functions/worker's Handler, which lives in a main package.
+// takes it: sqstransport.WorkBatch over work. onError, if not nil, hears of
+// each failure.
 func Worker(work WorkFunc, onError func(env job.Envelope, err error)) func(ctx context.Context, batch []events.SQSMessage) events.SQSEventResponse {
 	return func(ctx context.Context, batch []events.SQSMessage) events.SQSEventResponse {
-		type item struct {
-			id  string
-			env job.Envelope
-		}
-		items := make([]item, 0, len(batch))
-		for _, m := range batch {
-			env, err := sqstransport.EnvelopeOf(m)
-			if err != nil {
-				if onError != nil {
-					onError(job.Envelope{}, fmt.Errorf("message %s: %w", m.MessageId, err))
-				}
-				continue
-			}
-			items = append(items, item{m.MessageId, env})
-		}
-		slices.SortStableFunc(items, func(a, b item) int {
-			return cmp.Or(a.env.SlotAt.Compare(b.env.SlotAt), cmp.Compare(a.env.Ticket, b.env.Ticket))
-		})
-		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-		for _, it := range items {
-			if err := work(ctx, it.env); err != nil {
-				if onError != nil {
-					onError(it.env, err)
-				}
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: it.id})
-			}
-		}
-		return resp
+		return sqstransport.WorkBatch(ctx, batch, work, onError)
 	}
 }
