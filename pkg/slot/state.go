@@ -10,9 +10,9 @@ type State struct {
 	// Current is the highest ticket that has started.
 	Current int64 `json:"current"`
 	// Clock is the slot of the last ticket that took a place in the line.
-	Clock time.Time `json:"clock"`
+	Clock time.Time `json:"clock,omitzero"`
 	// LastStart is when the last start passed the gate.
-	LastStart time.Time `json:"last_start"`
+	LastStart time.Time `json:"last_start,omitzero"`
 	// Paused stops the gate: nothing of the queue starts while it is set.
 	Paused bool `json:"paused"`
 	// PausedUntil, if set with Paused, is when the resume function lifts
