@@ -31,8 +31,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg := demoFlags(fs, defaultBench)
 	runs := fs.Int("runs", 5, "number of runs")
-	logLevel := fs.String("log", "", "log the engine at this level (debug, info, warn, error) to stderr; default off")
-	if code, ok := parseWorkload("bench", fs, cfg, logLevel, args, stderr); !ok {
+	if code, ok := parseWorkload("bench", fs, cfg, args, stderr); !ok {
 		return code
 	}
 	if *runs < 1 {

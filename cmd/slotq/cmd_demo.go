@@ -16,10 +16,11 @@ import (
 	"github.com/slotq/slotq/pkg/timeline"
 )
 
-// parseWorkload parses the command line of a command that runs the demo
-// workload, builds its logger and checks the workload. When ok is false the
+// parseWorkload adds the --log flag, parses the command line of a command
+// that runs the demo workload, builds its logger and checks the workload. When ok is false the
 // command ends with code.
-func parseWorkload(name string, fs *flag.FlagSet, cfg *demoConfig, logLevel *string, args []string, stderr io.Writer) (code int, ok bool) {
+func parseWorkload(name string, fs *flag.FlagSet, cfg *demoConfig, args []string, stderr io.Writer) (code int, ok bool) {
+	logLevel := fs.String("log", "", "log the engine at this level (debug, info, warn, error) to stderr; default off")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK, false
@@ -79,8 +80,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := demoFlags(fs, defaultDemo)
 	asJSON := fs.Bool("json", false, "print one JSON line per start on stdout and nothing else")
-	logLevel := fs.String("log", "", "log the engine at this level (debug, info, warn, error) to stderr; default off")
-	if code, ok := parseWorkload("demo", fs, cfg, logLevel, args, stderr); !ok {
+	if code, ok := parseWorkload("demo", fs, cfg, args, stderr); !ok {
 		return code
 	}
 	logger := cfg.Logger

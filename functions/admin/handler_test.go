@@ -3,25 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/sample"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/memstore"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
-func event(t *testing.T, name string) json.RawMessage {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func event(t *testing.T, name string) json.RawMessage { return sample.Event(t, name) }
 
 func newHandler() (*Handler, *engine.Engine) {
 	eng := engine.New(engine.Options{

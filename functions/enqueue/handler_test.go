@@ -4,23 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/slotq/slotq/internal/sample"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/memstore"
 )
 
-func event(t *testing.T, name string) json.RawMessage {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func event(t *testing.T, name string) json.RawMessage { return sample.Event(t, name) }
 
 func newHandler() (*Handler, *memstore.Store) {
 	st := memstore.New(memstore.Options{})

@@ -5,21 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/sample"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/memstore"
 )
 
 func TestHandleSampleEvent(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "events", "resume-schedule.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := sample.Event(t, "resume-schedule.json")
 	st := memstore.New(memstore.Options{})
 	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{})})
 	ctx := context.Background()

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -14,15 +12,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/slotq/slotq/internal/sample"
 	"github.com/slotq/slotq/pkg/job"
 )
 
 func sampleEvent(t *testing.T, name string) events.SQSEvent {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := sample.Event(t, name)
 	var ev events.SQSEvent
 	if err := json.Unmarshal(b, &ev); err != nil {
 		t.Fatal(err)
