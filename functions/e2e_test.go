@@ -30,18 +30,11 @@ import (
 	"github.com/slotq/slotq/pkg/sqstransport"
 )
 
-var (
-	binDir  string // bootstraps built once, for this machine
-	moto    *motoserver.Server
-	motoErr error
-)
+var binDir string // bootstraps built once, for this machine
 
 func TestMain(m *testing.M) {
 	code := func() int {
-		moto, motoErr = motoserver.Start()
-		if moto != nil {
-			defer moto.Close()
-		}
+		defer motoserver.Stop()
 		dir, err := os.MkdirTemp("", "slotq-functions")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -75,15 +68,7 @@ type stack struct {
 
 func deploy(t *testing.T, params map[string]string) *stack {
 	t.Helper()
-	if motoErr != nil {
-		if os.Getenv("SLOTQ_REQUIRE_MOTO") == "1" {
-			t.Fatalf("moto_server is required (SLOTQ_REQUIRE_MOTO=1): %v", motoErr)
-		}
-		t.Skipf("moto_server not available: %v", motoErr)
-	}
-	for k, v := range moto.Env() {
-		t.Setenv(k, v)
-	}
+	motoserver.Require(t)
 	ctx := context.Background()
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {

@@ -15,11 +15,8 @@ var ErrNotWaiting = errors.New("job is not waiting: it has started or ended")
 
 // CreateQueue creates a queue. Zero config fields take Options.Defaults.
 func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
-	if err := slot.ValidateName(name); err != nil {
-		return Queue{}, err
-	}
-	cfg = cfg.Or(e.defaults)
-	if err := cfg.Validate(); err != nil {
+	cfg, err := e.checkConfig(name, cfg)
+	if err != nil {
 		return Queue{}, err
 	}
 	q := Queue{Name: name, Config: cfg, CreatedAt: e.now()}
@@ -33,17 +30,24 @@ func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) 
 // Options.Defaults. Jobs already holding slots keep them; new tickets follow
 // the new interval.
 func (e *Engine) Configure(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
-	if err := slot.ValidateName(name); err != nil {
-		return Queue{}, err
-	}
-	cfg = cfg.Or(e.defaults)
-	if err := cfg.Validate(); err != nil {
+	cfg, err := e.checkConfig(name, cfg)
+	if err != nil {
 		return Queue{}, err
 	}
 	if err := e.state.SetConfig(ctx, name, cfg); err != nil {
 		return Queue{}, fmt.Errorf("configure %s: %w", name, err)
 	}
 	return e.Queue(ctx, name)
+}
+
+// checkConfig validates a queue name and a configuration whose zero fields
+// take Options.Defaults, and returns the configuration to store.
+func (e *Engine) checkConfig(name string, cfg slot.Config) (slot.Config, error) {
+	if err := slot.ValidateName(name); err != nil {
+		return cfg, err
+	}
+	cfg = cfg.Or(e.defaults)
+	return cfg, cfg.Validate()
 }
 
 // Queue returns a queue's configuration and state.
