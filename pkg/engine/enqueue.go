@@ -177,7 +177,7 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job, now time.Time) error {
 	for try := 0; ; try++ {
 		iv := q.Config.Interval
-		est := slot.NextSlot(q.State.Clock, iv, now)
+		est := slot.NextSlot(q.State, iv, now)
 		inLine := make([]bool, len(jobs))
 		line := 0
 		for i, j := range jobs {
@@ -198,7 +198,7 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job, now time
 		}
 		first := taken.FirstSlot
 		if line == 0 {
-			first = slot.NextSlot(taken.State.Clock, iv, now)
+			first = slot.NextSlot(taken.State, iv, now)
 		}
 		k := 0
 		var prev time.Time

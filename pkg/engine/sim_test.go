@@ -198,9 +198,9 @@ func (s *sim) createQueue(name string, cfg slot.Config) {
 }
 
 // chaosState wraps a State. With probability rate it makes the caller
-// "crash" after a step took effect (Start claimed the attempt, but the
-// worker never runs the handler) or before a step takes effect (the outcome
-// of a run is never recorded). It also checks on every queue state it
+// "crash" after a step took effect (the gate passed but the claim never
+// came; the claim landed but the handler never ran) or before a step takes
+// effect (the outcome of a run is never recorded). It also checks on every queue state it
 // sees that nothing moved back (design.md §5.7).
 type chaosState struct {
 	engine.State
@@ -270,14 +270,14 @@ func (c *chaosState) Take(ctx context.Context, r engine.TakeRequest) (engine.Tak
 	return tk, err
 }
 
-func (c *chaosState) Start(ctx context.Context, r engine.StartRequest) (slot.State, error) {
+func (c *chaosState) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
-	st, err := c.State.Start(ctx, r)
+	st, err := c.State.Gate(ctx, r)
 	if err == nil {
-		c.observe(r.Key.Queue, st)
+		c.observe(r.Queue, st)
 		if c.roll() {
-			return st, errCrash // claimed, but the worker died before running
+			return st, errCrash // passed the gate, but died before the claim
 		}
 	}
 	return st, err
@@ -287,5 +287,9 @@ func (c *chaosState) UpdateJob(ctx context.Context, j job.Job, from job.Version)
 	if from.Status == job.Running && c.roll() {
 		return errCrash // ran, but died before recording the outcome
 	}
-	return c.State.UpdateJob(ctx, j, from)
+	err := c.State.UpdateJob(ctx, j, from)
+	if err == nil && from.Status == job.Queued && j.Status == job.Running && c.roll() {
+		return errCrash // claimed, but died before running
+	}
+	return err
 }

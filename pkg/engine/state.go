@@ -23,12 +23,12 @@ var (
 	// ErrConflict: a job record was not at the version the caller expected:
 	// someone else moved it first (a duplicate delivery, a cancel).
 	ErrConflict = errors.New("job changed concurrently")
-	// ErrIntervalChanged: Take or Start was asked with an interval that is
+	// ErrIntervalChanged: Take or Gate was asked with an interval that is
 	// no longer the queue's; read the queue again.
 	ErrIntervalChanged = errors.New("queue interval changed")
 )
 
-// GateError is Start's answer when the queue side of the gate said no.
+// GateError is Gate's answer when the gate said no.
 type GateError struct {
 	// Verdict is slot.Early, slot.Passed or slot.Paused.
 	Verdict slot.Verdict
@@ -67,12 +67,10 @@ type Taken struct {
 	State slot.State
 }
 
-// StartRequest asks the gate to start one attempt: atomically, the queue
-// state passes slot.Gate and moves by slot.Started, and the job moves from
-// From (which must be queued) to running with StartedAt = Now.
-type StartRequest struct {
-	Key      job.Key
-	From     job.Version
+// GateRequest asks the gate to let one ticket of a queue start.
+type GateRequest struct {
+	Queue    string
+	Ticket   int64
 	Interval time.Duration
 	Skew     time.Duration
 	Now      time.Time
@@ -114,10 +112,23 @@ type State interface {
 	// Take hands out tickets and line slots atomically by slot.Take.
 	// Concurrent takes get disjoint, gap-free ranges.
 	Take(ctx context.Context, r TakeRequest) (Taken, error)
-	// Start is the gate and the claim in one atomic step. It returns the
-	// queue state after the start, a *GateError when the queue said no, or
-	// ErrConflict when the job is not at r.From (checked first).
-	Start(ctx context.Context, r StartRequest) (slot.State, error)
+	// Gate is the queue side of a start, one atomic step on the queue's
+	// state alone: if slot.Gate says Start, the state moves by
+	// slot.Started and Gate returns it; otherwise a *GateError with the
+	// state it saw. ErrQueueNotFound; ErrIntervalChanged when r.Interval is
+	// not the queue's. Of concurrent gates that slot.Gate would each let
+	// through alone, one passes.
+	//
+	// The job side, the claim, is a separate UpdateJob from queued to
+	// running: a start is two writes, never a transaction, so the hot
+	// queue item is written once per start and never by a transaction
+	// (which would fail concurrent writes to it on DynamoDB). The engine
+	// orders them gate first, so the claim can only follow a passed gate;
+	// a crash between the two leaves current at the job's ticket with the
+	// job queued, and the job's next delivery passes the gate again (see
+	// slot.Gate) or, if the queue has started a later ticket since, takes
+	// a new ticket.
+	Gate(ctx context.Context, r GateRequest) (slot.State, error)
 
 	// CreateJobs stores new jobs. created[i] is false where a job of that
 	// key existed already; that record is left as it was.

@@ -17,8 +17,9 @@ import (
 //
 // The steps: drop envelopes that no longer match the job record; wait to
 // the exact slot (or hand the job back with the remaining delay when the
-// slot lies past the context deadline); pass the gate and claim the attempt
-// in one atomic step; run the target; record the outcome or retry.
+// slot lies past the context deadline); pass the gate (one write on the
+// queue's state); claim the attempt (one conditional write on the job);
+// run the target; record the outcome or retry.
 func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 	j, err := e.state.GetJob(ctx, env.Key())
 	if errors.Is(err, ErrJobNotFound) {
@@ -54,6 +55,15 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		if err != nil {
 			return fmt.Errorf("work %s: %w", env.Key(), err)
 		}
+		if q.State.Current == j.Ticket {
+			// The gate passed this ticket already: this is a duplicate of
+			// a message whose job was claimed, or the worker that passed
+			// it died before its claim. Only in the second case may it
+			// pass again.
+			if done, err := e.claimedMeanwhile(ctx, want, &j); done || err != nil {
+				return err
+			}
+		}
 		now := e.now()
 		// Hold: while lower tickets have not started, leave them the
 		// intervals they need, so a late neighbour is not passed by a
@@ -62,15 +72,15 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			wake = hold
 			continue
 		}
-		st, err := e.state.Start(ctx, StartRequest{
-			Key: env.Key(), From: want, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now,
+		st, err := e.state.Gate(ctx, GateRequest{
+			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now,
 		})
 		var gate *GateError
 		switch {
 		case err == nil:
-			return e.run(ctx, q, j, st, now)
-		case errors.Is(err, ErrConflict), errors.Is(err, ErrJobNotFound):
-			e.log.DebugContext(ctx, "dropped duplicate delivery", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
+			return e.claim(ctx, q, j, want, st, now)
+		case errors.Is(err, ErrQueueNotFound):
+			e.log.WarnContext(ctx, "dropped message of deleted queue", "queue", j.Queue, "job_id", j.ID)
 			return nil
 		case errors.Is(err, ErrIntervalChanged):
 			continue // read the queue again
@@ -86,9 +96,47 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 				return e.reticket(ctx, &q, &j, now)
 			}
 		default:
-			return fmt.Errorf("work %s: start: %w", env.Key(), err)
+			return fmt.Errorf("work %s: gate: %w", env.Key(), err)
 		}
 	}
+}
+
+// claimedMeanwhile reads the job again, strongly, and reports whether it is
+// no longer queued at want: someone else claimed (or cancelled) it, so this
+// message is done with.
+func (e *Engine) claimedMeanwhile(ctx context.Context, want job.Version, j *job.Job) (bool, error) {
+	fresh, err := e.state.GetJob(ctx, j.Key())
+	if errors.Is(err, ErrJobNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("work %s: %w", j.Key(), err)
+	}
+	if fresh.Version() != want {
+		e.log.DebugContext(ctx, "dropped duplicate delivery", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "status", fresh.Status)
+		return true, nil
+	}
+	*j = fresh
+	return false, nil
+}
+
+// claim moves a job whose ticket passed the gate from queued to running,
+// and runs it. A refused claim means another delivery of the same message
+// claimed it first (or it was cancelled): the gate this one passed is
+// spent, and the message is done with.
+func (e *Engine) claim(ctx context.Context, q Queue, j job.Job, from job.Version, st slot.State, now time.Time) error {
+	j.Status, j.StartedAt = job.Running, now
+	err := e.state.UpdateJob(ctx, j, from)
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
+		e.log.InfoContext(ctx, "dropped duplicate delivery after the gate", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
+		return nil
+	}
+	if err != nil {
+		// The job stays queued at a ticket the gate passed: the message
+		// comes again and rolls forward through the gate.
+		return fmt.Errorf("work %s: claim: %w", j.Key(), err)
+	}
+	return e.run(ctx, q, j, st, now)
 }
 
 // holdUntil is when j may try the gate if the lower tickets still ahead of
@@ -156,9 +204,8 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job, now time.Ti
 	return nil
 }
 
-// run runs a started attempt and records its outcome.
+// run runs a claimed attempt and records its outcome.
 func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now time.Time) error {
-	j.Status, j.StartedAt = job.Running, now
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(), "attempt", j.Attempt, "target", j.What())
 	if e.runner == nil {

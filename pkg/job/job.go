@@ -151,3 +151,6 @@ type Key struct {
 }
 
 func (k Key) String() string { return fmt.Sprintf("%s/%s", k.Queue, k.ID) }
+
+// Key returns the job's key.
+func (j *Job) Key() Key { return Key{Queue: j.Queue, ID: j.ID} }

@@ -474,13 +474,23 @@ func TestStoreAndTransportHour(t *testing.T) {
 				return tr.Send(ctx, []engine.Message{{Envelope: e, Delay: min(d, tr.MaxDelay())}})
 			}
 			time.Sleep(time.Until(e.SlotAt))
-			_, err := st.Start(ctx, engine.StartRequest{Key: job.Key{Queue: e.Queue, ID: e.JobID},
-				From: job.Version{Status: job.Queued, Ticket: e.Ticket, Attempt: e.Attempt}, Interval: cfg.Interval, Now: time.Now()})
+			now := time.Now()
+			_, err := st.Gate(ctx, engine.GateRequest{Queue: e.Queue, Ticket: e.Ticket, Interval: cfg.Interval, Now: now})
+			if err == nil {
+				// The claim: of duplicate deliveries that passed, one wins.
+				j, gerr := st.GetJob(ctx, e.Key())
+				if gerr != nil {
+					return gerr
+				}
+				from := job.Version{Status: job.Queued, Ticket: e.Ticket, Attempt: e.Attempt}
+				j.Status, j.StartedAt = job.Running, now
+				err = st.UpdateJob(ctx, j, from)
+			}
 			var ge *engine.GateError
 			switch {
 			case err == nil:
 				mu.Lock()
-				starts = append(starts, time.Now())
+				starts = append(starts, now)
 				mu.Unlock()
 			case errors.As(err, &ge) && ge.Verdict == slot.Early:
 				return tr.Send(ctx, []engine.Message{{Envelope: e, Delay: time.Until(ge.OpenAt)}})

@@ -169,35 +169,24 @@ func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, err
 	return engine.Taken{First: first, FirstSlot: firstSlot, State: next}, nil
 }
 
-// Start checks the job (ErrJobNotFound; ErrConflict unless it is queued at
-// r.From), then the interval (ErrIntervalChanged), then the gate (a
-// *engine.GateError); if all pass, it moves the queue by slot.Started and
-// the job to running, in one step.
-func (s *Store) Start(_ context.Context, r engine.StartRequest) (slot.State, error) {
+// Gate applies slot.Gate and, when it says Start, slot.Started to the
+// queue's state. ErrQueueNotFound; ErrIntervalChanged if r.Interval is not
+// the queue's interval; a *engine.GateError when the gate says no.
+func (s *Store) Gate(_ context.Context, r engine.GateRequest) (slot.State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j, ok := s.jobs[r.Key.Queue][r.Key.ID]
+	q, ok := s.queues[r.Queue]
 	if !ok {
-		return slot.State{}, fmt.Errorf("start %s: %w", r.Key, engine.ErrJobNotFound)
-	}
-	if j.Version() != r.From || j.Status != job.Queued {
-		return slot.State{}, fmt.Errorf("start %s: %w", r.Key, engine.ErrConflict)
-	}
-	q, ok := s.queues[r.Key.Queue]
-	if !ok {
-		return slot.State{}, notFound("start", r.Key.Queue)
+		return slot.State{}, notFound("gate", r.Queue)
 	}
 	if q.Config.Interval != r.Interval {
-		return slot.State{}, fmt.Errorf("start %s: %w", r.Key, engine.ErrIntervalChanged)
+		return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrIntervalChanged)
 	}
-	if v, openAt := slot.Gate(q.State, j.Ticket, r.Interval, r.Skew, r.Now); v != slot.Start {
+	if v, openAt := slot.Gate(q.State, r.Ticket, r.Interval, r.Skew, r.Now); v != slot.Start {
 		return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: q.State}
 	}
-	q.State = slot.Started(q.State, j.Ticket, r.Now)
-	s.queues[r.Key.Queue] = q
-	j.Status = job.Running
-	j.StartedAt = r.Now
-	s.jobs[r.Key.Queue][r.Key.ID] = j
+	q.State = slot.Started(q.State, r.Ticket, r.Interval, r.Now)
+	s.queues[r.Queue] = q
 	return q.State, nil
 }
 

@@ -9,19 +9,21 @@ var t0 = time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
 
 func TestNextSlot(t *testing.T) {
 	tests := []struct {
-		name  string
-		clock time.Time
-		now   time.Time
-		want  time.Time
+		name string
+		st   State
+		now  time.Time
+		want time.Time
 	}{
-		{"fresh queue starts now", time.Time{}, t0, t0},
-		{"idle line starts now", t0.Add(-time.Minute), t0, t0},
-		{"busy line goes one interval after the clock", t0.Add(3 * time.Second), t0, t0.Add(4 * time.Second)},
-		{"clock exactly one interval ago", t0.Add(-time.Second), t0, t0},
+		{"fresh queue starts now", State{}, t0, t0},
+		{"idle line starts now", State{Clock: t0.Add(-time.Minute)}, t0, t0},
+		{"busy line goes one interval after the clock", State{Clock: t0.Add(3 * time.Second)}, t0, t0.Add(4 * time.Second)},
+		{"clock exactly one interval ago", State{Clock: t0.Add(-time.Second)}, t0, t0},
+		{"a start after the line ran dry holds the next slot back", State{Clock: t0.Add(-time.Minute), LastStart: t0.Add(500 * time.Millisecond)}, t0, t0.Add(1500 * time.Millisecond)},
+		{"the line beyond the last start wins", State{Clock: t0.Add(3 * time.Second), LastStart: t0}, t0, t0.Add(4 * time.Second)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := NextSlot(tt.clock, time.Second, tt.now); !got.Equal(tt.want) {
+			if got := NextSlot(tt.st, time.Second, tt.now); !got.Equal(tt.want) {
 				t.Fatalf("NextSlot = %v, want %v", got, tt.want)
 			}
 		})
@@ -70,7 +72,8 @@ func TestGate(t *testing.T) {
 		{"a later ticket may start (lower ones are passed later)", base, 7, 0, t0.Add(2 * time.Second), Start, time.Time{}},
 		{"too soon after the last start", base, 5, 0, t0.Add(900 * time.Millisecond), Early, t0.Add(time.Second)},
 		{"skew lets it start a little sooner", base, 5, 200 * time.Millisecond, t0.Add(900 * time.Millisecond), Start, time.Time{}},
-		{"the current ticket is passed", base, 4, 0, t0.Add(time.Hour), Passed, time.Time{}},
+		{"the current ticket passes again (a start whose claim was lost)", base, 4, 0, t0.Add(time.Second), Start, time.Time{}},
+		{"the current ticket waits for the gate like any other", base, 4, 0, t0.Add(500 * time.Millisecond), Early, t0.Add(time.Second)},
 		{"a lower ticket is passed", base, 2, 0, t0.Add(time.Hour), Passed, time.Time{}},
 		{"paused beats everything", State{Paused: true, Current: 4}, 5, 0, t0.Add(time.Hour), Paused, time.Time{}},
 		{"first start of a queue", State{Ticket: 1}, 1, 0, t0, Start, time.Time{}},
@@ -85,15 +88,69 @@ func TestGate(t *testing.T) {
 	}
 }
 
-func TestStartedNeverMovesBack(t *testing.T) {
+func TestStarted(t *testing.T) {
+	tests := []struct {
+		name string
+		st   State
+		now  time.Time
+		want State
+	}{
+		{"first start of a queue", State{Ticket: 1}, t0, State{Ticket: 1, Current: 1, LastStart: t0}},
+		{"on time: one interval after the last", State{Ticket: 9, Current: 1, LastStart: t0}, t0.Add(time.Second), State{Ticket: 9, Current: 2, LastStart: t0.Add(time.Second)}},
+		{"early within skew: the theoretical time, not now", State{Ticket: 9, Current: 1, LastStart: t0}, t0.Add(990 * time.Millisecond), State{Ticket: 9, Current: 2, LastStart: t0.Add(time.Second)}},
+		{"late: now", State{Ticket: 9, Current: 1, LastStart: t0}, t0.Add(5 * time.Second), State{Ticket: 9, Current: 2, LastStart: t0.Add(5 * time.Second)}},
+		{"the clock is left alone", State{Ticket: 9, Current: 1, Clock: t0.Add(-time.Hour), LastStart: t0}, t0.Add(time.Minute), State{Ticket: 9, Current: 2, Clock: t0.Add(-time.Hour), LastStart: t0.Add(time.Minute)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Started(tt.st, tt.st.Current+1, time.Second, tt.now); got != tt.want {
+				t.Fatalf("Started = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	// Never back: a lower ticket or an earlier now keep what was there.
 	st := State{Current: 9, LastStart: t0.Add(time.Minute), Clock: t0.Add(time.Hour)}
-	got := Started(st, 5, t0)
-	if got.Current != 9 || !got.LastStart.Equal(st.LastStart) || !got.Clock.Equal(st.Clock) {
+	if got := Started(st, 5, time.Second, t0); got.Current != 9 || got.LastStart.Before(st.LastStart) || !got.Clock.Equal(st.Clock) {
 		t.Fatalf("Started moved state back: %+v", got)
 	}
-	got = Started(State{Current: 1, Clock: t0}, 2, t0.Add(time.Second))
-	if got.Current != 2 || !got.LastStart.Equal(t0.Add(time.Second)) || !got.Clock.Equal(t0.Add(time.Second)) {
-		t.Fatalf("Started = %+v", got)
+}
+
+// TestGateWindow checks design.md §5.3 in its window form on the pure
+// rule: whatever the arrival times (late runs, early tries within skew),
+// any two starts i < j are at least (j−i)·interval − skew apart.
+func TestGateWindow(t *testing.T) {
+	const iv, skew = 100 * time.Millisecond, 5 * time.Millisecond
+	for seed := range 200 {
+		st := State{}
+		now := t0
+		var starts []time.Time
+		x := uint32(seed*2654435761 + 1)
+		for ticket := int64(1); len(starts) < 60; {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			// Mostly small steps (a backlog trying the gate), now and then
+			// a long gap (a late job), so runs of late starts follow.
+			step := time.Duration(x%30) * time.Millisecond
+			if x%11 == 0 {
+				step = time.Duration(x%700) * time.Millisecond
+			}
+			now = now.Add(step)
+			v, _ := Gate(st, ticket, iv, skew, now)
+			if v != Start {
+				continue
+			}
+			st = Started(st, ticket, iv, now)
+			starts = append(starts, now)
+			ticket++
+		}
+		for i := range starts {
+			for j := i + 1; j < len(starts); j++ {
+				if gap, min := starts[j].Sub(starts[i]), time.Duration(j-i)*iv-skew; gap < min {
+					t.Fatalf("seed %d: starts %d and %d are %v apart, want ≥ %v", seed, i, j, gap, min)
+				}
+			}
+		}
 	}
 }
 
@@ -211,7 +268,7 @@ func FuzzTake(f *testing.F) {
 			}
 			st = next
 			if ops[i]%3 == 0 {
-				started := Started(st, st.Ticket, now)
+				started := Started(st, st.Ticket, iv, now)
 				if started.Current < st.Current || started.LastStart.Before(st.LastStart) || started.Clock.Before(st.Clock) {
 					t.Fatalf("Started moved back: %+v -> %+v", st, started)
 				}

@@ -4,6 +4,14 @@ import "time"
 
 // State is the shared, per-queue state every worker sees. All four times
 // and counters only move forward (design.md §5.7).
+//
+// The gate is virtual scheduling, as GCRA does it: LastStart is the
+// theoretical time of the last start, not the wall-clock one. A start at
+// now is allowed when now ≥ LastStart + interval − skew and moves LastStart
+// to max(LastStart + interval, now). So a late start does not push every
+// later job back (no drift), and a run of late jobs cannot start closer
+// than one interval apart on average (no burst): for any two starts i < j,
+// start_j − start_i ≥ (j − i)·interval − skew (design.md §5.3).
 type State struct {
 	// Ticket is the last ticket handed out (0: none yet).
 	Ticket int64 `json:"ticket"`
@@ -11,7 +19,10 @@ type State struct {
 	Current int64 `json:"current"`
 	// Clock is the slot of the last ticket that took a place in the line.
 	Clock time.Time `json:"clock,omitzero"`
-	// LastStart is when the last start passed the gate.
+	// LastStart is the theoretical time of the last start: the gate opens
+	// at LastStart + interval − skew. It equals the actual start of a job
+	// that started late, and is up to skew after the actual start of one
+	// that started early.
 	LastStart time.Time `json:"last_start,omitzero"`
 	// Paused stops the gate: nothing of the queue starts while it is set.
 	Paused bool `json:"paused"`
@@ -20,12 +31,15 @@ type State struct {
 	PausedUntil time.Time `json:"paused_until,omitzero"`
 }
 
-// NextSlot is the slot the next ticket in line would get at now.
-func NextSlot(clock time.Time, interval time.Duration, now time.Time) time.Time {
-	if clock.IsZero() {
+// NextSlot is the slot the next ticket in line would get at now: one
+// interval after the last line slot and after the theoretical last start,
+// and not before now.
+func NextSlot(s State, interval time.Duration, now time.Time) time.Time {
+	last := later(s.Clock, s.LastStart)
+	if last.IsZero() {
 		return now
 	}
-	return later(clock.Add(interval), now)
+	return later(last.Add(interval), now)
 }
 
 // Take hands out n tickets of which the first line take a place in the line
@@ -38,7 +52,7 @@ func Take(s State, n, line int, interval time.Duration, now time.Time) (next Sta
 	first = s.Ticket + 1
 	s.Ticket += int64(n)
 	if line > 0 {
-		firstSlot = NextSlot(s.Clock, interval, now)
+		firstSlot = NextSlot(s, interval, now)
 		s.Clock = firstSlot.Add(time.Duration(line-1) * interval)
 	}
 	return s, first, firstSlot
@@ -51,11 +65,11 @@ type Verdict int
 const (
 	// Start: the ticket may start now.
 	Start Verdict = iota
-	// Early: the last start was less than interval−skew ago; try again at
-	// the time Gate returns.
+	// Early: the gate opens later (LastStart + interval − skew); try again
+	// at the time Gate returns.
 	Early
-	// Passed: the queue started this ticket or a later one already; the
-	// job must take a new ticket.
+	// Passed: the queue started a later ticket already; the job must take
+	// a new ticket.
 	Passed
 	// Paused: the queue is paused; the job must be parked.
 	Paused
@@ -75,13 +89,20 @@ func (v Verdict) String() string {
 	return "unknown"
 }
 
-// Gate decides whether ticket may start at now. For Early it also returns
-// the earliest time the gate would open.
+// Gate decides whether ticket may pass the gate at now. For Early it also
+// returns the earliest time the gate would open.
+//
+// A ticket equal to Current passes again (when the gate is open): the gate
+// and the claim of the job are two writes, and a worker that crashed
+// between them leaves the queue at the ticket and the job queued; the
+// job's next delivery goes through the gate again, which costs the queue
+// one more interval but keeps the spacing. The engine reads the job before
+// it does that, so a duplicate of a message whose job was claimed does not.
 func Gate(s State, ticket int64, interval, skew time.Duration, now time.Time) (Verdict, time.Time) {
 	switch {
 	case s.Paused:
 		return Paused, time.Time{}
-	case ticket <= s.Current:
+	case ticket < s.Current:
 		return Passed, time.Time{}
 	}
 	if !s.LastStart.IsZero() {
@@ -93,14 +114,16 @@ func Gate(s State, ticket int64, interval, skew time.Duration, now time.Time) (V
 	return Start, time.Time{}
 }
 
-// Started returns the state after ticket started at now: current and the
-// last start move to it, and the slot clock is raised to now if it lagged
-// (a scheduled job started after the line ran dry), so that the next line
-// slot is at least one interval after this start.
-func Started(s State, ticket int64, now time.Time) State {
+// Started returns the state after ticket passed the gate at now: current
+// moves to the ticket and the theoretical last start to
+// max(LastStart + interval, now). The first start of a queue sets it to now.
+func Started(s State, ticket int64, interval time.Duration, now time.Time) State {
 	s.Current = max(s.Current, ticket)
-	s.LastStart = later(s.LastStart, now)
-	s.Clock = later(s.Clock, now)
+	if s.LastStart.IsZero() {
+		s.LastStart = now
+	} else {
+		s.LastStart = later(s.LastStart.Add(interval), now)
+	}
 	return s
 }
 

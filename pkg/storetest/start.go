@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -27,8 +30,8 @@ func lineUp(t *testing.T, st engine.State, n int) (string, []job.Job) {
 	return name, jobs
 }
 
-func startReq(j job.Job, now time.Time) engine.StartRequest {
-	return engine.StartRequest{Key: job.Key{Queue: j.Queue, ID: j.ID}, From: j.Version(), Interval: interval, Now: now}
+func gateReq(queue string, ticket int64, now time.Time) engine.GateRequest {
+	return engine.GateRequest{Queue: queue, Ticket: ticket, Interval: interval, Now: now}
 }
 
 // wantGate checks that err is a *engine.GateError with verdict v.
@@ -48,171 +51,161 @@ func wantGate(t *testing.T, what string, err error, v slot.Verdict) *engine.Gate
 func wantUnchanged(t *testing.T, st engine.State, j job.Job) {
 	t.Helper()
 	if d := diffJob(getJob(t, st, j.Queue, j.ID), j); d != "" {
-		t.Errorf("job %s changed by a refused start: %s", j.ID, d)
+		t.Errorf("job %s changed: %s", j.ID, d)
 	}
 }
 
-func testStart(t *testing.T, newState func(t *testing.T) engine.State) {
-	t.Run("Starts", func(t *testing.T) {
+// claim moves j from queued to running at now, as the engine does after
+// the gate.
+func claim(ctx context.Context, st engine.State, j job.Job, now time.Time) error {
+	from := j.Version()
+	j.Status, j.StartedAt = job.Running, now
+	return st.UpdateJob(ctx, j, from)
+}
+
+func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
+	t.Run("Passes", func(t *testing.T) {
 		st := newState(t)
-		name, jobs := lineUp(t, st, 2) // slots base, base+1s; clock base+1s
-		now := at(200 * time.Millisecond)
-		s, err := st.Start(t.Context(), startReq(jobs[0], now))
+		name, jobs := lineUp(t, st, 3) // slots base, +1s, +2s; clock base+2s
+		s, err := st.Gate(t.Context(), gateReq(name, 1, at(200*time.Millisecond)))
 		if err != nil {
-			t.Fatalf("Start: %v", err)
+			t.Fatalf("Gate: %v", err)
 		}
-		want := slot.State{Ticket: 2, Current: 1, Clock: at(interval), LastStart: now}
-		wantState(t, "Start's state", s, want)
+		want := slot.State{Ticket: 3, Current: 1, Clock: at(2 * interval), LastStart: at(200 * time.Millisecond)}
+		wantState(t, "Gate's state", s, want)
 		wantState(t, "stored state", getQueue(t, st, name).State, want)
-		running := jobs[0]
-		running.Status, running.StartedAt = job.Running, now
-		if d := diffJob(getJob(t, st, name, running.ID), running); d != "" {
-			t.Errorf("started job: %s", d)
-		}
-
-		// A late start raises a lagging clock to now.
-		late := at(5 * time.Second)
-		s, err = st.Start(t.Context(), startReq(jobs[1], late))
-		if err != nil {
-			t.Fatalf("late Start: %v", err)
-		}
-		wantState(t, "late Start's state", s, slot.State{Ticket: 2, Current: 2, Clock: late, LastStart: late})
-	})
-
-	t.Run("ConflictBeatsGate", func(t *testing.T) {
-		st := newState(t)
-		ctx := t.Context()
-		name, jobs := lineUp(t, st, 1)
-		if _, err := st.Pause(ctx, name, time.Time{}); err != nil {
-			t.Fatal(err)
-		}
-		cases := []struct {
-			name string
-			from job.Version
-		}{
-			{"OtherTicket", job.Version{Status: job.Queued, Ticket: 9, Attempt: 1}},
-			{"OtherAttempt", job.Version{Status: job.Queued, Ticket: 1, Attempt: 2}},
-			{"OtherStatus", job.Version{Status: job.Parked, Ticket: 1, Attempt: 1}},
-		}
-		for _, c := range cases {
-			r := startReq(jobs[0], base)
-			r.From = c.from
-			_, err := st.Start(ctx, r)
-			wantErr(t, c.name, err, engine.ErrConflict)
-		}
+		// The gate touches the queue alone; the claim is the job's write.
 		wantUnchanged(t, st, jobs[0])
-		if s := getQueue(t, st, name).State; s.Current != 0 || !s.LastStart.IsZero() {
-			t.Errorf("queue moved by refused starts: %+v", s)
-		}
 
-		r := startReq(jobs[0], base)
-		r.Key.ID = "missing"
-		_, err := st.Start(ctx, r)
-		wantErr(t, "missing job", err, engine.ErrJobNotFound)
+		// The theoretical last start: a start within skew of it moves it
+		// by one interval, not to now.
+		r := gateReq(name, 2, at(1100*time.Millisecond))
+		r.Skew = 200 * time.Millisecond
+		if s, err = st.Gate(t.Context(), r); err != nil {
+			t.Fatalf("Gate within skew: %v", err)
+		}
+		wantState(t, "state after an early start", s, slot.State{Ticket: 3, Current: 2, Clock: at(2 * interval), LastStart: at(1200 * time.Millisecond)})
+
+		// A late start moves it to now.
+		late := at(9 * time.Second)
+		if s, err = st.Gate(t.Context(), gateReq(name, 3, late)); err != nil {
+			t.Fatalf("late Gate: %v", err)
+		}
+		wantState(t, "state after a late start", s, slot.State{Ticket: 3, Current: 3, Clock: at(2 * interval), LastStart: late})
 	})
 
-	t.Run("NotQueued", func(t *testing.T) {
+	t.Run("QueueNotFound", func(t *testing.T) {
 		st := newState(t)
-		name := newQueue(t, st, interval)
-		take(t, st, name, 1, 1, base)
-		parked := newJob(name, "parked", 1, job.Parked)
-		createJobs(t, st, parked)
-		_, err := st.Start(t.Context(), startReq(parked, base))
-		wantErr(t, "Start of a parked job at its version", err, engine.ErrConflict)
-		wantUnchanged(t, st, parked)
+		_, err := st.Gate(t.Context(), gateReq(queueName(t), 1, base))
+		wantErr(t, "Gate of a missing queue", err, engine.ErrQueueNotFound)
 	})
 
 	t.Run("IntervalChanged", func(t *testing.T) {
 		st := newState(t)
-		_, jobs := lineUp(t, st, 1)
-		r := startReq(jobs[0], base)
+		name, _ := lineUp(t, st, 1)
+		r := gateReq(name, 1, base)
 		r.Interval = 2 * interval
-		_, err := st.Start(t.Context(), r)
-		wantErr(t, "Start with a stale interval", err, engine.ErrIntervalChanged)
-		wantUnchanged(t, st, jobs[0])
+		_, err := st.Gate(t.Context(), r)
+		wantErr(t, "Gate with a stale interval", err, engine.ErrIntervalChanged)
+		wantState(t, "state after a refused gate", getQueue(t, st, name).State, lineState(1, 0, base))
 	})
 
 	t.Run("Early", func(t *testing.T) {
 		st := newState(t)
 		ctx := t.Context()
-		name, jobs := lineUp(t, st, 3)
-		if _, err := st.Start(ctx, startReq(jobs[0], base)); err != nil {
+		name, _ := lineUp(t, st, 3)
+		if _, err := st.Gate(ctx, gateReq(name, 1, base)); err != nil {
 			t.Fatal(err)
 		}
-		_, err := st.Start(ctx, startReq(jobs[1], at(400*time.Millisecond)))
-		ge := wantGate(t, "Start 400ms after the last", err, slot.Early)
+		_, err := st.Gate(ctx, gateReq(name, 2, at(400*time.Millisecond)))
+		ge := wantGate(t, "Gate 400ms after the last", err, slot.Early)
 		if !ge.OpenAt.Equal(at(interval)) {
 			t.Errorf("OpenAt = %v, want %v", ge.OpenAt, at(interval))
 		}
 		if ge.State.Current != 1 || !ge.State.LastStart.Equal(base) {
 			t.Errorf("GateError.State = %+v, want current 1, last start %v", ge.State, base)
 		}
-		wantUnchanged(t, st, jobs[1])
 		if s := getQueue(t, st, name).State; s.Current != 1 || !s.LastStart.Equal(base) {
-			t.Errorf("queue moved by an early start: %+v", s)
+			t.Errorf("queue moved by an early gate: %+v", s)
 		}
 
 		// With skew the gate opens at last start + interval − skew.
-		r := startReq(jobs[1], at(600*time.Millisecond))
+		r := gateReq(name, 2, at(600*time.Millisecond))
 		r.Skew = 300 * time.Millisecond
-		_, err = st.Start(ctx, r)
-		ge = wantGate(t, "Start with skew", err, slot.Early)
+		_, err = st.Gate(ctx, r)
+		ge = wantGate(t, "Gate with skew", err, slot.Early)
 		if want := at(700 * time.Millisecond); !ge.OpenAt.Equal(want) {
 			t.Errorf("OpenAt with skew = %v, want %v", ge.OpenAt, want)
 		}
 		r.Now = at(700 * time.Millisecond)
-		if _, err := st.Start(ctx, r); err != nil {
-			t.Errorf("Start at OpenAt: %v", err)
+		if _, err := st.Gate(ctx, r); err != nil {
+			t.Errorf("Gate at OpenAt: %v", err)
 		}
 	})
 
 	t.Run("Passed", func(t *testing.T) {
 		st := newState(t)
 		ctx := t.Context()
-		_, jobs := lineUp(t, st, 2)
-		if _, err := st.Start(ctx, startReq(jobs[1], base)); err != nil {
+		name, _ := lineUp(t, st, 2)
+		if _, err := st.Gate(ctx, gateReq(name, 2, base)); err != nil {
 			t.Fatal(err)
 		}
-		_, err := st.Start(ctx, startReq(jobs[0], at(time.Minute)))
-		ge := wantGate(t, "Start of a passed ticket", err, slot.Passed)
+		_, err := st.Gate(ctx, gateReq(name, 1, at(time.Minute)))
+		ge := wantGate(t, "Gate of a passed ticket", err, slot.Passed)
 		if ge.State.Current != 2 {
 			t.Errorf("GateError.State.Current = %d, want 2", ge.State.Current)
 		}
-		wantUnchanged(t, st, jobs[0])
+	})
+
+	// A worker that passed the gate and died before its claim leaves the
+	// queue at its ticket; the next delivery passes again, one interval on.
+	t.Run("SameTicketAgain", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name, _ := lineUp(t, st, 2)
+		if _, err := st.Gate(ctx, gateReq(name, 1, base)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := st.Gate(ctx, gateReq(name, 1, at(500*time.Millisecond)))
+		wantGate(t, "the same ticket within the interval", err, slot.Early)
+		s, err := st.Gate(ctx, gateReq(name, 1, at(interval)))
+		if err != nil {
+			t.Fatalf("the same ticket after the interval: %v", err)
+		}
+		wantState(t, "state", s, slot.State{Ticket: 2, Current: 1, Clock: at(interval), LastStart: at(interval)})
 	})
 
 	t.Run("Paused", func(t *testing.T) {
 		st := newState(t)
 		ctx := t.Context()
-		name, jobs := lineUp(t, st, 1)
+		name, _ := lineUp(t, st, 1)
 		if _, err := st.Pause(ctx, name, at(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		_, err := st.Start(ctx, startReq(jobs[0], base))
-		ge := wantGate(t, "Start on a paused queue", err, slot.Paused)
+		_, err := st.Gate(ctx, gateReq(name, 1, base))
+		ge := wantGate(t, "Gate on a paused queue", err, slot.Paused)
 		if !ge.State.Paused {
 			t.Errorf("GateError.State.Paused = false")
 		}
-		wantUnchanged(t, st, jobs[0])
 		if ok, err := st.Unpause(ctx, name, time.Time{}); err != nil || !ok {
 			t.Fatalf("Unpause = %v, %v", ok, err)
 		}
-		if _, err := st.Start(ctx, startReq(jobs[0], base)); err != nil {
-			t.Errorf("Start after Unpause: %v", err)
+		if _, err := st.Gate(ctx, gateReq(name, 1, base)); err != nil {
+			t.Errorf("Gate after Unpause: %v", err)
 		}
 	})
 
 	// Many workers hold envelopes of one queue at once: the gate lets one
 	// through, whichever tickets they carry.
-	concurrent := func(t *testing.T, st engine.State, name string, jobs []job.Job) {
+	concurrent := func(t *testing.T, st engine.State, name string, tickets []int64) {
 		t.Helper()
-		errs := make([]error, len(jobs))
+		errs := make([]error, len(tickets))
 		var wg sync.WaitGroup
 		ready := make(chan struct{})
-		for i := range jobs {
+		for i := range tickets {
 			wg.Go(func() {
 				<-ready
-				_, errs[i] = st.Start(t.Context(), startReq(jobs[i], base))
+				_, errs[i] = st.Gate(t.Context(), gateReq(name, tickets[i], base))
 			})
 		}
 		close(ready)
@@ -222,51 +215,44 @@ func testStart(t *testing.T, newState func(t *testing.T) engine.State) {
 			var ge *engine.GateError
 			switch {
 			case err == nil && winner >= 0:
-				t.Errorf("jobs %s and %s both started", jobs[winner].ID, jobs[i].ID)
+				t.Errorf("tickets %d and %d both passed the gate", tickets[winner], tickets[i])
 			case err == nil:
 				winner = i
 			case !errors.As(err, &ge):
-				t.Errorf("job %s: got %v, want a gate error", jobs[i].ID, err)
+				t.Errorf("ticket %d: got %v, want a gate error", tickets[i], err)
 			}
 		}
 		if winner < 0 {
-			t.Fatalf("no start won")
+			t.Fatalf("no gate passed")
 		}
-		if s := getQueue(t, st, name).State; s.Current != jobs[winner].Ticket || !s.LastStart.Equal(base) {
-			t.Errorf("state after the race: %+v, want current %d", s, jobs[winner].Ticket)
-		}
-		running := 0
-		for _, j := range jobs {
-			if getJob(t, st, j.Queue, j.ID).Status == job.Running {
-				running++
-			}
-		}
-		if running != 1 {
-			t.Errorf("%d jobs running, want 1", running)
+		if s := getQueue(t, st, name).State; s.Current != tickets[winner] || !s.LastStart.Equal(base) {
+			t.Errorf("state after the race: %+v, want current %d", s, tickets[winner])
 		}
 	}
 
 	t.Run("ConcurrentTickets", func(t *testing.T) {
 		st := newState(t)
 		name, jobs := lineUp(t, st, 50)
-		concurrent(t, st, name, jobs)
+		concurrent(t, st, name, slices.Collect(func(yield func(int64) bool) {
+			for _, j := range jobs {
+				if !yield(j.Ticket) {
+					return
+				}
+			}
+		}))
 	})
 
 	t.Run("ConcurrentSameTicket", func(t *testing.T) {
 		st := newState(t)
-		name := newQueue(t, st, interval)
-		take(t, st, name, 1, 1, base)
-		jobs := make([]job.Job, 50)
-		for i := range jobs {
-			jobs[i] = newJob(name, fmt.Sprintf("j%03d", i), 1, job.Queued)
-		}
-		createJobs(t, st, jobs...)
-		concurrent(t, st, name, jobs)
+		name, _ := lineUp(t, st, 1)
+		concurrent(t, st, name, slices.Repeat([]int64{1}, 50))
 	})
 
-	t.Run("DuplicateDelivery", func(t *testing.T) {
+	// Duplicate deliveries of one message that all passed the gate (the
+	// same ticket may pass again): one claim wins.
+	t.Run("ConcurrentClaim", func(t *testing.T) {
 		st := newState(t)
-		name, jobs := lineUp(t, st, 1)
+		_, jobs := lineUp(t, st, 1)
 		const copies = 20
 		errs := make([]error, copies)
 		var wg sync.WaitGroup
@@ -274,7 +260,7 @@ func testStart(t *testing.T, newState func(t *testing.T) engine.State) {
 		for i := range copies {
 			wg.Go(func() {
 				<-ready
-				_, errs[i] = st.Start(t.Context(), startReq(jobs[0], base))
+				errs[i] = claim(t.Context(), st, jobs[0], base)
 			})
 		}
 		close(ready)
@@ -289,10 +275,65 @@ func testStart(t *testing.T, newState func(t *testing.T) engine.State) {
 			}
 		}
 		if wins != 1 {
-			t.Errorf("%d copies started the job, want 1", wins)
+			t.Errorf("%d copies claimed the job, want 1", wins)
 		}
-		if s := getQueue(t, st, name).State; s.Current != 1 {
-			t.Errorf("Current = %d, want 1", s.Current)
+		if j := getJob(t, st, jobs[0].Queue, jobs[0].ID); j.Status != job.Running || !j.StartedAt.Equal(base) {
+			t.Errorf("claimed job: status %s, started %v", j.Status, j.StartedAt)
+		}
+	})
+
+	// design.md §5.3 in its window form, with real concurrency: workers
+	// whose clocks run on their own try the gate over and over; whatever
+	// the interleaving, any two passes i < j (in pass order) are at least
+	// (j − i)·interval − skew apart.
+	t.Run("ConcurrentWindow", func(t *testing.T) {
+		st := newState(t)
+		name, _ := lineUp(t, st, 1)
+		const (
+			workers = 6
+			tries   = 60
+			skew    = 150 * time.Millisecond
+		)
+		var mu sync.Mutex
+		var passes []time.Time
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				rnd := rand.New(rand.NewPCG(uint64(w), 1))
+				now := base
+				var ticket int64 = 1
+				for range tries {
+					now = now.Add(time.Duration(rnd.IntN(700)) * time.Millisecond)
+					r := gateReq(name, ticket, now)
+					r.Skew = skew
+					s, err := st.Gate(t.Context(), r)
+					var ge *engine.GateError
+					switch {
+					case err == nil:
+						mu.Lock()
+						passes = append(passes, now)
+						mu.Unlock()
+						ticket = s.Current + 1
+					case errors.As(err, &ge):
+						ticket = ge.State.Current + 1
+					default:
+						t.Errorf("worker %d: %v", w, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if len(passes) < 10 {
+			t.Fatalf("only %d passes", len(passes))
+		}
+		slices.SortFunc(passes, func(a, b time.Time) int { return a.Compare(b) })
+		for i := range passes {
+			for j := i + 1; j < len(passes); j++ {
+				if gap, least := passes[j].Sub(passes[i]), time.Duration(j-i)*interval-skew; gap < least {
+					t.Fatalf("passes %d and %d are %v apart, want ≥ %v", i, j, gap, least)
+				}
+			}
 		}
 	})
 }

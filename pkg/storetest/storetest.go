@@ -31,7 +31,7 @@ import (
 func Run(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Queue", func(t *testing.T) { testQueue(t, newState) })
 	t.Run("Take", func(t *testing.T) { testTake(t, newState) })
-	t.Run("Start", func(t *testing.T) { testStart(t, newState) })
+	t.Run("Gate", func(t *testing.T) { testGate(t, newState) })
 	t.Run("Jobs", func(t *testing.T) { testJobs(t, newState) })
 }
 

@@ -32,13 +32,24 @@ func Gaps(starts []Start) []time.Duration {
 	return gaps
 }
 
-// Violations counts the gaps shorter than interval − skew: starts closer
-// together than design.md §5.3 allows.
-func Violations(gaps []time.Duration, interval, skew time.Duration) int {
+// Violations counts the starts j that break design.md §5.3 in its window
+// form against some earlier start i: start_j − start_i < (j − i)·interval −
+// skew. For neighbours that is a gap shorter than interval − skew; for
+// longer runs it is a burst above one start per interval. The times must
+// be in start order.
+//
+// With u_k = start_k − k·interval the rule reads u_j ≥ u_i − skew for all
+// i < j, so one pass that keeps the largest u so far finds every j.
+func Violations(at []time.Time, interval, skew time.Duration) int {
 	n := 0
-	for _, g := range gaps {
-		if g < interval-skew {
+	var top time.Time
+	for k, t := range at {
+		u := t.Add(-time.Duration(k) * interval)
+		if k > 0 && u.Before(top.Add(-skew)) {
 			n++
+		}
+		if k == 0 || u.After(top) {
+			top = u
 		}
 	}
 	return n
@@ -85,7 +96,8 @@ type Summary struct {
 	LatenessP50, LatenessP99, LatenessMax time.Duration
 	// Inversions counts starts of a lower ticket after a higher one.
 	Inversions int
-	// Violations counts consecutive starts closer than Interval − Skew.
+	// Violations counts starts that break the spacing guarantee in its
+	// window form (see Violations).
 	Violations int
 	// Makespan is last start − first start; Ideal is (n−1)·Interval, the
 	// least it can be.
@@ -121,7 +133,11 @@ func Summarize(starts []Start, interval, skew time.Duration) Summary {
 	sum.LatenessP99 = Percentile(late, 99)
 	sum.LatenessMax = slices.Max(late)
 	sum.Inversions = Inversions(s)
-	sum.Violations = Violations(gaps, interval, skew)
+	at := make([]time.Time, len(s))
+	for i, st := range s {
+		at[i] = st.At
+	}
+	sum.Violations = Violations(at, interval, skew)
 	sum.Makespan = s[len(s)-1].At.Sub(s[0].At)
 	sum.Ideal = time.Duration(len(s)-1) * interval
 	return sum

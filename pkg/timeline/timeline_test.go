@@ -85,21 +85,33 @@ func TestInversions(t *testing.T) {
 }
 
 func TestViolations(t *testing.T) {
+	// starts turns offsets in ms into times.
+	starts := func(offs ...float64) []time.Time {
+		out := make([]time.Time, len(offs))
+		for i, o := range offs {
+			out[i] = t0.Add(ms(o))
+		}
+		return out
+	}
 	tests := []struct {
 		name           string
-		gaps           []time.Duration
+		at             []time.Time
 		interval, skew time.Duration
 		want           int
 	}{
-		{"exact interval is fine", []time.Duration{ms(10), ms(10)}, ms(10), 0, 0},
-		{"one short", []time.Duration{ms(10), ms(9.999)}, ms(10), 0, 1},
-		{"skew allows a little", []time.Duration{ms(9.5), ms(9)}, ms(10), ms(1), 0},
-		{"beyond skew", []time.Duration{ms(8.9)}, ms(10), ms(1), 1},
+		{"exact interval is fine", starts(0, 10, 20), ms(10), 0, 0},
+		{"one short", starts(0, 10, 19.999), ms(10), 0, 1},
+		{"skew allows a little", starts(0, 9.5, 19), ms(10), ms(1), 0},
+		{"beyond skew", starts(0, 8.9), ms(10), ms(1), 1},
+		{"a late start, then on time again", starts(0, 25, 35, 45), ms(10), 0, 0},
+		// Each gap is within skew of the interval, but the run is a
+		// burst: four starts in 27 ms where 30 − skew = 29 is the least.
+		{"a burst of neighbours each within skew", starts(0, 9, 18, 27), ms(10), ms(1), 2},
 		{"none", nil, ms(10), 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Violations(tt.gaps, tt.interval, tt.skew); got != tt.want {
+			if got := Violations(tt.at, tt.interval, tt.skew); got != tt.want {
 				t.Errorf("Violations = %d, want %d", got, tt.want)
 			}
 		})
