@@ -61,9 +61,8 @@ func TestMissingTable(t *testing.T) {
 			_, err := st.Take(ctx, engine.TakeRequest{Queue: "q", N: 1, Line: 1, Interval: time.Second, Now: base})
 			return err
 		},
-		"Start": func() error {
-			j := queuedJob("q", "a", 1)
-			_, err := st.Start(ctx, engine.StartRequest{Key: job.Key{Queue: "q", ID: "a"}, From: j.Version(), Interval: time.Second, Now: base})
+		"Gate": func() error {
+			_, err := st.Gate(ctx, engine.GateRequest{Queue: "q", Ticket: 1, Interval: time.Second, Now: base})
 			return err
 		},
 		"CreateJobs": func() error {
@@ -109,12 +108,12 @@ func TestConditionalFailures(t *testing.T) {
 	if _, err := st.CreateJobs(ctx, []job.Job{a, b, c, p}); err != nil {
 		t.Fatal(err)
 	}
-	start := func(j job.Job, from job.Version, now time.Time) error {
-		_, err := st.Start(ctx, engine.StartRequest{Key: job.Key{Queue: j.Queue, ID: j.ID}, From: from, Interval: time.Second, Now: now})
+	start := func(j job.Job, now time.Time) error {
+		_, err := st.Gate(ctx, engine.GateRequest{Queue: j.Queue, Ticket: j.Ticket, Interval: time.Second, Now: now})
 		return err
 	}
-	if err := start(b, b.Version(), base); err != nil {
-		t.Fatalf("Start(b): %v", err)
+	if err := start(b, base); err != nil {
+		t.Fatalf("Gate(b): %v", err)
 	}
 	moved := a.Version()
 	moved.Attempt = 2
@@ -136,14 +135,12 @@ func TestConditionalFailures(t *testing.T) {
 			_, err := st.Take(ctx, engine.TakeRequest{Queue: "q", N: 1, Line: 0, Interval: 2 * time.Second, Now: base})
 			return err
 		}, engine.ErrIntervalChanged, 0},
-		{"Start no job", func() error { zz := queuedJob("q", "zz", 9); return start(zz, zz.Version(), base) }, engine.ErrJobNotFound, 0},
-		{"Start wrong version", func() error { return start(a, moved, base.Add(time.Hour)) }, engine.ErrConflict, 0},
-		{"Start running job", func() error { return start(b, b.Version(), base.Add(time.Hour)) }, engine.ErrConflict, 0},
-		{"Start passed", func() error { return start(a, a.Version(), base.Add(time.Hour)) }, nil, slot.Passed},
-		{"Start early", func() error { return start(c, c.Version(), base.Add(500*time.Millisecond)) }, nil, slot.Early},
-		{"Start paused", func() error { return start(p, p.Version(), base) }, nil, slot.Paused},
-		{"Start interval changed", func() error {
-			_, err := st.Start(ctx, engine.StartRequest{Key: job.Key{Queue: "q", ID: "c"}, From: c.Version(), Interval: 2 * time.Second, Now: base.Add(time.Hour)})
+		{"Gate no queue", func() error { return start(queuedJob("nope", "zz", 1), base) }, engine.ErrQueueNotFound, 0},
+		{"Gate passed", func() error { return start(a, base.Add(time.Hour)) }, nil, slot.Passed},
+		{"Gate early", func() error { return start(c, base.Add(500*time.Millisecond)) }, nil, slot.Early},
+		{"Gate paused", func() error { return start(p, base) }, nil, slot.Paused},
+		{"Gate interval changed", func() error {
+			_, err := st.Gate(ctx, engine.GateRequest{Queue: "q", Ticket: 3, Interval: 2 * time.Second, Now: base.Add(time.Hour)})
 			return err
 		}, engine.ErrIntervalChanged, 0},
 		{"UpdateJob conflict", func() error { return st.UpdateJob(ctx, a, moved) }, engine.ErrConflict, 0},
@@ -171,8 +168,8 @@ func TestConditionalFailures(t *testing.T) {
 			}
 		})
 	}
-	if u := st.Usage(); u[dynamostore.OpStart].CondFailed == 0 {
-		t.Errorf("Usage()[start].CondFailed = 0 after refused starts")
+	if u := st.Usage(); u[dynamostore.OpGate].CondFailed == 0 {
+		t.Errorf("Usage()[gate].CondFailed = 0 after refused gates")
 	}
 }
 
@@ -319,8 +316,8 @@ func TestRetriedWriteAppliesOnce(t *testing.T) {
 			}
 		}
 	})
-	t.Run("StartAndUpdate", func(t *testing.T) {
-		st, l := setup(t, "TransactWriteItems")
+	t.Run("GateAndUpdate", func(t *testing.T) {
+		st, l := setup(t, "UpdateItem")
 		l.done.Store(true)
 		j := queuedJob("q", "a", 1)
 		if _, err := st.CreateJobs(t.Context(), []job.Job{j}); err != nil {
@@ -330,18 +327,22 @@ func TestRetriedWriteAppliesOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.done.Store(false)
-		s, err := st.Start(t.Context(), engine.StartRequest{Key: job.Key{Queue: "q", ID: "a"}, From: j.Version(), Interval: time.Second, Now: base})
+		s, err := st.Gate(t.Context(), engine.GateRequest{Queue: "q", Ticket: 1, Interval: time.Second, Now: base})
 		if err != nil {
-			t.Fatalf("Start with a lost answer: %v", err)
+			t.Fatalf("Gate with a lost answer: %v", err)
 		}
 		if s.Current != 1 || !s.LastStart.Equal(base) {
-			t.Errorf("state after start: %+v", s)
+			t.Errorf("state after the gate: %+v", s)
 		}
 
 		l.opName = "PutItem"
 		l.done.Store(false)
 		running := j
 		running.Status, running.StartedAt = job.Running, base
+		if err := st.UpdateJob(t.Context(), running, j.Version()); err != nil {
+			t.Fatalf("claim with a lost answer: %v", err)
+		}
+		l.done.Store(false)
 		done := running
 		done.Status, done.FinishedAt = job.Succeeded, base.Add(time.Second)
 		if err := st.UpdateJob(t.Context(), done, running.Version()); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -35,10 +34,6 @@ type Store struct {
 	table string
 	now   func() time.Time
 	meter meter
-	// clocks holds, per queue, a slot clock this store saw: a lower bound,
-	// since the clock only moves forward. It saves the write that would
-	// fail: Take's idle form on a busy line, Start's raise below it.
-	clocks sync.Map // queue name → time.Time
 }
 
 // New returns a Store on table, which must exist (see CreateTable).

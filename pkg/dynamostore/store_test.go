@@ -71,7 +71,7 @@ func TestState(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) engine.State { return st })
 
 	u := st.Usage()
-	for _, op := range []string{dynamostore.OpTake, dynamostore.OpStart, dynamostore.OpCreateJobs, dynamostore.OpGetJob} {
+	for _, op := range []string{dynamostore.OpTake, dynamostore.OpGate, dynamostore.OpCreateJobs, dynamostore.OpGetJob} {
 		if u[op].Calls == 0 {
 			t.Errorf("Usage()[%s].Calls = 0 after the suite", op)
 		}

@@ -1,18 +1,19 @@
 package dynamostore_test
 
 import (
+	"errors"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
 // TestTakeMatchesSlotTake drives one queue through a random walk of takes
-// (busy and idle, lagging clocks, scheduled-only batches) and starts, and
-// checks every answer against pkg/slot's rules applied to a model state.
+// (busy and idle, lagging clocks, scheduled-only batches) and gates (early,
+// late, within skew), and checks every answer against pkg/slot's rules
+// applied to a model state, whatever the hint the caller gives.
 func TestTakeMatchesSlotTake(t *testing.T) {
 	st := newStore(t)
 	ctx := t.Context()
@@ -21,7 +22,7 @@ func TestTakeMatchesSlotTake(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var model slot.State
 	now := base
-	for i := range 60 {
+	for i := range 120 {
 		// Mostly small steps (a busy line), sometimes a long pause (idle),
 		// sometimes a caller whose clock lags, and sub-millisecond times.
 		switch rng.IntN(6) {
@@ -32,32 +33,39 @@ func TestTakeMatchesSlotTake(t *testing.T) {
 		default:
 			now = now.Add(time.Duration(rng.IntN(400_000_000)))
 		}
-		if rng.IntN(4) == 0 && model.Ticket > model.Current {
-			ticket := model.Ticket
-			id := "j" + string(rune('A'+i%26)) + string(rune('a'+i/26))
-			j := job.Job{Queue: "walk", ID: id, Kind: "k", Status: job.Queued, Ticket: ticket, Attempt: 1}
-			if _, err := st.CreateJobs(ctx, []job.Job{j}); err != nil {
-				t.Fatal(err)
+		if rng.IntN(3) == 0 && model.Ticket > model.Current {
+			ticket := model.Current + 1 + rng.Int64N(model.Ticket-model.Current)
+			skew := time.Duration(rng.IntN(3)) * 40 * time.Millisecond
+			// The hint is sometimes right, sometimes stale or empty: the
+			// answer must not depend on it.
+			seen := model
+			if rng.IntN(3) == 0 {
+				seen = slot.State{}
 			}
-			got, err := st.Start(ctx, engine.StartRequest{Key: job.Key{Queue: "walk", ID: id}, From: j.Version(), Interval: iv, Now: now})
-			if v, _ := slot.Gate(model, ticket, iv, 0, now); v != slot.Start {
-				if err == nil {
-					t.Fatalf("step %d: Start passed a gate slot.Gate says %s to", i, v)
+			got, err := st.Gate(ctx, engine.GateRequest{Queue: "walk", Ticket: ticket, Interval: iv, Skew: skew, Now: now, Seen: seen})
+			if v, _ := slot.Gate(model, ticket, iv, skew, now); v != slot.Start {
+				var ge *engine.GateError
+				if !errors.As(err, &ge) || ge.Verdict != v {
+					t.Fatalf("step %d: Gate = %v; slot.Gate says %s", i, err, v)
 				}
 				continue
 			}
 			if err != nil {
-				t.Fatalf("step %d: Start: %v", i, err)
+				t.Fatalf("step %d: Gate: %v", i, err)
 			}
-			model = slot.Started(model, ticket, now)
+			model = slot.Started(model, ticket, iv, now)
 			if !sameState(got, model) {
-				t.Fatalf("step %d: Start state %+v, want %+v", i, got, model)
+				t.Fatalf("step %d: Gate state %+v, want %+v", i, got, model)
 			}
 			continue
 		}
 		n := 1 + rng.IntN(5)
 		line := rng.IntN(n + 1)
-		tk, err := st.Take(ctx, engine.TakeRequest{Queue: "walk", N: n, Line: line, Interval: iv, Now: now})
+		seen := model
+		if rng.IntN(3) == 0 {
+			seen = slot.State{}
+		}
+		tk, err := st.Take(ctx, engine.TakeRequest{Queue: "walk", N: n, Line: line, Interval: iv, Now: now, Seen: seen})
 		if err != nil {
 			t.Fatalf("step %d: Take: %v", i, err)
 		}

@@ -18,7 +18,7 @@ const (
 	OpUnpause     = "unpause"
 	OpDeleteQueue = "delete_queue"
 	OpTake        = "take"
-	OpStart       = "start"
+	OpGate        = "gate"
 	OpCreateJobs  = "create_jobs"
 	OpGetJob      = "get_job"
 	OpUpdateJob   = "update_job"

@@ -186,7 +186,7 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job, now time
 				line++
 			}
 		}
-		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Interval: iv, Now: now})
+		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Interval: iv, Now: now, Seen: q.State})
 		if errors.Is(err, ErrIntervalChanged) && try < 3 {
 			if *q, err = e.state.GetQueue(ctx, q.Name); err != nil {
 				return err

@@ -56,6 +56,10 @@ type TakeRequest struct {
 	Line     int
 	Interval time.Duration
 	Now      time.Time
+	// Seen is the queue state the caller read last, a hint only: a store
+	// whose atomic step comes in several conditional forms tries the one
+	// Seen says first. Zero is fine.
+	Seen slot.State
 }
 
 // Taken is a range of tickets [First, First+N) and, when Line > 0, the first
@@ -74,6 +78,9 @@ type GateRequest struct {
 	Interval time.Duration
 	Skew     time.Duration
 	Now      time.Time
+	// Seen is the queue state the caller read last, a hint as in
+	// TakeRequest.
+	Seen slot.State
 }
 
 // ListRequest lists jobs of one queue and status in ticket order.

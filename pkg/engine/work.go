@@ -73,7 +73,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			continue
 		}
 		st, err := e.state.Gate(ctx, GateRequest{
-			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now,
+			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now, Seen: q.State,
 		})
 		var gate *GateError
 		switch {
