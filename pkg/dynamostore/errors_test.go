@@ -292,11 +292,7 @@ func TestRetriedWriteAppliesOnce(t *testing.T) {
 	})
 	t.Run("CreateJobs", func(t *testing.T) {
 		for _, n := range []int{1, 3} {
-			opName := "PutItem"
-			if n > 1 {
-				opName = "TransactWriteItems"
-			}
-			st, _ := setup(t, opName)
+			st, _ := setup(t, "PutItem")
 			var jobs []job.Job
 			for i := range n {
 				jobs = append(jobs, queuedJob("q", string(rune('a'+i)), int64(i+1)))

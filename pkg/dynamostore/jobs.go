@@ -3,8 +3,10 @@ package dynamostore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -14,29 +16,19 @@ import (
 	"github.com/slotq/slotq/pkg/job"
 )
 
-// Limits of one TransactWriteItems call.
-const (
-	maxTxItems = 100
-	// maxTxBytes stays under the 4 MB a transaction may carry, with room
-	// for the attribute names and keys that jobSize does not count.
-	maxTxBytes = 3 << 20
-)
+// putConcurrency bounds the conditional PutItems CreateJobs has in flight.
+const putConcurrency = 16
 
 // defaultListLimit is ListJobs' cap when the request gives none.
 const defaultListLimit = 100
 
-// jobSize estimates a job item's size, for chunking transactions.
-func jobSize(j job.Job) int {
-	return 512 + len(j.Queue)*2 + len(j.ID)*2 + len(j.Kind) + len(j.Target) + len(j.Payload) + len(j.LastError)
-}
-
-// CreateJobs puts each job only if its key is free. Jobs go in
-// TransactWriteItems chunks (up to 100 items and about 3 MB); a chunk
-// cancelled because some keys exist drops those (created[i] = false) and
-// tries the rest again. A chunk of one is a plain conditional PutItem,
-// which costs half a transactional write. Chunks are not atomic together:
-// on an error, earlier chunks are stored, and a retry of the same call
-// reports them as existing.
+// CreateJobs puts each job only if its key is free, one conditional
+// PutItem per job, up to putConcurrency at once. Single puts cost half of
+// the same writes in a transaction, and a batch needs no atomicity: each
+// job stands on its own (its id makes it idempotent), so a retry of a call
+// that failed half-way reports the stored ones as existing. An existing
+// item that carries this call's write token was created by this call, in
+// an attempt the SDK retried after it had landed.
 func (s *Store) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) {
 	for i := range jobs {
 		if jobs[i].Queue == "" || jobs[i].ID == "" {
@@ -44,98 +36,39 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) 
 		}
 	}
 	created := make([]bool, len(jobs))
+	errs := make([]error, len(jobs))
 	tok := newToken()
-	for start := 0; start < len(jobs); {
-		end, size := start, 0
-		for end < len(jobs) && end-start < maxTxItems && (end == start || size+jobSize(jobs[end]) <= maxTxBytes) {
-			size += jobSize(jobs[end])
-			end++
-		}
-		idx := make([]int, 0, end-start)
-		for i := start; i < end; i++ {
-			idx = append(idx, i)
-		}
-		if err := s.createChunk(ctx, jobs, idx, created, tok); err != nil {
-			return nil, fmt.Errorf("create jobs: %w", err)
-		}
-		start = end
+	sem := make(chan struct{}, putConcurrency)
+	var wg sync.WaitGroup
+	for i := range jobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			created[i], errs[i] = s.createJob(ctx, jobs[i], tok)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("create jobs: %w", err)
 	}
 	return created, nil
 }
 
-// createChunk creates jobs[idx...] and marks what it created. An existing
-// item that carries tok was created by this call, in an attempt the SDK
-// retried after it had landed.
-func (s *Store) createChunk(ctx context.Context, jobs []job.Job, idx []int, created []bool, tok string) error {
+// createJob puts one job if its key is free, and reports whether it did.
+func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, error) {
 	e := newExpr()
 	cond := "attribute_not_exists(" + e.n(attrPK) + ")"
-	for attempt := 0; len(idx) > 0; {
-		if len(idx) == 1 {
-			j := jobs[idx[0]]
-			_, err := s.putItem(ctx, OpCreateJobs, &dynamodb.PutItemInput{
-				Item: jobItem(j, tok), ConditionExpression: &cond, ExpressionAttributeNames: e.names,
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			})
-			if old, ok := conditionFailed(err); ok {
-				created[idx[0]] = hasToken(old, tok)
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", job.Key{Queue: j.Queue, ID: j.ID}, err)
-			}
-			created[idx[0]] = true
-			return nil
-		}
-		items := make([]types.TransactWriteItem, len(idx))
-		for k, i := range idx {
-			items[k] = types.TransactWriteItem{Put: &types.Put{
-				TableName: &s.table, Item: jobItem(jobs[i], tok),
-				ConditionExpression: &cond, ExpressionAttributeNames: e.names,
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}}
-		}
-		err := s.transact(ctx, OpCreateJobs, items)
-		if err == nil {
-			for _, i := range idx {
-				created[i] = true
-			}
-			return nil
-		}
-		reasons, ok := cancelReasons(err)
-		if !ok {
-			return err
-		}
-		if len(reasons) != len(idx) {
-			return txError(err, reasons)
-		}
-		rest := idx[:0:0]
-		dropped, retry := false, false
-		for k, r := range reasons {
-			switch c := code(r); {
-			case c == reasonConditional:
-				dropped = true
-				created[idx[k]] = hasToken(r.Item, tok)
-			case c == reasonNone || c == "":
-				rest = append(rest, idx[k])
-			case transient(c):
-				retry = true
-				rest = append(rest, idx[k])
-			default:
-				return txError(err, reasons)
-			}
-		}
-		if !dropped {
-			if !retry || attempt >= maxTxRetries {
-				return txError(err, reasons)
-			}
-			if err := backoff(ctx, attempt); err != nil {
-				return err
-			}
-			attempt++
-		}
-		idx = rest
+	_, err := s.putItem(ctx, OpCreateJobs, &dynamodb.PutItemInput{
+		Item: jobItem(j, tok), ConditionExpression: &cond, ExpressionAttributeNames: e.names,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok := conditionFailed(err); ok {
+		return hasToken(old, tok), nil
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", j.Key(), err)
+	}
+	return true, nil
 }
 
 // GetJob reads a job strongly consistently. ErrJobNotFound, also for one
