@@ -206,7 +206,7 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 	accepted, err := produce(ctx, eng, cfg)
 	res.Enqueued = len(accepted)
 	if err == nil {
-		err = waitDone(ctx, eng, cfg.Queue)
+		err = waitDone(ctx, store, cfg.Queue)
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			err = nil // reported as unfinished jobs
 		}
@@ -277,17 +277,20 @@ func produce(ctx context.Context, eng *engine.Engine, cfg demoConfig) ([]string,
 	return accepted, errors.Join(errs...)
 }
 
-// waitDone polls the queue's stats until no job waits or runs. It polls
+// waitDone polls the store until every job of the queue is final. It polls
 // seldom: each poll takes the store's lock, which the gate needs too.
-func waitDone(ctx context.Context, eng *engine.Engine, queue string) error {
+func waitDone(ctx context.Context, store *memstore.Store, queue string) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		st, err := eng.Stats(ctx, queue)
-		if err != nil {
-			return err
+		done := true
+		for _, j := range store.Jobs(queue) {
+			if !j.Status.Final() {
+				done = false
+				break
+			}
 		}
-		if st.Depth == 0 && st.Running == 0 {
+		if done {
 			return nil
 		}
 		select {

@@ -52,12 +52,12 @@ func TestHandleSampleEvents(t *testing.T) {
 			}
 		}},
 		{"admin-stats.json", func(t *testing.T, r Response) {
-			if r.Stats == nil || r.Stats.Queued != 1 || r.Stats.State.Paused {
+			if r.Stats == nil || r.Stats.Waiting != 2 || r.Stats.Parked != 1 || r.Stats.State.Paused {
 				t.Errorf("stats %+v", r.Stats)
 			}
 		}},
 		{"admin-list.json", func(t *testing.T, r Response) {
-			if len(r.Jobs) != 1 || r.Jobs[0].ID != "welcome-42" {
+			if len(r.Jobs) != 1 || r.Jobs[0].ID != "digest-7" {
 				t.Errorf("jobs %+v", r.Jobs)
 			}
 		}},
@@ -72,7 +72,7 @@ func TestHandleSampleEvents(t *testing.T) {
 			}
 		}},
 		{"admin-purge.json", func(t *testing.T, r Response) {
-			if r.Cancelled == nil || *r.Cancelled != 0 {
+			if r.Cancelled == nil || *r.Cancelled != 2 { // tickets covered: the cancelled job's and the parked one
 				t.Errorf("cancelled %v", r.Cancelled)
 			}
 		}},
@@ -84,8 +84,14 @@ func TestHandleSampleEvents(t *testing.T) {
 	}
 	for _, s := range steps {
 		if s.event == "admin-stats.json" {
-			// A job for stats, list, get and cancel to find.
+			// A job for stats, get and cancel to find, and one parked
+			// for tomorrow for list.
 			_, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails", Job: &job.Spec{ID: "welcome-42", Kind: "send-email"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tomorrow := time.Now().Add(24 * time.Hour)
+			_, err = eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails", Job: &job.Spec{ID: "digest-7", Kind: "send-email", NotBefore: &tomorrow}})
 			if err != nil {
 				t.Fatal(err)
 			}

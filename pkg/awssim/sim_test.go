@@ -205,12 +205,14 @@ func runSim(t *testing.T, duplicate bool) simResult {
 		default:
 		}
 		left := 0
-		for _, s := range []job.Status{job.Queued, job.Parked, job.Running} {
-			n, err := store.CountJobs(ctx, queue, s)
+		for id := range res.accepted {
+			j, err := store.GetJob(ctx, job.Key{Queue: queue, ID: id})
 			if err != nil {
 				t.Fatal(err)
 			}
-			left += n
+			if !j.Status.Final() {
+				left++
+			}
 		}
 		if left == 0 {
 			break

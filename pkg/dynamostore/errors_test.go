@@ -74,7 +74,7 @@ func TestMissingTable(t *testing.T) {
 			return st.UpdateJob(ctx, j, j.Version())
 		},
 		"ListJobs": func() error {
-			_, err := st.ListJobs(ctx, engine.ListRequest{Queue: "q", Status: job.Queued})
+			_, err := st.ListJobs(ctx, engine.ListRequest{Queue: "q", Status: job.Parked})
 			return err
 		},
 		"ListQueues": func() error { _, err := st.ListQueues(ctx); return err },

@@ -30,6 +30,7 @@ const (
 	attrPausedUntil = "paused_until"
 	attrInterval    = "interval"
 	attrTakeClock   = "take_clock"
+	attrPurged      = "purged"
 
 	// On the state item and job items: the token of the last write, so
 	// that a write the SDK retried after it had landed is recognised.
@@ -268,6 +269,7 @@ func decodeState(m map[string]types.AttributeValue) (slot.State, time.Duration, 
 		LastStart:   it.time(attrLastStart),
 		Paused:      it.bool(attrPaused),
 		PausedUntil: it.time(attrPausedUntil),
+		Purged:      it.int(attrPurged),
 	}
 	iv := it.dur(attrInterval)
 	if it.err != nil {
@@ -326,7 +328,11 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	m[attrQueue] = str(j.Queue)
 	m[attrJobID] = str(j.ID)
 	m[attrStatus] = str(string(j.Status))
-	m[attrQueueStatus] = str(queueStatus(j.Queue, j.Status))
+	if j.Status.Listed() {
+		// The index is sparse: a job that runs without trouble never
+		// enters it, so it costs no index write (job.Status.Listed).
+		m[attrQueueStatus] = str(queueStatus(j.Queue, j.Status))
+	}
 	m[attrTicket] = num(j.Ticket)
 	m[attrAttempt] = num(int64(j.Attempt))
 	if j.Retickets != 0 {

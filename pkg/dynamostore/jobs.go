@@ -137,6 +137,9 @@ func (s *Store) unexpired(e *expr) string {
 // jobs, until it has r.Limit jobs or the index ends. The index is
 // eventually consistent: a change of a moment ago may not show yet.
 func (s *Store) ListJobs(ctx context.Context, r engine.ListRequest) ([]job.Job, error) {
+	if !r.Status.Listed() {
+		return nil, fmt.Errorf("list jobs %s/%s: %w", r.Queue, r.Status, engine.ErrNotListed)
+	}
 	limit := r.Limit
 	if limit <= 0 {
 		limit = defaultListLimit
@@ -182,6 +185,9 @@ func (s *Store) ListJobs(ctx context.Context, r engine.ListRequest) ([]job.Job, 
 // leaving out expired jobs. Each page reads up to 1 MB of index entries:
 // counting costs as much as listing.
 func (s *Store) CountJobs(ctx context.Context, queue string, status job.Status) (int, error) {
+	if !status.Listed() {
+		return 0, fmt.Errorf("count jobs %s/%s: %w", queue, status, engine.ErrNotListed)
+	}
 	n := 0
 	var start map[string]types.AttributeValue
 	for {

@@ -266,6 +266,30 @@ func (s *Store) Pause(ctx context.Context, name string, until time.Time) (slot.S
 	return st, nil
 }
 
+// Purge sets purged = ticket on the state item, one UpdateItem.
+// ErrQueueNotFound.
+func (s *Store) Purge(ctx context.Context, name string) (slot.State, error) {
+	e := newExpr()
+	out, err := s.updateItem(ctx, OpPurge, &dynamodb.UpdateItemInput{
+		Key:                      stateKey(name),
+		UpdateExpression:         aws.String("SET " + e.n(attrPurged) + " = " + e.n(attrTicket)),
+		ConditionExpression:      aws.String("attribute_exists(" + e.n(attrPK) + ")"),
+		ExpressionAttributeNames: e.names,
+		ReturnValues:             types.ReturnValueAllNew,
+	})
+	if _, ok := conditionFailed(err); ok {
+		return slot.State{}, notFound("purge", name)
+	}
+	if err != nil {
+		return slot.State{}, fmt.Errorf("purge %s: %w", name, err)
+	}
+	st, _, err := decodeState(out.Attributes)
+	if err != nil {
+		return slot.State{}, fmt.Errorf("purge %s: %w", name, err)
+	}
+	return st, nil
+}
+
 // Unpause clears the pause flag if it is set (and, with a non-zero
 // ifUntil, if PausedUntil is exactly that). ErrQueueNotFound.
 func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bool, error) {

@@ -159,8 +159,8 @@ func takeInput(r engine.TakeRequest, f takeForm, tok string) *dynamodb.UpdateIte
 
 // Gate applies slot.Gate and slot.Started with one conditional UpdateItem
 // on the queue's state item, and nothing else: no transaction, no second
-// write. The condition is the gate (interval unchanged, not paused,
-// current ≤ ticket, last_start ≤ now − interval + skew); the update sets
+// write. The condition is the gate (interval unchanged, not paused, not
+// purged, current ≤ ticket, last_start ≤ now − interval + skew); the update sets
 // current = ticket and moves last_start to max(last_start + interval, now)
 // by one of two forms, since one expression cannot take a maximum:
 //
@@ -226,6 +226,7 @@ func gateInput(r engine.GateRequest, busy bool, tok string) *dynamodb.UpdateItem
 	cond := e.n(attrInterval) + " = " + e.v(":iv", durNum(r.Interval)) +
 		" AND " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) +
 		" AND " + e.n(attrCurrent) + " <= " + e.v(":t", num(r.Ticket)) +
+		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < :t)" +
 		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")"
 	upd := "SET " + e.n(attrCurrent) + " = :t, " + wt + " = :tok, " + last + " = "
 	if busy {

@@ -17,6 +17,7 @@ const (
 	OpPause       = "pause"
 	OpUnpause     = "unpause"
 	OpDeleteQueue = "delete_queue"
+	OpPurge       = "purge"
 	OpTake        = "take"
 	OpGate        = "gate"
 	OpCreateJobs  = "create_jobs"

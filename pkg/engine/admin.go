@@ -105,30 +105,33 @@ func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error)
 	return e.resumeQueue(ctx, q)
 }
 
-// Purge cancels every waiting (queued or parked) job of the queue and
-// returns how many it cancelled. Their messages are dropped on delivery.
+// Purge cancels every waiting job of the queue: parked jobs now, queued
+// ones when they reach the gate (slot.Purged), so a purge is one write on
+// the queue however many jobs wait. It returns how many tickets it
+// covered that had not started (waiting jobs, and tickets whose job was
+// re-ticketed or cancelled before).
 func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 	q, err := e.Queue(ctx, name)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	for _, s := range []job.Status{job.Parked, job.Queued} {
-		jobs, err := e.listAll(ctx, name, s)
-		if err != nil {
-			return n, fmt.Errorf("purge %s: %w", name, err)
+	st, err := e.state.Purge(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("purge %s: %w", name, err)
+	}
+	parked, err := e.listAll(ctx, name, job.Parked)
+	if err != nil {
+		return 0, fmt.Errorf("purge %s: %w", name, err)
+	}
+	for _, j := range parked {
+		if j.Ticket > st.Purged {
+			continue // parked after the purge
 		}
-		for _, j := range jobs {
-			if err := e.cancel(ctx, q.Config, j); err != nil {
-				if errors.Is(err, ErrConflict) {
-					continue
-				}
-				return n, fmt.Errorf("purge %s: %w", name, err)
-			}
-			n++
+		if err := e.cancel(ctx, q.Config, j); err != nil && !errors.Is(err, ErrConflict) {
+			return 0, fmt.Errorf("purge %s: %w", name, err)
 		}
 	}
-	return n, nil
+	return int(max(0, st.Purged-st.Current)), nil
 }
 
 // DeleteQueue purges the queue and removes it. Finished job records stay
@@ -146,16 +149,20 @@ func (e *Engine) DeleteQueue(ctx context.Context, name string) (int, error) {
 
 // Stats describes a queue now.
 type Stats struct {
-	Queue   string      `json:"queue"`
-	Config  slot.Config `json:"config"`
-	State   slot.State  `json:"state"`
-	Queued  int         `json:"queued"`
-	Parked  int         `json:"parked"`
-	Running int         `json:"running"`
-	// Depth is every job not yet started: queued + parked.
-	Depth int `json:"depth"`
-	// Lag is now minus the slot of the oldest waiting job (0 if none is
-	// late): how far behind its schedule the queue is.
+	Queue  string      `json:"queue"`
+	Config slot.Config `json:"config"`
+	State  slot.State  `json:"state"`
+	// Waiting counts the tickets handed out that have not reached the gate
+	// (ticket − current, less those a purge covered): the jobs that wait,
+	// queued or parked, plus tickets left behind by re-tickets. An upper
+	// bound of the queue's depth, read from its counters alone.
+	Waiting int64 `json:"waiting"`
+	// Parked and Failed count jobs of those statuses (job.Status.Listed).
+	Parked int `json:"parked"`
+	Failed int `json:"failed"`
+	// Lag is how far the queue's starts trail its line: now (or the last
+	// line slot, if earlier) minus the theoretical next start, when jobs
+	// wait; 0 if the queue keeps its schedule.
 	Lag slot.Duration `json:"lag"`
 	// Backlog is how far ahead the line is booked: clock − now.
 	Backlog slot.Duration `json:"backlog"`
@@ -168,25 +175,26 @@ func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
 		return Stats{}, err
 	}
 	now := e.now()
-	s := Stats{Queue: name, Config: q.Config, State: q.State}
-	counts := map[job.Status]*int{job.Queued: &s.Queued, job.Parked: &s.Parked, job.Running: &s.Running}
-	for st, p := range counts {
-		if *p, err = e.state.CountJobs(ctx, name, st); err != nil {
-			return s, fmt.Errorf("stats %s: %w", name, err)
+	st := q.State
+	s := Stats{Queue: name, Config: q.Config, State: st}
+	s.Waiting = max(0, st.Ticket-max(st.Current, st.Purged))
+	if s.Parked, err = e.state.CountJobs(ctx, name, job.Parked); err != nil {
+		return s, fmt.Errorf("stats %s: %w", name, err)
+	}
+	if s.Failed, err = e.state.CountJobs(ctx, name, job.Failed); err != nil {
+		return s, fmt.Errorf("stats %s: %w", name, err)
+	}
+	if s.Waiting > 0 && !st.LastStart.IsZero() {
+		due := now
+		if st.Clock.Before(due) {
+			due = st.Clock
 		}
-		if st.Waiting() && *p > 0 {
-			oldest, err := e.state.ListJobs(ctx, ListRequest{Queue: name, Status: st, Limit: 1})
-			if err != nil {
-				return s, fmt.Errorf("stats %s: %w", name, err)
-			}
-			if len(oldest) == 1 {
-				s.Lag = max(s.Lag, slot.Duration(now.Sub(oldest[0].SlotAt)))
-			}
+		if lag := due.Sub(st.LastStart.Add(q.Config.Interval)); lag > 0 {
+			s.Lag = slot.Duration(lag)
 		}
 	}
-	s.Depth = s.Queued + s.Parked
-	if q.State.Clock.After(now) {
-		s.Backlog = slot.Duration(q.State.Clock.Sub(now))
+	if st.Clock.After(now) {
+		s.Backlog = slot.Duration(st.Clock.Sub(now))
 	}
 	return s, nil
 }
@@ -210,6 +218,10 @@ func (e *Engine) Jobs(ctx context.Context, r ListRequest) ([]job.Job, error) {
 	}
 	if !r.Status.Valid() {
 		return nil, slot.Invalid("invalid_status", "status", fmt.Sprintf("status %q is not one of %v", r.Status, job.Statuses))
+	}
+	if !r.Status.Listed() {
+		return nil, slot.Invalid("status_not_listed", "status",
+			fmt.Sprintf("jobs are listed by status parked or failed, not %q: a job that runs without trouble is never indexed (get it by id)", r.Status))
 	}
 	jobs, err := e.state.ListJobs(ctx, r)
 	if err != nil {

@@ -44,13 +44,16 @@ type Options struct {
 	// that was not created explicitly. Default false.
 	NoAutoCreate bool
 	// Lease is how long a running attempt may go without an outcome before
-	// Resume treats it as lost (its worker crashed) and retries it.
+	// a new delivery of its message treats it as lost (its worker died)
+	// and retries it. Set it to the worker's timeout plus a margin; the
+	// transport's visibility timeout decides when that delivery comes.
 	// Default 16m: the longest Lambda run plus a minute.
 	Lease time.Duration
-	// LostAfter is how long past its slot a queued job may go unstarted
-	// before Resume presumes its message lost and sends it again.
-	// Default 5m.
-	LostAfter time.Duration
+	// RecordGrace is how long after a message was sent Work waits for the
+	// job's record to catch up with it (see Work). It must exceed the time
+	// a writer takes from sending a message to writing its record,
+	// retries included. Default 20s.
+	RecordGrace time.Duration
 	// Margin is the time Work keeps in hand before its context deadline:
 	// a wait that would end later is handed back to the transport.
 	// Default 2s.
@@ -82,8 +85,8 @@ func New(o Options) *Engine {
 	if o.Lease == 0 {
 		o.Lease = 16 * time.Minute
 	}
-	if o.LostAfter == 0 {
-		o.LostAfter = 5 * time.Minute
+	if o.RecordGrace == 0 {
+		o.RecordGrace = 20 * time.Second
 	}
 	if o.Margin == 0 {
 		o.Margin = 2 * time.Second

@@ -83,20 +83,27 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	if err := e.assign(ctx, &q, fresh, now); err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
+	for _, j := range fresh {
+		e.place(j, q.State.Paused, now)
+	}
+	// The messages go first and the records after, so a stored queued job
+	// always has a message on its way: a crash between the two leaves
+	// messages whose job does not exist (dropped by the worker), never a
+	// job that waits for a message that will not come.
+	e.dispatch(ctx, fresh, now)
 	records := make([]job.Job, len(fresh))
 	for i, j := range fresh {
-		e.place(j, q.State.Paused, now)
 		records[i] = *j
 	}
 	created, err := e.state.CreateJobs(ctx, records)
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
-	var toSend []*job.Job
 	for k, j := range fresh {
 		if !created[k] {
 			// Lost a race with the same id: answer with the winner. The
-			// ticket this call took for it stays unused.
+			// ticket this call took for it stays unused, and its message
+			// is dropped as stale.
 			old, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: j.ID})
 			if err != nil {
 				return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
@@ -105,11 +112,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 			continue
 		}
 		res.Jobs[at[k]] = answer(j, q.State, false)
-		if j.Status == job.Queued {
-			toSend = append(toSend, j)
-		}
 	}
-	e.send(ctx, toSend, now)
 	e.log.DebugContext(ctx, "enqueued", "queue", q.Name, "jobs", len(fresh), "first_ticket", fresh[0].Ticket)
 	return res, nil
 }
@@ -236,16 +239,25 @@ func (e *Engine) place(j *job.Job, paused bool, now time.Time) {
 	}
 }
 
-// send hands queued jobs to the transport. A job the transport refuses is
-// parked as unsent, for Resume to send again; if even that fails, Resume
-// finds it as a lost queued job. Either way nothing is dropped.
-func (e *Engine) send(ctx context.Context, jobs []*job.Job, now time.Time) {
-	if len(jobs) == 0 {
+// dispatch sends the messages of the queued jobs among jobs, before their
+// records are written. A job whose message the transport refuses becomes
+// parked as unsent (in memory: the caller writes the record), and the
+// resume function sends it again.
+func (e *Engine) dispatch(ctx context.Context, jobs []*job.Job, now time.Time) {
+	var queued []*job.Job
+	for _, j := range jobs {
+		if j.Status == job.Queued {
+			queued = append(queued, j)
+		}
+	}
+	if len(queued) == 0 {
 		return
 	}
-	msgs := make([]Message, len(jobs))
-	for i, j := range jobs {
-		msgs[i] = Message{Envelope: j.Envelope(), Delay: max(0, j.SlotAt.Sub(now))}
+	msgs := make([]Message, len(queued))
+	for i, j := range queued {
+		env := j.Envelope()
+		env.SentAt = now
+		msgs[i] = Message{Envelope: env, Delay: max(0, j.SlotAt.Sub(now))}
 	}
 	err := e.transport.Send(ctx, msgs)
 	if err == nil {
@@ -256,20 +268,14 @@ func (e *Engine) send(ctx context.Context, jobs []*job.Job, now time.Time) {
 	if errors.As(err, &se) {
 		failed = se.Failed
 	} else {
-		for i := range jobs {
+		for i := range queued {
 			failed[i] = err
 		}
 	}
 	for i, cause := range failed {
-		j := jobs[i]
-		from := j.Version()
+		j := queued[i]
 		j.Status, j.ParkReason, j.DueAt = job.Parked, job.Unsent, now
-		if uerr := e.state.UpdateJob(ctx, *j, from); uerr != nil {
-			e.log.ErrorContext(ctx, "send failed and park failed; resume will resend",
-				"queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "error", cause, "park_error", uerr)
-			continue
-		}
-		e.log.WarnContext(ctx, "send failed; job parked for resume", "queue", j.Queue, "job_id", j.ID, "error", cause)
+		e.log.WarnContext(ctx, "send failed; job parked for resume", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "error", cause)
 	}
 }
 

@@ -19,26 +19,25 @@ type ResumeReport struct {
 	Reticketed int `json:"reticketed"`
 	// Released counts parked jobs sent to the transport.
 	Released int `json:"released"`
-	// Resent counts queued jobs whose message was presumed lost.
-	Resent int `json:"resent"`
-	// Recovered counts running attempts presumed lost with their worker.
-	Recovered int `json:"recovered"`
 }
 
 func (r *ResumeReport) add(o ResumeReport) {
 	r.Lifted += o.Lifted
 	r.Reticketed += o.Reticketed
 	r.Released += o.Released
-	r.Resent += o.Resent
-	r.Recovered += o.Recovered
 }
 
 // Resume is what the schedule calls, once a minute. Over every queue it
 // lifts pauses whose time has come, re-tickets stale parked jobs in their
-// old order, releases parked jobs whose slot came within the transport's
-// reach (with exact delays), resends queued jobs whose message was lost and
-// recovers attempts whose worker died. It goes on past a failing queue and
-// returns the errors joined.
+// old order, and releases parked jobs whose slot came within the
+// transport's reach (with exact delays), including those whose message the
+// transport refused. It goes on past a failing queue and returns the
+// errors joined.
+//
+// Queued and running jobs need no sweep: a queued job's message is sent
+// before its record is written, and a running attempt's message stays with
+// the transport until the attempt ends, coming back (Work's watch) if its
+// worker dies.
 func (e *Engine) Resume(ctx context.Context) (ResumeReport, error) {
 	var rep ResumeReport
 	queues, err := e.state.ListQueues(ctx)
@@ -73,21 +72,14 @@ func (e *Engine) resumeQueue(ctx context.Context, q Queue) (ResumeReport, error)
 			return rep, fmt.Errorf("resume %s: %w", q.Name, err)
 		}
 	}
-	if err := e.recover(ctx, q, &rep, now); err != nil {
-		return rep, err
-	}
 	if q.State.Paused {
 		return rep, nil
 	}
 	if err := e.release(ctx, &q, &rep, now); err != nil {
 		return rep, err
 	}
-	if err := e.resend(ctx, &q, &rep, now); err != nil {
-		return rep, err
-	}
 	if rep != (ResumeReport{}) {
-		e.log.InfoContext(ctx, "resumed", "queue", q.Name, "reticketed", rep.Reticketed,
-			"released", rep.Released, "resent", rep.Resent, "recovered", rep.Recovered)
+		e.log.InfoContext(ctx, "resumed", "queue", q.Name, "reticketed", rep.Reticketed, "released", rep.Released)
 	}
 	return rep, nil
 }
@@ -118,80 +110,48 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, now t
 		if err := e.assign(ctx, q, stale, now); err != nil {
 			return fmt.Errorf("resume %s: re-ticket: %w", q.Name, err)
 		}
-		for i, j := range stale {
+		for _, j := range stale {
 			j.Retickets++
 			e.place(j, q.State.Paused, now)
-			if err := e.state.UpdateJob(ctx, *j, from[i]); err != nil {
-				if errors.Is(err, ErrConflict) {
-					continue // cancelled meanwhile; its new ticket stays unused
-				}
-				return fmt.Errorf("resume %s: re-ticket %s: %w", q.Name, j.ID, err)
-			}
-			rep.Reticketed++
+		}
+		if err := e.releaseAll(ctx, q.Name, stale, from, now); err != nil {
+			return err
+		}
+		rep.Reticketed += len(stale)
+	}
+	dueFrom := make([]job.Version, len(due))
+	for i, j := range due {
+		dueFrom[i] = j.Version()
+		j.Status, j.ParkReason, j.DueAt = job.Queued, "", time.Time{}
+	}
+	if err := e.releaseAll(ctx, q.Name, due, dueFrom, now); err != nil {
+		return err
+	}
+	for _, js := range [][]*job.Job{stale, due} {
+		for _, j := range js {
 			if j.Status == job.Queued {
-				due = append(due, j)
+				rep.Released++
 			}
 		}
-	}
-	var send []*job.Job
-	for _, j := range due {
-		if j.Status == job.Parked {
-			v := j.Version()
-			j.Status, j.ParkReason, j.DueAt = job.Queued, "", time.Time{}
-			if err := e.state.UpdateJob(ctx, *j, v); err != nil {
-				if errors.Is(err, ErrConflict) {
-					continue
-				}
-				return fmt.Errorf("resume %s: release %s: %w", q.Name, j.ID, err)
-			}
-		}
-		send = append(send, j)
-	}
-	rep.Released += len(send)
-	e.send(ctx, send, now)
-	return nil
-}
-
-// resend re-tickets queued jobs whose slot passed more than LostAfter ago:
-// their message was lost (a crash between writing the job and sending it,
-// or a dropped delivery). The new ticket makes any late copy of the old
-// message stale, so the job cannot start twice.
-func (e *Engine) resend(ctx context.Context, q *Queue, rep *ResumeReport, now time.Time) error {
-	queued, err := e.listAll(ctx, q.Name, job.Queued)
-	if err != nil {
-		return fmt.Errorf("resume %s: %w", q.Name, err)
-	}
-	for i := range queued {
-		j := &queued[i]
-		if now.Sub(j.SlotAt) < e.opts.LostAfter {
-			continue
-		}
-		if err := e.reticket(ctx, q, j, now); err != nil {
-			return err
-		}
-		rep.Resent++
 	}
 	return nil
 }
 
-// recover fails running attempts older than the lease: their worker died
-// before recording an outcome. The job is retried (or fails) like any
-// failed attempt, so a crashed attempt may run again: slotq is
-// at-least-once.
-func (e *Engine) recover(ctx context.Context, q Queue, rep *ResumeReport, now time.Time) error {
-	running, err := e.listAll(ctx, q.Name, job.Running)
-	if err != nil {
-		return fmt.Errorf("resume %s: %w", q.Name, err)
-	}
-	for _, j := range running {
-		if now.Sub(j.StartedAt) < e.opts.Lease {
-			continue
+// releaseAll sends the messages of the queued jobs among jobs and then
+// writes every record (jobs[i] was at from[i]). A record that moved
+// meanwhile (cancelled) is left alone; its message is stale.
+func (e *Engine) releaseAll(ctx context.Context, queue string, jobs []*job.Job, from []job.Version, now time.Time) error {
+	e.dispatch(ctx, jobs, now)
+	for i, j := range jobs {
+		if j.Version() == from[i] && j.ParkReason == job.Unsent {
+			continue // not sent again and nothing changed: it stays parked
 		}
-		e.log.WarnContext(ctx, "attempt lost", "queue", q.Name, "job_id", j.ID, "ticket", j.Ticket, "started_at", j.StartedAt)
-		if err := e.finish(ctx, q, j, q.State, errors.New("attempt lost: its worker stopped before recording an outcome")); err != nil {
-			return err
+		if err := e.state.UpdateJob(ctx, *j, from[i]); err != nil {
+			if errors.Is(err, ErrConflict) {
+				continue
+			}
+			return fmt.Errorf("resume %s: release %s: %w", queue, j.ID, err)
 		}
-		rep.Recovered++
 	}
 	return nil
 }

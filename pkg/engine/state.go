@@ -23,6 +23,9 @@ var (
 	// ErrConflict: a job record was not at the version the caller expected:
 	// someone else moved it first (a duplicate delivery, a cancel).
 	ErrConflict = errors.New("job changed concurrently")
+	// ErrNotListed: ListJobs or CountJobs was asked for a status that is
+	// not job.Status.Listed.
+	ErrNotListed = errors.New("jobs of this status are not listed")
 	// ErrIntervalChanged: Take or Gate was asked with an interval that is
 	// no longer the queue's; read the queue again.
 	ErrIntervalChanged = errors.New("queue interval changed")
@@ -113,6 +116,10 @@ type State interface {
 	// if the queue is paused with exactly that PausedUntil, and reports
 	// whether it did: a newer pause wins over an older schedule.
 	Unpause(ctx context.Context, name string, ifUntil time.Time) (bool, error)
+	// Purge sets the queue's Purged to its Ticket: every ticket handed out
+	// so far is cancelled when it reaches the gate (slot.Purged). It
+	// returns the state after. ErrQueueNotFound.
+	Purge(ctx context.Context, name string) (slot.State, error)
 	// DeleteQueue removes a queue's record (jobs expire by retention).
 	DeleteQueue(ctx context.Context, name string) error
 
@@ -146,8 +153,9 @@ type State interface {
 	// otherwise ErrConflict (ErrJobNotFound if it is gone).
 	UpdateJob(ctx context.Context, j job.Job, from job.Version) error
 	// ListJobs returns jobs of one queue and status, by ticket ascending,
-	// without expired ones.
+	// without expired ones. Only statuses that are job.Status.Listed are
+	// served; others are ErrNotListed.
 	ListJobs(ctx context.Context, r ListRequest) ([]job.Job, error)
-	// CountJobs counts jobs of one queue and status.
+	// CountJobs counts jobs of one queue and status, as ListJobs lists.
 	CountJobs(ctx context.Context, queue string, status job.Status) (int, error)
 }

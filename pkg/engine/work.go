@@ -21,7 +21,7 @@ import (
 // queue's state); claim the attempt (one conditional write on the job);
 // run the target; record the outcome or retry.
 func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
-	j, err := e.state.GetJob(ctx, env.Key())
+	j, err := e.record(ctx, env)
 	if errors.Is(err, ErrJobNotFound) {
 		e.log.WarnContext(ctx, "dropped message of unknown job", "queue", env.Queue, "job_id", env.JobID)
 		return nil
@@ -30,6 +30,9 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		return fmt.Errorf("work %s: %w", env.Key(), err)
 	}
 	want := job.Version{Status: job.Queued, Ticket: env.Ticket, Attempt: env.Attempt}
+	if j.Version() == (job.Version{Status: job.Running, Ticket: env.Ticket, Attempt: env.Attempt}) {
+		return e.watch(ctx, j)
+	}
 	if j.Version() != want {
 		e.log.DebugContext(ctx, "dropped stale message", "queue", j.Queue, "job_id", j.ID,
 			"ticket", env.Ticket, "status", j.Status, "job_ticket", j.Ticket)
@@ -91,6 +94,8 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 				wake = laterOf(gate.OpenAt, holdUntil(q, &j, now))
 			case slot.Paused:
 				return e.park(ctx, &j, job.PausedQueue)
+			case slot.Purged:
+				return e.purged(ctx, q, j)
 			case slot.Passed:
 				q.State = gate.State
 				return e.reticket(ctx, &q, &j, now)
@@ -99,6 +104,68 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			return fmt.Errorf("work %s: gate: %w", env.Key(), err)
 		}
 	}
+}
+
+// record reads the job an envelope carries. Writers send a job's message
+// before they write its record, so a fresh message may find the record
+// missing or behind it (an older ticket, or still parked at this ticket):
+// record reads again, with backoff, until RecordGrace after the message
+// was sent. A record still behind then was never written (its writer
+// died), and the message is stale.
+func (e *Engine) record(ctx context.Context, env job.Envelope) (job.Job, error) {
+	wait := 10 * time.Millisecond
+	for {
+		j, err := e.state.GetJob(ctx, env.Key())
+		if err != nil && !errors.Is(err, ErrJobNotFound) {
+			return j, err
+		}
+		behind := err != nil || j.Ticket < env.Ticket ||
+			(j.Ticket == env.Ticket && j.Attempt == env.Attempt && j.Status == job.Parked)
+		if !behind || env.SentAt.IsZero() || e.now().Add(wait).After(env.SentAt.Add(e.opts.RecordGrace)) {
+			return j, err
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return j, err
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// ErrStillRunning is Work's answer to a message whose attempt is running
+// and within its lease: the transport should deliver it again later. The
+// message is the attempt's watchdog: if the worker running it dies, the
+// message comes back after the lease and Work recovers the attempt; if the
+// attempt ends, the message is stale then and dropped.
+var ErrStillRunning = errors.New("attempt still running")
+
+// watch handles a delivery of the message whose attempt j is running: a
+// duplicate delivery, or the redelivery of a message whose worker died.
+// Past the lease the attempt is lost: it fails, and is retried like any
+// failed attempt (so a crashed attempt may run again: slotq is
+// at-least-once).
+func (e *Engine) watch(ctx context.Context, j job.Job) error {
+	now := e.now()
+	if now.Sub(j.StartedAt) < e.opts.Lease {
+		return fmt.Errorf("work %s: %w (started %v)", j.Key(), ErrStillRunning, j.StartedAt)
+	}
+	q, err := e.state.GetQueue(ctx, j.Queue)
+	if errors.Is(err, ErrQueueNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("work %s: %w", j.Key(), err)
+	}
+	e.log.WarnContext(ctx, "attempt lost", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "started_at", j.StartedAt)
+	return e.finish(ctx, q, j, q.State, errors.New("attempt lost: its worker stopped before recording an outcome"))
+}
+
+// purged cancels a job whose ticket a purge covered.
+func (e *Engine) purged(ctx context.Context, q Queue, j job.Job) error {
+	if err := e.cancel(ctx, q.Config, j); err != nil && !errors.Is(err, ErrConflict) {
+		return fmt.Errorf("work %s: cancel purged job: %w", j.Key(), err)
+	}
+	e.log.InfoContext(ctx, "cancelled by purge", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
+	return nil
 }
 
 // claimedMeanwhile reads the job again, strongly, and reports whether it is
@@ -159,7 +226,9 @@ func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
 // handBack sends the job's envelope again with the remaining delay: the
 // slot lies past this invocation's deadline.
 func (e *Engine) handBack(ctx context.Context, j *job.Job, wait time.Duration) error {
-	err := e.transport.Send(ctx, []Message{{Envelope: j.Envelope(), Delay: wait}})
+	env := j.Envelope()
+	env.SentAt = e.now()
+	err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: wait}})
 	if err != nil {
 		return fmt.Errorf("hand back %s/%s: %w", j.Queue, j.ID, err)
 	}
@@ -191,16 +260,14 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job, now time.Ti
 	}
 	j.Retickets++
 	e.place(j, q.State.Paused, now)
+	e.dispatch(ctx, []*job.Job{j}, now) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, *j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
-			return nil // a duplicate got there first
+			return nil // a duplicate got there first; its message is stale
 		}
 		return fmt.Errorf("re-ticket %s/%s: %w", j.Queue, j.ID, err)
 	}
 	e.log.InfoContext(ctx, "re-ticketed", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket, "slot_at", j.SlotAt)
-	if j.Status == job.Queued {
-		e.send(ctx, []*job.Job{j}, now)
-	}
 	return nil
 }
 
@@ -258,6 +325,7 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
 	}
 	e.place(&j, q.State.Paused, now)
+	e.dispatch(ctx, []*job.Job{&j}, now) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil
@@ -266,8 +334,5 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	}
 	e.log.WarnContext(ctx, "attempt failed; retrying", "queue", j.Queue, "job_id", j.ID,
 		"attempt", j.Attempt, "ticket", j.Ticket, "slot_at", j.SlotAt, "error", runErr)
-	if j.Status == job.Queued {
-		e.send(ctx, []*job.Job{&j}, now)
-	}
 	return nil
 }

@@ -25,6 +25,10 @@ type Envelope struct {
 	Kind    string          `json:"kind,omitempty"`
 	Target  string          `json:"target,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// SentAt is when the message was sent. The job's record is written
+	// after its message, so a worker that finds the record behind a fresh
+	// message waits for it a little (engine.Options.RecordGrace).
+	SentAt time.Time `json:"sent_at,omitzero"`
 }
 
 // Envelope returns the envelope that carries j.

@@ -57,6 +57,14 @@ func (s Status) Final() bool {
 // Waiting reports whether s is a job that has not started its attempt yet.
 func (s Status) Waiting() bool { return s == Queued || s == Parked }
 
+// Listed reports whether jobs of status s can be listed and counted
+// (engine.State's ListJobs and CountJobs): parked jobs, which the resume
+// function releases, and failed ones, the dead letters. A job that runs
+// without trouble (queued, running, succeeded) is never in a list: an
+// index entry per status change would double what each job costs on
+// DynamoDB. The queue's counters (ticket, current) tell how many wait.
+func (s Status) Listed() bool { return s == Parked || s == Failed }
+
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool {
 	for _, v := range Statuses {

@@ -137,6 +137,19 @@ func (s *Store) Unpause(_ context.Context, name string, ifUntil time.Time) (bool
 	return true, nil
 }
 
+// Purge sets Purged to Ticket. ErrQueueNotFound.
+func (s *Store) Purge(_ context.Context, name string) (slot.State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[name]
+	if !ok {
+		return slot.State{}, notFound("purge", name)
+	}
+	q.State.Purged = q.State.Ticket
+	s.queues[name] = q
+	return q.State, nil
+}
+
 // DeleteQueue removes a queue's record; its jobs stay. ErrQueueNotFound.
 func (s *Store) DeleteQueue(_ context.Context, name string) error {
 	s.mu.Lock()
@@ -247,6 +260,9 @@ func (s *Store) UpdateJob(_ context.Context, j job.Job, from job.Version) error 
 // ListJobs returns up to r.Limit (default 100) unexpired jobs of one queue
 // and status with tickets above r.After, by ticket ascending (then id).
 func (s *Store) ListJobs(_ context.Context, r engine.ListRequest) ([]job.Job, error) {
+	if !r.Status.Listed() {
+		return nil, fmt.Errorf("list jobs %s/%s: %w", r.Queue, r.Status, engine.ErrNotListed)
+	}
 	limit := r.Limit
 	if limit <= 0 {
 		limit = defaultListLimit
@@ -270,8 +286,25 @@ func (s *Store) ListJobs(_ context.Context, r engine.ListRequest) ([]job.Job, er
 	return out, nil
 }
 
+// Jobs returns every job of a queue, whatever its status, in ticket
+// order. It is the embedded store's own view for demos and tests: the
+// engine.State contract lists only job.Status.Listed statuses.
+func (s *Store) Jobs(queue string) []job.Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]job.Job, 0, len(s.jobs[queue]))
+	for _, j := range s.jobs[queue] {
+		out = append(out, copyJob(j))
+	}
+	slices.SortFunc(out, func(a, b job.Job) int { return cmp.Compare(a.Ticket, b.Ticket) })
+	return out
+}
+
 // CountJobs counts the unexpired jobs of one queue and status.
 func (s *Store) CountJobs(_ context.Context, queue string, status job.Status) (int, error) {
+	if !status.Listed() {
+		return 0, fmt.Errorf("count jobs %s/%s: %w", queue, status, engine.ErrNotListed)
+	}
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

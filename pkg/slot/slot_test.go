@@ -75,7 +75,9 @@ func TestGate(t *testing.T) {
 		{"the current ticket passes again (a start whose claim was lost)", base, 4, 0, t0.Add(time.Second), Start, time.Time{}},
 		{"the current ticket waits for the gate like any other", base, 4, 0, t0.Add(500 * time.Millisecond), Early, t0.Add(time.Second)},
 		{"a lower ticket is passed", base, 2, 0, t0.Add(time.Hour), Passed, time.Time{}},
-		{"paused beats everything", State{Paused: true, Current: 4}, 5, 0, t0.Add(time.Hour), Paused, time.Time{}},
+		{"paused beats the rest", State{Paused: true, Current: 4}, 5, 0, t0.Add(time.Hour), Paused, time.Time{}},
+		{"purged beats everything", State{Paused: true, Current: 4, Purged: 9}, 5, 0, t0.Add(time.Hour), Purged, time.Time{}},
+		{"a ticket after the purge goes on", State{Ticket: 10, Current: 4, LastStart: t0, Purged: 9}, 10, 0, t0.Add(time.Second), Start, time.Time{}},
 		{"first start of a queue", State{Ticket: 1}, 1, 0, t0, Start, time.Time{}},
 	}
 	for _, tt := range tests {

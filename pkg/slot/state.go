@@ -29,6 +29,10 @@ type State struct {
 	// PausedUntil, if set with Paused, is when the resume function lifts
 	// the pause by itself.
 	PausedUntil time.Time `json:"paused_until,omitzero"`
+	// Purged is the last ticket a purge cancelled: a job whose ticket is at
+	// most Purged is cancelled when it reaches the gate, so a purge is one
+	// write however many jobs wait.
+	Purged int64 `json:"purged,omitempty"`
 }
 
 // NextSlot is the slot the next ticket in line would get at now: one
@@ -73,6 +77,8 @@ const (
 	Passed
 	// Paused: the queue is paused; the job must be parked.
 	Paused
+	// Purged: a purge cancelled this ticket; the job must be cancelled.
+	Purged
 )
 
 func (v Verdict) String() string {
@@ -85,6 +91,8 @@ func (v Verdict) String() string {
 		return "passed"
 	case Paused:
 		return "paused"
+	case Purged:
+		return "purged"
 	}
 	return "unknown"
 }
@@ -100,6 +108,8 @@ func (v Verdict) String() string {
 // it does that, so a duplicate of a message whose job was claimed does not.
 func Gate(s State, ticket int64, interval, skew time.Duration, now time.Time) (Verdict, time.Time) {
 	switch {
+	case ticket <= s.Purged:
+		return Purged, time.Time{}
 	case s.Paused:
 		return Paused, time.Time{}
 	case ticket < s.Current:

@@ -120,12 +120,13 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		name, other := queueName(t), queueName(t)
 		var jobs []job.Job
 		for _, tk := range []int64{5, 1, 3, 2, 4} {
-			jobs = append(jobs, newJob(name, fmt.Sprintf("q%d", tk), tk, job.Queued))
+			jobs = append(jobs, newJob(name, fmt.Sprintf("p%d", tk), tk, job.Parked))
 		}
 		jobs = append(jobs,
-			newJob(name, "p6", 6, job.Parked),
+			newJob(name, "f6", 6, job.Failed),
 			newJob(name, "r7", 7, job.Running),
-			newJob(other, "o1", 1, job.Queued))
+			newJob(name, "q8", 8, job.Queued),
+			newJob(other, "o1", 1, job.Parked))
 		createJobs(t, st, jobs...)
 
 		cases := []struct {
@@ -133,15 +134,14 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 			req  engine.ListRequest
 			want []int64
 		}{
-			{"Queued", engine.ListRequest{Queue: name, Status: job.Queued}, []int64{1, 2, 3, 4, 5}},
-			{"Parked", engine.ListRequest{Queue: name, Status: job.Parked}, []int64{6}},
-			{"Running", engine.ListRequest{Queue: name, Status: job.Running}, []int64{7}},
-			{"None", engine.ListRequest{Queue: name, Status: job.Failed}, nil},
-			{"After", engine.ListRequest{Queue: name, Status: job.Queued, After: 2}, []int64{3, 4, 5}},
-			{"Limit", engine.ListRequest{Queue: name, Status: job.Queued, Limit: 2}, []int64{1, 2}},
-			{"AfterLimit", engine.ListRequest{Queue: name, Status: job.Queued, After: 2, Limit: 2}, []int64{3, 4}},
-			{"AfterAll", engine.ListRequest{Queue: name, Status: job.Queued, After: 5}, nil},
-			{"OtherQueue", engine.ListRequest{Queue: other, Status: job.Queued}, []int64{1}},
+			{"Parked", engine.ListRequest{Queue: name, Status: job.Parked}, []int64{1, 2, 3, 4, 5}},
+			{"Failed", engine.ListRequest{Queue: name, Status: job.Failed}, []int64{6}},
+			{"None", engine.ListRequest{Queue: other, Status: job.Failed}, nil},
+			{"After", engine.ListRequest{Queue: name, Status: job.Parked, After: 2}, []int64{3, 4, 5}},
+			{"Limit", engine.ListRequest{Queue: name, Status: job.Parked, Limit: 2}, []int64{1, 2}},
+			{"AfterLimit", engine.ListRequest{Queue: name, Status: job.Parked, After: 2, Limit: 2}, []int64{3, 4}},
+			{"AfterAll", engine.ListRequest{Queue: name, Status: job.Parked, After: 5}, nil},
+			{"OtherQueue", engine.ListRequest{Queue: other, Status: job.Parked}, []int64{1}},
 		}
 		for _, c := range cases {
 			got, err := st.ListJobs(ctx, c.req)
@@ -158,12 +158,42 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 				}
 			}
 		}
-		got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Queued, Limit: 1})
+		got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Parked, Limit: 1})
 		if err != nil || len(got) != 1 {
 			t.Fatalf("ListJobs: %v, %v", got, err)
 		}
 		if d := diffJob(got[0], jobs[1]); d != "" {
 			t.Errorf("listed record: %s", d)
+		}
+		for _, s := range []job.Status{job.Queued, job.Running, job.Succeeded, job.Cancelled} {
+			_, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: s})
+			wantErr(t, "ListJobs("+string(s)+")", err, engine.ErrNotListed)
+		}
+	})
+
+	// A job leaves the list when it leaves a listed status, and enters it
+	// when it comes to one: the index follows every UpdateJob.
+	t.Run("ListFollowsUpdates", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name := queueName(t)
+		p := newJob(name, "p", 1, job.Parked)
+		createJobs(t, st, p)
+		q := p
+		q.Status = job.Queued
+		if err := st.UpdateJob(ctx, q, p.Version()); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Parked}); err != nil || len(got) != 0 {
+			t.Errorf("parked list after the job was queued: %v, %v; want none", tickets(got), err)
+		}
+		f := q
+		f.Status, f.FinishedAt, f.LastError = job.Failed, base, "boom"
+		if err := st.UpdateJob(ctx, f, q.Version()); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Failed}); err != nil || !equalTickets(got, 1) {
+			t.Errorf("failed list: %v, %v; want [1]", tickets(got), err)
 		}
 	})
 
@@ -174,10 +204,10 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		const n = 105
 		jobs := make([]job.Job, n)
 		for i := range jobs {
-			jobs[i] = newJob(name, fmt.Sprintf("j%03d", i), int64(n-i), job.Queued)
+			jobs[i] = newJob(name, fmt.Sprintf("j%03d", i), int64(n-i), job.Parked)
 		}
 		createJobs(t, st, jobs...)
-		first, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Queued})
+		first, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Parked})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +217,7 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		var all []int64
 		after := int64(0)
 		for page := 0; page < 20; page++ {
-			got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Queued, After: after, Limit: 30})
+			got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Parked, After: after, Limit: 30})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,14 +236,14 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		st := newState(t)
 		ctx := t.Context()
 		name := queueName(t)
-		old := newJob(name, "old", 1, job.Succeeded)
+		old := newJob(name, "old", 1, job.Failed)
 		old.FinishedAt, old.ExpiresAt = longAgo, longAgo.Add(time.Hour)
-		kept := newJob(name, "kept", 2, job.Succeeded)
+		kept := newJob(name, "kept", 2, job.Failed)
 		kept.FinishedAt, kept.ExpiresAt = base, farFuture
-		forever := newJob(name, "forever", 3, job.Succeeded)
+		forever := newJob(name, "forever", 3, job.Failed)
 		createJobs(t, st, old, kept, forever)
 
-		got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Succeeded})
+		got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Failed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,9 +265,13 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		}
 		jobs = append(jobs, newJob(other, "x", 1, job.Queued))
 		createJobs(t, st, jobs...)
-		want := map[job.Status]int{job.Queued: 3, job.Parked: 1, job.Running: 1, job.Failed: 2}
+		want := map[job.Status]int{job.Parked: 1, job.Failed: 2}
 		for _, s := range job.Statuses {
 			n, err := st.CountJobs(ctx, name, s)
+			if !s.Listed() {
+				wantErr(t, "CountJobs("+string(s)+")", err, engine.ErrNotListed)
+				continue
+			}
 			if err != nil {
 				t.Errorf("CountJobs(%s): %v", s, err)
 				continue
@@ -246,7 +280,7 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 				t.Errorf("CountJobs(%s) = %d, want %d", s, n, want[s])
 			}
 		}
-		if n, err := st.CountJobs(ctx, queueName(t), job.Queued); err != nil || n != 0 {
+		if n, err := st.CountJobs(ctx, queueName(t), job.Parked); err != nil || n != 0 {
 			t.Errorf("CountJobs of an empty queue = %d, %v; want 0, nil", n, err)
 		}
 	})

@@ -195,6 +195,27 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 		}
 	})
 
+	t.Run("Purged", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name, _ := lineUp(t, st, 3)
+		s, err := st.Purge(ctx, name)
+		if err != nil {
+			t.Fatalf("Purge: %v", err)
+		}
+		if s.Purged != 3 {
+			t.Errorf("Purge's state: Purged = %d, want 3 (the last ticket)", s.Purged)
+		}
+		_, err = st.Gate(ctx, gateReq(name, 2, base))
+		wantGate(t, "Gate of a purged ticket", err, slot.Purged)
+		tk := take(t, st, name, 1, 1, base)
+		if _, err := st.Gate(ctx, gateReq(name, tk.First, base)); err != nil {
+			t.Errorf("Gate of a ticket taken after the purge: %v", err)
+		}
+		_, err = st.Purge(ctx, queueName(t))
+		wantErr(t, "Purge of a missing queue", err, engine.ErrQueueNotFound)
+	})
+
 	// Many workers hold envelopes of one queue at once: the gate lets one
 	// through, whichever tickets they carry.
 	concurrent := func(t *testing.T, st engine.State, name string, tickets []int64) {
