@@ -116,7 +116,10 @@ func Java() (string, error) {
 // Start fetches DynamoDB Local if it is not in the cache yet (see Install),
 // starts it on a free loopback port and waits until it answers. ctx bounds
 // the fetch and the wait, not the server's life: Close stops it.
-func Start(ctx context.Context) (*Server, error) {
+func Start(ctx context.Context) (*Server, error) { return StartOn(ctx, 0) }
+
+// StartOn is Start on the given port; 0 picks a free one.
+func StartOn(ctx context.Context, port int) (*Server, error) {
 	java, err := Java()
 	if err != nil {
 		return nil, err
@@ -125,10 +128,17 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if port != 0 {
+		return start(ctx, java, dir, port)
+	}
 	// Another process may take the free port before java binds it; try
 	// again on a new one.
 	for attempt := 1; ; attempt++ {
-		s, err := start(ctx, java, dir)
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s, err := start(ctx, java, dir, port)
 		if err == nil || attempt == 3 || ctx.Err() != nil || !errors.Is(err, errExited) {
 			return s, err
 		}
@@ -137,11 +147,7 @@ func Start(ctx context.Context) (*Server, error) {
 
 var errExited = errors.New("DynamoDB Local exited")
 
-func start(ctx context.Context, java, dir string) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+func start(ctx context.Context, java, dir string, port int) (*Server, error) {
 	cmd := exec.Command(java,
 		"-Djava.library.path=./DynamoDBLocal_lib",
 		"-jar", "DynamoDBLocal.jar",
