@@ -33,9 +33,9 @@ func TestMain(m *testing.M) {
 // The simulation on the real adapters: producers enqueue through engines on
 // dynamostore, workers consume the real SQS queue with sqstransport.Receive
 // and call engine.Work per message, as the worker function does, all in real
-// time against DynamoDB Local and moto_server's SQS. It checks the guarantees the memstore
-// simulation (pkg/engine/sim_test.go) checks in fake time: spacing, single
-// start, nothing lost, order.
+// time against DynamoDB Local and moto_server's SQS. It checks the guarantees
+// the memstore simulation (pkg/engine/sim_test.go) checks in fake time:
+// spacing, single start, nothing lost, order.
 
 const (
 	interval = 200 * time.Millisecond
