@@ -14,14 +14,31 @@ help: ## Show this help
 run: ## Run the whole system locally on the embedded backend and show a demo
 	$(GO) run ./cmd/slotq demo
 
+# The conformance suite's concurrency subtests, which `make test` repeats on
+# DynamoDB Local: races that pass once by luck rarely pass five times.
+CONCURRENT ?= ^TestState$$/^(Take|Start)$$/^Concurrent
+CONCURRENT_COUNT ?= 5
+
 .PHONY: test
-test: ## Run every test with -race (starts moto_server for the AWS adapters)
+test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS), then repeat the store's concurrency tests
 	$(GO) vet $(PKGS)
 	$(MAKE) --no-print-directory lint-template
-	SLOTQ_REQUIRE_MOTO=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@echo "repeating the concurrency subtests on DynamoDB Local: -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)'"
+	@out=$$(SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -race -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)' -v ./pkg/dynamostore 2>&1); rc=$$?; \
+	  grep -E -- '--- (PASS|FAIL|SKIP)|^(ok|FAIL|panic)|\.go:[0-9]+:' <<<"$$out"; \
+	  [ $$rc -eq 0 ] || exit $$rc; \
+	  grep -q -- '--- PASS: TestState/.*/Concurrent' <<<"$$out" || \
+	    { echo "make test: -run '$(CONCURRENT)' selected no concurrency subtest of pkg/storetest" >&2; exit 1; }
+
+DYNAMODB_PORT ?= 8000
+
+.PHONY: dynamodb-local
+dynamodb-local: ## Run DynamoDB Local on 127.0.0.1:$(DYNAMODB_PORT) and print the environment that points the AWS SDK at it (needs Java 17)
+	$(GO) run ./internal/dynamolocal/cmd/dynamodb-local -port $(DYNAMODB_PORT)
 
 .PHONY: bench
-bench: ## Run the benchmarks, the demo workload and the cost report on moto (docs/costs.md)
+bench: ## Run the benchmarks, the demo workload and the cost report on DynamoDB Local and moto (docs/costs.md)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./pkg/...
 	$(GO) run ./cmd/slotq bench
 	$(GO) run ./cmd/slotq-costs

@@ -24,6 +24,7 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/slotq/slotq/internal/dynamolocal"
 	"github.com/slotq/slotq/internal/motoserver"
 	"github.com/slotq/slotq/internal/samlocal"
 	"github.com/slotq/slotq/pkg/lambdahost"
@@ -34,6 +35,7 @@ var binDir string // bootstraps built once, for this machine
 
 func TestMain(m *testing.M) {
 	code := func() int {
+		defer dynamolocal.Stop()
 		defer motoserver.Stop()
 		dir, err := os.MkdirTemp("", "slotq-functions")
 		if err != nil {
@@ -68,6 +70,7 @@ type stack struct {
 
 func deploy(t *testing.T, params map[string]string) *stack {
 	t.Helper()
+	dynamolocal.Require(t)
 	motoserver.Require(t)
 	ctx := context.Background()
 	awsCfg, err := config.LoadDefaultConfig(ctx)
@@ -97,7 +100,7 @@ func deploy(t *testing.T, params map[string]string) *stack {
 	return &stack{
 		Stack: st, host: host, logs: logs,
 		invoke: lambda.NewFromConfig(awsCfg, func(o *lambda.Options) { o.BaseEndpoint = aws.String(host.URL()) }),
-		ddb:    dynamodb.NewFromConfig(awsCfg),
+		ddb:    dynamodb.NewFromConfig(awsCfg, dynamolocal.Quiet),
 		sqs:    sqs.NewFromConfig(awsCfg),
 	}
 }

@@ -1,9 +1,9 @@
 // Command slotq-costs measures what one slotq job costs on AWS: it runs the
 // engine on its real adapters (pkg/dynamostore, pkg/sqstransport) against
-// moto_server on loopback, counts DynamoDB request units, SQS requests,
-// Lambda invocations and Lambda time per job for four kinds of job, turns
-// them into dollars per million jobs with the prices in prices.go, and
-// measures enqueue throughput. `make bench` runs it; docs/costs.md holds its
+// DynamoDB Local and moto_server's SQS on loopback, counts DynamoDB request
+// units, SQS requests, Lambda invocations and Lambda time per job for four
+// kinds of job, turns them into dollars per million jobs with the prices in
+// prices.go, and measures enqueue throughput. `make bench` runs it; docs/costs.md holds its
 // output.
 //
 // Usage:
@@ -19,6 +19,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/slotq/slotq/internal/dynamolocal"
 	"github.com/slotq/slotq/internal/motoserver"
 )
 
@@ -34,16 +35,23 @@ func main() {
 }
 
 func run(w io.Writer, tmpl string, runs int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	db, err := dynamolocal.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
 	srv, err := motoserver.Start()
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	for k, v := range srv.Env() {
-		os.Setenv(k, v)
+	for _, env := range []map[string]string{db.Env(), srv.Env()} {
+		for k, v := range env {
+			os.Setenv(k, v)
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 
 	mem := memorySizes(tmpl)
 	b, err := newBench(ctx)

@@ -137,7 +137,7 @@ const runsPerMonth = 43800 // once a minute: 60 × 24 × 365 / 12
 
 func report(w io.Writer, mem memory, rs []result, f fixed, tp throughput) {
 	fmt.Fprintf(w, "Prices: %s; %s.\n", prices.Date, prices.Source)
-	fmt.Fprintf(w, "Lambda memory: %s. Lambda time is wall time measured on moto on loopback, not on AWS.\n\n", mem.source)
+	fmt.Fprintf(w, "Lambda memory: %s. Lambda time is wall time measured on DynamoDB Local and moto on loopback, not on AWS.\n\n", mem.source)
 
 	fmt.Fprintln(w, "### Units per job")
 	fmt.Fprintln(w)
@@ -187,7 +187,7 @@ func report(w io.Writer, mem memory, rs []result, f fixed, tp throughput) {
 	}
 	fmt.Fprintln(w)
 
-	fmt.Fprintln(w, "### Enqueue throughput on moto (loopback, median)")
+	fmt.Fprintln(w, "### Enqueue throughput on DynamoDB Local and moto (loopback, median)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| call | jobs/s (median) | runs |")
 	fmt.Fprintln(w, "|---|--:|---|")

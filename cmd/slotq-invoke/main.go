@@ -7,10 +7,12 @@
 //	slotq-invoke -fn EnqueueFunction -event events/enqueue.json
 //	slotq-invoke -serve 127.0.0.1:3001     # Invoke API for every function
 //
-// DynamoDB and SQS endpoints come from AWS_ENDPOINT_URL (or
-// AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS). With none set it
-// starts moto_server on loopback for the run. Either way it creates the
-// table and queues template.yaml declares, if they do not exist.
+// DynamoDB and SQS endpoints come from AWS_ENDPOINT_URL_DYNAMODB and
+// AWS_ENDPOINT_URL_SQS (or AWS_ENDPOINT_URL for both). For a service with
+// no endpoint set it starts an emulator on loopback for the run: DynamoDB
+// Local for DynamoDB (internal/dynamolocal; it needs Java 17, and the first
+// run fetches it with npm) and moto_server for SQS. Either way it creates
+// the table and queues template.yaml declares, if they do not exist.
 //
 // `make invoke FN=… EVENT=…` and `make start-lambda` call it.
 package main
@@ -28,6 +30,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/slotq/slotq/internal/dynamolocal"
 	"github.com/slotq/slotq/internal/motoserver"
 	"github.com/slotq/slotq/internal/samlocal"
 	"github.com/slotq/slotq/pkg/lambdahost"
@@ -83,16 +86,10 @@ func run(tmplPath, fn, eventPath, serve, stackName string, ps params) (int, erro
 		}
 	}
 
-	if !hasEndpoints() {
-		moto, err := motoserver.Start()
-		if err != nil {
-			return 1, fmt.Errorf("no AWS_ENDPOINT_URL in the environment and moto_server did not start: %w", err)
-		}
-		defer moto.Close()
-		for k, v := range moto.Env() {
-			os.Setenv(k, v)
-		}
-		fmt.Fprintf(os.Stderr, "slotq-invoke: started moto_server on %s (set AWS_ENDPOINT_URL to use another endpoint)\n", moto.Endpoint)
+	stopEmulators, err := startEmulators(ctx)
+	defer stopEmulators()
+	if err != nil {
+		return 1, err
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -156,9 +153,46 @@ func readEvent(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-func hasEndpoints() bool {
-	if os.Getenv("AWS_ENDPOINT_URL") != "" {
-		return true
+// startEmulators starts DynamoDB Local and moto_server for the services
+// the environment gives no endpoint for, and points the environment at
+// them. stop stops what it started; call it even on error.
+func startEmulators(ctx context.Context) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, f := range stops {
+			f()
+		}
 	}
-	return os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" && os.Getenv("AWS_ENDPOINT_URL_SQS") != ""
+	if !hasEndpoint("AWS_ENDPOINT_URL_DYNAMODB") {
+		fmt.Fprintln(os.Stderr, "slotq-invoke: starting DynamoDB Local (the first run fetches it with npm, about 50 MB)")
+		db, err := dynamolocal.Start(ctx)
+		if err != nil {
+			return stop, fmt.Errorf("no DynamoDB endpoint in the environment and DynamoDB Local did not start: %w", err)
+		}
+		stops = append(stops, db.Close)
+		setEnv(db.Env())
+		fmt.Fprintf(os.Stderr, "slotq-invoke: DynamoDB Local on %s (set AWS_ENDPOINT_URL_DYNAMODB to use another endpoint)\n", db.Endpoint)
+	}
+	if !hasEndpoint("AWS_ENDPOINT_URL_SQS") {
+		moto, err := motoserver.Start()
+		if err != nil {
+			return stop, fmt.Errorf("no SQS endpoint in the environment and moto_server did not start: %w", err)
+		}
+		stops = append(stops, moto.Close)
+		setEnv(moto.Env())
+		fmt.Fprintf(os.Stderr, "slotq-invoke: moto_server for SQS on %s (set AWS_ENDPOINT_URL_SQS to use another endpoint)\n", moto.Endpoint)
+	}
+	return stop, nil
+}
+
+// hasEndpoint reports whether the AWS SDK finds an endpoint for the
+// service of variable, or one for every service, in the environment.
+func hasEndpoint(variable string) bool {
+	return os.Getenv(variable) != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+}
+
+func setEnv(env map[string]string) {
+	for k, v := range env {
+		os.Setenv(k, v)
+	}
 }

@@ -1,9 +1,13 @@
-// Package motoserver starts moto_server, the AWS-compatible endpoint the
-// integration tests of pkg/dynamostore, pkg/sqstransport and the functions
-// run against, on a free loopback port.
+// Package motoserver starts moto_server on a free loopback port: the SQS
+// endpoint of the integration tests of pkg/sqstransport, pkg/awssim and the
+// functions, and of the local tools. DynamoDB runs on DynamoDB Local
+// instead (internal/dynamolocal): moto's DynamoDB is not atomic under
+// concurrent writes. So the environment Require sets points only SQS at
+// moto.
 //
-// `make test` sets SLOTQ_REQUIRE_MOTO=1, so a missing moto_server fails the
-// run with a message that says so; a plain `go test` skips instead.
+// `make test` sets SLOTQ_REQUIRE_LOCAL_AWS=1 (SLOTQ_REQUIRE_MOTO=1 does the
+// same), so a missing moto_server fails the run with a message that says
+// so; a plain `go test` skips instead.
 package motoserver
 
 import (
@@ -35,15 +39,16 @@ var (
 )
 
 // Require returns a moto_server shared by the tests of one package, starting
-// it on first use, and points the AWS SDK's environment at it (region,
-// dummy credentials, AWS_ENDPOINT_URL). Stop it from TestMain with Stop.
-// Without moto_server it skips t, or fails it when SLOTQ_REQUIRE_MOTO=1.
+// it on first use, and points the AWS SDK's SQS client at it (region,
+// dummy credentials, AWS_ENDPOINT_URL_SQS). Stop it from TestMain with
+// Stop. Without moto_server it skips t, or fails it when
+// SLOTQ_REQUIRE_LOCAL_AWS=1 or SLOTQ_REQUIRE_MOTO=1.
 func Require(t testing.TB) *Server {
 	t.Helper()
 	sharedOnce.Do(func() { shared, sharedErr = Start() })
 	if sharedErr != nil {
-		if os.Getenv("SLOTQ_REQUIRE_MOTO") == "1" {
-			t.Fatalf("moto_server is required (SLOTQ_REQUIRE_MOTO=1): %v", sharedErr)
+		if os.Getenv("SLOTQ_REQUIRE_LOCAL_AWS") == "1" || os.Getenv("SLOTQ_REQUIRE_MOTO") == "1" {
+			t.Fatalf("moto_server is required: %v", sharedErr)
 		}
 		t.Skipf("moto_server not available: %v", sharedErr)
 	}
@@ -60,10 +65,12 @@ func Stop() {
 	}
 }
 
-// Env returns the environment that points the AWS SDK at the server.
+// Env returns the environment that points the AWS SDK's SQS client at the
+// server. It sets only the SQS endpoint, so that DynamoDB can point at
+// DynamoDB Local (internal/dynamolocal sets AWS_ENDPOINT_URL_DYNAMODB).
 func (s *Server) Env() map[string]string {
 	return map[string]string{
-		"AWS_ENDPOINT_URL":          s.Endpoint,
+		"AWS_ENDPOINT_URL_SQS":      s.Endpoint,
 		"AWS_REGION":                "us-east-1",
 		"AWS_ACCESS_KEY_ID":         "test",
 		"AWS_SECRET_ACCESS_KEY":     "test",
@@ -104,6 +111,7 @@ func Start() (*Server, error) {
 	}
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
 	cmd.Stdout, cmd.Stderr = nil, nil
+	cmd.Env = serverEnv(os.Environ())
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start moto_server: %w", err)
 	}
@@ -138,6 +146,21 @@ func (s *Server) Close() {
 		_ = s.cmd.Process.Kill()
 		_ = s.cmd.Wait()
 	}
+}
+
+// serverEnv is moto's environment: ours without the AWS SDK settings. The
+// botocore inside moto reads them too, and what points our clients at the
+// emulators breaks it: AWS_PROFILE="" (as Require sets it, perhaps after
+// internal/dynamolocal's Require) makes every SQS call fail with
+// ProfileNotFound.
+func serverEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "AWS_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func freePort() (int, error) {

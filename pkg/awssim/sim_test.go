@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/dynamolocal"
 	"github.com/slotq/slotq/internal/motoserver"
 	"github.com/slotq/slotq/pkg/awssim"
 	"github.com/slotq/slotq/pkg/dynamostore"
@@ -24,6 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	dynamolocal.Stop()
 	motoserver.Stop()
 	os.Exit(code)
 }
@@ -31,9 +33,9 @@ func TestMain(m *testing.M) {
 // The simulation on the real adapters: producers enqueue through engines on
 // dynamostore, workers consume the real SQS queue with sqstransport.Receive
 // and call engine.Work per message, as the worker function does, all in real
-// time against moto_server. It checks the guarantees the memstore
-// simulation (pkg/engine/sim_test.go) checks in fake time: spacing, single
-// start, nothing lost, order.
+// time against DynamoDB Local and moto_server's SQS. It checks the guarantees
+// the memstore simulation (pkg/engine/sim_test.go) checks in fake time:
+// spacing, single start, nothing lost, order.
 
 const (
 	interval = 200 * time.Millisecond
@@ -90,6 +92,7 @@ var seq atomic.Int64
 
 func runSim(t *testing.T, duplicate bool) simResult {
 	t.Helper()
+	dynamolocal.Require(t)
 	motoserver.Require(t)
 	ctx := t.Context()
 	cl, err := awssim.Open(ctx)
