@@ -16,7 +16,7 @@ run: ## Run the whole system locally on the embedded backend and show a demo
 
 # The conformance suite's concurrency subtests, which `make test` repeats on
 # DynamoDB Local: races that pass once by luck rarely pass five times.
-CONCURRENT ?= ^TestState$$/^(Take|Start)$$/^Concurrent
+CONCURRENT ?= ^TestState$$/^(Take|Gate)$$/^Concurrent
 CONCURRENT_COUNT ?= 5
 
 .PHONY: test
