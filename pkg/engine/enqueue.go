@@ -40,17 +40,28 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		return EnqueueResult{}, err
 	}
 	specs := req.Specs()
-	q, err := e.queueFor(ctx, req)
+	q, fresh, err := e.queueFor(ctx, req)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
+	// Everything is checked before the first write: a refused call must
+	// not create the queue (design.md §5.10).
 	if err := e.checkTargets(q.Config, req, specs); err != nil {
 		return EnqueueResult{}, err
+	}
+	if fresh {
+		if q, err = e.createForEnqueue(ctx, q); err != nil {
+			return EnqueueResult{}, err
+		}
+		// A concurrent call may have created it with another config.
+		if err := e.checkTargets(q.Config, req, specs); err != nil {
+			return EnqueueResult{}, err
+		}
 	}
 
 	res := EnqueueResult{Queue: q.Name, Jobs: make([]Accepted, len(specs))}
 	// Idempotency: a caller-given id that exists answers with that job.
-	var fresh []*job.Job
+	var newJobs []*job.Job
 	var at []int
 	for i, s := range specs {
 		if s.ID != "" {
@@ -73,18 +84,18 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		if s.NotBefore != nil {
 			j.NotBefore = s.NotBefore.UTC()
 		}
-		fresh = append(fresh, j)
+		newJobs = append(newJobs, j)
 		at = append(at, i)
 	}
-	if len(fresh) == 0 {
+	if len(newJobs) == 0 {
 		return res, nil
 	}
 
-	if err := e.assign(ctx, &q, fresh, now); err != nil {
+	if err := e.assign(ctx, &q, newJobs, now); err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
-	records := make([]job.Job, len(fresh))
-	for i, j := range fresh {
+	records := make([]job.Job, len(newJobs))
+	for i, j := range newJobs {
 		e.place(j, q.State.Paused, now)
 		records[i] = *j
 	}
@@ -93,7 +104,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
 	var toSend []*job.Job
-	for k, j := range fresh {
+	for k, j := range newJobs {
 		if !created[k] {
 			// Lost a race with the same id: answer with the winner. The
 			// ticket this call took for it stays unused.
@@ -110,7 +121,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		}
 	}
 	e.send(ctx, toSend, now)
-	e.log.DebugContext(ctx, "enqueued", "queue", q.Name, "jobs", len(fresh), "first_ticket", fresh[0].Ticket)
+	e.log.DebugContext(ctx, "enqueued", "queue", q.Name, "jobs", len(newJobs), "first_ticket", newJobs[0].Ticket)
 	return res, nil
 }
 
@@ -121,15 +132,19 @@ func answer(j *job.Job, st slot.State, existing bool) Accepted {
 	}
 }
 
-// queueFor returns the request's queue, creating it with the defaults (and
-// the request's interval) if it does not exist and auto-creation is on.
-func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (Queue, error) {
-	q, err := e.state.GetQueue(ctx, req.Queue)
-	if err == nil || !errors.Is(err, ErrQueueNotFound) || e.opts.NoAutoCreate {
-		if err != nil {
-			return q, fmt.Errorf("enqueue %s: %w", req.Queue, err)
-		}
-		return q, nil
+// queueFor returns the request's queue. If it does not exist and
+// auto-creation is on, it returns the queue it would create, with the
+// defaults (and the request's interval), and fresh set: nothing is
+// written yet.
+func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue, fresh bool, err error) {
+	q, err = e.state.GetQueue(ctx, req.Queue)
+	switch {
+	case err == nil:
+		return q, false, nil
+	case !errors.Is(err, ErrQueueNotFound):
+		return q, false, fmt.Errorf("enqueue %s: %w", req.Queue, err)
+	case e.opts.NoAutoCreate:
+		return q, false, &NotFoundError{Queue: req.Queue}
 	}
 	cfg := e.defaults
 	if req.Interval != nil {
@@ -139,15 +154,20 @@ func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (Queue, e
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return q, err
+		return q, false, err
 	}
-	q = Queue{Name: req.Queue, Config: cfg, CreatedAt: e.now()}
+	return Queue{Name: req.Queue, Config: cfg, CreatedAt: e.now()}, true, nil
+}
+
+// createForEnqueue creates the queue an enqueue call found missing, or
+// reads the one a concurrent call created first.
+func (e *Engine) createForEnqueue(ctx context.Context, q Queue) (Queue, error) {
 	if err := e.state.CreateQueue(ctx, q); err != nil && !errors.Is(err, ErrQueueExists) {
-		return q, fmt.Errorf("create queue %s: %w", req.Queue, err)
+		return q, fmt.Errorf("create queue %s: %w", q.Name, err)
 	}
-	q, err = e.state.GetQueue(ctx, req.Queue)
+	q, err := e.state.GetQueue(ctx, q.Name)
 	if err != nil {
-		return q, fmt.Errorf("enqueue %s: %w", req.Queue, err)
+		return q, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
 	return q, nil
 }
@@ -159,9 +179,11 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 		if req.Job != nil {
 			prefix = "job."
 		}
-		if s.Target != "" && !cfg.Allows(s.Target) {
-			return slot.Invalid("target_not_allowed", prefix+"target",
-				fmt.Sprintf("target %q is not in queue %s's allowed targets", s.Target, req.Queue))
+		if s.Target != "" {
+			if err := cfg.CheckTarget(s.Target); err != nil {
+				return slot.Invalid("target_not_allowed", prefix+"target",
+					fmt.Sprintf("queue %s does not allow target %q: %v", req.Queue, s.Target, err))
+			}
 		}
 		if s.Kind != "" && kinds != nil && !kinds.Has(s.Kind) {
 			return slot.Invalid("unknown_kind", prefix+"kind", fmt.Sprintf("no handler is registered for kind %q", s.Kind))
