@@ -30,7 +30,7 @@ import (
 // value, such as "jobs[3].not_before" or "config.interval"; "body" stands
 // for the whole document. A type with its own UnmarshalJSON (Duration,
 // Config) is decoded by it; an *InputError it returns has its Field taken
-// as relative to the value's path (empty: the value itself).
+// as relative to the value's path (empty or "body": the value itself).
 func Decode(body []byte, v any) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
@@ -149,7 +149,7 @@ func decodeValue(raw []byte, v reflect.Value, path string) *InputError {
 		if !errors.As(err, &in) {
 			return Invalid("invalid_value", fieldAt(path), err.Error())
 		}
-		if in.Field == "" {
+		if in.Field == "" || in.Field == "body" { // the value itself
 			return Invalid(in.Code, fieldAt(path), in.Message)
 		}
 		if path == "" {
