@@ -10,7 +10,7 @@ func TestValidatePattern(t *testing.T) {
 	good := []string{
 		"https://hooks.example.com/*", "https://hooks.example.com/v1/send", "https://hooks.example.com",
 		"http://*", "https://*.example.com/*", "http://127.0.0.1:*", "https://[2001:db8::1]:8443/x*",
-		"lambda:send-email", "lambda:send-*", "lambda:send-email:prod",
+		"lambda:send-email", "lambda:send-*", "lambda:send-email:prod", "lambda:send-email:*",
 		"arn:aws:lambda:eu-west-1:123456789012:function:mailer",
 		"arn:aws:lambda:eu-west-1:123456789012:function:mail*",
 	}
