@@ -334,7 +334,7 @@ func TestFlow(t *testing.T) {
 	rec := newRecorder()
 	srv := httptest.NewServer(rec)
 	defer srv.Close()
-	s := deploy(t, map[string]string{"AllowedTargets": "http://127.0.0.1:*", "DefaultInterval": "700ms"})
+	s := deploy(t, map[string]string{"AllowedTargets": "http://127.0.0.1:*", "AllowedNetworks": "127.0.0.1/32", "DefaultInterval": "700ms"})
 	const interval = 700 * time.Millisecond
 	const n = 7
 

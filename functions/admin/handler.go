@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -38,8 +37,9 @@ type Request struct {
 	Op    string `json:"op"`
 	Queue string `json:"queue,omitempty"`
 	// Config is the queue configuration for create and configure; fields
-	// left out take their defaults.
-	Config json.RawMessage `json:"config,omitempty"`
+	// left out take their defaults. configure requires it (null included:
+	// a configure that would silently reset a queue is refused).
+	Config *slot.Config `json:"config,omitempty"`
 	// Until, for pause, makes the resume function lift the pause then.
 	Until *time.Time `json:"until,omitempty"`
 	// JobID names the job for get and cancel.
@@ -97,9 +97,9 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (Response
 func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 	switch r.Op {
 	case "create":
-		cfg, err := decodeConfig(r.Config)
-		if err != nil {
-			return Response{}, err
+		var cfg slot.Config
+		if r.Config != nil {
+			cfg = *r.Config
 		}
 		if cfg.Interval == 0 {
 			cfg.Interval = h.Defaults.Interval
@@ -111,13 +111,9 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		return Response{Queue: &q}, err
 	case "configure":
 		if r.Config == nil {
-			return Response{}, slot.Invalid("missing_config", "config", "configure needs a config")
+			return Response{}, slot.Invalid("missing_config", "config", "configure needs a config object; {} resets every setting to its default")
 		}
-		cfg, err := decodeConfig(r.Config)
-		if err != nil {
-			return Response{}, err
-		}
-		q, err := h.Engine.Configure(ctx, r.Queue, cfg)
+		q, err := h.Engine.Configure(ctx, r.Queue, *r.Config)
 		return Response{Queue: &q}, err
 	case "pause":
 		var until time.Time
@@ -156,23 +152,6 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		return Response{Jobs: nonNil(jobs)}, err
 	}
 	return Response{}, slot.Invalid("invalid_op", "op", fmt.Sprintf("op %q is not one of %v", r.Op, Ops))
-}
-
-// decodeConfig reads a queue configuration strictly: slot.Config rejects
-// unknown fields and an interval of zero or less, naming the field.
-func decodeConfig(raw json.RawMessage) (slot.Config, error) {
-	var cfg slot.Config
-	if raw == nil {
-		return cfg, nil
-	}
-	if err := job.Decode(raw, &cfg); err != nil {
-		var in *slot.InputError
-		if errors.As(err, &in) && in.Code == "unknown_field" {
-			return cfg, in.At("config.")
-		}
-		return cfg, err
-	}
-	return cfg, nil
 }
 
 func nonNil[T any](s []T) []T {

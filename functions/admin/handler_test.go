@@ -127,7 +127,7 @@ func TestErrors(t *testing.T) {
 		{"unknown op", `{"op":"explode","queue":"q"}`, "invalid_op", "op"},
 		{"unknown field", `{"op":"stats","queue":"q","verbose":true}`, "unknown_field", "verbose"},
 		{"unknown config field", `{"op":"create","queue":"r","config":{"intervall":"1s"}}`, "unknown_field", "config.intervall"},
-		{"bad interval", `{"op":"create","queue":"r","config":{"interval":"-1s"}}`, "invalid_interval", "interval"},
+		{"bad interval", `{"op":"create","queue":"r","config":{"interval":"-1s"}}`, "invalid_interval", "config.interval"},
 		{"configure without config", `{"op":"configure","queue":"q"}`, "missing_config", "config"},
 		{"exists", `{"op":"create","queue":"q"}`, "queue_exists", "queue"},
 		{"queue not found", `{"op":"stats","queue":"nope"}`, "queue_not_found", "queue"},

@@ -13,6 +13,46 @@ import (
 // ErrNotWaiting: the job cannot be cancelled because it started or ended.
 var ErrNotWaiting = errors.New("job is not waiting: it has started or ended")
 
+// NotFoundError is every use case's answer for a queue, or a job of a
+// queue, that does not exist: a missing queue is a missing queue whatever
+// the operation. errors.Is matches ErrQueueNotFound, or ErrJobNotFound when
+// JobID is set.
+type NotFoundError struct {
+	Queue string
+	// JobID is set when the queue exists but the job does not.
+	JobID string
+}
+
+func (e *NotFoundError) Error() string {
+	if e.JobID != "" {
+		return fmt.Sprintf("job %s not found in queue %s", e.JobID, e.Queue)
+	}
+	return fmt.Sprintf("queue %s not found", e.Queue)
+}
+
+// Is reports whether target is the sentinel e stands for.
+func (e *NotFoundError) Is(target error) bool {
+	if e.JobID != "" {
+		return target == ErrJobNotFound
+	}
+	return target == ErrQueueNotFound
+}
+
+// failure wraps a store error of an operation on a queue: not-found becomes
+// a *NotFoundError (whose message names the queue once), anything else gets
+// the operation's name.
+func failure(op string, k job.Key, err error) error {
+	switch {
+	case errors.Is(err, ErrQueueNotFound):
+		return &NotFoundError{Queue: k.Queue}
+	case errors.Is(err, ErrJobNotFound) && k.ID != "":
+		return &NotFoundError{Queue: k.Queue, JobID: k.ID}
+	case k.ID != "":
+		return fmt.Errorf("%s %s: %w", op, k, err)
+	}
+	return fmt.Errorf("%s %s: %w", op, k.Queue, err)
+}
+
 // CreateQueue creates a queue. Zero config fields take Options.Defaults.
 func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
 	cfg, err := e.checkConfig(name, cfg)
@@ -35,19 +75,27 @@ func (e *Engine) Configure(ctx context.Context, name string, cfg slot.Config) (Q
 		return Queue{}, err
 	}
 	if err := e.state.SetConfig(ctx, name, cfg); err != nil {
-		return Queue{}, fmt.Errorf("configure %s: %w", name, err)
+		return Queue{}, failure("configure", job.Key{Queue: name}, err)
 	}
 	return e.Queue(ctx, name)
 }
 
 // checkConfig validates a queue name and a configuration whose zero fields
-// take Options.Defaults, and returns the configuration to store.
+// take Options.Defaults, and returns the configuration to store. A bad
+// setting is named under "config.", as the admin request carries it.
 func (e *Engine) checkConfig(name string, cfg slot.Config) (slot.Config, error) {
 	if err := slot.ValidateName(name); err != nil {
 		return cfg, err
 	}
 	cfg = cfg.Or(e.defaults)
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		var in *slot.InputError
+		if errors.As(err, &in) {
+			return cfg, in.At("config.")
+		}
+		return cfg, err
+	}
+	return cfg, nil
 }
 
 // Queue returns a queue's configuration and state.
@@ -57,7 +105,7 @@ func (e *Engine) Queue(ctx context.Context, name string) (Queue, error) {
 	}
 	q, err := e.state.GetQueue(ctx, name)
 	if err != nil {
-		return Queue{}, fmt.Errorf("queue %s: %w", name, err)
+		return Queue{}, failure("queue", job.Key{Queue: name}, err)
 	}
 	return q, nil
 }
@@ -78,12 +126,12 @@ func (e *Engine) Pause(ctx context.Context, name string, until time.Time) (slot.
 	if err := slot.ValidateName(name); err != nil {
 		return slot.State{}, err
 	}
-	if !until.IsZero() && !until.After(e.now()) {
-		return slot.State{}, slot.Invalid("invalid_until", "until", "until must lie in the future")
+	if !until.IsZero() && (!until.After(e.now()) || !until.Before(slot.MaxTime)) {
+		return slot.State{}, slot.Invalid("invalid_until", "until", fmt.Sprintf("until must lie in the future and before %d", slot.MaxTime.Year()))
 	}
 	st, err := e.state.Pause(ctx, name, until.UTC())
 	if err != nil {
-		return st, fmt.Errorf("pause %s: %w", name, err)
+		return st, failure("pause", job.Key{Queue: name}, err)
 	}
 	e.log.InfoContext(ctx, "paused", "queue", name, "paused_until", until)
 	return st, nil
@@ -96,11 +144,11 @@ func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error)
 		return ResumeReport{}, err
 	}
 	if _, err := e.state.Unpause(ctx, name, time.Time{}); err != nil {
-		return ResumeReport{}, fmt.Errorf("resume %s: %w", name, err)
+		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
 	}
 	q, err := e.state.GetQueue(ctx, name)
 	if err != nil {
-		return ResumeReport{}, fmt.Errorf("resume %s: %w", name, err)
+		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
 	}
 	return e.resumeQueue(ctx, q)
 }
@@ -142,7 +190,7 @@ func (e *Engine) DeleteQueue(ctx context.Context, name string) (int, error) {
 		return n, err
 	}
 	if err := e.state.DeleteQueue(ctx, name); err != nil {
-		return n, fmt.Errorf("delete %s: %w", name, err)
+		return n, failure("delete", job.Key{Queue: name}, err)
 	}
 	return n, nil
 }
@@ -199,16 +247,32 @@ func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
 	return s, nil
 }
 
-// Job returns one job.
+// Job returns one job. A missing queue is a *NotFoundError for the queue,
+// as in every other operation; a missing job one for the job.
 func (e *Engine) Job(ctx context.Context, k job.Key) (job.Job, error) {
-	if err := slot.ValidateName(k.Queue); err != nil {
+	if err := checkKey(k); err != nil {
+		return job.Job{}, err
+	}
+	if _, err := e.Queue(ctx, k.Queue); err != nil {
 		return job.Job{}, err
 	}
 	j, err := e.state.GetJob(ctx, k)
 	if err != nil {
-		return j, fmt.Errorf("job %s: %w", k, err)
+		return j, failure("job", k, err)
 	}
 	return j, nil
+}
+
+// checkKey validates a queue name and a job id, naming the id "job_id" as
+// the admin request does.
+func checkKey(k job.Key) error {
+	if err := slot.ValidateName(k.Queue); err != nil {
+		return err
+	}
+	if err := job.ValidateID(k.ID); err != nil {
+		return slot.Invalid(err.Code, "job_id", err.Message)
+	}
+	return nil
 }
 
 // Jobs lists jobs of a queue in one status, in ticket order.
@@ -223,15 +287,30 @@ func (e *Engine) Jobs(ctx context.Context, r ListRequest) ([]job.Job, error) {
 		return nil, slot.Invalid("status_not_listed", "status",
 			fmt.Sprintf("jobs are listed by status parked or failed, not %q: a job that runs without trouble is never indexed (get it by id)", r.Status))
 	}
+	if r.After < 0 {
+		return nil, slot.Invalid("invalid_after", "after", "after must not be negative")
+	}
+	if r.Limit < 0 || r.Limit > MaxList {
+		return nil, slot.Invalid("invalid_limit", "limit", fmt.Sprintf("limit must be between 0 (the default, 100) and %d", MaxList))
+	}
+	if _, err := e.Queue(ctx, r.Queue); err != nil {
+		return nil, err
+	}
 	jobs, err := e.state.ListJobs(ctx, r)
 	if err != nil {
-		return nil, fmt.Errorf("jobs %s: %w", r.Queue, err)
+		return nil, failure("jobs", job.Key{Queue: r.Queue}, err)
 	}
 	return jobs, nil
 }
 
+// MaxList is the most jobs one Jobs call answers.
+const MaxList = 1000
+
 // CancelJob cancels a waiting job. ErrNotWaiting if it started or ended.
 func (e *Engine) CancelJob(ctx context.Context, k job.Key) (job.Job, error) {
+	if err := checkKey(k); err != nil {
+		return job.Job{}, err
+	}
 	q, err := e.Queue(ctx, k.Queue)
 	if err != nil {
 		return job.Job{}, err
@@ -239,7 +318,7 @@ func (e *Engine) CancelJob(ctx context.Context, k job.Key) (job.Job, error) {
 	for {
 		j, err := e.state.GetJob(ctx, k)
 		if err != nil {
-			return j, fmt.Errorf("cancel %s: %w", k, err)
+			return j, failure("cancel", k, err)
 		}
 		if !j.Status.Waiting() {
 			return j, fmt.Errorf("cancel %s: %w", k, ErrNotWaiting)
@@ -249,7 +328,7 @@ func (e *Engine) CancelJob(ctx context.Context, k job.Key) (job.Job, error) {
 			continue // it moved (re-ticketed, say); look again
 		}
 		if err != nil {
-			return j, fmt.Errorf("cancel %s: %w", k, err)
+			return j, failure("cancel", k, err)
 		}
 		return e.state.GetJob(ctx, k)
 	}

@@ -40,17 +40,28 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		return EnqueueResult{}, err
 	}
 	specs := req.Specs()
-	q, err := e.queueFor(ctx, req)
+	q, fresh, err := e.queueFor(ctx, req)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
+	// Everything is checked before the first write: a refused call must
+	// not create the queue (design.md §5.10).
 	if err := e.checkTargets(q.Config, req, specs); err != nil {
 		return EnqueueResult{}, err
+	}
+	if fresh {
+		if q, err = e.createForEnqueue(ctx, q); err != nil {
+			return EnqueueResult{}, err
+		}
+		// A concurrent call may have created it with another config.
+		if err := e.checkTargets(q.Config, req, specs); err != nil {
+			return EnqueueResult{}, err
+		}
 	}
 
 	res := EnqueueResult{Queue: q.Name, Jobs: make([]Accepted, len(specs))}
 	// Idempotency: a caller-given id that exists answers with that job.
-	var fresh []*job.Job
+	var newJobs []*job.Job
 	var at []int
 	for i, s := range specs {
 		if s.ID != "" {
@@ -73,33 +84,33 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		if s.NotBefore != nil {
 			j.NotBefore = s.NotBefore.UTC()
 		}
-		fresh = append(fresh, j)
+		newJobs = append(newJobs, j)
 		at = append(at, i)
 	}
-	if len(fresh) == 0 {
+	if len(newJobs) == 0 {
 		return res, nil
 	}
 
-	if err := e.assign(ctx, &q, fresh, now); err != nil {
+	if err := e.assign(ctx, &q, newJobs, now); err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
-	for _, j := range fresh {
+	for _, j := range newJobs {
 		e.place(j, q.State.Paused, now)
 	}
 	// The messages go first and the records after, so a stored queued job
 	// always has a message on its way: a crash between the two leaves
 	// messages whose job does not exist (dropped by the worker), never a
 	// job that waits for a message that will not come.
-	e.dispatch(ctx, fresh, now)
-	records := make([]job.Job, len(fresh))
-	for i, j := range fresh {
+	e.dispatch(ctx, newJobs, now)
+	records := make([]job.Job, len(newJobs))
+	for i, j := range newJobs {
 		records[i] = *j
 	}
 	created, err := e.state.CreateJobs(ctx, records)
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
-	for k, j := range fresh {
+	for k, j := range newJobs {
 		if !created[k] {
 			// Lost a race with the same id: answer with the winner. The
 			// ticket this call took for it stays unused, and its message
@@ -113,7 +124,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		}
 		res.Jobs[at[k]] = answer(j, q.State, false)
 	}
-	e.log.DebugContext(ctx, "enqueued", "queue", q.Name, "jobs", len(fresh), "first_ticket", fresh[0].Ticket)
+	e.log.DebugContext(ctx, "enqueued", "queue", q.Name, "jobs", len(newJobs), "first_ticket", newJobs[0].Ticket)
 	return res, nil
 }
 
@@ -124,15 +135,19 @@ func answer(j *job.Job, st slot.State, existing bool) Accepted {
 	}
 }
 
-// queueFor returns the request's queue, creating it with the defaults (and
-// the request's interval) if it does not exist and auto-creation is on.
-func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (Queue, error) {
-	q, err := e.state.GetQueue(ctx, req.Queue)
-	if err == nil || !errors.Is(err, ErrQueueNotFound) || e.opts.NoAutoCreate {
-		if err != nil {
-			return q, fmt.Errorf("enqueue %s: %w", req.Queue, err)
-		}
-		return q, nil
+// queueFor returns the request's queue. If it does not exist and
+// auto-creation is on, it returns the queue it would create, with the
+// defaults (and the request's interval), and fresh set: nothing is
+// written yet.
+func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue, fresh bool, err error) {
+	q, err = e.state.GetQueue(ctx, req.Queue)
+	switch {
+	case err == nil:
+		return q, false, nil
+	case !errors.Is(err, ErrQueueNotFound):
+		return q, false, fmt.Errorf("enqueue %s: %w", req.Queue, err)
+	case e.opts.NoAutoCreate:
+		return q, false, &NotFoundError{Queue: req.Queue}
 	}
 	cfg := e.defaults
 	if req.Interval != nil {
@@ -142,15 +157,20 @@ func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (Queue, e
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return q, err
+		return q, false, err
 	}
-	q = Queue{Name: req.Queue, Config: cfg, CreatedAt: e.now()}
+	return Queue{Name: req.Queue, Config: cfg, CreatedAt: e.now()}, true, nil
+}
+
+// createForEnqueue creates the queue an enqueue call found missing, or
+// reads the one a concurrent call created first.
+func (e *Engine) createForEnqueue(ctx context.Context, q Queue) (Queue, error) {
 	if err := e.state.CreateQueue(ctx, q); err != nil && !errors.Is(err, ErrQueueExists) {
-		return q, fmt.Errorf("create queue %s: %w", req.Queue, err)
+		return q, fmt.Errorf("create queue %s: %w", q.Name, err)
 	}
-	q, err = e.state.GetQueue(ctx, req.Queue)
+	q, err := e.state.GetQueue(ctx, q.Name)
 	if err != nil {
-		return q, fmt.Errorf("enqueue %s: %w", req.Queue, err)
+		return q, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
 	return q, nil
 }
@@ -162,9 +182,11 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 		if req.Job != nil {
 			prefix = "job."
 		}
-		if s.Target != "" && !cfg.Allows(s.Target) {
-			return slot.Invalid("target_not_allowed", prefix+"target",
-				fmt.Sprintf("target %q is not in queue %s's allowed targets", s.Target, req.Queue))
+		if s.Target != "" {
+			if err := cfg.CheckTarget(s.Target); err != nil {
+				return slot.Invalid("target_not_allowed", prefix+"target",
+					fmt.Sprintf("queue %s does not allow target %q: %v", req.Queue, s.Target, err))
+			}
 		}
 		if s.Kind != "" && kinds != nil && !kinds.Has(s.Kind) {
 			return slot.Invalid("unknown_kind", prefix+"kind", fmt.Sprintf("no handler is registered for kind %q", s.Kind))

@@ -443,7 +443,7 @@ func TestGuaranteeBadInputWritesNothing(t *testing.T) {
 			{"create with negative interval", func() error {
 				_, err := s.eng.CreateQueue(ctx, "fresh", slot.Config{Interval: -time.Second})
 				return err
-			}, "interval"},
+			}, "config.interval"},
 			{"payload over the limit", func() error {
 				_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "strict", Jobs: []job.Spec{{Kind: "sim"}, {Kind: "sim", Payload: big}}})
 				return err
@@ -456,6 +456,14 @@ func TestGuaranteeBadInputWritesNothing(t *testing.T) {
 				_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "strict", Jobs: []job.Spec{{Kind: "sim"}, {Target: "https://evil.example.com/x"}}})
 				return err
 			}, "jobs[1].target"},
+			{"target not allowed on a queue the call would create", func() error {
+				_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "brand-new", Job: &job.Spec{Target: "https://evil.example.com/x"}})
+				return err
+			}, "job.target"},
+			{"pause until beyond the representable", func() error {
+				_, err := s.eng.Pause(ctx, "strict", time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC))
+				return err
+			}, "until"},
 			{"unknown kind", func() error {
 				_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "strict", Job: &job.Spec{Kind: "nope"}})
 				return err
@@ -468,7 +476,7 @@ func TestGuaranteeBadInputWritesNothing(t *testing.T) {
 			{"configure with skew over interval", func() error {
 				_, err := s.eng.Configure(ctx, "strict", slot.Config{Interval: time.Second, Skew: 2 * time.Second})
 				return err
-			}, "skew"},
+			}, "config.skew"},
 		}
 		for _, tt := range tests { // no t.Run inside a synctest bubble
 			before := snapshot(t, s)

@@ -1,8 +1,11 @@
 package job
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +54,33 @@ func TestDecodeEnqueue(t *testing.T) {
 		{"malformed JSON", `{"queue":`, "malformed_json", "body"},
 		{"empty body", ``, "malformed_json", "body"},
 		{"unknown field", `{"queue":"q","job":{"kind":"k"},"colour":1}`, "unknown_field", "colour"},
-		{"unknown job field", `{"queue":"q","job":{"kind":"k","priority":1}}`, "unknown_field", "priority"},
+		{"unknown job field", `{"queue":"q","job":{"kind":"k","priority":1}}`, "unknown_field", "job.priority"},
+		{"unknown field in a batch job", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k"},{"kind":"k","priority":1}]}`, "unknown_field", "jobs[2].priority"},
+		{"key in upper case", `{"QUEUE":"q","job":{"kind":"k"}}`, "unknown_field", "QUEUE"},
+		{"job key in another case", `{"queue":"q","Job":{"kind":"k"}}`, "unknown_field", "Job"},
+		{"nested key in upper case", `{"queue":"q","job":{"KIND":"k"}}`, "unknown_field", "job.KIND"},
+		{"key given twice", `{"queue":"q","queue":"r","job":{"kind":"k"}}`, "duplicate_field", "queue"},
+		{"interval a boolean", `{"queue":"q","interval":true,"job":{"kind":"k"}}`, "invalid_duration", "interval"},
+		{"interval overflows float", `{"queue":"q","interval":1e309,"job":{"kind":"k"}}`, "invalid_duration", "interval"},
+		{"interval overflows duration", `{"queue":"q","interval":"9999999999h","job":{"kind":"k"}}`, "invalid_duration", "interval"},
+		{"not_before a number", `{"queue":"q","job":{"kind":"k","not_before":1767225600}}`, "invalid_type", "job.not_before"},
+		{"not_before no such day", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k","not_before":"2027-02-30T00:00:00Z"}]}`, "invalid_time", "jobs[1].not_before"},
+		{"not_before without offset", `{"queue":"q","job":{"kind":"k","not_before":"2026-11-21T15:00:00"}}`, "invalid_time", "job.not_before"},
+		{"not_before offset +99:99", `{"queue":"q","job":{"kind":"k","not_before":"2026-11-21T15:00:00+99:99"}}`, "invalid_time", "job.not_before"},
+		{"not_before offset +24:00", `{"queue":"q","job":{"kind":"k","not_before":"2026-11-21T15:00:00+24:00"}}`, "invalid_time", "job.not_before"},
+		{"not_before year 1", `{"queue":"q","job":{"kind":"k","not_before":"0001-01-01T00:00:00Z"}}`, "invalid_time", "job.not_before"},
+		{"id wrong type", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k"},{"kind":"k"},{"id":5,"kind":"k"}]}`, "invalid_type", "jobs[3].id"},
+		{"bad id", `{"queue":"q","jobs":[{"kind":"k"},{"id":"a/b","kind":"k"}]}`, "invalid_id", "jobs[1].id"},
+		{"job null and jobs empty", `{"queue":"q","job":null,"jobs":[]}`, "no_jobs", "jobs"},
+		{"queue null", `{"queue":null,"job":{"kind":"k"}}`, "invalid_type", "queue"},
+		{"body an array", `[]`, "invalid_type", "body"},
+		{"trailing data", `{"queue":"q","job":{"kind":"k"}} {}`, "malformed_json", "body"},
+		{"target too long", `{"queue":"q","job":{"target":"https://x/` + strings.Repeat("a", slot.MaxTargetLen) + `"}}`, "invalid_target", "job.target"},
+		{"target with user info", `{"queue":"q","job":{"target":"https://hooks.example.com@169.254.169.254/"}}`, "invalid_target", "job.target"},
+		{"target decimal IPv4", `{"queue":"q","job":{"target":"http://2852039166/latest"}}`, "invalid_target", "job.target"},
+		{"lambda star", `{"queue":"q","job":{"target":"lambda:*"}}`, "invalid_target", "job.target"},
+		{"lambda traversal", `{"queue":"q","job":{"target":"lambda:../../x"}}`, "invalid_target", "job.target"},
+		{"bare lambda arn", `{"queue":"q","job":{"target":"arn:aws:lambda:"}}`, "invalid_target", "job.target"},
 		{"bad queue name", `{"queue":"a b","job":{"kind":"k"}}`, "invalid_queue", "queue"},
 		{"missing queue", `{"job":{"kind":"k"}}`, "invalid_queue", "queue"},
 		{"zero interval", `{"queue":"q","interval":"0s","job":{"kind":"k"}}`, "invalid_interval", "interval"},
@@ -63,7 +92,7 @@ func TestDecodeEnqueue(t *testing.T) {
 		{"no kind or target", `{"queue":"q","jobs":[{"kind":"k"},{"payload":1}]}`, "no_target", "jobs[1].kind"},
 		{"bad target", `{"queue":"q","job":{"target":"ftp://x"}}`, "invalid_target", "job.target"},
 		{"not_before too far", `{"queue":"q","job":{"kind":"k","not_before":"2028-01-01T00:00:00Z"}}`, "invalid_not_before", "job.not_before"},
-		{"not_before not a time", `{"queue":"q","job":{"kind":"k","not_before":"tomorrow"}}`, "malformed_json", "body"},
+		{"not_before not a time", `{"queue":"q","job":{"kind":"k","not_before":"tomorrow"}}`, "invalid_time", "job.not_before"},
 		{"duplicate ids", `{"queue":"q","jobs":[{"id":"a","kind":"k"},{"id":"a","kind":"k"}]}`, "duplicate_id", "jobs[1].id"},
 		{"wrong type", `{"queue":7,"job":{"kind":"k"}}`, "invalid_type", "queue"},
 	}
@@ -84,7 +113,7 @@ func TestDecodeEnqueue(t *testing.T) {
 func TestDecodeEnqueueGood(t *testing.T) {
 	r, err := DecodeEnqueue([]byte(`{"queue":"emails","interval":"250ms","jobs":[
 		{"id":"welcome-42","kind":"email.send","payload":{"to":"a@example.com"}},
-		{"target":"https://hooks.example.com/x","not_before":"2026-11-21T15:00:00Z"}]}`), now)
+		{"target":"https://hooks.example.com/x","not_before":"2026-11-21t16:00:00z"}]}`), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +121,7 @@ func TestDecodeEnqueueGood(t *testing.T) {
 	if len(specs) != 2 || specs[0].ID != "welcome-42" || string(specs[0].Payload) != `{"to":"a@example.com"}` {
 		t.Fatalf("specs = %+v", specs)
 	}
-	if time.Duration(*r.Interval) != 250*time.Millisecond || !specs[1].NotBefore.Equal(now.Add(time.Hour)) {
+	if time.Duration(*r.Interval) != 250*time.Millisecond || !specs[1].NotBefore.Equal(now.Add(2*time.Hour)) {
 		t.Fatalf("interval %v not_before %v", *r.Interval, specs[1].NotBefore)
 	}
 }
@@ -114,19 +143,29 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	}
 }
 
-// FuzzDecodeEnqueue: any body decodes or fails with an *slot.InputError
-// naming a field; it never panics.
+// FuzzDecodeEnqueue: any body decodes, or fails with an *slot.InputError
+// whose field is the full path of the bad value: "body", or a path that
+// reads one way (a.b[2]["x"]), whose every step but the last exists in the
+// input, and whose last step exists too unless the error is about a
+// required value that is missing. Keys along the path are the request's
+// own, in their exact letter case.
 func FuzzDecodeEnqueue(f *testing.F) {
 	f.Add([]byte(`{"queue":"q","job":{"kind":"k"}}`))
 	f.Add([]byte(`{"queue":"q","jobs":[{"id":"a","target":"https://x/y","payload":[1,2],"not_before":"2026-11-21T15:00:00Z"}]}`))
 	f.Add([]byte(`{"queue":"q","interval":"-5ms","job":{}}`))
+	f.Add([]byte(`{"queue":"q","jobs":[{"kind":"k"},{"KIND":"k"}]}`))
+	f.Add([]byte(`{"queue":"q","job":{"kind":"k","not_before":"2027-02-30T00:00:00+24:00"}}`))
+	f.Add([]byte(`{"queue":"q","interval":1e309,"job":{"kind":"k","x.y":1}}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := DecodeEnqueue(body, now)
 		if err != nil {
 			var ie *slot.InputError
-			if !errors.As(err, &ie) || ie.Field == "" || ie.Code == "" {
+			if !errors.As(err, &ie) || ie.Field == "" || ie.Code == "" || ie.Message == "" {
 				t.Fatalf("error %v (%T) is not an InputError naming a field", err, err)
+			}
+			if err := checkFieldPath(body, ie); err != nil {
+				t.Fatalf("%s: %s (%s): %v", body, ie.Field, ie.Code, err)
 			}
 			return
 		}
@@ -134,4 +173,108 @@ func FuzzDecodeEnqueue(f *testing.F) {
 			t.Fatalf("accepted %d jobs", len(r.Specs()))
 		}
 	})
+}
+
+var requestKeys = map[string]bool{
+	"queue": true, "interval": true, "job": true, "jobs": true,
+	"id": true, "kind": true, "target": true, "payload": true, "not_before": true,
+}
+
+// missingCodes are the errors whose field may name a value the input left
+// out: a required one.
+var missingCodes = map[string]bool{"no_jobs": true, "no_target": true, "invalid_queue": true}
+
+func checkFieldPath(body []byte, ie *slot.InputError) error {
+	if ie.Field == "body" {
+		return nil
+	}
+	steps, err := parsePath(ie.Field)
+	if err != nil {
+		return err
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return fmt.Errorf("a field was named for input that is not JSON: %v", err)
+	}
+	for i, step := range steps {
+		last := i == len(steps)-1
+		if key, ok := step.(string); ok && !requestKeys[key] && !(last && ie.Code == "unknown_field") {
+			return fmt.Errorf("step %q is not a request key", key)
+		}
+		var next any
+		var found bool
+		switch v := doc.(type) {
+		case map[string]any:
+			key, ok := step.(string)
+			if !ok {
+				return fmt.Errorf("index %v into an object", step)
+			}
+			next, found = v[key]
+		case []any:
+			n, ok := step.(int)
+			if !ok {
+				return fmt.Errorf("key %v into an array", step)
+			}
+			found = n < len(v)
+			if found {
+				next = v[n]
+			}
+		default:
+			return fmt.Errorf("step %v into a scalar", step)
+		}
+		if !found {
+			if last && missingCodes[ie.Code] {
+				return nil
+			}
+			return fmt.Errorf("step %v does not exist in the input", step)
+		}
+		doc = next
+	}
+	return nil
+}
+
+// parsePath splits a.b[2]["x.y"] into "a", "b", 2, "x.y".
+func parsePath(p string) ([]any, error) {
+	var steps []any
+	for i := 0; i < len(p); {
+		switch {
+		case p[i] == '[' && i+1 < len(p) && p[i+1] == '"':
+			q, err := strconv.QuotedPrefix(p[i+1:])
+			if err != nil || !strings.HasPrefix(p[i+1+len(q):], "]") {
+				return nil, fmt.Errorf("bad quoted step in %q", p)
+			}
+			key, _ := strconv.Unquote(q)
+			steps = append(steps, key)
+			i += 1 + len(q) + 1
+		case p[i] == '[':
+			end := strings.IndexByte(p[i:], ']')
+			n, err := strconv.Atoi(p[i+1 : i+max(end, 1)])
+			if end < 0 || err != nil || n < 0 {
+				return nil, fmt.Errorf("bad index in %q", p)
+			}
+			steps = append(steps, n)
+			i += end + 1
+		default:
+			if p[i] == '.' {
+				if len(steps) == 0 {
+					return nil, fmt.Errorf("leading dot in %q", p)
+				}
+				i++
+			} else if len(steps) > 0 {
+				return nil, fmt.Errorf("missing dot in %q", p)
+			}
+			end := strings.IndexAny(p[i:], ".[")
+			if end < 0 {
+				end = len(p) - i
+			}
+			if end == 0 {
+				return nil, fmt.Errorf("empty step in %q", p)
+			}
+			steps = append(steps, p[i:i+end])
+			i += end
+		}
+	}
+	return steps, nil
 }

@@ -1,16 +1,11 @@
 package job
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/url"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/slotq/slotq/pkg/slot"
@@ -43,7 +38,8 @@ type Spec struct {
 	Target string `json:"target,omitempty"`
 	// Payload is any JSON value, passed to the target as is.
 	Payload json.RawMessage `json:"payload,omitempty"`
-	// NotBefore is the earliest time the job may start.
+	// NotBefore is the earliest time the job may start: an RFC 3339 time
+	// with its offset, within MaxNotBefore of now.
 	NotBefore *time.Time `json:"not_before,omitempty"`
 }
 
@@ -113,10 +109,20 @@ func (r *EnqueueRequest) Validate(now time.Time) error {
 	return nil
 }
 
+// ValidateID checks a job id: [A-Za-z0-9_.:-]{1,128}.
+func ValidateID(id string) *slot.InputError {
+	if !idRE.MatchString(id) {
+		return slot.Invalid("invalid_id", "id", fmt.Sprintf("id %q must match [A-Za-z0-9_.:-]{1,128}", truncate(id, 140)))
+	}
+	return nil
+}
+
 // Validate checks one job spec.
 func (s *Spec) Validate(now time.Time) *slot.InputError {
-	if s.ID != "" && !idRE.MatchString(s.ID) {
-		return slot.Invalid("invalid_id", "id", "id must match [A-Za-z0-9_.:-]{1,128}")
+	if s.ID != "" {
+		if err := ValidateID(s.ID); err != nil {
+			return err
+		}
 	}
 	switch {
 	case s.Kind == "" && s.Target == "":
@@ -141,68 +147,26 @@ func (s *Spec) Validate(now time.Time) *slot.InputError {
 	return nil
 }
 
-// ValidateTarget checks the form of an HTTP or Lambda target.
+// ValidateTarget checks the form of an HTTP or Lambda target
+// (slot.ParseTarget): whether a queue allows it is the queue's to say
+// (slot.Config.CheckTarget).
 func ValidateTarget(t string) *slot.InputError {
-	switch {
-	case strings.HasPrefix(t, "http://") || strings.HasPrefix(t, "https://"):
-		u, err := url.Parse(t)
-		if err != nil || u.Host == "" {
-			return slot.Invalid("invalid_target", "target", "target is not a valid URL")
-		}
-	case strings.HasPrefix(t, "lambda:"):
-		if len(t) == len("lambda:") || len(t) > 200 {
-			return slot.Invalid("invalid_target", "target", "lambda target must be lambda:FUNCTION_NAME")
-		}
-	case strings.HasPrefix(t, "arn:aws:lambda:"):
-	default:
-		return slot.Invalid("invalid_target", "target", "target must be an http(s) URL, lambda:NAME or a Lambda function ARN")
+	if _, err := slot.ParseTarget(t); err != nil {
+		return slot.Invalid("invalid_target", "target", fmt.Sprintf("target %q: %v", truncate(t, 100), err))
 	}
 	return nil
 }
 
-// Decode parses body strictly into v: unknown fields and trailing data are
-// errors, reported as an *slot.InputError naming the field.
-func Decode(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeError(err)
-	}
-	if dec.More() {
-		return slot.Invalid("malformed_json", "body", "trailing data after the JSON object")
-	}
-	return nil
-}
+// Decode parses body strictly into v by slot.Decode: keys in their exact
+// letter case, no unknown or repeated keys, no trailing data; every error
+// is an *slot.InputError naming the full path of the bad value.
+func Decode(body []byte, v any) error { return slot.Decode(body, v) }
 
-func decodeError(err error) error {
-	var inputErr *slot.InputError
-	if errors.As(err, &inputErr) {
-		return inputErr
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "body"
-		}
-		return slot.Invalid("invalid_type", field, fmt.Sprintf("%s: want %s, got JSON %s", field, typeErr.Type, typeErr.Value))
-	case errors.As(err, &syntaxErr):
-		return slot.Invalid("malformed_json", "body", fmt.Sprintf("malformed JSON at byte %d: %v", syntaxErr.Offset, err))
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		field := name
-		if field == "" {
-			field = "body"
-		}
-		return slot.Invalid("unknown_field", field, fmt.Sprintf("unknown field %q", name))
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return slot.Invalid("malformed_json", "body", "empty body")
-	}
-	// Errors from UnmarshalJSON methods (durations, times) name no field
-	// through encoding/json; say what we can.
-	return slot.Invalid("malformed_json", "body", err.Error())
+	return s[:n] + "…"
 }
 
 // NewID returns a random job id.

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
@@ -25,6 +24,11 @@ const (
 	// prefix) that queues created without a target list allow. Default:
 	// none.
 	EnvAllowedTargets = "SLOTQ_ALLOWED_TARGETS"
+	// EnvAllowedNetworks is a comma-separated list of address prefixes
+	// (CIDR) that HTTP targets of queues created without allow_networks
+	// may reach although they are loopback, private, link-local or
+	// metadata addresses (slot.Config.AllowNetworks). Default: none.
+	EnvAllowedNetworks = "SLOTQ_ALLOWED_NETWORKS"
 )
 
 // Spec names a function and the environment variables it reads. The
@@ -39,10 +43,10 @@ type Spec struct {
 
 // The functions' specs.
 var (
-	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvDefaultInterval, EnvAllowedTargets}}
+	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvDefaultInterval, EnvAllowedTargets, EnvAllowedNetworks}}
 	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL}}
 	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL}}
-	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDefaultInterval, EnvAllowedTargets}}
+	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDefaultInterval, EnvAllowedTargets, EnvAllowedNetworks}}
 	// Specs lists every function.
 	Specs = []Spec{Enqueue, Worker, Resume, Admin}
 )
@@ -91,34 +95,25 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 				if t == "" {
 					continue
 				}
-				if !validPattern(t) {
-					return c, fmt.Errorf("%s: entry %d %q must start with http://, https://, lambda: or arn:aws:lambda:", name, i, t)
+				if err := slot.ValidatePattern(t); err != nil {
+					return c, fmt.Errorf("%s: entry %d %q: %v", name, i, t, err)
 				}
 				c.Defaults.Targets = append(c.Defaults.Targets, t)
+			}
+		case EnvAllowedNetworks:
+			for _, n := range strings.Split(v, ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					c.Defaults.AllowNetworks = append(c.Defaults.AllowNetworks, n)
+				}
 			}
 		default:
 			return c, fmt.Errorf("lambdafn: unknown variable %s in spec %s", name, spec.Function)
 		}
 	}
 	if err := c.Defaults.WithDefaults().Validate(); err != nil {
-		return c, fmt.Errorf("%s/%s: %v", EnvDefaultInterval, EnvAllowedTargets, err)
+		return c, fmt.Errorf("%s/%s/%s: %v", EnvDefaultInterval, EnvAllowedTargets, EnvAllowedNetworks, err)
 	}
 	return c, nil
-}
-
-// validPattern reports whether a target pattern can match any target.
-func validPattern(p string) bool {
-	if prefix, ok := strings.CutSuffix(p, "*"); ok {
-		p = prefix
-	} else if err := job.ValidateTarget(p); err != nil {
-		return false
-	}
-	for _, scheme := range []string{"http://", "https://", "lambda:", "arn:aws:lambda:"} {
-		if strings.HasPrefix(p, scheme) {
-			return true
-		}
-	}
-	return false
 }
 
 // Reads reports whether spec reads the variable name.

@@ -1,7 +1,9 @@
 package slot
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"strings"
 	"time"
@@ -68,9 +70,25 @@ type Config struct {
 	// kept. Default 7 days.
 	Retention time.Duration `json:"retention,omitempty"`
 	// Targets lists the HTTP and Lambda targets jobs of this queue may
-	// name. An entry ending in "*" matches by prefix. Go handlers (job
-	// kinds) registered in the worker are always allowed. Default: none.
+	// name (at most MaxTargetPatterns). An HTTP pattern is matched against
+	// the parsed URL, never as a string prefix:
+	// "SCHEME://HOST[:PORT][/PATH][*]" with SCHEME http or https; HOST a
+	// DNS name, "*.DOMAIN" (any subdomain), "*" (any host) or an IP
+	// address; PORT a number or "*" (absent: the scheme's default); PATH
+	// exact, or a prefix when the pattern ends in "*"; no path allows
+	// every path. A Lambda pattern is "lambda:NAME[:QUALIFIER]", a function
+	// ARN, or either ending in "*" after a non-empty name prefix. "*" alone
+	// is no pattern. Go handlers (job kinds) registered in the worker are
+	// always allowed. Default: none.
 	Targets []string `json:"targets,omitempty"`
+	// AllowNetworks lists address prefixes (CIDR, such as "10.1.0.0/16"
+	// or "127.0.0.1/32") that this queue's HTTP targets may reach although
+	// they are in a refused class: loopback, private, link-local,
+	// unique-local, metadata, unspecified, multicast, reserved (see
+	// AddrClass). The check is made on the target's IP host at enqueue and
+	// on every resolved address when the worker connects. At most
+	// MaxAllowNetworks. Default: none, so only public addresses.
+	AllowNetworks []string `json:"allow_networks,omitempty"`
 	// TargetTimeout bounds one run of an HTTP or Lambda target. Default 30s.
 	TargetTimeout time.Duration `json:"target_timeout,omitempty"`
 }
@@ -123,6 +141,9 @@ func (c Config) Or(d Config) Config {
 	if c.Targets == nil {
 		c.Targets = d.Targets
 	}
+	if c.AllowNetworks == nil {
+		c.AllowNetworks = d.AllowNetworks
+	}
 	if c.TargetTimeout == 0 {
 		c.TargetTimeout = d.TargetTimeout
 	}
@@ -149,26 +170,77 @@ func (c Config) Validate() error {
 	case c.TargetTimeout <= 0 || c.TargetTimeout > 15*time.Minute:
 		return Invalid("invalid_target_timeout", "target_timeout", "target_timeout must be between 0 and 15m")
 	}
+	if len(c.Targets) > MaxTargetPatterns {
+		return Invalid("too_many_targets", "targets", fmt.Sprintf("%d target patterns; the most is %d", len(c.Targets), MaxTargetPatterns))
+	}
 	for i, t := range c.Targets {
-		if t == "" || strings.TrimSpace(t) != t {
-			return Invalid("invalid_target", fmt.Sprintf("targets[%d]", i), "target patterns must be non-empty and without spaces")
+		if err := ValidatePattern(t); err != nil {
+			return Invalid("invalid_target", fmt.Sprintf("targets[%d]", i), fmt.Sprintf("pattern %q: %v", truncate(t, 100), err))
+		}
+	}
+	if len(c.AllowNetworks) > MaxAllowNetworks {
+		return Invalid("too_many_networks", "allow_networks", fmt.Sprintf("%d networks; the most is %d", len(c.AllowNetworks), MaxAllowNetworks))
+	}
+	for i, n := range c.AllowNetworks {
+		p, err := netip.ParsePrefix(n)
+		if err != nil || p != p.Masked() {
+			return Invalid("invalid_network", fmt.Sprintf("allow_networks[%d]", i), fmt.Sprintf("%q is not a network prefix such as \"10.1.0.0/16\" (host bits zero)", truncate(n, 100)))
 		}
 	}
 	return nil
 }
 
-// Allows reports whether target is allowed by the queue's target list.
-func (c Config) Allows(target string) bool {
+// Allows reports whether the queue allows target: CheckTarget finds
+// nothing wrong with it.
+func (c Config) Allows(target string) bool { return c.CheckTarget(target) == nil }
+
+// CheckTarget says why the queue does not allow target, or returns nil:
+// the target is malformed, matches none of Targets, or names by IP literal
+// (or "localhost") an address CheckAddr refuses. An HTTP target named by a
+// DNS name is checked again when the worker connects, after resolution.
+func (c Config) CheckTarget(target string) error {
+	t, err := ParseTarget(target)
+	if err != nil {
+		return err
+	}
+	matched := false
 	for _, p := range c.Targets {
-		if prefix, ok := strings.CutSuffix(p, "*"); ok {
-			if strings.HasPrefix(target, prefix) {
-				return true
-			}
-		} else if p == target {
-			return true
+		if pat, err := parsePattern(p); err == nil && pat.match(t) {
+			matched = true
+			break
 		}
 	}
-	return false
+	if !matched {
+		return errors.New("it matches none of the queue's allowed targets")
+	}
+	if t.URL == nil {
+		return nil
+	}
+	a, err := netip.ParseAddr(t.Host)
+	if t.Host == "localhost" || strings.HasSuffix(t.Host, ".localhost") {
+		a, err = netip.AddrFrom4([4]byte{127, 0, 0, 1}), nil
+	}
+	if err != nil {
+		return nil
+	}
+	return c.CheckAddr(a)
+}
+
+// CheckAddr says why an HTTP target of the queue may not connect to a, or
+// returns nil: a is in a refused class (AddrClass) and in none of
+// AllowNetworks.
+func (c Config) CheckAddr(a netip.Addr) error {
+	class := AddrClass(a)
+	if class == "" {
+		return nil
+	}
+	a = a.WithZone("")
+	for _, n := range c.AllowNetworks {
+		if p, err := netip.ParsePrefix(n); err == nil && (p.Contains(a) || p.Contains(a.Unmap())) {
+			return nil
+		}
+	}
+	return fmt.Errorf("address %s is %s; the queue's allow_networks must list it", a, class)
 }
 
 // RetryDelay is the backoff before attempt number next (2, 3, …).

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
+	"math"
+	"strconv"
 	"time"
 )
 
@@ -17,23 +18,34 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
-// UnmarshalJSON reads a duration string or a number of milliseconds.
+// UnmarshalJSON reads a duration string or a number of milliseconds. Its
+// error is an *InputError (code invalid_duration) whose Field is left for
+// the caller to fill: slot.Decode puts the path of the value there.
 func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
+	b = bytes.TrimSpace(b)
+	bad := func(msg string) error { return &InputError{Code: "invalid_duration", Message: msg} }
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return bad("want a duration such as \"500ms\" or a number of milliseconds")
+		}
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("not a duration: %q", s)
+			return bad(fmt.Sprintf("%q is not a duration such as \"500ms\" or \"1h30m\" (at most %s)", truncate(s, 40), time.Duration(math.MaxInt64)))
 		}
 		*d = Duration(v)
 		return nil
+	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9'):
+		ms, err := strconv.ParseFloat(string(b), 64)
+		ns := ms * float64(time.Millisecond)
+		if err != nil || math.IsNaN(ns) || ns >= math.MaxInt64 || ns <= math.MinInt64 {
+			return bad(fmt.Sprintf("%s milliseconds is out of range", truncate(string(b), 40)))
+		}
+		*d = Duration(math.Round(ns))
+		return nil
 	}
-	var ms float64
-	if err := json.Unmarshal(b, &ms); err != nil {
-		return fmt.Errorf("want a duration such as \"500ms\" or a number of milliseconds")
-	}
-	*d = Duration(ms * float64(time.Millisecond))
-	return nil
+	return bad(fmt.Sprintf("want a duration such as \"500ms\" or a number of milliseconds, got %s", jsonKind(b)))
 }
 
 type configJSON struct {
@@ -44,6 +56,7 @@ type configJSON struct {
 	MaxBackoff    Duration  `json:"max_backoff,omitempty"`
 	Retention     Duration  `json:"retention,omitempty"`
 	Targets       []string  `json:"targets,omitempty"`
+	AllowNetworks []string  `json:"allow_networks,omitempty"`
 	TargetTimeout Duration  `json:"target_timeout,omitempty"`
 }
 
@@ -53,22 +66,18 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	return json.Marshal(configJSON{
 		Interval: &iv, Skew: Duration(c.Skew), MaxAttempts: c.MaxAttempts,
 		Backoff: Duration(c.Backoff), MaxBackoff: Duration(c.MaxBackoff), Retention: Duration(c.Retention),
-		Targets: c.Targets, TargetTimeout: Duration(c.TargetTimeout),
+		Targets: c.Targets, AllowNetworks: c.AllowNetworks, TargetTimeout: Duration(c.TargetTimeout),
 	})
 }
 
-// UnmarshalJSON reads durations as strings (or milliseconds). Unknown
-// fields are errors, and so is an interval given as zero or less (an
-// absent one means the default).
+// UnmarshalJSON reads a configuration strictly, by Decode: unknown fields
+// (in any letter case) are errors, durations are strings (or
+// milliseconds), and an interval given as zero or less is an error (an
+// absent one means the default). Errors name the field relative to the
+// configuration ("interval", "targets[2]").
 func (c *Config) UnmarshalJSON(b []byte) error {
 	var w configJSON
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			name = strings.Trim(name, `"`)
-			return Invalid("unknown_field", name, fmt.Sprintf("unknown queue setting %q", name))
-		}
+	if err := Decode(b, &w); err != nil {
 		return err
 	}
 	var iv time.Duration
@@ -80,7 +89,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	*c = Config{
 		Interval: iv, Skew: time.Duration(w.Skew), MaxAttempts: w.MaxAttempts,
 		Backoff: time.Duration(w.Backoff), MaxBackoff: time.Duration(w.MaxBackoff), Retention: time.Duration(w.Retention),
-		Targets: w.Targets, TargetTimeout: time.Duration(w.TargetTimeout),
+		Targets: w.Targets, AllowNetworks: w.AllowNetworks, TargetTimeout: time.Duration(w.TargetTimeout),
 	}
 	return nil
 }

@@ -20,6 +20,9 @@ func Invalid(code, field, message string) *InputError {
 }
 
 func (e *InputError) Error() string {
+	if e.Field == "" {
+		return e.Message
+	}
 	return fmt.Sprintf("%s: %s", e.Field, e.Message)
 }
 

@@ -3,27 +3,45 @@ package target
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
 
 	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/slot"
 )
 
 // HTTP posts a job's payload to its target URL with Content-Type
 // application/json and the headers Slotq-Queue, Slotq-Job-Id, Slotq-Ticket
-// and Slotq-Attempt. A 2xx answer is success; a 4xx other than 408 and 429
-// fails the job without retry (the request itself is wrong); anything else
-// is retried.
+// and Slotq-Attempt. A 2xx answer is success; a 3xx (redirects are not
+// followed) and a 4xx other than 408 and 429 fail the job without retry
+// (the request itself is wrong); anything else is retried.
+//
+// Its default client connects only to addresses the job's queue allows
+// (slot.Config.CheckAddr): the check runs on every connection, on the
+// address DNS resolved to, so a name that resolves (or rebinds) to a
+// loopback, private, link-local or metadata address is refused unless the
+// queue's allow_networks lists it. It uses no proxy.
 type HTTP struct {
-	// Client sends the requests. Default http.DefaultClient; the queue's
-	// target_timeout bounds each request through its context.
+	// Client sends the requests. Default: the guarded client described
+	// above, one per distinct allow_networks. A Client given here is used
+	// as it is, so its transport must make its own address checks.
 	Client *http.Client
+
+	mu      sync.Mutex
+	clients map[string]*http.Client
 }
 
-// Post sends one attempt of j.
-func (h *HTTP) Post(ctx context.Context, j *job.Job) error {
+// Post sends one attempt of j for a queue configured by cfg.
+func (h *HTTP) Post(ctx context.Context, j *job.Job, cfg slot.Config) error {
 	body := j.Payload
 	if len(body) == 0 {
 		body = []byte("null")
@@ -39,10 +57,14 @@ func (h *HTTP) Post(ctx context.Context, j *job.Job) error {
 	req.Header.Set("Slotq-Attempt", strconv.Itoa(j.Attempt))
 	c := h.Client
 	if c == nil {
-		c = http.DefaultClient
+		c = h.guarded(cfg)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
+		var refused *addrError
+		if errors.As(err, &refused) {
+			return SkipRetry(fmt.Errorf("http target: %w", refused))
+		}
 		return fmt.Errorf("http target: %w", err)
 	}
 	defer resp.Body.Close()
@@ -50,9 +72,63 @@ func (h *HTTP) Post(ctx context.Context, j *job.Job) error {
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
 		return nil
+	case code >= 300 && code < 400:
+		return SkipRetry(fmt.Errorf("http target: %s: redirect to %q not followed", resp.Status, resp.Header.Get("Location")))
 	case code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests:
 		return SkipRetry(fmt.Errorf("http target: %s: %s", resp.Status, bytes.TrimSpace(snippet)))
 	default:
 		return fmt.Errorf("http target: %s: %s", resp.Status, bytes.TrimSpace(snippet))
 	}
 }
+
+// guarded returns the client for queues with cfg's allow_networks. Each
+// set of networks has its own client, so a pooled connection one queue
+// was allowed to open is never reused for a queue that is not.
+func (h *HTTP) guarded(cfg slot.Config) *http.Client {
+	key := strings.Join(cfg.AllowNetworks, ",")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.clients[key]; ok {
+		return c
+	}
+	if h.clients == nil {
+		h.clients = map[string]*http.Client{}
+	}
+	allow := slot.Config{AllowNetworks: cfg.AllowNetworks}
+	d := &net.Dialer{
+		Timeout:   10 * time.Second,
+		KeepAlive: 30 * time.Second,
+		// Control sees the address after DNS resolution, for every
+		// connection: the check DNS rebinding cannot get around.
+		Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return &addrError{fmt.Errorf("address %q: %w", address, err)}
+			}
+			if err := allow.CheckAddr(ap.Addr()); err != nil {
+				return &addrError{err}
+			}
+			return nil
+		},
+	}
+	c := &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           d.DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	h.clients[key] = c
+	return c
+}
+
+// addrError is a connection the guarded dialer refused.
+type addrError struct{ err error }
+
+func (e *addrError) Error() string { return "refused: " + e.err.Error() }
+func (e *addrError) Unwrap() error { return e.err }

@@ -86,6 +86,8 @@ type Dispatcher struct {
 	HTTP *HTTP
 	// Lambda runs Lambda targets. Nil: such jobs fail without retry.
 	Lambda *Lambda
+
+	once sync.Once
 }
 
 var (
@@ -93,13 +95,28 @@ var (
 	_ engine.Kinds  = (*Dispatcher)(nil)
 )
 
+func (d *Dispatcher) http() *HTTP {
+	d.once.Do(func() {
+		if d.HTTP == nil {
+			d.HTTP = &HTTP{}
+		}
+	})
+	return d.HTTP
+}
+
 // Has reports whether kind has a handler. Without a Mux every kind is
 // accepted: the enqueue side does not know the worker's handlers.
 func (d *Dispatcher) Has(kind string) bool { return d.Mux == nil || d.Mux.Has(kind) }
 
 // Run runs one attempt of j, bounded by the queue's target timeout for
-// remote targets.
+// remote targets. A remote target the queue no longer allows (its
+// configuration changed since enqueue) fails without retry.
 func (d *Dispatcher) Run(ctx context.Context, j *job.Job, cfg slot.Config) error {
+	if j.Kind == "" {
+		if err := cfg.CheckTarget(j.Target); err != nil {
+			return SkipRetry(fmt.Errorf("target %q: %w", j.Target, err))
+		}
+	}
 	switch {
 	case j.Kind != "":
 		if d.Mux == nil {
@@ -107,13 +124,9 @@ func (d *Dispatcher) Run(ctx context.Context, j *job.Job, cfg slot.Config) error
 		}
 		return d.Mux.run(ctx, j)
 	case strings.HasPrefix(j.Target, "http://"), strings.HasPrefix(j.Target, "https://"):
-		h := d.HTTP
-		if h == nil {
-			h = &HTTP{}
-		}
 		ctx, cancel := context.WithTimeout(ctx, cfg.TargetTimeout)
 		defer cancel()
-		return h.Post(ctx, j)
+		return d.http().Post(ctx, j, cfg)
 	case strings.HasPrefix(j.Target, "lambda:"), strings.HasPrefix(j.Target, "arn:aws:lambda:"):
 		if d.Lambda == nil {
 			return SkipRetry(fmt.Errorf("lambda target %q: no Lambda client configured", j.Target))

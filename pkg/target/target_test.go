@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +21,12 @@ import (
 	"github.com/slotq/slotq/pkg/target"
 )
 
-var cfg = slot.Config{Interval: time.Second}.WithDefaults()
+// cfg allows the loopback test servers and the Lambda function the tests use.
+var cfg = slot.Config{
+	Interval:      time.Second,
+	Targets:       []string{"http://127.0.0.1:*", "lambda:mailer"},
+	AllowNetworks: []string{"127.0.0.1/32"},
+}.WithDefaults()
 
 func TestMuxRoutesByKindAndPanicsOnDuplicates(t *testing.T) {
 	mux := target.NewMux()
@@ -125,5 +132,72 @@ func TestLambdaTarget(t *testing.T) {
 	}
 	if err := (&target.Dispatcher{}).Run(context.Background(), j, cfg); !errors.Is(err, engine.ErrSkipRetry) {
 		t.Fatalf("no Lambda client: %v; want skip-retry", err)
+	}
+}
+
+// The guarded client checks the address a name resolves to, on every
+// connection: "localhost" reaches the loopback server only when the
+// queue's allow_networks lists it. Post is called directly, so only the
+// dial-time check stands between the job and the address.
+func TestHTTPTargetRefusesResolvedAddresses(t *testing.T) {
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	j := &job.Job{Queue: "q", ID: "j", Ticket: 1, Attempt: 1, Target: "http://localhost:" + port + "/"}
+	h := &target.HTTP{}
+	public := slot.Config{Targets: []string{"http://*:*"}}
+	err := h.Post(context.Background(), j, public)
+	if err == nil || !errors.Is(err, engine.ErrSkipRetry) || !strings.Contains(err.Error(), "loopback") || hits != 0 {
+		t.Fatalf("Post to localhost without allow_networks = %v (hits %d); want a skip-retry refusal naming loopback", err, hits)
+	}
+	allowed := slot.Config{Targets: []string{"http://*:*"}, AllowNetworks: []string{"127.0.0.0/8", "::1/128"}}
+	if err := h.Post(context.Background(), j, allowed); err != nil || hits != 1 {
+		t.Fatalf("Post with allow_networks = %v (hits %d); want success", err, hits)
+	}
+	// The pooled connection the allowed queue opened is not the public one's.
+	if err := h.Post(context.Background(), j, public); err == nil || hits != 1 {
+		t.Fatalf("Post after an allowed one = %v (hits %d); want refused again", err, hits)
+	}
+}
+
+// Redirects are not followed: a 3xx could lead anywhere.
+func TestHTTPTargetDoesNotFollowRedirects(t *testing.T) {
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.URL.Path)
+		if r.URL.Path == "/hook" { // the allow-list says /hook; the redirect goes elsewhere
+			http.Redirect(w, r, "/admin", http.StatusTemporaryRedirect)
+		}
+	}))
+	defer srv.Close()
+	c := cfg
+	c.Targets = []string{srv.URL + "/hook"}
+	err := (&target.Dispatcher{}).Run(context.Background(), &job.Job{ID: "r", Target: srv.URL + "/hook"}, c)
+	if !errors.Is(err, engine.ErrSkipRetry) || len(paths) != 1 {
+		t.Fatalf("Run = %v after %v; want one request and a skip-retry error", err, paths)
+	}
+}
+
+// The worker checks the target against the queue's configuration as it is
+// now: a target removed from the allow-list (or a private address) after
+// enqueue does not run.
+func TestDispatcherRechecksTheAllowList(t *testing.T) {
+	tests := []struct{ name, target string }{
+		{"not in the list", "https://other.example.com/x"},
+		{"metadata by IP", "http://169.254.169.254/latest/meta-data/"},
+		{"lambda not listed", "lambda:other"},
+	}
+	fake := &fakeLambda{out: &lambda.InvokeOutput{StatusCode: 200}}
+	d := &target.Dispatcher{Lambda: &target.Lambda{API: fake}}
+	c := cfg
+	c.Targets = append(c.Targets, "http://*")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := d.Run(context.Background(), &job.Job{ID: "x", Target: tt.target}, c)
+			if !errors.Is(err, engine.ErrSkipRetry) || fake.in != nil {
+				t.Fatalf("Run = %v (invoked %v); want a skip-retry refusal", err, fake.in)
+			}
+		})
 	}
 }
