@@ -45,7 +45,7 @@ type Request struct {
 	// JobID names the job for get and cancel.
 	JobID string `json:"job_id,omitempty"`
 	// Status, After and Limit page through a queue's jobs for list:
-	// jobs of one status (default queued) by ticket, after ticket After,
+	// jobs of one listed status, parked (the default) or failed, by ticket, after ticket After,
 	// at most Limit (default 100). list without a queue lists the queues.
 	Status job.Status `json:"status,omitempty"`
 	After  int64      `json:"after,omitempty"`
@@ -146,7 +146,7 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 			return Response{Queues: nonNil(qs)}, err
 		}
 		if r.Status == "" {
-			r.Status = job.Queued
+			r.Status = job.Parked
 		}
 		jobs, err := h.Engine.Jobs(ctx, engine.ListRequest{Queue: r.Queue, Status: r.Status, After: r.After, Limit: r.Limit})
 		return Response{Jobs: nonNil(jobs)}, err
