@@ -294,12 +294,12 @@ func TestBadInputWritesNothing(t *testing.T) {
 		name, fn, payload, code, field string
 	}{
 		{"sample", "EnqueueFunction", string(sample(t, "enqueue-bad.json")), "invalid_interval", "interval"},
-		{"unknown field", "EnqueueFunction", `{"queue":"emails","job":{"kind":"k","priority":3}}`, "unknown_field", "priority"},
+		{"unknown field", "EnqueueFunction", `{"queue":"emails","job":{"kind":"k","priority":3}}`, "unknown_field", "job.priority"},
 		{"wrong type", "EnqueueFunction", `{"queue":"emails","jobs":{"kind":"k"}}`, "invalid_type", "jobs"},
 		{"target not allowed", "EnqueueFunction", `{"queue":"emails","job":{"target":"https://evil.example.com/"}}`, "target_not_allowed", "job.target"},
 		{"one bad job spoils the batch", "EnqueueFunction", `{"queue":"emails","jobs":[{"kind":"k"},{"kind":"k","payload":{"a":1},"not_before":"1999-01-01T00:00:00Z"}]}`, "invalid_not_before", "jobs[1].not_before"},
 		{"bad queue name", "EnqueueFunction", `{"queue":"no/slashes","job":{"kind":"k"}}`, "invalid_queue", "queue"},
-		{"admin bad config", "AdminFunction", `{"op":"configure","queue":"emails","config":{"interval":"-1s"}}`, "invalid_interval", "interval"},
+		{"admin bad config", "AdminFunction", `{"op":"configure","queue":"emails","config":{"interval":"-1s"}}`, "invalid_interval", "config.interval"},
 		{"admin unknown op", "AdminFunction", `{"op":"drop","queue":"emails"}`, "invalid_op", "op"},
 	}
 	for _, tt := range tests {
