@@ -54,7 +54,7 @@ func demoFlags(fs *flag.FlagSet, def demoConfig) *demoConfig {
 	fs.IntVar(&c.Batch, "batch", def.Batch, "most jobs in one enqueue call (each call takes 1..batch)")
 	fs.IntVar(&c.Workers, "workers", def.Workers, "concurrent workers, as that many Lambda invocations")
 	fs.DurationVar(&c.Interval, "interval", def.Interval, "the queue's interval: least time between two starts")
-	fs.DurationVar(&c.Skew, "skew", def.Skew, "the queue's clock allowance: starts may come interval − skew apart")
+	fs.DurationVar(&c.Skew, "skew", def.Skew, "the queue's skew: any j starts after a start come at least j·interval − skew after it (0: the default, min(2ms, interval/4))")
 	fs.DurationVar(&c.Jitter, "jitter", def.Jitter, "delay each delivery by a random extra up to this (the transport's jitter)")
 	fs.Uint64Var(&c.Seed, "seed", def.Seed, "seed for producer gaps, batch sizes and jitter")
 	fs.DurationVar(&c.Timeout, "timeout", def.Timeout, "give up waiting for the jobs after this (0: 2·jobs·interval + 30s)")
@@ -134,8 +134,8 @@ func newReport(cfg demoConfig, res demoResult) report {
 	d := timeline.Delays(res.Starts)
 	return report{
 		cfg: cfg, res: res,
-		handler: timeline.Summarize(res.Starts, cfg.Interval, cfg.Skew),
-		gate:    timeline.Summarize(timeline.AtGate(res.Starts), cfg.Interval, cfg.Skew),
+		handler: timeline.Summarize(res.Starts, cfg.Interval, res.Skew),
+		gate:    timeline.Summarize(timeline.AtGate(res.Starts), cfg.Interval, res.Skew),
 		delay:   [3]time.Duration{timeline.Percentile(d, 50), timeline.Percentile(d, 99), timeline.Percentile(d, 100)},
 	}
 }
@@ -178,7 +178,7 @@ func (r report) print(w io.Writer) {
 		once = fmt.Sprintf("%d started twice, %d never", res.StartedTwice, res.Unstarted)
 	}
 	fmt.Fprintf(w, "summary  queue %s, interval %s, skew %s, %d producers, %d workers\n",
-		cfg.Queue, cfg.Interval, cfg.Skew, cfg.Producers, cfg.Workers)
+		cfg.Queue, cfg.Interval, res.Skew, cfg.Producers, cfg.Workers)
 	fmt.Fprintf(w, "  jobs          %d enqueued, %d started (%s), %d succeeded, %d not finished\n",
 		res.Enqueued, len(res.Starts), once, res.Succeeded, res.Unfinished)
 	fmt.Fprintf(w, "  spacing       min %s  p50 %s  (between handler begins; at the gate min %s)\n",

@@ -77,6 +77,8 @@ func (c demoConfig) total() int { return c.Producers * c.Jobs }
 type demoResult struct {
 	// Begin is when the run began, before the first enqueue.
 	Begin time.Time
+	// Skew is the queue's skew: --skew, or the default when it is 0.
+	Skew time.Duration
 	// Starts holds one record per handler call, in the order they were
 	// recorded.
 	Starts []timeline.Start
@@ -154,11 +156,12 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 	eng := engine.New(engine.Options{
 		State: store, Transport: transport, Runner: &target.Dispatcher{Mux: mux}, Logger: cfg.Logger,
 	})
-	if _, err := eng.CreateQueue(ctx, cfg.Queue, slot.Config{Interval: cfg.Interval, Skew: cfg.Skew}); err != nil {
+	q, err := eng.CreateQueue(ctx, cfg.Queue, slot.Config{Interval: cfg.Interval, Skew: cfg.Skew})
+	if err != nil {
 		return demoResult{}, err
 	}
 
-	res := demoResult{Begin: time.Now()}
+	res := demoResult{Begin: time.Now(), Skew: q.Config.Skew}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	runCtx, stopWorkers := context.WithCancel(ctx)

@@ -152,9 +152,7 @@ func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue,
 	cfg := e.defaults
 	if req.Interval != nil {
 		cfg.Interval = time.Duration(*req.Interval)
-		if cfg.Skew >= cfg.Interval {
-			cfg.Skew = 0
-		}
+		cfg.Skew = min(cfg.Skew, cfg.Interval/4)
 	}
 	if err := cfg.Validate(); err != nil {
 		return q, false, err

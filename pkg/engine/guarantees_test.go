@@ -249,7 +249,7 @@ func TestGuaranteeNothingLost(t *testing.T) {
 			}
 		}
 		checkSingleStart(t, s.startsOf("safe"))
-		checkSpacing(t, s.startsOf("safe"), 500*time.Millisecond, 0)
+		checkSpacing(t, s.startsOf("safe"), 500*time.Millisecond, slot.DefaultSkew)
 	})
 }
 
@@ -297,7 +297,7 @@ func TestGuaranteePause(t *testing.T) {
 				t.Fatalf("after the pause %s started before %s, against their order", starts[i].ID, starts[i-1].ID)
 			}
 		}
-		checkSpacing(t, starts, time.Second, 0)
+		checkSpacing(t, starts, time.Second, slot.DefaultSkew)
 	})
 }
 

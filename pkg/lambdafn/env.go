@@ -19,6 +19,10 @@ const (
 	// (on first enqueue, or by admin create without config.interval), as
 	// a Go duration such as "1s". Default 1s.
 	EnvDefaultInterval = "SLOTQ_DEFAULT_INTERVAL"
+	// EnvDefaultSkew is the skew of queues created without one (capped at
+	// a quarter of their interval), as a Go duration such as "10ms".
+	// Default slot.DefaultSkew.
+	EnvDefaultSkew = "SLOTQ_DEFAULT_SKEW"
 	// EnvAllowedTargets is a comma-separated list of target patterns
 	// (http(s) URLs, lambda:NAME, function ARNs; a trailing * matches by
 	// prefix) that queues created without a target list allow. Default:
@@ -43,10 +47,10 @@ type Spec struct {
 
 // The functions' specs.
 var (
-	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvDefaultInterval, EnvAllowedTargets, EnvAllowedNetworks}}
+	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL}}
 	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL}}
-	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDefaultInterval, EnvAllowedTargets, EnvAllowedNetworks}}
+	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	// Specs lists every function.
 	Specs = []Spec{Enqueue, Worker, Resume, Admin}
 )
@@ -58,7 +62,8 @@ type Config struct {
 	// QueueURL is the SQS slot queue (SLOTQ_QUEUE_URL).
 	QueueURL string
 	// Defaults configures queues created without a configuration:
-	// interval from SLOTQ_DEFAULT_INTERVAL, targets from
+	// interval from SLOTQ_DEFAULT_INTERVAL, skew from SLOTQ_DEFAULT_SKEW,
+	// targets from
 	// SLOTQ_ALLOWED_TARGETS, the rest slot's defaults.
 	Defaults slot.Config
 }
@@ -89,6 +94,15 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s must be a duration between 0 and %s such as \"1s\", got %q", name, slot.MaxInterval, v)
 			}
 			c.Defaults.Interval = d
+		case EnvDefaultSkew:
+			if v == "" {
+				break
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 || d > slot.MaxInterval {
+				return c, fmt.Errorf("%s must be a duration between 0 and %s such as \"10ms\", got %q", name, slot.MaxInterval, v)
+			}
+			c.Defaults.Skew = d
 		case EnvAllowedTargets:
 			for i, t := range strings.Split(v, ",") {
 				t = strings.TrimSpace(t)

@@ -23,6 +23,8 @@ func TestLoad(t *testing.T) {
 		{name: "queue url not a url", spec: Resume, change: map[string]string{EnvQueueURL: "slots"}, wantErr: EnvQueueURL},
 		{name: "bad interval", spec: Admin, change: map[string]string{EnvDefaultInterval: "soon"}, wantErr: EnvDefaultInterval},
 		{name: "negative interval", spec: Admin, change: map[string]string{EnvDefaultInterval: "-1s"}, wantErr: EnvDefaultInterval},
+		{name: "bad skew", spec: Enqueue, change: map[string]string{EnvDefaultSkew: "a little"}, wantErr: EnvDefaultSkew},
+		{name: "skew as long as the interval", spec: Admin, change: map[string]string{EnvDefaultSkew: "2s"}, wantErr: EnvDefaultInterval},
 		{name: "bad target", spec: Enqueue, change: map[string]string{EnvAllowedTargets: "ftp://x"}, wantErr: EnvAllowedTargets},
 		{name: "empty targets", spec: Enqueue, change: map[string]string{EnvAllowedTargets: ""}},
 		{name: "default interval", spec: Enqueue, change: map[string]string{EnvDefaultInterval: ""}},

@@ -17,6 +17,14 @@ const (
 	// DefaultInterval is the interval of a queue created on first enqueue
 	// when nothing else says otherwise.
 	DefaultInterval = time.Second
+	// DefaultSkew is the skew of a queue that sets none, on the embedded
+	// runtime (the Lambda stack sets its own, template parameter
+	// DefaultSkew): the wake-up latency of a timer on a loaded host, which
+	// every start carries. With a skew below it, each start waits for the
+	// one before it to have been late, and the lateness adds up along a
+	// backlog; 2 ms covered it on a busy 2-core host (docs/algorithm.md).
+	// It is capped at a quarter of the interval.
+	DefaultSkew = 2 * time.Millisecond
 	// DefaultMaxAttempts is how many attempts a job gets before it fails.
 	DefaultMaxAttempts = 3
 	// DefaultBackoff is the wait before the first retry; it doubles with
@@ -56,8 +64,13 @@ type Config struct {
 	// Required to be > 0; default DefaultInterval when a queue is created
 	// on first enqueue.
 	Interval time.Duration `json:"interval"`
-	// Skew is the clock allowance between hosts: two starts are at least
-	// Interval−Skew apart. Default 0; must be less than Interval.
+	// Skew is the allowance for clock differences between hosts and
+	// wake-up latency: for any two starts i < j, start_j − start_i ≥
+	// (j − i)·Interval − Skew. It is a one-time allowance, not one per
+	// start: no run of starts goes faster than one per Interval. Default
+	// DefaultSkew (or the stack's), at most a quarter of the interval;
+	// must be less than Interval. Zero means the default: set 1ns for
+	// (almost) none.
 	Skew time.Duration `json:"skew,omitempty"`
 	// MaxAttempts is how many attempts a job gets. Default 3.
 	MaxAttempts int `json:"max_attempts,omitempty"`
@@ -98,6 +111,9 @@ func (c Config) WithDefaults() Config {
 	if c.Interval == 0 {
 		c.Interval = DefaultInterval
 	}
+	if c.Skew == 0 {
+		c.Skew = min(DefaultSkew, c.Interval/4)
+	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
@@ -123,8 +139,8 @@ func (c Config) Or(d Config) Config {
 	if c.Interval == 0 {
 		c.Interval = d.Interval
 	}
-	if c.Skew == 0 && d.Skew < c.Interval {
-		c.Skew = d.Skew
+	if c.Skew == 0 {
+		c.Skew = min(d.Skew, c.Interval/4)
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = d.MaxAttempts
