@@ -93,6 +93,15 @@ func deploy(t *testing.T, params map[string]string) *stack {
 	}
 	t.Cleanup(func() {
 		host.Close()
+		// The template's MemorySize must hold what each bootstrap used,
+		// with room to spare for the runtime around it on Lambda.
+		for _, f := range fns {
+			peak := host.PeakRSS(f.Name)
+			t.Logf("%s: peak RSS %.1f MB of %d MB", f.Name, float64(peak)/(1<<20), f.MemoryMB)
+			if peak > int64(f.MemoryMB)<<20*3/4 {
+				t.Errorf("%s used %.1f MB, more than 3/4 of its MemorySize %d MB", f.Name, float64(peak)/(1<<20), f.MemoryMB)
+			}
+		}
 		if t.Failed() {
 			t.Logf("function logs:\n%s", logs.String())
 		}

@@ -180,6 +180,20 @@ func (h *Host) Invoke(ctx context.Context, name string, payload []byte) (Result,
 	return r.invoke(ctx, payload)
 }
 
+// PeakRSS returns the most resident memory any process of the named
+// function used, in bytes, over the processes that have exited (all of
+// them after Close): what its MemorySize must hold. 0 if none has exited
+// or the platform does not tell.
+func (h *Host) PeakRSS(name string) int64 {
+	r, ok := h.fns[name]
+	if !ok {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.peakRSS
+}
+
 // Close stops every bootstrap process and the servers.
 func (h *Host) Close() error {
 	select {

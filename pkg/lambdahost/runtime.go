@@ -30,6 +30,7 @@ type runtime struct {
 	mu      sync.Mutex
 	proc    *process
 	pending map[string]*invocation
+	peakRSS int64 // bytes, the most any of its processes used
 }
 
 // invocation is one event on its way through the Runtime API.
@@ -93,6 +94,7 @@ func (r *runtime) ensure() (*process, error) {
 		err := cmd.Wait()
 		r.mu.Lock()
 		p.err = err
+		r.peakRSS = max(r.peakRSS, maxRSS(cmd.ProcessState))
 		r.mu.Unlock()
 		close(p.done)
 	}()
