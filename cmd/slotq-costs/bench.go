@@ -111,11 +111,15 @@ func (b *bench) newEnv(ctx context.Context, interval time.Duration) (*env, error
 	}
 	e.enqueue, e.worker, e.resume, e.admin = mk(), mk(), mk(), mk()
 	if _, err := engine.New(engine.Options{State: e.raw, Transport: e.enqueue.tr, Now: e.clock.Now}).
-		CreateQueue(ctx, "q", slot.Config{Interval: interval}); err != nil {
+		CreateQueue(ctx, "q", slot.Config{Interval: interval, Skew: stackSkew}); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
+
+// stackSkew is the skew the scenarios' queues get: the stack's default
+// (templateSkew), or slot's when the template gives none.
+var stackSkew time.Duration
 
 // work runs the worker role's receive loop until ctx ends: the Lambda
 // event source and the worker function. It adds up the time Work spent

@@ -54,6 +54,7 @@ func run(w io.Writer, tmpl string, runs int) error {
 	}
 
 	mem := memorySizes(tmpl)
+	stackSkew = templateSkew(tmpl)
 	b, err := newBench(ctx)
 	if err != nil {
 		return err

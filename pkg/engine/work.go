@@ -75,6 +75,12 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			wake = hold
 			continue
 		}
+		// The queue state just read says when the gate opens: waiting for
+		// it here saves a write that would fail (and still be billed).
+		if v, open := slot.Gate(q.State, j.Ticket, q.Config.Interval, q.Config.Skew, now); v == slot.Early {
+			wake = open
+			continue
+		}
 		st, err := e.state.Gate(ctx, GateRequest{
 			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now, Seen: q.State,
 		})
