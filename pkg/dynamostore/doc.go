@@ -1,8 +1,9 @@
 // Package dynamostore is slotq's state store on DynamoDB: a Store
 // implements engine.State on one table, with conditional writes and
 // transactions where pkg/memstore uses a mutex. The enqueue function takes
-// tickets here (Take), the worker passes the gate here (Start), the resume
-// function lists parked jobs here (ListJobs).
+// tickets here (Take), the worker passes the gate here (Gate) and claims
+// the job (UpdateJob), the resume function lists parked jobs here
+// (ListJobs).
 //
 // # Table
 //
@@ -11,20 +12,22 @@
 //
 //	item          pk                  sk       attributes
 //	queue state   Q#<queue>           state    ticket, current, clock, last_start,
-//	                                           paused, paused_until, interval,
-//	                                           take_clock, write_token
+//	                                           purged, paused, paused_until,
+//	                                           interval, take_clock, write_token
 //	queue config  Q#<queue>           config   queue, config (JSON), created_at,
 //	                                           item_kind = "queue"
 //	job           J#<queue>#<job id>  job      queue, job_id, status, ticket, attempt,
-//	                                           queue_status = "<queue>#<status>",
+//	                                           queue_status = "<queue>#<status>"
+//	                                           (parked and failed jobs only),
 //	                                           the other job.Job fields,
 //	                                           expires_at, ttl, write_token
 //
 // Indexes (both project ALL):
 //
-//   - by_status: queue_status (S) + ticket (N). Only job items carry
-//     queue_status, so ListJobs(queue, status) is one Query in ticket
-//     order and CountJobs a Select COUNT on it.
+//   - by_status: queue_status (S) + ticket (N). Only parked and failed
+//     job items carry queue_status (job.Status.Listed), so
+//     ListJobs(queue, status) is one Query in ticket order and CountJobs a
+//     Select COUNT on it, and other jobs cost no index write.
 //   - queues: item_kind (S) + queue (S). Only config items carry
 //     item_kind, so ListQueues is one Query in name order (and a
 //     BatchGetItem of the state items).
@@ -41,28 +44,30 @@
 // # The hot item
 //
 // Each queue's state item is the one every enqueue and every start
-// writes; it holds counters and times only (about 200 bytes, one write
+// writes; it holds counters and times only (about 250 bytes, one write
 // unit), while the configuration, which may grow with its target list,
 // sits in the cold config item. DynamoDB sustains about 1,000 write units
 // per second on one item. An enqueue call is one Take write whatever its
-// batch size (up to job.MaxBatch jobs); a start writes the item in a
-// transaction (2 units) and raises the clock (1 unit). So one queue takes
-// about 1,000 − 3·(starts per second) enqueue calls per second, and,
-// since starts are at most one per interval, an interval of 10 ms still
-// leaves 700 enqueue calls per second. Job items spread over partitions
-// (one partition key per job); the by_status index puts a queue's jobs of
-// one status under one key, which caps job writes at about 1,000 per second
-// per queue and status.
+// batch size (up to job.MaxBatch jobs), a start one Gate write, so a queue
+// takes about 1,000 − starts/s enqueue calls per second. No transaction
+// touches the state item on the hot path: a single-item write to an item
+// that an in-flight TransactWriteItems holds fails with
+// TransactionConflictException. Job items spread over partitions (one
+// partition key per job). The by_status index is sparse: only parked and
+// failed jobs carry queue_status, so a job that runs without trouble
+// writes no index entry at all.
 //
 // # Atomic steps
 //
-// Take is one UpdateItem: ADD ticket, and the slot clock set by one of two
-// conditional forms (busy: clock + span; idle: now + (line−1)·interval),
-// retried in the other form on a conditional failure. Start is one
-// TransactWriteItems of the job item (queued at the expected version →
-// running) and the state item (the gate as a condition), followed by a
-// conditional clock raise. The method docs say why each is slot.Take,
-// slot.Gate and slot.Started.
+// Take is one UpdateItem: ADD ticket, and the slot clock set by one of
+// three conditional forms (line: clock + span; virtual: last_start + span;
+// idle: now + (line−1)·interval). Gate is one UpdateItem on the state item
+// (busy: last_start + interval; idle: now), its condition the gate itself.
+// Each tries first the form the caller's last read of the queue
+// (TakeRequest.Seen, GateRequest.Seen) points to, and on a conditional
+// failure reads the right one from the item DynamoDB returns. The claim
+// that follows a gate is an UpdateJob of the job item. The method docs say
+// why each is slot.Take, slot.Gate and slot.Started.
 //
 // # Errors and retries
 //
