@@ -45,11 +45,11 @@
 // unit), while the configuration, which may grow with its target list,
 // sits in the cold config item. DynamoDB sustains about 1,000 write units
 // per second on one item. An enqueue call is one Take write whatever its
-// batch size (up to job.MaxBatch jobs); a start writes the item in a
-// transaction (2 units) and raises the clock (1 unit). So one queue takes
-// about 1,000 − 3·(starts per second) enqueue calls per second, and,
+// batch size (up to job.MaxBatch jobs); a start is one Gate write (the
+// claim that follows writes the job item, not this one). So one queue
+// takes about 1,000 − (starts per second) enqueue calls per second, and,
 // since starts are at most one per interval, an interval of 10 ms still
-// leaves 700 enqueue calls per second. Job items spread over partitions
+// leaves 900 enqueue calls per second. Job items spread over partitions
 // (one partition key per job); the by_status index puts a queue's jobs of
 // one status under one key, which caps job writes at about 1,000 per second
 // per queue and status.
@@ -58,11 +58,12 @@
 //
 // Take is one UpdateItem: ADD ticket, and the slot clock set by one of two
 // conditional forms (busy: clock + span; idle: now + (line−1)·interval),
-// retried in the other form on a conditional failure. Start is one
-// TransactWriteItems of the job item (queued at the expected version →
-// running) and the state item (the gate as a condition), followed by a
-// conditional clock raise. The method docs say why each is slot.Take,
-// slot.Gate and slot.Started.
+// retried in the other form on a conditional failure. Gate is one
+// UpdateItem of the state item with the gate as its condition (busy and
+// idle forms); the engine then claims the job with UpdateJob, a
+// conditional PutItem of the job item. Only CreateQueue, SetConfig and
+// DeleteQueue use transactions. The method docs say why each is
+// slot.Take, slot.Gate and slot.Started.
 //
 // # Errors and retries
 //
@@ -71,9 +72,22 @@
 // answers and connection errors: 3 attempts by default, with jittered
 // exponential backoff. Its error surfaces wrapped with the operation
 // ("take ticket q: …"), so errors.As finds the SDK's type. The store itself
-// retries what the SDK does not: transactions cancelled for
-// TransactionConflict or throttling (up to 6 times, 10–320 ms apart) and
-// BatchGetItem's unprocessed keys. Conditional failures become
+// retries what the SDK does not, up to 6 times with jittered backoff
+// (below 10 ms, doubling to below 320 ms):
+//
+//   - a single-item write (PutItem, UpdateItem: Take, Gate, Pause,
+//     CreateJobs, UpdateJob, …) refused with TransactionConflictException.
+//     DynamoDB refuses a write to an item that an in-flight
+//     TransactWriteItems touches, and CreateQueue, SetConfig and
+//     DeleteQueue write the hot state item in transactions, so any write
+//     on it may meet one. The refused write did not happen; the same input
+//     is sent again, write token and all (see below);
+//   - a transaction cancelled for TransactionConflict or throttling, and
+//     for no failed condition;
+//   - BatchGetItem's unprocessed keys.
+//
+// A conflict that outlasts the retries surfaces wrapped, so errors.As finds
+// *types.TransactionConflictException. Conditional failures become
 // engine.ErrQueueNotFound, ErrQueueExists, ErrJobNotFound, ErrConflict,
 // ErrIntervalChanged or a *engine.GateError, read from the item DynamoDB
 // returns with the failure (ReturnValuesOnConditionCheckFailure ALL_OLD),
@@ -83,8 +97,9 @@
 // SDK. For transactions DynamoDB recognises the retry by its
 // ClientRequestToken; for the rest, each write carries a random
 // write_token and a retry that meets its own token knows it landed, so a
-// Take is never applied twice and a CreateJobs, Start or UpdateJob is not
-// mistaken for someone else's.
+// Take is never applied twice and a CreateJobs, Gate or UpdateJob is not
+// mistaken for someone else's. The same holds when the store, not the SDK,
+// sends a write again after a transaction conflict.
 //
 // # Consistency
 //
