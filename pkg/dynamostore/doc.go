@@ -97,9 +97,15 @@
 // SDK. For transactions DynamoDB recognises the retry by its
 // ClientRequestToken; for the rest, each write carries a random
 // write_token and a retry that meets its own token knows it landed, so a
-// Take is never applied twice and a CreateJobs, Gate or UpdateJob is not
-// mistaken for someone else's. The same holds when the store, not the SDK,
-// sends a write again after a transaction conflict.
+// CreateJobs or UpdateJob is not mistaken for someone else's, and a Take
+// or Gate is not applied twice. The same holds when the store, not the
+// SDK, sends a write again after a transaction conflict. One gap remains
+// on the hot state item, which keeps only the last writer's token: when
+// another write lands there between a Take and its retry, the retry
+// applies again. Its first range of tickets then goes unused and its slots
+// follow the second application (later by its span); no ticket is handed
+// out twice. A Gate retried that way either fails its condition or moves
+// last_start one interval further; neither starts anything early.
 //
 // # Consistency
 //

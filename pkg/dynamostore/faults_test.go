@@ -61,6 +61,10 @@ type faultRule struct {
 	Rate float64
 	// N caps the faults this rule injects; 0 is no cap.
 	N int
+	// Then, when set, runs after each fault this rule injects, before the
+	// caller hears of it: for a lost answer, after DynamoDB applied the
+	// request. A test makes other writes land there.
+	Then func()
 
 	fired int // under faultyDB.mu
 }
@@ -140,7 +144,7 @@ func (f *faultyDB) String() string {
 }
 
 // pick decides the fault of one attempt of op.
-func (f *faultyDB) pick(op string, in any) (faultKind, bool) {
+func (f *faultyDB) pick(op string, in any) (faultKind, func(), bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attempts[op]++
@@ -157,9 +161,9 @@ func (f *faultyDB) pick(op string, in any) (faultKind, bool) {
 		}
 		r.fired++
 		f.injected[op+" "+r.Fault.String()]++
-		return r.Fault, f.rnd.IntN(2) == 0
+		return r.Fault, r.Then, f.rnd.IntN(2) == 0
 	}
-	return noFault, false
+	return noFault, nil, false
 }
 
 // with adds to a call's options the HTTP client that injects its faults.
@@ -186,10 +190,19 @@ func (c *faultyCall) Do(r *http.Request) (*http.Response, error) {
 		c.f.mu.Unlock()
 		return c.next.Do(r)
 	}
-	kind, coin := c.f.pick(c.op, c.in)
-	if kind != noFault {
-		c.faults++
+	kind, then, coin := c.f.pick(c.op, c.in)
+	if kind == noFault {
+		return c.next.Do(r)
 	}
+	c.faults++
+	resp, err := c.inject(r, kind, coin)
+	if then != nil {
+		then()
+	}
+	return resp, err
+}
+
+func (c *faultyCall) inject(r *http.Request, kind faultKind, coin bool) (*http.Response, error) {
 	switch kind {
 	case faultConflict:
 		if tx, ok := c.in.(*dynamodb.TransactWriteItemsInput); ok {
