@@ -9,7 +9,31 @@ import (
 )
 
 // The wrappers below set the table name and ReturnConsumedCapacity on every
-// call, count its cost under op, and map table-level AWS errors.
+// call, count its cost under op, and map table-level AWS errors. The write
+// wrappers also retry what the SDK's retryer leaves alone: a single-item
+// write refused with TransactionConflictException (putItem, updateItem),
+// and a transaction cancelled for a transient reason (transact).
+
+// resend calls send again, after backoff, while it fails with
+// TransactionConflictException, up to maxTxRetries times, counting each
+// refused request under op. DynamoDB refuses a PutItem or UpdateItem on an
+// item an in-flight TransactWriteItems touches (CreateQueue, SetConfig and
+// DeleteQueue do, on the hot state item), and the SDK does not retry it.
+// The refused request wrote nothing; an earlier attempt of the same call
+// that landed before its answer was lost (and the SDK sent it again) is
+// recognised by the write token the input carries, as for any SDK retry, so
+// sending the same input again is safe.
+func resend[T any](ctx context.Context, s *Store, op string, send func() (T, error)) (T, error) {
+	out, err := send()
+	for attempt := 0; attempt < maxTxRetries && conflicted(err); attempt++ {
+		s.meter.failed(op)
+		if berr := backoff(ctx, attempt); berr != nil {
+			return out, err
+		}
+		out, err = send()
+	}
+	return out, err
+}
 
 func (s *Store) done(op string, err error) error {
 	if err == nil {
@@ -40,7 +64,7 @@ func (s *Store) getItem(ctx context.Context, op string, k map[string]types.Attri
 func (s *Store) putItem(ctx context.Context, op string, in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
 	in.TableName = &s.table
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := s.api.PutItem(ctx, in)
+	out, err := resend(ctx, s, op, func() (*dynamodb.PutItemOutput, error) { return s.api.PutItem(ctx, in) })
 	if err != nil {
 		return nil, s.done(op, err)
 	}
@@ -51,7 +75,7 @@ func (s *Store) putItem(ctx context.Context, op string, in *dynamodb.PutItemInpu
 func (s *Store) updateItem(ctx context.Context, op string, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 	in.TableName = &s.table
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := s.api.UpdateItem(ctx, in)
+	out, err := resend(ctx, s, op, func() (*dynamodb.UpdateItemOutput, error) { return s.api.UpdateItem(ctx, in) })
 	if err != nil {
 		return nil, s.done(op, err)
 	}
@@ -81,11 +105,28 @@ func (s *Store) batchGet(ctx context.Context, op string, in *dynamodb.BatchGetIt
 }
 
 // transact runs a write transaction. Items must name the table already.
+// A transaction cancelled only for transient reasons (another transaction
+// held an item, or it was throttled: see transient) is run again after
+// backoff, up to maxTxRetries times. Each run gets a new
+// ClientRequestToken from the SDK, which keeps one token across its own
+// retries of a run; a cancelled run wrote nothing.
 func (s *Store) transact(ctx context.Context, op string, items []types.TransactWriteItem) error {
-	out, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems:          items,
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	})
+	var out *dynamodb.TransactWriteItemsOutput
+	var err error
+	for attempt := 0; ; attempt++ {
+		out, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			TransactItems:          items,
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		reasons, ok := cancelReasons(err)
+		if !ok || attempt >= maxTxRetries || !retryable(reasons) {
+			break
+		}
+		s.meter.condFailed(op)
+		if berr := backoff(ctx, attempt); berr != nil {
+			break
+		}
+	}
 	if err != nil {
 		return s.done(op, err)
 	}

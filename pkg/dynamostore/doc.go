@@ -66,8 +66,9 @@
 // Each tries first the form the caller's last read of the queue
 // (TakeRequest.Seen, GateRequest.Seen) points to, and on a conditional
 // failure reads the right one from the item DynamoDB returns. The claim
-// that follows a gate is an UpdateJob of the job item. The method docs say
-// why each is slot.Take, slot.Gate and slot.Started.
+// that follows a gate is an UpdateJob of the job item. Only CreateQueue,
+// SetConfig and DeleteQueue use transactions. The method docs say why each
+// is slot.Take, slot.Gate and slot.Started.
 //
 // # Errors and retries
 //
@@ -76,9 +77,22 @@
 // answers and connection errors: 3 attempts by default, with jittered
 // exponential backoff. Its error surfaces wrapped with the operation
 // ("take ticket q: …"), so errors.As finds the SDK's type. The store itself
-// retries what the SDK does not: transactions cancelled for
-// TransactionConflict or throttling (up to 6 times, 10–320 ms apart) and
-// BatchGetItem's unprocessed keys. Conditional failures become
+// retries what the SDK does not, up to 6 times with jittered backoff
+// (below 10 ms, doubling to below 320 ms):
+//
+//   - a single-item write (PutItem, UpdateItem: Take, Gate, Pause,
+//     CreateJobs, UpdateJob, …) refused with TransactionConflictException.
+//     DynamoDB refuses a write to an item that an in-flight
+//     TransactWriteItems touches, and CreateQueue, SetConfig and
+//     DeleteQueue write the hot state item in transactions, so any write
+//     on it may meet one. The refused write did not happen; the same input
+//     is sent again, write token and all (see below);
+//   - a transaction cancelled for TransactionConflict or throttling, and
+//     for no failed condition;
+//   - BatchGetItem's unprocessed keys.
+//
+// A conflict that outlasts the retries surfaces wrapped, so errors.As finds
+// *types.TransactionConflictException. Conditional failures become
 // engine.ErrQueueNotFound, ErrQueueExists, ErrJobNotFound, ErrConflict,
 // ErrIntervalChanged or a *engine.GateError, read from the item DynamoDB
 // returns with the failure (ReturnValuesOnConditionCheckFailure ALL_OLD),
@@ -88,8 +102,15 @@
 // SDK. For transactions DynamoDB recognises the retry by its
 // ClientRequestToken; for the rest, each write carries a random
 // write_token and a retry that meets its own token knows it landed, so a
-// Take is never applied twice and a CreateJobs, Start or UpdateJob is not
-// mistaken for someone else's.
+// CreateJobs or UpdateJob is not mistaken for someone else's, and a Take
+// or Gate is not applied twice. The same holds when the store, not the
+// SDK, sends a write again after a transaction conflict. One gap remains
+// on the hot state item, which keeps only the last writer's token: when
+// another write lands there between a Take and its retry, the retry
+// applies again. Its first range of tickets then goes unused and its slots
+// follow the second application (later by its span); no ticket is handed
+// out twice. A Gate retried that way either fails its condition or moves
+// last_start one interval further; neither starts anything early.
 //
 // # Consistency
 //

@@ -70,12 +70,37 @@ func transient(c string) bool {
 	return false
 }
 
-// maxTxRetries bounds how often a transaction cancelled for a transient
-// reason is tried again.
+// retryable reports whether a cancelled transaction is worth another try:
+// some item was held or throttled, and no condition failed (a failed
+// condition fails again).
+func retryable(reasons []types.CancellationReason) bool {
+	held := false
+	for _, r := range reasons {
+		switch c := code(r); {
+		case c == reasonConditional:
+			return false
+		case transient(c):
+			held = true
+		}
+	}
+	return held
+}
+
+// conflicted reports whether err is DynamoDB's TransactionConflictException:
+// a single-item write met an item that an in-flight transaction holds. The
+// write did not happen, and the SDK does not retry it.
+func conflicted(err error) bool {
+	var tc *types.TransactionConflictException
+	return errors.As(err, &tc)
+}
+
+// maxTxRetries bounds how often a write refused for a transaction conflict
+// (or a transaction cancelled for a transient reason) is tried again.
 const maxTxRetries = 6
 
-// backoff sleeps before retry number attempt (0-based) of a cancelled
-// transaction: 10 ms doubling to 320 ms, with full jitter.
+// backoff sleeps before retry number attempt (0-based) of a write refused
+// for a transaction conflict or of a cancelled transaction: a random wait
+// below 10 ms doubling to 320 ms (full jitter).
 func backoff(ctx context.Context, attempt int) error {
 	d := time.Duration(rand.Int64N(int64(10*time.Millisecond) << min(attempt, 5)))
 	t := time.NewTimer(d)

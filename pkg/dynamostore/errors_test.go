@@ -2,10 +2,8 @@ package dynamostore_test
 
 import (
 	"errors"
-	"hash/crc32"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -190,16 +188,8 @@ func (th *throttle) wrap(next httpClient) httpClient {
 		if k := th.attempts.Add(1); th.n >= 0 && k > th.n {
 			return next.Do(r)
 		}
-		body := `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded."}`
-		return &http.Response{
-			StatusCode: http.StatusBadRequest, Status: "400 Bad Request", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header: http.Header{
-				"Content-Type":     {"application/x-amz-json-1.0"},
-				"X-Amzn-Errortype": {"ProvisionedThroughputExceededException"},
-				"X-Amz-Crc32":      {strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10)},
-			},
-			Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r,
-		}, nil
+		return awsError(r, http.StatusBadRequest, "ProvisionedThroughputExceededException",
+			"The level of configured provisioned throughput for the table was exceeded.", ""), nil
 	})
 }
 
