@@ -88,7 +88,11 @@ func (e *Engine) checkConfig(name string, cfg slot.Config) (slot.Config, error) 
 		return cfg, err
 	}
 	cfg = cfg.Or(e.defaults)
-	if err := cfg.Validate(); err != nil {
+	err := cfg.Validate()
+	if err == nil {
+		err = e.checkTargetTimeout(cfg)
+	}
+	if err != nil {
 		var in *slot.InputError
 		if errors.As(err, &in) {
 			return cfg, in.At("config.")
