@@ -72,6 +72,18 @@ type Options struct {
 	Margin time.Duration
 }
 
+// Defaults of Options.
+const (
+	// DefaultRecordTimeout is Options.RecordTimeout's default.
+	DefaultRecordTimeout = 5 * time.Second
+	// DefaultMargin is Options.Margin's default.
+	DefaultMargin = 2 * time.Second
+	// MinWorkerTimeout is the shortest worker timeout that holds a
+	// target of the default timeout (slot.DefaultTargetTimeout) with the
+	// default RecordTimeout and Margin.
+	MinWorkerTimeout = slot.DefaultTargetTimeout + DefaultRecordTimeout + DefaultMargin
+)
+
 // Engine runs slotq's use cases. It is safe for concurrent use.
 type Engine struct {
 	state     State
@@ -101,13 +113,13 @@ func New(o Options) *Engine {
 		o.Lease = o.WorkerTimeout + time.Minute
 	}
 	if o.RecordTimeout == 0 {
-		o.RecordTimeout = 5 * time.Second
+		o.RecordTimeout = DefaultRecordTimeout
 	}
 	if o.RecordGrace == 0 {
 		o.RecordGrace = 20 * time.Second
 	}
 	if o.Margin == 0 {
-		o.Margin = 2 * time.Second
+		o.Margin = DefaultMargin
 	}
 	return &Engine{
 		state: o.State, transport: o.Transport, runner: o.Runner, log: o.Logger,
