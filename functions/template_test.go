@@ -2,8 +2,8 @@ package functions_test
 
 import (
 	"bufio"
-	"fmt"
 	"debug/elf"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"

@@ -66,6 +66,10 @@ type Options struct {
 	// a writer takes from sending a message to writing its record,
 	// retries included. Default 20s.
 	RecordGrace time.Duration
+	// ResumeBudget caps the parked jobs one Resume pass looks at per
+	// queue; a queue with more continues in the next run, from where the
+	// pass stopped. Default 500.
+	ResumeBudget int
 	// Margin is the time Work keeps in hand before its context deadline:
 	// a wait that would end later is handed back to the transport.
 	// Default 2s.
@@ -117,6 +121,9 @@ func New(o Options) *Engine {
 	}
 	if o.RecordGrace == 0 {
 		o.RecordGrace = 20 * time.Second
+	}
+	if o.ResumeBudget <= 0 {
+		o.ResumeBudget = 500
 	}
 	if o.Margin == 0 {
 		o.Margin = DefaultMargin
