@@ -3,6 +3,7 @@ package functions_test
 import (
 	"bufio"
 	"debug/elf"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -139,6 +140,23 @@ func TestTemplateEnvironmentMatchesConfig(t *testing.T) {
 		want := slices.Sorted(slices.Values(spec.Vars))
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: template sets %v, its config reads %v", id, got, want)
+		}
+	}
+}
+
+// SLOTQ_WORKER_TIMEOUT, which every function reads, is the worker
+// function's Timeout: the lease of a running attempt and the longest
+// target_timeout follow from it.
+func TestTemplateWorkerTimeout(t *testing.T) {
+	tmpl := loadTemplate(t)
+	worker, err := tmpl.Function("WorkerFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range tmpl.Functions() {
+		f, _ := tmpl.Function(id)
+		if got, want := fmt.Sprint(f.Env[lambdafn.EnvWorkerTimeout]), fmt.Sprint(worker.Timeout); got != want {
+			t.Errorf("%s: %s is %q, want the worker's Timeout %s", id, lambdafn.EnvWorkerTimeout, got, want)
 		}
 	}
 }

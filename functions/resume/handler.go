@@ -26,7 +26,7 @@ type Handler struct {
 func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (engine.ResumeReport, error) {
 	rep, err := h.Engine.Resume(ctx)
 	attrs := []any{"queues", rep.Queues, "lifted", rep.Lifted, "reticketed", rep.Reticketed,
-		"released", rep.Released}
+		"released", rep.Released, "busy", rep.Busy, "continued", rep.Continued, "deferred", rep.Deferred}
 	if err != nil {
 		h.Log.ErrorContext(ctx, "resume failed", append(attrs, "error", err.Error())...)
 		return rep, err

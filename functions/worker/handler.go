@@ -21,11 +21,13 @@ type Handler struct {
 	Log    *slog.Logger
 }
 
-// Handle works the batch's messages one after another in slot order (see
-// sqstransport.WorkBatch) and reports as batch item failures exactly the
-// messages whose Work failed, so SQS delivers only those again. Work
-// respects ctx's deadline (the invocation's): a slot beyond it is handed
-// back to the queue.
+// Handle works the batch's messages, queues at once and each queue's
+// messages one after another in slot order (see sqstransport.WorkBatch),
+// and reports as batch item failures exactly the messages whose Work
+// failed, so SQS delivers only those again. Work budgets each message
+// against ctx's deadline (the invocation's): a job whose slot wait,
+// target timeout and recording do not fit before it is handed back to the
+// queue unstarted.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	return sqstransport.WorkBatch(ctx, ev.Records, h.Engine.Work, func(env job.Envelope, err error) {
 		if env.JobID == "" {

@@ -16,6 +16,8 @@
 //	                                           interval, take_clock, write_token
 //	queue config  Q#<queue>           config   queue, config (JSON), created_at,
 //	                                           item_kind = "queue"
+//	resume lease  Q#<queue>           resume   holder, lease_until, released_by,
+//	                                           cursor_after, cursor_wake, ttl
 //	job           J#<queue>#<job id>  job      queue, job_id, status, ticket, attempt,
 //	                                           queue_status = "<queue>#<status>"
 //	                                           (parked and failed jobs only),
@@ -69,6 +71,15 @@
 // that follows a gate is an UpdateJob of the job item. Only CreateQueue,
 // SetConfig and DeleteQueue use transactions. The method docs say why each
 // is slot.Take, slot.Gate and slot.Started.
+//
+// # The resume lease
+//
+// Lease and ReleaseLease are one conditional UpdateItem each on the
+// queue's resume lease item, never on the state item: Lease sets holder
+// and lease_until if the item has no holder, has this holder, or its
+// lease_until is not after now (returning the cursor, ALL_NEW); ReleaseLease
+// removes holder and stores the cursor if holder is the caller. The item's
+// ttl lies a day after lease_until, so a deleted queue's lease item goes.
 //
 // # Errors and retries
 //

@@ -88,7 +88,11 @@ func (e *Engine) checkConfig(name string, cfg slot.Config) (slot.Config, error) 
 		return cfg, err
 	}
 	cfg = cfg.Or(e.defaults)
-	if err := cfg.Validate(); err != nil {
+	err := cfg.Validate()
+	if err == nil {
+		err = e.checkTargetTimeout(cfg)
+	}
+	if err != nil {
 		var in *slot.InputError
 		if errors.As(err, &in) {
 			return cfg, in.At("config.")
@@ -138,10 +142,26 @@ func (e *Engine) Pause(ctx context.Context, name string, until time.Time) (slot.
 }
 
 // Unpause lifts a pause now and releases the queue's parked jobs at once,
-// re-ticketed in their old order, without waiting for the schedule.
+// re-ticketed in their old order, without waiting for the schedule. It
+// runs the same pass as Resume, under the queue's resume lease: it waits
+// for a pass in progress to end, then starts a new round of passes before
+// it unpauses (the jobs the pause parked may lie below the old cursor).
 func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error) {
 	if err := slot.ValidateName(name); err != nil {
 		return ResumeReport{}, err
+	}
+	if _, err := e.state.GetQueue(ctx, name); err != nil {
+		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
+	}
+	holder := newHolder()
+	if err := e.awaitLease(ctx, name, holder); err == nil {
+		if err := e.state.ReleaseLease(ctx, name, holder, Cursor{}); err != nil && !errors.Is(err, ErrLeaseHeld) {
+			return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
+		}
+	} else if !errors.Is(err, ErrLeaseHeld) {
+		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
+	} else {
+		e.log.WarnContext(ctx, "unpausing while another resume pass holds the queue", "queue", name)
 	}
 	if _, err := e.state.Unpause(ctx, name, time.Time{}); err != nil {
 		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
@@ -150,7 +170,25 @@ func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error)
 	if err != nil {
 		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
 	}
-	return e.resumeQueue(ctx, q)
+	return e.resumeQueue(ctx, q, holder, true)
+}
+
+// awaitLease takes queue's resume lease for holder, waiting up to half a
+// minute (and ctx) for a pass in progress to end. ErrLeaseHeld if it
+// does not.
+func (e *Engine) awaitLease(ctx context.Context, queue, holder string) error {
+	wait := 50 * time.Millisecond
+	for give := e.now().Add(30 * time.Second); ; {
+		now := e.now()
+		_, err := e.state.Lease(ctx, queue, holder, e.leaseUntil(ctx, now), now)
+		if !errors.Is(err, ErrLeaseHeld) || now.After(give) {
+			return err
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // Purge cancels every waiting job of the queue: parked jobs now, queued

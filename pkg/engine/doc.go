@@ -9,8 +9,9 @@
 //
 //	Enqueue ─ Take tickets+slots ─ CreateJobs ─ Send (delay) or park
 //	Work    ─ wait to the slot ─ Start (gate+claim) ─ Run ─ record / retry
-//	Resume  ─ lift timed pauses ─ re-ticket stale parked jobs in order ─
-//	          release due ones ─ resend lost messages ─ recover lost attempts
+//	Resume  ─ per queue, under its lease: lift a timed pause ─ re-ticket
+//	          stale parked jobs in order ─ release due ones (a bounded
+//	          slice per run, continued by a cursor)
 //
 // Every function in pkg/functions and the local runtime is a thin shell
 // around one of these methods.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -43,22 +44,49 @@ type Options struct {
 	// NoAutoCreate makes Enqueue fail with ErrQueueNotFound for a queue
 	// that was not created explicitly. Default false.
 	NoAutoCreate bool
+	// WorkerTimeout is the worker function's timeout (template.yaml's
+	// WorkerFunction Timeout, SLOTQ_WORKER_TIMEOUT): no attempt outlives
+	// it. It bounds a queue's target_timeout when a configuration is
+	// checked (the target, the writes after it and Margin must fit in one
+	// invocation) and sets the default Lease. Default 15m, Lambda's
+	// longest.
+	WorkerTimeout time.Duration
 	// Lease is how long a running attempt may go without an outcome before
 	// a new delivery of its message treats it as lost (its worker died)
-	// and retries it. Set it to the worker's timeout plus a margin; the
-	// transport's visibility timeout decides when that delivery comes.
-	// Default 16m: the longest Lambda run plus a minute.
+	// and retries it. The transport's visibility timeout decides when that
+	// delivery comes. Default WorkerTimeout plus a minute for clock
+	// differences: an attempt cannot run longer than its invocation.
 	Lease time.Duration
+	// RecordTimeout bounds the writes after a target (recording its
+	// outcome, or the retry). They run on a context of their own, which
+	// the target cannot use up. Default 5s.
+	RecordTimeout time.Duration
 	// RecordGrace is how long after a message was sent Work waits for the
 	// job's record to catch up with it (see Work). It must exceed the time
 	// a writer takes from sending a message to writing its record,
 	// retries included. Default 20s.
 	RecordGrace time.Duration
+	// ResumeBudget caps the parked jobs one Resume pass looks at per
+	// queue; a queue with more continues in the next run, from where the
+	// pass stopped. Default 500.
+	ResumeBudget int
 	// Margin is the time Work keeps in hand before its context deadline:
 	// a wait that would end later is handed back to the transport.
 	// Default 2s.
 	Margin time.Duration
 }
+
+// Defaults of Options.
+const (
+	// DefaultRecordTimeout is Options.RecordTimeout's default.
+	DefaultRecordTimeout = 5 * time.Second
+	// DefaultMargin is Options.Margin's default.
+	DefaultMargin = 2 * time.Second
+	// MinWorkerTimeout is the shortest worker timeout that holds a
+	// target of the default timeout (slot.DefaultTargetTimeout) with the
+	// default RecordTimeout and Margin.
+	MinWorkerTimeout = slot.DefaultTargetTimeout + DefaultRecordTimeout + DefaultMargin
+)
 
 // Engine runs slotq's use cases. It is safe for concurrent use.
 type Engine struct {
@@ -82,14 +110,23 @@ func New(o Options) *Engine {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.WorkerTimeout == 0 {
+		o.WorkerTimeout = 15 * time.Minute
+	}
 	if o.Lease == 0 {
-		o.Lease = 16 * time.Minute
+		o.Lease = o.WorkerTimeout + time.Minute
+	}
+	if o.RecordTimeout == 0 {
+		o.RecordTimeout = DefaultRecordTimeout
 	}
 	if o.RecordGrace == 0 {
 		o.RecordGrace = 20 * time.Second
 	}
+	if o.ResumeBudget <= 0 {
+		o.ResumeBudget = 500
+	}
 	if o.Margin == 0 {
-		o.Margin = 2 * time.Second
+		o.Margin = DefaultMargin
 	}
 	return &Engine{
 		state: o.State, transport: o.Transport, runner: o.Runner, log: o.Logger,
@@ -112,11 +149,43 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// fits reports whether a wait of d leaves Margin before ctx's deadline.
+// fits reports whether d leaves Margin before ctx's deadline.
 func (e *Engine) fits(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return true
 	}
 	return time.Until(deadline) > d+e.opts.Margin
+}
+
+// targetTimeout is how long a target of a queue configured with cfg may
+// run: its target_timeout, cut to what one invocation can hold for a
+// queue configured before the worker's timeout was lowered.
+func (e *Engine) targetTimeout(cfg slot.Config) time.Duration {
+	return max(time.Second, min(cfg.TargetTimeout, e.maxTargetTimeout()))
+}
+
+// maxTargetTimeout is the longest target_timeout that fits in one worker
+// invocation next to the writes after the target and Margin.
+func (e *Engine) maxTargetTimeout() time.Duration {
+	return e.opts.WorkerTimeout - e.opts.RecordTimeout - e.opts.Margin
+}
+
+// budget is the time a message needs after its slot wait: the target's
+// timeout and the writes after it. Work passes the gate only when budget
+// (and Margin) fits before its deadline, so whatever starts is recorded
+// before Lambda stops the invocation.
+func (e *Engine) budget(cfg slot.Config) time.Duration {
+	return e.targetTimeout(cfg) + e.opts.RecordTimeout
+}
+
+// checkTargetTimeout refuses a target_timeout that cannot fit in one
+// worker invocation.
+func (e *Engine) checkTargetTimeout(cfg slot.Config) error {
+	if limit := e.maxTargetTimeout(); cfg.TargetTimeout > limit {
+		return slot.Invalid("invalid_target_timeout", "target_timeout", fmt.Sprintf(
+			"target_timeout %s does not fit in the worker's timeout %s: at most %s (%s are kept for recording the outcome)",
+			cfg.TargetTimeout, e.opts.WorkerTimeout, limit, e.opts.RecordTimeout+e.opts.Margin))
+	}
+	return nil
 }

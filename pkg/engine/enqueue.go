@@ -154,7 +154,11 @@ func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue,
 		cfg.Interval = time.Duration(*req.Interval)
 		cfg.Skew = min(cfg.Skew, cfg.Interval/4)
 	}
-	if err := cfg.Validate(); err != nil {
+	err = cfg.Validate()
+	if err == nil {
+		err = e.checkTargetTimeout(cfg)
+	}
+	if err != nil {
 		return q, false, err
 	}
 	return Queue{Name: req.Queue, Config: cfg, CreatedAt: e.now()}, true, nil

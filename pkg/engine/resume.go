@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/slotq/slotq/pkg/job"
@@ -19,12 +20,22 @@ type ResumeReport struct {
 	Reticketed int `json:"reticketed"`
 	// Released counts parked jobs sent to the transport.
 	Released int `json:"released"`
+	// Busy counts queues another pass held (their lease was taken).
+	Busy int `json:"busy,omitempty"`
+	// Continued counts queues with parked jobs left for the next run
+	// (the pass used its budget).
+	Continued int `json:"continued,omitempty"`
+	// Deferred counts queues this run did not reach before its deadline;
+	// the next run starts elsewhere in the list.
+	Deferred int `json:"deferred,omitempty"`
 }
 
 func (r *ResumeReport) add(o ResumeReport) {
 	r.Lifted += o.Lifted
 	r.Reticketed += o.Reticketed
 	r.Released += o.Released
+	r.Busy += o.Busy
+	r.Continued += o.Continued
 }
 
 // Resume is what the schedule calls, once a minute. Over every queue it
@@ -33,6 +44,16 @@ func (r *ResumeReport) add(o ResumeReport) {
 // transport's reach (with exact delays), including those whose message the
 // transport refused. It goes on past a failing queue and returns the
 // errors joined.
+//
+// A pass over a queue holds the queue's resume lease (State.Lease), so two
+// passes (an overlapping run, the schedule's retry, an admin resume) never
+// interleave on a queue: each would take its own ticket range for the
+// same parked jobs and win some of them, inverting their order. A pass
+// looks at no more than ResumeBudget parked jobs and leaves a cursor for
+// the next, so a backlog of any size is worked a bounded slice per run;
+// the run stops starting passes once its deadline is near (Margin), and
+// starts each run at another queue of the list, so no queue starves
+// behind the others.
 //
 // Queued and running jobs need no sweep: a queued job's message is sent
 // before its record is written, and a running attempt's message stays with
@@ -45,9 +66,21 @@ func (e *Engine) Resume(ctx context.Context) (ResumeReport, error) {
 		return rep, fmt.Errorf("resume: %w", err)
 	}
 	var errs []error
-	for _, q := range queues {
+	first := 0
+	if n := len(queues); n > 0 {
+		// Rotate by the minute: the schedule runs once a minute, so a
+		// queue late in the list is early in another run.
+		first = int((e.now().Unix() / 60) % int64(n))
+	}
+	holder := newHolder()
+	for i := range queues {
+		q := queues[(first+i)%len(queues)]
+		if !e.fits(ctx, e.opts.RecordTimeout) {
+			rep.Deferred = len(queues) - i
+			break
+		}
 		rep.Queues++
-		r, err := e.resumeQueue(ctx, q)
+		r, err := e.resumeQueue(ctx, q, holder, false)
 		rep.add(r)
 		if err != nil {
 			errs = append(errs, err)
@@ -56,10 +89,55 @@ func (e *Engine) Resume(ctx context.Context) (ResumeReport, error) {
 	return rep, errors.Join(errs...)
 }
 
-func (e *Engine) resumeQueue(ctx context.Context, q Queue) (ResumeReport, error) {
-	var rep ResumeReport
+// newHolder names one Resume run (or admin resume) as a lease holder.
+func newHolder() string {
+	return fmt.Sprintf("resume-%016x", rand.Uint64())
+}
+
+// leaseUntil is how long a pass holds a queue's lease: past ctx's deadline
+// (after which nothing of the pass is written), plus a minute for clock
+// differences; without a deadline, two minutes.
+func (e *Engine) leaseUntil(ctx context.Context, now time.Time) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return now.Add(time.Until(d) + time.Minute)
+	}
+	return now.Add(2 * time.Minute)
+}
+
+// resumeQueue is one pass over a queue under its lease. fresh starts a
+// new round of passes (the queue was just unpaused).
+func (e *Engine) resumeQueue(ctx context.Context, q Queue, holder string, fresh bool) (rep ResumeReport, err error) {
 	now := e.now()
+	cur, err := e.state.Lease(ctx, q.Name, holder, e.leaseUntil(ctx, now), now)
+	if errors.Is(err, ErrLeaseHeld) {
+		rep.Busy++
+		e.log.InfoContext(ctx, "resume pass skipped: another pass holds the queue", "queue", q.Name)
+		return rep, nil
+	}
+	if err != nil {
+		return rep, fmt.Errorf("resume %s: %w", q.Name, err)
+	}
+	defer func() {
+		// Released on a context of its own: a pass cut short by its
+		// deadline still leaves its cursor (or, failing that, the lease
+		// expires at its until).
+		rctx, cancel := e.recordContext(ctx)
+		defer cancel()
+		if rerr := e.state.ReleaseLease(rctx, q.Name, holder, cur); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("resume %s: %w", q.Name, rerr))
+		}
+	}()
+	if fresh {
+		cur = Cursor{}
+	}
 	if q.State.Paused && !q.State.PausedUntil.IsZero() && !now.Before(q.State.PausedUntil) {
+		// A new round starts with the lift: the jobs the pause parked
+		// may lie below the old cursor. Store that before lifting, so a
+		// pass after a crash here starts over as well.
+		if err := e.restartRound(ctx, q.Name, holder, now); err != nil {
+			return rep, err
+		}
+		cur = Cursor{}
 		lifted, err := e.state.Unpause(ctx, q.Name, q.State.PausedUntil)
 		if err != nil {
 			return rep, fmt.Errorf("resume %s: lift pause: %w", q.Name, err)
@@ -75,23 +153,51 @@ func (e *Engine) resumeQueue(ctx context.Context, q Queue) (ResumeReport, error)
 	if q.State.Paused {
 		return rep, nil
 	}
-	if err := e.release(ctx, &q, &rep, now); err != nil {
+	if err := e.release(ctx, &q, &rep, &cur, now); err != nil {
 		return rep, err
 	}
 	if rep != (ResumeReport{}) {
-		e.log.InfoContext(ctx, "resumed", "queue", q.Name, "reticketed", rep.Reticketed, "released", rep.Released)
+		e.log.InfoContext(ctx, "resumed", "queue", q.Name, "reticketed", rep.Reticketed, "released", rep.Released, "continued", rep.Continued)
 	}
 	return rep, nil
 }
 
-// release walks the parked jobs in ticket order. Stale ones (parked by a
-// pause, or whose slot has passed, or whose ticket the queue passed) take
-// new tickets together, so they keep their relative order; then every
-// parked job whose slot is within reach goes to the transport.
-func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, now time.Time) error {
-	parked, err := e.listAll(ctx, q.Name, job.Parked)
+// restartRound stores an empty cursor with holder's lease of queue, and
+// takes the lease again: whatever pass comes next starts from the first
+// parked job.
+func (e *Engine) restartRound(ctx context.Context, queue, holder string, now time.Time) error {
+	if err := e.state.ReleaseLease(ctx, queue, holder, Cursor{}); err != nil {
+		return fmt.Errorf("resume %s: %w", queue, err)
+	}
+	if _, err := e.state.Lease(ctx, queue, holder, e.leaseUntil(ctx, now), now); err != nil {
+		return fmt.Errorf("resume %s: %w", queue, err)
+	}
+	return nil
+}
+
+// release looks at up to ResumeBudget parked jobs after the cursor, in
+// ticket order. Stale ones (parked by a pause, or whose slot has passed,
+// or whose ticket the queue passed) take new tickets together, so they
+// keep their relative order; then every parked job whose slot is within
+// reach goes to the transport. The rest wait: the cursor moves past them
+// and remembers when the first of them falls due (Cursor.Wake), when the
+// next pass starts a new round from the first parked job. A pass that
+// reaches the end of the list starts a new round too.
+func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *Cursor, now time.Time) error {
+	if cur.After > 0 && !cur.Wake.IsZero() && !now.Before(cur.Wake) {
+		*cur = Cursor{}
+	}
+	budget := e.opts.ResumeBudget
+	parked, err := e.state.ListJobs(ctx, ListRequest{Queue: q.Name, Status: job.Parked, After: cur.After, Limit: budget})
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", q.Name, err)
+	}
+	next := *cur
+	if len(parked) < budget {
+		next = Cursor{} // the end: the next pass starts over
+	} else {
+		next.After = parked[len(parked)-1].Ticket
+		rep.Continued++
 	}
 	var stale []*job.Job
 	var from []job.Version
@@ -104,6 +210,11 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, now t
 			from = append(from, j.Version())
 		case !j.SlotAt.After(now.Add(e.transport.MaxDelay())):
 			due = append(due, j)
+		case next.After > 0:
+			// Passed over for now; the round comes back for it in time.
+			if w := j.SlotAt.Add(-e.transport.MaxDelay()); next.Wake.IsZero() || w.Before(next.Wake) {
+				next.Wake = w
+			}
 		}
 	}
 	if len(stale) > 0 {
@@ -131,9 +242,14 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, now t
 		for _, j := range js {
 			if j.Status == job.Queued {
 				rep.Released++
+			} else if j.ParkReason == job.Unsent && j.Ticket <= next.After {
+				// Its message was refused and it stays parked behind
+				// the cursor: the next pass starts over to send it.
+				next.Wake = now
 			}
 		}
 	}
+	*cur = next
 	return nil
 }
 

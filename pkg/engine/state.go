@@ -29,7 +29,24 @@ var (
 	// ErrIntervalChanged: Take or Gate was asked with an interval that is
 	// no longer the queue's; read the queue again.
 	ErrIntervalChanged = errors.New("queue interval changed")
+	// ErrLeaseHeld: Lease found a queue's resume lease held by another
+	// holder, or ReleaseLease found that the caller no longer holds it.
+	ErrLeaseHeld = errors.New("resume lease held by another holder")
 )
+
+// Cursor is where the resume passes over a queue's parked jobs stand. The
+// passes of one round walk the parked jobs in ticket order, a bounded
+// number each, and each leaves the cursor with the queue's resume lease
+// for the next one (see Resume).
+type Cursor struct {
+	// After is the last ticket the round has looked at; 0 starts a new
+	// round from the first parked job.
+	After int64
+	// Wake is the earliest DueAt of a parked job the round passed over
+	// (zero: none). Once it comes, the next pass starts a new round, so
+	// the job is released in time.
+	Wake time.Time
+}
 
 // GateError is Gate's answer when the gate said no.
 type GateError struct {
@@ -158,4 +175,21 @@ type State interface {
 	ListJobs(ctx context.Context, r ListRequest) ([]job.Job, error)
 	// CountJobs counts jobs of one queue and status, as ListJobs lists.
 	CountJobs(ctx context.Context, queue string, status job.Status) (int, error)
+
+	// Lease takes a queue's resume lease for holder until until, if no
+	// other holder has it at now: it was never taken, was released, or
+	// its until has passed (a holder may take its own lease again). It
+	// returns the cursor the last holder left (zero if none).
+	// ErrLeaseHeld if another holder has it. Of concurrent callers, one
+	// wins. The lease is a record of its own, apart from the queue's hot
+	// state, and needs no queue record; its cursor outlives the lease.
+	//
+	// Resume passes hold it, so two passes never interleave their writes
+	// on one queue (two ticket ranges for one set of parked jobs would
+	// invert their order).
+	Lease(ctx context.Context, queue, holder string, until, now time.Time) (Cursor, error)
+	// ReleaseLease frees holder's lease and stores c for the next holder.
+	// ErrLeaseHeld, and nothing written, if holder no longer has it (it
+	// expired and another holder took it).
+	ReleaseLease(ctx context.Context, queue, holder string, c Cursor) error
 }

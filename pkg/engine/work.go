@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
@@ -16,10 +18,17 @@ import (
 // deliver it again.
 //
 // The steps: drop envelopes that no longer match the job record; wait to
-// the exact slot (or hand the job back with the remaining delay when the
-// slot lies past the context deadline); pass the gate (one write on the
-// queue's state); claim the attempt (one conditional write on the job);
-// run the target; record the outcome or retry.
+// the exact slot; pass the gate (one write on the queue's state); claim
+// the attempt (one conditional write on the job); run the target; record
+// the outcome or retry.
+//
+// Each message is budgeted against ctx's deadline (the invocation's):
+// the slot wait, the queue's target timeout and RecordTimeout for the
+// writes after it, plus Margin. A job whose budget does not fit is handed
+// back to the transport, unstarted, with the delay its slot still needs,
+// so what starts is recorded before Lambda stops the invocation. The
+// target runs under its timeout (Go handlers too) and a panic in it fails
+// the attempt; the outcome is written on a context of its own.
 func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 	j, err := e.record(ctx, env)
 	if errors.Is(err, ErrJobNotFound) {
@@ -39,9 +48,23 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		return nil
 	}
 	wake := j.SlotAt
+	var cfg *slot.Config // the queue's configuration, once read
 	for {
 		if wait := wake.Sub(e.now()); wait > 0 {
-			if !e.fits(ctx, wait) {
+			if cfg == nil {
+				q, err := e.state.GetQueue(ctx, j.Queue)
+				if errors.Is(err, ErrQueueNotFound) {
+					e.log.WarnContext(ctx, "dropped message of deleted queue", "queue", j.Queue, "job_id", j.ID)
+					return nil
+				}
+				if err != nil {
+					return fmt.Errorf("work %s: %w", env.Key(), err)
+				}
+				cfg = &q.Config
+			}
+			// The whole budget, not only the wait: a job that starts
+			// must be recorded before the invocation ends.
+			if !e.fits(ctx, wait+e.budget(*cfg)) {
 				return e.handBack(ctx, &j, wait)
 			}
 			if err := sleep(ctx, wait); err != nil {
@@ -57,6 +80,12 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		}
 		if err != nil {
 			return fmt.Errorf("work %s: %w", env.Key(), err)
+		}
+		cfg = &q.Config
+		// Checked again before the gate: the configuration may have
+		// changed, and a job whose slot passed has had no wait to check.
+		if !e.fits(ctx, e.budget(q.Config)) {
+			return e.handBack(ctx, &j, max(0, wake.Sub(e.now())))
 		}
 		if q.State.Current == j.Ticket {
 			// The gate passed this ticket already: this is a duplicate of
@@ -162,7 +191,9 @@ func (e *Engine) watch(ctx context.Context, j job.Job) error {
 		return fmt.Errorf("work %s: %w", j.Key(), err)
 	}
 	e.log.WarnContext(ctx, "attempt lost", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "started_at", j.StartedAt)
-	return e.finish(ctx, q, j, q.State, errors.New("attempt lost: its worker stopped before recording an outcome"))
+	rctx, cancel := e.recordContext(ctx)
+	defer cancel()
+	return e.finish(rctx, q, j, q.State, errors.New("attempt lost: its worker stopped before recording an outcome"))
 }
 
 // purged cancels a job whose ticket a purge covered.
@@ -277,14 +308,97 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job, now time.Ti
 	return nil
 }
 
-// run runs a claimed attempt and records its outcome.
+// run runs a claimed attempt and records its outcome. The outcome is
+// written on a context of its own (recordContext): the target may have
+// used up ctx (its deadline came, or it was cancelled), and an outcome
+// not recorded is an attempt run again after the lease.
 func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now time.Time) error {
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(), "attempt", j.Attempt, "target", j.What())
-	if e.runner == nil {
-		return e.finish(ctx, q, j, st, errors.New("no runner configured"))
+	runErr := errors.New("no runner configured")
+	if e.runner != nil {
+		runErr = e.runTarget(ctx, j, q.Config)
 	}
-	return e.finish(ctx, q, j, st, e.runner.Run(ctx, &j, q.Config))
+	rctx, cancel := e.recordContext(ctx)
+	defer cancel()
+	return e.finish(rctx, q, j, st, runErr)
+}
+
+// recordContext is the context of the writes after a target: ctx's values
+// without its cancellation or deadline, bounded by RecordTimeout. The
+// budget Work checked before the gate keeps RecordTimeout for them.
+func (e *Engine) recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), e.opts.RecordTimeout)
+}
+
+// runTarget runs one attempt of j through the Runner, bounded by the
+// queue's target timeout whatever the target (Go handlers included), and
+// turns a panic into the attempt's error. A target that ignores its
+// context is not waited for past the timeout: its goroutine is left to
+// finish on its own, and the attempt fails (and is retried, so such a
+// target may run twice at once).
+func (e *Engine) runTarget(ctx context.Context, j job.Job, cfg slot.Config) error {
+	timeout := e.targetTimeout(cfg)
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- &PanicError{Value: v, Stack: debug.Stack()}
+			}
+		}()
+		done <- e.runner.Run(tctx, &j, cfg)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-tctx.Done():
+	}
+	select {
+	case err := <-done:
+		return err
+	default:
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("target stopped: %w", context.Cause(ctx))
+	}
+	return fmt.Errorf("target did not return within its timeout %s: %w", timeout, context.DeadlineExceeded)
+}
+
+// PanicError is the error of an attempt whose target panicked. The
+// attempt fails and is retried like any other failure; the job's
+// LastError keeps the value and the start of the stack.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+// maxPanicValue and maxStack bound what a PanicError prints of the value
+// and of the stack.
+const maxPanicValue, maxStack = 1024, 2048
+
+func (e *PanicError) Error() string {
+	return "panic: " + cut(fmt.Sprint(e.Value), maxPanicValue) + "\n" + cut(string(e.Stack), maxStack)
+}
+
+// maxLastError bounds a job's LastError, so an error of any size keeps
+// the job record within the store's item limits.
+const maxLastError = 4096
+
+// lastError is err's text, cut to maxLastError bytes.
+func lastError(err error) string { return cut(err.Error(), maxLastError) }
+
+// cut returns s cut to at most n bytes (on a rune boundary), marked "…"
+// when cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // finish records an attempt's outcome: succeeded, failed (the record is the
@@ -296,7 +410,7 @@ func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, 
 	case runErr == nil:
 		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Succeeded, now, now.Add(q.Config.Retention), ""
 	case errors.Is(runErr, ErrSkipRetry) || j.Attempt >= q.Config.MaxAttempts:
-		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Failed, now, now.Add(q.Config.Retention), runErr.Error()
+		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Failed, now, now.Add(q.Config.Retention), lastError(runErr)
 	default:
 		return e.retry(ctx, q, j, st, runErr, now)
 	}
@@ -321,7 +435,7 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	from := j.Version()
 	q.State = st
 	j.Attempt++
-	j.LastError = runErr.Error()
+	j.LastError = lastError(runErr)
 	j.StartedAt = time.Time{}
 	floor := j.NotBefore
 	j.NotBefore = now.Add(q.Config.RetryDelay(j.Attempt))

@@ -33,6 +33,9 @@ func (c Config) Engine(awsCfg aws.Config, runner engine.Runner, log *slog.Logger
 		Runner:    runner,
 		Logger:    log,
 		Defaults:  c.Defaults,
+		// The lease of a running attempt follows from it, and queue
+		// configurations are checked against it.
+		WorkerTimeout: c.WorkerTimeout,
 	})
 }
 

@@ -3,9 +3,11 @@ package lambdafn
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
@@ -33,6 +35,14 @@ const (
 	// may reach although they are loopback, private, link-local or
 	// metadata addresses (slot.Config.AllowNetworks). Default: none.
 	EnvAllowedNetworks = "SLOTQ_ALLOWED_NETWORKS"
+	// EnvWorkerTimeout is the worker function's timeout in whole seconds,
+	// template.yaml's WorkerFunction Timeout (a template test keeps the
+	// two equal). Every function reads it: the worker and the resume
+	// function derive the lease of a running attempt from it, enqueue and
+	// admin refuse a queue's target_timeout that cannot fit in it.
+	// Required; between the default target timeout plus the time kept for
+	// recording (see engine.MinWorkerTimeout) and 900.
+	EnvWorkerTimeout = "SLOTQ_WORKER_TIMEOUT"
 )
 
 // Spec names a function and the environment variables it reads. The
@@ -47,10 +57,10 @@ type Spec struct {
 
 // The functions' specs.
 var (
-	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
-	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL}}
-	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL}}
-	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout}}
+	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout}}
+	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	// Specs lists every function.
 	Specs = []Spec{Enqueue, Worker, Resume, Admin}
 )
@@ -66,7 +76,13 @@ type Config struct {
 	// targets from
 	// SLOTQ_ALLOWED_TARGETS, the rest slot's defaults.
 	Defaults slot.Config
+	// WorkerTimeout is the worker function's timeout
+	// (SLOTQ_WORKER_TIMEOUT).
+	WorkerTimeout time.Duration
 }
+
+// maxWorkerTimeout is Lambda's longest timeout.
+const maxWorkerTimeout = 15 * time.Minute
 
 // Load reads the variables of spec through getenv (os.Getenv in main) and
 // validates them. Its error names the bad variable.
@@ -85,6 +101,14 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s must be the SQS queue URL, got %q", name, v)
 			}
 			c.QueueURL = v
+		case EnvWorkerTimeout:
+			n, err := strconv.Atoi(v)
+			d := time.Duration(n) * time.Second
+			if err != nil || d < engine.MinWorkerTimeout || d > maxWorkerTimeout {
+				return c, fmt.Errorf("%s must be the worker function's timeout in whole seconds, between %d and %d, got %q",
+					name, int(engine.MinWorkerTimeout.Seconds()), int(maxWorkerTimeout.Seconds()), v)
+			}
+			c.WorkerTimeout = d
 		case EnvDefaultInterval:
 			if v == "" {
 				break

@@ -10,6 +10,7 @@ func TestLoad(t *testing.T) {
 	good := map[string]string{
 		EnvTable: "slotq-Table", EnvQueueURL: "https://sqs.us-east-1.amazonaws.com/1/slots",
 		EnvDefaultInterval: "2s", EnvAllowedTargets: "https://api.example.com/*, lambda:send-email",
+		EnvWorkerTimeout: "120",
 	}
 	tests := []struct {
 		name    string
@@ -28,6 +29,10 @@ func TestLoad(t *testing.T) {
 		{name: "bad target", spec: Enqueue, change: map[string]string{EnvAllowedTargets: "ftp://x"}, wantErr: EnvAllowedTargets},
 		{name: "empty targets", spec: Enqueue, change: map[string]string{EnvAllowedTargets: ""}},
 		{name: "default interval", spec: Enqueue, change: map[string]string{EnvDefaultInterval: ""}},
+		{name: "no worker timeout", spec: Worker, change: map[string]string{EnvWorkerTimeout: ""}, wantErr: EnvWorkerTimeout},
+		{name: "worker timeout not seconds", spec: Resume, change: map[string]string{EnvWorkerTimeout: "2m"}, wantErr: EnvWorkerTimeout},
+		{name: "worker timeout too short for a default target", spec: Admin, change: map[string]string{EnvWorkerTimeout: "30"}, wantErr: EnvWorkerTimeout},
+		{name: "worker timeout beyond Lambda's", spec: Enqueue, change: map[string]string{EnvWorkerTimeout: "901"}, wantErr: EnvWorkerTimeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,6 +55,9 @@ func TestLoad(t *testing.T) {
 			}
 			if cfg.Table != "slotq-Table" {
 				t.Errorf("table %q", cfg.Table)
+			}
+			if cfg.WorkerTimeout != 2*time.Minute {
+				t.Errorf("worker timeout %v", cfg.WorkerTimeout)
 			}
 			if tt.spec.Reads(EnvDefaultInterval) && env[EnvDefaultInterval] == "2s" && cfg.Defaults.Interval != 2*time.Second {
 				t.Errorf("interval %v", cfg.Defaults.Interval)

@@ -35,6 +35,14 @@ type Store struct {
 	mu     sync.Mutex
 	queues map[string]engine.Queue
 	jobs   map[string]map[string]job.Job // queue → id → job
+	leases map[string]lease              // queue → its resume lease
+}
+
+// lease is a queue's resume lease and the cursor left with it.
+type lease struct {
+	holder string
+	until  time.Time
+	cursor engine.Cursor
 }
 
 // New returns an empty Store.
@@ -46,7 +54,35 @@ func New(opts Options) *Store {
 		now:    opts.Now,
 		queues: make(map[string]engine.Queue),
 		jobs:   make(map[string]map[string]job.Job),
+		leases: make(map[string]lease),
 	}
+}
+
+// Lease takes queue's resume lease for holder until until if nobody else
+// holds it at now, and returns the cursor left with it. ErrLeaseHeld.
+func (s *Store) Lease(_ context.Context, queue, holder string, until, now time.Time) (engine.Cursor, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.leases[queue]
+	if l.holder != "" && l.holder != holder && now.Before(l.until) {
+		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, engine.ErrLeaseHeld)
+	}
+	l.holder, l.until = holder, until
+	s.leases[queue] = l
+	return l.cursor, nil
+}
+
+// ReleaseLease frees holder's lease of queue, leaving c. ErrLeaseHeld if
+// holder does not hold it.
+func (s *Store) ReleaseLease(_ context.Context, queue, holder string, c engine.Cursor) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.leases[queue]
+	if !ok || l.holder != holder {
+		return fmt.Errorf("release lease %s: %w", queue, engine.ErrLeaseHeld)
+	}
+	s.leases[queue] = lease{cursor: c}
+	return nil
 }
 
 // CreateQueue stores q with a zero state. ErrQueueExists if q.Name is taken.

@@ -33,6 +33,7 @@ func Run(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Take", func(t *testing.T) { testTake(t, newState) })
 	t.Run("Gate", func(t *testing.T) { testGate(t, newState) })
 	t.Run("Jobs", func(t *testing.T) { testJobs(t, newState) })
+	t.Run("Lease", func(t *testing.T) { testLease(t, newState) })
 }
 
 // base is the suite's fixed "now"; every time passed in derives from it.

@@ -108,14 +108,22 @@ func (d *Dispatcher) http() *HTTP {
 // accepted: the enqueue side does not know the worker's handlers.
 func (d *Dispatcher) Has(kind string) bool { return d.Mux == nil || d.Mux.Has(kind) }
 
-// Run runs one attempt of j, bounded by the queue's target timeout for
-// remote targets. A remote target the queue no longer allows (its
-// configuration changed since enqueue) fails without retry.
+// Run runs one attempt of j, bounded by the queue's target timeout
+// whatever the target: Go handlers get it on their context as HTTP and
+// Lambda targets do (the engine bounds every Runner the same way, and
+// stops waiting for a handler that ignores it). A remote target the queue
+// no longer allows (its configuration changed since enqueue) fails
+// without retry.
 func (d *Dispatcher) Run(ctx context.Context, j *job.Job, cfg slot.Config) error {
 	if j.Kind == "" {
 		if err := cfg.CheckTarget(j.Target); err != nil {
 			return SkipRetry(fmt.Errorf("target %q: %w", j.Target, err))
 		}
+	}
+	if timeout := cfg.WithDefaults().TargetTimeout; timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
 	switch {
 	case j.Kind != "":
@@ -124,15 +132,11 @@ func (d *Dispatcher) Run(ctx context.Context, j *job.Job, cfg slot.Config) error
 		}
 		return d.Mux.run(ctx, j)
 	case strings.HasPrefix(j.Target, "http://"), strings.HasPrefix(j.Target, "https://"):
-		ctx, cancel := context.WithTimeout(ctx, cfg.TargetTimeout)
-		defer cancel()
 		return d.http().Post(ctx, j, cfg)
 	case strings.HasPrefix(j.Target, "lambda:"), strings.HasPrefix(j.Target, "arn:aws:lambda:"):
 		if d.Lambda == nil {
 			return SkipRetry(fmt.Errorf("lambda target %q: no Lambda client configured", j.Target))
 		}
-		ctx, cancel := context.WithTimeout(ctx, cfg.TargetTimeout)
-		defer cancel()
 		return d.Lambda.Invoke(ctx, j)
 	}
 	return SkipRetry(fmt.Errorf("job %s: no kind and unknown target %q", j.ID, j.Target))

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -200,4 +201,22 @@ func TestDispatcherRechecksTheAllowList(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Go handler runs under the queue's target timeout, as HTTP and Lambda
+// targets do.
+func TestGoHandlerTargetTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mux := target.NewMux()
+		mux.HandleFunc("wait", func(ctx context.Context, _ *job.Job) error {
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		d := &target.Dispatcher{Mux: mux}
+		began := time.Now()
+		err := d.Run(context.Background(), &job.Job{ID: "j", Kind: "wait"}, slot.Config{TargetTimeout: 2 * time.Second})
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(began) != 2*time.Second {
+			t.Fatalf("got %v after %v, want the deadline after 2s", err, time.Since(began))
+		}
+	})
 }
