@@ -164,8 +164,13 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 	res := demoResult{Begin: time.Now(), Skew: q.Config.Skew}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	runCtx, stopWorkers := context.WithCancel(ctx)
+	// The workers stop with the run, but carry no deadline: an embedded
+	// worker is not a Lambda invocation with a time limit, and a deadline
+	// would make Work hand back every job whose target timeout it cannot
+	// fit before it.
+	runCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorkers()
+	defer context.AfterFunc(ctx, stopWorkers)()
 
 	// The workers: each delivery runs under a free worker id, so the ids
 	// name the Workers concurrent invocations.
