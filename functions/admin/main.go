@@ -7,10 +7,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/slotq/slotq/pkg/lambdafn"
+	"github.com/slotq/slotq/pkg/lambdafn/admin"
 )
 
 func main() {
 	cfg, awsCfg, log := lambdafn.Init(lambdafn.Admin)
-	h := &Handler{Engine: cfg.Engine(awsCfg, nil, log), Defaults: cfg.Defaults}
+	h := &admin.Handler{Engine: cfg.Engine(awsCfg, nil, log), Defaults: cfg.Defaults}
 	lambda.Start(h.Handle)
 }

@@ -7,12 +7,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/slotq/slotq/pkg/lambdafn"
+	"github.com/slotq/slotq/pkg/lambdafn/enqueue"
 )
 
 func main() {
 	cfg, awsCfg, log := lambdafn.Init(lambdafn.Enqueue)
 	// Enqueue runs no targets. Without a runner it accepts every job kind:
 	// the worker's handlers are not known here.
-	h := &Handler{Engine: cfg.Engine(awsCfg, nil, log)}
+	h := &enqueue.Handler{Engine: cfg.Engine(awsCfg, nil, log)}
 	lambda.Start(h.Handle)
 }

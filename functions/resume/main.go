@@ -8,10 +8,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/slotq/slotq/pkg/lambdafn"
+	"github.com/slotq/slotq/pkg/lambdafn/resume"
 )
 
 func main() {
 	cfg, awsCfg, log := lambdafn.Init(lambdafn.Resume)
-	h := &Handler{Engine: cfg.Engine(awsCfg, nil, log), Log: log}
+	h := &resume.Handler{Engine: cfg.Engine(awsCfg, nil, log), Log: log}
 	lambda.Start(h.Handle)
 }

@@ -1,4 +1,8 @@
-package main
+// Package enqueue is the enqueue function's handler: an Invoke payload
+// ({"queue","job"|"jobs"}) in, engine.Enqueue, each job's ticket, slot and
+// position out. functions/enqueue runs it on Lambda; pkg/local runs the same
+// handler in one process.
+package enqueue
 
 import (
 	"context"

@@ -1,4 +1,9 @@
-package main
+// Package worker is the worker function's handler: an SQS batch in
+// (events.SQSEvent, as the event source mapping delivers it), engine.Work
+// for each message, the partial batch response out. It also holds the
+// stack's built-in job kinds (Kinds). functions/worker runs it on Lambda;
+// pkg/local runs the same handler behind its emulated event source.
+package worker
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/slotq/slotq/internal/sample"
 	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/pkg/target"
 )
 
 func sampleEvent(t *testing.T, name string) events.SQSEvent {
@@ -86,5 +89,23 @@ func TestHandleSampleEvent(t *testing.T) {
 				t.Errorf("response %s lacks batchItemFailures", b)
 			}
 		})
+	}
+}
+
+// The built-in echo kind logs the job's payload and succeeds: the sample
+// events use it, so every sample that should succeed does.
+func TestEchoKind(t *testing.T) {
+	var logs strings.Builder
+	m := Kinds(slog.New(slog.NewJSONHandler(&logs, nil)))
+	if !m.Has(Echo) {
+		t.Fatal("echo is not registered")
+	}
+	d := &target.Dispatcher{Mux: m}
+	j := &job.Job{Queue: "emails", ID: "welcome-42", Ticket: 1, Attempt: 1, Kind: Echo, Payload: json.RawMessage(`{"to":"ada@example.com"}`)}
+	if err := d.Run(context.Background(), j, slot.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), `"payload":{"to":"ada@example.com"}`) || !strings.Contains(logs.String(), `"job_id":"welcome-42"`) {
+		t.Errorf("log %s does not show the payload", logs.String())
 	}
 }

@@ -1,4 +1,7 @@
-package main
+// Package admin is the admin function's handler: one operation
+// ({"op": …}) in, the engine call, its answer out. functions/admin runs it
+// on Lambda; pkg/local runs the same handler in one process.
+package admin
 
 import (
 	"context"

@@ -1,4 +1,8 @@
-package main
+// Package resume is the resume function's handler: the schedule's event
+// in, engine.Resume over every queue, the report out. functions/resume runs
+// it on Lambda under EventBridge Scheduler; pkg/local runs the same handler
+// on its emulated schedule.
+package resume
 
 import (
 	"context"
