@@ -41,6 +41,10 @@ type TransportOptions struct {
 	// VisibilityTimeout is how long after it was received a message whose
 	// handler returned an error is delivered again. Default 30s.
 	VisibilityTimeout time.Duration
+	// MaxReceiveCount is the redrive policy of the pull side (Receive): a
+	// message received this many times is moved to the dead-letter list
+	// (DeadLetters) on its next receive, as SQS does. Default 0: never.
+	MaxReceiveCount int
 
 	// Jitter delays each delivery by a random extra in [0, Jitter).
 	// Default 0.
@@ -98,6 +102,7 @@ type Transport struct {
 	inFlight int
 	seq      uint64
 	wake     chan struct{} // set while Run runs
+	pull     pullState     // Receive's leases and dead letters (queue.go)
 }
 
 // NewTransport returns a Transport with opts' defaults applied.
@@ -159,10 +164,10 @@ func (t *Transport) Send(ctx context.Context, msgs []engine.Message) error {
 			delay = delay.Truncate(time.Second)
 		}
 		env := copyEnvelope(m.Envelope)
-		t.pushLocked(env, now.Add(delay+t.jitterLocked()))
+		t.pushLocked(env, now.Add(delay+t.jitterLocked())).sent = now
 		if t.opts.DuplicateRate > 0 && t.rnd.Float64() < t.opts.DuplicateRate {
 			t.duplicated.Add(1)
-			t.pushLocked(copyEnvelope(env), now.Add(delay+t.jitterLocked()))
+			t.pushLocked(copyEnvelope(env), now.Add(delay+t.jitterLocked())).sent = now
 		}
 	}
 	t.mu.Unlock()
@@ -299,15 +304,17 @@ func (t *Transport) deliver(ctx context.Context, m *message, handle func(context
 
 // pushLocked queues env for due and wakes the dispatcher, which may be
 // waiting for a later message.
-func (t *Transport) pushLocked(env job.Envelope, due time.Time) {
+func (t *Transport) pushLocked(env job.Envelope, due time.Time) *message {
 	t.seq++
-	heap.Push(&t.waiting, &message{env: env, due: due, seq: t.seq})
+	m := &message{env: env, due: due, seq: t.seq}
+	heap.Push(&t.waiting, m)
 	if t.wake != nil {
 		select {
 		case t.wake <- struct{}{}:
 		default:
 		}
 	}
+	return m
 }
 
 func (t *Transport) jitterLocked() time.Duration {
@@ -328,6 +335,11 @@ type message struct {
 	env job.Envelope
 	due time.Time
 	seq uint64
+	// Set by Receive (queue.go): the message's id, how often it was
+	// received, and when it was sent and first received.
+	id            string
+	receives      int
+	sent, firstRx time.Time
 }
 
 type messageHeap []*message
