@@ -9,8 +9,12 @@
 // (POST /2015-03-31/functions/{name}/invocations), so callers use the
 // ordinary AWS SDK or CLI with AWS_ENDPOINT_URL_LAMBDA set to Host.URL.
 //
-// Like one warm Lambda execution environment per function, a function runs
-// one invocation at a time; further invocations wait their turn. A function
+// Each execution environment (a bootstrap process) runs one invocation at
+// a time, as in Lambda; a function has Function.Concurrency of them
+// (default 1), and further invocations wait for a free one. InvokeAPI is
+// the one implementation of the Invoke API's wire format, served in front
+// of the bootstraps (Host) and of Go handlers run in process (Handlers,
+// which pkg/local uses). A function
 // that exceeds its timeout is killed and started again on the next
 // invocation; its invocation answers with a function error, as in Lambda.
 //

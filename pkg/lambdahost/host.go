@@ -12,6 +12,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,6 +35,11 @@ type Function struct {
 	Timeout time.Duration
 	// MemoryMB is reported in AWS_LAMBDA_FUNCTION_MEMORY_SIZE. Default 128.
 	MemoryMB int
+	// Concurrency is how many execution environments (bootstrap
+	// processes, each with its own Runtime API) the function may have,
+	// so that many invocations run at once, as Lambda scales out.
+	// Default 1.
+	Concurrency int
 }
 
 // Options configure a Host.
@@ -70,11 +77,15 @@ var ErrFunctionNotFound = errors.New("function not found")
 // Host runs functions and serves the Invoke API in front of them.
 type Host struct {
 	opts   Options
-	fns    map[string]*runtime // by name and alias
+	fns    map[string]*pool // by name and alias
 	all    []*runtime
+	pools  []*pool
 	srv    *http.Server
 	ln     net.Listener
 	closed chan struct{}
+
+	closeOnce sync.Once
+	closing   atomic.Bool // set first by Close: no process starts any more
 }
 
 // Start starts the runtime APIs of fns and the Invoke API. Bootstrap
@@ -99,7 +110,7 @@ func Start(fns []Function, opts Options) (*Host, error) {
 		opts.Output = os.Stderr
 	}
 	opts.Output = &lockedWriter{w: opts.Output}
-	h := &Host{opts: opts, fns: map[string]*runtime{}, closed: make(chan struct{})}
+	h := &Host{opts: opts, fns: map[string]*pool{}, closed: make(chan struct{})}
 	for _, f := range fns {
 		if f.Timeout <= 0 {
 			f.Timeout = 3 * time.Second
@@ -107,12 +118,18 @@ func Start(fns []Function, opts Options) (*Host, error) {
 		if f.MemoryMB <= 0 {
 			f.MemoryMB = 128
 		}
-		r, err := newRuntime(f, h)
-		if err != nil {
-			h.Close()
-			return nil, err
+		p := &pool{free: make(chan *runtime, max(f.Concurrency, 1))}
+		for range max(f.Concurrency, 1) {
+			r, err := newRuntime(f, h)
+			if err != nil {
+				h.Close()
+				return nil, err
+			}
+			h.all = append(h.all, r)
+			p.all = append(p.all, r)
+			p.free <- r
 		}
-		h.all = append(h.all, r)
+		h.pools = append(h.pools, p)
 		for _, n := range append([]string{f.Name}, f.Aliases...) {
 			if n == "" {
 				continue
@@ -121,7 +138,7 @@ func Start(fns []Function, opts Options) (*Host, error) {
 				h.Close()
 				return nil, fmt.Errorf("lambdahost: function name %q used twice", n)
 			}
-			h.fns[n] = r
+			h.fns[n] = p
 		}
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
@@ -130,9 +147,7 @@ func Start(fns []Function, opts Options) (*Host, error) {
 		return nil, fmt.Errorf("lambdahost: listen %s: %w", opts.Addr, err)
 	}
 	h.ln = ln
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /2015-03-31/functions/{name}/invocations", h.serveInvoke)
-	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	h.srv = &http.Server{Handler: InvokeAPI(h, h.ARN), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = h.srv.Serve(ln) }()
 	return h, nil
 }
@@ -142,9 +157,9 @@ func (h *Host) URL() string { return "http://" + h.ln.Addr().String() }
 
 // Functions lists the functions' names.
 func (h *Host) Functions() []string {
-	names := make([]string, len(h.all))
-	for i, r := range h.all {
-		names[i] = r.fn.Name
+	names := make([]string, len(h.pools))
+	for i, p := range h.pools {
+		names[i] = p.all[0].fn.Name
 	}
 	return names
 }
@@ -154,19 +169,24 @@ func (h *Host) ARN(name string) string {
 	return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", h.opts.Region, h.opts.AccountID, name)
 }
 
-func (h *Host) lookup(name string) (*runtime, bool) {
+func (h *Host) lookup(name string) (*pool, bool) {
 	if r, ok := h.fns[name]; ok {
 		return r, true
 	}
-	// An ARN, possibly with a qualifier: arn:aws:lambda:region:acct:function:NAME[:QUALIFIER].
+	r, ok := h.fns[nameOf(name)]
+	return r, ok
+}
+
+// nameOf returns the function name in an ARN, possibly with a qualifier
+// (arn:aws:lambda:region:acct:function:NAME[:QUALIFIER]), or name itself.
+func nameOf(name string) string {
 	if strings.HasPrefix(name, "arn:") {
 		parts := strings.Split(name, ":")
 		if len(parts) >= 7 && parts[5] == "function" {
-			r, ok := h.fns[parts[6]]
-			return r, ok
+			return parts[6]
 		}
 	}
-	return nil, false
+	return name
 }
 
 // Invoke invokes a function synchronously with payload and waits for its
@@ -177,6 +197,9 @@ func (h *Host) Invoke(ctx context.Context, name string, payload []byte) (Result,
 	if !ok {
 		return Result{}, fmt.Errorf("%w: %s", ErrFunctionNotFound, name)
 	}
+	if isDryRun(ctx) {
+		return Result{}, nil
+	}
 	return r.invoke(ctx, payload)
 }
 
@@ -185,81 +208,54 @@ func (h *Host) Invoke(ctx context.Context, name string, payload []byte) (Result,
 // them after Close): what its MemorySize must hold. 0 if none has exited
 // or the platform does not tell.
 func (h *Host) PeakRSS(name string) int64 {
-	r, ok := h.fns[name]
+	p, ok := h.fns[name]
 	if !ok {
 		return 0
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.peakRSS
+	var peak int64
+	for _, r := range p.all {
+		r.mu.Lock()
+		peak = max(peak, r.peakRSS)
+		r.mu.Unlock()
+	}
+	return peak
 }
 
-// Close stops every bootstrap process and the servers.
-func (h *Host) Close() error {
+// pool is a function's execution environments; an invocation takes a
+// free one or waits for one.
+type pool struct {
+	all  []*runtime
+	free chan *runtime
+}
+
+func (p *pool) invoke(ctx context.Context, payload []byte) (Result, error) {
 	select {
-	case <-h.closed:
-		return nil
-	default:
-		close(h.closed)
+	case r := <-p.free:
+		defer func() { p.free <- r }()
+		return r.invoke(ctx, payload)
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
 	}
-	if h.srv != nil {
-		_ = h.srv.Close()
-	}
-	for _, r := range h.all {
-		r.close()
-	}
-	return nil
 }
 
-// serveInvoke is the Invoke API: the body is the event, the answer the
-// function's response with X-Amz-Function-Error set on a function error.
-func (h *Host) serveInvoke(w http.ResponseWriter, req *http.Request) {
-	name := req.PathValue("name")
-	r, ok := h.lookup(name)
-	if !ok {
-		apiError(w, http.StatusNotFound, "ResourceNotFoundException",
-			fmt.Sprintf("Function not found: %s", h.ARN(name)))
-		return
-	}
-	payload, err := io.ReadAll(io.LimitReader(req.Body, 6*1024*1024+1))
-	if err != nil {
-		apiError(w, http.StatusBadRequest, "InvalidRequestContentException", err.Error())
-		return
-	}
-	if len(payload) > 6*1024*1024 {
-		apiError(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException", "Request must be smaller than 6291456 bytes for the InvokeFunction operation")
-		return
-	}
-	if len(payload) == 0 {
-		payload = []byte("{}")
-	}
-	if !json.Valid(payload) {
-		// As Lambda does: the function never sees a payload that is not JSON.
-		apiError(w, http.StatusBadRequest, "InvalidRequestContentException", "Could not parse request body into json")
-		return
-	}
-	switch req.Header.Get("X-Amz-Invocation-Type") {
-	case "DryRun":
-		w.WriteHeader(http.StatusNoContent)
-		return
-	case "Event":
-		go func() { _, _ = r.invoke(context.Background(), payload) }()
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	res, err := r.invoke(req.Context(), payload)
-	if err != nil {
-		apiError(w, http.StatusInternalServerError, "ServiceException", err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Amz-Executed-Version", "$LATEST")
-	w.Header().Set("X-Amzn-Requestid", res.RequestID)
-	if res.FunctionError != "" {
-		w.Header().Set("X-Amz-Function-Error", res.FunctionError)
-	}
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(res.Payload)
+// Close stops every bootstrap process and the servers. The processes
+// are killed first, while their Runtime API still answers, so none of
+// them prints a refused connection or a 410 on its way out.
+func (h *Host) Close() error {
+	h.closeOnce.Do(func() {
+		h.closing.Store(true)
+		for _, r := range h.all {
+			r.stop()
+		}
+		close(h.closed)
+		if h.srv != nil {
+			_ = h.srv.Close()
+		}
+		for _, r := range h.all {
+			_ = r.srv.Close()
+		}
+	})
+	return nil
 }
 
 func apiError(w http.ResponseWriter, status int, typ, msg string) {

@@ -73,6 +73,9 @@ func newRuntime(f Function, h *Host) (*runtime, error) {
 func (r *runtime) ensure() (*process, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.host.closing.Load() {
+		return nil, fmt.Errorf("lambdahost: host closed")
+	}
 	if r.proc != nil {
 		select {
 		case <-r.proc.done:
@@ -261,8 +264,8 @@ func (r *runtime) serveInitError(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-func (r *runtime) close() {
-	_ = r.srv.Close()
+// stop kills the running process, if any, and waits for it.
+func (r *runtime) stop() {
 	r.mu.Lock()
 	p := r.proc
 	r.mu.Unlock()
