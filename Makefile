@@ -11,7 +11,11 @@ help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.%-]+:.*## / {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: ## Run the whole system locally on the embedded backend and show a demo
+run: ## Run the stack locally (embedded backend; DynamoDB/SQS if AWS_ENDPOINT_URL_* are set): Invoke API on 127.0.0.1:3001, SQS event source, schedule
+	$(GO) run ./cmd/slotq local $(ARGS)
+
+.PHONY: demo
+demo: ## Run producers and workers on the embedded backend and show a live timeline of starts and a summary
 	$(GO) run ./cmd/slotq demo
 
 # The conformance suite's concurrency subtests, which `make test` repeats on
@@ -81,8 +85,8 @@ invoke: ## Invoke one function locally like `sam local invoke` (FN=EnqueueFuncti
 	$(GO) run ./cmd/slotq-invoke -fn $(FN) -event $(EVENT)
 
 .PHONY: start-lambda
-start-lambda: ## Serve the Lambda Invoke API for all functions locally, like `sam local start-lambda`
-	$(GO) run ./cmd/slotq-invoke -serve 127.0.0.1:3001
+start-lambda: ## Run the built bootstraps like `sam local start-lambda` (Invoke API on 127.0.0.1:3001), with the SQS event source and the schedule in front
+	$(GO) run ./cmd/slotq-invoke -serve 127.0.0.1:3001 $(ARGS)
 
 .PHONY: lint-template
 lint-template: ## Check template.yaml with cfn-lint

@@ -1,6 +1,8 @@
 // Command slotq is slotq's program for people.
 //
-//	slotq demo    run producers and workers on the embedded backend; show a timeline
+//	slotq local   run the stack in this process (make run): Invoke API, event source, schedule
+//	slotq invoke  invoke a function through the Invoke API and print its answer
+//	slotq demo    run producers and workers on the embedded backend; show a timeline (make demo)
 //	slotq bench   run the demo workload several times and report its figures
 //	slotq help    list the commands
 //
@@ -36,6 +38,8 @@ var commands []command
 
 func init() {
 	commands = []command{
+		{"local", "run the stack in this process: Invoke API on 127.0.0.1:3001, SQS event source, schedule (make run)", localCmd},
+		{"invoke", "invoke a function through the Lambda Invoke API (slotq local's by default) and print its answer", invokeCmd},
 		{"demo", "run producers and workers on the embedded backend and show a live timeline of starts", demoCmd},
 		{"bench", "run the demo workload several times and report spacing, lateness and makespan", benchCmd},
 		{"help", "list the commands", helpCmd},

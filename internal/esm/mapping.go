@@ -160,7 +160,7 @@ func (m *Mapping) invoke(ctx context.Context, poller int, c Config, batch []even
 	m.batches.Add(1)
 	m.received.Add(int64(len(batch)))
 	out := Outcome{Poller: poller, Messages: len(batch)}
-	resp, err := m.Invoke(ctx, events.SQSEvent{Records: batch})
+	resp, err := m.Invoke(context.WithValue(ctx, pollerKey{}, poller), events.SQSEvent{Records: batch})
 	var keep map[string]bool
 	switch {
 	case err != nil:
@@ -206,4 +206,13 @@ func failures(batch []events.SQSMessage, resp events.SQSEventResponse) (map[stri
 		keep[f.ItemIdentifier] = true
 	}
 	return keep, nil
+}
+
+type pollerKey struct{}
+
+// Poller returns the index of the poller whose invocation ctx belongs to:
+// which of the concurrent worker invocations runs it.
+func Poller(ctx context.Context) (int, bool) {
+	p, ok := ctx.Value(pollerKey{}).(int)
+	return p, ok
 }

@@ -1,0 +1,27 @@
+// Package local is slotq's local runtime: the whole stack in one process,
+// as `make run` (slotq local) starts it, or as a program of yours starts
+// it with its own job handlers:
+//
+//	mux := target.NewMux()
+//	mux.HandleFunc("email.send", sendEmail)
+//	err := local.Run(ctx, local.Options{Mux: mux})
+//
+// It runs the four functions' handlers (pkg/lambdafn/enqueue, worker,
+// resume, admin: the code Lambda runs, nothing re-implemented) on the
+// embedded backend (pkg/memstore), or on DynamoDB and SQS when
+// Options.AWS is set (endpoints from AWS_ENDPOINT_URL_DYNAMODB and
+// AWS_ENDPOINT_URL_SQS: DynamoDB Local and moto, or AWS). It serves the
+// Lambda Invoke API on loopback under the template's logical ids
+// (EnqueueFunction, WorkerFunction, ResumeFunction, AdminFunction), so
+// services and the AWS CLI call it as they would `sam local
+// start-lambda`, and it plays what AWS plays after deployment
+// (internal/esm): the SQS event source mapping that feeds the slot queue
+// to the worker, and the schedule that invokes the resume function.
+//
+// What a person sees: the endpoints and commands to try on start, a line
+// per start, failure, retry, park and release, and a summary per queue
+// when Run returns (Options.Out; JSON lines with Options.JSON).
+//
+// Where it sits: cmd/slotq's `local` command calls Run; the defaults
+// (StackDefaults) are template.yaml's, and a test keeps them equal.
+package local

@@ -1,0 +1,315 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	lambdasvc "github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/slotq/slotq/internal/esm"
+	"github.com/slotq/slotq/pkg/dynamostore"
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/lambdafn/admin"
+	"github.com/slotq/slotq/pkg/lambdafn/enqueue"
+	"github.com/slotq/slotq/pkg/lambdafn/resume"
+	"github.com/slotq/slotq/pkg/lambdafn/worker"
+	"github.com/slotq/slotq/pkg/lambdahost"
+	"github.com/slotq/slotq/pkg/memstore"
+	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/pkg/sqstransport"
+	"github.com/slotq/slotq/pkg/target"
+)
+
+// DefaultAddr is where the Invoke API listens by default, as `sam local
+// start-lambda` does.
+const DefaultAddr = "127.0.0.1:3001"
+
+// Options configure Run. The zero value runs the stack on the embedded
+// backend with template.yaml's settings.
+type Options struct {
+	// Addr is the Invoke API's address. Default DefaultAddr.
+	Addr string
+	// Mux holds the worker's Go handlers by job kind. The built-in kinds
+	// (echo) are added unless Mux has a handler of that name. Default: a
+	// Mux with the built-ins only.
+	Mux *target.Mux
+	// AWS, if set, runs the stack on DynamoDB and SQS with this
+	// configuration (its endpoints: AWS_ENDPOINT_URL_DYNAMODB and
+	// AWS_ENDPOINT_URL_SQS, or AWS itself), creating the table and
+	// queues if they are missing. Default nil: the embedded backend, in
+	// memory, gone when Run returns.
+	AWS *aws.Config
+	// StackName prefixes the table and queue names on AWS, as
+	// cmd/slotq-invoke and samlocal do: <stack>-Table,
+	// <stack>-SlotQueue and <stack>-SlotQueue-dlq. Default "slotq".
+	StackName string
+	// Stack holds the template's settings. Zero fields take
+	// StackDefaults'.
+	Stack Stack
+	// Defaults configure queues created without a configuration (the
+	// stack's AllowedTargets and AllowedNetworks, and DefaultInterval /
+	// DefaultSkew over Stack.Defaults).
+	Defaults slot.Config
+	// Concurrency caps the worker invocations in flight at once. Default 5.
+	Concurrency int
+	// Lease is how long a running attempt may go without an outcome
+	// before its redelivered message retries it. Default: the worker's
+	// timeout plus a minute, as on the stack.
+	Lease time.Duration
+	// Logger receives the functions' logs. Default: text at level Warn
+	// to stderr.
+	Logger *slog.Logger
+	// Out receives the live view: a line per start, failure, retry,
+	// park and release, and the summary. Default os.Stdout; io.Discard
+	// for none.
+	Out io.Writer
+	// JSON makes the live view JSON lines.
+	JSON bool
+	// Ready, if set, is called once the Invoke API serves, instead of
+	// printing the banner to Out.
+	Ready func(Endpoints)
+}
+
+// Endpoints tell where the running stack is.
+type Endpoints struct {
+	// InvokeURL is the Invoke API's base URL (AWS_ENDPOINT_URL_LAMBDA).
+	InvokeURL string
+	// Functions are the logical ids it serves.
+	Functions []string
+	// Backend says what holds the state: "embedded", or the table and
+	// queue names.
+	Backend string
+	// Table and QueueURL, on AWS.
+	Table, QueueURL string
+}
+
+func (o *Options) defaults() {
+	if o.Addr == "" {
+		o.Addr = DefaultAddr
+	}
+	if o.StackName == "" {
+		o.StackName = "slotq"
+	}
+	d := StackDefaults()
+	s := &o.Stack
+	if s.Timeouts == nil {
+		s.Timeouts = d.Timeouts
+	}
+	if s.BatchSize <= 0 {
+		s.BatchSize = d.BatchSize
+		s.ReportBatchItemFailures = d.ReportBatchItemFailures
+	}
+	if s.VisibilityTimeout <= 0 {
+		s.VisibilityTimeout = d.VisibilityTimeout
+	}
+	if s.MaxReceiveCount <= 0 {
+		s.MaxReceiveCount = d.MaxReceiveCount
+	}
+	if s.ResumeEvery <= 0 {
+		s.ResumeEvery = d.ResumeEvery
+	}
+	if s.ResumeInput == "" {
+		s.ResumeInput, s.ResumeRetries = d.ResumeInput, d.ResumeRetries
+	}
+	if s.Defaults.Interval == 0 {
+		s.Defaults.Interval = d.Defaults.Interval
+	}
+	if s.Defaults.Skew == 0 {
+		s.Defaults.Skew = d.Defaults.Skew
+	}
+	if o.Defaults.Interval == 0 {
+		o.Defaults.Interval = s.Defaults.Interval
+	}
+	if o.Defaults.Skew == 0 {
+		o.Defaults.Skew = s.Defaults.Skew
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 5
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if o.Mux == nil {
+		o.Mux = target.NewMux()
+	}
+}
+
+// backend is where the stack keeps its state and messages.
+type backend struct {
+	state     engine.State
+	transport engine.Transport
+	queue     esm.Queue
+	lambda    *target.Lambda
+	ends      Endpoints
+}
+
+func newBackend(ctx context.Context, o Options) (*backend, error) {
+	if o.AWS == nil {
+		tr := memstore.NewTransport(memstore.TransportOptions{
+			// Whole seconds, as SQS delays: messages arrive a little
+			// before their slot and the worker sleeps out the rest.
+			WholeSeconds:      true,
+			VisibilityTimeout: o.Stack.VisibilityTimeout,
+			MaxReceiveCount:   o.Stack.MaxReceiveCount,
+		})
+		return &backend{
+			state: memstore.New(memstore.Options{}), transport: tr,
+			queue: esm.NewMemory(tr, "arn:aws:sqs:us-east-1:123456789012:"+o.StackName+"-SlotQueue"),
+			ends:  Endpoints{Backend: "embedded (in memory: gone on exit)"},
+		}, nil
+	}
+	ddb := dynamodb.NewFromConfig(*o.AWS)
+	sq := sqs.NewFromConfig(*o.AWS)
+	table := o.StackName + "-Table"
+	if err := dynamostore.CreateTable(ctx, ddb, table); err != nil {
+		return nil, fmt.Errorf("table %s: %w", table, err)
+	}
+	url, _, err := sqstransport.CreateQueues(ctx, sq, o.StackName+"-SlotQueue", o.Stack.VisibilityTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return &backend{
+		state:     dynamostore.New(ddb, table, dynamostore.Options{}),
+		transport: sqstransport.New(sq, url, sqstransport.Options{}),
+		queue:     esm.NewSQS(sq, url),
+		lambda:    &target.Lambda{API: lambdasvc.NewFromConfig(*o.AWS)},
+		ends:      Endpoints{Backend: "DynamoDB table " + table + ", SQS queue " + url, Table: table, QueueURL: url},
+	}, nil
+}
+
+// Run runs the stack until ctx ends, then stops taking invocations, lets
+// the worker invocations in flight hand their messages back (on a
+// persistent backend they come back after the visibility timeout), prints
+// the summary and returns nil. It returns an error if the stack cannot
+// start (the address is taken, DynamoDB or SQS cannot be reached).
+func Run(ctx context.Context, o Options) error {
+	o.defaults()
+	be, err := newBackend(ctx, o)
+	if err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
+	view := newView(o.Out, o.JSON)
+	log := slog.New(&tap{next: o.Logger.Handler(), view: view})
+	if !o.Mux.Has(worker.Echo) {
+		worker.Builtin(o.Mux, log)
+	}
+	workerTimeout := o.Stack.Timeouts[WorkerFunction]
+	newEngine := func(runner engine.Runner) *engine.Engine {
+		return engine.New(engine.Options{
+			State: be.state, Transport: be.transport, Runner: runner, Logger: log,
+			Defaults: o.Defaults, WorkerTimeout: workerTimeout, Lease: o.Lease,
+		})
+	}
+	// As on the stack: enqueue and admin run no targets and accept every
+	// kind; the worker runs them.
+	eng := newEngine(nil)
+	workEng := newEngine(&target.Dispatcher{Mux: o.Mux, Lambda: be.lambda})
+	arn := func(name string) string { return "arn:aws:lambda:us-east-1:123456789012:function:" + name }
+	inv := lambdahost.NewHandlers(arn, log,
+		lambdahost.Handler{Name: EnqueueFunction, Handler: (&enqueue.Handler{Engine: eng}).Handle, Timeout: o.Stack.Timeouts[EnqueueFunction]},
+		lambdahost.Handler{Name: WorkerFunction, Handler: (&worker.Handler{Engine: workEng, Log: log}).Handle, Timeout: workerTimeout},
+		lambdahost.Handler{Name: ResumeFunction, Handler: (&resume.Handler{Engine: eng, Log: log}).Handle, Timeout: o.Stack.Timeouts[ResumeFunction]},
+		lambdahost.Handler{Name: AdminFunction, Handler: (&admin.Handler{Engine: eng, Defaults: o.Defaults}).Handle, Timeout: o.Stack.Timeouts[AdminFunction]},
+	)
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("local: Invoke API: %w", err)
+	}
+	srv := &http.Server{Handler: lambdahost.InvokeAPI(inv, arn), ReadHeaderTimeout: 10 * time.Second}
+	ends := be.ends
+	ends.InvokeURL = "http://" + ln.Addr().String()
+	ends.Functions = []string{EnqueueFunction, AdminFunction, ResumeFunction, WorkerFunction}
+
+	err = Emulate(ctx, EmulateOptions{
+		Invoker: inv, Queue: be.queue, Stack: o.Stack, Concurrency: o.Concurrency, Log: log,
+		Started: func(a esm.Attributes) {
+			go func() { _ = srv.Serve(ln) }()
+			if o.Ready != nil {
+				o.Ready(ends)
+			} else {
+				view.banner(ends, o.Stack, a, o.Concurrency)
+			}
+		},
+	})
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	view.summary()
+	return err
+}
+
+// EmulateOptions configure Emulate.
+type EmulateOptions struct {
+	// Invoker runs WorkerFunction and ResumeFunction: Go handlers in this
+	// process, or built bootstraps (lambdahost.Host).
+	Invoker lambdahost.Invoker
+	// Queue is the slot queue the event source polls.
+	Queue esm.Queue
+	// Stack holds the event source's and the schedule's settings.
+	Stack Stack
+	// Concurrency caps the worker invocations in flight. Default 5.
+	Concurrency int
+	// Log receives the emulation's own warnings.
+	Log *slog.Logger
+	// Started, if set, hears the queue's attributes once the emulation
+	// runs.
+	Started func(esm.Attributes)
+}
+
+// Emulate plays AWS's parts in front of the functions until ctx ends: the
+// SQS event source mapping of WorkerFunction on the slot queue and the
+// schedule of ResumeFunction. cmd/slotq-invoke (`make start-lambda`) puts
+// it in front of the real bootstraps.
+func Emulate(ctx context.Context, o EmulateOptions) error {
+	d := StackDefaults()
+	if o.Stack.BatchSize <= 0 {
+		o.Stack.BatchSize, o.Stack.ReportBatchItemFailures = d.BatchSize, d.ReportBatchItemFailures
+	}
+	if o.Stack.ResumeEvery <= 0 {
+		o.Stack.ResumeEvery = d.ResumeEvery
+	}
+	if o.Stack.ResumeInput == "" {
+		o.Stack.ResumeInput, o.Stack.ResumeRetries = d.ResumeInput, d.ResumeRetries
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	attrs, err := o.Queue.Attributes(ctx)
+	if err != nil {
+		return fmt.Errorf("local: slot queue: %w", err)
+	}
+	m := &esm.Mapping{
+		Queue: o.Queue, Invoke: esm.Function(o.Invoker, WorkerFunction), Log: o.Log,
+		Config: esm.Config{
+			BatchSize: o.Stack.BatchSize, BatchingWindow: o.Stack.BatchingWindow,
+			ReportBatchItemFailures: o.Stack.ReportBatchItemFailures, Concurrency: o.Concurrency,
+		},
+	}
+	s := &esm.Schedule{
+		Every: o.Stack.ResumeEvery, Input: []byte(o.Stack.ResumeInput), Retries: o.Stack.ResumeRetries,
+		Invoke: esm.Target(o.Invoker, ResumeFunction), Log: o.Log,
+	}
+	if o.Started != nil {
+		o.Started(attrs)
+	}
+	var wg sync.WaitGroup
+	var errs [2]error
+	wg.Go(func() { errs[0] = m.Run(ctx) })
+	wg.Go(func() { errs[1] = s.Run(ctx) })
+	wg.Wait()
+	return errors.Join(errs[:]...)
+}
