@@ -7,6 +7,12 @@
 //	slotq-invoke -fn EnqueueFunction -event events/enqueue.json
 //	slotq-invoke -serve 127.0.0.1:3001     # Invoke API for every function
 //
+// With -serve it also plays what AWS plays after deployment (pkg/local's
+// Emulate): the SQS event source mapping that feeds the slot queue to
+// WorkerFunction (several bootstraps of it at once, -concurrency) and the
+// schedule that invokes ResumeFunction (-resume-every to shorten it), so
+// the deployed binaries run the whole flow locally.
+//
 // DynamoDB and SQS endpoints come from AWS_ENDPOINT_URL_DYNAMODB and
 // AWS_ENDPOINT_URL_SQS (or AWS_ENDPOINT_URL for both). For a service with
 // no endpoint set it starts an emulator on loopback for the run: DynamoDB
@@ -22,18 +28,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/slotq/slotq/internal/dynamolocal"
+	"github.com/slotq/slotq/internal/esm"
 	"github.com/slotq/slotq/internal/motoserver"
 	"github.com/slotq/slotq/internal/samlocal"
 	"github.com/slotq/slotq/pkg/lambdahost"
+	"github.com/slotq/slotq/pkg/local"
 )
 
 type params map[string]string
@@ -55,6 +68,8 @@ func main() {
 		event = flag.String("event", "", "file holding the event (- for stdin; default {})")
 		serve = flag.String("serve", "", "serve the Invoke API for every function on this address instead")
 		stack = flag.String("stack", "slotq", "stack name, the prefix of table and queue names")
+		every = flag.Duration("resume-every", 0, "with -serve: invoke ResumeFunction this often instead of at the template's rate")
+		conc  = flag.Int("concurrency", 5, "with -serve: most WorkerFunction invocations (bootstrap processes) at once")
 		ps    = params{}
 	)
 	flag.Var(ps, "param", "override a template parameter, Name=value (repeatable)")
@@ -64,7 +79,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	code, err := run(*tmpl, *fn, *event, *serve, *stack, ps)
+	code, err := run(*tmpl, *fn, *event, *serve, *stack, ps, *every, *conc)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "slotq-invoke:", err)
 		os.Exit(1)
@@ -72,7 +87,7 @@ func main() {
 	os.Exit(code)
 }
 
-func run(tmplPath, fn, eventPath, serve, stackName string, ps params) (int, error) {
+func run(tmplPath, fn, eventPath, serve, stackName string, ps params, resumeEvery time.Duration, concurrency int) (int, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	t, err := samlocal.Load(tmplPath)
@@ -118,6 +133,11 @@ func run(tmplPath, fn, eventPath, serve, stackName string, ps params) (int, erro
 	if err != nil {
 		return 1, err
 	}
+	for i := range fns {
+		if fns[i].Name == local.WorkerFunction && serve != "" {
+			fns[i].Concurrency = concurrency
+		}
+	}
 	host, err := lambdahost.Start(fns, lambdahost.Options{Addr: serve, Output: os.Stderr})
 	if err != nil {
 		return 1, err
@@ -125,10 +145,31 @@ func run(tmplPath, fn, eventPath, serve, stackName string, ps params) (int, erro
 	defer host.Close()
 
 	if serve != "" {
+		stk, err := local.FromTemplate(tmplPath)
+		if err != nil {
+			return 1, err
+		}
+		if resumeEvery > 0 {
+			stk.ResumeEvery = resumeEvery
+		}
 		fmt.Fprintf(os.Stderr, "slotq-invoke: Invoke API for %s on %s\n", strings.Join(ids, ", "), host.URL())
-		fmt.Fprintf(os.Stderr, "  aws lambda invoke --endpoint-url %s --function-name EnqueueFunction --payload fileb://events/enqueue.json out.json\n", host.URL())
-		fmt.Fprintf(os.Stderr, "  table %v, queues %v\n", st.Tables, st.Queues)
-		<-ctx.Done()
+		for _, id := range slices.Sorted(maps.Keys(st.Tables)) {
+			fmt.Fprintf(os.Stderr, "  %-16s table %s\n", id, st.Tables[id])
+		}
+		for _, id := range slices.Sorted(maps.Keys(st.Queues)) {
+			fmt.Fprintf(os.Stderr, "  %-16s queue %s\n", id, st.Queues[id])
+		}
+		fmt.Fprintf(os.Stderr, "  event source    SlotQueue → WorkerFunction, batches of %d, up to %d at once\n", stk.BatchSize, concurrency)
+		fmt.Fprintf(os.Stderr, "  schedule        ResumeFunction every %s\n", stk.ResumeEvery)
+		fmt.Fprintf(os.Stderr, "try (AWS CLI v1; with v2 add --cli-binary-format raw-in-base64-out):\n  AWS_DEFAULT_REGION=us-east-1 aws lambda invoke --endpoint-url %s --function-name EnqueueFunction --payload file://events/enqueue.json out.json\n", host.URL())
+		sqsCfg := awsCfg
+		err = local.Emulate(ctx, local.EmulateOptions{
+			Invoker: host, Queue: esm.NewSQS(sqs.NewFromConfig(sqsCfg), st.Queues["SlotQueue"]), Stack: stk,
+			Concurrency: concurrency, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		})
+		if err != nil {
+			return 1, err
+		}
 		return 0, nil
 	}
 	res, err := host.Invoke(ctx, fn, payload)
