@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -25,10 +24,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/slotq/slotq/internal/dynamolocal"
+	"github.com/slotq/slotq/internal/esm"
 	"github.com/slotq/slotq/internal/motoserver"
 	"github.com/slotq/slotq/internal/samlocal"
 	"github.com/slotq/slotq/pkg/lambdahost"
-	"github.com/slotq/slotq/pkg/sqstransport"
+	"github.com/slotq/slotq/pkg/local"
 )
 
 var binDir string // bootstraps built once, for this machine
@@ -335,10 +335,11 @@ func TestBadInputWritesNothing(t *testing.T) {
 	}
 }
 
-// The flow through the real binaries: enqueue a batch, pump the slot
-// queue into the worker as the SQS event source would, see the jobs start
-// one interval apart in order, pause (nothing starts), let the resume
-// function lift the pause, and see the rest run.
+// The flow through the real binaries, as `make start-lambda` runs them:
+// enqueue a batch, the emulated SQS event source feeds the slot queue to
+// the worker bootstraps, the jobs start one interval apart in order;
+// pause until a little later (nothing starts) and the emulated schedule's
+// resume lifts the pause by itself; the rest run.
 func TestFlow(t *testing.T) {
 	rec := newRecorder()
 	srv := httptest.NewServer(rec)
@@ -363,13 +364,20 @@ func TestFlow(t *testing.T) {
 		}
 	}
 
+	// What AWS plays after deployment, as `make start-lambda` plays it:
+	// the event source feeds the slot queue to the worker bootstraps, the
+	// schedule (every second here) invokes the resume bootstrap.
 	ctx, cancel := context.WithCancel(context.Background())
 	pumpDone := make(chan error, 1)
-	go func() { pumpDone <- s.pump(t, ctx) }()
+	stk := local.StackDefaults()
+	stk.ResumeEvery = time.Second
+	go func() {
+		pumpDone <- local.Emulate(ctx, local.EmulateOptions{Invoker: s.host, Queue: esm.NewSQS(s.sqs, s.Queues["SlotQueue"]), Stack: stk, Concurrency: 2})
+	}()
 	defer func() {
 		cancel()
 		if err := <-pumpDone; err != nil {
-			t.Errorf("pump: %v", err)
+			t.Errorf("event source: %v", err)
 		}
 	}()
 
@@ -399,11 +407,6 @@ func TestFlow(t *testing.T) {
 	t.Logf("while paused: %d started, stats %v", rec.count(), stats.Stats)
 
 	// The schedule's resume lifts the pause and releases the parked jobs.
-	var r answer
-	s.call(t, "ResumeFunction", sample(t, "resume-schedule.json"), &r)
-	if r.Report != nil || r.Queues == nil {
-		t.Fatalf("resume: %+v", r)
-	}
 	rec.waitFor(t, n, 20*time.Second)
 
 	starts := rec.starts()
@@ -436,30 +439,6 @@ func TestFlow(t *testing.T) {
 			t.Errorf("%s: %+v", id, g.Job)
 		}
 	}
-}
-
-// pump is the SQS event source: it receives batches from the slot queue,
-// invokes the worker function with them through the Invoke API and
-// deletes exactly the messages not reported as failures.
-func (s *stack) pump(t *testing.T, ctx context.Context) error {
-	tr := sqstransport.New(s.sqs, s.Queues["SlotQueue"], sqstransport.Options{})
-	return tr.Receive(ctx, sqstransport.ReceiveOptions{WaitTime: time.Second}, func(ctx context.Context, batch []events.SQSMessage) events.SQSEventResponse {
-		payload, _ := json.Marshal(events.SQSEvent{Records: batch})
-		res, err := s.invoke.Invoke(context.WithoutCancel(ctx), &lambda.InvokeInput{FunctionName: aws.String("WorkerFunction"), Payload: payload})
-		var resp events.SQSEventResponse
-		if err == nil && res.FunctionError == nil {
-			err = json.Unmarshal(res.Payload, &resp)
-		} else if err == nil {
-			err = fmt.Errorf("function error: %s", res.Payload)
-		}
-		if err != nil {
-			t.Errorf("worker: %v", err)
-			for _, m := range batch { // as Lambda does: the whole batch comes back
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
-			}
-		}
-		return resp
-	})
 }
 
 type start struct {
