@@ -91,17 +91,17 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		return res, nil
 	}
 
-	if err := e.assign(ctx, &q, newJobs, now); err != nil {
+	if err := e.assign(ctx, &q, newJobs); err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
 	for _, j := range newJobs {
-		e.place(j, q.State.Paused, now)
+		e.place(j, q.State.Paused)
 	}
 	// The messages go first and the records after, so a stored queued job
 	// always has a message on its way: a crash between the two leaves
 	// messages whose job does not exist (dropped by the worker), never a
 	// job that waits for a message that will not come.
-	e.dispatch(ctx, newJobs, now)
+	e.dispatch(ctx, newJobs)
 	records := make([]job.Job, len(newJobs))
 	for i, j := range newJobs {
 		records[i] = *j
@@ -201,8 +201,13 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 // slots. A job whose not_before lies after its line slot is scheduled: its
 // slot is its not_before (spaced from the previous scheduled job of the
 // call), and it does not move the slot clock. q.State is updated.
-func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job, now time.Time) error {
+//
+// The slots are booked by the clock as the take is sent, not as the call
+// began: the round trips before it (reading the queue, looking up ids)
+// would book a job due at once in the past.
+func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 	for try := 0; ; try++ {
+		now := e.now()
 		iv := q.Config.Interval
 		est := slot.NextSlot(q.State, iv, now)
 		inLine := make([]bool, len(jobs))
@@ -250,7 +255,8 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job, now time
 
 // place sets a job's status for its slot: parked when the queue is paused
 // or the slot lies beyond the transport's reach, queued otherwise.
-func (e *Engine) place(j *job.Job, paused bool, now time.Time) {
+func (e *Engine) place(j *job.Job, paused bool) {
+	now := e.now()
 	j.ParkReason, j.DueAt = "", time.Time{}
 	switch {
 	case paused:
@@ -264,10 +270,12 @@ func (e *Engine) place(j *job.Job, paused bool, now time.Time) {
 }
 
 // dispatch sends the messages of the queued jobs among jobs, before their
-// records are written. A job whose message the transport refuses becomes
-// parked as unsent (in memory: the caller writes the record), and the
-// resume function sends it again.
-func (e *Engine) dispatch(ctx context.Context, jobs []*job.Job, now time.Time) {
+// records are written. Each delay is the time from now, as the messages
+// go, to the slot: a now taken before the round trips of the call would
+// make every message arrive late by their time. A job whose message the
+// transport refuses becomes parked as unsent (in memory: the caller
+// writes the record), and the resume function sends it again.
+func (e *Engine) dispatch(ctx context.Context, jobs []*job.Job) {
 	var queued []*job.Job
 	for _, j := range jobs {
 		if j.Status == job.Queued {
@@ -277,6 +285,7 @@ func (e *Engine) dispatch(ctx context.Context, jobs []*job.Job, now time.Time) {
 	if len(queued) == 0 {
 		return
 	}
+	now := e.now()
 	msgs := make([]Message, len(queued))
 	for i, j := range queued {
 		env := j.Envelope()

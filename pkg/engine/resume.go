@@ -218,14 +218,14 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 		}
 	}
 	if len(stale) > 0 {
-		if err := e.assign(ctx, q, stale, now); err != nil {
+		if err := e.assign(ctx, q, stale); err != nil {
 			return fmt.Errorf("resume %s: re-ticket: %w", q.Name, err)
 		}
 		for _, j := range stale {
 			j.Retickets++
-			e.place(j, q.State.Paused, now)
+			e.place(j, q.State.Paused)
 		}
-		if err := e.releaseAll(ctx, q.Name, stale, from, now); err != nil {
+		if err := e.releaseAll(ctx, q.Name, stale, from); err != nil {
 			return err
 		}
 		rep.Reticketed += len(stale)
@@ -235,7 +235,7 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 		dueFrom[i] = j.Version()
 		j.Status, j.ParkReason, j.DueAt = job.Queued, "", time.Time{}
 	}
-	if err := e.releaseAll(ctx, q.Name, due, dueFrom, now); err != nil {
+	if err := e.releaseAll(ctx, q.Name, due, dueFrom); err != nil {
 		return err
 	}
 	for _, js := range [][]*job.Job{stale, due} {
@@ -256,8 +256,8 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 // releaseAll sends the messages of the queued jobs among jobs and then
 // writes every record (jobs[i] was at from[i]). A record that moved
 // meanwhile (cancelled) is left alone; its message is stale.
-func (e *Engine) releaseAll(ctx context.Context, queue string, jobs []*job.Job, from []job.Version, now time.Time) error {
-	e.dispatch(ctx, jobs, now)
+func (e *Engine) releaseAll(ctx context.Context, queue string, jobs []*job.Job, from []job.Version) error {
+	e.dispatch(ctx, jobs)
 	for i, j := range jobs {
 		if j.Version() == from[i] && j.ParkReason == job.Unsent {
 			continue // not sent again and nothing changed: it stays parked

@@ -65,7 +65,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			// The whole budget, not only the wait: a job that starts
 			// must be recorded before the invocation ends.
 			if !e.fits(ctx, wait+e.budget(*cfg)) {
-				return e.handBack(ctx, &j, wait)
+				return e.handBack(ctx, &j, wake)
 			}
 			if err := sleep(ctx, wait); err != nil {
 				return fmt.Errorf("work %s: wait for slot: %w", env.Key(), err)
@@ -85,7 +85,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		// Checked again before the gate: the configuration may have
 		// changed, and a job whose slot passed has had no wait to check.
 		if !e.fits(ctx, e.budget(q.Config)) {
-			return e.handBack(ctx, &j, max(0, wake.Sub(e.now())))
+			return e.handBack(ctx, &j, wake)
 		}
 		if q.State.Current == j.Ticket {
 			// The gate passed this ticket already: this is a duplicate of
@@ -133,7 +133,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 				return e.purged(ctx, q, j)
 			case slot.Passed:
 				q.State = gate.State
-				return e.reticket(ctx, &q, &j, now)
+				return e.reticket(ctx, &q, &j)
 			}
 		default:
 			return fmt.Errorf("work %s: gate: %w", env.Key(), err)
@@ -260,11 +260,12 @@ func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
 	return st.LastStart.Add(time.Duration(min(ahead, inFlight)+1)*iv - q.Config.Skew)
 }
 
-// handBack sends the job's envelope again with the remaining delay: the
-// slot lies past this invocation's deadline.
-func (e *Engine) handBack(ctx context.Context, j *job.Job, wait time.Duration) error {
+// handBack sends the job's envelope again to arrive at wake, by the clock
+// as it goes: the slot lies past this invocation's deadline.
+func (e *Engine) handBack(ctx context.Context, j *job.Job, wake time.Time) error {
 	env := j.Envelope()
 	env.SentAt = e.now()
+	wait := max(0, wake.Sub(env.SentAt))
 	err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: wait}})
 	if err != nil {
 		return fmt.Errorf("hand back %s/%s: %w", j.Queue, j.ID, err)
@@ -289,15 +290,15 @@ func (e *Engine) park(ctx context.Context, j *job.Job, why job.ParkReason) error
 
 // reticket gives a passed job a new ticket at the end of the line, keeping
 // its id and attempt, and sends or parks it.
-func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job, now time.Time) error {
+func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job) error {
 	from := j.Version()
 	old := j.Ticket
-	if err := e.assign(ctx, q, []*job.Job{j}, now); err != nil {
+	if err := e.assign(ctx, q, []*job.Job{j}); err != nil {
 		return fmt.Errorf("re-ticket %s/%s: %w", j.Queue, j.ID, err)
 	}
 	j.Retickets++
-	e.place(j, q.State.Paused, now)
-	e.dispatch(ctx, []*job.Job{j}, now) // message first, as in Enqueue
+	e.place(j, q.State.Paused)
+	e.dispatch(ctx, []*job.Job{j}) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, *j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil // a duplicate got there first; its message is stale
@@ -439,13 +440,13 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	j.StartedAt = time.Time{}
 	floor := j.NotBefore
 	j.NotBefore = now.Add(q.Config.RetryDelay(j.Attempt))
-	err := e.assign(ctx, &q, []*job.Job{&j}, now)
+	err := e.assign(ctx, &q, []*job.Job{&j})
 	j.NotBefore = floor
 	if err != nil {
 		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
 	}
-	e.place(&j, q.State.Paused, now)
-	e.dispatch(ctx, []*job.Job{&j}, now) // message first, as in Enqueue
+	e.place(&j, q.State.Paused)
+	e.dispatch(ctx, []*job.Job{&j}) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil
