@@ -15,8 +15,10 @@ type Accepted struct {
 	JobID  string    `json:"job_id"`
 	Ticket int64     `json:"ticket"`
 	SlotAt time.Time `json:"slot_at"`
-	// Position is the number of tickets ahead of this one when it was
-	// accepted.
+	// Position is, when the job was accepted, the number of tickets ahead
+	// of it that may still start before it (slot.Position): an upper
+	// bound, since a cancelled job's ticket, a ticket a re-ticket left
+	// behind and a scheduled job's ticket still count.
 	Position int64      `json:"position"`
 	Status   job.Status `json:"status"`
 	// Existing is true when a job of this id was accepted before; the

@@ -157,11 +157,25 @@ func TestGateWindow(t *testing.T) {
 }
 
 func TestPosition(t *testing.T) {
-	if p := Position(State{Current: 3}, 7); p != 3 {
-		t.Fatalf("Position = %d, want 3", p)
+	tests := []struct {
+		name   string
+		s      State
+		ticket int64
+		want   int64
+	}{
+		{"behind current", State{Ticket: 7, Current: 3}, 7, 3},
+		{"passed", State{Ticket: 9, Current: 9}, 7, 0},
+		{"next", State{Ticket: 4, Current: 3}, 4, 0},
+		// Purged tickets never start: they are not ahead of anyone.
+		{"after a purge", State{Ticket: 12, Current: 3, Purged: 10}, 12, 1},
+		{"purge behind current", State{Ticket: 12, Current: 8, Purged: 5}, 12, 3},
 	}
-	if p := Position(State{Current: 9}, 7); p != 0 {
-		t.Fatalf("Position of a passed ticket = %d, want 0", p)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if p := Position(tt.s, tt.ticket); p != tt.want {
+				t.Errorf("Position(%+v, %d) = %d, want %d", tt.s, tt.ticket, p, tt.want)
+			}
+		})
 	}
 }
 

@@ -137,9 +137,16 @@ func Started(s State, ticket int64, interval time.Duration, now time.Time) State
 	return s
 }
 
-// Position is the number of tickets ahead of ticket in the queue.
+// Position is the number of tickets ahead of ticket that may still start
+// before it: those handed out after the last ticket the gate passed and
+// after the last one a purge covered. It is an upper bound, read from the
+// counters alone: a ticket among them whose job was cancelled, or left
+// behind by a re-ticket, or that belongs to a scheduled job (which starts
+// by its not_before, not by its ticket) still counts. Knowing which
+// tickets those are would cost a write on the queue's hot item for each
+// of them (docs/algorithm.md).
 func Position(s State, ticket int64) int64 {
-	return max(0, ticket-s.Current-1)
+	return max(0, ticket-max(s.Current, s.Purged)-1)
 }
 
 func later(a, b time.Time) time.Time {
