@@ -50,6 +50,7 @@ const (
 	attrStatus      = "status"
 	attrSlotAt      = "slot_at"
 	attrNotBefore   = "not_before"
+	attrScheduled   = "scheduled"
 	attrAttempt     = "attempt"
 	attrRetickets   = "retickets"
 	attrParkReason  = "park_reason"
@@ -338,6 +339,9 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	if j.Retickets != 0 {
 		m[attrRetickets] = num(int64(j.Retickets))
 	}
+	if j.Scheduled {
+		m[attrScheduled] = boolean(true)
+	}
 	for name, v := range map[string]string{
 		attrKind: j.Kind, attrTarget: j.Target, attrParkReason: string(j.ParkReason), attrLastError: j.LastError,
 	} {
@@ -388,6 +392,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		Ticket:     it.int(attrTicket),
 		SlotAt:     it.time(attrSlotAt),
 		NotBefore:  it.time(attrNotBefore),
+		Scheduled:  it.bool(attrScheduled),
 		Attempt:    int(it.int(attrAttempt)),
 		Retickets:  int(it.int(attrRetickets)),
 		ParkReason: job.ParkReason(it.str(attrParkReason)),

@@ -98,9 +98,31 @@ type GateRequest struct {
 	Interval time.Duration
 	Skew     time.Duration
 	Now      time.Time
+	// Scheduled says the ticket is a scheduled job's (job.Job.Scheduled):
+	// it took no place in the line, so ticket order does not apply and
+	// current does not move (slot.GateScheduled, slot.StartedScheduled).
+	Scheduled bool
 	// Seen is the queue state the caller read last, a hint as in
 	// TakeRequest.
 	Seen slot.State
+}
+
+// Decide is the gate's verdict on r at state s: slot.Gate, or
+// slot.GateScheduled for a scheduled ticket.
+func (r GateRequest) Decide(s slot.State) (slot.Verdict, time.Time) {
+	if r.Scheduled {
+		return slot.GateScheduled(s, r.Ticket, r.Interval, r.Skew, r.Now)
+	}
+	return slot.Gate(s, r.Ticket, r.Interval, r.Skew, r.Now)
+}
+
+// Started is the state after r passed the gate at state s: slot.Started,
+// or slot.StartedScheduled for a scheduled ticket.
+func (r GateRequest) Started(s slot.State) slot.State {
+	if r.Scheduled {
+		return slot.StartedScheduled(s, r.Interval, r.Now)
+	}
+	return slot.Started(s, r.Ticket, r.Interval, r.Now)
 }
 
 // ListRequest lists jobs of one queue and status in ticket order.
@@ -144,9 +166,8 @@ type State interface {
 	// Concurrent takes get disjoint, gap-free ranges.
 	Take(ctx context.Context, r TakeRequest) (Taken, error)
 	// Gate is the queue side of a start, one atomic step on the queue's
-	// state alone: if slot.Gate says Start, the state moves by
-	// slot.Started and Gate returns it; otherwise a *GateError with the
-	// state it saw. ErrQueueNotFound; ErrIntervalChanged when r.Interval is
+	// state alone: if r.Decide says Start, the state moves by r.Started
+	// and Gate returns it; otherwise a *GateError with the state it saw. ErrQueueNotFound; ErrIntervalChanged when r.Interval is
 	// not the queue's. Of concurrent gates that slot.Gate would each let
 	// through alone, one passes.
 	//

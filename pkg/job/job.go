@@ -106,6 +106,12 @@ type Job struct {
 	SlotAt time.Time `json:"slot_at"`
 	// NotBefore, if set, is the earliest start the producer asked for.
 	NotBefore time.Time `json:"not_before,omitzero"`
+	// Scheduled is set when the job's not_before lay beyond the line as it
+	// took its ticket: it took no place in the line, and its slot is its
+	// not_before (docs/algorithm.md). It starts at its slot or at the first
+	// moment after it that the queue's spacing allows, whatever tickets
+	// started meanwhile: the gate never passes it (slot.GateScheduled).
+	Scheduled bool `json:"scheduled,omitempty"`
 	// Attempt is the number of the current or next attempt, from 1.
 	Attempt int `json:"attempt"`
 	// Retickets counts how often the job took a new ticket because it was

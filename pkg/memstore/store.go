@@ -218,8 +218,8 @@ func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, err
 	return engine.Taken{First: first, FirstSlot: firstSlot, State: next}, nil
 }
 
-// Gate applies slot.Gate and, when it says Start, slot.Started to the
-// queue's state. ErrQueueNotFound; ErrIntervalChanged if r.Interval is not
+// Gate applies r.Decide and, when it says Start, r.Started to the queue's
+// state. ErrQueueNotFound; ErrIntervalChanged if r.Interval is not
 // the queue's interval; a *engine.GateError when the gate says no.
 func (s *Store) Gate(_ context.Context, r engine.GateRequest) (slot.State, error) {
 	s.mu.Lock()
@@ -231,10 +231,10 @@ func (s *Store) Gate(_ context.Context, r engine.GateRequest) (slot.State, error
 	if q.Config.Interval != r.Interval {
 		return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrIntervalChanged)
 	}
-	if v, openAt := slot.Gate(q.State, r.Ticket, r.Interval, r.Skew, r.Now); v != slot.Start {
+	if v, openAt := r.Decide(q.State); v != slot.Start {
 		return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: q.State}
 	}
-	q.State = slot.Started(q.State, r.Ticket, r.Interval, r.Now)
+	q.State = r.Started(q.State)
 	s.queues[r.Queue] = q
 	return q.State, nil
 }

@@ -17,7 +17,7 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		full := job.Job{
 			Queue: name, ID: "full", Target: "https://api.example.com/hook",
 			Payload: []byte(`{"a":[1,2,3],"b":"x"}`), Status: job.Parked, Ticket: 42,
-			SlotAt: at(time.Hour), NotBefore: at(time.Hour), Attempt: 2, Retickets: 3,
+			SlotAt: at(time.Hour), NotBefore: at(time.Hour), Scheduled: true, Attempt: 2, Retickets: 3,
 			ParkReason: job.Far, DueAt: at(45 * time.Minute), EnqueuedAt: base,
 			StartedAt: at(-time.Minute), FinishedAt: at(-time.Second),
 			LastError: "boom", ExpiresAt: farFuture,
