@@ -200,9 +200,11 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 }
 
 // assign gives jobs (in order) a contiguous range of tickets and their
-// slots. A job whose not_before lies after its line slot is scheduled: its
-// slot is its not_before (spaced from the previous scheduled job of the
-// call), and it does not move the slot clock. q.State is updated.
+// slots. A job whose not_before lies after its line slot is scheduled
+// (job.Job.Scheduled): its slot is its not_before (spaced from the
+// previous scheduled job of the call), it does not move the slot clock,
+// and the gate lets it start at its slot whatever tickets started
+// meanwhile. q.State is updated.
 //
 // The slots are booked by the clock as the take is sent, not as the call
 // began: the round trips before it (reading the queue, looking up ids)
@@ -238,6 +240,7 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 		var prev time.Time
 		for i, j := range jobs {
 			j.Ticket = taken.First + int64(i)
+			j.Scheduled = !inLine[i]
 			pos := first.Add(time.Duration(k) * iv)
 			if inLine[i] {
 				j.SlotAt = pos

@@ -177,7 +177,8 @@ func (e *Engine) restartRound(ctx context.Context, queue, holder string, now tim
 
 // release looks at up to ResumeBudget parked jobs after the cursor, in
 // ticket order. Stale ones (parked by a pause, or whose slot has passed,
-// or whose ticket the queue passed) take new tickets together, so they
+// or whose ticket the queue passed — a scheduled job's ticket is never
+// passed: it starts by its slot) take new tickets together, so they
 // keep their relative order; then every parked job whose slot is within
 // reach goes to the transport. The rest wait: the cursor moves past them
 // and remembers when the first of them falls due (Cursor.Wake), when the
@@ -205,7 +206,7 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 	for i := range parked {
 		j := &parked[i]
 		switch {
-		case j.ParkReason == job.PausedQueue || j.Ticket <= q.State.Current || j.SlotAt.Before(now):
+		case j.ParkReason == job.PausedQueue || j.Ticket <= q.State.Current && !j.Scheduled || j.SlotAt.Before(now):
 			stale = append(stale, j)
 			from = append(from, j.Version())
 		case !j.SlotAt.After(now.Add(e.transport.MaxDelay())):

@@ -49,6 +49,9 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 	}
 	wake := j.SlotAt
 	var cfg *slot.Config // the queue's configuration, once read
+	// recheck: a scheduled job found the gate closed at its slot; the
+	// start that closed it may have been a duplicate of this message.
+	recheck := false
 	for {
 		if wait := wake.Sub(e.now()); wait > 0 {
 			if cfg == nil {
@@ -87,32 +90,36 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		if !e.fits(ctx, e.budget(q.Config)) {
 			return e.handBack(ctx, &j, wake)
 		}
-		if q.State.Current == j.Ticket {
-			// The gate passed this ticket already: this is a duplicate of
-			// a message whose job was claimed, or the worker that passed
-			// it died before its claim. Only in the second case may it
-			// pass again.
+		if q.State.Current == j.Ticket && !j.Scheduled || recheck {
+			// The gate passed this ticket already (or, for a scheduled
+			// job, some ticket since its slot): this may be a duplicate
+			// of a message whose job was claimed, or the worker that
+			// passed it died before its claim. Only in the second case
+			// may it pass again.
 			if done, err := e.claimedMeanwhile(ctx, want, &j); done || err != nil {
 				return err
 			}
+			recheck = false
 		}
 		now := e.now()
 		// Hold: while lower tickets have not started, leave them the
 		// intervals they need, so a late neighbour is not passed by a
-		// hair (see holdUntil).
+		// hair (see holdUntil). A scheduled job does not wait for the line.
 		if hold := holdUntil(q, &j, now); now.Before(hold) {
 			wake = hold
 			continue
 		}
+		gr := GateRequest{
+			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now,
+			Scheduled: j.Scheduled, Seen: q.State,
+		}
 		// The queue state just read says when the gate opens: waiting for
 		// it here saves a write that would fail (and still be billed).
-		if v, open := slot.Gate(q.State, j.Ticket, q.Config.Interval, q.Config.Skew, now); v == slot.Early {
-			wake = open
+		if v, open := gr.Decide(q.State); v == slot.Early {
+			wake, recheck = open, j.Scheduled
 			continue
 		}
-		st, err := e.state.Gate(ctx, GateRequest{
-			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now, Seen: q.State,
-		})
+		st, err := e.state.Gate(ctx, gr)
 		var gate *GateError
 		switch {
 		case err == nil:
@@ -126,7 +133,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			switch gate.Verdict {
 			case slot.Early:
 				q.State = gate.State
-				wake = laterOf(gate.OpenAt, holdUntil(q, &j, now))
+				wake, recheck = laterOf(gate.OpenAt, holdUntil(q, &j, now)), j.Scheduled
 			case slot.Paused:
 				return e.park(ctx, &j, job.PausedQueue)
 			case slot.Purged:
@@ -253,7 +260,7 @@ func (e *Engine) claim(ctx context.Context, q Queue, j job.Job, from job.Version
 func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
 	st, iv := q.State, q.Config.Interval
 	ahead := j.Ticket - st.Current - 1
-	if st.LastStart.IsZero() || ahead <= 0 {
+	if st.LastStart.IsZero() || ahead <= 0 || j.Scheduled {
 		return time.Time{}
 	}
 	inFlight := int64(max(0, now.Sub(j.SlotAt))/iv) + 1
