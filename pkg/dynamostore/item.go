@@ -42,6 +42,10 @@ const (
 	attrConfig    = "config"
 	attrCreatedAt = "created_at"
 
+	// On the queue config item and job items: the queue's generation
+	// (engine.Queue.Gen), only when not 0.
+	attrGen = "gen"
+
 	// Job item (also attrQueue and attrTicket).
 	attrJobID       = "job_id"
 	attrKind        = "kind"
@@ -86,7 +90,16 @@ func queuePK(name string) string { return "Q#" + name }
 // names cannot contain '#', so the key is unambiguous.
 func jobPK(queue, id string) string { return "J#" + queue + "#" + id }
 
-func queueStatus(queue string, st job.Status) string { return queue + "#" + string(st) }
+// queueStatus is the by_status key of a listed job: the queue, the status
+// and, when not 0, the queue's generation, so that a queue created again
+// under a deleted one's name lists none of the old jobs.
+func queueStatus(queue string, gen int64, st job.Status) string {
+	k := queue + "#" + string(st)
+	if gen != 0 {
+		k += "#" + strconv.FormatInt(gen, 10)
+	}
+	return k
+}
 
 func key(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrPK: str(pk), attrSK: str(sk)}
@@ -291,7 +304,7 @@ func newStateItem(name string, iv time.Duration) map[string]types.AttributeValue
 
 // configItem is the config item of a queue; it carries the keys of
 // IndexQueues.
-func configItem(name string, cfg slot.Config, created time.Time) (map[string]types.AttributeValue, error) {
+func configItem(name string, gen int64, cfg slot.Config, created time.Time) (map[string]types.AttributeValue, error) {
 	b, err := cfg.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
@@ -300,6 +313,9 @@ func configItem(name string, cfg slot.Config, created time.Time) (map[string]typ
 	m[attrItemKind] = str(itemKindQueue)
 	m[attrQueue] = str(name)
 	m[attrConfig] = str(string(b))
+	if gen != 0 {
+		m[attrGen] = num(gen)
+	}
 	if !created.IsZero() {
 		m[attrCreatedAt] = timeNum(created)
 	}
@@ -332,7 +348,10 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	if j.Status.Listed() {
 		// The index is sparse: a job that runs without trouble never
 		// enters it, so it costs no index write (job.Status.Listed).
-		m[attrQueueStatus] = str(queueStatus(j.Queue, j.Status))
+		m[attrQueueStatus] = str(queueStatus(j.Queue, j.Gen, j.Status))
+	}
+	if j.Gen != 0 {
+		m[attrGen] = num(j.Gen)
 	}
 	m[attrTicket] = num(j.Ticket)
 	m[attrAttempt] = num(int64(j.Attempt))
@@ -384,6 +403,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 	it := item{m: m}
 	j := job.Job{
 		Queue:      it.str(attrQueue),
+		Gen:        it.int(attrGen),
 		ID:         it.str(attrJobID),
 		Kind:       it.str(attrKind),
 		Target:     it.str(attrTarget),

@@ -67,7 +67,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	var at []int
 	for i, s := range specs {
 		if s.ID != "" {
-			old, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: s.ID})
+			old, err := e.getJob(ctx, q, job.Key{Queue: q.Name, ID: s.ID})
 			if err == nil {
 				res.Jobs[i] = answer(&old, q.State, true)
 				continue
@@ -77,7 +77,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 			}
 		}
 		j := &job.Job{
-			Queue: q.Name, ID: s.ID, Kind: s.Kind, Target: s.Target, Payload: s.Payload,
+			Queue: q.Name, Gen: q.Gen, ID: s.ID, Kind: s.Kind, Target: s.Target, Payload: s.Payload,
 			Attempt: 1, EnqueuedAt: now,
 		}
 		if j.ID == "" {
@@ -117,7 +117,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 			// Lost a race with the same id: answer with the winner. The
 			// ticket this call took for it stays unused, and its message
 			// is dropped as stale.
-			old, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: j.ID})
+			old, err := e.getJob(ctx, q, job.Key{Queue: q.Name, ID: j.ID})
 			if err != nil {
 				return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 			}
@@ -163,7 +163,7 @@ func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue,
 	if err != nil {
 		return q, false, err
 	}
-	return Queue{Name: req.Queue, Config: cfg, CreatedAt: e.now()}, true, nil
+	return Queue{Name: req.Queue, Gen: newGen(), Config: cfg, CreatedAt: e.now()}, true, nil
 }
 
 // createForEnqueue creates the queue an enqueue call found missing, or

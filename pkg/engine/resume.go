@@ -189,7 +189,7 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 		*cur = Cursor{}
 	}
 	budget := e.opts.ResumeBudget
-	parked, err := e.state.ListJobs(ctx, ListRequest{Queue: q.Name, Status: job.Parked, After: cur.After, Limit: budget})
+	parked, err := e.state.ListJobs(ctx, ListRequest{Queue: q.Name, Gen: q.Gen, Status: job.Parked, After: cur.After, Limit: budget})
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", q.Name, err)
 	}
@@ -273,12 +273,13 @@ func (e *Engine) releaseAll(ctx context.Context, queue string, jobs []*job.Job, 
 	return nil
 }
 
-// listAll lists every job of a queue and status, page by page.
-func (e *Engine) listAll(ctx context.Context, queue string, s job.Status) ([]job.Job, error) {
+// listAll lists every job of a queue (of its generation) and status, page
+// by page.
+func (e *Engine) listAll(ctx context.Context, q Queue, s job.Status) ([]job.Job, error) {
 	var all []job.Job
 	var after int64
 	for {
-		page, err := e.state.ListJobs(ctx, ListRequest{Queue: queue, Status: s, After: after, Limit: 500})
+		page, err := e.state.ListJobs(ctx, ListRequest{Queue: q.Name, Gen: q.Gen, Status: s, After: after, Limit: 500})
 		if err != nil {
 			return nil, err
 		}

@@ -62,7 +62,12 @@ func (e *GateError) Error() string { return fmt.Sprintf("gate: %s", e.Verdict) }
 
 // Queue is a queue as stored: name, configuration and shared state.
 type Queue struct {
-	Name      string      `json:"queue"`
+	Name string `json:"queue"`
+	// Gen is the queue's generation, taken fresh (at random) when the
+	// queue is created: jobs carry it (job.Job.Gen), so the jobs of a
+	// queue deleted and created again under its name are not the new
+	// queue's. 0 for queues created before generations.
+	Gen       int64       `json:"gen,omitempty"`
 	Config    slot.Config `json:"config"`
 	State     slot.State  `json:"state"`
 	CreatedAt time.Time   `json:"created_at"`
@@ -127,7 +132,9 @@ func (r GateRequest) Started(s slot.State) slot.State {
 
 // ListRequest lists jobs of one queue and status in ticket order.
 type ListRequest struct {
-	Queue  string
+	Queue string
+	// Gen is the queue's generation: only its jobs are listed.
+	Gen    int64
 	Status job.Status
 	// After lists tickets greater than After (0: from the start).
 	After int64
@@ -159,7 +166,9 @@ type State interface {
 	// so far is cancelled when it reaches the gate (slot.Purged). It
 	// returns the state after. ErrQueueNotFound.
 	Purge(ctx context.Context, name string) (slot.State, error)
-	// DeleteQueue removes a queue's record (jobs expire by retention).
+	// DeleteQueue removes a queue's record and its resume lease. Its jobs
+	// are left to the engine: they belong to the queue's generation, which
+	// no queue has any more.
 	DeleteQueue(ctx context.Context, name string) error
 
 	// Take hands out tickets and line slots atomically by slot.Take.
@@ -183,19 +192,22 @@ type State interface {
 	Gate(ctx context.Context, r GateRequest) (slot.State, error)
 
 	// CreateJobs stores new jobs. created[i] is false where a job of that
-	// key existed already; that record is left as it was.
+	// key and generation (job.Job.Gen) existed already; that record is
+	// left as it was. A record of the key from another generation is
+	// replaced: it belonged to a deleted queue of the same name.
 	CreateJobs(ctx context.Context, jobs []job.Job) (created []bool, err error)
 	// GetJob returns a job. ErrJobNotFound, also for an expired one.
 	GetJob(ctx context.Context, k job.Key) (job.Job, error)
 	// UpdateJob replaces a job record if it is still at version from;
 	// otherwise ErrConflict (ErrJobNotFound if it is gone).
 	UpdateJob(ctx context.Context, j job.Job, from job.Version) error
-	// ListJobs returns jobs of one queue and status, by ticket ascending,
-	// without expired ones. Only statuses that are job.Status.Listed are
-	// served; others are ErrNotListed.
+	// ListJobs returns jobs of one queue, generation and status, by
+	// ticket ascending, without expired ones. Only statuses that are
+	// job.Status.Listed are served; others are ErrNotListed.
 	ListJobs(ctx context.Context, r ListRequest) ([]job.Job, error)
-	// CountJobs counts jobs of one queue and status, as ListJobs lists.
-	CountJobs(ctx context.Context, queue string, status job.Status) (int, error)
+	// CountJobs counts jobs of one queue, generation and status, as
+	// ListJobs lists.
+	CountJobs(ctx context.Context, queue string, gen int64, status job.Status) (int, error)
 
 	// Lease takes a queue's resume lease for holder until until, if no
 	// other holder has it at now: it was never taken, was released, or

@@ -38,8 +38,8 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 	if err != nil {
 		return fmt.Errorf("work %s: %w", env.Key(), err)
 	}
-	want := job.Version{Status: job.Queued, Ticket: env.Ticket, Attempt: env.Attempt}
-	if j.Version() == (job.Version{Status: job.Running, Ticket: env.Ticket, Attempt: env.Attempt}) {
+	want := job.Version{Status: job.Queued, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}
+	if j.Version() == (job.Version{Status: job.Running, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}) {
 		return e.watch(ctx, j)
 	}
 	if j.Version() != want {
@@ -56,9 +56,8 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		if wait := wake.Sub(e.now()); wait > 0 {
 			if cfg == nil {
 				q, err := e.state.GetQueue(ctx, j.Queue)
-				if errors.Is(err, ErrQueueNotFound) {
-					e.log.WarnContext(ctx, "dropped message of deleted queue", "queue", j.Queue, "job_id", j.ID)
-					return nil
+				if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != j.Gen {
+					return e.orphan(ctx, j)
 				}
 				if err != nil {
 					return fmt.Errorf("work %s: %w", env.Key(), err)
@@ -77,9 +76,8 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		// Read the queue after the wait, so the hold below sees the
 		// starts that happened meanwhile.
 		q, err := e.state.GetQueue(ctx, j.Queue)
-		if errors.Is(err, ErrQueueNotFound) {
-			e.log.WarnContext(ctx, "dropped message of deleted queue", "queue", j.Queue, "job_id", j.ID)
-			return nil
+		if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != j.Gen {
+			return e.orphan(ctx, j)
 		}
 		if err != nil {
 			return fmt.Errorf("work %s: %w", env.Key(), err)
@@ -125,8 +123,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		case err == nil:
 			return e.claim(ctx, q, j, want, st, now)
 		case errors.Is(err, ErrQueueNotFound):
-			e.log.WarnContext(ctx, "dropped message of deleted queue", "queue", j.Queue, "job_id", j.ID)
-			return nil
+			return e.orphan(ctx, j)
 		case errors.Is(err, ErrIntervalChanged):
 			continue // read the queue again
 		case errors.As(err, &gate):
@@ -161,7 +158,9 @@ func (e *Engine) record(ctx context.Context, env job.Envelope) (job.Job, error) 
 		if err != nil && !errors.Is(err, ErrJobNotFound) {
 			return j, err
 		}
-		behind := err != nil || j.Ticket < env.Ticket ||
+		// A record of another generation may be a deleted queue's job
+		// of the same id, not yet replaced by the new one's.
+		behind := err != nil || j.Gen != env.Gen || j.Ticket < env.Ticket ||
 			(j.Ticket == env.Ticket && j.Attempt == env.Attempt && j.Status == job.Parked)
 		if !behind || env.SentAt.IsZero() || e.now().Add(wait).After(env.SentAt.Add(e.opts.RecordGrace)) {
 			return j, err
@@ -191,8 +190,8 @@ func (e *Engine) watch(ctx context.Context, j job.Job) error {
 		return fmt.Errorf("work %s: %w (started %v)", j.Key(), ErrStillRunning, j.StartedAt)
 	}
 	q, err := e.state.GetQueue(ctx, j.Queue)
-	if errors.Is(err, ErrQueueNotFound) {
-		return nil
+	if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != j.Gen {
+		return e.orphan(ctx, j)
 	}
 	if err != nil {
 		return fmt.Errorf("work %s: %w", j.Key(), err)
@@ -201,6 +200,28 @@ func (e *Engine) watch(ctx context.Context, j job.Job) error {
 	rctx, cancel := e.recordContext(ctx)
 	defer cancel()
 	return e.finish(rctx, q, j, q.State, errors.New("attempt lost: its worker stopped before recording an outcome"))
+}
+
+// orphan ends a job whose queue was deleted (or deleted and created again:
+// another generation) as its message comes: a waiting job is cancelled, a
+// running one (its worker died, or this is the watchdog) failed, and
+// either expires at once, so it reads as not found and DynamoDB's TTL
+// removes it. The message is done with.
+func (e *Engine) orphan(ctx context.Context, j job.Job) error {
+	from := j.Version()
+	now := e.now()
+	j.Status = job.Cancelled
+	if from.Status == job.Running {
+		j.Status = job.Failed
+	}
+	j.FinishedAt, j.ExpiresAt, j.ParkReason, j.DueAt = now, now, "", time.Time{}
+	j.LastError = "queue deleted"
+	err := e.state.UpdateJob(ctx, j, from)
+	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrJobNotFound) {
+		return fmt.Errorf("work %s: expire job of deleted queue: %w", j.Key(), err)
+	}
+	e.log.WarnContext(ctx, "expired job of deleted queue", "queue", j.Queue, "job_id", j.ID, "gen", j.Gen, "status", string(from.Status))
+	return nil
 }
 
 // purged cancels a job whose ticket a purge covered.

@@ -93,6 +93,11 @@ const (
 type Job struct {
 	Queue string `json:"queue"`
 	ID    string `json:"job_id"`
+	// Gen is the generation of the queue the job was accepted by
+	// (engine.Queue.Gen): a queue deleted and created again under its
+	// name is a new generation, and the jobs of an older one are not its
+	// jobs — they read as not found and expire.
+	Gen int64 `json:"gen,omitempty"`
 	// Kind names a Go handler registered in the worker; Target names an
 	// HTTP endpoint or Lambda function. Exactly one is set.
 	Kind    string          `json:"kind,omitempty"`
@@ -132,16 +137,19 @@ type Job struct {
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
-// Version identifies one state of a job record, for compare-and-set.
+// Version identifies one state of a job record, for compare-and-set. Gen
+// is part of it: a record of a queue's new generation under an old job's
+// id is another record, whatever its status, ticket and attempt.
 type Version struct {
 	Status  Status
 	Ticket  int64
 	Attempt int
+	Gen     int64
 }
 
 // Version returns the job's current version.
 func (j *Job) Version() Version {
-	return Version{Status: j.Status, Ticket: j.Ticket, Attempt: j.Attempt}
+	return Version{Status: j.Status, Ticket: j.Ticket, Attempt: j.Attempt, Gen: j.Gen}
 }
 
 // Target returns what the job runs, for logs: "kind:NAME" or the target.
