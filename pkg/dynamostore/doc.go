@@ -78,8 +78,10 @@
 // queue's resume lease item, never on the state item: Lease sets holder
 // and lease_until if the item has no holder, has this holder, or its
 // lease_until is not after now (returning the cursor, ALL_NEW); ReleaseLease
-// removes holder and stores the cursor if holder is the caller. The item's
-// ttl lies a day after lease_until, so a deleted queue's lease item goes.
+// removes holder and stores the cursor if holder is the caller.
+// DeleteQueue deletes the item with the queue's others, so a queue created
+// again starts its passes from its first parked job; the item's ttl, a
+// day after lease_until, takes one a pass wrote back after the delete.
 //
 // # Errors and retries
 //

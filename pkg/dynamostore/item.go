@@ -42,6 +42,10 @@ const (
 	attrConfig    = "config"
 	attrCreatedAt = "created_at"
 
+	// On the queue config item and job items: the queue's generation
+	// (engine.Queue.Gen), only when not 0.
+	attrGen = "gen"
+
 	// Job item (also attrQueue and attrTicket).
 	attrJobID       = "job_id"
 	attrKind        = "kind"
@@ -50,6 +54,7 @@ const (
 	attrStatus      = "status"
 	attrSlotAt      = "slot_at"
 	attrNotBefore   = "not_before"
+	attrScheduled   = "scheduled"
 	attrAttempt     = "attempt"
 	attrRetickets   = "retickets"
 	attrParkReason  = "park_reason"
@@ -85,7 +90,16 @@ func queuePK(name string) string { return "Q#" + name }
 // names cannot contain '#', so the key is unambiguous.
 func jobPK(queue, id string) string { return "J#" + queue + "#" + id }
 
-func queueStatus(queue string, st job.Status) string { return queue + "#" + string(st) }
+// queueStatus is the by_status key of a listed job: the queue, the status
+// and, when not 0, the queue's generation, so that a queue created again
+// under a deleted one's name lists none of the old jobs.
+func queueStatus(queue string, gen int64, st job.Status) string {
+	k := queue + "#" + string(st)
+	if gen != 0 {
+		k += "#" + strconv.FormatInt(gen, 10)
+	}
+	return k
+}
 
 func key(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrPK: str(pk), attrSK: str(sk)}
@@ -290,7 +304,7 @@ func newStateItem(name string, iv time.Duration) map[string]types.AttributeValue
 
 // configItem is the config item of a queue; it carries the keys of
 // IndexQueues.
-func configItem(name string, cfg slot.Config, created time.Time) (map[string]types.AttributeValue, error) {
+func configItem(name string, gen int64, cfg slot.Config, created time.Time) (map[string]types.AttributeValue, error) {
 	b, err := cfg.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
@@ -299,6 +313,9 @@ func configItem(name string, cfg slot.Config, created time.Time) (map[string]typ
 	m[attrItemKind] = str(itemKindQueue)
 	m[attrQueue] = str(name)
 	m[attrConfig] = str(string(b))
+	if gen != 0 {
+		m[attrGen] = num(gen)
+	}
 	if !created.IsZero() {
 		m[attrCreatedAt] = timeNum(created)
 	}
@@ -331,12 +348,18 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	if j.Status.Listed() {
 		// The index is sparse: a job that runs without trouble never
 		// enters it, so it costs no index write (job.Status.Listed).
-		m[attrQueueStatus] = str(queueStatus(j.Queue, j.Status))
+		m[attrQueueStatus] = str(queueStatus(j.Queue, j.Gen, j.Status))
+	}
+	if j.Gen != 0 {
+		m[attrGen] = num(j.Gen)
 	}
 	m[attrTicket] = num(j.Ticket)
 	m[attrAttempt] = num(int64(j.Attempt))
 	if j.Retickets != 0 {
 		m[attrRetickets] = num(int64(j.Retickets))
+	}
+	if j.Scheduled {
+		m[attrScheduled] = boolean(true)
 	}
 	for name, v := range map[string]string{
 		attrKind: j.Kind, attrTarget: j.Target, attrParkReason: string(j.ParkReason), attrLastError: j.LastError,
@@ -380,6 +403,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 	it := item{m: m}
 	j := job.Job{
 		Queue:      it.str(attrQueue),
+		Gen:        it.int(attrGen),
 		ID:         it.str(attrJobID),
 		Kind:       it.str(attrKind),
 		Target:     it.str(attrTarget),
@@ -388,6 +412,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		Ticket:     it.int(attrTicket),
 		SlotAt:     it.time(attrSlotAt),
 		NotBefore:  it.time(attrNotBefore),
+		Scheduled:  it.bool(attrScheduled),
 		Attempt:    int(it.int(attrAttempt)),
 		Retickets:  int(it.int(attrRetickets)),
 		ParkReason: job.ParkReason(it.str(attrParkReason)),

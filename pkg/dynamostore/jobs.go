@@ -54,12 +54,14 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) 
 	return created, nil
 }
 
-// createJob puts one job if its key is free, and reports whether it did.
+// createJob puts one job if its key is free or holds a job of another
+// generation (a deleted queue's), and reports whether it did.
 func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, error) {
 	e := newExpr()
-	cond := "attribute_not_exists(" + e.n(attrPK) + ")"
+	cond := "attribute_not_exists(" + e.n(attrPK) + ") OR NOT (" + sameGen(e, j.Gen) + ")"
 	_, err := s.putItem(ctx, OpCreateJobs, &dynamodb.PutItemInput{
-		Item: jobItem(j, tok), ConditionExpression: &cond, ExpressionAttributeNames: e.names,
+		Item: jobItem(j, tok), ConditionExpression: &cond,
+		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.valuesOrNil(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if old, ok := conditionFailed(err); ok {
@@ -69,6 +71,15 @@ func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, err
 		return false, fmt.Errorf("%s: %w", j.Key(), err)
 	}
 	return true, nil
+}
+
+// sameGen is the condition that an existing job item is of generation gen
+// (which items leave out when it is 0).
+func sameGen(e *expr, gen int64) string {
+	if gen == 0 {
+		return "attribute_not_exists(" + e.n(attrGen) + ")"
+	}
+	return e.n(attrGen) + " = " + e.v(":gen", num(gen))
 }
 
 // GetJob reads a job strongly consistently. ErrJobNotFound, also for one
@@ -99,7 +110,8 @@ func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) erro
 	e := newExpr()
 	cond := e.n(attrStatus) + " = " + e.v(":st", str(string(from.Status))) +
 		" AND " + e.n(attrTicket) + " = " + e.v(":t", num(from.Ticket)) +
-		" AND " + e.n(attrAttempt) + " = " + e.v(":a", num(int64(from.Attempt)))
+		" AND " + e.n(attrAttempt) + " = " + e.v(":a", num(int64(from.Attempt))) +
+		" AND " + sameGen(e, from.Gen)
 	_, err := s.putItem(ctx, OpUpdateJob, &dynamodb.PutItemInput{
 		Item:                                jobItem(j, tok),
 		ConditionExpression:                 &cond,
@@ -133,7 +145,8 @@ func (s *Store) unexpired(e *expr) string {
 	return "attribute_not_exists(" + x + ") OR " + x + " > " + e.v(":now", timeNum(s.now()))
 }
 
-// ListJobs queries IndexByStatus from ticket r.After on, filtering expired
+// ListJobs queries IndexByStatus (the partition of the queue's generation
+// and the status) from ticket r.After on, filtering expired
 // jobs, until it has r.Limit jobs or the index ends. The index is
 // eventually consistent: a change of a moment ago may not show yet.
 func (s *Store) ListJobs(ctx context.Context, r engine.ListRequest) ([]job.Job, error) {
@@ -148,7 +161,7 @@ func (s *Store) ListJobs(ctx context.Context, r engine.ListRequest) ([]job.Job, 
 	var start map[string]types.AttributeValue
 	for len(out) < limit {
 		e := newExpr()
-		keyCond := e.n(attrQueueStatus) + " = " + e.v(":qs", str(queueStatus(r.Queue, r.Status))) +
+		keyCond := e.n(attrQueueStatus) + " = " + e.v(":qs", str(queueStatus(r.Queue, r.Gen, r.Status))) +
 			" AND " + e.n(attrTicket) + " > " + e.v(":after", num(r.After))
 		res, err := s.query(ctx, OpListJobs, &dynamodb.QueryInput{
 			IndexName:                 aws.String(IndexByStatus),
@@ -181,10 +194,11 @@ func (s *Store) ListJobs(ctx context.Context, r engine.ListRequest) ([]job.Job, 
 	return out[:min(len(out), limit)], nil
 }
 
-// CountJobs counts with Select COUNT over IndexByStatus, page by page,
+// CountJobs counts with Select COUNT over IndexByStatus (the queue's
+// generation's partition), page by page,
 // leaving out expired jobs. Each page reads up to 1 MB of index entries:
 // counting costs as much as listing.
-func (s *Store) CountJobs(ctx context.Context, queue string, status job.Status) (int, error) {
+func (s *Store) CountJobs(ctx context.Context, queue string, gen int64, status job.Status) (int, error) {
 	if !status.Listed() {
 		return 0, fmt.Errorf("count jobs %s/%s: %w", queue, status, engine.ErrNotListed)
 	}
@@ -192,7 +206,7 @@ func (s *Store) CountJobs(ctx context.Context, queue string, status job.Status) 
 	var start map[string]types.AttributeValue
 	for {
 		e := newExpr()
-		keyCond := e.n(attrQueueStatus) + " = " + e.v(":qs", str(queueStatus(queue, status)))
+		keyCond := e.n(attrQueueStatus) + " = " + e.v(":qs", str(queueStatus(queue, gen, status)))
 		res, err := s.query(ctx, OpCountJobs, &dynamodb.QueryInput{
 			IndexName:                 aws.String(IndexByStatus),
 			KeyConditionExpression:    &keyCond,

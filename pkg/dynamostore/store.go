@@ -61,7 +61,7 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) error {
 	if err := slot.ValidateName(q.Name); err != nil {
 		return fmt.Errorf("create queue: %w", err)
 	}
-	cfg, err := configItem(q.Name, q.Config, q.CreatedAt)
+	cfg, err := configItem(q.Name, q.Gen, q.Config, q.CreatedAt)
 	if err != nil {
 		return fmt.Errorf("create queue %s: %w", q.Name, err)
 	}
@@ -125,7 +125,12 @@ func decodeQueue(cfgItem, stateItem map[string]types.AttributeValue) (engine.Que
 	if err != nil {
 		return engine.Queue{}, fmt.Errorf("queue %s: %w", name, err)
 	}
-	return engine.Queue{Name: name, Config: cfg, State: st, CreatedAt: created}, nil
+	it := item{m: cfgItem}
+	gen := it.int(attrGen)
+	if it.err != nil {
+		return engine.Queue{}, fmt.Errorf("queue %s: %w", name, it.err)
+	}
+	return engine.Queue{Name: name, Gen: gen, Config: cfg, State: st, CreatedAt: created}, nil
 }
 
 // ListQueues pages through IndexQueues (config items, in name order) and
@@ -321,8 +326,8 @@ func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bo
 	return true, nil
 }
 
-// DeleteQueue deletes both items of a queue; its jobs stay until their TTL.
-// ErrQueueNotFound.
+// DeleteQueue deletes the items of a queue (state, config, resume lease);
+// its jobs stay, in a generation no queue has. ErrQueueNotFound.
 func (s *Store) DeleteQueue(ctx context.Context, name string) error {
 	e := newExpr()
 	cond := "attribute_exists(" + e.n(attrPK) + ")"
@@ -330,6 +335,7 @@ func (s *Store) DeleteQueue(ctx context.Context, name string) error {
 		{Delete: &types.Delete{TableName: &s.table, Key: stateKey(name),
 			ConditionExpression: &cond, ExpressionAttributeNames: e.names}},
 		{Delete: &types.Delete{TableName: &s.table, Key: configKey(name)}},
+		{Delete: &types.Delete{TableName: &s.table, Key: leaseKey(name)}},
 	})
 	if reasons, ok := cancelReasons(err); ok {
 		if len(reasons) > 0 && code(reasons[0]) == reasonConditional {

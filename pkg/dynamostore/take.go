@@ -157,12 +157,14 @@ func takeInput(r engine.TakeRequest, f takeForm, tok string) *dynamodb.UpdateIte
 	}
 }
 
-// Gate applies slot.Gate and slot.Started with one conditional UpdateItem
-// on the queue's state item, and nothing else: no transaction, no second
+// Gate applies r.Decide and r.Started with one conditional UpdateItem on
+// the queue's state item, and nothing else: no transaction, no second
 // write. The condition is the gate (interval unchanged, not paused, not
-// purged, current ≤ ticket, last_start ≤ now − interval + skew); the update sets
-// current = ticket and moves last_start to max(last_start + interval, now)
-// by one of two forms, since one expression cannot take a maximum:
+// purged, current ≤ ticket, last_start ≤ now − interval + skew); the update
+// sets current = ticket and moves last_start to max(last_start + interval,
+// now) by one of two forms, since one expression cannot take a maximum
+// (a scheduled ticket's gate leaves out current, in the condition and the
+// update):
 //
 //   - busy, last_start ≥ now − interval: last_start = last_start + interval;
 //   - idle, last_start < now − interval (or none yet): last_start = now.
@@ -195,7 +197,7 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 			if iv != r.Interval {
 				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrIntervalChanged)
 			}
-			if v, openAt := slot.Gate(st, r.Ticket, r.Interval, r.Skew, r.Now); v != slot.Start {
+			if v, openAt := r.Decide(st); v != slot.Start {
 				return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: st}
 			}
 			busy = isBusy(st, r.Interval, r.Now)
@@ -225,10 +227,16 @@ func gateInput(r engine.GateRequest, busy bool, tok string) *dynamodb.UpdateItem
 	nmi := e.v(":nmi", timeNum(r.Now.Add(-r.Interval)))
 	cond := e.n(attrInterval) + " = " + e.v(":iv", durNum(r.Interval)) +
 		" AND " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) +
-		" AND " + e.n(attrCurrent) + " <= " + e.v(":t", num(r.Ticket)) +
-		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < :t)" +
+		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < " + e.v(":t", num(r.Ticket)) + ")" +
 		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")"
-	upd := "SET " + e.n(attrCurrent) + " = :t, " + wt + " = :tok, " + last + " = "
+	upd := "SET " + wt + " = :tok, "
+	if !r.Scheduled {
+		// A line ticket keeps ticket order and moves current; a
+		// scheduled one does neither (slot.GateScheduled).
+		cond += " AND " + e.n(attrCurrent) + " <= :t"
+		upd += e.n(attrCurrent) + " = :t, "
+	}
+	upd += last + " = "
 	if busy {
 		cond += " AND " + last + " BETWEEN " + nmi + " AND " + e.v(":open", timeNum(r.Now.Add(r.Skew-r.Interval)))
 		upd += last + " + :iv"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/slotq/slotq/pkg/job"
@@ -59,7 +61,7 @@ func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) 
 	if err != nil {
 		return Queue{}, err
 	}
-	q := Queue{Name: name, Config: cfg, CreatedAt: e.now()}
+	q := Queue{Name: name, Gen: newGen(), Config: cfg, CreatedAt: e.now()}
 	if err := e.state.CreateQueue(ctx, q); err != nil {
 		return Queue{}, fmt.Errorf("create queue %s: %w", name, err)
 	}
@@ -205,7 +207,7 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("purge %s: %w", name, err)
 	}
-	parked, err := e.listAll(ctx, name, job.Parked)
+	parked, err := e.listAll(ctx, q, job.Parked)
 	if err != nil {
 		return 0, fmt.Errorf("purge %s: %w", name, err)
 	}
@@ -220,8 +222,14 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 	return int(max(0, st.Purged-st.Current)), nil
 }
 
-// DeleteQueue purges the queue and removes it. Finished job records stay
-// until their retention runs out.
+// DeleteQueue purges the queue and removes it, with all its jobs: they
+// belong to its generation (Queue.Gen), and a queue created again under
+// the name is a new one that starts clean. From then on every job of the
+// old generation reads as not found (get, cancel, list, an enqueue of its
+// id), and each expires: finished ones by their retention, parked ones
+// cancelled by the purge, and queued or running ones when their message
+// next comes to a worker (the message of a running attempt is its
+// watchdog) — with no write on the path of any other job.
 func (e *Engine) DeleteQueue(ctx context.Context, name string) (int, error) {
 	n, err := e.Purge(ctx, name)
 	if err != nil {
@@ -264,10 +272,10 @@ func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
 	st := q.State
 	s := Stats{Queue: name, Config: q.Config, State: st}
 	s.Waiting = max(0, st.Ticket-max(st.Current, st.Purged))
-	if s.Parked, err = e.state.CountJobs(ctx, name, job.Parked); err != nil {
+	if s.Parked, err = e.state.CountJobs(ctx, name, q.Gen, job.Parked); err != nil {
 		return s, fmt.Errorf("stats %s: %w", name, err)
 	}
-	if s.Failed, err = e.state.CountJobs(ctx, name, job.Failed); err != nil {
+	if s.Failed, err = e.state.CountJobs(ctx, name, q.Gen, job.Failed); err != nil {
 		return s, fmt.Errorf("stats %s: %w", name, err)
 	}
 	if s.Waiting > 0 && !st.LastStart.IsZero() {
@@ -291,14 +299,30 @@ func (e *Engine) Job(ctx context.Context, k job.Key) (job.Job, error) {
 	if err := checkKey(k); err != nil {
 		return job.Job{}, err
 	}
-	if _, err := e.Queue(ctx, k.Queue); err != nil {
+	q, err := e.Queue(ctx, k.Queue)
+	if err != nil {
 		return job.Job{}, err
 	}
-	j, err := e.state.GetJob(ctx, k)
+	j, err := e.getJob(ctx, q, k)
 	if err != nil {
 		return j, failure("job", k, err)
 	}
 	return j, nil
+}
+
+// getJob reads a job of q: ErrJobNotFound also for a job of another
+// generation of the queue (one deleted since).
+func (e *Engine) getJob(ctx context.Context, q Queue, k job.Key) (job.Job, error) {
+	j, err := e.state.GetJob(ctx, k)
+	if err == nil && j.Gen != q.Gen {
+		return job.Job{}, fmt.Errorf("get job %s: generation %d, queue at %d: %w", k, j.Gen, q.Gen, ErrJobNotFound)
+	}
+	return j, err
+}
+
+// newGen returns a fresh queue generation: random, positive.
+func newGen() int64 {
+	return rand.Int64N(math.MaxInt64) + 1
 }
 
 // checkKey validates a queue name and a job id, naming the id "job_id" as
@@ -331,9 +355,11 @@ func (e *Engine) Jobs(ctx context.Context, r ListRequest) ([]job.Job, error) {
 	if r.Limit < 0 || r.Limit > MaxList {
 		return nil, slot.Invalid("invalid_limit", "limit", fmt.Sprintf("limit must be between 0 (the default, 100) and %d", MaxList))
 	}
-	if _, err := e.Queue(ctx, r.Queue); err != nil {
+	q, err := e.Queue(ctx, r.Queue)
+	if err != nil {
 		return nil, err
 	}
+	r.Gen = q.Gen
 	jobs, err := e.state.ListJobs(ctx, r)
 	if err != nil {
 		return nil, failure("jobs", job.Key{Queue: r.Queue}, err)
@@ -354,7 +380,7 @@ func (e *Engine) CancelJob(ctx context.Context, k job.Key) (job.Job, error) {
 		return job.Job{}, err
 	}
 	for {
-		j, err := e.state.GetJob(ctx, k)
+		j, err := e.getJob(ctx, q, k)
 		if err != nil {
 			return j, failure("cancel", k, err)
 		}
@@ -368,7 +394,7 @@ func (e *Engine) CancelJob(ctx context.Context, k job.Key) (job.Job, error) {
 		if err != nil {
 			return j, failure("cancel", k, err)
 		}
-		return e.state.GetJob(ctx, k)
+		return e.getJob(ctx, q, k)
 	}
 }
 

@@ -15,8 +15,10 @@ type Accepted struct {
 	JobID  string    `json:"job_id"`
 	Ticket int64     `json:"ticket"`
 	SlotAt time.Time `json:"slot_at"`
-	// Position is the number of tickets ahead of this one when it was
-	// accepted.
+	// Position is, when the job was accepted, the number of tickets ahead
+	// of it that may still start before it (slot.Position): an upper
+	// bound, since a cancelled job's ticket, a ticket a re-ticket left
+	// behind and a scheduled job's ticket still count.
 	Position int64      `json:"position"`
 	Status   job.Status `json:"status"`
 	// Existing is true when a job of this id was accepted before; the
@@ -65,7 +67,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	var at []int
 	for i, s := range specs {
 		if s.ID != "" {
-			old, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: s.ID})
+			old, err := e.getJob(ctx, q, job.Key{Queue: q.Name, ID: s.ID})
 			if err == nil {
 				res.Jobs[i] = answer(&old, q.State, true)
 				continue
@@ -75,7 +77,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 			}
 		}
 		j := &job.Job{
-			Queue: q.Name, ID: s.ID, Kind: s.Kind, Target: s.Target, Payload: s.Payload,
+			Queue: q.Name, Gen: q.Gen, ID: s.ID, Kind: s.Kind, Target: s.Target, Payload: s.Payload,
 			Attempt: 1, EnqueuedAt: now,
 		}
 		if j.ID == "" {
@@ -91,17 +93,17 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		return res, nil
 	}
 
-	if err := e.assign(ctx, &q, newJobs, now); err != nil {
+	if err := e.assign(ctx, &q, newJobs); err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
 	for _, j := range newJobs {
-		e.place(j, q.State.Paused, now)
+		e.place(j, q.State.Paused)
 	}
 	// The messages go first and the records after, so a stored queued job
 	// always has a message on its way: a crash between the two leaves
 	// messages whose job does not exist (dropped by the worker), never a
 	// job that waits for a message that will not come.
-	e.dispatch(ctx, newJobs, now)
+	e.dispatch(ctx, newJobs)
 	records := make([]job.Job, len(newJobs))
 	for i, j := range newJobs {
 		records[i] = *j
@@ -115,7 +117,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 			// Lost a race with the same id: answer with the winner. The
 			// ticket this call took for it stays unused, and its message
 			// is dropped as stale.
-			old, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: j.ID})
+			old, err := e.getJob(ctx, q, job.Key{Queue: q.Name, ID: j.ID})
 			if err != nil {
 				return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 			}
@@ -161,7 +163,7 @@ func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue,
 	if err != nil {
 		return q, false, err
 	}
-	return Queue{Name: req.Queue, Config: cfg, CreatedAt: e.now()}, true, nil
+	return Queue{Name: req.Queue, Gen: newGen(), Config: cfg, CreatedAt: e.now()}, true, nil
 }
 
 // createForEnqueue creates the queue an enqueue call found missing, or
@@ -198,11 +200,18 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 }
 
 // assign gives jobs (in order) a contiguous range of tickets and their
-// slots. A job whose not_before lies after its line slot is scheduled: its
-// slot is its not_before (spaced from the previous scheduled job of the
-// call), and it does not move the slot clock. q.State is updated.
-func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job, now time.Time) error {
+// slots. A job whose not_before lies after its line slot is scheduled
+// (job.Job.Scheduled): its slot is its not_before (spaced from the
+// previous scheduled job of the call), it does not move the slot clock,
+// and the gate lets it start at its slot whatever tickets started
+// meanwhile. q.State is updated.
+//
+// The slots are booked by the clock as the take is sent, not as the call
+// began: the round trips before it (reading the queue, looking up ids)
+// would book a job due at once in the past.
+func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 	for try := 0; ; try++ {
+		now := e.now()
 		iv := q.Config.Interval
 		est := slot.NextSlot(q.State, iv, now)
 		inLine := make([]bool, len(jobs))
@@ -231,6 +240,7 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job, now time
 		var prev time.Time
 		for i, j := range jobs {
 			j.Ticket = taken.First + int64(i)
+			j.Scheduled = !inLine[i]
 			pos := first.Add(time.Duration(k) * iv)
 			if inLine[i] {
 				j.SlotAt = pos
@@ -250,7 +260,8 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job, now time
 
 // place sets a job's status for its slot: parked when the queue is paused
 // or the slot lies beyond the transport's reach, queued otherwise.
-func (e *Engine) place(j *job.Job, paused bool, now time.Time) {
+func (e *Engine) place(j *job.Job, paused bool) {
+	now := e.now()
 	j.ParkReason, j.DueAt = "", time.Time{}
 	switch {
 	case paused:
@@ -264,10 +275,12 @@ func (e *Engine) place(j *job.Job, paused bool, now time.Time) {
 }
 
 // dispatch sends the messages of the queued jobs among jobs, before their
-// records are written. A job whose message the transport refuses becomes
-// parked as unsent (in memory: the caller writes the record), and the
-// resume function sends it again.
-func (e *Engine) dispatch(ctx context.Context, jobs []*job.Job, now time.Time) {
+// records are written. Each delay is the time from now, as the messages
+// go, to the slot: a now taken before the round trips of the call would
+// make every message arrive late by their time. A job whose message the
+// transport refuses becomes parked as unsent (in memory: the caller
+// writes the record), and the resume function sends it again.
+func (e *Engine) dispatch(ctx context.Context, jobs []*job.Job) {
 	var queued []*job.Job
 	for _, j := range jobs {
 		if j.Status == job.Queued {
@@ -277,6 +290,7 @@ func (e *Engine) dispatch(ctx context.Context, jobs []*job.Job, now time.Time) {
 	if len(queued) == 0 {
 		return
 	}
+	now := e.now()
 	msgs := make([]Message, len(queued))
 	for i, j := range queued {
 		env := j.Envelope()

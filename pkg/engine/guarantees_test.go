@@ -361,8 +361,12 @@ func TestGuaranteePassedReticket(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		// Deliver the stale envelope by hand, as a late SQS delivery would.
 		j, _ := s.eng.Job(ctx, job.Key{Queue: "late", ID: held.JobID})
+		if v := j.Version(); v.Status != job.Parked || v.Ticket != 1 || v.Attempt != 1 {
+			t.Fatalf("held job at %+v, want parked at ticket 1, attempt 1", v)
+		}
+		from := j.Version()
 		j.Status = job.Queued
-		if err := s.store.UpdateJob(ctx, j, job.Version{Status: job.Parked, Ticket: 1, Attempt: 1}); err != nil {
+		if err := s.store.UpdateJob(ctx, j, from); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.eng.Work(ctx, j.Envelope()); err != nil {

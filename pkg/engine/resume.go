@@ -177,7 +177,8 @@ func (e *Engine) restartRound(ctx context.Context, queue, holder string, now tim
 
 // release looks at up to ResumeBudget parked jobs after the cursor, in
 // ticket order. Stale ones (parked by a pause, or whose slot has passed,
-// or whose ticket the queue passed) take new tickets together, so they
+// or whose ticket the queue passed — a scheduled job's ticket is never
+// passed: it starts by its slot) take new tickets together, so they
 // keep their relative order; then every parked job whose slot is within
 // reach goes to the transport. The rest wait: the cursor moves past them
 // and remembers when the first of them falls due (Cursor.Wake), when the
@@ -188,7 +189,7 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 		*cur = Cursor{}
 	}
 	budget := e.opts.ResumeBudget
-	parked, err := e.state.ListJobs(ctx, ListRequest{Queue: q.Name, Status: job.Parked, After: cur.After, Limit: budget})
+	parked, err := e.state.ListJobs(ctx, ListRequest{Queue: q.Name, Gen: q.Gen, Status: job.Parked, After: cur.After, Limit: budget})
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", q.Name, err)
 	}
@@ -205,7 +206,7 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 	for i := range parked {
 		j := &parked[i]
 		switch {
-		case j.ParkReason == job.PausedQueue || j.Ticket <= q.State.Current || j.SlotAt.Before(now):
+		case j.ParkReason == job.PausedQueue || j.Ticket <= q.State.Current && !j.Scheduled || j.SlotAt.Before(now):
 			stale = append(stale, j)
 			from = append(from, j.Version())
 		case !j.SlotAt.After(now.Add(e.transport.MaxDelay())):
@@ -218,14 +219,14 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 		}
 	}
 	if len(stale) > 0 {
-		if err := e.assign(ctx, q, stale, now); err != nil {
+		if err := e.assign(ctx, q, stale); err != nil {
 			return fmt.Errorf("resume %s: re-ticket: %w", q.Name, err)
 		}
 		for _, j := range stale {
 			j.Retickets++
-			e.place(j, q.State.Paused, now)
+			e.place(j, q.State.Paused)
 		}
-		if err := e.releaseAll(ctx, q.Name, stale, from, now); err != nil {
+		if err := e.releaseAll(ctx, q.Name, stale, from); err != nil {
 			return err
 		}
 		rep.Reticketed += len(stale)
@@ -235,7 +236,7 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 		dueFrom[i] = j.Version()
 		j.Status, j.ParkReason, j.DueAt = job.Queued, "", time.Time{}
 	}
-	if err := e.releaseAll(ctx, q.Name, due, dueFrom, now); err != nil {
+	if err := e.releaseAll(ctx, q.Name, due, dueFrom); err != nil {
 		return err
 	}
 	for _, js := range [][]*job.Job{stale, due} {
@@ -256,8 +257,8 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 // releaseAll sends the messages of the queued jobs among jobs and then
 // writes every record (jobs[i] was at from[i]). A record that moved
 // meanwhile (cancelled) is left alone; its message is stale.
-func (e *Engine) releaseAll(ctx context.Context, queue string, jobs []*job.Job, from []job.Version, now time.Time) error {
-	e.dispatch(ctx, jobs, now)
+func (e *Engine) releaseAll(ctx context.Context, queue string, jobs []*job.Job, from []job.Version) error {
+	e.dispatch(ctx, jobs)
 	for i, j := range jobs {
 		if j.Version() == from[i] && j.ParkReason == job.Unsent {
 			continue // not sent again and nothing changed: it stays parked
@@ -272,12 +273,13 @@ func (e *Engine) releaseAll(ctx context.Context, queue string, jobs []*job.Job, 
 	return nil
 }
 
-// listAll lists every job of a queue and status, page by page.
-func (e *Engine) listAll(ctx context.Context, queue string, s job.Status) ([]job.Job, error) {
+// listAll lists every job of a queue (of its generation) and status, page
+// by page.
+func (e *Engine) listAll(ctx context.Context, q Queue, s job.Status) ([]job.Job, error) {
 	var all []job.Job
 	var after int64
 	for {
-		page, err := e.state.ListJobs(ctx, ListRequest{Queue: queue, Status: s, After: after, Limit: 500})
+		page, err := e.state.ListJobs(ctx, ListRequest{Queue: q.Name, Gen: q.Gen, Status: s, After: after, Limit: 500})
 		if err != nil {
 			return nil, err
 		}

@@ -135,7 +135,11 @@ func checkParkedOrder(t *testing.T, st engine.State, queue string, n int) {
 
 func countParked(t *testing.T, st engine.State, queue string) int {
 	t.Helper()
-	n, err := st.CountJobs(context.Background(), queue, job.Parked)
+	q, err := st.GetQueue(context.Background(), queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.CountJobs(context.Background(), queue, q.Gen, job.Parked)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,12 @@ func (e *GateError) Error() string { return fmt.Sprintf("gate: %s", e.Verdict) }
 
 // Queue is a queue as stored: name, configuration and shared state.
 type Queue struct {
-	Name      string      `json:"queue"`
+	Name string `json:"queue"`
+	// Gen is the queue's generation, taken fresh (at random) when the
+	// queue is created: jobs carry it (job.Job.Gen), so the jobs of a
+	// queue deleted and created again under its name are not the new
+	// queue's. 0 for queues created before generations.
+	Gen       int64       `json:"gen,omitempty"`
 	Config    slot.Config `json:"config"`
 	State     slot.State  `json:"state"`
 	CreatedAt time.Time   `json:"created_at"`
@@ -98,14 +103,38 @@ type GateRequest struct {
 	Interval time.Duration
 	Skew     time.Duration
 	Now      time.Time
+	// Scheduled says the ticket is a scheduled job's (job.Job.Scheduled):
+	// it took no place in the line, so ticket order does not apply and
+	// current does not move (slot.GateScheduled, slot.StartedScheduled).
+	Scheduled bool
 	// Seen is the queue state the caller read last, a hint as in
 	// TakeRequest.
 	Seen slot.State
 }
 
+// Decide is the gate's verdict on r at state s: slot.Gate, or
+// slot.GateScheduled for a scheduled ticket.
+func (r GateRequest) Decide(s slot.State) (slot.Verdict, time.Time) {
+	if r.Scheduled {
+		return slot.GateScheduled(s, r.Ticket, r.Interval, r.Skew, r.Now)
+	}
+	return slot.Gate(s, r.Ticket, r.Interval, r.Skew, r.Now)
+}
+
+// Started is the state after r passed the gate at state s: slot.Started,
+// or slot.StartedScheduled for a scheduled ticket.
+func (r GateRequest) Started(s slot.State) slot.State {
+	if r.Scheduled {
+		return slot.StartedScheduled(s, r.Interval, r.Now)
+	}
+	return slot.Started(s, r.Ticket, r.Interval, r.Now)
+}
+
 // ListRequest lists jobs of one queue and status in ticket order.
 type ListRequest struct {
-	Queue  string
+	Queue string
+	// Gen is the queue's generation: only its jobs are listed.
+	Gen    int64
 	Status job.Status
 	// After lists tickets greater than After (0: from the start).
 	After int64
@@ -137,16 +166,17 @@ type State interface {
 	// so far is cancelled when it reaches the gate (slot.Purged). It
 	// returns the state after. ErrQueueNotFound.
 	Purge(ctx context.Context, name string) (slot.State, error)
-	// DeleteQueue removes a queue's record (jobs expire by retention).
+	// DeleteQueue removes a queue's record and its resume lease. Its jobs
+	// are left to the engine: they belong to the queue's generation, which
+	// no queue has any more.
 	DeleteQueue(ctx context.Context, name string) error
 
 	// Take hands out tickets and line slots atomically by slot.Take.
 	// Concurrent takes get disjoint, gap-free ranges.
 	Take(ctx context.Context, r TakeRequest) (Taken, error)
 	// Gate is the queue side of a start, one atomic step on the queue's
-	// state alone: if slot.Gate says Start, the state moves by
-	// slot.Started and Gate returns it; otherwise a *GateError with the
-	// state it saw. ErrQueueNotFound; ErrIntervalChanged when r.Interval is
+	// state alone: if r.Decide says Start, the state moves by r.Started
+	// and Gate returns it; otherwise a *GateError with the state it saw. ErrQueueNotFound; ErrIntervalChanged when r.Interval is
 	// not the queue's. Of concurrent gates that slot.Gate would each let
 	// through alone, one passes.
 	//
@@ -162,19 +192,22 @@ type State interface {
 	Gate(ctx context.Context, r GateRequest) (slot.State, error)
 
 	// CreateJobs stores new jobs. created[i] is false where a job of that
-	// key existed already; that record is left as it was.
+	// key and generation (job.Job.Gen) existed already; that record is
+	// left as it was. A record of the key from another generation is
+	// replaced: it belonged to a deleted queue of the same name.
 	CreateJobs(ctx context.Context, jobs []job.Job) (created []bool, err error)
 	// GetJob returns a job. ErrJobNotFound, also for an expired one.
 	GetJob(ctx context.Context, k job.Key) (job.Job, error)
 	// UpdateJob replaces a job record if it is still at version from;
 	// otherwise ErrConflict (ErrJobNotFound if it is gone).
 	UpdateJob(ctx context.Context, j job.Job, from job.Version) error
-	// ListJobs returns jobs of one queue and status, by ticket ascending,
-	// without expired ones. Only statuses that are job.Status.Listed are
-	// served; others are ErrNotListed.
+	// ListJobs returns jobs of one queue, generation and status, by
+	// ticket ascending, without expired ones. Only statuses that are
+	// job.Status.Listed are served; others are ErrNotListed.
 	ListJobs(ctx context.Context, r ListRequest) ([]job.Job, error)
-	// CountJobs counts jobs of one queue and status, as ListJobs lists.
-	CountJobs(ctx context.Context, queue string, status job.Status) (int, error)
+	// CountJobs counts jobs of one queue, generation and status, as
+	// ListJobs lists.
+	CountJobs(ctx context.Context, queue string, gen int64, status job.Status) (int, error)
 
 	// Lease takes a queue's resume lease for holder until until, if no
 	// other holder has it at now: it was never taken, was released, or

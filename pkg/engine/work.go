@@ -38,8 +38,8 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 	if err != nil {
 		return fmt.Errorf("work %s: %w", env.Key(), err)
 	}
-	want := job.Version{Status: job.Queued, Ticket: env.Ticket, Attempt: env.Attempt}
-	if j.Version() == (job.Version{Status: job.Running, Ticket: env.Ticket, Attempt: env.Attempt}) {
+	want := job.Version{Status: job.Queued, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}
+	if j.Version() == (job.Version{Status: job.Running, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}) {
 		return e.watch(ctx, j)
 	}
 	if j.Version() != want {
@@ -49,13 +49,15 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 	}
 	wake := j.SlotAt
 	var cfg *slot.Config // the queue's configuration, once read
+	// recheck: a scheduled job found the gate closed at its slot; the
+	// start that closed it may have been a duplicate of this message.
+	recheck := false
 	for {
 		if wait := wake.Sub(e.now()); wait > 0 {
 			if cfg == nil {
 				q, err := e.state.GetQueue(ctx, j.Queue)
-				if errors.Is(err, ErrQueueNotFound) {
-					e.log.WarnContext(ctx, "dropped message of deleted queue", "queue", j.Queue, "job_id", j.ID)
-					return nil
+				if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != j.Gen {
+					return e.orphan(ctx, j)
 				}
 				if err != nil {
 					return fmt.Errorf("work %s: %w", env.Key(), err)
@@ -65,7 +67,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			// The whole budget, not only the wait: a job that starts
 			// must be recorded before the invocation ends.
 			if !e.fits(ctx, wait+e.budget(*cfg)) {
-				return e.handBack(ctx, &j, wait)
+				return e.handBack(ctx, &j, wake)
 			}
 			if err := sleep(ctx, wait); err != nil {
 				return fmt.Errorf("work %s: wait for slot: %w", env.Key(), err)
@@ -74,9 +76,8 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		// Read the queue after the wait, so the hold below sees the
 		// starts that happened meanwhile.
 		q, err := e.state.GetQueue(ctx, j.Queue)
-		if errors.Is(err, ErrQueueNotFound) {
-			e.log.WarnContext(ctx, "dropped message of deleted queue", "queue", j.Queue, "job_id", j.ID)
-			return nil
+		if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != j.Gen {
+			return e.orphan(ctx, j)
 		}
 		if err != nil {
 			return fmt.Errorf("work %s: %w", env.Key(), err)
@@ -85,55 +86,58 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		// Checked again before the gate: the configuration may have
 		// changed, and a job whose slot passed has had no wait to check.
 		if !e.fits(ctx, e.budget(q.Config)) {
-			return e.handBack(ctx, &j, max(0, wake.Sub(e.now())))
+			return e.handBack(ctx, &j, wake)
 		}
-		if q.State.Current == j.Ticket {
-			// The gate passed this ticket already: this is a duplicate of
-			// a message whose job was claimed, or the worker that passed
-			// it died before its claim. Only in the second case may it
-			// pass again.
+		if q.State.Current == j.Ticket && !j.Scheduled || recheck {
+			// The gate passed this ticket already (or, for a scheduled
+			// job, some ticket since its slot): this may be a duplicate
+			// of a message whose job was claimed, or the worker that
+			// passed it died before its claim. Only in the second case
+			// may it pass again.
 			if done, err := e.claimedMeanwhile(ctx, want, &j); done || err != nil {
 				return err
 			}
+			recheck = false
 		}
 		now := e.now()
 		// Hold: while lower tickets have not started, leave them the
 		// intervals they need, so a late neighbour is not passed by a
-		// hair (see holdUntil).
+		// hair (see holdUntil). A scheduled job does not wait for the line.
 		if hold := holdUntil(q, &j, now); now.Before(hold) {
 			wake = hold
 			continue
 		}
+		gr := GateRequest{
+			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now,
+			Scheduled: j.Scheduled, Seen: q.State,
+		}
 		// The queue state just read says when the gate opens: waiting for
 		// it here saves a write that would fail (and still be billed).
-		if v, open := slot.Gate(q.State, j.Ticket, q.Config.Interval, q.Config.Skew, now); v == slot.Early {
-			wake = open
+		if v, open := gr.Decide(q.State); v == slot.Early {
+			wake, recheck = open, j.Scheduled
 			continue
 		}
-		st, err := e.state.Gate(ctx, GateRequest{
-			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now, Seen: q.State,
-		})
+		st, err := e.state.Gate(ctx, gr)
 		var gate *GateError
 		switch {
 		case err == nil:
 			return e.claim(ctx, q, j, want, st, now)
 		case errors.Is(err, ErrQueueNotFound):
-			e.log.WarnContext(ctx, "dropped message of deleted queue", "queue", j.Queue, "job_id", j.ID)
-			return nil
+			return e.orphan(ctx, j)
 		case errors.Is(err, ErrIntervalChanged):
 			continue // read the queue again
 		case errors.As(err, &gate):
 			switch gate.Verdict {
 			case slot.Early:
 				q.State = gate.State
-				wake = laterOf(gate.OpenAt, holdUntil(q, &j, now))
+				wake, recheck = laterOf(gate.OpenAt, holdUntil(q, &j, now)), j.Scheduled
 			case slot.Paused:
 				return e.park(ctx, &j, job.PausedQueue)
 			case slot.Purged:
 				return e.purged(ctx, q, j)
 			case slot.Passed:
 				q.State = gate.State
-				return e.reticket(ctx, &q, &j, now)
+				return e.reticket(ctx, &q, &j)
 			}
 		default:
 			return fmt.Errorf("work %s: gate: %w", env.Key(), err)
@@ -154,7 +158,9 @@ func (e *Engine) record(ctx context.Context, env job.Envelope) (job.Job, error) 
 		if err != nil && !errors.Is(err, ErrJobNotFound) {
 			return j, err
 		}
-		behind := err != nil || j.Ticket < env.Ticket ||
+		// A record of another generation may be a deleted queue's job
+		// of the same id, not yet replaced by the new one's.
+		behind := err != nil || j.Gen != env.Gen || j.Ticket < env.Ticket ||
 			(j.Ticket == env.Ticket && j.Attempt == env.Attempt && j.Status == job.Parked)
 		if !behind || env.SentAt.IsZero() || e.now().Add(wait).After(env.SentAt.Add(e.opts.RecordGrace)) {
 			return j, err
@@ -184,8 +190,8 @@ func (e *Engine) watch(ctx context.Context, j job.Job) error {
 		return fmt.Errorf("work %s: %w (started %v)", j.Key(), ErrStillRunning, j.StartedAt)
 	}
 	q, err := e.state.GetQueue(ctx, j.Queue)
-	if errors.Is(err, ErrQueueNotFound) {
-		return nil
+	if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != j.Gen {
+		return e.orphan(ctx, j)
 	}
 	if err != nil {
 		return fmt.Errorf("work %s: %w", j.Key(), err)
@@ -194,6 +200,28 @@ func (e *Engine) watch(ctx context.Context, j job.Job) error {
 	rctx, cancel := e.recordContext(ctx)
 	defer cancel()
 	return e.finish(rctx, q, j, q.State, errors.New("attempt lost: its worker stopped before recording an outcome"))
+}
+
+// orphan ends a job whose queue was deleted (or deleted and created again:
+// another generation) as its message comes: a waiting job is cancelled, a
+// running one (its worker died, or this is the watchdog) failed, and
+// either expires at once, so it reads as not found and DynamoDB's TTL
+// removes it. The message is done with.
+func (e *Engine) orphan(ctx context.Context, j job.Job) error {
+	from := j.Version()
+	now := e.now()
+	j.Status = job.Cancelled
+	if from.Status == job.Running {
+		j.Status = job.Failed
+	}
+	j.FinishedAt, j.ExpiresAt, j.ParkReason, j.DueAt = now, now, "", time.Time{}
+	j.LastError = "queue deleted"
+	err := e.state.UpdateJob(ctx, j, from)
+	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrJobNotFound) {
+		return fmt.Errorf("work %s: expire job of deleted queue: %w", j.Key(), err)
+	}
+	e.log.WarnContext(ctx, "expired job of deleted queue", "queue", j.Queue, "job_id", j.ID, "gen", j.Gen, "status", string(from.Status))
+	return nil
 }
 
 // purged cancels a job whose ticket a purge covered.
@@ -253,18 +281,19 @@ func (e *Engine) claim(ctx context.Context, q Queue, j job.Job, from job.Version
 func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
 	st, iv := q.State, q.Config.Interval
 	ahead := j.Ticket - st.Current - 1
-	if st.LastStart.IsZero() || ahead <= 0 {
+	if st.LastStart.IsZero() || ahead <= 0 || j.Scheduled {
 		return time.Time{}
 	}
 	inFlight := int64(max(0, now.Sub(j.SlotAt))/iv) + 1
 	return st.LastStart.Add(time.Duration(min(ahead, inFlight)+1)*iv - q.Config.Skew)
 }
 
-// handBack sends the job's envelope again with the remaining delay: the
-// slot lies past this invocation's deadline.
-func (e *Engine) handBack(ctx context.Context, j *job.Job, wait time.Duration) error {
+// handBack sends the job's envelope again to arrive at wake, by the clock
+// as it goes: the slot lies past this invocation's deadline.
+func (e *Engine) handBack(ctx context.Context, j *job.Job, wake time.Time) error {
 	env := j.Envelope()
 	env.SentAt = e.now()
+	wait := max(0, wake.Sub(env.SentAt))
 	err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: wait}})
 	if err != nil {
 		return fmt.Errorf("hand back %s/%s: %w", j.Queue, j.ID, err)
@@ -289,15 +318,15 @@ func (e *Engine) park(ctx context.Context, j *job.Job, why job.ParkReason) error
 
 // reticket gives a passed job a new ticket at the end of the line, keeping
 // its id and attempt, and sends or parks it.
-func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job, now time.Time) error {
+func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job) error {
 	from := j.Version()
 	old := j.Ticket
-	if err := e.assign(ctx, q, []*job.Job{j}, now); err != nil {
+	if err := e.assign(ctx, q, []*job.Job{j}); err != nil {
 		return fmt.Errorf("re-ticket %s/%s: %w", j.Queue, j.ID, err)
 	}
 	j.Retickets++
-	e.place(j, q.State.Paused, now)
-	e.dispatch(ctx, []*job.Job{j}, now) // message first, as in Enqueue
+	e.place(j, q.State.Paused)
+	e.dispatch(ctx, []*job.Job{j}) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, *j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil // a duplicate got there first; its message is stale
@@ -439,13 +468,13 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	j.StartedAt = time.Time{}
 	floor := j.NotBefore
 	j.NotBefore = now.Add(q.Config.RetryDelay(j.Attempt))
-	err := e.assign(ctx, &q, []*job.Job{&j}, now)
+	err := e.assign(ctx, &q, []*job.Job{&j})
 	j.NotBefore = floor
 	if err != nil {
 		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
 	}
-	e.place(&j, q.State.Paused, now)
-	e.dispatch(ctx, []*job.Job{&j}, now) // message first, as in Enqueue
+	e.place(&j, q.State.Paused)
+	e.dispatch(ctx, []*job.Job{&j}) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil

@@ -16,12 +16,14 @@ const EnvelopeVersion = 1
 // copy). The payload rides along so a worker can log and dispatch without a
 // second read; the job record stays the source of truth.
 type Envelope struct {
-	V       int             `json:"v"`
-	Queue   string          `json:"queue"`
-	JobID   string          `json:"job_id"`
-	Ticket  int64           `json:"ticket"`
-	SlotAt  time.Time       `json:"slot_at"`
-	Attempt int             `json:"attempt"`
+	V       int       `json:"v"`
+	Queue   string    `json:"queue"`
+	JobID   string    `json:"job_id"`
+	Ticket  int64     `json:"ticket"`
+	SlotAt  time.Time `json:"slot_at"`
+	Attempt int       `json:"attempt"`
+	// Gen is the job's queue generation (Job.Gen).
+	Gen     int64           `json:"gen,omitempty"`
 	Kind    string          `json:"kind,omitempty"`
 	Target  string          `json:"target,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
@@ -35,7 +37,7 @@ type Envelope struct {
 func (j *Job) Envelope() Envelope {
 	return Envelope{
 		V: EnvelopeVersion, Queue: j.Queue, JobID: j.ID, Ticket: j.Ticket,
-		SlotAt: j.SlotAt, Attempt: j.Attempt, Kind: j.Kind, Target: j.Target, Payload: j.Payload,
+		SlotAt: j.SlotAt, Attempt: j.Attempt, Gen: j.Gen, Kind: j.Kind, Target: j.Target, Payload: j.Payload,
 	}
 }
 

@@ -93,6 +93,11 @@ const (
 type Job struct {
 	Queue string `json:"queue"`
 	ID    string `json:"job_id"`
+	// Gen is the generation of the queue the job was accepted by
+	// (engine.Queue.Gen): a queue deleted and created again under its
+	// name is a new generation, and the jobs of an older one are not its
+	// jobs — they read as not found and expire.
+	Gen int64 `json:"gen,omitempty"`
 	// Kind names a Go handler registered in the worker; Target names an
 	// HTTP endpoint or Lambda function. Exactly one is set.
 	Kind    string          `json:"kind,omitempty"`
@@ -106,6 +111,12 @@ type Job struct {
 	SlotAt time.Time `json:"slot_at"`
 	// NotBefore, if set, is the earliest start the producer asked for.
 	NotBefore time.Time `json:"not_before,omitzero"`
+	// Scheduled is set when the job's not_before lay beyond the line as it
+	// took its ticket: it took no place in the line, and its slot is its
+	// not_before (docs/algorithm.md). It starts at its slot or at the first
+	// moment after it that the queue's spacing allows, whatever tickets
+	// started meanwhile: the gate never passes it (slot.GateScheduled).
+	Scheduled bool `json:"scheduled,omitempty"`
 	// Attempt is the number of the current or next attempt, from 1.
 	Attempt int `json:"attempt"`
 	// Retickets counts how often the job took a new ticket because it was
@@ -126,16 +137,19 @@ type Job struct {
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
-// Version identifies one state of a job record, for compare-and-set.
+// Version identifies one state of a job record, for compare-and-set. Gen
+// is part of it: a record of a queue's new generation under an old job's
+// id is another record, whatever its status, ticket and attempt.
 type Version struct {
 	Status  Status
 	Ticket  int64
 	Attempt int
+	Gen     int64
 }
 
 // Version returns the job's current version.
 func (j *Job) Version() Version {
-	return Version{Status: j.Status, Ticket: j.Ticket, Attempt: j.Attempt}
+	return Version{Status: j.Status, Ticket: j.Ticket, Attempt: j.Attempt, Gen: j.Gen}
 }
 
 // Target returns what the job runs, for logs: "kind:NAME" or the target.

@@ -38,7 +38,7 @@ func TestStoreNow(t *testing.T) {
 	if _, err := st.GetJob(ctx, job.Key{Queue: j.Queue, ID: j.ID}); !errors.Is(err, engine.ErrJobNotFound) {
 		t.Errorf("GetJob at expiry: %v, want ErrJobNotFound", err)
 	}
-	if n, _ := st.CountJobs(ctx, "q", job.Succeeded); n != 0 {
+	if n, _ := st.CountJobs(ctx, "q", 0, job.Succeeded); n != 0 {
 		t.Errorf("CountJobs at expiry = %d, want 0", n)
 	}
 }
@@ -482,7 +482,7 @@ func TestStoreAndTransportHour(t *testing.T) {
 				if gerr != nil {
 					return gerr
 				}
-				from := job.Version{Status: job.Queued, Ticket: e.Ticket, Attempt: e.Attempt}
+				from := job.Version{Status: job.Queued, Ticket: e.Ticket, Attempt: e.Attempt, Gen: e.Gen}
 				j.Status, j.StartedAt = job.Running, now
 				err = st.UpdateJob(ctx, j, from)
 			}

@@ -186,7 +186,8 @@ func (s *Store) Purge(_ context.Context, name string) (slot.State, error) {
 	return q.State, nil
 }
 
-// DeleteQueue removes a queue's record; its jobs stay. ErrQueueNotFound.
+// DeleteQueue removes a queue's record and its resume lease; its jobs
+// stay, in a generation no queue has. ErrQueueNotFound.
 func (s *Store) DeleteQueue(_ context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -194,6 +195,7 @@ func (s *Store) DeleteQueue(_ context.Context, name string) error {
 		return notFound("delete queue", name)
 	}
 	delete(s.queues, name)
+	delete(s.leases, name)
 	return nil
 }
 
@@ -218,8 +220,8 @@ func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, err
 	return engine.Taken{First: first, FirstSlot: firstSlot, State: next}, nil
 }
 
-// Gate applies slot.Gate and, when it says Start, slot.Started to the
-// queue's state. ErrQueueNotFound; ErrIntervalChanged if r.Interval is not
+// Gate applies r.Decide and, when it says Start, r.Started to the queue's
+// state. ErrQueueNotFound; ErrIntervalChanged if r.Interval is not
 // the queue's interval; a *engine.GateError when the gate says no.
 func (s *Store) Gate(_ context.Context, r engine.GateRequest) (slot.State, error) {
 	s.mu.Lock()
@@ -231,16 +233,17 @@ func (s *Store) Gate(_ context.Context, r engine.GateRequest) (slot.State, error
 	if q.Config.Interval != r.Interval {
 		return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrIntervalChanged)
 	}
-	if v, openAt := slot.Gate(q.State, r.Ticket, r.Interval, r.Skew, r.Now); v != slot.Start {
+	if v, openAt := r.Decide(q.State); v != slot.Start {
 		return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: q.State}
 	}
-	q.State = slot.Started(q.State, r.Ticket, r.Interval, r.Now)
+	q.State = r.Started(q.State)
 	s.queues[r.Queue] = q
 	return q.State, nil
 }
 
-// CreateJobs stores new jobs; created[i] is false where the key existed, and
-// that record is left alone.
+// CreateJobs stores new jobs; created[i] is false where the key existed in
+// the job's generation, and that record is left alone. A record of another
+// generation is replaced.
 func (s *Store) CreateJobs(_ context.Context, jobs []job.Job) ([]bool, error) {
 	for i := range jobs {
 		if jobs[i].Queue == "" || jobs[i].ID == "" {
@@ -256,7 +259,7 @@ func (s *Store) CreateJobs(_ context.Context, jobs []job.Job) ([]bool, error) {
 			byID = make(map[string]job.Job)
 			s.jobs[j.Queue] = byID
 		}
-		if _, ok := byID[j.ID]; ok {
+		if old, ok := byID[j.ID]; ok && old.Gen == j.Gen {
 			continue
 		}
 		byID[j.ID] = copyJob(j)
@@ -293,8 +296,9 @@ func (s *Store) UpdateJob(_ context.Context, j job.Job, from job.Version) error 
 	return nil
 }
 
-// ListJobs returns up to r.Limit (default 100) unexpired jobs of one queue
-// and status with tickets above r.After, by ticket ascending (then id).
+// ListJobs returns up to r.Limit (default 100) unexpired jobs of one queue,
+// generation and status with tickets above r.After, by ticket ascending
+// (then id).
 func (s *Store) ListJobs(_ context.Context, r engine.ListRequest) ([]job.Job, error) {
 	if !r.Status.Listed() {
 		return nil, fmt.Errorf("list jobs %s/%s: %w", r.Queue, r.Status, engine.ErrNotListed)
@@ -307,7 +311,7 @@ func (s *Store) ListJobs(_ context.Context, r engine.ListRequest) ([]job.Job, er
 	s.mu.Lock()
 	var out []job.Job
 	for _, j := range s.jobs[r.Queue] {
-		if j.Status == r.Status && j.Ticket > r.After && !j.Expired(now) {
+		if j.Gen == r.Gen && j.Status == r.Status && j.Ticket > r.After && !j.Expired(now) {
 			out = append(out, j)
 		}
 	}
@@ -336,8 +340,8 @@ func (s *Store) Jobs(queue string) []job.Job {
 	return out
 }
 
-// CountJobs counts the unexpired jobs of one queue and status.
-func (s *Store) CountJobs(_ context.Context, queue string, status job.Status) (int, error) {
+// CountJobs counts the unexpired jobs of one queue, generation and status.
+func (s *Store) CountJobs(_ context.Context, queue string, gen int64, status job.Status) (int, error) {
 	if !status.Listed() {
 		return 0, fmt.Errorf("count jobs %s/%s: %w", queue, status, engine.ErrNotListed)
 	}
@@ -346,7 +350,7 @@ func (s *Store) CountJobs(_ context.Context, queue string, status job.Status) (i
 	defer s.mu.Unlock()
 	n := 0
 	for _, j := range s.jobs[queue] {
-		if j.Status == status && !j.Expired(now) {
+		if j.Gen == gen && j.Status == status && !j.Expired(now) {
 			n++
 		}
 	}

@@ -90,6 +90,44 @@ func TestGate(t *testing.T) {
 	}
 }
 
+// A scheduled ticket starts by its slot, not its ticket: below current it
+// is not passed, and its start leaves current alone; pause, purge and the
+// spacing hold for it as for any ticket.
+func TestGateScheduled(t *testing.T) {
+	base := State{Ticket: 10, Current: 8, LastStart: t0}
+	tests := []struct {
+		name   string
+		st     State
+		ticket int64
+		now    time.Time
+		want   Verdict
+		openAt time.Time
+	}{
+		{"below current, not passed", base, 3, t0.Add(time.Second), Start, time.Time{}},
+		{"spaced from the last start", base, 3, t0.Add(400 * time.Millisecond), Early, t0.Add(time.Second)},
+		{"paused", State{Paused: true, Current: 8}, 3, t0, Paused, time.Time{}},
+		{"purged", State{Current: 8, Purged: 5}, 3, t0, Purged, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, open := GateScheduled(tt.st, tt.ticket, time.Second, 0, tt.now)
+			if v != tt.want || !open.Equal(tt.openAt) {
+				t.Fatalf("GateScheduled = %v %v, want %v %v", v, open, tt.want, tt.openAt)
+			}
+			if tt.want == Passed {
+				return
+			}
+			if v, _ := Gate(tt.st, tt.ticket, time.Second, 0, tt.now); tt.ticket < tt.st.Current && tt.want == Start && v != Passed {
+				t.Fatalf("Gate of the same ticket in line = %v, want passed", v)
+			}
+		})
+	}
+	s := StartedScheduled(base, time.Second, t0.Add(1500*time.Millisecond))
+	if s.Current != 8 || !s.LastStart.Equal(t0.Add(1500*time.Millisecond)) {
+		t.Fatalf("StartedScheduled = %+v, want current 8 and last start at now", s)
+	}
+}
+
 func TestStarted(t *testing.T) {
 	tests := []struct {
 		name string
@@ -120,12 +158,15 @@ func TestStarted(t *testing.T) {
 // TestGateWindow checks design.md §5.3 in its window form on the pure
 // rule: whatever the arrival times (late runs, early tries within skew),
 // any two starts i < j are at least (j−i)·interval − skew apart.
+// The window form of the spacing (design.md §5.3) over any mix of line
+// and scheduled starts.
 func TestGateWindow(t *testing.T) {
 	const iv, skew = 100 * time.Millisecond, 5 * time.Millisecond
 	for seed := range 200 {
 		st := State{}
 		now := t0
 		var starts []time.Time
+		scheduled := 0
 		x := uint32(seed*2654435761 + 1)
 		for ticket := int64(1); len(starts) < 60; {
 			x ^= x << 13
@@ -138,6 +179,16 @@ func TestGateWindow(t *testing.T) {
 				step = time.Duration(x%700) * time.Millisecond
 			}
 			now = now.Add(step)
+			if x%5 == 0 {
+				// A scheduled job, its ticket below current once the
+				// line has started, tries the gate between the line's.
+				if v, _ := GateScheduled(st, 1, iv, skew, now); v == Start {
+					scheduled++
+					st = StartedScheduled(st, iv, now)
+					starts = append(starts, now)
+				}
+				continue
+			}
 			v, _ := Gate(st, ticket, iv, skew, now)
 			if v != Start {
 				continue
@@ -145,6 +196,9 @@ func TestGateWindow(t *testing.T) {
 			st = Started(st, ticket, iv, now)
 			starts = append(starts, now)
 			ticket++
+		}
+		if scheduled == 0 {
+			t.Fatalf("seed %d: no scheduled start", seed)
 		}
 		for i := range starts {
 			for j := i + 1; j < len(starts); j++ {
@@ -157,11 +211,25 @@ func TestGateWindow(t *testing.T) {
 }
 
 func TestPosition(t *testing.T) {
-	if p := Position(State{Current: 3}, 7); p != 3 {
-		t.Fatalf("Position = %d, want 3", p)
+	tests := []struct {
+		name   string
+		s      State
+		ticket int64
+		want   int64
+	}{
+		{"behind current", State{Ticket: 7, Current: 3}, 7, 3},
+		{"passed", State{Ticket: 9, Current: 9}, 7, 0},
+		{"next", State{Ticket: 4, Current: 3}, 4, 0},
+		// Purged tickets never start: they are not ahead of anyone.
+		{"after a purge", State{Ticket: 12, Current: 3, Purged: 10}, 12, 1},
+		{"purge behind current", State{Ticket: 12, Current: 8, Purged: 5}, 12, 3},
 	}
-	if p := Position(State{Current: 9}, 7); p != 0 {
-		t.Fatalf("Position of a passed ticket = %d, want 0", p)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if p := Position(tt.s, tt.ticket); p != tt.want {
+				t.Errorf("Position(%+v, %d) = %d, want %d", tt.s, tt.ticket, p, tt.want)
+			}
+		})
 	}
 }
 

@@ -107,13 +107,25 @@ func (v Verdict) String() string {
 // one more interval but keeps the spacing. The engine reads the job before
 // it does that, so a duplicate of a message whose job was claimed does not.
 func Gate(s State, ticket int64, interval, skew time.Duration, now time.Time) (Verdict, time.Time) {
+	v, open := GateScheduled(s, ticket, interval, skew, now)
+	if (v == Start || v == Early) && ticket < s.Current {
+		return Passed, time.Time{}
+	}
+	return v, open
+}
+
+// GateScheduled is the gate for the ticket of a scheduled job: one whose
+// not_before lay beyond the line when it took its ticket, so it took no
+// place in the line (see Take). Its turn is its slot, not its ticket:
+// purge, pause and the spacing apply, ticket order does not, so it is
+// never Passed. It starts at its not_before, or at the first moment after
+// it that the spacing allows.
+func GateScheduled(s State, ticket int64, interval, skew time.Duration, now time.Time) (Verdict, time.Time) {
 	switch {
 	case ticket <= s.Purged:
 		return Purged, time.Time{}
 	case s.Paused:
 		return Paused, time.Time{}
-	case ticket < s.Current:
-		return Passed, time.Time{}
 	}
 	if !s.LastStart.IsZero() {
 		open := s.LastStart.Add(interval - skew)
@@ -129,6 +141,14 @@ func Gate(s State, ticket int64, interval, skew time.Duration, now time.Time) (V
 // max(LastStart + interval, now). The first start of a queue sets it to now.
 func Started(s State, ticket int64, interval time.Duration, now time.Time) State {
 	s.Current = max(s.Current, ticket)
+	return StartedScheduled(s, interval, now)
+}
+
+// StartedScheduled returns the state after a scheduled ticket passed the
+// gate at now: the theoretical last start moves as in Started, and current
+// stays where it is. Current is the line's: moving it to a scheduled
+// ticket would pass every lower ticket still waiting in line.
+func StartedScheduled(s State, interval time.Duration, now time.Time) State {
 	if s.LastStart.IsZero() {
 		s.LastStart = now
 	} else {
@@ -137,9 +157,16 @@ func Started(s State, ticket int64, interval time.Duration, now time.Time) State
 	return s
 }
 
-// Position is the number of tickets ahead of ticket in the queue.
+// Position is the number of tickets ahead of ticket that may still start
+// before it: those handed out after the last ticket the gate passed and
+// after the last one a purge covered. It is an upper bound, read from the
+// counters alone: a ticket among them whose job was cancelled, or left
+// behind by a re-ticket, or that belongs to a scheduled job (which starts
+// by its not_before, not by its ticket) still counts. Knowing which
+// tickets those are would cost a write on the queue's hot item for each
+// of them (docs/algorithm.md).
 func Position(s State, ticket int64) int64 {
-	return max(0, ticket-s.Current-1)
+	return max(0, ticket-max(s.Current, s.Purged)-1)
 }
 
 func later(a, b time.Time) time.Time {

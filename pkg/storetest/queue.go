@@ -17,12 +17,15 @@ func testQueue(t *testing.T, newState func(t *testing.T) engine.State) {
 		name := queueName(t)
 		cfg := slot.Config{Interval: 2 * time.Second, Skew: 100 * time.Millisecond, MaxAttempts: 5,
 			Targets: []string{"https://api.example.com/*", "lambda:report"}}.WithDefaults()
-		if err := st.CreateQueue(t.Context(), engine.Queue{Name: name, Config: cfg, CreatedAt: base}); err != nil {
+		if err := st.CreateQueue(t.Context(), engine.Queue{Name: name, Gen: 1<<50 + 3, Config: cfg, CreatedAt: base}); err != nil {
 			t.Fatalf("CreateQueue: %v", err)
 		}
 		q := getQueue(t, st, name)
 		if q.Name != name {
 			t.Errorf("Name = %q, want %q", q.Name, name)
+		}
+		if q.Gen != 1<<50+3 {
+			t.Errorf("Gen = %d, want %d", q.Gen, int64(1<<50+3))
 		}
 		if !sameConfig(q.Config, cfg) {
 			t.Errorf("Config = %+v, want %+v", q.Config, cfg)
@@ -114,6 +117,12 @@ func testQueue(t *testing.T, newState func(t *testing.T) engine.State) {
 		ctx := t.Context()
 		name := newQueue(t, st, interval)
 		take(t, st, name, 3, 3, base)
+		if _, err := st.Lease(ctx, name, "h", at(time.Hour), base); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.ReleaseLease(ctx, name, "h", engine.Cursor{After: 2}); err != nil {
+			t.Fatal(err)
+		}
 		if err := st.DeleteQueue(ctx, name); err != nil {
 			t.Fatalf("DeleteQueue: %v", err)
 		}
@@ -133,6 +142,11 @@ func testQueue(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatalf("CreateQueue after delete: %v", err)
 		}
 		wantState(t, "recreated queue", getQueue(t, st, name).State, slot.State{})
+		// The resume cursor went with the queue: the new one's first pass
+		// starts from its first parked job.
+		if c, err := st.Lease(ctx, name, "h2", at(time.Hour), base); err != nil || c != (engine.Cursor{}) {
+			t.Errorf("Lease of the recreated queue = %+v, %v; want an empty cursor", c, err)
+		}
 	})
 
 	t.Run("Pause", func(t *testing.T) {

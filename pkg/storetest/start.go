@@ -175,6 +175,64 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 		wantState(t, "state", s, slot.State{Ticket: 2, Current: 1, Clock: at(interval), LastStart: at(interval)})
 	})
 
+	// A scheduled ticket took no place in the line: the gate lets it
+	// start below current (never passed), and its start moves the
+	// theoretical last start but not current. Spacing, pause and purge
+	// hold for it as for the line.
+	t.Run("Scheduled", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name := newQueue(t, st, interval)
+		take(t, st, name, 3, 2, base) // tickets 1, 2 in line; 3 scheduled
+		if _, err := st.Gate(ctx, gateReq(name, 1, base)); err != nil {
+			t.Fatal(err)
+		}
+		tk := take(t, st, name, 1, 1, base) // ticket 4, in line at base+2s
+		if _, err := st.Gate(ctx, gateReq(name, tk.First, at(2*interval))); err != nil {
+			t.Fatal(err)
+		}
+		sched := func(now time.Time) engine.GateRequest {
+			r := gateReq(name, 3, now)
+			r.Scheduled = true
+			return r
+		}
+		_, err := st.Gate(ctx, sched(at(2500*time.Millisecond)))
+		ge := wantGate(t, "a scheduled ticket within the interval", err, slot.Early)
+		if !ge.OpenAt.Equal(at(3 * interval)) {
+			t.Errorf("OpenAt = %v, want %v", ge.OpenAt, at(3*interval))
+		}
+		s, err := st.Gate(ctx, sched(at(3*interval)))
+		if err != nil {
+			t.Fatalf("a scheduled ticket below current: %v", err)
+		}
+		want := slot.State{Ticket: 4, Current: 4, Clock: at(2 * interval), LastStart: at(3 * interval)}
+		wantState(t, "state after a scheduled start", s, want)
+		wantState(t, "stored state", getQueue(t, st, name).State, want)
+
+		// The line goes on one interval after the scheduled start.
+		tk = take(t, st, name, 1, 1, at(3*interval))
+		_, err = st.Gate(ctx, gateReq(name, tk.First, at(3500*time.Millisecond)))
+		wantGate(t, "a line ticket after a scheduled start", err, slot.Early)
+		// The line ticket 2 is passed; scheduled 3 is not, whatever
+		// current is.
+		_, err = st.Gate(ctx, gateReq(name, 2, at(time.Hour)))
+		wantGate(t, "a line ticket below current", err, slot.Passed)
+
+		if _, err := st.Pause(ctx, name, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.Gate(ctx, sched(at(time.Hour)))
+		wantGate(t, "a scheduled ticket on a paused queue", err, slot.Paused)
+		if _, err := st.Unpause(ctx, name, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Purge(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.Gate(ctx, sched(at(time.Hour)))
+		wantGate(t, "a purged scheduled ticket", err, slot.Purged)
+	})
+
 	t.Run("Paused", func(t *testing.T) {
 		st := newState(t)
 		ctx := t.Context()
@@ -307,7 +365,7 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 	// whose clocks run on their own try the gate over and over; whatever
 	// the interleaving, any two passes i < j (in pass order) are at least
 	// (j − i)·interval − skew apart.
-	t.Run("ConcurrentWindow", func(t *testing.T) {
+	window := func(t *testing.T, scheduled bool) {
 		st := newState(t)
 		name, _ := lineUp(t, st, 1)
 		const (
@@ -317,6 +375,7 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 		)
 		var mu sync.Mutex
 		var passes []time.Time
+		scheduledPasses := 0
 		var wg sync.WaitGroup
 		for w := range workers {
 			wg.Go(func() {
@@ -327,12 +386,20 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 					now = now.Add(time.Duration(rnd.IntN(700)) * time.Millisecond)
 					r := gateReq(name, ticket, now)
 					r.Skew = skew
+					if scheduled && rnd.IntN(3) == 0 {
+						// A scheduled job's ticket (1, below current once
+						// the line started) between the line's.
+						r.Ticket, r.Scheduled = 1, true
+					}
 					s, err := st.Gate(t.Context(), r)
 					var ge *engine.GateError
 					switch {
 					case err == nil:
 						mu.Lock()
 						passes = append(passes, now)
+						if r.Scheduled {
+							scheduledPasses++
+						}
 						mu.Unlock()
 						ticket = s.Current + 1
 					case errors.As(err, &ge):
@@ -348,6 +415,9 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 		if len(passes) < 10 {
 			t.Fatalf("only %d passes", len(passes))
 		}
+		if scheduled && scheduledPasses == 0 {
+			t.Fatalf("no scheduled ticket passed")
+		}
 		slices.SortFunc(passes, func(a, b time.Time) int { return a.Compare(b) })
 		for i := range passes {
 			for j := i + 1; j < len(passes); j++ {
@@ -356,5 +426,9 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 				}
 			}
 		}
-	})
+	}
+	t.Run("ConcurrentWindow", func(t *testing.T) { window(t, false) })
+	// The same with scheduled tickets among the line's: their gate
+	// leaves out ticket order, not the spacing.
+	t.Run("ConcurrentWindowScheduled", func(t *testing.T) { window(t, true) })
 }

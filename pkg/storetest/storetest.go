@@ -152,6 +152,7 @@ func diffJob(got, want job.Job) string {
 	check("Ticket", got.Ticket == want.Ticket, got.Ticket, want.Ticket)
 	check("SlotAt", got.SlotAt.Equal(want.SlotAt), got.SlotAt, want.SlotAt)
 	check("NotBefore", got.NotBefore.Equal(want.NotBefore), got.NotBefore, want.NotBefore)
+	check("Scheduled", got.Scheduled == want.Scheduled, got.Scheduled, want.Scheduled)
 	check("Attempt", got.Attempt == want.Attempt, got.Attempt, want.Attempt)
 	check("Retickets", got.Retickets == want.Retickets, got.Retickets, want.Retickets)
 	check("ParkReason", got.ParkReason == want.ParkReason, got.ParkReason, want.ParkReason)
