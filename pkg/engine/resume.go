@@ -117,7 +117,11 @@ func (e *Engine) resumeQueue(ctx context.Context, q Queue, holder string, fresh 
 	if err != nil {
 		return rep, fmt.Errorf("resume %s: %w", q.Name, err)
 	}
+	held := true
 	defer func() {
+		if !held {
+			return
+		}
 		// Released on a context of its own: a pass cut short by its
 		// deadline still leaves its cursor (or, failing that, the lease
 		// expires at its until).
@@ -135,6 +139,13 @@ func (e *Engine) resumeQueue(ctx context.Context, q Queue, holder string, fresh 
 		// may lie below the old cursor. Store that before lifting, so a
 		// pass after a crash here starts over as well.
 		if err := e.restartRound(ctx, q.Name, holder, now); err != nil {
+			if errors.Is(err, ErrLeaseHeld) {
+				// Another pass took the lease between the release and
+				// the take: it starts the new round and lifts the pause.
+				held = false
+				rep.Busy++
+				return rep, nil
+			}
 			return rep, err
 		}
 		cur = Cursor{}
