@@ -93,8 +93,8 @@ func TestTransactionConflict(t *testing.T) {
 				t.Errorf("error %q: want it wrapped as %q", err, tt.prefix)
 			}
 			// One request per try: the SDK retries none of them.
-			if n := f.Injected(tt.op, faultConflict); n != 7 {
-				t.Errorf("%d conflicting requests, want 7 (1 + 6 retries)", n)
+			if n := f.Injected(tt.op, faultConflict); n != 1+dynamostore.MaxTxRetries {
+				t.Errorf("%d conflicting requests, want %d (1 + the retries)", n, 1+dynamostore.MaxTxRetries)
 			}
 		})
 	}
@@ -134,8 +134,8 @@ func TestTransactionConflict(t *testing.T) {
 		if !errors.As(err, &tce) || errors.Is(err, engine.ErrQueueNotFound) {
 			t.Fatalf("DeleteQueue with endless conflicts: %v, want a wrapped TransactionCanceledException", err)
 		}
-		if n := f.Injected("TransactWriteItems", faultConflict); n != 2+7 {
-			t.Errorf("%d cancelled transactions, want 9", n)
+		if n, want := f.Injected("TransactWriteItems", faultConflict), 2+1+dynamostore.MaxTxRetries; n != want {
+			t.Errorf("%d cancelled transactions, want %d (2, then 1 + the retries)", n, want)
 		}
 	})
 }

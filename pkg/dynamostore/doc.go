@@ -90,7 +90,7 @@
 // answers and connection errors: 3 attempts by default, with jittered
 // exponential backoff. Its error surfaces wrapped with the operation
 // ("take ticket q: …"), so errors.As finds the SDK's type. The store itself
-// retries what the SDK does not, up to 6 times with jittered backoff
+// retries what the SDK does not, up to 10 times with jittered backoff
 // (below 10 ms, doubling to below 320 ms):
 //
 //   - a single-item write (PutItem, UpdateItem: Take, Gate, Pause,

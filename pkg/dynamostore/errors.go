@@ -96,7 +96,7 @@ func conflicted(err error) bool {
 
 // maxTxRetries bounds how often a write refused for a transaction conflict
 // (or a transaction cancelled for a transient reason) is tried again.
-const maxTxRetries = 6
+const maxTxRetries = 10
 
 // backoff sleeps before retry number attempt (0-based) of a write refused
 // for a transaction conflict or of a cancelled transaction: a random wait

@@ -1,0 +1,4 @@
+package dynamostore
+
+// MaxTxRetries exposes maxTxRetries to the package's external tests.
+const MaxTxRetries = maxTxRetries
