@@ -58,7 +58,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) 
 func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, error) {
 	e := newExpr()
 	cond := "attribute_not_exists(" + e.n(attrPK) + ")"
-	_, err := s.putItem(ctx, OpCreateJobs, &dynamodb.PutItemInput{
+	_, err := s.putItem(ctx, &dynamodb.PutItemInput{
 		Item: jobItem(j, tok), ConditionExpression: &cond, ExpressionAttributeNames: e.names,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -74,7 +74,7 @@ func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, err
 // GetJob reads a job strongly consistently. ErrJobNotFound, also for one
 // that expired but is not yet deleted.
 func (s *Store) GetJob(ctx context.Context, k job.Key) (job.Job, error) {
-	m, err := s.getItem(ctx, OpGetJob, jobKey(k))
+	m, err := s.getItem(ctx, jobKey(k))
 	if err != nil {
 		return job.Job{}, fmt.Errorf("get job %s: %w", k, err)
 	}
@@ -100,7 +100,7 @@ func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) erro
 	cond := e.n(attrStatus) + " = " + e.v(":st", str(string(from.Status))) +
 		" AND " + e.n(attrTicket) + " = " + e.v(":t", num(from.Ticket)) +
 		" AND " + e.n(attrAttempt) + " = " + e.v(":a", num(int64(from.Attempt)))
-	_, err := s.putItem(ctx, OpUpdateJob, &dynamodb.PutItemInput{
+	_, err := s.putItem(ctx, &dynamodb.PutItemInput{
 		Item:                                jobItem(j, tok),
 		ConditionExpression:                 &cond,
 		ExpressionAttributeNames:            e.names,
@@ -108,7 +108,7 @@ func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) erro
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if old, ok := conditionFailed(err); ok {
-		old, err := s.orRead(ctx, OpUpdateJob, jobKey(k), old)
+		old, err := s.orRead(ctx, jobKey(k), old)
 		if err != nil {
 			return fmt.Errorf("update job %s: %w", k, err)
 		}
@@ -150,7 +150,7 @@ func (s *Store) ListJobs(ctx context.Context, r engine.ListRequest) ([]job.Job, 
 		e := newExpr()
 		keyCond := e.n(attrQueueStatus) + " = " + e.v(":qs", str(queueStatus(r.Queue, r.Status))) +
 			" AND " + e.n(attrTicket) + " > " + e.v(":after", num(r.After))
-		res, err := s.query(ctx, OpListJobs, &dynamodb.QueryInput{
+		res, err := s.query(ctx, &dynamodb.QueryInput{
 			IndexName:                 aws.String(IndexByStatus),
 			KeyConditionExpression:    &keyCond,
 			FilterExpression:          aws.String(s.unexpired(e)),
@@ -193,7 +193,7 @@ func (s *Store) CountJobs(ctx context.Context, queue string, status job.Status) 
 	for {
 		e := newExpr()
 		keyCond := e.n(attrQueueStatus) + " = " + e.v(":qs", str(queueStatus(queue, status)))
-		res, err := s.query(ctx, OpCountJobs, &dynamodb.QueryInput{
+		res, err := s.query(ctx, &dynamodb.QueryInput{
 			IndexName:                 aws.String(IndexByStatus),
 			KeyConditionExpression:    &keyCond,
 			FilterExpression:          aws.String(s.unexpired(e)),

@@ -26,14 +26,13 @@ type Options struct {
 }
 
 // Store is an engine.State on one DynamoDB table (see the package
-// documentation for its layout). It holds no state of its own besides
-// usage counters, so any number of Stores, in any number of processes, may
-// share a table. Safe for concurrent use.
+// documentation for its layout). It holds no state of its own, so any
+// number of Stores, in any number of processes, may share a table. Safe for
+// concurrent use.
 type Store struct {
 	api   DynamoDBAPI
 	table string
 	now   func() time.Time
-	meter meter
 }
 
 // New returns a Store on table, which must exist (see CreateTable).
@@ -46,10 +45,6 @@ func New(api DynamoDBAPI, table string, opts Options) *Store {
 
 // Table returns the table's name.
 func (s *Store) Table() string { return s.table }
-
-// Usage returns a snapshot of the capacity consumed so far, by operation
-// kind. Benchmarks divide it by the jobs they ran for a cost per job.
-func (s *Store) Usage() Usage { return s.meter.snapshot() }
 
 func notFound(op, name string) error {
 	return fmt.Errorf("%s %s: %w", op, name, engine.ErrQueueNotFound)
@@ -67,7 +62,7 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) error {
 	}
 	e := newExpr()
 	cond := "attribute_not_exists(" + e.n(attrPK) + ")"
-	err = s.transact(ctx, OpCreateQueue, []types.TransactWriteItem{
+	err = s.transact(ctx, []types.TransactWriteItem{
 		{Put: &types.Put{TableName: &s.table, Item: newStateItem(q.Name, q.Config.Interval),
 			ConditionExpression: &cond, ExpressionAttributeNames: e.names}},
 		{Put: &types.Put{TableName: &s.table, Item: cfg,
@@ -91,7 +86,7 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) error {
 // ErrQueueNotFound.
 func (s *Store) GetQueue(ctx context.Context, name string) (engine.Queue, error) {
 	e := newExpr()
-	out, err := s.query(ctx, OpGetQueue, &dynamodb.QueryInput{
+	out, err := s.query(ctx, &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String(e.n(attrPK) + " = " + e.v(":pk", str(queuePK(name)))),
 		ExpressionAttributeNames:  e.names,
 		ExpressionAttributeValues: e.values,
@@ -136,7 +131,7 @@ func (s *Store) ListQueues(ctx context.Context) ([]engine.Queue, error) {
 	var start map[string]types.AttributeValue
 	for {
 		e := newExpr()
-		out, err := s.query(ctx, OpListQueues, &dynamodb.QueryInput{
+		out, err := s.query(ctx, &dynamodb.QueryInput{
 			IndexName:                 aws.String(IndexQueues),
 			KeyConditionExpression:    aws.String(e.n(attrItemKind) + " = " + e.v(":k", str(itemKindQueue))),
 			ExpressionAttributeNames:  e.names,
@@ -163,7 +158,7 @@ func (s *Store) ListQueues(ctx context.Context) ([]engine.Queue, error) {
 		batch := keys[:n]
 		keys = keys[n:]
 		for len(batch) > 0 {
-			out, err := s.batchGet(ctx, OpListQueues, &dynamodb.BatchGetItemInput{
+			out, err := s.batchGet(ctx, &dynamodb.BatchGetItemInput{
 				RequestItems: map[string]types.KeysAndAttributes{
 					s.table: {Keys: batch, ConsistentRead: aws.Bool(true)},
 				},
@@ -210,7 +205,7 @@ func (s *Store) SetConfig(ctx context.Context, name string, cfg slot.Config) err
 	ce.v(":c", str(string(b)))
 	se := newExpr()
 	se.v(":iv", durNum(cfg.Interval))
-	err = s.transact(ctx, OpSetConfig, []types.TransactWriteItem{
+	err = s.transact(ctx, []types.TransactWriteItem{
 		{Update: &types.Update{TableName: &s.table, Key: configKey(name),
 			UpdateExpression:          aws.String("SET " + ce.n(attrConfig) + " = :c"),
 			ConditionExpression:       aws.String("attribute_exists(" + ce.n(attrPK) + ")"),
@@ -245,7 +240,7 @@ func (s *Store) Pause(ctx context.Context, name string, until time.Time) (slot.S
 	} else {
 		upd += ", " + e.n(attrPausedUntil) + " = " + e.v(":u", timeNum(until))
 	}
-	out, err := s.updateItem(ctx, OpPause, &dynamodb.UpdateItemInput{
+	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key:                       stateKey(name),
 		UpdateExpression:          &upd,
 		ConditionExpression:       aws.String("attribute_exists(" + e.n(attrPK) + ")"),
@@ -270,7 +265,7 @@ func (s *Store) Pause(ctx context.Context, name string, until time.Time) (slot.S
 // ErrQueueNotFound.
 func (s *Store) Purge(ctx context.Context, name string) (slot.State, error) {
 	e := newExpr()
-	out, err := s.updateItem(ctx, OpPurge, &dynamodb.UpdateItemInput{
+	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key:                      stateKey(name),
 		UpdateExpression:         aws.String("SET " + e.n(attrPurged) + " = " + e.n(attrTicket)),
 		ConditionExpression:      aws.String("attribute_exists(" + e.n(attrPK) + ")"),
@@ -298,7 +293,7 @@ func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bo
 	if !ifUntil.IsZero() {
 		cond += " AND " + e.n(attrPausedUntil) + " = " + e.v(":u", timeNum(ifUntil))
 	}
-	_, err := s.updateItem(ctx, OpUnpause, &dynamodb.UpdateItemInput{
+	_, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key:                                 stateKey(name),
 		UpdateExpression:                    aws.String("SET " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) + " REMOVE " + e.n(attrPausedUntil)),
 		ConditionExpression:                 &cond,
@@ -307,7 +302,7 @@ func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bo
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if old, ok := conditionFailed(err); ok {
-		if old, err = s.orRead(ctx, OpUnpause, stateKey(name), old); err != nil {
+		if old, err = s.orRead(ctx, stateKey(name), old); err != nil {
 			return false, fmt.Errorf("unpause %s: %w", name, err)
 		}
 		if old == nil {
@@ -326,7 +321,7 @@ func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bo
 func (s *Store) DeleteQueue(ctx context.Context, name string) error {
 	e := newExpr()
 	cond := "attribute_exists(" + e.n(attrPK) + ")"
-	err := s.transact(ctx, OpDeleteQueue, []types.TransactWriteItem{
+	err := s.transact(ctx, []types.TransactWriteItem{
 		{Delete: &types.Delete{TableName: &s.table, Key: stateKey(name),
 			ConditionExpression: &cond, ExpressionAttributeNames: e.names}},
 		{Delete: &types.Delete{TableName: &s.table, Key: configKey(name)}},
@@ -347,11 +342,11 @@ func (s *Store) DeleteQueue(ctx context.Context, name string) error {
 // it sent none, reads the item: DynamoDB sends nothing for a missing item,
 // and an endpoint that ignores ReturnValuesOnConditionCheckFailure sends
 // nothing either. nil means the item does not exist.
-func (s *Store) orRead(ctx context.Context, op string, k, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+func (s *Store) orRead(ctx context.Context, k, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	if len(old) > 0 {
 		return old, nil
 	}
-	m, err := s.getItem(ctx, op, k)
+	m, err := s.getItem(ctx, k)
 	if err != nil {
 		return nil, err
 	}
