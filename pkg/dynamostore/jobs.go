@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -56,10 +57,12 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) 
 
 // createJob puts one job if its key is free, and reports whether it did.
 func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, error) {
-	e := newExpr()
-	cond := "attribute_not_exists(" + e.n(attrPK) + ")"
-	_, err := s.putItem(ctx, &dynamodb.PutItemInput{
-		Item: jobItem(j, tok), ConditionExpression: &cond, ExpressionAttributeNames: e.names,
+	x, err := expression.NewBuilder().WithCondition(itemMissing()).Build()
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", j.Key(), err)
+	}
+	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
+		Item: jobItem(j, tok), ConditionExpression: x.Condition(), ExpressionAttributeNames: x.Names(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if old, ok := conditionFailed(err); ok {
@@ -96,15 +99,19 @@ func (s *Store) GetJob(ctx context.Context, k job.Key) (job.Job, error) {
 func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
 	k := job.Key{Queue: j.Queue, ID: j.ID}
 	tok := newToken()
-	e := newExpr()
-	cond := e.n(attrStatus) + " = " + e.v(":st", str(string(from.Status))) +
-		" AND " + e.n(attrTicket) + " = " + e.v(":t", num(from.Ticket)) +
-		" AND " + e.n(attrAttempt) + " = " + e.v(":a", num(int64(from.Attempt)))
-	_, err := s.putItem(ctx, &dynamodb.PutItemInput{
+	x, err := expression.NewBuilder().WithCondition(expression.And(
+		expression.Name(attrStatus).Equal(expression.Value(string(from.Status))),
+		expression.Name(attrTicket).Equal(expression.Value(from.Ticket)),
+		expression.Name(attrAttempt).Equal(expression.Value(from.Attempt)),
+	)).Build()
+	if err != nil {
+		return fmt.Errorf("update job %s: %w", k, err)
+	}
+	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
 		Item:                                jobItem(j, tok),
-		ConditionExpression:                 &cond,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           e.values,
+		ConditionExpression:                 x.Condition(),
+		ExpressionAttributeNames:            x.Names(),
+		ExpressionAttributeValues:           x.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if old, ok := conditionFailed(err); ok {
@@ -128,9 +135,9 @@ func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) erro
 
 // unexpired is the filter that hides expired jobs, which DynamoDB's TTL
 // deletes only eventually.
-func (s *Store) unexpired(e *expr) string {
-	x := e.n(attrExpiresAt)
-	return "attribute_not_exists(" + x + ") OR " + x + " > " + e.v(":now", timeNum(s.now()))
+func (s *Store) unexpired() expression.ConditionBuilder {
+	x := expression.Name(attrExpiresAt)
+	return expression.AttributeNotExists(x).Or(x.GreaterThan(expression.Value(timeNum(s.now()))))
 }
 
 // ListJobs queries IndexByStatus from ticket r.After on, filtering expired
@@ -147,15 +154,19 @@ func (s *Store) ListJobs(ctx context.Context, r engine.ListRequest) ([]job.Job, 
 	var out []job.Job
 	var start map[string]types.AttributeValue
 	for len(out) < limit {
-		e := newExpr()
-		keyCond := e.n(attrQueueStatus) + " = " + e.v(":qs", str(queueStatus(r.Queue, r.Status))) +
-			" AND " + e.n(attrTicket) + " > " + e.v(":after", num(r.After))
+		x, err := expression.NewBuilder().WithKeyCondition(
+			expression.Key(attrQueueStatus).Equal(expression.Value(queueStatus(r.Queue, r.Status))).
+				And(expression.Key(attrTicket).GreaterThan(expression.Value(r.After))),
+		).WithFilter(s.unexpired()).Build()
+		if err != nil {
+			return nil, fmt.Errorf("list jobs %s/%s: %w", r.Queue, r.Status, err)
+		}
 		res, err := s.query(ctx, &dynamodb.QueryInput{
 			IndexName:                 aws.String(IndexByStatus),
-			KeyConditionExpression:    &keyCond,
-			FilterExpression:          aws.String(s.unexpired(e)),
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
+			KeyConditionExpression:    x.KeyCondition(),
+			FilterExpression:          x.Filter(),
+			ExpressionAttributeNames:  x.Names(),
+			ExpressionAttributeValues: x.Values(),
 			Limit:                     aws.Int32(int32(min(limit-len(out), 1000))),
 			ExclusiveStartKey:         start,
 		})
@@ -191,14 +202,18 @@ func (s *Store) CountJobs(ctx context.Context, queue string, status job.Status) 
 	n := 0
 	var start map[string]types.AttributeValue
 	for {
-		e := newExpr()
-		keyCond := e.n(attrQueueStatus) + " = " + e.v(":qs", str(queueStatus(queue, status)))
+		x, err := expression.NewBuilder().
+			WithKeyCondition(expression.Key(attrQueueStatus).Equal(expression.Value(queueStatus(queue, status)))).
+			WithFilter(s.unexpired()).Build()
+		if err != nil {
+			return 0, fmt.Errorf("count jobs %s/%s: %w", queue, status, err)
+		}
 		res, err := s.query(ctx, &dynamodb.QueryInput{
 			IndexName:                 aws.String(IndexByStatus),
-			KeyConditionExpression:    &keyCond,
-			FilterExpression:          aws.String(s.unexpired(e)),
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
+			KeyConditionExpression:    x.KeyCondition(),
+			FilterExpression:          x.Filter(),
+			ExpressionAttributeNames:  x.Names(),
+			ExpressionAttributeValues: x.Values(),
 			Select:                    types.SelectCount,
 			ExclusiveStartKey:         start,
 		})
