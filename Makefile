@@ -45,8 +45,8 @@ dynamodb-local: ## Run DynamoDB Local on 127.0.0.1:$(DYNAMODB_PORT) and print th
 bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Local + moto) and the cost report (docs/costs.md)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./pkg/...
 	$(GO) run ./cmd/slotq bench
-	@echo "the demo's shape on the real adapters (pkg/awssim, 3 runs):"
-	@for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./pkg/awssim | grep -o 'figures: .*' || exit 1; done
+	@echo "the demo's shape on the real adapters (internal/awssim, 3 runs):"
+	@for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./internal/awssim | grep -o 'figures: .*' || exit 1; done
 	$(GO) run ./cmd/slotq-costs
 
 .PHONY: fuzz

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -13,7 +14,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/slotq/slotq/pkg/awssim"
+	"github.com/slotq/slotq/internal/awsmeter"
+	"github.com/slotq/slotq/internal/awssim"
 	"github.com/slotq/slotq/pkg/dynamostore"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
@@ -32,10 +34,13 @@ func (c *clock) jumpTo(t time.Time)    { c.off.Store(int64(t.Sub(time.Now()))) }
 func (c *clock) offset() time.Duration { return time.Duration(c.off.Load()) }
 
 // role is one function (enqueue, worker, resume, admin): its own store,
-// transport and engine, and what its invocations cost.
+// transport and engine, and what its invocations cost. The store's DynamoDB
+// client is billed (billed) and counted by operation (calls); the
+// transport's SQS client is counted (sqs).
 type role struct {
 	billed *awssim.Billed
-	store  *dynamostore.Store
+	calls  *awsmeter.DynamoDB
+	sqs    *awsmeter.SQS
 	tr     *sqstransport.Transport
 	eng    *engine.Engine
 
@@ -102,10 +107,11 @@ func (b *bench) newEnv(ctx context.Context, interval time.Duration) (*env, error
 	})
 	e.raw = dynamostore.New(b.cl.DB, name, dynamostore.Options{Now: e.clock.Now})
 	mk := func() *role {
-		r := &role{billed: awssim.NewBilled(b.cl.DB)}
-		r.store = dynamostore.New(r.billed, name, dynamostore.Options{Now: e.clock.Now})
-		r.tr = sqstransport.New(b.cl.SQS, url, sqstransport.Options{QueueARN: "arn:aws:sqs:us-east-1:000000000000:" + name})
-		r.eng = engine.New(engine.Options{State: r.store, Transport: r.tr, Runner: &target.Dispatcher{Mux: e.mux},
+		r := &role{billed: awssim.NewBilled(b.cl.DB), sqs: awsmeter.NewSQS(b.cl.SQS)}
+		r.calls = awsmeter.NewDynamoDB(r.billed)
+		r.tr = sqstransport.New(r.sqs, url, sqstransport.Options{QueueARN: "arn:aws:sqs:us-east-1:000000000000:" + name})
+		store := dynamostore.New(r.calls, name, dynamostore.Options{Now: e.clock.Now})
+		r.eng = engine.New(engine.Options{State: store, Transport: r.tr, Runner: &target.Dispatcher{Mux: e.mux},
 			Now: e.clock.Now, NoAutoCreate: true})
 		return r
 	}
@@ -333,14 +339,15 @@ func (b *bench) measure(ctx context.Context, sc scenario) (result, error) {
 		r.bill.WriteUnits += bl.WriteUnits
 		r.bill.IndexWrites += bl.IndexWrites
 		r.bill.FailedWrites += bl.FailedWrites
-		u := ro.tr.Usage()
+		u := ro.sqs.Usage()
 		r.sends += u.SendCalls
 		r.delivered += u.Received
 		r.deletes += u.DeleteCalls
 		r.inv[name], r.busy[name] = ro.inv, ro.busy
 		if verbose {
-			for op, u := range ro.store.Usage() {
-				fmt.Fprintf(os.Stderr, "  %s %s: %d calls, %d failed conditions\n", name, op, u.Calls, u.CondFailed)
+			counts := ro.calls.Counts()
+			for _, op := range slices.Sorted(maps.Keys(counts)) {
+				fmt.Fprintf(os.Stderr, "  %s %s: %d calls, %d failed conditions\n", name, op, counts[op].Calls, counts[op].CondFailed)
 			}
 		}
 	}

@@ -8,25 +8,24 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The wrappers below set the table name and ReturnConsumedCapacity on every
-// call, count its cost under op, and map table-level AWS errors. The write
-// wrappers also retry what the SDK's retryer leaves alone: a single-item
-// write refused with TransactionConflictException (putItem, updateItem),
-// and a transaction cancelled for a transient reason (transact).
+// The wrappers below set the table name on every call and map table-level
+// AWS errors. The write wrappers also retry what the SDK's retryer leaves
+// alone: a single-item write refused with TransactionConflictException
+// (putItem, updateItem), and a transaction cancelled for a transient reason
+// (transact).
 
 // resend calls send again, after backoff, while it fails with
-// TransactionConflictException, up to maxTxRetries times, counting each
-// refused request under op. DynamoDB refuses a PutItem or UpdateItem on an
-// item an in-flight TransactWriteItems touches (CreateQueue, SetConfig and
-// DeleteQueue do, on the hot state item), and the SDK does not retry it.
+// TransactionConflictException, up to maxTxRetries times. DynamoDB refuses
+// a PutItem or UpdateItem on an item an in-flight TransactWriteItems
+// touches (CreateQueue, SetConfig and DeleteQueue do, on the hot state
+// item), and the SDK does not retry it.
 // The refused request wrote nothing; an earlier attempt of the same call
 // that landed before its answer was lost (and the SDK sent it again) is
 // recognised by the write token the input carries, as for any SDK retry, so
 // sending the same input again is safe.
-func resend[T any](ctx context.Context, s *Store, op string, send func() (T, error)) (T, error) {
+func resend[T any](ctx context.Context, send func() (T, error)) (T, error) {
 	out, err := send()
 	for attempt := 0; attempt < maxTxRetries && conflicted(err); attempt++ {
-		s.meter.failed(op)
 		if berr := backoff(ctx, attempt); berr != nil {
 			return out, err
 		}
@@ -35,72 +34,46 @@ func resend[T any](ctx context.Context, s *Store, op string, send func() (T, err
 	return out, err
 }
 
-func (s *Store) done(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	_, ccf := conditionFailed(err)
-	_, tce := cancelReasons(err)
-	if ccf || tce {
-		s.meter.condFailed(op)
-		return err
-	}
-	s.meter.failed(op)
-	return s.awsErr(err)
-}
-
-func (s *Store) getItem(ctx context.Context, op string, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: &s.table, Key: k, ConsistentRead: aws.Bool(true),
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	})
+func (s *Store) getItem(ctx context.Context, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: k, ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return nil, s.done(op, err)
+		return nil, s.awsErr(err)
 	}
-	s.meter.record(op, false, out.ConsumedCapacity)
 	return out.Item, nil
 }
 
-func (s *Store) putItem(ctx context.Context, op string, in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+func (s *Store) putItem(ctx context.Context, in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
 	in.TableName = &s.table
-	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := resend(ctx, s, op, func() (*dynamodb.PutItemOutput, error) { return s.api.PutItem(ctx, in) })
+	out, err := resend(ctx, func() (*dynamodb.PutItemOutput, error) { return s.api.PutItem(ctx, in) })
 	if err != nil {
-		return nil, s.done(op, err)
+		return nil, s.awsErr(err)
 	}
-	s.meter.record(op, true, out.ConsumedCapacity)
 	return out, nil
 }
 
-func (s *Store) updateItem(ctx context.Context, op string, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+func (s *Store) updateItem(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 	in.TableName = &s.table
-	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := resend(ctx, s, op, func() (*dynamodb.UpdateItemOutput, error) { return s.api.UpdateItem(ctx, in) })
+	out, err := resend(ctx, func() (*dynamodb.UpdateItemOutput, error) { return s.api.UpdateItem(ctx, in) })
 	if err != nil {
-		return nil, s.done(op, err)
+		return nil, s.awsErr(err)
 	}
-	s.meter.record(op, true, out.ConsumedCapacity)
 	return out, nil
 }
 
-func (s *Store) query(ctx context.Context, op string, in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
+func (s *Store) query(ctx context.Context, in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
 	in.TableName = &s.table
-	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 	out, err := s.api.Query(ctx, in)
 	if err != nil {
-		return nil, s.done(op, err)
+		return nil, s.awsErr(err)
 	}
-	s.meter.record(op, false, out.ConsumedCapacity)
 	return out, nil
 }
 
-func (s *Store) batchGet(ctx context.Context, op string, in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error) {
-	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+func (s *Store) batchGet(ctx context.Context, in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error) {
 	out, err := s.api.BatchGetItem(ctx, in)
 	if err != nil {
-		return nil, s.done(op, err)
+		return nil, s.awsErr(err)
 	}
-	s.meter.record(op, false, ccs(out.ConsumedCapacity)...)
 	return out, nil
 }
 
@@ -110,26 +83,20 @@ func (s *Store) batchGet(ctx context.Context, op string, in *dynamodb.BatchGetIt
 // backoff, up to maxTxRetries times. Each run gets a new
 // ClientRequestToken from the SDK, which keeps one token across its own
 // retries of a run; a cancelled run wrote nothing.
-func (s *Store) transact(ctx context.Context, op string, items []types.TransactWriteItem) error {
-	var out *dynamodb.TransactWriteItemsOutput
+func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem) error {
 	var err error
 	for attempt := 0; ; attempt++ {
-		out, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-			TransactItems:          items,
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
+		_, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		reasons, ok := cancelReasons(err)
 		if !ok || attempt >= maxTxRetries || !retryable(reasons) {
 			break
 		}
-		s.meter.condFailed(op)
 		if berr := backoff(ctx, attempt); berr != nil {
 			break
 		}
 	}
 	if err != nil {
-		return s.done(op, err)
+		return s.awsErr(err)
 	}
-	s.meter.record(op, true, ccs(out.ConsumedCapacity)...)
 	return nil
 }

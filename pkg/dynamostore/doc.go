@@ -133,6 +133,7 @@
 //
 // # Cost
 //
-// Every call asks for ReturnConsumedCapacity TOTAL and Store.Usage adds it
-// up by operation kind, for a benchmark's cost per job.
+// docs/dynamodb.md counts the writes per enqueue and per start, and
+// docs/costs.md what a job costs. The store meters nothing itself: the
+// cost benchmark (cmd/slotq-costs) wraps the DynamoDBAPI it passes to New.
 package dynamostore

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/slotq/slotq/internal/awsmeter"
 	"github.com/slotq/slotq/pkg/dynamostore"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
@@ -92,7 +93,9 @@ func TestMissingTable(t *testing.T) {
 }
 
 func TestConditionalFailures(t *testing.T) {
-	st := newStore(t)
+	api := newClient(t, nil)
+	m := awsmeter.NewDynamoDB(api)
+	st := dynamostore.New(m, newTable(t, api), dynamostore.Options{})
 	ctx := t.Context()
 	newQueue(t, st, "q", time.Second)
 	newQueue(t, st, "paused", time.Second)
@@ -150,6 +153,7 @@ func TestConditionalFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			before := m.Counts()[stateUpdate].CondFailed
 			err := tt.call()
 			if tt.want != nil {
 				if !errors.Is(err, tt.want) {
@@ -164,12 +168,17 @@ func TestConditionalFailures(t *testing.T) {
 			if tt.gate == slot.Early && !ge.OpenAt.Equal(base.Add(time.Second)) {
 				t.Errorf("OpenAt = %v, want %v", ge.OpenAt, base.Add(time.Second))
 			}
+			// The gate is the write's condition: DynamoDB refused it.
+			if n := m.Counts()[stateUpdate].CondFailed - before; n == 0 {
+				t.Errorf("a refused gate made no state update that failed its condition")
+			}
 		})
 	}
-	if u := st.Usage(); u[dynamostore.OpGate].CondFailed == 0 {
-		t.Errorf("Usage()[gate].CondFailed = 0 after refused gates")
-	}
 }
+
+// stateUpdate is awsmeter's name for an UpdateItem of a queue state item
+// (a take, gate, pause, unpause or purge).
+const stateUpdate = "UpdateItem state"
 
 // throttle answers the first n requests of kind opName with DynamoDB's
 // ProvisionedThroughputExceededException (n < 0: all of them) and counts
@@ -197,7 +206,8 @@ func TestThrottling(t *testing.T) {
 	t.Run("RetriedThenSucceeds", func(t *testing.T) {
 		th := &throttle{opName: "GetItem", n: 2}
 		api := newClient(t, th.wrap, fastRetries)
-		st := dynamostore.New(api, newTable(t, api), dynamostore.Options{})
+		m := awsmeter.NewDynamoDB(api)
+		st := dynamostore.New(m, newTable(t, api), dynamostore.Options{})
 		j := queuedJob("q", "a", 1)
 		if _, err := st.CreateJobs(t.Context(), []job.Job{j}); err != nil {
 			t.Fatal(err)
@@ -212,8 +222,8 @@ func TestThrottling(t *testing.T) {
 		if n := th.attempts.Load(); n != 3 {
 			t.Errorf("%d GetItem attempts, want 3 (two throttled, one through)", n)
 		}
-		if u := st.Usage()[dynamostore.OpGetJob]; u.Calls != 1 {
-			t.Errorf("Usage()[get_job].Calls = %d, want 1 (SDK retries are one call)", u.Calls)
+		if n := m.Counts()["GetItem job"].Calls; n != 1 {
+			t.Errorf("%d GetItem calls from the store, want 1 (SDK retries are one call)", n)
 		}
 	})
 	t.Run("Exhausted", func(t *testing.T) {

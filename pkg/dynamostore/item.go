@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/pkg/job"
@@ -429,7 +430,18 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 	return j, nil
 }
 
-// expr collects the names and values of one expression.
+// itemExists and itemMissing are the conditions of a write to an item that
+// must, or must not, exist already.
+func itemExists() expression.ConditionBuilder {
+	return expression.AttributeExists(expression.Name(attrPK))
+}
+
+func itemMissing() expression.ConditionBuilder {
+	return expression.AttributeNotExists(expression.Name(attrPK))
+}
+
+// expr collects the names and values of one expression, for Take's and
+// Gate's forms (take.go), which read best written out.
 type expr struct {
 	names  map[string]string
 	values map[string]types.AttributeValue
@@ -449,11 +461,4 @@ func (e *expr) n(name string) string {
 func (e *expr) v(placeholder string, v types.AttributeValue) string {
 	e.values[placeholder] = v
 	return placeholder
-}
-
-func (e *expr) valuesOrNil() map[string]types.AttributeValue {
-	if len(e.values) == 0 {
-		return nil
-	}
-	return e.values
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -57,11 +58,13 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) 
 // createJob puts one job if its key is free or holds a job of another
 // generation (a deleted queue's), and reports whether it did.
 func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, error) {
-	e := newExpr()
-	cond := "attribute_not_exists(" + e.n(attrPK) + ") OR NOT (" + sameGen(e, j.Gen) + ")"
-	_, err := s.putItem(ctx, OpCreateJobs, &dynamodb.PutItemInput{
-		Item: jobItem(j, tok), ConditionExpression: &cond,
-		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.valuesOrNil(),
+	x, err := expression.NewBuilder().WithCondition(itemMissing().Or(expression.Not(sameGen(j.Gen)))).Build()
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", j.Key(), err)
+	}
+	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
+		Item: jobItem(j, tok), ConditionExpression: x.Condition(),
+		ExpressionAttributeNames: x.Names(), ExpressionAttributeValues: x.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if old, ok := conditionFailed(err); ok {
@@ -75,17 +78,17 @@ func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, err
 
 // sameGen is the condition that an existing job item is of generation gen
 // (which items leave out when it is 0).
-func sameGen(e *expr, gen int64) string {
+func sameGen(gen int64) expression.ConditionBuilder {
 	if gen == 0 {
-		return "attribute_not_exists(" + e.n(attrGen) + ")"
+		return expression.AttributeNotExists(expression.Name(attrGen))
 	}
-	return e.n(attrGen) + " = " + e.v(":gen", num(gen))
+	return expression.Name(attrGen).Equal(expression.Value(gen))
 }
 
 // GetJob reads a job strongly consistently. ErrJobNotFound, also for one
 // that expired but is not yet deleted.
 func (s *Store) GetJob(ctx context.Context, k job.Key) (job.Job, error) {
-	m, err := s.getItem(ctx, OpGetJob, jobKey(k))
+	m, err := s.getItem(ctx, jobKey(k))
 	if err != nil {
 		return job.Job{}, fmt.Errorf("get job %s: %w", k, err)
 	}
@@ -107,20 +110,24 @@ func (s *Store) GetJob(ctx context.Context, k job.Key) (job.Job, error) {
 func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
 	k := job.Key{Queue: j.Queue, ID: j.ID}
 	tok := newToken()
-	e := newExpr()
-	cond := e.n(attrStatus) + " = " + e.v(":st", str(string(from.Status))) +
-		" AND " + e.n(attrTicket) + " = " + e.v(":t", num(from.Ticket)) +
-		" AND " + e.n(attrAttempt) + " = " + e.v(":a", num(int64(from.Attempt))) +
-		" AND " + sameGen(e, from.Gen)
-	_, err := s.putItem(ctx, OpUpdateJob, &dynamodb.PutItemInput{
+	x, err := expression.NewBuilder().WithCondition(expression.And(
+		expression.Name(attrStatus).Equal(expression.Value(string(from.Status))),
+		expression.Name(attrTicket).Equal(expression.Value(from.Ticket)),
+		expression.Name(attrAttempt).Equal(expression.Value(from.Attempt)),
+		sameGen(from.Gen),
+	)).Build()
+	if err != nil {
+		return fmt.Errorf("update job %s: %w", k, err)
+	}
+	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
 		Item:                                jobItem(j, tok),
-		ConditionExpression:                 &cond,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           e.values,
+		ConditionExpression:                 x.Condition(),
+		ExpressionAttributeNames:            x.Names(),
+		ExpressionAttributeValues:           x.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if old, ok := conditionFailed(err); ok {
-		old, err := s.orRead(ctx, OpUpdateJob, jobKey(k), old)
+		old, err := s.orRead(ctx, jobKey(k), old)
 		if err != nil {
 			return fmt.Errorf("update job %s: %w", k, err)
 		}
@@ -140,9 +147,9 @@ func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) erro
 
 // unexpired is the filter that hides expired jobs, which DynamoDB's TTL
 // deletes only eventually.
-func (s *Store) unexpired(e *expr) string {
-	x := e.n(attrExpiresAt)
-	return "attribute_not_exists(" + x + ") OR " + x + " > " + e.v(":now", timeNum(s.now()))
+func (s *Store) unexpired() expression.ConditionBuilder {
+	x := expression.Name(attrExpiresAt)
+	return expression.AttributeNotExists(x).Or(x.GreaterThan(expression.Value(timeNum(s.now()))))
 }
 
 // ListJobs queries IndexByStatus (the partition of the queue's generation
@@ -160,15 +167,19 @@ func (s *Store) ListJobs(ctx context.Context, r engine.ListRequest) ([]job.Job, 
 	var out []job.Job
 	var start map[string]types.AttributeValue
 	for len(out) < limit {
-		e := newExpr()
-		keyCond := e.n(attrQueueStatus) + " = " + e.v(":qs", str(queueStatus(r.Queue, r.Gen, r.Status))) +
-			" AND " + e.n(attrTicket) + " > " + e.v(":after", num(r.After))
-		res, err := s.query(ctx, OpListJobs, &dynamodb.QueryInput{
+		x, err := expression.NewBuilder().WithKeyCondition(
+			expression.Key(attrQueueStatus).Equal(expression.Value(queueStatus(r.Queue, r.Gen, r.Status))).
+				And(expression.Key(attrTicket).GreaterThan(expression.Value(r.After))),
+		).WithFilter(s.unexpired()).Build()
+		if err != nil {
+			return nil, fmt.Errorf("list jobs %s/%s: %w", r.Queue, r.Status, err)
+		}
+		res, err := s.query(ctx, &dynamodb.QueryInput{
 			IndexName:                 aws.String(IndexByStatus),
-			KeyConditionExpression:    &keyCond,
-			FilterExpression:          aws.String(s.unexpired(e)),
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
+			KeyConditionExpression:    x.KeyCondition(),
+			FilterExpression:          x.Filter(),
+			ExpressionAttributeNames:  x.Names(),
+			ExpressionAttributeValues: x.Values(),
 			Limit:                     aws.Int32(int32(min(limit-len(out), 1000))),
 			ExclusiveStartKey:         start,
 		})
@@ -205,14 +216,18 @@ func (s *Store) CountJobs(ctx context.Context, queue string, gen int64, status j
 	n := 0
 	var start map[string]types.AttributeValue
 	for {
-		e := newExpr()
-		keyCond := e.n(attrQueueStatus) + " = " + e.v(":qs", str(queueStatus(queue, gen, status)))
-		res, err := s.query(ctx, OpCountJobs, &dynamodb.QueryInput{
+		x, err := expression.NewBuilder().
+			WithKeyCondition(expression.Key(attrQueueStatus).Equal(expression.Value(queueStatus(queue, gen, status)))).
+			WithFilter(s.unexpired()).Build()
+		if err != nil {
+			return 0, fmt.Errorf("count jobs %s/%s: %w", queue, status, err)
+		}
+		res, err := s.query(ctx, &dynamodb.QueryInput{
 			IndexName:                 aws.String(IndexByStatus),
-			KeyConditionExpression:    &keyCond,
-			FilterExpression:          aws.String(s.unexpired(e)),
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
+			KeyConditionExpression:    x.KeyCondition(),
+			FilterExpression:          x.Filter(),
+			ExpressionAttributeNames:  x.Names(),
+			ExpressionAttributeValues: x.Values(),
 			Select:                    types.SelectCount,
 			ExclusiveStartKey:         start,
 		})

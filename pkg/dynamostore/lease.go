@@ -12,12 +12,6 @@ import (
 	"github.com/slotq/slotq/pkg/engine"
 )
 
-// Operation kinds of the resume lease, for Usage.
-const (
-	OpLease        = "lease"
-	OpReleaseLease = "release_lease"
-)
-
 // The resume lease item: pk Q#<queue>, sk resume. It is a small item of
 // its own, so taking the lease never writes the queue's hot state item.
 const (
@@ -46,7 +40,7 @@ func (s *Store) Lease(ctx context.Context, queue, holder string, until, now time
 	h := e.v(":h", str(holder))
 	cond := "attribute_not_exists(" + e.n(attrHolder) + ") OR " + e.n(attrHolder) + " = " + h +
 		" OR " + e.n(attrLeaseUntil) + " <= " + e.v(":now", timeNum(now))
-	out, err := s.updateItem(ctx, OpLease, &dynamodb.UpdateItemInput{
+	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key: leaseKey(queue),
 		UpdateExpression: aws.String("SET " + e.n(attrHolder) + " = " + h + ", " +
 			e.n(attrLeaseUntil) + " = " + e.v(":u", timeNum(until)) + ", " +
@@ -85,7 +79,7 @@ func (s *Store) ReleaseLease(ctx context.Context, queue, holder string, c engine
 		set += ", " + e.n(attrWake) + " = " + e.v(":w", timeNum(c.Wake))
 	}
 	cond := e.n(attrHolder) + " = " + h
-	_, err := s.updateItem(ctx, OpReleaseLease, &dynamodb.UpdateItemInput{
+	_, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key:                                 leaseKey(queue),
 		UpdateExpression:                    aws.String(set + remove),
 		ConditionExpression:                 &cond,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -26,14 +27,13 @@ type Options struct {
 }
 
 // Store is an engine.State on one DynamoDB table (see the package
-// documentation for its layout). It holds no state of its own besides
-// usage counters, so any number of Stores, in any number of processes, may
-// share a table. Safe for concurrent use.
+// documentation for its layout). It holds no state of its own, so any
+// number of Stores, in any number of processes, may share a table. Safe for
+// concurrent use.
 type Store struct {
 	api   DynamoDBAPI
 	table string
 	now   func() time.Time
-	meter meter
 }
 
 // New returns a Store on table, which must exist (see CreateTable).
@@ -46,10 +46,6 @@ func New(api DynamoDBAPI, table string, opts Options) *Store {
 
 // Table returns the table's name.
 func (s *Store) Table() string { return s.table }
-
-// Usage returns a snapshot of the capacity consumed so far, by operation
-// kind. Benchmarks divide it by the jobs they ran for a cost per job.
-func (s *Store) Usage() Usage { return s.meter.snapshot() }
 
 func notFound(op, name string) error {
 	return fmt.Errorf("%s %s: %w", op, name, engine.ErrQueueNotFound)
@@ -65,13 +61,15 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) error {
 	if err != nil {
 		return fmt.Errorf("create queue %s: %w", q.Name, err)
 	}
-	e := newExpr()
-	cond := "attribute_not_exists(" + e.n(attrPK) + ")"
-	err = s.transact(ctx, OpCreateQueue, []types.TransactWriteItem{
+	x, err := expression.NewBuilder().WithCondition(itemMissing()).Build()
+	if err != nil {
+		return fmt.Errorf("create queue %s: %w", q.Name, err)
+	}
+	err = s.transact(ctx, []types.TransactWriteItem{
 		{Put: &types.Put{TableName: &s.table, Item: newStateItem(q.Name, q.Config.Interval),
-			ConditionExpression: &cond, ExpressionAttributeNames: e.names}},
+			ConditionExpression: x.Condition(), ExpressionAttributeNames: x.Names()}},
 		{Put: &types.Put{TableName: &s.table, Item: cfg,
-			ConditionExpression: &cond, ExpressionAttributeNames: e.names}},
+			ConditionExpression: x.Condition(), ExpressionAttributeNames: x.Names()}},
 	})
 	if reasons, ok := cancelReasons(err); ok {
 		for _, r := range reasons {
@@ -90,11 +88,15 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) error {
 // GetQueue reads both items of a queue with one strongly consistent Query.
 // ErrQueueNotFound.
 func (s *Store) GetQueue(ctx context.Context, name string) (engine.Queue, error) {
-	e := newExpr()
-	out, err := s.query(ctx, OpGetQueue, &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String(e.n(attrPK) + " = " + e.v(":pk", str(queuePK(name)))),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.values,
+	x, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(attrPK).Equal(expression.Value(queuePK(name)))).Build()
+	if err != nil {
+		return engine.Queue{}, fmt.Errorf("get queue %s: %w", name, err)
+	}
+	out, err := s.query(ctx, &dynamodb.QueryInput{
+		KeyConditionExpression:    x.KeyCondition(),
+		ExpressionAttributeNames:  x.Names(),
+		ExpressionAttributeValues: x.Values(),
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {
@@ -137,15 +139,19 @@ func decodeQueue(cfgItem, stateItem map[string]types.AttributeValue) (engine.Que
 // reads the state items with BatchGetItem. The index is eventually
 // consistent: a queue created a moment ago may be missing.
 func (s *Store) ListQueues(ctx context.Context) ([]engine.Queue, error) {
+	x, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(attrItemKind).Equal(expression.Value(itemKindQueue))).Build()
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
 	var cfgs []map[string]types.AttributeValue
 	var start map[string]types.AttributeValue
 	for {
-		e := newExpr()
-		out, err := s.query(ctx, OpListQueues, &dynamodb.QueryInput{
+		out, err := s.query(ctx, &dynamodb.QueryInput{
 			IndexName:                 aws.String(IndexQueues),
-			KeyConditionExpression:    aws.String(e.n(attrItemKind) + " = " + e.v(":k", str(itemKindQueue))),
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
+			KeyConditionExpression:    x.KeyCondition(),
+			ExpressionAttributeNames:  x.Names(),
+			ExpressionAttributeValues: x.Values(),
 			ExclusiveStartKey:         start,
 		})
 		if err != nil {
@@ -168,7 +174,7 @@ func (s *Store) ListQueues(ctx context.Context) ([]engine.Queue, error) {
 		batch := keys[:n]
 		keys = keys[n:]
 		for len(batch) > 0 {
-			out, err := s.batchGet(ctx, OpListQueues, &dynamodb.BatchGetItemInput{
+			out, err := s.batchGet(ctx, &dynamodb.BatchGetItemInput{
 				RequestItems: map[string]types.KeysAndAttributes{
 					s.table: {Keys: batch, ConsistentRead: aws.Bool(true)},
 				},
@@ -211,21 +217,27 @@ func (s *Store) SetConfig(ctx context.Context, name string, cfg slot.Config) err
 	if err != nil {
 		return fmt.Errorf("set config %s: %w", name, err)
 	}
-	ce := newExpr()
-	ce.v(":c", str(string(b)))
-	se := newExpr()
-	se.v(":iv", durNum(cfg.Interval))
-	err = s.transact(ctx, OpSetConfig, []types.TransactWriteItem{
+	cx, err := expression.NewBuilder().WithCondition(itemExists()).
+		WithUpdate(expression.Set(expression.Name(attrConfig), expression.Value(string(b)))).Build()
+	if err != nil {
+		return fmt.Errorf("set config %s: %w", name, err)
+	}
+	sx, err := expression.NewBuilder().WithCondition(itemExists()).
+		WithUpdate(expression.Set(expression.Name(attrInterval), expression.Value(durNum(cfg.Interval)))).Build()
+	if err != nil {
+		return fmt.Errorf("set config %s: %w", name, err)
+	}
+	err = s.transact(ctx, []types.TransactWriteItem{
 		{Update: &types.Update{TableName: &s.table, Key: configKey(name),
-			UpdateExpression:          aws.String("SET " + ce.n(attrConfig) + " = :c"),
-			ConditionExpression:       aws.String("attribute_exists(" + ce.n(attrPK) + ")"),
-			ExpressionAttributeNames:  ce.names,
-			ExpressionAttributeValues: ce.values}},
+			UpdateExpression:          cx.Update(),
+			ConditionExpression:       cx.Condition(),
+			ExpressionAttributeNames:  cx.Names(),
+			ExpressionAttributeValues: cx.Values()}},
 		{Update: &types.Update{TableName: &s.table, Key: stateKey(name),
-			UpdateExpression:          aws.String("SET " + se.n(attrInterval) + " = :iv"),
-			ConditionExpression:       aws.String("attribute_exists(" + se.n(attrPK) + ")"),
-			ExpressionAttributeNames:  se.names,
-			ExpressionAttributeValues: se.values}},
+			UpdateExpression:          sx.Update(),
+			ConditionExpression:       sx.Condition(),
+			ExpressionAttributeNames:  sx.Names(),
+			ExpressionAttributeValues: sx.Values()}},
 	})
 	if reasons, ok := cancelReasons(err); ok {
 		for _, r := range reasons {
@@ -243,19 +255,22 @@ func (s *Store) SetConfig(ctx context.Context, name string, cfg slot.Config) err
 
 // Pause sets the pause flag on the state item. ErrQueueNotFound.
 func (s *Store) Pause(ctx context.Context, name string, until time.Time) (slot.State, error) {
-	e := newExpr()
-	upd := "SET " + e.n(attrPaused) + " = " + e.v(":t", boolean(true))
+	upd := expression.Set(expression.Name(attrPaused), expression.Value(true))
 	if until.IsZero() {
-		upd += " REMOVE " + e.n(attrPausedUntil)
+		upd = upd.Remove(expression.Name(attrPausedUntil))
 	} else {
-		upd += ", " + e.n(attrPausedUntil) + " = " + e.v(":u", timeNum(until))
+		upd = upd.Set(expression.Name(attrPausedUntil), expression.Value(timeNum(until)))
 	}
-	out, err := s.updateItem(ctx, OpPause, &dynamodb.UpdateItemInput{
+	x, err := expression.NewBuilder().WithCondition(itemExists()).WithUpdate(upd).Build()
+	if err != nil {
+		return slot.State{}, fmt.Errorf("pause %s: %w", name, err)
+	}
+	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key:                       stateKey(name),
-		UpdateExpression:          &upd,
-		ConditionExpression:       aws.String("attribute_exists(" + e.n(attrPK) + ")"),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.values,
+		UpdateExpression:          x.Update(),
+		ConditionExpression:       x.Condition(),
+		ExpressionAttributeNames:  x.Names(),
+		ExpressionAttributeValues: x.Values(),
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if _, ok := conditionFailed(err); ok {
@@ -274,12 +289,16 @@ func (s *Store) Pause(ctx context.Context, name string, until time.Time) (slot.S
 // Purge sets purged = ticket on the state item, one UpdateItem.
 // ErrQueueNotFound.
 func (s *Store) Purge(ctx context.Context, name string) (slot.State, error) {
-	e := newExpr()
-	out, err := s.updateItem(ctx, OpPurge, &dynamodb.UpdateItemInput{
+	x, err := expression.NewBuilder().WithCondition(itemExists()).
+		WithUpdate(expression.Set(expression.Name(attrPurged), expression.Name(attrTicket))).Build()
+	if err != nil {
+		return slot.State{}, fmt.Errorf("purge %s: %w", name, err)
+	}
+	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key:                      stateKey(name),
-		UpdateExpression:         aws.String("SET " + e.n(attrPurged) + " = " + e.n(attrTicket)),
-		ConditionExpression:      aws.String("attribute_exists(" + e.n(attrPK) + ")"),
-		ExpressionAttributeNames: e.names,
+		UpdateExpression:         x.Update(),
+		ConditionExpression:      x.Condition(),
+		ExpressionAttributeNames: x.Names(),
 		ReturnValues:             types.ReturnValueAllNew,
 	})
 	if _, ok := conditionFailed(err); ok {
@@ -298,21 +317,25 @@ func (s *Store) Purge(ctx context.Context, name string) (slot.State, error) {
 // Unpause clears the pause flag if it is set (and, with a non-zero
 // ifUntil, if PausedUntil is exactly that). ErrQueueNotFound.
 func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bool, error) {
-	e := newExpr()
-	cond := e.n(attrPaused) + " = " + e.v(":t", boolean(true))
+	cond := expression.Name(attrPaused).Equal(expression.Value(true))
 	if !ifUntil.IsZero() {
-		cond += " AND " + e.n(attrPausedUntil) + " = " + e.v(":u", timeNum(ifUntil))
+		cond = cond.And(expression.Name(attrPausedUntil).Equal(expression.Value(timeNum(ifUntil))))
 	}
-	_, err := s.updateItem(ctx, OpUnpause, &dynamodb.UpdateItemInput{
+	upd := expression.Set(expression.Name(attrPaused), expression.Value(false)).Remove(expression.Name(attrPausedUntil))
+	x, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
+	if err != nil {
+		return false, fmt.Errorf("unpause %s: %w", name, err)
+	}
+	_, err = s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key:                                 stateKey(name),
-		UpdateExpression:                    aws.String("SET " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) + " REMOVE " + e.n(attrPausedUntil)),
-		ConditionExpression:                 &cond,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           e.values,
+		UpdateExpression:                    x.Update(),
+		ConditionExpression:                 x.Condition(),
+		ExpressionAttributeNames:            x.Names(),
+		ExpressionAttributeValues:           x.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if old, ok := conditionFailed(err); ok {
-		if old, err = s.orRead(ctx, OpUnpause, stateKey(name), old); err != nil {
+		if old, err = s.orRead(ctx, stateKey(name), old); err != nil {
 			return false, fmt.Errorf("unpause %s: %w", name, err)
 		}
 		if old == nil {
@@ -329,11 +352,13 @@ func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bo
 // DeleteQueue deletes the items of a queue (state, config, resume lease);
 // its jobs stay, in a generation no queue has. ErrQueueNotFound.
 func (s *Store) DeleteQueue(ctx context.Context, name string) error {
-	e := newExpr()
-	cond := "attribute_exists(" + e.n(attrPK) + ")"
-	err := s.transact(ctx, OpDeleteQueue, []types.TransactWriteItem{
+	x, err := expression.NewBuilder().WithCondition(itemExists()).Build()
+	if err != nil {
+		return fmt.Errorf("delete queue %s: %w", name, err)
+	}
+	err = s.transact(ctx, []types.TransactWriteItem{
 		{Delete: &types.Delete{TableName: &s.table, Key: stateKey(name),
-			ConditionExpression: &cond, ExpressionAttributeNames: e.names}},
+			ConditionExpression: x.Condition(), ExpressionAttributeNames: x.Names()}},
 		{Delete: &types.Delete{TableName: &s.table, Key: configKey(name)}},
 		{Delete: &types.Delete{TableName: &s.table, Key: leaseKey(name)}},
 	})
@@ -353,11 +378,11 @@ func (s *Store) DeleteQueue(ctx context.Context, name string) error {
 // it sent none, reads the item: DynamoDB sends nothing for a missing item,
 // and an endpoint that ignores ReturnValuesOnConditionCheckFailure sends
 // nothing either. nil means the item does not exist.
-func (s *Store) orRead(ctx context.Context, op string, k, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+func (s *Store) orRead(ctx context.Context, k, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	if len(old) > 0 {
 		return old, nil
 	}
-	m, err := s.getItem(ctx, op, k)
+	m, err := s.getItem(ctx, k)
 	if err != nil {
 		return nil, err
 	}

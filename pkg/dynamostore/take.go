@@ -66,9 +66,9 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 	f := formOf(r.Seen, r.Line, r.Interval, r.Now)
 	tok := newToken()
 	for range 6 {
-		out, err := s.updateItem(ctx, OpTake, takeInput(r, f, tok))
+		out, err := s.updateItem(ctx, takeInput(r, f, tok))
 		if old, ok := conditionFailed(err); ok {
-			if old, err = s.orRead(ctx, OpTake, stateKey(r.Queue), old); err != nil {
+			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
 				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
 			}
 			if old == nil {
@@ -178,9 +178,9 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 	busy := isBusy(r.Seen, r.Interval, r.Now)
 	tok := newToken()
 	for range 4 {
-		out, err := s.updateItem(ctx, OpGate, gateInput(r, busy, tok))
+		out, err := s.updateItem(ctx, gateInput(r, busy, tok))
 		if old, ok := conditionFailed(err); ok {
-			if old, err = s.orRead(ctx, OpGate, stateKey(r.Queue), old); err != nil {
+			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
 				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
 			}
 			if old == nil {

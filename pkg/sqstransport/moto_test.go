@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/slotq/slotq/internal/awsmeter"
 	"github.com/slotq/slotq/internal/motoserver"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/sqstransport"
@@ -149,7 +150,8 @@ func queueDepth(t *testing.T, client *sqs.Client, url string) (visible, inFlight
 
 func TestMotoBatchesOf25(t *testing.T) {
 	client, url := motoQueue(t)
-	rec := &recorder{SQSAPI: client}
+	m := awsmeter.NewSQS(client)
+	rec := &recorder{SQSAPI: m}
 	tr := sqstransport.New(rec, url, sqstransport.Options{})
 	if err := tr.Send(t.Context(), messages("emails", 25, 10, 0)); err != nil {
 		t.Fatal(err)
@@ -186,7 +188,7 @@ func TestMotoBatchesOf25(t *testing.T) {
 	if len(ids) != 25 || len(got) != 25 {
 		t.Errorf("received %d messages of %d jobs, want 25 of 25", len(got), len(ids))
 	}
-	u := tr.Usage()
+	u := m.Usage()
 	if u.SendCalls != 3 || u.Sent != 25 || u.Received != 25 || u.Deleted != 25 || u.ReceiveCalls < 3 || u.DeleteCalls < 3 {
 		t.Errorf("usage = %+v", u)
 	}
@@ -303,7 +305,8 @@ func TestMotoQueueMissing(t *testing.T) {
 
 func TestMotoReceiveDeletesOnlySuccesses(t *testing.T) {
 	client, url := motoQueue(t)
-	tr := sqstransport.New(client, url, sqstransport.Options{})
+	m := awsmeter.NewSQS(client)
+	tr := sqstransport.New(m, url, sqstransport.Options{})
 	if err := tr.Send(t.Context(), messages("q", 3, 0, 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -354,14 +357,15 @@ func TestMotoReceiveDeletesOnlySuccesses(t *testing.T) {
 	if v, f, d := queueDepth(t, client, url); v+f+d != 0 {
 		t.Errorf("queue holds %d visible, %d in flight, %d delayed; want empty", v, f, d)
 	}
-	if u := tr.Usage(); u.Deleted != 3 || u.Received != 4 {
+	if u := m.Usage(); u.Deleted != 3 || u.Received != 4 {
 		t.Errorf("usage = %+v, want 4 received and 3 deleted", u)
 	}
 }
 
 func TestMotoReceiveUnknownFailureKeepsBatch(t *testing.T) {
 	client, url := motoQueue(t)
-	tr := sqstransport.New(client, url, sqstransport.Options{})
+	m := awsmeter.NewSQS(client)
+	tr := sqstransport.New(m, url, sqstransport.Options{})
 	if err := tr.Send(t.Context(), messages("q", 1, 0, 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +379,7 @@ func TestMotoReceiveUnknownFailureKeepsBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := tr.Usage(); u.Received != 1 || u.DeleteCalls != 0 {
+	if u := m.Usage(); u.Received != 1 || u.DeleteCalls != 0 {
 		t.Errorf("usage = %+v, want 1 received and no deletes", u)
 	}
 }

@@ -76,7 +76,6 @@ func (t *Transport) Receive(ctx context.Context, opts ReceiveOptions, handle fun
 	in := opts.input(t.queueURL)
 	for ctx.Err() == nil {
 		out, err := t.api.ReceiveMessage(ctx, in)
-		t.usage.receiveCalls.Add(1)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -86,7 +85,6 @@ func (t *Transport) Receive(ctx context.Context, opts ReceiveOptions, handle fun
 		if len(out.Messages) == 0 {
 			continue
 		}
-		t.usage.received.Add(int64(len(out.Messages)))
 		batch := make([]events.SQSMessage, len(out.Messages))
 		for i, m := range out.Messages {
 			batch[i] = toEvent(m, arn, region)
@@ -111,7 +109,6 @@ func (t *Transport) queueARN(ctx context.Context) (string, error) {
 		QueueUrl:       aws.String(t.queueURL),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
 	})
-	t.usage.otherCalls.Add(1)
 	if err != nil {
 		return "", t.convert("get queue arn", err)
 	}
@@ -151,12 +148,10 @@ func (t *Transport) delete(ctx context.Context, msgs []events.SQSMessage) error 
 		for i, m := range msgs[:n] {
 			entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(m.ReceiptHandle)}
 		}
-		out, err := t.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(t.queueURL), Entries: entries})
-		t.usage.deleteCalls.Add(1)
+		_, err := t.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(t.queueURL), Entries: entries})
 		if err != nil {
 			return t.convert("delete batch", err)
 		}
-		t.usage.deleted.Add(int64(len(out.Successful)))
 		msgs = msgs[n:]
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -70,7 +69,6 @@ type Transport struct {
 	api      SQSAPI
 	queueURL string
 	opts     Options
-	usage    counters
 }
 
 // New returns a Transport on the queue at queueURL.
@@ -235,7 +233,6 @@ func (t *Transport) sendBatch(ctx context.Context, batch []encoded, failed map[i
 			entries[i] = e.entry
 		}
 		out, err := t.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &t.queueURL, Entries: entries})
-		t.usage.sendCalls.Add(1)
 		if err != nil {
 			err = t.convert("send batch", err)
 			for _, e := range pending {
@@ -247,11 +244,9 @@ func (t *Transport) sendBatch(ctx context.Context, batch []encoded, failed map[i
 		done := make(map[string]bool, len(pending))
 		for _, ok := range out.Successful {
 			id := aws.ToString(ok.Id)
-			if e, known := byID[id]; known && !done[id] {
+			if _, known := byID[id]; known && !done[id] {
 				done[id] = true
 				sent++
-				t.usage.sent.Add(1)
-				t.usage.sentBytes.Add(int64(e.size))
 			}
 		}
 		var retry []encoded
@@ -317,47 +312,4 @@ func convert(op, queueURL string, err error) error {
 		return fmt.Errorf("%s: %w: %s (%v)", op, ErrQueueMissing, queueURL, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
-}
-
-// Usage counts the SQS requests and messages of a Transport, for benchmarks
-// and cost estimates. SQS bills each call (and each further 64 KiB chunk of
-// its payload) as one request.
-type Usage struct {
-	// SendCalls counts SendMessageBatch calls, retries included.
-	SendCalls int64
-	// Sent counts messages SQS accepted; SentBytes their sizes.
-	Sent      int64
-	SentBytes int64
-	// ReceiveCalls counts ReceiveMessage calls, empty ones included;
-	// Received the messages they returned.
-	ReceiveCalls int64
-	Received     int64
-	// DeleteCalls counts DeleteMessageBatch calls; Deleted the messages
-	// SQS deleted.
-	DeleteCalls int64
-	Deleted     int64
-	// OtherCalls counts other calls (GetQueueAttributes).
-	OtherCalls int64
-}
-
-// Requests returns the number of SQS calls counted.
-func (u Usage) Requests() int64 {
-	return u.SendCalls + u.ReceiveCalls + u.DeleteCalls + u.OtherCalls
-}
-
-type counters struct {
-	sendCalls, sent, sentBytes       atomic.Int64
-	receiveCalls, received           atomic.Int64
-	deleteCalls, deleted, otherCalls atomic.Int64
-}
-
-// Usage returns a snapshot of the transport's counters.
-func (t *Transport) Usage() Usage {
-	c := &t.usage
-	return Usage{
-		SendCalls: c.sendCalls.Load(), Sent: c.sent.Load(), SentBytes: c.sentBytes.Load(),
-		ReceiveCalls: c.receiveCalls.Load(), Received: c.received.Load(),
-		DeleteCalls: c.deleteCalls.Load(), Deleted: c.deleted.Load(),
-		OtherCalls: c.otherCalls.Load(),
-	}
 }

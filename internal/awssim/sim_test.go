@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/awssim"
 	"github.com/slotq/slotq/internal/dynamolocal"
 	"github.com/slotq/slotq/internal/motoserver"
-	"github.com/slotq/slotq/pkg/awssim"
 	"github.com/slotq/slotq/pkg/dynamostore"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"

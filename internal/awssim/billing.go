@@ -36,8 +36,8 @@ func (b Bill) Sub(o Bill) Bill {
 // Billed wraps a DynamoDB client and works out, call by call, the request
 // units DynamoDB on-demand bills, from the items themselves: an emulator's
 // ConsumedCapacity need not be DynamoDB's (moto_server reports 0.5 for an
-// UpdateItem and nothing for a TransactWriteItems), so Store.Usage's units
-// cannot be trusted against one.
+// UpdateItem and nothing for a TransactWriteItems), so it cannot be
+// trusted against one.
 //
 // The rules applied (DynamoDB developer guide, "Read/write capacity mode"
 // and "Global secondary indexes — provisioned throughput"):
