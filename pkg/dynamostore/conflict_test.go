@@ -144,8 +144,15 @@ func TestTransactionConflict(t *testing.T) {
 // exists (CreateJobs' puts require that it does not).
 func jobUpdate(in any) bool {
 	p, ok := in.(*dynamodb.PutItemInput)
-	return ok && onJobItem(in) && p.ConditionExpression != nil &&
-		!strings.HasPrefix(*p.ConditionExpression, "attribute_not_exists")
+	if !ok || !onJobItem(in) {
+		return false
+	}
+	for _, name := range p.ExpressionAttributeNames {
+		if name == "status" { // UpdateJob's condition is on the status
+			return true
+		}
+	}
+	return false
 }
 
 // TestTakeRetryAfterAnotherWrite: a take lands, its answer is lost, and
