@@ -402,7 +402,7 @@ func jobsListCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			for _, j := range out.Jobs {
 				why := j.LastError
 				if j.Status == job.Parked {
-					why = fmt.Sprintf("%s, due %s", j.ParkReason, ts(j.DueAt))
+					why = parkedWhy(j)
 				}
 				row(w, j.ID, j.Ticket, j.Status, ts(j.SlotAt), j.Attempt, j.What(), oneLine(why, 60))
 			}
@@ -411,6 +411,15 @@ func jobsListCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			}
 		}, nil
 	})
+}
+
+// parkedWhy says why a job is parked and when the resume function
+// releases it.
+func parkedWhy(j job.Job) string {
+	if j.DueAt.IsZero() {
+		return string(j.ParkReason)
+	}
+	return fmt.Sprintf("%s, due %s", j.ParkReason, ts(j.DueAt))
 }
 
 func oneLine(s string, n int) string {
@@ -437,7 +446,7 @@ func jobRows(j job.Job) func(io.Writer) {
 			row(w, "not before", ts(j.NotBefore))
 		}
 		if j.ParkReason != "" {
-			row(w, "parked", fmt.Sprintf("%s, due %s", j.ParkReason, ts(j.DueAt)))
+			row(w, "parked", parkedWhy(j))
 		}
 		row(w, "enqueued", ts(j.EnqueuedAt))
 		row(w, "started", ts(j.StartedAt))

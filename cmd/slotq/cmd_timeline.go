@@ -261,7 +261,7 @@ func drawTimeline(w io.Writer, tl startTimeline, width int) {
 		bar[a], bar[b] = '|', '*'
 		gap := "-"
 		if s.Gap > 0 {
-			gap = ms(s.Gap)
+			gap = strings.TrimPrefix(ms(s.Gap), "+")
 		}
 		row(w, s.Ticket, s.JobID, s.Attempt, clock(s.SlotAt), clock(s.StartedAt), ms(s.Late), gap, string(bar))
 	}
