@@ -1,12 +1,32 @@
 // Command slotq is slotq's program for people.
 //
+//	slotq enqueue QUEUE [--kind K | --target T] [--payload JSON|@FILE|-] [--id ID] [--not-before T]
+//	slotq queues                      list the queues
+//	slotq stats QUEUE                 waiting, parked, failed, lag, backlog, configuration
+//	slotq pause QUEUE [--until T | --for D]
+//	slotq resume QUEUE
+//	slotq jobs list QUEUE [--status parked|failed]
+//	slotq jobs get QUEUE ID
+//	slotq jobs cancel QUEUE ID
+//	slotq create QUEUE [--interval D …]   slotq configure QUEUE [--interval D …]
+//	slotq purge QUEUE                 slotq delete QUEUE
+//	slotq timeline QUEUE [ID ...]     a picture of starts against their slots
 //	slotq local   run the stack in this process (make run): Invoke API, event source, schedule
 //	slotq invoke  invoke a function through the Invoke API and print its answer
 //	slotq demo    run producers and workers on the embedded backend; show a timeline (make demo)
 //	slotq bench   run the demo workload several times and report its figures
-//	slotq help    list the commands
 //
-// Each command has its own flags; `slotq COMMAND -h` lists them.
+// The commands that talk to a stack call pkg/client, which does the work:
+// on the local runtime (--endpoint, SLOTQ_ENDPOINT; default
+// http://127.0.0.1:3001), or on a deployed stack (--stack NAME reads the
+// function names from its outputs; or --enqueue-function and
+// --admin-function). They print aligned tables, or JSON with --json;
+// errors go to stderr with their code and field.
+//
+// Exit status: 0 done, 1 the operation failed (the stack refused it, the
+// function failed, the stack could not be reached), 2 bad command line.
+// Each command has its own flags; `slotq COMMAND --help` lists them with
+// their defaults.
 package main
 
 import (
@@ -38,6 +58,17 @@ var commands []command
 
 func init() {
 	commands = []command{
+		{"enqueue", "enqueue a job on a queue and print its ticket, slot and position", enqueueCmd},
+		{"queues", "list the queues", queuesCmd},
+		{"stats", "show a queue's figures: waiting, parked, failed, lag, backlog", statsCmd},
+		{"pause", "pause a queue, until a time or for a while if given", pauseCmd},
+		{"resume", "lift a queue's pause and release its parked jobs", resumeCmd},
+		{"jobs", "list a queue's parked or failed jobs, get or cancel a job (jobs list|get|cancel)", jobsCmd},
+		{"create", "create a queue", createCmd},
+		{"configure", "change a queue's settings", configureCmd},
+		{"purge", "cancel every job of a queue that has not started", purgeCmd},
+		{"delete", "delete a queue", deleteCmd},
+		{"timeline", "draw starts of a queue against their slots: gaps and lateness", timelineCmd},
 		{"local", "run the stack in this process: Invoke API on 127.0.0.1:3001, SQS event source, schedule (make run)", localCmd},
 		{"invoke", "invoke a function through the Lambda Invoke API (slotq local's by default) and print its answer", invokeCmd},
 		{"demo", "run producers and workers on the embedded backend and show a live timeline of starts", demoCmd},
@@ -83,7 +114,11 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "slotq runs jobs of named queues in time slots: at most one start per queue interval.\n\n")
 	fmt.Fprintf(w, "Usage: slotq COMMAND [flags]\n\nCommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "\nRun 'slotq COMMAND -h' for a command's flags.\n")
+	fmt.Fprintf(w, "\nThe commands that talk to a stack call the local runtime (--endpoint, env SLOTQ_ENDPOINT;\n"+
+		"default %s) or a deployed stack (--stack NAME, env SLOTQ_STACK: function names from\n"+
+		"its outputs; or --enqueue-function and --admin-function). --json prints JSON for scripts.\n", DefaultEndpoint)
+	fmt.Fprintf(w, "\nExit status: 0 done, 1 the operation failed, 2 bad command line.\n")
+	fmt.Fprintf(w, "Run 'slotq COMMAND --help' for a command's flags and their defaults.\n")
 }

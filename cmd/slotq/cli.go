@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/slotq/slotq/pkg/client"
+)
+
+// stdin is what --payload - and --ids - read; tests replace it.
+var stdin io.Reader = os.Stdin
+
+// stackCmd is one command that talks to a stack: its flags, its
+// arguments, and how it prints.
+type stackCmd struct {
+	name, args, desc string
+	fs               *flag.FlagSet
+	conn             *conn
+	stdout, stderr   io.Writer
+}
+
+func newStackCmd(name, args, desc string, stdout, stderr io.Writer) *stackCmd {
+	fs := flag.NewFlagSet("slotq "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	return &stackCmd{name: name, args: args, desc: desc, fs: fs, conn: connFlags(fs), stdout: stdout, stderr: stderr}
+}
+
+// usage prints the command's help: usage line, description, flags with
+// their defaults.
+func (c *stackCmd) usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: slotq %s [flags] %s\n\n%s\n\nFlags:\n", c.name, c.args, c.desc)
+	c.fs.SetOutput(w)
+	c.fs.PrintDefaults()
+	c.fs.SetOutput(c.stderr)
+	fmt.Fprintf(w, "\nExit status: 0 done, 1 the operation failed, 2 bad command line.\n")
+}
+
+// parse parses flags anywhere among the arguments (slotq pause emails
+// --for 1m) and checks the number of arguments. It returns the arguments,
+// and an exit code when the command should stop now (-1 otherwise).
+func (c *stackCmd) parse(args []string, min, max int) ([]string, int) {
+	var pos []string
+	for {
+		err := c.fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			c.usage(c.stdout)
+			return nil, exitOK
+		}
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Run 'slotq %s --help' for usage.\n", c.name)
+			return nil, exitUsage
+		}
+		rest := c.fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	if len(pos) < min || max >= 0 && len(pos) > max {
+		fmt.Fprintf(c.stderr, "slotq %s: want arguments %s, got %d\n", c.name, c.args, len(pos))
+		fmt.Fprintf(c.stderr, "Run 'slotq %s --help' for usage.\n", c.name)
+		return nil, exitUsage
+	}
+	return pos, -1
+}
+
+// fail reports err on stderr, with the answer's code and field, and
+// returns its exit code.
+func (c *stackCmd) fail(err error) int {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(c.stderr, "slotq %s: %s\n", c.name, ue.msg)
+		return exitUsage
+	}
+	if c.conn.json {
+		var e *client.Error
+		var fe *client.FunctionError
+		var body any = map[string]any{"message": err.Error()}
+		switch {
+		case errors.As(err, &e):
+			body = map[string]any{"code": e.Code, "field": e.Field, "message": e.Message}
+		case errors.As(err, &fe):
+			body = map[string]any{"code": "function_error", "function": fe.Function, "type": fe.Type, "message": fe.Message}
+		}
+		b, _ := json.Marshal(map[string]any{"error": body})
+		fmt.Fprintln(c.stderr, string(b))
+		return exitFail
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "slotq") {
+		msg = "slotq " + c.name + ": " + msg
+	}
+	fmt.Fprintln(c.stderr, msg)
+	return exitFail
+}
+
+// run builds the client, calls do, and prints its result: JSON with
+// --json, else the table print writes.
+func (c *stackCmd) run(ctx context.Context, do func(cl *client.Client) (result any, print func(w io.Writer), err error)) int {
+	cl, err := c.conn.client(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	res, print, err := do(cl)
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.conn.json {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return c.fail(err)
+		}
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	print(tw)
+	tw.Flush()
+	return exitOK
+}
+
+// row writes one tab-separated line.
+func row(w io.Writer, cells ...any) {
+	for i, c := range cells {
+		if i > 0 {
+			fmt.Fprint(w, "\t")
+		}
+		fmt.Fprint(w, c)
+	}
+	fmt.Fprintln(w)
+}
+
+// ts formats a time for the tables: UTC, milliseconds; "-" for none.
+func ts(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// parseTime reads an RFC 3339 time, or a duration from now ("90s", "2h").
+func parseTime(flagName, s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(d), nil
+	}
+	return time.Time{}, usagef("--%s %q: want an RFC 3339 time (2025-06-01T14:00:00Z) or a duration from now (90s)", flagName, s)
+}

@@ -1,0 +1,338 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/local"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of the CLI tests")
+
+// runLocalRuntime runs the local runtime in this process on a free port.
+func runLocalRuntime(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- local.Run(ctx, local.Options{Addr: "127.0.0.1:0", Out: io.Discard, Logger: slog.New(slog.DiscardHandler),
+			Ready: func(e local.Endpoints) { ready <- e.InvokeURL }})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case url := <-ready:
+		return url
+	case err := <-done:
+		t.Fatalf("local.Run: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("local runtime not ready")
+	}
+	return ""
+}
+
+// cli runs slotq with args in this process.
+type cli struct {
+	t        *testing.T
+	endpoint string
+}
+
+func (c cli) run(args ...string) (stdout, stderr string, code int) {
+	c.t.Helper()
+	var o, e bytes.Buffer
+	if c.endpoint != "" {
+		args = append(args, "--endpoint", c.endpoint)
+	}
+	code = run(context.Background(), args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+// ok runs args and fails the test unless it exits 0.
+func (c cli) ok(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.run(args...)
+	if code != 0 {
+		c.t.Fatalf("slotq %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+// okJSON runs args with --json and decodes the output into v.
+func (c cli) okJSON(v any, args ...string) {
+	c.t.Helper()
+	out := c.ok(append(args, "--json")...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		c.t.Fatalf("slotq %s --json: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+var (
+	timeRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z`)
+	figRE  = regexp.MustCompile(`(?m)^(lag|backlog|last start)( +)\S+$`)
+)
+
+// golden compares out, its times masked, with testdata/cli/NAME.golden.
+func golden(t *testing.T, name, out string) {
+	t.Helper()
+	out = timeRE.ReplaceAllString(out, "YYYY-MM-DDThh:mm:ss.mmmZ")
+	out = figRE.ReplaceAllString(out, "$1$2<varies>")
+	path := filepath.Join("testdata", "cli", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if out != string(want) {
+		t.Errorf("slotq output for %s:\n%s\nwant (%s):\n%s", name, out, path, want)
+	}
+}
+
+// Each command against the local runtime: the table form against a golden
+// file, the JSON form parsed.
+func TestCommands(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+
+	golden(t, "create", c.ok("create", "emails", "--interval", "2s", "--max-attempts", "5", "--backoff", "10s",
+		"--targets", "https://hooks.example.com/*,lambda:send-email"))
+	golden(t, "pause", c.ok("pause", "emails", "--until", "2099-01-01T00:00:00Z"))
+	golden(t, "queues", c.ok("queues"))
+	golden(t, "enqueue", c.ok("enqueue", "emails", "--kind", "echo", "--id", "welcome-42", "--payload", `{"to":"ada@example.com"}`))
+	golden(t, "enqueue-again", c.ok("enqueue", "emails", "--kind", "echo", "--id", "welcome-42"))
+	golden(t, "stats", c.ok("stats", "emails"))
+	golden(t, "jobs-list", c.ok("jobs", "list", "emails"))
+	golden(t, "jobs-list-failed", c.ok("jobs", "list", "emails", "--status", "failed"))
+	golden(t, "jobs-get", c.ok("jobs", "get", "emails", "welcome-42"))
+	golden(t, "jobs-cancel", c.ok("jobs", "cancel", "emails", "welcome-42"))
+	golden(t, "resume", c.ok("resume", "emails"))
+	golden(t, "configure", c.ok("configure", "emails", "--interval", "1s"))
+	golden(t, "purge", c.ok("purge", "emails"))
+
+	var qs []engine.Queue
+	c.okJSON(&qs, "queues")
+	if len(qs) != 1 || qs[0].Name != "emails" || qs[0].Config.Interval != time.Second || qs[0].Config.MaxAttempts != 5 || len(qs[0].Config.Targets) != 2 {
+		t.Errorf("queues --json: %+v", qs)
+	}
+	var acc engine.EnqueueResult
+	stdin = strings.NewReader(`{"n": 1}`)
+	c.okJSON(&acc, "enqueue", "emails", "--target", "https://hooks.example.com/x", "--payload", "-", "--not-before", "1h")
+	if len(acc.Jobs) != 1 || acc.Jobs[0].Ticket != 2 || acc.Jobs[0].JobID == "" {
+		t.Errorf("enqueue --json: %+v", acc)
+	}
+	var j job.Job
+	c.okJSON(&j, "jobs", "get", "emails", acc.Jobs[0].JobID)
+	if j.Target != "https://hooks.example.com/x" || j.NotBefore.Before(time.Now().Add(50*time.Minute)) || j.Status != job.Parked {
+		t.Errorf("jobs get --json: %+v", j)
+	}
+	var st engine.Stats
+	c.okJSON(&st, "stats", "emails")
+	if st.Queue != "emails" || st.Parked != 1 || st.Waiting < 1 {
+		t.Errorf("stats --json: %+v", st)
+	}
+	var list struct {
+		Jobs []job.Job `json:"jobs"`
+	}
+	c.okJSON(&list, "jobs", "list", "emails", "--limit", "10")
+	if len(list.Jobs) != 1 || list.Jobs[0].ID != acc.Jobs[0].JobID {
+		t.Errorf("jobs list --json: %+v", list)
+	}
+	var state slot.State
+	c.okJSON(&state, "pause", "emails", "--for", "1h")
+	if !state.Paused || state.PausedUntil.Before(time.Now().Add(59*time.Minute)) {
+		t.Errorf("pause --json: %+v", state)
+	}
+	var rep engine.ResumeReport
+	c.okJSON(&rep, "resume", "emails")
+	var q engine.Queue
+	c.okJSON(&q, "configure", "emails", "--targets", "", "--reset")
+	if q.Config.Interval != time.Second || q.Config.Targets != nil || q.Config.MaxAttempts != slot.DefaultMaxAttempts {
+		t.Errorf("configure --reset --json: %+v", q.Config)
+	}
+	golden(t, "delete", c.ok("delete", "emails"))
+	c.okJSON(&qs, "queues")
+	if len(qs) != 0 {
+		t.Errorf("queues after delete: %+v", qs)
+	}
+}
+
+// Refusals print their code and field on stderr and exit 1; bad command
+// lines exit 2; --help exits 0 and lists flags with defaults.
+func TestExitCodes(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	c.ok("create", "emails")
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"queue not found", []string{"stats", "nope"}, 1, "slotq stats: queue_not_found (queue): queue nope not found\n"},
+		{"job not found", []string{"jobs", "get", "emails", "nope"}, 1, "slotq get: job_not_found (job_id): job nope not found in queue emails\n"},
+		{"bad input", []string{"create", "bad", "--interval", "-1s"}, 1, "slotq create: invalid_interval (config.interval): interval must be greater than 0\n"},
+		{"not allowed", []string{"enqueue", "emails", "--target", "https://example.org/"}, 1, "target_not_allowed (job.target)"},
+		{"status not listed", []string{"jobs", "list", "emails", "--status", "running"}, 1, "status_not_listed (status)"},
+		{"json error", []string{"stats", "nope", "--json"}, 1, `{"error":{"code":"queue_not_found","field":"queue","message":"queue nope not found"}}` + "\n"},
+		{"no queue", []string{"stats"}, 2, "want arguments QUEUE, got 0"},
+		{"extra argument", []string{"resume", "a", "b"}, 2, "want arguments QUEUE, got 2"},
+		{"bad flag", []string{"queues", "--nope"}, 2, "flag provided but not defined: -nope"},
+		{"bad duration", []string{"pause", "emails", "--for", "soon"}, 2, "invalid value"},
+		{"until and for", []string{"pause", "emails", "--for", "1m", "--until", "2099-01-01T00:00:00Z"}, 2, "give --until or --for, not both"},
+		{"bad until", []string{"pause", "emails", "--until", "tomorrow"}, 2, "want an RFC 3339 time"},
+		{"bad payload", []string{"enqueue", "emails", "--kind", "echo", "--payload", "{"}, 2, "--payload is not JSON"},
+		{"bad not-before", []string{"enqueue", "emails", "--kind", "echo", "--not-before", "later"}, 2, "--not-before"},
+		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"unknown jobs command", []string{"jobs", "frob"}, 2, `unknown command "frob"`},
+		{"timeline without source", []string{"timeline", "emails"}, 2, "the stack keeps no list of recent starts"},
+		{"endpoint and stack", []string{"queues", "--stack", "x"}, 2, "give --endpoint or --stack, not both"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := c.run(tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.stderr) {
+				t.Errorf("slotq %s: exit %d, stderr %q; want exit %d, stderr with %q", strings.Join(tt.args, " "), code, errOut, tt.code, tt.stderr)
+			}
+		})
+	}
+	t.Run("function error", func(t *testing.T) {
+		_, errOut, code := cli{t: t, endpoint: c.endpoint}.run("queues", "--admin-function", "NoSuchFunction")
+		if code != 1 || !strings.Contains(errOut, "ResourceNotFoundException") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+	t.Run("unreachable", func(t *testing.T) {
+		_, errOut, code := cli{t: t, endpoint: "http://127.0.0.1:1"}.run("queues")
+		if code != 1 || errOut == "" {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+}
+
+func TestHelp(t *testing.T) {
+	c := cli{t: t}
+	out, _, code := c.run("--help")
+	if code != 0 || !strings.Contains(out, "Exit status: 0 done, 1 the operation failed, 2 bad command line.") {
+		t.Errorf("slotq --help: exit %d\n%s", code, out)
+	}
+	golden(t, "help", out)
+	for _, cmd := range commands {
+		if cmd.name == "help" {
+			continue
+		}
+		args := strings.Fields(cmd.name)
+		if cmd.name == "jobs" {
+			for _, sub := range []string{"list", "get", "cancel"} {
+				checkHelp(t, append(args, sub, "--help"), true)
+			}
+			out, _, code := c.run("jobs", "--help")
+			if code != 0 || !strings.Contains(out, "list") {
+				t.Errorf("slotq jobs --help: exit %d\n%s", code, out)
+			}
+			continue
+		}
+		checkHelp(t, append(args, "--help"), cmd.name != "local" && cmd.name != "invoke" && cmd.name != "demo" && cmd.name != "bench")
+	}
+	out, _, _ = c.run("pause", "--help")
+	for _, want := range []string{"-until string", "-for duration", "-json", "-endpoint string", "default http://127.0.0.1:3001"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("slotq pause --help lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func checkHelp(t *testing.T, args []string, stackCmd bool) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code := run(context.Background(), args, &o, &e)
+	help := o.String() + e.String()
+	if code != 0 || !strings.Contains(help, "Usage: slotq "+args[0]) {
+		t.Errorf("slotq %s: exit %d\n%s", strings.Join(args, " "), code, help)
+	}
+	if stackCmd && (!strings.Contains(o.String(), "-json") || !strings.Contains(o.String(), "-stack string")) {
+		t.Errorf("slotq %s lists no shared flags:\n%s", strings.Join(args, " "), o.String())
+	}
+}
+
+// stubStacks answers DescribeStacks with one stack's outputs.
+type stubStacks struct {
+	name    string
+	outputs map[string]string
+}
+
+func (s stubStacks) DescribeStacks(_ context.Context, in *cloudformation.DescribeStacksInput, _ ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error) {
+	if aws.ToString(in.StackName) != s.name {
+		return nil, &cftypes.InvalidOperationException{Message: aws.String("Stack with id " + aws.ToString(in.StackName) + " does not exist")}
+	}
+	var outs []cftypes.Output
+	for k, v := range s.outputs {
+		outs = append(outs, cftypes.Output{OutputKey: aws.String(k), OutputValue: aws.String(v)})
+	}
+	return &cloudformation.DescribeStacksOutput{Stacks: []cftypes.Stack{{StackName: in.StackName, Outputs: outs}}}, nil
+}
+
+// --stack reads the function names from the stack's outputs. AWS's Lambda
+// endpoint is the local runtime here (AWS_ENDPOINT_URL_LAMBDA), which
+// takes function ARNs as Lambda does.
+func TestStack(t *testing.T) {
+	url := runLocalRuntime(t)
+	arn := "arn:aws:lambda:us-east-1:123456789012:function:"
+	old := newCloudFormation
+	t.Cleanup(func() { newCloudFormation = old })
+	newCloudFormation = func(aws.Config) describeStacksAPI {
+		return stubStacks{"slotq-prod", map[string]string{
+			"EnqueueFunctionName": arn + "EnqueueFunction", "AdminFunctionName": arn + "AdminFunction", "TableName": "slotq-prod-Table"}}
+	}
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", url)
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	c := cli{t: t}
+	c.ok("enqueue", "emails", "--kind", "echo", "--stack", "slotq-prod")
+	var qs []engine.Queue
+	c.okJSON(&qs, "queues", "--stack", "slotq-prod")
+	if len(qs) != 1 || qs[0].Name != "emails" {
+		t.Errorf("queues: %+v", qs)
+	}
+	_, errOut, code := c.run("queues", "--stack", "other")
+	if code != 1 || !strings.Contains(errOut, "stack other") {
+		t.Errorf("unknown stack: exit %d, %q", code, errOut)
+	}
+	// SLOTQ_STACK does what --stack does.
+	t.Setenv("SLOTQ_STACK", "slotq-prod")
+	c.okJSON(&qs, "queues")
+	if len(qs) != 1 {
+		t.Errorf("queues with SLOTQ_STACK: %+v", qs)
+	}
+}
+
+func TestStackOutputsRefusesOtherStacks(t *testing.T) {
+	_, err := stackOutputs(context.Background(), stubStacks{"web", map[string]string{"Url": "https://example.com"}}, "web")
+	if err == nil || !strings.Contains(err.Error(), "is it a slotq stack?") {
+		t.Errorf("got %v", err)
+	}
+}

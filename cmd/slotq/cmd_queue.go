@@ -1,0 +1,494 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/slotq/slotq/pkg/client"
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("enqueue", "QUEUE", "Enqueues one job (a kind, or a target) on QUEUE and prints its ticket, slot and position.\n"+
+		"A queue that does not exist is created (with --interval, or the stack's default).", stdout, stderr)
+	var (
+		kind      = c.fs.String("kind", "", "Go handler the worker runs (give --kind or --target)")
+		target    = c.fs.String("target", "", "HTTP URL or Lambda function (lambda:NAME) the worker calls; the queue must allow it")
+		payload   = c.fs.String("payload", "", "the job's JSON payload, @FILE to read it from a file, or - for stdin")
+		id        = c.fs.String("id", "", "job id: enqueued once per queue however often it is sent (default: a random id)")
+		notBefore = c.fs.String("not-before", "", "earliest start: an RFC 3339 time or a duration from now (10m)")
+		interval  = c.fs.Duration("interval", 0, "interval of the queue if this call creates it (default: the stack's)")
+	)
+	pos, code := c.parse(args, 1, 1)
+	if code >= 0 {
+		return code
+	}
+	spec := job.Spec{ID: *id, Kind: *kind, Target: *target}
+	if *payload != "" {
+		b, err := readArg(*payload)
+		if err != nil {
+			return c.fail(usagef("--payload: %v", err))
+		}
+		if !json.Valid(b) {
+			return c.fail(usagef("--payload is not JSON"))
+		}
+		spec.Payload = b
+	}
+	if *notBefore != "" {
+		t, err := parseTime("not-before", *notBefore, time.Now())
+		if err != nil {
+			return c.fail(err)
+		}
+		spec.NotBefore = &t
+	}
+	in := &client.EnqueueInput{Queue: pos[0], Job: &spec}
+	if *interval != 0 {
+		d := slot.Duration(*interval)
+		in.Interval = &d
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.Enqueue(ctx, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		return out, func(w io.Writer) {
+			row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "STATUS")
+			for _, a := range out.Jobs {
+				status := string(a.Status)
+				if a.Existing {
+					status += " (enqueued before)"
+				}
+				row(w, a.JobID, a.Ticket, ts(a.SlotAt), a.Position, status)
+			}
+		}, nil
+	})
+}
+
+// readArg reads a flag value that may be @FILE or - (stdin).
+func readArg(v string) ([]byte, error) {
+	if v == "-" {
+		return io.ReadAll(stdin)
+	}
+	if name, ok := strings.CutPrefix(v, "@"); ok {
+		return os.ReadFile(name)
+	}
+	return []byte(v), nil
+}
+
+func queuesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("queues", "", "Lists the queues with their interval, pause and counters.", stdout, stderr)
+	if _, code := c.parse(args, 0, 0); code >= 0 {
+		return code
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.ListQueues(ctx, &client.ListQueuesInput{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return out.Queues, func(w io.Writer) {
+			row(w, "QUEUE", "INTERVAL", "SKEW", "MAX ATTEMPTS", "TARGETS", "PAUSED", "TICKETS", "STARTED", "CREATED")
+			for _, q := range out.Queues {
+				row(w, q.Name, q.Config.Interval, q.Config.Skew, q.Config.MaxAttempts, len(q.Config.Targets),
+					paused(q.State), q.State.Ticket, q.State.Current, ts(q.CreatedAt))
+			}
+		}, nil
+	})
+}
+
+func paused(s slot.State) string {
+	switch {
+	case !s.Paused:
+		return "no"
+	case s.PausedUntil.IsZero():
+		return "yes"
+	}
+	return "until " + ts(s.PausedUntil)
+}
+
+func statsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("stats", "QUEUE", "Shows a queue's figures: jobs waiting (from its counters), parked and failed,\n"+
+		"how far its starts trail its line (lag), how far ahead the line is booked (backlog), and its configuration.", stdout, stderr)
+	pos, code := c.parse(args, 1, 1)
+	if code >= 0 {
+		return code
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.GetStats(ctx, &client.GetStatsInput{Queue: pos[0]})
+		if err != nil {
+			return nil, nil, err
+		}
+		s := out.Stats
+		return s, func(w io.Writer) {
+			row(w, "queue", s.Queue)
+			row(w, "paused", paused(s.State))
+			row(w, "waiting", s.Waiting)
+			row(w, "parked", s.Parked)
+			row(w, "failed", s.Failed)
+			row(w, "lag", time.Duration(s.Lag))
+			row(w, "backlog", time.Duration(s.Backlog))
+			row(w, "tickets", s.State.Ticket)
+			row(w, "started", s.State.Current)
+			row(w, "last start", ts(s.State.LastStart))
+			configRows(w, s.Config)
+		}, nil
+	})
+}
+
+// configRows prints a queue's configuration, a setting a line.
+func configRows(w io.Writer, c slot.Config) {
+	row(w, "interval", c.Interval)
+	row(w, "skew", c.Skew)
+	row(w, "max attempts", c.MaxAttempts)
+	row(w, "backoff", fmt.Sprintf("%s (at most %s)", c.Backoff, c.MaxBackoff))
+	row(w, "retention", c.Retention)
+	row(w, "target timeout", c.TargetTimeout)
+	row(w, "targets", orDash(strings.Join(c.Targets, ", ")))
+	row(w, "allow networks", orDash(strings.Join(c.AllowNetworks, ", ")))
+}
+
+func pauseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("pause", "QUEUE", "Pauses QUEUE: once this returns no job of it starts until it is resumed,\n"+
+		"by 'slotq resume' or, with --until or --for, by the schedule at that time.", stdout, stderr)
+	until := c.fs.String("until", "", "lift the pause at this RFC 3339 time")
+	forD := c.fs.Duration("for", 0, "lift the pause after this long")
+	pos, code := c.parse(args, 1, 1)
+	if code >= 0 {
+		return code
+	}
+	in := &client.PauseQueueInput{Queue: pos[0]}
+	switch {
+	case *until != "" && *forD != 0:
+		return c.fail(usagef("give --until or --for, not both"))
+	case *until != "":
+		t, err := time.Parse(time.RFC3339Nano, *until)
+		if err != nil {
+			return c.fail(usagef("--until %q: want an RFC 3339 time such as 2025-06-01T14:00:00Z", *until))
+		}
+		in.Until = t
+	case *forD < 0:
+		return c.fail(usagef("--for must be positive"))
+	case *forD > 0:
+		in.Until = time.Now().Add(*forD)
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.PauseQueue(ctx, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		return out.State, func(w io.Writer) {
+			row(w, "queue", pos[0])
+			row(w, "paused", paused(out.State))
+		}, nil
+	})
+}
+
+func resumeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("resume", "QUEUE", "Lifts QUEUE's pause now and releases its parked jobs, in their old order.", stdout, stderr)
+	pos, code := c.parse(args, 1, 1)
+	if code >= 0 {
+		return code
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.ResumeQueue(ctx, &client.ResumeQueueInput{Queue: pos[0]})
+		if err != nil {
+			return nil, nil, err
+		}
+		r := out.Report
+		return r, func(w io.Writer) {
+			row(w, "queue", pos[0])
+			row(w, "released", r.Released)
+			row(w, "reticketed", r.Reticketed)
+			if r.Continued > 0 {
+				row(w, "left for the schedule", "yes (more parked jobs than one pass takes)")
+			}
+		}, nil
+	})
+}
+
+// cancelled is the answer of purge and delete.
+type cancelled struct {
+	Queue     string `json:"queue"`
+	Cancelled int    `json:"cancelled"`
+}
+
+func purgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("purge", "QUEUE", "Cancels every job of QUEUE that has not started.", stdout, stderr)
+	pos, code := c.parse(args, 1, 1)
+	if code >= 0 {
+		return code
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.PurgeQueue(ctx, &client.PurgeQueueInput{Queue: pos[0]})
+		if err != nil {
+			return nil, nil, err
+		}
+		r := cancelled{pos[0], out.Cancelled}
+		return r, func(w io.Writer) { row(w, "queue", r.Queue); row(w, "cancelled", r.Cancelled) }, nil
+	})
+}
+
+func deleteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("delete", "QUEUE", "Deletes QUEUE and cancels its waiting jobs.", stdout, stderr)
+	pos, code := c.parse(args, 1, 1)
+	if code >= 0 {
+		return code
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.DeleteQueue(ctx, &client.DeleteQueueInput{Queue: pos[0]})
+		if err != nil {
+			return nil, nil, err
+		}
+		r := cancelled{pos[0], out.Cancelled}
+		return r, func(w io.Writer) { row(w, "deleted", r.Queue); row(w, "cancelled", r.Cancelled) }, nil
+	})
+}
+
+// configFlags are the settings of create and configure.
+type configFlags struct {
+	interval, skew, backoff, maxBackoff, retention, targetTimeout *time.Duration
+	maxAttempts                                                   *int
+	targets, networks                                             *string
+}
+
+func newConfigFlags(fs *flag.FlagSet, what string) *configFlags {
+	return &configFlags{
+		interval:      fs.Duration("interval", 0, "least time between two starts "+what),
+		skew:          fs.Duration("skew", 0, "allowance for clock differences, less than the interval "+what),
+		maxAttempts:   fs.Int("max-attempts", 0, "attempts a job gets "+what),
+		backoff:       fs.Duration("backoff", 0, "wait before the first retry, doubled each further attempt "+what),
+		maxBackoff:    fs.Duration("max-backoff", 0, "cap of the retry wait "+what),
+		retention:     fs.Duration("retention", 0, "how long finished and failed jobs are kept "+what),
+		targetTimeout: fs.Duration("target-timeout", 0, "bound of one run of an HTTP or Lambda target "+what),
+		targets:       fs.String("targets", "", "comma-separated HTTP and Lambda target patterns jobs may name "+what),
+		networks:      fs.String("allow-networks", "", "comma-separated CIDR prefixes HTTP targets may reach although private "+what),
+	}
+}
+
+// apply sets on cfg the settings given on the command line.
+func (f *configFlags) apply(fs *flag.FlagSet, cfg *slot.Config) {
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "interval":
+			cfg.Interval = *f.interval
+		case "skew":
+			cfg.Skew = *f.skew
+		case "max-attempts":
+			cfg.MaxAttempts = *f.maxAttempts
+		case "backoff":
+			cfg.Backoff = *f.backoff
+		case "max-backoff":
+			cfg.MaxBackoff = *f.maxBackoff
+		case "retention":
+			cfg.Retention = *f.retention
+		case "target-timeout":
+			cfg.TargetTimeout = *f.targetTimeout
+		case "targets":
+			cfg.Targets = split(*f.targets)
+		case "allow-networks":
+			cfg.AllowNetworks = split(*f.networks)
+		}
+	})
+}
+
+func queueRows(q engine.Queue) func(io.Writer) {
+	return func(w io.Writer) {
+		row(w, "queue", q.Name)
+		configRows(w, q.Config)
+		row(w, "paused", paused(q.State))
+		row(w, "created", ts(q.CreatedAt))
+	}
+}
+
+func createCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("create", "QUEUE", "Creates QUEUE. Settings left out take the stack's defaults (its DefaultInterval\n"+
+		"and AllowedTargets), then slotq's.", stdout, stderr)
+	cf := newConfigFlags(c.fs, "(default: the stack's or slotq's)")
+	pos, code := c.parse(args, 1, 1)
+	if code >= 0 {
+		return code
+	}
+	var cfg slot.Config
+	cf.apply(c.fs, &cfg)
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.CreateQueue(ctx, &client.CreateQueueInput{Queue: pos[0], Config: &cfg})
+		if err != nil {
+			return nil, nil, err
+		}
+		return out.Queue, queueRows(out.Queue), nil
+	})
+}
+
+func configureCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("configure", "QUEUE", "Changes the settings of QUEUE given on the command line and keeps the others\n"+
+		"(it reads the configuration, then writes it whole: run one configure at a time).\n"+
+		"Jobs that hold slots keep them; new tickets follow the new interval.", stdout, stderr)
+	cf := newConfigFlags(c.fs, "(default: unchanged)")
+	reset := c.fs.Bool("reset", false, "start from the defaults instead of the queue's settings")
+	pos, code := c.parse(args, 1, 1)
+	if code >= 0 {
+		return code
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		var cfg slot.Config
+		if !*reset {
+			st, err := cl.GetStats(ctx, &client.GetStatsInput{Queue: pos[0]})
+			if err != nil {
+				return nil, nil, err
+			}
+			cfg = st.Stats.Config
+		}
+		cf.apply(c.fs, &cfg)
+		out, err := cl.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: pos[0], Config: cfg})
+		if err != nil {
+			return nil, nil, err
+		}
+		return out.Queue, queueRows(out.Queue), nil
+	})
+}
+
+func jobsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	subs := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
+		"list": jobsListCmd, "get": jobsGetCmd, "cancel": jobsCancelCmd,
+	}
+	if len(args) > 0 {
+		if f, ok := subs[args[0]]; ok {
+			return f(ctx, args[1:], stdout, stderr)
+		}
+	}
+	w, code := stderr, exitUsage
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help") {
+		w, code = stdout, exitOK
+	} else if len(args) > 0 {
+		fmt.Fprintf(stderr, "slotq jobs: unknown command %q\n\n", args[0])
+	}
+	fmt.Fprintf(w, "Usage: slotq jobs COMMAND [flags] QUEUE ...\n\nCommands:\n"+
+		"  list    list QUEUE's parked or failed jobs (jobs that run without trouble are never listed)\n"+
+		"  get     show a job's record by its id\n"+
+		"  cancel  cancel a job that has not started\n\n"+
+		"Run 'slotq jobs COMMAND --help' for a command's flags.\n")
+	return code
+}
+
+func jobsListCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("jobs list", "QUEUE", "Lists QUEUE's parked jobs (waiting for the resume function: far slot, paused queue)\n"+
+		"or its failed ones (dead letters), by ticket. Jobs that run without trouble are never listed:\n"+
+		"get them by id.", stdout, stderr)
+	status := c.fs.String("status", string(job.Parked), "parked or failed")
+	after := c.fs.Int64("after", 0, "list tickets after this one (the next page)")
+	limit := c.fs.Int("limit", 100, "most jobs to list")
+	pos, code := c.parse(args, 1, 1)
+	if code >= 0 {
+		return code
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.ListJobs(ctx, &client.ListJobsInput{Queue: pos[0], Status: job.Status(*status), After: *after, Limit: *limit})
+		if err != nil {
+			return nil, nil, err
+		}
+		res := struct {
+			Jobs      []job.Job `json:"jobs"`
+			NextAfter int64     `json:"next_after,omitempty"`
+		}{out.Jobs, out.NextAfter}
+		return res, func(w io.Writer) {
+			row(w, "JOB ID", "TICKET", "STATUS", "SLOT AT", "ATTEMPT", "WHAT", "WHY")
+			for _, j := range out.Jobs {
+				why := j.LastError
+				if j.Status == job.Parked {
+					why = parkedWhy(j)
+				}
+				row(w, j.ID, j.Ticket, j.Status, ts(j.SlotAt), j.Attempt, j.What(), oneLine(why, 60))
+			}
+			if out.NextAfter != 0 {
+				fmt.Fprintf(w, "more: --after %d\n", out.NextAfter)
+			}
+		}, nil
+	})
+}
+
+// parkedWhy says why a job is parked and when the resume function
+// releases it.
+func parkedWhy(j job.Job) string {
+	if j.DueAt.IsZero() {
+		return string(j.ParkReason)
+	}
+	return fmt.Sprintf("%s, due %s", j.ParkReason, ts(j.DueAt))
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return orDash(s)
+}
+
+func jobRows(j job.Job) func(io.Writer) {
+	return func(w io.Writer) {
+		row(w, "queue", j.Queue)
+		row(w, "job id", j.ID)
+		row(w, "what", j.What())
+		row(w, "status", j.Status)
+		row(w, "ticket", j.Ticket)
+		row(w, "slot at", ts(j.SlotAt))
+		row(w, "attempt", j.Attempt)
+		if j.Retickets > 0 {
+			row(w, "retickets", j.Retickets)
+		}
+		if !j.NotBefore.IsZero() {
+			row(w, "not before", ts(j.NotBefore))
+		}
+		if j.ParkReason != "" {
+			row(w, "parked", parkedWhy(j))
+		}
+		row(w, "enqueued", ts(j.EnqueuedAt))
+		row(w, "started", ts(j.StartedAt))
+		if !j.StartedAt.IsZero() {
+			row(w, "late", j.StartedAt.Sub(j.SlotAt).Round(time.Millisecond))
+		}
+		row(w, "finished", ts(j.FinishedAt))
+		if j.LastError != "" {
+			row(w, "last error", oneLine(j.LastError, 200))
+		}
+		if len(j.Payload) > 0 {
+			row(w, "payload", oneLine(string(j.Payload), 200))
+		}
+	}
+}
+
+func jobsGetCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("jobs get", "QUEUE ID", "Shows the record of job ID of QUEUE, whatever its status.", stdout, stderr)
+	pos, code := c.parse(args, 2, 2)
+	if code >= 0 {
+		return code
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.GetJob(ctx, &client.GetJobInput{Queue: pos[0], JobID: pos[1]})
+		if err != nil {
+			return nil, nil, err
+		}
+		return out.Job, jobRows(out.Job), nil
+	})
+}
+
+func jobsCancelCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("jobs cancel", "QUEUE ID", "Cancels job ID of QUEUE if it has not started (code not_waiting if it has).", stdout, stderr)
+	pos, code := c.parse(args, 2, 2)
+	if code >= 0 {
+		return code
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.CancelJob(ctx, &client.CancelJobInput{Queue: pos[0], JobID: pos[1]})
+		if err != nil {
+			return nil, nil, err
+		}
+		return out.Job, jobRows(out.Job), nil
+	})
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+)
+
+// The picture, from fixed starts: an on-time start, a late one, one that
+// follows it closer than the interval (the window form of spacing
+// allows it), an early one within the skew.
+func TestDrawTimeline(t *testing.T) {
+	t0 := time.Date(2025, 6, 1, 14, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	tl := startTimeline{Queue: "emails", Interval: time.Second, NotStarted: []string{"later-1"}, Starts: []start{
+		{JobID: "c", Ticket: 3, Attempt: 1, SlotAt: at(2000), StartedAt: at(2400)},
+		{JobID: "a", Ticket: 1, Attempt: 1, SlotAt: at(0), StartedAt: at(3)},
+		{JobID: "b", Ticket: 2, Attempt: 2, SlotAt: at(1000), StartedAt: at(1002)},
+		{JobID: "d", Ticket: 4, Attempt: 1, SlotAt: at(3000), StartedAt: at(2995)},
+	}}
+	tl.Starts = recent(tl.Starts, 30)
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	drawTimeline(tw, tl, 31)
+	tw.Flush()
+	golden(t, "timeline", b.String())
+
+	tl.Starts = recent(tl.Starts, 2)
+	if len(tl.Starts) != 2 || tl.Starts[0].JobID != "c" || tl.Starts[0].Gap != 0 || tl.Starts[1].Gap != 595*time.Millisecond {
+		t.Errorf("recent 2: %+v", tl.Starts)
+	}
+}
+
+// Starts read from the JSON lines `slotq local --json` prints and from
+// the worker's log lines with a CloudWatch prefix; other lines and other
+// queues are skipped.
+func TestStartsFromLog(t *testing.T) {
+	log := `{"time":"2025-06-01T14:00:00.004Z","level":"INFO","msg":"ready","event":"ready"}
+{"time":"2025-06-01T14:00:00.004Z","level":"INFO","msg":"start","event":"start","queue":"emails","ticket":1,"job_id":"a","slot_at":"2025-06-01T14:00:00Z","lateness_ms":4,"attempt":1}
+{"time":"2025-06-01T14:00:00.500Z","level":"INFO","msg":"start","queue":"other","ticket":1,"job_id":"x","slot_at":"2025-06-01T14:00:00Z","lateness_ms":500,"attempt":1}
+2025-06-01T14:00:01.010000+00:00 2025/06/01/[$LATEST]abc {"time":"2025-06-01T14:00:01.010Z","level":"INFO","msg":"start","queue":"emails","ticket":2,"job_id":"b","slot_at":"2025-06-01T14:00:01Z","lateness_ms":10,"attempt":1}
+not json
+`
+	tl, err := startsFromLog(strings.NewReader(log), "emails")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl.Starts = recent(tl.Starts, 30)
+	if len(tl.Starts) != 2 || tl.Starts[0].JobID != "a" || tl.Starts[0].Late != 4*time.Millisecond ||
+		tl.Starts[1].Late != 10*time.Millisecond || tl.Starts[1].Gap != 1006*time.Millisecond {
+		t.Errorf("starts %+v", tl.Starts)
+	}
+}
+
+func TestIDsOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\nb\n  c\n": "a b c",
+		`{"queue":"q","jobs":[{"job_id":"x","ticket":1},{"job_id":"y","ticket":2}]}` + "\n" + `{"jobs":[{"job_id":"z"}]}`: "x y z",
+	} {
+		if got := strings.Join(idsOf([]byte(in)), " "); got != want {
+			t.Errorf("idsOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// slotq timeline on the local runtime: jobs enqueued, started, drawn from
+// their records; the ids read from `slotq enqueue --json`.
+func TestTimelineCommand(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	c.ok("create", "fast", "--interval", "100ms")
+	var ids bytes.Buffer
+	for _, id := range []string{"a", "b", "c"} {
+		ids.WriteString(c.ok("enqueue", "fast", "--kind", "echo", "--id", id, "--json"))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, id := range []string{"a", "b", "c"} {
+		for {
+			var j struct{ Status string }
+			c.okJSON(&j, "jobs", "get", "fast", id)
+			if j.Status == "succeeded" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s is %s after 10s", id, j.Status)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	out := c.ok("timeline", "fast", "a", "b", "c")
+	if !strings.Contains(out, "fast: 3 starts") || !strings.Contains(out, "interval 100ms") || strings.Count(out, "*") < 3 {
+		t.Errorf("timeline:\n%s", out)
+	}
+	stdin = &ids
+	var tl startTimeline
+	c.okJSON(&tl, "timeline", "fast", "--ids", "-", "--failed")
+	if len(tl.Starts) != 3 || tl.Interval != 100*time.Millisecond {
+		t.Fatalf("timeline --json: %+v", tl)
+	}
+	for i, s := range tl.Starts {
+		if s.Ticket != int64(i+1) || s.StartedAt.Before(s.SlotAt.Add(-10*time.Millisecond)) {
+			t.Errorf("start %d: %+v", i, s)
+		}
+		if i > 0 && s.Gap < 90*time.Millisecond {
+			t.Errorf("start %d follows the one before by %s", i, s.Gap)
+		}
+	}
+	_, errOut, code := c.run("timeline", "fast", "nope")
+	if code != 1 || !strings.Contains(errOut, "job_not_found") {
+		t.Errorf("timeline of a missing job: exit %d, %q", code, errOut)
+	}
+}

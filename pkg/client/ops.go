@@ -1,0 +1,338 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/lambdafn"
+	"github.com/slotq/slotq/pkg/lambdafn/admin"
+	"github.com/slotq/slotq/pkg/lambdafn/enqueue"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// EnqueueInput is one job (Job) or a batch (Jobs, at most job.MaxBatch)
+// for a queue; Interval is used only if this call creates the queue. It
+// is the enqueue function's request (events/enqueue.json).
+type EnqueueInput = job.EnqueueRequest
+
+// EnqueueOutput holds the accepted jobs in request order: each one's
+// job_id, ticket, slot_at (when it is expected to start), position (the
+// tickets ahead of it) and status (queued, or parked when its slot is
+// beyond the transport's reach or its queue is paused).
+type EnqueueOutput = engine.EnqueueResult
+
+// Enqueue accepts one job or a batch: all of them, or none with an
+// *Error naming the field at fault. A job with an ID is enqueued once per
+// queue: enqueuing it again answers the first acceptance with Existing
+// set, so an enqueue that failed with a *FunctionError is safe to retry.
+// A queue that does not exist is created with Interval (or the stack's
+// default).
+func (c *Client) Enqueue(ctx context.Context, in *EnqueueInput) (*EnqueueOutput, error) {
+	var res enqueue.Response
+	if err := c.invoke(ctx, "enqueue", c.opts.EnqueueFunction, in, &res, func() *lambdafn.Error { return res.Error }); err != nil {
+		return nil, err
+	}
+	return &EnqueueOutput{Queue: res.Queue, Jobs: res.Jobs}, nil
+}
+
+// admin runs one admin operation.
+func (c *Client) admin(ctx context.Context, r admin.Request) (*admin.Response, error) {
+	payload, err := encodeAdmin(r)
+	if err != nil {
+		return nil, fmt.Errorf("slotq %s: encode request: %w", r.Op, err)
+	}
+	var res admin.Response
+	if err := c.invoke(ctx, r.Op, c.opts.AdminFunction, payload, &res, func() *lambdafn.Error { return res.Error }); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// CreateQueueInput names a new queue and its configuration.
+type CreateQueueInput struct {
+	Queue string
+	// Config's zero fields take the stack's defaults (DefaultInterval,
+	// AllowedTargets), then slot's. Nil: every default.
+	Config *slot.Config
+}
+
+// CreateQueueOutput is the queue as created, defaults filled.
+type CreateQueueOutput struct {
+	Queue engine.Queue
+}
+
+// CreateQueue creates a queue. ErrQueueExists if it exists.
+func (c *Client) CreateQueue(ctx context.Context, in *CreateQueueInput) (*CreateQueueOutput, error) {
+	res, err := c.admin(ctx, admin.Request{Op: "create", Queue: in.Queue, Config: in.Config})
+	if err != nil {
+		return nil, err
+	}
+	return &CreateQueueOutput{Queue: deref(res.Queue)}, nil
+}
+
+// ConfigureQueueInput replaces a queue's configuration.
+type ConfigureQueueInput struct {
+	Queue string
+	// Config replaces the whole configuration: its zero fields take their
+	// defaults, not the queue's current values. Read the current one with
+	// GetStats to change one setting.
+	Config slot.Config
+}
+
+// ConfigureQueueOutput is the queue as configured.
+type ConfigureQueueOutput struct {
+	Queue engine.Queue
+}
+
+// ConfigureQueue replaces a queue's configuration. Jobs that hold slots
+// keep them; new tickets follow the new interval.
+func (c *Client) ConfigureQueue(ctx context.Context, in *ConfigureQueueInput) (*ConfigureQueueOutput, error) {
+	cfg := in.Config
+	res, err := c.admin(ctx, admin.Request{Op: "configure", Queue: in.Queue, Config: &cfg})
+	if err != nil {
+		return nil, err
+	}
+	return &ConfigureQueueOutput{Queue: deref(res.Queue)}, nil
+}
+
+// PauseQueueInput names the queue to pause.
+type PauseQueueInput struct {
+	Queue string
+	// Until, if not zero, is when the resume function lifts the pause by
+	// itself. It must lie in the future.
+	Until time.Time
+}
+
+// PauseQueueOutput is the queue's state after the pause.
+type PauseQueueOutput struct {
+	State slot.State
+}
+
+// PauseQueue stops the queue's gate: once it returns, no job of the queue
+// starts until the queue is resumed (or Until comes).
+func (c *Client) PauseQueue(ctx context.Context, in *PauseQueueInput) (*PauseQueueOutput, error) {
+	r := admin.Request{Op: "pause", Queue: in.Queue}
+	if !in.Until.IsZero() {
+		u := in.Until.UTC()
+		r.Until = &u
+	}
+	res, err := c.admin(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return &PauseQueueOutput{State: deref(res.State)}, nil
+}
+
+// ResumeQueueInput names the queue to resume.
+type ResumeQueueInput struct {
+	Queue string
+}
+
+// ResumeQueueOutput reports the release of the queue's parked jobs.
+type ResumeQueueOutput struct {
+	Report engine.ResumeReport
+}
+
+// ResumeQueue lifts a pause now and releases the queue's parked jobs,
+// re-ticketed in their old order.
+func (c *Client) ResumeQueue(ctx context.Context, in *ResumeQueueInput) (*ResumeQueueOutput, error) {
+	res, err := c.admin(ctx, admin.Request{Op: "resume", Queue: in.Queue})
+	if err != nil {
+		return nil, err
+	}
+	return &ResumeQueueOutput{Report: deref(res.Report)}, nil
+}
+
+// PurgeQueueInput names the queue to purge.
+type PurgeQueueInput struct {
+	Queue string
+}
+
+// PurgeQueueOutput counts the jobs the purge cancelled.
+type PurgeQueueOutput struct {
+	Cancelled int
+}
+
+// PurgeQueue cancels every job of the queue that has not started.
+func (c *Client) PurgeQueue(ctx context.Context, in *PurgeQueueInput) (*PurgeQueueOutput, error) {
+	res, err := c.admin(ctx, admin.Request{Op: "purge", Queue: in.Queue})
+	if err != nil {
+		return nil, err
+	}
+	return &PurgeQueueOutput{Cancelled: deref(res.Cancelled)}, nil
+}
+
+// DeleteQueueInput names the queue to delete.
+type DeleteQueueInput struct {
+	Queue string
+}
+
+// DeleteQueueOutput counts the waiting jobs the delete cancelled.
+type DeleteQueueOutput struct {
+	Cancelled int
+}
+
+// DeleteQueue deletes a queue and cancels its waiting jobs.
+func (c *Client) DeleteQueue(ctx context.Context, in *DeleteQueueInput) (*DeleteQueueOutput, error) {
+	res, err := c.admin(ctx, admin.Request{Op: "delete", Queue: in.Queue})
+	if err != nil {
+		return nil, err
+	}
+	return &DeleteQueueOutput{Cancelled: deref(res.Cancelled)}, nil
+}
+
+// GetStatsInput names a queue.
+type GetStatsInput struct {
+	Queue string
+}
+
+// GetStatsOutput holds the queue's configuration, state and figures:
+// waiting (from its counters), parked, failed, lag and backlog.
+type GetStatsOutput struct {
+	Stats engine.Stats
+}
+
+// GetStats returns a queue's configuration, state and figures.
+func (c *Client) GetStats(ctx context.Context, in *GetStatsInput) (*GetStatsOutput, error) {
+	res, err := c.admin(ctx, admin.Request{Op: "stats", Queue: in.Queue})
+	if err != nil {
+		return nil, err
+	}
+	return &GetStatsOutput{Stats: deref(res.Stats)}, nil
+}
+
+// GetJobInput names a job.
+type GetJobInput struct {
+	Queue string
+	JobID string
+}
+
+// GetJobOutput is the job's record.
+type GetJobOutput struct {
+	Job job.Job
+}
+
+// GetJob returns a job's record, whatever its status. ErrJobNotFound for
+// a job that does not exist or whose retention has passed.
+func (c *Client) GetJob(ctx context.Context, in *GetJobInput) (*GetJobOutput, error) {
+	res, err := c.admin(ctx, admin.Request{Op: "get", Queue: in.Queue, JobID: in.JobID})
+	if err != nil {
+		return nil, err
+	}
+	return &GetJobOutput{Job: deref(res.Job)}, nil
+}
+
+// CancelJobInput names a job.
+type CancelJobInput struct {
+	Queue string
+	JobID string
+}
+
+// CancelJobOutput is the cancelled job's record.
+type CancelJobOutput struct {
+	Job job.Job
+}
+
+// CancelJob cancels a job that has not started. ErrNotWaiting if it has
+// started or ended.
+func (c *Client) CancelJob(ctx context.Context, in *CancelJobInput) (*CancelJobOutput, error) {
+	res, err := c.admin(ctx, admin.Request{Op: "cancel", Queue: in.Queue, JobID: in.JobID})
+	if err != nil {
+		return nil, err
+	}
+	return &CancelJobOutput{Job: deref(res.Job)}, nil
+}
+
+// ListJobsInput pages through one queue's jobs of a listed status.
+type ListJobsInput struct {
+	// Queue is required.
+	Queue string
+	// Status is job.Parked (the default) or job.Failed: only those are
+	// listed (job.Status.Listed); get other jobs by id.
+	Status job.Status
+	// After lists jobs with tickets greater than After; 0 from the start.
+	After int64
+	// Limit caps the page. Default (0) 100.
+	Limit int
+}
+
+// ListJobsOutput is one page of jobs, by ticket.
+type ListJobsOutput struct {
+	Jobs []job.Job
+	// NextAfter is the After of the next page when this one is full; 0
+	// when there is none.
+	NextAfter int64
+}
+
+// ListJobs lists a queue's parked or failed jobs by ticket.
+func (c *Client) ListJobs(ctx context.Context, in *ListJobsInput) (*ListJobsOutput, error) {
+	if in.Queue == "" {
+		// The admin function lists the queues for a list without one.
+		return nil, &Error{Op: "list", Code: "invalid_queue", Field: "queue", Message: "ListJobs needs a queue; ListQueues lists the queues"}
+	}
+	res, err := c.admin(ctx, admin.Request{Op: "list", Queue: in.Queue, Status: in.Status, After: in.After, Limit: in.Limit})
+	if err != nil {
+		return nil, err
+	}
+	out := &ListJobsOutput{Jobs: res.Jobs}
+	limit := in.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	if n := len(res.Jobs); n > 0 && n >= limit {
+		out.NextAfter = res.Jobs[n-1].Ticket
+	}
+	return out, nil
+}
+
+// ListQueuesInput takes no parameters.
+type ListQueuesInput struct{}
+
+// ListQueuesOutput holds every queue, by name.
+type ListQueuesOutput struct {
+	Queues []engine.Queue
+}
+
+// ListQueues lists every queue with its configuration and state.
+func (c *Client) ListQueues(ctx context.Context, _ *ListQueuesInput) (*ListQueuesOutput, error) {
+	res, err := c.admin(ctx, admin.Request{Op: "list"})
+	if err != nil {
+		return nil, err
+	}
+	return &ListQueuesOutput{Queues: res.Queues}, nil
+}
+
+// encodeAdmin encodes r. slot.Config writes a zero interval as "0s",
+// which the function refuses (an interval given must be positive), so a
+// config that leaves the interval to its default leaves it out.
+func encodeAdmin(r admin.Request) (json.RawMessage, error) {
+	b, err := json.Marshal(r)
+	if err != nil || r.Config == nil || r.Config.Interval != 0 {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	var cfg map[string]json.RawMessage
+	if err := json.Unmarshal(m["config"], &cfg); err != nil {
+		return nil, err
+	}
+	delete(cfg, "interval")
+	if m["config"], err = json.Marshal(cfg); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
