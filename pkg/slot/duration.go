@@ -62,9 +62,13 @@ type configJSON struct {
 
 // MarshalJSON writes durations as strings.
 func (c Config) MarshalJSON() ([]byte, error) {
-	iv := Duration(c.Interval)
+	var iv *Duration // left out when zero: "the default", as UnmarshalJSON reads it
+	if c.Interval != 0 {
+		d := Duration(c.Interval)
+		iv = &d
+	}
 	return json.Marshal(configJSON{
-		Interval: &iv, Skew: Duration(c.Skew), MaxAttempts: c.MaxAttempts,
+		Interval: iv, Skew: Duration(c.Skew), MaxAttempts: c.MaxAttempts,
 		Backoff: Duration(c.Backoff), MaxBackoff: Duration(c.MaxBackoff), Retention: Duration(c.Retention),
 		Targets: c.Targets, AllowNetworks: c.AllowNetworks, TargetTimeout: Duration(c.TargetTimeout),
 	})

@@ -371,3 +371,20 @@ func TestConfigJSON(t *testing.T) {
 		t.Fatalf("Or = %+v", got)
 	}
 }
+
+// A configuration that leaves its interval to the default round-trips:
+// the zero interval is left out, not written as "0s" (which reads as an
+// error).
+func TestConfigJSONZeroInterval(t *testing.T) {
+	b, err := Config{MaxAttempts: 4}.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Config
+	if err := c.UnmarshalJSON(b); err != nil {
+		t.Fatalf("UnmarshalJSON(%s): %v", b, err)
+	}
+	if c.Interval != 0 || c.MaxAttempts != 4 {
+		t.Fatalf("round trip of %s = %+v", b, c)
+	}
+}
