@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
@@ -184,7 +185,7 @@ func (e *Engine) awaitLease(ctx context.Context, queue, holder string) error {
 		if !errors.Is(err, ErrLeaseHeld) || now.After(give) {
 			return err
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, wait); err != nil {
 			return err
 		}
 		wait = min(2*wait, time.Second)
