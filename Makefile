@@ -24,9 +24,10 @@ CONCURRENT ?= ^TestState$$/^(Take|Gate)$$/^Concurrent
 CONCURRENT_COUNT ?= 5
 
 .PHONY: test
-test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS), then repeat the store's concurrency tests
+test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS) and the example project's, then repeat the store's concurrency tests
 	$(GO) vet $(PKGS)
 	$(MAKE) --no-print-directory lint-template
+	$(MAKE) --no-print-directory test-example
 	SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@echo "repeating the concurrency subtests on DynamoDB Local: -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)'"
 	@out=$$(SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -race -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)' -v ./pkg/dynamostore 2>&1); rc=$$?; \
@@ -34,6 +35,10 @@ test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_ser
 	  [ $$rc -eq 0 ] || exit $$rc; \
 	  grep -q -- '--- PASS: TestState/.*/Concurrent' <<<"$$out" || \
 	    { echo "make test: -run '$(CONCURRENT)' selected no concurrency subtest of pkg/storetest" >&2; exit 1; }
+
+.PHONY: test-example
+test-example: ## Test the example project examples/acme (its own module): vet, build its bootstraps, one job of each kind through the local runtime, cfn-lint
+	$(MAKE) --no-print-directory -C examples/acme test GO=$(GO)
 
 DYNAMODB_PORT ?= 8000
 

@@ -161,7 +161,9 @@ func TestTemplateWorkerTimeout(t *testing.T) {
 	}
 }
 
-// initSpec returns X of the lambdafn.Init(lambdafn.X) call in a main.go.
+// initSpec returns X of the lambdafn.Init(lambdafn.X) call in a main.go,
+// or "Worker" for a main that calls worker.Start (pkg/worker reads
+// lambdafn.Worker's variables).
 func initSpec(t *testing.T, path string) string {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
@@ -173,6 +175,9 @@ func initSpec(t *testing.T, path string) string {
 		call, ok := n.(*ast.CallExpr)
 		if !ok || len(call.Args) != 1 {
 			return true
+		}
+		if fn, ok := call.Fun.(*ast.SelectorExpr); ok && fn.Sel.Name == "Start" && isIdent(fn.X, "worker") {
+			name = "Worker"
 		}
 		if fn, ok := call.Fun.(*ast.SelectorExpr); ok && fn.Sel.Name == "Init" && isIdent(fn.X, "lambdafn") {
 			if arg, ok := call.Args[0].(*ast.SelectorExpr); ok && isIdent(arg.X, "lambdafn") {

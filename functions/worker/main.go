@@ -1,25 +1,17 @@
 // Command worker is the function the slot queue's SQS event source
 // invokes: it starts each delivered job at its slot, through the gate, and
 // runs its target (an HTTP endpoint, another Lambda function, or a Go
-// handler registered in pkg/lambdafn/worker/kinds.go: the built-in
-// echo, and your own).
+// handler by job kind: here the built-in echo only).
+//
+// A worker with Go handlers of your own is a main like this one that
+// registers them on the mux first (pkg/worker; examples/acme).
 package main
 
 import (
-	"github.com/aws/aws-lambda-go/lambda"
-	lambdasvc "github.com/aws/aws-sdk-go-v2/service/lambda"
-
-	"github.com/slotq/slotq/pkg/lambdafn"
-	"github.com/slotq/slotq/pkg/lambdafn/worker"
 	"github.com/slotq/slotq/pkg/target"
+	"github.com/slotq/slotq/pkg/worker"
 )
 
 func main() {
-	cfg, awsCfg, log := lambdafn.Init(lambdafn.Worker)
-	runner := &target.Dispatcher{
-		Mux:    worker.Kinds(log),
-		Lambda: &target.Lambda{API: lambdasvc.NewFromConfig(awsCfg)},
-	}
-	h := &worker.Handler{Engine: cfg.Engine(awsCfg, runner, log), Log: log}
-	lambda.Start(h.Handle)
+	worker.Start(target.NewMux()) // the built-in kinds (echo) only
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/internal/clock"
 )
 
 // ErrTableNotFound is wrapped in the error of every call made against a
@@ -102,15 +104,7 @@ const maxTxRetries = 10
 // for a transaction conflict or of a cancelled transaction: a random wait
 // below 10 ms doubling to 320 ms (full jitter).
 func backoff(ctx context.Context, attempt int) error {
-	d := time.Duration(rand.Int64N(int64(10*time.Millisecond) << min(attempt, 5)))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return clock.Sleep(ctx, time.Duration(rand.Int64N(int64(10*time.Millisecond)<<min(attempt, 5))))
 }
 
 // txError is a transaction cancelled for reasons the caller does not

@@ -106,9 +106,14 @@ func (s *Store) GetJob(ctx context.Context, k job.Key) (job.Job, error) {
 }
 
 // UpdateJob replaces the job item if it is at version from (a conditional
-// PutItem). ErrConflict, or ErrJobNotFound when there is no item.
+// PutItem). ErrConflict, or ErrJobNotFound when there is no item;
+// job.ErrIllegalMove, and nothing written, for a status change
+// job.CanMove does not allow.
 func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
 	k := job.Key{Queue: j.Queue, ID: j.ID}
+	if err := job.CheckMove(from.Status, j.Status); err != nil {
+		return fmt.Errorf("update job %s: %w", k, err)
+	}
 	tok := newToken()
 	x, err := expression.NewBuilder().WithCondition(expression.And(
 		expression.Name(attrStatus).Equal(expression.Value(string(from.Status))),

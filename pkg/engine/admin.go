@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
@@ -186,7 +187,7 @@ func (e *Engine) awaitLease(ctx context.Context, queue, holder string) error {
 		if !errors.Is(err, ErrLeaseHeld) || now.After(give) {
 			return err
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, wait); err != nil {
 			return err
 		}
 		wait = min(2*wait, time.Second)

@@ -134,21 +134,6 @@ func New(o Options) *Engine {
 	}
 }
 
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // fits reports whether d leaves Margin before ctx's deadline.
 func (e *Engine) fits(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()

@@ -199,7 +199,9 @@ type State interface {
 	// GetJob returns a job. ErrJobNotFound, also for an expired one.
 	GetJob(ctx context.Context, k job.Key) (job.Job, error)
 	// UpdateJob replaces a job record if it is still at version from;
-	// otherwise ErrConflict (ErrJobNotFound if it is gone).
+	// otherwise ErrConflict (ErrJobNotFound if it is gone). A status
+	// change job.CanMove does not allow is refused before anything is
+	// read or written: job.ErrIllegalMove.
 	UpdateJob(ctx context.Context, j job.Job, from job.Version) error
 	// ListJobs returns jobs of one queue, generation and status, by
 	// ticket ascending, without expired ones. Only statuses that are

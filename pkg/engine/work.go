@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
@@ -69,7 +70,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			if !e.fits(ctx, wait+e.budget(*cfg)) {
 				return e.handBack(ctx, &j, wake)
 			}
-			if err := sleep(ctx, wait); err != nil {
+			if err := clock.Sleep(ctx, wait); err != nil {
 				return fmt.Errorf("work %s: wait for slot: %w", env.Key(), err)
 			}
 		}
@@ -165,7 +166,7 @@ func (e *Engine) record(ctx context.Context, env job.Envelope) (job.Job, error) 
 		if !behind || env.SentAt.IsZero() || e.now().Add(wait).After(env.SentAt.Add(e.opts.RecordGrace)) {
 			return j, err
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, wait); err != nil {
 			return j, err
 		}
 		wait = min(2*wait, time.Second)

@@ -2,6 +2,7 @@ package job
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -39,7 +40,9 @@ var transitions = map[Status][]Status{
 }
 
 // CanMove reports whether a job may go from one status to another. Queued to
-// queued and parked to parked are legal: they are re-tickets.
+// queued and parked to parked are legal: they are re-tickets. Stores refuse
+// every other change (CheckMove), so a bug that would revive a finished
+// job, or start a parked one without its release, writes nothing.
 func CanMove(from, to Status) bool {
 	for _, s := range transitions[from] {
 		if s == to {
@@ -47,6 +50,21 @@ func CanMove(from, to Status) bool {
 		}
 	}
 	return false
+}
+
+// ErrIllegalMove is wrapped in the error of a status change CanMove does
+// not allow. It is a programming error, not a race: a store refuses the
+// update and writes nothing.
+var ErrIllegalMove = errors.New("illegal status change")
+
+// CheckMove returns nil if a job may go from one status to another, and
+// otherwise an error wrapping ErrIllegalMove that names both. State stores
+// call it in UpdateJob, before writing.
+func CheckMove(from, to Status) error {
+	if CanMove(from, to) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s to %s", ErrIllegalMove, from, to)
 }
 
 // Final reports whether s ends a job's life.

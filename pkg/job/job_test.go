@@ -35,6 +35,20 @@ func TestTransitions(t *testing.T) {
 			t.Errorf("%s -> %s should be illegal", tt.from, tt.to)
 		}
 	}
+	for _, from := range Statuses {
+		for _, to := range Statuses {
+			err := CheckMove(from, to)
+			if CanMove(from, to) != (err == nil) {
+				t.Errorf("CheckMove(%s, %s) = %v, CanMove %v", from, to, err, CanMove(from, to))
+			}
+			if err != nil && (!errors.Is(err, ErrIllegalMove) || !strings.Contains(err.Error(), string(from)+" to "+string(to))) {
+				t.Errorf("CheckMove(%s, %s) = %v, want ErrIllegalMove naming both", from, to, err)
+			}
+			if from.Final() && err == nil {
+				t.Errorf("%s is final but may move to %s", from, to)
+			}
+		}
+	}
 	for _, s := range Statuses {
 		if s.Final() && s.Waiting() {
 			t.Errorf("%s is both final and waiting", s)

@@ -281,8 +281,12 @@ func (s *Store) GetJob(_ context.Context, k job.Key) (job.Job, error) {
 }
 
 // UpdateJob replaces a job if it is still at version from. ErrConflict, or
-// ErrJobNotFound if there is no such job.
+// ErrJobNotFound if there is no such job; job.ErrIllegalMove, and nothing
+// written, for a status change job.CanMove does not allow.
 func (s *Store) UpdateJob(_ context.Context, j job.Job, from job.Version) error {
+	if err := job.CheckMove(from.Status, j.Status); err != nil {
+		return fmt.Errorf("update job %s/%s: %w", j.Queue, j.ID, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.jobs[j.Queue][j.ID]

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 )
@@ -281,24 +282,13 @@ func (t *Transport) sendBatch(ctx context.Context, batch []encoded, failed map[i
 		if len(retry) == 0 {
 			return sent, nil
 		}
-		if err := sleep(ctx, t.opts.RetryBackoff<<(attempt-1)); err != nil {
+		if err := clock.Sleep(ctx, t.opts.RetryBackoff<<(attempt-1)); err != nil {
 			for _, e := range retry {
 				failed[e.index] = fmt.Errorf("send job %s: %w", e.env.Key(), err)
 			}
 			return sent, nil
 		}
 		pending = retry
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
 	}
 }
 

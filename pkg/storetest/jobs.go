@@ -187,9 +187,14 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		if got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Parked}); err != nil || len(got) != 0 {
 			t.Errorf("parked list after the job was queued: %v, %v; want none", tickets(got), err)
 		}
-		f := q
+		r := q
+		r.Status, r.StartedAt = job.Running, base
+		if err := st.UpdateJob(ctx, r, q.Version()); err != nil {
+			t.Fatal(err)
+		}
+		f := r
 		f.Status, f.FinishedAt, f.LastError = job.Failed, base, "boom"
-		if err := st.UpdateJob(ctx, f, q.Version()); err != nil {
+		if err := st.UpdateJob(ctx, f, r.Version()); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Failed}); err != nil || !equalTickets(got, 1) {

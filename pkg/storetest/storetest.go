@@ -33,6 +33,7 @@ func Run(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Take", func(t *testing.T) { testTake(t, newState) })
 	t.Run("Gate", func(t *testing.T) { testGate(t, newState) })
 	t.Run("Jobs", func(t *testing.T) { testJobs(t, newState) })
+	t.Run("Moves", func(t *testing.T) { testMoves(t, newState) })
 	t.Run("Lease", func(t *testing.T) { testLease(t, newState) })
 }
 

@@ -16,12 +16,9 @@ import (
 const Echo = "echo"
 
 // Kinds returns the Go handlers the stack's worker runs, by job kind: the
-// built-in ones (Echo). To run Go code of your own in a worker, register
-// it on the returned Mux, for example
-//
-//	m.HandleFunc("send-email", func(ctx context.Context, j *job.Job) error { … })
-//
-// A job whose kind has no handler fails without retry.
+// built-in ones (Echo). To run Go code of your own, deploy a worker of your
+// own instead (pkg/worker: worker.Start(mux) adds the built-ins to your
+// mux). A job whose kind has no handler fails without retry.
 func Kinds(log *slog.Logger) *target.Mux {
 	m := target.NewMux()
 	Builtin(m, log)

@@ -1,0 +1,40 @@
+// Command acme is a worker of one's own for slotq: two Go handlers
+// (handlers.go) on a target.Mux, started as the stack's WorkerFunction on
+// Lambda, or with the whole stack in this process for a local try:
+//
+//	go run . local     # the Invoke API on 127.0.0.1:3001, as `make run` in slotq
+//
+// template.yaml deploys it beside slotq's own enqueue, resume and admin
+// functions; README.md goes from nothing to a deployed stack.
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/slotq/slotq/pkg/local"
+	"github.com/slotq/slotq/pkg/worker"
+)
+
+// EnvPartnerURL names the partner API's endpoint. template.yaml sets it
+// from the PartnerUrl parameter.
+const EnvPartnerURL = "ACME_PARTNER_URL"
+
+func main() {
+	mux := Handlers(os.Getenv(EnvPartnerURL), &http.Client{Timeout: 30 * time.Second})
+	if len(os.Args) > 1 && os.Args[1] == "local" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := local.Run(ctx, local.Options{Mux: mux}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	worker.Start(mux)
+}

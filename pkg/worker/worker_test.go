@@ -1,0 +1,173 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/slotq/slotq/internal/dynamolocal"
+	"github.com/slotq/slotq/internal/motoserver"
+	"github.com/slotq/slotq/pkg/dynamostore"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/lambdafn"
+	lambdaworker "github.com/slotq/slotq/pkg/lambdafn/worker"
+	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/pkg/sqstransport"
+	"github.com/slotq/slotq/pkg/target"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	dynamolocal.Stop()
+	motoserver.Stop()
+	os.Exit(code)
+}
+
+// A bad environment is an error naming the variable, before any client is
+// built.
+func TestNewHandlerBadEnvironment(t *testing.T) {
+	env := map[string]string{lambdafn.EnvQueueURL: "https://sqs.us-east-1.amazonaws.com/1/slots", lambdafn.EnvWorkerTimeout: "120"}
+	_, err := NewHandler(t.Context(), target.NewMux(), Options{
+		Logger: slog.New(slog.DiscardHandler),
+		Getenv: func(k string) string { return env[k] },
+	})
+	if err == nil || !strings.Contains(err.Error(), lambdafn.EnvTable) {
+		t.Fatalf("NewHandler without %s: %v", lambdafn.EnvTable, err)
+	}
+}
+
+var seq atomic.Int64
+
+// NewHandler wires a user's mux into the stack's worker on DynamoDB (Local)
+// and SQS (moto), from the environment the template sets: an SQS batch of
+// the slot queue's messages runs the user's kind and the built-in echo,
+// and the answer is the partial batch response.
+func TestNewHandler(t *testing.T) {
+	dynamolocal.Require(t)
+	motoserver.Require(t)
+	ctx := t.Context()
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ddb := dynamodb.NewFromConfig(awsCfg, dynamolocal.Quiet)
+	sq := sqs.NewFromConfig(awsCfg)
+	n := seq.Add(1)
+	table := fmt.Sprintf("worker-test-%d-%d", os.Getpid(), n)
+	if err := dynamostore.CreateTable(ctx, ddb, table); err != nil {
+		t.Fatal(err)
+	}
+	url, _, err := sqstransport.CreateQueues(ctx, sq, fmt.Sprintf("worker-test-%d-%d", os.Getpid(), n), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{lambdafn.EnvTable: table, lambdafn.EnvQueueURL: url, lambdafn.EnvWorkerTimeout: "120"}
+	getenv := func(k string) string { return env[k] }
+
+	var mu sync.Mutex
+	var greeted []string
+	mux := target.NewMux()
+	mux.HandleFunc("greet", func(ctx context.Context, j *job.Job) error {
+		var p struct{ Name string }
+		if err := json.Unmarshal(j.Payload, &p); err != nil {
+			return target.SkipRetry(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		greeted = append(greeted, p.Name)
+		return nil
+	})
+	var logs strings.Builder
+	var logMu sync.Mutex
+	log := slog.New(slog.NewJSONHandler(writerFunc(func(b []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(b)
+	}), nil))
+	h, err := NewHandler(ctx, mux, Options{Logger: log, Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mux.Has(lambdaworker.Echo) {
+		t.Errorf("the built-in %s kind was not added to the mux", lambdaworker.Echo)
+	}
+
+	// Enqueue as the enqueue function does, from its own environment.
+	cfg, err := lambdafn.Load(lambdafn.Enqueue, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iv := slot.Duration(200 * time.Millisecond)
+	res, err := cfg.Engine(awsCfg, nil, slog.New(slog.DiscardHandler)).Enqueue(ctx, job.EnqueueRequest{
+		Queue: "greetings", Interval: &iv,
+		Jobs: []job.Spec{
+			{ID: "ada", Kind: "greet", Payload: json.RawMessage(`{"name":"Ada"}`)},
+			{ID: "echo", Kind: lambdaworker.Echo, Payload: json.RawMessage(`{"hello":"world"}`)},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Deliver the slot queue's messages as the event source would.
+	var ev events.SQSEvent
+	for deadline := time.Now().Add(30 * time.Second); len(ev.Records) < len(res.Jobs); {
+		if time.Now().After(deadline) {
+			t.Fatalf("received %d of %d messages", len(ev.Records), len(res.Jobs))
+		}
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			ev.Records = append(ev.Records, sqstransport.EventOf(m, "arn:aws:sqs:us-east-1:123456789012:slots"))
+		}
+	}
+	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute) // the invocation's deadline
+	defer cancel()
+	resp, err := h.Handle(ictx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 0 {
+		t.Errorf("batch item failures %v", resp.BatchItemFailures)
+	}
+	if len(greeted) != 1 || greeted[0] != "Ada" {
+		t.Errorf("greet ran for %v, want [Ada]", greeted)
+	}
+	logMu.Lock()
+	if !strings.Contains(logs.String(), `"payload":{"hello":"world"}`) {
+		t.Errorf("the echo kind did not log its payload:\n%s", logs.String())
+	}
+	logMu.Unlock()
+	state := dynamostore.New(ddb, table, dynamostore.Options{})
+	for _, a := range res.Jobs {
+		j, err := state.GetJob(ctx, job.Key{Queue: "greetings", ID: a.JobID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status != job.Succeeded {
+			t.Errorf("job %s is %s, want succeeded", j.ID, j.Status)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
