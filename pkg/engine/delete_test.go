@@ -34,6 +34,11 @@ func TestDeleteQueueStartsClean(t *testing.T) {
 		}
 		j2 := b.job("gone", "j2")
 		from := j2.Version()
+		j2.Status, j2.StartedAt = job.Running, time.Now()
+		if err := b.store.UpdateJob(ctx, j2, from); err != nil {
+			t.Fatal(err)
+		}
+		from = j2.Version()
 		j2.Status, j2.FinishedAt, j2.ExpiresAt = job.Failed, time.Now(), time.Now().Add(24*time.Hour)
 		if err := b.store.UpdateJob(ctx, j2, from); err != nil {
 			t.Fatal(err)
