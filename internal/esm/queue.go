@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -129,6 +130,8 @@ var _ SQSAPI = (*sqs.Client)(nil)
 type SQS struct {
 	API SQSAPI
 	URL string
+
+	mu  sync.Mutex // guards arn: batches poll at once
 	arn string
 }
 
@@ -139,12 +142,9 @@ func NewSQS(api SQSAPI, url string) *SQS { return &SQS{API: api, URL: url} }
 
 // Receive long-polls the queue (whole seconds, at most 20).
 func (q *SQS) Receive(ctx context.Context, n int, wait time.Duration) ([]events.SQSMessage, error) {
-	if q.arn == "" {
-		a, err := q.Attributes(ctx)
-		if err != nil {
-			return nil, err
-		}
-		q.arn = a.ARN
+	arn, err := q.queueARN(ctx)
+	if err != nil {
+		return nil, err
 	}
 	secs := int32(min(max(wait, 0), 20*time.Second) / time.Second)
 	out, err := q.API.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
@@ -160,9 +160,23 @@ func (q *SQS) Receive(ctx context.Context, n int, wait time.Duration) ([]events.
 	}
 	msgs := make([]events.SQSMessage, len(out.Messages))
 	for i, m := range out.Messages {
-		msgs[i] = sqstransport.EventOf(m, q.arn)
+		msgs[i] = sqstransport.EventOf(m, arn)
 	}
 	return msgs, nil
+}
+
+// queueARN returns the queue's ARN, asking SQS the first time.
+func (q *SQS) queueARN(ctx context.Context) (string, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.arn == "" {
+		a, err := q.Attributes(ctx)
+		if err != nil {
+			return "", err
+		}
+		q.arn = a.ARN
+	}
+	return q.arn, nil
 }
 
 // Delete deletes in batches of 10. Entries SQS refuses come back after
