@@ -58,6 +58,7 @@ bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Loca
 fuzz: ## Fuzz request decoding and slot invariants for a short while
 	$(GO) test -run '^$$' -fuzz FuzzDecodeEnqueue -fuzztime 30s ./pkg/job
 	$(GO) test -run '^$$' -fuzz FuzzTake -fuzztime 30s ./pkg/slot
+	$(GO) test -run '^$$' -fuzz FuzzAdmin -fuzztime 30s ./pkg/lambdafn/admin
 
 .PHONY: fmt
 fmt: ## Format the code
