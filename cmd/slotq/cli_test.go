@@ -84,6 +84,24 @@ func (c cli) okJSON(v any, args ...string) {
 	}
 }
 
+// exitCase is a command line, the exit code it should end with and what
+// its stderr should hold.
+type exitCase struct {
+	name   string
+	args   []string
+	code   int
+	stderr string
+}
+
+// exits runs args and checks the exit code and that stderr holds stderr.
+func (c cli) exits(args []string, code int, stderr string) {
+	c.t.Helper()
+	_, errOut, got := c.run(args...)
+	if got != code || !strings.Contains(errOut, stderr) {
+		c.t.Errorf("slotq %s: exit %d, stderr %q; want exit %d, stderr with %q", strings.Join(args, " "), got, errOut, code, stderr)
+	}
+}
+
 var (
 	timeRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z`)
 	figRE  = regexp.MustCompile(`(?m)^(lag|backlog|last start)( +)\S+$`)
@@ -185,12 +203,7 @@ func TestCommands(t *testing.T) {
 func TestExitCodes(t *testing.T) {
 	c := cli{t: t, endpoint: runLocalRuntime(t)}
 	c.ok("create", "emails")
-	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		stderr string
-	}{
+	tests := []exitCase{
 		{"queue not found", []string{"stats", "nope"}, 1, "slotq stats: queue_not_found (queue): queue nope not found\n"},
 		{"job not found", []string{"jobs", "get", "emails", "nope"}, 1, "slotq get: job_not_found (job_id): job nope not found in queue emails\n"},
 		{"bad input", []string{"create", "bad", "--interval", "-1s"}, 1, "slotq create: invalid_interval (config.interval): interval must be greater than 0\n"},
@@ -211,12 +224,7 @@ func TestExitCodes(t *testing.T) {
 		{"endpoint and stack", []string{"queues", "--stack", "x"}, 2, "give --endpoint or --stack, not both"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, errOut, code := c.run(tt.args...)
-			if code != tt.code || !strings.Contains(errOut, tt.stderr) {
-				t.Errorf("slotq %s: exit %d, stderr %q; want exit %d, stderr with %q", strings.Join(tt.args, " "), code, errOut, tt.code, tt.stderr)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { c.exits(tt.args, tt.code, tt.stderr) })
 	}
 	t.Run("function error", func(t *testing.T) {
 		_, errOut, code := cli{t: t, endpoint: c.endpoint}.run("queues", "--admin-function", "NoSuchFunction")
@@ -280,12 +288,7 @@ func TestHelp(t *testing.T) {
 // exit 2 before anything starts; a run that fails exits 1.
 func TestToolCommands(t *testing.T) {
 	c := cli{t: t}
-	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		stderr string
-	}{
+	tests := []exitCase{
 		{"sam alone", []string{"sam"}, 2, "Usage: slotq sam COMMAND"},
 		{"sam unknown command", []string{"sam", "frob"}, 2, `slotq sam: unknown command "frob"`},
 		{"sam invoke without function", []string{"sam", "invoke"}, 2, "want arguments FUNCTION, got 0"},
@@ -301,12 +304,7 @@ func TestToolCommands(t *testing.T) {
 		{"costs no runs", []string{"costs", "--runs", "0"}, 2, "--runs must be at least 1"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, errOut, code := c.run(tt.args...)
-			if code != tt.code || !strings.Contains(errOut, tt.stderr) {
-				t.Errorf("slotq %s: exit %d, stderr %q; want exit %d, stderr with %q", strings.Join(tt.args, " "), code, errOut, tt.code, tt.stderr)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { c.exits(tt.args, tt.code, tt.stderr) })
 	}
 }
 

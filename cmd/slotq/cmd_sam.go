@@ -16,29 +16,15 @@ import (
 // start-lambda` is `sam local start-lambda` with the event source and the
 // schedule in front.
 func samCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	subs := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
-		"invoke": samInvokeCmd, "start-lambda": samStartLambdaCmd,
-	}
-	if len(args) > 0 {
-		if f, ok := subs[args[0]]; ok {
-			return f(ctx, args[1:], stdout, stderr)
-		}
-	}
-	w, code := stderr, exitUsage
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help") {
-		w, code = stdout, exitOK
-	} else if len(args) > 0 {
-		fmt.Fprintf(stderr, "slotq sam: unknown command %q\n\n", args[0])
-	}
-	fmt.Fprintf(w, "Usage: slotq sam COMMAND [flags] ...\n\n"+
-		"Runs the functions' built bootstraps as `sam local` does, without Docker: each is built with\n"+
-		"its Makefile target for this machine and run under a local Lambda Runtime API with the\n"+
-		"environment template.yaml gives it.\n\nCommands:\n"+
-		"  invoke        invoke one function with an event and print its answer (make invoke)\n"+
-		"  start-lambda  serve the Invoke API for every function, with the SQS event source and the\n"+
-		"                schedule in front (make start-lambda)\n\n"+
-		"Run 'slotq sam COMMAND --help' for a command's flags.\n")
-	return code
+	return subcommands(ctx, "sam", map[string]runFunc{"invoke": samInvokeCmd, "start-lambda": samStartLambdaCmd},
+		"Usage: slotq sam COMMAND [flags] ...\n\n"+
+			"Runs the functions' built bootstraps as `sam local` does, without Docker: each is built with\n"+
+			"its Makefile target for this machine and run under a local Lambda Runtime API with the\n"+
+			"environment template.yaml gives it.\n\nCommands:\n"+
+			"  invoke        invoke one function with an event and print its answer (make invoke)\n"+
+			"  start-lambda  serve the Invoke API for every function, with the SQS event source and the\n"+
+			"                schedule in front (make start-lambda)\n\n"+
+			"Run 'slotq sam COMMAND --help' for a command's flags.\n", args, stdout, stderr)
 }
 
 // samEndpoints is what both sam commands' help says about AWS endpoints.
