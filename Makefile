@@ -52,7 +52,7 @@ bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Loca
 	$(GO) run ./cmd/slotq bench
 	@echo "the demo's shape on the real adapters (internal/awssim, 3 runs):"
 	@for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./internal/awssim | grep -o 'figures: .*' || exit 1; done
-	$(GO) run ./cmd/slotq-costs
+	$(GO) run ./cmd/slotq costs
 
 .PHONY: fuzz
 fuzz: ## Fuzz request decoding and slot invariants for a short while
@@ -88,11 +88,11 @@ EVENT ?= events/enqueue.json
 
 .PHONY: invoke
 invoke: ## Invoke one function locally like `sam local invoke` (FN=EnqueueFunction EVENT=events/enqueue.json)
-	$(GO) run ./cmd/slotq-invoke -fn $(FN) -event $(EVENT)
+	$(GO) run ./cmd/slotq sam invoke --event $(EVENT) $(FN)
 
 .PHONY: start-lambda
 start-lambda: ## Run the built bootstraps like `sam local start-lambda` (Invoke API on 127.0.0.1:3001), with the SQS event source and the schedule in front
-	$(GO) run ./cmd/slotq-invoke -serve 127.0.0.1:3001 $(ARGS)
+	$(GO) run ./cmd/slotq sam start-lambda --addr 127.0.0.1:3001 $(ARGS)
 
 .PHONY: lint-template
 lint-template: ## Check template.yaml with cfn-lint

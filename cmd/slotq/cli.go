@@ -18,26 +18,37 @@ import (
 // stdin is what --payload - and --ids - read; tests replace it.
 var stdin io.Reader = os.Stdin
 
-// stackCmd is one command that talks to a stack: its flags, its
-// arguments, and how it prints.
-type stackCmd struct {
+// cmdLine is one command's command line: its flags, its arguments and
+// its help.
+type cmdLine struct {
 	name, args, desc string
 	fs               *flag.FlagSet
-	conn             *conn
 	stdout, stderr   io.Writer
 }
 
-func newStackCmd(name, args, desc string, stdout, stderr io.Writer) *stackCmd {
+func newCmdLine(name, args, desc string, stdout, stderr io.Writer) *cmdLine {
 	fs := flag.NewFlagSet("slotq "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {}
-	return &stackCmd{name: name, args: args, desc: desc, fs: fs, conn: connFlags(fs), stdout: stdout, stderr: stderr}
+	return &cmdLine{name: name, args: args, desc: desc, fs: fs, stdout: stdout, stderr: stderr}
+}
+
+// stackCmd is one command that talks to a stack: its command line, the
+// connection flags, and how it prints.
+type stackCmd struct {
+	*cmdLine
+	conn *conn
+}
+
+func newStackCmd(name, args, desc string, stdout, stderr io.Writer) *stackCmd {
+	c := newCmdLine(name, args, desc, stdout, stderr)
+	return &stackCmd{cmdLine: c, conn: connFlags(c.fs)}
 }
 
 // usage prints the command's help: usage line, description, flags with
 // their defaults.
-func (c *stackCmd) usage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: slotq %s [flags] %s\n\n%s\n\nFlags:\n", c.name, c.args, c.desc)
+func (c *cmdLine) usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", strings.TrimSpace("slotq "+c.name+" [flags] "+c.args), c.desc)
 	c.fs.SetOutput(w)
 	c.fs.PrintDefaults()
 	c.fs.SetOutput(c.stderr)
@@ -47,34 +58,46 @@ func (c *stackCmd) usage(w io.Writer) {
 // parse parses flags anywhere among the arguments (slotq pause emails
 // --for 1m) and checks the number of arguments. It returns the arguments,
 // and an exit code when the command should stop now (-1 otherwise).
-func (c *stackCmd) parse(args []string, min, max int) ([]string, int) {
-	var pos []string
-	for {
-		err := c.fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			c.usage(c.stdout)
-			return nil, exitOK
-		}
-		if err != nil {
-			fmt.Fprintf(c.stderr, "Run 'slotq %s --help' for usage.\n", c.name)
-			return nil, exitUsage
-		}
-		rest := c.fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			pos = append(pos, rest...)
-			break
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
+func (c *cmdLine) parse(args []string, min, max int) ([]string, int) {
+	pos, err := parseAnywhere(c.fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		c.usage(c.stdout)
+		return nil, exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Run 'slotq %s --help' for usage.\n", c.name)
+		return nil, exitUsage
 	}
 	if len(pos) < min || max >= 0 && len(pos) > max {
-		fmt.Fprintf(c.stderr, "slotq %s: want arguments %s, got %d\n", c.name, c.args, len(pos))
+		if c.args == "" {
+			fmt.Fprintf(c.stderr, "slotq %s: unexpected argument %q\n", c.name, pos[0])
+		} else {
+			fmt.Fprintf(c.stderr, "slotq %s: want arguments %s, got %d\n", c.name, c.args, len(pos))
+		}
 		fmt.Fprintf(c.stderr, "Run 'slotq %s --help' for usage.\n", c.name)
 		return nil, exitUsage
 	}
 	return pos, -1
+}
+
+// parseAnywhere parses the flags of fs found anywhere among args, not
+// only before the first argument, and returns the arguments; those after
+// "--" are arguments whatever they look like.
+func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
 }
 
 // fail reports err on stderr, with the answer's code and field, and

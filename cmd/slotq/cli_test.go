@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,24 @@ func (c cli) okJSON(v any, args ...string) {
 	out := c.ok(append(args, "--json")...)
 	if err := json.Unmarshal([]byte(out), v); err != nil {
 		c.t.Fatalf("slotq %s --json: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// exitCase is a command line, the exit code it should end with and what
+// its stderr should hold.
+type exitCase struct {
+	name   string
+	args   []string
+	code   int
+	stderr string
+}
+
+// exits runs args and checks the exit code and that stderr holds stderr.
+func (c cli) exits(args []string, code int, stderr string) {
+	c.t.Helper()
+	_, errOut, got := c.run(args...)
+	if got != code || !strings.Contains(errOut, stderr) {
+		c.t.Errorf("slotq %s: exit %d, stderr %q; want exit %d, stderr with %q", strings.Join(args, " "), got, errOut, code, stderr)
 	}
 }
 
@@ -184,12 +203,7 @@ func TestCommands(t *testing.T) {
 func TestExitCodes(t *testing.T) {
 	c := cli{t: t, endpoint: runLocalRuntime(t)}
 	c.ok("create", "emails")
-	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		stderr string
-	}{
+	tests := []exitCase{
 		{"queue not found", []string{"stats", "nope"}, 1, "slotq stats: queue_not_found (queue): queue nope not found\n"},
 		{"job not found", []string{"jobs", "get", "emails", "nope"}, 1, "slotq get: job_not_found (job_id): job nope not found in queue emails\n"},
 		{"bad input", []string{"create", "bad", "--interval", "-1s"}, 1, "slotq create: invalid_interval (config.interval): interval must be greater than 0\n"},
@@ -210,12 +224,7 @@ func TestExitCodes(t *testing.T) {
 		{"endpoint and stack", []string{"queues", "--stack", "x"}, 2, "give --endpoint or --stack, not both"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, errOut, code := c.run(tt.args...)
-			if code != tt.code || !strings.Contains(errOut, tt.stderr) {
-				t.Errorf("slotq %s: exit %d, stderr %q; want exit %d, stderr with %q", strings.Join(tt.args, " "), code, errOut, tt.code, tt.stderr)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { c.exits(tt.args, tt.code, tt.stderr) })
 	}
 	t.Run("function error", func(t *testing.T) {
 		_, errOut, code := cli{t: t, endpoint: c.endpoint}.run("queues", "--admin-function", "NoSuchFunction")
@@ -243,23 +252,59 @@ func TestHelp(t *testing.T) {
 			continue
 		}
 		args := strings.Fields(cmd.name)
-		if cmd.name == "jobs" {
-			for _, sub := range []string{"list", "get", "cancel"} {
-				checkHelp(t, append(args, sub, "--help"), true)
+		if subs := map[string][]string{"jobs": {"list", "get", "cancel"}, "sam": {"invoke", "start-lambda"}}[cmd.name]; subs != nil {
+			for _, sub := range subs {
+				checkHelp(t, append(args, sub, "--help"), cmd.name == "jobs")
 			}
-			out, _, code := c.run("jobs", "--help")
-			if code != 0 || !strings.Contains(out, "list") {
-				t.Errorf("slotq jobs --help: exit %d\n%s", code, out)
+			out, _, code := c.run(cmd.name, "--help")
+			if code != 0 || !strings.Contains(out, subs[0]) {
+				t.Errorf("slotq %s --help: exit %d\n%s", cmd.name, code, out)
 			}
 			continue
 		}
-		checkHelp(t, append(args, "--help"), cmd.name != "local" && cmd.name != "invoke" && cmd.name != "demo" && cmd.name != "bench")
+		checkHelp(t, append(args, "--help"), !slices.Contains([]string{"local", "invoke", "demo", "bench", "costs"}, cmd.name))
+	}
+	for cmd, wants := range map[string][]string{
+		"sam invoke":       {"-event string", "-template string", `(default "template.yaml")`, "-stack string", "-param value"},
+		"sam start-lambda": {"-addr string", `(default "127.0.0.1:3001")`, "-concurrency int", "(default 5)", "-resume-every duration", "-param value"},
+		"costs":            {"-runs int", "(default 3)", "-template string", "-v\t"},
+	} {
+		out, _, code := c.run(append(strings.Fields(cmd), "--help")...)
+		for _, want := range append(wants, "Exit status: 0 done, 1 the operation failed, 2 bad command line.") {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("slotq %s --help: exit %d, lacks %q:\n%s", cmd, code, want, out)
+			}
+		}
 	}
 	out, _, _ = c.run("pause", "--help")
 	for _, want := range []string{"-until string", "-for duration", "-json", "-endpoint string", "default http://127.0.0.1:3001"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("slotq pause --help lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// The commands that run slotq's own tools, not a stack: bad command lines
+// exit 2 before anything starts; a run that fails exits 1.
+func TestToolCommands(t *testing.T) {
+	c := cli{t: t}
+	tests := []exitCase{
+		{"sam alone", []string{"sam"}, 2, "Usage: slotq sam COMMAND"},
+		{"sam unknown command", []string{"sam", "frob"}, 2, `slotq sam: unknown command "frob"`},
+		{"sam invoke without function", []string{"sam", "invoke"}, 2, "want arguments FUNCTION, got 0"},
+		{"sam invoke two functions", []string{"sam", "invoke", "EnqueueFunction", "AdminFunction"}, 2, "want arguments FUNCTION, got 2"},
+		{"sam invoke bad param", []string{"sam", "invoke", "EnqueueFunction", "--param", "DefaultSkew"}, 2, "want Name=value"},
+		{"sam invoke missing event", []string{"sam", "invoke", "EnqueueFunction", "--event", "testdata/nope.json"}, 2, "slotq sam invoke: --event: "},
+		{"sam invoke bad flag", []string{"sam", "invoke", "--fn", "EnqueueFunction"}, 2, "flag provided but not defined: -fn"},
+		{"sam invoke missing template", []string{"sam", "invoke", "EnqueueFunction", "--template", "testdata/nope.yaml"}, 1, "slotq sam invoke: "},
+		{"sam start-lambda argument", []string{"sam", "start-lambda", "EnqueueFunction"}, 2, `slotq sam start-lambda: unexpected argument "EnqueueFunction"`},
+		{"sam start-lambda no concurrency", []string{"sam", "start-lambda", "--concurrency", "0"}, 2, "--concurrency must be at least 1"},
+		{"sam start-lambda bad duration", []string{"sam", "start-lambda", "--resume-every", "often"}, 2, "invalid value"},
+		{"costs argument", []string{"costs", "now"}, 2, `slotq costs: unexpected argument "now"`},
+		{"costs no runs", []string{"costs", "--runs", "0"}, 2, "--runs must be at least 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { c.exits(tt.args, tt.code, tt.stderr) })
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/slotq/slotq/pkg/timeline"
+	"github.com/slotq/slotq/internal/timeline"
 )
 
 // defaultBench is the workload of `slotq bench` (issue 2's benchmark):

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotq/slotq/internal/timeline"
 	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/timeline"
 )
 
 // parseWorkload adds the --log flag, parses the command line of a command

@@ -355,26 +355,13 @@ func configureCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func jobsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	subs := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
+	return subcommands(ctx, "jobs", map[string]runFunc{
 		"list": jobsListCmd, "get": jobsGetCmd, "cancel": jobsCancelCmd,
-	}
-	if len(args) > 0 {
-		if f, ok := subs[args[0]]; ok {
-			return f(ctx, args[1:], stdout, stderr)
-		}
-	}
-	w, code := stderr, exitUsage
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help") {
-		w, code = stdout, exitOK
-	} else if len(args) > 0 {
-		fmt.Fprintf(stderr, "slotq jobs: unknown command %q\n\n", args[0])
-	}
-	fmt.Fprintf(w, "Usage: slotq jobs COMMAND [flags] QUEUE ...\n\nCommands:\n"+
+	}, "Usage: slotq jobs COMMAND [flags] QUEUE ...\n\nCommands:\n"+
 		"  list    list QUEUE's parked or failed jobs (jobs that run without trouble are never listed)\n"+
 		"  get     show a job's record by its id\n"+
 		"  cancel  cancel a job that has not started\n\n"+
-		"Run 'slotq jobs COMMAND --help' for a command's flags.\n")
-	return code
+		"Run 'slotq jobs COMMAND --help' for a command's flags.\n", args, stdout, stderr)
 }
 
 func jobsListCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -10,12 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotq/slotq/internal/timeline"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/memstore"
 	"github.com/slotq/slotq/pkg/slot"
 	"github.com/slotq/slotq/pkg/target"
-	"github.com/slotq/slotq/pkg/timeline"
 )
 
 // demoKind is the job kind the demo's handler runs.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/timeline"
 	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/timeline"
 )
 
 // recordKeys are the keys of a start record, exactly.

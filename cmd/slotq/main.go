@@ -15,6 +15,9 @@
 //	slotq invoke  invoke a function through the Invoke API and print its answer
 //	slotq demo    run producers and workers on the embedded backend; show a timeline (make demo)
 //	slotq bench   run the demo workload several times and report its figures
+//	slotq costs   measure what a job costs on AWS on DynamoDB Local + moto (make bench)
+//	slotq sam invoke FUNCTION [--event FILE]   build a function's bootstrap, invoke it as `sam local invoke` (make invoke)
+//	slotq sam start-lambda   the built bootstraps behind the Invoke API, event source and schedule (make start-lambda)
 //
 // The commands that talk to a stack call pkg/client, which does the work:
 // on the local runtime (--endpoint, SLOTQ_ENDPOINT; default
@@ -38,12 +41,15 @@ import (
 	"syscall"
 )
 
-// A command is one subcommand: it parses its own flags from args and
+// A runFunc runs one subcommand: it parses its own flags from args and
 // returns the process's exit code.
+type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// A command is one subcommand as help lists it.
 type command struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+	run     runFunc
 }
 
 // Exit codes.
@@ -73,6 +79,8 @@ func init() {
 		{"invoke", "invoke a function through the Lambda Invoke API (slotq local's by default) and print its answer", invokeCmd},
 		{"demo", "run producers and workers on the embedded backend and show a live timeline of starts", demoCmd},
 		{"bench", "run the demo workload several times and report spacing, lateness and makespan", benchCmd},
+		{"costs", "measure what a job costs on AWS, on DynamoDB Local and moto (make bench's last step)", costsCmd},
+		{"sam", "run the built bootstraps as sam local does, without Docker (sam invoke|start-lambda)", samCmd},
 		{"help", "list the commands", helpCmd},
 	}
 }
@@ -103,6 +111,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "slotq: unknown command %q\n\n", name)
 	usage(stderr)
 	return exitUsage
+}
+
+// subcommands runs the subcommand of group that args name; with none, or
+// an unknown one, it prints usage (to stdout for help, exit 0; else to
+// stderr, exit 2).
+func subcommands(ctx context.Context, group string, subs map[string]runFunc, usage string, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		if run, ok := subs[args[0]]; ok {
+			return run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	w, code := stderr, exitUsage
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help") {
+		w, code = stdout, exitOK
+	} else if len(args) > 0 {
+		fmt.Fprintf(stderr, "slotq %s: unknown command %q\n\n", group, args[0])
+	}
+	fmt.Fprint(w, usage)
+	return code
 }
 
 func helpCmd(_ context.Context, _ []string, stdout, _ io.Writer) int {

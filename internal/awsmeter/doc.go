@@ -4,7 +4,7 @@
 // count the calls that pass through them: DynamoDB requests and failed
 // conditions by operation, SQS requests and the messages they carried.
 //
-// The cost benchmark (cmd/slotq-costs) and the adapters' tests wrap the
+// The cost benchmark (internal/costs, `slotq costs`) and the adapters' tests wrap the
 // client they pass in; production passes the SDK client itself, so the
 // adapters carry no counters. The wrappers sit above the SDK client, so
 // they count what the adapter asked for: a request the SDK's retryer sends

@@ -1,7 +1,7 @@
 // Package awssim runs slotq's engine on its real AWS adapters,
 // pkg/dynamostore and pkg/sqstransport, against AWS-compatible endpoints:
 // DynamoDB Local for DynamoDB and moto_server for SQS, in the simulation
-// tests of this package and in the cost benchmark (cmd/slotq-costs). It
+// tests of this package and in the cost benchmark (internal/costs, `slotq costs`). It
 // holds what both need: clients built from
 // the standard AWS environment, a table and queues of their own, and the
 // worker function's handler shape on top of engine.Work.

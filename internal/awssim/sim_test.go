@@ -15,13 +15,13 @@ import (
 	"github.com/slotq/slotq/internal/awssim"
 	"github.com/slotq/slotq/internal/dynamolocal"
 	"github.com/slotq/slotq/internal/motoserver"
+	"github.com/slotq/slotq/internal/timeline"
 	"github.com/slotq/slotq/pkg/dynamostore"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 	"github.com/slotq/slotq/pkg/sqstransport"
 	"github.com/slotq/slotq/pkg/target"
-	"github.com/slotq/slotq/pkg/timeline"
 )
 
 func TestMain(m *testing.M) {

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/timeline"
 	"github.com/slotq/slotq/pkg/dynamostore"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/memstore"
 	"github.com/slotq/slotq/pkg/slot"
-	"github.com/slotq/slotq/pkg/timeline"
 )
 
 // TestFaults runs the engine on this store, on DynamoDB Local, through a

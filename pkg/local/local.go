@@ -51,7 +51,7 @@ type Options struct {
 	// memory, gone when Run returns.
 	AWS *aws.Config
 	// StackName prefixes the table and queue names on AWS, as
-	// cmd/slotq-invoke and samlocal do: <stack>-Table,
+	// `slotq sam` and samlocal do: <stack>-Table,
 	// <stack>-SlotQueue and <stack>-SlotQueue-dlq. Default "slotq".
 	StackName string
 	// Stack holds the template's settings. Zero fields take
@@ -278,7 +278,7 @@ type EmulateOptions struct {
 
 // Emulate plays AWS's parts in front of the functions until ctx ends: the
 // SQS event source mapping of WorkerFunction on the slot queue and the
-// schedule of ResumeFunction. cmd/slotq-invoke (`make start-lambda`) puts
+// schedule of ResumeFunction. `slotq sam start-lambda` (`make start-lambda`) puts
 // it in front of the real bootstraps.
 func Emulate(ctx context.Context, o EmulateOptions) error {
 	d := StackDefaults()

@@ -1,4 +1,4 @@
-package main
+package costs
 
 import (
 	"fmt"
@@ -163,10 +163,10 @@ const earlySleep = 500 * time.Millisecond
 
 const runsPerMonth = 43800 // once a minute: 60 × 24 × 365 / 12
 
-func report(w io.Writer, mem memory, rs []result, f fixed, tp throughput) {
+func report(w io.Writer, mem memory, skew time.Duration, rs []result, f fixed, tp throughput) {
 	fmt.Fprintf(w, "Prices: %s; %s.\n", prices.Date, prices.Source)
 	fmt.Fprintf(w, "Lambda memory: %s. Lambda time is wall time measured on DynamoDB Local and moto on loopback, not on AWS.\n", mem.source)
-	fmt.Fprintf(w, "Queue skew: %v (the template's DefaultSkew).\n\n", stackSkew)
+	fmt.Fprintf(w, "Queue skew: %v (the template's DefaultSkew).\n\n", skew)
 
 	fmt.Fprintln(w, "### Units per job")
 	fmt.Fprintln(w)

@@ -1,4 +1,4 @@
-package main
+package costs
 
 // Prices are the public per-unit prices the cost table uses: us-east-1,
 // on-demand, list prices. This is the one place they are written.

@@ -7,4 +7,7 @@
 // and Summarize checks them against the guarantees of design.md §5 —
 // spacing (3) and order (1, 8) — as the demo, its tests and `slotq bench`
 // report them. It imports only the standard library.
+//
+// It is internal: only slotq's own commands (demo, bench, slotq timeline)
+// and tests use it; no public package returns or takes its types.
 package timeline

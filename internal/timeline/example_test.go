@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/slotq/slotq/pkg/timeline"
+	"github.com/slotq/slotq/internal/timeline"
 )
 
 // Summarize the starts of a queue with a 1s interval and a 10ms skew: the

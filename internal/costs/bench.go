@@ -1,12 +1,12 @@
-package main
+package costs
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -62,20 +62,23 @@ func (r *role) call(f func() error) error {
 	return err
 }
 
-// verbose prints each role's DynamoDB calls by operation (-v).
-var verbose bool
-
 type bench struct {
 	cl  *awssim.Clients
 	seq int
+	// skew is the skew the scenarios' queues get: the stack's default
+	// (templateSkew), or slot's when the template gives none.
+	skew time.Duration
+	// calls, when not nil, gets each role's DynamoDB calls by operation
+	// (Options.Calls).
+	calls io.Writer
 }
 
-func newBench(ctx context.Context) (*bench, error) {
+func newBench(ctx context.Context, skew time.Duration, calls io.Writer) (*bench, error) {
 	cl, err := awssim.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &bench{cl: cl}, nil
+	return &bench{cl: cl, skew: skew, calls: calls}, nil
 }
 
 // env is one scenario's table, queue, clock and roles.
@@ -117,15 +120,11 @@ func (b *bench) newEnv(ctx context.Context, interval time.Duration) (*env, error
 	}
 	e.enqueue, e.worker, e.resume, e.admin = mk(), mk(), mk(), mk()
 	if _, err := engine.New(engine.Options{State: e.raw, Transport: e.enqueue.tr, Now: e.clock.Now}).
-		CreateQueue(ctx, "q", slot.Config{Interval: interval, Skew: stackSkew}); err != nil {
+		CreateQueue(ctx, "q", slot.Config{Interval: interval, Skew: b.skew}); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
-
-// stackSkew is the skew the scenarios' queues get: the stack's default
-// (templateSkew), or slot's when the template gives none.
-var stackSkew time.Duration
 
 // work runs the worker role's receive loop until ctx ends: the Lambda
 // event source and the worker function. It adds up the time Work spent
@@ -344,10 +343,10 @@ func (b *bench) measure(ctx context.Context, sc scenario) (result, error) {
 		r.delivered += u.Received
 		r.deletes += u.DeleteCalls
 		r.inv[name], r.busy[name] = ro.inv, ro.busy
-		if verbose {
+		if b.calls != nil {
 			counts := ro.calls.Counts()
 			for _, op := range slices.Sorted(maps.Keys(counts)) {
-				fmt.Fprintf(os.Stderr, "  %s %s: %d calls, %d failed conditions\n", name, op, counts[op].Calls, counts[op].CondFailed)
+				fmt.Fprintf(b.calls, "  %s %s: %d calls, %d failed conditions\n", name, op, counts[op].Calls, counts[op].CondFailed)
 			}
 		}
 	}
