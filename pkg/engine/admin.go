@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/clock"
+	"github.com/slotq/slotq/pkg/input"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
@@ -96,7 +97,7 @@ func (e *Engine) checkConfig(name string, cfg slot.Config) (slot.Config, error) 
 		err = e.checkTargetTimeout(cfg)
 	}
 	if err != nil {
-		var in *slot.InputError
+		var in *input.Error
 		if errors.As(err, &in) {
 			return cfg, in.At("config.")
 		}
@@ -133,8 +134,8 @@ func (e *Engine) Pause(ctx context.Context, name string, until time.Time) (slot.
 	if err := slot.ValidateName(name); err != nil {
 		return slot.State{}, err
 	}
-	if !until.IsZero() && (!until.After(e.now()) || !until.Before(slot.MaxTime)) {
-		return slot.State{}, slot.Invalid("invalid_until", "until", fmt.Sprintf("until must lie in the future and before %d", slot.MaxTime.Year()))
+	if !until.IsZero() && (!until.After(e.now()) || !until.Before(input.MaxTime)) {
+		return slot.State{}, input.Invalid("invalid_until", "until", fmt.Sprintf("until must lie in the future and before %d", input.MaxTime.Year()))
 	}
 	st, err := e.state.Pause(ctx, name, until.UTC())
 	if err != nil {
@@ -333,7 +334,7 @@ func checkKey(k job.Key) error {
 		return err
 	}
 	if err := job.ValidateID(k.ID); err != nil {
-		return slot.Invalid(err.Code, "job_id", err.Message)
+		return input.Invalid(err.Code, "job_id", err.Message)
 	}
 	return nil
 }
@@ -344,17 +345,17 @@ func (e *Engine) Jobs(ctx context.Context, r ListRequest) ([]job.Job, error) {
 		return nil, err
 	}
 	if !r.Status.Valid() {
-		return nil, slot.Invalid("invalid_status", "status", fmt.Sprintf("status %q is not one of %v", r.Status, job.Statuses))
+		return nil, input.Invalid("invalid_status", "status", fmt.Sprintf("status %q is not one of %v", r.Status, job.Statuses))
 	}
 	if !r.Status.Listed() {
-		return nil, slot.Invalid("status_not_listed", "status",
+		return nil, input.Invalid("status_not_listed", "status",
 			fmt.Sprintf("jobs are listed by status parked or failed, not %q: a job that runs without trouble is never indexed (get it by id)", r.Status))
 	}
 	if r.After < 0 {
-		return nil, slot.Invalid("invalid_after", "after", "after must not be negative")
+		return nil, input.Invalid("invalid_after", "after", "after must not be negative")
 	}
 	if r.Limit < 0 || r.Limit > MaxList {
-		return nil, slot.Invalid("invalid_limit", "limit", fmt.Sprintf("limit must be between 0 (the default, 100) and %d", MaxList))
+		return nil, input.Invalid("invalid_limit", "limit", fmt.Sprintf("limit must be between 0 (the default, 100) and %d", MaxList))
 	}
 	q, err := e.Queue(ctx, r.Queue)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/slotq/slotq/pkg/input"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
@@ -168,7 +169,7 @@ func (e *Engine) budget(cfg slot.Config) time.Duration {
 // worker invocation.
 func (e *Engine) checkTargetTimeout(cfg slot.Config) error {
 	if limit := e.maxTargetTimeout(); cfg.TargetTimeout > limit {
-		return slot.Invalid("invalid_target_timeout", "target_timeout", fmt.Sprintf(
+		return input.Invalid("invalid_target_timeout", "target_timeout", fmt.Sprintf(
 			"target_timeout %s does not fit in the worker's timeout %s: at most %s (%s are kept for recording the outcome)",
 			cfg.TargetTimeout, e.opts.WorkerTimeout, limit, e.opts.RecordTimeout+e.opts.Margin))
 	}

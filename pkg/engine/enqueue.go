@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slotq/slotq/pkg/input"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
@@ -32,7 +33,7 @@ type EnqueueResult struct {
 	Jobs  []Accepted `json:"jobs"`
 }
 
-// Enqueue accepts one job or a batch. Bad input returns an *slot.InputError
+// Enqueue accepts one job or a batch. Bad input returns an *input.Error
 // and writes nothing. A batch gets a contiguous range of tickets. Jobs
 // whose slot is within the transport's reach are sent with their delay;
 // the others are parked for the resume function.
@@ -188,12 +189,12 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 		}
 		if s.Target != "" {
 			if err := cfg.CheckTarget(s.Target); err != nil {
-				return slot.Invalid("target_not_allowed", prefix+"target",
+				return input.Invalid("target_not_allowed", prefix+"target",
 					fmt.Sprintf("queue %s does not allow target %q: %v", req.Queue, s.Target, err))
 			}
 		}
 		if s.Kind != "" && kinds != nil && !kinds.Has(s.Kind) {
-			return slot.Invalid("unknown_kind", prefix+"kind", fmt.Sprintf("no handler is registered for kind %q", s.Kind))
+			return input.Invalid("unknown_kind", prefix+"kind", fmt.Sprintf("no handler is registered for kind %q", s.Kind))
 		}
 	}
 	return nil

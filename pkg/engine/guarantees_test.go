@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/input"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/memstore"
 	"github.com/slotq/slotq/pkg/slot"
@@ -414,7 +415,7 @@ func TestGuaranteeFarFuture(t *testing.T) {
 	})
 }
 
-// §5.10 Bad input: each case returns an *slot.InputError naming the field
+// §5.10 Bad input: each case returns an *input.Error naming the field
 // and writes nothing: queues, jobs and the transport are as they were.
 func TestGuaranteeBadInputWritesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -485,7 +486,7 @@ func TestGuaranteeBadInputWritesNothing(t *testing.T) {
 		for _, tt := range tests { // no t.Run inside a synctest bubble
 			before := snapshot(t, s)
 			err := tt.run()
-			var ie *slot.InputError
+			var ie *input.Error
 			if !errors.As(err, &ie) || ie.Field != tt.field {
 				t.Errorf("%s: err = %v; want an InputError on %s", tt.name, err, tt.field)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/input"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/memstore"
 	"github.com/slotq/slotq/pkg/slot"
@@ -286,7 +287,7 @@ func TestTargetTimeoutFitsWorkerTimeout(t *testing.T) {
 	b := newWorkBench(t, engine.Options{WorkerTimeout: time.Minute}, nil)
 	ctx := context.Background()
 	_, err := b.eng.CreateQueue(ctx, "big", slot.Config{Interval: time.Second, TargetTimeout: 55 * time.Second})
-	var in *slot.InputError
+	var in *input.Error
 	if !errors.As(err, &in) || in.Field != "config.target_timeout" || !strings.Contains(in.Message, "worker") {
 		t.Fatalf("create: %v, want an input error on config.target_timeout", err)
 	}

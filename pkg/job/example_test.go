@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slotq/slotq/pkg/input"
 	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/slot"
 )
 
 // Decode a producer's enqueue request; bad input is an InputError naming
@@ -17,7 +17,7 @@ func ExampleDecodeEnqueue() {
 	fmt.Println(r.Queue, r.Specs()[0].ID, err)
 
 	_, err = job.DecodeEnqueue([]byte(`{"queue":"emails","jobs":[{"kind":"email.send"},{"kind":"email.send","colour":"red"}]}`), now)
-	var in *slot.InputError
+	var in *input.Error
 	if errors.As(err, &in) {
 		fmt.Println(in.Code, in.Field)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/pkg/input"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
@@ -113,7 +114,7 @@ func TestDecodeEnqueue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := DecodeEnqueue([]byte(tt.body), now)
-			var ie *slot.InputError
+			var ie *input.Error
 			if !errors.As(err, &ie) {
 				t.Fatalf("err = %v, want an InputError", err)
 			}
@@ -157,7 +158,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	}
 }
 
-// FuzzDecodeEnqueue: any body decodes, or fails with an *slot.InputError
+// FuzzDecodeEnqueue: any body decodes, or fails with an *input.Error
 // whose field is the full path of the bad value: "body", or a path that
 // reads one way (a.b[2]["x"]), whose every step but the last exists in the
 // input, and whose last step exists too unless the error is about a
@@ -174,7 +175,7 @@ func FuzzDecodeEnqueue(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := DecodeEnqueue(body, now)
 		if err != nil {
-			var ie *slot.InputError
+			var ie *input.Error
 			if !errors.As(err, &ie) || ie.Field == "" || ie.Code == "" || ie.Message == "" {
 				t.Fatalf("error %v (%T) is not an InputError naming a field", err, err)
 			}
@@ -198,7 +199,7 @@ var requestKeys = map[string]bool{
 // out: a required one.
 var missingCodes = map[string]bool{"no_jobs": true, "no_target": true, "invalid_queue": true}
 
-func checkFieldPath(body []byte, ie *slot.InputError) error {
+func checkFieldPath(body []byte, ie *input.Error) error {
 	if ie.Field == "body" {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/slotq/slotq/pkg/input"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
@@ -61,7 +62,7 @@ func (r *EnqueueRequest) Specs() []Spec {
 }
 
 // DecodeEnqueue parses and validates an enqueue request. Unknown fields are
-// errors. It returns an *slot.InputError naming the field for every kind of
+// errors. It returns an *input.Error naming the field for every kind of
 // bad input.
 func DecodeEnqueue(body []byte, now time.Time) (EnqueueRequest, error) {
 	var r EnqueueRequest
@@ -77,15 +78,15 @@ func (r *EnqueueRequest) Validate(now time.Time) error {
 		return err
 	}
 	if r.Interval != nil && *r.Interval <= 0 {
-		return slot.Invalid("invalid_interval", "interval", "interval must be greater than 0")
+		return input.Invalid("invalid_interval", "interval", "interval must be greater than 0")
 	}
 	switch {
 	case r.Job != nil && r.Jobs != nil:
-		return slot.Invalid("invalid_request", "jobs", "give either job or jobs, not both")
+		return input.Invalid("invalid_request", "jobs", "give either job or jobs, not both")
 	case r.Job == nil && len(r.Jobs) == 0:
-		return slot.Invalid("no_jobs", "jobs", "give a job or a non-empty list of jobs")
+		return input.Invalid("no_jobs", "jobs", "give a job or a non-empty list of jobs")
 	case len(r.Jobs) > MaxBatch:
-		return slot.Invalid("too_many_jobs", "jobs", fmt.Sprintf("%d jobs in one call; the most is %d", len(r.Jobs), MaxBatch))
+		return input.Invalid("too_many_jobs", "jobs", fmt.Sprintf("%d jobs in one call; the most is %d", len(r.Jobs), MaxBatch))
 	}
 	if r.Job != nil {
 		if err := r.Job.Validate(now); err != nil {
@@ -101,7 +102,7 @@ func (r *EnqueueRequest) Validate(now time.Time) error {
 		}
 		if id := r.Jobs[i].ID; id != "" {
 			if j, dup := seen[id]; dup {
-				return slot.Invalid("duplicate_id", prefix+"id", fmt.Sprintf("id %q is also jobs[%d].id", id, j))
+				return input.Invalid("duplicate_id", prefix+"id", fmt.Sprintf("id %q is also jobs[%d].id", id, j))
 			}
 			seen[id] = i
 		}
@@ -110,15 +111,15 @@ func (r *EnqueueRequest) Validate(now time.Time) error {
 }
 
 // ValidateID checks a job id: [A-Za-z0-9_.:-]{1,128}.
-func ValidateID(id string) *slot.InputError {
+func ValidateID(id string) *input.Error {
 	if !idRE.MatchString(id) {
-		return slot.Invalid("invalid_id", "id", fmt.Sprintf("id %q must match [A-Za-z0-9_.:-]{1,128}", truncate(id, 140)))
+		return input.Invalid("invalid_id", "id", fmt.Sprintf("id %q must match [A-Za-z0-9_.:-]{1,128}", truncate(id, 140)))
 	}
 	return nil
 }
 
 // Validate checks one job spec.
-func (s *Spec) Validate(now time.Time) *slot.InputError {
+func (s *Spec) Validate(now time.Time) *input.Error {
 	if s.ID != "" {
 		if err := ValidateID(s.ID); err != nil {
 			return err
@@ -126,22 +127,22 @@ func (s *Spec) Validate(now time.Time) *slot.InputError {
 	}
 	switch {
 	case s.Kind == "" && s.Target == "":
-		return slot.Invalid("no_target", "kind", "give a kind (a Go handler) or a target (URL or Lambda function)")
+		return input.Invalid("no_target", "kind", "give a kind (a Go handler) or a target (URL or Lambda function)")
 	case s.Kind != "" && s.Target != "":
-		return slot.Invalid("invalid_target", "target", "give a kind or a target, not both")
+		return input.Invalid("invalid_target", "target", "give a kind or a target, not both")
 	case s.Kind != "" && !kindRE.MatchString(s.Kind):
-		return slot.Invalid("invalid_kind", "kind", "kind must match [A-Za-z0-9_.:/-]{1,128}")
+		return input.Invalid("invalid_kind", "kind", "kind must match [A-Za-z0-9_.:/-]{1,128}")
 	case s.Target != "":
 		if err := ValidateTarget(s.Target); err != nil {
 			return err
 		}
 	}
 	if len(s.Payload) > MaxPayload {
-		return slot.Invalid("payload_too_large", "payload", fmt.Sprintf("payload is %d bytes; the most is %d", len(s.Payload), MaxPayload))
+		return input.Invalid("payload_too_large", "payload", fmt.Sprintf("payload is %d bytes; the most is %d", len(s.Payload), MaxPayload))
 	}
 	if s.NotBefore != nil {
 		if s.NotBefore.After(now.Add(MaxNotBefore)) || s.NotBefore.Before(now.Add(-MaxNotBefore)) {
-			return slot.Invalid("invalid_not_before", "not_before", "not_before must lie within a year of now")
+			return input.Invalid("invalid_not_before", "not_before", "not_before must lie within a year of now")
 		}
 	}
 	return nil
@@ -150,17 +151,17 @@ func (s *Spec) Validate(now time.Time) *slot.InputError {
 // ValidateTarget checks the form of an HTTP or Lambda target
 // (slot.ParseTarget): whether a queue allows it is the queue's to say
 // (slot.Config.CheckTarget).
-func ValidateTarget(t string) *slot.InputError {
+func ValidateTarget(t string) *input.Error {
 	if _, err := slot.ParseTarget(t); err != nil {
-		return slot.Invalid("invalid_target", "target", fmt.Sprintf("target %q: %v", truncate(t, 100), err))
+		return input.Invalid("invalid_target", "target", fmt.Sprintf("target %q: %v", truncate(t, 100), err))
 	}
 	return nil
 }
 
-// Decode parses body strictly into v by slot.Decode: keys in their exact
+// Decode parses body strictly into v by input.Decode: keys in their exact
 // letter case, no unknown or repeated keys, no trailing data; every error
-// is an *slot.InputError naming the full path of the bad value.
-func Decode(body []byte, v any) error { return slot.Decode(body, v) }
+// is an *input.Error naming the full path of the bad value.
+func Decode(body []byte, v any) error { return input.Decode(body, v) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

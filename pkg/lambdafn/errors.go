@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/pkg/input"
 )
 
 // Error is the error object enqueue and admin answer with, inside
@@ -26,7 +26,7 @@ type Error struct {
 // ErrorOf turns an error the caller can act on into its Error, or
 // returns nil for any other error.
 func ErrorOf(err error) *Error {
-	var in *slot.InputError
+	var in *input.Error
 	switch {
 	case err == nil:
 		return nil

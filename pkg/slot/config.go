@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/slotq/slotq/pkg/input"
 )
 
 // Limits and defaults of queue configuration.
@@ -52,7 +54,7 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,80}$`)
 // ([A-Za-z0-9_.-]{1,80}).
 func ValidateName(name string) error {
 	if !nameRE.MatchString(name) {
-		return Invalid("invalid_queue", "queue", fmt.Sprintf("queue name %q must match [A-Za-z0-9_.-]{1,80}", truncate(name, 100)))
+		return input.Invalid("invalid_queue", "queue", fmt.Sprintf("queue name %q must match [A-Za-z0-9_.-]{1,80}", input.Truncate(name, 100)))
 	}
 	return nil
 }
@@ -170,37 +172,37 @@ func (c Config) Or(d Config) Config {
 func (c Config) Validate() error {
 	switch {
 	case c.Interval <= 0:
-		return Invalid("invalid_interval", "interval", "interval must be greater than 0")
+		return input.Invalid("invalid_interval", "interval", "interval must be greater than 0")
 	case c.Interval > MaxInterval:
-		return Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at most %s", MaxInterval))
+		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at most %s", MaxInterval))
 	case c.Skew < 0 || c.Skew >= c.Interval:
-		return Invalid("invalid_skew", "skew", "skew must be at least 0 and less than interval")
+		return input.Invalid("invalid_skew", "skew", "skew must be at least 0 and less than interval")
 	case c.MaxAttempts < 1 || c.MaxAttempts > MaxAttemptsLimit:
-		return Invalid("invalid_max_attempts", "max_attempts", fmt.Sprintf("max_attempts must be between 1 and %d", MaxAttemptsLimit))
+		return input.Invalid("invalid_max_attempts", "max_attempts", fmt.Sprintf("max_attempts must be between 1 and %d", MaxAttemptsLimit))
 	case c.Backoff < 0:
-		return Invalid("invalid_backoff", "backoff", "backoff must not be negative")
+		return input.Invalid("invalid_backoff", "backoff", "backoff must not be negative")
 	case c.MaxBackoff < c.Backoff:
-		return Invalid("invalid_backoff", "max_backoff", "max_backoff must be at least backoff")
+		return input.Invalid("invalid_backoff", "max_backoff", "max_backoff must be at least backoff")
 	case c.Retention < time.Minute || c.Retention > MaxRetention:
-		return Invalid("invalid_retention", "retention", fmt.Sprintf("retention must be between 1m and %s", MaxRetention))
+		return input.Invalid("invalid_retention", "retention", fmt.Sprintf("retention must be between 1m and %s", MaxRetention))
 	case c.TargetTimeout <= 0 || c.TargetTimeout > 15*time.Minute:
-		return Invalid("invalid_target_timeout", "target_timeout", "target_timeout must be between 0 and 15m")
+		return input.Invalid("invalid_target_timeout", "target_timeout", "target_timeout must be between 0 and 15m")
 	}
 	if len(c.Targets) > MaxTargetPatterns {
-		return Invalid("too_many_targets", "targets", fmt.Sprintf("%d target patterns; the most is %d", len(c.Targets), MaxTargetPatterns))
+		return input.Invalid("too_many_targets", "targets", fmt.Sprintf("%d target patterns; the most is %d", len(c.Targets), MaxTargetPatterns))
 	}
 	for i, t := range c.Targets {
 		if err := ValidatePattern(t); err != nil {
-			return Invalid("invalid_target", fmt.Sprintf("targets[%d]", i), fmt.Sprintf("pattern %q: %v", truncate(t, 100), err))
+			return input.Invalid("invalid_target", fmt.Sprintf("targets[%d]", i), fmt.Sprintf("pattern %q: %v", input.Truncate(t, 100), err))
 		}
 	}
 	if len(c.AllowNetworks) > MaxAllowNetworks {
-		return Invalid("too_many_networks", "allow_networks", fmt.Sprintf("%d networks; the most is %d", len(c.AllowNetworks), MaxAllowNetworks))
+		return input.Invalid("too_many_networks", "allow_networks", fmt.Sprintf("%d networks; the most is %d", len(c.AllowNetworks), MaxAllowNetworks))
 	}
 	for i, n := range c.AllowNetworks {
 		p, err := netip.ParsePrefix(n)
 		if err != nil || p != p.Masked() {
-			return Invalid("invalid_network", fmt.Sprintf("allow_networks[%d]", i), fmt.Sprintf("%q is not a network prefix such as \"10.1.0.0/16\" (host bits zero)", truncate(n, 100)))
+			return input.Invalid("invalid_network", fmt.Sprintf("allow_networks[%d]", i), fmt.Sprintf("%q is not a network prefix such as \"10.1.0.0/16\" (host bits zero)", input.Truncate(n, 100)))
 		}
 	}
 	return nil
@@ -266,11 +268,4 @@ func (c Config) RetryDelay(next int) time.Duration {
 		d *= 2
 	}
 	return min(d, c.MaxBackoff)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

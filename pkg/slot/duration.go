@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/slotq/slotq/pkg/input"
 )
 
 // Duration is a time.Duration that travels in JSON as a Go duration string
@@ -19,11 +21,11 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a duration string or a number of milliseconds. Its
-// error is an *InputError (code invalid_duration) whose Field is left for
-// the caller to fill: slot.Decode puts the path of the value there.
+// error is an *input.Error (code invalid_duration) whose Field is left for
+// the caller to fill: input.Decode puts the path of the value there.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
-	bad := func(msg string) error { return &InputError{Code: "invalid_duration", Message: msg} }
+	bad := func(msg string) error { return &input.Error{Code: "invalid_duration", Message: msg} }
 	switch {
 	case len(b) > 0 && b[0] == '"':
 		var s string
@@ -32,7 +34,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		}
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return bad(fmt.Sprintf("%q is not a duration such as \"500ms\" or \"1h30m\" (at most %s)", truncate(s, 40), time.Duration(math.MaxInt64)))
+			return bad(fmt.Sprintf("%q is not a duration such as \"500ms\" or \"1h30m\" (at most %s)", input.Truncate(s, 40), time.Duration(math.MaxInt64)))
 		}
 		*d = Duration(v)
 		return nil
@@ -40,12 +42,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		ms, err := strconv.ParseFloat(string(b), 64)
 		ns := ms * float64(time.Millisecond)
 		if err != nil || math.IsNaN(ns) || ns >= math.MaxInt64 || ns <= math.MinInt64 {
-			return bad(fmt.Sprintf("%s milliseconds is out of range", truncate(string(b), 40)))
+			return bad(fmt.Sprintf("%s milliseconds is out of range", input.Truncate(string(b), 40)))
 		}
 		*d = Duration(math.Round(ns))
 		return nil
 	}
-	return bad(fmt.Sprintf("want a duration such as \"500ms\" or a number of milliseconds, got %s", jsonKind(b)))
+	return bad(fmt.Sprintf("want a duration such as \"500ms\" or a number of milliseconds, got %s", input.JSONKind(b)))
 }
 
 type configJSON struct {
@@ -81,13 +83,13 @@ func (c Config) MarshalJSON() ([]byte, error) {
 // configuration ("interval", "targets[2]").
 func (c *Config) UnmarshalJSON(b []byte) error {
 	var w configJSON
-	if err := Decode(b, &w); err != nil {
+	if err := input.Decode(b, &w); err != nil {
 		return err
 	}
 	var iv time.Duration
 	if w.Interval != nil {
 		if iv = time.Duration(*w.Interval); iv <= 0 {
-			return Invalid("invalid_interval", "interval", "interval must be greater than 0")
+			return input.Invalid("invalid_interval", "interval", "interval must be greater than 0")
 		}
 	}
 	*c = Config{

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slotq/slotq/pkg/input"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
@@ -33,12 +34,12 @@ func Example() {
 	// ticket 2 at +1s: start
 }
 
-// A queue's configuration refuses bad input with an InputError that names
+// A queue's configuration refuses bad input with an input.Error that names
 // the field.
 func ExampleConfig_Validate() {
 	c := slot.Config{Interval: time.Second, Skew: 2 * time.Second}.WithDefaults()
 	err := c.Validate()
-	if in, ok := err.(*slot.InputError); ok {
+	if in, ok := err.(*input.Error); ok {
 		fmt.Println(in.Code, in.Field)
 	}
 	// Output:

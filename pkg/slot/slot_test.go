@@ -3,6 +3,8 @@ package slot
 import (
 	"testing"
 	"time"
+
+	"github.com/slotq/slotq/pkg/input"
 )
 
 var t0 = time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
@@ -257,9 +259,9 @@ func TestConfigValidate(t *testing.T) {
 			c := ok
 			tt.mod(&c)
 			err := c.Validate()
-			ie, isInput := err.(*InputError)
+			ie, isInput := err.(*input.Error)
 			if !isInput || ie.Field != tt.field {
-				t.Fatalf("Validate = %v, want an InputError on %s", err, tt.field)
+				t.Fatalf("Validate = %v, want an input.Error on %s", err, tt.field)
 			}
 		})
 	}
@@ -362,9 +364,9 @@ func TestConfigJSON(t *testing.T) {
 		`{"interval":"-2ms"}`: "interval",
 	} {
 		err := c.UnmarshalJSON([]byte(body))
-		ie, ok := err.(*InputError)
+		ie, ok := err.(*input.Error)
 		if !ok || ie.Field != field {
-			t.Errorf("UnmarshalJSON(%s) = %v; want an InputError on %s", body, err, field)
+			t.Errorf("UnmarshalJSON(%s) = %v; want an input.Error on %s", body, err, field)
 		}
 	}
 	if got := (Config{}).Or(Config{Interval: time.Minute, Targets: []string{"lambda:x"}}); got.Interval != time.Minute || got.Targets[0] != "lambda:x" {

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/slotq/slotq/pkg/input"
 )
 
 // Limits of targets and of a queue's allow-list. They keep a job record
@@ -187,16 +189,16 @@ func checkHost(host string, pattern bool) (string, error) {
 	name := strings.TrimSuffix(host, ".")
 	labels := strings.Split(name, ".")
 	if len(name) == 0 || len(name) > 253 {
-		return "", fmt.Errorf("host %q is not a DNS name or IPv4 address", truncate(host, 60))
+		return "", fmt.Errorf("host %q is not a DNS name or IPv4 address", input.Truncate(host, 60))
 	}
 	for _, l := range labels {
 		if !dnsLabelRE.MatchString(l) {
-			return "", fmt.Errorf("host %q is not a DNS name or IPv4 address", truncate(host, 60))
+			return "", fmt.Errorf("host %q is not a DNS name or IPv4 address", input.Truncate(host, 60))
 		}
 	}
 	last := labels[len(labels)-1]
 	if strings.Trim(last, "0123456789") == "" || strings.HasPrefix(last, "0x") && strings.Trim(last[2:], "0123456789abcdef") == "" {
-		return "", fmt.Errorf("host %q is a numeric form other than a dotted-quad IPv4 address", truncate(host, 60))
+		return "", fmt.Errorf("host %q is a numeric form other than a dotted-quad IPv4 address", input.Truncate(host, 60))
 	}
 	return name, nil
 }

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/slotq/slotq/pkg/input"
 )
 
 func TestValidatePattern(t *testing.T) {
@@ -93,7 +95,7 @@ func TestAllowNetworks(t *testing.T) {
 	}
 	for _, bad := range [][]string{{"10.1.2.3/16"}, {"nonsense"}, {"10.0.0.0/33"}} {
 		c := Config{Interval: 1, AllowNetworks: bad}.WithDefaults()
-		if err := c.Validate(); err == nil || err.(*InputError).Field != "allow_networks[0]" {
+		if err := c.Validate(); err == nil || err.(*input.Error).Field != "allow_networks[0]" {
 			t.Errorf("Validate with allow_networks %v = %v; want an error on allow_networks[0]", bad, err)
 		}
 	}
@@ -118,7 +120,7 @@ func TestValidateTargetsSize(t *testing.T) {
 	for range MaxTargetPatterns + 1 {
 		c.Targets = append(c.Targets, "lambda:x")
 	}
-	if err := c.Validate(); err == nil || err.(*InputError).Field != "targets" {
+	if err := c.Validate(); err == nil || err.(*input.Error).Field != "targets" {
 		t.Fatalf("Validate with %d patterns = %v; want an error on targets", len(c.Targets), err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/input"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/lambdafn"
 	"github.com/slotq/slotq/pkg/slot"
@@ -114,7 +115,7 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		return Response{Queue: &q}, err
 	case "configure":
 		if r.Config == nil {
-			return Response{}, slot.Invalid("missing_config", "config", "configure needs a config object; {} resets every setting to its default")
+			return Response{}, input.Invalid("missing_config", "config", "configure needs a config object; {} resets every setting to its default")
 		}
 		q, err := h.Engine.Configure(ctx, r.Queue, *r.Config)
 		return Response{Queue: &q}, err
@@ -154,7 +155,7 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		jobs, err := h.Engine.Jobs(ctx, engine.ListRequest{Queue: r.Queue, Status: r.Status, After: r.After, Limit: r.Limit})
 		return Response{Jobs: nonNil(jobs)}, err
 	}
-	return Response{}, slot.Invalid("invalid_op", "op", fmt.Sprintf("op %q is not one of %v", r.Op, Ops))
+	return Response{}, input.Invalid("invalid_op", "op", fmt.Sprintf("op %q is not one of %v", r.Op, Ops))
 }
 
 func nonNil[T any](s []T) []T {

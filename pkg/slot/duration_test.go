@@ -4,32 +4,9 @@ import (
 	"errors"
 	"testing"
 	"time"
-)
 
-func TestParseTime(t *testing.T) {
-	good := map[string]time.Time{
-		"2026-11-21T14:00:00Z":           time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC),
-		"2026-11-21t14:00:00z":           time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC),
-		"2026-11-21T15:00:00.5+01:00":    time.Date(2026, 11, 21, 14, 0, 0, 5e8, time.UTC),
-		"2026-11-21T00:00:00-23:59":      time.Date(2026, 11, 21, 23, 59, 0, 0, time.UTC),
-		"2028-02-29T00:00:00.000000001Z": time.Date(2028, 2, 29, 0, 0, 0, 1, time.UTC),
-	}
-	for in, want := range good {
-		if got, err := ParseTime(in); err != nil || !got.Equal(want) {
-			t.Errorf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{
-		"2027-02-30T00:00:00Z", "2026-11-21", "2026-11-21T14:00:00", "2026-11-21T14:00:00+99:99",
-		"2026-11-21T14:00:00+24:00", "2026-11-21T14:00:00+01:60", "tomorrow", "0001-01-01T00:00:00Z",
-		"9999-12-31T23:59:59Z", "1969-12-31T23:59:59Z", "2026-11-21 14:00:00Z", "2026-11-21T14:00:00+0100",
-		"2026-11-21T25:00:00Z", "2026-11-21T14:00:60Z", "2026-11-21T14:00:00.Z", " 2026-11-21T14:00:00Z",
-	} {
-		if got, err := ParseTime(in); err == nil {
-			t.Errorf("ParseTime(%q) = %v; want an error", in, got)
-		}
-	}
-}
+	"github.com/slotq/slotq/pkg/input"
+)
 
 func TestDurationJSON(t *testing.T) {
 	good := map[string]time.Duration{
@@ -45,9 +22,9 @@ func TestDurationJSON(t *testing.T) {
 	for _, in := range []string{`true`, `1e309`, `9.3e15`, `-9.3e15`, `"9999999999h"`, `"soon"`, `null`, `{}`, `[]`, `""`} {
 		var d Duration
 		err := d.UnmarshalJSON([]byte(in))
-		var ie *InputError
+		var ie *input.Error
 		if !errors.As(err, &ie) || ie.Code != "invalid_duration" {
-			t.Errorf("Duration(%s) = %v, %v; want an invalid_duration InputError", in, time.Duration(d), err)
+			t.Errorf("Duration(%s) = %v, %v; want an invalid_duration Error", in, time.Duration(d), err)
 		}
 	}
 }
@@ -71,14 +48,14 @@ func TestDecodeConfigPaths(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var c Config
-		err := Decode([]byte(tt.body), &c)
+		err := input.Decode([]byte(tt.body), &c)
 		if tt.code == "" {
 			if err != nil {
 				t.Errorf("Decode(%s) = %v; want ok", tt.body, err)
 			}
 			continue
 		}
-		var ie *InputError
+		var ie *input.Error
 		if !errors.As(err, &ie) || ie.Code != tt.code || ie.Field != tt.field {
 			t.Errorf("Decode(%s) = %v; want %s on %s", tt.body, err, tt.code, tt.field)
 		}

@@ -1,4 +1,4 @@
-package slot
+package input
 
 import (
 	"bytes"
@@ -26,15 +26,15 @@ import (
 //   - a time.Time is read by ParseTime;
 //   - trailing data after the object is an error.
 //
-// Every error is an *InputError whose Field is the full path of the bad
+// Every error is an *Error whose Field is the full path of the bad
 // value, such as "jobs[3].not_before" or "config.interval"; "body" stands
 // for the whole document. A type with its own UnmarshalJSON (Duration,
-// Config) is decoded by it; an *InputError it returns has its Field taken
+// Config) is decoded by it; an *Error it returns has its Field taken
 // as relative to the value's path (empty or "body": the value itself).
 func Decode(body []byte, v any) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		panic("slot.Decode: v must be a non-nil pointer")
+		panic("input.Decode: v must be a non-nil pointer")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var raw json.RawMessage
@@ -85,7 +85,7 @@ func fieldAt(path string) string {
 }
 
 // jsonKind names the kind of a JSON value for messages, never a Go type.
-func jsonKind(raw []byte) string {
+func JSONKind(raw []byte) string {
 	switch {
 	case len(raw) == 0:
 		return "nothing"
@@ -103,11 +103,11 @@ func jsonKind(raw []byte) string {
 	return "a number"
 }
 
-func wrongType(path, want string, raw []byte) *InputError {
-	return Invalid("invalid_type", fieldAt(path), fmt.Sprintf("want %s, got %s", want, jsonKind(raw)))
+func wrongType(path, want string, raw []byte) *Error {
+	return Invalid("invalid_type", fieldAt(path), fmt.Sprintf("want %s, got %s", want, JSONKind(raw)))
 }
 
-func decodeValue(raw []byte, v reflect.Value, path string) *InputError {
+func decodeValue(raw []byte, v reflect.Value, path string) *Error {
 	raw = bytes.TrimSpace(raw)
 	null := string(raw) == "null"
 	t := v.Type()
@@ -145,7 +145,7 @@ func decodeValue(raw []byte, v reflect.Value, path string) *InputError {
 		if err == nil {
 			return nil
 		}
-		var in *InputError
+		var in *Error
 		if !errors.As(err, &in) {
 			return Invalid("invalid_value", fieldAt(path), err.Error())
 		}
@@ -195,20 +195,20 @@ func decodeValue(raw []byte, v reflect.Value, path string) *InputError {
 		}
 		return wrongType(path, "true or false", raw)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		if jsonKind(raw) != "a number" {
+		if JSONKind(raw) != "a number" {
 			return wrongType(path, "an integer", raw)
 		}
 		n, err := strconv.ParseInt(string(raw), 10, t.Bits())
 		if err != nil {
-			return Invalid("invalid_type", fieldAt(path), fmt.Sprintf("want an integer that fits in %d bits, got %s", t.Bits(), truncate(string(raw), 40)))
+			return Invalid("invalid_type", fieldAt(path), fmt.Sprintf("want an integer that fits in %d bits, got %s", t.Bits(), Truncate(string(raw), 40)))
 		}
 		v.SetInt(n)
 		return nil
 	}
-	panic(fmt.Sprintf("slot.Decode: unsupported type %s at %s", t, fieldAt(path)))
+	panic(fmt.Sprintf("input.Decode: unsupported type %s at %s", t, fieldAt(path)))
 }
 
-func decodeStruct(raw []byte, v reflect.Value, path string) *InputError {
+func decodeStruct(raw []byte, v reflect.Value, path string) *Error {
 	if raw[0] != '{' {
 		return wrongType(path, "an object", raw)
 	}
@@ -231,7 +231,7 @@ func decodeStruct(raw []byte, v reflect.Value, path string) *InputError {
 		p := fieldPath(path, key)
 		i, known := fields[key]
 		if !known {
-			msg := fmt.Sprintf("unknown field %q", truncate(key, 100))
+			msg := fmt.Sprintf("unknown field %q", Truncate(key, 100))
 			for name := range fields {
 				if strings.EqualFold(name, key) {
 					msg += fmt.Sprintf(" (field names are case-sensitive: did you mean %q?)", name)
@@ -286,7 +286,7 @@ var rfc3339RE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d
 func ParseTime(s string) (time.Time, error) {
 	m := rfc3339RE.FindStringSubmatch(s)
 	if m == nil {
-		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time with an offset, such as \"2026-11-21T14:00:00Z\"", truncate(s, 60))
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time with an offset, such as \"2026-11-21T14:00:00Z\"", Truncate(s, 60))
 	}
 	if m[3] != "" {
 		h, _ := strconv.Atoi(m[3])
@@ -303,4 +303,13 @@ func ParseTime(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%q is out of range: times lie from %d to %d", s, MinTime.Year(), MaxTime.Year()-1)
 	}
 	return t, nil
+}
+
+// Truncate shortens s to n bytes and marks the cut, so that an error
+// message quoting bad input stays small.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -1,11 +1,11 @@
-package slot
+package input
 
 import "fmt"
 
-// InputError is bad input: it names the field at fault and carries a stable
+// Error is bad input: it names the field at fault and carries a stable
 // code that callers and the wire format use (design.md §5.10). Whatever
-// returned an InputError wrote nothing.
-type InputError struct {
+// returned an Error wrote nothing.
+type Error struct {
 	// Code is a stable snake_case identifier, such as "invalid_interval".
 	Code string `json:"code"`
 	// Field names the offending field, such as "interval" or "jobs[3].payload".
@@ -14,12 +14,12 @@ type InputError struct {
 	Message string `json:"message"`
 }
 
-// Invalid returns an *InputError.
-func Invalid(code, field, message string) *InputError {
-	return &InputError{Code: code, Field: field, Message: message}
+// Invalid returns an *Error.
+func Invalid(code, field, message string) *Error {
+	return &Error{Code: code, Field: field, Message: message}
 }
 
-func (e *InputError) Error() string {
+func (e *Error) Error() string {
 	if e.Field == "" {
 		return e.Message
 	}
@@ -27,7 +27,7 @@ func (e *InputError) Error() string {
 }
 
 // At returns a copy of e whose field is prefixed, as in "jobs[3]." + field.
-func (e *InputError) At(prefix string) *InputError {
+func (e *Error) At(prefix string) *Error {
 	c := *e
 	c.Field = prefix + e.Field
 	return &c
