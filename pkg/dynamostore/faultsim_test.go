@@ -23,7 +23,7 @@ import (
 // conflicts, throttling, 5xx answers and lost answers — while producers
 // enqueue, workers start jobs, an admin pauses the queue and rewrites its
 // config (transactions on the hot item), and the schedule's resume runs,
-// all at once and unserialized. Each call meets at most two faults, which
+// all at once, none waiting for another. Each call meets at most two faults, which
 // the SDK (three attempts) and the store (conflict retries) must absorb:
 // no caller may see an error. Then it checks the guarantees of design.md
 // §5 that a wrongly retried write would break: nothing lost (5), single
