@@ -299,6 +299,7 @@ func (e *Engine) handBack(ctx context.Context, j *job.Job, wake time.Time) error
 	if err != nil {
 		return fmt.Errorf("hand back %s/%s: %w", j.Queue, j.ID, err)
 	}
+	e.observe(ctx, Event{Kind: EventHandBack, Queue: j.Queue})
 	e.log.DebugContext(ctx, "handed back", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "delay_ms", wait.Milliseconds())
 	return nil
 }
@@ -313,6 +314,7 @@ func (e *Engine) park(ctx context.Context, j *job.Job, why job.ParkReason) error
 		}
 		return fmt.Errorf("park %s/%s: %w", j.Queue, j.ID, err)
 	}
+	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
 	e.log.InfoContext(ctx, "parked", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "reason", string(why))
 	return nil
 }
@@ -334,6 +336,7 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job) error {
 		}
 		return fmt.Errorf("re-ticket %s/%s: %w", j.Queue, j.ID, err)
 	}
+	e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
 	e.log.InfoContext(ctx, "re-ticketed", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket, "slot_at", j.SlotAt)
 	return nil
 }
@@ -343,6 +346,8 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job) error {
 // used up ctx (its deadline came, or it was cancelled), and an outcome
 // not recorded is an attempt run again after the lease.
 func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now time.Time) error {
+	gap, hasGap := startGap(q.State, st, q.Config.Interval, now)
+	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap})
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(), "attempt", j.Attempt, "target", j.What())
 	runErr := errors.New("no runner configured")
@@ -451,9 +456,14 @@ func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, 
 		}
 		return fmt.Errorf("record %s/%s: %w", j.Queue, j.ID, err)
 	}
+	if runErr != nil {
+		e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
+	}
 	if j.Status == job.Failed {
+		e.observe(ctx, Event{Kind: EventDeadLetter, Queue: j.Queue})
 		e.log.ErrorContext(ctx, "job failed", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "attempt", j.Attempt, "error", runErr)
 	} else {
+		e.observe(ctx, Event{Kind: EventSucceeded, Queue: j.Queue})
 		e.log.DebugContext(ctx, "job succeeded", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
 	}
 	return nil
@@ -482,6 +492,8 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 		}
 		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
 	}
+	e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventRetry, Queue: j.Queue})
 	e.log.WarnContext(ctx, "attempt failed; retrying", "queue", j.Queue, "job_id", j.ID,
 		"attempt", j.Attempt, "ticket", j.Ticket, "slot_at", j.SlotAt, "error", runErr)
 	return nil
