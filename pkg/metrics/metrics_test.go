@@ -305,7 +305,6 @@ func TestSplit(t *testing.T) {
 	}
 }
 
-
 type lockedWriter struct {
 	w  *bytes.Buffer
 	mu *sync.Mutex

@@ -11,18 +11,18 @@ const (
 // JobsRefused, by Code alone: a refused request may name no valid queue.
 const (
 	// Worker: what happened to each queue's jobs.
-	Starts           = "Starts"           // attempts started (passed the gate and claimed)
-	StartLateness    = "StartLateness"    // ms, start − slot, one value per start
-	StartGap         = "StartGap"         // ms, start − the previous start's theoretical time
-	Succeeded        = "Succeeded"        // attempts that succeeded
-	AttemptFailures  = "AttemptFailures"  // attempts that failed (retried or not)
-	Retries          = "Retries"          // failed attempts given a new ticket
-	DeadLetters      = "DeadLetters"      // jobs failed for good
-	Reticketed       = "Reticketed"       // jobs that took a new ticket (worker: passed; resume: stale)
-	Parks            = "Parks"            // jobs parked at the gate (paused queue)
-	Released         = "Released"         // parked jobs resume sent to the transport
-	HandedBack       = "HandedBack"       // messages sent again unstarted (the slot lay past the invocation)
-	PausesLifted     = "PausesLifted"     // timed pauses resume lifted
+	Starts          = "Starts"          // attempts started (passed the gate and claimed)
+	StartLateness   = "StartLateness"   // ms, start − slot, one value per start
+	StartGap        = "StartGap"        // ms, start − the previous start's theoretical time
+	Succeeded       = "Succeeded"       // attempts that succeeded
+	AttemptFailures = "AttemptFailures" // attempts that failed (retried or not)
+	Retries         = "Retries"         // failed attempts given a new ticket
+	DeadLetters     = "DeadLetters"     // jobs failed for good
+	Reticketed      = "Reticketed"      // jobs that took a new ticket (worker: passed; resume: stale)
+	Parks           = "Parks"           // jobs parked at the gate (paused queue)
+	Released        = "Released"        // parked jobs resume sent to the transport
+	HandedBack      = "HandedBack"      // messages sent again unstarted (the slot lay past the invocation)
+	PausesLifted    = "PausesLifted"    // timed pauses resume lifted
 	// Resume, once per queue per run: the queue's figures.
 	Waiting    = "Waiting"    // tickets not yet at the gate: queued + parked jobs (an upper bound)
 	ParkedJobs = "ParkedJobs" // parked jobs (exact up to the resume budget; a lower bound above)
