@@ -395,5 +395,6 @@ func (e *Engine) cancel(ctx context.Context, cfg slot.Config, j job.Job) error {
 	from := j.Version()
 	now := e.now()
 	j.Status, j.FinishedAt, j.ExpiresAt, j.ParkReason, j.DueAt = job.Cancelled, now, now.Add(cfg.Retention), "", time.Time{}
+	j.Record(job.Event{At: now, Kind: job.CancelledEvent})
 	return e.state.UpdateJob(ctx, j, from)
 }

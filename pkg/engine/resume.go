@@ -258,8 +258,9 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 		if err := e.assign(ctx, q, stale); err != nil {
 			return 0, fmt.Errorf("resume %s: re-ticket: %w", q.Name, err)
 		}
-		for _, j := range stale {
+		for i, j := range stale {
 			j.Retickets++
+			j.Record(job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: from[i].Ticket, Ticket: j.Ticket})
 			e.place(j, q.State.Paused)
 		}
 		if err := e.releaseAll(ctx, q.Name, stale, from); err != nil {
@@ -301,9 +302,13 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 // meanwhile (cancelled) is left alone; its message is stale.
 func (e *Engine) releaseAll(ctx context.Context, queue string, jobs []*job.Job, from []job.Version) error {
 	e.dispatch(ctx, jobs)
+	now := e.now()
 	for i, j := range jobs {
 		if j.Version() == from[i] && j.ParkReason == job.Unsent {
 			continue // not sent again and nothing changed: it stays parked
+		}
+		if j.Status == job.Queued {
+			j.Record(job.Event{At: now, Kind: job.Released})
 		}
 		if err := e.state.UpdateJob(ctx, *j, from[i]); err != nil {
 			if errors.Is(err, ErrConflict) {
