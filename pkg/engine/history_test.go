@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -146,4 +147,57 @@ func TestHistoryBound(t *testing.T) {
 			t.Errorf("history stored in %d bytes: %s", len(stored), stored)
 		}
 	})
+}
+
+// events collects what the engine reports.
+type events struct {
+	mu  sync.Mutex
+	evs []engine.Event
+}
+
+func (e *events) Observe(_ context.Context, ev engine.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.evs = append(e.evs, ev)
+}
+
+// A message whose slot lies past the invocation's deadline is handed back:
+// the observer hears it, and the job's history says how far ahead.
+func TestHandBackRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		tr := &keep{Transport: memstore.NewTransport(memstore.TransportOptions{})}
+		obs := &events{}
+		eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: failUntil{}, Observer: obs})
+		iv := slot.Duration(time.Minute)
+		if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Interval: &iv, Jobs: []job.Spec{{ID: "a", Kind: "k"}, {ID: "b", Kind: "k"}}}); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := eng.Work(wctx, tr.msgs[1].Envelope); err != nil { // b's slot is a minute away
+			t.Fatal(err)
+		}
+		j, err := eng.Job(ctx, job.Key{Queue: "q", ID: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kinds(j.History); !slices.Equal(got, []job.EventKind{job.Enqueued, job.HandedBack}) || j.History[1].DelayMs != 60000 {
+			t.Errorf("history %+v", j.History)
+		}
+		if len(obs.evs) != 1 || obs.evs[0].Kind != engine.EventHandBack || obs.evs[0].Queue != "q" {
+			t.Errorf("observed %+v", obs.evs)
+		}
+	})
+}
+
+// keep keeps the messages the engine sends.
+type keep struct {
+	*memstore.Transport
+	msgs []engine.Message
+}
+
+func (k *keep) Send(ctx context.Context, msgs []engine.Message) error {
+	k.msgs = append(k.msgs, msgs...)
+	return k.Transport.Send(ctx, msgs)
 }
