@@ -1,9 +1,10 @@
 package job
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -40,7 +41,7 @@ const (
 // History bounds: a record keeps its last MaxHistory events, each error
 // cut to MaxEventError bytes (the job's LastError keeps more), so a
 // job's history stays a few hundred bytes at most; a job that runs
-// without trouble has three events of about 20 bytes each as stored.
+// without trouble stores three events in about 30 bytes.
 const (
 	MaxHistory    = 10
 	MaxEventError = 64
@@ -64,7 +65,7 @@ type Event struct {
 // MaxEventError bytes and dropping the oldest events beyond MaxHistory
 // (HistoryDropped counts them).
 func (j *Job) Record(ev Event) {
-	ev.Error = cutString(ev.Error, MaxEventError)
+	ev.Error = cutString(oneLine(ev.Error), MaxEventError)
 	// Clipped: a copy of the record (a store's, another reader's) must
 	// never see the append.
 	j.History = append(slices.Clip(j.History), ev)
@@ -86,20 +87,6 @@ func cutString(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// compactEvent is an event as stored: one-letter keys, the time in
-// milliseconds after a base (the job's EnqueuedAt).
-type compactEvent struct {
-	K string `json:"k"`
-	T int64  `json:"t"`
-	N int64  `json:"n,omitempty"`
-	O int64  `json:"o,omitempty"`
-	A int    `json:"a,omitempty"`
-	L int64  `json:"l,omitempty"`
-	D int64  `json:"d,omitempty"`
-	R string `json:"r,omitempty"`
-	E string `json:"e,omitempty"`
-}
-
 var codes = map[EventKind]string{
 	Enqueued: "q", ParkedEvent: "p", Released: "r", Reticketed: "t", HandedBack: "h", Started: "s",
 	AttemptFailed: "x", Retried: "y", SucceededEvent: "d", FailedEvent: "f", CancelledEvent: "c",
@@ -113,22 +100,40 @@ var kinds = func() map[string]EventKind {
 	return m
 }()
 
-// EncodeHistory returns h in the compact form stores keep ("" for none),
-// times as milliseconds after base.
+// historyFields is how many comma-separated fields a stored event has at
+// most: code, time, ticket, old ticket, attempt, lateness, delay, reason,
+// error (last, so it may hold commas).
+const historyFields = 9
+
+// EncodeHistory returns h in the compact form stores keep ("" for none):
+// one line per event, "code,ms after base,ticket,old ticket,attempt,
+// lateness ms,delay ms,reason,error", zeros empty and trailing empties
+// left out. A job that runs without trouble stores "q,0,7\ns,1003,,,1,3\n
+// d,1050,,,1".
 func EncodeHistory(h []Event, base time.Time) string {
-	if len(h) == 0 {
-		return ""
-	}
-	cs := make([]compactEvent, len(h))
+	var b strings.Builder
 	for i, ev := range h {
-		cs[i] = compactEvent{K: codes[ev.Kind], T: ev.At.Sub(base).Milliseconds(), N: ev.Ticket, O: ev.OldTicket,
-			A: ev.Attempt, L: ev.LatenessMs, D: ev.DelayMs, R: ev.Reason, E: ev.Error}
-		if cs[i].K == "" {
-			cs[i].K = string(ev.Kind)
+		if i > 0 {
+			b.WriteByte('\n')
 		}
+		code := codes[ev.Kind]
+		if code == "" {
+			code = string(ev.Kind)
+		}
+		num := func(n int64) string {
+			if n == 0 {
+				return ""
+			}
+			return strconv.FormatInt(n, 10)
+		}
+		fields := []string{code, strconv.FormatInt(ev.At.Sub(base).Milliseconds(), 10), num(ev.Ticket), num(ev.OldTicket),
+			num(int64(ev.Attempt)), num(ev.LatenessMs), num(ev.DelayMs), ev.Reason, oneLine(ev.Error)}
+		for len(fields) > 2 && fields[len(fields)-1] == "" {
+			fields = fields[:len(fields)-1]
+		}
+		b.WriteString(strings.Join(fields, ","))
 	}
-	b, _ := json.Marshal(cs) // plain fields: cannot fail
-	return string(b)
+	return b.String()
 }
 
 // DecodeHistory reads what EncodeHistory wrote.
@@ -136,18 +141,33 @@ func DecodeHistory(s string, base time.Time) ([]Event, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var cs []compactEvent
-	if err := json.Unmarshal([]byte(s), &cs); err != nil {
-		return nil, fmt.Errorf("decode history: %w", err)
-	}
-	h := make([]Event, len(cs))
-	for i, c := range cs {
-		k, ok := kinds[c.K]
-		if !ok {
-			k = EventKind(c.K)
+	lines := strings.Split(s, "\n")
+	h := make([]Event, len(lines))
+	for i, line := range lines {
+		f := strings.SplitN(line, ",", historyFields)
+		f = append(f, make([]string, historyFields-len(f))...)
+		var n [6]int64
+		for k := range n {
+			if f[k+1] == "" {
+				continue
+			}
+			v, err := strconv.ParseInt(f[k+1], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("decode history: event %d: %w", i, err)
+			}
+			n[k] = v
 		}
-		h[i] = Event{At: base.Add(time.Duration(c.T) * time.Millisecond).UTC(), Kind: k, Ticket: c.N, OldTicket: c.O,
-			Attempt: c.A, LatenessMs: c.L, DelayMs: c.D, Reason: c.R, Error: c.E}
+		k, ok := kinds[f[0]]
+		if !ok {
+			k = EventKind(f[0])
+		}
+		h[i] = Event{At: base.Add(time.Duration(n[0]) * time.Millisecond).UTC(), Kind: k, Ticket: n[1], OldTicket: n[2],
+			Attempt: int(n[3]), LatenessMs: n[4], DelayMs: n[5], Reason: f[7], Error: f[8]}
 	}
 	return h, nil
+}
+
+// oneLine is s with line breaks as spaces.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }
