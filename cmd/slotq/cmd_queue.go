@@ -447,7 +447,45 @@ func jobRows(j job.Job) func(io.Writer) {
 		if len(j.Payload) > 0 {
 			row(w, "payload", oneLine(string(j.Payload), 200))
 		}
+		for i, ev := range j.History {
+			label := ""
+			if i == 0 {
+				label = "history"
+				if j.HistoryDropped > 0 {
+					label = fmt.Sprintf("history (%d older not kept)", j.HistoryDropped)
+				}
+			}
+			row(w, label, ts(ev.At)+"  "+eventText(ev))
+		}
 	}
+}
+
+// eventText is one history event for people: its kind and what it says.
+func eventText(ev job.Event) string {
+	s := string(ev.Kind)
+	switch ev.Kind {
+	case job.Enqueued, job.Retried:
+		s += fmt.Sprintf(" ticket %d", ev.Ticket)
+		if ev.Attempt > 0 {
+			s += fmt.Sprintf(", attempt %d", ev.Attempt)
+		}
+	case job.Reticketed:
+		s += fmt.Sprintf(" ticket %d → %d", ev.OldTicket, ev.Ticket)
+	case job.ParkedEvent:
+		s += " " + ev.Reason
+	case job.HandedBack:
+		s += fmt.Sprintf(" %dms before its slot", ev.DelayMs)
+	case job.Started:
+		s += fmt.Sprintf(" attempt %d, %dms late", ev.Attempt, ev.LatenessMs)
+	case job.AttemptFailed, job.FailedEvent:
+		if ev.Attempt > 0 {
+			s += fmt.Sprintf(" attempt %d", ev.Attempt)
+		}
+		if ev.Error != "" {
+			s += ": " + oneLine(ev.Error, 100)
+		}
+	}
+	return s
 }
 
 func jobsGetCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

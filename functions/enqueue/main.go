@@ -14,6 +14,6 @@ func main() {
 	cfg, awsCfg, log := lambdafn.Init(lambdafn.Enqueue)
 	// Enqueue runs no targets. Without a runner it accepts every job kind:
 	// the worker's handlers are not known here.
-	h := &enqueue.Handler{Engine: cfg.Engine(awsCfg, nil, log)}
+	h := &enqueue.Handler{Engine: cfg.Engine(awsCfg, nil, log), Metrics: cfg.Recorder(log)}
 	lambda.Start(h.Handle)
 }

@@ -13,6 +13,8 @@ import (
 
 func main() {
 	cfg, awsCfg, log := lambdafn.Init(lambdafn.Resume)
-	h := &resume.Handler{Engine: cfg.Engine(awsCfg, nil, log), Log: log}
+	rec := cfg.Recorder(log)
+	cfg.Observer = rec
+	h := &resume.Handler{Engine: cfg.Engine(awsCfg, nil, log), Log: log, Metrics: rec}
 	lambda.Start(h.Handle)
 }

@@ -3,6 +3,7 @@ package samlocal
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -15,6 +16,57 @@ type Resolver struct {
 	Refs map[string]string
 	// Attrs are what !GetAtt gives, keyed "LogicalId.Attribute".
 	Attrs map[string]string
+	// Conditions are the template's, which !If names.
+	Conditions map[string]any
+}
+
+// Condition evaluates the template's condition name.
+func (r Resolver) Condition(name string) (bool, error) {
+	c, ok := r.Conditions[name]
+	if !ok {
+		return false, fmt.Errorf("condition %s: not in the template", name)
+	}
+	return r.Bool(c)
+}
+
+// Bool evaluates a condition expression: Fn::Equals, Fn::Not, Fn::And,
+// Fn::Or, Condition.
+func (r Resolver) Bool(v any) (bool, error) {
+	x, _ := v.(map[string]any)
+	if name, ok := x["Condition"].(string); ok {
+		return r.Condition(name)
+	}
+	if eq, ok := x["Fn::Equals"].([]any); ok && len(eq) == 2 {
+		a, err := r.String(eq[0])
+		if err != nil {
+			return false, err
+		}
+		b, err := r.String(eq[1])
+		return a == b, err
+	}
+	for _, fn := range []string{"Fn::Not", "Fn::And", "Fn::Or"} {
+		args, ok := x[fn].([]any)
+		if !ok {
+			continue
+		}
+		vals := make([]bool, len(args))
+		for i, a := range args {
+			b, err := r.Bool(a)
+			if err != nil {
+				return false, err
+			}
+			vals[i] = b
+		}
+		switch {
+		case fn == "Fn::Not" && len(vals) == 1:
+			return !vals[0], nil
+		case fn == "Fn::And":
+			return !slices.Contains(vals, false), nil
+		case fn == "Fn::Or":
+			return slices.Contains(vals, true), nil
+		}
+	}
+	return false, fmt.Errorf("cannot evaluate condition %v locally", v)
 }
 
 var subVar = regexp.MustCompile(`\$\{([^}!][^}]*)\}`)
@@ -40,6 +92,17 @@ func (r Resolver) String(v any) (string, error) {
 				return s, nil
 			}
 			return "", fmt.Errorf("!GetAtt %s: unknown locally", key)
+		}
+		if args, ok := x["Fn::If"].([]any); ok && len(args) == 3 {
+			name, _ := args[0].(string)
+			yes, err := r.Condition(name)
+			if err != nil {
+				return "", err
+			}
+			if yes {
+				return r.String(args[1])
+			}
+			return r.String(args[2])
 		}
 		if sub, ok := x["Fn::Sub"].(string); ok {
 			var err error

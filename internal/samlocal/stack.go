@@ -59,7 +59,7 @@ func Up(ctx context.Context, t *Template, awsCfg aws.Config, opts Options) (*Sta
 		opts.AccountID = "123456789012"
 	}
 	s := &Stack{Template: t, Tables: map[string]string{}, Queues: map[string]string{}, opts: opts,
-		Resolver: Resolver{Params: map[string]string{}, Refs: map[string]string{}, Attrs: map[string]string{}}}
+		Resolver: Resolver{Params: map[string]string{}, Refs: map[string]string{}, Attrs: map[string]string{}, Conditions: t.Conditions}}
 	for name, p := range t.Parameters {
 		s.Resolver.Params[name] = fmt.Sprint(p["Default"])
 		if p["Default"] == nil {

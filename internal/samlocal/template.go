@@ -15,6 +15,7 @@ import (
 // form, map{"Ref": "X"}, and !GetAtt A.B becomes map{"Fn::GetAtt": [A B]}.
 type Template struct {
 	Parameters map[string]map[string]any
+	Conditions map[string]any
 	Globals    map[string]any
 	Resources  map[string]Resource
 }
@@ -53,6 +54,7 @@ func Parse(b []byte) (*Template, error) {
 		t.Parameters[k] = asMap(v)
 	}
 	t.Globals = asMap(doc["Globals"])
+	t.Conditions = asMap(doc["Conditions"])
 	for k, v := range asMap(doc["Resources"]) {
 		m := asMap(v)
 		t.Resources[k] = Resource{Type: str(m["Type"]), Properties: asMap(m["Properties"]), Metadata: asMap(m["Metadata"])}

@@ -48,25 +48,29 @@ const (
 	attrGen = "gen"
 
 	// Job item (also attrQueue and attrTicket).
-	attrJobID       = "job_id"
-	attrKind        = "kind"
-	attrTarget      = "target"
-	attrPayload     = "payload"
-	attrStatus      = "status"
-	attrSlotAt      = "slot_at"
-	attrNotBefore   = "not_before"
-	attrScheduled   = "scheduled"
-	attrAttempt     = "attempt"
-	attrRetickets   = "retickets"
-	attrParkReason  = "park_reason"
-	attrDueAt       = "due_at"
-	attrEnqueuedAt  = "enqueued_at"
-	attrStartedAt   = "started_at"
-	attrFinishedAt  = "finished_at"
-	attrLastError   = "last_error"
-	attrExpiresAt   = "expires_at"
-	attrTTL         = "ttl"
-	attrQueueStatus = "queue_status"
+	attrJobID      = "job_id"
+	attrKind       = "kind"
+	attrTarget     = "target"
+	attrPayload    = "payload"
+	attrStatus     = "status"
+	attrSlotAt     = "slot_at"
+	attrNotBefore  = "not_before"
+	attrScheduled  = "scheduled"
+	attrAttempt    = "attempt"
+	attrRetickets  = "retickets"
+	attrParkReason = "park_reason"
+	attrDueAt      = "due_at"
+	attrEnqueuedAt = "enqueued_at"
+	attrStartedAt  = "started_at"
+	attrFinishedAt = "finished_at"
+	attrLastError  = "last_error"
+	attrExpiresAt  = "expires_at"
+	// The job's history, compact (job.EncodeHistory, times after
+	// enqueued_at), and how many older events it dropped.
+	attrHistory        = "history"
+	attrHistoryDropped = "history_dropped"
+	attrTTL            = "ttl"
+	attrQueueStatus    = "queue_status"
 )
 
 // Sort keys and index names.
@@ -359,6 +363,12 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	if j.Retickets != 0 {
 		m[attrRetickets] = num(int64(j.Retickets))
 	}
+	if h := job.EncodeHistory(j.History, j.EnqueuedAt); h != "" {
+		m[attrHistory] = str(h)
+	}
+	if j.HistoryDropped != 0 {
+		m[attrHistoryDropped] = num(int64(j.HistoryDropped))
+	}
 	if j.Scheduled {
 		m[attrScheduled] = boolean(true)
 	}
@@ -423,10 +433,17 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		FinishedAt: it.time(attrFinishedAt),
 		LastError:  it.str(attrLastError),
 		ExpiresAt:  it.time(attrExpiresAt),
+
+		HistoryDropped: int(it.int(attrHistoryDropped)),
 	}
 	if it.err != nil {
 		return job.Job{}, fmt.Errorf("decode job: %w", it.err)
 	}
+	h, err := job.DecodeHistory(it.str(attrHistory), j.EnqueuedAt)
+	if err != nil {
+		return job.Job{}, fmt.Errorf("decode job: %w", err)
+	}
+	j.History = h
 	return j, nil
 }
 

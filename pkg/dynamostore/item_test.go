@@ -1,10 +1,13 @@
 package dynamostore
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/pkg/job"
 )
 
 func TestMillis(t *testing.T) {
@@ -47,5 +50,24 @@ func TestTTLRoundsUp(t *testing.T) {
 	}
 	if got, want := ttlSeconds(at.Truncate(time.Second)), at.Unix(); got != want {
 		t.Errorf("ttlSeconds(whole second) = %d, want %d", got, want)
+	}
+}
+
+// A job's history goes into one compact attribute and comes back as it
+// was, with the count of dropped events.
+func TestJobHistoryItem(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	j := job.Job{Queue: "q", ID: "j", Status: job.Queued, Ticket: 9, Attempt: 2, EnqueuedAt: at}
+	j.Record(job.Event{At: at, Kind: job.Enqueued, Ticket: 3})
+	j.Record(job.Event{At: at.Add(time.Second), Kind: job.Started, Attempt: 1, LatenessMs: 4})
+	j.Record(job.Event{At: at.Add(2 * time.Second), Kind: job.AttemptFailed, Attempt: 1, Error: "no"})
+	j.Record(job.Event{At: at.Add(3 * time.Second), Kind: job.Retried, Attempt: 2, Ticket: 9})
+	j.HistoryDropped = 4
+	got, err := decodeJob(jobItem(j, "tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.History, j.History) || got.HistoryDropped != 4 {
+		t.Errorf("history %+v (dropped %d), want %+v", got.History, got.HistoryDropped, j.History)
 	}
 }

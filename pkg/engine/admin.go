@@ -174,7 +174,7 @@ func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error)
 	if err != nil {
 		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
 	}
-	return e.resumeQueue(ctx, q, holder, true)
+	return e.resumeQueue(ctx, q, holder, true, nil)
 }
 
 // awaitLease takes queue's resume lease for holder, waiting up to half a
@@ -273,22 +273,14 @@ func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
 	now := e.now()
 	st := q.State
 	s := Stats{Queue: name, Config: q.Config, State: st}
-	s.Waiting = max(0, st.Ticket-max(st.Current, st.Purged))
+	s.Waiting = waiting(st)
 	if s.Parked, err = e.state.CountJobs(ctx, name, q.Gen, job.Parked); err != nil {
 		return s, fmt.Errorf("stats %s: %w", name, err)
 	}
 	if s.Failed, err = e.state.CountJobs(ctx, name, q.Gen, job.Failed); err != nil {
 		return s, fmt.Errorf("stats %s: %w", name, err)
 	}
-	if s.Waiting > 0 && !st.LastStart.IsZero() {
-		due := now
-		if st.Clock.Before(due) {
-			due = st.Clock
-		}
-		if lag := due.Sub(st.LastStart.Add(q.Config.Interval)); lag > 0 {
-			s.Lag = slot.Duration(lag)
-		}
-	}
+	s.Lag = slot.Duration(lag(q, now))
 	if st.Clock.After(now) {
 		s.Backlog = slot.Duration(st.Clock.Sub(now))
 	}
@@ -404,5 +396,6 @@ func (e *Engine) cancel(ctx context.Context, cfg slot.Config, j job.Job) error {
 	from := j.Version()
 	now := e.now()
 	j.Status, j.FinishedAt, j.ExpiresAt, j.ParkReason, j.DueAt = job.Cancelled, now, now.Add(cfg.Retention), "", time.Time{}
+	j.Record(job.Event{At: now, Kind: job.CancelledEvent})
 	return e.state.UpdateJob(ctx, j, from)
 }

@@ -71,6 +71,9 @@ type Options struct {
 	// queue; a queue with more continues in the next run, from where the
 	// pass stopped. Default 500.
 	ResumeBudget int
+	// Observer hears what Work and Resume did, for metrics. Default:
+	// none.
+	Observer Observer
 	// Margin is the time Work keeps in hand before its context deadline:
 	// a wait that would end later is handed back to the transport.
 	// Default 2s.

@@ -98,6 +98,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
 	for _, j := range newJobs {
+		j.Record(job.Event{At: now, Kind: job.Enqueued, Ticket: j.Ticket})
 		e.place(j, q.State.Paused)
 	}
 	// The messages go first and the records after, so a stored queued job
@@ -272,7 +273,9 @@ func (e *Engine) place(j *job.Job, paused bool) {
 		j.DueAt = j.SlotAt.Add(-e.transport.MaxDelay())
 	default:
 		j.Status = job.Queued
+		return
 	}
+	j.Record(job.Event{At: now, Kind: job.ParkedEvent, Reason: string(j.ParkReason)})
 }
 
 // dispatch sends the messages of the queued jobs among jobs, before their
@@ -314,6 +317,7 @@ func (e *Engine) dispatch(ctx context.Context, jobs []*job.Job) {
 	for i, cause := range failed {
 		j := queued[i]
 		j.Status, j.ParkReason, j.DueAt = job.Parked, job.Unsent, now
+		j.Record(job.Event{At: now, Kind: job.ParkedEvent, Reason: string(job.Unsent)})
 		e.log.WarnContext(ctx, "send failed; job parked for resume", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "error", cause)
 	}
 }

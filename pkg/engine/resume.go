@@ -80,10 +80,14 @@ func (e *Engine) Resume(ctx context.Context) (ResumeReport, error) {
 			break
 		}
 		rep.Queues++
-		r, err := e.resumeQueue(ctx, q, holder, false)
+		var fig Figures
+		r, err := e.resumeQueue(ctx, q, holder, false, &fig)
 		rep.add(r)
 		if err != nil {
 			errs = append(errs, err)
+		}
+		if r.Busy == 0 && err == nil {
+			e.observe(ctx, Event{Kind: EventFigures, Queue: q.Name, Figures: &fig})
 		}
 	}
 	return rep, errors.Join(errs...)
@@ -105,8 +109,9 @@ func (e *Engine) leaseUntil(ctx context.Context, now time.Time) time.Time {
 }
 
 // resumeQueue is one pass over a queue under its lease. fresh starts a
-// new round of passes (the queue was just unpaused).
-func (e *Engine) resumeQueue(ctx context.Context, q Queue, holder string, fresh bool) (rep ResumeReport, err error) {
+// new round of passes (the queue was just unpaused). If fig is not nil, a
+// pass that ran fills it with the queue's figures after it.
+func (e *Engine) resumeQueue(ctx context.Context, q Queue, holder string, fresh bool, fig *Figures) (rep ResumeReport, err error) {
 	now := e.now()
 	cur, err := e.state.Lease(ctx, q.Name, holder, e.leaseUntil(ctx, now), now)
 	if errors.Is(err, ErrLeaseHeld) {
@@ -155,6 +160,7 @@ func (e *Engine) resumeQueue(ctx context.Context, q Queue, holder string, fresh 
 		}
 		if lifted {
 			rep.Lifted++
+			e.observe(ctx, Event{Kind: EventLifted, Queue: q.Name})
 			e.log.InfoContext(ctx, "pause lifted", "queue", q.Name, "paused_until", q.State.PausedUntil)
 		}
 		if q, err = e.state.GetQueue(ctx, q.Name); err != nil {
@@ -162,10 +168,25 @@ func (e *Engine) resumeQueue(ctx context.Context, q Queue, holder string, fresh 
 		}
 	}
 	if q.State.Paused {
+		if fig != nil {
+			// Its parked jobs are not listed while it is paused: Waiting
+			// counts them.
+			*fig = Figures{Waiting: waiting(q.State), Parked: -1, Lag: lag(q, now), Paused: true}
+		}
 		return rep, nil
 	}
-	if err := e.release(ctx, &q, &rep, &cur, now); err != nil {
+	parked, err := e.release(ctx, &q, &rep, &cur, now)
+	if err != nil {
 		return rep, err
+	}
+	if fig != nil {
+		*fig = Figures{Waiting: waiting(q.State), Parked: parked, Lag: lag(q, now)}
+	}
+	if rep.Reticketed > 0 {
+		e.observe(ctx, Event{Kind: EventReticket, Queue: q.Name, Count: rep.Reticketed})
+	}
+	if rep.Released > 0 {
+		e.observe(ctx, Event{Kind: EventRelease, Queue: q.Name, Count: rep.Released})
 	}
 	if rep != (ResumeReport{}) {
 		e.log.InfoContext(ctx, "resumed", "queue", q.Name, "reticketed", rep.Reticketed, "released", rep.Released, "continued", rep.Continued)
@@ -195,14 +216,18 @@ func (e *Engine) restartRound(ctx context.Context, queue, holder string, now tim
 // and remembers when the first of them falls due (Cursor.Wake), when the
 // next pass starts a new round from the first parked job. A pass that
 // reaches the end of the list starts a new round too.
-func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *Cursor, now time.Time) error {
+//
+// It returns how many of the jobs it looked at stay parked: the queue's
+// parked jobs when the pass saw all of them (a round's first pass, within
+// the budget), a lower bound otherwise.
+func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *Cursor, now time.Time) (int, error) {
 	if cur.After > 0 && !cur.Wake.IsZero() && !now.Before(cur.Wake) {
 		*cur = Cursor{}
 	}
 	budget := e.opts.ResumeBudget
 	parked, err := e.state.ListJobs(ctx, ListRequest{Queue: q.Name, Gen: q.Gen, Status: job.Parked, After: cur.After, Limit: budget})
 	if err != nil {
-		return fmt.Errorf("resume %s: %w", q.Name, err)
+		return 0, fmt.Errorf("resume %s: %w", q.Name, err)
 	}
 	next := *cur
 	if len(parked) < budget {
@@ -231,14 +256,15 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 	}
 	if len(stale) > 0 {
 		if err := e.assign(ctx, q, stale); err != nil {
-			return fmt.Errorf("resume %s: re-ticket: %w", q.Name, err)
+			return 0, fmt.Errorf("resume %s: re-ticket: %w", q.Name, err)
 		}
-		for _, j := range stale {
+		for i, j := range stale {
 			j.Retickets++
+			j.Record(job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: from[i].Ticket, Ticket: j.Ticket})
 			e.place(j, q.State.Paused)
 		}
 		if err := e.releaseAll(ctx, q.Name, stale, from); err != nil {
-			return err
+			return 0, err
 		}
 		rep.Reticketed += len(stale)
 	}
@@ -248,7 +274,7 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 		j.Status, j.ParkReason, j.DueAt = job.Queued, "", time.Time{}
 	}
 	if err := e.releaseAll(ctx, q.Name, due, dueFrom); err != nil {
-		return err
+		return 0, err
 	}
 	for _, js := range [][]*job.Job{stale, due} {
 		for _, j := range js {
@@ -262,7 +288,13 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 		}
 	}
 	*cur = next
-	return nil
+	left := 0
+	for i := range parked {
+		if parked[i].Status == job.Parked {
+			left++
+		}
+	}
+	return left, nil
 }
 
 // releaseAll sends the messages of the queued jobs among jobs and then
@@ -270,9 +302,13 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 // meanwhile (cancelled) is left alone; its message is stale.
 func (e *Engine) releaseAll(ctx context.Context, queue string, jobs []*job.Job, from []job.Version) error {
 	e.dispatch(ctx, jobs)
+	now := e.now()
 	for i, j := range jobs {
 		if j.Version() == from[i] && j.ParkReason == job.Unsent {
 			continue // not sent again and nothing changed: it stays parked
+		}
+		if j.Status == job.Queued {
+			j.Record(job.Event{At: now, Kind: job.Released})
 		}
 		if err := e.state.UpdateJob(ctx, *j, from[i]); err != nil {
 			if errors.Is(err, ErrConflict) {

@@ -217,6 +217,7 @@ func (e *Engine) orphan(ctx context.Context, j job.Job) error {
 	}
 	j.FinishedAt, j.ExpiresAt, j.ParkReason, j.DueAt = now, now, "", time.Time{}
 	j.LastError = "queue deleted"
+	j.Record(job.Event{At: now, Kind: job.EventKind(j.Status), Error: j.LastError})
 	err := e.state.UpdateJob(ctx, j, from)
 	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrJobNotFound) {
 		return fmt.Errorf("work %s: expire job of deleted queue: %w", j.Key(), err)
@@ -259,6 +260,7 @@ func (e *Engine) claimedMeanwhile(ctx context.Context, want job.Version, j *job.
 // spent, and the message is done with.
 func (e *Engine) claim(ctx context.Context, q Queue, j job.Job, from job.Version, st slot.State, now time.Time) error {
 	j.Status, j.StartedAt = job.Running, now
+	j.Record(job.Event{At: now, Kind: job.Started, Attempt: j.Attempt, LatenessMs: now.Sub(j.SlotAt).Milliseconds()})
 	err := e.state.UpdateJob(ctx, j, from)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
 		e.log.InfoContext(ctx, "dropped duplicate delivery after the gate", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
@@ -299,6 +301,15 @@ func (e *Engine) handBack(ctx context.Context, j *job.Job, wake time.Time) error
 	if err != nil {
 		return fmt.Errorf("hand back %s/%s: %w", j.Queue, j.ID, err)
 	}
+	// Into the job's history, at the same version: a record that moved
+	// on meanwhile (a duplicate claimed it) keeps its own story, and a
+	// failed write loses one event, not the message.
+	from := j.Version()
+	j.Record(job.Event{At: env.SentAt, Kind: job.HandedBack, DelayMs: wait.Milliseconds()})
+	if err := e.state.UpdateJob(ctx, *j, from); err != nil && !errors.Is(err, ErrConflict) {
+		e.log.WarnContext(ctx, "hand-back not in the job's history", "queue", j.Queue, "job_id", j.ID, "error", err.Error())
+	}
+	e.observe(ctx, Event{Kind: EventHandBack, Queue: j.Queue})
 	e.log.DebugContext(ctx, "handed back", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "delay_ms", wait.Milliseconds())
 	return nil
 }
@@ -307,12 +318,14 @@ func (e *Engine) handBack(ctx context.Context, j *job.Job, wake time.Time) error
 func (e *Engine) park(ctx context.Context, j *job.Job, why job.ParkReason) error {
 	from := j.Version()
 	j.Status, j.ParkReason, j.DueAt = job.Parked, why, time.Time{}
+	j.Record(job.Event{At: e.now(), Kind: job.ParkedEvent, Reason: string(why)})
 	if err := e.state.UpdateJob(ctx, *j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil
 		}
 		return fmt.Errorf("park %s/%s: %w", j.Queue, j.ID, err)
 	}
+	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
 	e.log.InfoContext(ctx, "parked", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "reason", string(why))
 	return nil
 }
@@ -326,6 +339,7 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job) error {
 		return fmt.Errorf("re-ticket %s/%s: %w", j.Queue, j.ID, err)
 	}
 	j.Retickets++
+	j.Record(job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: old, Ticket: j.Ticket})
 	e.place(j, q.State.Paused)
 	e.dispatch(ctx, []*job.Job{j}) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, *j, from); err != nil {
@@ -334,6 +348,7 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job) error {
 		}
 		return fmt.Errorf("re-ticket %s/%s: %w", j.Queue, j.ID, err)
 	}
+	e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
 	e.log.InfoContext(ctx, "re-ticketed", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket, "slot_at", j.SlotAt)
 	return nil
 }
@@ -343,6 +358,8 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job) error {
 // used up ctx (its deadline came, or it was cancelled), and an outcome
 // not recorded is an attempt run again after the lease.
 func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now time.Time) error {
+	gap, hasGap := startGap(q.State, st, q.Config.Interval, now)
+	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap})
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(), "attempt", j.Attempt, "target", j.What())
 	runErr := errors.New("no runner configured")
@@ -439,8 +456,10 @@ func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, 
 	switch {
 	case runErr == nil:
 		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Succeeded, now, now.Add(q.Config.Retention), ""
+		j.Record(job.Event{At: now, Kind: job.SucceededEvent, Attempt: j.Attempt})
 	case errors.Is(runErr, ErrSkipRetry) || j.Attempt >= q.Config.MaxAttempts:
 		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Failed, now, now.Add(q.Config.Retention), lastError(runErr)
+		j.Record(job.Event{At: now, Kind: job.FailedEvent, Attempt: j.Attempt, Error: runErr.Error()})
 	default:
 		return e.retry(ctx, q, j, st, runErr, now)
 	}
@@ -451,9 +470,14 @@ func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, 
 		}
 		return fmt.Errorf("record %s/%s: %w", j.Queue, j.ID, err)
 	}
+	if runErr != nil {
+		e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
+	}
 	if j.Status == job.Failed {
+		e.observe(ctx, Event{Kind: EventDeadLetter, Queue: j.Queue})
 		e.log.ErrorContext(ctx, "job failed", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "attempt", j.Attempt, "error", runErr)
 	} else {
+		e.observe(ctx, Event{Kind: EventSucceeded, Queue: j.Queue})
 		e.log.DebugContext(ctx, "job succeeded", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
 	}
 	return nil
@@ -464,6 +488,7 @@ func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, 
 func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error, now time.Time) error {
 	from := j.Version()
 	q.State = st
+	j.Record(job.Event{At: now, Kind: job.AttemptFailed, Attempt: j.Attempt, Error: runErr.Error()})
 	j.Attempt++
 	j.LastError = lastError(runErr)
 	j.StartedAt = time.Time{}
@@ -474,6 +499,7 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	if err != nil {
 		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
 	}
+	j.Record(job.Event{At: e.now(), Kind: job.Retried, Attempt: j.Attempt, Ticket: j.Ticket})
 	e.place(&j, q.State.Paused)
 	e.dispatch(ctx, []*job.Job{&j}) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, j, from); err != nil {
@@ -482,6 +508,8 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 		}
 		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
 	}
+	e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventRetry, Queue: j.Queue})
 	e.log.WarnContext(ctx, "attempt failed; retrying", "queue", j.Queue, "job_id", j.ID,
 		"attempt", j.Attempt, "ticket", j.Ticket, "slot_at", j.SlotAt, "error", runErr)
 	return nil

@@ -153,6 +153,11 @@ type Job struct {
 	LastError string `json:"last_error,omitempty"`
 	// ExpiresAt is when a finished job may be deleted (the TTL).
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// History is what happened to the job, oldest first: its last
+	// MaxHistory events (see Record). HistoryDropped counts the older
+	// ones it no longer holds.
+	History        []Event `json:"history,omitempty"`
+	HistoryDropped int     `json:"history_dropped,omitempty"`
 }
 
 // Version identifies one state of a job record, for compare-and-set. Gen

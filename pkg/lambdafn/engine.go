@@ -13,6 +13,7 @@ import (
 
 	"github.com/slotq/slotq/pkg/dynamostore"
 	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/metrics"
 	"github.com/slotq/slotq/pkg/sqstransport"
 )
 
@@ -36,7 +37,14 @@ func (c Config) Engine(awsCfg aws.Config, runner engine.Runner, log *slog.Logger
 		// The lease of a running attempt follows from it, and queue
 		// configurations are checked against it.
 		WorkerTimeout: c.WorkerTimeout,
+		Observer:      c.Observer,
 	})
+}
+
+// Recorder returns a metrics recorder of c's namespace and dimension that
+// writes its EMF lines to log.
+func (c Config) Recorder(log *slog.Logger) *metrics.Recorder {
+	return metrics.New(metrics.Options{Namespace: c.MetricsNamespace, Dimension: c.MetricsDimension, Logger: log})
 }
 
 // Init is what every function's main does first: it makes the logger,

@@ -43,6 +43,12 @@ const (
 	// Required; between the default target timeout plus the time kept for
 	// recording (see engine.MinWorkerTimeout) and 900.
 	EnvWorkerTimeout = "SLOTQ_WORKER_TIMEOUT"
+	// EnvMetricsNamespace is the CloudWatch namespace of the metrics the
+	// functions write (pkg/metrics). Default "slotq".
+	EnvMetricsNamespace = "SLOTQ_METRICS_NAMESPACE"
+	// EnvMetricsDimension is the name of the metrics' queue dimension.
+	// Default "Queue".
+	EnvMetricsDimension = "SLOTQ_METRICS_DIMENSION"
 )
 
 // Spec names a function and the environment variables it reads. The
@@ -57,10 +63,10 @@ type Spec struct {
 
 // The functions' specs.
 var (
-	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
-	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout}}
-	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout}}
-	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension}}
+	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension}}
+	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	// Specs lists every function.
 	Specs = []Spec{Enqueue, Worker, Resume, Admin}
 )
@@ -79,6 +85,13 @@ type Config struct {
 	// WorkerTimeout is the worker function's timeout
 	// (SLOTQ_WORKER_TIMEOUT).
 	WorkerTimeout time.Duration
+	// MetricsNamespace and MetricsDimension name the metrics' namespace
+	// and queue dimension (SLOTQ_METRICS_NAMESPACE,
+	// SLOTQ_METRICS_DIMENSION); empty takes pkg/metrics' defaults.
+	MetricsNamespace, MetricsDimension string
+	// Observer, if set, is the engine's (engine.Options.Observer): a
+	// function's main sets it to the Recorder its handler flushes.
+	Observer engine.Observer
 }
 
 // maxWorkerTimeout is Lambda's longest timeout.
@@ -109,6 +122,15 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 					name, int(engine.MinWorkerTimeout.Seconds()), int(maxWorkerTimeout.Seconds()), v)
 			}
 			c.WorkerTimeout = d
+		case EnvMetricsNamespace, EnvMetricsDimension:
+			if len(v) > 255 || strings.HasPrefix(v, ":") {
+				return c, fmt.Errorf("%s must be at most 255 characters and not start with a colon, got %q", name, v)
+			}
+			if name == EnvMetricsNamespace {
+				c.MetricsNamespace = v
+			} else {
+				c.MetricsDimension = v
+			}
 		case EnvDefaultInterval:
 			if v == "" {
 				break

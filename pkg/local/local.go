@@ -26,6 +26,7 @@ import (
 	"github.com/slotq/slotq/pkg/lambdafn/worker"
 	"github.com/slotq/slotq/pkg/lambdahost"
 	"github.com/slotq/slotq/pkg/memstore"
+	"github.com/slotq/slotq/pkg/metrics"
 	"github.com/slotq/slotq/pkg/slot"
 	"github.com/slotq/slotq/pkg/sqstransport"
 	"github.com/slotq/slotq/pkg/target"
@@ -214,21 +215,24 @@ func Run(ctx context.Context, o Options) error {
 		worker.Builtin(o.Mux, log)
 	}
 	workerTimeout := o.Stack.Timeouts[WorkerFunction]
-	newEngine := func(runner engine.Runner) *engine.Engine {
+	newEngine := func(runner engine.Runner, obs engine.Observer) *engine.Engine {
 		return engine.New(engine.Options{
 			State: be.state, Transport: be.transport, Runner: runner, Logger: log,
-			Defaults: o.Defaults, WorkerTimeout: workerTimeout, Lease: o.Lease,
+			Defaults: o.Defaults, WorkerTimeout: workerTimeout, Lease: o.Lease, Observer: obs,
 		})
 	}
 	// As on the stack: enqueue and admin run no targets and accept every
-	// kind; the worker runs them.
-	eng := newEngine(nil)
-	workEng := newEngine(&target.Dispatcher{Mux: o.Mux, Lambda: be.lambda})
+	// kind; the worker runs them. The worker, resume and enqueue write
+	// their metrics (EMF lines) through log, where the view reads them.
+	workMetrics, resumeMetrics, enqueueMetrics := newRecorder(log), newRecorder(log), newRecorder(log)
+	eng := newEngine(nil, nil)
+	resumeEng := newEngine(nil, resumeMetrics)
+	workEng := newEngine(&target.Dispatcher{Mux: o.Mux, Lambda: be.lambda}, workMetrics)
 	arn := func(name string) string { return "arn:aws:lambda:us-east-1:123456789012:function:" + name }
 	inv := lambdahost.NewHandlers(arn, log,
-		lambdahost.Handler{Name: EnqueueFunction, Handler: (&enqueue.Handler{Engine: eng}).Handle, Timeout: o.Stack.Timeouts[EnqueueFunction]},
-		lambdahost.Handler{Name: WorkerFunction, Handler: (&worker.Handler{Engine: workEng, Log: log}).Handle, Timeout: workerTimeout},
-		lambdahost.Handler{Name: ResumeFunction, Handler: (&resume.Handler{Engine: eng, Log: log}).Handle, Timeout: o.Stack.Timeouts[ResumeFunction]},
+		lambdahost.Handler{Name: EnqueueFunction, Handler: (&enqueue.Handler{Engine: eng, Metrics: enqueueMetrics}).Handle, Timeout: o.Stack.Timeouts[EnqueueFunction]},
+		lambdahost.Handler{Name: WorkerFunction, Handler: (&worker.Handler{Engine: workEng, Log: log, Metrics: workMetrics}).Handle, Timeout: workerTimeout},
+		lambdahost.Handler{Name: ResumeFunction, Handler: (&resume.Handler{Engine: resumeEng, Log: log, Metrics: resumeMetrics}).Handle, Timeout: o.Stack.Timeouts[ResumeFunction]},
 		lambdahost.Handler{Name: AdminFunction, Handler: (&admin.Handler{Engine: eng, Defaults: o.Defaults}).Handle, Timeout: o.Stack.Timeouts[AdminFunction]},
 	)
 	ln, err := net.Listen("tcp", o.Addr)
@@ -318,4 +322,10 @@ func Emulate(ctx context.Context, o EmulateOptions) error {
 	wg.Go(func() { errs[1] = s.Run(ctx) })
 	wg.Wait()
 	return errors.Join(errs[:]...)
+}
+
+// newRecorder is a function's metrics recorder with the stack's default
+// namespace and dimension.
+func newRecorder(log *slog.Logger) *metrics.Recorder {
+	return metrics.New(metrics.Options{Logger: log})
 }

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
-	"time"
 
 	"github.com/slotq/slotq/internal/esm"
+	"github.com/slotq/slotq/pkg/metrics"
 )
 
 // tap passes the functions' log records on to next and shows the ones a
@@ -50,10 +50,18 @@ type view struct {
 	queues map[string]*queueSummary
 }
 
+// queueSummary adds up a queue's metrics, as the functions' EMF lines
+// carry them: the figures CloudWatch gets on the stack.
 type queueSummary struct {
-	starts, succeeded, failed, retries, parked, released int
-	lateness                                             []time.Duration
+	counts   map[string]float64
+	lateness []float64 // ms
+	gaps     []float64 // ms
+	// The last figures resume published; seen is false before any.
+	waiting, parkedJobs, lag float64
+	seen                     bool
 }
+
+func (q *queueSummary) n(name string) int { return int(q.counts[name]) }
 
 func newView(out io.Writer, asJSON bool) *view {
 	v := &view{out: out, queues: map[string]*queueSummary{}}
@@ -79,6 +87,10 @@ var events = map[string]string{
 }
 
 func (v *view) record(ctx context.Context, r slog.Record) {
+	if r.Message == metrics.Message {
+		v.metrics(ctx, r)
+		return
+	}
 	name, ok := events[r.Message]
 	if !ok {
 		return
@@ -88,27 +100,11 @@ func (v *view) record(ctx context.Context, r slog.Record) {
 	queue := a["queue"].String()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	q := v.queues[queue]
-	if q == nil && queue != "" {
-		q = &queueSummary{}
-		v.queues[queue] = q
-	}
 	worker, hasWorker := esm.Poller(ctx)
 	switch name {
-	case "start":
-		q.starts++
-		q.lateness = append(q.lateness, time.Duration(a["lateness_ms"].Int64())*time.Millisecond)
 	case "succeeded":
-		q.succeeded++
 		return // the start line said it; a success is the common case
-	case "failed":
-		q.failed++
-	case "retry":
-		q.retries++
-	case "park":
-		q.parked++
 	case "release":
-		q.released += int(a["released"].Int64())
 		if a["released"].Int64() == 0 && a["reticketed"].Int64() == 0 {
 			return
 		}
@@ -158,6 +154,69 @@ func (v *view) record(ctx context.Context, r slog.Record) {
 
 func ms(n int64) string { return fmt.Sprintf("%dms", n) }
 
+// metrics adds an EMF line of the worker, resume or enqueue function to
+// its queue's summary, and shows resume's figures in the live view.
+func (v *view) metrics(ctx context.Context, r slog.Record) {
+	a := map[string]slog.Value{}
+	r.Attrs(func(at slog.Attr) bool { a[at.Key] = at.Value.Resolve(); return true })
+	queue, ok := a[metrics.DefaultDimension]
+	if !ok {
+		return // a refusal line, by code
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	q := v.queues[queue.String()]
+	if q == nil {
+		q = &queueSummary{counts: map[string]float64{}}
+		v.queues[queue.String()] = q
+	}
+	vals := func(name string) []float64 {
+		switch x := a[name].Any().(type) {
+		case float64:
+			return []float64{x}
+		case []float64:
+			return x
+		}
+		return nil
+	}
+	for _, m := range metrics.Metrics {
+		vs := vals(m.Name)
+		switch m.Name {
+		case metrics.StartLateness:
+			q.lateness = append(q.lateness, vs...)
+		case metrics.StartGap:
+			q.gaps = append(q.gaps, vs...)
+		case metrics.Waiting, metrics.ParkedJobs, metrics.Lag:
+		default:
+			for _, x := range vs {
+				q.counts[m.Name] += x
+			}
+		}
+	}
+	w, ok := a[metrics.Waiting]
+	if !ok {
+		return
+	}
+	q.seen, q.waiting, q.lag, q.parkedJobs = true, w.Float64(), a[metrics.Lag].Float64(), -1
+	if p, ok := a[metrics.ParkedJobs]; ok {
+		q.parkedJobs = p.Float64()
+	}
+	if q.waiting == 0 && q.lag == 0 {
+		return // nothing waits: no line
+	}
+	if v.json != nil {
+		v.json.LogAttrs(ctx, slog.LevelInfo, "figures", slog.String("event", "figures"), slog.String("queue", queue.String()),
+			slog.Float64("waiting", q.waiting), slog.Float64("parked", q.parkedJobs), slog.Float64("lag_ms", q.lag))
+		return
+	}
+	parked := "-"
+	if q.parkedJobs >= 0 {
+		parked = fmt.Sprint(q.parkedJobs)
+	}
+	fmt.Fprintf(v.out, "%s  %-9s %-14s waiting %v, parked %s, lag %s\n", r.Time.Format("15:04:05.000"), "figures", queue.String(),
+		q.waiting, parked, ms(int64(q.lag)))
+}
+
 func sortedKeys(m map[string]slog.Value) []string { return slices.Sorted(maps.Keys(m)) }
 
 func toAttrs(kv []any) []slog.Attr {
@@ -205,7 +264,8 @@ Ctrl-C stops it and prints a summary per queue.
 		a.VisibilityTimeout, redrive, concurrency, s.ResumeEvery)
 }
 
-// summary prints each queue's counts and lateness.
+// summary prints each queue's figures: its metrics added up over the run
+// (docs/operations.md says what each means).
 func (v *view) summary() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -213,9 +273,14 @@ func (v *view) summary() {
 	if v.json != nil {
 		for _, n := range names {
 			q := v.queues[n]
-			p50, worst := lateness(q.lateness)
-			v.json.Info("summary", "event", "summary", "queue", n, "starts", q.starts, "succeeded", q.succeeded, "failed", q.failed,
-				"retries", q.retries, "parked", q.parked, "released", q.released, "lateness_p50_ms", p50.Milliseconds(), "lateness_max_ms", worst.Milliseconds())
+			p50, p99, worst := percentiles(q.lateness)
+			gap50, _, _ := percentiles(q.gaps)
+			v.json.Info("summary", "event", "summary", "queue", n, "starts", q.n(metrics.Starts), "succeeded", q.n(metrics.Succeeded),
+				"failed", q.n(metrics.DeadLetters), "attempt_failures", q.n(metrics.AttemptFailures), "retries", q.n(metrics.Retries),
+				"reticketed", q.n(metrics.Reticketed), "parked", q.n(metrics.Parks), "released", q.n(metrics.Released),
+				"handed_back", q.n(metrics.HandedBack), "accepted", q.n(metrics.JobsAccepted),
+				"lateness_p50_ms", p50, "lateness_p99_ms", p99, "lateness_max_ms", worst, "gap_p50_ms", gap50,
+				"waiting", q.waiting, "lag_ms", q.lag)
 		}
 		return
 	}
@@ -225,24 +290,32 @@ func (v *view) summary() {
 	}
 	fmt.Fprintln(v.out)
 	tw := tabwriter.NewWriter(v.out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "queue\tstarts\tsucceeded\tfailed\tretries\tparked\treleased\tlateness p50\tmax\t")
+	fmt.Fprintln(tw, "queue\tstarts\tsucceeded\tfailed\tretries\tre-ticketed\tparked\treleased\thanded back\tlateness p50\tp99\tmax\tgap p50\twaiting\tlag\t")
 	for _, n := range names {
 		q := v.queues[n]
-		p50, worst := lateness(q.lateness)
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", n, q.starts, q.succeeded, q.failed, q.retries, q.parked, q.released,
-			p50.Round(time.Millisecond), worst.Round(time.Millisecond))
+		p50, p99, worst := percentiles(q.lateness)
+		gap50, _, _ := percentiles(q.gaps)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%v\t%s\t\n", n, q.n(metrics.Starts), q.n(metrics.Succeeded),
+			q.n(metrics.DeadLetters), q.n(metrics.Retries), q.n(metrics.Reticketed), q.n(metrics.Parks), q.n(metrics.Released),
+			q.n(metrics.HandedBack), msf(p50), msf(p99), msf(worst), msf(gap50), q.waiting, msf(q.lag))
 	}
 	tw.Flush()
 }
 
-func lateness(ls []time.Duration) (p50, worst time.Duration) {
-	if len(ls) == 0 {
-		return 0, 0
+// percentiles returns the median, the 99th percentile and the largest of
+// vs (nearest rank); zeros for none.
+func percentiles(vs []float64) (p50, p99, worst float64) {
+	if len(vs) == 0 {
+		return 0, 0, 0
 	}
-	s := slices.Clone(ls)
+	s := slices.Clone(vs)
 	slices.Sort(s)
-	return s[len(s)/2], s[len(s)-1]
+	rank := func(p float64) float64 { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	return s[len(s)/2], rank(0.99), s[len(s)-1]
 }
+
+// msf prints milliseconds rounded to the millisecond.
+func msf(v float64) string { return fmt.Sprintf("%.0fms", v) }
 
 func partial(on bool) string {
 	if on {

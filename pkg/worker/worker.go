@@ -61,7 +61,9 @@ func NewHandler(ctx context.Context, mux *target.Mux, o Options) (*lambdaworker.
 		Mux:    mux,
 		Lambda: &target.Lambda{API: lambdasvc.NewFromConfig(awsCfg)},
 	}
-	return &lambdaworker.Handler{Engine: cfg.Engine(awsCfg, runner, o.Logger), Log: o.Logger}, nil
+	rec := cfg.Recorder(o.Logger)
+	cfg.Observer = rec
+	return &lambdaworker.Handler{Engine: cfg.Engine(awsCfg, runner, o.Logger), Log: o.Logger, Metrics: rec}, nil
 }
 
 // Start is a worker function's main: it builds the handler with

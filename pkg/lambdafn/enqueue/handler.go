@@ -11,6 +11,7 @@ import (
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/lambdafn"
+	"github.com/slotq/slotq/pkg/metrics"
 )
 
 // Enqueuer is the engine call the handler makes.
@@ -30,25 +31,43 @@ type Response struct {
 // Handler translates an Invoke payload into engine.Enqueue.
 type Handler struct {
 	Engine Enqueuer
+	// Metrics, if set, counts accepted jobs and refused requests; Handle
+	// flushes it after each call.
+	Metrics *metrics.Recorder
 }
 
 // Handle decodes the request strictly and enqueues it. Bad input answers
 // {"error":{…}}; a failure of DynamoDB or SQS is returned as an error,
 // which Lambda reports as a function error the caller may retry.
 func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (Response, error) {
+	if h.Metrics != nil {
+		defer h.Metrics.Flush(ctx)
+	}
 	var req job.EnqueueRequest
 	if err := job.Decode(payload, &req); err != nil {
-		return failed(err)
+		return h.failed(err)
 	}
 	res, err := h.Engine.Enqueue(ctx, req)
 	if err != nil {
-		return failed(err)
+		return h.failed(err)
+	}
+	if h.Metrics != nil {
+		n := 0
+		for _, a := range res.Jobs {
+			if !a.Existing {
+				n++
+			}
+		}
+		h.Metrics.Accepted(res.Queue, n)
 	}
 	return Response{Queue: res.Queue, Jobs: res.Jobs}, nil
 }
 
-func failed(err error) (Response, error) {
+func (h *Handler) failed(err error) (Response, error) {
 	if e := lambdafn.ErrorOf(err); e != nil {
+		if h.Metrics != nil {
+			h.Metrics.Refused(e.Code)
+		}
 		return Response{Error: e}, nil
 	}
 	return Response{}, err

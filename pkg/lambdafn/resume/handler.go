@@ -10,6 +10,7 @@ import (
 	"log/slog"
 
 	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/metrics"
 )
 
 // Resumer is the engine call the handler makes.
@@ -21,6 +22,9 @@ type Resumer interface {
 type Handler struct {
 	Engine Resumer
 	Log    *slog.Logger
+	// Metrics, if set, is the engine's Observer: Handle flushes it after
+	// each run (EMF lines through Log's output).
+	Metrics *metrics.Recorder
 }
 
 // Handle ignores the event (the schedule's input), runs Resume over every
@@ -29,6 +33,9 @@ type Handler struct {
 // function's error metrics see it; queues that succeeded are done.
 func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (engine.ResumeReport, error) {
 	rep, err := h.Engine.Resume(ctx)
+	if h.Metrics != nil {
+		h.Metrics.Flush(ctx)
+	}
 	attrs := []any{"queues", rep.Queues, "lifted", rep.Lifted, "reticketed", rep.Reticketed,
 		"released", rep.Released, "busy", rep.Busy, "continued", rep.Continued, "deferred", rep.Deferred}
 	if err != nil {

@@ -11,7 +11,9 @@ import (
 
 	"github.com/slotq/slotq/internal/sample"
 	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/memstore"
+	"github.com/slotq/slotq/pkg/metrics"
 )
 
 func TestHandleSampleEvent(t *testing.T) {
@@ -60,5 +62,46 @@ func TestHandleFailure(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "throttled") {
 		t.Errorf("the error was not logged: %s", logs.String())
+	}
+}
+
+// A run writes each queue's figures as an EMF line through the handler's
+// log: the lifted pause, the waiting jobs, the parked ones, the lag.
+func TestHandleWritesMetrics(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	var logs strings.Builder
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	rec := metrics.New(metrics.Options{Logger: log})
+	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{}), Observer: rec})
+	far := time.Now().Add(time.Hour)
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails", Jobs: []job.Spec{{ID: "later", Kind: "k", NotBefore: &far}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Pause(ctx, "emails", time.Now().Add(10*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	h := &Handler{Engine: eng, Log: log, Metrics: rec}
+	if _, err := h.Handle(ctx, json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["msg"] == metrics.Message {
+			line = m
+		}
+	}
+	if line == nil || line["_aws"] == nil {
+		t.Fatalf("no EMF line in:\n%s", logs.String())
+	}
+	for k, want := range map[string]any{"Queue": "emails", metrics.PausesLifted: 1.0, metrics.Waiting: 1.0, metrics.ParkedJobs: 1.0, metrics.Lag: 0.0} {
+		if line[k] != want {
+			t.Errorf("%s = %v, want %v (%v)", k, line[k], want, line)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/metrics"
 	"github.com/slotq/slotq/pkg/sqstransport"
 )
 
@@ -24,6 +25,9 @@ type Worker interface {
 type Handler struct {
 	Engine Worker
 	Log    *slog.Logger
+	// Metrics, if set, is the engine's Observer: Handle flushes it after
+	// each batch (EMF lines through Log's output).
+	Metrics *metrics.Recorder
 }
 
 // Handle works the batch's messages, queues at once and each queue's
@@ -34,6 +38,9 @@ type Handler struct {
 // target timeout and recording do not fit before it is handed back to the
 // queue unstarted.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	if h.Metrics != nil {
+		defer h.Metrics.Flush(ctx)
+	}
 	return sqstransport.WorkBatch(ctx, ev.Records, h.Engine.Work, func(env job.Envelope, err error) {
 		if env.JobID == "" {
 			h.Log.ErrorContext(ctx, "dropped undecodable message", "error", err.Error())

@@ -1,0 +1,166 @@
+package functions_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/slotq/slotq/pkg/lambdafn"
+	"github.com/slotq/slotq/pkg/metrics"
+)
+
+// The AWS metrics the dashboard and alarms may name besides slotq's own:
+// the functions' and the dead-letter queue's.
+var awsMetrics = map[string][]string{
+	"AWS/Lambda": {"Errors", "Throttles", "Duration", "Invocations"},
+	"AWS/SQS":    {"ApproximateNumberOfMessagesVisible"},
+}
+
+func emitted() []string {
+	var names []string
+	for _, m := range metrics.Metrics {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
+// The dashboard shows only metrics somebody writes: slotq's (pkg/metrics'
+// list, in the namespace the functions write to, by the queue dimension
+// or, for refusals, by code) or the stack's functions' and dead-letter
+// queue's. It shows the figures operations asks for.
+func TestTemplateDashboardMetrics(t *testing.T) {
+	res := get(templateNode(t, filepath.Join(root, "template.yaml")), "Resources")
+	sub := get(get(get(res, "Dashboard"), "Properties"), "DashboardBody")
+	if sub == nil || sub.Tag != "!Sub" || len(sub.Content) != 2 {
+		t.Fatal("Dashboard.Properties.DashboardBody is not a !Sub [body, variables]")
+	}
+	vars := sub.Content[1]
+	// The dashboard's namespace is the one the functions are told to
+	// write to.
+	env := get(get(get(get(templateNode(t, filepath.Join(root, "template.yaml")), "Globals"), "Function"), "Environment"), "Variables")
+	sameNode(t, "Dashboard's Ns", get(env, lambdafn.EnvMetricsNamespace), get(vars, "Ns"))
+	sameNode(t, "Dashboard's Dim", get(env, lambdafn.EnvMetricsDimension), get(vars, "Dim"))
+
+	body := regexp.MustCompile(`\$\{[^}]+\}`).ReplaceAllStringFunc(sub.Content[0].Value, func(v string) string {
+		switch v {
+		case "${Ns}":
+			return "NS"
+		case "${Dim}":
+			return "DIM"
+		case "${LagThreshold}":
+			return "1"
+		}
+		return "X"
+	})
+	var dash struct {
+		Widgets []struct {
+			Properties struct {
+				Title   string  `json:"title"`
+				Metrics [][]any `json:"metrics"`
+			} `json:"properties"`
+		} `json:"widgets"`
+	}
+	if err := json.Unmarshal([]byte(body), &dash); err != nil {
+		t.Fatalf("dashboard body is not JSON: %v\n%s", err, body)
+	}
+	search := regexp.MustCompile(`^SEARCH\('\{NS,(DIM|Code)\} MetricName="(\w+)"', '\w+', 60\)$`)
+	var shown []string
+	for _, w := range dash.Widgets {
+		if len(w.Properties.Metrics) == 0 {
+			t.Errorf("widget %q shows no metric", w.Properties.Title)
+		}
+		for _, row := range w.Properties.Metrics {
+			switch first := row[0].(type) {
+			case map[string]any:
+				m := search.FindStringSubmatch(first["expression"].(string))
+				if m == nil {
+					t.Errorf("widget %q: expression %q is not a SEARCH of slotq's namespace by queue or code", w.Properties.Title, first["expression"])
+					continue
+				}
+				if (m[1] == "Code") != (m[2] == metrics.JobsRefused) {
+					t.Errorf("widget %q: %s searched by %s", w.Properties.Title, m[2], m[1])
+				}
+				shown = append(shown, m[2])
+			case string:
+				name, _ := row[1].(string)
+				if first == "NS" {
+					shown = append(shown, name)
+				} else if !slices.Contains(awsMetrics[first], name) {
+					t.Errorf("widget %q: %s %s is not a metric of the stack's resources", w.Properties.Title, first, name)
+				}
+			}
+		}
+	}
+	for _, name := range shown {
+		if !slices.Contains(emitted(), name) {
+			t.Errorf("the dashboard shows %s, which nobody writes (pkg/metrics)", name)
+		}
+	}
+	for _, want := range []string{metrics.Starts, metrics.StartLateness, metrics.Lag, metrics.Waiting, metrics.AttemptFailures, metrics.DeadLetters} {
+		if !slices.Contains(shown, want) {
+			t.Errorf("the dashboard does not show %s", want)
+		}
+	}
+}
+
+// Every alarm names a metric somebody writes, notifies the optional topic,
+// and the ones the operations guide promises are there.
+func TestTemplateAlarms(t *testing.T) {
+	doc := templateNode(t, filepath.Join(root, "template.yaml"))
+	env := get(get(get(get(doc, "Globals"), "Function"), "Environment"), "Variables")
+	res := get(doc, "Resources")
+	var alarms []string
+	for _, id := range keys(res) {
+		r := get(res, id)
+		if get(r, "Type").Value != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		alarms = append(alarms, id)
+		p := get(r, "Properties")
+		ns, name := get(p, "Namespace"), get(p, "MetricName").Value
+		if ns.Tag == "!If" {
+			sameNode(t, id+" Namespace", get(env, lambdafn.EnvMetricsNamespace), ns)
+			if !slices.Contains(emitted(), name) {
+				t.Errorf("%s watches %s, which nobody writes (pkg/metrics)", id, name)
+			}
+		} else if !slices.Contains(awsMetrics[ns.Value], name) {
+			t.Errorf("%s watches %s %s, not a metric of the stack's resources", id, ns.Value, name)
+		} else if d := get(p, "Dimensions"); d == nil || len(d.Content) != 1 {
+			t.Errorf("%s: %s %s must name one of the stack's resources", id, ns.Value, name)
+		}
+		for _, a := range []string{"AlarmActions", "OKActions"} {
+			if v := get(p, a); v == nil || v.Tag != "!If" || v.Content[0].Value != "HasAlarmTopic" {
+				t.Errorf("%s: %s is not !If [HasAlarmTopic, ...]", id, a)
+			}
+		}
+	}
+	for _, want := range []string{"LagAlarm", "JobFailuresAlarm", "DeadLetterAlarm", "WorkerErrorsAlarm", "WorkerThrottlesAlarm", "ResumeErrorsAlarm", "ResumeMissedAlarm"} {
+		if !slices.Contains(alarms, want) {
+			t.Errorf("no %s", want)
+		}
+	}
+}
+
+// Every parameter is used somewhere in the template.
+func TestTemplateParametersUsed(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, p := range keys(get(doc.Content[0], "Parameters")) {
+		if !strings.Contains(text, "!Ref "+p) && !strings.Contains(text, "${"+p+"}") {
+			t.Errorf("parameter %s is not used", p)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/memstore"
+	"github.com/slotq/slotq/pkg/metrics"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// sent keeps the messages the engine sends, to deliver them by hand.
+type sent struct {
+	*memstore.Transport
+	mu   sync.Mutex
+	msgs []engine.Message
+}
+
+func (s *sent) Send(ctx context.Context, msgs []engine.Message) error {
+	s.mu.Lock()
+	s.msgs = append(s.msgs, msgs...)
+	s.mu.Unlock()
+	return s.Transport.Send(ctx, msgs)
+}
+
+type okRunner struct{}
+
+func (okRunner) Run(context.Context, *job.Job, slot.Config) error { return nil }
+
+// After a batch the handler writes the queue's EMF line through its log:
+// the _aws metadata, the Queue dimension, one start whose lateness is the
+// job's start minus its slot, one success.
+func TestHandleWritesMetrics(t *testing.T) {
+	ctx := context.Background()
+	var logs strings.Builder
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	rec := metrics.New(metrics.Options{Namespace: "slotq/test", Logger: log})
+	tr := &sent{Transport: memstore.NewTransport(memstore.TransportOptions{})}
+	eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: okRunner{}, Observer: rec})
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails", Jobs: []job.Spec{{ID: "welcome-1", Kind: "k"}}}); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(tr.msgs[0].Envelope)
+	h := &Handler{Engine: eng, Log: log, Metrics: rec}
+	hctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := h.Handle(hctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: string(body)}}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("%+v, %v", resp, err)
+	}
+	j, err := eng.Job(ctx, job.Key{Queue: "emails", ID: "welcome-1"})
+	if err != nil || j.Status != job.Succeeded {
+		t.Fatalf("job %s, %v", j.Status, err)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["msg"] == metrics.Message {
+			line = m
+		}
+	}
+	if line == nil {
+		t.Fatalf("no EMF line in:\n%s", logs.String())
+	}
+	aws, _ := line["_aws"].(map[string]any)
+	cwm, _ := aws["CloudWatchMetrics"].([]any)
+	if aws["Timestamp"] == nil || len(cwm) != 1 || cwm[0].(map[string]any)["Namespace"] != "slotq/test" {
+		t.Errorf("_aws %v", line["_aws"])
+	}
+	want := float64(j.StartedAt.Sub(j.SlotAt).Microseconds()) / 1000
+	if line["Queue"] != "emails" || line[metrics.Starts] != 1.0 || line[metrics.Succeeded] != 1.0 {
+		t.Errorf("line %v", line)
+	}
+	if got, _ := line[metrics.StartLateness].(float64); math.Abs(got-want) > 0.001 {
+		t.Errorf("StartLateness %v, want start − slot %v", line[metrics.StartLateness], want)
+	}
+}

@@ -1,0 +1,78 @@
+package metrics
+
+// Units, as CloudWatch names them.
+const (
+	Count        = "Count"
+	Milliseconds = "Milliseconds"
+)
+
+// The metrics slotq writes. Per queue (the dimension Options.Dimension,
+// "Queue" by default) and for the whole stack (no dimension), except
+// JobsRefused, by Code alone: a refused request may name no valid queue.
+const (
+	// Worker: what happened to each queue's jobs.
+	Starts          = "Starts"          // attempts started (passed the gate and claimed)
+	StartLateness   = "StartLateness"   // ms, start − slot, one value per start
+	StartGap        = "StartGap"        // ms, start − the previous start's theoretical time
+	Succeeded       = "Succeeded"       // attempts that succeeded
+	AttemptFailures = "AttemptFailures" // attempts that failed (retried or not)
+	Retries         = "Retries"         // failed attempts given a new ticket
+	DeadLetters     = "DeadLetters"     // jobs failed for good
+	Reticketed      = "Reticketed"      // jobs that took a new ticket (worker: passed; resume: stale)
+	Parks           = "Parks"           // jobs parked at the gate (paused queue)
+	Released        = "Released"        // parked jobs resume sent to the transport
+	HandedBack      = "HandedBack"      // messages sent again unstarted (the slot lay past the invocation)
+	PausesLifted    = "PausesLifted"    // timed pauses resume lifted
+	// Resume, once per queue per run: the queue's figures.
+	Waiting    = "Waiting"    // tickets not yet at the gate: queued + parked jobs (an upper bound)
+	ParkedJobs = "ParkedJobs" // parked jobs (exact up to the resume budget; a lower bound above)
+	Lag        = "Lag"        // ms, how far the queue's starts trail its line
+	// Enqueue.
+	JobsAccepted = "JobsAccepted" // new jobs accepted
+	JobsRefused  = "JobsRefused"  // requests refused, by Code
+)
+
+// Metric describes one metric: its name, unit and the function that
+// writes it.
+type Metric struct {
+	Name, Unit, Function string
+}
+
+// Metrics lists every metric slotq writes.
+var Metrics = []Metric{
+	{Starts, Count, "worker"},
+	{StartLateness, Milliseconds, "worker"},
+	{StartGap, Milliseconds, "worker"},
+	{Succeeded, Count, "worker"},
+	{AttemptFailures, Count, "worker"},
+	{Retries, Count, "worker"},
+	{DeadLetters, Count, "worker"},
+	{Reticketed, Count, "worker, resume"},
+	{Parks, Count, "worker"},
+	{Released, Count, "resume"},
+	{HandedBack, Count, "worker"},
+	{PausesLifted, Count, "resume"},
+	{Waiting, Count, "resume"},
+	{ParkedJobs, Count, "resume"},
+	{Lag, Milliseconds, "resume"},
+	{JobsAccepted, Count, "enqueue"},
+	{JobsRefused, Count, "enqueue"},
+}
+
+// unit returns name's unit.
+func unit(name string) string {
+	for _, m := range Metrics {
+		if m.Name == name {
+			return m.Unit
+		}
+	}
+	panic("metrics: unknown metric " + name)
+}
+
+// Defaults of Options.
+const (
+	DefaultNamespace = "slotq"
+	DefaultDimension = "Queue"
+	// CodeDimension is JobsRefused's dimension: the refusal's code.
+	CodeDimension = "Code"
+)
