@@ -110,24 +110,42 @@ type GateRequest struct {
 	// Seen is the queue state the caller read last, a hint as in
 	// TakeRequest.
 	Seen slot.State
+	// MaxRunning is the queue's cap on attempts running at once (0: none).
+	// Under a cap the gate also says slot.Full when every place is taken,
+	// and a ticket that passes takes a place (slot.Run) until Until, the
+	// end of its attempt's lease.
+	MaxRunning int
+	Until      time.Time
 }
 
 // Decide is the gate's verdict on r at state s: slot.Gate, or
-// slot.GateScheduled for a scheduled ticket.
+// slot.GateScheduled for a scheduled (or detached) ticket; a ticket the
+// gate would start is slot.Full when the queue's running places are all
+// taken (slot.Capped).
 func (r GateRequest) Decide(s slot.State) (slot.Verdict, time.Time) {
+	v, open := slot.Gate(s, r.Ticket, r.Interval, r.Skew, r.Now)
 	if r.Scheduled {
-		return slot.GateScheduled(s, r.Ticket, r.Interval, r.Skew, r.Now)
+		v, open = slot.GateScheduled(s, r.Ticket, r.Interval, r.Skew, r.Now)
 	}
-	return slot.Gate(s, r.Ticket, r.Interval, r.Skew, r.Now)
+	if v == slot.Start && slot.Capped(s, r.MaxRunning, r.Now) {
+		return slot.Full, time.Time{}
+	}
+	return v, open
 }
 
 // Started is the state after r passed the gate at state s: slot.Started,
-// or slot.StartedScheduled for a scheduled ticket.
+// or slot.StartedScheduled for a scheduled ticket, and under a cap the
+// ticket's running place (slot.Run).
 func (r GateRequest) Started(s slot.State) slot.State {
 	if r.Scheduled {
-		return slot.StartedScheduled(s, r.Interval, r.Now)
+		s = slot.StartedScheduled(s, r.Interval, r.Now)
+	} else {
+		s = slot.Started(s, r.Ticket, r.Interval, r.Now)
 	}
-	return slot.Started(s, r.Ticket, r.Interval, r.Now)
+	if r.MaxRunning > 0 {
+		s = slot.Run(s, r.Ticket, r.Until, r.Now)
+	}
+	return s
 }
 
 // ListRequest lists jobs of one queue and status in ticket order.
@@ -227,4 +245,30 @@ type State interface {
 	// ErrLeaseHeld, and nothing written, if holder no longer has it (it
 	// expired and another holder took it).
 	ReleaseLease(ctx context.Context, queue, holder string, c Cursor) error
+
+	// EndRun frees the running place ticket's attempt took at the gate
+	// (slot.Ended): one write on the queue's state, and nothing changes
+	// if the ticket has none. ErrQueueNotFound.
+	EndRun(ctx context.Context, queue string, ticket int64) error
+
+	// GetLane reads a queue's lane of key (slot.Lane; key "" is the
+	// queue's own lane), strongly. A lane never written, or deleted, is
+	// returned with Version 0 and only Queue and Key set.
+	GetLane(ctx context.Context, queue, key string) (slot.Lane, error)
+	// PutLane stores l (every field, Pending included) if the stored lane
+	// is still at version from (0: none is stored), and returns it as
+	// stored, at version from+1. ErrConflict if another write came
+	// first. A lane that is Idle and has no Pending jobs is deleted
+	// instead (and returned at Version 0). Of concurrent writers from one
+	// version, one wins.
+	PutLane(ctx context.Context, l slot.Lane, from int64) (slot.Lane, error)
+	// AddPending adds n (which may be negative) to the Pending jobs of
+	// queue's lane of key for generation gen, creating the lane, and
+	// returns the lane after. It needs no version: concurrent adds all
+	// count, and each moves the version on, so a PutLane from an older
+	// read fails. A lane of another generation is started afresh.
+	AddPending(ctx context.Context, queue string, gen int64, key string, n int64) (slot.Lane, error)
+	// ListLanes returns a queue's stored lanes of every generation, the
+	// queue's own lane included, in key order.
+	ListLanes(ctx context.Context, queue string) ([]slot.Lane, error)
 }

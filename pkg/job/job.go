@@ -104,7 +104,17 @@ const (
 	PausedQueue ParkReason = "paused"
 	// Unsent: the transport refused it; the resume function sends it again.
 	Unsent ParkReason = "unsent"
+	// WaitKey: its key (Job.Lane) is held by another job of the queue; the
+	// holder hands the key on as its attempt ends.
+	WaitKey ParkReason = "key"
+	// WaitPlace: its queue runs max_running attempts already; the next
+	// attempt to end hands it the place.
+	WaitPlace ParkReason = "max_running"
 )
+
+// Waits reports whether r parks a job on a lane: it is released by a hand
+// off (or the resume function's look at the lanes), never by time.
+func (r ParkReason) Waits() bool { return r == WaitKey || r == WaitPlace }
 
 // Job is the record of one job. The state store keeps it; every change goes
 // through a compare-and-set on its Version.
@@ -135,6 +145,15 @@ type Job struct {
 	// moment after it that the queue's spacing allows, whatever tickets
 	// started meanwhile: the gate never passes it (slot.GateScheduled).
 	Scheduled bool `json:"scheduled,omitempty"`
+	// Lane is the job's key (JSON "key"; [A-Za-z0-9_.:/@-]{1,200}, or
+	// empty): jobs of one queue with the same key run one at a time, in
+	// ticket order (design.md §5.12, slot.Lane).
+	Lane string `json:"key,omitempty"`
+	// Detached is set when the job waited, parked, for its key or for a
+	// running place: it left the line, so, like a scheduled job, it
+	// passes the gate by the queue's spacing alone and is never passed.
+	// A new ticket (a retry, a re-ticket) puts it back in line.
+	Detached bool `json:"detached,omitempty"`
 	// Attempt is the number of the current or next attempt, from 1.
 	Attempt int `json:"attempt"`
 	// Retickets counts how often the job took a new ticket because it was

@@ -42,6 +42,10 @@ type Spec struct {
 	// NotBefore is the earliest time the job may start: an RFC 3339 time
 	// with its offset, within MaxNotBefore of now.
 	NotBefore *time.Time `json:"not_before,omitempty"`
+	// Key, if set ([A-Za-z0-9_.:/@-]{1,200}), makes the job one of a
+	// lane: jobs of the queue with the same key never run at the same
+	// time, and start in ticket order (design.md §5.12).
+	Key string `json:"key,omitempty"`
 }
 
 // EnqueueRequest is what producers send to enqueue: one job or a batch.
@@ -134,6 +138,11 @@ func (s *Spec) Validate(now time.Time) *input.Error {
 		return input.Invalid("invalid_kind", "kind", "kind must match [A-Za-z0-9_.:/-]{1,128}")
 	case s.Target != "":
 		if err := ValidateTarget(s.Target); err != nil {
+			return err
+		}
+	}
+	if s.Key != "" {
+		if err := slot.ValidateKey("key", s.Key); err != nil {
 			return err
 		}
 	}

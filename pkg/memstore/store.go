@@ -36,6 +36,7 @@ type Store struct {
 	queues map[string]engine.Queue
 	jobs   map[string]map[string]job.Job // queue → id → job
 	leases map[string]lease              // queue → its resume lease
+	lanes  map[laneID]slot.Lane
 }
 
 // lease is a queue's resume lease and the cursor left with it.
@@ -55,6 +56,7 @@ func New(opts Options) *Store {
 		queues: make(map[string]engine.Queue),
 		jobs:   make(map[string]map[string]job.Job),
 		leases: make(map[string]lease),
+		lanes:  make(map[laneID]slot.Lane),
 	}
 }
 

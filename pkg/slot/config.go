@@ -44,6 +44,10 @@ const (
 	MaxInterval = 24 * time.Hour
 	// MaxAttemptsLimit is the most attempts a queue may allow.
 	MaxAttemptsLimit = 100
+	// MaxRunningLimit is the highest MaxRunning: each running attempt of a
+	// capped queue is an entry of about 20 bytes on its hot state item,
+	// which every enqueue and start writes whole.
+	MaxRunningLimit = 100
 	// MaxRetention is the longest retention.
 	MaxRetention = 366 * 24 * time.Hour
 )
@@ -106,6 +110,11 @@ type Config struct {
 	AllowNetworks []string `json:"allow_networks,omitempty"`
 	// TargetTimeout bounds one run of an HTTP or Lambda target. Default 30s.
 	TargetTimeout time.Duration `json:"target_timeout,omitempty"`
+	// MaxRunning caps how many attempts of the queue run at once, checked
+	// in the same atomic step as the gate (State.Running); a job that
+	// finds every place taken waits, parked, until a finishing attempt
+	// hands it one. 0 (the default) is no cap; at most MaxRunningLimit.
+	MaxRunning int `json:"max_running,omitempty"`
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -187,6 +196,8 @@ func (c Config) Validate() error {
 		return input.Invalid("invalid_retention", "retention", fmt.Sprintf("retention must be between 1m and %s", MaxRetention))
 	case c.TargetTimeout <= 0 || c.TargetTimeout > 15*time.Minute:
 		return input.Invalid("invalid_target_timeout", "target_timeout", "target_timeout must be between 0 and 15m")
+	case c.MaxRunning < 0 || c.MaxRunning > MaxRunningLimit:
+		return input.Invalid("invalid_max_running", "max_running", fmt.Sprintf("max_running must be between 0 (no cap) and %d", MaxRunningLimit))
 	}
 	if len(c.Targets) > MaxTargetPatterns {
 		return input.Invalid("too_many_targets", "targets", fmt.Sprintf("%d target patterns; the most is %d", len(c.Targets), MaxTargetPatterns))

@@ -1,6 +1,7 @@
 package slot
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -145,7 +146,7 @@ func TestStarted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Started(tt.st, tt.st.Current+1, time.Second, tt.now); got != tt.want {
+			if got := Started(tt.st, tt.st.Current+1, time.Second, tt.now); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("Started = %+v, want %+v", got, tt.want)
 			}
 		})

@@ -33,6 +33,61 @@ type State struct {
 	// most Purged is cancelled when it reaches the gate, so a purge is one
 	// write however many jobs wait.
 	Purged int64 `json:"purged,omitempty"`
+	// Running holds the attempts of a queue with a MaxRunning that run
+	// now: ticket → the end of the attempt's lease. An attempt whose
+	// worker died stops counting when its lease ends. Queues without a
+	// cap keep no entries (a write per finished attempt would double the
+	// writes to the hot item).
+	Running map[int64]time.Time `json:"running,omitempty"`
+}
+
+// RunningAt is how many of s.Running still run at now (their lease has
+// not ended).
+func (s State) RunningAt(now time.Time) int {
+	n := 0
+	for _, until := range s.Running {
+		if now.Before(until) {
+			n++
+		}
+	}
+	return n
+}
+
+// Capped reports whether a queue with at most maxRunning attempts at once
+// (0: no cap) has none free at now.
+func Capped(s State, maxRunning int, now time.Time) bool {
+	return maxRunning > 0 && s.RunningAt(now) >= maxRunning
+}
+
+// Run returns the state after an attempt of ticket began at now under a
+// running cap, with its lease ending at until: the attempt is entered in
+// Running, and entries whose lease ended are dropped.
+func Run(s State, ticket int64, until, now time.Time) State {
+	running := make(map[int64]time.Time, len(s.Running)+1)
+	for t, u := range s.Running {
+		if now.Before(u) {
+			running[t] = u
+		}
+	}
+	running[ticket] = until
+	s.Running = running
+	return s
+}
+
+// Ended returns the state after the attempt of ticket ended: its running
+// place is free.
+func Ended(s State, ticket int64) State {
+	if _, ok := s.Running[ticket]; !ok {
+		return s
+	}
+	running := make(map[int64]time.Time, len(s.Running))
+	for t, u := range s.Running {
+		if t != ticket {
+			running[t] = u
+		}
+	}
+	s.Running = running
+	return s
 }
 
 // NextSlot is the slot the next ticket in line would get at now: one
@@ -79,6 +134,9 @@ const (
 	Paused
 	// Purged: a purge cancelled this ticket; the job must be cancelled.
 	Purged
+	// Full: the queue runs MaxRunning attempts already; the job must wait
+	// for a place (Capped).
+	Full
 )
 
 func (v Verdict) String() string {
@@ -93,6 +151,8 @@ func (v Verdict) String() string {
 		return "paused"
 	case Purged:
 		return "purged"
+	case Full:
+		return "full"
 	}
 	return "unknown"
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func testLease(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatal(err)
 		}
 		after, err := st.GetQueue(t.Context(), q)
-		if err != nil || after.State != before.State {
+		if err != nil || !reflect.DeepEqual(after.State, before.State) {
 			t.Fatalf("queue state %+v after the lease, was %+v (%v)", after.State, before.State, err)
 		}
 		qs, err := st.ListQueues(t.Context())

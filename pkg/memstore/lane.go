@@ -1,0 +1,92 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// laneID names a lane in the store: its queue and key.
+type laneID struct{ queue, key string }
+
+// EndRun frees ticket's running place on queue (slot.Ended).
+func (s *Store) EndRun(_ context.Context, queue string, ticket int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[queue]
+	if !ok {
+		return notFound("end run", queue)
+	}
+	q.State = slot.Ended(q.State, ticket)
+	s.queues[queue] = q
+	return nil
+}
+
+// GetLane returns queue's lane of key, or an unwritten one.
+func (s *Store) GetLane(_ context.Context, queue, key string) (slot.Lane, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.lanes[laneID{queue, key}]; ok {
+		return cloneLane(l), nil
+	}
+	return slot.Lane{Queue: queue, Key: key}, nil
+}
+
+// PutLane stores l if the stored lane is at version from; an idle lane
+// without pending jobs is deleted. ErrConflict.
+func (s *Store) PutLane(_ context.Context, l slot.Lane, from int64) (slot.Lane, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := laneID{l.Queue, l.Key}
+	if s.lanes[id].Version != from {
+		return slot.Lane{}, fmt.Errorf("put lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
+	}
+	if l.Idle() && l.Pending <= 0 {
+		delete(s.lanes, id)
+		return slot.Lane{Queue: l.Queue, Key: l.Key}, nil
+	}
+	l = cloneLane(l)
+	l.Version = from + 1
+	s.lanes[id] = l
+	return cloneLane(l), nil
+}
+
+// AddPending adds n to the lane's Pending jobs, starting a lane of another
+// generation afresh.
+func (s *Store) AddPending(_ context.Context, queue string, gen int64, key string, n int64) (slot.Lane, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := laneID{queue, key}
+	l, ok := s.lanes[id]
+	if !ok {
+		l = slot.Lane{Queue: queue, Key: key, Gen: gen}
+	}
+	l = l.Fresh(gen)
+	l.Pending += n
+	l.Version++
+	s.lanes[id] = l
+	return cloneLane(l), nil
+}
+
+// ListLanes returns every stored lane of queue, in key order.
+func (s *Store) ListLanes(_ context.Context, queue string) ([]slot.Lane, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []slot.Lane
+	for id, l := range s.lanes {
+		if id.queue == queue {
+			out = append(out, cloneLane(l))
+		}
+	}
+	slices.SortFunc(out, func(a, b slot.Lane) int { return cmp.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+func cloneLane(l slot.Lane) slot.Lane {
+	l.Waiting = slices.Clone(l.Waiting)
+	return l
+}
