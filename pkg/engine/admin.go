@@ -262,6 +262,9 @@ type Stats struct {
 	Lag slot.Duration `json:"lag"`
 	// Backlog is how far ahead the line is booked: clock − now.
 	Backlog slot.Duration `json:"backlog"`
+	// Lanes: attempts running under the queue's MaxRunning, keys held and
+	// keys with jobs waiting on them (design.md §5.12).
+	Lanes LaneFigures `json:"lanes"`
 }
 
 // Stats returns a queue's counts, lag and state.
@@ -278,6 +281,9 @@ func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
 		return s, fmt.Errorf("stats %s: %w", name, err)
 	}
 	if s.Failed, err = e.state.CountJobs(ctx, name, q.Gen, job.Failed); err != nil {
+		return s, fmt.Errorf("stats %s: %w", name, err)
+	}
+	if s.Lanes, err = e.Lanes(ctx, q); err != nil {
 		return s, fmt.Errorf("stats %s: %w", name, err)
 	}
 	s.Lag = slot.Duration(lag(q, now))
@@ -388,6 +394,7 @@ func (e *Engine) CancelJob(ctx context.Context, k job.Key) (job.Job, error) {
 		if err != nil {
 			return j, failure("cancel", k, err)
 		}
+		e.leave(ctx, q, j, j.Ticket, true)
 		return e.getJob(ctx, q, k)
 	}
 }

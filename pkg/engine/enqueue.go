@@ -22,6 +22,13 @@ type Accepted struct {
 	// behind and a scheduled job's ticket still count.
 	Position int64      `json:"position"`
 	Status   job.Status `json:"status"`
+	// Key is the job's key, and KeyAhead, for a job this call accepted,
+	// the number of jobs of its key ahead of it: accepted before it and
+	// not ended (slot.Lane.Pending). It is an upper bound, as Position
+	// is: a crash between a job's end and its lane's update leaves one
+	// counted.
+	Key      string `json:"key,omitempty"`
+	KeyAhead *int64 `json:"key_ahead,omitempty"`
 	// Existing is true when a job of this id was accepted before; the
 	// answer is that job's, and nothing new was written.
 	Existing bool `json:"existing,omitempty"`
@@ -79,7 +86,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		}
 		j := &job.Job{
 			Queue: q.Name, Gen: q.Gen, ID: s.ID, Kind: s.Kind, Target: s.Target, Payload: s.Payload,
-			Attempt: 1, EnqueuedAt: now,
+			Lane: s.Key, Attempt: 1, EnqueuedAt: now,
 		}
 		if j.ID == "" {
 			j.ID = job.NewID()
@@ -101,6 +108,10 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		j.Record(job.Event{At: now, Kind: job.Enqueued, Ticket: j.Ticket})
 		e.place(j, q.State.Paused)
 	}
+	ahead, err := e.countPending(ctx, q, newJobs)
+	if err != nil {
+		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+	}
 	// The messages go first and the records after, so a stored queued job
 	// always has a message on its way: a crash between the two leaves
 	// messages whose job does not exist (dropped by the worker), never a
@@ -113,6 +124,18 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	created, err := e.state.CreateJobs(ctx, records)
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+	}
+	lost := map[string]int64{}
+	for k, j := range newJobs {
+		if !created[k] && j.Lane != "" {
+			lost[j.Lane]++
+		}
+	}
+	for key, n := range lost {
+		// Counted as pending above, but another call's job.
+		if _, err := e.state.AddPending(ctx, q.Name, q.Gen, key, -n); err != nil {
+			e.log.WarnContext(ctx, "key's pending count left high", "queue", q.Name, "key", key, "error", err.Error())
+		}
 	}
 	for k, j := range newJobs {
 		if !created[k] {
@@ -127,6 +150,9 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 			continue
 		}
 		res.Jobs[at[k]] = answer(j, q.State, false)
+		if j.Lane != "" {
+			res.Jobs[at[k]].KeyAhead = &ahead[k]
+		}
 	}
 	e.log.DebugContext(ctx, "enqueued", "queue", q.Name, "jobs", len(newJobs), "first_ticket", newJobs[0].Ticket)
 	return res, nil
@@ -135,8 +161,41 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 func answer(j *job.Job, st slot.State, existing bool) Accepted {
 	return Accepted{
 		JobID: j.ID, Ticket: j.Ticket, SlotAt: j.SlotAt, Position: slot.Position(st, j.Ticket),
-		Status: j.Status, Existing: existing,
+		Status: j.Status, Key: j.Lane, Existing: existing,
 	}
+}
+
+// countPending counts jobs (in ticket order) as pending on their keys'
+// lanes, one write per key, and returns for each job the number of jobs
+// of its key ahead of it.
+func (e *Engine) countPending(ctx context.Context, q Queue, jobs []*job.Job) ([]int64, error) {
+	per := map[string]int64{}
+	var keys []string
+	for _, j := range jobs {
+		if j.Lane == "" {
+			continue
+		}
+		if per[j.Lane] == 0 {
+			keys = append(keys, j.Lane)
+		}
+		per[j.Lane]++
+	}
+	before := make(map[string]int64, len(keys))
+	for _, key := range keys {
+		l, err := e.state.AddPending(ctx, q.Name, q.Gen, key, per[key])
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", key, err)
+		}
+		before[key] = max(0, l.Pending-per[key])
+	}
+	ahead := make([]int64, len(jobs))
+	for i, j := range jobs {
+		if j.Lane != "" {
+			ahead[i] = before[j.Lane]
+			before[j.Lane]++
+		}
+	}
+	return ahead, nil
 }
 
 // queueFor returns the request's queue. If it does not exist and
@@ -243,6 +302,7 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 		for i, j := range jobs {
 			j.Ticket = taken.First + int64(i)
 			j.Scheduled = !inLine[i]
+			j.Detached = false // a new ticket puts it back in line
 			pos := first.Add(time.Duration(k) * iv)
 			if inLine[i] {
 				j.SlotAt = pos

@@ -88,6 +88,9 @@ type Figures struct {
 	Lag time.Duration
 	// Paused is the queue's pause flag after the run.
 	Paused bool
+	// Lanes is what the queue's lanes showed (not for a paused queue,
+	// whose lanes the pass leaves alone: Running -1 and zeros then).
+	Lanes LaneFigures
 }
 
 // observe reports ev to the Observer, if there is one.

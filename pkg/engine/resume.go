@@ -171,7 +171,7 @@ func (e *Engine) resumeQueue(ctx context.Context, q Queue, holder string, fresh 
 		if fig != nil {
 			// Its parked jobs are not listed while it is paused: Waiting
 			// counts them.
-			*fig = Figures{Waiting: waiting(q.State), Parked: -1, Lag: lag(q, now), Paused: true}
+			*fig = Figures{Waiting: waiting(q.State), Parked: -1, Lag: lag(q, now), Paused: true, Lanes: LaneFigures{Running: -1}}
 		}
 		return rep, nil
 	}
@@ -179,8 +179,13 @@ func (e *Engine) resumeQueue(ctx context.Context, q Queue, holder string, fresh 
 	if err != nil {
 		return rep, err
 	}
+	handed, lanes, err := e.reapLanes(ctx, q, now)
+	if err != nil {
+		return rep, err
+	}
+	rep.Released += handed
 	if fig != nil {
-		*fig = Figures{Waiting: waiting(q.State), Parked: parked, Lag: lag(q, now)}
+		*fig = Figures{Waiting: waiting(q.State), Parked: parked, Lag: lag(q, now), Lanes: lanes}
 	}
 	if rep.Reticketed > 0 {
 		e.observe(ctx, Event{Kind: EventReticket, Queue: q.Name, Count: rep.Reticketed})
@@ -242,7 +247,9 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 	for i := range parked {
 		j := &parked[i]
 		switch {
-		case j.ParkReason == job.PausedQueue || j.Ticket <= q.State.Current && !j.Scheduled || j.SlotAt.Before(now):
+		case j.ParkReason.Waits():
+			// Parked on a lane: a hand-off sends it (reapLanes).
+		case j.ParkReason == job.PausedQueue || j.Ticket <= q.State.Current && !j.Scheduled && !j.Detached || j.SlotAt.Before(now) && !j.Detached:
 			stale = append(stale, j)
 			from = append(from, j.Version())
 		case !j.SlotAt.After(now.Add(e.transport.MaxDelay())):

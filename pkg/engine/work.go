@@ -53,6 +53,8 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 	// recheck: a scheduled job found the gate closed at its slot; the
 	// start that closed it may have been a duplicate of this message.
 	recheck := false
+	// holding: j holds its key (Job.Lane), taken in this invocation.
+	holding := false
 	for {
 		if wait := wake.Sub(e.now()); wait > 0 {
 			if cfg == nil {
@@ -89,7 +91,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		if !e.fits(ctx, e.budget(q.Config)) {
 			return e.handBack(ctx, &j, wake)
 		}
-		if q.State.Current == j.Ticket && !j.Scheduled || recheck {
+		if q.State.Current == j.Ticket && !outOfLine(&j) || recheck {
 			// The gate passed this ticket already (or, for a scheduled
 			// job, some ticket since its slot): this may be a duplicate
 			// of a message whose job was claimed, or the worker that
@@ -110,13 +112,33 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		}
 		gr := GateRequest{
 			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now,
-			Scheduled: j.Scheduled, Seen: q.State,
+			Scheduled: outOfLine(&j), Seen: q.State,
+			MaxRunning: q.Config.MaxRunning, Until: now.Add(e.opts.Lease),
 		}
 		// The queue state just read says when the gate opens: waiting for
 		// it here saves a write that would fail (and still be billed).
-		if v, open := gr.Decide(q.State); v == slot.Early {
-			wake, recheck = open, j.Scheduled
+		switch v, open := gr.Decide(q.State); {
+		case v == slot.Early:
+			wake, recheck = open, outOfLine(&j)
 			continue
+		case v == slot.Full && !holding:
+			// Every running place is taken: wait for one without
+			// taking the key first.
+			if again, err := e.waitPlace(ctx, q, &j); !again || err != nil {
+				return err
+			}
+			wake = time.Time{}
+			continue
+		case v == slot.Start && j.Lane != "" && !holding:
+			// The key before the gate: a job that waits for its key
+			// spends no slot.
+			ok, err := e.arrive(ctx, &q, &j)
+			if !ok || err != nil {
+				return err
+			}
+			holding = true
+			wake = time.Time{}
+			continue // the gate, with the queue read again
 		}
 		st, err := e.state.Gate(ctx, gr)
 		var gate *GateError
@@ -131,12 +153,21 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			switch gate.Verdict {
 			case slot.Early:
 				q.State = gate.State
-				wake, recheck = laterOf(gate.OpenAt, holdUntil(q, &j, now)), j.Scheduled
+				wake, recheck = laterOf(gate.OpenAt, holdUntil(q, &j, now)), outOfLine(&j)
+			case slot.Full:
+				// Keeps its key, if it took one: its place in the key's
+				// order is its ticket's.
+				if again, err := e.waitPlace(ctx, q, &j); !again || err != nil {
+					return err
+				}
+				wake = time.Time{}
 			case slot.Paused:
+				e.leave(ctx, q, j, j.Ticket, false)
 				return e.park(ctx, &j, job.PausedQueue)
 			case slot.Purged:
 				return e.purged(ctx, q, j)
 			case slot.Passed:
+				e.leave(ctx, q, j, j.Ticket, false)
 				q.State = gate.State
 				return e.reticket(ctx, &q, &j)
 			}
@@ -228,9 +259,13 @@ func (e *Engine) orphan(ctx context.Context, j job.Job) error {
 
 // purged cancels a job whose ticket a purge covered.
 func (e *Engine) purged(ctx context.Context, q Queue, j job.Job) error {
-	if err := e.cancel(ctx, q.Config, j); err != nil && !errors.Is(err, ErrConflict) {
+	if err := e.cancel(ctx, q.Config, j); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil
+		}
 		return fmt.Errorf("work %s: cancel purged job: %w", j.Key(), err)
 	}
+	e.leave(ctx, q, j, j.Ticket, true)
 	e.log.InfoContext(ctx, "cancelled by purge", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
 	return nil
 }
@@ -284,12 +319,16 @@ func (e *Engine) claim(ctx context.Context, q Queue, j job.Job, from job.Version
 func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
 	st, iv := q.State, q.Config.Interval
 	ahead := j.Ticket - st.Current - 1
-	if st.LastStart.IsZero() || ahead <= 0 || j.Scheduled {
+	if st.LastStart.IsZero() || ahead <= 0 || outOfLine(j) {
 		return time.Time{}
 	}
 	inFlight := int64(max(0, now.Sub(j.SlotAt))/iv) + 1
 	return st.LastStart.Add(time.Duration(min(ahead, inFlight)+1)*iv - q.Config.Skew)
 }
+
+// outOfLine reports whether j passes the gate by the spacing alone, not by
+// its ticket: a scheduled job, or one that waited on a lane.
+func outOfLine(j *job.Job) bool { return j.Scheduled || j.Detached }
 
 // handBack sends the job's envelope again to arrive at wake, by the clock
 // as it goes: the slot lies past this invocation's deadline.
@@ -470,6 +509,7 @@ func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, 
 		}
 		return fmt.Errorf("record %s/%s: %w", j.Queue, j.ID, err)
 	}
+	e.endAttempt(ctx, q, st, j, j.Ticket, true)
 	if runErr != nil {
 		e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
 	}
@@ -487,6 +527,7 @@ func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, 
 // backoff: a retry is a start like any other and keeps the queue's rate.
 func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error, now time.Time) error {
 	from := j.Version()
+	ran := j.Ticket
 	q.State = st
 	j.Record(job.Event{At: now, Kind: job.AttemptFailed, Attempt: j.Attempt, Error: runErr.Error()})
 	j.Attempt++
@@ -508,9 +549,19 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 		}
 		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
 	}
+	e.endAttempt(ctx, q, st, j, ran, false)
 	e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
 	e.observe(ctx, Event{Kind: EventRetry, Queue: j.Queue})
 	e.log.WarnContext(ctx, "attempt failed; retrying", "queue", j.Queue, "job_id", j.ID,
 		"attempt", j.Attempt, "ticket", j.Ticket, "slot_at", j.SlotAt, "error", runErr)
 	return nil
+}
+
+// endAttempt hands on what the attempt of ticket held once its outcome is
+// recorded: its running place (a capped queue) and its key. final says the
+// job ended for good.
+func (e *Engine) endAttempt(ctx context.Context, q Queue, st slot.State, j job.Job, ticket int64, final bool) {
+	q.State = st
+	e.endRun(ctx, q, ticket)
+	e.leave(ctx, q, j, ticket, final)
 }

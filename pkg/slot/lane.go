@@ -142,12 +142,15 @@ func (v LaneVerdict) String() string {
 // the caller hands the key to it (releases its parked job).
 //
 // The holder arriving again (a duplicate delivery, a hand-back, the hand
-// off's own message) keeps the key, with its lease renewed when less than
-// three quarters of it is left. A free key goes to the first waiter, or,
+// off's own message) keeps the key, its lease renewed unless nearly all
+// of it is left (a hand-off's message that comes at once): from each
+// arrival on, the holder has about the whole lease, and a worker's lease
+// outlasts the worker's own timeout, so a holder that runs is never
+// taken for dead. A free key goes to the first waiter, or,
 // with nobody waiting, to w if no later ticket reached the lane before it.
 func Arrive(l Lane, w Waiter, now time.Time, lease time.Duration) (next Lane, v LaneVerdict, handed *Waiter) {
 	if l.Holder == w {
-		if l.Until.Sub(now) < lease*3/4 {
+		if l.Until.Sub(now) < lease-lease/64 {
 			l.Until = now.Add(lease)
 		}
 		return l, Acquired, nil

@@ -1,0 +1,421 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// Lanes (design.md §5.12): jobs of one queue with the same key run one at
+// a time, in ticket order, and a queue's MaxRunning caps its attempts at
+// once. The rules are slot.Lane's; this file applies them to jobs.
+//
+// A keyed job takes its key when its slot comes, before the gate (arrive):
+// a job that finds the key held parks on the key's lane, spending no
+// slot, and the holder hands the key on as its attempt ends (leave, wake).
+// The queue's running places are counted by the gate itself
+// (GateRequest.MaxRunning); a job the gate finds Full parks on the
+// queue's own lane (waitPlace), and each attempt that ends hands its
+// place to the first of them (endRun). A job that waited is Detached: it
+// left the line, so the gate lets it pass by the spacing alone. Nothing
+// polls: parked jobs are sent on by the hand-offs, and the resume
+// function looks at the lanes only to hand on keys whose holder's lease
+// ran out (reapLanes).
+
+// laneTries bounds the compare-and-set loops on one lane: each lost race
+// means another job of the key wrote it meanwhile.
+const laneTries = 20
+
+// errStaleWaiter: a lane named a job that is no longer waiting there (it
+// was cancelled, or the key's hand-off reached it already).
+var errStaleWaiter = errors.New("lane waiter no longer waits")
+
+// arrive takes j's key for it at its slot. It reports whether j holds the
+// key and goes on to the gate; otherwise j was parked on the key, took a
+// new ticket (a later job of its key came first) or was handed back (the
+// lane is full), and the message is done with.
+func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error) {
+	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
+	for range laneTries {
+		now := e.now()
+		l, err := e.state.GetLane(ctx, q.Name, j.Lane)
+		if err != nil {
+			return false, fmt.Errorf("key %s of %s: %w", j.Lane, j.Key(), err)
+		}
+		l = l.Fresh(q.Gen)
+		next, v, handed := slot.Arrive(l, w, now, e.opts.Lease)
+		if !reflect.DeepEqual(next, l) {
+			if _, err := e.state.PutLane(ctx, next, l.Version); errors.Is(err, ErrConflict) {
+				continue
+			} else if err != nil {
+				return false, fmt.Errorf("key %s of %s: %w", j.Lane, j.Key(), err)
+			}
+		}
+		if handed != nil {
+			// The holder's lease ran out: the first waiter has the key.
+			e.handKey(ctx, *q, j.Lane, *handed)
+		}
+		switch v {
+		case slot.Acquired:
+			return true, nil
+		case slot.Wait:
+			return e.waitKey(ctx, *q, j, w)
+		case slot.Overtaken:
+			e.log.InfoContext(ctx, "overtaken on its key", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "key", j.Lane, "key_last", next.Last)
+			return false, e.reticket(ctx, q, j)
+		default: // slot.LaneFull
+			return false, e.handBack(ctx, j, now.Add(max(q.Config.Interval, time.Second)))
+		}
+	}
+	return false, fmt.Errorf("key %s of %s: the lane kept changing under the update", j.Lane, j.Key())
+}
+
+// waitKey parks j on its key, which the lane now lists it waiting for,
+// and reads the lane again: a holder that ended between the two found j
+// not parked yet and handed it the key without sending it, so j goes on
+// to the gate itself (reported true).
+func (e *Engine) waitKey(ctx context.Context, q Queue, j *job.Job, w slot.Waiter) (bool, error) {
+	if err := e.parkOn(ctx, j, job.WaitKey); err != nil {
+		return false, err
+	}
+	l, err := e.state.GetLane(ctx, q.Name, j.Lane)
+	if err != nil || l.Fresh(q.Gen).Holder != w {
+		return false, nil // the hand-off will find it parked
+	}
+	return e.unpark(ctx, j)
+}
+
+// waitPlace parks j, which the gate found Full, on its queue's own lane,
+// and reads the queue again: an attempt that ended between the two found
+// no waiter to hand its place to, so j tries the gate again itself
+// (reported true).
+func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, error) {
+	if err := e.parkOn(ctx, j, job.WaitPlace); err != nil {
+		return false, err
+	}
+	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
+	if err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane { return slot.Enter(l, w) }); err != nil {
+		// Parked but on no list: the resume function's look at the lane
+		// does not find it. Leave it to the message: try again.
+		return false, fmt.Errorf("wait for a running place %s: %w", j.Key(), err)
+	}
+	fresh, err := e.state.GetQueue(ctx, q.Name)
+	if err != nil || slot.Capped(fresh.State, fresh.Config.MaxRunning, e.now()) {
+		return false, nil
+	}
+	if err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane { return slot.Remove(l, w) }); err != nil {
+		return false, nil
+	}
+	return e.unpark(ctx, j)
+}
+
+// parkOn stores a queued job as parked on a lane (why is job.WaitKey or
+// job.WaitPlace): detached from the line, and released by a hand-off,
+// not by time.
+func (e *Engine) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) error {
+	from := j.Version()
+	j.Status, j.ParkReason, j.DueAt, j.Detached = job.Parked, why, time.Time{}, true
+	j.Record(job.Event{At: e.now(), Kind: job.ParkedEvent, Reason: string(why)})
+	err := e.state.UpdateJob(ctx, *j, from)
+	if errors.Is(err, ErrConflict) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("park %s on %s: %w", j.Key(), why, err)
+	}
+	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
+	e.log.InfoContext(ctx, "parked", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "reason", string(why), "key", j.Lane)
+	return nil
+}
+
+// unpark moves a job it parked on a lane back to queued, to go on in this
+// invocation. It reports false when the record moved meanwhile (a hand
+// off released it: its message carries it now).
+func (e *Engine) unpark(ctx context.Context, j *job.Job) (bool, error) {
+	from := j.Version()
+	j.Status, j.ParkReason = job.Queued, ""
+	j.Record(job.Event{At: e.now(), Kind: job.Released, Reason: "handed"})
+	err := e.state.UpdateJob(ctx, *j, from)
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("unpark %s: %w", j.Key(), err)
+	}
+	return true, nil
+}
+
+// updateLane applies change to a queue's lane of key by compare-and-set,
+// reading it again after each lost race.
+func (e *Engine) updateLane(ctx context.Context, q Queue, key string, change func(slot.Lane) slot.Lane) error {
+	for range laneTries {
+		l, err := e.state.GetLane(ctx, q.Name, key)
+		if err != nil {
+			return err
+		}
+		l = l.Fresh(q.Gen)
+		next := change(l)
+		if reflect.DeepEqual(next, l) {
+			return nil
+		}
+		if _, err := e.state.PutLane(ctx, next, l.Version); !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("lane %q of %s kept changing under the update", key, q.Name)
+}
+
+// leave gives up j's place in its key's lane as the attempt of ticket
+// ended, or as j left it otherwise (passed, paused, cancelled): a holder
+// hands the key to the first waiter. final says j ended for good: it no
+// longer counts as pending. Errors are logged, not returned: the job's
+// own record is written already, and a key left held is handed on by the
+// resume function once its lease runs out.
+func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, final bool) {
+	if j.Lane == "" {
+		return
+	}
+	w := slot.Waiter{Ticket: ticket, JobID: j.ID}
+	for range laneTries {
+		now := e.now()
+		l, err := e.state.GetLane(ctx, q.Name, j.Lane)
+		if err != nil {
+			e.log.WarnContext(ctx, "key not handed on", "queue", q.Name, "key", j.Lane, "job_id", j.ID, "error", err.Error())
+			return
+		}
+		l = l.Fresh(q.Gen)
+		next, handed := slot.Leave(l, w, now, e.opts.Lease)
+		if final {
+			next.Pending = max(0, next.Pending-1)
+		}
+		if !reflect.DeepEqual(next, l) {
+			if _, err := e.state.PutLane(ctx, next, l.Version); errors.Is(err, ErrConflict) {
+				continue
+			} else if err != nil {
+				e.log.WarnContext(ctx, "key not handed on", "queue", q.Name, "key", j.Lane, "job_id", j.ID, "error", err.Error())
+				return
+			}
+		}
+		if handed != nil {
+			e.handKey(ctx, q, j.Lane, *handed)
+		}
+		return
+	}
+	e.log.WarnContext(ctx, "key not handed on: the lane kept changing", "queue", q.Name, "key", j.Lane, "job_id", j.ID)
+}
+
+// handKey sends the job that was just given the key of lane key, and
+// gives the key on past waiters that no longer wait (cancelled ones).
+func (e *Engine) handKey(ctx context.Context, q Queue, key string, w slot.Waiter) {
+	for range laneTries {
+		err := e.wake(ctx, q, w, key)
+		if !errors.Is(err, errStaleWaiter) {
+			if err != nil {
+				e.log.WarnContext(ctx, "key handed on but its job not sent", "queue", q.Name, "key", key, "job_id", w.JobID, "error", err.Error())
+			}
+			return
+		}
+		// The key went to a job that no longer waits: hand it on.
+		var handed *slot.Waiter
+		err = e.updateLane(ctx, q, key, func(l slot.Lane) slot.Lane {
+			l, handed = slot.Leave(l, w, e.now(), e.opts.Lease)
+			return l
+		})
+		if err != nil || handed == nil {
+			return
+		}
+		w = *handed
+	}
+}
+
+// wake sends a job parked on a lane that was handed the key or a running
+// place: its message first, then its record as queued (as every release
+// does). A job that is queued at that ticket already is left alone: it
+// parks and reads its lane again, or its message is on its way.
+// errStaleWaiter if the job no longer waits at w's ticket.
+func (e *Engine) wake(ctx context.Context, q Queue, w slot.Waiter, key string) error {
+	j, err := e.getJob(ctx, q, job.Key{Queue: q.Name, ID: w.JobID})
+	switch {
+	case errors.Is(err, ErrJobNotFound):
+		return errStaleWaiter
+	case err != nil:
+		return err
+	case j.Ticket != w.Ticket || !j.Status.Waiting():
+		return errStaleWaiter
+	case j.Status == job.Queued:
+		return nil
+	case !j.ParkReason.Waits():
+		return nil // parked for another reason (a pause): its own release comes
+	}
+	from := j.Version()
+	j.Status, j.ParkReason, j.DueAt = job.Queued, "", time.Time{}
+	reason := "key"
+	if key == "" {
+		reason = "max_running"
+	}
+	j.Record(job.Event{At: e.now(), Kind: job.Released, Reason: reason})
+	e.dispatch(ctx, []*job.Job{&j}) // message first; a refused one leaves it parked as unsent
+	if err := e.state.UpdateJob(ctx, j, from); err != nil && !errors.Is(err, ErrConflict) {
+		return err
+	}
+	e.observe(ctx, Event{Kind: EventRelease, Queue: q.Name})
+	e.log.DebugContext(ctx, "handed on", "queue", q.Name, "job_id", j.ID, "ticket", j.Ticket, "reason", reason, "key", key)
+	return nil
+}
+
+// endRun frees the running place of ticket's attempt on a capped queue and
+// hands it to the first job waiting for one. Errors are logged: a place
+// not freed frees itself when the attempt's lease ends, and the resume
+// function hands on places its waiters did not get.
+func (e *Engine) endRun(ctx context.Context, q Queue, ticket int64) {
+	if q.Config.MaxRunning == 0 && !hasRun(q.State, ticket) {
+		return
+	}
+	if err := e.state.EndRun(ctx, q.Name, ticket); err != nil {
+		e.log.WarnContext(ctx, "running place not freed", "queue", q.Name, "ticket", ticket, "error", err.Error())
+		return
+	}
+	e.handPlaces(ctx, q, 1)
+}
+
+func hasRun(s slot.State, ticket int64) bool { _, ok := s.Running[ticket]; return ok }
+
+// handPlaces sends up to n jobs waiting on q's own lane for a running
+// place, first come first, past waiters that no longer wait.
+func (e *Engine) handPlaces(ctx context.Context, q Queue, n int) {
+	for tries := 0; n > 0 && tries < laneTries; tries++ {
+		var head slot.Waiter
+		var ok bool
+		err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane {
+			l, head, ok = slot.Pop(l)
+			return l
+		})
+		if err != nil {
+			e.log.WarnContext(ctx, "running place not handed on", "queue", q.Name, "error", err.Error())
+			return
+		}
+		if !ok {
+			return
+		}
+		if err := e.wake(ctx, q, head, ""); err == nil {
+			n--
+		} else if !errors.Is(err, errStaleWaiter) {
+			e.log.WarnContext(ctx, "running place handed on but its job not sent", "queue", q.Name, "job_id", head.JobID, "error", err.Error())
+			n--
+		}
+	}
+}
+
+// reapLanes is the resume function's look at a queue's lanes: a key whose
+// holder's lease ran out (its worker died before handing it on, or the
+// hand-off's own message went astray) goes to the job it was handed to, if
+// that one still waits parked for it, or else to the first waiter; and
+// running places free on a capped queue go to the jobs waiting for them.
+// It returns how many jobs it sent and the lanes it saw.
+func (e *Engine) reapLanes(ctx context.Context, q Queue, now time.Time) (sent int, _ LaneFigures, _ error) {
+	lanes, err := e.state.ListLanes(ctx, q.Name)
+	if err != nil {
+		return 0, LaneFigures{}, fmt.Errorf("resume %s: lanes: %w", q.Name, err)
+	}
+	fig := laneFigures(q, lanes, now)
+	for _, l := range lanes {
+		if l.Gen != q.Gen {
+			continue
+		}
+		if l.Key == "" {
+			free := len(l.Waiting)
+			if q.Config.MaxRunning > 0 {
+				free = min(free, q.Config.MaxRunning-q.State.RunningAt(now))
+			}
+			if free > 0 {
+				e.handPlaces(ctx, q, free)
+				sent += free
+			}
+			continue
+		}
+		if l.Held(now) || l.Holder.Ticket == 0 && len(l.Waiting) == 0 {
+			continue
+		}
+		if l.Holder.Ticket != 0 {
+			// Handed the key but never sent (the hand-off's writer
+			// died)? Then it keeps the key, with a fresh lease.
+			h, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: l.Holder.JobID})
+			if err == nil && h.Status == job.Parked && h.ParkReason == job.WaitKey && h.Ticket == l.Holder.Ticket {
+				renewed := l
+				renewed.Until = now.Add(e.opts.Lease)
+				if _, err := e.state.PutLane(ctx, renewed, l.Version); err == nil {
+					if err := e.wake(ctx, q, l.Holder, l.Key); err == nil {
+						sent++
+					}
+					continue
+				}
+			}
+		}
+		var handed *slot.Waiter
+		err := e.updateLane(ctx, q, l.Key, func(l slot.Lane) slot.Lane {
+			l, handed = slot.Leave(l, slot.Waiter{}, e.now(), e.opts.Lease)
+			return l
+		})
+		if err != nil {
+			return sent, fig, fmt.Errorf("resume %s: key %s: %w", q.Name, l.Key, err)
+		}
+		if handed != nil {
+			e.log.WarnContext(ctx, "key's holder lease ran out; handed on", "queue", q.Name, "key", l.Key, "holder_ticket", l.Holder.Ticket, "to_ticket", handed.Ticket)
+			e.handKey(ctx, q, l.Key, *handed)
+			sent++
+		}
+	}
+	return sent, fig, nil
+}
+
+// LaneFigures is what a queue's lanes show at one moment.
+type LaneFigures struct {
+	// Running is how many attempts of a capped queue run (slot.State
+	// RunningAt); -1 for a queue without MaxRunning, which counts none.
+	Running int `json:"running"`
+	// KeysHeld counts the keys a job holds; KeysWaiting the keys with
+	// jobs parked on them; WaitingOnKeys those jobs.
+	KeysHeld      int `json:"keys_held"`
+	KeysWaiting   int `json:"keys_waiting"`
+	WaitingOnKeys int `json:"waiting_on_keys"`
+	// WaitingForPlace counts the jobs parked for a running place.
+	WaitingForPlace int `json:"waiting_for_place"`
+}
+
+// laneFigures counts q's lanes of its generation at now.
+func laneFigures(q Queue, lanes []slot.Lane, now time.Time) LaneFigures {
+	f := LaneFigures{Running: -1}
+	if q.Config.MaxRunning > 0 {
+		f.Running = q.State.RunningAt(now)
+	}
+	for _, l := range lanes {
+		switch {
+		case l.Gen != q.Gen:
+		case l.Key == "":
+			f.WaitingForPlace += len(l.Waiting)
+		default:
+			if l.Held(now) {
+				f.KeysHeld++
+			}
+			if len(l.Waiting) > 0 {
+				f.KeysWaiting++
+				f.WaitingOnKeys += len(l.Waiting)
+			}
+		}
+	}
+	return f
+}
+
+// Lanes returns the figures of a queue's lanes (Stats).
+func (e *Engine) Lanes(ctx context.Context, q Queue) (LaneFigures, error) {
+	lanes, err := e.state.ListLanes(ctx, q.Name)
+	if err != nil {
+		return LaneFigures{}, err
+	}
+	return laneFigures(q, lanes, e.now()), nil
+}
