@@ -108,10 +108,16 @@ func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, erro
 	if err != nil || slot.Capped(fresh.State, fresh.Config.MaxRunning, e.now()) {
 		return false, nil
 	}
-	if err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane { return slot.Remove(l, w) }); err != nil {
-		return false, nil
+	// Out of the parked jobs first, then off the list: a crash between
+	// leaves a waiter on the list that a hand-off finds queued (and
+	// passes over), never a parked job on no list.
+	again, err := e.unpark(ctx, j)
+	if again && err == nil {
+		if err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane { return slot.Remove(l, w) }); err != nil {
+			e.log.WarnContext(ctx, "left on the running places' list", "queue", q.Name, "job_id", j.ID, "error", err.Error())
+		}
 	}
-	return e.unpark(ctx, j)
+	return again, err
 }
 
 // parkOn stores a queued job as parked on a lane (why is job.WaitKey or
@@ -317,12 +323,36 @@ func (e *Engine) handPlaces(ctx context.Context, q Queue, n int) {
 // that one still waits parked for it, or else to the first waiter; and
 // running places free on a capped queue go to the jobs waiting for them.
 // It returns how many jobs it sent and the lanes it saw.
-func (e *Engine) reapLanes(ctx context.Context, q Queue, now time.Time) (sent int, _ LaneFigures, _ error) {
+//
+// parked are the jobs parked on lanes that the resume pass listed: one
+// that its lane does not list (its worker died between parking it and
+// listing it) is sent, to take its key or place again, once it has been
+// parked for RecordGrace.
+func (e *Engine) reapLanes(ctx context.Context, q Queue, now time.Time, parked []job.Job) (sent int, _ LaneFigures, _ error) {
 	lanes, err := e.state.ListLanes(ctx, q.Name)
 	if err != nil {
 		return 0, LaneFigures{}, fmt.Errorf("resume %s: lanes: %w", q.Name, err)
 	}
 	fig := laneFigures(q, lanes, now)
+	listed := map[slot.Waiter]bool{}
+	for _, l := range lanes {
+		if l.Gen == q.Gen {
+			listed[l.Holder] = true
+			for _, w := range l.Waiting {
+				listed[w] = true
+			}
+		}
+	}
+	for _, j := range parked {
+		w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
+		if listed[w] || len(j.History) > 0 && now.Sub(j.History[len(j.History)-1].At) < e.opts.RecordGrace {
+			continue
+		}
+		e.log.WarnContext(ctx, "parked on no lane; sent again", "queue", q.Name, "job_id", j.ID, "ticket", j.Ticket, "reason", string(j.ParkReason))
+		if err := e.wake(ctx, q, w, j.Lane); err == nil {
+			sent++
+		}
+	}
 	for _, l := range lanes {
 		if l.Gen != q.Gen {
 			continue

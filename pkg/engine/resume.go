@@ -175,11 +175,11 @@ func (e *Engine) resumeQueue(ctx context.Context, q Queue, holder string, fresh 
 		}
 		return rep, nil
 	}
-	parked, err := e.release(ctx, &q, &rep, &cur, now)
+	parked, onLanes, err := e.release(ctx, &q, &rep, &cur, now)
 	if err != nil {
 		return rep, err
 	}
-	handed, lanes, err := e.reapLanes(ctx, q, now)
+	handed, lanes, err := e.reapLanes(ctx, q, now, onLanes)
 	if err != nil {
 		return rep, err
 	}
@@ -225,14 +225,17 @@ func (e *Engine) restartRound(ctx context.Context, queue, holder string, now tim
 // It returns how many of the jobs it looked at stay parked: the queue's
 // parked jobs when the pass saw all of them (a round's first pass, within
 // the budget), a lower bound otherwise.
-func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *Cursor, now time.Time) (int, error) {
+//
+// It also returns the jobs parked on lanes it looked at, which only hand
+// offs release (reapLanes).
+func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *Cursor, now time.Time) (int, []job.Job, error) {
 	if cur.After > 0 && !cur.Wake.IsZero() && !now.Before(cur.Wake) {
 		*cur = Cursor{}
 	}
 	budget := e.opts.ResumeBudget
 	parked, err := e.state.ListJobs(ctx, ListRequest{Queue: q.Name, Gen: q.Gen, Status: job.Parked, After: cur.After, Limit: budget})
 	if err != nil {
-		return 0, fmt.Errorf("resume %s: %w", q.Name, err)
+		return 0, nil, fmt.Errorf("resume %s: %w", q.Name, err)
 	}
 	next := *cur
 	if len(parked) < budget {
@@ -244,11 +247,13 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 	var stale []*job.Job
 	var from []job.Version
 	var due []*job.Job
+	var onLanes []job.Job
 	for i := range parked {
 		j := &parked[i]
 		switch {
 		case j.ParkReason.Waits():
 			// Parked on a lane: a hand-off sends it (reapLanes).
+			onLanes = append(onLanes, *j)
 		case j.ParkReason == job.PausedQueue || j.Ticket <= q.State.Current && !j.Scheduled && !j.Detached || j.SlotAt.Before(now) && !j.Detached:
 			stale = append(stale, j)
 			from = append(from, j.Version())
@@ -263,7 +268,7 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 	}
 	if len(stale) > 0 {
 		if err := e.assign(ctx, q, stale); err != nil {
-			return 0, fmt.Errorf("resume %s: re-ticket: %w", q.Name, err)
+			return 0, nil, fmt.Errorf("resume %s: re-ticket: %w", q.Name, err)
 		}
 		for i, j := range stale {
 			j.Retickets++
@@ -271,7 +276,7 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 			e.place(j, q.State.Paused)
 		}
 		if err := e.releaseAll(ctx, q.Name, stale, from); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		rep.Reticketed += len(stale)
 	}
@@ -281,7 +286,7 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 		j.Status, j.ParkReason, j.DueAt = job.Queued, "", time.Time{}
 	}
 	if err := e.releaseAll(ctx, q.Name, due, dueFrom); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for _, js := range [][]*job.Job{stale, due} {
 		for _, j := range js {
@@ -301,7 +306,7 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 			left++
 		}
 	}
-	return left, nil
+	return left, onLanes, nil
 }
 
 // releaseAll sends the messages of the queued jobs among jobs and then

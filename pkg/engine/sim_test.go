@@ -56,6 +56,7 @@ type sim struct {
 
 	mu      sync.Mutex
 	starts  []start
+	runs    []run
 	failFor map[string]int // job id → attempts that fail
 
 	cancel context.CancelFunc
@@ -84,6 +85,7 @@ func newSim(t *testing.T, o simOptions) *sim {
 	s.tr = memstore.NewTransport(o.Transport)
 	mux := target.NewMux()
 	mux.HandleFunc("sim", s.handle)
+	mux.HandleFunc("lane", s.handleLane)
 	s.eng = engine.New(engine.Options{
 		State: s.chaos, Transport: s.tr, Runner: &target.Dispatcher{Mux: mux},
 		Lease: o.Lease,
@@ -120,6 +122,48 @@ func (s *sim) handle(ctx context.Context, j *job.Job) error {
 		return fmt.Errorf("attempt %d of %s fails on purpose", j.Attempt, j.ID)
 	}
 	return nil
+}
+
+// run is one run of a "lane" job: its begin and end.
+type run struct {
+	Queue, Key, ID string
+	Ticket         int64
+	Attempt        int
+	SlotAt         time.Time
+	Begin, End     time.Time
+}
+
+// handleLane runs a "lane" job: it takes the payload's "ms" milliseconds
+// and records its begin and end.
+func (s *sim) handleLane(ctx context.Context, j *job.Job) error {
+	var p struct {
+		Ms int `json:"ms"`
+	}
+	if err := json.Unmarshal(j.Payload, &p); err != nil {
+		return err
+	}
+	begin := time.Now()
+	s.mu.Lock()
+	s.starts = append(s.starts, start{Queue: j.Queue, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: begin})
+	s.mu.Unlock()
+	time.Sleep(time.Duration(p.Ms) * time.Millisecond)
+	s.mu.Lock()
+	s.runs = append(s.runs, run{Queue: j.Queue, Key: j.Lane, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, Begin: begin, End: time.Now()})
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *sim) runsOf(queue string) []run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []run
+	for _, r := range s.runs {
+		if r.Queue == queue {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b run) int { return a.Begin.Compare(b.Begin) })
+	return out
 }
 
 func (s *sim) startsOf(queue string) []start {
@@ -210,6 +254,8 @@ type chaosState struct {
 	mu   sync.Mutex
 	rnd  *rand.Rand
 	seen map[string]slot.State
+	// dieAfterRun names jobs whose next run's outcome is never recorded.
+	dieAfterRun map[string]bool
 
 	// opMu orders each state call with its observation, so a read that
 	// returned before a concurrent write is not observed after it.
@@ -283,8 +329,44 @@ func (c *chaosState) Gate(ctx context.Context, r engine.GateRequest) (slot.State
 	return st, err
 }
 
+func (c *chaosState) PutLane(ctx context.Context, l slot.Lane, from int64) (slot.Lane, error) {
+	out, err := c.State.PutLane(ctx, l, from)
+	if err == nil && c.roll() {
+		return out, errCrash // wrote the lane, but died before acting on it
+	}
+	return out, err
+}
+
+func (c *chaosState) EndRun(ctx context.Context, queue string, ticket int64) error {
+	if c.roll() {
+		return errCrash // died before freeing the running place
+	}
+	return c.State.EndRun(ctx, queue, ticket)
+}
+
+// failNext makes the worker that runs job id next die after the run,
+// before recording its outcome.
+func (c *chaosState) failNext(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dieAfterRun == nil {
+		c.dieAfterRun = map[string]bool{}
+	}
+	c.dieAfterRun[id] = true
+}
+
+func (c *chaosState) dies(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dieAfterRun[id] {
+		delete(c.dieAfterRun, id)
+		return true
+	}
+	return false
+}
+
 func (c *chaosState) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
-	if from.Status == job.Running && c.roll() {
+	if from.Status == job.Running && (c.dies(j.ID) || c.roll()) {
 		return errCrash // ran, but died before recording the outcome
 	}
 	if j.Status != job.Running && j.Ticket != from.Ticket && c.roll() {

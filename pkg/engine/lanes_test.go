@@ -1,0 +1,287 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/memstore"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// §5.12 Keys run one at a time: the checks every lane test makes on the
+// runs of a queue's "lane" jobs.
+
+// checkLanes fails if two runs of one key overlap, or if a key's runs did
+// not begin in ticket order.
+func checkLanes(t *testing.T, runs []run) {
+	t.Helper()
+	byKey := map[string][]run{}
+	for _, r := range runs {
+		byKey[r.Key] = append(byKey[r.Key], r)
+	}
+	for key, rs := range byKey {
+		if key == "" {
+			continue
+		}
+		// runs are in begin order.
+		for i := 1; i < len(rs); i++ {
+			prev, r := rs[i-1], rs[i]
+			if r.Begin.Before(prev.End) {
+				t.Fatalf("key %s: ticket %d (job %s) began %v before ticket %d (job %s) ended",
+					key, r.Ticket, r.ID, prev.End.Sub(r.Begin), prev.Ticket, prev.ID)
+			}
+			if r.Ticket <= prev.Ticket {
+				t.Fatalf("key %s: ticket %d (job %s) began after ticket %d (job %s): not in ticket order",
+					key, r.Ticket, r.ID, prev.Ticket, prev.ID)
+			}
+		}
+	}
+}
+
+// maxConcurrent is the most runs that were running at one moment.
+func maxConcurrent(runs []run) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, r := range runs {
+		edges = append(edges, edge{r.Begin, 1}, edge{r.End, -1})
+	}
+	// Ends before begins at the same instant: a place freed and taken
+	// at once is not two at once.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	n, top := 0, 0
+	for _, e := range edges {
+		n += e.delta
+		top = max(top, n)
+	}
+	return top
+}
+
+// enqueueKeyed enqueues, in calls of a few jobs, jobsPerKey jobs for each
+// of keys keys (interleaved), each running a random 0.5–4 intervals.
+func enqueueKeyed(s *sim, queue string, keys, jobsPerKey int, iv time.Duration, seed uint64) int {
+	rnd := rand.New(rand.NewPCG(seed, 1))
+	total := keys * jobsPerKey
+	for i := 0; i < total; {
+		n := min(1+rnd.IntN(4), total-i)
+		req := job.EnqueueRequest{Queue: queue}
+		for k := range n {
+			ms := (iv/2 + time.Duration(rnd.Int64N(int64(7*iv/2)))).Milliseconds()
+			req.Jobs = append(req.Jobs, job.Spec{
+				Kind: "lane", Key: fmt.Sprintf("k%d", (i+k)%keys),
+				Payload: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, ms)),
+			})
+		}
+		if _, err := s.eng.Enqueue(context.Background(), req); err != nil {
+			s.t.Fatalf("enqueue: %v", err)
+		}
+		i += n
+	}
+	return total
+}
+
+// With many workers, delivery jitter, duplicate deliveries and crashes at
+// every step (after the gate, after the claim, after a lane write, before
+// an outcome, before a place is freed): per key no two runs overlap and
+// they begin in ticket order, the queue's spacing holds, max_running is
+// never exceeded, and every job ends.
+func TestGuaranteeLanes(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		o          simOptions
+		maxRunning int
+	}{
+		{"no faults", simOptions{Workers: 16, Seed: 1}, 0},
+		{"jitter and duplicates", simOptions{Workers: 16, Seed: 2, Transport: memstore.TransportOptions{
+			Jitter: 300 * time.Millisecond, DuplicateRate: 0.3}}, 0},
+		{"crashes, jitter and duplicates", simOptions{Workers: 16, CrashRate: 0.03, Seed: 3, Lease: 30 * time.Second,
+			ResumeEvery: 10 * time.Second, Transport: memstore.TransportOptions{
+				Jitter: 300 * time.Millisecond, DuplicateRate: 0.2, VisibilityTimeout: 5 * time.Second}}, 0},
+		{"max_running 3", simOptions{Workers: 16, Seed: 4, Transport: memstore.TransportOptions{
+			Jitter: 200 * time.Millisecond, DuplicateRate: 0.2}}, 3},
+		{"max_running 2 with crashes", simOptions{Workers: 16, CrashRate: 0.03, Seed: 5, Lease: 30 * time.Second,
+			ResumeEvery: 10 * time.Second, Transport: memstore.TransportOptions{
+				Jitter: 200 * time.Millisecond, DuplicateRate: 0.2, VisibilityTimeout: 5 * time.Second}}, 2},
+	} {
+		for seed := range lanesSeeds {
+			tc := tc
+			tc.o.Seed += uint64(seed) * 100
+			t.Run(fmt.Sprintf("%s/seed %d", tc.name, tc.o.Seed), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					const iv = 100 * time.Millisecond
+					s := newSim(t, tc.o)
+					defer s.stop()
+					// Crashes may lose attempts; enough of them that none fails.
+					s.createQueue("lanes", slot.Config{Interval: iv, Skew: time.Millisecond, MaxRunning: tc.maxRunning, MaxAttempts: 10})
+					total := enqueueKeyed(s, "lanes", 6, 10, iv, tc.o.Seed)
+					s.waitFinishedOrDump("lanes", 2*time.Hour)
+
+					if n := len(s.jobs("lanes", job.Succeeded)); n != total {
+						for _, j := range s.store.Jobs("lanes") {
+							if j.Status != job.Succeeded {
+								t.Logf("%s ticket %d %s attempt %d: %s %+v", j.ID, j.Ticket, j.Status, j.Attempt, j.LastError, j.History)
+							}
+						}
+						t.Fatalf("%d of %d jobs succeeded (%d stored)", n, total, len(s.store.Jobs("lanes")))
+					}
+					runs := s.runsOf("lanes")
+					if len(runs) < total {
+						t.Fatalf("%d runs of %d jobs", len(runs), total)
+					}
+					checkLanes(t, runs)
+					checkSpacing(t, s.startsOf("lanes"), iv, time.Millisecond)
+					if tc.maxRunning > 0 {
+						if n := maxConcurrent(runs); n > tc.maxRunning {
+							t.Fatalf("%d runs at once; max_running is %d", n, tc.maxRunning)
+						}
+					}
+					if tc.o.CrashRate == 0 {
+						checkSingleStart(t, s.startsOf("lanes"))
+					}
+					// Nothing stays held: every lane ended idle, and
+					// without crashes (which may leave a pending count
+					// high) none is left at all.
+					lanes, err := s.store.ListLanes(context.Background(), "lanes")
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, l := range lanes {
+						if !l.Idle() || tc.o.CrashRate == 0 {
+							t.Fatalf("lane %q left behind: %+v", l.Key, l)
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// lanesSeeds is how many seeds each case of TestGuaranteeLanes runs.
+var lanesSeeds = 10
+
+// No polling: a job that waits for its key is sent the moment the holder
+// ends (the hand-off), not when the resume function next looks (here once
+// an hour); then the queue's spacing may hold it a few intervals at the
+// gate, as it holds every job.
+func TestLaneHandOffIsImmediate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const iv = 100 * time.Millisecond
+		const keys = 2 // a slot per key every 2 intervals, runs of 2.25 on average: many wait
+		s := newSim(t, simOptions{Workers: 16, Seed: 9, ResumeEvery: time.Hour})
+		defer s.stop()
+		s.createQueue("handoff", slot.Config{Interval: iv, Skew: time.Millisecond})
+		enqueueKeyed(s, "handoff", keys, 8, iv, 9)
+		s.waitFinished("handoff", time.Hour)
+		handed := map[string][]time.Time{} // job id → when it was handed its key
+		parked := map[string]bool{}         // job id → it parked on its key
+		for _, j := range s.store.Jobs("handoff") {
+			for _, ev := range j.History {
+				switch {
+				case ev.Kind == job.Released:
+					handed[j.ID] = append(handed[j.ID], ev.At)
+				case ev.Kind == job.ParkedEvent && ev.Reason == string(job.WaitKey):
+					parked[j.ID] = true
+				}
+			}
+		}
+		byKey := map[string][]run{}
+		for _, r := range s.runsOf("handoff") {
+			byKey[r.Key] = append(byKey[r.Key], r)
+		}
+		waited := 0
+		for key, rs := range byKey {
+			for i := 1; i < len(rs); i++ {
+				prev, r := rs[i-1], rs[i]
+				if !parked[r.ID] {
+					continue // it did not wait for the key
+				}
+				waited++
+				i := slices.IndexFunc(handed[r.ID], func(at time.Time) bool { return !at.Before(prev.End) })
+				if i < 0 || handed[r.ID][i].Sub(prev.End) > iv/10 {
+					t.Fatalf("key %s: ticket %d, which waited for the key, was not handed it when ticket %d ended at %v (handed at %v)",
+						key, r.Ticket, prev.Ticket, prev.End, handed[r.ID])
+				}
+				if gap := r.Begin.Sub(prev.End); gap > 10*iv {
+					t.Fatalf("key %s: ticket %d began %v after ticket %d ended, although it waited for the key", key, r.Ticket, gap, prev.Ticket)
+				}
+			}
+		}
+		if waited < 5 {
+			t.Fatalf("only %d jobs waited for their key: the test shows nothing", waited)
+		}
+	})
+}
+
+// A crashed holder frees its key after its lease: the next job of the key
+// runs then, and the crashed attempt runs again (at-least-once).
+func TestLaneCrashedHolderFreesKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const iv = 100 * time.Millisecond
+		const lease = 30 * time.Second
+		s := newSim(t, simOptions{Workers: 4, Seed: 12, Lease: lease, ResumeEvery: 5 * time.Second})
+		defer s.stop()
+		s.createQueue("crash", slot.Config{Interval: iv, Skew: time.Millisecond, MaxAttempts: 3})
+		// The first job's worker dies as it ends: its outcome and its
+		// hand-off never happen.
+		s.chaos.failNext("k1-0")
+		res := s.enqueue("crash", 3, func(i int, sp *job.Spec) {
+			sp.Kind, sp.Key, sp.ID = "lane", "k1", fmt.Sprintf("k1-%d", i)
+			sp.Payload = json.RawMessage(`{"ms":50}`)
+		})
+		s.waitFinished("crash", time.Hour)
+		runs := s.runsOf("crash")
+		checkLanes(t, runs)
+		if len(runs) != 4 {
+			t.Fatalf("%d runs, want 4 (the crashed attempt runs again): %+v", len(runs), runs)
+		}
+		// The second job waited for the crashed holder's lease, not for ever.
+		second := runs[1]
+		if second.ID != "k1-1" {
+			t.Fatalf("second run is %s, want k1-1", second.ID)
+		}
+		if wait := second.Begin.Sub(runs[0].End); wait > lease+10*time.Second {
+			t.Fatalf("k1-1 began %v after the crashed holder ended; its lease is %v", wait, lease)
+		}
+		if got := res.Jobs[2].KeyAhead; got == nil || *got != 2 {
+			t.Fatalf("key_ahead of the third job = %v, want 2", got)
+		}
+	})
+}
+
+// waitFinishedOrDump is waitFinished, showing the jobs and lanes left.
+func (s *sim) waitFinishedOrDump(queue string, limit time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if s.unfinished(queue) == 0 {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	for _, j := range s.store.Jobs(queue) {
+		if !j.Status.Final() {
+			s.t.Logf("left: %s ticket %d %s %s key %s detached %v history %+v", j.ID, j.Ticket, j.Status, j.ParkReason, j.Lane, j.Detached, j.History)
+		}
+	}
+	lanes, _ := s.store.ListLanes(context.Background(), queue)
+	for _, l := range lanes {
+		s.t.Logf("lane %q: %+v", l.Key, l)
+	}
+	q, _ := s.store.GetQueue(context.Background(), queue)
+	s.t.Logf("state %+v", q.State)
+	s.t.Fatalf("queue %s: %d jobs not finished after %v", queue, s.unfinished(queue), limit)
+}
