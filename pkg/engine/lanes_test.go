@@ -187,7 +187,7 @@ func TestLaneHandOffIsImmediate(t *testing.T) {
 		enqueueKeyed(s, "handoff", keys, 8, iv, 9)
 		s.waitFinished("handoff", time.Hour)
 		handed := map[string][]time.Time{} // job id → when it was handed its key
-		parked := map[string]bool{}         // job id → it parked on its key
+		parked := map[string]bool{}        // job id → it parked on its key
 		for _, j := range s.store.Jobs("handoff") {
 			for _, ev := range j.History {
 				switch {

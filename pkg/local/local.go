@@ -211,9 +211,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	view := newView(o.Out, o.JSON)
 	log := slog.New(&tap{next: o.Logger.Handler(), view: view})
-	if !o.Mux.Has(worker.Echo) {
-		worker.Builtin(o.Mux, log)
-	}
+	worker.Builtin(o.Mux, log)
 	workerTimeout := o.Stack.Timeouts[WorkerFunction]
 	newEngine := func(runner engine.Runner, obs engine.Observer) *engine.Engine {
 		return engine.New(engine.Options{

@@ -54,9 +54,7 @@ func NewHandler(ctx context.Context, mux *target.Mux, o Options) (*lambdaworker.
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	if !mux.Has(lambdaworker.Echo) {
-		lambdaworker.Builtin(mux, o.Logger)
-	}
+	lambdaworker.Builtin(mux, o.Logger)
 	runner := &target.Dispatcher{
 		Mux:    mux,
 		Lambda: &target.Lambda{API: lambdasvc.NewFromConfig(awsCfg)},

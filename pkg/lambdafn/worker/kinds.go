@@ -3,7 +3,9 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/target"
@@ -15,8 +17,14 @@ import (
 // echo jobs and watch their starts.
 const Echo = "echo"
 
+// Sleep is the built-in job kind that takes the payload's "ms"
+// milliseconds (`{"ms": 1500}`; none: 1000), within its target timeout,
+// and succeeds: a stand-in for work that takes time, to try keys and
+// max_running.
+const Sleep = "sleep"
+
 // Kinds returns the Go handlers the stack's worker runs, by job kind: the
-// built-in ones (Echo). To run Go code of your own, deploy a worker of your
+// built-in ones (Echo, Sleep). To run Go code of your own, deploy a worker of your
 // own instead (pkg/worker: worker.Start(mux) adds the built-ins to your
 // mux). A job whose kind has no handler fails without retry.
 func Kinds(log *slog.Logger) *target.Mux {
@@ -25,14 +33,42 @@ func Kinds(log *slog.Logger) *target.Mux {
 	return m
 }
 
-// Builtin registers the built-in kinds on m, logging to log.
+// Builtin registers on m the built-in kinds it has no handler of, logging
+// to log.
 func Builtin(m *target.Mux, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m.HandleFunc(Echo, func(ctx context.Context, j *job.Job) error {
+	handle := func(kind string, h func(context.Context, *job.Job) error) {
+		if !m.Has(kind) {
+			m.HandleFunc(kind, h)
+		}
+	}
+	handle(Echo, func(ctx context.Context, j *job.Job) error {
 		log.InfoContext(ctx, "echo", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket,
 			"attempt", j.Attempt, "payload", json.RawMessage(j.Payload))
 		return nil
+	})
+	handle(Sleep, func(ctx context.Context, j *job.Job) error {
+		p := struct {
+			Ms *int64 `json:"ms"`
+		}{}
+		if len(j.Payload) > 0 {
+			if err := json.Unmarshal(j.Payload, &p); err != nil {
+				return target.SkipRetry(fmt.Errorf("sleep: payload: %w", err))
+			}
+		}
+		d := time.Second
+		if p.Ms != nil {
+			d = time.Duration(max(0, *p.Ms)) * time.Millisecond
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("sleep: %w", context.Cause(ctx))
+		}
 	})
 }
