@@ -60,6 +60,7 @@ type configJSON struct {
 	Targets       []string  `json:"targets,omitempty"`
 	AllowNetworks []string  `json:"allow_networks,omitempty"`
 	TargetTimeout Duration  `json:"target_timeout,omitempty"`
+	MaxRunning    int       `json:"max_running,omitempty"`
 }
 
 // MarshalJSON writes durations as strings.
@@ -73,6 +74,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		Interval: iv, Skew: Duration(c.Skew), MaxAttempts: c.MaxAttempts,
 		Backoff: Duration(c.Backoff), MaxBackoff: Duration(c.MaxBackoff), Retention: Duration(c.Retention),
 		Targets: c.Targets, AllowNetworks: c.AllowNetworks, TargetTimeout: Duration(c.TargetTimeout),
+		MaxRunning: c.MaxRunning,
 	})
 }
 
@@ -96,6 +98,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		Interval: iv, Skew: time.Duration(w.Skew), MaxAttempts: w.MaxAttempts,
 		Backoff: time.Duration(w.Backoff), MaxBackoff: time.Duration(w.MaxBackoff), Retention: time.Duration(w.Retention),
 		Targets: w.Targets, AllowNetworks: w.AllowNetworks, TargetTimeout: time.Duration(w.TargetTimeout),
+		MaxRunning: w.MaxRunning,
 	}
 	return nil
 }

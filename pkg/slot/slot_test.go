@@ -1,6 +1,7 @@
 package slot
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -389,5 +390,33 @@ func TestConfigJSONZeroInterval(t *testing.T) {
 	}
 	if c.Interval != 0 || c.MaxAttempts != 4 {
 		t.Fatalf("round trip of %s = %+v", b, c)
+	}
+}
+
+// Every field of Config survives its JSON, the form the stores keep it in:
+// a field left out of the wire form would be dropped silently on the way
+// to DynamoDB.
+func TestConfigJSONRoundTripsEveryField(t *testing.T) {
+	want := Config{
+		Interval: 2 * time.Second, Skew: 3 * time.Millisecond, MaxAttempts: 4, Backoff: 5 * time.Second,
+		MaxBackoff: 6 * time.Minute, Retention: 7 * time.Hour, Targets: []string{"https://x/*"},
+		AllowNetworks: []string{"10.0.0.0/8"}, TargetTimeout: 8 * time.Second, MaxRunning: 9,
+	}
+	v := reflect.ValueOf(want)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("the test leaves Config.%s zero: give it a value", v.Type().Field(i).Name)
+		}
+	}
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Config
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("round trip through %s:\n got %+v\nwant %+v", b, got, want)
 	}
 }
