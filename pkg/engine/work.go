@@ -121,17 +121,10 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		case v == slot.Early:
 			wake, recheck = open, outOfLine(&j)
 			continue
-		case v == slot.Full && !holding:
-			// Every running place is taken: wait for one without
-			// taking the key first.
-			if again, err := e.waitPlace(ctx, q, &j); !again || err != nil {
-				return err
-			}
-			wake = time.Time{}
-			continue
-		case v == slot.Start && j.Lane != "" && !holding:
+		case (v == slot.Start || v == slot.Full) && j.Lane != "" && !holding:
 			// The key before the gate: a job that waits for its key
-			// spends no slot.
+			// spends no slot, and waits for its key, not for a place it
+			// could not use.
 			ok, err := e.arrive(ctx, &q, &j)
 			if !ok || err != nil {
 				return err
@@ -139,6 +132,14 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			holding = true
 			wake = time.Time{}
 			continue // the gate, with the queue read again
+		case v == slot.Full:
+			// Every running place is taken: wait for one, without a
+			// write to the gate.
+			if again, err := e.waitPlace(ctx, q, &j); !again || err != nil {
+				return err
+			}
+			wake = time.Time{}
+			continue
 		}
 		st, err := e.state.Gate(ctx, gr)
 		var gate *GateError

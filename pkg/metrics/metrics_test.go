@@ -315,3 +315,69 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// blockingRunner runs every job until release is closed.
+type blockingRunner struct{ release chan struct{} }
+
+func (b blockingRunner) Run(ctx context.Context, j *job.Job, cfg slot.Config) error {
+	select {
+	case <-b.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// The resume function's lane figures: a queue with max_running 1 runs a
+// job of key a; a second job of key a waits for its key, a job of key b
+// (which takes its key first) for a running place. The lines say so, and
+// a queue without lanes writes none of these metrics.
+func TestResumeLaneLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		var out bytes.Buffer
+		var outMu sync.Mutex
+		log := slog.New(slog.NewJSONHandler(&lockedWriter{w: &out, mu: &outMu}, nil))
+		rec := metrics.New(metrics.Options{Logger: log})
+		tr := memstore.NewTransport(memstore.TransportOptions{})
+		runner := blockingRunner{release: make(chan struct{})}
+		eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: runner, Observer: rec})
+		if _, err := eng.CreateQueue(ctx, "capped", slot.Config{Interval: time.Second, MaxRunning: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "capped", Jobs: []job.Spec{
+			{ID: "a1", Kind: "k", Key: "a"}, {ID: "a2", Kind: "k", Key: "a"}, {ID: "b1", Kind: "k", Key: "b"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "plain", Jobs: []job.Spec{{ID: "p", Kind: "k"}}}); err != nil {
+			t.Fatal(err)
+		}
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error)
+		go func() { done <- tr.Run(wctx, 4, eng.Work) }()
+		time.Sleep(10 * time.Second)
+		if _, err := eng.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rec.Flush(ctx)
+		close(runner.release)
+		time.Sleep(10 * time.Second)
+		stop()
+		<-done
+
+		lines := decode(t, out.Bytes())
+		for name, want := range map[string]float64{
+			metrics.Running: 1, metrics.KeysHeld: 2, metrics.KeysWaiting: 1, metrics.WaitingOnKeys: 1, metrics.WaitingForPlace: 1,
+		} {
+			if got := values(lines, metrics.DefaultDimension, "capped", name); len(got) != 1 || got[0] != want {
+				t.Errorf("%s of the capped queue %v, want [%v]", name, got, want)
+			}
+		}
+		for _, name := range []string{metrics.Running, metrics.KeysHeld, metrics.KeysWaiting} {
+			if got := values(lines, metrics.DefaultDimension, "plain", name); len(got) != 0 {
+				t.Errorf("%s of a queue without lanes %v, want none written", name, got)
+			}
+		}
+	})
+}

@@ -27,6 +27,14 @@ const (
 	Waiting    = "Waiting"    // tickets not yet at the gate: queued + parked jobs (an upper bound)
 	ParkedJobs = "ParkedJobs" // parked jobs (exact up to the resume budget; a lower bound above)
 	Lag        = "Lag"        // ms, how far the queue's starts trail its line
+	// Resume, for queues with lanes (design.md §5.12): written only for a
+	// queue with max_running (Running) or with keys in use (the rest), so
+	// queues without them add no custom metrics.
+	Running         = "Running"         // attempts running under max_running
+	KeysHeld        = "KeysHeld"        // keys a job holds
+	KeysWaiting     = "KeysWaiting"     // keys with jobs parked on them
+	WaitingOnKeys   = "WaitingOnKeys"   // jobs parked waiting for their key
+	WaitingForPlace = "WaitingForPlace" // jobs parked waiting for a running place
 	// Enqueue.
 	JobsAccepted = "JobsAccepted" // new jobs accepted
 	JobsRefused  = "JobsRefused"  // requests refused, by Code
@@ -55,6 +63,11 @@ var Metrics = []Metric{
 	{Waiting, Count, "resume"},
 	{ParkedJobs, Count, "resume"},
 	{Lag, Milliseconds, "resume"},
+	{Running, Count, "resume"},
+	{KeysHeld, Count, "resume"},
+	{KeysWaiting, Count, "resume"},
+	{WaitingOnKeys, Count, "resume"},
+	{WaitingForPlace, Count, "resume"},
 	{JobsAccepted, Count, "enqueue"},
 	{JobsRefused, Count, "enqueue"},
 }

@@ -92,6 +92,16 @@ func (r *Recorder) Observe(_ context.Context, ev engine.Event) {
 			q[ParkedJobs] = []float64{float64(f.Parked)}
 		}
 		q[Lag] = []float64{ms(f.Lag)}
+		l := f.Lanes
+		if l.Running >= 0 {
+			q[Running] = []float64{float64(l.Running)}
+		}
+		if l.KeysHeld+l.KeysWaiting+l.WaitingForPlace > 0 || l.Running >= 0 {
+			q[KeysHeld] = []float64{float64(l.KeysHeld)}
+			q[KeysWaiting] = []float64{float64(l.KeysWaiting)}
+			q[WaitingOnKeys] = []float64{float64(l.WaitingOnKeys)}
+			q[WaitingForPlace] = []float64{float64(l.WaitingForPlace)}
+		}
 	}
 }
 
