@@ -12,6 +12,6 @@ import (
 
 func main() {
 	cfg, awsCfg, log := lambdafn.Init(lambdafn.Admin)
-	h := &admin.Handler{Engine: cfg.Engine(awsCfg, nil, log), Defaults: cfg.Defaults}
+	h := &admin.Handler{Engine: cfg.Engine(awsCfg, nil, log), Defaults: cfg.Defaults, Activity: cfg.Activity(awsCfg)}
 	lambda.Start(h.Handle)
 }

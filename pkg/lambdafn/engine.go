@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -45,6 +46,13 @@ func (c Config) Engine(awsCfg aws.Config, runner engine.Runner, log *slog.Logger
 // writes its EMF lines to log.
 func (c Config) Recorder(log *slog.Logger) *metrics.Recorder {
 	return metrics.New(metrics.Options{Namespace: c.MetricsNamespace, Dimension: c.MetricsDimension, Logger: log})
+}
+
+// Activity returns the reader of queues' recent activity from the metrics
+// the stack's functions write to CloudWatch (c's namespace and
+// dimension), for admin stats.
+func (c Config) Activity(awsCfg aws.Config) *metrics.CloudWatch {
+	return &metrics.CloudWatch{API: cloudwatch.NewFromConfig(awsCfg), Namespace: c.MetricsNamespace, Dimension: c.MetricsDimension}
 }
 
 // Init is what every function's main does first: it makes the logger,

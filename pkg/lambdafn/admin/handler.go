@@ -13,6 +13,7 @@ import (
 	"github.com/slotq/slotq/pkg/input"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/lambdafn"
+	"github.com/slotq/slotq/pkg/metrics"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
@@ -65,10 +66,16 @@ type Response struct {
 	Report    *engine.ResumeReport `json:"report,omitempty"`
 	Cancelled *int                 `json:"cancelled,omitempty"`
 	Stats     *engine.Stats        `json:"stats,omitempty"`
-	Job       *job.Job             `json:"job,omitempty"`
-	Jobs      []job.Job            `json:"jobs,omitzero"`
-	Queues    []engine.Queue       `json:"queues,omitzero"`
-	Error     *lambdafn.Error      `json:"error,omitempty"`
+	// Activity is, for stats, what the queue did over the last
+	// metrics.DefaultWindow, read from its metrics (CloudWatch on the
+	// stack, the process's own tally locally); ActivityError says why it
+	// is missing when they could not be read.
+	Activity      *metrics.Activity `json:"activity,omitempty"`
+	ActivityError string            `json:"activity_error,omitempty"`
+	Job           *job.Job          `json:"job,omitempty"`
+	Jobs          []job.Job         `json:"jobs,omitzero"`
+	Queues        []engine.Queue    `json:"queues,omitzero"`
+	Error         *lambdafn.Error   `json:"error,omitempty"`
 }
 
 // Ops lists the operations, for the error message of an unknown one.
@@ -80,6 +87,8 @@ type Handler struct {
 	// Defaults fill the fields a create request leaves out, before slot's
 	// own defaults: the stack's default interval and allowed targets.
 	Defaults slot.Config
+	// Activity, if set, adds each queue's recent activity to stats.
+	Activity metrics.ActivityReader
 }
 
 // Handle decodes the request strictly and runs its operation. Bad input,
@@ -137,7 +146,18 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		return Response{Cancelled: &n}, err
 	case "stats":
 		s, err := h.Engine.Stats(ctx, r.Queue)
-		return Response{Stats: &s}, err
+		if err != nil || h.Activity == nil {
+			return Response{Stats: &s}, err
+		}
+		res := Response{Stats: &s}
+		// The counters answer without the metrics: a failed read
+		// is reported, not fatal.
+		if a, err := h.Activity.Activity(ctx, r.Queue, metrics.DefaultWindow); err != nil {
+			res.ActivityError = err.Error()
+		} else {
+			res.Activity = &a
+		}
+		return res, nil
 	case "get":
 		j, err := h.Engine.Job(ctx, job.Key{Queue: r.Queue, ID: r.JobID})
 		return Response{Job: &j}, err

@@ -3,6 +3,8 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/memstore"
+	"github.com/slotq/slotq/pkg/metrics"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
@@ -160,5 +163,40 @@ func TestCreateTakesStackDefaults(t *testing.T) {
 	r, err = h.Handle(context.Background(), json.RawMessage(`{"op":"list"}`))
 	if err != nil || len(r.Queues) != 1 {
 		t.Errorf("list queues: got %+v, %v", r, err)
+	}
+}
+
+// readerFunc is a metrics.ActivityReader.
+type readerFunc func(queue string, window time.Duration) (metrics.Activity, error)
+
+func (f readerFunc) Activity(_ context.Context, queue string, window time.Duration) (metrics.Activity, error) {
+	return f(queue, window)
+}
+
+// stats adds the queue's recent activity from the metrics; when they
+// cannot be read it says why and still answers the counters.
+func TestStatsActivity(t *testing.T) {
+	h, eng := newHandler()
+	ctx := context.Background()
+	if _, err := eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	p50 := 4.0
+	h.Activity = readerFunc(func(queue string, window time.Duration) (metrics.Activity, error) {
+		if queue != "q" || window != metrics.DefaultWindow {
+			t.Errorf("read activity of %q over %v", queue, window)
+		}
+		return metrics.Activity{Window: slot.Duration(window), Starts: 7, DeadLetters: 1, LatenessP50: &p50}, nil
+	})
+	r, err := h.Handle(ctx, json.RawMessage(`{"op":"stats","queue":"q"}`))
+	if err != nil || r.Stats == nil || r.Activity == nil || r.Activity.Starts != 7 || *r.Activity.LatenessP50 != 4 {
+		t.Fatalf("stats: %+v, activity %+v, %v", r.Stats, r.Activity, err)
+	}
+	h.Activity = readerFunc(func(string, time.Duration) (metrics.Activity, error) {
+		return metrics.Activity{}, errors.New("AccessDenied: not authorized to perform cloudwatch:GetMetricData")
+	})
+	r, err = h.Handle(ctx, json.RawMessage(`{"op":"stats","queue":"q"}`))
+	if err != nil || r.Stats == nil || r.Activity != nil || !strings.Contains(r.ActivityError, "AccessDenied") {
+		t.Fatalf("stats with unreadable metrics: %+v, activity %+v, error %q, %v", r.Stats, r.Activity, r.ActivityError, err)
 	}
 }
