@@ -90,7 +90,7 @@ type env struct {
 	enqueue, worker, resume, admin *role
 }
 
-func (b *bench) newEnv(ctx context.Context, interval time.Duration) (*env, error) {
+func (b *bench) newEnv(ctx context.Context, interval time.Duration, maxRunning int) (*env, error) {
 	b.seq++
 	name := fmt.Sprintf("costs-%d-%d", time.Now().Unix(), b.seq)
 	if err := b.cl.NewTable(ctx, name); err != nil {
@@ -120,7 +120,7 @@ func (b *bench) newEnv(ctx context.Context, interval time.Duration) (*env, error
 	}
 	e.enqueue, e.worker, e.resume, e.admin = mk(), mk(), mk(), mk()
 	if _, err := engine.New(engine.Options{State: e.raw, Transport: e.enqueue.tr, Now: e.clock.Now}).
-		CreateQueue(ctx, "q", slot.Config{Interval: interval, Skew: b.skew}); err != nil {
+		CreateQueue(ctx, "q", slot.Config{Interval: interval, Skew: b.skew, MaxRunning: maxRunning}); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -180,6 +180,9 @@ type scenario struct {
 	kind       string
 	// batch enqueues all jobs in one call; otherwise one call per job.
 	batch bool
+	// keyed gives each job a key of its own; maxRunning caps the queue.
+	keyed      bool
+	maxRunning int
 	// before runs before the jobs are enqueued, after once they are.
 	before, after func(ctx context.Context, e *env, accepted []engine.Accepted) error
 }
@@ -193,6 +196,10 @@ var scenarios = []scenario{
 		before: pause, after: unpause},
 	{name: "e", what: "as (a), enqueued 100 per call, interval 100 ms", jobs: 100, interval: 100 * time.Millisecond,
 		kind: "ok", batch: true},
+	{name: "f", what: "as (a), each job with a key (held by nobody else)", jobs: 6, interval: 1250 * time.Millisecond,
+		kind: "ok", keyed: true},
+	{name: "g", what: "as (a), on a queue with max_running 2", jobs: 6, interval: 1250 * time.Millisecond,
+		kind: "ok", maxRunning: 2},
 }
 
 // backlog books the queue two hours ahead with one unbilled Take of 7,200
@@ -264,7 +271,7 @@ type result struct {
 }
 
 func (b *bench) measure(ctx context.Context, sc scenario) (result, error) {
-	e, err := b.newEnv(ctx, sc.interval)
+	e, err := b.newEnv(ctx, sc.interval, sc.maxRunning)
 	if err != nil {
 		return result{}, err
 	}
@@ -281,7 +288,11 @@ func (b *bench) measure(ctx context.Context, sc scenario) (result, error) {
 	}
 	var acc []engine.Accepted
 	spec := func(i int) job.Spec {
-		return job.Spec{Kind: sc.kind, Payload: json.RawMessage(fmt.Sprintf(`{"to":"user-%d@example.com"}`, i))}
+		sp := job.Spec{Kind: sc.kind, Payload: json.RawMessage(fmt.Sprintf(`{"to":"user-%d@example.com"}`, i))}
+		if sc.keyed {
+			sp.Key = fmt.Sprintf("customer-%d", i)
+		}
+		return sp
 	}
 	if sc.batch {
 		req := job.EnqueueRequest{Queue: "q"}
@@ -381,7 +392,7 @@ type fixed struct {
 }
 
 func (b *bench) fixedResume(ctx context.Context) (fixed, error) {
-	e, err := b.newEnv(ctx, time.Second)
+	e, err := b.newEnv(ctx, time.Second, 0)
 	if err != nil {
 		return fixed{}, err
 	}
@@ -408,7 +419,7 @@ func (b *bench) throughput(ctx context.Context, runs int) (throughput, error) {
 	var tp throughput
 	for range runs {
 		for _, batch := range []bool{false, true} {
-			e, err := b.newEnv(ctx, time.Second)
+			e, err := b.newEnv(ctx, time.Second, 0)
 			if err != nil {
 				return tp, err
 			}
