@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/slotq/slotq/pkg/job"
@@ -49,7 +48,7 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 		}
 		l = l.Fresh(q.Gen)
 		next, v, handed := slot.Arrive(l, w, now, e.opts.Lease)
-		if !reflect.DeepEqual(next, l) {
+		if !next.Equal(l) {
 			if _, err := e.state.PutLane(ctx, next, l.Version); errors.Is(err, ErrConflict) {
 				continue
 			} else if err != nil {
@@ -166,7 +165,7 @@ func (e *Engine) updateLane(ctx context.Context, q Queue, key string, change fun
 		}
 		l = l.Fresh(q.Gen)
 		next := change(l)
-		if reflect.DeepEqual(next, l) {
+		if next.Equal(l) {
 			return nil
 		}
 		if _, err := e.state.PutLane(ctx, next, l.Version); !errors.Is(err, ErrConflict) {
@@ -199,7 +198,7 @@ func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, fi
 		if final {
 			next.Pending = max(0, next.Pending-1)
 		}
-		if !reflect.DeepEqual(next, l) {
+		if !next.Equal(l) {
 			if _, err := e.state.PutLane(ctx, next, l.Version); errors.Is(err, ErrConflict) {
 				continue
 			} else if err != nil {

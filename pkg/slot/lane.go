@@ -80,6 +80,32 @@ func (l Lane) Held(now time.Time) bool { return l.Holder.Ticket != 0 && now.Befo
 // lane that is idle and has no pending jobs may be deleted.
 func (l Lane) Idle() bool { return l.Holder.Ticket == 0 && len(l.Waiting) == 0 }
 
+// Equal reports whether l and o are the same lane state: times compared
+// as instants, an empty waiting list the same as none.
+func (l Lane) Equal(o Lane) bool {
+	return l.Queue == o.Queue && l.Key == o.Key && l.Gen == o.Gen && l.Version == o.Version &&
+		l.Holder == o.Holder && l.Until.Equal(o.Until) && l.Last == o.Last && l.Pending == o.Pending &&
+		slices.Equal(l.Waiting, o.Waiting)
+}
+
+// rest returns ws without its first element, as a new slice (nil when
+// nothing is left).
+func rest(ws []Waiter) []Waiter {
+	if len(ws) <= 1 {
+		return nil
+	}
+	return slices.Clone(ws[1:])
+}
+
+// without returns ws without w, as a new slice (nil when nothing is left).
+func without(ws []Waiter, w Waiter) []Waiter {
+	out := slices.DeleteFunc(slices.Clone(ws), func(x Waiter) bool { return x == w })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // Fresh returns the lane as a new one of generation gen, keeping only its
 // identity and version, if it belongs to another generation.
 func (l Lane) Fresh(gen int64) Lane {
@@ -157,7 +183,7 @@ func Arrive(l Lane, w Waiter, now time.Time, lease time.Duration) (next Lane, v 
 	}
 	if !l.Held(now) && len(l.Waiting) > 0 {
 		head := l.Waiting[0]
-		l.Holder, l.Until, l.Waiting = head, now.Add(lease), slices.Clone(l.Waiting[1:])
+		l.Holder, l.Until, l.Waiting = head, now.Add(lease), rest(l.Waiting)
 		if head == w {
 			return l, Acquired, nil
 		}
@@ -188,14 +214,14 @@ func Leave(l Lane, w Waiter, now time.Time, lease time.Duration) (next Lane, han
 	if l.Holder == w {
 		l.Holder, l.Until = Waiter{}, time.Time{}
 	}
-	if i := slices.Index(l.Waiting, w); i >= 0 {
-		l.Waiting = slices.Delete(slices.Clone(l.Waiting), i, i+1)
+	if slices.Contains(l.Waiting, w) {
+		l.Waiting = without(l.Waiting, w)
 	}
 	if !l.Held(now) {
 		l.Holder, l.Until = Waiter{}, time.Time{}
 		if len(l.Waiting) > 0 {
 			head := l.Waiting[0]
-			l.Holder, l.Until, l.Waiting = head, now.Add(lease), slices.Clone(l.Waiting[1:])
+			l.Holder, l.Until, l.Waiting = head, now.Add(lease), rest(l.Waiting)
 			return l, &head
 		}
 	}
@@ -216,8 +242,8 @@ func Enter(l Lane, w Waiter) Lane {
 
 // Remove takes w off the lane's waiters, if it is there.
 func Remove(l Lane, w Waiter) Lane {
-	if i := slices.Index(l.Waiting, w); i >= 0 {
-		l.Waiting = slices.Delete(slices.Clone(l.Waiting), i, i+1)
+	if slices.Contains(l.Waiting, w) {
+		l.Waiting = without(l.Waiting, w)
 	}
 	return l
 }
@@ -228,6 +254,6 @@ func Pop(l Lane) (next Lane, head Waiter, ok bool) {
 		return l, Waiter{}, false
 	}
 	head = l.Waiting[0]
-	l.Waiting = slices.Clone(l.Waiting[1:])
+	l.Waiting = rest(l.Waiting)
 	return l, head, true
 }

@@ -1,0 +1,112 @@
+package slot
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestArrive(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	const lease = time.Minute
+	a, b, c := Waiter{1, "a"}, Waiter{2, "b"}, Waiter{3, "c"}
+	held := func(h Waiter, last int64, waiting ...Waiter) Lane {
+		return Lane{Holder: h, Until: t0.Add(30 * time.Second), Last: last, Waiting: waiting}
+	}
+	tests := []struct {
+		name   string
+		l      Lane
+		w      Waiter
+		want   Lane
+		v      LaneVerdict
+		handed *Waiter
+	}{
+		{"free: takes it", Lane{}, a, Lane{Holder: a, Until: t0.Add(lease), Last: 1}, Acquired, nil},
+		{"held: waits, in ticket order", held(a, 1), b, held(a, 2, b), Wait, nil},
+		{"held: a waiter waits again without a change", held(a, 2, b), b, held(a, 2, b), Wait, nil},
+		{"the holder again: keeps it, lease renewed", held(a, 1), a, Lane{Holder: a, Until: t0.Add(lease), Last: 1}, Acquired, nil},
+		{"a later ticket came first: overtaken", held(b, 2), a, held(b, 2), Overtaken, nil},
+		{"free but a later ticket came first: overtaken", Lane{Last: 2}, a, Lane{Last: 2}, Overtaken, nil},
+		{"expired holder, waiter arrives: it is the first, takes it", Lane{Holder: a, Until: t0, Last: 2, Waiting: []Waiter{b}}, b,
+			Lane{Holder: b, Until: t0.Add(lease), Last: 2}, Acquired, nil},
+		{"expired holder, new job: the first waiter is handed it, the new one waits", Lane{Holder: a, Until: t0, Last: 2, Waiting: []Waiter{b}}, c,
+			Lane{Holder: b, Until: t0.Add(lease), Last: 3, Waiting: []Waiter{c}}, Wait, &b},
+		{"expired holder, nobody waits: the new job takes it", Lane{Holder: a, Until: t0, Last: 1}, b,
+			Lane{Holder: b, Until: t0.Add(lease), Last: 2}, Acquired, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, v, handed := Arrive(tt.l, tt.w, t0, lease)
+			if v != tt.v || !reflect.DeepEqual(got, tt.want) || !reflect.DeepEqual(handed, tt.handed) {
+				t.Fatalf("Arrive = %+v, %v, %v; want %+v, %v, %v", got, v, handed, tt.want, tt.v, tt.handed)
+			}
+		})
+	}
+	full := held(a, 1)
+	for i := range MaxLaneWaiting {
+		full.Waiting = append(full.Waiting, Waiter{int64(i + 2), "w"})
+	}
+	full.Last = int64(MaxLaneWaiting + 1)
+	if _, v, _ := Arrive(full, Waiter{full.Last + 1, "x"}, t0, lease); v != LaneFull {
+		t.Fatalf("a full lane: %v", v)
+	}
+}
+
+func TestLeave(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	const lease = time.Minute
+	a, b, c := Waiter{1, "a"}, Waiter{2, "b"}, Waiter{3, "c"}
+	l := Lane{Holder: a, Until: t0.Add(time.Second), Last: 3, Waiting: []Waiter{b, c}}
+	got, handed := Leave(l, a, t0, lease)
+	if handed == nil || *handed != b || got.Holder != b || !got.Until.Equal(t0.Add(lease)) || !reflect.DeepEqual(got.Waiting, []Waiter{c}) {
+		t.Fatalf("holder leaves: %+v, handed %v", got, handed)
+	}
+	if !reflect.DeepEqual(l.Waiting, []Waiter{b, c}) {
+		t.Fatalf("Leave changed its argument: %+v", l)
+	}
+	got, handed = Leave(l, c, t0, lease)
+	if handed != nil || got.Holder != a || !reflect.DeepEqual(got.Waiting, []Waiter{b}) {
+		t.Fatalf("a waiter leaves: %+v, handed %v", got, handed)
+	}
+	got, handed = Leave(Lane{Holder: a, Until: t0.Add(time.Second), Last: 1}, a, t0, lease)
+	if handed != nil || !got.Idle() {
+		t.Fatalf("the last holder leaves: %+v", got)
+	}
+	// Nobody leaves, but the holder's lease ran out: the key goes on.
+	got, handed = Leave(Lane{Holder: a, Until: t0, Last: 2, Waiting: []Waiter{b}}, Waiter{}, t0, lease)
+	if handed == nil || *handed != b || got.Holder != b {
+		t.Fatalf("expired holder: %+v, handed %v", got, handed)
+	}
+}
+
+func TestEnterRemovePop(t *testing.T) {
+	var l Lane
+	for _, tk := range []int64{5, 2, 9, 2} {
+		l = Enter(l, Waiter{tk, "j"})
+	}
+	if !reflect.DeepEqual(l.Waiting, []Waiter{{2, "j"}, {5, "j"}, {9, "j"}}) {
+		t.Fatalf("Enter: %+v", l.Waiting)
+	}
+	l = Remove(l, Waiter{5, "j"})
+	l, head, ok := Pop(l)
+	if !ok || head.Ticket != 2 || len(l.Waiting) != 1 {
+		t.Fatalf("Pop: %v %v %+v", head, ok, l)
+	}
+	if _, _, ok := Pop(Lane{}); ok {
+		t.Fatal("Pop of an empty lane")
+	}
+}
+
+func TestValidateKey(t *testing.T) {
+	for _, k := range []string{"customer:42", "a/b@c.d-e_f", strings.Repeat("k", MaxKeyLen)} {
+		if err := ValidateKey("key", k); err != nil {
+			t.Errorf("%q: %v", k, err)
+		}
+	}
+	for _, k := range []string{"", "a b", "a\nb", "é", strings.Repeat("k", MaxKeyLen+1), "a,b"} {
+		if err := ValidateKey("jobs[1].key", k); err == nil || err.Field != "jobs[1].key" {
+			t.Errorf("%q: %v", k, err)
+		}
+	}
+}
