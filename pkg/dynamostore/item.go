@@ -65,6 +65,11 @@ const (
 	attrFinishedAt = "finished_at"
 	attrLastError  = "last_error"
 	attrExpiresAt  = "expires_at"
+	// The job's key (job.Job.Lane), only when it has one, and whether it
+	// left the line to wait on a lane (job.Job.Detached), only when true.
+	// A lane item names its key lane_key too.
+	attrLaneKey  = "lane_key"
+	attrDetached = "detached"
 	// The job's history, compact (job.EncodeHistory, times after
 	// enqueued_at), and how many older events it dropped.
 	attrHistory        = "history"
@@ -372,8 +377,12 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	if j.Scheduled {
 		m[attrScheduled] = boolean(true)
 	}
+	if j.Detached {
+		m[attrDetached] = boolean(true)
+	}
 	for name, v := range map[string]string{
 		attrKind: j.Kind, attrTarget: j.Target, attrParkReason: string(j.ParkReason), attrLastError: j.LastError,
+		attrLaneKey: j.Lane,
 	} {
 		if v != "" {
 			m[name] = str(v)
@@ -424,6 +433,8 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		SlotAt:     it.time(attrSlotAt),
 		NotBefore:  it.time(attrNotBefore),
 		Scheduled:  it.bool(attrScheduled),
+		Lane:       it.str(attrLaneKey),
+		Detached:   it.bool(attrDetached),
 		Attempt:    int(it.int(attrAttempt)),
 		Retickets:  int(it.int(attrRetickets)),
 		ParkReason: job.ParkReason(it.str(attrParkReason)),

@@ -154,6 +154,8 @@ func diffJob(got, want job.Job) string {
 	check("SlotAt", got.SlotAt.Equal(want.SlotAt), got.SlotAt, want.SlotAt)
 	check("NotBefore", got.NotBefore.Equal(want.NotBefore), got.NotBefore, want.NotBefore)
 	check("Scheduled", got.Scheduled == want.Scheduled, got.Scheduled, want.Scheduled)
+	check("Lane", got.Lane == want.Lane, got.Lane, want.Lane)
+	check("Detached", got.Detached == want.Detached, got.Detached, want.Detached)
 	check("Attempt", got.Attempt == want.Attempt, got.Attempt, want.Attempt)
 	check("Retickets", got.Retickets == want.Retickets, got.Retickets, want.Retickets)
 	check("ParkReason", got.ParkReason == want.ParkReason, got.ParkReason, want.ParkReason)
