@@ -13,7 +13,8 @@
 //	item          pk                  sk       attributes
 //	queue state   Q#<queue>           state    ticket, current, clock, last_start,
 //	                                           purged, paused, paused_until,
-//	                                           interval, take_clock, write_token
+//	                                           interval, take_clock, write_token,
+//	                                           running (capped queues only)
 //	queue config  Q#<queue>           config   queue, config (JSON), created_at,
 //	                                           item_kind = "queue"
 //	resume lease  Q#<queue>           resume   holder, lease_until, released_by,
@@ -72,6 +73,22 @@
 // SetConfig and DeleteQueue use transactions. The method docs say why each
 // is slot.Take, slot.Gate and slot.Started.
 //
+// # The running cap
+//
+// A queue with a MaxRunning keeps its running attempts on the hot item,
+// in the map running (ticket → end of the attempt's lease), so the cap is
+// checked in the gate's own write: under a cap, Gate's UpdateItem also
+// sets running.<ticket> = until, removes the entries whose lease had
+// ended in the state it read (each on condition that it still holds the
+// value read), and requires size(running) < MaxRunning + the entries it
+// removes; while the map does not exist yet it creates it whole instead
+// (DynamoDB cannot set a path inside a missing map). A stale read only
+// makes that condition stricter; the gate then decides on the item
+// DynamoDB returns (slot.Full when every place is taken) and tries again.
+// EndRun frees a place with one UpdateItem, REMOVE running.<ticket>, on
+// condition that the entry exists. So a capped queue writes its hot item
+// once more per attempt; a queue without a cap never writes the map.
+//
 // # The resume lease
 //
 // Lease and ReleaseLease are one conditional UpdateItem each on the
@@ -123,7 +140,10 @@
 // applies again. Its first range of tickets then goes unused and its slots
 // follow the second application (later by its span); no ticket is handed
 // out twice. A Gate retried that way either fails its condition or moves
-// last_start one interval further; neither starts anything early.
+// last_start one interval further; neither starts anything early. Under a
+// cap the retry recognises its own running place (its ticket and until)
+// and answers that it passed. EndRun carries no token and leaves the
+// item's alone: removing an entry twice removes it once.
 //
 // # Consistency
 //

@@ -9,9 +9,6 @@ import (
 
 var errLanesUnsupported = errors.New("dynamostore: lanes not supported yet")
 
-// EndRun is not supported yet.
-func (s *Store) EndRun(context.Context, string, int64) error { return errLanesUnsupported }
-
 // GetLane is not supported yet.
 func (s *Store) GetLane(context.Context, string, string) (slot.Lane, error) {
 	return slot.Lane{}, errLanesUnsupported
