@@ -584,6 +584,26 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 		})
 	}
 
+	// The running map a store answers with is the caller's: changing it
+	// changes nothing stored.
+	t.Run("CapNoAliasing", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name, _ := lineUp(t, st, 2)
+		until := at(time.Minute)
+		s, err := st.Gate(ctx, capReq(name, 1, base, 1, until))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Running[1] = base
+		q := getQueue(t, st, name)
+		q.State.Running[1] = base
+		_, err = st.Gate(ctx, capReq(name, 2, at(interval), 1, until))
+		ge := wantGate(t, "ticket 2 with the one place taken", err, slot.Full)
+		ge.State.Running[1] = base
+		wantRunning(t, "stored after the answers were changed", getQueue(t, st, name).State.Running, map[int64]time.Time{1: until})
+	})
+
 	t.Run("EndRunNotFound", func(t *testing.T) {
 		st := newState(t)
 		wantErr(t, "EndRun of a missing queue", st.EndRun(t.Context(), queueName(t), 1), engine.ErrQueueNotFound)
