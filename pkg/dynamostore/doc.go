@@ -122,9 +122,9 @@
 // pending and 1 to v, on condition that the lane is of the caller's
 // generation; a lane of another (a deleted queue's) is replaced by a
 // fresh one with a PutItem on condition of the version read. Lanes carry
-// a ttl 30 days past their last write or their holder's lease (see
-// laneKeep): a deleted queue's lanes, and a lane whose pending count a
-// crash left too high, go by themselves.
+// a ttl 30 days past their last write or their holder's lease (laneKeep,
+// in lane.go, says why): a deleted queue's lanes, and a lane whose
+// pending count a crash left too high, go by themselves.
 //
 // # Errors and retries
 //
