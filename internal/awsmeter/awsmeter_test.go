@@ -36,6 +36,10 @@ func (f *fakeDB) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(
 	return &dynamodb.UpdateItemOutput{}, f.fail
 }
 
+func (f *fakeDB) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return &dynamodb.DeleteItemOutput{}, f.fail
+}
+
 func (f *fakeDB) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	return &dynamodb.QueryOutput{}, f.fail
 }
@@ -68,6 +72,14 @@ func TestDynamoDBOperations(t *testing.T) {
 		}},
 		{"UpdateItem state", func(api dynamostore.DynamoDBAPI) error {
 			_, err := api.UpdateItem(ctx, &dynamodb.UpdateItemInput{Key: key("state")})
+			return err
+		}},
+		{"PutItem lane", func(api dynamostore.DynamoDBAPI) error {
+			_, err := api.PutItem(ctx, &dynamodb.PutItemInput{Item: key("K#acct-7")})
+			return err
+		}},
+		{"DeleteItem lane", func(api dynamostore.DynamoDBAPI) error {
+			_, err := api.DeleteItem(ctx, &dynamodb.DeleteItemInput{Key: key("K#")})
 			return err
 		}},
 		{"Query table", func(api dynamostore.DynamoDBAPI) error {

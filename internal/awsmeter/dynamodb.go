@@ -31,8 +31,9 @@ type Count struct {
 // DynamoDB counts the requests made through it by operation: the SDK
 // operation and the items it touches, named by their sort key as
 // pkg/dynamostore lays out its table ("UpdateItem state" is a take, gate,
-// pause, unpause or purge; "PutItem job" a job created or updated;
-// "Query by_status" a listing). Safe for concurrent use.
+// end of a run, pause, unpause or purge; "PutItem job" a job created or
+// updated; "PutItem lane" a lane written; "Query by_status" a listing).
+// Safe for concurrent use.
 type DynamoDB struct {
 	dynamostore.DynamoDBAPI
 	mu     sync.Mutex
@@ -96,6 +97,13 @@ func (d *DynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	return out, err
 }
 
+// DeleteItem counts a delete.
+func (d *DynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	out, err := d.DynamoDBAPI.DeleteItem(ctx, in, o...)
+	d.count(single("DeleteItem", in.Key), err)
+	return out, err
+}
+
 // Query counts a page of a query, named by its index ("Query table" for
 // the table itself) and "count" for Select COUNT.
 func (d *DynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
@@ -144,13 +152,17 @@ func (d *DynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 }
 
 // single names a single-item request: the SDK operation and the item's
-// sort key ("state", "config" or "job" in slotq's table).
+// sort key ("state", "config", "resume" or "job" in slotq's table; "lane"
+// for every lane, whose sort key is K#<key>).
 func single(operation string, key map[string]types.AttributeValue) string {
 	return operation + " " + itemKind(key)
 }
 
 func itemKind(key map[string]types.AttributeValue) string {
 	if sk, ok := key["sk"].(*types.AttributeValueMemberS); ok {
+		if strings.HasPrefix(sk.Value, "K#") {
+			return "lane"
+		}
 		return sk.Value
 	}
 	return "?"

@@ -215,6 +215,14 @@ func (b *Billed) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o
 	return out, err
 }
 
+// DeleteItem bills a delete: the item's size, as any write.
+func (b *Billed) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	w := b.before(ctx, in.TableName, in.Key)
+	out, err := b.DynamoDBAPI.DeleteItem(ctx, in, o...)
+	b.charge(ctx, []written{w}, false, err)
+	return out, err
+}
+
 // TransactWriteItems bills a transaction.
 func (b *Billed) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	var ws []written

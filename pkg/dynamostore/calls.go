@@ -11,8 +11,8 @@ import (
 // The wrappers below set the table name on every call and map table-level
 // AWS errors. The write wrappers also retry what the SDK's retryer leaves
 // alone: a single-item write refused with TransactionConflictException
-// (putItem, updateItem), and a transaction cancelled for a transient reason
-// (transact).
+// (putItem, updateItem, deleteItem), and a transaction cancelled for a
+// transient reason (transact).
 
 // resend calls send again, after backoff, while it fails with
 // TransactionConflictException, up to maxTxRetries times. DynamoDB refuses
@@ -54,6 +54,15 @@ func (s *Store) putItem(ctx context.Context, in *dynamodb.PutItemInput) (*dynamo
 func (s *Store) updateItem(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 	in.TableName = &s.table
 	out, err := resend(ctx, func() (*dynamodb.UpdateItemOutput, error) { return s.api.UpdateItem(ctx, in) })
+	if err != nil {
+		return nil, s.awsErr(err)
+	}
+	return out, nil
+}
+
+func (s *Store) deleteItem(ctx context.Context, in *dynamodb.DeleteItemInput) (*dynamodb.DeleteItemOutput, error) {
+	in.TableName = &s.table
+	out, err := resend(ctx, func() (*dynamodb.DeleteItemOutput, error) { return s.api.DeleteItem(ctx, in) })
 	if err != nil {
 		return nil, s.awsErr(err)
 	}

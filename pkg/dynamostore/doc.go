@@ -13,11 +13,15 @@
 //	item          pk                  sk       attributes
 //	queue state   Q#<queue>           state    ticket, current, clock, last_start,
 //	                                           purged, paused, paused_until,
-//	                                           interval, take_clock, write_token
+//	                                           interval, take_clock, write_token,
+//	                                           running (capped queues only)
 //	queue config  Q#<queue>           config   queue, config (JSON), created_at,
 //	                                           item_kind = "queue"
 //	resume lease  Q#<queue>           resume   holder, lease_until, released_by,
 //	                                           cursor_after, cursor_wake, ttl
+//	lane          Q#<queue>           K#<key>  queue, lane_key, gen, v, holder_ticket,
+//	                                           holder_id, until, last, waiting,
+//	                                           pending, ttl, write_token
 //	job           J#<queue>#<job id>  job      queue, job_id, status, ticket, attempt,
 //	                                           queue_status = "<queue>#<status>"
 //	                                           (parked and failed jobs only),
@@ -34,8 +38,13 @@
 //     item_kind, so ListQueues is one Query in name order (and a
 //     BatchGetItem of the state items).
 //
+// A queue's items share its partition key: its state, config and resume
+// items (sort keys config to state, which GetQueue reads) and its lanes
+// (K#<key>, which sort before them, and which ListLanes reads as one
+// range, in key order).
+//
 // TTL is on ttl, epoch seconds, set on jobs with an ExpiresAt (rounded up,
-// so DynamoDB never deletes a job early). DynamoDB deletes expired items
+// so DynamoDB never deletes a job early), on resume leases and on lanes. DynamoDB deletes expired items
 // lazily, so GetJob, ListJobs and CountJobs also filter on expires_at with
 // Options.Now.
 //
@@ -72,6 +81,22 @@
 // SetConfig and DeleteQueue use transactions. The method docs say why each
 // is slot.Take, slot.Gate and slot.Started.
 //
+// # The running cap
+//
+// A queue with a MaxRunning keeps its running attempts on the hot item,
+// in the map running (ticket → end of the attempt's lease), so the cap is
+// checked in the gate's own write: under a cap, Gate's UpdateItem also
+// sets running.<ticket> = until, removes the entries whose lease had
+// ended in the state it read (each on condition that it still holds the
+// value read), and requires size(running) < MaxRunning + the entries it
+// removes; while the map does not exist yet it creates it whole instead
+// (DynamoDB cannot set a path inside a missing map). A stale read only
+// makes that condition stricter; the gate then decides on the item
+// DynamoDB returns (slot.Full when every place is taken) and tries again.
+// EndRun frees a place with one UpdateItem, REMOVE running.<ticket>, on
+// condition that the entry exists. So a capped queue writes its hot item
+// once more per attempt; a queue without a cap never writes the map.
+//
 // # The resume lease
 //
 // Lease and ReleaseLease are one conditional UpdateItem each on the
@@ -83,6 +108,24 @@
 // again starts its passes from its first parked job; the item's ttl, a
 // day after lease_until, takes one a pass wrote back after the delete.
 //
+// # Lanes
+//
+// A lane (slot.Lane: the job that holds a key and the jobs waiting for
+// it) is one small item of its own, never the hot state item: about 100
+// bytes and 40 a waiter, the waiters kept as one string
+// ("ticket:id,ticket:id"), so a lane write costs one write unit up to
+// about 25 waiters. Every change is a compare-and-set on its version v:
+// GetLane is a strongly consistent GetItem; PutLane a PutItem on
+// condition v = from (no item for 0), or, for a lane left idle with no
+// pending jobs, a DeleteItem on the same condition, so idle keys leave no
+// items behind. AddPending needs no version: one UpdateItem ADDs n to
+// pending and 1 to v, on condition that the lane is of the caller's
+// generation; a lane of another (a deleted queue's) is replaced by a
+// fresh one with a PutItem on condition of the version read. Lanes carry
+// a ttl 30 days past their last write or their holder's lease (laneKeep,
+// in lane.go, says why): a deleted queue's lanes, and a lane whose
+// pending count a crash left too high, go by themselves.
+//
 // # Errors and retries
 //
 // The SDK's retryer retries throttling (ProvisionedThroughputExceeded,
@@ -93,8 +136,9 @@
 // retries what the SDK does not, up to 10 times with jittered backoff
 // (below 10 ms, doubling to below 320 ms):
 //
-//   - a single-item write (PutItem, UpdateItem: Take, Gate, Pause,
-//     CreateJobs, UpdateJob, …) refused with TransactionConflictException.
+//   - a single-item write (PutItem, UpdateItem, DeleteItem: Take, Gate,
+//     Pause, CreateJobs, UpdateJob, PutLane, …) refused with
+//     TransactionConflictException.
 //     DynamoDB refuses a write to an item that an in-flight
 //     TransactWriteItems touches, and CreateQueue, SetConfig and
 //     DeleteQueue write the hot state item in transactions, so any write
@@ -115,19 +159,25 @@
 // SDK. For transactions DynamoDB recognises the retry by its
 // ClientRequestToken; for the rest, each write carries a random
 // write_token and a retry that meets its own token knows it landed, so a
-// CreateJobs or UpdateJob is not mistaken for someone else's, and a Take
-// or Gate is not applied twice. The same holds when the store, not the
+// CreateJobs, UpdateJob or PutLane is not mistaken for someone else's, and
+// a Take, Gate or AddPending is not applied twice. The same holds when the store, not the
 // SDK, sends a write again after a transaction conflict. One gap remains
 // on the hot state item, which keeps only the last writer's token: when
 // another write lands there between a Take and its retry, the retry
 // applies again. Its first range of tickets then goes unused and its slots
 // follow the second application (later by its span); no ticket is handed
 // out twice. A Gate retried that way either fails its condition or moves
-// last_start one interval further; neither starts anything early.
+// last_start one interval further; neither starts anything early. Under a
+// cap the retry recognises its own running place (its ticket and until)
+// and answers that it passed. EndRun carries no token and leaves the
+// item's alone: removing an entry twice removes it once. A PutLane that
+// deletes a lane leaves no item to carry a token: a delete re-sent after
+// it landed answers ErrConflict, and the caller's next read finds the
+// lane gone, as it meant it to be.
 //
 // # Consistency
 //
-// GetQueue and GetJob read strongly consistently. ListJobs, CountJobs and
+// GetQueue, GetJob, GetLane and ListLanes read strongly consistently. ListJobs, CountJobs and
 // ListQueues read global secondary indexes, which are eventually
 // consistent: a change of a moment ago may not show yet.
 //

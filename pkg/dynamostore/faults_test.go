@@ -153,7 +153,7 @@ func (f *faultyDB) pick(op string, in any) (faultKind, func(), bool) {
 		if (r.Op != "" && r.Op != op) || (r.If != nil && !r.If(in)) || (r.N > 0 && r.fired >= r.N) {
 			continue
 		}
-		if r.Fault == faultConflict && op != "PutItem" && op != "UpdateItem" && op != "TransactWriteItems" {
+		if r.Fault == faultConflict && op != "PutItem" && op != "UpdateItem" && op != "DeleteItem" && op != "TransactWriteItems" {
 			continue
 		}
 		if r.Rate < 1 && f.rnd.Float64() >= r.Rate {
@@ -275,6 +275,10 @@ func (f *faultyDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFn
 
 func (f *faultyDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return f.db.UpdateItem(ctx, in, f.with("UpdateItem", in, optFns)...)
+}
+
+func (f *faultyDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return f.db.DeleteItem(ctx, in, f.with("DeleteItem", in, optFns)...)
 }
 
 func (f *faultyDB) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {

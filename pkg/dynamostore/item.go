@@ -32,6 +32,10 @@ const (
 	attrInterval    = "interval"
 	attrTakeClock   = "take_clock"
 	attrPurged      = "purged"
+	// The attempts of a capped queue that run (slot.State.Running): a
+	// map of ticket (decimal) → end of the attempt's lease (ms). Absent
+	// until the queue's first capped start; empty once they all ended.
+	attrRunning = "running"
 
 	// On the state item and job items: the token of the last write, so
 	// that a write the SDK retried after it had landed is recognised.
@@ -65,6 +69,11 @@ const (
 	attrFinishedAt = "finished_at"
 	attrLastError  = "last_error"
 	attrExpiresAt  = "expires_at"
+	// The job's key (job.Job.Lane), only when it has one, and whether it
+	// left the line to wait on a lane (job.Job.Detached), only when true.
+	// A lane item names its key lane_key too.
+	attrLaneKey  = "lane_key"
+	attrDetached = "detached"
 	// The job's history, compact (job.EncodeHistory, times after
 	// enqueued_at), and how many older events it dropped.
 	attrHistory        = "history"
@@ -252,6 +261,40 @@ func (it *item) dur(name string) time.Duration {
 	return time.Duration(n)
 }
 
+// running reads a map of ticket → time (the state item's running map).
+// An absent map is nil, a present but empty one empty: Gate's hint tells
+// the two apart (a nested SET needs the map to exist).
+func (it *item) running(name string) map[int64]time.Time {
+	switch v := it.m[name].(type) {
+	case nil:
+		return nil
+	case *types.AttributeValueMemberM:
+		out := make(map[int64]time.Time, len(v.Value))
+		for k, x := range v.Value {
+			ticket, err := strconv.ParseInt(k, 10, 64)
+			if err != nil {
+				it.fail(name, err)
+				return nil
+			}
+			n, ok := x.(*types.AttributeValueMemberN)
+			if !ok {
+				it.fail(name, fmt.Errorf("ticket %s: want a number, got %T", k, x))
+				return nil
+			}
+			ns, err := parseMs(n.Value)
+			if err != nil {
+				it.fail(name, fmt.Errorf("ticket %s: %w", k, err))
+				return nil
+			}
+			out[ticket] = time.Unix(0, ns).UTC()
+		}
+		return out
+	default:
+		it.fail(name, fmt.Errorf("want a map, got %T", v))
+		return nil
+	}
+}
+
 func (it *item) bool(name string) bool {
 	switch v := it.m[name].(type) {
 	case nil:
@@ -289,6 +332,7 @@ func decodeState(m map[string]types.AttributeValue) (slot.State, time.Duration, 
 		Paused:      it.bool(attrPaused),
 		PausedUntil: it.time(attrPausedUntil),
 		Purged:      it.int(attrPurged),
+		Running:     it.running(attrRunning),
 	}
 	iv := it.dur(attrInterval)
 	if it.err != nil {
@@ -372,8 +416,12 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	if j.Scheduled {
 		m[attrScheduled] = boolean(true)
 	}
+	if j.Detached {
+		m[attrDetached] = boolean(true)
+	}
 	for name, v := range map[string]string{
 		attrKind: j.Kind, attrTarget: j.Target, attrParkReason: string(j.ParkReason), attrLastError: j.LastError,
+		attrLaneKey: j.Lane,
 	} {
 		if v != "" {
 			m[name] = str(v)
@@ -424,6 +472,8 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		SlotAt:     it.time(attrSlotAt),
 		NotBefore:  it.time(attrNotBefore),
 		Scheduled:  it.bool(attrScheduled),
+		Lane:       it.str(attrLaneKey),
+		Detached:   it.bool(attrDetached),
 		Attempt:    int(it.int(attrAttempt)),
 		Retickets:  int(it.int(attrRetickets)),
 		ParkReason: job.ParkReason(it.str(attrParkReason)),
@@ -472,6 +522,13 @@ func newExpr() *expr {
 func (e *expr) n(name string) string {
 	e.names["#"+name] = name
 	return "#" + name
+}
+
+// alias binds an attribute name that is not a word (a ticket, as a key
+// of the running map) to a placeholder of the caller's ("#x0").
+func (e *expr) alias(placeholder, name string) string {
+	e.names[placeholder] = name
+	return placeholder
 }
 
 // v binds a value to a placeholder (":now") and returns it.

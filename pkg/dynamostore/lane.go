@@ -2,32 +2,405 @@ package dynamostore
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
-var errLanesUnsupported = errors.New("dynamostore: lanes not supported yet")
+// The lane item: pk Q#<queue>, sk K#<key> (K# alone for the queue's own
+// lane, key ""). Keys cannot contain '#' (slot.ValidateKey), and "K#"
+// sorts before every sort key of the queue's other items, which are lower
+// case, so a queue's lanes are one range of its partition, in key order.
+// A lane is small (about 100 bytes, and 40 a waiter: one write unit up to
+// about 25 waiters) and is written by compare-and-set on v, apart from the
+// queue's hot state item.
+const (
+	skLanePrefix = "K#"
 
-// EndRun is not supported yet.
-func (s *Store) EndRun(context.Context, string, int64) error { return errLanesUnsupported }
+	attrVersion      = "v"
+	attrHolderTicket = "holder_ticket"
+	attrHolderID     = "holder_id"
+	attrUntil        = "until"
+	attrLast         = "last"
+	attrWaiting      = "waiting"
+	attrPending      = "pending"
+	// Also attrQueue, attrLaneKey, attrGen (always, 0 included: a lane of
+	// generation 0 is told from a missing one by it), attrTTL and
+	// attrWriteToken.
+)
 
-// GetLane is not supported yet.
-func (s *Store) GetLane(context.Context, string, string) (slot.Lane, error) {
-	return slot.Lane{}, errLanesUnsupported
+// laneKeep is how long a lane item outlives its last write, or its
+// holder's lease if that ends later, before DynamoDB's TTL may delete it.
+// Nothing else deletes a lane that is not idle and empty: a deleted
+// queue's lanes stay behind (their generation is no queue's), and a crash
+// between a job's end and its lane's update leaves Pending one too high,
+// so the lane never empties. Every write moves the ttl on, and a lane
+// whose jobs wait or run is written as they arrive, start and end (a
+// holder's lease, minutes, is far shorter), so 30 days deletes only lanes
+// nothing has touched for a month. A lane whose only trace is the Pending
+// count of a job scheduled more than 30 days ahead loses that count, which
+// then reads low until the job arrives.
+const laneKeep = 30 * 24 * time.Hour
+
+func laneKey(queue, key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrPK: str(queuePK(queue)), attrSK: str(skLanePrefix + key)}
 }
 
-// PutLane is not supported yet.
-func (s *Store) PutLane(context.Context, slot.Lane, int64) (slot.Lane, error) {
-	return slot.Lane{}, errLanesUnsupported
+// laneTTL is the ttl of a lane written at now whose holder's lease ends
+// at until.
+func laneTTL(now, until time.Time) types.AttributeValue {
+	return num(ttlSeconds(later(now, until).Add(laneKeep)))
 }
 
-// AddPending is not supported yet.
-func (s *Store) AddPending(context.Context, string, int64, string, int64) (slot.Lane, error) {
-	return slot.Lane{}, errLanesUnsupported
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
-// ListLanes is not supported yet.
-func (s *Store) ListLanes(context.Context, string) ([]slot.Lane, error) {
-	return nil, errLanesUnsupported
+// encodeWaiting writes waiters as one string, "ticket:id,ticket:id": job
+// ids hold no comma, and the ticket ends at the first colon. About half
+// the bytes of a list of maps, whose every write pays its size.
+func encodeWaiting(ws []slot.Waiter) (string, error) {
+	var b strings.Builder
+	for i, w := range ws {
+		if w.JobID == "" || strings.ContainsRune(w.JobID, ',') {
+			return "", fmt.Errorf("waiter %d: job id %q cannot be stored", i, w.JobID)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(w.Ticket, 10))
+		b.WriteByte(':')
+		b.WriteString(w.JobID)
+	}
+	return b.String(), nil
+}
+
+func decodeWaiting(s string) ([]slot.Waiter, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	out := make([]slot.Waiter, len(parts))
+	for i, p := range parts {
+		t, id, ok := strings.Cut(p, ":")
+		ticket, err := strconv.ParseInt(t, 10, 64)
+		if !ok || err != nil || id == "" {
+			return nil, fmt.Errorf("bad waiter %q", p)
+		}
+		out[i] = slot.Waiter{Ticket: ticket, JobID: id}
+	}
+	return out, nil
+}
+
+// laneItem encodes l at version v, written at now with write token tok.
+// Zero fields are left out, but for gen, pending and v.
+func laneItem(l slot.Lane, v int64, tok string, now time.Time) (map[string]types.AttributeValue, error) {
+	m := laneKey(l.Queue, l.Key)
+	m[attrQueue] = str(l.Queue)
+	if l.Key != "" {
+		m[attrLaneKey] = str(l.Key)
+	}
+	m[attrGen] = num(l.Gen)
+	m[attrVersion] = num(v)
+	if l.Holder != (slot.Waiter{}) {
+		if strings.ContainsRune(l.Holder.JobID, ',') {
+			return nil, fmt.Errorf("holder: job id %q cannot be stored", l.Holder.JobID)
+		}
+		m[attrHolderTicket] = num(l.Holder.Ticket)
+		m[attrHolderID] = str(l.Holder.JobID)
+	}
+	if !l.Until.IsZero() {
+		m[attrUntil] = timeNum(l.Until)
+	}
+	if l.Last != 0 {
+		m[attrLast] = num(l.Last)
+	}
+	if len(l.Waiting) > 0 {
+		w, err := encodeWaiting(l.Waiting)
+		if err != nil {
+			return nil, err
+		}
+		m[attrWaiting] = str(w)
+	}
+	m[attrPending] = num(l.Pending)
+	m[attrTTL] = laneTTL(now, l.Until)
+	m[attrWriteToken] = str(tok)
+	return m, nil
+}
+
+// decodeLane reads a lane item; its key comes from the sort key.
+func decodeLane(m map[string]types.AttributeValue) (slot.Lane, error) {
+	it := item{m: m}
+	sk := it.str(attrSK)
+	l := slot.Lane{
+		Queue:   it.str(attrQueue),
+		Key:     strings.TrimPrefix(sk, skLanePrefix),
+		Gen:     it.int(attrGen),
+		Version: it.int(attrVersion),
+		Holder:  slot.Waiter{Ticket: it.int(attrHolderTicket), JobID: it.str(attrHolderID)},
+		Until:   it.time(attrUntil),
+		Last:    it.int(attrLast),
+		Pending: it.int(attrPending),
+	}
+	waiting := it.str(attrWaiting)
+	if it.err == nil && !strings.HasPrefix(sk, skLanePrefix) {
+		it.fail(attrSK, fmt.Errorf("%q is not a lane's", sk))
+	}
+	if it.err != nil {
+		return slot.Lane{}, fmt.Errorf("decode lane: %w", it.err)
+	}
+	w, err := decodeWaiting(waiting)
+	if err != nil {
+		return slot.Lane{}, fmt.Errorf("decode lane %s/%s: %w", l.Queue, l.Key, err)
+	}
+	l.Waiting = w
+	return l, nil
+}
+
+// GetLane reads queue's lane of key with a strongly consistent GetItem; a
+// lane with no item is returned at Version 0.
+func (s *Store) GetLane(ctx context.Context, queue, key string) (slot.Lane, error) {
+	m, err := s.getItem(ctx, laneKey(queue, key))
+	if err != nil {
+		return slot.Lane{}, fmt.Errorf("get lane %s/%s: %w", queue, key, err)
+	}
+	if len(m) == 0 {
+		return slot.Lane{Queue: queue, Key: key}, nil
+	}
+	l, err := decodeLane(m)
+	if err != nil {
+		return slot.Lane{}, fmt.Errorf("get lane %s/%s: %w", queue, key, err)
+	}
+	return l, nil
+}
+
+// versionIs is the condition that a lane item is at version from: for 0,
+// that there is none (or one without a version).
+func versionIs(e *expr, from int64) string {
+	if from == 0 {
+		return "attribute_not_exists(" + e.n(attrVersion) + ")"
+	}
+	return e.n(attrVersion) + " = " + e.v(":from", num(from))
+}
+
+// PutLane replaces the lane item with one conditional PutItem (v = from,
+// or no item for 0), at version from+1, and returns the lane as stored. A
+// re-sent put that meets its own write token landed. A lane that is idle
+// with no pending jobs is deleted instead, with one DeleteItem on the same
+// condition; a delete leaves no token to meet, so a re-sent delete whose
+// first send landed answers ErrConflict, and the caller, reading the lane
+// again, finds it deleted, as it meant it to be. ErrConflict.
+func (s *Store) PutLane(ctx context.Context, l slot.Lane, from int64) (slot.Lane, error) {
+	e := newExpr()
+	cond := versionIs(e, from)
+	if l.Idle() && l.Pending <= 0 {
+		_, err := s.deleteItem(ctx, &dynamodb.DeleteItemInput{
+			Key:                       laneKey(l.Queue, l.Key),
+			ConditionExpression:       &cond,
+			ExpressionAttributeNames:  e.names,
+			ExpressionAttributeValues: nonEmpty(e.values),
+		})
+		if _, ok := conditionFailed(err); ok {
+			return slot.Lane{}, fmt.Errorf("delete lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
+		}
+		if err != nil {
+			return slot.Lane{}, fmt.Errorf("delete lane %s/%s: %w", l.Queue, l.Key, err)
+		}
+		return slot.Lane{Queue: l.Queue, Key: l.Key}, nil
+	}
+	tok := newToken()
+	m, err := laneItem(l, from+1, tok, s.now())
+	if err != nil {
+		return slot.Lane{}, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+	}
+	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
+		Item:                                m,
+		ConditionExpression:                 &cond,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           nonEmpty(e.values),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok := conditionFailed(err); ok {
+		if !hasToken(old, tok) {
+			return slot.Lane{}, fmt.Errorf("put lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
+		}
+		// The SDK sent this very put again after it had landed.
+	} else if err != nil {
+		return slot.Lane{}, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+	}
+	stored, err := decodeLane(m)
+	if err != nil {
+		return slot.Lane{}, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+	}
+	return stored, nil
+}
+
+// nonEmpty returns values, or nil when there are none: DynamoDB refuses
+// an empty ExpressionAttributeValues.
+func nonEmpty(values map[string]types.AttributeValue) map[string]types.AttributeValue {
+	if len(values) == 0 {
+		return nil
+	}
+	return values
+}
+
+// AddPending adds n to the lane's pending count with one UpdateItem (ADD
+// pending, ADD v: concurrent adds all count, and each moves the version
+// on), creating the item if there is none, on condition that the lane is
+// of generation gen (or has none) and does not carry this call's write
+// token. If it carries the token, the SDK sent the update again after it
+// had landed: the item is the answer. If the lane is of another
+// generation, a deleted queue's, it is replaced by a fresh one with
+// pending n, on condition that it is still at the version read, and the
+// add is done; if that fails, another write came first, and the add
+// starts over.
+//
+// The ttl this sets ignores a holder's lease, which ends far sooner than
+// laneKeep.
+func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key string, n int64) (slot.Lane, error) {
+	tok := newToken()
+	for range 6 {
+		e := newExpr()
+		wt, g := e.n(attrWriteToken), e.n(attrGen)
+		upd := "ADD " + e.n(attrPending) + " " + e.v(":n", num(n)) + ", " + e.n(attrVersion) + " " + e.v(":one", num(1)) +
+			" SET " + e.n(attrQueue) + " = " + e.v(":q", str(queue)) + ", " + g + " = " + e.v(":g", num(gen)) +
+			", " + e.n(attrTTL) + " = " + e.v(":ttl", laneTTL(s.now(), time.Time{})) + ", " + wt + " = " + e.v(":tok", str(tok))
+		if key != "" {
+			upd += ", " + e.n(attrLaneKey) + " = " + e.v(":k", str(key))
+		}
+		cond := "(attribute_not_exists(" + g + ") OR " + g + " = :g) AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok)"
+		out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
+			Key:                                 laneKey(queue, key),
+			UpdateExpression:                    &upd,
+			ConditionExpression:                 &cond,
+			ExpressionAttributeNames:            e.names,
+			ExpressionAttributeValues:           e.values,
+			ReturnValues:                        types.ReturnValueAllNew,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if old, ok := conditionFailed(err); ok {
+			if old, err = s.orRead(ctx, laneKey(queue, key), old); err != nil {
+				return slot.Lane{}, fmt.Errorf("add pending %s/%s: %w", queue, key, err)
+			}
+			if old == nil {
+				continue // deleted since: add again
+			}
+			if hasToken(old, tok) {
+				// The SDK sent this very add again after it had landed.
+				return s.laneFrom(old, "add pending", queue, key)
+			}
+			l, err := decodeLane(old)
+			if err != nil {
+				return slot.Lane{}, fmt.Errorf("add pending %s/%s: %w", queue, key, err)
+			}
+			if l.Gen == gen {
+				continue // a condition that failed on a state now gone
+			}
+			fresh, done, err := s.freshLane(ctx, l, gen, n, tok)
+			if err != nil {
+				return slot.Lane{}, fmt.Errorf("add pending %s/%s: %w", queue, key, err)
+			}
+			if done {
+				return fresh, nil
+			}
+			continue
+		}
+		if err != nil {
+			return slot.Lane{}, fmt.Errorf("add pending %s/%s: %w", queue, key, err)
+		}
+		return s.laneFrom(out.Attributes, "add pending", queue, key)
+	}
+	return slot.Lane{}, fmt.Errorf("add pending %s/%s: the lane kept changing under the update", queue, key)
+}
+
+func (s *Store) laneFrom(m map[string]types.AttributeValue, op, queue, key string) (slot.Lane, error) {
+	l, err := decodeLane(m)
+	if err != nil {
+		return slot.Lane{}, fmt.Errorf("%s %s/%s: %w", op, queue, key, err)
+	}
+	return l, nil
+}
+
+// freshLane replaces old, a lane of another generation, by a fresh lane
+// of gen with pending n, at old's version + 1, on condition that it is
+// still at old's version. done is false when another write came first.
+// It carries AddPending's token, so a re-sent put, or the add tried again
+// after it, finds that it landed.
+func (s *Store) freshLane(ctx context.Context, old slot.Lane, gen, n int64, tok string) (slot.Lane, bool, error) {
+	fresh := old.Fresh(gen)
+	fresh.Pending = n
+	m, err := laneItem(fresh, old.Version+1, tok, s.now())
+	if err != nil {
+		return slot.Lane{}, false, err
+	}
+	e := newExpr()
+	cond := versionIs(e, old.Version)
+	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
+		Item:                                m,
+		ConditionExpression:                 &cond,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           nonEmpty(e.values),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if cur, ok := conditionFailed(err); ok {
+		if hasToken(cur, tok) {
+			l, err := decodeLane(cur)
+			return l, err == nil, err
+		}
+		return slot.Lane{}, false, nil
+	}
+	if err != nil {
+		return slot.Lane{}, false, err
+	}
+	l, err := decodeLane(m)
+	return l, err == nil, err
+}
+
+// ListLanes queries the queue's partition for the sort keys that begin
+// with K#, strongly consistent, page by page: every lane, in key order.
+func (s *Store) ListLanes(ctx context.Context, queue string) ([]slot.Lane, error) {
+	e := newExpr()
+	kc := e.n(attrPK) + " = " + e.v(":pk", str(queuePK(queue))) +
+		" AND begins_with(" + e.n(attrSK) + ", " + e.v(":k", str(skLanePrefix)) + ")"
+	var out []slot.Lane
+	var start map[string]types.AttributeValue
+	for {
+		res, err := s.query(ctx, &dynamodb.QueryInput{
+			KeyConditionExpression:    &kc,
+			ExpressionAttributeNames:  e.names,
+			ExpressionAttributeValues: e.values,
+			ConsistentRead:            aws.Bool(true),
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list lanes %s: %w", queue, err)
+		}
+		for _, m := range res.Items {
+			l, err := decodeLane(m)
+			if err != nil {
+				return nil, fmt.Errorf("list lanes %s: %w", queue, err)
+			}
+			out = append(out, l)
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = res.LastEvaluatedKey
+	}
+	// DynamoDB orders by the sort key's bytes, as Go compares strings;
+	// the sort only guards that.
+	slices.SortStableFunc(out, func(a, b slot.Lane) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
 }

@@ -86,10 +86,14 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) error {
 }
 
 // GetQueue reads both items of a queue with one strongly consistent Query.
-// ErrQueueNotFound.
+// The query keeps to the sort keys from config to state (config, resume,
+// state): the queue's lanes (K#<key>) share its partition key, and a
+// queue with many full lanes would otherwise push its own items past the
+// first page (1 MB) and make every read pay for them. ErrQueueNotFound.
 func (s *Store) GetQueue(ctx context.Context, name string) (engine.Queue, error) {
 	x, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrPK).Equal(expression.Value(queuePK(name)))).Build()
+		WithKeyCondition(expression.Key(attrPK).Equal(expression.Value(queuePK(name))).
+			And(expression.Key(attrSK).Between(expression.Value(skConfig), expression.Value(skState)))).Build()
 	if err != nil {
 		return engine.Queue{}, fmt.Errorf("get queue %s: %w", name, err)
 	}

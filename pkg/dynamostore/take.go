@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -169,16 +170,25 @@ func takeInput(r engine.TakeRequest, f takeForm, tok string) *dynamodb.UpdateIte
 //   - busy, last_start ≥ now − interval: last_start = last_start + interval;
 //   - idle, last_start < now − interval (or none yet): last_start = now.
 //
-// r.Seen picks the form tried first. On a conditional failure the item
-// DynamoDB sends back decides: a gate that says no becomes a
-// *engine.GateError with that state, a gate that says yes means the other
-// form holds, and the write is tried again in it. ErrQueueNotFound,
-// ErrIntervalChanged.
+// Under a running cap (r.MaxRunning > 0) the same write takes the
+// ticket's running place until r.Until, and its condition holds the cap
+// (see capForm): it drops the entries of the running map whose lease had
+// ended in the state seen, and requires fewer than MaxRunning others; or,
+// while the item has no map, creates it with the ticket's entry alone.
+// Entries that ended but that the state seen did not show stay in the
+// map, where they count for nothing, until a later gate drops them.
+//
+// r.Seen picks the forms tried first. On a conditional failure the item
+// DynamoDB sends back decides: a gate that says no (r.Decide, slot.Full
+// under the cap) becomes a *engine.GateError with that state, a gate that
+// says yes means another form holds, and the write is tried again in it.
+// ErrQueueNotFound, ErrIntervalChanged.
 func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
 	busy := isBusy(r.Seen, r.Interval, r.Now)
+	seen := r.Seen
 	tok := newToken()
 	for range 4 {
-		out, err := s.updateItem(ctx, gateInput(r, busy, tok))
+		out, err := s.updateItem(ctx, gateInput(r, busy, seen, tok))
 		if old, ok := conditionFailed(err); ok {
 			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
 				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
@@ -190,7 +200,7 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 			if err != nil {
 				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
 			}
-			if hasToken(old, tok) {
+			if hasToken(old, tok) || landed(st, r) {
 				// The SDK retried this very gate after it had landed.
 				return st, nil
 			}
@@ -200,7 +210,7 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 			if v, openAt := r.Decide(st); v != slot.Start {
 				return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: st}
 			}
-			busy = isBusy(st, r.Interval, r.Now)
+			busy, seen = isBusy(st, r.Interval, r.Now), st
 			continue
 		}
 		if err != nil {
@@ -221,7 +231,9 @@ func isBusy(s slot.State, iv time.Duration, now time.Time) bool {
 	return !s.LastStart.IsZero() && !s.LastStart.Add(iv).Before(now)
 }
 
-func gateInput(r engine.GateRequest, busy bool, tok string) *dynamodb.UpdateItemInput {
+// gateInput is the gate's UpdateItem in the busy or idle form and, under
+// a cap, the running form that state seen points to.
+func gateInput(r engine.GateRequest, busy bool, seen slot.State, tok string) *dynamodb.UpdateItemInput {
 	e := newExpr()
 	wt, last := e.n(attrWriteToken), e.n(attrLastStart)
 	nmi := e.v(":nmi", timeNum(r.Now.Add(-r.Interval)))
@@ -243,6 +255,11 @@ func gateInput(r engine.GateRequest, busy bool, tok string) *dynamodb.UpdateItem
 	} else {
 		cond += " AND (attribute_not_exists(" + last + ") OR " + last + " < " + nmi + ")"
 		upd += e.v(":now", timeNum(r.Now))
+	}
+	if r.MaxRunning > 0 {
+		if remove := capFormOf(seen, r).add(e, r, &cond, &upd); len(remove) > 0 {
+			upd += " REMOVE " + strings.Join(remove, ", ")
+		}
 	}
 	return &dynamodb.UpdateItemInput{
 		Key:                                 stateKey(r.Queue),

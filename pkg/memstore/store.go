@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -150,7 +151,7 @@ func (s *Store) Pause(_ context.Context, name string, until time.Time) (slot.Sta
 	q.State.Paused = true
 	q.State.PausedUntil = until
 	s.queues[name] = q
-	return q.State, nil
+	return copyState(q.State), nil
 }
 
 // Unpause clears the pause flag. With a non-zero ifUntil it does so only if
@@ -185,7 +186,7 @@ func (s *Store) Purge(_ context.Context, name string) (slot.State, error) {
 	}
 	q.State.Purged = q.State.Ticket
 	s.queues[name] = q
-	return q.State, nil
+	return copyState(q.State), nil
 }
 
 // DeleteQueue removes a queue's record and its resume lease; its jobs
@@ -219,7 +220,7 @@ func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, err
 	next, first, firstSlot := slot.Take(q.State, r.N, r.Line, r.Interval, r.Now)
 	q.State = next
 	s.queues[r.Queue] = q
-	return engine.Taken{First: first, FirstSlot: firstSlot, State: next}, nil
+	return engine.Taken{First: first, FirstSlot: firstSlot, State: copyState(next)}, nil
 }
 
 // Gate applies r.Decide and, when it says Start, r.Started to the queue's
@@ -236,11 +237,11 @@ func (s *Store) Gate(_ context.Context, r engine.GateRequest) (slot.State, error
 		return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrIntervalChanged)
 	}
 	if v, openAt := r.Decide(q.State); v != slot.Start {
-		return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: q.State}
+		return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: copyState(q.State)}
 	}
 	q.State = r.Started(q.State)
 	s.queues[r.Queue] = q
-	return q.State, nil
+	return copyState(q.State), nil
 }
 
 // CreateJobs stores new jobs; created[i] is false where the key existed in
@@ -369,7 +370,17 @@ func notFound(op, name string) error {
 
 func copyQueue(q engine.Queue) engine.Queue {
 	q.Config.Targets = slices.Clone(q.Config.Targets)
+	q.State = copyState(q.State)
 	return q
+}
+
+// copyState copies the one part of a state that is shared by reference:
+// its running places.
+func copyState(s slot.State) slot.State {
+	if s.Running != nil {
+		s.Running = maps.Clone(s.Running)
+	}
+	return s
 }
 
 func copyJob(j job.Job) job.Job {

@@ -20,7 +20,7 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 			SlotAt: at(time.Hour), NotBefore: at(time.Hour), Scheduled: true, Attempt: 2, Retickets: 3,
 			ParkReason: job.Far, DueAt: at(45 * time.Minute), EnqueuedAt: base,
 			StartedAt: at(-time.Minute), FinishedAt: at(-time.Second),
-			LastError: "boom", ExpiresAt: farFuture,
+			LastError: "boom", ExpiresAt: farFuture, Lane: "acct/42:x@y_z.-", Detached: true,
 		}
 		bare := job.Job{Queue: name, ID: "bare", Kind: "k", Status: job.Queued, Ticket: 1,
 			SlotAt: base, Attempt: 1, EnqueuedAt: base}
@@ -29,6 +29,28 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 			if d := diffJob(getJob(t, st, name, want.ID), want); d != "" {
 				t.Errorf("GetJob(%s): %s", want.ID, d)
 			}
+		}
+		listed, err := st.ListJobs(t.Context(), engine.ListRequest{Queue: name, Status: job.Parked})
+		if err != nil || len(listed) != 1 {
+			t.Fatalf("ListJobs(parked) = %d jobs, %v; want 1", len(listed), err)
+		}
+		if d := diffJob(listed[0], full); d != "" {
+			t.Errorf("ListJobs: %s", d)
+		}
+		// An update writes the key and the detached flag, and clears them.
+		keyed := bare
+		keyed.Lane, keyed.Detached = "k1", true
+		if err := st.UpdateJob(t.Context(), keyed, bare.Version()); err != nil {
+			t.Fatalf("UpdateJob with a key: %v", err)
+		}
+		if d := diffJob(getJob(t, st, name, "bare"), keyed); d != "" {
+			t.Errorf("GetJob after UpdateJob with a key: %s", d)
+		}
+		if err := st.UpdateJob(t.Context(), bare, keyed.Version()); err != nil {
+			t.Fatalf("UpdateJob without a key: %v", err)
+		}
+		if d := diffJob(getJob(t, st, name, "bare"), bare); d != "" {
+			t.Errorf("GetJob after UpdateJob without a key: %s", d)
 		}
 	})
 

@@ -35,6 +35,7 @@ func Run(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Jobs", func(t *testing.T) { testJobs(t, newState) })
 	t.Run("Moves", func(t *testing.T) { testMoves(t, newState) })
 	t.Run("Lease", func(t *testing.T) { testLease(t, newState) })
+	t.Run("Lanes", func(t *testing.T) { testLanes(t, newState) })
 }
 
 // base is the suite's fixed "now"; every time passed in derives from it.
@@ -154,6 +155,8 @@ func diffJob(got, want job.Job) string {
 	check("SlotAt", got.SlotAt.Equal(want.SlotAt), got.SlotAt, want.SlotAt)
 	check("NotBefore", got.NotBefore.Equal(want.NotBefore), got.NotBefore, want.NotBefore)
 	check("Scheduled", got.Scheduled == want.Scheduled, got.Scheduled, want.Scheduled)
+	check("Lane", got.Lane == want.Lane, got.Lane, want.Lane)
+	check("Detached", got.Detached == want.Detached, got.Detached, want.Detached)
 	check("Attempt", got.Attempt == want.Attempt, got.Attempt, want.Attempt)
 	check("Retickets", got.Retickets == want.Retickets, got.Retickets, want.Retickets)
 	check("ParkReason", got.ParkReason == want.ParkReason, got.ParkReason, want.ParkReason)

@@ -1,0 +1,169 @@
+package dynamostore_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/pkg/dynamostore"
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// onLaneItem picks writes of lane items (sort key K#<key>).
+func onLaneItem(in any) bool {
+	var m map[string]types.AttributeValue
+	switch in := in.(type) {
+	case *dynamodb.UpdateItemInput:
+		m = in.Key
+	case *dynamodb.PutItemInput:
+		m = in.Item
+	case *dynamodb.DeleteItemInput:
+		m = in.Key
+	}
+	sk, ok := m["sk"].(*types.AttributeValueMemberS)
+	return ok && strings.HasPrefix(sk.Value, "K#")
+}
+
+// TestLaneLostAnswer: a lane write whose answer was lost is sent again by
+// the SDK, and meets its own write: a put and an add count once and
+// answer as if nothing had happened, and so does the fresh start of a
+// lane of another generation. A delete leaves nothing to recognise: it
+// answers ErrConflict, and the lane is gone, as the caller meant.
+func TestLaneLostAnswer(t *testing.T) {
+	lost := func(op string) faultRule {
+		return faultRule{Op: op, If: onLaneItem, Fault: faultLost, Rate: 1, N: 1}
+	}
+	held := slot.Lane{Queue: "q", Key: "k", Gen: 1, Holder: slot.Waiter{Ticket: 1, JobID: "a"}, Until: base.Add(time.Minute), Last: 1, Pending: 1}
+
+	t.Run("PutLane", func(t *testing.T) {
+		st, f := newFaultyStore(t, 0, lost("PutItem"))
+		l, err := st.PutLane(t.Context(), held, 0)
+		if err != nil || l.Version != 1 || l.Holder != held.Holder {
+			t.Fatalf("PutLane = %+v, %v; want it at version 1", l, err)
+		}
+		if f.Injected("PutItem", faultLost) != 1 {
+			t.Fatalf("injected %s", f)
+		}
+	})
+	t.Run("AddPending", func(t *testing.T) {
+		st, f := newFaultyStore(t, 0, lost("UpdateItem"))
+		l, err := st.AddPending(t.Context(), "q", 1, "k", 1)
+		if err != nil || l.Pending != 1 || l.Version != 1 {
+			t.Fatalf("AddPending = %+v, %v; want pending 1 at version 1", l, err)
+		}
+		if f.Injected("UpdateItem", faultLost) != 1 {
+			t.Fatalf("injected %s", f)
+		}
+		if l, err := st.GetLane(t.Context(), "q", "k"); err != nil || l.Pending != 1 {
+			t.Errorf("GetLane = %+v, %v; want the add counted once", l, err)
+		}
+	})
+	t.Run("AddPendingOtherGen", func(t *testing.T) {
+		st, f := newFaultyStore(t, 0)
+		if _, err := st.PutLane(t.Context(), held, 0); err != nil {
+			t.Fatal(err)
+		}
+		f.rules = []faultRule{lost("PutItem")}
+		l, err := st.AddPending(t.Context(), "q", 2, "k", 3)
+		if err != nil || l.Pending != 3 || l.Gen != 2 || l.Holder != (slot.Waiter{}) {
+			t.Fatalf("AddPending = %+v, %v; want a fresh lane of generation 2 with 3 pending", l, err)
+		}
+		if f.Injected("PutItem", faultLost) != 1 {
+			t.Fatalf("injected %s", f)
+		}
+	})
+	t.Run("Delete", func(t *testing.T) {
+		st, f := newFaultyStore(t, 0)
+		l, err := st.PutLane(t.Context(), held, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.rules = []faultRule{lost("DeleteItem")}
+		_, err = st.PutLane(t.Context(), slot.Lane{Queue: "q", Key: "k", Gen: 1, Last: 1}, l.Version)
+		if !errors.Is(err, engine.ErrConflict) {
+			t.Errorf("a delete sent again after it landed: %v, want ErrConflict", err)
+		}
+		if l, err := st.GetLane(t.Context(), "q", "k"); err != nil || l.Version != 0 {
+			t.Errorf("GetLane = %+v, %v; want the lane deleted", l, err)
+		}
+	})
+}
+
+// TestLaneTransactionConflict: lane writes refused with
+// TransactionConflictException are sent again by the store, as every
+// single-item write is.
+func TestLaneTransactionConflict(t *testing.T) {
+	for _, op := range []string{"PutItem", "UpdateItem", "DeleteItem"} {
+		t.Run(op, func(t *testing.T) {
+			st, f := newFaultyStore(t, 0, faultRule{Op: op, If: onLaneItem, Fault: faultConflict, Rate: 1, N: 3})
+			var err error
+			switch op {
+			case "PutItem":
+				_, err = st.PutLane(t.Context(), slot.Lane{Queue: "q", Key: "k", Pending: 1}, 0)
+			case "UpdateItem":
+				_, err = st.AddPending(t.Context(), "q", 0, "k", 1)
+			case "DeleteItem":
+				_, err = st.PutLane(t.Context(), slot.Lane{Queue: "q", Key: "k"}, 0)
+			}
+			if err != nil {
+				t.Fatalf("after 3 conflicts: %v", err)
+			}
+			if n := f.Injected(op, faultConflict); n != 3 {
+				t.Errorf("%d conflicts injected, want 3", n)
+			}
+		})
+	}
+	t.Run("Exhausted", func(t *testing.T) {
+		st, _ := newFaultyStore(t, 0, faultRule{Op: "PutItem", If: onLaneItem, Fault: faultConflict, Rate: 1})
+		_, err := st.PutLane(t.Context(), slot.Lane{Queue: "q", Key: "k", Pending: 1}, 0)
+		var tc *types.TransactionConflictException
+		if !errors.As(err, &tc) || !strings.HasPrefix(err.Error(), "put lane q/k: ") {
+			t.Errorf("got %v, want a TransactionConflictException wrapped as put lane q/k", err)
+		}
+	})
+}
+
+// TestLaneItem: what a lane item holds, read with the plain client: the
+// waiters as one compact string, the ttl 30 days past the later of the
+// store's clock and the holder's lease, no index keys (lanes are neither
+// queues nor listed jobs).
+func TestLaneItem(t *testing.T) {
+	api := newClient(t, nil)
+	table := newTable(t, api)
+	now := base
+	st := dynamostore.New(api, table, dynamostore.Options{Now: func() time.Time { return now }})
+	l := slot.Lane{Queue: "q", Key: "acct/7", Gen: 3, Holder: slot.Waiter{Ticket: 5, JobID: "j5"}, Until: base.Add(time.Hour),
+		Last: 7, Waiting: []slot.Waiter{{Ticket: 6, JobID: "j:6"}, {Ticket: 7, JobID: "j.7"}}, Pending: 3}
+	if _, err := st.PutLane(t.Context(), l, 0); err != nil {
+		t.Fatal(err)
+	}
+	out, err := api.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: &table, Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "Q#q"}, "sk": &types.AttributeValueMemberS{Value: "K#acct/7"}}})
+	if err != nil || out.Item == nil {
+		t.Fatalf("GetItem: %v, %v", out, err)
+	}
+	if w, _ := out.Item["waiting"].(*types.AttributeValueMemberS); w == nil || w.Value != "6:j:6,7:j.7" {
+		t.Errorf("waiting = %v, want 6:j:6,7:j.7", out.Item["waiting"])
+	}
+	wantTTL := base.Add(time.Hour + 30*24*time.Hour).Unix()
+	if ttl, _ := out.Item["ttl"].(*types.AttributeValueMemberN); ttl == nil || ttl.Value != strconv.FormatInt(wantTTL, 10) {
+		t.Errorf("ttl = %v, want %d (30 days after the holder's lease)", out.Item["ttl"], wantTTL)
+	}
+	for _, k := range []string{"item_kind", "queue_status", "ticket"} {
+		if _, ok := out.Item[k]; ok {
+			t.Errorf("lane item carries %s", k)
+		}
+	}
+	// A waiter whose id would break the encoding is refused, not stored.
+	bad := l
+	bad.Waiting = []slot.Waiter{{Ticket: 8, JobID: "a,b"}}
+	if _, err := st.PutLane(t.Context(), bad, 1); err == nil {
+		t.Error("PutLane of a waiter with a comma in its id: no error")
+	}
+}

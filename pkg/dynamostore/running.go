@@ -1,0 +1,153 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// A capped queue's running places are the state item's running map
+// (slot.State.Running), written by the gate in the same UpdateItem that
+// moves last_start, so the cap is checked in the gate's atomic step, and
+// freed by EndRun. No other write touches the map.
+//
+// DynamoDB cannot count the entries of a map whose lease has not ended,
+// only all of them (size). So the gate drops the ended entries it knows
+// of in the same write, each pinned to the value it read, and allows for
+// them in its bound: with k entries dropped, size(running) < max + k
+// holds exactly when fewer than max live entries remain beside them. A
+// stale read can only make the bound stricter (entries it did not know to
+// be over still count), never looser: the condition fails, the item
+// DynamoDB sends back is decided on, and the write goes again with the
+// entries that item shows.
+
+// maxDropped bounds the ended entries one gate drops. Since each gate
+// keeps the map within the cap, it holds at most slot.MaxRunningLimit
+// entries, so a gate always drops every ended entry it saw; a cap lowered
+// since cannot leave more behind than a start may clear. At that bound the
+// gate's condition stays under 3 KB and its update under 2 KB, within
+// DynamoDB's 4 KB for each expression.
+const maxDropped = slot.MaxRunningLimit
+
+// capForm is how a gate under a running cap takes its place, read from
+// the state the gate saw.
+type capForm struct {
+	// create: the item has no running map yet; the gate sets the whole
+	// map to its own entry, on condition that there is none. (DynamoDB
+	// cannot SET a path inside a map that does not exist.)
+	create bool
+	// dropped are the ended entries the gate removes, each on condition
+	// that it still holds the value seen, in ticket order; the gate's own
+	// ticket is never among them.
+	dropped []int64
+	seen    map[int64]time.Time
+	// mine is set when the gate's own ticket has an ended entry: the gate
+	// overwrites it, so it frees a place like a dropped one, and it is
+	// pinned to its value as they are.
+	mine bool
+	// bound: the condition is size(running) < bound.
+	bound int
+}
+
+func capFormOf(s slot.State, r engine.GateRequest) capForm {
+	if s.Running == nil {
+		return capForm{create: true}
+	}
+	f := capForm{seen: s.Running, bound: r.MaxRunning}
+	for ticket, until := range s.Running {
+		switch {
+		case r.Now.Before(until):
+		case ticket == r.Ticket:
+			f.mine = true
+			f.bound++
+		default:
+			f.dropped = append(f.dropped, ticket)
+		}
+	}
+	slices.Sort(f.dropped)
+	f.dropped = f.dropped[:min(len(f.dropped), maxDropped)]
+	f.bound += len(f.dropped)
+	return f
+}
+
+// add puts the form's condition and update into a gate's expression:
+// cond and set are the gate's, extended; remove is the REMOVE clause's
+// paths.
+func (f capForm) add(e *expr, r engine.GateRequest, cond, set *string) (remove []string) {
+	rn := e.n(attrRunning)
+	if f.create {
+		*cond += " AND attribute_not_exists(" + rn + ")"
+		*set += ", " + rn + " = " + e.v(":run", &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			ticketKey(r.Ticket): timeNum(r.Until),
+		}})
+		return nil
+	}
+	me := rn + "." + e.alias("#me", ticketKey(r.Ticket))
+	*cond += " AND size(" + rn + ") < " + e.v(":cap", num(int64(f.bound)))
+	if f.mine {
+		*cond += " AND " + me + " = " + e.v(":mine", timeNum(f.seen[r.Ticket]))
+	}
+	for i, ticket := range f.dropped {
+		p := rn + "." + e.alias("#x"+strconv.Itoa(i), ticketKey(ticket))
+		*cond += " AND " + p + " = " + e.v(":x"+strconv.Itoa(i), timeNum(f.seen[ticket]))
+		remove = append(remove, p)
+	}
+	*set += ", " + me + " = " + e.v(":until", timeNum(r.Until))
+	return remove
+}
+
+// ticketKey is a ticket as a key of the running map.
+func ticketKey(ticket int64) string { return strconv.FormatInt(ticket, 10) }
+
+// landed reports whether state s shows r's own running place: the entry
+// of its ticket with its until. Nothing else writes that pair, so an
+// earlier send of this very gate landed (its answer was lost, and a write
+// of another caller has since replaced the write token that would tell).
+func landed(s slot.State, r engine.GateRequest) bool {
+	until, ok := s.Running[r.Ticket]
+	return r.MaxRunning > 0 && ok && until.Equal(r.Until)
+}
+
+// EndRun frees ticket's running place with one UpdateItem on the state
+// item: REMOVE running.<ticket>, on condition that the entry exists
+// (DynamoDB refuses to REMOVE a path inside a map that does not exist,
+// and a condition that fails writes nothing). An entry that is not there
+// (the attempt ended already, or took no place) leaves the item as it
+// is. A send that meets its own earlier removal finds nothing to remove,
+// so EndRun needs no write token, and it leaves the item's token alone:
+// another caller's lost answer, re-sent, still finds its own.
+// ErrQueueNotFound.
+func (s *Store) EndRun(ctx context.Context, queue string, ticket int64) error {
+	e := newExpr()
+	p := e.n(attrRunning) + "." + e.alias("#t", ticketKey(ticket))
+	_, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
+		Key:                                 stateKey(queue),
+		UpdateExpression:                    aws.String("REMOVE " + p),
+		ConditionExpression:                 aws.String("attribute_exists(" + p + ")"),
+		ExpressionAttributeNames:            e.names,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok := conditionFailed(err); ok {
+		old, err := s.orRead(ctx, stateKey(queue), old)
+		if err != nil {
+			return fmt.Errorf("end run %s ticket %d: %w", queue, ticket, err)
+		}
+		if old == nil {
+			return notFound("end run", queue)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("end run %s ticket %d: %w", queue, ticket, err)
+	}
+	return nil
+}

@@ -1,0 +1,325 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/slot"
+)
+
+// diffLane describes how got differs from want, or returns "" (a nil and
+// an empty Waiting are alike).
+func diffLane(got, want slot.Lane) string {
+	var d []string
+	check := func(field string, ok bool, g, w any) {
+		if !ok {
+			d = append(d, fmt.Sprintf("%s: got %v, want %v", field, g, w))
+		}
+	}
+	check("Queue", got.Queue == want.Queue, got.Queue, want.Queue)
+	check("Key", got.Key == want.Key, got.Key, want.Key)
+	check("Gen", got.Gen == want.Gen, got.Gen, want.Gen)
+	check("Version", got.Version == want.Version, got.Version, want.Version)
+	check("Holder", got.Holder == want.Holder, got.Holder, want.Holder)
+	check("Until", got.Until.Equal(want.Until), got.Until, want.Until)
+	check("Last", got.Last == want.Last, got.Last, want.Last)
+	check("Waiting", slices.Equal(got.Waiting, want.Waiting), got.Waiting, want.Waiting)
+	check("Pending", got.Pending == want.Pending, got.Pending, want.Pending)
+	return strings.Join(d, "; ")
+}
+
+func wantLane(t *testing.T, what string, got, want slot.Lane) {
+	t.Helper()
+	if d := diffLane(got, want); d != "" {
+		t.Errorf("%s: %s", what, d)
+	}
+}
+
+func getLane(t *testing.T, st engine.State, queue, key string) slot.Lane {
+	t.Helper()
+	l, err := st.GetLane(t.Context(), queue, key)
+	if err != nil {
+		t.Fatalf("GetLane(%s, %q): %v", queue, key, err)
+	}
+	return l
+}
+
+func putLane(t *testing.T, st engine.State, l slot.Lane, from int64) slot.Lane {
+	t.Helper()
+	got, err := st.PutLane(t.Context(), l, from)
+	if err != nil {
+		t.Fatalf("PutLane(%s, %q) from %d: %v", l.Queue, l.Key, from, err)
+	}
+	return got
+}
+
+func addPending(t *testing.T, st engine.State, queue string, gen int64, key string, n int64) slot.Lane {
+	t.Helper()
+	l, err := st.AddPending(t.Context(), queue, gen, key, n)
+	if err != nil {
+		t.Fatalf("AddPending(%s, %d, %q, %d): %v", queue, gen, key, n, err)
+	}
+	return l
+}
+
+// atVersion returns l at version v.
+func atVersion(l slot.Lane, v int64) slot.Lane {
+	l.Version = v
+	return l
+}
+
+// testLanes: the lanes of a queue's keys (GetLane, PutLane, AddPending,
+// ListLanes). Lanes need no queue record.
+func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
+	t.Run("Unwritten", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		for _, key := range []string{"", "k"} {
+			wantLane(t, fmt.Sprintf("lane %q never written", key), getLane(t, st, name, key), slot.Lane{Queue: name, Key: key})
+		}
+		if ls, err := st.ListLanes(t.Context(), name); err != nil || len(ls) != 0 {
+			t.Errorf("ListLanes of a queue with no lanes = %v, %v", ls, err)
+		}
+	})
+
+	// Every field comes back as it was put, the version moves by one a
+	// write, and a put from any other version is refused and changes
+	// nothing.
+	t.Run("PutRoundTrip", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		key := "Acct_9.x:y/z@w-1"
+		l := slot.Lane{
+			Queue: name, Key: key, Gen: 7,
+			Holder: slot.Waiter{Ticket: 40, JobID: "job:40.a-b_c"}, Until: at(time.Minute),
+			Last:    45,
+			Waiting: []slot.Waiter{{Ticket: 41, JobID: "a"}, {Ticket: 44, JobID: "x:y"}, {Ticket: 45, JobID: "Z.9"}},
+			Pending: 6,
+		}
+		got := putLane(t, st, l, 0)
+		wantLane(t, "PutLane's answer", got, atVersion(l, 1))
+		wantLane(t, "GetLane after PutLane", getLane(t, st, name, key), atVersion(l, 1))
+
+		// The holder gone, the first waiter handed the key; then nobody
+		// holding and nobody waiting, with jobs still pending: the lane
+		// stays, its cleared fields cleared.
+		next, handed := slot.Leave(got, l.Holder, at(30*time.Second), time.Minute)
+		if handed == nil || *handed != l.Waiting[0] {
+			t.Fatalf("Leave handed %v", handed)
+		}
+		next.Pending--
+		got = putLane(t, st, next, 1)
+		wantLane(t, "after a hand-off", getLane(t, st, name, key), atVersion(next, 2))
+		empty := slot.Lane{Queue: name, Key: key, Gen: 7, Pending: 2}
+		got = putLane(t, st, empty, got.Version)
+		wantLane(t, "PutLane of a lane that only counts pending jobs", got, atVersion(empty, 3))
+		wantLane(t, "GetLane of it", getLane(t, st, name, key), atVersion(empty, 3))
+
+		for _, from := range []int64{0, 1, 2, 4} {
+			_, err := st.PutLane(t.Context(), l, from)
+			wantErr(t, fmt.Sprintf("PutLane from version %d of a lane at 3", from), err, engine.ErrConflict)
+			_, err = st.PutLane(t.Context(), slot.Lane{Queue: name, Key: key}, from)
+			wantErr(t, fmt.Sprintf("deleting, from version %d, a lane at 3", from), err, engine.ErrConflict)
+		}
+		wantLane(t, "after refused puts", getLane(t, st, name, key), atVersion(empty, 3))
+		_, err := st.PutLane(t.Context(), slot.Lane{Queue: name, Key: "other", Pending: 1}, 5)
+		wantErr(t, "PutLane from version 5 of a lane never written", err, engine.ErrConflict)
+		wantLane(t, "a lane a refused put would have made", getLane(t, st, name, "other"), slot.Lane{Queue: name, Key: "other"})
+	})
+
+	// Workers that read one version of a lane and each claim the key: one
+	// wins, the others are told, and the stored holder is the winner.
+	t.Run("ConcurrentPut", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		const writers = 30
+		for _, from := range []int64{0, 1} {
+			lane := getLane(t, st, name, "k")
+			if lane.Version != from {
+				t.Fatalf("lane at version %d, want %d", lane.Version, from)
+			}
+			errs := make([]error, writers)
+			var wg sync.WaitGroup
+			ready := make(chan struct{})
+			for i := range writers {
+				wg.Go(func() {
+					<-ready
+					l := lane
+					l.Holder = slot.Waiter{Ticket: int64(100*from) + int64(i) + 1, JobID: fmt.Sprintf("w%d", i)}
+					l.Until, l.Last, l.Pending = at(time.Minute), l.Holder.Ticket, 1
+					_, errs[i] = st.PutLane(t.Context(), l, from)
+				})
+			}
+			close(ready)
+			wg.Wait()
+			winner := -1
+			for i, err := range errs {
+				switch {
+				case err == nil && winner >= 0:
+					t.Errorf("from version %d: writers %d and %d both won", from, winner, i)
+				case err == nil:
+					winner = i
+				case !errors.Is(err, engine.ErrConflict):
+					t.Errorf("from version %d: writer %d: got %v, want ErrConflict", from, i, err)
+				}
+			}
+			if winner < 0 {
+				t.Fatalf("from version %d: no writer won", from)
+			}
+			got := getLane(t, st, name, "k")
+			if got.Version != from+1 || got.Holder.JobID != fmt.Sprintf("w%d", winner) {
+				t.Errorf("from version %d: stored version %d holder %v, want %d and writer %d", from, got.Version, got.Holder, from+1, winner)
+			}
+		}
+	})
+
+	// Enqueues that count their jobs at once: every add counts, each
+	// answer is the lane right after it, and a put from a version read
+	// before the adds fails.
+	t.Run("ConcurrentAddPending", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		const adders = 50
+		before := putLane(t, st, slot.Lane{Queue: name, Key: "k", Gen: 3, Holder: slot.Waiter{Ticket: 1, JobID: "a"}, Until: at(time.Minute), Last: 1}, 0)
+		answers := make([]slot.Lane, adders)
+		errs := make([]error, adders)
+		var wg sync.WaitGroup
+		ready := make(chan struct{})
+		for i := range adders {
+			wg.Go(func() {
+				<-ready
+				answers[i], errs[i] = st.AddPending(t.Context(), name, 3, "k", 1)
+			})
+		}
+		close(ready)
+		wg.Wait()
+		var pendings, versions []int64
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("adder %d: %v", i, err)
+			}
+			pendings = append(pendings, answers[i].Pending)
+			versions = append(versions, answers[i].Version)
+		}
+		slices.Sort(pendings)
+		slices.Sort(versions)
+		for i := range adders {
+			if pendings[i] != int64(i+1) {
+				t.Fatalf("the adds answered pending %v, want each of 1 to %d once", pendings, adders)
+			}
+		}
+		if distinct := slices.Compact(slices.Clone(versions)); len(distinct) != adders || versions[0] <= before.Version {
+			t.Errorf("the adds answered versions %v, want %d distinct ones above %d", versions, adders, before.Version)
+		}
+		got := getLane(t, st, name, "k")
+		if got.Pending != adders || got.Version != versions[adders-1] || got.Holder != before.Holder {
+			t.Errorf("after the adds: %+v, want pending %d at version %d, holder kept", got, adders, versions[adders-1])
+		}
+		stale := before
+		stale.Holder = slot.Waiter{}
+		stale.Waiting = []slot.Waiter{{Ticket: 2, JobID: "b"}}
+		_, err := st.PutLane(t.Context(), stale, before.Version)
+		wantErr(t, "PutLane from a version read before the adds", err, engine.ErrConflict)
+
+		// Adds go down as well as up.
+		if l := addPending(t, st, name, 3, "k", -adders); l.Pending != 0 || l.Holder != before.Holder {
+			t.Errorf("after subtracting them all: %+v", l)
+		}
+	})
+
+	// A lane with nobody holding, nobody waiting and no pending jobs is
+	// deleted: it reads as never written, and can be written again from
+	// version 0. One with pending jobs is kept.
+	t.Run("IdleDeleted", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		held := putLane(t, st, slot.Lane{Queue: name, Key: "k", Gen: 1, Holder: slot.Waiter{Ticket: 1, JobID: "a"}, Until: at(time.Minute), Last: 1, Pending: 1}, 0)
+		_, err := st.PutLane(t.Context(), slot.Lane{Queue: name, Key: "k", Gen: 1, Last: 1}, held.Version+1)
+		wantErr(t, "deleting from a version not stored", err, engine.ErrConflict)
+		wantLane(t, "after a refused delete", getLane(t, st, name, "k"), held)
+
+		idle := slot.Lane{Queue: name, Key: "k", Gen: 1, Last: 1, Pending: 1}
+		kept := putLane(t, st, idle, held.Version)
+		wantLane(t, "an idle lane with a pending job", kept, atVersion(idle, held.Version+1))
+		wantLane(t, "GetLane of it", getLane(t, st, name, "k"), atVersion(idle, held.Version+1))
+
+		idle.Pending = 0
+		gone := putLane(t, st, idle, kept.Version)
+		wantLane(t, "PutLane of an idle lane with no pending jobs", gone, slot.Lane{Queue: name, Key: "k"})
+		wantLane(t, "GetLane after the delete", getLane(t, st, name, "k"), slot.Lane{Queue: name, Key: "k"})
+		if ls, err := st.ListLanes(t.Context(), name); err != nil || len(ls) != 0 {
+			t.Errorf("ListLanes after the delete = %+v, %v", ls, err)
+		}
+		// Deleting what is not there, from version 0, is no conflict.
+		wantLane(t, "PutLane of an idle lane never stored", putLane(t, st, idle, 0), slot.Lane{Queue: name, Key: "k"})
+
+		again := slot.Lane{Queue: name, Key: "k", Gen: 1, Holder: slot.Waiter{Ticket: 9, JobID: "b"}, Until: at(time.Hour), Last: 9}
+		wantLane(t, "PutLane from 0 after the delete", putLane(t, st, again, 0), atVersion(again, 1))
+	})
+
+	// A lane of another generation belongs to a deleted queue of the same
+	// name: an add starts it afresh, its holder and waiters gone. Gen 0
+	// (queues from before generations) is a generation like any other.
+	t.Run("AddPendingOtherGen", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		old := putLane(t, st, slot.Lane{Queue: name, Key: "k", Gen: 5, Holder: slot.Waiter{Ticket: 3, JobID: "a"}, Until: at(time.Minute),
+			Last: 4, Waiting: []slot.Waiter{{Ticket: 4, JobID: "b"}}, Pending: 2}, 0)
+		got := addPending(t, st, name, 0, "k", 1)
+		want := slot.Lane{Queue: name, Key: "k", Gen: 0, Version: got.Version, Pending: 1}
+		wantLane(t, "AddPending of generation 0 on a lane of 5", got, want)
+		if got.Version <= old.Version {
+			t.Errorf("version %d after the fresh start, was %d", got.Version, old.Version)
+		}
+		wantLane(t, "GetLane of it", getLane(t, st, name, "k"), want)
+
+		got = addPending(t, st, name, 0, "k", 2)
+		wantLane(t, "a second add of generation 0", got, slot.Lane{Queue: name, Key: "k", Gen: 0, Version: want.Version + 1, Pending: 3})
+		got = addPending(t, st, name, 8, "k", 1)
+		wantLane(t, "an add of generation 8 on a lane of 0", got, slot.Lane{Queue: name, Key: "k", Gen: 8, Version: got.Version, Pending: 1})
+
+		// An add creates a lane that is not there, at version 1.
+		wantLane(t, "AddPending of a new lane", addPending(t, st, name, 8, "", 4), slot.Lane{Queue: name, Key: "", Gen: 8, Version: 1, Pending: 4})
+	})
+
+	t.Run("ListLanes", func(t *testing.T) {
+		st := newState(t)
+		name := newQueue(t, st, interval)
+		// A queue whose name begins with this one's: none of its lanes.
+		other := name + "-2"
+		addPending(t, st, other, 0, "a", 1)
+		addPending(t, st, other, 0, "", 1)
+
+		putLane(t, st, slot.Lane{Queue: name, Key: "b", Gen: 1, Holder: slot.Waiter{Ticket: 1, JobID: "x"}, Until: at(time.Minute)}, 0)
+		addPending(t, st, name, 1, "a/1", 1)
+		addPending(t, st, name, 2, "a", 1) // of another generation: listed too
+		putLane(t, st, slot.Lane{Queue: name, Waiting: []slot.Waiter{{Ticket: 3, JobID: "y"}}}, 0)
+		addPending(t, st, name, 1, "Z", 1)
+		putLane(t, st, slot.Lane{Queue: name, Key: "gone"}, 0) // idle and empty: not stored
+
+		ls, err := st.ListLanes(t.Context(), name)
+		if err != nil {
+			t.Fatalf("ListLanes: %v", err)
+		}
+		var keys []string
+		for _, l := range ls {
+			keys = append(keys, l.Key)
+			if d := diffLane(l, getLane(t, st, name, l.Key)); d != "" {
+				t.Errorf("ListLanes' lane %q differs from GetLane's: %s", l.Key, d)
+			}
+		}
+		if want := []string{"", "Z", "a", "a/1", "b"}; !slices.Equal(keys, want) {
+			t.Errorf("ListLanes keys %q, want %q", keys, want)
+		}
+		// The queue's own record reads as before, lanes beside it.
+		if q := getQueue(t, st, name); q.Name != name || q.Config.Interval != interval {
+			t.Errorf("GetQueue beside lanes: %+v", q)
+		}
+	})
+}
