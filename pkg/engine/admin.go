@@ -217,9 +217,13 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 		if j.Ticket > st.Purged {
 			continue // parked after the purge
 		}
-		if err := e.cancel(ctx, q.Config, j); err != nil && !errors.Is(err, ErrConflict) {
+		if err := e.cancel(ctx, q.Config, j); err != nil {
+			if errors.Is(err, ErrConflict) {
+				continue
+			}
 			return 0, fmt.Errorf("purge %s: %w", name, err)
 		}
+		e.leave(ctx, q, j, j.Ticket, true) // off its key's lane, and no longer pending there
 	}
 	return int(max(0, st.Purged-st.Current)), nil
 }

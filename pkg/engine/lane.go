@@ -94,6 +94,10 @@ func (e *Engine) waitKey(ctx context.Context, q Queue, j *job.Job, w slot.Waiter
 // no waiter to hand its place to, so j tries the gate again itself
 // (reported true).
 func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, error) {
+	if l, err := e.state.GetLane(ctx, q.Name, ""); err == nil && len(l.Fresh(q.Gen).Waiting) >= slot.MaxLaneWaiting {
+		// The list is full: come again later, as a full key's lane does.
+		return false, e.handBack(ctx, j, e.now().Add(max(q.Config.Interval, time.Second)))
+	}
 	if err := e.parkOn(ctx, j, job.WaitPlace); err != nil {
 		return false, err
 	}
@@ -291,8 +295,9 @@ func (e *Engine) endRun(ctx context.Context, q Queue, ticket int64) {
 func hasRun(s slot.State, ticket int64) bool { _, ok := s.Running[ticket]; return ok }
 
 // handPlaces sends up to n jobs waiting on q's own lane for a running
-// place, first come first, past waiters that no longer wait.
-func (e *Engine) handPlaces(ctx context.Context, q Queue, n int) {
+// place, lowest ticket first, past waiters that no longer wait, and
+// returns how many it sent.
+func (e *Engine) handPlaces(ctx context.Context, q Queue, n int) (sent int) {
 	for tries := 0; n > 0 && tries < laneTries; tries++ {
 		var head slot.Waiter
 		var ok bool
@@ -302,18 +307,20 @@ func (e *Engine) handPlaces(ctx context.Context, q Queue, n int) {
 		})
 		if err != nil {
 			e.log.WarnContext(ctx, "running place not handed on", "queue", q.Name, "error", err.Error())
-			return
+			return sent
 		}
 		if !ok {
-			return
+			return sent
 		}
 		if err := e.wake(ctx, q, head, ""); err == nil {
 			n--
+			sent++
 		} else if !errors.Is(err, errStaleWaiter) {
 			e.log.WarnContext(ctx, "running place handed on but its job not sent", "queue", q.Name, "job_id", head.JobID, "error", err.Error())
 			n--
 		}
 	}
+	return sent
 }
 
 // reapLanes is the resume function's look at a queue's lanes: a key whose
@@ -333,18 +340,29 @@ func (e *Engine) reapLanes(ctx context.Context, q Queue, now time.Time, parked [
 		return 0, LaneFigures{}, fmt.Errorf("resume %s: lanes: %w", q.Name, err)
 	}
 	fig := laneFigures(q, lanes, now)
-	listed := map[slot.Waiter]bool{}
+	// listed: lane key → the jobs it lists (a key's holder and waiters;
+	// the queue's own lane's waiters, for a running place).
+	listed := map[string]map[slot.Waiter]bool{}
 	for _, l := range lanes {
-		if l.Gen == q.Gen {
-			listed[l.Holder] = true
-			for _, w := range l.Waiting {
-				listed[w] = true
-			}
+		if l.Gen != q.Gen {
+			continue
 		}
+		ws := map[slot.Waiter]bool{}
+		if l.Key != "" {
+			ws[l.Holder] = true
+		}
+		for _, w := range l.Waiting {
+			ws[w] = true
+		}
+		listed[l.Key] = ws
 	}
 	for _, j := range parked {
 		w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
-		if listed[w] || len(j.History) > 0 && now.Sub(j.History[len(j.History)-1].At) < e.opts.RecordGrace {
+		key := j.Lane
+		if j.ParkReason == job.WaitPlace {
+			key = ""
+		}
+		if listed[key][w] || len(j.History) > 0 && now.Sub(j.History[len(j.History)-1].At) < e.opts.RecordGrace {
 			continue
 		}
 		e.log.WarnContext(ctx, "parked on no lane; sent again", "queue", q.Name, "job_id", j.ID, "ticket", j.Ticket, "reason", string(j.ParkReason))
@@ -362,8 +380,7 @@ func (e *Engine) reapLanes(ctx context.Context, q Queue, now time.Time, parked [
 				free = min(free, q.Config.MaxRunning-q.State.RunningAt(now))
 			}
 			if free > 0 {
-				e.handPlaces(ctx, q, free)
-				sent += free
+				sent += e.handPlaces(ctx, q, free)
 			}
 			continue
 		}
@@ -372,14 +389,18 @@ func (e *Engine) reapLanes(ctx context.Context, q Queue, now time.Time, parked [
 		}
 		if l.Holder.Ticket != 0 {
 			// Handed the key but never sent (the hand-off's writer
-			// died)? Then it keeps the key, with a fresh lease.
+			// died)? Then it keeps the key, with a fresh lease, and is
+			// sent. Parked for a running place, holding its key? Then
+			// it keeps the key too: a place's hand-off sends it.
 			h, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: l.Holder.JobID})
-			if err == nil && h.Status == job.Parked && h.ParkReason == job.WaitKey && h.Ticket == l.Holder.Ticket {
+			if err == nil && h.Status == job.Parked && h.ParkReason.Waits() && h.Ticket == l.Holder.Ticket {
 				renewed := l
 				renewed.Until = now.Add(e.opts.Lease)
 				if _, err := e.state.PutLane(ctx, renewed, l.Version); err == nil {
-					if err := e.wake(ctx, q, l.Holder, l.Key); err == nil {
-						sent++
+					if h.ParkReason == job.WaitKey {
+						if err := e.wake(ctx, q, l.Holder, l.Key); err == nil {
+							sent++
+						}
 					}
 					continue
 				}

@@ -27,9 +27,11 @@ const (
 	// EventReticket: Count jobs took new tickets (passed at the gate, or
 	// stale when resume looked at them).
 	EventReticket EventKind = "reticket"
-	// EventPark: a job was parked at the gate (its queue is paused).
+	// EventPark: a job was parked at the gate (its queue is paused), or on
+	// a lane (its key is held, or every running place is taken).
 	EventPark EventKind = "park"
-	// EventRelease: resume sent Count parked jobs to the transport.
+	// EventRelease: Count parked jobs were sent to the transport: by the
+	// resume function, or by a lane's hand-off.
 	EventRelease EventKind = "release"
 	// EventHandBack: a message was sent again unstarted: its slot lies
 	// beyond what the invocation has left.

@@ -183,7 +183,6 @@ func (e *Engine) resumeQueue(ctx context.Context, q Queue, holder string, fresh 
 	if err != nil {
 		return rep, err
 	}
-	rep.Released += handed
 	if fig != nil {
 		*fig = Figures{Waiting: waiting(q.State), Parked: parked, Lag: lag(q, now), Lanes: lanes}
 	}
@@ -193,6 +192,8 @@ func (e *Engine) resumeQueue(ctx context.Context, q Queue, holder string, fresh 
 	if rep.Released > 0 {
 		e.observe(ctx, Event{Kind: EventRelease, Queue: q.Name, Count: rep.Released})
 	}
+	// Hand-offs observe their own releases (wake).
+	rep.Released += handed
 	if rep != (ResumeReport{}) {
 		e.log.InfoContext(ctx, "resumed", "queue", q.Name, "reticketed", rep.Reticketed, "released", rep.Released, "continued", rep.Continued)
 	}

@@ -50,7 +50,8 @@ type Cursor struct {
 
 // GateError is Gate's answer when the gate said no.
 type GateError struct {
-	// Verdict is slot.Early, slot.Passed or slot.Paused.
+	// Verdict is slot.Early, slot.Passed, slot.Paused, slot.Purged or
+	// slot.Full.
 	Verdict slot.Verdict
 	// OpenAt is, for slot.Early, when the gate opens.
 	OpenAt time.Time

@@ -19,8 +19,8 @@ const (
 	Retries         = "Retries"         // failed attempts given a new ticket
 	DeadLetters     = "DeadLetters"     // jobs failed for good
 	Reticketed      = "Reticketed"      // jobs that took a new ticket (worker: passed; resume: stale)
-	Parks           = "Parks"           // jobs parked at the gate (paused queue)
-	Released        = "Released"        // parked jobs resume sent to the transport
+	Parks           = "Parks"           // jobs parked: at the gate (paused queue), or on a lane (key held, no running place)
+	Released        = "Released"        // parked jobs sent to the transport (resume; a lane's hand-off)
 	HandedBack      = "HandedBack"      // messages sent again unstarted (the slot lay past the invocation)
 	PausesLifted    = "PausesLifted"    // timed pauses resume lifted
 	// Resume, once per queue per run: the queue's figures.
@@ -57,7 +57,7 @@ var Metrics = []Metric{
 	{DeadLetters, Count, "worker"},
 	{Reticketed, Count, "worker, resume"},
 	{Parks, Count, "worker"},
-	{Released, Count, "resume"},
+	{Released, Count, "worker, resume"},
 	{HandedBack, Count, "worker"},
 	{PausesLifted, Count, "resume"},
 	{Waiting, Count, "resume"},

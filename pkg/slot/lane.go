@@ -13,9 +13,10 @@ import (
 // MaxKeyLen is the longest job key.
 const MaxKeyLen = 200
 
-// MaxLaneWaiting is the most jobs one lane keeps waiting (parked on it). A
-// job that finds its lane this full is handed back to the transport and
-// comes again later. It bounds the lane's record, whose every write costs
+// MaxLaneWaiting is the most jobs one lane keeps waiting (parked on it): a
+// key's, or a queue's own for its running places. A job that finds its
+// lane this full is handed back to the transport and comes again later
+// (racing writers may take a lane a little past it). It bounds the lane's record, whose every write costs
 // its size (about 40 bytes a waiter).
 const MaxLaneWaiting = 1000
 
