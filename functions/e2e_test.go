@@ -170,6 +170,8 @@ type accepted struct {
 	SlotAt   time.Time `json:"slot_at"`
 	Position int64     `json:"position"`
 	Status   string    `json:"status"`
+	Key      string    `json:"key"`
+	KeyAhead *int64    `json:"key_ahead"`
 }
 
 type wireError struct {
@@ -203,6 +205,16 @@ func TestSampleEvents(t *testing.T) {
 			for i, j := range a.Jobs {
 				if j.Ticket != int64(2+i) || j.Position != int64(1+i) {
 					t.Errorf("job %d: %+v, want ticket %d", i, j, 2+i)
+				}
+			}
+		}},
+		{"EnqueueFunction", "enqueue-keyed.json", func(t *testing.T, a answer) {
+			if a.Error != nil || len(a.Jobs) != 3 {
+				t.Fatalf("got %+v", a)
+			}
+			for i, want := range []int64{0, 1, 0} { // two jobs of one key, one of another
+				if j := a.Jobs[i]; j.Ticket != int64(5+i) || j.Key == "" || j.KeyAhead == nil || *j.KeyAhead != want {
+					t.Errorf("job %d: %+v, want ticket %d, key_ahead %d", i, j, 5+i, want)
 				}
 			}
 		}},

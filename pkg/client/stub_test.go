@@ -107,6 +107,14 @@ func TestRequestEncoding(t *testing.T) {
 				digest("grace@example.com"), digest("alan@example.com"), digest("edsger@example.com")}})
 			return err
 		}},
+		{"enqueue-keyed.json", "EnqueueFunction", func() error {
+			keyed := func(to, template string) job.Spec {
+				return job.Spec{Kind: "echo", Key: to, Payload: json.RawMessage(`{"to": "` + to + `", "template": "` + template + `"}`)}
+			}
+			_, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Jobs: []job.Spec{
+				keyed("ada@example.com", "receipt"), keyed("ada@example.com", "shipped"), keyed("grace@example.com", "receipt")}})
+			return err
+		}},
 		{"admin-create.json", "AdminFunction", func() error {
 			c2 := cfg(2 * time.Second)
 			_, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "emails", Config: &c2})

@@ -26,9 +26,11 @@ func TestHandleSampleEvents(t *testing.T) {
 		errCode   string
 		errField  string
 		firstTick int64
+		keyAhead  []int64 // per job, for keyed jobs
 	}{
 		{event: "enqueue.json", jobs: 1, firstTick: 1},
 		{event: "enqueue-batch.json", jobs: 3, firstTick: 1},
+		{event: "enqueue-keyed.json", jobs: 3, firstTick: 1, keyAhead: []int64{0, 1, 0}},
 		{event: "enqueue-bad.json", errCode: "invalid_interval", errField: "interval"},
 	}
 	for _, tt := range tests {
@@ -53,6 +55,12 @@ func TestHandleSampleEvents(t *testing.T) {
 			for i, a := range resp.Jobs {
 				if a.Ticket != tt.firstTick+int64(i) || a.Position != int64(i) || a.JobID == "" || a.SlotAt.IsZero() {
 					t.Errorf("job %d: %+v", i, a)
+				}
+				switch {
+				case tt.keyAhead == nil && (a.Key != "" || a.KeyAhead != nil):
+					t.Errorf("job %d: key %q, key_ahead %v; want none", i, a.Key, a.KeyAhead)
+				case tt.keyAhead != nil && (a.Key == "" || a.KeyAhead == nil || *a.KeyAhead != tt.keyAhead[i]):
+					t.Errorf("job %d: key %q, key_ahead %v; want %d", i, a.Key, a.KeyAhead, tt.keyAhead[i])
 				}
 			}
 		})
