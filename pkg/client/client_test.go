@@ -210,3 +210,33 @@ func TestLocalRuntimeUnknownFunction(t *testing.T) {
 		t.Errorf("%v is typed as a slotq answer", err)
 	}
 }
+
+// Stats on the local runtime answer the queue's recent activity, as the
+// stack's answer it from CloudWatch: the runtime tallies its own events.
+func TestLocalStatsActivity(t *testing.T) {
+	c := newLocalClient(t)
+	ctx := context.Background()
+	iv := slot.Duration(20 * time.Millisecond)
+	res, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "tally", Interval: &iv, Jobs: []job.Spec{{Kind: "echo"}, {Kind: "echo"}, {Kind: "echo"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Jobs) != 3 {
+		t.Fatalf("enqueue answered %+v", res)
+	}
+	// The outcome is tallied just after it is recorded: ask until the
+	// three are in.
+	var st *client.GetStatsOutput
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st, err = c.GetStats(ctx, &client.GetStatsInput{Queue: "tally"}); err != nil {
+			t.Fatal(err)
+		}
+		if st.Activity != nil && st.Activity.Succeeded == 3 || time.Now().After(deadline) {
+			break
+		}
+	}
+	a := st.Activity
+	if a == nil || a.Starts != 3 || a.Succeeded != 3 || a.LatenessP50 == nil || a.LatenessMax == nil || st.ActivityError != "" {
+		t.Fatalf("activity %+v (error %q)", a, st.ActivityError)
+	}
+}

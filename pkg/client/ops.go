@@ -10,6 +10,7 @@ import (
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/lambdafn"
 	"github.com/slotq/slotq/pkg/lambdafn/admin"
+	"github.com/slotq/slotq/pkg/metrics"
 	"github.com/slotq/slotq/pkg/lambdafn/enqueue"
 	"github.com/slotq/slotq/pkg/slot"
 )
@@ -191,9 +192,14 @@ type GetStatsInput struct {
 }
 
 // GetStatsOutput holds the queue's configuration, state and figures:
-// waiting (from its counters), parked, failed, lag and backlog.
+// waiting (from its counters), parked, failed, lag and backlog, its lanes;
+// and Activity, what it did over the last 15 minutes, read from its
+// metrics (CloudWatch on a stack; nil, with ActivityError saying why, when
+// they could not be read).
 type GetStatsOutput struct {
-	Stats engine.Stats
+	Stats         engine.Stats
+	Activity      *metrics.Activity
+	ActivityError string
 }
 
 // GetStats returns a queue's configuration, state and figures.
@@ -202,7 +208,7 @@ func (c *Client) GetStats(ctx context.Context, in *GetStatsInput) (*GetStatsOutp
 	if err != nil {
 		return nil, err
 	}
-	return &GetStatsOutput{Stats: deref(res.Stats)}, nil
+	return &GetStatsOutput{Stats: deref(res.Stats), Activity: res.Activity, ActivityError: res.ActivityError}, nil
 }
 
 // GetJobInput names a job.

@@ -138,3 +138,14 @@ func lag(q Queue, now time.Time) time.Duration {
 	}
 	return max(0, due.Sub(st.LastStart.Add(q.Config.Interval)))
 }
+
+// Observers is an Observer that reports each event to every one of its
+// observers, in order.
+type Observers []Observer
+
+// Observe reports ev to each observer.
+func (os Observers) Observe(ctx context.Context, ev Event) {
+	for _, o := range os {
+		o.Observe(ctx, ev)
+	}
+}

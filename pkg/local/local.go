@@ -223,15 +223,18 @@ func Run(ctx context.Context, o Options) error {
 	// kind; the worker runs them. The worker, resume and enqueue write
 	// their metrics (EMF lines) through log, where the view reads them.
 	workMetrics, resumeMetrics, enqueueMetrics := newRecorder(log), newRecorder(log), newRecorder(log)
+	// The tally answers admin stats' recent activity, as CloudWatch
+	// does from the metrics on the stack.
+	tally := &metrics.Tally{}
 	eng := newEngine(nil, nil)
-	resumeEng := newEngine(nil, resumeMetrics)
-	workEng := newEngine(&target.Dispatcher{Mux: o.Mux, Lambda: be.lambda}, workMetrics)
+	resumeEng := newEngine(nil, engine.Observers{resumeMetrics, tally})
+	workEng := newEngine(&target.Dispatcher{Mux: o.Mux, Lambda: be.lambda}, engine.Observers{workMetrics, tally})
 	arn := func(name string) string { return "arn:aws:lambda:us-east-1:123456789012:function:" + name }
 	inv := lambdahost.NewHandlers(arn, log,
 		lambdahost.Handler{Name: EnqueueFunction, Handler: (&enqueue.Handler{Engine: eng, Metrics: enqueueMetrics}).Handle, Timeout: o.Stack.Timeouts[EnqueueFunction]},
 		lambdahost.Handler{Name: WorkerFunction, Handler: (&worker.Handler{Engine: workEng, Log: log, Metrics: workMetrics}).Handle, Timeout: workerTimeout},
 		lambdahost.Handler{Name: ResumeFunction, Handler: (&resume.Handler{Engine: resumeEng, Log: log, Metrics: resumeMetrics}).Handle, Timeout: o.Stack.Timeouts[ResumeFunction]},
-		lambdahost.Handler{Name: AdminFunction, Handler: (&admin.Handler{Engine: eng, Defaults: o.Defaults}).Handle, Timeout: o.Stack.Timeouts[AdminFunction]},
+		lambdahost.Handler{Name: AdminFunction, Handler: (&admin.Handler{Engine: eng, Defaults: o.Defaults, Activity: tally}).Handle, Timeout: o.Stack.Timeouts[AdminFunction]},
 	)
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
