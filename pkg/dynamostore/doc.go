@@ -119,12 +119,18 @@
 // condition v = from (no item for 0), or, for a lane left idle with no
 // pending jobs, a DeleteItem on the same condition, so idle keys leave no
 // items behind. AddPending needs no version: one UpdateItem ADDs n to
-// pending and 1 to v, on condition that the lane is of the caller's
-// generation; a lane of another (a deleted queue's) is replaced by a
-// fresh one with a PutItem on condition of the version read. Lanes carry
-// a ttl 30 days past their last write or their holder's lease (laneKeep,
-// in lane.go, says why): a deleted queue's lanes, and a lane whose
-// pending count a crash left too high, go by themselves.
+// pending and moves v on by one (SET v = if_not_exists(v, :seed) + 1),
+// on condition that the lane is of the caller's generation; a lane of
+// another (a deleted queue's) is replaced by a fresh one with a PutItem on
+// condition of the version read. A lane created (by PutLane from 0 or by
+// AddPending) starts at the store's clock in microseconds + 1, not at 1:
+// a deleted lane leaves nothing behind, and a lane of the same key
+// created again must not take a version the deleted one had, or a write
+// from a read of the old lane would land on the new one (laneSeed, in
+// lane.go, says when the clock guarantees that). Lanes carry a ttl 30
+// days past their last write or their holder's lease (laneKeep, in
+// lane.go, says why): a deleted queue's lanes, and a lane whose pending
+// count a crash left too high, go by themselves.
 //
 // # Errors and retries
 //

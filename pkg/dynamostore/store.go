@@ -21,8 +21,11 @@ var _ engine.State = (*Store)(nil)
 type Options struct {
 	// Now is the clock that decides which finished jobs have expired
 	// (job.Expired), for GetJob, ListJobs and CountJobs: DynamoDB deletes
-	// expired items lazily, so reads filter them. Default time.Now. Every
-	// other time comes from the request.
+	// expired items lazily, so reads filter them. Lane writes take their
+	// ttl from it, and a created lane its first version (laneSeed, in
+	// lane.go): under a clock that stands still, as a test's may, a lane
+	// deleted and created again takes its old versions again. Default
+	// time.Now. Every other time comes from the request.
 	Now func() time.Time
 }
 
