@@ -16,13 +16,13 @@ import (
 	"github.com/slotq/slotq/pkg/slot"
 )
 
-// The lane item: pk Q#<queue>, sk K#<key> (K# alone for the queue's own
-// lane, key ""). Keys cannot contain '#' (slot.ValidateKey), and "K#"
-// sorts before every sort key of the queue's other items, which are lower
-// case, so a queue's lanes are one range of its partition, in key order.
-// A lane is small (about 100 bytes, and 40 a waiter: one write unit up to
-// about 25 waiters) and is written by compare-and-set on v, apart from the
-// queue's hot state item.
+// The lane item: pk L#<queue>, sk K#<key> (K# alone for the queue's own
+// lane, key ""). Keys cannot contain '#' (slot.ValidateKey), so a queue's
+// lanes are the sort keys of its lane partition key that begin with K#,
+// in key order. A lane is small (about 100 bytes, and 40 a waiter: one
+// write unit up to about 25 waiters) and is written by compare-and-set on
+// v, apart from the queue's hot state item and off its partition key
+// (lanePK says why).
 const (
 	skLanePrefix = "K#"
 
@@ -71,7 +71,7 @@ const laneKeep = 30 * 24 * time.Hour
 func laneSeed(now time.Time) int64 { return max(0, now.UnixMicro()) }
 
 func laneKey(queue, key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrPK: str(queuePK(queue)), attrSK: str(skLanePrefix + key)}
+	return map[string]types.AttributeValue{attrPK: str(lanePK(queue)), attrSK: str(skLanePrefix + key)}
 }
 
 // laneTTL is the ttl of a lane written at now whose holder's lease ends
@@ -396,11 +396,12 @@ func (s *Store) freshLane(ctx context.Context, old slot.Lane, gen, n int64, tok 
 	return l, err == nil, err
 }
 
-// ListLanes queries the queue's partition for the sort keys that begin
-// with K#, strongly consistent, page by page: every lane, in key order.
+// ListLanes queries the queue's lane partition key (L#<queue>) for the
+// sort keys that begin with K#, strongly consistent, page by page: every
+// lane, in key order.
 func (s *Store) ListLanes(ctx context.Context, queue string) ([]slot.Lane, error) {
 	e := newExpr()
-	kc := e.n(attrPK) + " = " + e.v(":pk", str(queuePK(queue))) +
+	kc := e.n(attrPK) + " = " + e.v(":pk", str(lanePK(queue))) +
 		" AND begins_with(" + e.n(attrSK) + ", " + e.v(":k", str(skLanePrefix)) + ")"
 	var out []slot.Lane
 	var start map[string]types.AttributeValue

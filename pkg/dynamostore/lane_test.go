@@ -132,11 +132,12 @@ func TestLaneTransactionConflict(t *testing.T) {
 	})
 }
 
-// TestLaneItem: what a lane item holds, read with the plain client: the
-// waiters as one compact string, the ttl 30 days past the later of the
-// store's clock and the holder's lease, no index keys (lanes are neither
-// queues nor listed jobs), and a created lane's version seeded from the
-// store's clock in microseconds, by a put as by an add.
+// TestLaneItem: what a lane item holds, read with the plain client at its
+// key (pk L#<queue>, off the queue's own partition key): the waiters as
+// one compact string, the ttl 30 days past the later of the store's clock
+// and the holder's lease, no index keys (lanes are neither queues nor
+// listed jobs), and a created lane's version seeded from the store's
+// clock in microseconds, by a put as by an add.
 func TestLaneItem(t *testing.T) {
 	api := newClient(t, nil)
 	table := newTable(t, api)
@@ -152,7 +153,7 @@ func TestLaneItem(t *testing.T) {
 		t.Errorf("PutLane from 0 stored version %d, want %d (the clock in µs, + 1)", put.Version, want)
 	}
 	out, err := api.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: &table, Key: map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: "Q#q"}, "sk": &types.AttributeValueMemberS{Value: "K#acct/7"}}})
+		"pk": &types.AttributeValueMemberS{Value: "L#q"}, "sk": &types.AttributeValueMemberS{Value: "K#acct/7"}}})
 	if err != nil || out.Item == nil {
 		t.Fatalf("GetItem: %v, %v", out, err)
 	}
