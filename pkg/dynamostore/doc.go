@@ -19,7 +19,7 @@
 //	                                           item_kind = "queue"
 //	resume lease  Q#<queue>           resume   holder, lease_until, released_by,
 //	                                           cursor_after, cursor_wake, ttl
-//	lane          Q#<queue>           K#<key>  queue, lane_key, gen, v, holder_ticket,
+//	lane          L#<queue>           K#<key>  queue, lane_key, gen, v, holder_ticket,
 //	                                           holder_id, until, last, waiting,
 //	                                           pending, ttl, write_token
 //	job           J#<queue>#<job id>  job      queue, job_id, status, ticket, attempt,
@@ -38,15 +38,17 @@
 //     item_kind, so ListQueues is one Query in name order (and a
 //     BatchGetItem of the state items).
 //
-// A queue's items share its partition key: its state, config and resume
-// items (sort keys config to state, which GetQueue reads) and its lanes
-// (K#<key>, which sort before them, and which ListLanes reads as one
-// range, in key order).
+// A queue's own items share its partition key: its state, config and
+// resume items (sort keys config to state, which GetQueue reads). Its
+// lanes (K#<key>) share another, L#<queue>, which ListLanes reads as one
+// range in key order: off the partition key of the hot state item (see
+// below), so that lane writes and state writes do not share the write
+// units of one partition.
 //
 // TTL is on ttl, epoch seconds, set on jobs with an ExpiresAt (rounded up,
-// so DynamoDB never deletes a job early), on resume leases and on lanes. DynamoDB deletes expired items
-// lazily, so GetJob, ListJobs and CountJobs also filter on expires_at with
-// Options.Now.
+// so DynamoDB never deletes a job early), on resume leases and on lanes.
+// DynamoDB deletes expired items lazily, so GetJob, ListJobs and CountJobs
+// also filter on expires_at with Options.Now.
 //
 // Times are numbers of epoch milliseconds (a decimal fraction keeps any
 // sub-millisecond part, so times round-trip exactly); durations are numbers
@@ -64,7 +66,11 @@
 // touches the state item on the hot path: a single-item write to an item
 // that an in-flight TransactWriteItems holds fails with
 // TransactionConflictException. Job items spread over partitions (one
-// partition key per job). The by_status index is sparse: only parked and
+// partition key per job). The 1,000 write units are a partition's as much
+// as an item's, and the items of one partition key share a partition
+// (until DynamoDB splits a hot one by sort key), so a queue's lanes, which
+// its keyed jobs write several times each, have a partition key of their
+// own (L#<queue>) rather than the state item's. The by_status index is sparse: only parked and
 // failed jobs carry queue_status, so a job that runs without trouble
 // writes no index entry at all.
 //
@@ -111,7 +117,8 @@
 // # Lanes
 //
 // A lane (slot.Lane: the job that holds a key and the jobs waiting for
-// it) is one small item of its own, never the hot state item: about 100
+// it) is one small item of its own, never the hot state item, under the
+// queue's lane partition key (L#<queue>), not the state item's: about 100
 // bytes and 40 a waiter, the waiters kept as one string
 // ("ticket:id,ticket:id"), so a lane write costs one write unit up to
 // about 25 waiters. Every change is a compare-and-set on its version v:
@@ -119,12 +126,18 @@
 // condition v = from (no item for 0), or, for a lane left idle with no
 // pending jobs, a DeleteItem on the same condition, so idle keys leave no
 // items behind. AddPending needs no version: one UpdateItem ADDs n to
-// pending and 1 to v, on condition that the lane is of the caller's
-// generation; a lane of another (a deleted queue's) is replaced by a
-// fresh one with a PutItem on condition of the version read. Lanes carry
-// a ttl 30 days past their last write or their holder's lease (laneKeep,
-// in lane.go, says why): a deleted queue's lanes, and a lane whose
-// pending count a crash left too high, go by themselves.
+// pending and moves v on by one (SET v = if_not_exists(v, :seed) + 1),
+// on condition that the lane is of the caller's generation; a lane of
+// another (a deleted queue's) is replaced by a fresh one with a PutItem on
+// condition of the version read. A lane created (by PutLane from 0 or by
+// AddPending) starts at the store's clock in microseconds + 1, not at 1:
+// a deleted lane leaves nothing behind, and a lane of the same key
+// created again must not take a version the deleted one had, or a write
+// from a read of the old lane would land on the new one (laneSeed, in
+// lane.go, says when the clock guarantees that). Lanes carry a ttl 30
+// days past their last write or their holder's lease (laneKeep, in
+// lane.go, says why): a deleted queue's lanes, and a lane whose pending
+// count a crash left too high, go by themselves.
 //
 // # Errors and retries
 //

@@ -100,6 +100,11 @@ const (
 
 func queuePK(name string) string { return "Q#" + name }
 
+// lanePK is the partition key of a queue's lanes: not the queue's own
+// (Q#), whose hot state item may take writes near the 1,000 a second one
+// partition sustains, so lane writes never compete with it.
+func lanePK(queue string) string { return "L#" + queue }
+
 // jobPK spreads jobs over partitions: one partition key per job. Queue
 // names cannot contain '#', so the key is unambiguous.
 func jobPK(queue, id string) string { return "J#" + queue + "#" + id }

@@ -16,13 +16,13 @@ import (
 	"github.com/slotq/slotq/pkg/slot"
 )
 
-// The lane item: pk Q#<queue>, sk K#<key> (K# alone for the queue's own
-// lane, key ""). Keys cannot contain '#' (slot.ValidateKey), and "K#"
-// sorts before every sort key of the queue's other items, which are lower
-// case, so a queue's lanes are one range of its partition, in key order.
-// A lane is small (about 100 bytes, and 40 a waiter: one write unit up to
-// about 25 waiters) and is written by compare-and-set on v, apart from the
-// queue's hot state item.
+// The lane item: pk L#<queue>, sk K#<key> (K# alone for the queue's own
+// lane, key ""). Keys cannot contain '#' (slot.ValidateKey), so a queue's
+// lanes are the sort keys of its lane partition key that begin with K#,
+// in key order. A lane is small (about 100 bytes, and 40 a waiter: one
+// write unit up to about 25 waiters) and is written by compare-and-set on
+// v, apart from the queue's hot state item and off its partition key
+// (lanePK says why).
 const (
 	skLanePrefix = "K#"
 
@@ -51,8 +51,27 @@ const (
 // then reads low until the job arrives.
 const laneKeep = 30 * 24 * time.Hour
 
+// laneSeed is the version a lane created at now continues from, so that
+// it is created at laneSeed+1: the clock in microseconds. A lane's
+// versions must never repeat, across deletes too (engine.State.GetLane),
+// but a deleted lane leaves no item to remember its version by. An
+// earlier lane of the same queue and key started at an earlier clock
+// reading and grew by one a write, and DynamoDB takes about 1,000 writes
+// a second on one item, a thousandth of the clock's pace: so a lane
+// seeded from a later reading starts above every version the earlier
+// one reached, unless that lane took more writes than microseconds
+// passed. What this leans on is the clock: the writers' clocks (one per
+// Lambda) must agree, and a write must not be held up in flight, to
+// well within the earlier lane's lifetime. If they do not, a version
+// may come back, and a stale write then lands only if the new lane is at
+// exactly the version it read, while it still holds that read.
+//
+// Microseconds since 1970 stay below 2^53 until the year 2255, so
+// versions are exact in JSON's float64 too.
+func laneSeed(now time.Time) int64 { return max(0, now.UnixMicro()) }
+
 func laneKey(queue, key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrPK: str(queuePK(queue)), attrSK: str(skLanePrefix + key)}
+	return map[string]types.AttributeValue{attrPK: str(lanePK(queue)), attrSK: str(skLanePrefix + key)}
 }
 
 // laneTTL is the ttl of a lane written at now whose holder's lease ends
@@ -196,8 +215,9 @@ func versionIs(e *expr, from int64) string {
 }
 
 // PutLane replaces the lane item with one conditional PutItem (v = from,
-// or no item for 0), at version from+1, and returns the lane as stored. A
-// re-sent put that meets its own write token landed. A lane that is idle
+// or no item for 0), at version from+1 (from 0, at laneSeed+1), and
+// returns the lane as stored. A re-sent put that meets its own write
+// token landed. A lane that is idle
 // with no pending jobs is deleted instead, with one DeleteItem on the same
 // condition; a delete leaves no token to meet, so a re-sent delete whose
 // first send landed answers ErrConflict, and the caller, reading the lane
@@ -221,7 +241,12 @@ func (s *Store) PutLane(ctx context.Context, l slot.Lane, from int64) (slot.Lane
 		return slot.Lane{Queue: l.Queue, Key: l.Key}, nil
 	}
 	tok := newToken()
-	m, err := laneItem(l, from+1, tok, s.now())
+	now := s.now()
+	v := from + 1
+	if from == 0 {
+		v = laneSeed(now) + 1
+	}
+	m, err := laneItem(l, v, tok, now)
 	if err != nil {
 		return slot.Lane{}, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
 	}
@@ -257,8 +282,9 @@ func nonEmpty(values map[string]types.AttributeValue) map[string]types.Attribute
 }
 
 // AddPending adds n to the lane's pending count with one UpdateItem (ADD
-// pending, ADD v: concurrent adds all count, and each moves the version
-// on), creating the item if there is none, on condition that the lane is
+// pending, and v = if_not_exists(v, seed) + 1: concurrent adds all count,
+// and each moves the version on), creating the item if there is none, at
+// laneSeed+1 as PutLane creates one, on condition that the lane is
 // of generation gen (or has none) and does not carry this call's write
 // token. If it carries the token, the SDK sent the update again after it
 // had landed: the item is the answer. If the lane is of another
@@ -273,10 +299,12 @@ func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key str
 	tok := newToken()
 	for range 6 {
 		e := newExpr()
-		wt, g := e.n(attrWriteToken), e.n(attrGen)
-		upd := "ADD " + e.n(attrPending) + " " + e.v(":n", num(n)) + ", " + e.n(attrVersion) + " " + e.v(":one", num(1)) +
-			" SET " + e.n(attrQueue) + " = " + e.v(":q", str(queue)) + ", " + g + " = " + e.v(":g", num(gen)) +
-			", " + e.n(attrTTL) + " = " + e.v(":ttl", laneTTL(s.now(), time.Time{})) + ", " + wt + " = " + e.v(":tok", str(tok))
+		wt, g, v := e.n(attrWriteToken), e.n(attrGen), e.n(attrVersion)
+		now := s.now()
+		upd := "ADD " + e.n(attrPending) + " " + e.v(":n", num(n)) +
+			" SET " + v + " = if_not_exists(" + v + ", " + e.v(":seed", num(laneSeed(now))) + ") + " + e.v(":one", num(1)) +
+			", " + e.n(attrQueue) + " = " + e.v(":q", str(queue)) + ", " + g + " = " + e.v(":g", num(gen)) +
+			", " + e.n(attrTTL) + " = " + e.v(":ttl", laneTTL(now, time.Time{})) + ", " + wt + " = " + e.v(":tok", str(tok))
 		if key != "" {
 			upd += ", " + e.n(attrLaneKey) + " = " + e.v(":k", str(key))
 		}
@@ -368,11 +396,12 @@ func (s *Store) freshLane(ctx context.Context, old slot.Lane, gen, n int64, tok 
 	return l, err == nil, err
 }
 
-// ListLanes queries the queue's partition for the sort keys that begin
-// with K#, strongly consistent, page by page: every lane, in key order.
+// ListLanes queries the queue's lane partition key (L#<queue>) for the
+// sort keys that begin with K#, strongly consistent, page by page: every
+// lane, in key order.
 func (s *Store) ListLanes(ctx context.Context, queue string) ([]slot.Lane, error) {
 	e := newExpr()
-	kc := e.n(attrPK) + " = " + e.v(":pk", str(queuePK(queue))) +
+	kc := e.n(attrPK) + " = " + e.v(":pk", str(lanePK(queue))) +
 		" AND begins_with(" + e.n(attrSK) + ", " + e.v(":k", str(skLanePrefix)) + ")"
 	var out []slot.Lane
 	var start map[string]types.AttributeValue

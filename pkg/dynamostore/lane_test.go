@@ -44,24 +44,27 @@ func TestLaneLostAnswer(t *testing.T) {
 	t.Run("PutLane", func(t *testing.T) {
 		st, f := newFaultyStore(t, 0, lost("PutItem"))
 		l, err := st.PutLane(t.Context(), held, 0)
-		if err != nil || l.Version != 1 || l.Holder != held.Holder {
-			t.Fatalf("PutLane = %+v, %v; want it at version 1", l, err)
+		if err != nil || l.Holder != held.Holder {
+			t.Fatalf("PutLane = %+v, %v; want it stored", l, err)
 		}
 		if f.Injected("PutItem", faultLost) != 1 {
 			t.Fatalf("injected %s", f)
+		}
+		if got, err := st.GetLane(t.Context(), "q", "k"); err != nil || got.Version != l.Version {
+			t.Errorf("GetLane = %+v, %v; want it at the version PutLane answered, %d", got, err, l.Version)
 		}
 	})
 	t.Run("AddPending", func(t *testing.T) {
 		st, f := newFaultyStore(t, 0, lost("UpdateItem"))
 		l, err := st.AddPending(t.Context(), "q", 1, "k", 1)
-		if err != nil || l.Pending != 1 || l.Version != 1 {
-			t.Fatalf("AddPending = %+v, %v; want pending 1 at version 1", l, err)
+		if err != nil || l.Pending != 1 {
+			t.Fatalf("AddPending = %+v, %v; want pending 1", l, err)
 		}
 		if f.Injected("UpdateItem", faultLost) != 1 {
 			t.Fatalf("injected %s", f)
 		}
-		if l, err := st.GetLane(t.Context(), "q", "k"); err != nil || l.Pending != 1 {
-			t.Errorf("GetLane = %+v, %v; want the add counted once", l, err)
+		if got, err := st.GetLane(t.Context(), "q", "k"); err != nil || got.Pending != 1 || got.Version != l.Version {
+			t.Errorf("GetLane = %+v, %v; want the add counted once, at version %d", got, err, l.Version)
 		}
 	})
 	t.Run("AddPendingOtherGen", func(t *testing.T) {
@@ -129,10 +132,12 @@ func TestLaneTransactionConflict(t *testing.T) {
 	})
 }
 
-// TestLaneItem: what a lane item holds, read with the plain client: the
-// waiters as one compact string, the ttl 30 days past the later of the
-// store's clock and the holder's lease, no index keys (lanes are neither
-// queues nor listed jobs).
+// TestLaneItem: what a lane item holds, read with the plain client at its
+// key (pk L#<queue>, off the queue's own partition key): the waiters as
+// one compact string, the ttl 30 days past the later of the store's clock
+// and the holder's lease, no index keys (lanes are neither queues nor
+// listed jobs), and a created lane's version seeded from the store's
+// clock in microseconds, by a put as by an add.
 func TestLaneItem(t *testing.T) {
 	api := newClient(t, nil)
 	table := newTable(t, api)
@@ -140,11 +145,15 @@ func TestLaneItem(t *testing.T) {
 	st := dynamostore.New(api, table, dynamostore.Options{Now: func() time.Time { return now }})
 	l := slot.Lane{Queue: "q", Key: "acct/7", Gen: 3, Holder: slot.Waiter{Ticket: 5, JobID: "j5"}, Until: base.Add(time.Hour),
 		Last: 7, Waiting: []slot.Waiter{{Ticket: 6, JobID: "j:6"}, {Ticket: 7, JobID: "j.7"}}, Pending: 3}
-	if _, err := st.PutLane(t.Context(), l, 0); err != nil {
+	put, err := st.PutLane(t.Context(), l, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if want := base.UnixMicro() + 1; put.Version != want {
+		t.Errorf("PutLane from 0 stored version %d, want %d (the clock in µs, + 1)", put.Version, want)
+	}
 	out, err := api.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: &table, Key: map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: "Q#q"}, "sk": &types.AttributeValueMemberS{Value: "K#acct/7"}}})
+		"pk": &types.AttributeValueMemberS{Value: "L#q"}, "sk": &types.AttributeValueMemberS{Value: "K#acct/7"}}})
 	if err != nil || out.Item == nil {
 		t.Fatalf("GetItem: %v, %v", out, err)
 	}
@@ -163,7 +172,15 @@ func TestLaneItem(t *testing.T) {
 	// A waiter whose id would break the encoding is refused, not stored.
 	bad := l
 	bad.Waiting = []slot.Waiter{{Ticket: 8, JobID: "a,b"}}
-	if _, err := st.PutLane(t.Context(), bad, 1); err == nil {
+	if _, err := st.PutLane(t.Context(), bad, put.Version); err == nil {
 		t.Error("PutLane of a waiter with a comma in its id: no error")
+	}
+
+	now = base.Add(time.Second)
+	if add, err := st.AddPending(t.Context(), "q", 3, "other", 1); err != nil || add.Version != now.UnixMicro()+1 {
+		t.Errorf("AddPending of a new lane = %+v, %v; want version %d (the clock in µs, + 1)", add, err, now.UnixMicro()+1)
+	}
+	if add, err := st.AddPending(t.Context(), "q", 3, "other", 1); err != nil || add.Version != now.UnixMicro()+2 {
+		t.Errorf("AddPending on it = %+v, %v; want version %d", add, err, now.UnixMicro()+2)
 	}
 }

@@ -21,8 +21,11 @@ var _ engine.State = (*Store)(nil)
 type Options struct {
 	// Now is the clock that decides which finished jobs have expired
 	// (job.Expired), for GetJob, ListJobs and CountJobs: DynamoDB deletes
-	// expired items lazily, so reads filter them. Default time.Now. Every
-	// other time comes from the request.
+	// expired items lazily, so reads filter them. Lane writes take their
+	// ttl from it, and a created lane its first version (laneSeed, in
+	// lane.go): under a clock that stands still, as a test's may, a lane
+	// deleted and created again takes its old versions again. Default
+	// time.Now. Every other time comes from the request.
 	Now func() time.Time
 }
 
@@ -87,9 +90,10 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) error {
 
 // GetQueue reads both items of a queue with one strongly consistent Query.
 // The query keeps to the sort keys from config to state (config, resume,
-// state): the queue's lanes (K#<key>) share its partition key, and a
-// queue with many full lanes would otherwise push its own items past the
-// first page (1 MB) and make every read pay for them. ErrQueueNotFound.
+// state), so nothing else the partition may hold is read and paid for:
+// lanes have their own partition key (L#<queue>) now, but a table written
+// before they moved keeps lane items (K#<key>) here until their ttl.
+// ErrQueueNotFound.
 func (s *Store) GetQueue(ctx context.Context, name string) (engine.Queue, error) {
 	x, err := expression.NewBuilder().
 		WithKeyCondition(expression.Key(attrPK).Equal(expression.Value(queuePK(name))).
@@ -354,7 +358,9 @@ func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bo
 }
 
 // DeleteQueue deletes the items of a queue (state, config, resume lease);
-// its jobs stay, in a generation no queue has. ErrQueueNotFound.
+// its jobs stay, in a generation no queue has, and so do its lanes (under
+// L#<queue>), which a queue created again under the name starts afresh
+// and whose ttl deletes the rest (laneKeep). ErrQueueNotFound.
 func (s *Store) DeleteQueue(ctx context.Context, name string) error {
 	x, err := expression.NewBuilder().WithCondition(itemExists()).Build()
 	if err != nil {

@@ -255,19 +255,28 @@ type State interface {
 	// GetLane reads a queue's lane of key (slot.Lane; key "" is the
 	// queue's own lane), strongly. A lane never written, or deleted, is
 	// returned with Version 0 and only Queue and Key set.
+	//
+	// A lane's versions never repeat, across deletes too: a lane created
+	// (by PutLane from 0, or by AddPending where none is stored) starts
+	// at a version above every version an earlier lane of that queue and
+	// key had, so a read from before a delete is stale for every lane
+	// after it, and a PutLane from it fails.
 	GetLane(ctx context.Context, queue, key string) (slot.Lane, error)
 	// PutLane stores l (every field, Pending included) if the stored lane
 	// is still at version from (0: none is stored), and returns it as
-	// stored, at version from+1. ErrConflict if another write came
-	// first. A lane that is Idle and has no Pending jobs is deleted
-	// instead (and returned at Version 0). Of concurrent writers from one
-	// version, one wins.
+	// stored: at version from+1, or, from 0, at the version a created
+	// lane starts at (see GetLane), which callers read from the answer.
+	// ErrConflict if another write came first. A lane that is Idle and
+	// has no Pending jobs is deleted instead (and returned at Version 0).
+	// Of concurrent writers from one version, one wins.
 	PutLane(ctx context.Context, l slot.Lane, from int64) (slot.Lane, error)
 	// AddPending adds n (which may be negative) to the Pending jobs of
-	// queue's lane of key for generation gen, creating the lane, and
-	// returns the lane after. It needs no version: concurrent adds all
-	// count, and each moves the version on, so a PutLane from an older
-	// read fails. A lane of another generation is started afresh.
+	// queue's lane of key for generation gen, creating the lane (at the
+	// version a created lane starts at, see GetLane), and returns the
+	// lane after. It needs no version: concurrent adds all count, and
+	// each moves the version on by one, so a PutLane from an older read
+	// fails. A lane of another generation is started afresh, its version
+	// moved on by one.
 	AddPending(ctx context.Context, queue string, gen int64, key string, n int64) (slot.Lane, error)
 	// ListLanes returns a queue's stored lanes of every generation, the
 	// queue's own lane included, in key order.

@@ -36,8 +36,9 @@ func (s *Store) GetLane(_ context.Context, queue, key string) (slot.Lane, error)
 	return slot.Lane{Queue: queue, Key: key}, nil
 }
 
-// PutLane stores l if the stored lane is at version from; an idle lane
-// without pending jobs is deleted. ErrConflict.
+// PutLane stores l if the stored lane is at version from, at from+1 or,
+// from 0, above every version a lane has had; an idle lane without
+// pending jobs is deleted. ErrConflict.
 func (s *Store) PutLane(_ context.Context, l slot.Lane, from int64) (slot.Lane, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -51,25 +52,36 @@ func (s *Store) PutLane(_ context.Context, l slot.Lane, from int64) (slot.Lane, 
 	}
 	l = cloneLane(l)
 	l.Version = from + 1
-	s.lanes[id] = l
+	if from == 0 {
+		l.Version = s.laneTop + 1
+	}
+	s.storeLane(id, l)
 	return cloneLane(l), nil
 }
 
 // AddPending adds n to the lane's Pending jobs, starting a lane of another
-// generation afresh.
+// generation afresh; a lane it creates starts above every version a lane
+// has had.
 func (s *Store) AddPending(_ context.Context, queue string, gen int64, key string, n int64) (slot.Lane, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := laneID{queue, key}
 	l, ok := s.lanes[id]
 	if !ok {
-		l = slot.Lane{Queue: queue, Key: key, Gen: gen}
+		l = slot.Lane{Queue: queue, Key: key, Gen: gen, Version: s.laneTop}
 	}
 	l = l.Fresh(gen)
 	l.Pending += n
 	l.Version++
-	s.lanes[id] = l
+	s.storeLane(id, l)
 	return cloneLane(l), nil
+}
+
+// storeLane stores l, which the caller owns, as id's lane, and raises
+// laneTop to its version.
+func (s *Store) storeLane(id laneID, l slot.Lane) {
+	s.lanes[id] = l
+	s.laneTop = max(s.laneTop, l.Version)
 }
 
 // ListLanes returns every stored lane of queue, in key order.

@@ -38,6 +38,11 @@ type Store struct {
 	jobs   map[string]map[string]job.Job // queue → id → job
 	leases map[string]lease              // queue → its resume lease
 	lanes  map[laneID]slot.Lane
+	// laneTop is the highest version any lane has had, deleted lanes'
+	// included: a lane created starts above it, so a lane's versions never
+	// repeat after a delete (engine.State.GetLane), and the store keeps
+	// one number, not one per deleted lane.
+	laneTop int64
 }
 
 // lease is a queue's resume lease and the cursor left with it.

@@ -48,7 +48,10 @@ type Lane struct {
 	// another generation is a deleted queue's, and counts as empty
 	// (Fresh).
 	Gen int64 `json:"gen,omitempty"`
-	// Version counts the lane's writes: 0 is a lane never written.
+	// Version moves on by one with each write of the lane; 0 is a lane
+	// not stored (never written, or deleted). A lane created anew starts
+	// above every version an earlier lane of its queue and key had, so
+	// versions never repeat across deletes (the store's contract).
 	Version int64 `json:"version"`
 	// Holder is the job that holds the key (Ticket 0: nobody), until
 	// Until: its lease, after which the key counts as free (its worker

@@ -89,8 +89,8 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 	})
 
 	// Every field comes back as it was put, the version moves by one a
-	// write, and a put from any other version is refused and changes
-	// nothing.
+	// write from the one the lane was created at, and a put from any other
+	// version is refused and changes nothing.
 	t.Run("PutRoundTrip", func(t *testing.T) {
 		st := newState(t)
 		name := queueName(t)
@@ -103,8 +103,12 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 			Pending: 6,
 		}
 		got := putLane(t, st, l, 0)
-		wantLane(t, "PutLane's answer", got, atVersion(l, 1))
-		wantLane(t, "GetLane after PutLane", getLane(t, st, name, key), atVersion(l, 1))
+		v := got.Version // where the store starts a created lane
+		if v < 1 {
+			t.Fatalf("PutLane from 0 answered version %d, want 1 or more", v)
+		}
+		wantLane(t, "PutLane's answer", got, atVersion(l, v))
+		wantLane(t, "GetLane after PutLane", getLane(t, st, name, key), atVersion(l, v))
 
 		// The holder gone, the first waiter handed the key; then nobody
 		// holding and nobody waiting, with jobs still pending: the lane
@@ -114,20 +118,20 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatalf("Leave handed %v", handed)
 		}
 		next.Pending--
-		got = putLane(t, st, next, 1)
-		wantLane(t, "after a hand-off", getLane(t, st, name, key), atVersion(next, 2))
+		got = putLane(t, st, next, v)
+		wantLane(t, "after a hand-off", getLane(t, st, name, key), atVersion(next, v+1))
 		empty := slot.Lane{Queue: name, Key: key, Gen: 7, Pending: 2}
 		got = putLane(t, st, empty, got.Version)
-		wantLane(t, "PutLane of a lane that only counts pending jobs", got, atVersion(empty, 3))
-		wantLane(t, "GetLane of it", getLane(t, st, name, key), atVersion(empty, 3))
+		wantLane(t, "PutLane of a lane that only counts pending jobs", got, atVersion(empty, v+2))
+		wantLane(t, "GetLane of it", getLane(t, st, name, key), atVersion(empty, v+2))
 
-		for _, from := range []int64{0, 1, 2, 4} {
+		for _, from := range []int64{0, v, v + 1, v + 3} {
 			_, err := st.PutLane(t.Context(), l, from)
-			wantErr(t, fmt.Sprintf("PutLane from version %d of a lane at 3", from), err, engine.ErrConflict)
+			wantErr(t, fmt.Sprintf("PutLane from version %d of a lane at %d", from, v+2), err, engine.ErrConflict)
 			_, err = st.PutLane(t.Context(), slot.Lane{Queue: name, Key: key}, from)
-			wantErr(t, fmt.Sprintf("deleting, from version %d, a lane at 3", from), err, engine.ErrConflict)
+			wantErr(t, fmt.Sprintf("deleting, from version %d, a lane at %d", from, v+2), err, engine.ErrConflict)
 		}
-		wantLane(t, "after refused puts", getLane(t, st, name, key), atVersion(empty, 3))
+		wantLane(t, "after refused puts", getLane(t, st, name, key), atVersion(empty, v+2))
 		_, err := st.PutLane(t.Context(), slot.Lane{Queue: name, Key: "other", Pending: 1}, 5)
 		wantErr(t, "PutLane from version 5 of a lane never written", err, engine.ErrConflict)
 		wantLane(t, "a lane a refused put would have made", getLane(t, st, name, "other"), slot.Lane{Queue: name, Key: "other"})
@@ -139,7 +143,8 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 		st := newState(t)
 		name := queueName(t)
 		const writers = 30
-		for _, from := range []int64{0, 1} {
+		var from int64 // none stored, then the version the first round stored
+		for round := range int64(2) {
 			lane := getLane(t, st, name, "k")
 			if lane.Version != from {
 				t.Fatalf("lane at version %d, want %d", lane.Version, from)
@@ -151,7 +156,7 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 				wg.Go(func() {
 					<-ready
 					l := lane
-					l.Holder = slot.Waiter{Ticket: int64(100*from) + int64(i) + 1, JobID: fmt.Sprintf("w%d", i)}
+					l.Holder = slot.Waiter{Ticket: 100*round + int64(i) + 1, JobID: fmt.Sprintf("w%d", i)}
 					l.Until, l.Last, l.Pending = at(time.Minute), l.Holder.Ticket, 1
 					_, errs[i] = st.PutLane(t.Context(), l, from)
 				})
@@ -173,9 +178,12 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 				t.Fatalf("from version %d: no writer won", from)
 			}
 			got := getLane(t, st, name, "k")
-			if got.Version != from+1 || got.Holder.JobID != fmt.Sprintf("w%d", winner) {
-				t.Errorf("from version %d: stored version %d holder %v, want %d and writer %d", from, got.Version, got.Holder, from+1, winner)
+			// From 0 the lane is created, at whatever version the store
+			// starts lanes; from a stored version it moves by one.
+			if (from == 0 && got.Version < 1) || (from > 0 && got.Version != from+1) || got.Holder.JobID != fmt.Sprintf("w%d", winner) {
+				t.Errorf("from version %d: stored version %d holder %v, want the next version and writer %d", from, got.Version, got.Holder, winner)
 			}
+			from = got.Version
 		}
 	})
 
@@ -235,7 +243,8 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 
 	// A lane with nobody holding, nobody waiting and no pending jobs is
 	// deleted: it reads as never written, and can be written again from
-	// version 0. One with pending jobs is kept.
+	// version 0, at a version above the deleted lane's. One with pending
+	// jobs is kept.
 	t.Run("IdleDeleted", func(t *testing.T) {
 		st := newState(t)
 		name := queueName(t)
@@ -260,7 +269,11 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 		wantLane(t, "PutLane of an idle lane never stored", putLane(t, st, idle, 0), slot.Lane{Queue: name, Key: "k"})
 
 		again := slot.Lane{Queue: name, Key: "k", Gen: 1, Holder: slot.Waiter{Ticket: 9, JobID: "b"}, Until: at(time.Hour), Last: 9}
-		wantLane(t, "PutLane from 0 after the delete", putLane(t, st, again, 0), atVersion(again, 1))
+		got := putLane(t, st, again, 0)
+		wantLane(t, "PutLane from 0 after the delete", got, atVersion(again, got.Version))
+		if got.Version <= kept.Version {
+			t.Errorf("lane created again at version %d, not above the deleted lane's %d", got.Version, kept.Version)
+		}
 	})
 
 	// A lane of another generation belongs to a deleted queue of the same
@@ -284,8 +297,61 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 		got = addPending(t, st, name, 8, "k", 1)
 		wantLane(t, "an add of generation 8 on a lane of 0", got, slot.Lane{Queue: name, Key: "k", Gen: 8, Version: got.Version, Pending: 1})
 
-		// An add creates a lane that is not there, at version 1.
-		wantLane(t, "AddPending of a new lane", addPending(t, st, name, 8, "", 4), slot.Lane{Queue: name, Key: "", Gen: 8, Version: 1, Pending: 4})
+		// An add creates a lane that is not there, and the next add
+		// moves its version by one.
+		got = addPending(t, st, name, 8, "", 4)
+		if got.Version < 1 {
+			t.Errorf("AddPending created a lane at version %d, want 1 or more", got.Version)
+		}
+		wantLane(t, "AddPending of a new lane", got, slot.Lane{Queue: name, Key: "", Gen: 8, Version: got.Version, Pending: 4})
+		wantLane(t, "a second add on it", addPending(t, st, name, 8, "", -1), slot.Lane{Queue: name, Key: "", Gen: 8, Version: got.Version + 1, Pending: 3})
+	})
+
+	// A lane deleted and created again never comes back at a version the
+	// deleted one had: a worker that read the old lane, and writes from
+	// that read after the delete (installing as holder a job cancelled
+	// meanwhile, say), is refused, however the new lane was created.
+	t.Run("StaleAfterDelete", func(t *testing.T) {
+		recreate := map[string]func(t *testing.T, st engine.State, name string) slot.Lane{
+			"AddPending": func(t *testing.T, st engine.State, name string) slot.Lane {
+				return addPending(t, st, name, 1, "k", 1)
+			},
+			"PutLane": func(t *testing.T, st engine.State, name string) slot.Lane {
+				return putLane(t, st, slot.Lane{Queue: name, Key: "k", Gen: 1, Holder: slot.Waiter{Ticket: 20, JobID: "new"}, Until: at(time.Minute), Last: 20}, 0)
+			},
+		}
+		for _, how := range []string{"AddPending", "PutLane"} {
+			t.Run(how, func(t *testing.T) {
+				st := newState(t)
+				name := queueName(t)
+				// Reads of every version the lane has: created by an
+				// add, then held, then idle with its job still pending.
+				created := addPending(t, st, name, 1, "k", 1)
+				held := created
+				held.Holder, held.Until, held.Last = slot.Waiter{Ticket: 1, JobID: "a"}, at(time.Minute), 1
+				held = putLane(t, st, held, created.Version)
+				idle := slot.Lane{Queue: name, Key: "k", Gen: 1, Last: 1, Pending: 1}
+				idle = putLane(t, st, idle, held.Version)
+				stale := []slot.Lane{created, held, idle}
+				// The job ends: idle and empty, the lane is deleted.
+				idle.Pending = 0
+				if got := putLane(t, st, idle, idle.Version); got.Version != 0 {
+					t.Fatalf("the idle, empty lane was kept: %+v", got)
+				}
+
+				fresh := recreate[how](t, st, name)
+				for _, old := range stale {
+					if fresh.Version <= old.Version {
+						t.Errorf("lane created again at version %d, not above the deleted lane's %d", fresh.Version, old.Version)
+					}
+					l := old
+					l.Holder, l.Until, l.Last = slot.Waiter{Ticket: 2, JobID: "cancelled"}, at(time.Minute), 2
+					_, err := st.PutLane(t.Context(), l, old.Version)
+					wantErr(t, fmt.Sprintf("PutLane from version %d, read before the delete", old.Version), err, engine.ErrConflict)
+				}
+				wantLane(t, "the new lane after the stale puts", getLane(t, st, name, "k"), fresh)
+			})
+		}
 	})
 
 	t.Run("ListLanes", func(t *testing.T) {
