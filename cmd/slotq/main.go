@@ -1,14 +1,14 @@
 // Command slotq is slotq's program for people.
 //
-//	slotq enqueue QUEUE [--kind K | --target T] [--payload JSON|@FILE|-] [--id ID] [--not-before T]
+//	slotq enqueue QUEUE [--kind K | --target T] [--payload JSON|@FILE|-] [--id ID] [--not-before T] [--key KEY]
 //	slotq queues                      list the queues
-//	slotq stats QUEUE                 waiting, parked, failed, lag, backlog, configuration
+//	slotq stats QUEUE                 waiting, parked, failed, lag, backlog, lanes, configuration
 //	slotq pause QUEUE [--until T | --for D]
 //	slotq resume QUEUE
 //	slotq jobs list QUEUE [--status parked|failed]
 //	slotq jobs get QUEUE ID
 //	slotq jobs cancel QUEUE ID
-//	slotq create QUEUE [--interval D …]   slotq configure QUEUE [--interval D …]
+//	slotq create QUEUE [--interval D --max-running N …]   slotq configure QUEUE [--interval D …]
 //	slotq purge QUEUE                 slotq delete QUEUE
 //	slotq timeline QUEUE [ID ...]     a picture of starts against their slots
 //	slotq local   run the stack in this process (make run): Invoke API, event source, schedule
@@ -66,7 +66,7 @@ func init() {
 	commands = []command{
 		{"enqueue", "enqueue a job on a queue and print its ticket, slot and position", enqueueCmd},
 		{"queues", "list the queues", queuesCmd},
-		{"stats", "show a queue's figures: waiting, parked, failed, lag, backlog", statsCmd},
+		{"stats", "show a queue's figures: waiting, parked, failed, lag, backlog, running, keys", statsCmd},
 		{"pause", "pause a queue, until a time or for a while if given", pauseCmd},
 		{"resume", "lift a queue's pause and release its parked jobs", resumeCmd},
 		{"jobs", "list a queue's parked or failed jobs, get or cancel a job (jobs list|get|cancel)", jobsCmd},
