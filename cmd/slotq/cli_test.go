@@ -323,6 +323,7 @@ func TestHelp(t *testing.T) {
 		"sam invoke":       {"-event string", "-template string", `(default "template.yaml")`, "-stack string", "-param value"},
 		"sam start-lambda": {"-addr string", `(default "127.0.0.1:3001")`, "-concurrency int", "(default 5)", "-resume-every duration", "-param value"},
 		"costs":            {"-runs int", "(default 3)", "-template string", "-v\t"},
+		"bench lanes":      {"-keys int", "(default 20)", "-jobs int", "-max-run float", "(default 5)", "-workers int", "(default 64)", "-interval duration", "(default 10ms)", "-max-running int", "-runs int"},
 	} {
 		out, _, code := c.run(append(strings.Fields(cmd), "--help")...)
 		for _, want := range append(wants, "Exit status: 0 done, 1 the operation failed, 2 bad command line.") {
@@ -357,6 +358,11 @@ func TestToolCommands(t *testing.T) {
 		{"sam start-lambda bad duration", []string{"sam", "start-lambda", "--resume-every", "often"}, 2, "invalid value"},
 		{"costs argument", []string{"costs", "now"}, 2, `slotq costs: unexpected argument "now"`},
 		{"costs no runs", []string{"costs", "--runs", "0"}, 2, "--runs must be at least 1"},
+		{"bench lanes argument", []string{"bench", "lanes", "now"}, 2, `slotq bench lanes: unexpected argument "now"`},
+		{"bench lanes no runs", []string{"bench", "lanes", "--runs", "0"}, 2, "--runs must be at least 1"},
+		{"bench lanes bad runs", []string{"bench", "lanes", "--min-run", "3", "--max-run", "2"}, 2, "--min-run must be at least 0 and at most --max-run"},
+		{"bench lanes max-running", []string{"bench", "lanes", "--max-running", "101"}, 2, "--max-running must be between 0 (no cap) and 100"},
+		{"bench lanes bad flag", []string{"bench", "lanes", "--producers", "3"}, 2, "flag provided but not defined: -producers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { c.exits(tt.args, tt.code, tt.stderr) })

@@ -15,6 +15,7 @@
 //	slotq invoke  invoke a function through the Invoke API and print its answer
 //	slotq demo    run producers and workers on the embedded backend; show a timeline (make demo)
 //	slotq bench   run the demo workload several times and report its figures
+//	slotq bench lanes   the same for keyed jobs: overlaps and order per key, makespan (make bench)
 //	slotq costs   measure what a job costs on AWS on DynamoDB Local + moto (make bench)
 //	slotq sam invoke FUNCTION [--event FILE]   build a function's bootstrap, invoke it as `sam local invoke` (make invoke)
 //	slotq sam start-lambda   the built bootstraps behind the Invoke API, event source and schedule (make start-lambda)
@@ -78,7 +79,7 @@ func init() {
 		{"local", "run the stack in this process: Invoke API on 127.0.0.1:3001, SQS event source, schedule (make run)", localCmd},
 		{"invoke", "invoke a function through the Lambda Invoke API (slotq local's by default) and print its answer", invokeCmd},
 		{"demo", "run producers and workers on the embedded backend and show a live timeline of starts", demoCmd},
-		{"bench", "run the demo workload several times and report spacing, lateness and makespan", benchCmd},
+		{"bench", "run the demo workload several times and report spacing, lateness and makespan (bench lanes: keyed jobs)", benchCmd},
 		{"costs", "measure what a job costs on AWS, on DynamoDB Local and moto (make bench's last step)", costsCmd},
 		{"sam", "run the built bootstraps as sam local does, without Docker (sam invoke|start-lambda)", samCmd},
 		{"help", "list the commands", helpCmd},
