@@ -47,9 +47,10 @@ dynamodb-local: ## Run DynamoDB Local on 127.0.0.1:$(DYNAMODB_PORT) and print th
 	$(GO) run ./internal/dynamolocal/cmd/dynamodb-local -port $(DYNAMODB_PORT)
 
 .PHONY: bench
-bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Local + moto) and the cost report (docs/costs.md)
+bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Local + moto), the lanes workload (keys) and the cost report (docs/costs.md)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./pkg/...
 	$(GO) run ./cmd/slotq bench
+	$(GO) run ./cmd/slotq bench lanes
 	@echo "the demo's shape on the real adapters (internal/awssim, 3 runs):"
 	@for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./internal/awssim | grep -o 'figures: .*' || exit 1; done
 	$(GO) run ./cmd/slotq costs

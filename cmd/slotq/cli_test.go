@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -198,6 +199,57 @@ func TestCommands(t *testing.T) {
 	}
 }
 
+// Keys and max_running (design.md §5.12): enqueue --key answers the jobs
+// of the key ahead; a job whose key is held, and one that finds every
+// running place taken, show why they wait in jobs get, jobs list and
+// stats.
+func TestLaneCommands(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	golden(t, "create-lanes", c.ok("create", "accounts", "--interval", "100ms", "--max-running", "1"))
+	// a holds key acct-1 and the one running place for 5s; b waits for
+	// the key, c (no key) for the place. Each is enqueued once the one
+	// before it runs or waits: the worker works a batch's jobs of one
+	// queue one after another, so b in a's batch would wait for a's end
+	// to arrive at all.
+	golden(t, "enqueue-key", c.ok("enqueue", "accounts", "--kind", "sleep", "--payload", `{"ms":5000}`, "--key", "acct-1", "--id", "a"))
+	waitStatus := func(id string, want job.Status) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("%s %s", id, want), 10*time.Second, func() bool {
+			var j job.Job
+			c.okJSON(&j, "jobs", "get", "accounts", id)
+			return j.Status == want
+		})
+	}
+	waitStatus("a", job.Running)
+	var acc engine.EnqueueResult
+	c.okJSON(&acc, "enqueue", "accounts", "--kind", "echo", "--key", "acct-1", "--id", "b")
+	if a := acc.Jobs; len(a) != 1 || a[0].Key != "acct-1" || a[0].KeyAhead == nil || *a[0].KeyAhead != 1 {
+		t.Errorf("enqueue --key --json: %+v", acc)
+	}
+	waitStatus("b", job.Parked)
+	c.ok("enqueue", "accounts", "--kind", "echo", "--id", "c")
+	waitStatus("c", job.Parked)
+	golden(t, "jobs-get-key", c.ok("jobs", "get", "accounts", "b"))
+	golden(t, "jobs-get-place", c.ok("jobs", "get", "accounts", "c"))
+	golden(t, "jobs-list-lanes", c.ok("jobs", "list", "accounts"))
+	golden(t, "stats-lanes", c.ok("stats", "accounts"))
+	var st engine.Stats
+	c.okJSON(&st, "stats", "accounts")
+	if want := (engine.LaneFigures{Running: 1, KeysHeld: 1, KeysWaiting: 1, WaitingOnKeys: 1, WaitingForPlace: 1}); st.Lanes != want {
+		t.Errorf("stats --json lanes %+v, want %+v", st.Lanes, want)
+	}
+	var q engine.Queue
+	c.okJSON(&q, "configure", "accounts", "--max-running", "0")
+	if q.Config.MaxRunning != 0 || q.Config.Interval != 100*time.Millisecond {
+		t.Errorf("configure --max-running 0: %+v", q.Config)
+	}
+	c.okJSON(&st, "stats", "accounts")
+	if st.Lanes.Running != -1 || st.Config.MaxRunning != 0 {
+		t.Errorf("stats of an uncapped queue: lanes %+v, max_running %d", st.Lanes, st.Config.MaxRunning)
+	}
+	c.ok("delete", "accounts")
+}
+
 // Refusals print their code and field on stderr and exit 1; bad command
 // lines exit 2; --help exits 0 and lists flags with defaults.
 func TestExitCodes(t *testing.T) {
@@ -218,6 +270,9 @@ func TestExitCodes(t *testing.T) {
 		{"bad until", []string{"pause", "emails", "--until", "tomorrow"}, 2, "want an RFC 3339 time"},
 		{"bad payload", []string{"enqueue", "emails", "--kind", "echo", "--payload", "{"}, 2, "--payload is not JSON"},
 		{"bad not-before", []string{"enqueue", "emails", "--kind", "echo", "--not-before", "later"}, 2, "--not-before"},
+		{"bad key", []string{"enqueue", "emails", "--kind", "echo", "--key", "a b"}, 1, "invalid_key (job.key)"},
+		{"bad max-running", []string{"create", "capped", "--max-running", "-1"}, 1, "invalid_max_running (config.max_running)"},
+		{"max-running not a number", []string{"configure", "emails", "--max-running", "some"}, 2, "invalid value"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"unknown jobs command", []string{"jobs", "frob"}, 2, `unknown command "frob"`},
 		{"timeline without source", []string{"timeline", "emails"}, 2, "the stack keeps no list of recent starts"},
@@ -268,6 +323,7 @@ func TestHelp(t *testing.T) {
 		"sam invoke":       {"-event string", "-template string", `(default "template.yaml")`, "-stack string", "-param value"},
 		"sam start-lambda": {"-addr string", `(default "127.0.0.1:3001")`, "-concurrency int", "(default 5)", "-resume-every duration", "-param value"},
 		"costs":            {"-runs int", "(default 3)", "-template string", "-v\t"},
+		"bench lanes":      {"-keys int", "(default 20)", "-jobs int", "-max-run float", "(default 5)", "-workers int", "(default 64)", "-interval duration", "(default 10ms)", "-max-running int", "-runs int"},
 	} {
 		out, _, code := c.run(append(strings.Fields(cmd), "--help")...)
 		for _, want := range append(wants, "Exit status: 0 done, 1 the operation failed, 2 bad command line.") {
@@ -302,6 +358,11 @@ func TestToolCommands(t *testing.T) {
 		{"sam start-lambda bad duration", []string{"sam", "start-lambda", "--resume-every", "often"}, 2, "invalid value"},
 		{"costs argument", []string{"costs", "now"}, 2, `slotq costs: unexpected argument "now"`},
 		{"costs no runs", []string{"costs", "--runs", "0"}, 2, "--runs must be at least 1"},
+		{"bench lanes argument", []string{"bench", "lanes", "now"}, 2, `slotq bench lanes: unexpected argument "now"`},
+		{"bench lanes no runs", []string{"bench", "lanes", "--runs", "0"}, 2, "--runs must be at least 1"},
+		{"bench lanes bad runs", []string{"bench", "lanes", "--min-run", "3", "--max-run", "2"}, 2, "--min-run must be at least 0 and at most --max-run"},
+		{"bench lanes max-running", []string{"bench", "lanes", "--max-running", "101"}, 2, "--max-running must be between 0 (no cap) and 100"},
+		{"bench lanes bad flag", []string{"bench", "lanes", "--producers", "3"}, 2, "flag provided but not defined: -producers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { c.exits(tt.args, tt.code, tt.stderr) })

@@ -20,10 +20,13 @@ var defaultBench = demoConfig{
 }
 
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "lanes" {
+		return benchLanesCmd(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("slotq bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: slotq bench [flags]\n\n"+
+		fmt.Fprintf(stderr, "Usage: slotq bench [flags]\n       slotq bench lanes [flags]   (keys and max_running: slotq bench lanes --help)\n\n"+
 			"Runs the demo workload several times, silently, and reports per run and as medians:\n"+
 			"spacing violations (must be 0), lateness p50/p99, and the makespan against the\n"+
 			"ideal (n−1)·interval. Exits 1 if a run had a violation or left a job unfinished.\n\nFlags:\n")
@@ -103,5 +106,130 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fmt.Fprintf(stdout, "\nspacing violations at the gate, all runs: %d (must be 0)\n", violations)
 	fmt.Fprintf(stdout, "violations: starts closer than interval − skew, timed at the gate; (handler): the same, timed as the handler began\n")
 	fmt.Fprintf(stdout, "lateness: handler begin − slot; ratio: makespan / ideal, ideal = (n−1)·interval\n")
+	return code
+}
+
+// defaultLanes is the workload of `slotq bench lanes`: 20 keys × 20 jobs,
+// each running 1–5 intervals, at 10ms, with workers enough that they never
+// hold a job back.
+var defaultLanes = lanesConfig{
+	Queue: "lanes", Keys: 20, Jobs: 20, MinRun: 1, MaxRun: 5, Batch: 100, Workers: 64,
+	Interval: 10 * time.Millisecond, Seed: 1,
+}
+
+func benchLanesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cl := newCmdLine("bench lanes", "", "Runs a workload of keyed jobs (design.md §5.12) several times on the embedded backend:\n"+
+		"keys × jobs, keys interleaved at random, each job running a random min-run..max-run\n"+
+		"intervals. Reports per run and as medians: runs of a key that overlapped or left ticket\n"+
+		"order (must be 0), the most runs of one key at once (1), and the makespan against the ideal\n"+
+		"max(longest key's total run time, (n−1)·interval). Exits 1 on an overlap, an order or\n"+
+		"spacing violation, more runs at once than --max-running, or a job left unfinished.", stdout, stderr)
+	fs := cl.fs
+	c := defaultLanes
+	fs.StringVar(&c.Queue, "queue", c.Queue, "queue name")
+	fs.IntVar(&c.Keys, "keys", c.Keys, "number of keys")
+	fs.IntVar(&c.Jobs, "jobs", c.Jobs, "jobs of each key")
+	fs.Float64Var(&c.MinRun, "min-run", c.MinRun, "shortest run of a job, in intervals")
+	fs.Float64Var(&c.MaxRun, "max-run", c.MaxRun, "longest run of a job, in intervals (each run is uniform between the two)")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "jobs per enqueue call")
+	fs.IntVar(&c.Workers, "workers", c.Workers, "concurrent workers, as that many Lambda invocations")
+	fs.DurationVar(&c.Interval, "interval", c.Interval, "the queue's interval: least time between two starts")
+	fs.IntVar(&c.MaxRunning, "max-running", c.MaxRunning, "the queue's max_running: most runs at once (0: no cap)")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the key order and the run lengths (run i uses seed+i−1)")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "give up waiting for the jobs of a run after this (0: 2·ideal + 30s)")
+	runs := fs.Int("runs", 5, "number of runs")
+	logLevel := fs.String("log", "", "log the engine at this level (debug, info, warn, error) to stderr; default off")
+	if _, code := cl.parse(args, 0, 0); code >= 0 {
+		return code
+	}
+	usage := func(msg string) int {
+		fmt.Fprintf(stderr, "slotq bench lanes: %s\n", msg)
+		return exitUsage
+	}
+	if *runs < 1 {
+		return usage("--runs must be at least 1")
+	}
+	logger, err := newLogger(*logLevel, stderr)
+	if err != nil {
+		return usage(err.Error())
+	}
+	c.Logger = logger
+	if err := c.validate(); err != nil {
+		return usage(err.Error())
+	}
+
+	capped := ""
+	if c.MaxRunning > 0 {
+		capped = fmt.Sprintf(", max_running %d", c.MaxRunning)
+	}
+	fmt.Fprintf(stdout, "slotq bench lanes: %d keys × %d jobs, each running %g–%g intervals, interval %s%s, %d workers, %d runs\n\n",
+		c.Keys, c.Jobs, c.MinRun, c.MaxRun, c.Interval, capped, c.Workers, *runs)
+	const row = "%6s %5s %9s %6s %10s %11s %8s %8s %10s %10s %10s %10s %8s\n"
+	fmt.Fprintf(stdout, row, "run", "jobs", "overlaps", "order", "reordered", "re-tickets", "max/key", "at once",
+		"late p50", "late p99", "makespan", "ideal", "ratio")
+	code := exitOK
+	var reps []lanesReport
+	for i := range *runs {
+		rc := c
+		rc.Seed = c.Seed + uint64(i)
+		res, err := runLanes(ctx, rc)
+		if err != nil {
+			fmt.Fprintf(stderr, "slotq bench lanes: run %d: %v\n", i+1, err)
+			return exitFail
+		}
+		r := newLanesReport(rc, res)
+		reps = append(reps, r)
+		fmt.Fprintf(stdout, row, strconv.Itoa(i+1), strconv.Itoa(len(res.Runs)), strconv.Itoa(r.Overlaps),
+			strconv.Itoa(r.OrderViolations), strconv.Itoa(r.Reordered), strconv.Itoa(res.Retickets),
+			strconv.Itoa(r.PerKey), strconv.Itoa(r.Concurrent), fmtDur(r.LatenessP50), fmtDur(r.LatenessP99),
+			fmtDur(r.Makespan), fmtDur(r.Ideal), fmt.Sprintf("%.4f", r.Ratio()))
+		if r.verdict(stderr, fmt.Sprintf("slotq bench lanes: run %d", i+1)) != exitOK {
+			code = exitFail
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	medInt := func(f func(lanesReport) int) string {
+		ns := make([]int, len(reps))
+		for i, r := range reps {
+			ns[i] = f(r)
+		}
+		slices.Sort(ns)
+		return strconv.Itoa(ns[(len(ns)-1)/2])
+	}
+	med := func(f func(lanesReport) time.Duration) string {
+		ds := make([]time.Duration, len(reps))
+		for i, r := range reps {
+			ds[i] = f(r)
+		}
+		return fmtDur(timeline.Percentile(ds, 50))
+	}
+	ratios := make([]float64, len(reps))
+	for i, r := range reps {
+		ratios[i] = r.Ratio()
+	}
+	slices.Sort(ratios)
+	fmt.Fprintf(stdout, row, "median", medInt(func(r lanesReport) int { return len(r.res.Runs) }),
+		medInt(func(r lanesReport) int { return r.Overlaps }),
+		medInt(func(r lanesReport) int { return r.OrderViolations }),
+		medInt(func(r lanesReport) int { return r.Reordered }),
+		medInt(func(r lanesReport) int { return r.res.Retickets }),
+		medInt(func(r lanesReport) int { return r.PerKey }),
+		medInt(func(r lanesReport) int { return r.Concurrent }),
+		med(func(r lanesReport) time.Duration { return r.LatenessP50 }),
+		med(func(r lanesReport) time.Duration { return r.LatenessP99 }),
+		med(func(r lanesReport) time.Duration { return r.Makespan }),
+		med(func(r lanesReport) time.Duration { return r.Ideal }),
+		fmt.Sprintf("%.4f", ratios[(len(ratios)-1)/2]))
+	overlaps, order := 0, 0
+	for _, r := range reps {
+		overlaps, order = overlaps+r.Overlaps, order+r.OrderViolations
+	}
+	fmt.Fprintf(stdout, "\noverlaps within a key, all runs: %d (must be 0); ticket-order violations: %d (must be 0)\n", overlaps, order)
+	fmt.Fprintf(stdout, "overlaps: runs that began before the previous run of their key ended; order: runs that began after a higher ticket of their key\n")
+	fmt.Fprintf(stdout, "reordered: runs that began after a run of their key accepted later (a passed job takes a new ticket behind them)\n")
+	fmt.Fprintf(stdout, "max/key: most runs of one key at once (must be 1); at once: most runs of the queue at once\n")
+	fmt.Fprintf(stdout, "lateness: handler begin − slot; ratio: makespan / ideal, ideal = max(longest key's total run time, (n−1)·interval)\n")
 	return code
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +19,8 @@ import (
 )
 
 func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newStackCmd("enqueue", "QUEUE", "Enqueues one job (a kind, or a target) on QUEUE and prints its ticket, slot and position.\n"+
+	c := newStackCmd("enqueue", "QUEUE", "Enqueues one job (a kind, or a target) on QUEUE and prints its ticket, slot and position;\n"+
+		"with --key, also how many jobs of its key are ahead of it (it starts after they end).\n"+
 		"A queue that does not exist is created (with --interval, or the stack's default).", stdout, stderr)
 	var (
 		kind      = c.fs.String("kind", "", "Go handler the worker runs (give --kind or --target)")
@@ -25,13 +28,14 @@ func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		payload   = c.fs.String("payload", "", "the job's JSON payload, @FILE to read it from a file, or - for stdin")
 		id        = c.fs.String("id", "", "job id: enqueued once per queue however often it is sent (default: a random id)")
 		notBefore = c.fs.String("not-before", "", "earliest start: an RFC 3339 time or a duration from now (10m)")
+		key       = c.fs.String("key", "", "the job's key: jobs of the queue with the same key run one at a time, in ticket order (default: none)")
 		interval  = c.fs.Duration("interval", 0, "interval of the queue if this call creates it (default: the stack's)")
 	)
 	pos, code := c.parse(args, 1, 1)
 	if code >= 0 {
 		return code
 	}
-	spec := job.Spec{ID: *id, Kind: *kind, Target: *target}
+	spec := job.Spec{ID: *id, Kind: *kind, Target: *target, Key: *key}
 	if *payload != "" {
 		b, err := readArg(*payload)
 		if err != nil {
@@ -59,14 +63,27 @@ func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if err != nil {
 			return nil, nil, err
 		}
+		keyed := slices.ContainsFunc(out.Jobs, func(a engine.Accepted) bool { return a.Key != "" })
 		return out, func(w io.Writer) {
-			row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "STATUS")
+			if keyed {
+				row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "KEY", "KEY AHEAD", "STATUS")
+			} else {
+				row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "STATUS")
+			}
 			for _, a := range out.Jobs {
 				status := string(a.Status)
 				if a.Existing {
 					status += " (enqueued before)"
 				}
-				row(w, a.JobID, a.Ticket, ts(a.SlotAt), a.Position, status)
+				if !keyed {
+					row(w, a.JobID, a.Ticket, ts(a.SlotAt), a.Position, status)
+					continue
+				}
+				ahead := "-" // a job enqueued before: not counted again
+				if a.KeyAhead != nil {
+					ahead = strconv.FormatInt(*a.KeyAhead, 10)
+				}
+				row(w, a.JobID, a.Ticket, ts(a.SlotAt), a.Position, orDash(a.Key), ahead, status)
 			}
 		}, nil
 	})
@@ -94,9 +111,9 @@ func queuesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return nil, nil, err
 		}
 		return out.Queues, func(w io.Writer) {
-			row(w, "QUEUE", "INTERVAL", "SKEW", "MAX ATTEMPTS", "TARGETS", "PAUSED", "TICKETS", "STARTED", "CREATED")
+			row(w, "QUEUE", "INTERVAL", "SKEW", "MAX ATTEMPTS", "MAX RUNNING", "TARGETS", "PAUSED", "TICKETS", "STARTED", "CREATED")
 			for _, q := range out.Queues {
-				row(w, q.Name, q.Config.Interval, q.Config.Skew, q.Config.MaxAttempts, len(q.Config.Targets),
+				row(w, q.Name, q.Config.Interval, q.Config.Skew, q.Config.MaxAttempts, maxRunning(q.Config.MaxRunning), len(q.Config.Targets),
 					paused(q.State), q.State.Ticket, q.State.Current, ts(q.CreatedAt))
 			}
 		}, nil
@@ -115,7 +132,9 @@ func paused(s slot.State) string {
 
 func statsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newStackCmd("stats", "QUEUE", "Shows a queue's figures: jobs waiting (from its counters), parked and failed,\n"+
-		"how far its starts trail its line (lag), how far ahead the line is booked (backlog), and its configuration.", stdout, stderr)
+		"how far its starts trail its line (lag), how far ahead the line is booked (backlog), its lanes\n"+
+		"(attempts running under max_running; keys held, keys with jobs waiting, jobs waiting on keys and\n"+
+		"for a running place), and its configuration.", stdout, stderr)
 	pos, code := c.parse(args, 1, 1)
 	if code >= 0 {
 		return code
@@ -134,6 +153,7 @@ func statsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			row(w, "failed", s.Failed)
 			row(w, "lag", time.Duration(s.Lag))
 			row(w, "backlog", time.Duration(s.Backlog))
+			laneRows(w, s.Lanes, s.Config.MaxRunning)
 			row(w, "tickets", s.State.Ticket)
 			row(w, "started", s.State.Current)
 			row(w, "last start", ts(s.State.LastStart))
@@ -142,11 +162,33 @@ func statsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	})
 }
 
+// laneRows prints what a queue's lanes show (design.md §5.12).
+func laneRows(w io.Writer, l engine.LaneFigures, maxRunning int) {
+	running := "-" // no max_running: the queue counts none
+	if l.Running >= 0 {
+		running = fmt.Sprintf("%d of %d", l.Running, maxRunning)
+	}
+	row(w, "running", running)
+	row(w, "keys held", l.KeysHeld)
+	row(w, "keys waiting", l.KeysWaiting)
+	row(w, "jobs waiting on keys", l.WaitingOnKeys)
+	row(w, "jobs waiting for a place", l.WaitingForPlace)
+}
+
+// maxRunning prints a queue's MaxRunning: "-" for no cap.
+func maxRunning(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}
+
 // configRows prints a queue's configuration, a setting a line.
 func configRows(w io.Writer, c slot.Config) {
 	row(w, "interval", c.Interval)
 	row(w, "skew", c.Skew)
 	row(w, "max attempts", c.MaxAttempts)
+	row(w, "max running", maxRunning(c.MaxRunning))
 	row(w, "backoff", fmt.Sprintf("%s (at most %s)", c.Backoff, c.MaxBackoff))
 	row(w, "retention", c.Retention)
 	row(w, "target timeout", c.TargetTimeout)
@@ -254,7 +296,7 @@ func deleteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // configFlags are the settings of create and configure.
 type configFlags struct {
 	interval, skew, backoff, maxBackoff, retention, targetTimeout *time.Duration
-	maxAttempts                                                   *int
+	maxAttempts, maxRunning                                       *int
 	targets, networks                                             *string
 }
 
@@ -263,6 +305,7 @@ func newConfigFlags(fs *flag.FlagSet, what string) *configFlags {
 		interval:      fs.Duration("interval", 0, "least time between two starts "+what),
 		skew:          fs.Duration("skew", 0, "allowance for clock differences, less than the interval "+what),
 		maxAttempts:   fs.Int("max-attempts", 0, "attempts a job gets "+what),
+		maxRunning:    fs.Int("max-running", 0, "most attempts of the queue that run at once, 0 for no cap "+what),
 		backoff:       fs.Duration("backoff", 0, "wait before the first retry, doubled each further attempt "+what),
 		maxBackoff:    fs.Duration("max-backoff", 0, "cap of the retry wait "+what),
 		retention:     fs.Duration("retention", 0, "how long finished and failed jobs are kept "+what),
@@ -282,6 +325,8 @@ func (f *configFlags) apply(fs *flag.FlagSet, cfg *slot.Config) {
 			cfg.Skew = *f.skew
 		case "max-attempts":
 			cfg.MaxAttempts = *f.maxAttempts
+		case "max-running":
+			cfg.MaxRunning = *f.maxRunning
 		case "backoff":
 			cfg.Backoff = *f.backoff
 		case "max-backoff":
@@ -365,7 +410,8 @@ func jobsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func jobsListCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newStackCmd("jobs list", "QUEUE", "Lists QUEUE's parked jobs (waiting for the resume function: far slot, paused queue)\n"+
+	c := newStackCmd("jobs list", "QUEUE", "Lists QUEUE's parked jobs (waiting for the resume function: far slot, paused queue;\n"+
+		"or for their key, or a running place, which an attempt that ends hands them)\n"+
 		"or its failed ones (dead letters), by ticket. Jobs that run without trouble are never listed:\n"+
 		"get them by id.", stdout, stderr)
 	status := c.fs.String("status", string(job.Parked), "parked or failed")
@@ -401,9 +447,14 @@ func jobsListCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 }
 
 // parkedWhy says why a job is parked and when the resume function
-// releases it.
+// releases it; a job waiting on a lane is released by a hand-off instead.
 func parkedWhy(j job.Job) string {
-	if j.DueAt.IsZero() {
+	switch {
+	case j.ParkReason == job.WaitKey:
+		return "waiting for key " + j.Lane
+	case j.ParkReason == job.WaitPlace:
+		return "waiting for a running place"
+	case j.DueAt.IsZero():
 		return string(j.ParkReason)
 	}
 	return fmt.Sprintf("%s, due %s", j.ParkReason, ts(j.DueAt))
@@ -422,6 +473,9 @@ func jobRows(j job.Job) func(io.Writer) {
 		row(w, "queue", j.Queue)
 		row(w, "job id", j.ID)
 		row(w, "what", j.What())
+		if j.Lane != "" {
+			row(w, "key", j.Lane)
+		}
 		row(w, "status", j.Status)
 		row(w, "ticket", j.Ticket)
 		row(w, "slot at", ts(j.SlotAt))
@@ -472,7 +526,23 @@ func eventText(ev job.Event) string {
 	case job.Reticketed:
 		s += fmt.Sprintf(" ticket %d → %d", ev.OldTicket, ev.Ticket)
 	case job.ParkedEvent:
-		s += " " + ev.Reason
+		switch job.ParkReason(ev.Reason) {
+		case job.WaitKey:
+			s += ": waiting for its key"
+		case job.WaitPlace:
+			s += ": waiting for a running place"
+		default:
+			s += " " + ev.Reason
+		}
+	case job.Released:
+		switch ev.Reason {
+		case "key":
+			s += ": handed its key"
+		case "max_running":
+			s += ": handed a running place"
+		case "handed":
+			s += ": handed its key or a running place as it parked"
+		}
 	case job.HandedBack:
 		s += fmt.Sprintf(" %dms before its slot", ev.DelayMs)
 	case job.Started:

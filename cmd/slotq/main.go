@@ -1,20 +1,21 @@
 // Command slotq is slotq's program for people.
 //
-//	slotq enqueue QUEUE [--kind K | --target T] [--payload JSON|@FILE|-] [--id ID] [--not-before T]
+//	slotq enqueue QUEUE [--kind K | --target T] [--payload JSON|@FILE|-] [--id ID] [--not-before T] [--key KEY]
 //	slotq queues                      list the queues
-//	slotq stats QUEUE                 waiting, parked, failed, lag, backlog, configuration
+//	slotq stats QUEUE                 waiting, parked, failed, lag, backlog, lanes, configuration
 //	slotq pause QUEUE [--until T | --for D]
 //	slotq resume QUEUE
 //	slotq jobs list QUEUE [--status parked|failed]
 //	slotq jobs get QUEUE ID
 //	slotq jobs cancel QUEUE ID
-//	slotq create QUEUE [--interval D …]   slotq configure QUEUE [--interval D …]
+//	slotq create QUEUE [--interval D --max-running N …]   slotq configure QUEUE [--interval D …]
 //	slotq purge QUEUE                 slotq delete QUEUE
 //	slotq timeline QUEUE [ID ...]     a picture of starts against their slots
 //	slotq local   run the stack in this process (make run): Invoke API, event source, schedule
 //	slotq invoke  invoke a function through the Invoke API and print its answer
 //	slotq demo    run producers and workers on the embedded backend; show a timeline (make demo)
 //	slotq bench   run the demo workload several times and report its figures
+//	slotq bench lanes   the same for keyed jobs: overlaps and order per key, makespan (make bench)
 //	slotq costs   measure what a job costs on AWS on DynamoDB Local + moto (make bench)
 //	slotq sam invoke FUNCTION [--event FILE]   build a function's bootstrap, invoke it as `sam local invoke` (make invoke)
 //	slotq sam start-lambda   the built bootstraps behind the Invoke API, event source and schedule (make start-lambda)
@@ -66,7 +67,7 @@ func init() {
 	commands = []command{
 		{"enqueue", "enqueue a job on a queue and print its ticket, slot and position", enqueueCmd},
 		{"queues", "list the queues", queuesCmd},
-		{"stats", "show a queue's figures: waiting, parked, failed, lag, backlog", statsCmd},
+		{"stats", "show a queue's figures: waiting, parked, failed, lag, backlog, running, keys", statsCmd},
 		{"pause", "pause a queue, until a time or for a while if given", pauseCmd},
 		{"resume", "lift a queue's pause and release its parked jobs", resumeCmd},
 		{"jobs", "list a queue's parked or failed jobs, get or cancel a job (jobs list|get|cancel)", jobsCmd},
@@ -78,7 +79,7 @@ func init() {
 		{"local", "run the stack in this process: Invoke API on 127.0.0.1:3001, SQS event source, schedule (make run)", localCmd},
 		{"invoke", "invoke a function through the Lambda Invoke API (slotq local's by default) and print its answer", invokeCmd},
 		{"demo", "run producers and workers on the embedded backend and show a live timeline of starts", demoCmd},
-		{"bench", "run the demo workload several times and report spacing, lateness and makespan", benchCmd},
+		{"bench", "run the demo workload several times and report spacing, lateness and makespan (bench lanes: keyed jobs)", benchCmd},
 		{"costs", "measure what a job costs on AWS, on DynamoDB Local and moto (make bench's last step)", costsCmd},
 		{"sam", "run the built bootstraps as sam local does, without Docker (sam invoke|start-lambda)", samCmd},
 		{"help", "list the commands", helpCmd},

@@ -23,7 +23,9 @@ type EnqueueInput = job.EnqueueRequest
 // EnqueueOutput holds the accepted jobs in request order: each one's
 // job_id, ticket, slot_at (when it is expected to start), position (the
 // tickets ahead of it) and status (queued, or parked when its slot is
-// beyond the transport's reach or its queue is paused).
+// beyond the transport's reach or its queue is paused); for a job with a
+// key, the key and key_ahead, the jobs of its key accepted before it and
+// not ended, which it starts after (design.md §5.12).
 type EnqueueOutput = engine.EnqueueResult
 
 // Enqueue accepts one job or a batch: all of them, or none with an
@@ -192,10 +194,11 @@ type GetStatsInput struct {
 }
 
 // GetStatsOutput holds the queue's configuration, state and figures:
-// waiting (from its counters), parked, failed, lag and backlog, its lanes;
-// and Activity, what it did over the last 15 minutes, read from its
-// metrics (CloudWatch on a stack; nil, with ActivityError saying why, when
-// they could not be read).
+// waiting (from its counters), parked, failed, lag and backlog, its lanes
+// (attempts running under max_running; keys held and waited for, jobs
+// waiting on keys and for a running place); and Activity, what it did
+// over the last 15 minutes, read from its metrics (CloudWatch on a stack;
+// nil, with ActivityError saying why, when they could not be read).
 type GetStatsOutput struct {
 	Stats         engine.Stats
 	Activity      *metrics.Activity

@@ -19,9 +19,11 @@
 // to the worker, and the schedule that invokes the resume function.
 //
 // What a person sees: the endpoints and commands to try on start, a line
-// per start, failure, retry, park and release, a resume run's figures
-// (waiting, parked, lag) while jobs wait, and a summary per queue when Run
-// returns (Options.Out; JSON lines with Options.JSON). The figures and
+// per start, failure, retry, park, hand-off of a key or running place and
+// release, a resume run's figures (waiting, parked, lag; for a queue with
+// keys or max_running, attempts running and keys held and waited for)
+// while jobs wait, and a summary per queue when Run returns (Options.Out;
+// JSON lines with Options.JSON). The figures and
 // the summary are read from the functions' EMF lines (pkg/metrics): they
 // are the metrics the stack publishes (docs/operations.md).
 //

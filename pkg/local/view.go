@@ -59,6 +59,12 @@ type queueSummary struct {
 	// The last figures resume published; seen is false before any.
 	waiting, parkedJobs, lag float64
 	seen                     bool
+	// The last lane figures resume published (design.md §5.12): running
+	// is -1 for a queue without max_running; lanes is set once resume
+	// wrote lane figures for the queue (it writes them only for queues
+	// that use keys or max_running).
+	running, keysHeld, keysWaiting, waitingOnKeys, waitingForPlace float64
+	lanes                                                          bool
 }
 
 func (q *queueSummary) n(name string) int { return int(q.counts[name]) }
@@ -79,6 +85,7 @@ var events = map[string]string{
 	"attempt failed; retrying":         "retry",
 	"parked":                           "park",
 	"resumed":                          "release",
+	"handed on":                        "handed",
 	"pause lifted":                     "lifted",
 	"paused":                           "paused",
 	"attempt lost":                     "lost",
@@ -138,8 +145,11 @@ func (v *view) record(ctx context.Context, r slog.Record) {
 		if name == "retry" {
 			fmt.Fprintf(&b, " (again as #%d at %s)", a["ticket"].Int64(), a["slot_at"].Time().Format("15:04:05.000"))
 		}
-	case "park":
+	case "park", "handed":
 		fmt.Fprintf(&b, " #%-5d %-24s %s", a["ticket"].Int64(), a["job_id"], a["reason"])
+		if key := a["key"].String(); key != "" && a["reason"].String() == "key" {
+			fmt.Fprintf(&b, " %s", key)
+		}
 	case "release":
 		fmt.Fprintf(&b, " %d released, %d re-ticketed", a["released"].Int64(), a["reticketed"].Int64())
 	case "paused":
@@ -167,7 +177,7 @@ func (v *view) metrics(ctx context.Context, r slog.Record) {
 	defer v.mu.Unlock()
 	q := v.queues[queue.String()]
 	if q == nil {
-		q = &queueSummary{counts: map[string]float64{}}
+		q = &queueSummary{counts: map[string]float64{}, running: -1}
 		v.queues[queue.String()] = q
 	}
 	vals := func(name string) []float64 {
@@ -186,7 +196,9 @@ func (v *view) metrics(ctx context.Context, r slog.Record) {
 			q.lateness = append(q.lateness, vs...)
 		case metrics.StartGap:
 			q.gaps = append(q.gaps, vs...)
-		case metrics.Waiting, metrics.ParkedJobs, metrics.Lag:
+		case metrics.Waiting, metrics.ParkedJobs, metrics.Lag, metrics.Running,
+			metrics.KeysHeld, metrics.KeysWaiting, metrics.WaitingOnKeys, metrics.WaitingForPlace:
+			// Figures, not counts: the last one stands (below).
 		default:
 			for _, x := range vs {
 				q.counts[m.Name] += x
@@ -201,20 +213,68 @@ func (v *view) metrics(ctx context.Context, r slog.Record) {
 	if p, ok := a[metrics.ParkedJobs]; ok {
 		q.parkedJobs = p.Float64()
 	}
-	if q.waiting == 0 && q.lag == 0 {
-		return // nothing waits: no line
+	// Lane figures: absent ones are zero (resume leaves out the figures
+	// of queues without lanes), Running -1 (no max_running).
+	q.running = -1
+	if r, ok := a[metrics.Running]; ok {
+		q.running = r.Float64()
+	}
+	fig := func(name string) float64 {
+		if x, ok := a[name]; ok {
+			q.lanes = true
+			return x.Float64()
+		}
+		return 0
+	}
+	q.keysHeld, q.keysWaiting, q.waitingOnKeys, q.waitingForPlace =
+		fig(metrics.KeysHeld), fig(metrics.KeysWaiting), fig(metrics.WaitingOnKeys), fig(metrics.WaitingForPlace)
+	if q.waiting == 0 && q.lag == 0 && q.running <= 0 && q.keysHeld == 0 {
+		return // nothing waits or runs: no line
 	}
 	if v.json != nil {
-		v.json.LogAttrs(ctx, slog.LevelInfo, "figures", slog.String("event", "figures"), slog.String("queue", queue.String()),
-			slog.Float64("waiting", q.waiting), slog.Float64("parked", q.parkedJobs), slog.Float64("lag_ms", q.lag))
+		attrs := []slog.Attr{slog.String("event", "figures"), slog.String("queue", queue.String()),
+			slog.Float64("waiting", q.waiting), slog.Float64("parked", q.parkedJobs), slog.Float64("lag_ms", q.lag)}
+		if q.lanes {
+			attrs = append(attrs, slog.Float64("running", q.running), slog.Float64("keys_held", q.keysHeld),
+				slog.Float64("keys_waiting", q.keysWaiting), slog.Float64("waiting_on_keys", q.waitingOnKeys),
+				slog.Float64("waiting_for_place", q.waitingForPlace))
+		}
+		v.json.LogAttrs(ctx, slog.LevelInfo, "figures", attrs...)
 		return
 	}
 	parked := "-"
 	if q.parkedJobs >= 0 {
 		parked = fmt.Sprint(q.parkedJobs)
 	}
-	fmt.Fprintf(v.out, "%s  %-9s %-14s waiting %v, parked %s, lag %s\n", r.Time.Format("15:04:05.000"), "figures", queue.String(),
-		q.waiting, parked, ms(int64(q.lag)))
+	fmt.Fprintf(v.out, "%s  %-9s %-14s waiting %v, parked %s, lag %s%s\n", r.Time.Format("15:04:05.000"), "figures", queue.String(),
+		q.waiting, parked, ms(int64(q.lag)), q.laneText())
+}
+
+// laneText is the live line's account of the queue's lanes: attempts
+// running under max_running, keys held and waited for, jobs waiting for a
+// running place; "" for a queue without lanes.
+func (q *queueSummary) laneText() string {
+	if !q.lanes {
+		return ""
+	}
+	var b strings.Builder
+	if q.running >= 0 {
+		fmt.Fprintf(&b, ", running %v", q.running)
+	}
+	fmt.Fprintf(&b, ", keys held %v, keys waiting %v (%v jobs)", q.keysHeld, q.keysWaiting, q.waitingOnKeys)
+	if q.running >= 0 || q.waitingForPlace > 0 {
+		fmt.Fprintf(&b, ", waiting for a place %v", q.waitingForPlace)
+	}
+	return b.String()
+}
+
+// runningText is the summary's running figure: "-" for a queue without
+// max_running, or before resume reported it.
+func (q *queueSummary) runningText() string {
+	if !q.lanes || q.running < 0 {
+		return "-"
+	}
+	return fmt.Sprint(q.running)
 }
 
 func sortedKeys(m map[string]slog.Value) []string { return slices.Sorted(maps.Keys(m)) }
@@ -280,7 +340,9 @@ func (v *view) summary() {
 				"reticketed", q.n(metrics.Reticketed), "parked", q.n(metrics.Parks), "released", q.n(metrics.Released),
 				"handed_back", q.n(metrics.HandedBack), "accepted", q.n(metrics.JobsAccepted),
 				"lateness_p50_ms", p50, "lateness_p99_ms", p99, "lateness_max_ms", worst, "gap_p50_ms", gap50,
-				"waiting", q.waiting, "lag_ms", q.lag)
+				"waiting", q.waiting, "lag_ms", q.lag,
+				"running", q.running, "keys_held", q.keysHeld, "keys_waiting", q.keysWaiting,
+				"waiting_on_keys", q.waitingOnKeys, "waiting_for_place", q.waitingForPlace)
 		}
 		return
 	}
@@ -290,14 +352,14 @@ func (v *view) summary() {
 	}
 	fmt.Fprintln(v.out)
 	tw := tabwriter.NewWriter(v.out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "queue\tstarts\tsucceeded\tfailed\tretries\tre-ticketed\tparked\treleased\thanded back\tlateness p50\tp99\tmax\tgap p50\twaiting\tlag\t")
+	fmt.Fprintln(tw, "queue\tstarts\tsucceeded\tfailed\tretries\tre-ticketed\tparked\treleased\thanded back\tlateness p50\tp99\tmax\tgap p50\twaiting\tlag\trunning\tkeys waiting\t")
 	for _, n := range names {
 		q := v.queues[n]
 		p50, p99, worst := percentiles(q.lateness)
 		gap50, _, _ := percentiles(q.gaps)
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%v\t%s\t\n", n, q.n(metrics.Starts), q.n(metrics.Succeeded),
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%v\t\n", n, q.n(metrics.Starts), q.n(metrics.Succeeded),
 			q.n(metrics.DeadLetters), q.n(metrics.Retries), q.n(metrics.Reticketed), q.n(metrics.Parks), q.n(metrics.Released),
-			q.n(metrics.HandedBack), msf(p50), msf(p99), msf(worst), msf(gap50), q.waiting, msf(q.lag))
+			q.n(metrics.HandedBack), msf(p50), msf(p99), msf(worst), msf(gap50), q.waiting, msf(q.lag), q.runningText(), q.keysWaiting)
 	}
 	tw.Flush()
 }

@@ -58,3 +58,85 @@ func TestViewSummaryFromMetrics(t *testing.T) {
 		}
 	}
 }
+
+// A queue with lanes (design.md §5.12): the live figures line and the
+// summary show the attempts running under max_running and the keys waited
+// for, as resume's last lane figures give them; figures are not added up.
+func TestViewLaneFigures(t *testing.T) {
+	ctx := context.Background()
+	figures := []engine.Figures{
+		{Waiting: 9, Parked: 5, Lanes: engine.LaneFigures{Running: 2, KeysHeld: 3, KeysWaiting: 2, WaitingOnKeys: 4, WaitingForPlace: 1}},
+		{Waiting: 6, Parked: 3, Lanes: engine.LaneFigures{Running: 1, KeysHeld: 3, KeysWaiting: 2, WaitingOnKeys: 3}},
+	}
+	for _, asJSON := range []bool{false, true} {
+		var out bytes.Buffer
+		v := newView(&out, asJSON)
+		log := slog.New(&tap{next: slog.DiscardHandler, view: v})
+		rec := metrics.New(metrics.Options{Logger: log})
+		for _, f := range figures {
+			rec.Observe(ctx, engine.Event{Kind: engine.EventFigures, Queue: "capped", Figures: &f})
+			rec.Flush(ctx)
+		}
+		rec.Observe(ctx, engine.Event{Kind: engine.EventFigures, Queue: "keyed",
+			Figures: &engine.Figures{Waiting: 2, Lanes: engine.LaneFigures{Running: -1, KeysHeld: 1, KeysWaiting: 1, WaitingOnKeys: 2}}})
+		rec.Observe(ctx, engine.Event{Kind: engine.EventFigures, Queue: "plain", Figures: &engine.Figures{Waiting: 1, Lanes: engine.LaneFigures{Running: -1}}})
+		rec.Flush(ctx)
+		live := out.String()
+		out.Reset()
+		v.summary()
+		if !asJSON {
+			for _, want := range []string{
+				"waiting 9, parked 5, lag 0ms, running 2, keys held 3, keys waiting 2 (4 jobs), waiting for a place 1\n",
+				"waiting 6, parked 3, lag 0ms, running 1, keys held 3, keys waiting 2 (3 jobs), waiting for a place 0\n",
+				"keyed          waiting 2, parked 0, lag 0ms, keys held 1, keys waiting 1 (2 jobs)\n",
+				"plain          waiting 1, parked 0, lag 0ms\n",
+			} {
+				if !strings.Contains(live, want) {
+					t.Errorf("live view lacks %q:\n%s", want, live)
+				}
+			}
+			lines := map[string]string{}
+			for _, l := range strings.Split(out.String(), "\n") {
+				if f := strings.Fields(l); len(f) > 2 {
+					lines[f[0]] = strings.Join(f[len(f)-3:], " ")
+				}
+			}
+			// The last columns: lag, running, keys waiting.
+			for q, want := range map[string]string{"queue": "running keys waiting", "capped": "0ms 1 2", "keyed": "0ms - 1", "plain": "0ms - 0"} {
+				if lines[q] != want {
+					t.Errorf("summary of %s ends %q, want %q:\n%s", q, lines[q], want, out.String())
+				}
+			}
+			continue
+		}
+		var figs []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(live), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("%v: %s", err, l)
+			}
+			if m["event"] == "figures" && m["queue"] == "capped" {
+				figs = append(figs, m)
+			}
+		}
+		if len(figs) != 2 || figs[1]["running"] != 1.0 || figs[1]["waiting_on_keys"] != 3.0 || figs[0]["waiting_for_place"] != 1.0 {
+			t.Errorf("figures lines %v", figs)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var s map[string]any
+			if err := json.Unmarshal([]byte(l), &s); err != nil {
+				t.Fatalf("%v: %s", err, l)
+			}
+			want := map[string]map[string]float64{
+				"capped": {"running": 1, "keys_held": 3, "keys_waiting": 2, "waiting_on_keys": 3, "waiting_for_place": 0},
+				"keyed":  {"running": -1, "keys_held": 1, "keys_waiting": 1, "waiting_on_keys": 2, "waiting_for_place": 0},
+				"plain":  {"running": -1, "keys_held": 0, "keys_waiting": 0, "waiting_on_keys": 0, "waiting_for_place": 0},
+			}[s["queue"].(string)]
+			for k, w := range want {
+				if s[k] != w {
+					t.Errorf("summary of %s: %s = %v, want %v", s["queue"], k, s[k], w)
+				}
+			}
+		}
+	}
+}

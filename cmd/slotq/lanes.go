@@ -1,0 +1,377 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slotq/slotq/internal/timeline"
+	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/memstore"
+	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/pkg/target"
+)
+
+// laneKind is the job kind of the lanes workload: it runs for its
+// payload's run_ns and records when it began and ended.
+const laneKind = "bench.lane"
+
+// lanesConfig is one run of the lanes workload (design.md §5.12): Keys
+// keys × Jobs jobs, each running a random MinRun..MaxRun intervals.
+type lanesConfig struct {
+	Queue          string
+	Keys, Jobs     int
+	MinRun, MaxRun float64 // in intervals
+	// Batch is the most jobs of one enqueue call.
+	Batch      int
+	Workers    int
+	Interval   time.Duration
+	MaxRunning int
+	Seed       uint64
+	// Timeout bounds the wait for all jobs; 0 means twice the ideal
+	// makespan plus 30s.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+func (c lanesConfig) validate() error {
+	switch {
+	case c.Keys < 1:
+		return errors.New("--keys must be at least 1")
+	case c.Jobs < 1:
+		return errors.New("--jobs must be at least 1")
+	case c.MinRun < 0 || c.MaxRun < c.MinRun:
+		return errors.New("--min-run must be at least 0 and at most --max-run")
+	case c.Batch < 1 || c.Batch > job.MaxBatch:
+		return fmt.Errorf("--batch must be between 1 and %d", job.MaxBatch)
+	case c.Workers < 1:
+		return errors.New("--workers must be at least 1")
+	case c.Interval <= 0:
+		return errors.New("--interval must be greater than 0")
+	case c.MaxRunning < 0 || c.MaxRunning > slot.MaxRunningLimit:
+		return fmt.Errorf("--max-running must be between 0 (no cap) and %d", slot.MaxRunningLimit)
+	case c.Timeout < 0:
+		return errors.New("--timeout must not be negative")
+	}
+	return slot.ValidateName(c.Queue)
+}
+
+// lanePayload is what a job of the lanes workload carries.
+type lanePayload struct {
+	RunNS int64 `json:"run_ns"`
+}
+
+// laneRun is one run of a job of the workload, as its handler saw it.
+type laneRun struct {
+	ID, Key string
+	// Ticket is the job's ticket as it ran; Accepted its place in the
+	// enqueue order.
+	Ticket     int64
+	Accepted   int
+	SlotAt     time.Time
+	Gate       time.Time // when the gate let it start (job.Job.StartedAt)
+	Begin, End time.Time // the handler's
+}
+
+// lanesResult is what a run of the lanes workload saw.
+type lanesResult struct {
+	Runs []laneRun
+	// Work is each key's total run time, as asked.
+	Work                               map[string]time.Duration
+	Skew                               time.Duration
+	Enqueued, Succeeded, Unfinished    int
+	StartedTwice, Unstarted, Retickets int
+}
+
+// runLanes runs the lanes workload on the embedded backend as runDemo runs
+// the demo's: one producer enqueues every job at once, keys interleaved
+// at random, while Workers worker goroutines take deliveries, one message
+// each, and the resume function runs once a minute, as the schedule does.
+func runLanes(ctx context.Context, cfg lanesConfig) (lanesResult, error) {
+	if err := cfg.validate(); err != nil {
+		return lanesResult{}, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 2))
+	// The jobs in enqueue order: each key's Jobs jobs, keys shuffled.
+	order := make([]int, 0, cfg.Keys*cfg.Jobs)
+	for k := range cfg.Keys {
+		for range cfg.Jobs {
+			order = append(order, k)
+		}
+	}
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	res := lanesResult{Work: map[string]time.Duration{}}
+	specs := make([]job.Spec, len(order))
+	accepted := map[string]int{}
+	seen := make([]int, cfg.Keys)
+	for i, k := range order {
+		key := fmt.Sprintf("k%02d", k)
+		run := time.Duration((cfg.MinRun + rng.Float64()*(cfg.MaxRun-cfg.MinRun)) * float64(cfg.Interval))
+		res.Work[key] += run
+		p, _ := json.Marshal(lanePayload{RunNS: int64(run)})
+		id := fmt.Sprintf("%s-%02d", key, seen[k])
+		seen[k]++
+		specs[i] = job.Spec{ID: id, Kind: laneKind, Key: key, Payload: p}
+		accepted[id] = i
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 2*lanesIdeal(cfg.Interval, len(specs), res.Work) + 30*time.Second
+	}
+
+	var mu sync.Mutex
+	mux := target.NewMux()
+	mux.HandleFunc(laneKind, func(ctx context.Context, j *job.Job) error {
+		begin := time.Now()
+		var p lanePayload
+		if err := json.Unmarshal(j.Payload, &p); err != nil {
+			return target.SkipRetry(err)
+		}
+		t := time.NewTimer(time.Duration(p.RunNS))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		r := laneRun{ID: j.ID, Key: j.Lane, Ticket: j.Ticket, Accepted: accepted[j.ID], SlotAt: j.SlotAt,
+			Gate: j.StartedAt, Begin: begin, End: time.Now()}
+		mu.Lock()
+		res.Runs = append(res.Runs, r)
+		mu.Unlock()
+		return nil
+	})
+
+	store := memstore.New(memstore.Options{})
+	transport := memstore.NewTransport(memstore.TransportOptions{Seed: cfg.Seed})
+	eng := engine.New(engine.Options{State: store, Transport: transport, Runner: &target.Dispatcher{Mux: mux}, Logger: cfg.Logger})
+	q, err := eng.CreateQueue(ctx, cfg.Queue, slot.Config{Interval: cfg.Interval, MaxRunning: cfg.MaxRunning})
+	if err != nil {
+		return lanesResult{}, err
+	}
+	res.Skew = q.Config.Skew
+
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	// As runDemo's: the workers stop with the run but carry no deadline.
+	runCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWorkers()
+	defer context.AfterFunc(ctx, stopWorkers)()
+	var bg sync.WaitGroup
+	bg.Go(func() {
+		err := transport.Run(runCtx, cfg.Workers, func(ctx context.Context, env job.Envelope) error {
+			err := eng.Work(ctx, env)
+			if err != nil && runCtx.Err() == nil {
+				cfg.Logger.WarnContext(ctx, "work failed; the message will be delivered again", "queue", env.Queue, "job_id", env.JobID, "error", err)
+			}
+			return err
+		})
+		if err != nil {
+			cfg.Logger.Error("transport stopped", "error", err)
+		}
+	})
+	bg.Go(func() {
+		tick := time.NewTicker(time.Minute)
+		defer tick.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-tick.C:
+				if _, err := eng.Resume(runCtx); err != nil && runCtx.Err() == nil {
+					cfg.Logger.Error("resume", "error", err)
+				}
+			}
+		}
+	})
+
+	for i := 0; i < len(specs) && err == nil; i += cfg.Batch {
+		var out engine.EnqueueResult
+		out, err = eng.Enqueue(ctx, job.EnqueueRequest{Queue: cfg.Queue, Jobs: specs[i:min(i+cfg.Batch, len(specs))]})
+		res.Enqueued += len(out.Jobs)
+	}
+	if err == nil {
+		err = waitDone(ctx, store, cfg.Queue)
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			err = nil // reported as unfinished jobs
+		}
+	}
+	stopWorkers()
+	bg.Wait()
+
+	ran := map[string]int{}
+	for _, r := range res.Runs {
+		ran[r.ID]++
+	}
+	for _, s := range specs[:res.Enqueued] {
+		j, jerr := eng.Job(context.WithoutCancel(ctx), job.Key{Queue: cfg.Queue, ID: s.ID})
+		if jerr != nil {
+			return res, errors.Join(err, jerr)
+		}
+		res.Retickets += j.Retickets
+		if j.Status == job.Succeeded {
+			res.Succeeded++
+		} else {
+			res.Unfinished++
+		}
+		switch ran[s.ID] {
+		case 0:
+			res.Unstarted++
+		case 1:
+		default:
+			res.StartedTwice++
+		}
+	}
+	return res, err
+}
+
+// lanesIdeal is the least makespan of n jobs at interval whose keys take
+// work each: the starts need (n−1)·interval, and each key's runs follow
+// one another.
+func lanesIdeal(interval time.Duration, n int, work map[string]time.Duration) time.Duration {
+	ideal := time.Duration(n-1) * interval
+	for _, w := range work {
+		ideal = max(ideal, w)
+	}
+	return ideal
+}
+
+// lanesReport is what a run of the lanes workload shows.
+type lanesReport struct {
+	cfg lanesConfig
+	res lanesResult
+	// Overlaps counts runs that began before the previous run of their
+	// key ended; OrderViolations runs that began after a run of their key
+	// with a higher ticket (both must be 0, §5.12). Reordered counts
+	// runs that began after a run of their key accepted later: a passed
+	// job takes a new ticket behind its key's later jobs.
+	Overlaps, OrderViolations, Reordered int
+	// PerKey is the most runs of one key at once (1); Concurrent the most
+	// runs of the queue at once (at most MaxRunning, if set).
+	PerKey, Concurrent int
+	// GateViolations counts starts at the gate closer than the queue's
+	// spacing allows (design.md §5.3).
+	GateViolations int
+	// LatenessP50, P99: handler begin − slot.
+	LatenessP50, LatenessP99 time.Duration
+	Makespan, Ideal          time.Duration
+}
+
+func newLanesReport(cfg lanesConfig, res lanesResult) lanesReport {
+	r := lanesReport{cfg: cfg, res: res, Ideal: lanesIdeal(cfg.Interval, res.Enqueued, res.Work)}
+	runs := slices.Clone(res.Runs)
+	slices.SortFunc(runs, func(a, b laneRun) int { return a.Begin.Compare(b.Begin) })
+	byKey := map[string][]laneRun{}
+	for _, x := range runs {
+		byKey[x.Key] = append(byKey[x.Key], x)
+	}
+	for _, rs := range byKey {
+		for i := 1; i < len(rs); i++ {
+			prev, x := rs[i-1], rs[i]
+			if x.Begin.Before(prev.End) {
+				r.Overlaps++
+			}
+			if x.Ticket <= prev.Ticket {
+				r.OrderViolations++
+			}
+		}
+		top := -1
+		for _, x := range rs {
+			if x.Accepted < top {
+				r.Reordered++
+			}
+			top = max(top, x.Accepted)
+		}
+		r.PerKey = max(r.PerKey, mostAtOnce(rs))
+	}
+	r.Concurrent = mostAtOnce(runs)
+	gates := make([]time.Time, len(runs))
+	late := make([]time.Duration, len(runs))
+	for i, x := range runs {
+		gates[i], late[i] = x.Gate, x.Begin.Sub(x.SlotAt)
+	}
+	slices.SortFunc(gates, func(a, b time.Time) int { return a.Compare(b) })
+	r.GateViolations = timeline.Violations(gates, cfg.Interval, res.Skew)
+	r.LatenessP50, r.LatenessP99 = timeline.Percentile(late, 50), timeline.Percentile(late, 99)
+	if len(runs) > 0 {
+		end := runs[0].End
+		for _, x := range runs {
+			end = maxTime(end, x.End)
+		}
+		r.Makespan = end.Sub(runs[0].Begin)
+	}
+	return r
+}
+
+// Ratio is makespan / ideal.
+func (r lanesReport) Ratio() float64 {
+	if r.Ideal <= 0 {
+		return 0
+	}
+	return float64(r.Makespan) / float64(r.Ideal)
+}
+
+// mostAtOnce is the most runs that ran at one moment; a run that ends as
+// another begins does not count as two at once.
+func mostAtOnce(runs []laneRun) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(runs))
+	for _, x := range runs {
+		edges = append(edges, edge{x.Begin, 1}, edge{x.End, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	n, top := 0, 0
+	for _, e := range edges {
+		n += e.delta
+		top = max(top, n)
+	}
+	return top
+}
+
+// verdict reports on stderr what makes a run fail and returns the exit
+// code: runs of a key that overlapped or left ticket order, more runs at
+// once than max_running, spacing violations at the gate, jobs not
+// finished or started twice.
+func (r lanesReport) verdict(stderr io.Writer, prog string) int {
+	var problems []string
+	add := func(n int, what string) {
+		if n > 0 {
+			problems = append(problems, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(r.Overlaps, "runs began before the previous run of their key ended")
+	add(r.OrderViolations, "runs began after a higher ticket of their key")
+	if r.cfg.MaxRunning > 0 && r.Concurrent > r.cfg.MaxRunning {
+		problems = append(problems, fmt.Sprintf("%d runs at once, above max_running %d", r.Concurrent, r.cfg.MaxRunning))
+	}
+	add(r.GateViolations, "spacing violations at the gate")
+	add(r.res.Unfinished, "jobs not finished")
+	add(r.res.StartedTwice, "jobs started more than once")
+	if r.res.Enqueued == 0 {
+		problems = append(problems, "no job was enqueued")
+	}
+	if len(problems) == 0 {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "%s: FAIL: %s\n", prog, strings.Join(problems, "; "))
+	return exitFail
+}
