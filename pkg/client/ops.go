@@ -10,8 +10,8 @@ import (
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/lambdafn"
 	"github.com/slotq/slotq/pkg/lambdafn/admin"
-	"github.com/slotq/slotq/pkg/metrics"
 	"github.com/slotq/slotq/pkg/lambdafn/enqueue"
+	"github.com/slotq/slotq/pkg/metrics"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
