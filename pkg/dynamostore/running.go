@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -150,4 +151,43 @@ func (s *Store) EndRun(ctx context.Context, queue string, ticket int64) error {
 		return fmt.Errorf("end run %s ticket %d: %w", queue, ticket, err)
 	}
 	return nil
+}
+
+// Skip moves current to ticket with one UpdateItem on the state item, on
+// condition that current is ticket − 1. A condition that fails writes
+// nothing (it is billed as a write, so the engine asks only when its last
+// read says current stands there); the old item tells a missing queue
+// (ErrQueueNotFound) from a current elsewhere (false). A send that meets
+// its own earlier landing finds current at ticket and answers false:
+// nothing is moved twice, so Skip needs no write token and leaves the
+// item's alone.
+func (s *Store) Skip(ctx context.Context, queue string, ticket int64) (bool, error) {
+	x, err := expression.NewBuilder().
+		WithCondition(expression.Name(attrCurrent).Equal(expression.Value(ticket - 1))).
+		WithUpdate(expression.Set(expression.Name(attrCurrent), expression.Value(ticket))).Build()
+	if err != nil {
+		return false, fmt.Errorf("skip %s ticket %d: %w", queue, ticket, err)
+	}
+	_, err = s.updateItem(ctx, &dynamodb.UpdateItemInput{
+		Key:                                 stateKey(queue),
+		UpdateExpression:                    x.Update(),
+		ConditionExpression:                 x.Condition(),
+		ExpressionAttributeNames:            x.Names(),
+		ExpressionAttributeValues:           x.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok := conditionFailed(err); ok {
+		old, err := s.orRead(ctx, stateKey(queue), old)
+		if err != nil {
+			return false, fmt.Errorf("skip %s ticket %d: %w", queue, ticket, err)
+		}
+		if old == nil {
+			return false, notFound("skip", queue)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("skip %s ticket %d: %w", queue, ticket, err)
+	}
+	return true, nil
 }

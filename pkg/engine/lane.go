@@ -79,9 +79,11 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 // not parked yet and handed it the key without sending it, so j goes on
 // to the gate itself (reported true).
 func (e *Engine) waitKey(ctx context.Context, q Queue, j *job.Job, w slot.Waiter) (bool, error) {
+	inLine := !outOfLine(j)
 	if err := e.parkOn(ctx, j, job.WaitKey); err != nil {
 		return false, err
 	}
+	e.leaveLine(ctx, q, j, inLine)
 	l, err := e.state.GetLane(ctx, q.Name, j.Lane)
 	if err != nil || l.Fresh(q.Gen).Holder != w {
 		return false, nil // the hand-off will find it parked
@@ -98,9 +100,11 @@ func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, erro
 		// The list is full: come again later, as a full key's lane does.
 		return false, e.handBack(ctx, j, e.now().Add(max(q.Config.Interval, time.Second)))
 	}
+	inLine := !outOfLine(j)
 	if err := e.parkOn(ctx, j, job.WaitPlace); err != nil {
 		return false, err
 	}
+	e.leaveLine(ctx, q, j, inLine)
 	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
 	if err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane { return slot.Enter(l, w) }); err != nil {
 		// Parked but on no list: the resume function's look at the lane
@@ -140,6 +144,20 @@ func (e *Engine) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) err
 	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
 	e.log.InfoContext(ctx, "parked", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "reason", string(why), "key", j.Lane)
 	return nil
+}
+
+// leaveLine moves the queue's current past j, a line job that just parked
+// on a lane, when every lower ticket has started (q, read before, says
+// current stands just below it): the tickets behind it then do not hold an
+// interval for a job that is not coming (see holdUntil), and the next one
+// is not passed by the one after it in the race that hold would start.
+func (e *Engine) leaveLine(ctx context.Context, q Queue, j *job.Job, inLine bool) {
+	if !inLine || q.State.Current != j.Ticket-1 {
+		return
+	}
+	if _, err := e.state.Skip(ctx, q.Name, j.Ticket); err != nil {
+		e.log.WarnContext(ctx, "current not moved past a parked job", "queue", q.Name, "ticket", j.Ticket, "error", err.Error())
+	}
 }
 
 // unpark moves a job it parked on a lane back to queued, to go on in this

@@ -185,6 +185,12 @@ type State interface {
 	// so far is cancelled when it reaches the gate (slot.Purged). It
 	// returns the state after. ErrQueueNotFound.
 	Purge(ctx context.Context, name string) (slot.State, error)
+	// Skip moves current to ticket if it stands just below it (current =
+	// ticket − 1: every lower ticket has started or left the line), and
+	// reports whether it did; nothing else changes. It is for a ticket that
+	// left the line without starting (a job parked on a lane): the line's
+	// next ticket then need not hold for it. ErrQueueNotFound.
+	Skip(ctx context.Context, queue string, ticket int64) (bool, error)
 	// DeleteQueue removes a queue's record and its resume lease. Its jobs
 	// are left to the engine: they belong to the queue's generation, which
 	// no queue has any more.

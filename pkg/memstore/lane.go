@@ -26,6 +26,22 @@ func (s *Store) EndRun(_ context.Context, queue string, ticket int64) error {
 	return nil
 }
 
+// Skip moves queue's current to ticket if it is ticket − 1.
+func (s *Store) Skip(_ context.Context, queue string, ticket int64) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[queue]
+	if !ok {
+		return false, notFound("skip", queue)
+	}
+	if q.State.Current != ticket-1 {
+		return false, nil
+	}
+	q.State.Current = ticket
+	s.queues[queue] = q
+	return true, nil
+}
+
 // GetLane returns queue's lane of key, or an unwritten one.
 func (s *Store) GetLane(_ context.Context, queue, key string) (slot.Lane, error) {
 	s.mu.Lock()

@@ -36,6 +36,7 @@ func Run(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Moves", func(t *testing.T) { testMoves(t, newState) })
 	t.Run("Lease", func(t *testing.T) { testLease(t, newState) })
 	t.Run("Lanes", func(t *testing.T) { testLanes(t, newState) })
+	t.Run("Skip", func(t *testing.T) { testSkip(t, newState) })
 }
 
 // base is the suite's fixed "now"; every time passed in derives from it.
