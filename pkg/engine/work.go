@@ -327,6 +327,26 @@ func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
 	return st.LastStart.Add(time.Duration(min(ahead, inFlight)+1)*iv - q.Config.Skew)
 }
 
+// startedKey is the context key of OnStarted's callback.
+type startedKey struct{}
+
+// OnStarted returns ctx carrying fn, which Work calls once it is done with
+// the gate for its message: as the claimed attempt's target begins, or as
+// Work returns without starting anything. A worker that works one queue's
+// messages in order (sqstransport.WorkBatch) lets the next message go on
+// from there, so a slow target holds up no later job.
+func OnStarted(ctx context.Context, fn func()) context.Context {
+	return context.WithValue(ctx, startedKey{}, fn)
+}
+
+// Started calls ctx's OnStarted callback, if any: Work does, as its
+// attempt's target begins; a stand-in for Work may too.
+func Started(ctx context.Context) {
+	if fn, ok := ctx.Value(startedKey{}).(func()); ok {
+		fn()
+	}
+}
+
 // outOfLine reports whether j passes the gate by the spacing alone, not by
 // its ticket: a scheduled job, or one that waited on a lane.
 func outOfLine(j *job.Job) bool { return j.Scheduled || j.Detached }
@@ -402,6 +422,7 @@ func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now
 	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap})
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(), "attempt", j.Attempt, "target", j.What())
+	Started(ctx) // the gate is behind: the queue's next message may go on
 	runErr := errors.New("no runner configured")
 	if e.runner != nil {
 		runErr = e.runTarget(ctx, j, q.Config)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 )
 
@@ -21,11 +22,13 @@ import (
 // each failure, one call at a time.
 //
 // Queues are worked at once, each in its own goroutine, so a queue whose
-// job waits for its slot or runs a slow target holds up no other queue.
-// Within a queue, messages are worked one after another in slot order:
-// two late jobs of a queue worked at once could pass the gate in the
-// wrong order, and the lower ticket would be re-ticketed behind the
-// higher.
+// job waits for its slot holds up no other queue. Within a queue, messages
+// go through the gate one after another in slot order (two late jobs of a
+// queue at the gate at once could pass it in the wrong order, and the
+// lower ticket would be re-ticketed behind the higher), but each message's
+// target runs on its own: the next message goes on as soon as the one
+// before it started its target or was done (engine.OnStarted), so a slow
+// target, a job holding its key, holds up no later job.
 func WorkBatch(ctx context.Context, batch []events.SQSMessage, work func(context.Context, job.Envelope) error,
 	onError func(env job.Envelope, err error)) events.SQSEventResponse {
 	type item struct {
@@ -61,9 +64,15 @@ func WorkBatch(ctx context.Context, batch []events.SQSMessage, work func(context
 	for _, line := range queues {
 		wg.Go(func() {
 			for _, it := range line {
-				if it.err = work(ctx, it.env); it.err != nil {
-					report(it.env, fmt.Errorf("message %s: %w", it.id, it.err))
-				}
+				next := make(chan struct{})
+				done := sync.OnceFunc(func() { close(next) })
+				wg.Go(func() {
+					defer done()
+					if it.err = work(engine.OnStarted(ctx, done), it.env); it.err != nil {
+						report(it.env, fmt.Errorf("message %s: %w", it.id, it.err))
+					}
+				})
+				<-next
 			}
 		})
 	}

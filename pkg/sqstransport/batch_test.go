@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/sqstransport"
 )
@@ -33,7 +34,8 @@ func batchOf(t *testing.T, envs ...job.Envelope) []events.SQSMessage {
 }
 
 // A batch is worked concurrently across queues and in slot order within
-// each queue; failures are reported per message.
+// each queue (work that never says it started holds up the next message
+// of its queue until it returns); failures are reported per message.
 func TestWorkBatchConcurrentAcrossQueues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := time.Now()
@@ -76,6 +78,47 @@ func TestWorkBatchConcurrentAcrossQueues(t *testing.T) {
 		}
 		if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m-b2" {
 			t.Errorf("failures %+v, want m-b2", resp.BatchItemFailures)
+		}
+	})
+}
+
+// Within a queue the messages pass the gate one after another, but each
+// target runs on its own: once a message's work says it started
+// (engine.Started), the next one goes on, so a slow target does not hold
+// up the queue's later jobs.
+func TestWorkBatchRunsTargetsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := time.Now()
+		var envs []job.Envelope
+		for i := 1; i <= 3; i++ {
+			envs = append(envs, job.Envelope{V: job.EnvelopeVersion, Queue: "q", JobID: fmt.Sprintf("j%d", i),
+				Ticket: int64(i), SlotAt: base.Add(time.Duration(i) * time.Second), Attempt: 1, Kind: "k"})
+		}
+		var mu sync.Mutex
+		gating := 0
+		var begins []time.Duration
+		work := func(ctx context.Context, env job.Envelope) error {
+			mu.Lock()
+			gating++
+			if gating > 1 {
+				t.Errorf("%s: two messages of one queue before their gate at once", env.JobID)
+			}
+			mu.Unlock()
+			time.Sleep(time.Until(env.SlotAt)) // to the slot, then the gate
+			mu.Lock()
+			gating--
+			begins = append(begins, time.Since(base))
+			mu.Unlock()
+			engine.Started(ctx)
+			time.Sleep(10 * time.Second) // a slow target
+			return nil
+		}
+		sqstransport.WorkBatch(context.Background(), batchOf(t, envs...), work, nil)
+		if want := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}; !slices.Equal(begins, want) {
+			t.Errorf("targets began at %v, want each at its slot %v", begins, want)
+		}
+		if took := time.Since(base); took != 13*time.Second {
+			t.Errorf("the batch took %v, want 13s: the last slot, then its 10s target", took)
 		}
 	})
 }
