@@ -105,7 +105,7 @@ func (c cli) exits(args []string, code int, stderr string) {
 
 var (
 	timeRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z`)
-	figRE  = regexp.MustCompile(`(?m)^(lag|backlog|last start)( +)\S+$`)
+	figRE  = regexp.MustCompile(`(?m)^(lag|backlog|last start|start lateness p50 / p99 / max)( +)\S.*$`)
 )
 
 // golden compares out, its times masked, with testdata/cli/NAME.golden.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/slotq/slotq/pkg/client"
 	"github.com/slotq/slotq/pkg/engine"
+	"github.com/slotq/slotq/pkg/metrics"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
@@ -134,7 +135,9 @@ func statsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	c := newStackCmd("stats", "QUEUE", "Shows a queue's figures: jobs waiting (from its counters), parked and failed,\n"+
 		"how far its starts trail its line (lag), how far ahead the line is booked (backlog), its lanes\n"+
 		"(attempts running under max_running; keys held, keys with jobs waiting, jobs waiting on keys and\n"+
-		"for a running place), and its configuration.", stdout, stderr)
+		"for a running place), what it did over the last 15 minutes (starts, outcomes, start lateness,\n"+
+		"from its metrics: CloudWatch on a stack, the process's own tally on the local runtime),\n"+
+		"and its configuration.", stdout, stderr)
 	pos, code := c.parse(args, 1, 1)
 	if code >= 0 {
 		return code
@@ -145,7 +148,8 @@ func statsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return nil, nil, err
 		}
 		s := out.Stats
-		return s, func(w io.Writer) {
+		js := statsJSON{Stats: s, Activity: out.Activity, ActivityError: out.ActivityError}
+		return js, func(w io.Writer) {
 			row(w, "queue", s.Queue)
 			row(w, "paused", paused(s.State))
 			row(w, "waiting", s.Waiting)
@@ -153,6 +157,7 @@ func statsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			row(w, "failed", s.Failed)
 			row(w, "lag", time.Duration(s.Lag))
 			row(w, "backlog", time.Duration(s.Backlog))
+			activityRows(w, out.Activity, out.ActivityError)
 			laneRows(w, s.Lanes, s.Config.MaxRunning)
 			row(w, "tickets", s.State.Ticket)
 			row(w, "started", s.State.Current)
@@ -160,6 +165,53 @@ func statsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			configRows(w, s.Config)
 		}, nil
 	})
+}
+
+// statsJSON is stats' --json answer: the queue's figures, and its recent
+// activity beside them.
+type statsJSON struct {
+	engine.Stats
+	Activity      *metrics.Activity `json:"activity,omitempty"`
+	ActivityError string            `json:"activity_error,omitempty"`
+}
+
+// activityRows prints what a queue did over the last window, from its
+// metrics, or why that is not known.
+func activityRows(w io.Writer, a *metrics.Activity, why string) {
+	if a == nil {
+		if why == "" {
+			why = "not available"
+		}
+		row(w, "recent activity", "unknown: "+why)
+		return
+	}
+	in := " (last " + shortDuration(time.Duration(a.Window)) + ")"
+	row(w, "starts"+in, a.Starts)
+	lateness := "-"
+	if a.LatenessP50 != nil && a.LatenessP99 != nil && a.LatenessMax != nil {
+		lateness = fmt.Sprintf("%s / %s / %s", msDuration(*a.LatenessP50), msDuration(*a.LatenessP99), msDuration(*a.LatenessMax))
+	}
+	row(w, "start lateness p50 / p99 / max", lateness)
+	row(w, "succeeded / attempts failed / dead letters", fmt.Sprintf("%d / %d / %d", a.Succeeded, a.AttemptFailures, a.DeadLetters))
+	row(w, "retries / re-tickets / handed back", fmt.Sprintf("%d / %d / %d", a.Retries, a.Reticketed, a.HandedBack))
+}
+
+// msDuration is a number of milliseconds as a duration.
+func msDuration(v float64) time.Duration {
+	return time.Duration(v * float64(time.Millisecond)).Round(100 * time.Microsecond)
+}
+
+// shortDuration prints d without the zero parts Go's String adds ("15m",
+// not "15m0s").
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // laneRows prints what a queue's lanes show (design.md §5.12).
