@@ -80,7 +80,7 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 // to the gate itself (reported true).
 func (e *Engine) waitKey(ctx context.Context, q Queue, j *job.Job, w slot.Waiter) (bool, error) {
 	inLine := !outOfLine(j)
-	if err := e.parkOn(ctx, j, job.WaitKey); err != nil {
+	if parked, err := e.parkOn(ctx, j, job.WaitKey); !parked || err != nil {
 		return false, err
 	}
 	e.leaveLine(ctx, q, j, inLine)
@@ -101,7 +101,7 @@ func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, erro
 		return false, e.handBack(ctx, j, e.now().Add(max(q.Config.Interval, time.Second)))
 	}
 	inLine := !outOfLine(j)
-	if err := e.parkOn(ctx, j, job.WaitPlace); err != nil {
+	if parked, err := e.parkOn(ctx, j, job.WaitPlace); !parked || err != nil {
 		return false, err
 	}
 	e.leaveLine(ctx, q, j, inLine)
@@ -129,21 +129,22 @@ func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, erro
 
 // parkOn stores a queued job as parked on a lane (why is job.WaitKey or
 // job.WaitPlace): detached from the line, and released by a hand-off,
-// not by time.
-func (e *Engine) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) error {
+// not by time. It reports false when the record had moved on (another
+// delivery of the message parked it, or runs it): this one is done.
+func (e *Engine) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) (bool, error) {
 	from := j.Version()
 	j.Status, j.ParkReason, j.DueAt, j.Detached = job.Parked, why, time.Time{}, true
 	j.Record(job.Event{At: e.now(), Kind: job.ParkedEvent, Reason: string(why)})
 	err := e.state.UpdateJob(ctx, *j, from)
-	if errors.Is(err, ErrConflict) {
-		return nil
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("park %s on %s: %w", j.Key(), why, err)
+		return false, fmt.Errorf("park %s on %s: %w", j.Key(), why, err)
 	}
 	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
 	e.log.InfoContext(ctx, "parked", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "reason", string(why), "key", j.Lane)
-	return nil
+	return true, nil
 }
 
 // leaveLine moves the queue's current past j, a line job that just parked
@@ -234,6 +235,22 @@ func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, fi
 		return
 	}
 	e.log.WarnContext(ctx, "key not handed on: the lane kept changing", "queue", q.Name, "key", j.Lane, "job_id", j.ID)
+}
+
+// leaveUnlessRunning gives up the key j's ticket may hold, after j was
+// parked or re-ticketed at the gate, unless j's record shows that ticket
+// running: then this delivery was a duplicate of a message whose attempt
+// runs, holding the key, and the key stays with it. (The job may hold the
+// key from an earlier delivery that was handed back.)
+func (e *Engine) leaveUnlessRunning(ctx context.Context, q Queue, j job.Job, ticket int64) {
+	if j.Lane == "" {
+		return
+	}
+	fresh, err := e.state.GetJob(ctx, j.Key())
+	if err == nil && fresh.Status == job.Running && fresh.Ticket == ticket {
+		return
+	}
+	e.leave(ctx, q, j, ticket, false)
 }
 
 // handKey sends the job that was just given the key of lane key, and

@@ -22,6 +22,13 @@ import (
 // not begin in ticket order.
 func checkLanes(t *testing.T, runs []run) {
 	t.Helper()
+	if v := laneViolation(runs); v != "" {
+		t.Fatal(v)
+	}
+}
+
+// laneViolation says how runs break §5.12, or returns "".
+func laneViolation(runs []run) string {
 	byKey := map[string][]run{}
 	for _, r := range runs {
 		byKey[r.Key] = append(byKey[r.Key], r)
@@ -34,15 +41,16 @@ func checkLanes(t *testing.T, runs []run) {
 		for i := 1; i < len(rs); i++ {
 			prev, r := rs[i-1], rs[i]
 			if r.Begin.Before(prev.End) {
-				t.Fatalf("key %s: ticket %d (job %s) began %v before ticket %d (job %s) ended",
+				return fmt.Sprintf("key %s: ticket %d (job %s) began %v before ticket %d (job %s) ended",
 					key, r.Ticket, r.ID, prev.End.Sub(r.Begin), prev.Ticket, prev.ID)
 			}
 			if r.Ticket <= prev.Ticket {
-				t.Fatalf("key %s: ticket %d (job %s) began after ticket %d (job %s): not in ticket order",
+				return fmt.Sprintf("key %s: ticket %d (job %s) began after ticket %d (job %s): not in ticket order",
 					key, r.Ticket, r.ID, prev.Ticket, prev.ID)
 			}
 		}
 	}
+	return ""
 }
 
 // maxConcurrent is the most runs that were running at one moment.
@@ -142,7 +150,12 @@ func TestGuaranteeLanes(t *testing.T) {
 					if len(runs) < total {
 						t.Fatalf("%d runs of %d jobs", len(runs), total)
 					}
-					checkLanes(t, runs)
+					if v := laneViolation(runs); v != "" {
+						for _, j := range s.store.Jobs("lanes") {
+							t.Logf("%s ticket %d key %s %s: %+v", j.ID, j.Ticket, j.Lane, j.Status, j.History)
+						}
+						t.Fatal(v)
+					}
 					checkSpacing(t, s.startsOf("lanes"), iv, time.Millisecond)
 					if tc.maxRunning > 0 {
 						if n := maxConcurrent(runs); n > tc.maxRunning {

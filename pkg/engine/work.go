@@ -163,14 +163,16 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 				}
 				wake = time.Time{}
 			case slot.Paused:
-				e.leave(ctx, q, j, j.Ticket, false)
-				return e.park(ctx, &j, job.PausedQueue)
+				err := e.park(ctx, &j, job.PausedQueue)
+				e.leaveUnlessRunning(ctx, q, j, want.Ticket)
+				return err
 			case slot.Purged:
 				return e.purged(ctx, q, j)
 			case slot.Passed:
-				e.leave(ctx, q, j, j.Ticket, false)
 				q.State = gate.State
-				return e.reticket(ctx, &q, &j)
+				err := e.reticket(ctx, &q, &j)
+				e.leaveUnlessRunning(ctx, q, j, want.Ticket)
+				return err
 			}
 		default:
 			return fmt.Errorf("work %s: gate: %w", env.Key(), err)
