@@ -223,7 +223,7 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 			}
 			return 0, fmt.Errorf("purge %s: %w", name, err)
 		}
-		e.leave(ctx, q, j, j.Ticket, true) // off its key's lane, and no longer pending there
+		e.cancelled(ctx, q, j) // off its lanes, and no longer pending on its key
 	}
 	return int(max(0, st.Purged-st.Current)), nil
 }
@@ -398,7 +398,7 @@ func (e *Engine) CancelJob(ctx context.Context, k job.Key) (job.Job, error) {
 		if err != nil {
 			return j, failure("cancel", k, err)
 		}
-		e.leave(ctx, q, j, j.Ticket, true)
+		e.cancelled(ctx, q, j)
 		return e.getJob(ctx, q, k)
 	}
 }

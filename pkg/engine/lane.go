@@ -107,8 +107,8 @@ func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, erro
 	e.leaveLine(ctx, q, j, inLine)
 	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
 	if err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane { return slot.Enter(l, w) }); err != nil {
-		// Parked but on no list: the resume function's look at the lane
-		// does not find it. Leave it to the message: try again.
+		// Parked but on no list: the resume function finds it so once
+		// RecordGrace has passed (reapLanes), and sends it again.
 		return false, fmt.Errorf("wait for a running place %s: %w", j.Key(), err)
 	}
 	fresh, err := e.state.GetQueue(ctx, q.Name)
@@ -253,6 +253,19 @@ func (e *Engine) leaveUnlessRunning(ctx context.Context, q Queue, j job.Job, tic
 	e.leave(ctx, q, j, ticket, false)
 }
 
+// cancelled takes a job that was cancelled while it waited off its lanes:
+// its key's (and the key's pending count), and the running places' list
+// if it waited there.
+func (e *Engine) cancelled(ctx context.Context, q Queue, j job.Job) {
+	if j.Status == job.Parked && j.ParkReason == job.WaitPlace {
+		w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
+		if err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane { return slot.Remove(l, w) }); err != nil {
+			e.log.WarnContext(ctx, "cancelled job left on the running places' list", "queue", q.Name, "job_id", j.ID, "error", err.Error())
+		}
+	}
+	e.leave(ctx, q, j, j.Ticket, true)
+}
+
 // handKey sends the job that was just given the key of lane key, and
 // gives the key on past waiters that no longer wait (cancelled ones).
 func (e *Engine) handKey(ctx context.Context, q Queue, key string, w slot.Waiter) {
@@ -333,7 +346,9 @@ func hasRun(s slot.State, ticket int64) bool { _, ok := s.Running[ticket]; retur
 // place, lowest ticket first, past waiters that no longer wait, and
 // returns how many it sent.
 func (e *Engine) handPlaces(ctx context.Context, q Queue, n int) (sent int) {
-	for tries := 0; n > 0 && tries < laneTries; tries++ {
+	// Each pass pops a waiter: stale ones (cancelled, or sent on already)
+	// cost a pass each, bounded by the list's length.
+	for tries := 0; n > 0 && tries < slot.MaxLaneWaiting+laneTries; tries++ {
 		var head slot.Waiter
 		var ok bool
 		err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane {
@@ -429,9 +444,14 @@ func (e *Engine) reapLanes(ctx context.Context, q Queue, now time.Time, parked [
 			// it keeps the key too: a place's hand-off sends it.
 			h, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: l.Holder.JobID})
 			if err == nil && h.Status == job.Parked && h.ParkReason.Waits() && h.Ticket == l.Holder.Ticket {
-				renewed := l
-				renewed.Until = now.Add(e.opts.Lease)
-				if _, err := e.state.PutLane(ctx, renewed, l.Version); err == nil {
+				kept := false
+				err := e.updateLane(ctx, q, l.Key, func(cur slot.Lane) slot.Lane {
+					if kept = cur.Holder == l.Holder && !cur.Held(now); kept {
+						cur.Until = now.Add(e.opts.Lease)
+					}
+					return cur
+				})
+				if err == nil && kept {
 					if h.ParkReason == job.WaitKey {
 						if err := e.wake(ctx, q, l.Holder, l.Key); err == nil {
 							sent++

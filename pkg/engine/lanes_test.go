@@ -298,3 +298,39 @@ func (s *sim) waitFinishedOrDump(queue string, limit time.Duration) {
 	s.t.Logf("state %+v", q.State)
 	s.t.Fatalf("queue %s: %d jobs not finished after %v", queue, s.unfinished(queue), limit)
 }
+
+// A job cancelled while it waits for a running place leaves the list of
+// waiters, and the place goes to the next one.
+func TestLaneCancelledWaiterLeavesPlaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const iv = 100 * time.Millisecond
+		s := newSim(t, simOptions{Workers: 4, Seed: 21})
+		defer s.stop()
+		s.createQueue("cap", slot.Config{Interval: iv, Skew: time.Millisecond, MaxRunning: 1})
+		s.enqueue("cap", 3, func(i int, sp *job.Spec) {
+			sp.Kind, sp.ID = "lane", fmt.Sprintf("c%d", i)
+			sp.Payload = json.RawMessage(`{"ms":2000}`)
+		})
+		time.Sleep(time.Second) // c0 runs; c1 and c2 wait for its place
+		places := func() []slot.Waiter {
+			l, err := s.store.GetLane(context.Background(), "cap", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l.Waiting
+		}
+		if w := places(); len(w) != 2 {
+			t.Fatalf("waiting for a place: %+v, want c1 and c2", w)
+		}
+		if _, err := s.eng.CancelJob(context.Background(), job.Key{Queue: "cap", ID: "c1"}); err != nil {
+			t.Fatal(err)
+		}
+		if w := places(); len(w) != 1 || w[0].JobID != "c2" {
+			t.Fatalf("waiting for a place after c1's cancel: %+v, want c2 alone", w)
+		}
+		s.waitFinished("cap", time.Minute)
+		if runs := s.runsOf("cap"); len(runs) != 2 || runs[1].ID != "c2" || runs[1].Begin.Sub(runs[0].End) > iv {
+			t.Fatalf("runs %+v: want c0, then c2 as c0 ends", runs)
+		}
+	})
+}

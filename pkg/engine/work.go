@@ -268,7 +268,7 @@ func (e *Engine) purged(ctx context.Context, q Queue, j job.Job) error {
 		}
 		return fmt.Errorf("work %s: cancel purged job: %w", j.Key(), err)
 	}
-	e.leave(ctx, q, j, j.Ticket, true)
+	e.cancelled(ctx, q, j)
 	e.log.InfoContext(ctx, "cancelled by purge", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
 	return nil
 }
@@ -302,6 +302,14 @@ func (e *Engine) claim(ctx context.Context, q Queue, j job.Job, from job.Version
 	err := e.state.UpdateJob(ctx, j, from)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
 		e.log.InfoContext(ctx, "dropped duplicate delivery after the gate", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
+		if q.Config.MaxRunning > 0 {
+			// The place the gate gave this ticket is spent unless
+			// another delivery runs it (it was cancelled meanwhile).
+			if fresh, err := e.state.GetJob(ctx, j.Key()); err != nil || fresh.Status != job.Running || fresh.Ticket != j.Ticket {
+				q.State = st
+				e.endRun(ctx, q, j.Ticket)
+			}
+		}
 		return nil
 	}
 	if err != nil {
