@@ -26,6 +26,7 @@ const (
 	// Resume, once per queue per run: the queue's figures.
 	Waiting    = "Waiting"    // tickets not yet at the gate: queued + parked jobs (an upper bound)
 	ParkedJobs = "ParkedJobs" // parked jobs (exact up to the resume budget; a lower bound above)
+	Queued     = "Queued"     // Waiting − ParkedJobs: queued jobs, an upper bound like Waiting
 	Lag        = "Lag"        // ms, how far the queue's starts trail its line
 	// Resume, for queues with lanes (design.md §5.12): written only for a
 	// queue with max_running (Running) or with keys in use (the rest), so
@@ -62,6 +63,7 @@ var Metrics = []Metric{
 	{PausesLifted, Count, "resume"},
 	{Waiting, Count, "resume"},
 	{ParkedJobs, Count, "resume"},
+	{Queued, Count, "resume"},
 	{Lag, Milliseconds, "resume"},
 	{Running, Count, "resume"},
 	{KeysHeld, Count, "resume"},

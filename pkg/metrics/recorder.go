@@ -90,6 +90,7 @@ func (r *Recorder) Observe(_ context.Context, ev engine.Event) {
 		q[Waiting] = []float64{float64(f.Waiting)}
 		if f.Parked >= 0 {
 			q[ParkedJobs] = []float64{float64(f.Parked)}
+			q[Queued] = []float64{float64(max(0, f.Waiting-int64(f.Parked)))}
 		}
 		q[Lag] = []float64{ms(f.Lag)}
 		l := f.Lanes
