@@ -178,37 +178,10 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 	for i := range cfg.Workers {
 		ids <- fmt.Sprintf("w%d", i+1)
 	}
-	var bg sync.WaitGroup
-	bg.Go(func() {
-		err := transport.Run(runCtx, cfg.Workers, func(ctx context.Context, env job.Envelope) error {
-			id := <-ids
-			defer func() { ids <- id }()
-			err := eng.Work(context.WithValue(ctx, workerKey{}, id), env)
-			if err != nil && runCtx.Err() == nil {
-				cfg.Logger.WarnContext(ctx, "work failed; the message will be delivered again",
-					"queue", env.Queue, "job_id", env.JobID, "worker", id, "error", err)
-			}
-			return err
-		})
-		if err != nil {
-			cfg.Logger.Error("transport stopped", "error", err)
-		}
-	})
-	// The schedule: Resume once a minute, as EventBridge does. (A demo
-	// run parks nothing, so this matters only in long runs.)
-	bg.Go(func() {
-		tick := time.NewTicker(time.Minute)
-		defer tick.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-tick.C:
-				if _, err := eng.Resume(runCtx); err != nil && runCtx.Err() == nil {
-					cfg.Logger.Error("resume", "error", err)
-				}
-			}
-		}
+	bg := runEmbedded(runCtx, eng, transport, cfg.Workers, cfg.Logger, func(ctx context.Context, env job.Envelope) error {
+		id := <-ids
+		defer func() { ids <- id }()
+		return eng.Work(context.WithValue(ctx, workerKey{}, id), env)
 	})
 
 	accepted, err := produce(ctx, eng, cfg)
@@ -336,4 +309,40 @@ func (r *demoResult) check(ctx context.Context, eng *engine.Engine, queue string
 		}
 	}
 	return nil
+}
+
+// runEmbedded runs what AWS runs after deployment, on the embedded
+// backend, until runCtx ends: workers taking the transport's messages
+// through work (eng.Work, or a wrapper of it), and the resume function
+// once a minute, as the schedule does. Wait on the group it returns.
+func runEmbedded(runCtx context.Context, eng *engine.Engine, transport *memstore.Transport, workers int, log *slog.Logger,
+	work func(context.Context, job.Envelope) error) *sync.WaitGroup {
+	var bg sync.WaitGroup
+	bg.Go(func() {
+		err := transport.Run(runCtx, workers, func(ctx context.Context, env job.Envelope) error {
+			err := work(ctx, env)
+			if err != nil && runCtx.Err() == nil {
+				log.WarnContext(ctx, "work failed; the message will be delivered again", "queue", env.Queue, "job_id", env.JobID, "error", err)
+			}
+			return err
+		})
+		if err != nil {
+			log.Error("transport stopped", "error", err)
+		}
+	})
+	bg.Go(func() {
+		tick := time.NewTicker(time.Minute)
+		defer tick.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-tick.C:
+				if _, err := eng.Resume(runCtx); err != nil && runCtx.Err() == nil {
+					log.Error("resume", "error", err)
+				}
+			}
+		}
+	})
+	return &bg
 }

@@ -168,33 +168,7 @@ func runLanes(ctx context.Context, cfg lanesConfig) (lanesResult, error) {
 	runCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorkers()
 	defer context.AfterFunc(ctx, stopWorkers)()
-	var bg sync.WaitGroup
-	bg.Go(func() {
-		err := transport.Run(runCtx, cfg.Workers, func(ctx context.Context, env job.Envelope) error {
-			err := eng.Work(ctx, env)
-			if err != nil && runCtx.Err() == nil {
-				cfg.Logger.WarnContext(ctx, "work failed; the message will be delivered again", "queue", env.Queue, "job_id", env.JobID, "error", err)
-			}
-			return err
-		})
-		if err != nil {
-			cfg.Logger.Error("transport stopped", "error", err)
-		}
-	})
-	bg.Go(func() {
-		tick := time.NewTicker(time.Minute)
-		defer tick.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-tick.C:
-				if _, err := eng.Resume(runCtx); err != nil && runCtx.Err() == nil {
-					cfg.Logger.Error("resume", "error", err)
-				}
-			}
-		}
-	})
+	bg := runEmbedded(runCtx, eng, transport, cfg.Workers, cfg.Logger, eng.Work)
 
 	for i := 0; i < len(specs) && err == nil; i += cfg.Batch {
 		var out engine.EnqueueResult
@@ -322,29 +296,13 @@ func (r lanesReport) Ratio() float64 {
 	return float64(r.Makespan) / float64(r.Ideal)
 }
 
-// mostAtOnce is the most runs that ran at one moment; a run that ends as
-// another begins does not count as two at once.
+// mostAtOnce is the most runs that ran at one moment (timeline.MostAtOnce).
 func mostAtOnce(runs []laneRun) int {
-	type edge struct {
-		at    time.Time
-		delta int
+	spans := make([]timeline.Span, len(runs))
+	for i, x := range runs {
+		spans[i] = timeline.Span{Begin: x.Begin, End: x.End}
 	}
-	edges := make([]edge, 0, 2*len(runs))
-	for _, x := range runs {
-		edges = append(edges, edge{x.Begin, 1}, edge{x.End, -1})
-	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
-		}
-		return a.delta - b.delta
-	})
-	n, top := 0, 0
-	for _, e := range edges {
-		n += e.delta
-		top = max(top, n)
-	}
-	return top
+	return timeline.MostAtOnce(spans)
 }
 
 // verdict reports on stderr what makes a run fail and returns the exit

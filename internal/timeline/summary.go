@@ -168,3 +168,31 @@ func Delays(starts []Start) []time.Duration {
 	}
 	return d
 }
+
+// Span is one run: when it began and ended.
+type Span struct{ Begin, End time.Time }
+
+// MostAtOnce is the most spans that were running at one moment; a span
+// that ends as another begins does not count as two at once.
+func MostAtOnce(spans []Span) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(spans))
+	for _, s := range spans {
+		edges = append(edges, edge{s.Begin, 1}, edge{s.End, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	n, top := 0, 0
+	for _, e := range edges {
+		n += e.delta
+		top = max(top, n)
+	}
+	return top
+}

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotq/slotq/internal/timeline"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/memstore"
 	"github.com/slotq/slotq/pkg/slot"
@@ -55,28 +56,11 @@ func laneViolation(runs []run) string {
 
 // maxConcurrent is the most runs that were running at one moment.
 func maxConcurrent(runs []run) int {
-	type edge struct {
-		at    time.Time
-		delta int
+	spans := make([]timeline.Span, len(runs))
+	for i, r := range runs {
+		spans[i] = timeline.Span{Begin: r.Begin, End: r.End}
 	}
-	var edges []edge
-	for _, r := range runs {
-		edges = append(edges, edge{r.Begin, 1}, edge{r.End, -1})
-	}
-	// Ends before begins at the same instant: a place freed and taken
-	// at once is not two at once.
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
-		}
-		return a.delta - b.delta
-	})
-	n, top := 0, 0
-	for _, e := range edges {
-		n += e.delta
-		top = max(top, n)
-	}
-	return top
+	return timeline.MostAtOnce(spans)
 }
 
 // enqueueKeyed enqueues, in calls of a few jobs, jobsPerKey jobs for each
