@@ -248,8 +248,9 @@ func TestAtGateAndDelays(t *testing.T) {
 func TestMostAtOnce(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	spans := []Span{{at(0), at(4)}, {at(1), at(2)}, {at(2), at(3)}, {at(4), at(5)}, {at(3), at(6)}}
-	// 0–4 with 1–2, then 2–3 (1–2 ended as it began), 3–6 from 3: three at 3.
+	// Two at once through 1–4 (a run that ends as another begins is not
+	// two at once), three from 3 to 4.
+	spans := []Span{{at(0), at(4)}, {at(1), at(2)}, {at(2), at(3)}, {at(3), at(6)}, {at(3), at(4)}, {at(4), at(5)}}
 	if got := MostAtOnce(spans); got != 3 {
 		t.Fatalf("MostAtOnce = %d, want 3", got)
 	}
