@@ -329,8 +329,8 @@ func (c *chaosState) Gate(ctx context.Context, r engine.GateRequest) (slot.State
 	return st, err
 }
 
-func (c *chaosState) PutLane(ctx context.Context, l slot.Lane, from int64) (slot.Lane, error) {
-	out, err := c.State.PutLane(ctx, l, from)
+func (c *chaosState) PutLane(ctx context.Context, l slot.Lane, from, pendingDelta int64) (slot.Lane, error) {
+	out, err := c.State.PutLane(ctx, l, from, pendingDelta)
 	if err == nil && c.roll() {
 		return out, errCrash // wrote the lane, but died before acting on it
 	}
