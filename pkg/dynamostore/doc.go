@@ -179,7 +179,8 @@
 // ClientRequestToken; for the rest, each write carries a random
 // write_token and a retry that meets its own token knows it landed, so a
 // CreateJobs, UpdateJob or PutLane is not mistaken for someone else's, and
-// a Take, Gate or AddPending is not applied twice. The same holds when the store, not the
+// a Take, Gate or AddPending is not applied twice (a lane keeps the last
+// add's token apart from the last put's, so neither hides the other's). The same holds when the store, not the
 // SDK, sends a write again after a transaction conflict. One gap remains
 // on the hot state item, which keeps only the last writer's token: when
 // another write lands there between a Take and its retry, the retry

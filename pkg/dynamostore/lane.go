@@ -33,6 +33,13 @@ const (
 	attrLast         = "last"
 	attrWaiting      = "waiting"
 	attrPending      = "pending"
+	// attrAddToken is AddPending's write token, apart from the other
+	// writes' attrWriteToken: an add that lands between a PutLane and
+	// the SDK's retry of it (its answer lost) does not hide the put's
+	// token from that retry, which would otherwise answer ErrConflict
+	// for a put that landed, and its caller do its change, and its
+	// pending delta, again.
+	attrAddToken = "add_token"
 	// Also attrQueue, attrLaneKey, attrGen (always, 0 included: a lane of
 	// generation 0 is told from a missing one by it), attrTTL and
 	// attrWriteToken.
@@ -123,7 +130,8 @@ func decodeWaiting(s string) ([]slot.Waiter, error) {
 	return out, nil
 }
 
-// laneItem encodes l at version v, written at now with write token tok.
+// laneItem encodes l at version v, written at now with AddPending's write
+// token tok (only AddPending puts a whole item: a lane started afresh).
 // Zero fields are left out, but for gen, pending and v.
 func laneItem(l slot.Lane, v int64, tok string, now time.Time) (map[string]types.AttributeValue, error) {
 	m := laneKey(l.Queue, l.Key)
@@ -155,7 +163,7 @@ func laneItem(l slot.Lane, v int64, tok string, now time.Time) (map[string]types
 	}
 	m[attrPending] = num(l.Pending)
 	m[attrTTL] = laneTTL(now, l.Until)
-	m[attrWriteToken] = str(tok)
+	m[attrAddToken] = str(tok)
 	return m, nil
 }
 
@@ -425,7 +433,8 @@ func nonEmpty(values map[string]types.AttributeValue) map[string]types.Attribute
 // count, and none moves the version, so none makes a PutLane fail),
 // creating the item if there is none, at laneSeed+1 as PutLane creates
 // one, on condition that the lane is of generation gen (or has none) and
-// does not carry this call's write token. If it carries the token, the
+// does not carry this call's token (in add_token, apart from the other
+// writes' write_token: see attrAddToken). If it carries the token, the
 // SDK sent the update again after it had landed: the item is the answer.
 // If the lane is of another generation, a deleted queue's, it is replaced
 // by a fresh one with pending n, on condition that it is still at the
@@ -438,7 +447,7 @@ func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key str
 	tok := newToken()
 	for range 6 {
 		e := newExpr()
-		wt, g, v := e.n(attrWriteToken), e.n(attrGen), e.n(attrVersion)
+		wt, g, v := e.n(attrAddToken), e.n(attrGen), e.n(attrVersion)
 		now := s.now()
 		upd := "ADD " + e.n(attrPending) + " " + e.v(":n", num(n)) +
 			" SET " + v + " = if_not_exists(" + v + ", " + e.v(":seed", num(laneSeed(now)+1)) + ")" +
@@ -464,7 +473,7 @@ func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key str
 			if old == nil {
 				continue // deleted since: add again
 			}
-			if hasToken(old, tok) {
+			if hasAddToken(old, tok) {
 				// The SDK sent this very add again after it had landed.
 				return s.laneFrom(old, "add pending", queue, key)
 			}
@@ -490,6 +499,11 @@ func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key str
 		return s.laneFrom(out.Attributes, "add pending", queue, key)
 	}
 	return slot.Lane{}, fmt.Errorf("add pending %s/%s: the lane kept changing under the update", queue, key)
+}
+
+func hasAddToken(m map[string]types.AttributeValue, tok string) bool {
+	v, ok := m[attrAddToken].(*types.AttributeValueMemberS)
+	return ok && v.Value == tok
 }
 
 func (s *Store) laneFrom(m map[string]types.AttributeValue, op, queue, key string) (slot.Lane, error) {
@@ -522,7 +536,7 @@ func (s *Store) freshLane(ctx context.Context, old slot.Lane, gen, n int64, tok 
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if cur, ok := conditionFailed(err); ok {
-		if hasToken(cur, tok) {
+		if hasAddToken(cur, tok) {
 			l, err := decodeLane(cur)
 			return l, err == nil, err
 		}

@@ -55,6 +55,35 @@ func TestLaneLostAnswer(t *testing.T) {
 			t.Errorf("GetLane = %+v, %v; want it at the version PutLane answered, %d, the delta added once", got, err, l.Version)
 		}
 	})
+	// An enqueue counts a job between the put and the SDK's retry of it:
+	// the retry still meets the put's token (an add keeps its own), and
+	// the put answers as stored, the add kept.
+	t.Run("PutLaneThenAdd", func(t *testing.T) {
+		api := newClient(t, nil, fastRetries)
+		table := newTable(t, api)
+		clean := dynamostore.New(api, table, dynamostore.Options{})
+		read, err := clean.AddPending(t.Context(), "q", 1, "k", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var addErr error
+		f := newFaultyDB(api, 1, 0, faultRule{Op: "UpdateItem", If: onLaneItem, Fault: faultLost, Rate: 1, N: 1, Then: func() {
+			_, addErr = clean.AddPending(t.Context(), "q", 1, "k", 1)
+		}})
+		st := dynamostore.New(f, table, dynamostore.Options{})
+		next := read
+		next.Holder, next.Until, next.Last = held.Holder, held.Until, held.Last
+		l, err := st.PutLane(t.Context(), next, read.Version, 0)
+		if err != nil || addErr != nil {
+			t.Fatalf("PutLane = %v (the add: %v); want it stored", err, addErr)
+		}
+		if f.Injected("UpdateItem", faultLost) != 1 {
+			t.Fatalf("injected %s", f)
+		}
+		if l.Version != read.Version+1 || l.Holder != held.Holder || l.Pending != 2 {
+			t.Errorf("PutLane = %+v; want version %d, holder %v, pending 2", l, read.Version+1, held.Holder)
+		}
+	})
 	t.Run("AddPending", func(t *testing.T) {
 		st, f := newFaultyStore(t, 0, lost("UpdateItem"))
 		l, err := st.AddPending(t.Context(), "q", 1, "k", 1)
