@@ -14,8 +14,8 @@ import (
 
 	"github.com/slotq/slotq/pkg/client"
 	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/metrics"
 	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/metrics"
 	"github.com/slotq/slotq/pkg/slot"
 )
 

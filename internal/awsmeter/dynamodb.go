@@ -32,7 +32,8 @@ type Count struct {
 // operation and the items it touches, named by their sort key as
 // pkg/dynamostore lays out its table ("UpdateItem state" is a take, gate,
 // end of a run, pause, unpause or purge; "PutItem job" a job created or
-// updated; "PutItem lane" a lane written; "Query by_status" a listing).
+// updated; "UpdateItem lane" a lane written or its jobs counted;
+// "Query by_status" a listing).
 // Safe for concurrent use.
 type DynamoDB struct {
 	dynamostore.DynamoDBAPI

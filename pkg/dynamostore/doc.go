@@ -121,15 +121,21 @@
 // queue's lane partition key (L#<queue>), not the state item's: about 100
 // bytes and 40 a waiter, the waiters kept as one string
 // ("ticket:id,ticket:id"), so a lane write costs one write unit up to
-// about 25 waiters. Every change is a compare-and-set on its version v:
-// GetLane is a strongly consistent GetItem; PutLane a PutItem on
-// condition v = from (no item for 0), or, for a lane left idle with no
-// pending jobs, a DeleteItem on the same condition, so idle keys leave no
-// items behind. AddPending needs no version: one UpdateItem ADDs n to
-// pending and moves v on by one (SET v = if_not_exists(v, :seed) + 1),
-// on condition that the lane is of the caller's generation; a lane of
-// another (a deleted queue's) is replaced by a fresh one with a PutItem on
-// condition of the version read. A lane created (by PutLane from 0 or by
+// about 25 waiters. Every change but the pending count's is a
+// compare-and-set on its version v: GetLane is a strongly consistent
+// GetItem; PutLane an UpdateItem on condition v = from (no item for 0)
+// that SETs the lane's fields and v and ADDs the caller's delta to
+// pending, or, for a lane left idle whose count comes to 0, a DeleteItem
+// on the same condition and pending <= -delta, so idle keys leave no
+// items behind (the count as the caller read it picks which to try
+// first, and a try refused for the count alone is followed by the
+// other). AddPending needs no version and leaves it: one UpdateItem ADDs
+// n to pending (and SETs v = if_not_exists(v, :seed), which only a lane
+// it creates takes), on condition that
+// the lane is of the caller's generation, so a stream of enqueues of one
+// key never makes the workers' puts fail; a lane of another (a deleted
+// queue's) is replaced by a fresh one with a PutItem on condition of the
+// version read. A lane created (by PutLane from 0 or by
 // AddPending) starts at the store's clock in microseconds + 1, not at 1:
 // a deleted lane leaves nothing behind, and a lane of the same key
 // created again must not take a version the deleted one had, or a write
@@ -173,7 +179,8 @@
 // ClientRequestToken; for the rest, each write carries a random
 // write_token and a retry that meets its own token knows it landed, so a
 // CreateJobs, UpdateJob or PutLane is not mistaken for someone else's, and
-// a Take, Gate or AddPending is not applied twice. The same holds when the store, not the
+// a Take, Gate or AddPending is not applied twice (a lane keeps the last
+// add's token apart from the last put's, so neither hides the other's). The same holds when the store, not the
 // SDK, sends a write again after a transaction conflict. One gap remains
 // on the hot state item, which keeps only the last writer's token: when
 // another write lands there between a Take and its retry, the retry

@@ -33,6 +33,13 @@ const (
 	attrLast         = "last"
 	attrWaiting      = "waiting"
 	attrPending      = "pending"
+	// attrAddToken is AddPending's write token, apart from the other
+	// writes' attrWriteToken: an add that lands between a PutLane and
+	// the SDK's retry of it (its answer lost) does not hide the put's
+	// token from that retry, which would otherwise answer ErrConflict
+	// for a put that landed, and its caller do its change, and its
+	// pending delta, again.
+	attrAddToken = "add_token"
 	// Also attrQueue, attrLaneKey, attrGen (always, 0 included: a lane of
 	// generation 0 is told from a missing one by it), attrTTL and
 	// attrWriteToken.
@@ -123,7 +130,8 @@ func decodeWaiting(s string) ([]slot.Waiter, error) {
 	return out, nil
 }
 
-// laneItem encodes l at version v, written at now with write token tok.
+// laneItem encodes l at version v, written at now with AddPending's write
+// token tok (only AddPending puts a whole item: a lane started afresh).
 // Zero fields are left out, but for gen, pending and v.
 func laneItem(l slot.Lane, v int64, tok string, now time.Time) (map[string]types.AttributeValue, error) {
 	m := laneKey(l.Queue, l.Key)
@@ -155,7 +163,7 @@ func laneItem(l slot.Lane, v int64, tok string, now time.Time) (map[string]types
 	}
 	m[attrPending] = num(l.Pending)
 	m[attrTTL] = laneTTL(now, l.Until)
-	m[attrWriteToken] = str(tok)
+	m[attrAddToken] = str(tok)
 	return m, nil
 }
 
@@ -214,62 +222,201 @@ func versionIs(e *expr, from int64) string {
 	return e.n(attrVersion) + " = " + e.v(":from", num(from))
 }
 
-// PutLane replaces the lane item with one conditional PutItem (v = from,
-// or no item for 0), at version from+1 (from 0, at laneSeed+1), and
-// returns the lane as stored. A re-sent put that meets its own write
-// token landed. A lane that is idle
-// with no pending jobs is deleted instead, with one DeleteItem on the same
-// condition; a delete leaves no token to meet, so a re-sent delete whose
-// first send landed answers ErrConflict, and the caller, reading the lane
-// again, finds it deleted, as it meant it to be. ErrConflict.
-func (s *Store) PutLane(ctx context.Context, l slot.Lane, from int64) (slot.Lane, error) {
-	e := newExpr()
-	cond := versionIs(e, from)
-	if l.Idle() && l.Pending <= 0 {
-		_, err := s.deleteItem(ctx, &dynamodb.DeleteItemInput{
-			Key:                       laneKey(l.Queue, l.Key),
-			ConditionExpression:       &cond,
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: nonEmpty(e.values),
-		})
-		if _, ok := conditionFailed(err); ok {
-			return slot.Lane{}, fmt.Errorf("delete lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
+// PutLane writes the lane item with one conditional UpdateItem: it SETs
+// every field of l but pending (and REMOVEs those l leaves empty), ADDs
+// pendingDelta to pending and SETs v to from+1 (from 0, to laneSeed+1), on
+// condition v = from (no item for 0). pending is left to the ADD, and
+// AddPending leaves v alone, so an add never makes a put fail. A re-sent
+// update that meets its own write token landed: the item is the answer.
+//
+// A lane that l leaves idle is deleted instead when pending +
+// pendingDelta comes to 0 or less: a DeleteItem on condition v = from and
+// pending <= -pendingDelta. Which of the two holds only a try tells, as
+// adds may have moved the count since the caller read it; the count as
+// read (l.Pending) picks the likelier, so the common case costs one
+// write: the delete if it comes to 0 or less, else the update on
+// condition v = from and pending > -pendingDelta. A try refused with v
+// still at from was refused for the count (an add came between): the
+// other one is tried. A delete leaves no token to meet, so a re-sent
+// delete whose first send landed answers ErrConflict, and the caller,
+// reading the lane again, finds it deleted, as it meant it to be.
+// ErrConflict.
+func (s *Store) PutLane(ctx context.Context, l slot.Lane, from, pendingDelta int64) (slot.Lane, error) {
+	if !l.Idle() {
+		out, _, err := s.writeLane(ctx, l, from, pendingDelta, false)
+		return out, err
+	}
+	if from == 0 {
+		// None stored, so none counted: the delta alone decides, and a
+		// "delete" only checks that there is still no item.
+		if pendingDelta > 0 {
+			out, _, err := s.writeLane(ctx, l, 0, pendingDelta, false)
+			return out, err
 		}
-		if err != nil {
-			return slot.Lane{}, fmt.Errorf("delete lane %s/%s: %w", l.Queue, l.Key, err)
+		if _, err := s.deleteLane(ctx, l, 0, pendingDelta); err != nil {
+			return slot.Lane{}, err
 		}
 		return slot.Lane{Queue: l.Queue, Key: l.Key}, nil
 	}
+	del := l.Pending+pendingDelta <= 0
+	for range laneCountTries {
+		if del {
+			done, err := s.deleteLane(ctx, l, from, pendingDelta)
+			if err != nil {
+				return slot.Lane{}, err
+			}
+			if done {
+				return slot.Lane{Queue: l.Queue, Key: l.Key}, nil
+			}
+		} else {
+			out, done, err := s.writeLane(ctx, l, from, pendingDelta, true)
+			if err != nil || done {
+				return out, err
+			}
+		}
+		del = !del
+	}
+	return slot.Lane{}, fmt.Errorf("put lane %s/%s: its pending count kept changing", l.Queue, l.Key)
+}
+
+// laneCountTries bounds PutLane's tries of an idle lane: each refusal for
+// the count alone means adds moved it across 0 since the last try.
+const laneCountTries = 6
+
+// countIs is the condition that the lane's pending count plus delta is
+// above 0 (above false) or not: an item without pending counts 0.
+func countIs(e *expr, above bool, delta int64) string {
+	p, neg := e.n(attrPending), e.v(":neg", num(-delta))
+	if above {
+		c := p + " > " + neg
+		if delta > 0 {
+			c += " OR attribute_not_exists(" + p + ")"
+		}
+		return "(" + c + ")"
+	}
+	c := p + " <= " + neg
+	if delta <= 0 {
+		c += " OR attribute_not_exists(" + p + ")"
+	}
+	return "(" + c + ")"
+}
+
+// atVersion reports whether a lane item m is at version from.
+func atVersion(m map[string]types.AttributeValue, from int64) bool {
+	it := item{m: m}
+	return it.int(attrVersion) == from && it.err == nil
+}
+
+// writeLane is PutLane's UpdateItem; counted adds the condition that the
+// count stays above 0. done is false when that condition alone failed.
+func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, counted bool) (_ slot.Lane, done bool, _ error) {
 	tok := newToken()
 	now := s.now()
 	v := from + 1
 	if from == 0 {
 		v = laneSeed(now) + 1
 	}
-	m, err := laneItem(l, v, tok, now)
-	if err != nil {
-		return slot.Lane{}, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+	e := newExpr()
+	set := []string{
+		e.n(attrQueue) + " = " + e.v(":q", str(l.Queue)),
+		e.n(attrGen) + " = " + e.v(":g", num(l.Gen)),
+		e.n(attrVersion) + " = " + e.v(":v", num(v)),
+		e.n(attrTTL) + " = " + e.v(":ttl", laneTTL(now, l.Until)),
+		e.n(attrWriteToken) + " = " + e.v(":tok", str(tok)),
 	}
-	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
-		Item:                                m,
+	var remove []string
+	opt := func(name, placeholder string, present bool, val types.AttributeValue) {
+		if present {
+			set = append(set, e.n(name)+" = "+e.v(placeholder, val))
+		} else {
+			remove = append(remove, e.n(name))
+		}
+	}
+	if l.Key != "" {
+		set = append(set, e.n(attrLaneKey)+" = "+e.v(":k", str(l.Key)))
+	}
+	if strings.ContainsRune(l.Holder.JobID, ',') {
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: holder: job id %q cannot be stored", l.Queue, l.Key, l.Holder.JobID)
+	}
+	waiting, err := encodeWaiting(l.Waiting)
+	if err != nil {
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+	}
+	held := l.Holder != (slot.Waiter{})
+	opt(attrHolderTicket, ":ht", held, num(l.Holder.Ticket))
+	opt(attrHolderID, ":hid", held, str(l.Holder.JobID))
+	opt(attrUntil, ":until", !l.Until.IsZero(), timeNum(l.Until))
+	opt(attrLast, ":last", l.Last != 0, num(l.Last))
+	opt(attrWaiting, ":w", waiting != "", str(waiting))
+	upd := "SET " + strings.Join(set, ", ") + " ADD " + e.n(attrPending) + " " + e.v(":d", num(delta))
+	if len(remove) > 0 {
+		upd += " REMOVE " + strings.Join(remove, ", ")
+	}
+	cond := versionIs(e, from)
+	if counted {
+		cond += " AND " + countIs(e, true, delta)
+	}
+	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
+		Key:                                 laneKey(l.Queue, l.Key),
+		UpdateExpression:                    &upd,
+		ConditionExpression:                 &cond,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           e.values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok := conditionFailed(err); ok {
+		if old, err = s.orRead(ctx, laneKey(l.Queue, l.Key), old); err != nil {
+			return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+		}
+		switch {
+		case hasToken(old, tok):
+			// The SDK sent this very update again after it had landed.
+			stored, err := s.laneFrom(old, "put lane", l.Queue, l.Key)
+			return stored, err == nil, err
+		case counted && old != nil && atVersion(old, from):
+			return slot.Lane{}, false, nil // refused for the count
+		}
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
+	}
+	if err != nil {
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+	}
+	stored, err := s.laneFrom(out.Attributes, "put lane", l.Queue, l.Key)
+	return stored, err == nil, err
+}
+
+// deleteLane is PutLane's DeleteItem: on condition v = from and, from a
+// stored version, that the count plus delta is 0 or less. done is false
+// when that condition alone failed.
+func (s *Store) deleteLane(ctx context.Context, l slot.Lane, from, delta int64) (done bool, _ error) {
+	e := newExpr()
+	cond := versionIs(e, from)
+	if from != 0 {
+		cond += " AND " + countIs(e, false, delta)
+	}
+	_, err := s.deleteItem(ctx, &dynamodb.DeleteItemInput{
+		Key:                                 laneKey(l.Queue, l.Key),
 		ConditionExpression:                 &cond,
 		ExpressionAttributeNames:            e.names,
 		ExpressionAttributeValues:           nonEmpty(e.values),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if old, ok := conditionFailed(err); ok {
-		if !hasToken(old, tok) {
-			return slot.Lane{}, fmt.Errorf("put lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
+		if from != 0 {
+			if old, err = s.orRead(ctx, laneKey(l.Queue, l.Key), old); err != nil {
+				return false, fmt.Errorf("delete lane %s/%s: %w", l.Queue, l.Key, err)
+			}
+			if old != nil && atVersion(old, from) {
+				return false, nil // refused for the count
+			}
 		}
-		// The SDK sent this very put again after it had landed.
-	} else if err != nil {
-		return slot.Lane{}, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+		return false, fmt.Errorf("delete lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
 	}
-	stored, err := decodeLane(m)
 	if err != nil {
-		return slot.Lane{}, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+		return false, fmt.Errorf("delete lane %s/%s: %w", l.Queue, l.Key, err)
 	}
-	return stored, nil
+	return true, nil
 }
 
 // nonEmpty returns values, or nil when there are none: DynamoDB refuses
@@ -282,16 +429,17 @@ func nonEmpty(values map[string]types.AttributeValue) map[string]types.Attribute
 }
 
 // AddPending adds n to the lane's pending count with one UpdateItem (ADD
-// pending, and v = if_not_exists(v, seed) + 1: concurrent adds all count,
-// and each moves the version on), creating the item if there is none, at
-// laneSeed+1 as PutLane creates one, on condition that the lane is
-// of generation gen (or has none) and does not carry this call's write
-// token. If it carries the token, the SDK sent the update again after it
-// had landed: the item is the answer. If the lane is of another
-// generation, a deleted queue's, it is replaced by a fresh one with
-// pending n, on condition that it is still at the version read, and the
-// add is done; if that fails, another write came first, and the add
-// starts over.
+// pending, and SET v = if_not_exists(v, laneSeed+1): concurrent adds all
+// count, and none moves the version, so none makes a PutLane fail),
+// creating the item if there is none, at laneSeed+1 as PutLane creates
+// one, on condition that the lane is of generation gen (or has none) and
+// does not carry this call's token (in add_token, apart from the other
+// writes' write_token: see attrAddToken). If it carries the token, the
+// SDK sent the update again after it had landed: the item is the answer.
+// If the lane is of another generation, a deleted queue's, it is replaced
+// by a fresh one with pending n, on condition that it is still at the
+// version read, at the next version, and the add is done; if that fails,
+// another write came first, and the add starts over.
 //
 // The ttl this sets ignores a holder's lease, which ends far sooner than
 // laneKeep.
@@ -299,10 +447,10 @@ func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key str
 	tok := newToken()
 	for range 6 {
 		e := newExpr()
-		wt, g, v := e.n(attrWriteToken), e.n(attrGen), e.n(attrVersion)
+		wt, g, v := e.n(attrAddToken), e.n(attrGen), e.n(attrVersion)
 		now := s.now()
 		upd := "ADD " + e.n(attrPending) + " " + e.v(":n", num(n)) +
-			" SET " + v + " = if_not_exists(" + v + ", " + e.v(":seed", num(laneSeed(now))) + ") + " + e.v(":one", num(1)) +
+			" SET " + v + " = if_not_exists(" + v + ", " + e.v(":seed", num(laneSeed(now)+1)) + ")" +
 			", " + e.n(attrQueue) + " = " + e.v(":q", str(queue)) + ", " + g + " = " + e.v(":g", num(gen)) +
 			", " + e.n(attrTTL) + " = " + e.v(":ttl", laneTTL(now, time.Time{})) + ", " + wt + " = " + e.v(":tok", str(tok))
 		if key != "" {
@@ -325,7 +473,7 @@ func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key str
 			if old == nil {
 				continue // deleted since: add again
 			}
-			if hasToken(old, tok) {
+			if hasAddToken(old, tok) {
 				// The SDK sent this very add again after it had landed.
 				return s.laneFrom(old, "add pending", queue, key)
 			}
@@ -351,6 +499,11 @@ func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key str
 		return s.laneFrom(out.Attributes, "add pending", queue, key)
 	}
 	return slot.Lane{}, fmt.Errorf("add pending %s/%s: the lane kept changing under the update", queue, key)
+}
+
+func hasAddToken(m map[string]types.AttributeValue, tok string) bool {
+	v, ok := m[attrAddToken].(*types.AttributeValueMemberS)
+	return ok && v.Value == tok
 }
 
 func (s *Store) laneFrom(m map[string]types.AttributeValue, op, queue, key string) (slot.Lane, error) {
@@ -383,7 +536,7 @@ func (s *Store) freshLane(ctx context.Context, old slot.Lane, gen, n int64, tok 
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if cur, ok := conditionFailed(err); ok {
-		if hasToken(cur, tok) {
+		if hasAddToken(cur, tok) {
 			l, err := decodeLane(cur)
 			return l, err == nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/slotq/slotq/internal/awsmeter"
 	"github.com/slotq/slotq/pkg/dynamostore"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/slot"
@@ -39,19 +40,48 @@ func TestLaneLostAnswer(t *testing.T) {
 	lost := func(op string) faultRule {
 		return faultRule{Op: op, If: onLaneItem, Fault: faultLost, Rate: 1, N: 1}
 	}
-	held := slot.Lane{Queue: "q", Key: "k", Gen: 1, Holder: slot.Waiter{Ticket: 1, JobID: "a"}, Until: base.Add(time.Minute), Last: 1, Pending: 1}
+	held := slot.Lane{Queue: "q", Key: "k", Gen: 1, Holder: slot.Waiter{Ticket: 1, JobID: "a"}, Until: base.Add(time.Minute), Last: 1}
 
 	t.Run("PutLane", func(t *testing.T) {
-		st, f := newFaultyStore(t, 0, lost("PutItem"))
-		l, err := st.PutLane(t.Context(), held, 0)
-		if err != nil || l.Holder != held.Holder {
-			t.Fatalf("PutLane = %+v, %v; want it stored", l, err)
+		st, f := newFaultyStore(t, 0, lost("UpdateItem"))
+		l, err := st.PutLane(t.Context(), held, 0, 1)
+		if err != nil || l.Holder != held.Holder || l.Pending != 1 {
+			t.Fatalf("PutLane = %+v, %v; want it stored, pending 1", l, err)
 		}
-		if f.Injected("PutItem", faultLost) != 1 {
+		if f.Injected("UpdateItem", faultLost) != 1 {
 			t.Fatalf("injected %s", f)
 		}
-		if got, err := st.GetLane(t.Context(), "q", "k"); err != nil || got.Version != l.Version {
-			t.Errorf("GetLane = %+v, %v; want it at the version PutLane answered, %d", got, err, l.Version)
+		if got, err := st.GetLane(t.Context(), "q", "k"); err != nil || got.Version != l.Version || got.Pending != 1 {
+			t.Errorf("GetLane = %+v, %v; want it at the version PutLane answered, %d, the delta added once", got, err, l.Version)
+		}
+	})
+	// An enqueue counts a job between the put and the SDK's retry of it:
+	// the retry still meets the put's token (an add keeps its own), and
+	// the put answers as stored, the add kept.
+	t.Run("PutLaneThenAdd", func(t *testing.T) {
+		api := newClient(t, nil, fastRetries)
+		table := newTable(t, api)
+		clean := dynamostore.New(api, table, dynamostore.Options{})
+		read, err := clean.AddPending(t.Context(), "q", 1, "k", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var addErr error
+		f := newFaultyDB(api, 1, 0, faultRule{Op: "UpdateItem", If: onLaneItem, Fault: faultLost, Rate: 1, N: 1, Then: func() {
+			_, addErr = clean.AddPending(t.Context(), "q", 1, "k", 1)
+		}})
+		st := dynamostore.New(f, table, dynamostore.Options{})
+		next := read
+		next.Holder, next.Until, next.Last = held.Holder, held.Until, held.Last
+		l, err := st.PutLane(t.Context(), next, read.Version, 0)
+		if err != nil || addErr != nil {
+			t.Fatalf("PutLane = %v (the add: %v); want it stored", err, addErr)
+		}
+		if f.Injected("UpdateItem", faultLost) != 1 {
+			t.Fatalf("injected %s", f)
+		}
+		if l.Version != read.Version+1 || l.Holder != held.Holder || l.Pending != 2 {
+			t.Errorf("PutLane = %+v; want version %d, holder %v, pending 2", l, read.Version+1, held.Holder)
 		}
 	})
 	t.Run("AddPending", func(t *testing.T) {
@@ -69,7 +99,7 @@ func TestLaneLostAnswer(t *testing.T) {
 	})
 	t.Run("AddPendingOtherGen", func(t *testing.T) {
 		st, f := newFaultyStore(t, 0)
-		if _, err := st.PutLane(t.Context(), held, 0); err != nil {
+		if _, err := st.PutLane(t.Context(), held, 0, 1); err != nil {
 			t.Fatal(err)
 		}
 		f.rules = []faultRule{lost("PutItem")}
@@ -83,12 +113,12 @@ func TestLaneLostAnswer(t *testing.T) {
 	})
 	t.Run("Delete", func(t *testing.T) {
 		st, f := newFaultyStore(t, 0)
-		l, err := st.PutLane(t.Context(), held, 0)
+		l, err := st.PutLane(t.Context(), held, 0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.rules = []faultRule{lost("DeleteItem")}
-		_, err = st.PutLane(t.Context(), slot.Lane{Queue: "q", Key: "k", Gen: 1, Last: 1}, l.Version)
+		_, err = st.PutLane(t.Context(), slot.Lane{Queue: "q", Key: "k", Gen: 1, Last: 1, Pending: 1}, l.Version, -1)
 		if !errors.Is(err, engine.ErrConflict) {
 			t.Errorf("a delete sent again after it landed: %v, want ErrConflict", err)
 		}
@@ -102,29 +132,39 @@ func TestLaneLostAnswer(t *testing.T) {
 // TransactionConflictException are sent again by the store, as every
 // single-item write is.
 func TestLaneTransactionConflict(t *testing.T) {
-	for _, op := range []string{"PutItem", "UpdateItem", "DeleteItem"} {
-		t.Run(op, func(t *testing.T) {
-			st, f := newFaultyStore(t, 0, faultRule{Op: op, If: onLaneItem, Fault: faultConflict, Rate: 1, N: 3})
+	for _, tc := range []struct{ name, op string }{
+		{"PutLane", "UpdateItem"}, {"AddPending", "UpdateItem"}, {"AddPendingOtherGen", "PutItem"}, {"Delete", "DeleteItem"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, f := newFaultyStore(t, 0)
+			if tc.name == "AddPendingOtherGen" {
+				if _, err := st.AddPending(t.Context(), "q", 1, "k", 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.rules = []faultRule{{Op: tc.op, If: onLaneItem, Fault: faultConflict, Rate: 1, N: 3}}
 			var err error
-			switch op {
-			case "PutItem":
-				_, err = st.PutLane(t.Context(), slot.Lane{Queue: "q", Key: "k", Pending: 1}, 0)
-			case "UpdateItem":
+			switch tc.name {
+			case "PutLane":
+				_, err = st.PutLane(t.Context(), slot.Lane{Queue: "q", Key: "k"}, 0, 1)
+			case "AddPending":
 				_, err = st.AddPending(t.Context(), "q", 0, "k", 1)
-			case "DeleteItem":
-				_, err = st.PutLane(t.Context(), slot.Lane{Queue: "q", Key: "k"}, 0)
+			case "AddPendingOtherGen":
+				_, err = st.AddPending(t.Context(), "q", 2, "k", 1)
+			case "Delete":
+				_, err = st.PutLane(t.Context(), slot.Lane{Queue: "q", Key: "k"}, 0, 0)
 			}
 			if err != nil {
 				t.Fatalf("after 3 conflicts: %v", err)
 			}
-			if n := f.Injected(op, faultConflict); n != 3 {
+			if n := f.Injected(tc.op, faultConflict); n != 3 {
 				t.Errorf("%d conflicts injected, want 3", n)
 			}
 		})
 	}
 	t.Run("Exhausted", func(t *testing.T) {
-		st, _ := newFaultyStore(t, 0, faultRule{Op: "PutItem", If: onLaneItem, Fault: faultConflict, Rate: 1})
-		_, err := st.PutLane(t.Context(), slot.Lane{Queue: "q", Key: "k", Pending: 1}, 0)
+		st, _ := newFaultyStore(t, 0, faultRule{Op: "UpdateItem", If: onLaneItem, Fault: faultConflict, Rate: 1})
+		_, err := st.PutLane(t.Context(), slot.Lane{Queue: "q", Key: "k"}, 0, 1)
 		var tc *types.TransactionConflictException
 		if !errors.As(err, &tc) || !strings.HasPrefix(err.Error(), "put lane q/k: ") {
 			t.Errorf("got %v, want a TransactionConflictException wrapped as put lane q/k", err)
@@ -145,7 +185,7 @@ func TestLaneItem(t *testing.T) {
 	st := dynamostore.New(api, table, dynamostore.Options{Now: func() time.Time { return now }})
 	l := slot.Lane{Queue: "q", Key: "acct/7", Gen: 3, Holder: slot.Waiter{Ticket: 5, JobID: "j5"}, Until: base.Add(time.Hour),
 		Last: 7, Waiting: []slot.Waiter{{Ticket: 6, JobID: "j:6"}, {Ticket: 7, JobID: "j.7"}}, Pending: 3}
-	put, err := st.PutLane(t.Context(), l, 0)
+	put, err := st.PutLane(t.Context(), l, 0, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +212,7 @@ func TestLaneItem(t *testing.T) {
 	// A waiter whose id would break the encoding is refused, not stored.
 	bad := l
 	bad.Waiting = []slot.Waiter{{Ticket: 8, JobID: "a,b"}}
-	if _, err := st.PutLane(t.Context(), bad, put.Version); err == nil {
+	if _, err := st.PutLane(t.Context(), bad, put.Version, 0); err == nil {
 		t.Error("PutLane of a waiter with a comma in its id: no error")
 	}
 
@@ -180,7 +220,61 @@ func TestLaneItem(t *testing.T) {
 	if add, err := st.AddPending(t.Context(), "q", 3, "other", 1); err != nil || add.Version != now.UnixMicro()+1 {
 		t.Errorf("AddPending of a new lane = %+v, %v; want version %d (the clock in µs, + 1)", add, err, now.UnixMicro()+1)
 	}
-	if add, err := st.AddPending(t.Context(), "q", 3, "other", 1); err != nil || add.Version != now.UnixMicro()+2 {
-		t.Errorf("AddPending on it = %+v, %v; want version %d", add, err, now.UnixMicro()+2)
+	if add, err := st.AddPending(t.Context(), "q", 3, "other", 1); err != nil || add.Version != now.UnixMicro()+1 || add.Pending != 2 {
+		t.Errorf("AddPending on it = %+v, %v; want pending 2, its version left at %d", add, err, now.UnixMicro()+1)
 	}
+}
+
+// TestLaneIdleWrites: a put that leaves a lane idle costs one write when
+// the count as the caller read it tells right whether the lane goes: an
+// update when jobs stay pending, a delete when the last one ends. Only an
+// add that lands between the read and the put costs the other try too.
+func TestLaneIdleWrites(t *testing.T) {
+	api := newClient(t, nil)
+	m := awsmeter.NewDynamoDB(api)
+	st := dynamostore.New(m, newTable(t, api), dynamostore.Options{})
+	ctx := t.Context()
+	held := slot.Lane{Queue: "q", Key: "k", Gen: 1, Holder: slot.Waiter{Ticket: 1, JobID: "a"}, Until: base.Add(time.Minute), Last: 1}
+	add := func(n int64) {
+		t.Helper()
+		if _, err := st.AddPending(ctx, "q", 1, "k", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// end reads the lane, lets an enqueue add n meanwhile, and puts the
+	// lane idle as its holder's job ends (-1).
+	end := func(what string, n int64, gone bool, updates, deletes int64) {
+		t.Helper()
+		read, err := st.GetLane(ctx, "q", "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			add(n)
+		}
+		next := read
+		next.Holder, next.Until = slot.Waiter{}, time.Time{}
+		before := m.Counts()
+		got, err := st.PutLane(ctx, next, read.Version, -1)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		after := m.Counts()
+		upd := after["UpdateItem lane"].Calls - before["UpdateItem lane"].Calls
+		del := after["DeleteItem lane"].Calls - before["DeleteItem lane"].Calls
+		if (got.Version == 0) != gone || upd != updates || del != deletes {
+			t.Errorf("%s: %+v after %d updates and %d deletes; want deleted %v after %d and %d", what, got, upd, del, gone, updates, deletes)
+		}
+	}
+	if _, err := st.PutLane(ctx, held, 0, 2); err != nil { // a holds, b pending
+		t.Fatal(err)
+	}
+	end("a ends, b pending", 0, false, 1, 0)
+	end("b ends", 0, true, 0, 1)
+	if _, err := st.PutLane(ctx, held, 0, 1); err != nil { // c holds
+		t.Fatal(err)
+	}
+	end("c ends as d is counted", 1, false, 1, 1)
+	add(1) // e is counted, and its enqueue takes it back below
+	end("d ends as e is taken back", -1, true, 1, 1)
 }

@@ -42,14 +42,13 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
 	for range laneTries {
 		now := e.now()
-		l, err := e.state.GetLane(ctx, q.Name, j.Lane)
+		l, err := e.getLane(ctx, *q, j.Lane)
 		if err != nil {
 			return false, fmt.Errorf("key %s of %s: %w", j.Lane, j.Key(), err)
 		}
-		l = l.Fresh(q.Gen)
 		next, v, handed := slot.Arrive(l, w, now, e.opts.Lease)
 		if !next.Equal(l) {
-			if _, err := e.state.PutLane(ctx, next, l.Version); errors.Is(err, ErrConflict) {
+			if _, err := e.state.PutLane(ctx, next, l.Version, 0); errors.Is(err, ErrConflict) {
 				continue
 			} else if err != nil {
 				return false, fmt.Errorf("key %s of %s: %w", j.Lane, j.Key(), err)
@@ -178,20 +177,35 @@ func (e *Engine) unpark(ctx context.Context, j *job.Job) (bool, error) {
 	return true, nil
 }
 
+// getLane reads q's lane of key, to be changed and written back: as a
+// lane of q's generation. A stored lane of another generation (a deleted
+// queue's) is first started afresh in the store, by an AddPending of
+// nothing, whose answer is the lane read again: a PutLane keeps the
+// stored pending count, which is the old generation's.
+func (e *Engine) getLane(ctx context.Context, q Queue, key string) (slot.Lane, error) {
+	l, err := e.state.GetLane(ctx, q.Name, key)
+	if err != nil {
+		return slot.Lane{}, err
+	}
+	if l.Version == 0 || l.Gen == q.Gen {
+		return l.Fresh(q.Gen), nil
+	}
+	return e.state.AddPending(ctx, q.Name, q.Gen, key, 0)
+}
+
 // updateLane applies change to a queue's lane of key by compare-and-set,
 // reading it again after each lost race.
 func (e *Engine) updateLane(ctx context.Context, q Queue, key string, change func(slot.Lane) slot.Lane) error {
 	for range laneTries {
-		l, err := e.state.GetLane(ctx, q.Name, key)
+		l, err := e.getLane(ctx, q, key)
 		if err != nil {
 			return err
 		}
-		l = l.Fresh(q.Gen)
 		next := change(l)
 		if next.Equal(l) {
 			return nil
 		}
-		if _, err := e.state.PutLane(ctx, next, l.Version); !errors.Is(err, ErrConflict) {
+		if _, err := e.state.PutLane(ctx, next, l.Version, 0); !errors.Is(err, ErrConflict) {
 			return err
 		}
 	}
@@ -211,18 +225,20 @@ func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, fi
 	w := slot.Waiter{Ticket: ticket, JobID: j.ID}
 	for range laneTries {
 		now := e.now()
-		l, err := e.state.GetLane(ctx, q.Name, j.Lane)
+		l, err := e.getLane(ctx, q, j.Lane)
 		if err != nil {
 			e.log.WarnContext(ctx, "key not handed on", "queue", q.Name, "key", j.Lane, "job_id", j.ID, "error", err.Error())
 			return
 		}
-		l = l.Fresh(q.Gen)
 		next, handed := slot.Leave(l, w, now, e.opts.Lease)
-		if final {
-			next.Pending = max(0, next.Pending-1)
+		var delta int64
+		if final && l.Pending > 0 {
+			// Never below 0: a count that missed j (its lane
+			// expired, say) is left as it is.
+			delta = -1
 		}
-		if !next.Equal(l) {
-			if _, err := e.state.PutLane(ctx, next, l.Version); errors.Is(err, ErrConflict) {
+		if delta != 0 || !next.Equal(l) {
+			if _, err := e.state.PutLane(ctx, next, l.Version, delta); errors.Is(err, ErrConflict) {
 				continue
 			} else if err != nil {
 				e.log.WarnContext(ctx, "key not handed on", "queue", q.Name, "key", j.Lane, "job_id", j.ID, "error", err.Error())

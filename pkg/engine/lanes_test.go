@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/slotq/slotq/internal/timeline"
+	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/memstore"
 	"github.com/slotq/slotq/pkg/slot"
@@ -316,5 +319,177 @@ func TestLaneCancelledWaiterLeavesPlaces(t *testing.T) {
 		if runs := s.runsOf("cap"); len(runs) != 2 || runs[1].ID != "c2" || runs[1].Begin.Sub(runs[0].End) > iv {
 			t.Fatalf("runs %+v: want c0, then c2 as c0 ends", runs)
 		}
+	})
+}
+
+// laneRacer wraps a State so that enqueues land between the reads of one
+// key's lane and the writes that follow them: a read of the lane hands a
+// turn to a producer waiting for one, if any, and returns only once that
+// producer's enqueue has counted its job (AddPending). On DynamoDB a read
+// and its write are milliseconds apart, and a stream of enqueues of the
+// key lands in them; in a synctest bubble on memstore they are
+// microseconds apart, and a stream alone almost never does (with no
+// racer, the test below passed with adds that moved the version too).
+type laneRacer struct {
+	engine.State
+	key   string
+	turns chan *racerTurn
+	// rate is the share of the reads that wait for an enqueue: below 1,
+	// so that where adds fail compare-and-sets, some still succeed after
+	// a few tries, and the hand-offs of the jobs that got the key meet
+	// the race too, not only the arrivals.
+	rate float64
+
+	mu  sync.Mutex
+	rnd *rand.Rand
+}
+
+// racerTurn is one read's wait for an enqueue's count.
+type racerTurn struct {
+	once    sync.Once
+	counted chan struct{}
+}
+
+func (t *racerTurn) done() { t.once.Do(func() { close(t.counted) }) }
+
+// turnKey carries a producer's turn on its enqueue's context.
+type turnKey struct{}
+
+func (r *laneRacer) GetLane(ctx context.Context, queue, key string) (slot.Lane, error) {
+	l, err := r.State.GetLane(ctx, queue, key)
+	r.mu.Lock()
+	race := r.rnd.Float64() < r.rate
+	r.mu.Unlock()
+	if key == r.key && err == nil && race {
+		t := &racerTurn{counted: make(chan struct{})}
+		select {
+		case r.turns <- t:
+			<-t.counted
+		default: // every producer is busy, or done
+		}
+	}
+	return l, err
+}
+
+func (r *laneRacer) AddPending(ctx context.Context, queue string, gen int64, key string, n int64) (slot.Lane, error) {
+	l, err := r.State.AddPending(ctx, queue, gen, key, n)
+	if t, ok := ctx.Value(turnKey{}).(*racerTurn); ok {
+		t.done()
+	}
+	return l, err
+}
+
+// Producers enqueue jobs of one key, one a call, at least 100 calls a
+// second and one between nearly every read of the key's lane and the
+// write that follows it (laneRacer), while the key's jobs run, each
+// holding the key for 2.5 intervals: the counts of the enqueues never make
+// a hand-off or an arrival lose its compare-and-set on the lane. Every job
+// ends, runs of the key never overlap, no arrival fails and no key is left
+// held ("key not handed on"), each job that waited for the key is handed
+// it as the job before it ends, not when the resume function looks (here
+// once an hour), and the count comes back to 0.
+//
+// When AddPending moved the lane's version, arrivals failed all their
+// tries ("the lane kept changing under the update") and a hand-off that
+// did the same left the key held: 580 of the 600 jobs were still waiting
+// an hour later.
+func TestLaneHandOffDuringEnqueues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			iv        = 10 * time.Millisecond
+			producers = 4
+			calls     = 150 // each
+			gap       = 40 * time.Millisecond
+		)
+		racer := &laneRacer{key: "hot", turns: make(chan *racerTurn), rate: 0.95, rnd: rand.New(rand.NewPCG(31, 2))}
+		s := newSim(t, simOptions{Workers: 16, Seed: 31, ResumeEvery: time.Hour, Wrap: func(st engine.State) engine.State {
+			racer.State = st
+			return racer
+		}})
+		defer s.stop()
+		s.createQueue("hot", slot.Config{Interval: iv, Skew: time.Millisecond})
+		var wg sync.WaitGroup
+		var raced atomic.Int64 // enqueues that landed in a read's turn
+		for p := range producers {
+			wg.Go(func() {
+				for i := range calls {
+					ctx := context.Background()
+					var turn *racerTurn
+					if i > 0 {
+						select {
+						case turn = <-racer.turns:
+							ctx = context.WithValue(ctx, turnKey{}, turn)
+						case <-time.After(gap):
+						}
+					}
+					_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "hot", Jobs: []job.Spec{{
+						ID: fmt.Sprintf("p%d-%d", p, i), Kind: "lane", Key: "hot", Payload: json.RawMessage(`{"ms":25}`),
+					}}})
+					if turn != nil {
+						turn.done()
+						raced.Add(1)
+					}
+					if err != nil {
+						t.Errorf("enqueue: %v", err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		s.waitFinishedOrDump("hot", time.Hour)
+
+		if got := len(s.jobs("hot", job.Succeeded)); got != producers*calls {
+			t.Fatalf("%d of %d jobs succeeded", got, producers*calls)
+		}
+		runs := s.runsOf("hot")
+		checkLanes(t, runs)
+		s.mu.Lock()
+		warnings, workErrs := s.warnings, s.workErrs
+		s.mu.Unlock()
+		for _, w := range warnings {
+			t.Errorf("warning: %s", w)
+		}
+		for _, e := range workErrs {
+			t.Errorf("work: %s", e)
+		}
+		if raced.Load() < producers*calls/4 {
+			t.Fatalf("only %d enqueues landed between a read of the lane and its write: the test shows nothing", raced.Load())
+		}
+
+		handed := map[string][]time.Time{} // job id → when it was handed the key
+		parked := map[string]bool{}        // job id → it parked on the key
+		for _, j := range s.store.Jobs("hot") {
+			for _, ev := range j.History {
+				switch {
+				case ev.Kind == job.Released:
+					handed[j.ID] = append(handed[j.ID], ev.At)
+				case ev.Kind == job.ParkedEvent && ev.Reason == string(job.WaitKey):
+					parked[j.ID] = true
+				}
+			}
+		}
+		waited := 0
+		for i := 1; i < len(runs); i++ {
+			prev, r := runs[i-1], runs[i]
+			if !parked[r.ID] {
+				continue
+			}
+			waited++
+			k := slices.IndexFunc(handed[r.ID], func(at time.Time) bool { return !at.Before(prev.End) })
+			if k < 0 || handed[r.ID][k].Sub(prev.End) > iv/10 {
+				t.Errorf("ticket %d, which waited for the key, was not handed it when ticket %d ended at %v (handed at %v)",
+					r.Ticket, prev.Ticket, prev.End, handed[r.ID])
+			}
+		}
+		if waited < producers*calls/2 {
+			t.Fatalf("only %d jobs waited for the key: the test shows nothing", waited)
+		}
+		// Every job counted once and ended: the count came back to 0
+		// and the lane went.
+		if lanes, err := s.store.ListLanes(context.Background(), "hot"); err != nil || len(lanes) != 0 {
+			t.Fatalf("lanes left: %+v, %v", lanes, err)
+		}
+		t.Logf("%d jobs, %d waited for the key, %d enqueues landed between a read of its lane and the write", len(runs), waited, raced.Load())
 	})
 }

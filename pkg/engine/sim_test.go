@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -45,6 +46,9 @@ type simOptions struct {
 	ResumeEvery time.Duration
 	Lease       time.Duration
 	Seed        uint64
+	// Wrap, when set, wraps the state the engine uses (around the
+	// chaos wrapper).
+	Wrap func(engine.State) engine.State
 }
 
 type sim struct {
@@ -54,10 +58,12 @@ type sim struct {
 	eng   *engine.Engine
 	chaos *chaosState
 
-	mu      sync.Mutex
-	starts  []start
-	runs    []run
-	failFor map[string]int // job id → attempts that fail
+	mu       sync.Mutex
+	starts   []start
+	runs     []run
+	failFor  map[string]int // job id → attempts that fail
+	warnings []string       // the engine's warnings, as "message key=value…"
+	workErrs []string       // errors Work returned (the transport redelivers)
 
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -86,13 +92,27 @@ func newSim(t *testing.T, o simOptions) *sim {
 	mux := target.NewMux()
 	mux.HandleFunc("sim", s.handle)
 	mux.HandleFunc("lane", s.handleLane)
+	var st engine.State = s.chaos
+	if o.Wrap != nil {
+		st = o.Wrap(st)
+	}
 	s.eng = engine.New(engine.Options{
-		State: s.chaos, Transport: s.tr, Runner: &target.Dispatcher{Mux: mux},
-		Lease: o.Lease,
+		State: st, Transport: s.tr, Runner: &target.Dispatcher{Mux: mux},
+		Lease: o.Lease, Logger: slog.New(warnLog{s}),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.done.Go(func() { _ = s.tr.Run(ctx, o.Workers, s.eng.Work) })
+	s.done.Go(func() {
+		_ = s.tr.Run(ctx, o.Workers, func(ctx context.Context, env job.Envelope) error {
+			err := s.eng.Work(ctx, env)
+			if err != nil && ctx.Err() == nil {
+				s.mu.Lock()
+				s.workErrs = append(s.workErrs, err.Error())
+				s.mu.Unlock()
+			}
+			return err
+		})
+	})
 	s.done.Go(func() {
 		tick := time.NewTicker(o.ResumeEvery)
 		defer tick.Stop()
@@ -112,6 +132,26 @@ func (s *sim) stop() {
 	s.cancel()
 	s.done.Wait()
 }
+
+// warnLog records the engine's warnings in its sim.
+type warnLog struct{ s *sim }
+
+func (h warnLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h warnLog) Handle(_ context.Context, r slog.Record) error {
+	msg := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		msg += " " + a.String()
+		return true
+	})
+	h.s.mu.Lock()
+	h.s.warnings = append(h.s.warnings, msg)
+	h.s.mu.Unlock()
+	return nil
+}
+
+func (h warnLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h warnLog) WithGroup(string) slog.Handler      { return h }
 
 func (s *sim) handle(ctx context.Context, j *job.Job) error {
 	s.mu.Lock()
@@ -329,8 +369,8 @@ func (c *chaosState) Gate(ctx context.Context, r engine.GateRequest) (slot.State
 	return st, err
 }
 
-func (c *chaosState) PutLane(ctx context.Context, l slot.Lane, from int64) (slot.Lane, error) {
-	out, err := c.State.PutLane(ctx, l, from)
+func (c *chaosState) PutLane(ctx context.Context, l slot.Lane, from, pendingDelta int64) (slot.Lane, error) {
+	out, err := c.State.PutLane(ctx, l, from, pendingDelta)
 	if err == nil && c.roll() {
 		return out, errCrash // wrote the lane, but died before acting on it
 	}

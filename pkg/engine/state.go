@@ -268,21 +268,33 @@ type State interface {
 	// key had, so a read from before a delete is stale for every lane
 	// after it, and a PutLane from it fails.
 	GetLane(ctx context.Context, queue, key string) (slot.Lane, error)
-	// PutLane stores l (every field, Pending included) if the stored lane
-	// is still at version from (0: none is stored), and returns it as
-	// stored: at version from+1, or, from 0, at the version a created
-	// lane starts at (see GetLane), which callers read from the answer.
-	// ErrConflict if another write came first. A lane that is Idle and
-	// has no Pending jobs is deleted instead (and returned at Version 0).
-	// Of concurrent writers from one version, one wins.
-	PutLane(ctx context.Context, l slot.Lane, from int64) (slot.Lane, error)
+	// PutLane stores every field of l but Pending if the stored lane is
+	// still at version from (0: none is stored), and adds pendingDelta to
+	// the stored Pending in the same atomic write: l.Pending is not
+	// stored, so the jobs AddPending counted since the caller read the
+	// lane stay counted. It returns the lane as stored: at version
+	// from+1, or, from 0, at the version a created lane starts at (see
+	// GetLane), which callers read from the answer. ErrConflict if the
+	// version moved (another PutLane came first, or the lane was deleted,
+	// created or started afresh): an AddPending of the lane's generation
+	// never makes it fail. Of concurrent writers from one version, one
+	// wins.
+	//
+	// A lane that l leaves Idle whose stored Pending plus pendingDelta is
+	// 0 or less is deleted instead (and returned at Version 0), on the
+	// same condition of the version and on that count, atomically: if an
+	// AddPending raised the count meanwhile, the lane is written, not
+	// deleted.
+	PutLane(ctx context.Context, l slot.Lane, from, pendingDelta int64) (slot.Lane, error)
 	// AddPending adds n (which may be negative) to the Pending jobs of
 	// queue's lane of key for generation gen, creating the lane (at the
 	// version a created lane starts at, see GetLane), and returns the
-	// lane after. It needs no version: concurrent adds all count, and
-	// each moves the version on by one, so a PutLane from an older read
-	// fails. A lane of another generation is started afresh, its version
-	// moved on by one.
+	// lane after. It needs no version and does not move it: concurrent
+	// adds all count, and a PutLane from a version read before them
+	// still lands, keeping them. A lane of another generation (a deleted
+	// queue's) is started afresh, as a lane of gen with Pending n and
+	// nothing else, its version moved on, so a PutLane from a read of the
+	// old one fails. It never deletes a lane.
 	AddPending(ctx context.Context, queue string, gen int64, key string, n int64) (slot.Lane, error)
 	// ListLanes returns a queue's stored lanes of every generation, the
 	// queue's own lane included, in key order.

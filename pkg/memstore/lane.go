@@ -52,21 +52,24 @@ func (s *Store) GetLane(_ context.Context, queue, key string) (slot.Lane, error)
 	return slot.Lane{Queue: queue, Key: key}, nil
 }
 
-// PutLane stores l if the stored lane is at version from, at from+1 or,
-// from 0, above every version a lane has had; an idle lane without
-// pending jobs is deleted. ErrConflict.
-func (s *Store) PutLane(_ context.Context, l slot.Lane, from int64) (slot.Lane, error) {
+// PutLane stores l but its Pending, and adds pendingDelta to the stored
+// count, if the stored lane is at version from, at from+1 or, from 0,
+// above every version a lane has had; a lane l leaves idle whose count
+// comes to 0 or less is deleted. ErrConflict.
+func (s *Store) PutLane(_ context.Context, l slot.Lane, from, pendingDelta int64) (slot.Lane, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := laneID{l.Queue, l.Key}
-	if s.lanes[id].Version != from {
+	cur := s.lanes[id]
+	if cur.Version != from {
 		return slot.Lane{}, fmt.Errorf("put lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
 	}
+	l = cloneLane(l)
+	l.Pending = cur.Pending + pendingDelta
 	if l.Idle() && l.Pending <= 0 {
 		delete(s.lanes, id)
 		return slot.Lane{Queue: l.Queue, Key: l.Key}, nil
 	}
-	l = cloneLane(l)
 	l.Version = from + 1
 	if from == 0 {
 		l.Version = s.laneTop + 1
@@ -75,20 +78,22 @@ func (s *Store) PutLane(_ context.Context, l slot.Lane, from int64) (slot.Lane, 
 	return cloneLane(l), nil
 }
 
-// AddPending adds n to the lane's Pending jobs, starting a lane of another
-// generation afresh; a lane it creates starts above every version a lane
-// has had.
+// AddPending adds n to the lane's Pending jobs, its version unmoved, and
+// starts a lane of another generation afresh (at the next version); a
+// lane it creates starts above every version a lane has had.
 func (s *Store) AddPending(_ context.Context, queue string, gen int64, key string, n int64) (slot.Lane, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := laneID{queue, key}
 	l, ok := s.lanes[id]
-	if !ok {
-		l = slot.Lane{Queue: queue, Key: key, Gen: gen, Version: s.laneTop}
+	switch {
+	case !ok:
+		l = slot.Lane{Queue: queue, Key: key, Gen: gen, Version: s.laneTop + 1}
+	case l.Gen != gen:
+		l = l.Fresh(gen)
+		l.Version++
 	}
-	l = l.Fresh(gen)
 	l.Pending += n
-	l.Version++
 	s.storeLane(id, l)
 	return cloneLane(l), nil
 }

@@ -39,8 +39,11 @@ func ValidateKey(field, key string) *input.Error {
 // running place when the queue has a MaxRunning (it has no holder: the
 // places are counted in State.Running, by the gate).
 //
-// Every change is a compare-and-set on Version, so the rules below are
-// plain functions of the lane and the time, like the gate's.
+// Every change but Pending's is a compare-and-set on Version, so the
+// rules below are plain functions of the lane and the time, like the
+// gate's. Pending is counted apart, by adds that need no version
+// (engine.State.AddPending), so a stream of enqueues of one key does not
+// make those compare-and-sets fail.
 type Lane struct {
 	Queue string `json:"queue"`
 	Key   string `json:"key,omitempty"`
@@ -48,8 +51,9 @@ type Lane struct {
 	// another generation is a deleted queue's, and counts as empty
 	// (Fresh).
 	Gen int64 `json:"gen,omitempty"`
-	// Version moves on by one with each write of the lane; 0 is a lane
-	// not stored (never written, or deleted). A lane created anew starts
+	// Version moves on by one with each write of the lane but for the
+	// adds to Pending, which leave it; 0 is a lane not stored (never
+	// written, or deleted). A lane created anew starts
 	// above every version an earlier lane of its queue and key had, so
 	// versions never repeat across deletes (the store's contract).
 	Version int64 `json:"version"`
