@@ -487,16 +487,34 @@ func (e *Engine) runTarget(ctx context.Context, j job.Job, cfg slot.Config) erro
 		return err
 	case <-tctx.Done():
 	}
-	select {
-	case err := <-done:
-		return err
-	default:
+	// A target that returns as the invocation's context ends (its time is
+	// up as the target finishes) still reports its own outcome. (At its
+	// own timeout a target has no answer worth waiting for.)
+	if ctx.Err() != nil {
+		grace := time.NewTimer(targetGrace)
+		defer grace.Stop()
+		select {
+		case err := <-done:
+			return err
+		case <-grace.C:
+		}
+	} else {
+		select {
+		case err := <-done:
+			return err
+		default:
+		}
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("target stopped: %w", context.Cause(ctx))
 	}
 	return fmt.Errorf("target did not return within its timeout %s: %w", timeout, context.DeadlineExceeded)
 }
+
+// targetGrace is how long runTarget waits for a target's answer after the
+// target's context ended: one that was returning then is not taken for
+// one that ignores its context. The record budget (RecordTimeout) covers it.
+const targetGrace = 20 * time.Millisecond
 
 // PanicError is the error of an attempt whose target panicked. The
 // attempt fails and is retried like any other failure; the job's
