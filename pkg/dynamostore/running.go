@@ -51,9 +51,10 @@ type capForm struct {
 	// ticket is never among them.
 	dropped []int64
 	seen    map[int64]time.Time
-	// mine is set when the gate's own ticket has an ended entry: the gate
-	// overwrites it, so it frees a place like a dropped one, and it is
-	// pinned to its value as they are.
+	// mine is set when the gate's own ticket has an entry (it passed the
+	// gate before; ended or not): the gate overwrites it, so it frees a
+	// place like a dropped one (slot.CappedFor), and it is pinned to its
+	// value as they are.
 	mine bool
 	// bound: the condition is size(running) < bound.
 	bound int
@@ -66,10 +67,10 @@ func capFormOf(s slot.State, r engine.GateRequest) capForm {
 	f := capForm{seen: s.Running, bound: r.MaxRunning}
 	for ticket, until := range s.Running {
 		switch {
-		case r.Now.Before(until):
 		case ticket == r.Ticket:
 			f.mine = true
 			f.bound++
+		case r.Now.Before(until):
 		default:
 			f.dropped = append(f.dropped, ticket)
 		}

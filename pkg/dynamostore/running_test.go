@@ -79,11 +79,17 @@ func TestGateRetryMeetsItsOwnPlace(t *testing.T) {
 	if len(s.Running) != 2 || !s.Running[1].Equal(until) {
 		t.Errorf("running %v, want tickets 1 and 2", s.Running)
 	}
-	// A gate of the same ticket with another until is another start,
-	// and there is no place for it.
-	_, err = clean.Gate(t.Context(), req(1, until.Add(time.Second)))
+	// A gate of the same ticket with another until is another start (a
+	// redelivery whose first worker died before its claim): it takes its
+	// own place again, and no other.
+	later := until.Add(time.Second)
+	s, err = clean.Gate(t.Context(), req(1, later))
+	if err != nil || len(s.Running) != 2 || !s.Running[1].Equal(later) {
+		t.Errorf("another start of ticket 1: running %v, %v; want its own place, until %v", s.Running, err, later)
+	}
+	_, err = clean.Gate(t.Context(), req(3, later))
 	var ge *engine.GateError
 	if !errors.As(err, &ge) || ge.Verdict != slot.Full {
-		t.Errorf("another start of ticket 1: %v, want slot.Full", err)
+		t.Errorf("ticket 3 with both places taken: %v, want slot.Full", err)
 	}
 }

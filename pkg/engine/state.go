@@ -128,7 +128,7 @@ func (r GateRequest) Decide(s slot.State) (slot.Verdict, time.Time) {
 	if r.Scheduled {
 		v, open = slot.GateScheduled(s, r.Ticket, r.Interval, r.Skew, r.Now)
 	}
-	if v == slot.Start && slot.Capped(s, r.MaxRunning, r.Now) {
+	if v == slot.Start && slot.CappedFor(s, r.MaxRunning, r.Ticket, r.Now) {
 		return slot.Full, time.Time{}
 	}
 	return v, open

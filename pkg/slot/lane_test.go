@@ -110,3 +110,17 @@ func TestValidateKey(t *testing.T) {
 		}
 	}
 }
+
+func TestCappedFor(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	s := State{Running: map[int64]time.Time{1: now.Add(time.Minute), 2: now.Add(time.Minute), 3: now}}
+	if !Capped(s, 2, now) || !CappedFor(s, 2, 9, now) {
+		t.Fatal("two live places of two: capped")
+	}
+	if CappedFor(s, 2, 1, now) {
+		t.Fatal("ticket 1 holds one of them: its own place is free to it")
+	}
+	if CappedFor(s, 3, 9, now) || CappedFor(s, 0, 9, now) {
+		t.Fatal("a free place, or no cap: not capped")
+	}
+}

@@ -59,6 +59,17 @@ func Capped(s State, maxRunning int, now time.Time) bool {
 	return maxRunning > 0 && s.RunningAt(now) >= maxRunning
 }
 
+// CappedFor is Capped for ticket at the gate: its own place, if it holds
+// one (it passed the gate before and its worker died before the claim),
+// is not counted against it, since passing again takes that same place.
+func CappedFor(s State, maxRunning int, ticket int64, now time.Time) bool {
+	n := s.RunningAt(now)
+	if until, ok := s.Running[ticket]; ok && now.Before(until) {
+		n--
+	}
+	return maxRunning > 0 && n >= maxRunning
+}
+
 // Run returns the state after an attempt of ticket began at now under a
 // running cap, with its lease ending at until: the attempt is entered in
 // Running, and entries whose lease ended are dropped.

@@ -581,6 +581,16 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 			if s := getQueue(t, st, name).State; s.Current != 4 || !s.LastStart.Equal(now) {
 				t.Errorf("state after ticket 4 again: current %d, last start %v; want 4, %v", s.Current, s.LastStart, now)
 			}
+
+			// Its worker died before the claim once more: its next
+			// delivery, within the lease and with both places taken (3
+			// and its own), passes again: its own place is not counted
+			// against it.
+			now = now.Add(interval)
+			if s, err = gate(4, now, now.Add(time.Minute)); err != nil {
+				t.Fatalf("ticket 4 again within its lease, every place taken: %v", err)
+			}
+			wantRunning(t, "after ticket 4 within its lease", s.Running, map[int64]time.Time{3: later, 4: now.Add(time.Minute)})
 		})
 	}
 
