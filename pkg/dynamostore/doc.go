@@ -100,7 +100,8 @@
 // makes that condition stricter; the gate then decides on the item
 // DynamoDB returns (slot.Full when every place is taken) and tries again.
 // EndRun frees a place with one UpdateItem, REMOVE running.<ticket>, on
-// condition that the entry exists. So a capped queue writes its hot item
+// condition that the entry still ends at the attempt's until (another
+// start's place is left alone). So a capped queue writes its hot item
 // once more per attempt; a queue without a cap never writes the map.
 //
 // # The resume lease

@@ -120,22 +120,24 @@ func landed(s slot.State, r engine.GateRequest) bool {
 }
 
 // EndRun frees ticket's running place with one UpdateItem on the state
-// item: REMOVE running.<ticket>, on condition that the entry exists
-// (DynamoDB refuses to REMOVE a path inside a map that does not exist,
-// and a condition that fails writes nothing). An entry that is not there
-// (the attempt ended already, or took no place) leaves the item as it
-// is. A send that meets its own earlier removal finds nothing to remove,
-// so EndRun needs no write token, and it leaves the item's token alone:
-// another caller's lost answer, re-sent, still finds its own.
-// ErrQueueNotFound.
-func (s *Store) EndRun(ctx context.Context, queue string, ticket int64) error {
+// item: REMOVE running.<ticket>, on condition that the entry still ends at
+// until (it is this attempt's place, not another start's of the ticket).
+// DynamoDB refuses to REMOVE a path inside a map that does not exist, and
+// a condition that fails writes nothing: an entry that is not there (the
+// attempt ended already, or took no place) or is another's leaves the
+// item as it is. A send that meets its own earlier removal finds nothing
+// to remove, so EndRun needs no write token, and it leaves the item's
+// token alone: another caller's lost answer, re-sent, still finds its
+// own. ErrQueueNotFound.
+func (s *Store) EndRun(ctx context.Context, queue string, ticket int64, until time.Time) error {
 	e := newExpr()
 	p := e.n(attrRunning) + "." + e.alias("#t", ticketKey(ticket))
 	_, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key:                                 stateKey(queue),
 		UpdateExpression:                    aws.String("REMOVE " + p),
-		ConditionExpression:                 aws.String("attribute_exists(" + p + ")"),
+		ConditionExpression:                 aws.String(p + " = " + e.v(":u", timeNum(until))),
 		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           e.values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if old, ok := conditionFailed(err); ok {

@@ -345,18 +345,20 @@ func (e *Engine) wake(ctx context.Context, q Queue, w slot.Waiter, key string) e
 // hands it to the first job waiting for one. Errors are logged: a place
 // not freed frees itself when the attempt's lease ends, and the resume
 // function hands on places its waiters did not get.
+//
+// q.State is the state the attempt's gate answered: its place, if it took
+// one, is the entry of its ticket there.
 func (e *Engine) endRun(ctx context.Context, q Queue, ticket int64) {
-	if q.Config.MaxRunning == 0 && !hasRun(q.State, ticket) {
-		return
+	until, ok := q.State.Running[ticket]
+	if !ok {
+		return // it took no place (no cap when it started)
 	}
-	if err := e.state.EndRun(ctx, q.Name, ticket); err != nil {
+	if err := e.state.EndRun(ctx, q.Name, ticket, until); err != nil {
 		e.log.WarnContext(ctx, "running place not freed", "queue", q.Name, "ticket", ticket, "error", err.Error())
 		return
 	}
 	e.handPlaces(ctx, q, 1)
 }
-
-func hasRun(s slot.State, ticket int64) bool { _, ok := s.Running[ticket]; return ok }
 
 // handPlaces sends up to n jobs waiting on q's own lane for a running
 // place, lowest ticket first, past waiters that no longer wait, and

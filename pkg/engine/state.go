@@ -254,9 +254,12 @@ type State interface {
 	ReleaseLease(ctx context.Context, queue, holder string, c Cursor) error
 
 	// EndRun frees the running place ticket's attempt took at the gate
-	// (slot.Ended): one write on the queue's state, and nothing changes
-	// if the ticket has none. ErrQueueNotFound.
-	EndRun(ctx context.Context, queue string, ticket int64) error
+	// (slot.Ended), if the place is still that attempt's: its entry ends
+	// at until, the GateRequest.Until it was taken with. One write on the
+	// queue's state; nothing changes if the ticket has no such place (it
+	// ended already, or belongs to another start of the ticket, or to a
+	// queue of that name created again). ErrQueueNotFound.
+	EndRun(ctx context.Context, queue string, ticket int64, until time.Time) error
 
 	// GetLane reads a queue's lane of key (slot.Lane; key "" is the
 	// queue's own lane), strongly. A lane never written, or deleted, is

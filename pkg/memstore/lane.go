@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/slot"
@@ -13,13 +14,17 @@ import (
 // laneID names a lane in the store: its queue and key.
 type laneID struct{ queue, key string }
 
-// EndRun frees ticket's running place on queue (slot.Ended).
-func (s *Store) EndRun(_ context.Context, queue string, ticket int64) error {
+// EndRun frees ticket's running place on queue (slot.Ended) if it ends at
+// until.
+func (s *Store) EndRun(_ context.Context, queue string, ticket int64, until time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.queues[queue]
 	if !ok {
 		return notFound("end run", queue)
+	}
+	if u, ok := q.State.Running[ticket]; !ok || !u.Equal(until) {
+		return nil
 	}
 	q.State = slot.Ended(q.State, ticket)
 	s.queues[queue] = q

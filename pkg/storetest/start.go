@@ -544,14 +544,20 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 			wantState(t, "state after a full gate", stored, slot.State{Ticket: 6, Current: 2, Clock: at(5 * interval), LastStart: at(interval)})
 			wantRunning(t, "state after a full gate", stored.Running, map[int64]time.Time{1: lease, 2: lease})
 
+			// Another start's end (its place ends at another time)
+			// frees nothing.
+			if err := st.EndRun(ctx, name, 1, lease.Add(time.Second)); err != nil {
+				t.Fatalf("EndRun(1) of another start: %v", err)
+			}
+			wantRunning(t, "after EndRun(1) of another start", getQueue(t, st, name).State.Running, map[int64]time.Time{1: lease, 2: lease})
 			// An attempt that ends frees its place, once.
 			for range 2 {
-				if err := st.EndRun(ctx, name, 1); err != nil {
+				if err := st.EndRun(ctx, name, 1, lease); err != nil {
 					t.Fatalf("EndRun(1): %v", err)
 				}
 				wantRunning(t, "after EndRun(1)", getQueue(t, st, name).State.Running, map[int64]time.Time{2: lease})
 			}
-			if err := st.EndRun(ctx, name, 99); err != nil {
+			if err := st.EndRun(ctx, name, 99, lease); err != nil {
 				t.Errorf("EndRun of a ticket with no place: %v", err)
 			}
 			later := at(5 * time.Minute)
@@ -616,10 +622,10 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 
 	t.Run("EndRunNotFound", func(t *testing.T) {
 		st := newState(t)
-		wantErr(t, "EndRun of a missing queue", st.EndRun(t.Context(), queueName(t), 1), engine.ErrQueueNotFound)
+		wantErr(t, "EndRun of a missing queue", st.EndRun(t.Context(), queueName(t), 1, base), engine.ErrQueueNotFound)
 		// A queue that never ran anything under a cap has no places.
 		name, _ := lineUp(t, st, 1)
-		if err := st.EndRun(t.Context(), name, 1); err != nil {
+		if err := st.EndRun(t.Context(), name, 1, base); err != nil {
 			t.Errorf("EndRun on a queue without running places: %v", err)
 		}
 	})
@@ -702,7 +708,7 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 		// One place frees up at a time; of the refused, one takes it.
 		now := base
 		for round := range 3 {
-			if err := st.EndRun(ctx, name, passed[0]); err != nil {
+			if err := st.EndRun(ctx, name, passed[0], getQueue(t, st, name).State.Running[passed[0]]); err != nil {
 				t.Fatal(err)
 			}
 			delete(want, passed[0])
