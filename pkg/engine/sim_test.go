@@ -196,26 +196,29 @@ func (s *sim) handleLane(ctx context.Context, j *job.Job) error {
 func (s *sim) runsOf(queue string) []run {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []run
-	for _, r := range s.runs {
-		if r.Queue == queue {
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b run) int { return a.Begin.Compare(b.Begin) })
-	return out
+	return ofQueue(s.runs, queue, func(r run) (string, time.Time) { return r.Queue, r.Begin })
 }
 
 func (s *sim) startsOf(queue string) []start {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []start
-	for _, st := range s.starts {
-		if st.Queue == queue {
-			out = append(out, st)
+	return ofQueue(s.starts, queue, func(st start) (string, time.Time) { return st.Queue, st.At })
+}
+
+// ofQueue returns the records of queue among all, in time order; of
+// tells a record's queue and time.
+func ofQueue[T any](all []T, queue string, of func(T) (string, time.Time)) []T {
+	var out []T
+	for _, x := range all {
+		if q, _ := of(x); q == queue {
+			out = append(out, x)
 		}
 	}
-	slices.SortFunc(out, func(a, b start) int { return a.At.Compare(b.At) })
+	slices.SortFunc(out, func(a, b T) int {
+		_, ta := of(a)
+		_, tb := of(b)
+		return ta.Compare(tb)
+	})
 	return out
 }
 
