@@ -47,7 +47,7 @@ const (
 	attrConfig    = "config"
 	attrCreatedAt = "created_at"
 
-	// On the queue config item and job items: the queue's generation
+	// On the queue config and state items and job items: the queue's generation
 	// (engine.Queue.Gen), only when not 0.
 	attrGen = "gen"
 
@@ -346,14 +346,39 @@ func decodeState(m map[string]types.AttributeValue) (slot.State, time.Duration, 
 	return s, iv, nil
 }
 
-// newStateItem is the state item of a new queue.
-func newStateItem(name string, iv time.Duration) map[string]types.AttributeValue {
+// newStateItem is the state item of a new queue. It carries the queue's
+// generation (when not 0), which Take and Gate check.
+func newStateItem(name string, iv time.Duration, gen int64) map[string]types.AttributeValue {
 	m := stateKey(name)
 	m[attrTicket] = num(0)
 	m[attrCurrent] = num(0)
 	m[attrPaused] = boolean(false)
 	m[attrInterval] = durNum(iv)
+	if gen != 0 {
+		m[attrGen] = num(gen)
+	}
 	return m
+}
+
+// genCond is the condition that the item's generation is gen: an item
+// without one (a queue created before generations were kept on its
+// state item) passes. Empty for gen 0.
+func genCond(e *expr, gen int64) string {
+	if gen == 0 {
+		return ""
+	}
+	g := e.n(attrGen)
+	return " AND (attribute_not_exists(" + g + ") OR " + g + " = " + e.v(":gen", num(gen)) + ")"
+}
+
+// otherGen reports whether item m carries a generation other than gen
+// (gen 0 matches any).
+func otherGen(m map[string]types.AttributeValue, gen int64) bool {
+	if gen == 0 {
+		return false
+	}
+	_, ok := m[attrGen]
+	return ok && (&item{m: m}).int(attrGen) != gen
 }
 
 // configItem is the config item of a queue; it carries the keys of

@@ -516,9 +516,14 @@ func (s *Store) laneFrom(m map[string]types.AttributeValue, op, queue, key strin
 
 // freshLane replaces old, a lane of another generation, by a fresh lane
 // of gen with pending n, at old's version + 1, on condition that it is
-// still at old's version. done is false when another write came first.
-// It carries AddPending's token, so a re-sent put, or the add tried again
-// after it, finds that it landed.
+// still at old's version and that gen is the queue's generation now (a
+// ConditionCheck on the queue's config item, in one transaction: rare,
+// once per lane and generation, and off the hot item). done is false when
+// another write came first; ErrQueueNotFound when the queue is gone or of
+// another generation, so a caller of a deleted generation never takes a
+// lane of the queue created again under its name. It carries
+// AddPending's token, so a re-sent put, or the add tried again after it,
+// finds that it landed.
 func (s *Store) freshLane(ctx context.Context, old slot.Lane, gen, n int64, tok string) (slot.Lane, bool, error) {
 	fresh := old.Fresh(gen)
 	fresh.Pending = n
@@ -528,19 +533,32 @@ func (s *Store) freshLane(ctx context.Context, old slot.Lane, gen, n int64, tok 
 	}
 	e := newExpr()
 	cond := versionIs(e, old.Version)
-	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
-		Item:                                m,
-		ConditionExpression:                 &cond,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           nonEmpty(e.values),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	g := newExpr()
+	var genIs string
+	if gen != 0 {
+		genIs = g.n(attrGen) + " = " + g.v(":gen", num(gen))
+	} else {
+		genIs = "attribute_exists(" + g.n(attrPK) + ") AND attribute_not_exists(" + g.n(attrGen) + ")"
+	}
+	err = s.transact(ctx, []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{TableName: &s.table, Key: configKey(old.Queue),
+			ConditionExpression: &genIs, ExpressionAttributeNames: g.names, ExpressionAttributeValues: nonEmpty(g.values)}},
+		{Put: &types.Put{TableName: &s.table, Item: m, ConditionExpression: &cond,
+			ExpressionAttributeNames: e.names, ExpressionAttributeValues: nonEmpty(e.values),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 	})
-	if cur, ok := conditionFailed(err); ok {
-		if hasAddToken(cur, tok) {
-			l, err := decodeLane(cur)
-			return l, err == nil, err
+	if reasons, ok := cancelReasons(err); ok {
+		if len(reasons) > 0 && code(reasons[0]) == reasonConditional {
+			return slot.Lane{}, false, fmt.Errorf("start lane afresh for generation %d: %w", gen, engine.ErrQueueNotFound)
 		}
-		return slot.Lane{}, false, nil
+		if len(reasons) > 1 && code(reasons[1]) == reasonConditional {
+			if cur := reasons[1].Item; hasAddToken(cur, tok) {
+				l, err := decodeLane(cur)
+				return l, err == nil, err
+			}
+			return slot.Lane{}, false, nil
+		}
+		return slot.Lane{}, false, txError(err, reasons)
 	}
 	if err != nil {
 		return slot.Lane{}, false, err

@@ -69,7 +69,7 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) error {
 		return fmt.Errorf("create queue %s: %w", q.Name, err)
 	}
 	err = s.transact(ctx, []types.TransactWriteItem{
-		{Put: &types.Put{TableName: &s.table, Item: newStateItem(q.Name, q.Config.Interval),
+		{Put: &types.Put{TableName: &s.table, Item: newStateItem(q.Name, q.Config.Interval, q.Gen),
 			ConditionExpression: x.Condition(), ExpressionAttributeNames: x.Names()}},
 		{Put: &types.Put{TableName: &s.table, Item: cfg,
 			ConditionExpression: x.Condition(), ExpressionAttributeNames: x.Names()}},

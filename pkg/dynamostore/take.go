@@ -59,7 +59,9 @@ func formOf(s slot.State, line int, iv time.Duration, now time.Time) takeForm {
 // between that answer and the next try.
 //
 // Every form also requires the stored interval to be r.Interval
-// (ErrIntervalChanged otherwise). ErrQueueNotFound.
+// (ErrIntervalChanged otherwise) and, when r.Gen is set, the stored
+// generation to be r.Gen (ErrQueueNotFound otherwise, as for a queue
+// that is gone).
 func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
 	if r.N < 1 || r.Line < 0 || r.Line > r.N {
 		return engine.Taken{}, fmt.Errorf("take ticket %s: want 0 ≤ line ≤ n and n ≥ 1, got n=%d line=%d", r.Queue, r.N, r.Line)
@@ -72,7 +74,7 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
 				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
 			}
-			if old == nil {
+			if old == nil || otherGen(old, r.Gen) {
 				return engine.Taken{}, notFound("take ticket", r.Queue)
 			}
 			if hasToken(old, tok) {
@@ -124,7 +126,7 @@ func takeInput(r engine.TakeRequest, f takeForm, tok string) *dynamodb.UpdateIte
 	upd := "ADD " + e.n(attrTicket) + " " + e.v(":n", num(int64(r.N))) +
 		" SET " + wt + " = " + e.v(":tok", str(tok))
 	cond := e.n(attrInterval) + " = " + e.v(":iv", durNum(r.Interval)) +
-		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok)"
+		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok)" + genCond(e, r.Gen)
 	missing := func(a string) string { return "attribute_not_exists(" + a + ")" }
 	if f != takeNoLine {
 		clock, last, tc := e.n(attrClock), e.n(attrLastStart), e.n(attrTakeClock)
@@ -182,7 +184,8 @@ func takeInput(r engine.TakeRequest, f takeForm, tok string) *dynamodb.UpdateIte
 // DynamoDB sends back decides: a gate that says no (r.Decide, slot.Full
 // under the cap) becomes a *engine.GateError with that state, a gate that
 // says yes means another form holds, and the write is tried again in it.
-// ErrQueueNotFound, ErrIntervalChanged.
+// ErrQueueNotFound (also for a queue of another generation than r.Gen),
+// ErrIntervalChanged.
 func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
 	busy := isBusy(r.Seen, r.Interval, r.Now)
 	seen := r.Seen
@@ -193,7 +196,7 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
 				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
 			}
-			if old == nil {
+			if old == nil || otherGen(old, r.Gen) {
 				return slot.State{}, notFound("gate", r.Queue)
 			}
 			st, iv, err := decodeState(old)
@@ -240,7 +243,8 @@ func gateInput(r engine.GateRequest, busy bool, seen slot.State, tok string) *dy
 	cond := e.n(attrInterval) + " = " + e.v(":iv", durNum(r.Interval)) +
 		" AND " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) +
 		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < " + e.v(":t", num(r.Ticket)) + ")" +
-		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")"
+		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")" +
+		genCond(e, r.Gen)
 	upd := "SET " + wt + " = :tok, "
 	if !r.Scheduled {
 		// A line ticket keeps ticket order and moves current; a

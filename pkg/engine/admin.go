@@ -228,23 +228,40 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 	return int(max(0, st.Purged-st.Current)), nil
 }
 
-// DeleteQueue purges the queue and removes it, with all its jobs: they
-// belong to its generation (Queue.Gen), and a queue created again under
-// the name is a new one that starts clean. From then on every job of the
-// old generation reads as not found (get, cancel, list, an enqueue of its
-// id), and each expires: finished ones by their retention, parked ones
-// cancelled by the purge, and queued or running ones when their message
-// next comes to a worker (the message of a running attempt is its
-// watchdog) — with no write on the path of any other job.
+// DeleteQueue removes the queue, with all its jobs: they belong to its
+// generation (Queue.Gen), and a queue created again under the name is a
+// new one that starts clean. From then on every job of the old generation
+// reads as not found (get, cancel, list, an enqueue of its id), starts
+// nothing (Take and Gate check the generation) and touches nothing of a
+// new queue of the name (nor its lanes: see AddPending); each expires:
+// finished ones by their retention, parked ones here, and queued or
+// running ones when their message next comes to a worker (the message of
+// a running attempt is its watchdog) — with no write on the path of any
+// other job. It returns how many tickets had not started.
+//
+// The queue goes first and its parked jobs are listed after: a job that
+// parks concurrently either lands before the list (and is expired here)
+// or reads the queue gone after its park and expires itself
+// (deadGeneration).
 func (e *Engine) DeleteQueue(ctx context.Context, name string) (int, error) {
-	n, err := e.Purge(ctx, name)
+	q, err := e.Queue(ctx, name)
 	if err != nil {
-		return n, err
+		return 0, err
 	}
 	if err := e.state.DeleteQueue(ctx, name); err != nil {
-		return n, failure("delete", job.Key{Queue: name}, err)
+		return 0, failure("delete", job.Key{Queue: name}, err)
 	}
-	return n, nil
+	parked, err := e.listAll(ctx, q, job.Parked)
+	if err != nil {
+		return 0, fmt.Errorf("delete %s: %w", name, err)
+	}
+	for _, j := range parked {
+		if err := e.orphan(ctx, j); err != nil {
+			return 0, fmt.Errorf("delete %s: %w", name, err)
+		}
+	}
+	st := q.State
+	return int(max(0, st.Ticket-max(st.Current, st.Purged))), nil
 }
 
 // Stats describes a queue now.

@@ -283,10 +283,16 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 				line++
 			}
 		}
-		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Interval: iv, Now: now, Seen: q.State})
+		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Interval: iv, Now: now, Seen: q.State, Gen: q.Gen})
 		if errors.Is(err, ErrIntervalChanged) && try < 3 {
+			gen := q.Gen
 			if *q, err = e.state.GetQueue(ctx, q.Name); err != nil {
 				return err
+			}
+			if q.Gen != gen {
+				// Deleted and created again: the jobs are the old
+				// queue's, and take nothing of the new one.
+				return fmt.Errorf("take tickets: generation %d: %w", gen, ErrQueueNotFound)
 			}
 			continue
 		}

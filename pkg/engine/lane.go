@@ -141,6 +141,9 @@ func (e *Engine) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) (bo
 	if err != nil {
 		return false, fmt.Errorf("park %s on %s: %w", j.Key(), why, err)
 	}
+	if e.deadGeneration(ctx, j) {
+		return false, nil
+	}
 	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
 	e.log.InfoContext(ctx, "parked", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "reason", string(why), "key", j.Lane)
 	return true, nil
@@ -181,7 +184,10 @@ func (e *Engine) unpark(ctx context.Context, j *job.Job) (bool, error) {
 // lane of q's generation. A stored lane of another generation (a deleted
 // queue's) is first started afresh in the store, by an AddPending of
 // nothing, whose answer is the lane read again: a PutLane keeps the
-// stored pending count, which is the old generation's.
+// stored pending count, which is the old generation's. If q is the one
+// deleted (the stored lane is the queue created again under its name),
+// the store refuses to start it afresh: ErrQueueNotFound, and the caller
+// touches nothing of the new queue.
 func (e *Engine) getLane(ctx context.Context, q Queue, key string) (slot.Lane, error) {
 	l, err := e.state.GetLane(ctx, q.Name, key)
 	if err != nil {
@@ -226,6 +232,12 @@ func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, fi
 	for range laneTries {
 		now := e.now()
 		l, err := e.getLane(ctx, q, j.Lane)
+		if errors.Is(err, ErrQueueNotFound) {
+			// j is of a deleted generation: the lane, if any, is a new
+			// queue's, and j has nothing in it.
+			e.log.InfoContext(ctx, "key of a deleted queue left alone", "queue", q.Name, "key", j.Lane, "job_id", j.ID, "gen", j.Gen)
+			return
+		}
 		if err != nil {
 			e.log.WarnContext(ctx, "key not handed on", "queue", q.Name, "key", j.Lane, "job_id", j.ID, "error", err.Error())
 			return

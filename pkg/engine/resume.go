@@ -268,9 +268,29 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 		}
 	}
 	if len(stale) > 0 {
+		orig := make([]job.Job, len(stale))
+		for i, j := range stale {
+			orig[i] = *j
+		}
 		if err := e.assign(ctx, q, stale); err != nil {
 			return 0, nil, fmt.Errorf("resume %s: re-ticket: %w", q.Name, err)
 		}
+		// A purge that landed since the list was read covers the old
+		// tickets up to Purged: those jobs are cancelled, not carried
+		// past it (their new tickets stay unused).
+		kept, keptFrom := stale[:0], from[:0]
+		for i, j := range stale {
+			if from[i].Ticket > q.State.Purged {
+				kept, keptFrom = append(kept, j), append(keptFrom, from[i])
+				continue
+			}
+			if err := e.purged(ctx, *q, orig[i]); err != nil {
+				return 0, nil, fmt.Errorf("resume %s: %w", q.Name, err)
+			}
+			orig[i].Status = job.Cancelled // not counted as left parked
+			*j = orig[i]
+		}
+		stale, from = kept, keptFrom
 		for i, j := range stale {
 			j.Retickets++
 			j.Record(job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: from[i].Ticket, Ticket: j.Ticket})

@@ -86,6 +86,12 @@ type TakeRequest struct {
 	// whose atomic step comes in several conditional forms tries the one
 	// Seen says first. Zero is fine.
 	Seen slot.State
+	// Gen is the generation of the queue the caller read (Queue.Gen): if
+	// the queue was deleted and created again since, the take fails with
+	// ErrQueueNotFound and hands out nothing, so an attempt or a release
+	// of the old generation never takes a ticket of the new one. 0 skips
+	// the check.
+	Gen int64
 }
 
 // Taken is a range of tickets [First, First+N) and, when Line > 0, the first
@@ -117,6 +123,11 @@ type GateRequest struct {
 	// end of its attempt's lease.
 	MaxRunning int
 	Until      time.Time
+	// Gen is the generation of the job's queue (job.Job.Gen): a gate of
+	// a queue deleted and created again since fails with
+	// ErrQueueNotFound, so nothing of the old generation starts on the
+	// new queue. 0 skips the check.
+	Gen int64
 }
 
 // Decide is the gate's verdict on r at state s: slot.Gate, or
@@ -197,12 +208,14 @@ type State interface {
 	DeleteQueue(ctx context.Context, name string) error
 
 	// Take hands out tickets and line slots atomically by slot.Take.
-	// Concurrent takes get disjoint, gap-free ranges.
+	// Concurrent takes get disjoint, gap-free ranges. ErrQueueNotFound
+	// also when r.Gen is set and is not the queue's generation.
 	Take(ctx context.Context, r TakeRequest) (Taken, error)
 	// Gate is the queue side of a start, one atomic step on the queue's
 	// state alone: if r.Decide says Start, the state moves by r.Started
-	// and Gate returns it; otherwise a *GateError with the state it saw. ErrQueueNotFound; ErrIntervalChanged when r.Interval is
-	// not the queue's. Of concurrent gates that slot.Gate would each let
+	// and Gate returns it; otherwise a *GateError with the state it saw.
+	// ErrQueueNotFound, also when r.Gen is set and is not the queue's
+	// generation; ErrIntervalChanged when r.Interval is not the queue's. Of concurrent gates that slot.Gate would each let
 	// through alone, one passes.
 	//
 	// The job side, the claim, is a separate UpdateJob from queued to
@@ -297,7 +310,11 @@ type State interface {
 	// still lands, keeping them. A lane of another generation (a deleted
 	// queue's) is started afresh, as a lane of gen with Pending n and
 	// nothing else, its version moved on, so a PutLane from a read of the
-	// old one fails. It never deletes a lane.
+	// old one fails — but only if gen is the queue's generation now,
+	// atomically with that check: otherwise the caller is of a deleted
+	// generation, the lane is left as it is (it may be the new queue's,
+	// held by one of its jobs), and AddPending fails with
+	// ErrQueueNotFound. It never deletes a lane.
 	AddPending(ctx context.Context, queue string, gen int64, key string, n int64) (slot.Lane, error)
 	// ListLanes returns a queue's stored lanes of every generation, the
 	// queue's own lane included, in key order.

@@ -113,7 +113,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		gr := GateRequest{
 			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now,
 			Scheduled: outOfLine(&j), Seen: q.State,
-			MaxRunning: q.Config.MaxRunning, Until: now.Add(e.opts.Lease),
+			MaxRunning: q.Config.MaxRunning, Until: now.Add(e.opts.Lease), Gen: j.Gen,
 		}
 		// The queue state just read says when the gate opens: waiting for
 		// it here saves a write that would fail (and still be billed).
@@ -260,6 +260,23 @@ func (e *Engine) orphan(ctx context.Context, j job.Job) error {
 	return nil
 }
 
+// deadGeneration reads j's queue after j, queued a moment ago, was
+// parked, and expires j (orphan) if the queue was deleted meanwhile:
+// DeleteQueue removes the queue before it lists the parked jobs it
+// expires, so a park either lands before that listing (and is expired
+// there) or finds the queue gone here. Nothing else would ever look at a
+// parked job of a deleted generation. It reports whether j was expired.
+func (e *Engine) deadGeneration(ctx context.Context, j *job.Job) bool {
+	q, err := e.state.GetQueue(ctx, j.Queue)
+	if err == nil && q.Gen == j.Gen || err != nil && !errors.Is(err, ErrQueueNotFound) {
+		return false
+	}
+	if err := e.orphan(ctx, *j); err != nil {
+		e.log.WarnContext(ctx, "parked job of a deleted queue not expired", "queue", j.Queue, "job_id", j.ID, "error", err.Error())
+	}
+	return true
+}
+
 // purged cancels a job whose ticket a purge covered.
 func (e *Engine) purged(ctx context.Context, q Queue, j job.Job) error {
 	if err := e.cancel(ctx, q.Config, j); err != nil {
@@ -302,14 +319,20 @@ func (e *Engine) claim(ctx context.Context, q Queue, j job.Job, from job.Version
 	err := e.state.UpdateJob(ctx, j, from)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
 		e.log.InfoContext(ctx, "dropped duplicate delivery after the gate", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
-		if q.Config.MaxRunning > 0 {
-			// The place the gate gave this ticket is spent unless
-			// another delivery runs it (it was cancelled meanwhile).
-			if fresh, err := e.state.GetJob(ctx, j.Key()); err != nil || fresh.Status != job.Running || fresh.Ticket != j.Ticket {
-				q.State = st
-				e.endRun(ctx, q, j.Ticket)
-			}
+		if q.Config.MaxRunning == 0 && j.Lane == "" {
+			return nil
 		}
+		// The place the gate gave this ticket, and the key this
+		// delivery took before the gate, are given up unless another
+		// delivery runs the ticket: the job was cancelled (or purged)
+		// after this worker read it, and a cancelled job holds nothing.
+		fresh, err := e.state.GetJob(ctx, j.Key())
+		if err == nil && fresh.Status == job.Running && fresh.Ticket == j.Ticket {
+			return nil
+		}
+		q.State = st
+		e.endRun(ctx, q, j.Ticket)
+		e.leave(ctx, q, j, j.Ticket, false)
 		return nil
 	}
 	if err != nil {
@@ -409,18 +432,28 @@ func (e *Engine) park(ctx context.Context, j *job.Job, why job.ParkReason) error
 		}
 		return fmt.Errorf("park %s/%s: %w", j.Queue, j.ID, err)
 	}
+	if e.deadGeneration(ctx, j) {
+		return nil
+	}
 	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
 	e.log.InfoContext(ctx, "parked", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "reason", string(why))
 	return nil
 }
 
 // reticket gives a passed job a new ticket at the end of the line, keeping
-// its id and attempt, and sends or parks it.
+// its id and attempt, and sends or parks it. A job whose old ticket a
+// purge covered is cancelled instead: the purge may have landed after the
+// job was read, and a re-ticket must not carry a purged job past it.
 func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job) error {
 	from := j.Version()
 	old := j.Ticket
+	orig := *j
 	if err := e.assign(ctx, q, []*job.Job{j}); err != nil {
 		return fmt.Errorf("re-ticket %s/%s: %w", j.Queue, j.ID, err)
+	}
+	if old <= q.State.Purged {
+		*j = orig
+		return e.purged(ctx, *q, orig)
 	}
 	j.Retickets++
 	j.Record(job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: old, Ticket: j.Ticket})
@@ -591,7 +624,7 @@ func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, 
 // backoff: a retry is a start like any other and keeps the queue's rate.
 func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error, now time.Time) error {
 	from := j.Version()
-	ran := j.Ticket
+	ran := j
 	q.State = st
 	j.Record(job.Event{At: now, Kind: job.AttemptFailed, Attempt: j.Attempt, Error: runErr.Error()})
 	j.Attempt++
@@ -601,6 +634,12 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	j.NotBefore = now.Add(q.Config.RetryDelay(j.Attempt))
 	err := e.assign(ctx, &q, []*job.Job{&j})
 	j.NotBefore = floor
+	if errors.Is(err, ErrQueueNotFound) {
+		// The queue was deleted (and perhaps created again) while the
+		// attempt ran: the job ends with its generation, and its retry
+		// takes nothing of a new queue of the name.
+		return e.orphan(ctx, ran)
+	}
 	if err != nil {
 		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
 	}
@@ -613,7 +652,7 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 		}
 		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
 	}
-	e.endAttempt(ctx, q, st, j, ran, false)
+	e.endAttempt(ctx, q, st, j, ran.Ticket, false)
 	e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
 	e.observe(ctx, Event{Kind: EventRetry, Queue: j.Queue})
 	e.log.WarnContext(ctx, "attempt failed; retrying", "queue", j.Queue, "job_id", j.ID,

@@ -84,8 +84,9 @@ func (s *Store) PutLane(_ context.Context, l slot.Lane, from, pendingDelta int64
 }
 
 // AddPending adds n to the lane's Pending jobs, its version unmoved, and
-// starts a lane of another generation afresh (at the next version); a
-// lane it creates starts above every version a lane has had.
+// starts a lane of another generation afresh (at the next version) if gen
+// is the queue's generation; a lane it creates starts above every version
+// a lane has had.
 func (s *Store) AddPending(_ context.Context, queue string, gen int64, key string, n int64) (slot.Lane, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,6 +96,9 @@ func (s *Store) AddPending(_ context.Context, queue string, gen int64, key strin
 	case !ok:
 		l = slot.Lane{Queue: queue, Key: key, Gen: gen, Version: s.laneTop + 1}
 	case l.Gen != gen:
+		if q, ok := s.queues[queue]; !ok || q.Gen != gen {
+			return slot.Lane{}, fmt.Errorf("add pending %s/%s of generation %d: %w", queue, key, gen, engine.ErrQueueNotFound)
+		}
 		l = l.Fresh(gen)
 		l.Version++
 	}

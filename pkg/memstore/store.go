@@ -207,7 +207,8 @@ func (s *Store) DeleteQueue(_ context.Context, name string) error {
 	return nil
 }
 
-// Take hands out r.N tickets by slot.Take. ErrQueueNotFound, or
+// Take hands out r.N tickets by slot.Take. ErrQueueNotFound (also for
+// a queue of another generation than r.Gen), or
 // ErrIntervalChanged if r.Interval is not the queue's interval.
 func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, error) {
 	if r.N < 1 || r.Line < 0 || r.Line > r.N {
@@ -216,7 +217,7 @@ func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.queues[r.Queue]
-	if !ok {
+	if !ok || r.Gen != 0 && q.Gen != r.Gen {
 		return engine.Taken{}, notFound("take ticket", r.Queue)
 	}
 	if q.Config.Interval != r.Interval {
@@ -235,7 +236,7 @@ func (s *Store) Gate(_ context.Context, r engine.GateRequest) (slot.State, error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.queues[r.Queue]
-	if !ok {
+	if !ok || r.Gen != 0 && q.Gen != r.Gen {
 		return slot.State{}, notFound("gate", r.Queue)
 	}
 	if q.Config.Interval != r.Interval {

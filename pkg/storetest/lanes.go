@@ -34,6 +34,18 @@ func diffLane(got, want slot.Lane) string {
 	return strings.Join(d, "; ")
 }
 
+// generation makes name a queue of generation gen: it deletes the queue
+// of that name, if any, and creates it again.
+func generation(t *testing.T, st engine.State, name string, gen int64) {
+	t.Helper()
+	if err := st.DeleteQueue(t.Context(), name); err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
+		t.Fatalf("DeleteQueue(%s): %v", name, err)
+	}
+	if err := st.CreateQueue(t.Context(), engine.Queue{Name: name, Gen: gen, Config: testConfig(interval), CreatedAt: base}); err != nil {
+		t.Fatalf("CreateQueue(%s, gen %d): %v", name, gen, err)
+	}
+}
+
 func wantLane(t *testing.T, what string, got, want slot.Lane) {
 	t.Helper()
 	if d := diffLane(got, want); d != "" {
@@ -360,15 +372,19 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 	})
 
 	// A lane of another generation belongs to a deleted queue of the same
-	// name: an add starts it afresh, its holder and waiters gone. Gen 0
-	// (queues from before generations) is a generation like any other.
+	// name: an add of the queue's generation starts it afresh, its
+	// waiters and count gone and its holder kept as a foreign one
+	// (slot.Fresh) until that holder's lease ends. Gen 0 (queues from
+	// before generations) is a generation like any other.
 	t.Run("AddPendingOtherGen", func(t *testing.T) {
 		st := newState(t)
 		name := queueName(t)
+		generation(t, st, name, 0)
 		old := putLane(t, st, slot.Lane{Queue: name, Key: "k", Gen: 5, Holder: slot.Waiter{Ticket: 3, JobID: "a"}, Until: at(time.Minute),
 			Last: 4, Waiting: []slot.Waiter{{Ticket: 4, JobID: "b"}}}, 0, 2)
 		got := addPending(t, st, name, 0, "k", 1)
-		want := slot.Lane{Queue: name, Key: "k", Gen: 0, Version: got.Version, Pending: 1}
+		foreign := slot.Waiter{Ticket: slot.Foreign, JobID: "a"}
+		want := slot.Lane{Queue: name, Key: "k", Gen: 0, Version: got.Version, Pending: 1, Holder: foreign, Until: at(time.Minute)}
 		wantLane(t, "AddPending of generation 0 on a lane of 5", got, want)
 		if got.Version <= old.Version {
 			t.Errorf("version %d after the fresh start, was %d", got.Version, old.Version)
@@ -376,16 +392,18 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 		wantLane(t, "GetLane of it", getLane(t, st, name, "k"), want)
 
 		got = addPending(t, st, name, 0, "k", 2)
-		wantLane(t, "a second add of generation 0", got, slot.Lane{Queue: name, Key: "k", Gen: 0, Version: want.Version, Pending: 3})
+		wantLane(t, "a second add of generation 0", got, slot.Lane{Queue: name, Key: "k", Gen: 0, Version: want.Version, Pending: 3, Holder: foreign, Until: at(time.Minute)})
+		generation(t, st, name, 8)
 		got = addPending(t, st, name, 8, "k", 1)
-		wantLane(t, "an add of generation 8 on a lane of 0", got, slot.Lane{Queue: name, Key: "k", Gen: 8, Version: got.Version, Pending: 1})
+		wantLane(t, "an add of generation 8 on a lane of 0", got, slot.Lane{Queue: name, Key: "k", Gen: 8, Version: got.Version, Pending: 1, Holder: foreign, Until: at(time.Minute)})
 		if got.Version <= want.Version {
 			t.Errorf("version %d after the second fresh start, was %d", got.Version, want.Version)
 		}
 		// An add of nothing starts a lane afresh too: the engine's way
 		// to clear a deleted queue's lane before it writes it.
+		generation(t, st, name, 9)
 		got = addPending(t, st, name, 9, "k", 0)
-		wantLane(t, "an add of 0 of generation 9 on a lane of 8", got, slot.Lane{Queue: name, Key: "k", Gen: 9, Version: got.Version})
+		wantLane(t, "an add of 0 of generation 9 on a lane of 8", got, slot.Lane{Queue: name, Key: "k", Gen: 9, Version: got.Version, Holder: foreign, Until: at(time.Minute)})
 
 		// An add creates a lane that is not there, and the next add
 		// leaves its version.
@@ -395,6 +413,29 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 		}
 		wantLane(t, "AddPending of a new lane", got, slot.Lane{Queue: name, Key: "", Gen: 8, Version: got.Version, Pending: 4})
 		wantLane(t, "a second add on it", addPending(t, st, name, 8, "", -1), slot.Lane{Queue: name, Key: "", Gen: 8, Version: got.Version, Pending: 3})
+	})
+
+	// An add of a deleted generation never starts afresh the lane of the
+	// queue created again under the name: that lane is the new queue's,
+	// held by one of its jobs. The add fails with ErrQueueNotFound and
+	// the lane stays as it was; so does an add on a queue that is gone.
+	t.Run("AddPendingDeadGen", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		generation(t, st, name, 7)
+		held := putLane(t, st, slot.Lane{Queue: name, Key: "k", Gen: 7, Holder: slot.Waiter{Ticket: 1, JobID: "b"}, Until: at(time.Minute),
+			Last: 2, Waiting: []slot.Waiter{{Ticket: 2, JobID: "c"}}}, 0, 2)
+		if _, err := st.AddPending(t.Context(), name, 3, "k", 0); !errors.Is(err, engine.ErrQueueNotFound) {
+			t.Fatalf("AddPending of generation 3 on the lane of queue generation 7: %v, want ErrQueueNotFound", err)
+		}
+		wantLane(t, "the new queue's lane after the refused add", getLane(t, st, name, "k"), held)
+		if err := st.DeleteQueue(t.Context(), name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AddPending(t.Context(), name, 3, "k", 1); !errors.Is(err, engine.ErrQueueNotFound) {
+			t.Fatalf("AddPending of generation 3 with the queue gone: %v, want ErrQueueNotFound", err)
+		}
+		wantLane(t, "the lane after the refused add", getLane(t, st, name, "k"), held)
 	})
 
 	// A lane deleted and created again never comes back at a version the

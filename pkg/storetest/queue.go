@@ -149,6 +149,37 @@ func testQueue(t *testing.T, newState func(t *testing.T) engine.State) {
 		}
 	})
 
+	// Take and Gate of a generation the queue no longer has (it was
+	// deleted and created again) hand out nothing and start nothing:
+	// ErrQueueNotFound, and the new queue's state is untouched. Gen 0 in
+	// a request skips the check.
+	t.Run("Generation", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name := queueName(t)
+		generation(t, st, name, 7)
+		take(t, st, name, 2, 2, base)
+		generation(t, st, name, 1<<40)
+		before := getQueue(t, st, name).State
+		_, err := st.Take(ctx, engine.TakeRequest{Queue: name, N: 1, Line: 1, Interval: interval, Now: at(time.Hour), Gen: 7})
+		wantErr(t, "Take of generation 7 on generation 2^40", err, engine.ErrQueueNotFound)
+		g := gateReq(name, 1, at(time.Hour))
+		g.Gen = 7
+		_, err = st.Gate(ctx, g)
+		wantErr(t, "Gate of generation 7 on generation 2^40", err, engine.ErrQueueNotFound)
+		wantState(t, "the new queue after the old generation's take and gate", getQueue(t, st, name).State, before)
+
+		tk, err := st.Take(ctx, engine.TakeRequest{Queue: name, N: 1, Line: 1, Interval: interval, Now: at(time.Hour), Gen: 1 << 40})
+		if err != nil || tk.First != 1 {
+			t.Fatalf("Take of the queue's own generation = %+v, %v; want ticket 1", tk, err)
+		}
+		g = gateReq(name, 1, at(time.Hour))
+		g.Gen = 1 << 40
+		if _, err := st.Gate(ctx, g); err != nil {
+			t.Fatalf("Gate of the queue's own generation: %v", err)
+		}
+	})
+
 	t.Run("Pause", func(t *testing.T) {
 		st := newState(t)
 		ctx := t.Context()
