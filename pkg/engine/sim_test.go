@@ -316,12 +316,14 @@ func (c *chaosState) roll() bool {
 	return c.rnd.Float64() < c.rate
 }
 
-func (c *chaosState) observe(name string, st slot.State) {
+func (c *chaosState) observe(queue string, gen int64, st slot.State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen == nil {
 		c.seen = map[string]slot.State{}
 	}
+	// A queue deleted and created again under its name starts over.
+	name := fmt.Sprintf("%s (generation %d)", queue, gen)
 	prev, ok := c.seen[name]
 	if ok && (st.Ticket < prev.Ticket || st.Current < prev.Current || st.Clock.Before(prev.Clock) || st.LastStart.Before(prev.LastStart)) {
 		c.t.Errorf("queue %s state moved back: %+v -> %+v", name, prev, st)
@@ -344,7 +346,7 @@ func (c *chaosState) GetQueue(ctx context.Context, name string) (engine.Queue, e
 	defer c.opMu.Unlock()
 	q, err := c.State.GetQueue(ctx, name)
 	if err == nil {
-		c.observe(name, q.State)
+		c.observe(name, q.Gen, q.State)
 	}
 	return q, err
 }
@@ -354,7 +356,7 @@ func (c *chaosState) Take(ctx context.Context, r engine.TakeRequest) (engine.Tak
 	defer c.opMu.Unlock()
 	tk, err := c.State.Take(ctx, r)
 	if err == nil {
-		c.observe(r.Queue, tk.State)
+		c.observe(r.Queue, r.Gen, tk.State)
 	}
 	return tk, err
 }
@@ -364,7 +366,7 @@ func (c *chaosState) Gate(ctx context.Context, r engine.GateRequest) (slot.State
 	defer c.opMu.Unlock()
 	st, err := c.State.Gate(ctx, r)
 	if err == nil {
-		c.observe(r.Queue, st)
+		c.observe(r.Queue, r.Gen, st)
 		if c.roll() {
 			return st, errCrash // passed the gate, but died before the claim
 		}
