@@ -340,4 +340,3 @@ func TestCancelBeforeKeyTaken(t *testing.T) {
 		}
 	})
 }
-
