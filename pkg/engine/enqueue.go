@@ -125,6 +125,11 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
+	if e.expireIfDead(ctx, q.Name, q.Gen, newJobs) > 0 {
+		// Deleted since the tickets were taken: the call ran against
+		// the deleted queue, and its parked jobs went with it.
+		return EnqueueResult{}, fmt.Errorf("enqueue %s: generation %d: %w", q.Name, q.Gen, ErrQueueNotFound)
+	}
 	lost := map[string]int64{}
 	for k, j := range newJobs {
 		if !created[k] && j.Lane != "" {

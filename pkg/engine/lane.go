@@ -500,7 +500,13 @@ func (e *Engine) reapLanes(ctx context.Context, q Queue, now time.Time, parked [
 			return sent, fig, fmt.Errorf("resume %s: key %s: %w", q.Name, l.Key, err)
 		}
 		if handed != nil {
-			e.log.WarnContext(ctx, "key's holder lease ran out; handed on", "queue", q.Name, "key", l.Key, "holder_ticket", l.Holder.Ticket, "to_ticket", handed.Ticket)
+			if l.Holder.Ticket == slot.Foreign {
+				// Expected: a deleted generation's holder frees the key
+				// only by its lease.
+				e.log.InfoContext(ctx, "key free of a deleted queue's holder; handed on", "queue", q.Name, "key", l.Key, "to_ticket", handed.Ticket)
+			} else {
+				e.log.WarnContext(ctx, "key's holder lease ran out; handed on", "queue", q.Name, "key", l.Key, "holder_ticket", l.Holder.Ticket, "to_ticket", handed.Ticket)
+			}
 			e.handKey(ctx, q, l.Key, *handed)
 			sent++
 		}

@@ -309,6 +309,10 @@ func (e *Engine) release(ctx context.Context, q *Queue, rep *ResumeReport, cur *
 	if err := e.releaseAll(ctx, q.Name, due, dueFrom); err != nil {
 		return 0, nil, err
 	}
+	if n := e.expireIfDead(ctx, q.Name, q.Gen, stale); n > 0 {
+		e.log.InfoContext(ctx, "queue deleted during the resume pass; its jobs parked again expired", "queue", q.Name, "gen", q.Gen, "jobs", n)
+		return 0, nil, nil
+	}
 	for _, js := range [][]*job.Job{stale, due} {
 		for _, j := range js {
 			if j.Status == job.Queued {

@@ -28,6 +28,7 @@ import (
 // start is one handler run: what the guarantees are checked against.
 type start struct {
 	Queue   string
+	Gen     int64
 	ID      string
 	Ticket  int64
 	Attempt int
@@ -155,7 +156,7 @@ func (h warnLog) WithGroup(string) slog.Handler      { return h }
 
 func (s *sim) handle(ctx context.Context, j *job.Job) error {
 	s.mu.Lock()
-	s.starts = append(s.starts, start{Queue: j.Queue, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: time.Now()})
+	s.starts = append(s.starts, start{Queue: j.Queue, Gen: j.Gen, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: time.Now()})
 	fail := j.Attempt <= s.failFor[j.ID]
 	s.mu.Unlock()
 	if fail {
@@ -167,6 +168,7 @@ func (s *sim) handle(ctx context.Context, j *job.Job) error {
 // run is one run of a "lane" job: its begin and end.
 type run struct {
 	Queue, Key, ID string
+	Gen            int64
 	Ticket         int64
 	Attempt        int
 	SlotAt         time.Time
@@ -174,7 +176,8 @@ type run struct {
 }
 
 // handleLane runs a "lane" job: it takes the payload's "ms" milliseconds
-// and records its begin and end.
+// and records its begin and end; it fails the job's first failFor
+// attempts, as handle does.
 func (s *sim) handleLane(ctx context.Context, j *job.Job) error {
 	var p struct {
 		Ms int `json:"ms"`
@@ -184,12 +187,16 @@ func (s *sim) handleLane(ctx context.Context, j *job.Job) error {
 	}
 	begin := time.Now()
 	s.mu.Lock()
-	s.starts = append(s.starts, start{Queue: j.Queue, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: begin})
+	s.starts = append(s.starts, start{Queue: j.Queue, Gen: j.Gen, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: begin})
+	fail := j.Attempt <= s.failFor[j.ID]
 	s.mu.Unlock()
 	time.Sleep(time.Duration(p.Ms) * time.Millisecond)
 	s.mu.Lock()
-	s.runs = append(s.runs, run{Queue: j.Queue, Key: j.Lane, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, Begin: begin, End: time.Now()})
+	s.runs = append(s.runs, run{Queue: j.Queue, Gen: j.Gen, Key: j.Lane, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, Begin: begin, End: time.Now()})
 	s.mu.Unlock()
+	if fail {
+		return fmt.Errorf("attempt %d of %s fails on purpose", j.Attempt, j.ID)
+	}
 	return nil
 }
 

@@ -260,21 +260,40 @@ func (e *Engine) orphan(ctx context.Context, j job.Job) error {
 	return nil
 }
 
-// deadGeneration reads j's queue after j, queued a moment ago, was
-// parked, and expires j (orphan) if the queue was deleted meanwhile:
-// DeleteQueue removes the queue before it lists the parked jobs it
-// expires, so a park either lands before that listing (and is expired
-// there) or finds the queue gone here. Nothing else would ever look at a
-// parked job of a deleted generation. It reports whether j was expired.
+// deadGeneration reads j's queue after j was written parked, and expires
+// j (orphan) if the queue was deleted meanwhile: DeleteQueue removes the
+// queue before it lists the parked jobs it expires, so a park either
+// lands before that listing (and is expired there) or finds the queue
+// gone here. Nothing else would ever look at a parked job of a deleted
+// generation. It reports whether j was expired.
 func (e *Engine) deadGeneration(ctx context.Context, j *job.Job) bool {
-	q, err := e.state.GetQueue(ctx, j.Queue)
-	if err == nil && q.Gen == j.Gen || err != nil && !errors.Is(err, ErrQueueNotFound) {
-		return false
+	return e.expireIfDead(ctx, j.Queue, j.Gen, []*job.Job{j}) > 0
+}
+
+// expireIfDead reads queue after jobs of generation gen were written,
+// and if the queue is gone or of another generation, expires those of
+// them that were written parked (see deadGeneration). It returns how
+// many it expired; with no parked job among them it reads nothing.
+func (e *Engine) expireIfDead(ctx context.Context, queue string, gen int64, jobs []*job.Job) int {
+	var parked []*job.Job
+	for _, j := range jobs {
+		if j.Status == job.Parked {
+			parked = append(parked, j)
+		}
 	}
-	if err := e.orphan(ctx, *j); err != nil {
-		e.log.WarnContext(ctx, "parked job of a deleted queue not expired", "queue", j.Queue, "job_id", j.ID, "error", err.Error())
+	if len(parked) == 0 {
+		return 0
 	}
-	return true
+	q, err := e.state.GetQueue(ctx, queue)
+	if err == nil && q.Gen == gen || err != nil && !errors.Is(err, ErrQueueNotFound) {
+		return 0
+	}
+	for _, j := range parked {
+		if err := e.orphan(ctx, *j); err != nil {
+			e.log.WarnContext(ctx, "parked job of a deleted queue not expired", "queue", j.Queue, "job_id", j.ID, "error", err.Error())
+		}
+	}
+	return len(parked)
 }
 
 // purged cancels a job whose ticket a purge covered.
@@ -465,6 +484,9 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job) error {
 		}
 		return fmt.Errorf("re-ticket %s/%s: %w", j.Queue, j.ID, err)
 	}
+	if e.deadGeneration(ctx, j) {
+		return nil
+	}
 	e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
 	e.log.InfoContext(ctx, "re-ticketed", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket, "slot_at", j.SlotAt)
 	return nil
@@ -651,6 +673,9 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 			return nil
 		}
 		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
+	}
+	if e.deadGeneration(ctx, &j) {
+		return nil
 	}
 	e.endAttempt(ctx, q, st, j, ran.Ticket, false)
 	e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
