@@ -186,8 +186,15 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 // record reads again, with backoff, until RecordGrace after the message
 // was sent. A record still behind then was never written (its writer
 // died), and the message is stale.
+//
+// A record that keeps it waiting past recordHold lets the later messages
+// of its queue in the worker's batch go on (Started): a record that
+// lags that long is rare, and mostly one that will never come (a
+// re-ticket that lost to a duplicate, a concurrent enqueue of the same
+// id), so the batch is not held up for RecordGrace.
 func (e *Engine) record(ctx context.Context, env job.Envelope) (job.Job, error) {
 	wait := 10 * time.Millisecond
+	began := e.now()
 	for {
 		j, err := e.state.GetJob(ctx, env.Key())
 		if err != nil && !errors.Is(err, ErrJobNotFound) {
@@ -200,12 +207,19 @@ func (e *Engine) record(ctx context.Context, env job.Envelope) (job.Job, error) 
 		if !behind || env.SentAt.IsZero() || e.now().Add(wait).After(env.SentAt.Add(e.opts.RecordGrace)) {
 			return j, err
 		}
+		if e.now().Sub(began) >= recordHold {
+			Started(ctx)
+		}
 		if err := clock.Sleep(ctx, wait); err != nil {
 			return j, err
 		}
 		wait = min(2*wait, time.Second)
 	}
 }
+
+// recordHold is how long a message waiting for its record holds up the
+// later messages of its queue in a batch (see record).
+const recordHold = 100 * time.Millisecond
 
 // ErrStillRunning is Work's answer to a message whose attempt is running
 // and within its lease: the transport should deliver it again later. The

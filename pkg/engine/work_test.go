@@ -299,3 +299,32 @@ func TestTargetTimeoutFitsWorkerTimeout(t *testing.T) {
 		t.Fatalf("configure: %v, want an input error on config.target_timeout", err)
 	}
 }
+
+// A message whose record is behind it (its writer is slow, or died and
+// the record will never come) waits for the record up to RecordGrace, but
+// does not hold up the later messages of its queue in a worker's batch
+// meanwhile: it lets them go on (OnStarted) after a short wait.
+func TestRecordWaitReleasesBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error { return nil })}, nil)
+		env := b.enqueue("q", slot.Config{Interval: time.Second})
+		env.Ticket += 4 // a re-ticket whose record write never landed
+		env.SentAt = time.Now()
+		begin := time.Now()
+		released := time.Duration(-1)
+		ctx := engine.OnStarted(context.Background(), func() {
+			if released < 0 {
+				released = time.Since(begin)
+			}
+		})
+		if err := b.eng.Work(ctx, env); err != nil {
+			t.Fatalf("Work: %v", err)
+		}
+		if took := time.Since(begin); took < 10*time.Second {
+			t.Fatalf("Work returned after %v; want it to wait for the record (RecordGrace)", took)
+		}
+		if released < 0 || released > time.Second {
+			t.Fatalf("the queue's next message could go on after %v, want within a second", released)
+		}
+	})
+}
