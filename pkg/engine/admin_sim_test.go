@@ -51,8 +51,8 @@ type adminSim struct {
 	// and none from inside the store calls of another (adminRacer).
 	turn chan struct{}
 	rnd  *rand.Rand
-	cfg slot.Config
-	ops []adminOp
+	cfg  slot.Config
+	ops  []adminOp
 	// intervals and skews every generation had, for the spacing check.
 	minInterval map[int64]time.Duration
 	maxSkew     map[int64]time.Duration
