@@ -40,6 +40,11 @@ const (
 	// DefaultTargetTimeout bounds one run of an HTTP or Lambda target.
 	DefaultTargetTimeout = 30 * time.Second
 
+	// MinInterval is the shortest interval a queue may have. Every start
+	// writes the queue's state item, and one DynamoDB item takes about
+	// 1,000 writes a second (enqueues write it too): a shorter interval
+	// could not be kept, only promised.
+	MinInterval = time.Millisecond
 	// MaxInterval is the longest interval a queue may have.
 	MaxInterval = 24 * time.Hour
 	// MaxAttemptsLimit is the most attempts a queue may allow.
@@ -64,24 +69,27 @@ func ValidateName(name string) error {
 }
 
 // Config is a queue's configuration. The zero value of each field means its
-// documented default, applied by WithDefaults.
+// documented default, applied by WithDefaults (MaxRunning's default is
+// 0, no cap). In JSON a setting left out is its default, and one given as
+// zero is refused (ZeroSetting), never read as the default.
 type Config struct {
-	// Interval is the least time between two starts of the queue.
-	// Required to be > 0; default DefaultInterval when a queue is created
-	// on first enqueue.
+	// Interval is the least time between two starts of the queue, from
+	// MinInterval to MaxInterval. Default DefaultInterval (or the
+	// stack's).
 	Interval time.Duration `json:"interval"`
 	// Skew is the allowance for clock differences between hosts and
 	// wake-up latency: for any two starts i < j, start_j − start_i ≥
 	// (j − i)·Interval − Skew. It is a one-time allowance, not one per
 	// start: no run of starts goes faster than one per Interval. Default
 	// DefaultSkew (or the stack's), at most a quarter of the interval;
-	// must be less than Interval. Zero means the default: set 1ns for
-	// (almost) none.
+	// must be less than Interval. Zero means the default; in JSON an
+	// explicit 0 is refused: give 1ns for none.
 	Skew time.Duration `json:"skew,omitempty"`
-	// MaxAttempts is how many attempts a job gets. Default 3.
+	// MaxAttempts is how many attempts a job gets, 1 to MaxAttemptsLimit.
+	// Default 3.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// Backoff is the delay before the first retry, doubled on each
-	// further attempt. Default 1s.
+	// further attempt; more than 0. Default 1s.
 	Backoff time.Duration `json:"backoff,omitempty"`
 	// MaxBackoff caps the retry delay. Default 5m.
 	MaxBackoff time.Duration `json:"max_backoff,omitempty"`
@@ -115,6 +123,30 @@ type Config struct {
 	// finds every place taken waits, parked, until a finishing attempt
 	// hands it one. 0 (the default) is no cap; at most MaxRunningLimit.
 	MaxRunning int `json:"max_running,omitempty"`
+}
+
+// ZeroSetting says why a setting given explicitly as zero (field is its
+// JSON name, such as "interval") is refused, or returns nil when zero is a
+// setting of its own (max_running: no cap). Config's zero value means the
+// default, so a zero that was meant would otherwise be silently read as
+// "the default": decoding JSON and the CLI's flags ask this first.
+func ZeroSetting(field string) *input.Error {
+	leaveOut := "; leave it out for the default"
+	switch field {
+	case "interval":
+		return input.Invalid("invalid_interval", field, fmt.Sprintf("interval must be at least %s%s", MinInterval, leaveOut))
+	case "skew":
+		return input.Invalid("invalid_skew", field, `skew 0 is not a setting: give "1ns" for no allowance, or leave it out for the default`)
+	case "max_attempts":
+		return input.Invalid("invalid_max_attempts", field, fmt.Sprintf("max_attempts must be between 1 and %d%s", MaxAttemptsLimit, leaveOut))
+	case "backoff", "max_backoff":
+		return input.Invalid("invalid_backoff", field, fmt.Sprintf(`%s must be greater than 0, such as "100ms"%s`, field, leaveOut))
+	case "retention":
+		return input.Invalid("invalid_retention", field, fmt.Sprintf("retention must be between 1m and %s%s", MaxRetention, leaveOut))
+	case "target_timeout":
+		return input.Invalid("invalid_target_timeout", field, "target_timeout must be greater than 0 and at most 15m"+leaveOut)
+	}
+	return nil
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -180,8 +212,8 @@ func (c Config) Or(d Config) Config {
 // Validate checks a configuration after defaults were applied.
 func (c Config) Validate() error {
 	switch {
-	case c.Interval <= 0:
-		return input.Invalid("invalid_interval", "interval", "interval must be greater than 0")
+	case c.Interval < MinInterval:
+		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at least %s: each start writes the queue's state item, which takes about 1,000 writes a second", MinInterval))
 	case c.Interval > MaxInterval:
 		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at most %s", MaxInterval))
 	case c.Skew < 0 || c.Skew >= c.Interval:

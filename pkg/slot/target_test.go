@@ -94,7 +94,7 @@ func TestAllowNetworks(t *testing.T) {
 		}
 	}
 	for _, bad := range [][]string{{"10.1.2.3/16"}, {"nonsense"}, {"10.0.0.0/33"}} {
-		c := Config{Interval: 1, AllowNetworks: bad}.WithDefaults()
+		c := Config{AllowNetworks: bad}.WithDefaults()
 		if err := c.Validate(); err == nil || err.(*input.Error).Field != "allow_networks[0]" {
 			t.Errorf("Validate with allow_networks %v = %v; want an error on allow_networks[0]", bad, err)
 		}
@@ -116,7 +116,7 @@ func TestAddrClass(t *testing.T) {
 }
 
 func TestValidateTargetsSize(t *testing.T) {
-	c := Config{Interval: 1}.WithDefaults()
+	c := Config{}.WithDefaults()
 	for range MaxTargetPatterns + 1 {
 		c.Targets = append(c.Targets, "lambda:x")
 	}
