@@ -129,3 +129,26 @@ func TestZeroSetting(t *testing.T) {
 		t.Errorf("ZeroSetting(max_running) = %v; want nil (0 is no cap)", err)
 	}
 }
+
+// ParseDuration accepts nothing time.ParseDuration refuses, reads what it
+// accepts as time.ParseDuration does, and accepts every duration as
+// Duration writes it (time.Duration.String), so no stored configuration
+// becomes unreadable.
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"1h30m", "1h1h", "30m1h", "500ms", "1.5µs", "-2s", "0", "1e3s", ".5h", "1h0.5m"} {
+		f.Add(s, int64(0))
+	}
+	f.Add("", int64(time.Hour+time.Nanosecond))
+	f.Add("", int64(-1500))
+	f.Fuzz(func(t *testing.T, s string, n int64) {
+		got, err := ParseDuration(s)
+		want, werr := time.ParseDuration(s)
+		if err == nil && (werr != nil || got != want) {
+			t.Fatalf("ParseDuration(%q) = %v; time.ParseDuration = %v, %v", s, got, want, werr)
+		}
+		w := time.Duration(n).String()
+		if d, err := ParseDuration(w); err != nil || d != time.Duration(n) {
+			t.Fatalf("ParseDuration(%q) = %v, %v; want %v", w, d, err, time.Duration(n))
+		}
+	})
+}

@@ -33,6 +33,8 @@ func FuzzAdmin(f *testing.F) {
 		`{"op":"stats","queue":"emails"}`,
 		`{"op":"pause","queue":"emails","until":"2099-01-01T00:00:00Z"}`,
 		`{"op":"configure","queue":"emails","config":{"interval":"-1s"}}`,
+		`{"op":"create","queue":"q3","config":{"interval":5,"skew":"0s"}}`,
+		`{"op":"configure","queue":"emails","config":{"max_attempts":0,"backoff":"1m1m"}}`,
 		`{"op":"create","queue":"q2","config":{"targets":["*"]}}`,
 		`{"op":"list","queue":"emails","status":"queued","limit":-1}`,
 		`{"OP":"stats","queue":"emails"}`,

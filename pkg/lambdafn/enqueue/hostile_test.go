@@ -101,6 +101,10 @@ func TestHostileEnqueueWritesNothing(t *testing.T) {
 		{"interval an object", `{"queue":"fresh","interval":{},"job":{"kind":"k"}}`, "invalid_duration", "interval"},
 		{"interval zero", `{"queue":"fresh","interval":"0s","job":{"kind":"k"}}`, "invalid_interval", "interval"},
 		{"interval over a day", `{"queue":"fresh","interval":"25h","job":{"kind":"k"}}`, "invalid_interval", "interval"},
+		{"interval a number", `{"queue":"fresh","interval":1000,"job":{"kind":"k"}}`, "invalid_duration", "interval"},
+		{"interval 1h1h", `{"queue":"fresh","interval":"1h1h","job":{"kind":"k"}}`, "invalid_duration", "interval"},
+		{"interval 1ns", `{"queue":"fresh","interval":"1ns","job":{"kind":"k"}}`, "invalid_interval", "interval"},
+		{"interval 999us on a batch", `{"queue":"fresh","interval":"999us","jobs":[{"kind":"k"}]}`, "invalid_interval", "interval"},
 		// Times.
 		{"not_before a number", in("strict", `{"kind":"k","not_before":1767225600}`), "invalid_type", "job.not_before"},
 		{"not_before Feb 30", in("strict", `{"kind":"k","not_before":"2027-02-30T00:00:00Z"}`), "invalid_time", "job.not_before"},
