@@ -113,8 +113,12 @@ type Config struct {
 	// they are in a refused class: loopback, private, link-local,
 	// unique-local, metadata, unspecified, multicast, reserved (see
 	// AddrClass). The check is made on the target's IP host at enqueue and
-	// on every resolved address when the worker connects. At most
-	// MaxAllowNetworks. Default: none, so only public addresses.
+	// on every resolved address when the worker connects, by one rule
+	// (CheckAddr): an IPv6 address that carries an IPv4 address
+	// (::ffff:a.b.c.d, ::a.b.c.d, NAT64, 6to4, Teredo) is judged by that
+	// IPv4 address, so it is an IPv4 prefix that allows it; a prefix made
+	// only of such addresses is refused. At most MaxAllowNetworks.
+	// Default: none, so only public addresses.
 	AllowNetworks []string `json:"allow_networks,omitempty"`
 	// TargetTimeout bounds one run of an HTTP or Lambda target. Default 30s.
 	TargetTimeout time.Duration `json:"target_timeout,omitempty"`
@@ -247,6 +251,9 @@ func (c Config) Validate() error {
 		if err != nil || p != p.Masked() {
 			return input.Invalid("invalid_network", fmt.Sprintf("allow_networks[%d]", i), fmt.Sprintf("%q is not a network prefix such as \"10.1.0.0/16\" (host bits zero)", input.Truncate(n, 100)))
 		}
+		if carriesIPv4(p) {
+			return input.Invalid("invalid_network", fmt.Sprintf("allow_networks[%d]", i), fmt.Sprintf("%s holds IPv6 addresses that carry an IPv4 address, which are judged by that IPv4 address: list an IPv4 prefix instead", p))
+		}
 	}
 	return nil
 }
@@ -289,19 +296,26 @@ func (c Config) CheckTarget(target string) error {
 
 // CheckAddr says why an HTTP target of the queue may not connect to a, or
 // returns nil: a is in a refused class (AddrClass) and in none of
-// AllowNetworks.
+// AllowNetworks. Both are asked of the address a is judged by
+// (JudgedAddr): an IPv6 address that carries an IPv4 address is judged by
+// that IPv4 address before any prefix applies, so "::/0" does not allow
+// ::ffff:127.0.0.1, and "127.0.0.1/32" does. The enqueue check
+// (CheckTarget) and the worker's dial-time check both call it.
 func (c Config) CheckAddr(a netip.Addr) error {
 	class := AddrClass(a)
 	if class == "" {
 		return nil
 	}
-	a = a.WithZone("")
+	j := JudgedAddr(a)
 	for _, n := range c.AllowNetworks {
-		if p, err := netip.ParsePrefix(n); err == nil && (p.Contains(a) || p.Contains(a.Unmap())) {
+		if p, err := netip.ParsePrefix(n); err == nil && p.Contains(j) {
 			return nil
 		}
 	}
-	return fmt.Errorf("address %s is %s; the queue's allow_networks must list it", a, class)
+	if j != a.WithZone("") {
+		return fmt.Errorf("address %s is %s (it carries %s); the queue's allow_networks must list %s", a.WithZone(""), class, j, j)
+	}
+	return fmt.Errorf("address %s is %s; the queue's allow_networks must list it", j, class)
 }
 
 // RetryDelay is the backoff before attempt number next (2, 3, …).
