@@ -104,6 +104,8 @@ func TestHostileAdminWritesNothing(t *testing.T) {
 		{"target pattern too long", create(fmt.Sprintf(`{"targets":[%q]}`, "https://a.example.com/"+strings.Repeat("p", slot.MaxTargetLen))), "invalid_target", "config.targets[0]"},
 		{"allow_networks host bits", create(`{"allow_networks":["10.1.2.3/8"]}`), "invalid_network", "config.allow_networks[0]"},
 		{"allow_networks words", cfg("configure", `{"allow_networks":["10.0.0.0/8","everything"]}`), "invalid_network", "config.allow_networks[1]"},
+		{"allow_networks mapped IPv4", create(`{"allow_networks":["::ffff:127.0.0.0/104"]}`), "invalid_network", "config.allow_networks[0]"},
+		{"allow_networks 6to4", cfg("configure", `{"allow_networks":["::/0","2002::/16"]}`), "invalid_network", "config.allow_networks[1]"},
 		{"create existing", `{"op":"create","queue":"emails"}`, "queue_exists", "queue"},
 		{"create bad name", `{"op":"create","queue":"no spaces"}`, "invalid_queue", "queue"},
 		// until
