@@ -412,6 +412,27 @@ func (f *configFlags) apply(fs *flag.FlagSet, cfg *slot.Config) {
 	})
 }
 
+// update is the change the command line asks for: the settings given, and
+// only those.
+func (f *configFlags) update(fs *flag.FlagSet) slot.ConfigUpdate {
+	var cfg slot.Config
+	f.apply(fs, &cfg)
+	u := slot.UpdateOf(cfg)
+	fs.Visit(func(fl *flag.Flag) { // zeros that are settings of their own
+		switch fl.Name {
+		case "max-running":
+			u.MaxRunning = &cfg.MaxRunning
+		case "targets":
+			t := append([]string{}, cfg.Targets...)
+			u.Targets = &t
+		case "allow-networks":
+			n := append([]string{}, cfg.AllowNetworks...)
+			u.AllowNetworks = &n
+		}
+	})
+	return u
+}
+
 // given reports whether the command line set the flag name.
 func given(fs *flag.FlagSet, name string) bool {
 	set := false
@@ -452,7 +473,9 @@ func createCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 func configureCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newStackCmd("configure", "QUEUE", "Changes the settings of QUEUE given on the command line and keeps the others\n"+
-		"(it reads the configuration, then writes it whole: run one configure at a time).\n"+
+		"(the admin function reads the configuration, then writes it whole: run one configure\n"+
+		"of a queue at a time). A setting given as zero is refused unless zero is a setting\n"+
+		"of its own (--max-running 0: no cap; --targets \"\": none).\n"+
 		"Jobs that hold slots keep them; new tickets follow the new interval.", stdout, stderr)
 	cf := newConfigFlags(c.fs, "(default: unchanged)")
 	reset := c.fs.Bool("reset", false, "start from the defaults instead of the queue's settings")
@@ -463,17 +486,15 @@ func configureCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := cf.check("configure", c.fs); err != nil {
 		return c.fail(err)
 	}
+	in := &client.ConfigureQueueInput{Queue: pos[0]}
+	if *reset {
+		cf.apply(c.fs, &in.Config)
+	} else {
+		u := cf.update(c.fs)
+		in.Update = &u
+	}
 	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-		var cfg slot.Config
-		if !*reset {
-			st, err := cl.GetStats(ctx, &client.GetStatsInput{Queue: pos[0]})
-			if err != nil {
-				return nil, nil, err
-			}
-			cfg = st.Stats.Config
-		}
-		cf.apply(c.fs, &cfg)
-		out, err := cl.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: pos[0], Config: cfg})
+		out, err := cl.ConfigureQueue(ctx, in)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -83,8 +83,9 @@ func ParseDuration(s string) (time.Duration, error) {
 	return v, nil
 }
 
-// configJSON is Config on the wire. Every setting is a pointer, so that a
-// setting left out (its default, on create) is told from one given as zero.
+// configJSON is Config (and ConfigUpdate) on the wire. Every setting is a
+// pointer, so that a setting left out is told from one given as zero, and
+// an empty list ("targets": [], none) from an absent one.
 type configJSON struct {
 	Interval      *Duration `json:"interval,omitempty"`
 	Skew          *Duration `json:"skew,omitempty"`
@@ -92,8 +93,8 @@ type configJSON struct {
 	Backoff       *Duration `json:"backoff,omitempty"`
 	MaxBackoff    *Duration `json:"max_backoff,omitempty"`
 	Retention     *Duration `json:"retention,omitempty"`
-	Targets       []string  `json:"targets,omitempty"`
-	AllowNetworks []string  `json:"allow_networks,omitempty"`
+	Targets       *[]string `json:"targets,omitempty"`
+	AllowNetworks *[]string `json:"allow_networks,omitempty"`
 	TargetTimeout *Duration `json:"target_timeout,omitempty"`
 	MaxRunning    *int      `json:"max_running,omitempty"`
 }
@@ -101,12 +102,11 @@ type configJSON struct {
 // MarshalJSON writes durations as strings and leaves zero settings out:
 // "the default", as UnmarshalJSON reads an absent one.
 func (c Config) MarshalJSON() ([]byte, error) {
-	dur := func(d time.Duration) *Duration {
+	dur := func(d time.Duration) *time.Duration {
 		if d == 0 {
 			return nil
 		}
-		v := Duration(d)
-		return &v
+		return &d
 	}
 	num := func(n int) *int {
 		if n == 0 {
@@ -114,12 +114,18 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		}
 		return &n
 	}
-	return json.Marshal(configJSON{
+	list := func(l []string) *[]string {
+		if len(l) == 0 {
+			return nil
+		}
+		return &l
+	}
+	return ConfigUpdate{
 		Interval: dur(c.Interval), Skew: dur(c.Skew), MaxAttempts: num(c.MaxAttempts),
 		Backoff: dur(c.Backoff), MaxBackoff: dur(c.MaxBackoff), Retention: dur(c.Retention),
-		Targets: c.Targets, AllowNetworks: c.AllowNetworks, TargetTimeout: dur(c.TargetTimeout),
+		Targets: list(c.Targets), AllowNetworks: list(c.AllowNetworks), TargetTimeout: dur(c.TargetTimeout),
 		MaxRunning: num(c.MaxRunning),
-	})
+	}.MarshalJSON()
 }
 
 // UnmarshalJSON reads a configuration strictly, by Decode: unknown fields
@@ -130,51 +136,78 @@ func (c Config) MarshalJSON() ([]byte, error) {
 // default". Errors name the field relative to the configuration
 // ("interval", "targets[2]").
 func (c *Config) UnmarshalJSON(b []byte) error {
+	var u ConfigUpdate
+	if err := u.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	*c = u.Apply(Config{})
+	return nil
+}
+
+// MarshalJSON writes the settings u gives, durations as strings.
+func (u ConfigUpdate) MarshalJSON() ([]byte, error) {
+	dur := func(d *time.Duration) *Duration {
+		if d == nil {
+			return nil
+		}
+		v := Duration(*d)
+		return &v
+	}
+	return json.Marshal(configJSON{
+		Interval: dur(u.Interval), Skew: dur(u.Skew), MaxAttempts: u.MaxAttempts,
+		Backoff: dur(u.Backoff), MaxBackoff: dur(u.MaxBackoff), Retention: dur(u.Retention),
+		Targets: u.Targets, AllowNetworks: u.AllowNetworks, TargetTimeout: dur(u.TargetTimeout),
+		MaxRunning: u.MaxRunning,
+	})
+}
+
+// UnmarshalJSON reads the settings an update gives, by the rules of
+// Config.UnmarshalJSON: a setting left out (or null) is nil, one given as
+// zero is refused unless zero is a setting of its own (ZeroSetting).
+func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
 	var w configJSON
 	if err := input.Decode(b, &w); err != nil {
 		return err
 	}
-	durs := []struct {
-		field string
-		v     *Duration
-		dst   *time.Duration
-	}{
-		{"interval", w.Interval, &c.Interval}, {"skew", w.Skew, &c.Skew},
-		{"backoff", w.Backoff, &c.Backoff}, {"max_backoff", w.MaxBackoff, &c.MaxBackoff},
-		{"retention", w.Retention, &c.Retention}, {"target_timeout", w.TargetTimeout, &c.TargetTimeout},
-	}
-	ints := []struct {
-		field string
-		v     *int
-		dst   *int
-	}{{"max_attempts", w.MaxAttempts, &c.MaxAttempts}, {"max_running", w.MaxRunning, &c.MaxRunning}}
-	for _, d := range durs {
-		if d.v != nil && *d.v == 0 {
-			if err := ZeroSetting(d.field); err != nil {
-				return err
+	dur := func(field string, d *Duration) (*time.Duration, *input.Error) {
+		if d == nil {
+			return nil, nil
+		}
+		if *d == 0 {
+			if err := ZeroSetting(field); err != nil {
+				return nil, err
 			}
 		}
+		v := time.Duration(*d)
+		return &v, nil
 	}
-	for _, n := range ints {
-		if n.v != nil && *n.v == 0 {
-			if err := ZeroSetting(n.field); err != nil {
-				return err
+	num := func(field string, n *int) (*int, *input.Error) {
+		if n != nil && *n == 0 {
+			if err := ZeroSetting(field); err != nil {
+				return nil, err
 			}
 		}
+		return n, nil
 	}
-	if w.Interval != nil && *w.Interval < 0 {
+	var v ConfigUpdate
+	var errs [8]*input.Error
+	v.Interval, errs[0] = dur("interval", w.Interval)
+	v.Skew, errs[1] = dur("skew", w.Skew)
+	v.MaxAttempts, errs[2] = num("max_attempts", w.MaxAttempts)
+	v.Backoff, errs[3] = dur("backoff", w.Backoff)
+	v.MaxBackoff, errs[4] = dur("max_backoff", w.MaxBackoff)
+	v.Retention, errs[5] = dur("retention", w.Retention)
+	v.TargetTimeout, errs[6] = dur("target_timeout", w.TargetTimeout)
+	v.MaxRunning, errs[7] = num("max_running", w.MaxRunning)
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	if v.Interval != nil && *v.Interval < 0 {
 		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at least %s", MinInterval))
 	}
-	*c = Config{Targets: w.Targets, AllowNetworks: w.AllowNetworks}
-	for _, d := range durs {
-		if d.v != nil {
-			*d.dst = time.Duration(*d.v)
-		}
-	}
-	for _, n := range ints {
-		if n.v != nil {
-			*n.dst = *n.v
-		}
-	}
+	v.Targets, v.AllowNetworks = w.Targets, w.AllowNetworks
+	*u = v
 	return nil
 }

@@ -63,6 +63,8 @@ func TestHostileAdminWritesNothing(t *testing.T) {
 		{"config an array", create(`[]`), "invalid_type", "config"},
 		{"configure null", cfg("configure", `null`), "missing_config", "config"},
 		{"configure without config", `{"op":"configure","queue":"emails"}`, "missing_config", "config"},
+		{"configure reset a string", `{"op":"configure","queue":"emails","reset":"yes","config":{}}`, "invalid_type", "reset"},
+		{"configure reset without config", `{"op":"configure","queue":"emails","reset":true}`, "missing_config", "config"},
 		{"config INTERVAL", cfg("configure", `{"INTERVAL":"1s"}`), "unknown_field", "config.INTERVAL"},
 		{"config unknown", create(`{"intervall":"1s"}`), "unknown_field", "config.intervall"},
 		{"config interval true", create(`{"interval":true}`), "invalid_duration", "config.interval"},
