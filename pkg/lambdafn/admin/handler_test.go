@@ -241,6 +241,13 @@ func TestConfigureKeepsWhatItLeavesOut(t *testing.T) {
 	if len(c.Targets) != 0 || c.Backoff != 3*time.Second {
 		t.Errorf("a configure after clearing the targets: %+v; want them still none", c)
 	}
+	r, err := h.Handle(ctx, json.RawMessage(`{"op":"configure","queue":"q","config":{"interval":"4ms"}}`))
+	if err != nil || r.Error == nil || r.Error.Code != "invalid_skew" || r.Error.Field != "config.skew" || !strings.Contains(r.Error.Message, "give a skew too") {
+		t.Errorf("configure an interval under the queue's skew: %v %+v; want invalid_skew on config.skew", err, r.Error)
+	}
+	if c = do(`{"op":"configure","queue":"q","config":{"interval":"4ms","skew":"1ms"}}`); c.Interval != 4*time.Millisecond || c.Skew != time.Millisecond {
+		t.Errorf("configure interval and skew: %+v", c)
+	}
 	c = do(`{"op":"configure","queue":"q","reset":true,"config":{"max_attempts":2}}`)
 	if c.Interval != 3*time.Second || c.MaxAttempts != 2 || c.Backoff != slot.DefaultBackoff || !reflect.DeepEqual(c.Targets, []string{"lambda:default"}) {
 		t.Errorf("configure with reset: %+v; want the defaults but max_attempts", c)
