@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/pkg/client"
+	"github.com/slotq/slotq/pkg/slot"
 )
 
 // stdin is what --payload - and --ids - read; tests replace it.
@@ -186,8 +187,44 @@ func parseTime(flagName, s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
+	if d, err := slot.ParseDuration(s); err == nil {
 		return now.Add(d), nil
 	}
 	return time.Time{}, usagef("--%s %q: want an RFC 3339 time (2025-06-01T14:00:00Z) or a duration from now (90s)", flagName, s)
+}
+
+// durationValue is a flag holding a duration read as slotq reads every
+// duration (slot.ParseDuration): with its unit, each unit once, the
+// largest first ("1h30m", not "1h1h" or "90").
+type durationValue time.Duration
+
+func (d *durationValue) String() string { return time.Duration(*d).String() }
+
+func (d *durationValue) Set(s string) error {
+	v, err := slot.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+// durationFlag defines a duration flag read by slot.ParseDuration. Its
+// usage must name its type in backquotes (a `duration` such as 1s), as
+// flag.PrintDefaults lists it.
+func durationFlag(fs *flag.FlagSet, name, usage string) *time.Duration {
+	d := new(time.Duration)
+	fs.Var((*durationValue)(d), name, usage)
+	return d
+}
+
+// zeroSetting is the refusal of a queue setting given on the command line
+// as zero where zero would be read as "the default" (slot.ZeroSetting): the
+// error the admin function answers when a request gives it as zero, so
+// the command line and the API agree. field is the setting's JSON name.
+func zeroSetting(op, prefix, field string) error {
+	if e := slot.ZeroSetting(field); e != nil {
+		return &client.Error{Op: op, Code: e.Code, Field: prefix + e.Field, Message: e.Message}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -254,11 +255,30 @@ func TestLaneCommands(t *testing.T) {
 // lines exit 2; --help exits 0 and lists flags with defaults.
 func TestExitCodes(t *testing.T) {
 	c := cli{t: t, endpoint: runLocalRuntime(t)}
-	c.ok("create", "emails")
+	var before engine.Queue
+	c.okJSON(&before, "create", "emails")
 	tests := []exitCase{
 		{"queue not found", []string{"stats", "nope"}, 1, "slotq stats: queue_not_found (queue): queue nope not found\n"},
 		{"job not found", []string{"jobs", "get", "emails", "nope"}, 1, "slotq get: job_not_found (job_id): job nope not found in queue emails\n"},
-		{"bad input", []string{"create", "bad", "--interval", "-1s"}, 1, "slotq create: invalid_interval (config.interval): interval must be greater than 0\n"},
+		{"bad input", []string{"create", "bad", "--interval", "-1s"}, 1, "slotq create: invalid_interval (config.interval): interval must be at least 1ms\n"},
+		// A setting given as zero is refused with the admin function's
+		// own error, not read as "the default"; a flag left out is.
+		{"create interval 0s", []string{"create", "zero", "--interval", "0s"}, 1, "slotq create: invalid_interval (config.interval): interval must be at least 1ms; leave it out for the default\n"},
+		{"configure interval 0s", []string{"configure", "emails", "--interval", "0s"}, 1, "slotq configure: invalid_interval (config.interval)"},
+		{"configure max-attempts 0", []string{"configure", "emails", "--max-attempts", "0"}, 1, "slotq configure: invalid_max_attempts (config.max_attempts)"},
+		{"configure backoff 0s", []string{"configure", "emails", "--backoff", "0s"}, 1, "slotq configure: invalid_backoff (config.backoff)"},
+		{"configure max-backoff 0s", []string{"configure", "emails", "--max-backoff", "0ms"}, 1, "slotq configure: invalid_backoff (config.max_backoff)"},
+		{"configure skew 0s", []string{"configure", "emails", "--skew", "0s"}, 1, "slotq configure: invalid_skew (config.skew)"},
+		{"configure retention 0s", []string{"configure", "emails", "--retention", "0s"}, 1, "slotq configure: invalid_retention (config.retention)"},
+		{"create target-timeout 0s", []string{"create", "zero", "--target-timeout", "0s"}, 1, "slotq create: invalid_target_timeout (config.target_timeout)"},
+		{"zero as json", []string{"configure", "emails", "--interval", "0s", "--json"}, 1, `{"error":{"code":"invalid_interval","field":"config.interval","message":`},
+		{"enqueue interval 0s", []string{"enqueue", "zero", "--kind", "echo", "--interval", "0s"}, 1, "slotq enqueue: invalid_interval (interval)"},
+		{"interval below the floor", []string{"create", "zero", "--interval", "999us"}, 1, "slotq create: invalid_interval (config.interval): interval must be at least 1ms: each start writes"},
+		{"interval repeats a unit", []string{"configure", "emails", "--interval", "1h1h"}, 2, `"1h1h" gives the unit h twice`},
+		{"interval without unit", []string{"create", "zero", "--interval", "5"}, 2, `"5" is not a duration`},
+		{"enqueue interval repeats a unit", []string{"enqueue", "zero", "--kind", "echo", "--interval", "1s1s"}, 2, "gives the unit s twice"},
+		{"not-before repeats a unit", []string{"enqueue", "emails", "--kind", "echo", "--not-before", "1m1m"}, 2, "--not-before"},
+		{"pause for 0s", []string{"pause", "emails", "--for", "0s"}, 2, "--for must be greater than 0"},
 		{"not allowed", []string{"enqueue", "emails", "--target", "https://example.org/"}, 1, "target_not_allowed (job.target)"},
 		{"status not listed", []string{"jobs", "list", "emails", "--status", "running"}, 1, "status_not_listed (status)"},
 		{"json error", []string{"stats", "nope", "--json"}, 1, `{"error":{"code":"queue_not_found","field":"queue","message":"queue nope not found"}}` + "\n"},
@@ -280,6 +300,13 @@ func TestExitCodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { c.exits(tt.args, tt.code, tt.stderr) })
+	}
+	// The refusals wrote nothing: emails keeps its settings and is not
+	// paused, and no queue "zero" was created.
+	var qs []engine.Queue
+	c.okJSON(&qs, "queues")
+	if len(qs) != 1 || qs[0].Name != "emails" || !reflect.DeepEqual(qs[0].Config, before.Config) || qs[0].State.Paused {
+		t.Errorf("queues after the refusals: %+v; want emails alone, as before: %+v", qs, before)
 	}
 	t.Run("function error", func(t *testing.T) {
 		_, errOut, code := cli{t: t, endpoint: c.endpoint}.run("queues", "--admin-function", "NoSuchFunction")

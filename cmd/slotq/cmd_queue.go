@@ -30,7 +30,7 @@ func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		id        = c.fs.String("id", "", "job id: enqueued once per queue however often it is sent (default: a random id)")
 		notBefore = c.fs.String("not-before", "", "earliest start: an RFC 3339 time or a duration from now (10m)")
 		key       = c.fs.String("key", "", "the job's key: jobs of the queue with the same key run one at a time, in ticket order (default: none)")
-		interval  = c.fs.Duration("interval", 0, "interval of the queue if this call creates it (default: the stack's)")
+		interval  = durationFlag(c.fs, "interval", "interval of the queue if this call creates it, a `duration` of at least 1ms (default: the stack's)")
 	)
 	pos, code := c.parse(args, 1, 1)
 	if code >= 0 {
@@ -55,7 +55,10 @@ func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		spec.NotBefore = &t
 	}
 	in := &client.EnqueueInput{Queue: pos[0], Job: &spec}
-	if *interval != 0 {
+	if given(c.fs, "interval") {
+		if *interval == 0 {
+			return c.fail(zeroSetting("enqueue", "", "interval"))
+		}
 		d := slot.Duration(*interval)
 		in.Interval = &d
 	}
@@ -252,14 +255,14 @@ func pauseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	c := newStackCmd("pause", "QUEUE", "Pauses QUEUE: once this returns no job of it starts until it is resumed,\n"+
 		"by 'slotq resume' or, with --until or --for, by the schedule at that time.", stdout, stderr)
 	until := c.fs.String("until", "", "lift the pause at this RFC 3339 time")
-	forD := c.fs.Duration("for", 0, "lift the pause after this long")
+	forD := durationFlag(c.fs, "for", "lift the pause after this long, a `duration` such as 90m")
 	pos, code := c.parse(args, 1, 1)
 	if code >= 0 {
 		return code
 	}
 	in := &client.PauseQueueInput{Queue: pos[0]}
 	switch {
-	case *until != "" && *forD != 0:
+	case *until != "" && given(c.fs, "for"):
 		return c.fail(usagef("give --until or --for, not both"))
 	case *until != "":
 		t, err := time.Parse(time.RFC3339Nano, *until)
@@ -267,8 +270,8 @@ func pauseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return c.fail(usagef("--until %q: want an RFC 3339 time such as 2025-06-01T14:00:00Z", *until))
 		}
 		in.Until = t
-	case *forD < 0:
-		return c.fail(usagef("--for must be positive"))
+	case *forD <= 0 && given(c.fs, "for"):
+		return c.fail(usagef("--for must be greater than 0 (leave it out to pause until 'slotq resume')"))
 	case *forD > 0:
 		in.Until = time.Now().Add(*forD)
 	}
@@ -354,17 +357,31 @@ type configFlags struct {
 
 func newConfigFlags(fs *flag.FlagSet, what string) *configFlags {
 	return &configFlags{
-		interval:      fs.Duration("interval", 0, "least time between two starts "+what),
-		skew:          fs.Duration("skew", 0, "allowance for clock differences, less than the interval "+what),
-		maxAttempts:   fs.Int("max-attempts", 0, "attempts a job gets "+what),
+		interval:      durationFlag(fs, "interval", "least time between two starts, a `duration` of at least 1ms "+what),
+		skew:          durationFlag(fs, "skew", "allowance for clock differences, less than the interval; 1ns for none "+what),
+		maxAttempts:   fs.Int("max-attempts", 0, "attempts a job gets, at least 1 "+what),
 		maxRunning:    fs.Int("max-running", 0, "most attempts of the queue that run at once, 0 for no cap "+what),
-		backoff:       fs.Duration("backoff", 0, "wait before the first retry, doubled each further attempt "+what),
-		maxBackoff:    fs.Duration("max-backoff", 0, "cap of the retry wait "+what),
-		retention:     fs.Duration("retention", 0, "how long finished and failed jobs are kept "+what),
-		targetTimeout: fs.Duration("target-timeout", 0, "bound of one run of an HTTP or Lambda target "+what),
+		backoff:       durationFlag(fs, "backoff", "wait before the first retry, doubled each further attempt "+what),
+		maxBackoff:    durationFlag(fs, "max-backoff", "cap of the retry wait "+what),
+		retention:     durationFlag(fs, "retention", "how long finished and failed jobs are kept "+what),
+		targetTimeout: durationFlag(fs, "target-timeout", "bound of one run of an HTTP or Lambda target "+what),
 		targets:       fs.String("targets", "", "comma-separated HTTP and Lambda target patterns jobs may name "+what),
 		networks:      fs.String("allow-networks", "", "comma-separated CIDR prefixes HTTP targets may reach although private "+what),
 	}
+}
+
+// check refuses a setting given on the command line as zero where zero
+// would be read as its default, with the error the admin function gives
+// (slot.ZeroSetting): a flag left out is absent, the queue's setting
+// (configure) or its default (create); a flag given means its value.
+func (f *configFlags) check(op string, fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		if v := fl.Value.String(); err == nil && (v == "0" || v == "0s") {
+			err = zeroSetting(op, "config.", strings.ReplaceAll(fl.Name, "-", "_"))
+		}
+	})
+	return err
 }
 
 // apply sets on cfg the settings given on the command line.
@@ -395,6 +412,34 @@ func (f *configFlags) apply(fs *flag.FlagSet, cfg *slot.Config) {
 	})
 }
 
+// update is the change the command line asks for: the settings given, and
+// only those.
+func (f *configFlags) update(fs *flag.FlagSet) slot.ConfigUpdate {
+	var cfg slot.Config
+	f.apply(fs, &cfg)
+	u := slot.UpdateOf(cfg)
+	fs.Visit(func(fl *flag.Flag) { // zeros that are settings of their own
+		switch fl.Name {
+		case "max-running":
+			u.MaxRunning = &cfg.MaxRunning
+		case "targets":
+			t := append([]string{}, cfg.Targets...)
+			u.Targets = &t
+		case "allow-networks":
+			n := append([]string{}, cfg.AllowNetworks...)
+			u.AllowNetworks = &n
+		}
+	})
+	return u
+}
+
+// given reports whether the command line set the flag name.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}
+
 func queueRows(q engine.Queue) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "queue", q.Name)
@@ -412,6 +457,9 @@ func createCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code >= 0 {
 		return code
 	}
+	if err := cf.check("create", c.fs); err != nil {
+		return c.fail(err)
+	}
 	var cfg slot.Config
 	cf.apply(c.fs, &cfg)
 	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
@@ -425,7 +473,9 @@ func createCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 func configureCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newStackCmd("configure", "QUEUE", "Changes the settings of QUEUE given on the command line and keeps the others\n"+
-		"(it reads the configuration, then writes it whole: run one configure at a time).\n"+
+		"(the admin function reads the configuration, then writes it whole: run one configure\n"+
+		"of a queue at a time). A setting given as zero is refused unless zero is a setting\n"+
+		"of its own (--max-running 0: no cap; --targets \"\": none).\n"+
 		"Jobs that hold slots keep them; new tickets follow the new interval.", stdout, stderr)
 	cf := newConfigFlags(c.fs, "(default: unchanged)")
 	reset := c.fs.Bool("reset", false, "start from the defaults instead of the queue's settings")
@@ -433,17 +483,18 @@ func configureCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if code >= 0 {
 		return code
 	}
+	if err := cf.check("configure", c.fs); err != nil {
+		return c.fail(err)
+	}
+	in := &client.ConfigureQueueInput{Queue: pos[0]}
+	if *reset {
+		cf.apply(c.fs, &in.Config)
+	} else {
+		u := cf.update(c.fs)
+		in.Update = &u
+	}
 	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-		var cfg slot.Config
-		if !*reset {
-			st, err := cl.GetStats(ctx, &client.GetStatsInput{Queue: pos[0]})
-			if err != nil {
-				return nil, nil, err
-			}
-			cfg = st.Stats.Config
-		}
-		cf.apply(c.fs, &cfg)
-		out, err := cl.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: pos[0], Config: cfg})
+		out, err := cl.ConfigureQueue(ctx, in)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -107,7 +107,13 @@ func TestLaneRequestEncoding(t *testing.T) {
 	if _, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "accounts", Config: slot.Config{Interval: time.Second, MaxRunning: 4}}); err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, s, `{"op":"configure","queue":"accounts","config":{"interval":"1s","max_running":4}}`)
+	sameJSON(t, s, `{"op":"configure","queue":"accounts","config":{"interval":"1s","max_running":4},"reset":true}`)
+	// An update gives max_running 0 (no cap) explicitly, and nothing else.
+	zero := 0
+	if _, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "accounts", Update: &slot.ConfigUpdate{MaxRunning: &zero}}); err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, s, `{"op":"configure","queue":"accounts","config":{"max_running":0}}`)
 }
 
 // sameJSON checks that the stub's last request is want, as JSON values.

@@ -44,10 +44,11 @@ func (c *Client) Enqueue(ctx context.Context, in *EnqueueInput) (*EnqueueOutput,
 
 // admin runs one admin operation.
 func (c *Client) admin(ctx context.Context, r admin.Request) (*admin.Response, error) {
-	payload, err := encodeAdmin(r)
+	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("slotq %s: encode request: %w", r.Op, err)
 	}
+	payload := json.RawMessage(b)
 	var res admin.Response
 	if err := c.invoke(ctx, r.Op, c.opts.AdminFunction, payload, &res, func() *lambdafn.Error { return res.Error }); err != nil {
 		return nil, err
@@ -70,19 +71,27 @@ type CreateQueueOutput struct {
 
 // CreateQueue creates a queue. ErrQueueExists if it exists.
 func (c *Client) CreateQueue(ctx context.Context, in *CreateQueueInput) (*CreateQueueOutput, error) {
-	res, err := c.admin(ctx, admin.Request{Op: "create", Queue: in.Queue, Config: in.Config})
+	var u *slot.ConfigUpdate
+	if in.Config != nil {
+		v := slot.UpdateOf(*in.Config)
+		u = &v
+	}
+	res, err := c.admin(ctx, admin.Request{Op: "create", Queue: in.Queue, Config: u})
 	if err != nil {
 		return nil, err
 	}
 	return &CreateQueueOutput{Queue: deref(res.Queue)}, nil
 }
 
-// ConfigureQueueInput replaces a queue's configuration.
+// ConfigureQueueInput changes a queue's configuration: give Update to
+// change some settings and keep the others, or Config to replace it whole.
 type ConfigureQueueInput struct {
 	Queue string
-	// Config replaces the whole configuration: its zero fields take their
-	// defaults, not the queue's current values. Read the current one with
-	// GetStats to change one setting.
+	// Update lists the settings to change; those it leaves nil keep the
+	// queue's values.
+	Update *slot.ConfigUpdate
+	// Config, when Update is nil, replaces the whole configuration: its
+	// zero fields take their defaults, not the queue's current values.
 	Config slot.Config
 }
 
@@ -91,11 +100,16 @@ type ConfigureQueueOutput struct {
 	Queue engine.Queue
 }
 
-// ConfigureQueue replaces a queue's configuration. Jobs that hold slots
-// keep them; new tickets follow the new interval.
+// ConfigureQueue changes a queue's configuration (Update) or replaces it
+// (Config). Jobs that hold slots keep them; new tickets follow the new
+// interval.
 func (c *Client) ConfigureQueue(ctx context.Context, in *ConfigureQueueInput) (*ConfigureQueueOutput, error) {
-	cfg := in.Config
-	res, err := c.admin(ctx, admin.Request{Op: "configure", Queue: in.Queue, Config: &cfg})
+	req := admin.Request{Op: "configure", Queue: in.Queue, Config: in.Update}
+	if in.Update == nil {
+		u := slot.UpdateOf(in.Config)
+		req.Config, req.Reset = &u, true
+	}
+	res, err := c.admin(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -313,29 +327,6 @@ func (c *Client) ListQueues(ctx context.Context, _ *ListQueuesInput) (*ListQueue
 		return nil, err
 	}
 	return &ListQueuesOutput{Queues: res.Queues}, nil
-}
-
-// encodeAdmin encodes r. slot.Config writes a zero interval as "0s",
-// which the function refuses (an interval given must be positive), so a
-// config that leaves the interval to its default leaves it out.
-func encodeAdmin(r admin.Request) (json.RawMessage, error) {
-	b, err := json.Marshal(r)
-	if err != nil || r.Config == nil || r.Config.Interval != 0 {
-		return b, err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	var cfg map[string]json.RawMessage
-	if err := json.Unmarshal(m["config"], &cfg); err != nil {
-		return nil, err
-	}
-	delete(cfg, "interval")
-	if m["config"], err = json.Marshal(cfg); err != nil {
-		return nil, err
-	}
-	return json.Marshal(m)
 }
 
 func deref[T any](p *T) T {

@@ -121,7 +121,8 @@ func TestRequestEncoding(t *testing.T) {
 			return err
 		}},
 		{"admin-configure.json", "AdminFunction", func() error {
-			_, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "emails", Config: cfg(time.Second)})
+			u := slot.UpdateOf(cfg(time.Second))
+			_, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "emails", Update: &u})
 			return err
 		}},
 		{"admin-pause.json", "AdminFunction", func() error {
@@ -181,7 +182,7 @@ func TestRequestEncoding(t *testing.T) {
 		if _, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "emails", Config: &slot.Config{MaxAttempts: 2}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, body := s.last(); string(body) != `{"config":{"max_attempts":2},"op":"create","queue":"emails"}` {
+		if _, body := s.last(); string(body) != `{"op":"create","queue":"emails","config":{"max_attempts":2}}` {
 			t.Errorf("request %s", body)
 		}
 	})

@@ -78,6 +78,9 @@ func TestDecodeEnqueue(t *testing.T) {
 		{"interval a boolean", `{"queue":"q","interval":true,"job":{"kind":"k"}}`, "invalid_duration", "interval"},
 		{"interval overflows float", `{"queue":"q","interval":1e309,"job":{"kind":"k"}}`, "invalid_duration", "interval"},
 		{"interval overflows duration", `{"queue":"q","interval":"9999999999h","job":{"kind":"k"}}`, "invalid_duration", "interval"},
+		{"interval a number", `{"queue":"q","interval":5,"job":{"kind":"k"}}`, "invalid_duration", "interval"},
+		{"interval repeats a unit", `{"queue":"q","interval":"1h1h","job":{"kind":"k"}}`, "invalid_duration", "interval"},
+		{"interval below the floor", `{"queue":"q","interval":"1ns","job":{"kind":"k"}}`, "invalid_interval", "interval"},
 		{"not_before a number", `{"queue":"q","job":{"kind":"k","not_before":1767225600}}`, "invalid_type", "job.not_before"},
 		{"not_before no such day", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k","not_before":"2027-02-30T00:00:00Z"}]}`, "invalid_time", "jobs[1].not_before"},
 		{"not_before without offset", `{"queue":"q","job":{"kind":"k","not_before":"2026-11-21T15:00:00"}}`, "invalid_time", "job.not_before"},
@@ -171,6 +174,9 @@ func FuzzDecodeEnqueue(f *testing.F) {
 	f.Add([]byte(`{"queue":"q","jobs":[{"kind":"k"},{"KIND":"k"}]}`))
 	f.Add([]byte(`{"queue":"q","job":{"kind":"k","not_before":"2027-02-30T00:00:00+24:00"}}`))
 	f.Add([]byte(`{"queue":"q","interval":1e309,"job":{"kind":"k","x.y":1}}`))
+	f.Add([]byte(`{"queue":"q","interval":5,"job":{"kind":"k"}}`))
+	f.Add([]byte(`{"queue":"q","interval":"1h1h","jobs":[{"kind":"k"}]}`))
+	f.Add([]byte(`{"queue":"q","interval":"1ns","job":{"kind":"k"}}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := DecodeEnqueue(body, now)

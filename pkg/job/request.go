@@ -51,7 +51,8 @@ type Spec struct {
 // EnqueueRequest is what producers send to enqueue: one job or a batch.
 type EnqueueRequest struct {
 	Queue string `json:"queue"`
-	// Interval is used only when this call creates the queue.
+	// Interval is used only when this call creates the queue: a duration
+	// string from slot.MinInterval to slot.MaxInterval.
 	Interval *slot.Duration `json:"interval,omitempty"`
 	Job      *Spec          `json:"job,omitempty"`
 	Jobs     []Spec         `json:"jobs,omitempty"`
@@ -81,8 +82,8 @@ func (r *EnqueueRequest) Validate(now time.Time) error {
 	if err := slot.ValidateName(r.Queue); err != nil {
 		return err
 	}
-	if r.Interval != nil && *r.Interval <= 0 {
-		return input.Invalid("invalid_interval", "interval", "interval must be greater than 0")
+	if r.Interval != nil && (time.Duration(*r.Interval) < slot.MinInterval || time.Duration(*r.Interval) > slot.MaxInterval) {
+		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be between %s and %s", slot.MinInterval, slot.MaxInterval))
 	}
 	switch {
 	case r.Job != nil && r.Jobs != nil:

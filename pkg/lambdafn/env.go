@@ -135,7 +135,7 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 			if v == "" {
 				break
 			}
-			d, err := time.ParseDuration(v)
+			d, err := slot.ParseDuration(v)
 			if err != nil || d <= 0 || d > slot.MaxInterval {
 				return c, fmt.Errorf("%s must be a duration between 0 and %s such as \"1s\", got %q", name, slot.MaxInterval, v)
 			}
@@ -144,7 +144,7 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 			if v == "" {
 				break
 			}
-			d, err := time.ParseDuration(v)
+			d, err := slot.ParseDuration(v)
 			if err != nil || d <= 0 || d > slot.MaxInterval {
 				return c, fmt.Errorf("%s must be a duration between 0 and %s such as \"10ms\", got %q", name, slot.MaxInterval, v)
 			}

@@ -24,6 +24,8 @@ func TestLoad(t *testing.T) {
 		{name: "queue url not a url", spec: Resume, change: map[string]string{EnvQueueURL: "slots"}, wantErr: EnvQueueURL},
 		{name: "bad interval", spec: Admin, change: map[string]string{EnvDefaultInterval: "soon"}, wantErr: EnvDefaultInterval},
 		{name: "negative interval", spec: Admin, change: map[string]string{EnvDefaultInterval: "-1s"}, wantErr: EnvDefaultInterval},
+		{name: "interval repeats a unit", spec: Admin, change: map[string]string{EnvDefaultInterval: "1s1s"}, wantErr: EnvDefaultInterval},
+		{name: "interval below the floor", spec: Enqueue, change: map[string]string{EnvDefaultInterval: "500us"}, wantErr: EnvDefaultInterval},
 		{name: "bad skew", spec: Enqueue, change: map[string]string{EnvDefaultSkew: "a little"}, wantErr: EnvDefaultSkew},
 		{name: "skew as long as the interval", spec: Admin, change: map[string]string{EnvDefaultSkew: "2s"}, wantErr: EnvDefaultInterval},
 		{name: "bad target", spec: Enqueue, change: map[string]string{EnvAllowedTargets: "ftp://x"}, wantErr: EnvAllowedTargets},

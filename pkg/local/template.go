@@ -8,6 +8,7 @@ import (
 
 	"github.com/slotq/slotq/internal/esm"
 	"github.com/slotq/slotq/internal/samlocal"
+	"github.com/slotq/slotq/pkg/slot"
 )
 
 // FromTemplate reads a Stack from a SAM template such as template.yaml:
@@ -75,7 +76,7 @@ func FromTemplate(path string) (Stack, error) {
 	}
 	for name, dst := range map[string]*time.Duration{"DefaultInterval": &s.Defaults.Interval, "DefaultSkew": &s.Defaults.Skew} {
 		if d, ok := t.Parameters[name]["Default"].(string); ok {
-			if *dst, err = time.ParseDuration(d); err != nil {
+			if *dst, err = slot.ParseDuration(d); err != nil {
 				return s, fmt.Errorf("%s: parameter %s: %w", path, name, err)
 			}
 		}

@@ -40,6 +40,11 @@ const (
 	// DefaultTargetTimeout bounds one run of an HTTP or Lambda target.
 	DefaultTargetTimeout = 30 * time.Second
 
+	// MinInterval is the shortest interval a queue may have. Every start
+	// writes the queue's state item, and one DynamoDB item takes about
+	// 1,000 writes a second (enqueues write it too): a shorter interval
+	// could not be kept, only promised.
+	MinInterval = time.Millisecond
 	// MaxInterval is the longest interval a queue may have.
 	MaxInterval = 24 * time.Hour
 	// MaxAttemptsLimit is the most attempts a queue may allow.
@@ -64,24 +69,27 @@ func ValidateName(name string) error {
 }
 
 // Config is a queue's configuration. The zero value of each field means its
-// documented default, applied by WithDefaults.
+// documented default, applied by WithDefaults (MaxRunning's default is
+// 0, no cap). In JSON a setting left out is its default, and one given as
+// zero is refused (ZeroSetting), never read as the default.
 type Config struct {
-	// Interval is the least time between two starts of the queue.
-	// Required to be > 0; default DefaultInterval when a queue is created
-	// on first enqueue.
+	// Interval is the least time between two starts of the queue, from
+	// MinInterval to MaxInterval. Default DefaultInterval (or the
+	// stack's).
 	Interval time.Duration `json:"interval"`
 	// Skew is the allowance for clock differences between hosts and
 	// wake-up latency: for any two starts i < j, start_j − start_i ≥
 	// (j − i)·Interval − Skew. It is a one-time allowance, not one per
 	// start: no run of starts goes faster than one per Interval. Default
 	// DefaultSkew (or the stack's), at most a quarter of the interval;
-	// must be less than Interval. Zero means the default: set 1ns for
-	// (almost) none.
+	// must be less than Interval. Zero means the default; in JSON an
+	// explicit 0 is refused: give 1ns for none.
 	Skew time.Duration `json:"skew,omitempty"`
-	// MaxAttempts is how many attempts a job gets. Default 3.
+	// MaxAttempts is how many attempts a job gets, 1 to MaxAttemptsLimit.
+	// Default 3.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// Backoff is the delay before the first retry, doubled on each
-	// further attempt. Default 1s.
+	// further attempt; more than 0. Default 1s.
 	Backoff time.Duration `json:"backoff,omitempty"`
 	// MaxBackoff caps the retry delay. Default 5m.
 	MaxBackoff time.Duration `json:"max_backoff,omitempty"`
@@ -105,8 +113,12 @@ type Config struct {
 	// they are in a refused class: loopback, private, link-local,
 	// unique-local, metadata, unspecified, multicast, reserved (see
 	// AddrClass). The check is made on the target's IP host at enqueue and
-	// on every resolved address when the worker connects. At most
-	// MaxAllowNetworks. Default: none, so only public addresses.
+	// on every resolved address when the worker connects, by one rule
+	// (CheckAddr): an IPv6 address that carries an IPv4 address
+	// (::ffff:a.b.c.d, ::a.b.c.d, NAT64, 6to4, Teredo) is judged by that
+	// IPv4 address, so it is an IPv4 prefix that allows it; a prefix made
+	// only of such addresses is refused. At most MaxAllowNetworks.
+	// Default: none, so only public addresses.
 	AllowNetworks []string `json:"allow_networks,omitempty"`
 	// TargetTimeout bounds one run of an HTTP or Lambda target. Default 30s.
 	TargetTimeout time.Duration `json:"target_timeout,omitempty"`
@@ -115,6 +127,30 @@ type Config struct {
 	// finds every place taken waits, parked, until a finishing attempt
 	// hands it one. 0 (the default) is no cap; at most MaxRunningLimit.
 	MaxRunning int `json:"max_running,omitempty"`
+}
+
+// ZeroSetting says why a setting given explicitly as zero (field is its
+// JSON name, such as "interval") is refused, or returns nil when zero is a
+// setting of its own (max_running: no cap). Config's zero value means the
+// default, so a zero that was meant would otherwise be silently read as
+// "the default": decoding JSON and the CLI's flags ask this first.
+func ZeroSetting(field string) *input.Error {
+	leaveOut := "; leave it out for the default"
+	switch field {
+	case "interval":
+		return input.Invalid("invalid_interval", field, fmt.Sprintf("interval must be at least %s%s", MinInterval, leaveOut))
+	case "skew":
+		return input.Invalid("invalid_skew", field, `skew 0 is not a setting: give "1ns" for no allowance, or leave it out for the default`)
+	case "max_attempts":
+		return input.Invalid("invalid_max_attempts", field, fmt.Sprintf("max_attempts must be between 1 and %d%s", MaxAttemptsLimit, leaveOut))
+	case "backoff", "max_backoff":
+		return input.Invalid("invalid_backoff", field, fmt.Sprintf(`%s must be greater than 0, such as "100ms"%s`, field, leaveOut))
+	case "retention":
+		return input.Invalid("invalid_retention", field, fmt.Sprintf("retention must be between 1m and %s%s", MaxRetention, leaveOut))
+	case "target_timeout":
+		return input.Invalid("invalid_target_timeout", field, "target_timeout must be greater than 0 and at most 15m"+leaveOut)
+	}
+	return nil
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -180,8 +216,8 @@ func (c Config) Or(d Config) Config {
 // Validate checks a configuration after defaults were applied.
 func (c Config) Validate() error {
 	switch {
-	case c.Interval <= 0:
-		return input.Invalid("invalid_interval", "interval", "interval must be greater than 0")
+	case c.Interval < MinInterval:
+		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at least %s: each start writes the queue's state item, which takes about 1,000 writes a second", MinInterval))
 	case c.Interval > MaxInterval:
 		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at most %s", MaxInterval))
 	case c.Skew < 0 || c.Skew >= c.Interval:
@@ -214,6 +250,9 @@ func (c Config) Validate() error {
 		p, err := netip.ParsePrefix(n)
 		if err != nil || p != p.Masked() {
 			return input.Invalid("invalid_network", fmt.Sprintf("allow_networks[%d]", i), fmt.Sprintf("%q is not a network prefix such as \"10.1.0.0/16\" (host bits zero)", input.Truncate(n, 100)))
+		}
+		if carriesIPv4(p) {
+			return input.Invalid("invalid_network", fmt.Sprintf("allow_networks[%d]", i), fmt.Sprintf("%s holds IPv6 addresses that carry an IPv4 address, which are judged by that IPv4 address: list an IPv4 prefix instead", p))
 		}
 	}
 	return nil
@@ -257,19 +296,26 @@ func (c Config) CheckTarget(target string) error {
 
 // CheckAddr says why an HTTP target of the queue may not connect to a, or
 // returns nil: a is in a refused class (AddrClass) and in none of
-// AllowNetworks.
+// AllowNetworks. Both are asked of the address a is judged by
+// (JudgedAddr): an IPv6 address that carries an IPv4 address is judged by
+// that IPv4 address before any prefix applies, so "::/0" does not allow
+// ::ffff:127.0.0.1, and "127.0.0.1/32" does. The enqueue check
+// (CheckTarget) and the worker's dial-time check both call it.
 func (c Config) CheckAddr(a netip.Addr) error {
 	class := AddrClass(a)
 	if class == "" {
 		return nil
 	}
-	a = a.WithZone("")
+	j := JudgedAddr(a)
 	for _, n := range c.AllowNetworks {
-		if p, err := netip.ParsePrefix(n); err == nil && (p.Contains(a) || p.Contains(a.Unmap())) {
+		if p, err := netip.ParsePrefix(n); err == nil && p.Contains(j) {
 			return nil
 		}
 	}
-	return fmt.Errorf("address %s is %s; the queue's allow_networks must list it", a, class)
+	if j != a.WithZone("") {
+		return fmt.Errorf("address %s is %s (it carries %s); the queue's allow_networks must list %s", a.WithZone(""), class, j, j)
+	}
+	return fmt.Errorf("address %s is %s; the queue's allow_networks must list it", j, class)
 }
 
 // RetryDelay is the backoff before attempt number next (2, 3, …).

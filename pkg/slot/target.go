@@ -331,29 +331,72 @@ var refusedNetworks = []struct {
 	{netip.MustParsePrefix("ff00::/8"), "multicast"},
 }
 
-// Prefixes of IPv6 that carry an IPv4 address in their last 32 bits.
-var embeddingIPv4 = []netip.Prefix{
-	netip.MustParsePrefix("::ffff:0:0/96"),   // IPv4-mapped
-	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64
-	netip.MustParsePrefix("64:ff9b:1::/48"),  // local NAT64
-	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated
+// embeddedIPv4 lists the IPv6 ranges whose addresses carry an IPv4 address,
+// and where it lies: at byte at, XORed with xor (Teredo obfuscates its
+// client's address). Such an address is judged by its IPv4 address.
+var embeddedIPv4 = []struct {
+	prefix netip.Prefix
+	at     int
+	xor    byte
+}{
+	{netip.MustParsePrefix("::ffff:0:0/96"), 12, 0},   // IPv4-mapped
+	{netip.MustParsePrefix("::/96"), 12, 0},           // IPv4-compatible (deprecated), but :: and ::1
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), 12, 0}, // IPv4-translated
+	{netip.MustParsePrefix("64:ff9b::/96"), 12, 0},    // NAT64
+	{netip.MustParsePrefix("64:ff9b:1::/48"), 12, 0},  // local NAT64
+	{netip.MustParsePrefix("2002::/16"), 2, 0},        // 6to4
+	{netip.MustParsePrefix("2001::/32"), 12, 0xff},    // Teredo (its client)
+}
+
+// notCompatible is where the IPv4-compatible range holds IPv6's own
+// unspecified (::) and loopback (::1) addresses.
+var notCompatible = netip.MustParsePrefix("::/127")
+
+// JudgedAddr returns the address by which a is judged, by AddrClass and
+// by a queue's allow_networks (Config.CheckAddr): the IPv4 address an
+// IPv6 address carries — IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible
+// (::a.b.c.d), IPv4-translated, NAT64, 6to4, Teredo — and otherwise a
+// itself, without its zone. The enqueue check and the worker's dial-time
+// check both go through it, so they judge every address the same way:
+// http://[::ffff:127.0.0.1]/ is loopback, and an IPv6 prefix such as
+// "::/0" never allows it.
+func JudgedAddr(a netip.Addr) netip.Addr {
+	a = a.WithZone("")
+	if !a.Is6() || notCompatible.Contains(a) {
+		return a
+	}
+	for _, e := range embeddedIPv4 {
+		if e.prefix.Contains(a) {
+			b := a.As16()
+			return netip.AddrFrom4([4]byte{b[e.at] ^ e.xor, b[e.at+1] ^ e.xor, b[e.at+2] ^ e.xor, b[e.at+3] ^ e.xor})
+		}
+	}
+	return a
+}
+
+// carriesIPv4 reports whether every address of p is judged by the IPv4
+// address it carries (JudgedAddr), so that p, as an allow_networks
+// prefix, could allow nothing.
+func carriesIPv4(p netip.Prefix) bool {
+	if p.Addr().Is4() || p.Overlaps(notCompatible) {
+		return false
+	}
+	for _, e := range embeddedIPv4 {
+		if p.Bits() >= e.prefix.Bits() && e.prefix.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
 }
 
 // AddrClass names the refused class of an address ("loopback", "private",
 // "metadata", …), or "" for an address HTTP targets may reach. An IPv6
-// address that embeds an IPv4 address (mapped, NAT64) is judged by it.
+// address that carries an IPv4 address is judged by it (JudgedAddr).
 func AddrClass(a netip.Addr) string {
-	a = a.WithZone("")
 	if !a.IsValid() {
 		return "invalid"
 	}
-	for _, p := range embeddingIPv4 {
-		if p.Contains(a) {
-			b := a.As16()
-			a = netip.AddrFrom4([4]byte(b[12:]))
-			break
-		}
-	}
+	a = JudgedAddr(a)
 	for _, n := range refusedNetworks {
 		if n.prefix.Contains(a) {
 			return n.class

@@ -100,16 +100,7 @@ func (h *HTTP) guarded(cfg slot.Config) *http.Client {
 		KeepAlive: 30 * time.Second,
 		// Control sees the address after DNS resolution, for every
 		// connection: the check DNS rebinding cannot get around.
-		Control: func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return &addrError{fmt.Errorf("address %q: %w", address, err)}
-			}
-			if err := allow.CheckAddr(ap.Addr()); err != nil {
-				return &addrError{err}
-			}
-			return nil
-		},
+		Control: dialCheck(allow),
 	}
 	c := &http.Client{
 		Transport: &http.Transport{
@@ -125,6 +116,23 @@ func (h *HTTP) guarded(cfg slot.Config) *http.Client {
 	}
 	h.clients[key] = c
 	return c
+}
+
+// dialCheck is the guarded dialer's check of the address it is about to
+// connect to: the same rule as the enqueue check (slot.Config.CheckAddr),
+// so a target accepted at enqueue is one the worker will dial, and the
+// other way round.
+func dialCheck(allow slot.Config) func(network, address string, _ syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return &addrError{fmt.Errorf("address %q: %w", address, err)}
+		}
+		if err := allow.CheckAddr(ap.Addr()); err != nil {
+			return &addrError{err}
+		}
+		return nil
+	}
 }
 
 // addrError is a connection the guarded dialer refused.

@@ -220,3 +220,33 @@ func TestGoHandlerTargetTimeout(t *testing.T) {
 		}
 	})
 }
+
+// Addresses that carry an IPv4 address are judged by it when the worker
+// dials, as at enqueue: a queue whose allow_networks is ["::/0"] reaches
+// neither the metadata service nor loopback through their IPv6 forms; an
+// IPv4 prefix is what allows them.
+func TestHTTPTargetJudgesEmbeddedIPv4(t *testing.T) {
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	h := &target.HTTP{}
+	anyV6 := slot.Config{Targets: []string{"http://*:*"}, AllowNetworks: []string{"::/0"}}
+	for _, url := range []string{
+		"http://[::ffff:169.254.169.254]/latest/meta-data/",
+		"http://[::ffff:127.0.0.1]:" + port + "/",
+		"http://[::127.0.0.1]:" + port + "/",
+	} {
+		j := &job.Job{Queue: "q", ID: "j", Ticket: 1, Attempt: 1, Target: url}
+		enq := anyV6.CheckTarget(url)
+		err := h.Post(context.Background(), j, anyV6)
+		if enq == nil || err == nil || !errors.Is(err, engine.ErrSkipRetry) || !strings.Contains(err.Error(), "refused") || hits != 0 {
+			t.Errorf("%s with allow_networks [::/0]: enqueue check %v, Post %v (hits %d); want both refused", url, enq, err, hits)
+		}
+	}
+	v4 := slot.Config{Targets: []string{"http://*:*"}, AllowNetworks: []string{"127.0.0.1/32"}}
+	url := "http://[::ffff:127.0.0.1]:" + port + "/"
+	if err := h.Post(context.Background(), &job.Job{Queue: "q", ID: "j", Ticket: 1, Attempt: 1, Target: url}, v4); err != nil || hits != 1 || v4.CheckTarget(url) != nil {
+		t.Errorf("%s with allow_networks [127.0.0.1/32]: Post %v (hits %d), enqueue check %v; want both allowed", url, err, hits, v4.CheckTarget(url))
+	}
+}

@@ -13,7 +13,7 @@ import (
 // with one of them.
 var adminKeys = map[string]bool{
 	"op": true, "queue": true, "config": true, "until": true,
-	"job_id": true, "status": true, "after": true, "limit": true,
+	"job_id": true, "status": true, "after": true, "limit": true, "reset": true,
 }
 
 // requiredCodes are the errors whose field may name a value the request
@@ -33,6 +33,9 @@ func FuzzAdmin(f *testing.F) {
 		`{"op":"stats","queue":"emails"}`,
 		`{"op":"pause","queue":"emails","until":"2099-01-01T00:00:00Z"}`,
 		`{"op":"configure","queue":"emails","config":{"interval":"-1s"}}`,
+		`{"op":"create","queue":"q3","config":{"interval":5,"skew":"0s"}}`,
+		`{"op":"configure","queue":"emails","config":{"max_attempts":0,"backoff":"1m1m"}}`,
+		`{"op":"configure","queue":"emails","reset":1,"config":{"targets":[]}}`,
 		`{"op":"create","queue":"q2","config":{"targets":["*"]}}`,
 		`{"op":"list","queue":"emails","status":"queued","limit":-1}`,
 		`{"OP":"stats","queue":"emails"}`,

@@ -21,6 +21,7 @@ import (
 type Admin interface {
 	CreateQueue(ctx context.Context, name string, cfg slot.Config) (engine.Queue, error)
 	Configure(ctx context.Context, name string, cfg slot.Config) (engine.Queue, error)
+	ChangeConfig(ctx context.Context, name string, u slot.ConfigUpdate) (engine.Queue, error)
 	Queue(ctx context.Context, name string) (engine.Queue, error)
 	Queues(ctx context.Context) ([]engine.Queue, error)
 	Pause(ctx context.Context, name string, until time.Time) (slot.State, error)
@@ -41,10 +42,15 @@ type Request struct {
 	// cancel or list.
 	Op    string `json:"op"`
 	Queue string `json:"queue,omitempty"`
-	// Config is the queue configuration for create and configure; fields
-	// left out take their defaults. configure requires it (null included:
-	// a configure that would silently reset a queue is refused).
-	Config *slot.Config `json:"config,omitempty"`
+	// Config holds the settings of create and configure. A setting left
+	// out takes its default on create and keeps the queue's value on
+	// configure; one given as zero is refused unless zero is a setting of
+	// its own (slot.ZeroSetting). configure requires it.
+	Config *slot.ConfigUpdate `json:"config,omitempty"`
+	// Reset, for configure, gives the settings Config leaves out their
+	// defaults instead of keeping the queue's: the configuration is
+	// replaced whole.
+	Reset bool `json:"reset,omitempty"`
 	// Until, for pause, makes the resume function lift the pause then.
 	Until *time.Time `json:"until,omitempty"`
 	// JobID names the job for get and cancel.
@@ -112,7 +118,7 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 	case "create":
 		var cfg slot.Config
 		if r.Config != nil {
-			cfg = *r.Config
+			cfg = r.Config.Apply(cfg)
 		}
 		if cfg.Interval == 0 {
 			cfg.Interval = h.Defaults.Interval
@@ -124,9 +130,13 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		return Response{Queue: &q}, err
 	case "configure":
 		if r.Config == nil {
-			return Response{}, input.Invalid("missing_config", "config", "configure needs a config object; {} resets every setting to its default")
+			return Response{}, input.Invalid("missing_config", "config", "configure needs a config object with the settings to change")
 		}
-		q, err := h.Engine.Configure(ctx, r.Queue, *r.Config)
+		if r.Reset {
+			q, err := h.Engine.Configure(ctx, r.Queue, r.Config.Apply(slot.Config{}))
+			return Response{Queue: &q}, err
+		}
+		q, err := h.Engine.ChangeConfig(ctx, r.Queue, *r.Config)
 		return Response{Queue: &q}, err
 	case "pause":
 		var until time.Time

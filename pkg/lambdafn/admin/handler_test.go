@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,57 @@ func TestStatsActivity(t *testing.T) {
 	r, err = h.Handle(ctx, json.RawMessage(`{"op":"stats","queue":"q"}`))
 	if err != nil || r.Stats == nil || r.Activity != nil || !strings.Contains(r.ActivityError, "AccessDenied") {
 		t.Fatalf("stats with unreadable metrics: %+v, activity %+v, error %q, %v", r.Stats, r.Activity, r.ActivityError, err)
+	}
+}
+
+// configure changes the settings it gives and keeps the others; a zero
+// that is a setting of its own (max_running 0, targets []) is applied, and
+// a list cleared stays cleared, not the stack's default; with "reset":
+// true, the settings left out take their defaults.
+func TestConfigureKeepsWhatItLeavesOut(t *testing.T) {
+	// The stack's defaults, as functions/admin gives them to both.
+	d := slot.Config{Interval: 3 * time.Second, Targets: []string{"lambda:default"}}
+	h := &Handler{Engine: engine.New(engine.Options{
+		State: memstore.New(memstore.Options{}), Transport: memstore.NewTransport(memstore.TransportOptions{}), Defaults: d,
+	}), Defaults: d}
+	ctx := context.Background()
+	do := func(body string) slot.Config {
+		t.Helper()
+		r, err := h.Handle(ctx, json.RawMessage(body))
+		if err != nil || r.Error != nil || r.Queue == nil {
+			t.Fatalf("%s: %v %+v", body, err, r.Error)
+		}
+		return r.Queue.Config
+	}
+	do(`{"op":"create","queue":"q","config":{"interval":"750ms","skew":"5ms","max_attempts":7,"backoff":"2s","max_running":3,"targets":["lambda:a"]}}`)
+	c := do(`{"op":"configure","queue":"q","config":{"max_attempts":4}}`)
+	want := slot.Config{Interval: 750 * time.Millisecond, Skew: 5 * time.Millisecond, MaxAttempts: 4, Backoff: 2 * time.Second,
+		MaxBackoff: slot.DefaultMaxBackoff, Retention: slot.DefaultRetention, TargetTimeout: slot.DefaultTargetTimeout,
+		MaxRunning: 3, Targets: []string{"lambda:a"}, AllowNetworks: []string{}}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("configure max_attempts:\n got %+v\nwant %+v", c, want)
+	}
+	c = do(`{"op":"configure","queue":"q","config":{}}`)
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("configure {}:\n got %+v\nwant %+v", c, want)
+	}
+	c = do(`{"op":"configure","queue":"q","config":{"max_running":0,"targets":[]}}`)
+	if c.MaxRunning != 0 || len(c.Targets) != 0 || c.Interval != want.Interval {
+		t.Errorf("configure max_running 0, targets []: %+v", c)
+	}
+	c = do(`{"op":"configure","queue":"q","config":{"backoff":"3s"}}`)
+	if len(c.Targets) != 0 || c.Backoff != 3*time.Second {
+		t.Errorf("a configure after clearing the targets: %+v; want them still none", c)
+	}
+	r, err := h.Handle(ctx, json.RawMessage(`{"op":"configure","queue":"q","config":{"interval":"4ms"}}`))
+	if err != nil || r.Error == nil || r.Error.Code != "invalid_skew" || r.Error.Field != "config.skew" || !strings.Contains(r.Error.Message, "give a skew too") {
+		t.Errorf("configure an interval under the queue's skew: %v %+v; want invalid_skew on config.skew", err, r.Error)
+	}
+	if c = do(`{"op":"configure","queue":"q","config":{"interval":"4ms","skew":"1ms"}}`); c.Interval != 4*time.Millisecond || c.Skew != time.Millisecond {
+		t.Errorf("configure interval and skew: %+v", c)
+	}
+	c = do(`{"op":"configure","queue":"q","reset":true,"config":{"max_attempts":2}}`)
+	if c.Interval != 3*time.Second || c.MaxAttempts != 2 || c.Backoff != slot.DefaultBackoff || !reflect.DeepEqual(c.Targets, []string{"lambda:default"}) {
+		t.Errorf("configure with reset: %+v; want the defaults but max_attempts", c)
 	}
 }

@@ -46,8 +46,13 @@ func TestHostileEnqueueWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// v6 lets its targets reach any IPv6 address: not IPv4 addresses in
+	// IPv6 form, which are judged by their IPv4 part.
+	if _, err := eng.CreateQueue(ctx, "v6", slot.Config{Interval: time.Second, Targets: []string{"http://*:*"}, AllowNetworks: []string{"::/0"}}); err != nil {
+		t.Fatal(err)
+	}
 	// A job each, so the queues have tickets a refused call could move.
-	for _, q := range []string{"strict", "open"} {
+	for _, q := range []string{"strict", "open", "v6"} {
 		if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: q, Job: &job.Spec{ID: "seed", Kind: "k"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +106,10 @@ func TestHostileEnqueueWritesNothing(t *testing.T) {
 		{"interval an object", `{"queue":"fresh","interval":{},"job":{"kind":"k"}}`, "invalid_duration", "interval"},
 		{"interval zero", `{"queue":"fresh","interval":"0s","job":{"kind":"k"}}`, "invalid_interval", "interval"},
 		{"interval over a day", `{"queue":"fresh","interval":"25h","job":{"kind":"k"}}`, "invalid_interval", "interval"},
+		{"interval a number", `{"queue":"fresh","interval":1000,"job":{"kind":"k"}}`, "invalid_duration", "interval"},
+		{"interval 1h1h", `{"queue":"fresh","interval":"1h1h","job":{"kind":"k"}}`, "invalid_duration", "interval"},
+		{"interval 1ns", `{"queue":"fresh","interval":"1ns","job":{"kind":"k"}}`, "invalid_interval", "interval"},
+		{"interval 999us on a batch", `{"queue":"fresh","interval":"999us","jobs":[{"kind":"k"}]}`, "invalid_interval", "interval"},
 		// Times.
 		{"not_before a number", in("strict", `{"kind":"k","not_before":1767225600}`), "invalid_type", "job.not_before"},
 		{"not_before Feb 30", in("strict", `{"kind":"k","not_before":"2027-02-30T00:00:00Z"}`), "invalid_time", "job.not_before"},
@@ -155,6 +164,11 @@ func TestHostileEnqueueWritesNothing(t *testing.T) {
 		{"private", batch("open", `{"target":"https://example.com/"}`, `{"target":"http://10.0.0.1/"}`), "target_not_allowed", "jobs[1].target"},
 		{"unspecified", target("open", "http://0.0.0.0/"), "target_not_allowed", "job.target"},
 		{"link-local v6", target("open", "http://[fe80::1]/"), "target_not_allowed", "job.target"},
+		{"metadata mapped under ::/0", target("v6", "http://[::ffff:169.254.169.254]/latest/meta-data/"), "target_not_allowed", "job.target"},
+		{"loopback mapped under ::/0", target("v6", "http://[::ffff:127.0.0.1]:2375/"), "target_not_allowed", "job.target"},
+		{"loopback compatible under ::/0", batch("v6", ok, `{"target":"http://[::127.0.0.1]:2375/"}`), "target_not_allowed", "jobs[1].target"},
+		{"loopback compatible", target("open", "http://[::127.0.0.1]/"), "target_not_allowed", "job.target"},
+		{"metadata 6to4 under ::/0", target("v6", "http://[2002:a9fe:a9fe::]/"), "target_not_allowed", "job.target"},
 		{"path traversal", target("strict", "https://hooks.example.com/x/../../admin"), "invalid_target", "job.target"},
 	}
 	if len(tests) < 60 {

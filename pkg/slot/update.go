@@ -1,0 +1,79 @@
+package slot
+
+import "time"
+
+// ConfigUpdate is a change to a queue's configuration, as configure
+// carries it: each setting it gives (non-nil) replaces the queue's, each
+// it leaves nil keeps the queue's value. In JSON, a setting left out (or
+// null) is nil, and one given as zero is refused unless zero is a setting
+// of its own (ZeroSetting): max_running 0 is no cap, "targets": [] and
+// "allow_networks": [] are none.
+type ConfigUpdate struct {
+	Interval      *time.Duration
+	Skew          *time.Duration
+	MaxAttempts   *int
+	Backoff       *time.Duration
+	MaxBackoff    *time.Duration
+	Retention     *time.Duration
+	Targets       *[]string
+	AllowNetworks *[]string
+	TargetTimeout *time.Duration
+	MaxRunning    *int
+}
+
+// UpdateOf is the update that gives every setting of c that is not zero
+// (a nil list is not given; an empty one is): what c says when its zero
+// settings mean "the default" (or, for an update, "keep").
+func UpdateOf(c Config) ConfigUpdate {
+	var u ConfigUpdate
+	dur := func(d time.Duration) *time.Duration {
+		if d == 0 {
+			return nil
+		}
+		return &d
+	}
+	num := func(n int) *int {
+		if n == 0 {
+			return nil
+		}
+		return &n
+	}
+	u.Interval, u.Skew, u.Backoff = dur(c.Interval), dur(c.Skew), dur(c.Backoff)
+	u.MaxBackoff, u.Retention, u.TargetTimeout = dur(c.MaxBackoff), dur(c.Retention), dur(c.TargetTimeout)
+	u.MaxAttempts, u.MaxRunning = num(c.MaxAttempts), num(c.MaxRunning)
+	if c.Targets != nil {
+		u.Targets = &c.Targets
+	}
+	if c.AllowNetworks != nil {
+		u.AllowNetworks = &c.AllowNetworks
+	}
+	return u
+}
+
+// Apply returns c with the settings u gives.
+func (u ConfigUpdate) Apply(c Config) Config {
+	set := func(dst *time.Duration, v *time.Duration) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&c.Interval, u.Interval)
+	set(&c.Skew, u.Skew)
+	set(&c.Backoff, u.Backoff)
+	set(&c.MaxBackoff, u.MaxBackoff)
+	set(&c.Retention, u.Retention)
+	set(&c.TargetTimeout, u.TargetTimeout)
+	if u.MaxAttempts != nil {
+		c.MaxAttempts = *u.MaxAttempts
+	}
+	if u.MaxRunning != nil {
+		c.MaxRunning = *u.MaxRunning
+	}
+	if u.Targets != nil {
+		c.Targets = *u.Targets
+	}
+	if u.AllowNetworks != nil {
+		c.AllowNetworks = *u.AllowNetworks
+	}
+	return c
+}
