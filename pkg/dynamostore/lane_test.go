@@ -16,19 +16,42 @@ import (
 	"github.com/slotq/slotq/pkg/slot"
 )
 
-// onLaneItem picks writes of lane items (sort key K#<key>).
+// onLaneItem picks writes of lane items (sort key K#<key>), alone or in a
+// transaction.
 func onLaneItem(in any) bool {
-	var m map[string]types.AttributeValue
+	var ms []map[string]types.AttributeValue
 	switch in := in.(type) {
 	case *dynamodb.UpdateItemInput:
-		m = in.Key
+		ms = append(ms, in.Key)
 	case *dynamodb.PutItemInput:
-		m = in.Item
+		ms = append(ms, in.Item)
 	case *dynamodb.DeleteItemInput:
-		m = in.Key
+		ms = append(ms, in.Key)
+	case *dynamodb.TransactWriteItemsInput:
+		for _, it := range in.TransactItems {
+			if it.Put != nil {
+				ms = append(ms, it.Put.Item)
+			}
+		}
 	}
-	sk, ok := m["sk"].(*types.AttributeValueMemberS)
-	return ok && strings.HasPrefix(sk.Value, "K#")
+	for _, m := range ms {
+		if sk, ok := m["sk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(sk.Value, "K#") {
+			return true
+		}
+	}
+	return false
+}
+
+// regenerate makes queue q of st a queue of generation gen: deleted and
+// created again, as the engine does.
+func regenerate(t *testing.T, st engine.State, gen int64) {
+	t.Helper()
+	if err := st.DeleteQueue(t.Context(), "q"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateQueue(t.Context(), engine.Queue{Name: "q", Gen: gen, Config: slot.Config{Interval: time.Second}.WithDefaults(), CreatedAt: base}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestLaneLostAnswer: a lane write whose answer was lost is sent again by
@@ -102,12 +125,14 @@ func TestLaneLostAnswer(t *testing.T) {
 		if _, err := st.PutLane(t.Context(), held, 0, 1); err != nil {
 			t.Fatal(err)
 		}
-		f.rules = []faultRule{lost("PutItem")}
+		regenerate(t, st, 2)
+		f.rules = []faultRule{lost("TransactWriteItems")}
 		l, err := st.AddPending(t.Context(), "q", 2, "k", 3)
-		if err != nil || l.Pending != 3 || l.Gen != 2 || l.Holder != (slot.Waiter{}) {
-			t.Fatalf("AddPending = %+v, %v; want a fresh lane of generation 2 with 3 pending", l, err)
+		foreign := slot.Waiter{Ticket: slot.Foreign, JobID: held.Holder.JobID}
+		if err != nil || l.Pending != 3 || l.Gen != 2 || l.Holder != foreign {
+			t.Fatalf("AddPending = %+v, %v; want a fresh lane of generation 2 with 3 pending, its holder foreign", l, err)
 		}
-		if f.Injected("PutItem", faultLost) != 1 {
+		if f.Injected("TransactWriteItems", faultLost) != 1 {
 			t.Fatalf("injected %s", f)
 		}
 	})
@@ -133,14 +158,15 @@ func TestLaneLostAnswer(t *testing.T) {
 // single-item write is.
 func TestLaneTransactionConflict(t *testing.T) {
 	for _, tc := range []struct{ name, op string }{
-		{"PutLane", "UpdateItem"}, {"AddPending", "UpdateItem"}, {"AddPendingOtherGen", "PutItem"}, {"Delete", "DeleteItem"},
+		{"PutLane", "UpdateItem"}, {"AddPending", "UpdateItem"}, {"AddPendingOtherGen", "TransactWriteItems"}, {"Delete", "DeleteItem"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, f := newFaultyStore(t, 0)
 			if tc.name == "AddPendingOtherGen" {
-				if _, err := st.AddPending(t.Context(), "q", 1, "k", 1); err != nil {
+				if _, err := st.AddPending(t.Context(), "q", 0, "k", 1); err != nil {
 					t.Fatal(err)
 				}
+				regenerate(t, st, 2)
 			}
 			f.rules = []faultRule{{Op: tc.op, If: onLaneItem, Fault: faultConflict, Rate: 1, N: 3}}
 			var err error

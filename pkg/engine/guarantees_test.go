@@ -332,8 +332,12 @@ func TestGuaranteeNoTimeTravel(t *testing.T) {
 		}
 		wg.Wait()
 		s.waitFinished("tt", 6*time.Hour)
+		q, err := s.store.GetQueue(ctx, "tt")
+		if err != nil {
+			t.Fatal(err)
+		}
 		s.chaos.mu.Lock()
-		seen := s.chaos.seen["tt"]
+		seen := s.chaos.seen[fmt.Sprintf("tt (generation %d)", q.Gen)]
 		s.chaos.mu.Unlock()
 		if seen.Ticket < 100 || seen.Current == 0 {
 			t.Fatalf("the observer saw too little: %+v", seen)
