@@ -68,11 +68,14 @@ fmt: ## Format the code
 # ---- Lambda functions and the SAM stack (docs/deploy.md) ----------------
 
 # `sam build` runs build-<LogicalId> for each function (Metadata:
-# BuildMethod: makefile) with ARTIFACTS_DIR set. LAMBDA_GOARCH lets
-# `make invoke` build the same target for this machine.
+# BuildMethod: makefile) with ARTIFACTS_DIR set, in this folder
+# (samconfig.toml: build_in_source). LAMBDA_GOARCH lets `make invoke`
+# build the same target for this machine. -s -w drop the symbol table and
+# DWARF: a smaller package to upload and load; panics still print their
+# stack trace.
 ARTIFACTS_DIR ?= .aws-sam/bootstrap
 LAMBDA_GOARCH ?= arm64
-LAMBDA_BUILD   = GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $(ARTIFACTS_DIR)/bootstrap
+LAMBDA_BUILD   = GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(ARTIFACTS_DIR)/bootstrap
 
 .PHONY: build-EnqueueFunction build-WorkerFunction build-ResumeFunction build-AdminFunction
 build-EnqueueFunction: ## Build the enqueue function's bootstrap into ARTIFACTS_DIR (sam build)

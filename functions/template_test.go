@@ -3,6 +3,7 @@ package functions_test
 import (
 	"bufio"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -272,8 +273,21 @@ func TestTemplateEventSources(t *testing.T) {
 	}
 }
 
+// sam build runs the Makefile in the repository itself: with CodeUri: .
+// it would otherwise copy the whole repository once per function.
+func TestSamconfigBuildsInSource(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "samconfig.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := regexp.MustCompile(`(?s)\[default\.build\.parameters\](.*?)(\n\[|$)`).FindSubmatch(b)
+	if section == nil || !regexp.MustCompile(`(?m)^build_in_source\s*=\s*true\s*$`).Match(section[1]) {
+		t.Error("samconfig.toml: [default.build.parameters] does not set build_in_source = true")
+	}
+}
+
 // Every build-<LogicalId> target builds an arm64 Linux bootstrap, as sam
-// build will run it.
+// build will run it, stripped.
 func TestBuildTargetsBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds four arm64 binaries")
@@ -293,6 +307,13 @@ func TestBuildTargetsBuild(t *testing.T) {
 			defer f.Close()
 			if f.Machine != elf.EM_AARCH64 {
 				t.Errorf("bootstrap is for %v, want arm64", f.Machine)
+			}
+			// -ldflags='-s -w': no symbol table, no DWARF.
+			if _, err := f.Symbols(); !errors.Is(err, elf.ErrNoSymbols) {
+				t.Errorf("bootstrap has a symbol table (%v): build it with -ldflags='-s -w'", err)
+			}
+			if f.Section(".debug_info") != nil || f.Section(".zdebug_info") != nil {
+				t.Error("bootstrap carries DWARF: build it with -ldflags='-s -w'")
 			}
 		})
 	}
