@@ -327,8 +327,10 @@ func TestCfnLint(t *testing.T) {
 		}
 		t.Skip("cfn-lint is not installed")
 	}
-	out, err := exec.Command(bin, filepath.Join(root, "template.yaml")).CombinedOutput()
+	// -c I: informational checks too, such as I3011 (a stateful
+	// resource without an explicit DeletionPolicy).
+	out, err := exec.Command(bin, "-c", "I", "--", filepath.Join(root, "template.yaml")).CombinedOutput()
 	if err != nil {
-		t.Errorf("cfn-lint template.yaml: %v\n%s", err, out)
+		t.Errorf("cfn-lint -c I template.yaml: %v\n%s", err, out)
 	}
 }
