@@ -119,7 +119,7 @@ func lint(t *testing.T, path string) {
 		}
 		t.Skip("cfn-lint is not installed")
 	}
-	if out, err := exec.Command(bin, path).CombinedOutput(); err != nil {
+	if out, err := exec.Command(bin, "-c", "I", "--", path).CombinedOutput(); err != nil {
 		t.Errorf("cfn-lint %s: %v\n%s", filepath.Base(path), err, out)
 	}
 }
