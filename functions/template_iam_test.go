@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -329,5 +330,58 @@ func TestFunctionPolicies(t *testing.T) {
 			}
 			t.Logf("%s: %v", fn, fmt.Sprint(slices.Sorted(maps.Keys(allowed))))
 		})
+	}
+}
+
+// The policies the stack offers other roles (its outputs) allow what
+// their users do and no more: a producer invokes the enqueue function
+// (pkg/client's Enqueue); an operator invokes the enqueue and admin
+// functions (the slotq CLI), reads the stack's outputs (slotq --stack:
+// DescribeStacks) and looks at the dashboard, metrics and alarms.
+func TestAccessPolicies(t *testing.T) {
+	tmpl := transform(t, filepath.Join(root, "template.yaml"))
+	statements := func(id string) map[string][]string {
+		t.Helper()
+		r, ok := tmpl.Resources[id]
+		if !ok || r.Type != "AWS::IAM::ManagedPolicy" {
+			t.Fatalf("no managed policy %s", id)
+		}
+		out := map[string][]string{}
+		for _, st := range asList(asMapAny(r.Properties["PolicyDocument"])["Statement"]) {
+			st := asMapAny(st)
+			if st["Effect"] != "Allow" {
+				t.Errorf("%s: %v", id, st)
+			}
+			for _, a := range asList(st["Action"]) {
+				for _, res := range asList(st["Resource"]) {
+					out[a.(string)] = append(out[a.(string)], jsonString(res))
+				}
+			}
+		}
+		return out
+	}
+	arn := func(fn string) string { return `{"Fn::GetAtt":["` + fn + `","Arn"]}` }
+	want := map[string]map[string][]string{
+		"ProducerPolicy": {"lambda:InvokeFunction": {arn("EnqueueFunction")}},
+		"OperatorPolicy": {
+			"lambda:InvokeFunction":        {arn("EnqueueFunction"), arn("AdminFunction")},
+			"cloudformation:DescribeStacks": {`{"Ref":"AWS::StackId"}`},
+			"cloudwatch:GetDashboard":       {`{"Fn::Sub":"arn:${AWS::Partition}:cloudwatch::${AWS::AccountId}:dashboard/${Dashboard}"}`},
+			"cloudwatch:GetMetricData":      {`"*"`},
+			"cloudwatch:ListMetrics":        {`"*"`},
+			"cloudwatch:DescribeAlarms":     {`"*"`},
+		},
+	}
+	for id, w := range want {
+		if got := statements(id); !reflect.DeepEqual(got, w) {
+			t.Errorf("%s allows %v, want %v", id, got, w)
+		}
+	}
+	outputs := templateNode(t, filepath.Join(root, "template.yaml"))
+	for out, policy := range map[string]string{"ProducerPolicyArn": "ProducerPolicy", "OperatorPolicyArn": "OperatorPolicy"} {
+		v := get(get(get(outputs, "Outputs"), out), "Value")
+		if v == nil || v.Tag != "!Ref" || v.Value != policy {
+			t.Errorf("output %s is not !Ref %s", out, policy)
+		}
 	}
 }
