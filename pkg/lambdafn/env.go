@@ -35,9 +35,8 @@ const (
 	// may reach although they are loopback, private, link-local or
 	// metadata addresses (slot.Config.AllowNetworks). Default: none.
 	EnvAllowedNetworks = "SLOTQ_ALLOWED_NETWORKS"
-	// EnvWorkerTimeout is the worker function's timeout in whole seconds,
-	// template.yaml's WorkerFunction Timeout (a template test keeps the
-	// two equal). Every function reads it: the worker and the resume
+	// EnvWorkerTimeout is the worker function's timeout in whole seconds:
+	// template.yaml sets both from its WorkerTimeout parameter. Every function reads it: the worker and the resume
 	// function derive the lease of a running attempt from it, enqueue and
 	// admin refuse a queue's target_timeout that cannot fit in it.
 	// Required; between the default target timeout plus the time kept for
