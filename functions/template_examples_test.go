@@ -1,7 +1,9 @@
 package functions_test
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -9,60 +11,116 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/slotq/slotq/internal/samgen"
+	"github.com/slotq/slotq/internal/samlocal"
 )
 
 // The example projects deploy slotq's stack with a worker of their own.
-// Everything they share with template.yaml is held equal to it, so a
-// change to the stack (a policy, a queue setting, a new parameter)
-// cannot leave an example deploying an older stack.
+// They keep no copy of the stack: `slotq template` writes it from the
+// project's stack.yaml and the template.yaml of the slotq version the
+// project requires (here, the repository's), so a change to the stack
+// reaches them with nothing to merge.
 var examples = []string{"acme"}
 
-// TestExampleTemplatesMatch compares each example's template.yaml with
-// slotq's: parameters, conditions, globals, outputs and every resource
-// are slotq's, except that an example may add parameters, and its
-// WorkerFunction its own Description and Environment variables (never one
-// of slotq's, which Globals set).
-func TestExampleTemplatesMatch(t *testing.T) {
-	root := templateNode(t, filepath.Join(root, "template.yaml"))
+// TestExampleStacks checks what each example deploys: the template its
+// Makefile writes (make template.yaml) is samgen's from its stack.yaml,
+// no template is kept in its repository, cfn-lint passes on it, two
+// stacks of it fit in one account, and its Makefile builds every function
+// of it for sam build.
+func TestExampleStacks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds slotq's command in each example's module")
+	}
 	for _, name := range examples {
 		t.Run(name, func(t *testing.T) {
-			ex := templateNode(t, filepath.Join("..", "examples", name, "template.yaml"))
-			for _, section := range []string{"AWSTemplateFormatVersion", "Transform", "Conditions", "Globals", "Outputs"} {
-				sameNode(t, section, get(root, section), get(ex, section))
+			dir := filepath.Join(root, "examples", name)
+			if out, err := exec.Command("git", "-C", dir, "ls-files", "--error-unmatch", "template.yaml").CombinedOutput(); err == nil {
+				t.Errorf("examples/%s keeps a template.yaml in the repository (%s): the Makefile writes it", name, bytes.TrimSpace(out))
 			}
-			for _, section := range []string{"Parameters", "Resources"} {
-				r, e := get(root, section), get(ex, section)
-				for _, k := range keys(r) {
-					rv, ev := get(r, k), get(e, k)
-					if ev == nil {
-						t.Errorf("%s.%s is missing", section, k)
-						continue
-					}
-					if section == "Resources" && k == "WorkerFunction" {
-						rp, ep := get(rv, "Properties"), get(ev, "Properties")
-						for _, p := range keys(rp) {
-							if p != "Description" && p != "Environment" {
-								sameNode(t, "Resources.WorkerFunction.Properties."+p, get(rp, p), get(ep, p))
-							}
-						}
-						for _, v := range keys(get(get(ep, "Environment"), "Variables")) {
-							if regexp.MustCompile(`^(SLOTQ|AWS)_`).MatchString(v) {
-								t.Errorf("WorkerFunction sets %s, which is slotq's (Globals)", v)
-							}
-						}
-						continue
-					}
-					sameNode(t, section+"."+k, rv, ev)
+			part, err := os.ReadFile(filepath.Join(dir, "stack.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			base, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := samgen.Generate(base, part)
+			if err != nil {
+				t.Fatalf("stack.yaml: %v", err)
+			}
+
+			// What the example deploys: its Makefile's template.
+			path := filepath.Join(t.TempDir(), "template.yaml")
+			cmd := exec.Command("make", "--no-print-directory", "-C", dir, "template.yaml", "TEMPLATE="+path)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("make template.yaml: %v\n%s", err, out)
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(withoutComments(got), withoutComments(want)) {
+				t.Errorf("make template.yaml wrote another template than slotq template from stack.yaml and template.yaml")
+			}
+
+			lint(t, path)
+			stacksCoexist(t, transform(t, path))
+
+			tmpl, err := samlocal.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mk, err := os.ReadFile(filepath.Join(dir, "Makefile"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range tmpl.Functions() {
+				if !regexp.MustCompile(`(?m)^build-` + id + `:`).Match(mk) {
+					t.Errorf("examples/%s/Makefile has no build-%s target for sam build", name, id)
 				}
-				if section == "Resources" {
-					for _, k := range keys(e) {
-						if get(r, k) == nil {
-							t.Errorf("Resources.%s is not slotq's", k)
-						}
-					}
+			}
+			// The worker is the example's: its own variables beside slotq's.
+			var doc yaml.Node
+			if err := yaml.Unmarshal(part, &doc); err != nil {
+				t.Fatal(err)
+			}
+			w, _ := tmpl.Function("WorkerFunction")
+			for _, v := range keys(get(get(get(get(get(doc.Content[0], "Resources"), "WorkerFunction"), "Properties"), "Environment"), "Variables")) {
+				if _, ok := w.Env[v]; !ok {
+					t.Errorf("the worker lacks stack.yaml's variable %s", v)
 				}
 			}
 		})
+	}
+}
+
+// withoutComments drops a template's comment lines (the header names the
+// version of the slotq command that wrote it).
+func withoutComments(b []byte) []byte {
+	var out [][]byte
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if !bytes.HasPrefix(bytes.TrimSpace(l), []byte("#")) {
+			out = append(out, l)
+		}
+	}
+	return bytes.Join(out, []byte("\n"))
+}
+
+// lint runs cfn-lint on a template; missing, it fails under
+// SLOTQ_REQUIRE_LOCAL_AWS=1 and is skipped otherwise.
+func lint(t *testing.T, path string) {
+	t.Helper()
+	bin, err := exec.LookPath("cfn-lint")
+	if err != nil {
+		if os.Getenv("SLOTQ_REQUIRE_LOCAL_AWS") == "1" {
+			t.Fatal("cfn-lint is missing: it ships with the machine image's Python (pip install cfn-lint)")
+		}
+		t.Skip("cfn-lint is not installed")
+	}
+	if out, err := exec.Command(bin, "-c", "I", "--", path).CombinedOutput(); err != nil {
+		t.Errorf("cfn-lint %s: %v\n%s", filepath.Base(path), err, out)
 	}
 }
 
@@ -109,7 +167,7 @@ func keys(m *yaml.Node) []string {
 func sameNode(t *testing.T, what string, a, b *yaml.Node) {
 	t.Helper()
 	if ca, cb := canonical(a), canonical(b); ca != cb {
-		t.Errorf("%s differs from template.yaml's:\nslotq:\n%s\nexample:\n%s", what, ca, cb)
+		t.Errorf("%s differs:\n%s\nand:\n%s", what, ca, cb)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,8 +19,9 @@ import (
 // The AWS metrics the dashboard and alarms may name besides slotq's own:
 // the functions' and the dead-letter queue's.
 var awsMetrics = map[string][]string{
-	"AWS/Lambda": {"Errors", "Throttles", "Duration", "Invocations"},
-	"AWS/SQS":    {"ApproximateNumberOfMessagesVisible"},
+	"AWS/Lambda":   {"Errors", "Throttles", "Duration", "Invocations"},
+	"AWS/SQS":      {"ApproximateNumberOfMessagesVisible"},
+	"AWS/DynamoDB": {"ReadThrottleEvents", "WriteThrottleEvents", "SystemErrors"},
 }
 
 func emitted() []string {
@@ -110,7 +112,8 @@ func TestTemplateDashboardMetrics(t *testing.T) {
 }
 
 // Every alarm names a metric somebody writes, notifies the optional topic,
-// and the ones the operations guide promises are there.
+// says how many of its periods must breach (DatapointsToAlarm), and the
+// ones the operations guide promises are there.
 func TestTemplateAlarms(t *testing.T) {
 	doc := templateNode(t, filepath.Join(root, "template.yaml"))
 	env := get(get(get(get(doc, "Globals"), "Function"), "Environment"), "Variables")
@@ -123,6 +126,33 @@ func TestTemplateAlarms(t *testing.T) {
 		}
 		alarms = append(alarms, id)
 		p := get(r, "Properties")
+		evals, dps := get(p, "EvaluationPeriods"), get(p, "DatapointsToAlarm")
+		if evals == nil || dps == nil || atoi(dps.Value) < 1 || atoi(dps.Value) > atoi(evals.Value) {
+			t.Errorf("%s: DatapointsToAlarm %v of EvaluationPeriods %v", id, dps, evals)
+		}
+		if math := get(p, "Metrics"); math != nil {
+			// Metric math over the stack's resources' metrics.
+			stats := 0
+			for _, m := range math.Content {
+				stat := get(get(m, "MetricStat"), "Metric")
+				if stat == nil {
+					continue
+				}
+				stats++
+				ns, name := get(stat, "Namespace").Value, get(stat, "MetricName").Value
+				if !slices.Contains(awsMetrics[ns], name) {
+					t.Errorf("%s watches %s %s, not a metric of the stack's resources", id, ns, name)
+				}
+				if d := get(stat, "Dimensions"); d == nil || get(d.Content[0], "Value").Tag != "!Ref" {
+					t.Errorf("%s: %s %s must name one of the stack's resources", id, ns, name)
+				}
+			}
+			if stats == 0 {
+				t.Errorf("%s: metric math over no metric", id)
+			}
+			checkActions(t, id, p)
+			continue
+		}
 		ns, name := get(p, "Namespace"), get(p, "MetricName").Value
 		if ns.Tag == "!If" {
 			sameNode(t, id+" Namespace", get(env, lambdafn.EnvMetricsNamespace), ns)
@@ -134,17 +164,32 @@ func TestTemplateAlarms(t *testing.T) {
 		} else if d := get(p, "Dimensions"); d == nil || len(d.Content) != 1 {
 			t.Errorf("%s: %s %s must name one of the stack's resources", id, ns.Value, name)
 		}
-		for _, a := range []string{"AlarmActions", "OKActions"} {
-			if v := get(p, a); v == nil || v.Tag != "!If" || v.Content[0].Value != "HasAlarmTopic" {
-				t.Errorf("%s: %s is not !If [HasAlarmTopic, ...]", id, a)
-			}
-		}
+		checkActions(t, id, p)
 	}
-	for _, want := range []string{"LagAlarm", "JobFailuresAlarm", "DeadLetterAlarm", "WorkerErrorsAlarm", "WorkerThrottlesAlarm", "ResumeErrorsAlarm", "ResumeMissedAlarm"} {
+	for _, want := range []string{"LagAlarm", "JobFailuresAlarm", "DeadLetterAlarm", "WorkerErrorsAlarm", "WorkerThrottlesAlarm",
+		"WorkerDurationAlarm", "ResumeErrorsAlarm", "ResumeMissedAlarm", "EnqueueErrorsAlarm", "EnqueueThrottlesAlarm",
+		"AdminErrorsAlarm", "AdminThrottlesAlarm", "TableThrottlesAlarm", "TableErrorsAlarm"} {
 		if !slices.Contains(alarms, want) {
 			t.Errorf("no %s", want)
 		}
 	}
+}
+
+func checkActions(t *testing.T, id string, p *yaml.Node) {
+	t.Helper()
+	for _, a := range []string{"AlarmActions", "OKActions"} {
+		if v := get(p, a); v == nil || v.Tag != "!If" || v.Content[0].Value != "HasAlarmTopic" {
+			t.Errorf("%s: %s is not !If [HasAlarmTopic, ...]", id, a)
+		}
+	}
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // Every parameter is used somewhere in the template.

@@ -3,6 +3,7 @@ package functions_test
 import (
 	"bufio"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -10,13 +11,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slotq/slotq/internal/samlocal"
+	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/lambdafn"
+	"github.com/slotq/slotq/pkg/local"
 )
 
 const root = ".."
@@ -144,20 +150,60 @@ func TestTemplateEnvironmentMatchesConfig(t *testing.T) {
 	}
 }
 
-// SLOTQ_WORKER_TIMEOUT, which every function reads, is the worker
-// function's Timeout: the lease of a running attempt and the longest
-// target_timeout follow from it.
+// The worker's timeout is one parameter, WorkerTimeout, and the rest
+// follow from it: the worker's Timeout and SLOTQ_WORKER_TIMEOUT (which
+// every function reads: the lease of a running attempt and the longest
+// target_timeout follow from it) are the parameter, and for each value it
+// allows, the slot queue's VisibilityTimeout is six times it and the
+// duration alarm fires at 90% of it.
 func TestTemplateWorkerTimeout(t *testing.T) {
 	tmpl := loadTemplate(t)
+	ref := map[string]any{"Ref": "WorkerTimeout"}
 	worker, err := tmpl.Function("WorkerFunction")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !reflect.DeepEqual(worker.Properties["Timeout"], ref) {
+		t.Errorf("WorkerFunction Timeout is %v, want !Ref WorkerTimeout", worker.Properties["Timeout"])
+	}
 	for _, id := range tmpl.Functions() {
 		f, _ := tmpl.Function(id)
-		if got, want := fmt.Sprint(f.Env[lambdafn.EnvWorkerTimeout]), fmt.Sprint(worker.Timeout); got != want {
-			t.Errorf("%s: %s is %q, want the worker's Timeout %s", id, lambdafn.EnvWorkerTimeout, got, want)
+		if !reflect.DeepEqual(f.Env[lambdafn.EnvWorkerTimeout], ref) {
+			t.Errorf("%s: %s is %v, want !Ref WorkerTimeout", id, lambdafn.EnvWorkerTimeout, f.Env[lambdafn.EnvWorkerTimeout])
 		}
+	}
+	lookup := func(what string) map[string]any {
+		return map[string]any{"Fn::FindInMap": []any{"WorkerTimeouts", ref, what}}
+	}
+	if got := tmpl.Resources["SlotQueue"].Properties["VisibilityTimeout"]; !reflect.DeepEqual(got, lookup("VisibilityTimeout")) {
+		t.Errorf("SlotQueue VisibilityTimeout is %v, want it from the WorkerTimeouts mapping", got)
+	}
+	if got := tmpl.Resources["WorkerDurationAlarm"].Properties["Threshold"]; !reflect.DeepEqual(got, lookup("DurationAlarmMs")) {
+		t.Errorf("WorkerDurationAlarm Threshold is %v, want it from the WorkerTimeouts mapping", got)
+	}
+	allowed, _ := tmpl.Parameters["WorkerTimeout"]["AllowedValues"].([]any)
+	if len(allowed) == 0 {
+		t.Fatal("WorkerTimeout has no AllowedValues: the mapping needs one entry per value")
+	}
+	rows, _ := tmpl.Mappings["WorkerTimeouts"].(map[string]any)
+	if len(rows) != len(allowed) {
+		t.Errorf("WorkerTimeouts has %d entries for %d allowed values", len(rows), len(allowed))
+	}
+	for _, v := range allowed {
+		sec, _ := strconv.Atoi(fmt.Sprint(v))
+		if time.Duration(sec)*time.Second < engine.MinWorkerTimeout {
+			t.Errorf("WorkerTimeout allows %ds, below what the functions accept (%s)", sec, engine.MinWorkerTimeout)
+		}
+		row, _ := rows[fmt.Sprint(v)].(map[string]any)
+		if got, want := fmt.Sprint(row["VisibilityTimeout"]), fmt.Sprint(6*sec); got != want {
+			t.Errorf("WorkerTimeouts[%d].VisibilityTimeout = %s, want %s (6x)", sec, got, want)
+		}
+		if got, want := fmt.Sprint(row["DurationAlarmMs"]), fmt.Sprint(sec*900); got != want {
+			t.Errorf("WorkerTimeouts[%d].DurationAlarmMs = %s, want %s (90%%)", sec, got, want)
+		}
+	}
+	if worker.Timeout != int(local.StackDefaults().Timeouts[local.WorkerFunction].Seconds()) {
+		t.Errorf("the worker's default timeout %ds is not the local runtime's", worker.Timeout)
 	}
 }
 
@@ -227,8 +273,21 @@ func TestTemplateEventSources(t *testing.T) {
 	}
 }
 
+// sam build runs the Makefile in the repository itself: with CodeUri: .
+// it would otherwise copy the whole repository once per function.
+func TestSamconfigBuildsInSource(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "samconfig.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := regexp.MustCompile(`(?s)\[default\.build\.parameters\](.*?)(\n\[|$)`).FindSubmatch(b)
+	if section == nil || !regexp.MustCompile(`(?m)^build_in_source\s*=\s*true\s*$`).Match(section[1]) {
+		t.Error("samconfig.toml: [default.build.parameters] does not set build_in_source = true")
+	}
+}
+
 // Every build-<LogicalId> target builds an arm64 Linux bootstrap, as sam
-// build will run it.
+// build will run it, stripped.
 func TestBuildTargetsBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds four arm64 binaries")
@@ -249,6 +308,13 @@ func TestBuildTargetsBuild(t *testing.T) {
 			if f.Machine != elf.EM_AARCH64 {
 				t.Errorf("bootstrap is for %v, want arm64", f.Machine)
 			}
+			// -ldflags='-s -w': no symbol table, no DWARF.
+			if _, err := f.Symbols(); !errors.Is(err, elf.ErrNoSymbols) {
+				t.Errorf("bootstrap has a symbol table (%v): build it with -ldflags='-s -w'", err)
+			}
+			if f.Section(".debug_info") != nil || f.Section(".zdebug_info") != nil {
+				t.Error("bootstrap carries DWARF: build it with -ldflags='-s -w'")
+			}
 		})
 	}
 }
@@ -261,8 +327,10 @@ func TestCfnLint(t *testing.T) {
 		}
 		t.Skip("cfn-lint is not installed")
 	}
-	out, err := exec.Command(bin, filepath.Join(root, "template.yaml")).CombinedOutput()
+	// -c I: informational checks too, such as I3011 (a stateful
+	// resource without an explicit DeletionPolicy).
+	out, err := exec.Command(bin, "-c", "I", "--", filepath.Join(root, "template.yaml")).CombinedOutput()
 	if err != nil {
-		t.Errorf("cfn-lint template.yaml: %v\n%s", err, out)
+		t.Errorf("cfn-lint -c I template.yaml: %v\n%s", err, out)
 	}
 }

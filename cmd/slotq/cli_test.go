@@ -344,7 +344,7 @@ func TestHelp(t *testing.T) {
 			}
 			continue
 		}
-		checkHelp(t, append(args, "--help"), !slices.Contains([]string{"local", "invoke", "demo", "bench", "costs"}, cmd.name))
+		checkHelp(t, append(args, "--help"), !slices.Contains([]string{"local", "invoke", "demo", "bench", "costs", "template"}, cmd.name))
 	}
 	for cmd, wants := range map[string][]string{
 		"sam invoke":       {"-event string", "-template string", `(default "template.yaml")`, "-stack string", "-param value"},

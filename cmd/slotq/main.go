@@ -19,6 +19,7 @@
 //	slotq costs   measure what a job costs on AWS on DynamoDB Local + moto (make bench)
 //	slotq sam invoke FUNCTION [--event FILE]   build a function's bootstrap, invoke it as `sam local invoke` (make invoke)
 //	slotq sam start-lambda   the built bootstraps behind the Invoke API, event source and schedule (make start-lambda)
+//	slotq template [--stack stack.yaml] [-o FILE]   a project's SAM template: slotq's stack with its own worker (docs/deploy.md)
 //
 // The commands that talk to a stack call pkg/client, which does the work:
 // on the local runtime (--endpoint, SLOTQ_ENDPOINT; default
@@ -82,6 +83,7 @@ func init() {
 		{"bench", "run the demo workload several times and report spacing, lateness and makespan (bench lanes: keyed jobs)", benchCmd},
 		{"costs", "measure what a job costs on AWS, on DynamoDB Local and moto (make bench's last step)", costsCmd},
 		{"sam", "run the built bootstraps as sam local does, without Docker (sam invoke|start-lambda)", samCmd},
+		{"template", "write a project's SAM template: slotq's stack with the project's own worker and parameters", templateCmd},
 		{"help", "list the commands", helpCmd},
 	}
 }

@@ -19,6 +19,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.10 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.10 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/v4a v1.5.10 // indirect
+	github.com/aws/aws-sdk-go-v2/service/cloudformation v1.82.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/cloudwatch v1.75.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1 // indirect
 	github.com/aws/aws-sdk-go-v2/service/dynamodbstreams v1.46.6 // indirect
@@ -37,3 +38,5 @@ require (
 // Inside slotq's repository the example builds against the code beside
 // it. In a project of your own, require a released version and drop this.
 replace github.com/slotq/slotq => ../..
+
+tool github.com/slotq/slotq/cmd/slotq

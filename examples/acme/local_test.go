@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -44,14 +45,26 @@ func TestLocal(t *testing.T) {
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 
+	// The stack as deployed (make test writes template.yaml first): its
+	// event source, schedule and timeouts.
+	var stack local.Stack
+	if _, err := os.Stat("template.yaml"); err == nil {
+		if stack, err = local.FromTemplate("template.yaml"); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		t.Log("no template.yaml (make template.yaml writes it): slotq's default stack")
+	}
+
 	ctx, cancel := context.WithCancel(t.Context())
 	ready := make(chan local.Endpoints, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- local.Run(ctx, local.Options{
-			Addr: "127.0.0.1:0",
-			Mux:  Handlers(srv.URL, srv.Client()),
-			Out:  io.Discard,
+			Addr:  "127.0.0.1:0",
+			Stack: stack,
+			Mux:   Handlers(srv.URL, srv.Client()),
+			Out:   io.Discard,
 			// The functions' warnings (the report's failed first
 			// attempt) show with the test's output, under -v or on failure.
 			Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -4,8 +4,10 @@
 //
 //	go run . local     # the Invoke API on 127.0.0.1:3001, as `make run` in slotq
 //
-// template.yaml deploys it beside slotq's own enqueue, resume and admin
-// functions; README.md goes from nothing to a deployed stack.
+// The stack deploys it beside slotq's own enqueue, resume and admin
+// functions: `make template.yaml` writes the stack from stack.yaml and the
+// slotq version go.mod requires. README.md goes from nothing to a
+// deployed stack.
 package main
 
 import (
@@ -21,8 +23,8 @@ import (
 	"github.com/slotq/slotq/pkg/worker"
 )
 
-// EnvPartnerURL names the partner API's endpoint. template.yaml sets it
-// from the PartnerUrl parameter.
+// EnvPartnerURL names the partner API's endpoint. The stack sets it from
+// the PartnerUrl parameter (stack.yaml).
 const EnvPartnerURL = "ACME_PARTNER_URL"
 
 func main() {
@@ -30,7 +32,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "local" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		if err := local.Run(ctx, local.Options{Mux: mux}); err != nil {
+		o := local.Options{Mux: mux}
+		// The stack's settings (event source, schedule, timeouts) from
+		// the template `make template.yaml` writes, if it is there.
+		if st, err := local.FromTemplate("template.yaml"); err == nil {
+			o.Stack = st
+		}
+		if err := local.Run(ctx, o); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

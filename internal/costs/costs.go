@@ -95,6 +95,6 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	if err != nil {
 		return fmt.Errorf("throughput: %w", err)
 	}
-	report(w, mem, skew, results, fixed, tp)
+	report(w, mem, skew, results, fixed, tp, o.Template)
 	return nil
 }

@@ -12,18 +12,23 @@ type Prices struct {
 	SQSMillion float64
 	// Lambda on arm64: per million requests and per GB-second.
 	LambdaMillion, LambdaGBSecond float64
+	// CloudWatch: a standard-resolution alarm per metric it reads, and a
+	// dashboard beyond an account's first three, per month.
+	AlarmMetricMonth, DashboardMonth float64
 }
 
 var prices = Prices{
 	Date: "list prices in effect since 2024-11-01 (DynamoDB on-demand cut), written down 2026-11-21 " +
 		"and not re-checked against the pricing pages since",
 	Source: "aws.amazon.com/dynamodb/pricing/on-demand, aws.amazon.com/sqs/pricing, " +
-		"aws.amazon.com/lambda/pricing (us-east-1, first pricing tier, free tiers ignored)",
+		"aws.amazon.com/lambda/pricing, aws.amazon.com/cloudwatch/pricing (us-east-1, first pricing tier, free tiers ignored)",
 	DynamoWriteMillion: 0.625,
 	DynamoReadMillion:  0.125,
 	SQSMillion:         0.40,
 	LambdaMillion:      0.20,
 	LambdaGBSecond:     0.0000133334,
+	AlarmMetricMonth:   0.10,
+	DashboardMonth:     3.00,
 }
 
 // Alternative is a managed scheduler's published price per million jobs.

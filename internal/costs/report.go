@@ -95,6 +95,39 @@ func templateSkew(path string) time.Duration {
 	return d
 }
 
+// templateAlarms counts the template's CloudWatch alarms and the metrics
+// they read, which CloudWatch bills: one for a plain alarm, each
+// MetricStat of a metric math alarm.
+func templateAlarms(path string) (alarms, metrics int) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
+		return 0, 0
+	}
+	res := get(doc.Content[0], "Resources")
+	for i := 0; res != nil && i+1 < len(res.Content); i += 2 {
+		r := res.Content[i+1]
+		if t := get(r, "Type"); t == nil || t.Value != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		alarms++
+		math := get(get(r, "Properties"), "Metrics")
+		if math == nil {
+			metrics++
+			continue
+		}
+		for _, m := range math.Content {
+			if get(m, "MetricStat") != nil {
+				metrics++
+			}
+		}
+	}
+	return alarms, metrics
+}
+
 func get(n *yaml.Node, key string) *yaml.Node {
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
@@ -163,7 +196,7 @@ const earlySleep = 500 * time.Millisecond
 
 const runsPerMonth = 43800 // once a minute: 60 × 24 × 365 / 12
 
-func report(w io.Writer, mem memory, skew time.Duration, rs []result, f fixed, tp throughput) {
+func report(w io.Writer, mem memory, skew time.Duration, rs []result, f fixed, tp throughput, tmpl string) {
 	fmt.Fprintf(w, "Prices: %s; %s.\n", prices.Date, prices.Source)
 	fmt.Fprintf(w, "Lambda memory: %s. Lambda time is wall time measured on DynamoDB Local and moto on loopback, not on AWS.\n", mem.source)
 	fmt.Fprintf(w, "Queue skew: %v (the template's DefaultSkew).\n\n", skew)
@@ -210,6 +243,10 @@ func report(w io.Writer, mem memory, skew time.Duration, rs []result, f fixed, t
 		runsPerMonth, f.bill.ReadUnits, f.bill.Calls, float64(f.busy.Microseconds())/1000, perRun, perRun*runsPerMonth)
 	fmt.Fprintf(w, "| SQS event source idle long polls (assumed 5 pollers × 3 polls/min = %d requests/month) | | $%.2f |\n",
 		polls, float64(polls)*prices.SQSMillion/1e6)
+	alarms, alarmMetrics := templateAlarms(tmpl)
+	fmt.Fprintf(w, "| CloudWatch alarms: %d, reading %d metrics (metric math alarms count each metric) | | $%.2f |\n",
+		alarms, alarmMetrics, float64(alarmMetrics)*prices.AlarmMetricMonth)
+	fmt.Fprintf(w, "| CloudWatch dashboard (an account's first three are free) | | $%.2f |\n", prices.DashboardMonth)
 	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "### Published prices of the alternatives (per million)")

@@ -20,6 +20,9 @@ func TestTemplateFigures(t *testing.T) {
 	if !strings.Contains(m.source, "Globals.Function.MemorySize") {
 		t.Errorf("source %q", m.source)
 	}
+	if a, m := templateAlarms("../../template.yaml"); a != 14 || m != 21 {
+		t.Errorf("templateAlarms = %d alarms, %d metrics; want the template's 14 alarms reading 21 metrics", a, m)
+	}
 	if d := templateSkew("../../template.yaml"); d != 10*time.Millisecond {
 		t.Errorf("templateSkew = %v, want the template's DefaultSkew 10ms", d)
 	}

@@ -18,6 +18,8 @@ type Resolver struct {
 	Attrs map[string]string
 	// Conditions are the template's, which !If names.
 	Conditions map[string]any
+	// Mappings are the template's, which !FindInMap reads.
+	Mappings map[string]any
 }
 
 // Condition evaluates the template's condition name.
@@ -121,6 +123,21 @@ func (r Resolver) String(v any) (string, error) {
 				return s
 			})
 			return out, err
+		}
+		if fm, ok := x["Fn::FindInMap"].([]any); ok && len(fm) == 3 {
+			keys := make([]string, 3)
+			for i, k := range fm {
+				s, err := r.String(k)
+				if err != nil {
+					return "", err
+				}
+				keys[i] = s
+			}
+			v, ok := asMap(asMap(r.Mappings[keys[0]])[keys[1]])[keys[2]]
+			if !ok {
+				return "", fmt.Errorf("!FindInMap %v: not in the template's mappings", keys)
+			}
+			return r.String(v)
 		}
 		if j, ok := x["Fn::Join"].([]any); ok && len(j) == 2 {
 			sep, _ := j[0].(string)

@@ -19,3 +19,45 @@ func TestResolveIf(t *testing.T) {
 		}
 	}
 }
+
+// A property derived from a parameter through a mapping (the slot queue's
+// VisibilityTimeout from WorkerTimeout) resolves with the parameter's
+// value, or its default.
+func TestResolveFindInMap(t *testing.T) {
+	tmpl, err := Parse([]byte(`
+Parameters:
+  WorkerTimeout: {Type: Number, Default: 120}
+Mappings:
+  WorkerTimeouts:
+    "120": {VisibilityTimeout: 720}
+    "300": {VisibilityTimeout: 1800}
+Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Timeout: !Ref WorkerTimeout
+  Q:
+    Type: AWS::SQS::Queue
+    Properties:
+      VisibilityTimeout: !FindInMap [WorkerTimeouts, !Ref WorkerTimeout, VisibilityTimeout]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vis := tmpl.Resources["Q"].Properties["VisibilityTimeout"]
+	if got := tmpl.Default(vis); got != "720" {
+		t.Errorf("default VisibilityTimeout %q, want 720", got)
+	}
+	if f, _ := tmpl.Function("Fn"); f.Timeout != 120 {
+		t.Errorf("Timeout %d, want the parameter's default 120", f.Timeout)
+	}
+	r := tmpl.Resolver()
+	r.Params["WorkerTimeout"] = "300"
+	if got, err := r.String(vis); err != nil || got != "1800" {
+		t.Errorf("WorkerTimeout 300: %q, %v; want 1800", got, err)
+	}
+	r.Params["WorkerTimeout"] = "42"
+	if _, err := r.String(vis); err == nil {
+		t.Error("a value the mapping lacks resolved")
+	}
+}

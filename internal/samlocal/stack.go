@@ -59,7 +59,7 @@ func Up(ctx context.Context, t *Template, awsCfg aws.Config, opts Options) (*Sta
 		opts.AccountID = "123456789012"
 	}
 	s := &Stack{Template: t, Tables: map[string]string{}, Queues: map[string]string{}, opts: opts,
-		Resolver: Resolver{Params: map[string]string{}, Refs: map[string]string{}, Attrs: map[string]string{}, Conditions: t.Conditions}}
+		Resolver: Resolver{Params: map[string]string{}, Refs: map[string]string{}, Attrs: map[string]string{}, Conditions: t.Conditions, Mappings: t.Mappings}}
 	for name, p := range t.Parameters {
 		s.Resolver.Params[name] = fmt.Sprint(p["Default"])
 		if p["Default"] == nil {
@@ -97,7 +97,11 @@ func Up(ctx context.Context, t *Template, awsCfg aws.Config, opts Options) (*Sta
 			if ga, ok := asMap(redrive["deadLetterTargetArn"])["Fn::GetAtt"].([]any); ok && len(ga) == 2 {
 				dlqID = fmt.Sprint(ga[0])
 			}
-			vis, err := strconv.Atoi(str(r.Properties["VisibilityTimeout"]))
+			v, err := s.Resolver.String(r.Properties["VisibilityTimeout"])
+			if err != nil {
+				return nil, fmt.Errorf("%s: VisibilityTimeout: %w", id, err)
+			}
+			vis, err := strconv.Atoi(v)
 			if err != nil {
 				vis = 30
 			}

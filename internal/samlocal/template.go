@@ -15,6 +15,7 @@ import (
 // form, map{"Ref": "X"}, and !GetAtt A.B becomes map{"Fn::GetAtt": [A B]}.
 type Template struct {
 	Parameters map[string]map[string]any
+	Mappings   map[string]any
 	Conditions map[string]any
 	Globals    map[string]any
 	Resources  map[string]Resource
@@ -55,6 +56,7 @@ func Parse(b []byte) (*Template, error) {
 	}
 	t.Globals = asMap(doc["Globals"])
 	t.Conditions = asMap(doc["Conditions"])
+	t.Mappings = asMap(doc["Mappings"])
 	for k, v := range asMap(doc["Resources"]) {
 		m := asMap(v)
 		t.Resources[k] = Resource{Type: str(m["Type"]), Properties: asMap(m["Properties"]), Metadata: asMap(m["Metadata"])}
@@ -100,6 +102,31 @@ func value(n *yaml.Node) any {
 		}
 	}
 	return map[string]any{"Fn::" + name: v}
+}
+
+// Resolver returns a resolver of the template's parameter defaults,
+// mappings and conditions, with no resources.
+func (t *Template) Resolver() Resolver {
+	r := Resolver{Params: map[string]string{}, Mappings: t.Mappings, Conditions: t.Conditions}
+	for name, p := range t.Parameters {
+		if p["Default"] != nil {
+			r.Params[name] = fmt.Sprint(p["Default"])
+		} else {
+			r.Params[name] = ""
+		}
+	}
+	return r
+}
+
+// Default resolves v, a property such as a function's Timeout, as the
+// stack deployed with its parameters' defaults has it: a literal, a !Ref
+// of a parameter, or a !FindInMap on those. Anything else is "".
+func (t *Template) Default(v any) string {
+	s, err := t.Resolver().String(v)
+	if err != nil {
+		return ""
+	}
+	return s
 }
 
 // Functions returns the logical ids of the serverless functions, sorted.
@@ -149,7 +176,7 @@ func (t *Template) Function(id string) (Function, error) {
 		Events: asMap(props["Events"]), Properties: props,
 		Timeout: 3, MemorySize: 128,
 	}
-	if n, err := strconv.Atoi(str(props["Timeout"])); err == nil {
+	if n, err := strconv.Atoi(t.Default(props["Timeout"])); err == nil {
 		f.Timeout = n
 	}
 	if n, err := strconv.Atoi(str(props["MemorySize"])); err == nil {

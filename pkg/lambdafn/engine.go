@@ -2,8 +2,10 @@ package lambdafn
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,8 +23,54 @@ import (
 // Logger returns the functions' logger: JSON (or text) as the function's
 // logging configuration says (AWS_LAMBDA_LOG_FORMAT, AWS_LAMBDA_LOG_LEVEL,
 // which template.yaml sets), with each record carrying the request id.
+// Records below SLOTQ_LOG_LEVEL, when it is set, are dropped (a bad value
+// is reported by Load).
 func Logger() *slog.Logger {
-	return slog.New(lambdacontext.NewLogHandler())
+	h := lambdacontext.NewLogHandler()
+	if lvl, err := logLevel(os.Getenv(EnvLogLevel)); err == nil && lvl != nil {
+		h = minLevel{Handler: h, level: *lvl}
+	}
+	return slog.New(h)
+}
+
+// logLevel parses a level as Lambda spells it; "" is nil.
+func logLevel(s string) (*slog.Level, error) {
+	var l slog.Level
+	switch strings.TrimSpace(s) {
+	case "":
+		return nil, nil
+	case "DEBUG":
+		l = slog.LevelDebug
+	case "INFO":
+		l = slog.LevelInfo
+	case "WARN":
+		l = slog.LevelWarn
+	case "ERROR":
+		l = slog.LevelError
+	default:
+		return nil, fmt.Errorf("want DEBUG, INFO, WARN or ERROR, got %q", s)
+	}
+	return &l, nil
+}
+
+// minLevel drops records below level. Only Enabled filters: a writer that
+// calls Handle itself (the metrics' recorder) is written whatever the
+// level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(attrs), level: h.level}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), level: h.level}
 }
 
 // Engine builds the engine on the table and queue of c with clients from

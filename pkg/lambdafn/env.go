@@ -35,9 +35,8 @@ const (
 	// may reach although they are loopback, private, link-local or
 	// metadata addresses (slot.Config.AllowNetworks). Default: none.
 	EnvAllowedNetworks = "SLOTQ_ALLOWED_NETWORKS"
-	// EnvWorkerTimeout is the worker function's timeout in whole seconds,
-	// template.yaml's WorkerFunction Timeout (a template test keeps the
-	// two equal). Every function reads it: the worker and the resume
+	// EnvWorkerTimeout is the worker function's timeout in whole seconds:
+	// template.yaml sets both from its WorkerTimeout parameter. Every function reads it: the worker and the resume
 	// function derive the lease of a running attempt from it, enqueue and
 	// admin refuse a queue's target_timeout that cannot fit in it.
 	// Required; between the default target timeout plus the time kept for
@@ -49,6 +48,13 @@ const (
 	// EnvMetricsDimension is the name of the metrics' queue dimension.
 	// Default "Queue".
 	EnvMetricsDimension = "SLOTQ_METRICS_DIMENSION"
+	// EnvLogLevel is the level below which the functions drop their log
+	// records (DEBUG, INFO, WARN or ERROR), the metrics' lines aside,
+	// which are written whatever it is. template.yaml sets it from the
+	// LogLevel parameter and keeps Lambda's own filter
+	// (AWS_LAMBDA_LOG_LEVEL) at INFO or below, so that the metrics reach
+	// the logs. Default: AWS_LAMBDA_LOG_LEVEL's level.
+	EnvLogLevel = "SLOTQ_LOG_LEVEL"
 )
 
 // Spec names a function and the environment variables it reads. The
@@ -63,10 +69,10 @@ type Spec struct {
 
 // The functions' specs.
 var (
-	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
-	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension}}
-	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension}}
-	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
+	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
+	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	// Specs lists every function.
 	Specs = []Spec{Enqueue, Worker, Resume, Admin}
 )
@@ -130,6 +136,10 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 				c.MetricsNamespace = v
 			} else {
 				c.MetricsDimension = v
+			}
+		case EnvLogLevel:
+			if _, err := logLevel(v); err != nil {
+				return c, fmt.Errorf("%s: %v", name, err)
 			}
 		case EnvDefaultInterval:
 			if v == "" {

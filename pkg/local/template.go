@@ -53,7 +53,7 @@ func FromTemplate(path string) (Stack, error) {
 		return s, fmt.Errorf("%s: %s has no SQS event", path, WorkerFunction)
 	}
 	q := t.Resources[queueID].Properties
-	s.VisibilityTimeout = time.Duration(atoi(q["VisibilityTimeout"], 30)) * time.Second
+	s.VisibilityTimeout = time.Duration(atoi(t.Default(q["VisibilityTimeout"]), 30)) * time.Second
 	s.MaxReceiveCount = atoi(asMap(q["RedrivePolicy"])["maxReceiveCount"], 0)
 	r, err := t.Function(ResumeFunction)
 	if err != nil {

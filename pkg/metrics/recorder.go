@@ -21,8 +21,9 @@ type Options struct {
 	// Dimension is the name of the queue's dimension. Default
 	// DefaultDimension ("Queue").
 	Dimension string
-	// Logger receives the lines, at level Info. With a JSON handler (the
-	// functions' on Lambda, LogFormat JSON) each line is an EMF document.
+	// Logger receives the lines, at level Info whatever its level. With a
+	// JSON handler (the functions' on Lambda, LogFormat JSON) each line is
+	// an EMF document.
 	// Default: discard.
 	Logger *slog.Logger
 	// Now is the clock of the lines' timestamps. Default time.Now.
@@ -146,10 +147,16 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // Flush writes what was added since the last Flush, one line per queue
 // (more when a metric has more than MaxValues values) and one per refusal
 // code, and starts over. Nothing is written when nothing was added.
+//
+// The lines are Info records written whatever the logger's level: a
+// function that logs only warnings still publishes its metrics.
 func (r *Recorder) Flush(ctx context.Context) {
+	h := r.o.Logger.Handler()
 	for _, l := range r.Lines() {
 		for _, part := range split(l) {
-			r.o.Logger.LogAttrs(ctx, slog.LevelInfo, Message, part.Attrs()...)
+			rec := slog.NewRecord(time.Now(), slog.LevelInfo, Message, 0)
+			rec.AddAttrs(part.Attrs()...)
+			_ = h.Handle(ctx, rec) // as Logger.LogAttrs, which drops the handler's error
 		}
 	}
 }
