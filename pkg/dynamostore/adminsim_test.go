@@ -101,7 +101,9 @@ func runAdminInFlight(t *testing.T, seed uint64) {
 
 	bg, stop := context.WithCancel(context.Background())
 	var bgwg sync.WaitGroup
-	bgwg.Go(func() { _ = tr.Run(bg, 8, func(ctx context.Context, env job.Envelope) error { return eng.Work(ctx, env) }) })
+	bgwg.Go(func() {
+		_ = tr.Run(bg, 8, func(ctx context.Context, env job.Envelope) error { return eng.Work(ctx, env) })
+	})
 	bgwg.Go(func() {
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
