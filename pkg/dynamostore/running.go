@@ -120,8 +120,9 @@ func landed(s slot.State, r engine.GateRequest) bool {
 }
 
 // EndRun frees ticket's running place with one UpdateItem on the state
-// item: REMOVE running.<ticket>, on condition that the entry still ends at
-// until (it is this attempt's place, not another start's of the ticket).
+// item: REMOVE running.<ticket>, on condition that the entry ends at until
+// or after it (it is this attempt's place, or a later gate's of the same
+// ticket whose claim was refused) and that the item is of generation gen.
 // DynamoDB refuses to REMOVE a path inside a map that does not exist, and
 // a condition that fails writes nothing: an entry that is not there (the
 // attempt ended already, or took no place) or is another's leaves the
@@ -129,13 +130,13 @@ func landed(s slot.State, r engine.GateRequest) bool {
 // to remove, so EndRun needs no write token, and it leaves the item's
 // token alone: another caller's lost answer, re-sent, still finds its
 // own. ErrQueueNotFound.
-func (s *Store) EndRun(ctx context.Context, queue string, ticket int64, until time.Time) error {
+func (s *Store) EndRun(ctx context.Context, queue string, gen, ticket int64, until time.Time) error {
 	e := newExpr()
 	p := e.n(attrRunning) + "." + e.alias("#t", ticketKey(ticket))
 	_, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		Key:                                 stateKey(queue),
 		UpdateExpression:                    aws.String("REMOVE " + p),
-		ConditionExpression:                 aws.String(p + " = " + e.v(":u", timeNum(until))),
+		ConditionExpression:                 aws.String(p + " >= " + e.v(":u", timeNum(until)) + genCond(e, gen)),
 		ExpressionAttributeNames:            e.names,
 		ExpressionAttributeValues:           e.values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,

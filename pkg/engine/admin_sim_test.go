@@ -224,9 +224,9 @@ func (r *adminRacer) Gate(ctx context.Context, req engine.GateRequest) (slot.Sta
 	return r.State.Gate(ctx, req)
 }
 
-func (r *adminRacer) EndRun(ctx context.Context, queue string, ticket int64, until time.Time) error {
+func (r *adminRacer) EndRun(ctx context.Context, queue string, gen, ticket int64, until time.Time) error {
 	r.race(ctx, "end run", "", "")
-	return r.State.EndRun(ctx, queue, ticket, until)
+	return r.State.EndRun(ctx, queue, gen, ticket, until)
 }
 
 // forbidden returns the runs that began where an admin operation says

@@ -365,7 +365,7 @@ func (e *Engine) endRun(ctx context.Context, q Queue, ticket int64) {
 	if !ok {
 		return // it took no place (no cap when it started)
 	}
-	if err := e.state.EndRun(ctx, q.Name, ticket, until); err != nil {
+	if err := e.state.EndRun(ctx, q.Name, q.Gen, ticket, until); err != nil {
 		e.log.WarnContext(ctx, "running place not freed", "queue", q.Name, "ticket", ticket, "error", err.Error())
 		return
 	}

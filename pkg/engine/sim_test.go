@@ -389,11 +389,11 @@ func (c *chaosState) PutLane(ctx context.Context, l slot.Lane, from, pendingDelt
 	return out, err
 }
 
-func (c *chaosState) EndRun(ctx context.Context, queue string, ticket int64, until time.Time) error {
+func (c *chaosState) EndRun(ctx context.Context, queue string, gen, ticket int64, until time.Time) error {
 	if c.roll() {
 		return errCrash // died before freeing the running place
 	}
-	return c.State.EndRun(ctx, queue, ticket, until)
+	return c.State.EndRun(ctx, queue, gen, ticket, until)
 }
 
 // failNext makes the worker that runs job id next die after the run,

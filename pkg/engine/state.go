@@ -267,12 +267,16 @@ type State interface {
 	ReleaseLease(ctx context.Context, queue, holder string, c Cursor) error
 
 	// EndRun frees the running place ticket's attempt took at the gate
-	// (slot.Ended), if the place is still that attempt's: its entry ends
-	// at until, the GateRequest.Until it was taken with. One write on the
-	// queue's state; nothing changes if the ticket has no such place (it
-	// ended already, or belongs to another start of the ticket, or to a
-	// queue of that name created again). ErrQueueNotFound.
-	EndRun(ctx context.Context, queue string, ticket int64, until time.Time) error
+	// (slot.Ended), if the place is still that attempt's or a later
+	// gate's of the same ticket: its entry ends at until, the
+	// GateRequest.Until it was taken with, or after it (a duplicate
+	// delivery that passed the gate again while the attempt's claim was
+	// on its way rewrote it, and its own claim was refused). One write on
+	// the queue's state; nothing changes if the ticket has no such place
+	// (it ended already, or took none), or if the queue is not of
+	// generation gen (0: any), so an attempt of a deleted queue frees
+	// nothing of one created again under its name. ErrQueueNotFound.
+	EndRun(ctx context.Context, queue string, gen, ticket int64, until time.Time) error
 
 	// GetLane reads a queue's lane of key (slot.Lane; key "" is the
 	// queue's own lane), strongly. A lane never written, or deleted, is

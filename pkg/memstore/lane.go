@@ -15,15 +15,16 @@ import (
 type laneID struct{ queue, key string }
 
 // EndRun frees ticket's running place on queue (slot.Ended) if it ends at
-// until.
-func (s *Store) EndRun(_ context.Context, queue string, ticket int64, until time.Time) error {
+// until or after it, and the queue is of generation gen (0, on either
+// side: any).
+func (s *Store) EndRun(_ context.Context, queue string, gen, ticket int64, until time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.queues[queue]
 	if !ok {
 		return notFound("end run", queue)
 	}
-	if u, ok := q.State.Running[ticket]; !ok || !u.Equal(until) {
+	if u, ok := q.State.Running[ticket]; !ok || u.Before(until) || gen != 0 && q.Gen != 0 && q.Gen != gen {
 		return nil
 	}
 	q.State = slot.Ended(q.State, ticket)

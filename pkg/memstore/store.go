@@ -217,7 +217,7 @@ func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.queues[r.Queue]
-	if !ok || r.Gen != 0 && q.Gen != r.Gen {
+	if !ok || r.Gen != 0 && q.Gen != 0 && q.Gen != r.Gen {
 		return engine.Taken{}, notFound("take ticket", r.Queue)
 	}
 	if q.Config.Interval != r.Interval {
@@ -236,7 +236,7 @@ func (s *Store) Gate(_ context.Context, r engine.GateRequest) (slot.State, error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.queues[r.Queue]
-	if !ok || r.Gen != 0 && q.Gen != r.Gen {
+	if !ok || r.Gen != 0 && q.Gen != 0 && q.Gen != r.Gen {
 		return slot.State{}, notFound("gate", r.Queue)
 	}
 	if q.Config.Interval != r.Interval {

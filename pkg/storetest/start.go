@@ -544,20 +544,20 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 			wantState(t, "state after a full gate", stored, slot.State{Ticket: 6, Current: 2, Clock: at(5 * interval), LastStart: at(interval)})
 			wantRunning(t, "state after a full gate", stored.Running, map[int64]time.Time{1: lease, 2: lease})
 
-			// Another start's end (its place ends at another time)
-			// frees nothing.
-			if err := st.EndRun(ctx, name, 1, lease.Add(time.Second)); err != nil {
+			// A later start's end (its place would end after this
+			// one's) frees nothing.
+			if err := st.EndRun(ctx, name, 0, 1, lease.Add(time.Second)); err != nil {
 				t.Fatalf("EndRun(1) of another start: %v", err)
 			}
 			wantRunning(t, "after EndRun(1) of another start", getQueue(t, st, name).State.Running, map[int64]time.Time{1: lease, 2: lease})
 			// An attempt that ends frees its place, once.
 			for range 2 {
-				if err := st.EndRun(ctx, name, 1, lease); err != nil {
+				if err := st.EndRun(ctx, name, 0, 1, lease); err != nil {
 					t.Fatalf("EndRun(1): %v", err)
 				}
 				wantRunning(t, "after EndRun(1)", getQueue(t, st, name).State.Running, map[int64]time.Time{2: lease})
 			}
-			if err := st.EndRun(ctx, name, 99, lease); err != nil {
+			if err := st.EndRun(ctx, name, 0, 99, lease); err != nil {
 				t.Errorf("EndRun of a ticket with no place: %v", err)
 			}
 			later := at(5 * time.Minute)
@@ -602,6 +602,34 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 
 	// The running map a store answers with is the caller's: changing it
 	// changes nothing stored.
+	// A ticket that passes the gate again before its first gate's claim
+	// landed (a duplicate delivery) rewrites its running place with a
+	// later end; the attempt that runs is the first gate's, and its end
+	// still frees the place. An end of another generation frees nothing.
+	t.Run("CapEndRunRegated", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name := queueName(t)
+		generation(t, st, name, 7)
+		take(t, st, name, 2, 2, base)
+		first, again := base.Add(time.Minute), base.Add(time.Minute+interval)
+		if _, err := st.Gate(ctx, capReq(name, 1, base, 1, first)); err != nil {
+			t.Fatalf("ticket 1: %v", err)
+		}
+		if _, err := st.Gate(ctx, capReq(name, 1, at(interval), 1, again)); err != nil {
+			t.Fatalf("ticket 1 again: %v", err)
+		}
+		wantRunning(t, "after the second gate", getQueue(t, st, name).State.Running, map[int64]time.Time{1: again})
+		if err := st.EndRun(ctx, name, 12345, 1, first); err != nil {
+			t.Fatalf("EndRun of another generation: %v", err)
+		}
+		wantRunning(t, "after EndRun of another generation", getQueue(t, st, name).State.Running, map[int64]time.Time{1: again})
+		if err := st.EndRun(ctx, name, 0, 1, first); err != nil {
+			t.Fatalf("EndRun: %v", err)
+		}
+		wantRunning(t, "after the first gate's attempt ended", getQueue(t, st, name).State.Running, map[int64]time.Time{})
+	})
+
 	t.Run("CapNoAliasing", func(t *testing.T) {
 		st := newState(t)
 		ctx := t.Context()
@@ -622,10 +650,10 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 
 	t.Run("EndRunNotFound", func(t *testing.T) {
 		st := newState(t)
-		wantErr(t, "EndRun of a missing queue", st.EndRun(t.Context(), queueName(t), 1, base), engine.ErrQueueNotFound)
+		wantErr(t, "EndRun of a missing queue", st.EndRun(t.Context(), queueName(t), 0, 1, base), engine.ErrQueueNotFound)
 		// A queue that never ran anything under a cap has no places.
 		name, _ := lineUp(t, st, 1)
-		if err := st.EndRun(t.Context(), name, 1, base); err != nil {
+		if err := st.EndRun(t.Context(), name, 0, 1, base); err != nil {
 			t.Errorf("EndRun on a queue without running places: %v", err)
 		}
 	})
@@ -708,7 +736,7 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 		// One place frees up at a time; of the refused, one takes it.
 		now := base
 		for round := range 3 {
-			if err := st.EndRun(ctx, name, passed[0], getQueue(t, st, name).State.Running[passed[0]]); err != nil {
+			if err := st.EndRun(ctx, name, 0, passed[0], getQueue(t, st, name).State.Running[passed[0]]); err != nil {
 				t.Fatal(err)
 			}
 			delete(want, passed[0])
