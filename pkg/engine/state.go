@@ -322,8 +322,9 @@ type State interface {
 	// record, which decides.
 	ListDue(ctx context.Context, before time.Time, limit int) ([]DueEntry, error)
 	// ListHeld returns up to limit jobs of queue and generation gen that
-	// a pause holds (JobHeld), in line order (job.Job.LineOrder, then
-	// id), without expired ones. Like ListDue, it may lag the records.
+	// a pause holds (JobHeld), in line order (job.Job.LineOrder; jobs of
+	// one line order, which only jobs from before Order was kept can
+	// share, in any order), without expired ones. Like ListDue, it may lag the records.
 	ListHeld(ctx context.Context, queue string, gen int64, limit int) ([]job.Job, error)
 
 	// Lease takes a queue's resume lease for holder until until, if no
