@@ -169,7 +169,7 @@ func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error)
 	if _, err := e.state.Unpause(ctx, name, time.Time{}); err != nil {
 		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
 	}
-	return e.resumeQueue(ctx, name, nil, holder, nil)
+	return e.resumeQueue(ctx, name, nil, holder)
 }
 
 // awaitLease takes queue's resume lease for holder, waiting up to half a

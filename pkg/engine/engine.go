@@ -71,6 +71,14 @@ type Options struct {
 	// queue; a queue with more continues in the next run, from where the
 	// pass stopped. Default 500.
 	ResumeBudget int
+	// Figures makes each Resume run also read every queue and publish
+	// its figures (EventFigures: waiting, parked, lag, lanes): a
+	// ListQueues, and a count of parked jobs and a list of lanes per
+	// queue, each run — a cost that grows with the number of queues,
+	// which the due index otherwise spares an idle queue. Default false:
+	// a run reads only what is due. The functions turn it on with
+	// per-queue metrics (lambdafn), the local runtime always.
+	Figures bool
 	// Observer hears what Work and Resume did, for metrics. Default:
 	// none.
 	Observer Observer

@@ -104,17 +104,42 @@ func (e *Engine) Resume(ctx context.Context) (ResumeReport, error) {
 			break
 		}
 		rep.Queues++
-		var fig Figures
-		r, err := e.resumeQueue(ctx, name, byQueue[name], holder, &fig)
+		r, err := e.resumeQueue(ctx, name, byQueue[name], holder)
 		rep.add(r)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if r.Busy == 0 && err == nil {
-			e.observe(ctx, Event{Kind: EventFigures, Queue: name, Figures: &fig})
+	}
+	if e.opts.Figures {
+		if err := e.figures(ctx); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return rep, errors.Join(errs...)
+}
+
+// figures reads every queue and reports its figures (Options.Figures),
+// as long as the run's deadline allows.
+func (e *Engine) figures(ctx context.Context) error {
+	queues, err := e.state.ListQueues(ctx)
+	if err != nil {
+		return fmt.Errorf("resume: figures: %w", err)
+	}
+	for _, q := range queues {
+		if !e.fits(ctx, e.opts.RecordTimeout) {
+			return nil
+		}
+		now := e.now()
+		fig := Figures{Waiting: waiting(q.State), Parked: -1, Lag: lag(q, now), Paused: q.State.Paused, Lanes: LaneFigures{Running: -1}}
+		if n, err := e.state.CountJobs(ctx, q.Name, q.Gen, job.Parked); err == nil {
+			fig.Parked = n
+		}
+		if lanes, err := e.Lanes(ctx, q); err == nil {
+			fig.Lanes = lanes
+		}
+		e.observe(ctx, Event{Kind: EventFigures, Queue: q.Name, Figures: &fig})
+	}
+	return nil
 }
 
 // newHolder names one Resume run (or admin resume) as a lease holder.
@@ -140,9 +165,8 @@ func (e *Engine) newRound(now time.Time) Cursor {
 }
 
 // resumeQueue is one pass over a queue under its lease, acting on due, the
-// queue's due entries. If fig is not nil, a pass that ran fills it with
-// what it read of the queue.
-func (e *Engine) resumeQueue(ctx context.Context, name string, due []DueEntry, holder string, fig *Figures) (rep ResumeReport, err error) {
+// queue's due entries.
+func (e *Engine) resumeQueue(ctx context.Context, name string, due []DueEntry, holder string) (rep ResumeReport, err error) {
 	now := e.now()
 	cur, err := e.state.Lease(ctx, name, holder, e.leaseUntil(ctx, now), now)
 	if errors.Is(err, ErrLeaseHeld) {
@@ -232,9 +256,6 @@ func (e *Engine) resumeQueue(ctx context.Context, name string, due []DueEntry, h
 		if err != nil {
 			return rep, err
 		}
-	}
-	if fig != nil {
-		*fig = Figures{Waiting: waiting(q.State), Parked: -1, Lag: lag(q, now), Paused: q.State.Paused, Lanes: LaneFigures{Running: -1}}
 	}
 	if rep.Reticketed > 0 {
 		e.observe(ctx, Event{Kind: EventReticket, Queue: q.Name, Count: rep.Reticketed})
