@@ -2,7 +2,9 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -131,6 +133,67 @@ func TestResumeRepauseKeepsOrder(t *testing.T) {
 				t.Fatalf("job %s ends on ticket %d after ticket %d: order inverted", id, j.Ticket, last)
 			}
 			last = j.Ticket
+		}
+	})
+}
+
+// The figures of docs/costs.md: 100,000 jobs booked one at a time with
+// not_before at random over the next 7 days, across 100 queues, resume
+// once a minute (budget as shipped), 8 workers. It reports release
+// lateness (released at − due, due being 15 min before the slot), start
+// − not_before, and re-tickets, which must be 0. make bench runs it
+// (SLOTQ_SIM_WEEK=1); it takes a minute or so.
+func TestResumeScheduledWeek(t *testing.T) {
+	if os.Getenv("SLOTQ_SIM_WEEK") == "" {
+		t.Skip("set SLOTQ_SIM_WEEK=1 (make bench) to run the week's simulation")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		const queues, perQueue, interval = 100, 1000, time.Second
+		s := newSim(t, simOptions{Workers: 8, Seed: 7})
+		defer s.stop()
+		r := rand.New(rand.NewPCG(7, 7))
+		now := time.Now()
+		notBefore := map[job.Key]time.Time{}
+		for q := range queues {
+			s.createQueue(fmt.Sprintf("week%03d", q), slot.Config{Interval: interval})
+		}
+		for range queues * perQueue {
+			q := fmt.Sprintf("week%03d", r.IntN(queues))
+			nb := now.Add(20*time.Minute + time.Duration(r.Int64N(int64(7*24*time.Hour)))).Truncate(time.Millisecond)
+			a := s.enqueue(q, 1, func(_ int, sp *job.Spec) { sp.NotBefore = &nb }).Jobs[0]
+			notBefore[job.Key{Queue: q, ID: a.JobID}] = nb
+		}
+		time.Sleep(7*24*time.Hour + time.Hour)
+
+		var release, start []time.Duration
+		reticketed, unfinished := 0, 0
+		for q := range queues {
+			name := fmt.Sprintf("week%03d", q)
+			for _, j := range s.store.Jobs(name) {
+				nb := notBefore[j.Key()]
+				reticketed += j.Retickets
+				if j.Status != job.Succeeded {
+					unfinished++
+					continue
+				}
+				for _, ev := range j.History {
+					if ev.Kind == job.Released {
+						release = append(release, ev.At.Sub(nb.Add(-15*time.Minute)))
+					}
+				}
+				start = append(start, j.StartedAt.Sub(nb))
+			}
+		}
+		slices.Sort(release)
+		slices.Sort(start)
+		pct := func(ds []time.Duration, p int) time.Duration { return ds[min(len(ds)-1, len(ds)*p/100)] }
+		t.Logf("%d jobs over 7 days across %d queues: release lateness p99 %v, max %v; start − not_before p50 %v, p99 %v, max %v; re-tickets %d; unfinished %d",
+			len(start), queues, pct(release, 99), release[len(release)-1], pct(start, 50), pct(start, 99), start[len(start)-1], reticketed, unfinished)
+		if reticketed != 0 || unfinished != 0 || len(release) != queues*perQueue {
+			t.Errorf("re-tickets %d, unfinished %d, releases %d of %d jobs; want 0, 0 and one each", reticketed, unfinished, len(release), queues*perQueue)
+		}
+		if m := release[len(release)-1]; m >= time.Minute {
+			t.Errorf("a release %v after its due time; want within the schedule's minute", m)
 		}
 	})
 }
