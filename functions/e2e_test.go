@@ -157,6 +157,7 @@ type answer struct {
 	Stats     map[string]any  `json:"stats"`
 	Job       *accepted       `json:"job"`
 	Cancelled *int            `json:"cancelled"`
+	Reindexed map[string]any  `json:"reindexed"`
 	// Resume's report.
 	Queues   *int `json:"queues"`
 	Released *int `json:"released"`
@@ -270,6 +271,13 @@ func TestSampleEvents(t *testing.T) {
 			// way the answer is a job or not_waiting.
 			if (a.Error == nil && (a.Job == nil || a.Job.Status != "cancelled")) || (a.Error != nil && a.Error.Code != "not_waiting") {
 				t.Errorf("job %+v, error %+v", a.Job, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-reindex.json", func(t *testing.T, a answer) {
+			// Records written with the due index are in it already;
+			// reindex writes them again: the sample queue's, at least.
+			if a.Error != nil || a.Reindexed == nil || a.Reindexed["queues"] == nil || a.Reindexed["queues"].(float64) < 1 {
+				t.Errorf("reindexed %v, error %+v", a.Reindexed, a.Error)
 			}
 		}},
 		{"AdminFunction", "admin-purge.json", func(t *testing.T, a answer) {

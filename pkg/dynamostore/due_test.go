@@ -9,6 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/pkg/dynamostore"
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/memstore"
@@ -162,3 +167,89 @@ func TestResumeRepauseKeepsOrderOnDynamoDB(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Records written before the due index carry no entry: Reindex writes
+// them again, as they are, and they are found. Simulated on DynamoDB Local
+// by taking the entries' attributes off a parked job, a held job and a
+// held lane.
+func TestReindexOnDynamoDB(t *testing.T) {
+	api := newClient(t, nil)
+	table := newTable(t, api)
+	st := dynamostore.New(api, table, dynamostore.Options{})
+	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{})})
+	ctx := t.Context()
+	far, held := "reindex-far", "reindex-held"
+	for _, q := range []string{far, held} {
+		if _, err := eng.CreateQueue(ctx, q, slot.Config{Interval: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nb := time.Now().Add(16 * time.Minute)
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: far, Job: &job.Spec{ID: "f", Kind: "k", NotBefore: &nb}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Pause(ctx, held, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: held, Job: &job.Spec{ID: "h", Kind: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := st.GetQueue(ctx, far)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutLane(ctx, slot.Lane{Queue: far, Key: "k", Gen: q.Gen, Holder: slot.Waiter{Ticket: 9, JobID: "x"}, Until: time.Now(), Last: 9}, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	legacy := func(pk, sk string) {
+		t.Helper()
+		_, err := api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &table,
+			Key: map[string]types.AttributeValue{
+				"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk},
+			},
+			UpdateExpression: aws.String("REMOVE due_pk, due_sk"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	legacy("J#"+far+"#f", "job")
+	legacy("J#"+held+"#h", "job")
+	legacy("L#"+far, "K#k")
+	found := func() (due []engine.DueEntry, heldJobs []job.Job) {
+		t.Helper()
+		all, err := st.ListDue(ctx, time.Now().Add(time.Hour), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range all {
+			if d.Queue == far {
+				due = append(due, d)
+			}
+		}
+		hq, err := st.GetQueue(ctx, held)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if heldJobs, err = st.ListHeld(ctx, held, hq.Gen, 10); err != nil {
+			t.Fatal(err)
+		}
+		return due, heldJobs
+	}
+	if due, h := found(); len(due) != 0 || len(h) != 0 {
+		t.Fatalf("before the reindex: %+v due, %d held; want none (legacy records)", due, len(h))
+	}
+	rep, err := eng.Reindex(ctx)
+	if err != nil || rep.Jobs != 2 || rep.Lanes != 1 {
+		t.Fatalf("Reindex: %+v, %v; want 2 jobs and 1 lane", rep, err)
+	}
+	due, h := found()
+	kinds := map[engine.DueKind]int{}
+	for _, d := range due {
+		kinds[d.Kind]++
+	}
+	if kinds[engine.DueJob] != 1 || kinds[engine.DueLane] != 1 || len(h) != 1 || h[0].ID != "h" {
+		t.Fatalf("after the reindex: %+v due, held %v; want the far job, the lane and the held job", due, h)
+	}
+}
