@@ -125,7 +125,14 @@ func (e *Engine) figures(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("resume: figures: %w", err)
 	}
-	for _, q := range queues {
+	first := 0
+	if n := len(queues); n > 0 {
+		// Rotate by the minute: with more queues than a run can read,
+		// one late in the list is early in another run.
+		first = int((e.now().Unix() / 60) % int64(n))
+	}
+	for i := range queues {
+		q := queues[(first+i)%len(queues)]
 		if !e.fits(ctx, e.opts.RecordTimeout) {
 			return nil
 		}
