@@ -197,3 +197,35 @@ func TestResumeScheduledWeek(t *testing.T) {
 		}
 	})
 }
+
+// A job parked far ahead that a purge's listing missed (the purge covered
+// its ticket, but it was not cancelled), whose slot then passed: the
+// resume function cancels it instead of giving it a new ticket, so it
+// never starts after the purge.
+func TestResumeCancelsPurgedTickets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 1, Seed: 3})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("pg", slot.Config{Interval: time.Second})
+		nb := time.Now().Add(20 * time.Minute)
+		id := s.enqueue("pg", 1, func(_ int, sp *job.Spec) { sp.NotBefore = &nb }).Jobs[0].JobID
+		// The queue's purge, without the listing that cancels its
+		// parked jobs: the one a purge can miss.
+		if _, err := s.store.Purge(ctx, "pg"); err != nil {
+			t.Fatal(err)
+		}
+		// The resume function misses the release (say it failed for
+		// 40 minutes): the job's slot passes while it is parked.
+		s.stop()
+		time.Sleep(40 * time.Minute)
+		eng := engine.New(engine.Options{State: s.store, Transport: s.tr})
+		if _, err := eng.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+		j, err := s.store.GetJob(ctx, job.Key{Queue: "pg", ID: id})
+		if err != nil || j.Status != job.Cancelled || j.Retickets != 0 {
+			t.Fatalf("job %s: %s, retickets %d (%v); want cancelled on its purged ticket", id, j.Status, j.Retickets, err)
+		}
+	})
+}

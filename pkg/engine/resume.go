@@ -324,6 +324,21 @@ func (e *Engine) round(ctx context.Context, q *Queue, rep *ResumeReport, cur Cur
 // they keep their relative order, places them, sends those within reach
 // and writes every record.
 func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, rep *ResumeReport) error {
+	// A ticket a purge covered is cancelled, not given a new one: the
+	// purge's own listing may have missed its job (parked just then), and
+	// a new ticket would let it start after the purge returned.
+	live := stale[:0]
+	for _, j := range stale {
+		if j.Ticket > q.State.Purged {
+			live = append(live, j)
+			continue
+		}
+		if err := e.cancel(ctx, q.Config, *j); err != nil && !errors.Is(err, ErrConflict) {
+			return fmt.Errorf("resume %s: cancel purged %s: %w", q.Name, j.ID, err)
+		}
+		e.cancelled(ctx, *q, *j)
+	}
+	stale = live
 	if len(stale) == 0 {
 		return nil
 	}
