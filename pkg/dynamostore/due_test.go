@@ -198,7 +198,8 @@ func TestReindexOnDynamoDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.PutLane(ctx, slot.Lane{Queue: far, Key: "k", Gen: q.Gen, Holder: slot.Waiter{Ticket: 9, JobID: "x"}, Until: time.Now(), Last: 9}, 0, 1); err != nil {
+	if _, err := st.PutLane(ctx, slot.Lane{Queue: far, Key: "k", Gen: q.Gen, Holder: slot.Waiter{Ticket: 9, JobID: "x"}, Until: time.Now(), Last: 10,
+		Waiting: []slot.Waiter{{Ticket: 10, JobID: "y"}}}, 0, 2); err != nil {
 		t.Fatal(err)
 	}
 	legacy := func(pk, sk string) {

@@ -498,11 +498,11 @@ func (e *Engine) reapLane(ctx context.Context, q Queue, key string, now time.Tim
 
 // checkListed looks at j, parked on a lane (job.ParkReason.Waits) whose
 // DueAt came: RecordGrace after it parked, then every Lease. If its lane
-// lists it (its key's holder or a waiter; a waiter on the queue's own
-// lane for a running place), a hand-off will send it, and it is looked at
+// lists it among its waiters, a hand-off will send it, and it is looked at
 // again a lease later. If not, it is sent, to take its key or place
 // again: its worker died between parking it and listing it, or a
-// hand-off took it off the list and died before sending it.
+// hand-off took it off the list (and, for a key, made it the holder) and
+// died before sending it.
 func (e *Engine) checkListed(ctx context.Context, q Queue, j job.Job, now time.Time) error {
 	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
 	key := j.Lane
@@ -513,7 +513,7 @@ func (e *Engine) checkListed(ctx context.Context, q Queue, j job.Job, now time.T
 	if err != nil {
 		return fmt.Errorf("resume %s: key %s: %w", q.Name, key, err)
 	}
-	if l.Gen == q.Gen && (slices.Contains(l.Waiting, w) || key != "" && l.Holder == w) {
+	if l.Gen == q.Gen && slices.Contains(l.Waiting, w) {
 		from := j.Version()
 		j.DueAt = now.Add(e.opts.Lease)
 		if err := e.state.UpdateJob(ctx, j, from); err != nil && !errors.Is(err, ErrConflict) {

@@ -62,8 +62,9 @@ const (
 	DueLift DueKind = "lift"
 	// DueRound: a queue's release round is due (Cursor.Round).
 	DueRound DueKind = "round"
-	// DueLane: a lane's holder's lease ends, or jobs wait on the queue's
-	// own lane for a running place (LaneDue). ID is the lane's key.
+	// DueLane: a lane's holder's lease ends with jobs waiting for the
+	// key, or jobs wait on the queue's own lane for a running place
+	// (LaneDue). ID is the lane's key.
 	DueLane DueKind = "lane"
 )
 
@@ -102,27 +103,21 @@ func QueueDue(s slot.State) time.Time {
 	return s.PausedUntil
 }
 
-// LaneDue is when the resume function must look at lane l: when its
-// holder's lease ends (the holder's worker may have died, or a hand-off
-// may not have sent the job it named), and, for the queue's own lane
-// (key ""), at its Until while jobs wait on it for a running place (the
-// engine sets it as the first one enters, and moves it as it looks).
-// Zero: never.
+// LaneDue is when the resume function must look at lane l: for a key's
+// lane, when its holder's lease ends while jobs wait for the key (the
+// holder's worker may have died, or a hand-off may not have sent the job
+// it named); for the queue's own lane (key ""), at its Until while jobs
+// wait on it for a running place (the engine sets it as the first one
+// enters, and moves it as it looks). Zero: never. A key held with nobody
+// waiting is not due: the next job of the key takes it once the lease
+// ends, and a holder that was handed the key but never sent is found by
+// its own entry (JobDue, a job parked on a lane).
 func LaneDue(l slot.Lane) time.Time {
-	if l.Key == "" {
-		if len(l.Waiting) == 0 {
-			return time.Time{}
-		}
-		if l.Until.IsZero() {
-			return time.Unix(0, 0).UTC() // at once: written before it was kept
-		}
-		return l.Until
-	}
-	if l.Holder.Ticket == 0 && len(l.Waiting) == 0 {
+	if len(l.Waiting) == 0 {
 		return time.Time{}
 	}
 	if l.Until.IsZero() {
-		return time.Unix(0, 0).UTC()
+		return time.Unix(0, 0).UTC() // at once: written before it was kept
 	}
 	return l.Until
 }

@@ -112,10 +112,13 @@ func testDue(t *testing.T, newState func(t *testing.T) engine.State) {
 		if err := st.ReleaseLease(ctx, q, "h", engine.Cursor{Round: t0.Add(2 * time.Minute), Until: t0.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
-		// A key's lane with a holder is due at its lease's end; the
-		// queue's own lane while jobs wait on it, at its Until; a lane
-		// with only a pending count, never.
-		key := putLane(t, st, slot.Lane{Queue: q, Key: "k", Gen: gen, Holder: slot.Waiter{Ticket: 7, JobID: "x"}, Until: t0.Add(5 * time.Minute), Last: 7}, 0, 1)
+		// A key's lane with a holder and a job waiting is due at the
+		// holder's lease's end; the queue's own lane while jobs wait on
+		// it, at its Until; a lane held with nobody waiting, or with
+		// only a pending count, never.
+		key := putLane(t, st, slot.Lane{Queue: q, Key: "k", Gen: gen, Holder: slot.Waiter{Ticket: 7, JobID: "x"}, Until: t0.Add(5 * time.Minute), Last: 8,
+			Waiting: []slot.Waiter{{Ticket: 8, JobID: "z"}}}, 0, 2)
+		putLane(t, st, slot.Lane{Queue: q, Key: "alone", Gen: gen, Holder: slot.Waiter{Ticket: 9, JobID: "a"}, Until: t0.Add(time.Minute), Last: 9}, 0, 1)
 		own := putLane(t, st, slot.Lane{Queue: q, Gen: gen, Waiting: []slot.Waiter{{Ticket: 8, JobID: "y"}}, Until: t0.Add(6 * time.Minute)}, 0, 0)
 		putLane(t, st, slot.Lane{Queue: q, Key: "idle", Gen: gen}, 0, 2)
 
@@ -165,7 +168,7 @@ func testDue(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatal(err)
 		}
 		gone := key
-		gone.Holder, gone.Until = slot.Waiter{}, time.Time{}
+		gone.Waiting = nil
 		putLane(t, st, gone, key.Version, 0)
 		empty := own
 		empty.Waiting = nil
