@@ -78,7 +78,8 @@ func TestResumeScheduledInAnyOrder(t *testing.T) {
 	})
 }
 
-// A pause in the middle of a release round (design.md §5.6): the round's
+// A pause in the middle of a release round (parked jobs keep their order
+// through any pause, resume and partial round): the round's
 // first pass re-tickets a and b (budget 2) and sends them; the queue is
 // paused again before they start, so they park again, under their new
 // tickets. The next round releases a, b, c, d in the order they were
