@@ -20,7 +20,7 @@ demo: ## Run producers and workers on the embedded backend and show a live timel
 
 # The conformance suite's concurrency subtests, which `make test` repeats on
 # DynamoDB Local: races that pass once by luck rarely pass five times.
-CONCURRENT ?= ^TestState$$/^(Take|Gate|Lanes|Skip)$$/^(Concurrent|PutDuringAdds)
+CONCURRENT ?= ^TestState$$/^(Take|Gate|Lanes|Skip|Due)$$/^(Concurrent|PutDuringAdds)
 CONCURRENT_COUNT ?= 5
 
 .PHONY: test
@@ -49,6 +49,7 @@ dynamodb-local: ## Run DynamoDB Local on 127.0.0.1:$(DYNAMODB_PORT) and print th
 .PHONY: bench
 bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Local + moto), the lanes workload (keys) and the cost report (docs/costs.md)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./pkg/...
+	SLOTQ_SIM_WEEK=1 $(GO) test -count=1 -run '^TestResumeScheduledWeek$$' -v ./pkg/engine/
 	$(GO) run ./cmd/slotq bench
 	$(GO) run ./cmd/slotq bench lanes
 	@echo "the demo's shape on the real adapters (internal/awssim, 3 runs):"

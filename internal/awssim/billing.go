@@ -48,6 +48,8 @@ func (b Bill) Sub(o Bill) Bill {
 //   - each global secondary index the item is in costs 1 unit per started KB
 //     of the index entry (projection ALL: the item) when the entry is put,
 //     updated or deleted, and 2 when its index key changes (delete + put);
+//     a keys-only index (due) 1 unit when its entry is put or deleted, 2
+//     when its key changes, nothing otherwise;
 //   - a strongly consistent read costs 1 unit per started 4 KB, an
 //     eventually consistent one half that; a Query adds up the items it
 //     read before rounding, a BatchGetItem rounds item by item; an empty
@@ -93,8 +95,14 @@ func (b *Billed) add(x Bill) {
 	b.bill.FailedWrites += x.FailedWrites
 }
 
-// Index key attributes of the table's global secondary indexes.
-var indexKeys = [][2]string{{"queue_status", "ticket"}, {"item_kind", "queue"}}
+// Index key attributes of the table's global secondary indexes that
+// project ALL, and of those that project keys only (the due index: an
+// entry is 1 unit when put or deleted, 2 when its key changes, and a write
+// that leaves its key alone writes nothing to it).
+var (
+	indexKeys     = [][2]string{{"queue_status", "ticket"}, {"item_kind", "queue"}}
+	keysOnlyIndex = [][2]string{{"due_pk", "due_sk"}}
+)
 
 func readUnits(bytes int, consistent bool) float64 {
 	u := math.Max(1, math.Ceil(float64(bytes)/4096))
@@ -168,6 +176,19 @@ func (b *Billed) charge(ctx context.Context, ws []written, transactional bool, e
 				n = kb(ItemSize(w.before))
 			case in1:
 				n = kb(ItemSize(after))
+			}
+			x.WriteUnits += n
+			x.IndexWrites += n
+		}
+		for _, ik := range keysOnlyIndex {
+			in0, in1 := hasKeys(w.before, ik), hasKeys(after, ik)
+			var n float64
+			switch {
+			case in0 && in1 && sameKeys(w.before, after, ik):
+			case in0 && in1:
+				n = 2
+			case in0 || in1:
+				n = 1
 			}
 			x.WriteUnits += n
 			x.IndexWrites += n

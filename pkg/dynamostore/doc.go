@@ -2,8 +2,8 @@
 // implements engine.State on one table, with conditional writes and
 // transactions where pkg/memstore uses a mutex. The enqueue function takes
 // tickets here (Take), the worker passes the gate here (Gate) and claims
-// the job (UpdateJob), the resume function lists parked jobs here
-// (ListJobs).
+// the job (UpdateJob), the resume function reads what is due here
+// (ListDue, ListHeld).
 //
 // # Table
 //
@@ -14,21 +14,26 @@
 //	queue state   Q#<queue>           state    ticket, current, clock, last_start,
 //	                                           purged, paused, paused_until,
 //	                                           interval, take_clock, write_token,
-//	                                           running (capped queues only)
+//	                                           running (capped queues only),
+//	                                           due_pk, due_sk (timed pause only)
 //	queue config  Q#<queue>           config   queue, config (JSON), created_at,
 //	                                           item_kind = "queue"
 //	resume lease  Q#<queue>           resume   holder, lease_until, released_by,
-//	                                           cursor_after, cursor_wake, ttl
+//	                                           due_pk, due_sk, round_until
+//	                                           (a release round due), ttl
 //	lane          L#<queue>           K#<key>  queue, lane_key, gen, v, holder_ticket,
 //	                                           holder_id, until, last, waiting,
-//	                                           pending, ttl, write_token
+//	                                           pending, ttl, write_token,
+//	                                           due_pk, due_sk (while due)
 //	job           J#<queue>#<job id>  job      queue, job_id, status, ticket, attempt,
 //	                                           queue_status = "<queue>#<status>"
 //	                                           (parked and failed jobs only),
 //	                                           the other job.Job fields,
+//	                                           line_order, due_pk, due_sk
+//	                                           (parked only),
 //	                                           expires_at, ttl, write_token
 //
-// Indexes (both project ALL):
+// Indexes (by_status and queues project ALL, due keys only):
 //
 //   - by_status: queue_status (S) + ticket (N). Only parked and failed
 //     job items carry queue_status (job.Status.Listed), so
@@ -37,6 +42,12 @@
 //   - queues: item_kind (S) + queue (S). Only config items carry
 //     item_kind, so ListQueues is one Query in name order (and a
 //     BatchGetItem of the state items).
+//   - due: due_pk (S) + due_sk (N), the due index (due.go). An item the
+//     resume function must act on at a time carries due_pk = D#00..D#15
+//     (a hash of its key) and due_sk = the time, set by the write that
+//     makes it due; ListDue queries the 16 partitions. A job a pause holds
+//     carries due_pk = H#<queue>#<gen> and due_sk = its line order, which
+//     ListHeld queries.
 //
 // A queue's own items share its partition key: its state, config and
 // resume items (sort keys config to state, which GetQueue reads). Its
@@ -110,10 +121,10 @@
 // queue's resume lease item, never on the state item: Lease sets holder
 // and lease_until if the item has no holder, has this holder, or its
 // lease_until is not after now (returning the cursor, ALL_NEW); ReleaseLease
-// removes holder and stores the cursor if holder is the caller.
-// DeleteQueue deletes the item with the queue's others, so a queue created
-// again starts its passes from its first parked job; the item's ttl, a
-// day after lease_until, takes one a pass wrote back after the delete.
+// removes holder and stores the cursor (a release round due: the item's
+// due index entry and round_until) if holder is the caller. DeleteQueue
+// deletes the item with the queue's others; the item's ttl, a day after
+// lease_until, takes one a pass wrote back after the delete.
 //
 // # Lanes
 //

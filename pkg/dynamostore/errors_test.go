@@ -77,6 +77,8 @@ func TestMissingTable(t *testing.T) {
 			return err
 		},
 		"ListQueues": func() error { _, err := st.ListQueues(ctx); return err },
+		"ListDue":    func() error { _, err := st.ListDue(ctx, base, 10); return err },
+		"ListHeld":   func() error { _, err := st.ListHeld(ctx, "q", 0, 10); return err },
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

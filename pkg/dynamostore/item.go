@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
@@ -62,6 +63,7 @@ const (
 	attrScheduled  = "scheduled"
 	attrAttempt    = "attempt"
 	attrRetickets  = "retickets"
+	attrOrder      = "line_order"
 	attrParkReason = "park_reason"
 	attrDueAt      = "due_at"
 	attrEnqueuedAt = "enqueued_at"
@@ -433,6 +435,17 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 		m[attrGen] = num(j.Gen)
 	}
 	m[attrTicket] = num(j.Ticket)
+	if j.Order != 0 {
+		m[attrOrder] = num(j.Order)
+	}
+	// The due index (due.go): a parked job due at a time, or held by a
+	// pause in its queue's partition, in line order.
+	pk, sk := jobPK(j.Queue, j.ID), skJob
+	setDue(m, pk, sk, engine.JobDue(j))
+	if engine.JobHeld(j) {
+		m[attrDuePK] = str(heldPK(j.Queue, j.Gen))
+		m[attrDueSK] = num(j.LineOrder())
+	}
 	m[attrAttempt] = num(int64(j.Attempt))
 	if j.Retickets != 0 {
 		m[attrRetickets] = num(int64(j.Retickets))
@@ -506,6 +519,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		Detached:   it.bool(attrDetached),
 		Attempt:    int(it.int(attrAttempt)),
 		Retickets:  int(it.int(attrRetickets)),
+		Order:      it.int(attrOrder),
 		ParkReason: job.ParkReason(it.str(attrParkReason)),
 		DueAt:      it.time(attrDueAt),
 		EnqueuedAt: it.time(attrEnqueuedAt),

@@ -348,6 +348,12 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 	opt(attrUntil, ":until", !l.Until.IsZero(), timeNum(l.Until))
 	opt(attrLast, ":last", l.Last != 0, num(l.Last))
 	opt(attrWaiting, ":w", waiting != "", str(waiting))
+	// The lane is an entry of the due index (due.go) while it is due.
+	if dueSet, dueRemove := dueUpdate(e, lanePK(l.Queue), skLanePrefix+l.Key, engine.LaneDue(l)); dueSet != "" {
+		set = append(set, dueSet)
+	} else {
+		remove = append(remove, dueRemove)
+	}
 	upd := "SET " + strings.Join(set, ", ") + " ADD " + e.n(attrPending) + " " + e.v(":d", num(delta))
 	if len(remove) > 0 {
 		upd += " REMOVE " + strings.Join(remove, ", ")

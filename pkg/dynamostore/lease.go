@@ -20,8 +20,6 @@ const (
 	attrHolder     = "holder"
 	attrLeaseUntil = "lease_until"
 	attrReleasedBy = "released_by"
-	attrAfter      = "cursor_after"
-	attrWake       = "cursor_wake"
 )
 
 // leaseKeep is how long a lease item outlives its last until before the
@@ -58,7 +56,7 @@ func (s *Store) Lease(ctx context.Context, queue, holder string, until, now time
 		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, err)
 	}
 	it := &item{m: out.Attributes}
-	c := engine.Cursor{After: it.int(attrAfter), Wake: it.time(attrWake)}
+	c := engine.Cursor{Round: it.time(attrDueSK), Until: it.time(attrRoundUntil)}
 	if it.err != nil {
 		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, it.err)
 	}
@@ -71,12 +69,19 @@ func (s *Store) Lease(ctx context.Context, queue, holder string, until, now time
 func (s *Store) ReleaseLease(ctx context.Context, queue, holder string, c engine.Cursor) error {
 	e := newExpr()
 	h := e.v(":h", str(holder))
-	set := "SET " + e.n(attrReleasedBy) + " = " + h + ", " + e.n(attrAfter) + " = " + e.v(":a", num(c.After))
+	set := "SET " + e.n(attrReleasedBy) + " = " + h
 	remove := " REMOVE " + e.n(attrHolder) + ", " + e.n(attrLeaseUntil)
-	if c.Wake.IsZero() {
-		remove += ", " + e.n(attrWake)
+	// The round is an entry of the due index (due.go), at its time.
+	dueSet, dueRemove := dueUpdate(e, queuePK(queue), skResume, c.Round)
+	if dueSet != "" {
+		set += ", " + dueSet
 	} else {
-		set += ", " + e.n(attrWake) + " = " + e.v(":w", timeNum(c.Wake))
+		remove += ", " + dueRemove
+	}
+	if !c.Until.IsZero() {
+		set += ", " + e.n(attrRoundUntil) + " = " + e.v(":ru", timeNum(c.Until))
+	} else {
+		remove += ", " + e.n(attrRoundUntil)
 	}
 	cond := e.n(attrHolder) + " = " + h
 	_, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
@@ -89,7 +94,7 @@ func (s *Store) ReleaseLease(ctx context.Context, queue, holder string, c engine
 	})
 	if old, ok := conditionFailed(err); ok {
 		it := &item{m: old}
-		if old != nil && it.str(attrHolder) == "" && it.str(attrReleasedBy) == holder && it.int(attrAfter) == c.After {
+		if old != nil && it.str(attrHolder) == "" && it.str(attrReleasedBy) == holder && it.time(attrDueSK).Equal(c.Round) {
 			return nil // our own release, sent again after it landed
 		}
 		return fmt.Errorf("release lease %s: %w", queue, engine.ErrLeaseHeld)

@@ -265,9 +265,13 @@ func (s *Store) SetConfig(ctx context.Context, name string, cfg slot.Config) err
 func (s *Store) Pause(ctx context.Context, name string, until time.Time) (slot.State, error) {
 	upd := expression.Set(expression.Name(attrPaused), expression.Value(true))
 	if until.IsZero() {
-		upd = upd.Remove(expression.Name(attrPausedUntil))
+		upd = upd.Remove(expression.Name(attrPausedUntil)).
+			Remove(expression.Name(attrDuePK)).Remove(expression.Name(attrDueSK))
 	} else {
-		upd = upd.Set(expression.Name(attrPausedUntil), expression.Value(timeNum(until)))
+		// The pause's end is an entry of the due index (due.go).
+		upd = upd.Set(expression.Name(attrPausedUntil), expression.Value(timeNum(until))).
+			Set(expression.Name(attrDuePK), expression.Value(dueShard(queuePK(name), skState))).
+			Set(expression.Name(attrDueSK), expression.Value(timeNum(until)))
 	}
 	x, err := expression.NewBuilder().WithCondition(itemExists()).WithUpdate(upd).Build()
 	if err != nil {
@@ -329,7 +333,8 @@ func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bo
 	if !ifUntil.IsZero() {
 		cond = cond.And(expression.Name(attrPausedUntil).Equal(expression.Value(timeNum(ifUntil))))
 	}
-	upd := expression.Set(expression.Name(attrPaused), expression.Value(false)).Remove(expression.Name(attrPausedUntil))
+	upd := expression.Set(expression.Name(attrPaused), expression.Value(false)).Remove(expression.Name(attrPausedUntil)).
+		Remove(expression.Name(attrDuePK)).Remove(expression.Name(attrDueSK))
 	x, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
 	if err != nil {
 		return false, fmt.Errorf("unpause %s: %w", name, err)

@@ -16,7 +16,7 @@ import (
 const TableWait = 5 * time.Minute
 
 // CreateTable creates the table a Store needs — on-demand billing, the
-// keys pk and sk, IndexByStatus and IndexQueues — waits until it is
+// keys pk and sk, IndexByStatus, IndexQueues and IndexDue — waits until it is
 // active, and turns on TTL on the attribute "ttl". An existing table of
 // that name is left as it is (and nil returned), so the local runtime may
 // call it on every start. docs/dynamodb.md has the same schema for SAM.
@@ -37,11 +37,17 @@ func CreateTable(ctx context.Context, api DynamoDBAPI, name string) error {
 		AttributeDefinitions: []types.AttributeDefinition{
 			s(attrPK), s(attrSK), s(attrQueueStatus), s(attrItemKind), s(attrQueue),
 			{AttributeName: aws.String(attrTicket), AttributeType: types.ScalarAttributeTypeN},
+			s(attrDuePK),
+			{AttributeName: aws.String(attrDueSK), AttributeType: types.ScalarAttributeTypeN},
 		},
 		KeySchema: keys(attrPK, attrSK),
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
 			{IndexName: aws.String(IndexByStatus), KeySchema: keys(attrQueueStatus, attrTicket), Projection: all},
 			{IndexName: aws.String(IndexQueues), KeySchema: keys(attrItemKind, attrQueue), Projection: all},
+			// Keys only: the resume function reads the records it acts
+			// on, and a write that leaves an entry's keys alone costs
+			// the index nothing.
+			{IndexName: aws.String(IndexDue), KeySchema: keys(attrDuePK, attrDueSK), Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}},
 		},
 	})
 	var inUse *types.ResourceInUseException

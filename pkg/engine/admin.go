@@ -145,11 +145,13 @@ func (e *Engine) Pause(ctx context.Context, name string, until time.Time) (slot.
 	return st, nil
 }
 
-// Unpause lifts a pause now and releases the queue's parked jobs at once,
-// re-ticketed in their old order, without waiting for the schedule. It
-// runs the same pass as Resume, under the queue's resume lease: it waits
-// for a pass in progress to end, then starts a new round of passes before
-// it unpauses (the jobs the pause parked may lie below the old cursor).
+// Unpause lifts a pause now and releases the queue's held jobs at once,
+// re-ticketed in line order, without waiting for the schedule. It runs
+// the same pass as Resume, under the queue's resume lease: it waits for a
+// pass in progress to end, then stores a new release round (due at once)
+// before it unpauses, so a crash after the unpause leaves the round to
+// the schedule. If another pass keeps the lease past the wait, it
+// unpauses nothing and returns ErrLeaseHeld: try again.
 func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error) {
 	if err := slot.ValidateName(name); err != nil {
 		return ResumeReport{}, err
@@ -158,23 +160,16 @@ func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error)
 		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
 	}
 	holder := newHolder()
-	if err := e.awaitLease(ctx, name, holder); err == nil {
-		if err := e.state.ReleaseLease(ctx, name, holder, Cursor{}); err != nil && !errors.Is(err, ErrLeaseHeld) {
-			return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
-		}
-	} else if !errors.Is(err, ErrLeaseHeld) {
+	if err := e.awaitLease(ctx, name, holder); err != nil {
 		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
-	} else {
-		e.log.WarnContext(ctx, "unpausing while another resume pass holds the queue", "queue", name)
+	}
+	if err := e.state.ReleaseLease(ctx, name, holder, e.newRound(e.now())); err != nil {
+		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
 	}
 	if _, err := e.state.Unpause(ctx, name, time.Time{}); err != nil {
 		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
 	}
-	q, err := e.state.GetQueue(ctx, name)
-	if err != nil {
-		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
-	}
-	return e.resumeQueue(ctx, q, holder, true, nil)
+	return e.resumeQueue(ctx, name, nil, holder)
 }
 
 // awaitLease takes queue's resume lease for holder, waiting up to half a

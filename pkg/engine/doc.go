@@ -9,9 +9,10 @@
 //
 //	Enqueue ─ Take tickets+slots ─ CreateJobs ─ Send (delay) or park
 //	Work    ─ wait to the slot ─ Start (gate+claim) ─ Run ─ record / retry
-//	Resume  ─ per queue, under its lease: lift a timed pause ─ re-ticket
-//	          stale parked jobs in order ─ release due ones (a bounded
-//	          slice per run, continued by a cursor)
+//	Resume  ─ ListDue (the due index: what is due by now, any queue) ─
+//	          per queue with something due, under its lease: lift a timed
+//	          pause ─ re-ticket held jobs in line order (a bounded round
+//	          per run) ─ release due jobs ─ hand on keys past their lease
 //
 // Every function in pkg/functions and the local runtime is a thin shell
 // around one of these methods.

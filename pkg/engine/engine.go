@@ -67,10 +67,19 @@ type Options struct {
 	// a writer takes from sending a message to writing its record,
 	// retries included. Default 20s.
 	RecordGrace time.Duration
-	// ResumeBudget caps the parked jobs one Resume pass looks at per
-	// queue; a queue with more continues in the next run, from where the
-	// pass stopped. Default 500.
+	// ResumeBudget caps the due entries one Resume run reads
+	// (State.ListDue), and the held jobs one pass of a queue's release
+	// round re-tickets; what is left is the next run's, earliest first.
+	// Default 500.
 	ResumeBudget int
+	// Figures makes each Resume run also read every queue and publish
+	// its figures (EventFigures: waiting, parked, lag, lanes): a
+	// ListQueues, and a count of parked jobs and a list of lanes per
+	// queue, each run — a cost that grows with the number of queues,
+	// which the due index otherwise spares an idle queue. Default false:
+	// a run reads only what is due. The functions turn it on with
+	// per-queue metrics (lambdafn), the local runtime always.
+	Figures bool
 	// Observer hears what Work and Resume did, for metrics. Default:
 	// none.
 	Observer Observer

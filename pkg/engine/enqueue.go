@@ -105,6 +105,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
 	for _, j := range newJobs {
+		j.Order = j.Ticket // kept through re-tickets: the order a pause keeps
 		j.Record(job.Event{At: now, Kind: job.Enqueued, Ticket: j.Ticket})
 		e.place(j, q.State.Paused)
 	}

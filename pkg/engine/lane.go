@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/slotq/slotq/pkg/job"
@@ -23,8 +24,8 @@ import (
 // place to the first of them (endRun). A job that waited is Detached: it
 // left the line, so the gate lets it pass by the spacing alone. Nothing
 // polls: parked jobs are sent on by the hand-offs, and the resume
-// function looks at the lanes only to hand on keys whose holder's lease
-// ran out (reapLanes).
+// function looks at a lane only when it is due (LaneDue), to hand on a
+// key whose holder's lease ran out (reapLane).
 
 // laneTries bounds the compare-and-set loops on one lane: each lost race
 // means another job of the key wrote it meanwhile.
@@ -105,9 +106,17 @@ func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, erro
 	}
 	e.leaveLine(ctx, q, j, inLine)
 	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
-	if err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane { return slot.Enter(l, w) }); err != nil {
+	enter := func(l slot.Lane) slot.Lane {
+		if len(l.Waiting) == 0 {
+			// The first waiter: the resume function looks at the lane
+			// a lease from now, should no attempt's end hand it a place.
+			l.Until = e.now().Add(e.opts.Lease)
+		}
+		return slot.Enter(l, w)
+	}
+	if err := e.updateLane(ctx, q, "", enter); err != nil {
 		// Parked but on no list: the resume function finds it so once
-		// RecordGrace has passed (reapLanes), and sends it again.
+		// RecordGrace has passed (checkListed), and sends it again.
 		return false, fmt.Errorf("wait for a running place %s: %w", j.Key(), err)
 	}
 	fresh, err := e.state.GetQueue(ctx, q.Name)
@@ -132,7 +141,11 @@ func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, erro
 // delivery of the message parked it, or runs it): this one is done.
 func (e *Engine) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) (bool, error) {
 	from := j.Version()
-	j.Status, j.ParkReason, j.DueAt, j.Detached = job.Parked, why, time.Time{}, true
+	// Due for the resume function's check that its lane lists it, once
+	// RecordGrace has passed (checkListed): it is listed on the queue's
+	// own lane only after this write, and a crash of a hand-off may take
+	// it off its list without sending it.
+	j.Status, j.ParkReason, j.DueAt, j.Detached = job.Parked, why, e.now().Add(e.opts.RecordGrace), true
 	j.Record(job.Event{At: e.now(), Kind: job.ParkedEvent, Reason: string(why)})
 	err := e.state.UpdateJob(ctx, *j, from)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
@@ -403,115 +416,134 @@ func (e *Engine) handPlaces(ctx context.Context, q Queue, n int) (sent int) {
 	return sent
 }
 
-// reapLanes is the resume function's look at a queue's lanes: a key whose
-// holder's lease ran out (its worker died before handing it on, or the
-// hand-off's own message went astray) goes to the job it was handed to, if
-// that one still waits parked for it, or else to the first waiter; and
-// running places free on a capped queue go to the jobs waiting for them.
-// It returns how many jobs it sent and the lanes it saw.
-//
-// parked are the jobs parked on lanes that the resume pass listed: one
-// that its lane does not list (its worker died between parking it and
-// listing it) is sent, to take its key or place again, once it has been
-// parked for RecordGrace.
-func (e *Engine) reapLanes(ctx context.Context, q Queue, now time.Time, parked []job.Job) (sent int, _ LaneFigures, _ error) {
-	lanes, err := e.state.ListLanes(ctx, q.Name)
+// reapLane is the resume function's look at q's lane of key, whose due
+// time came (LaneDue): a key whose holder's lease ran out (its worker died
+// before handing it on, or the hand-off's own message went astray) goes
+// to the job it was handed to, if that one still waits parked for it, or
+// else to the first waiter; running places free on a capped queue go to
+// the jobs waiting for them on the queue's own lane, which is looked at
+// again when the first running place's lease ends. It returns how many
+// jobs it sent. A lane that moved on since its entry was read is left
+// alone.
+func (e *Engine) reapLane(ctx context.Context, q Queue, key string, now time.Time) (sent int, _ error) {
+	l, err := e.state.GetLane(ctx, q.Name, key)
 	if err != nil {
-		return 0, LaneFigures{}, fmt.Errorf("resume %s: lanes: %w", q.Name, err)
+		return 0, fmt.Errorf("resume %s: key %s: %w", q.Name, key, err)
 	}
-	fig := laneFigures(q, lanes, now)
-	// listed: lane key → the jobs it lists (a key's holder and waiters;
-	// the queue's own lane's waiters, for a running place).
-	listed := map[string]map[slot.Waiter]bool{}
-	for _, l := range lanes {
-		if l.Gen != q.Gen {
-			continue
-		}
-		ws := map[slot.Waiter]bool{}
-		if l.Key != "" {
-			ws[l.Holder] = true
-		}
-		for _, w := range l.Waiting {
-			ws[w] = true
-		}
-		listed[l.Key] = ws
+	if at := LaneDue(l); l.Version == 0 || at.IsZero() || at.After(now) {
+		return 0, nil
 	}
-	for _, j := range parked {
-		w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
-		key := j.Lane
-		if j.ParkReason == job.WaitPlace {
-			key = ""
+	if l.Gen != q.Gen {
+		// A deleted queue's lane: started afresh, nothing of it is due.
+		if _, err := e.state.AddPending(ctx, q.Name, q.Gen, key, 0); err != nil {
+			return 0, fmt.Errorf("resume %s: key %s: %w", q.Name, key, err)
 		}
-		if listed[key][w] || len(j.History) > 0 && now.Sub(j.History[len(j.History)-1].At) < e.opts.RecordGrace {
-			continue
-		}
-		e.log.WarnContext(ctx, "parked on no lane; sent again", "queue", q.Name, "job_id", j.ID, "ticket", j.Ticket, "reason", string(j.ParkReason))
-		if err := e.wake(ctx, q, w, j.Lane); err == nil {
-			sent++
-		}
+		return 0, nil
 	}
-	for _, l := range lanes {
-		if l.Gen != q.Gen {
-			continue
+	if key == "" {
+		free := len(l.Waiting)
+		if q.Config.MaxRunning > 0 {
+			free = min(free, q.Config.MaxRunning-q.State.RunningAt(now))
 		}
-		if l.Key == "" {
-			free := len(l.Waiting)
-			if q.Config.MaxRunning > 0 {
-				free = min(free, q.Config.MaxRunning-q.State.RunningAt(now))
-			}
-			if free > 0 {
-				sent += e.handPlaces(ctx, q, free)
-			}
-			continue
+		if free > 0 {
+			sent = e.handPlaces(ctx, q, free)
 		}
-		if l.Held(now) || l.Holder.Ticket == 0 && len(l.Waiting) == 0 {
-			continue
-		}
-		if l.Holder.Ticket != 0 {
-			// Handed the key but never sent (the hand-off's writer
-			// died)? Then it keeps the key, with a fresh lease, and is
-			// sent. Parked for a running place, holding its key? Then
-			// it keeps the key too: a place's hand-off sends it.
-			h, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: l.Holder.JobID})
-			if err == nil && h.Status == job.Parked && h.ParkReason.Waits() && h.Ticket == l.Holder.Ticket {
-				kept := false
-				err := e.updateLane(ctx, q, l.Key, func(cur slot.Lane) slot.Lane {
-					if kept = cur.Holder == l.Holder && !cur.Held(now); kept {
-						cur.Until = now.Add(e.opts.Lease)
-					}
-					return cur
-				})
-				if err == nil && kept {
-					if h.ParkReason == job.WaitKey {
-						if err := e.wake(ctx, q, l.Holder, l.Key); err == nil {
-							sent++
-						}
-					}
-					continue
-				}
+		next := now.Add(e.opts.Lease)
+		for _, until := range q.State.Running {
+			if until.After(now) && until.Before(next) {
+				next = until
 			}
 		}
-		var handed *slot.Waiter
-		err := e.updateLane(ctx, q, l.Key, func(l slot.Lane) slot.Lane {
-			l, handed = slot.Leave(l, slot.Waiter{}, e.now(), e.opts.Lease)
+		err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane {
+			if len(l.Waiting) > 0 && !l.Until.After(now) {
+				l.Until = next
+			}
 			return l
 		})
 		if err != nil {
-			return sent, fig, fmt.Errorf("resume %s: key %s: %w", q.Name, l.Key, err)
+			return sent, fmt.Errorf("resume %s: running places: %w", q.Name, err)
 		}
-		if handed != nil {
-			if l.Holder.Ticket == slot.Foreign {
-				// Expected: a deleted generation's holder frees the key
-				// only by its lease.
-				e.log.InfoContext(ctx, "key free of a deleted queue's holder; handed on", "queue", q.Name, "key", l.Key, "to_ticket", handed.Ticket)
-			} else {
-				e.log.WarnContext(ctx, "key's holder lease ran out; handed on", "queue", q.Name, "key", l.Key, "holder_ticket", l.Holder.Ticket, "to_ticket", handed.Ticket)
+		return sent, nil
+	}
+	if l.Held(now) {
+		return 0, nil
+	}
+	if l.Holder.Ticket != 0 {
+		// Handed the key but never sent (the hand-off's writer died)?
+		// Then it keeps the key, with a fresh lease, and is sent. Parked
+		// for a running place, holding its key? Then it keeps the key
+		// too: a place's hand-off sends it.
+		h, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: l.Holder.JobID})
+		if err == nil && h.Status == job.Parked && h.ParkReason.Waits() && h.Ticket == l.Holder.Ticket {
+			kept := false
+			err := e.updateLane(ctx, q, l.Key, func(cur slot.Lane) slot.Lane {
+				if kept = cur.Holder == l.Holder && !cur.Held(now); kept {
+					cur.Until = now.Add(e.opts.Lease)
+				}
+				return cur
+			})
+			if err == nil && kept {
+				if h.ParkReason == job.WaitKey {
+					if err := e.wake(ctx, q, l.Holder, l.Key); err == nil {
+						sent++
+					}
+				}
+				return sent, nil
 			}
-			e.handKey(ctx, q, l.Key, *handed)
-			sent++
 		}
 	}
-	return sent, fig, nil
+	var handed *slot.Waiter
+	err = e.updateLane(ctx, q, l.Key, func(l slot.Lane) slot.Lane {
+		l, handed = slot.Leave(l, slot.Waiter{}, e.now(), e.opts.Lease)
+		return l
+	})
+	if err != nil {
+		return sent, fmt.Errorf("resume %s: key %s: %w", q.Name, l.Key, err)
+	}
+	if handed != nil {
+		if l.Holder.Ticket == slot.Foreign {
+			// Expected: a deleted generation's holder frees the key only
+			// by its lease.
+			e.log.InfoContext(ctx, "key free of a deleted queue's holder; handed on", "queue", q.Name, "key", l.Key, "to_ticket", handed.Ticket)
+		} else {
+			e.log.WarnContext(ctx, "key's holder lease ran out; handed on", "queue", q.Name, "key", l.Key, "holder_ticket", l.Holder.Ticket, "to_ticket", handed.Ticket)
+		}
+		e.handKey(ctx, q, l.Key, *handed)
+		sent++
+	}
+	return sent, nil
+}
+
+// checkListed looks at j, parked on a lane (job.ParkReason.Waits) whose
+// DueAt came: RecordGrace after it parked, then every Lease. If its lane
+// lists it among its waiters, a hand-off will send it, and it is looked at
+// again a lease later. If not, it is sent, to take its key or place
+// again: its worker died between parking it and listing it, or a
+// hand-off took it off the list (and, for a key, made it the holder) and
+// died before sending it.
+func (e *Engine) checkListed(ctx context.Context, q Queue, j job.Job, now time.Time) error {
+	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
+	key := j.Lane
+	if j.ParkReason == job.WaitPlace {
+		key = ""
+	}
+	l, err := e.state.GetLane(ctx, q.Name, key)
+	if err != nil {
+		return fmt.Errorf("resume %s: key %s: %w", q.Name, key, err)
+	}
+	if l.Gen == q.Gen && slices.Contains(l.Waiting, w) {
+		from := j.Version()
+		j.DueAt = now.Add(e.opts.Lease)
+		if err := e.state.UpdateJob(ctx, j, from); err != nil && !errors.Is(err, ErrConflict) {
+			return fmt.Errorf("resume %s: %s: %w", q.Name, j.ID, err)
+		}
+		return nil
+	}
+	e.log.WarnContext(ctx, "parked on no lane; sent again", "queue", q.Name, "job_id", j.ID, "ticket", j.Ticket, "reason", string(j.ParkReason))
+	if err := e.wake(ctx, q, w, j.Lane); err != nil && !errors.Is(err, errStaleWaiter) {
+		return fmt.Errorf("resume %s: %s: %w", q.Name, j.ID, err)
+	}
+	return nil
 }
 
 // LaneFigures is what a queue's lanes show at one moment.

@@ -72,26 +72,23 @@ type Event struct {
 	Figures *Figures
 }
 
-// Figures are a queue's figures that resume reads on each run, from the
-// queue's counters and the parked jobs' index: what is cheap and exact
-// enough to publish once a minute.
+// Figures are a queue's figures that resume reads on each run when
+// Options.Figures is on, from the queue's counters, the parked jobs'
+// count and its lanes.
 type Figures struct {
 	// Waiting is Stats.Waiting: tickets handed out that have not reached
 	// the gate (queued or parked jobs, plus tickets re-tickets left
 	// behind): an upper bound of the backlog.
 	Waiting int64
-	// Parked counts the parked jobs the pass looked at that stay parked:
-	// all of the queue's when a round's first pass saw them all (up to
-	// Options.ResumeBudget), a lower bound otherwise. -1 for a paused
-	// queue, whose parked jobs the pass does not list (Waiting counts
-	// them). Counting them all would read every parked job each minute.
+	// Parked counts the queue's parked jobs (State.CountJobs); -1 if
+	// the count failed.
 	Parked int
 	// Lag is Stats.Lag: how far the queue's starts trail its line.
 	Lag time.Duration
 	// Paused is the queue's pause flag after the run.
 	Paused bool
-	// Lanes is what the queue's lanes showed (not for a paused queue,
-	// whose lanes the pass leaves alone: Running -1 and zeros then).
+	// Lanes is what the queue's lanes showed (Running -1 and zeros if
+	// they could not be read).
 	Lanes LaneFigures
 }
 

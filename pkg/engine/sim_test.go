@@ -46,7 +46,9 @@ type simOptions struct {
 	// ResumeEvery is the schedule of the resume function. Default 1m.
 	ResumeEvery time.Duration
 	Lease       time.Duration
-	Seed        uint64
+	// ResumeBudget is engine.Options.ResumeBudget (0: its default).
+	ResumeBudget int
+	Seed         uint64
 	// Wrap, when set, wraps the state the engine uses (around the
 	// chaos wrapper).
 	Wrap func(engine.State) engine.State
@@ -99,7 +101,7 @@ func newSim(t *testing.T, o simOptions) *sim {
 	}
 	s.eng = engine.New(engine.Options{
 		State: st, Transport: s.tr, Runner: &target.Dispatcher{Mux: mux},
-		Lease: o.Lease, Logger: slog.New(warnLog{s}),
+		Lease: o.Lease, Logger: slog.New(warnLog{s}), ResumeBudget: o.ResumeBudget,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

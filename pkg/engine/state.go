@@ -34,18 +34,92 @@ var (
 	ErrLeaseHeld = errors.New("resume lease held by another holder")
 )
 
-// Cursor is where the resume passes over a queue's parked jobs stand. The
-// passes of one round walk the parked jobs in ticket order, a bounded
-// number each, and each leaves the cursor with the queue's resume lease
-// for the next one (see Resume).
+// Cursor is what a queue's resume lease keeps between passes: whether a
+// round of releases of the jobs a pause held is due (see Resume).
 type Cursor struct {
-	// After is the last ticket the round has looked at; 0 starts a new
-	// round from the first parked job.
-	After int64
-	// Wake is the earliest DueAt of a parked job the round passed over
-	// (zero: none). Once it comes, the next pass starts a new round, so
-	// the job is released in time.
-	Wake time.Time
+	// Round, if not zero, is when the queue's next release round is due:
+	// its held jobs (State.ListHeld) are re-ticketed in order and sent.
+	// It is an entry of the due index (DueRound).
+	Round time.Time
+	// Until keeps the round due, run after run, until then, though it
+	// finds nothing held: a worker that found the queue paused, or an
+	// enqueue that took its tickets while it was, may park a job after
+	// the unpause that started the round.
+	Until time.Time
+}
+
+// DueKind says what an entry of the due index asks the resume function
+// to do.
+type DueKind string
+
+// The kinds of due entries, each standing for one record.
+const (
+	// DueJob: a parked job's DueAt came (JobDue): its slot came within
+	// the transport's reach, or its message was refused, or it waits for
+	// a running place and is checked against its lane. ID is the job id.
+	DueJob DueKind = "job"
+	// DueLift: a queue's timed pause ends (QueueDue).
+	DueLift DueKind = "lift"
+	// DueRound: a queue's release round is due (Cursor.Round).
+	DueRound DueKind = "round"
+	// DueLane: a lane's holder's lease ends with jobs waiting for the
+	// key, or jobs wait on the queue's own lane for a running place
+	// (LaneDue). ID is the lane's key.
+	DueLane DueKind = "lane"
+)
+
+// DueEntry is one entry of the due index: something the resume function
+// must act on at At. The stores derive entries from the records they
+// keep (JobDue, QueueDue, LaneDue, Cursor.Round), in the same write: an
+// entry is never without its record, nor a record due without its entry.
+type DueEntry struct {
+	At    time.Time
+	Kind  DueKind
+	Queue string
+	ID    string
+}
+
+// JobDue is when the resume function must look at j: a parked job's
+// DueAt, unless a pause holds it (JobHeld). Zero: never (not in the
+// index).
+func JobDue(j job.Job) time.Time {
+	if j.Status != job.Parked || JobHeld(j) {
+		return time.Time{}
+	}
+	return j.DueAt
+}
+
+// JobHeld reports whether j waits for its queue's pause to end: it is
+// released by the next release round, in line order (job.Job.LineOrder),
+// not by time.
+func JobHeld(j job.Job) bool { return j.Status == job.Parked && j.ParkReason == job.PausedQueue }
+
+// QueueDue is when the resume function lifts a queue's timed pause (zero:
+// never).
+func QueueDue(s slot.State) time.Time {
+	if !s.Paused {
+		return time.Time{}
+	}
+	return s.PausedUntil
+}
+
+// LaneDue is when the resume function must look at lane l: for a key's
+// lane, when its holder's lease ends while jobs wait for the key (the
+// holder's worker may have died, or a hand-off may not have sent the job
+// it named); for the queue's own lane (key ""), at its Until while jobs
+// wait on it for a running place (the engine sets it as the first one
+// enters, and moves it as it looks). Zero: never. A key held with nobody
+// waiting is not due: the next job of the key takes it once the lease
+// ends, and a holder that was handed the key but never sent is found by
+// its own entry (JobDue, a job parked on a lane).
+func LaneDue(l slot.Lane) time.Time {
+	if len(l.Waiting) == 0 {
+		return time.Time{}
+	}
+	if l.Until.IsZero() {
+		return time.Unix(0, 0).UTC() // at once: written before it was kept
+	}
+	return l.Until
 }
 
 // GateError is Gate's answer when the gate said no.
@@ -248,6 +322,18 @@ type State interface {
 	// CountJobs counts jobs of one queue, generation and status, as
 	// ListJobs lists.
 	CountJobs(ctx context.Context, queue string, gen int64, status job.Status) (int, error)
+
+	// ListDue returns up to limit entries of the due index whose At is at
+	// or before before, of every queue, earliest first (ties in any
+	// order). The index may lag its records for a moment (an index
+	// eventually consistent, on DynamoDB): an entry is a hint to read its
+	// record, which decides.
+	ListDue(ctx context.Context, before time.Time, limit int) ([]DueEntry, error)
+	// ListHeld returns up to limit jobs of queue and generation gen that
+	// a pause holds (JobHeld), in line order (job.Job.LineOrder; jobs of
+	// one line order, which only jobs from before Order was kept can
+	// share, in any order), without expired ones. Like ListDue, it may lag the records.
+	ListHeld(ctx context.Context, queue string, gen int64, limit int) ([]job.Job, error)
 
 	// Lease takes a queue's resume lease for holder until until, if no
 	// other holder has it at now: it was never taken, was released, or

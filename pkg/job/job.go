@@ -135,6 +135,11 @@ type Job struct {
 	Status Status `json:"status"`
 	// Ticket is the job's position in its queue; a re-ticket replaces it.
 	Ticket int64 `json:"ticket"`
+	// Order is the ticket the job took when it was accepted: re-tickets
+	// leave it, so jobs a pause parks are released in the order they were
+	// accepted in, however often a release round gave them new tickets
+	// (see LineOrder). 0 for jobs from before it was kept.
+	Order int64 `json:"order,omitempty"`
 	// SlotAt is when the job is expected to start.
 	SlotAt time.Time `json:"slot_at"`
 	// NotBefore, if set, is the earliest start the producer asked for.
@@ -192,6 +197,15 @@ type Version struct {
 // Version returns the job's current version.
 func (j *Job) Version() Version {
 	return Version{Status: j.Status, Ticket: j.Ticket, Attempt: j.Attempt, Gen: j.Gen}
+}
+
+// LineOrder is the job's place among its queue's jobs held by a pause:
+// Order, or the ticket for a job without one.
+func (j *Job) LineOrder() int64 {
+	if j.Order != 0 {
+		return j.Order
+	}
+	return j.Ticket
 }
 
 // Target returns what the job runs, for logs: "kind:NAME" or the target.

@@ -87,6 +87,9 @@ func (c Config) Engine(awsCfg aws.Config, runner engine.Runner, log *slog.Logger
 		// configurations are checked against it.
 		WorkerTimeout: c.WorkerTimeout,
 		Observer:      c.Observer,
+		// Every queue's figures cost reads of each queue each run: they
+		// come with per-queue metrics only (docs/operations.md).
+		Figures: c.MetricsDimension != "",
 	})
 }
 

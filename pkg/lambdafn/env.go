@@ -45,8 +45,11 @@ const (
 	// EnvMetricsNamespace is the CloudWatch namespace of the metrics the
 	// functions write (pkg/metrics). Default "slotq".
 	EnvMetricsNamespace = "SLOTQ_METRICS_NAMESPACE"
-	// EnvMetricsDimension is the name of the metrics' queue dimension.
-	// Default "Queue".
+	// EnvMetricsDimension is the name of the metrics' queue dimension:
+	// set, each queue's metrics are published under it as well (custom
+	// metrics per queue), and the resume function reads every queue's
+	// figures each run. Default empty: stack-wide metrics only, each
+	// line naming its queue as a property (docs/operations.md).
 	EnvMetricsDimension = "SLOTQ_METRICS_DIMENSION"
 	// EnvLogLevel is the level below which the functions drop their log
 	// records (DEBUG, INFO, WARN or ERROR), the metrics' lines aside,
@@ -93,7 +96,8 @@ type Config struct {
 	WorkerTimeout time.Duration
 	// MetricsNamespace and MetricsDimension name the metrics' namespace
 	// and queue dimension (SLOTQ_METRICS_NAMESPACE,
-	// SLOTQ_METRICS_DIMENSION); empty takes pkg/metrics' defaults.
+	// SLOTQ_METRICS_DIMENSION); an empty namespace takes pkg/metrics'
+	// default, an empty dimension means no per-queue metrics.
 	MetricsNamespace, MetricsDimension string
 	// Observer, if set, is the engine's (engine.Options.Observer): a
 	// function's main sets it to the Recorder its handler flushes.

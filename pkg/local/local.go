@@ -217,6 +217,9 @@ func Run(ctx context.Context, o Options) error {
 		return engine.New(engine.Options{
 			State: be.state, Transport: be.transport, Runner: runner, Logger: log,
 			Defaults: o.Defaults, WorkerTimeout: workerTimeout, Lease: o.Lease, Observer: obs,
+			// The live view and the summary show every queue's figures:
+			// locally, reading every queue each run costs nothing.
+			Figures: true,
 		})
 	}
 	// As on the stack: enqueue and admin run no targets and accept every

@@ -169,7 +169,7 @@ func ms(n int64) string { return fmt.Sprintf("%dms", n) }
 func (v *view) metrics(ctx context.Context, r slog.Record) {
 	a := map[string]slog.Value{}
 	r.Attrs(func(at slog.Attr) bool { a[at.Key] = at.Value.Resolve(); return true })
-	queue, ok := a[metrics.DefaultDimension]
+	queue, ok := a[metrics.QueueProperty]
 	if !ok {
 		return // a refusal line, by code
 	}

@@ -74,6 +74,7 @@ func (s *Store) PutLane(_ context.Context, l slot.Lane, from, pendingDelta int64
 	l.Pending = cur.Pending + pendingDelta
 	if l.Idle() && l.Pending <= 0 {
 		delete(s.lanes, id)
+		s.due.set(laneDueID(id.queue, id.key), time.Time{})
 		return slot.Lane{Queue: l.Queue, Key: l.Key}, nil
 	}
 	l.Version = from + 1
@@ -113,6 +114,7 @@ func (s *Store) AddPending(_ context.Context, queue string, gen int64, key strin
 func (s *Store) storeLane(id laneID, l slot.Lane) {
 	s.lanes[id] = l
 	s.laneTop = max(s.laneTop, l.Version)
+	s.due.set(laneDueID(id.queue, id.key), engine.LaneDue(l))
 }
 
 // ListLanes returns every stored lane of queue, in key order.

@@ -43,6 +43,9 @@ type Store struct {
 	// repeat after a delete (engine.State.GetLane), and the store keeps
 	// one number, not one per deleted lane.
 	laneTop int64
+	// due is the due index over the records above (engine.DueEntry),
+	// kept in the same step as each write.
+	due *dueIndex
 }
 
 // lease is a queue's resume lease and the cursor left with it.
@@ -63,6 +66,7 @@ func New(opts Options) *Store {
 		jobs:   make(map[string]map[string]job.Job),
 		leases: make(map[string]lease),
 		lanes:  make(map[laneID]slot.Lane),
+		due:    newDueIndex(),
 	}
 }
 
@@ -90,6 +94,7 @@ func (s *Store) ReleaseLease(_ context.Context, queue, holder string, c engine.C
 		return fmt.Errorf("release lease %s: %w", queue, engine.ErrLeaseHeld)
 	}
 	s.leases[queue] = lease{cursor: c}
+	s.due.set(dueID{engine.DueRound, queue, ""}, c.Round)
 	return nil
 }
 
@@ -156,6 +161,7 @@ func (s *Store) Pause(_ context.Context, name string, until time.Time) (slot.Sta
 	q.State.Paused = true
 	q.State.PausedUntil = until
 	s.queues[name] = q
+	s.due.set(dueID{engine.DueLift, name, ""}, engine.QueueDue(q.State))
 	return copyState(q.State), nil
 }
 
@@ -178,6 +184,7 @@ func (s *Store) Unpause(_ context.Context, name string, ifUntil time.Time) (bool
 	q.State.Paused = false
 	q.State.PausedUntil = time.Time{}
 	s.queues[name] = q
+	s.due.set(dueID{engine.DueLift, name, ""}, time.Time{})
 	return true, nil
 }
 
@@ -204,6 +211,8 @@ func (s *Store) DeleteQueue(_ context.Context, name string) error {
 	}
 	delete(s.queues, name)
 	delete(s.leases, name)
+	s.due.set(dueID{engine.DueLift, name, ""}, time.Time{})
+	s.due.set(dueID{engine.DueRound, name, ""}, time.Time{})
 	return nil
 }
 
@@ -272,6 +281,7 @@ func (s *Store) CreateJobs(_ context.Context, jobs []job.Job) ([]bool, error) {
 			continue
 		}
 		byID[j.ID] = copyJob(j)
+		s.due.set(jobDueID(j), engine.JobDue(j))
 		created[i] = true
 	}
 	return created, nil
@@ -306,6 +316,7 @@ func (s *Store) UpdateJob(_ context.Context, j job.Job, from job.Version) error 
 		return fmt.Errorf("update job %s/%s: %w", j.Queue, j.ID, engine.ErrConflict)
 	}
 	s.jobs[j.Queue][j.ID] = copyJob(j)
+	s.due.set(jobDueID(j), engine.JobDue(j))
 	return nil
 }
 

@@ -3,6 +3,8 @@ package metrics
 import (
 	"encoding/json"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -22,6 +24,10 @@ type Line struct {
 	DimensionSets [][]string
 	// Dimensions holds each dimension key's value.
 	Dimensions map[string]string
+	// Properties are fields of the line that are no dimension (the
+	// queue's name, QueueProperty): Logs Insights reads them, CloudWatch
+	// Metrics does not.
+	Properties map[string]string
 	// Names is the metrics' order; Values their values.
 	Names  []string
 	Values map[string][]float64
@@ -54,6 +60,9 @@ func (l Line) Attrs() []slog.Attr {
 		for _, k := range set {
 			attrs = appendOnce(attrs, slog.String(k, l.Dimensions[k]))
 		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(l.Properties)) {
+		attrs = appendOnce(attrs, slog.String(k, l.Properties[k]))
 	}
 	for _, name := range l.Names {
 		vs := l.Values[name]

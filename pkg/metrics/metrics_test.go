@@ -163,7 +163,7 @@ func TestWorkerAndResumeLines(t *testing.T) {
 		tr := memstore.NewTransport(memstore.TransportOptions{})
 		runs := &startLog{}
 		eng := engine.New(engine.Options{
-			State: memstore.New(memstore.Options{}), Transport: tr, Runner: runs, Observer: rec,
+			State: memstore.New(memstore.Options{}), Transport: tr, Runner: runs, Observer: rec, Figures: true,
 		})
 		iv := slot.Duration(time.Second)
 		ids := []string{"a", "b", "flaky", "doomed", "c"}
@@ -265,7 +265,7 @@ func TestParkAndRelease(t *testing.T) {
 		for name, want := range map[string]float64{
 			metrics.Parks: 1, metrics.PausesLifted: 1, metrics.Reticketed: 1, metrics.Released: 1, metrics.Starts: 1,
 		} {
-			if got := sum(values(lines, "Queue", "q", name)); got != want {
+			if got := sum(values(lines, metrics.QueueProperty, "q", name)); got != want {
 				t.Errorf("%s %v, want %v", name, got, want)
 			}
 		}
@@ -287,11 +287,21 @@ func TestSplit(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("%d lines, want 3 for the queue and 1 for the refusal", len(lines))
 	}
-	late := values(lines, "Queue", "q", metrics.StartLateness)
+	for _, l := range lines {
+		// No queue dimension by default: stack-wide metrics, and the
+		// queue's name as a property of its lines.
+		if l.fields[metrics.QueueProperty] == nil {
+			continue // the refusal's line, by Code
+		}
+		if d := l.AWS.CloudWatchMetrics[0].Dimensions; len(d) != 1 || len(d[0]) != 0 || l.fields[metrics.DefaultDimension] != nil {
+			t.Errorf("a queue's line with dimensions %v, fields %v; want none, and the queue as a property", d, l.fields)
+		}
+	}
+	late := values(lines, metrics.QueueProperty, "q", metrics.StartLateness)
 	if len(late) != 250 || sum(late) != 249*250/2 {
 		t.Errorf("StartLateness: %d values summing to %v", len(late), sum(late))
 	}
-	if got := sum(values(lines, "Queue", "q", metrics.Starts)); got != 250 {
+	if got := sum(values(lines, metrics.QueueProperty, "q", metrics.Starts)); got != 250 {
 		t.Errorf("Starts %v, want 250", got)
 	}
 	if got := values(lines, "Code", "invalid_interval", metrics.JobsRefused); !slices.Equal(got, []float64{1}) {
@@ -341,7 +351,7 @@ func TestResumeLaneLines(t *testing.T) {
 		rec := metrics.New(metrics.Options{Logger: log})
 		tr := memstore.NewTransport(memstore.TransportOptions{})
 		runner := blockingRunner{release: make(chan struct{})}
-		eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: runner, Observer: rec})
+		eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: runner, Observer: rec, Figures: true})
 		if _, err := eng.CreateQueue(ctx, "capped", slot.Config{Interval: time.Second, MaxRunning: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -370,12 +380,12 @@ func TestResumeLaneLines(t *testing.T) {
 		for name, want := range map[string]float64{
 			metrics.Running: 1, metrics.KeysHeld: 2, metrics.KeysWaiting: 1, metrics.WaitingOnKeys: 1, metrics.WaitingForPlace: 1,
 		} {
-			if got := values(lines, metrics.DefaultDimension, "capped", name); len(got) != 1 || got[0] != want {
+			if got := values(lines, metrics.QueueProperty, "capped", name); len(got) != 1 || got[0] != want {
 				t.Errorf("%s of the capped queue %v, want [%v]", name, got, want)
 			}
 		}
 		for _, name := range []string{metrics.Running, metrics.KeysHeld, metrics.KeysWaiting} {
-			if got := values(lines, metrics.DefaultDimension, "plain", name); len(got) != 0 {
+			if got := values(lines, metrics.QueueProperty, "plain", name); len(got) != 0 {
 				t.Errorf("%s of a queue without lanes %v, want none written", name, got)
 			}
 		}

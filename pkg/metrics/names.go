@@ -6,9 +6,9 @@ const (
 	Milliseconds = "Milliseconds"
 )
 
-// The metrics slotq writes. Per queue (the dimension Options.Dimension,
-// "Queue" by default) and for the whole stack (no dimension), except
-// JobsRefused, by Code alone: a refused request may name no valid queue.
+// The metrics slotq writes. For the whole stack (no dimension), and per
+// queue only when Options.Dimension names a queue dimension; JobsRefused
+// by Code alone: a refused request may name no valid queue.
 const (
 	// Worker: what happened to each queue's jobs.
 	Starts          = "Starts"          // attempts started (passed the gate and claimed)
@@ -23,7 +23,8 @@ const (
 	Released        = "Released"        // parked jobs sent to the transport (resume; a lane's hand-off)
 	HandedBack      = "HandedBack"      // messages sent again unstarted (the slot lay past the invocation)
 	PausesLifted    = "PausesLifted"    // timed pauses resume lifted
-	// Resume, once per queue per run: the queue's figures.
+	// Resume, once per queue per run, with engine.Options.Figures (the
+	// functions turn it on with a queue dimension): the queue's figures.
 	Waiting    = "Waiting"    // tickets not yet at the gate: queued + parked jobs (an upper bound)
 	ParkedJobs = "ParkedJobs" // parked jobs (exact up to the resume budget; a lower bound above)
 	Queued     = "Queued"     // Waiting − ParkedJobs: queued jobs, an upper bound like Waiting
@@ -87,7 +88,13 @@ func unit(name string) string {
 // Defaults of Options.
 const (
 	DefaultNamespace = "slotq"
+	// DefaultDimension is the queue dimension template.yaml's
+	// MetricsDimension parameter names, and the one CloudWatch.Activity
+	// reads when given none. Options.Dimension has no default.
 	DefaultDimension = "Queue"
+	// QueueProperty is the field of every queue's line that names it,
+	// with or without a queue dimension.
+	QueueProperty = "queue"
 	// CodeDimension is JobsRefused's dimension: the refusal's code.
 	CodeDimension = "Code"
 )

@@ -18,8 +18,13 @@ const Message = "metrics"
 type Options struct {
 	// Namespace is the CloudWatch namespace. Default DefaultNamespace.
 	Namespace string
-	// Dimension is the name of the queue's dimension. Default
-	// DefaultDimension ("Queue").
+	// Dimension, if set, is the name of a queue dimension each queue's
+	// metrics are also published under (DefaultDimension, "Queue", is
+	// the template's): CloudWatch bills each metric of each queue as a
+	// custom metric of its own, so the cost grows with the number of
+	// queues (docs/costs.md). Default empty: the metrics are
+	// stack-wide only, and each line names its queue in the property
+	// QueueProperty, which Logs Insights can filter and group by.
 	Dimension string
 	// Logger receives the lines, at level Info whatever its level. With a
 	// JSON handler (the functions' on Lambda, LogFormat JSON) each line is
@@ -45,9 +50,6 @@ var _ engine.Observer = (*Recorder)(nil)
 func New(o Options) *Recorder {
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
-	}
-	if o.Dimension == "" {
-		o.Dimension = DefaultDimension
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -172,13 +174,18 @@ func (r *Recorder) Lines() []Line {
 	var lines []Line
 	for _, name := range slices.Sorted(maps.Keys(queues)) {
 		vals := queues[name]
-		lines = append(lines, Line{
+		l := Line{
 			Namespace: r.o.Namespace, Time: now,
-			DimensionSets: [][]string{{r.o.Dimension}, {}},
-			Dimensions:    map[string]string{r.o.Dimension: name},
+			DimensionSets: [][]string{{}},
+			Properties:    map[string]string{QueueProperty: name},
 			Names:         order(vals),
 			Values:        vals,
-		})
+		}
+		if r.o.Dimension != "" {
+			l.DimensionSets = [][]string{{r.o.Dimension}, {}}
+			l.Dimensions = map[string]string{r.o.Dimension: name}
+		}
+		lines = append(lines, l)
 	}
 	for _, code := range slices.Sorted(maps.Keys(refused)) {
 		lines = append(lines, Line{

@@ -28,10 +28,10 @@ func testLease(t *testing.T, newState func(t *testing.T) engine.State) {
 		if _, err := st.Lease(ctx, q, "a", at(2*time.Minute), at(30*time.Second)); err != nil {
 			t.Fatalf("a takes its own lease again: %v", err)
 		}
-		if err := st.ReleaseLease(ctx, q, "b", engine.Cursor{After: 9}); !errors.Is(err, engine.ErrLeaseHeld) {
+		if err := st.ReleaseLease(ctx, q, "b", engine.Cursor{Round: at(9 * time.Second)}); !errors.Is(err, engine.ErrLeaseHeld) {
 			t.Fatalf("ReleaseLease by b: %v, want ErrLeaseHeld", err)
 		}
-		want := engine.Cursor{After: 42, Wake: at(time.Hour)}
+		want := engine.Cursor{Round: at(42 * time.Second), Until: at(time.Hour)}
 		if err := st.ReleaseLease(ctx, q, "a", want); err != nil {
 			t.Fatalf("ReleaseLease by a: %v", err)
 		}
@@ -39,7 +39,7 @@ func testLease(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatalf("second ReleaseLease by a: %v, want ErrLeaseHeld", err)
 		}
 		c, err = st.Lease(ctx, q, "b", at(3*time.Minute), at(time.Minute))
-		if err != nil || c.After != want.After || !c.Wake.Equal(want.Wake) {
+		if err != nil || !c.Round.Equal(want.Round) || !c.Until.Equal(want.Until) {
 			t.Fatalf("Lease by b after release = %+v, %v; want the cursor a left, %+v", c, err, want)
 		}
 	})
@@ -57,7 +57,7 @@ func testLease(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatalf("Lease by b at a's until: %v", err)
 		}
 		// a's lease expired and b took it: a writes nothing.
-		if err := st.ReleaseLease(ctx, q, "a", engine.Cursor{After: 7}); !errors.Is(err, engine.ErrLeaseHeld) {
+		if err := st.ReleaseLease(ctx, q, "a", engine.Cursor{Round: at(7 * time.Second)}); !errors.Is(err, engine.ErrLeaseHeld) {
 			t.Fatalf("ReleaseLease by a after expiry: %v, want ErrLeaseHeld", err)
 		}
 		if err := st.ReleaseLease(ctx, q, "b", engine.Cursor{}); err != nil {
@@ -99,7 +99,7 @@ func testLease(t *testing.T, newState func(t *testing.T) engine.State) {
 		if _, err := st.Lease(t.Context(), q, "a", at(time.Minute), at(0)); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.ReleaseLease(t.Context(), q, "a", engine.Cursor{After: 3}); err != nil {
+		if err := st.ReleaseLease(t.Context(), q, "a", engine.Cursor{Round: at(3 * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 		after, err := st.GetQueue(t.Context(), q)

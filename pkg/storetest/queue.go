@@ -120,7 +120,7 @@ func testQueue(t *testing.T, newState func(t *testing.T) engine.State) {
 		if _, err := st.Lease(ctx, name, "h", at(time.Hour), base); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.ReleaseLease(ctx, name, "h", engine.Cursor{After: 2}); err != nil {
+		if err := st.ReleaseLease(ctx, name, "h", engine.Cursor{Round: at(2 * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.DeleteQueue(ctx, name); err != nil {

@@ -37,6 +37,7 @@ func Run(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Lease", func(t *testing.T) { testLease(t, newState) })
 	t.Run("Lanes", func(t *testing.T) { testLanes(t, newState) })
 	t.Run("Skip", func(t *testing.T) { testSkip(t, newState) })
+	t.Run("Due", func(t *testing.T) { testDue(t, newState) })
 }
 
 // base is the suite's fixed "now"; every time passed in derives from it.

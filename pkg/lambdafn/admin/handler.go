@@ -32,6 +32,7 @@ type Admin interface {
 	Job(ctx context.Context, k job.Key) (job.Job, error)
 	Jobs(ctx context.Context, r engine.ListRequest) ([]job.Job, error)
 	CancelJob(ctx context.Context, k job.Key) (job.Job, error)
+	Reindex(ctx context.Context) (engine.ReindexReport, error)
 }
 
 var _ Admin = (*engine.Engine)(nil)
@@ -39,7 +40,8 @@ var _ Admin = (*engine.Engine)(nil)
 // Request is one admin operation.
 type Request struct {
 	// Op is create, configure, pause, resume, purge, delete, stats, get,
-	// cancel or list.
+	// cancel, list or reindex (once, after an upgrade that added the due
+	// index: engine.Reindex).
 	Op    string `json:"op"`
 	Queue string `json:"queue,omitempty"`
 	// Config holds the settings of create and configure. A setting left
@@ -81,11 +83,13 @@ type Response struct {
 	Job           *job.Job          `json:"job,omitempty"`
 	Jobs          []job.Job         `json:"jobs,omitzero"`
 	Queues        []engine.Queue    `json:"queues,omitzero"`
-	Error         *lambdafn.Error   `json:"error,omitempty"`
+	// Reindexed is reindex's report.
+	Reindexed *engine.ReindexReport `json:"reindexed,omitempty"`
+	Error     *lambdafn.Error       `json:"error,omitempty"`
 }
 
 // Ops lists the operations, for the error message of an unknown one.
-var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "get", "cancel", "list"}
+var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "get", "cancel", "list", "reindex"}
 
 // Handler translates admin requests into engine calls.
 type Handler struct {
@@ -184,6 +188,9 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		}
 		jobs, err := h.Engine.Jobs(ctx, engine.ListRequest{Queue: r.Queue, Status: r.Status, After: r.After, Limit: r.Limit})
 		return Response{Jobs: nonNil(jobs)}, err
+	case "reindex":
+		rep, err := h.Engine.Reindex(ctx)
+		return Response{Reindexed: &rep}, err
 	}
 	return Response{}, input.Invalid("invalid_op", "op", fmt.Sprintf("op %q is not one of %v", r.Op, Ops))
 }

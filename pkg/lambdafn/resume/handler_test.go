@@ -66,14 +66,16 @@ func TestHandleFailure(t *testing.T) {
 }
 
 // A run writes each queue's figures as an EMF line through the handler's
-// log: the lifted pause, the waiting jobs, the parked ones, the lag.
+// log: the lifted pause, the waiting jobs, the parked ones, the lag — with
+// per-queue metrics on (a queue dimension, and the figures of every
+// queue), as lambdafn sets them up when SLOTQ_METRICS_DIMENSION is set.
 func TestHandleWritesMetrics(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
 	var logs strings.Builder
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	rec := metrics.New(metrics.Options{Logger: log})
-	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{}), Observer: rec})
+	rec := metrics.New(metrics.Options{Logger: log, Dimension: metrics.DefaultDimension})
+	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{}), Observer: rec, Figures: true})
 	far := time.Now().Add(time.Hour)
 	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails", Jobs: []job.Spec{{ID: "later", Kind: "k", NotBefore: &far}}}); err != nil {
 		t.Fatal(err)

@@ -38,13 +38,13 @@ type okRunner struct{}
 func (okRunner) Run(context.Context, *job.Job, slot.Config) error { return nil }
 
 // After a batch the handler writes the queue's EMF line through its log:
-// the _aws metadata, the Queue dimension, one start whose lateness is the
-// job's start minus its slot, one success.
+// the _aws metadata, the Queue dimension (per-queue metrics on), one start
+// whose lateness is the job's start minus its slot, one success.
 func TestHandleWritesMetrics(t *testing.T) {
 	ctx := context.Background()
 	var logs strings.Builder
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	rec := metrics.New(metrics.Options{Namespace: "slotq/test", Logger: log})
+	rec := metrics.New(metrics.Options{Namespace: "slotq/test", Dimension: metrics.DefaultDimension, Logger: log})
 	tr := &sent{Transport: memstore.NewTransport(memstore.TransportOptions{})}
 	eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: okRunner{}, Observer: rec})
 	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails", Jobs: []job.Spec{{ID: "welcome-1", Kind: "k"}}}); err != nil {
