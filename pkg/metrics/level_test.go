@@ -17,7 +17,7 @@ func TestFlushWhateverTheLevel(t *testing.T) {
 		t.Run(lvl.String(), func(t *testing.T) {
 			var buf bytes.Buffer
 			log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: lvl}))
-			rec := metrics.New(metrics.Options{Namespace: "slotq/test", Logger: log})
+			rec := metrics.New(metrics.Options{Namespace: "slotq/test", Logger: log, Dimension: metrics.DefaultDimension})
 			rec.Accepted("q", 2)
 			rec.Flush(context.Background())
 			if !strings.Contains(buf.String(), `"msg":"metrics"`) || !strings.Contains(buf.String(), `"level":"INFO"`) {
