@@ -47,14 +47,22 @@ func TestTemplateDashboardMetrics(t *testing.T) {
 	// write to.
 	env := get(get(get(get(templateNode(t, filepath.Join(root, "template.yaml")), "Globals"), "Function"), "Environment"), "Variables")
 	sameNode(t, "Dashboard's Ns", get(env, lambdafn.EnvMetricsNamespace), get(vars, "Ns"))
-	sameNode(t, "Dashboard's Dim", get(env, lambdafn.EnvMetricsDimension), get(vars, "Dim"))
+	// Its searches are by the queue dimension the functions are told to
+	// write under, when there is one, and stack-wide without.
+	if dim := get(vars, "Dim"); dim == nil || dim.Tag != "!If" || len(dim.Content) != 3 ||
+		dim.Content[0].Value != "HasMetricsDimension" || dim.Content[1].Tag != "!Sub" || dim.Content[1].Value != ",${MetricsDimension}" || dim.Content[2].Value != "" {
+		t.Errorf("Dashboard's Dim is not !If [HasMetricsDimension, !Sub \",${MetricsDimension}\", \"\"]")
+	}
+	if d := get(env, lambdafn.EnvMetricsDimension); d == nil || d.Tag != "!Ref" || d.Value != "MetricsDimension" {
+		t.Errorf("%s is not !Ref MetricsDimension", lambdafn.EnvMetricsDimension)
+	}
 
 	body := regexp.MustCompile(`\$\{[^}]+\}`).ReplaceAllStringFunc(sub.Content[0].Value, func(v string) string {
 		switch v {
 		case "${Ns}":
 			return "NS"
 		case "${Dim}":
-			return "DIM"
+			return ",DIM"
 		case "${LagThreshold}":
 			return "1"
 		}
