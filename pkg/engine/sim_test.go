@@ -45,7 +45,13 @@ type simOptions struct {
 	// ResumeEvery is the schedule of the resume function. Default 1m.
 	ResumeEvery time.Duration
 	Lease       time.Duration
-	Seed        uint64
+	// Lead is the engine's Lead. Default: the transport's Jitter if it
+	// has one, else the engine's default. A lead that covers the
+	// transport's delivery lateness absorbs it, as SQS's delays, rounded
+	// down to whole seconds, absorb theirs: a message that comes later
+	// than Lead before its slot makes its job miss the slot.
+	Lead time.Duration
+	Seed uint64
 	// Wrap, when set, wraps the state the engine uses (around the
 	// chaos wrapper).
 	Wrap func(engine.State) engine.State
@@ -82,6 +88,9 @@ func newSim(t *testing.T, o simOptions) *sim {
 	if o.Lease == 0 {
 		o.Lease = 2 * time.Minute
 	}
+	if o.Lead == 0 {
+		o.Lead = o.Transport.Jitter
+	}
 	s := &sim{t: t, failFor: map[string]int{}}
 	s.store = memstore.New(memstore.Options{})
 	s.chaos = &chaosState{State: s.store, rate: o.CrashRate, rnd: rand.New(rand.NewPCG(o.Seed, 7)), t: t}
@@ -98,7 +107,7 @@ func newSim(t *testing.T, o simOptions) *sim {
 	}
 	s.eng = engine.New(engine.Options{
 		State: st, Transport: s.tr, Runner: &target.Dispatcher{Mux: mux},
-		Lease: o.Lease, Logger: slog.New(warnLog{s}),
+		Lease: o.Lease, Lead: o.Lead, Logger: slog.New(warnLog{s}),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
