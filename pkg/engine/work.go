@@ -200,7 +200,14 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 				return e.purged(ctx, q, j)
 			case slot.Passed:
 				q.State = gate.State
-				err := e.reticket(ctx, &q, &j)
+				var err error
+				if late := e.now().Sub(at); late > q.Config.Skew {
+					// Passed while its own worker was late for the
+					// start (a slow gate write, a stall): a missed slot.
+					err = e.missed(ctx, &q, &j, late)
+				} else {
+					err = e.reticket(ctx, &q, &j)
+				}
 				e.leaveUnlessRunning(ctx, q, j, want.Ticket)
 				return err
 			}
@@ -217,7 +224,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 // was sent. A record still behind then was never written (its writer
 // died), and the message is stale.
 func (e *Engine) record(ctx context.Context, env job.Envelope) (job.Job, error) {
-	wait := 10 * time.Millisecond
+	wait := time.Millisecond // a message due at once may come just before its record
 	for {
 		j, err := e.state.GetJob(ctx, env.Key())
 		if err != nil && !errors.Is(err, ErrJobNotFound) {
