@@ -35,7 +35,7 @@ import (
 // target runs under its timeout (Go handlers too) and a panic in it fails
 // the attempt; the outcome is written on a context of its own.
 func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
-	j, err := e.record(ctx, env)
+	j, waited, err := e.record(ctx, env)
 	if errors.Is(err, ErrJobNotFound) {
 		e.log.WarnContext(ctx, "dropped message of unknown job", "queue", env.Queue, "job_id", env.JobID)
 		return nil
@@ -55,6 +55,11 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 	// wake is the start aimed at: the slot, a hold's end or the gate's
 	// opening. The worker wakes Lead before it.
 	wake := j.SlotAt
+	// writerLate: the job's record came after its worker's time to go to
+	// the gate (its enqueue was still writing its batch's records, say):
+	// the job is late by its writer, not by its worker, and starts late
+	// rather than lose its place (as if its slot had been booked later).
+	writerLate := waited && e.now().After(wake.Add(-e.opts.Lead))
 	// turn is when the worker may go to the gate at the earliest, by the
 	// clock: a hold's (see holdTurn).
 	var turn time.Time
@@ -159,7 +164,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		// A line job whose worker came too late for its slot (a stall, a
 		// late delivery) gives it up rather than push every start booked
 		// behind it; a job out of line takes the opening it finds.
-		if !outOfLine(&j) && !missedBefore(&j) && slot.Missed(q.State, j.SlotAt, at, q.Config.Interval, q.Config.Skew) {
+		if !outOfLine(&j) && !writerLate && !missedBefore(&j) && slot.Missed(q.State, j.SlotAt, at, q.Config.Interval, q.Config.Skew) {
 			late := at.Sub(slot.Due(q.State, j.SlotAt, q.Config.Interval))
 			err := e.missed(ctx, &q, &j, late)
 			e.leaveUnlessRunning(ctx, q, j, want.Ticket)
@@ -222,23 +227,25 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 // missing or behind it (an older ticket, or still parked at this ticket):
 // record reads again, with backoff, until RecordGrace after the message
 // was sent. A record still behind then was never written (its writer
-// died), and the message is stale.
-func (e *Engine) record(ctx context.Context, env job.Envelope) (job.Job, error) {
+// died), and the message is stale. waited says the record was behind
+// the message when first read.
+func (e *Engine) record(ctx context.Context, env job.Envelope) (j job.Job, waited bool, err error) {
 	wait := time.Millisecond // a message due at once may come just before its record
 	for {
-		j, err := e.state.GetJob(ctx, env.Key())
+		j, err = e.state.GetJob(ctx, env.Key())
 		if err != nil && !errors.Is(err, ErrJobNotFound) {
-			return j, err
+			return j, waited, err
 		}
 		// A record of another generation may be a deleted queue's job
 		// of the same id, not yet replaced by the new one's.
 		behind := err != nil || j.Gen != env.Gen || j.Ticket < env.Ticket ||
 			(j.Ticket == env.Ticket && j.Attempt == env.Attempt && j.Status == job.Parked)
 		if !behind || env.SentAt.IsZero() || e.now().Add(wait).After(env.SentAt.Add(e.opts.RecordGrace)) {
-			return j, err
+			return j, waited, err
 		}
+		waited = true
 		if err := clock.Sleep(ctx, wait); err != nil {
-			return j, err
+			return j, waited, err
 		}
 		wait = min(2*wait, time.Second)
 	}
