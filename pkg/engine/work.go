@@ -206,9 +206,10 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			case slot.Passed:
 				q.State = gate.State
 				var err error
-				if late := e.now().Sub(at); late > q.Config.Skew {
-					// Passed while its own worker was late for the
-					// start (a slow gate write, a stall): a missed slot.
+				if late := max(e.now().Sub(at), at.Sub(j.SlotAt)); late > q.Config.Skew && !outOfLine(&j) {
+					// Passed while its own worker was late for its slot
+					// or for the start it asked (a stall, a slow gate
+					// write): a missed slot.
 					err = e.missed(ctx, &q, &j, late)
 				} else {
 					err = e.reticket(ctx, &q, &j)
