@@ -119,7 +119,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		now := e.now()
 		// The start to reserve: wake, or, for a worker that came too
 		// late for it, the soonest it can start.
-		at := slot.StartAt(wake, now, e.opts.Lead)
+		at := slot.StartAt(wake, now, e.opts.Lead, q.Config.Skew)
 		// Hold: while lower tickets have not started, leave them the
 		// intervals they need, so a late neighbour is not passed by a
 		// hair (see holdUntil). A scheduled job does not wait for the line.

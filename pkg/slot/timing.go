@@ -22,12 +22,22 @@ const DefaultLead = 2 * time.Millisecond
 
 // StartAt is the start a worker asks the gate for, ready at now for a start
 // it wants at want (its slot, or the gate's opening): want itself while it
-// lies ahead, else now + lead, the soonest its gate and claim are behind it.
-func StartAt(want, now time.Time, lead time.Duration) time.Time {
-	if now.After(want) {
+// lies ahead. A worker past it asks for now + lead, the soonest its gate
+// and claim are surely behind it, if that is within skew of want; else,
+// while now is still within skew of want, for want + skew, the last start
+// that counts as on time (its writes may make it: if not, it oversleeps
+// and misses, as it would have anyway); else for now + lead, and it is
+// late.
+func StartAt(want, now time.Time, lead, skew time.Duration) time.Time {
+	switch {
+	case !now.After(want):
+		return want
+	case !now.Add(lead).After(want.Add(skew)):
 		return now.Add(lead)
+	case now.Before(want.Add(skew)):
+		return want.Add(skew)
 	}
-	return want
+	return now.Add(lead)
 }
 
 // Due is the theoretical start of a line ticket whose slot is slotAt: its
