@@ -24,15 +24,22 @@ type hookState struct {
 	dieClaim  bool
 
 	once sync.Once
+	mu   sync.Mutex
 	at   time.Time // when afterGate ran
 }
 
+
 func (h *hookState) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
 	st, err := h.State.Gate(ctx, r)
-	if err == nil && r.Ticket == h.ticket && h.afterGate != nil {
+	h.mu.Lock()
+	hook := h.afterGate
+	h.mu.Unlock()
+	if err == nil && r.Ticket == h.ticket && hook != nil {
 		h.once.Do(func() {
+			h.mu.Lock()
 			h.at = time.Now()
-			h.afterGate()
+			h.mu.Unlock()
+			hook()
 		})
 	}
 	return st, err
@@ -94,15 +101,21 @@ func TestAdminBetweenReservationAndStart(t *testing.T) {
 				defer s.stop()
 				s.createQueue("r", slot.Config{Interval: time.Second})
 				res := s.enqueue("r", 6, nil)
-				var returned time.Time
+				var returned time.Time // under h.mu
+				h.mu.Lock()
 				h.afterGate = func() {
 					if err := tt.op(ctx, s, job.Key{Queue: "r", ID: res.Jobs[2].JobID}); err != nil {
 						t.Errorf("%s: %v", tt.name, err)
 					}
+					h.mu.Lock()
 					returned = time.Now()
+					h.mu.Unlock()
 				}
+				h.mu.Unlock()
 				time.Sleep(10 * time.Second)
 				synctest.Wait()
+				h.mu.Lock()
+				defer h.mu.Unlock()
 
 				if h.at.IsZero() {
 					t.Fatal("ticket 3 never passed the gate")
