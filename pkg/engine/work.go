@@ -206,10 +206,11 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			case slot.Passed:
 				q.State = gate.State
 				var err error
-				if late := max(e.now().Sub(at), at.Sub(j.SlotAt)); late > q.Config.Skew && !outOfLine(&j) {
-					// Passed while its own worker was late for its slot
-					// or for the start it asked (a stall, a slow gate
-					// write): a missed slot.
+				if late := max(e.now().Sub(at), now.Sub(wake)); late > q.Config.Skew && !outOfLine(&j) {
+					// Passed while its own worker was late: it came to
+					// the gate after the start it wanted, or the gate
+					// answered after the start it reserved (a stall, a
+					// slow gate write). A missed slot.
 					err = e.missed(ctx, &q, &j, late)
 				} else {
 					err = e.reticket(ctx, &q, &j)
