@@ -367,6 +367,9 @@ func (e *Engine) claim(ctx context.Context, q Queue, j *job.Job, from job.Versio
 		// comes again and rolls forward through the gate.
 		return false, fmt.Errorf("work %s: claim: %w", j.Key(), err)
 	}
+	// The gate is behind: the queue's next message may go on to its own
+	// while this one sleeps to its start.
+	Started(ctx)
 	// Sleep to the start. A worker that wakes more than skew after it
 	// (descheduled, stalled) must not start: the next ticket may start
 	// an interval after the reserved start, less skew.
@@ -498,16 +501,18 @@ func missedBefore(j *job.Job) bool {
 type startedKey struct{}
 
 // OnStarted returns ctx carrying fn, which Work calls once it is done with
-// the gate for its message: as the claimed attempt's target begins, or as
+// the gate for its message: once the gate reserved its attempt's start and
+// the attempt is claimed (before the worker sleeps to that start), or as
 // Work returns without starting anything. A worker that works one queue's
 // messages in order (sqstransport.WorkBatch) lets the next message go on
-// from there, so a slow target holds up no later job.
+// from there, so neither a start a lead ahead nor a slow target holds up
+// a later job.
 func OnStarted(ctx context.Context, fn func()) context.Context {
 	return context.WithValue(ctx, startedKey{}, fn)
 }
 
-// Started calls ctx's OnStarted callback, if any: Work does, as its
-// attempt's target begins; a stand-in for Work may too.
+// Started calls ctx's OnStarted callback, if any: Work does, once its
+// attempt is claimed; a stand-in for Work may too.
 func Started(ctx context.Context) {
 	if fn, ok := ctx.Value(startedKey{}).(func()); ok {
 		fn()
@@ -603,7 +608,6 @@ func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now
 	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap})
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(), "attempt", j.Attempt, "target", j.What())
-	Started(ctx) // the gate is behind: the queue's next message may go on
 	runErr := errors.New("no runner configured")
 	if e.runner != nil {
 		runErr = e.runTarget(ctx, j, q.Config)
