@@ -28,7 +28,6 @@ type hookState struct {
 	at   time.Time // when afterGate ran
 }
 
-
 func (h *hookState) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
 	st, err := h.State.Gate(ctx, r)
 	h.mu.Lock()
