@@ -10,6 +10,7 @@ import (
 
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/memstore"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
@@ -193,4 +194,82 @@ func hasEvent(j job.Job, k job.EventKind) bool {
 		}
 	}
 	return false
+}
+
+// slowCreate makes CreateJobs take d: an enqueue still writing its
+// batch's records after it sent their messages.
+type slowCreate struct {
+	engine.State
+	d time.Duration
+}
+
+func (s slowCreate) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) {
+	time.Sleep(s.d)
+	return s.State.CreateJobs(ctx, jobs)
+}
+
+// A job whose record comes after its message, later than its worker's
+// time to go to the gate (its enqueue was still writing), is late by its
+// writer, not by its worker: it starts late, on its first ticket, rather
+// than give its slot up to the end of the line. Here the records of a
+// burst on an idle queue come 30ms after its messages, at 100ms
+// intervals: the first job starts 30ms late, the others after it as the
+// spacing allows, none re-ticketed.
+func TestWriterLateStartsLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Wrap: func(in engine.State) engine.State { return slowCreate{in, 30 * time.Millisecond} }})
+		defer s.stop()
+		const iv = 100 * time.Millisecond
+		s.createQueue("w", slot.Config{Interval: iv})
+		res := s.enqueue("w", 4, nil)
+		s.waitFinished("w", time.Minute)
+		starts := s.startsOf("w")
+		checkSingleStart(t, starts)
+		checkSpacing(t, starts, iv, slot.DefaultSkew)
+		if len(starts) != len(res.Jobs) {
+			t.Fatalf("%d starts, want %d", len(starts), len(res.Jobs))
+		}
+		for i, x := range starts {
+			if x.Ticket != res.Jobs[i].Ticket {
+				t.Errorf("start %d: ticket %d (job %s), want %d: a job late by its writer keeps its place", i, x.Ticket, x.ID, res.Jobs[i].Ticket)
+			}
+		}
+		if late := starts[0].At.Sub(res.Jobs[0].SlotAt); late < 20*time.Millisecond {
+			t.Fatalf("the first job started %v after its slot: its record was not late enough to matter", late)
+		}
+	})
+}
+
+// A job misses its slot at most once per attempt before the gate: the
+// next time its worker comes late, it starts late (a transport that
+// delivered every message late would otherwise keep it from starting).
+// Every delivery here comes 30ms late on a line at 100ms intervals: each
+// job misses once, goes to the end of the line, and starts there, late.
+func TestMissedOnceThenStartsLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Lead: slot.DefaultLead, Transport: memstore.TransportOptions{Jitter: 30 * time.Millisecond}})
+		defer s.stop()
+		s.createQueue("m", slot.Config{Interval: 100 * time.Millisecond})
+		s.enqueue("m", 5, nil)
+		s.waitFinished("m", time.Hour)
+		starts := s.startsOf("m")
+		checkSingleStart(t, starts)
+		checkSpacing(t, starts, 100*time.Millisecond, slot.DefaultSkew)
+		missedTwice := 0
+		for _, j := range s.jobs("m", job.Succeeded) {
+			n := 0
+			for _, ev := range j.History {
+				if ev.Kind == job.SlotMissed {
+					n++
+				}
+			}
+			if n > 1 {
+				missedTwice++
+				t.Errorf("job %s missed %d slots before the gate in one attempt: %+v", j.ID, n, j.History)
+			}
+		}
+		if len(starts) != 5 {
+			t.Fatalf("%d starts, want 5", len(starts))
+		}
+	})
 }
