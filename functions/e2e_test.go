@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -78,7 +79,14 @@ func deploy(t *testing.T, params map[string]string) *stack {
 		t.Fatal(err)
 	}
 	name := strings.ReplaceAll(t.Name(), "/", "-")
-	st, err := samlocal.Up(ctx, loadTemplate(t), awsCfg, samlocal.Options{StackName: name, Params: params})
+	// DynamoDB Local and moto on a loaded host answer far slower than
+	// DynamoDB and SQS (moto delivers a message about 100ms late, DynamoDB
+	// Local's p99 is about 175ms and its worst near a second): a lead that
+	// covers them, so that the jobs keep their slots (with 500ms, TestFlow
+	// saw two jobs miss theirs).
+	ps := map[string]string{"SlotLead": "1s"}
+	maps.Copy(ps, params)
+	st, err := samlocal.Up(ctx, loadTemplate(t), awsCfg, samlocal.Options{StackName: name, Params: ps})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,11 +42,18 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 
-	fmt.Fprintf(stdout, "slotq bench: demo workload, %d producers × %d jobs, interval %s, %d workers, %d runs\n\n",
-		cfg.Producers, cfg.Jobs, cfg.Interval, cfg.Workers, *runs)
-	const row = "%6s %7s %11s %10s %11s %11s %10s %10s %17s %10s %10s %8s\n"
-	fmt.Fprintf(stdout, row, "run", "starts", "violations", "(handler)", "inversions", "re-tickets",
-		"late p50", "late p99", "gate→handler p99", "makespan", "ideal", "ratio")
+	hiccups := ""
+	if cfg.Stall > 0 {
+		hiccups += fmt.Sprintf(", one worker stalled %s once", cfg.Stall)
+	}
+	if cfg.SlowGates > 0 {
+		hiccups += fmt.Sprintf(", %g%% of gate writes 20–50ms slow", 100*cfg.SlowGates)
+	}
+	fmt.Fprintf(stdout, "slotq bench: demo workload, %d producers × %d jobs, interval %s, %d workers%s, %d runs\n\n",
+		cfg.Producers, cfg.Jobs, cfg.Interval, cfg.Workers, hiccups, *runs)
+	const row = "%6s %7s %11s %10s %11s %11s %7s %10s %10s %11s %11s %11s %17s %10s %10s %8s\n"
+	fmt.Fprintf(stdout, row, "run", "starts", "violations", "(handler)", "inversions", "re-tickets", "missed",
+		"late p50", "late p99", "p99 others", "1st decile", "10th decile", "gate→handler p99", "makespan", "ideal", "ratio")
 	code := exitOK
 	var reps []report
 	for i := range *runs {
@@ -59,9 +66,11 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		r := newReport(c, res)
 		reps = append(reps, r)
+		p := r.promise
 		fmt.Fprintf(stdout, row, strconv.Itoa(i+1), strconv.Itoa(r.handler.Starts),
 			strconv.Itoa(r.gate.Violations), strconv.Itoa(r.handler.Violations), strconv.Itoa(r.handler.Inversions),
-			strconv.Itoa(res.Retickets), fmtDur(r.handler.LatenessP50), fmtDur(r.handler.LatenessP99),
+			strconv.Itoa(res.Retickets), strconv.Itoa(len(res.Missed)), fmtDur(p.P50), fmtDur(p.P99), fmtDur(p.P99Others),
+			fmtDur(p.Deciles[0]), fmtDur(p.Deciles[9]),
 			fmtDur(r.delay[1]), fmtDur(r.handler.Makespan), fmtDur(r.handler.Ideal), fmt.Sprintf("%.4f", r.handler.Ratio()))
 		if r.verdict(stderr, fmt.Sprintf("slotq bench: run %d", i+1)) != exitOK {
 			code = exitFail
@@ -97,16 +106,63 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		medInt(func(r report) int { return r.handler.Violations }),
 		medInt(func(r report) int { return r.handler.Inversions }),
 		medInt(func(r report) int { return r.res.Retickets }),
-		med(func(r report) time.Duration { return r.handler.LatenessP50 }),
-		med(func(r report) time.Duration { return r.handler.LatenessP99 }),
+		medInt(func(r report) int { return len(r.res.Missed) }),
+		med(func(r report) time.Duration { return r.promise.P50 }),
+		med(func(r report) time.Duration { return r.promise.P99 }),
+		med(func(r report) time.Duration { return r.promise.P99Others }),
+		med(func(r report) time.Duration { return r.promise.Deciles[0] }),
+		med(func(r report) time.Duration { return r.promise.Deciles[9] }),
 		med(func(r report) time.Duration { return r.delay[1] }),
 		med(func(r report) time.Duration { return r.handler.Makespan }),
 		med(func(r report) time.Duration { return r.handler.Ideal }),
 		fmt.Sprintf("%.4f", ratios[(len(ratios)-1)/2]))
 	fmt.Fprintf(stdout, "\nspacing violations at the gate, all runs: %d (must be 0)\n", violations)
 	fmt.Fprintf(stdout, "violations: starts closer than interval − skew, timed at the gate; (handler): the same, timed as the handler began\n")
-	fmt.Fprintf(stdout, "lateness: handler begin − slot; ratio: makespan / ideal, ideal = (n−1)·interval\n")
+	fmt.Fprintf(stdout, "lateness: handler begin − the slot_at the job's enqueue answered; p99 others: of the jobs that missed no slot;\n"+
+		"  deciles: median lateness of the first and the last tenth of those jobs' starts (a ratchet makes the last later)\n")
+	fmt.Fprintf(stdout, "missed: jobs whose worker came more than skew late for their start and gave the slot up (a new ticket)\n")
+	fmt.Fprintf(stdout, "ratio: makespan / ideal, ideal = (n−1)·interval\n")
 	return code
+}
+
+// promiseFigures is a run's lateness against the slot_at each job was
+// promised at enqueue: its first start's, whatever slot it started on.
+type promiseFigures struct {
+	P50, P99 time.Duration
+	// P99Others leaves out the jobs that missed a slot.
+	P99Others time.Duration
+	// Deciles holds the median lateness of each tenth of those starts
+	// (the jobs that missed no slot), in start order.
+	Deciles [10]time.Duration
+}
+
+func newPromiseFigures(res demoResult) promiseFigures {
+	var all, others []time.Duration
+	seen := map[string]bool{}
+	for _, st := range res.Starts { // in start order
+		slotAt, ok := res.Promised[st.JobID]
+		if !ok || seen[st.JobID] {
+			continue
+		}
+		seen[st.JobID] = true
+		d := st.At.Sub(slotAt)
+		all = append(all, d)
+		if !res.Missed[st.JobID] {
+			others = append(others, d)
+		}
+	}
+	var f promiseFigures
+	if len(all) == 0 {
+		return f
+	}
+	if n := len(others); n > 0 {
+		for i := range f.Deciles {
+			f.Deciles[i] = timeline.Percentile(others[i*n/10:max((i+1)*n/10, i*n/10+1)], 50)
+		}
+	}
+	f.P50, f.P99 = timeline.Percentile(all, 50), timeline.Percentile(all, 99)
+	f.P99Others = timeline.Percentile(others, 99)
+	return f
 }
 
 // defaultLanes is the workload of `slotq bench lanes`: 20 keys × 20 jobs,

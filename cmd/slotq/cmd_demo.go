@@ -57,6 +57,9 @@ func demoFlags(fs *flag.FlagSet, def demoConfig) *demoConfig {
 	fs.DurationVar(&c.Skew, "skew", def.Skew, "the queue's skew: any j starts after a start come at least j·interval − skew after it (0: the default, min(2ms, interval/4))")
 	fs.DurationVar(&c.Jitter, "jitter", def.Jitter, "delay each delivery by a random extra up to this (the transport's jitter)")
 	fs.Uint64Var(&c.Seed, "seed", def.Seed, "seed for producer gaps, batch sizes and jitter")
+	fs.DurationVar(&c.Lead, "lead", def.Lead, "how long before a start its worker goes to the gate (0: the default, 2ms)")
+	fs.DurationVar(&c.Stall, "stall", def.Stall, "stall one worker this long, once, halfway through the run (as it wakes for its job)")
+	fs.Float64Var(&c.SlowGates, "slow-gates", def.SlowGates, "share of gate writes (0–1) that take 20–50ms longer: a slow store's tail")
 	fs.DurationVar(&c.Timeout, "timeout", def.Timeout, "give up waiting for the jobs after this (0: 2·jobs·interval + 30s)")
 	return &c
 }
@@ -128,6 +131,8 @@ type report struct {
 	gate    timeline.Summary
 	// delay is how long after the gate the handler began: p50, p99, max.
 	delay [3]time.Duration
+	// promise is the lateness against the slot_at each job was promised.
+	promise promiseFigures
 }
 
 func newReport(cfg demoConfig, res demoResult) report {
@@ -137,6 +142,7 @@ func newReport(cfg demoConfig, res demoResult) report {
 		handler: timeline.Summarize(res.Starts, cfg.Interval, res.Skew),
 		gate:    timeline.Summarize(timeline.AtGate(res.Starts), cfg.Interval, res.Skew),
 		delay:   [3]time.Duration{timeline.Percentile(d, 50), timeline.Percentile(d, 99), timeline.Percentile(d, 100)},
+		promise: newPromiseFigures(res),
 	}
 }
 

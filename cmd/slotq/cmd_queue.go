@@ -648,6 +648,13 @@ func eventText(ev job.Event) string {
 		}
 	case job.HandedBack:
 		s += fmt.Sprintf(" %dms before its slot", ev.DelayMs)
+	case job.SlotMissed:
+		s = fmt.Sprintf("slot missed: woke %dms late", ev.LatenessMs)
+		if ev.OldTicket != 0 {
+			s += fmt.Sprintf("; new ticket %d", ev.Ticket)
+		} else {
+			s += "; takes the next opening"
+		}
 	case job.Started:
 		s += fmt.Sprintf(" attempt %d, %dms late", ev.Attempt, ev.LatenessMs)
 	case job.AttemptFailed, job.FailedEvent:

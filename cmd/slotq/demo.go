@@ -44,6 +44,16 @@ type demoConfig struct {
 	// Timeout bounds the wait for all jobs to finish; 0 means twice the
 	// ideal makespan plus 30s.
 	Timeout time.Duration
+	// Lead is the engine's Lead: how long before a start its worker goes
+	// to the gate (0: slot.DefaultLead).
+	Lead time.Duration
+	// Stall, if set, stalls one worker once, halfway through the run: the
+	// first read of the queue after the middle of the ideal makespan
+	// sleeps that long (a worker descheduled as it wakes for its job).
+	Stall time.Duration
+	// SlowGates is the share of gate writes that take 20–50ms longer
+	// (the store's latency tail), each applied at a random moment of it.
+	SlowGates float64
 	// Logger gets the engine's logs.
 	Logger *slog.Logger
 }
@@ -66,6 +76,12 @@ func (c demoConfig) validate() error {
 		return errors.New("--jitter must not be negative")
 	case c.Timeout < 0:
 		return errors.New("--timeout must not be negative")
+	case c.Lead < 0:
+		return errors.New("--lead must not be negative")
+	case c.Stall < 0:
+		return errors.New("--stall must not be negative")
+	case c.SlowGates < 0 || c.SlowGates > 1:
+		return errors.New("--slow-gates must be between 0 and 1")
 	}
 	return slot.ValidateName(c.Queue)
 }
@@ -93,6 +109,11 @@ type demoResult struct {
 	// Retickets is the sum of the jobs' re-ticket counts, as the engine
 	// recorded them (job.Job.Retickets).
 	Retickets int
+	// Promised is each accepted job's slot_at as its enqueue answered it.
+	Promised map[string]time.Time
+	// Missed holds the jobs that gave a slot up because their worker came
+	// late for it (job.SlotMissed in their history).
+	Missed map[string]bool
 	// Transport is what the embedded transport did.
 	Transport memstore.TransportStats
 }
@@ -153,8 +174,13 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 
 	store := memstore.New(memstore.Options{})
 	transport := memstore.NewTransport(memstore.TransportOptions{Jitter: cfg.Jitter, Seed: cfg.Seed})
+	var state engine.State = store
+	hiccups := &hiccupState{State: store, slowGates: cfg.SlowGates, rnd: rand.New(rand.NewPCG(cfg.Seed, 22))}
+	if cfg.Stall > 0 || cfg.SlowGates > 0 {
+		state = hiccups
+	}
 	eng := engine.New(engine.Options{
-		State: store, Transport: transport, Runner: &target.Dispatcher{Mux: mux}, Logger: cfg.Logger,
+		State: state, Transport: transport, Runner: &target.Dispatcher{Mux: mux}, Logger: cfg.Logger, Lead: cfg.Lead,
 	})
 	q, err := eng.CreateQueue(ctx, cfg.Queue, slot.Config{Interval: cfg.Interval, Skew: cfg.Skew})
 	if err != nil {
@@ -162,6 +188,9 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 	}
 
 	res := demoResult{Begin: time.Now(), Skew: q.Config.Skew}
+	if cfg.Stall > 0 {
+		hiccups.stallAt(res.Begin.Add(time.Duration(cfg.total()-1)*cfg.Interval/2), cfg.Stall)
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	// The workers stop with the run, but carry no deadline: an embedded
@@ -184,8 +213,8 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 		return eng.Work(context.WithValue(ctx, workerKey{}, id), env)
 	})
 
-	accepted, err := produce(ctx, eng, cfg)
-	res.Enqueued = len(accepted)
+	accepted, promised, err := produce(ctx, eng, cfg)
+	res.Enqueued, res.Promised = len(accepted), promised
 	if err == nil {
 		err = waitDone(ctx, store, cfg.Queue)
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
@@ -205,11 +234,13 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 	return res, err
 }
 
-// produce runs the producers and returns the ids of the accepted jobs.
-func produce(ctx context.Context, eng *engine.Engine, cfg demoConfig) ([]string, error) {
+// produce runs the producers and returns the ids of the accepted jobs and
+// the slot_at each was promised.
+func produce(ctx context.Context, eng *engine.Engine, cfg demoConfig) ([]string, map[string]time.Time, error) {
 	var (
 		mu       sync.Mutex
 		accepted []string
+		promised = map[string]time.Time{}
 		errs     []error
 		wg       sync.WaitGroup
 	)
@@ -237,6 +268,7 @@ func produce(ctx context.Context, eng *engine.Engine, cfg demoConfig) ([]string,
 				mu.Lock()
 				for _, a := range res.Jobs {
 					accepted = append(accepted, a.JobID)
+					promised[a.JobID] = a.SlotAt
 				}
 				mu.Unlock()
 				n += k
@@ -253,9 +285,54 @@ func produce(ctx context.Context, eng *engine.Engine, cfg demoConfig) ([]string,
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		return accepted, nil // reported as unfinished jobs
+		return accepted, promised, nil // reported as unfinished jobs
 	}
-	return accepted, errors.Join(errs...)
+	return accepted, promised, errors.Join(errs...)
+}
+
+// hiccupState makes a run's state store hiccup as a production one does:
+// one stalled worker (stallAt), and a share of slow gate writes.
+type hiccupState struct {
+	engine.State
+	slowGates float64
+
+	mu      sync.Mutex
+	rnd     *rand.Rand
+	stallOn time.Time
+	stall   time.Duration
+}
+
+// stallAt makes the first read of a queue at or after on sleep d.
+func (h *hiccupState) stallAt(on time.Time, d time.Duration) {
+	h.mu.Lock()
+	h.stallOn, h.stall = on, d
+	h.mu.Unlock()
+}
+
+func (h *hiccupState) GetQueue(ctx context.Context, name string) (engine.Queue, error) {
+	h.mu.Lock()
+	var d time.Duration
+	if !h.stallOn.IsZero() && !time.Now().Before(h.stallOn) {
+		d, h.stallOn = h.stall, time.Time{}
+	}
+	h.mu.Unlock()
+	time.Sleep(d)
+	return h.State.GetQueue(ctx, name)
+}
+
+func (h *hiccupState) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
+	var before, after time.Duration
+	h.mu.Lock()
+	if h.slowGates > 0 && h.rnd.Float64() < h.slowGates {
+		d := 20*time.Millisecond + time.Duration(h.rnd.Int64N(int64(30*time.Millisecond)))
+		before = time.Duration(h.rnd.Int64N(int64(d)))
+		after = d - before
+	}
+	h.mu.Unlock()
+	time.Sleep(before)
+	st, err := h.State.Gate(ctx, r)
+	time.Sleep(after)
+	return st, err
 }
 
 // waitDone polls the store until every job of the queue is final. It polls
@@ -295,6 +372,14 @@ func (r *demoResult) check(ctx context.Context, eng *engine.Engine, queue string
 			return err
 		}
 		r.Retickets += j.Retickets
+		for _, ev := range j.History {
+			if ev.Kind == job.SlotMissed {
+				if r.Missed == nil {
+					r.Missed = map[string]bool{}
+				}
+				r.Missed[id] = true
+			}
+		}
 		if j.Status == job.Succeeded {
 			r.Succeeded++
 		} else {

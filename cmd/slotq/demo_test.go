@@ -16,7 +16,7 @@ import (
 )
 
 // recordKeys are the keys of a start record, exactly.
-var recordKeys = []string{"job_id", "producer", "queue", "slot_at_ms", "start_ms", "ticket", "worker"}
+var recordKeys = []string{"gate_ms", "job_id", "producer", "queue", "slot_at_ms", "start_ms", "ticket", "worker"}
 
 // checkRecord checks one JSON start record: exactly recordKeys, each of
 // the right type and form.
@@ -58,10 +58,16 @@ func checkRecord(t *testing.T, line []byte, queue string) map[string]any {
 	if tk := num("ticket", true); tk < 1 {
 		t.Errorf("record %s: ticket %v < 1", line, tk)
 	}
-	slotMS, startMS := num("slot_at_ms", true), num("start_ms", false)
+	slotMS, gateMS, startMS := num("slot_at_ms", false), num("gate_ms", false), num("start_ms", false)
 	now := float64(time.Now().UnixMilli())
-	if startMS < slotMS || startMS > now || startMS < now-60_000 {
-		t.Errorf("record %s: start_ms %v must lie after slot_at_ms %v and within the last minute", line, startMS, slotMS)
+	if startMS < gateMS || gateMS < slotMS || startMS > now || startMS < now-60_000 {
+		t.Errorf("record %s: start_ms %v must lie after gate_ms %v, after slot_at_ms %v, and within the last minute", line, startMS, gateMS, slotMS)
+	}
+	// Sub-millisecond: three decimals.
+	for _, k := range []string{"slot_at_ms", "gate_ms", "start_ms"} {
+		if n := string(m[k].(json.Number)); !regexp.MustCompile(`^[0-9]+\.[0-9]{3}$`).MatchString(n) {
+			t.Errorf("record %s: %s = %s, want milliseconds with three decimals", line, k, n)
+		}
 	}
 	return m
 }

@@ -11,12 +11,12 @@ import (
 // Start is one start of a job: which ticket of which queue began when, and
 // who produced and ran it.
 //
-// In JSON it is one flat object with times in milliseconds since the epoch:
+// In JSON it is one flat object with times in milliseconds since the
+// epoch, each with microseconds, so a run can be scored from outside:
 //
-//	{"queue":"q","ticket":17,"job_id":"…","producer":"p3","worker":"w1","slot_at_ms":1732200000123,"start_ms":1732200000124.37}
+//	{"queue":"q","ticket":17,"job_id":"…","producer":"p3","worker":"w1","slot_at_ms":1732200000123.456,"gate_ms":1732200000123.456,"start_ms":1732200000123.712}
 //
-// slot_at_ms is whole milliseconds (rounded down, so start_ms − slot_at_ms
-// never understates lateness); start_ms carries microseconds.
+// gate_ms is left out when Gate is unknown.
 type Start struct {
 	Queue string
 	// Ticket and SlotAt are those the job started with (after any
@@ -29,10 +29,9 @@ type Start struct {
 	Worker   string
 	// At is when the job's handler began.
 	At time.Time
-	// Gate, if known, is when the gate let the attempt start (the job's
-	// StartedAt): the time slotq's spacing guarantee is about. At comes
-	// after it by however long the worker took to reach the handler. It is
-	// not part of the JSON record.
+	// Gate, if known, is the start the gate reserved for the attempt (the
+	// job's StartedAt): the time slotq's spacing is counted by. At comes
+	// after it by the worker's wake-up, within the queue's skew.
 	Gate time.Time
 }
 
@@ -45,16 +44,21 @@ type wire struct {
 	JobID    string      `json:"job_id"`
 	Producer string      `json:"producer"`
 	Worker   string      `json:"worker"`
-	SlotAtMS int64       `json:"slot_at_ms"`
+	SlotAtMS json.Number `json:"slot_at_ms"`
+	GateMS   json.Number `json:"gate_ms,omitempty"`
 	StartMS  json.Number `json:"start_ms"`
 }
 
 // MarshalJSON writes the flat record shown on Start.
 func (s Start) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wire{
+	w := wire{
 		Queue: s.Queue, Ticket: s.Ticket, JobID: s.JobID, Producer: s.Producer, Worker: s.Worker,
-		SlotAtMS: s.SlotAt.UnixMilli(), StartMS: json.Number(formatMS(s.At)),
-	})
+		SlotAtMS: json.Number(formatMS(s.SlotAt)), StartMS: json.Number(formatMS(s.At)),
+	}
+	if !s.Gate.IsZero() {
+		w.GateMS = json.Number(formatMS(s.Gate))
+	}
+	return json.Marshal(w)
 }
 
 // UnmarshalJSON reads the flat record shown on Start.
@@ -67,9 +71,19 @@ func (s *Start) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("start_ms: %w", err)
 	}
+	slotAt, err := parseMS(string(w.SlotAtMS))
+	if err != nil {
+		return fmt.Errorf("slot_at_ms: %w", err)
+	}
+	var gate time.Time
+	if w.GateMS != "" {
+		if gate, err = parseMS(string(w.GateMS)); err != nil {
+			return fmt.Errorf("gate_ms: %w", err)
+		}
+	}
 	*s = Start{
 		Queue: w.Queue, Ticket: w.Ticket, JobID: w.JobID, Producer: w.Producer, Worker: w.Worker,
-		SlotAt: time.UnixMilli(w.SlotAtMS).UTC(), At: at,
+		SlotAt: slotAt, Gate: gate, At: at,
 	}
 	return nil
 }

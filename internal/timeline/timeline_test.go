@@ -182,13 +182,14 @@ func TestStartJSON(t *testing.T) {
 	s := Start{
 		Queue: "q", Ticket: 17, JobID: "abc", Producer: "p3", Worker: "w1",
 		SlotAt: time.UnixMilli(1732200000123).Add(456 * time.Microsecond).UTC(),
+		Gate:   time.UnixMilli(1732200000123).Add(456 * time.Microsecond).UTC(),
 		At:     time.UnixMilli(1732200000124).Add(370 * time.Microsecond).UTC(),
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"queue":"q","ticket":17,"job_id":"abc","producer":"p3","worker":"w1","slot_at_ms":1732200000123,"start_ms":1732200000124.370}`
+	const want = `{"queue":"q","ticket":17,"job_id":"abc","producer":"p3","worker":"w1","slot_at_ms":1732200000123.456,"gate_ms":1732200000123.456,"start_ms":1732200000124.370}`
 	if string(b) != want {
 		t.Fatalf("Marshal:\n got %s\nwant %s", b, want)
 	}
@@ -196,8 +197,7 @@ func TestStartJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	wantBack := s
-	wantBack.SlotAt = time.UnixMilli(1732200000123).UTC() // whole milliseconds on the wire
+	wantBack := s // microseconds on the wire, as here
 	if back != wantBack {
 		t.Errorf("round trip:\n got %+v\nwant %+v", back, wantBack)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -42,9 +43,14 @@ const (
 	// faultLost: the request is applied, and its answer is lost to a
 	// connection reset. The SDK retries it.
 	faultLost
+	// faultSlow: the request takes the rule's Slow longer: DynamoDB
+	// applies it at a random moment of that time, and its answer comes
+	// at the end. Latency of DynamoDB's tail, which DynamoDB Local never
+	// has.
+	faultSlow
 )
 
-var faultNames = [...]string{noFault: "none", faultConflict: "conflict", faultThrottle: "throttle", faultServer: "5xx", faultLost: "lost answer"}
+var faultNames = [...]string{noFault: "none", faultConflict: "conflict", faultThrottle: "throttle", faultServer: "5xx", faultLost: "lost answer", faultSlow: "slow"}
 
 func (k faultKind) String() string { return faultNames[k] }
 
@@ -65,6 +71,8 @@ type faultRule struct {
 	// caller hears of it: for a lost answer, after DynamoDB applied the
 	// request. A test makes other writes land there.
 	Then func()
+	// Slow is, for faultSlow, how much longer a picked request takes.
+	Slow time.Duration
 
 	fired int // under faultyDB.mu
 }
@@ -143,8 +151,9 @@ func (f *faultyDB) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// pick decides the fault of one attempt of op.
-func (f *faultyDB) pick(op string, in any) (faultKind, func(), bool) {
+// pick decides the fault of one attempt of op; for faultSlow, slow is how
+// much longer it takes and lands when DynamoDB applies it.
+func (f *faultyDB) pick(op string, in any) (kind faultKind, then func(), coin bool, slow, lands time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attempts[op]++
@@ -161,9 +170,13 @@ func (f *faultyDB) pick(op string, in any) (faultKind, func(), bool) {
 		}
 		r.fired++
 		f.injected[op+" "+r.Fault.String()]++
-		return r.Fault, r.Then, f.rnd.IntN(2) == 0
+		if r.Fault == faultSlow {
+			slow = r.Slow
+			lands = time.Duration(f.rnd.Int64N(int64(slow) + 1))
+		}
+		return r.Fault, r.Then, f.rnd.IntN(2) == 0, slow, lands
 	}
-	return noFault, nil, false
+	return noFault, nil, false, 0, 0
 }
 
 // with adds to a call's options the HTTP client that injects its faults.
@@ -190,11 +203,20 @@ func (c *faultyCall) Do(r *http.Request) (*http.Response, error) {
 		c.f.mu.Unlock()
 		return c.next.Do(r)
 	}
-	kind, then, coin := c.f.pick(c.op, c.in)
+	kind, then, coin, slow, lands := c.f.pick(c.op, c.in)
 	if kind == noFault {
 		return c.next.Do(r)
 	}
 	c.faults++
+	if kind == faultSlow {
+		time.Sleep(lands)
+		resp, err := c.next.Do(r)
+		if then != nil {
+			then()
+		}
+		time.Sleep(slow - lands)
+		return resp, err
+	}
 	resp, err := c.inject(r, kind, coin)
 	if then != nil {
 		then()

@@ -163,14 +163,15 @@ func takeInput(r engine.TakeRequest, f takeForm, tok string) *dynamodb.UpdateIte
 // Gate applies r.Decide and r.Started with one conditional UpdateItem on
 // the queue's state item, and nothing else: no transaction, no second
 // write. The condition is the gate (interval unchanged, not paused, not
-// purged, current ≤ ticket, last_start ≤ now − interval + skew); the update
-// sets current = ticket and moves last_start to max(last_start + interval,
-// now) by one of two forms, since one expression cannot take a maximum
+// purged, current ≤ ticket, last_start ≤ at − interval + skew, where at is
+// the start the gate reserves, r.Start); the update sets current = ticket
+// and moves last_start to max(last_start + interval, at) by one of two
+// forms, since one expression cannot take a maximum
 // (a scheduled ticket's gate leaves out current, in the condition and the
 // update):
 //
-//   - busy, last_start ≥ now − interval: last_start = last_start + interval;
-//   - idle, last_start < now − interval (or none yet): last_start = now.
+//   - busy, last_start ≥ at − interval: last_start = last_start + interval;
+//   - idle, last_start < at − interval (or none yet): last_start = at.
 //
 // Under a running cap (r.MaxRunning > 0) the same write takes the
 // ticket's running place until r.Until, and its condition holds the cap
@@ -187,7 +188,7 @@ func takeInput(r engine.TakeRequest, f takeForm, tok string) *dynamodb.UpdateIte
 // ErrQueueNotFound (also for a queue of another generation than r.Gen),
 // ErrIntervalChanged.
 func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
-	busy := isBusy(r.Seen, r.Interval, r.Now)
+	busy := isBusy(r.Seen, r.Interval, r.Start())
 	seen := r.Seen
 	tok := newToken()
 	for range 4 {
@@ -213,7 +214,7 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 			if v, openAt := r.Decide(st); v != slot.Start {
 				return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: st}
 			}
-			busy, seen = isBusy(st, r.Interval, r.Now), st
+			busy, seen = isBusy(st, r.Interval, r.Start()), st
 			continue
 		}
 		if err != nil {
@@ -239,7 +240,8 @@ func isBusy(s slot.State, iv time.Duration, now time.Time) bool {
 func gateInput(r engine.GateRequest, busy bool, seen slot.State, tok string) *dynamodb.UpdateItemInput {
 	e := newExpr()
 	wt, last := e.n(attrWriteToken), e.n(attrLastStart)
-	nmi := e.v(":nmi", timeNum(r.Now.Add(-r.Interval)))
+	at := r.Start() // the reserved start: the spacing is the start's, not the write's
+	nmi := e.v(":nmi", timeNum(at.Add(-r.Interval)))
 	cond := e.n(attrInterval) + " = " + e.v(":iv", durNum(r.Interval)) +
 		" AND " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) +
 		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < " + e.v(":t", num(r.Ticket)) + ")" +
@@ -254,11 +256,11 @@ func gateInput(r engine.GateRequest, busy bool, seen slot.State, tok string) *dy
 	}
 	upd += last + " = "
 	if busy {
-		cond += " AND " + last + " BETWEEN " + nmi + " AND " + e.v(":open", timeNum(r.Now.Add(r.Skew-r.Interval)))
+		cond += " AND " + last + " BETWEEN " + nmi + " AND " + e.v(":open", timeNum(at.Add(r.Skew-r.Interval)))
 		upd += last + " + :iv"
 	} else {
 		cond += " AND (attribute_not_exists(" + last + ") OR " + last + " < " + nmi + ")"
-		upd += e.v(":now", timeNum(r.Now))
+		upd += e.v(":now", timeNum(at))
 	}
 	if r.MaxRunning > 0 {
 		if remove := capFormOf(seen, r).add(e, r, &cond, &upd); len(remove) > 0 {

@@ -229,10 +229,12 @@ func (r *adminRacer) EndRun(ctx context.Context, queue string, gen, ticket int64
 	return r.State.EndRun(ctx, queue, gen, ticket, until)
 }
 
-// forbidden returns the runs that began where an admin operation says
-// nothing may start: after a purge that covered their ticket, after a
-// cancel of their job, after a delete of their generation, or while
-// their queue was paused.
+// forbidden returns the runs that started where an admin operation says
+// nothing may: whose ticket passed the gate after a purge that covered
+// it, a delete of their generation, or a pause returned, or that began
+// after a cancel of their job returned. (The gate decides a start and
+// reserves it up to a lead ahead: a start it decided before the
+// operation returned may begin up to a lead after.)
 func (a *adminSim) forbidden(runs []run) []string {
 	var bad []string
 	for i, op := range a.ops {
@@ -251,7 +253,15 @@ func (a *adminSim) forbidden(runs []run) []string {
 			}
 		}
 		for _, r := range runs {
-			if r.Gen != op.gen || !r.Begin.After(op.done) {
+			gated, ok := a.s.chaos.gatedAt(r)
+			if !ok {
+				a.t.Errorf("%s (ticket %d) ran with no gate passed", r.ID, r.Ticket)
+				continue
+			}
+			if op.kind == "cancel" {
+				gated = r.Begin
+			}
+			if r.Gen != op.gen || !gated.After(op.done) {
 				continue
 			}
 			why := ""
@@ -272,8 +282,8 @@ func (a *adminSim) forbidden(runs []run) []string {
 				}
 			}
 			if why != "" {
-				bad = append(bad, fmt.Sprintf("%s (ticket %d, attempt %d) began at %v after the %s returned at %v",
-					r.ID, r.Ticket, r.Attempt, r.Begin.Format("15:04:05.000"), why, op.done.Format("15:04:05.000")))
+				bad = append(bad, fmt.Sprintf("%s (ticket %d, attempt %d) passed the gate at %v (began %v) after the %s returned at %v",
+					r.ID, r.Ticket, r.Attempt, gated.Format("15:04:05.000"), r.Begin.Format("15:04:05.000"), why, op.done.Format("15:04:05.000")))
 			}
 		}
 	}

@@ -58,12 +58,12 @@ func (r *recordingTransport) Send(_ context.Context, msgs []engine.Message) erro
 	return nil
 }
 
-// checkDelay fails unless m was sent to arrive at slotAt, by the clock at
-// the time it was sent.
+// checkDelay fails unless m was sent to arrive the engine's lead before
+// slotAt, by the clock at the time it was sent.
 func checkDelay(t *testing.T, m sentMessage, slotAt time.Time) {
 	t.Helper()
-	if want := max(0, slotAt.Sub(m.At)); m.Delay != want {
-		t.Errorf("message delay %v; the slot was %v away when it was sent", m.Delay, want)
+	if want := max(0, slotAt.Sub(m.At)-slot.DefaultLead); m.Delay != want {
+		t.Errorf("message delay %v; the slot less the lead was %v away when it was sent", m.Delay, want)
 	}
 	if !m.Envelope.SentAt.Equal(m.At) {
 		t.Errorf("envelope sent_at %v, sent at %v", m.Envelope.SentAt, m.At)

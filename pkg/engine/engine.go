@@ -87,6 +87,16 @@ type Options struct {
 	// a wait that would end later is handed back to the transport.
 	// Default 2s.
 	Margin time.Duration
+	// Lead is how long before a start Work goes to the gate: it reads the
+	// queue, passes the gate for the start (the gate reserves it), claims
+	// the job and sleeps to the start, so the writes' latency makes no
+	// start late. Messages are sent to arrive Lead before their slot. It
+	// must cover those three calls at the store's p99: a worker whose
+	// writes end more than the queue's skew after the start does not
+	// start, and its job takes a new ticket (slot.Overslept). Default
+	// slot.DefaultLead (2ms, the embedded store); the Lambda stack sets
+	// SLOTQ_LEAD (template parameter SlotLead). Negative: 0.
+	Lead time.Duration
 }
 
 // Defaults of Options.
@@ -141,6 +151,10 @@ func New(o Options) *Engine {
 	if o.Margin == 0 {
 		o.Margin = DefaultMargin
 	}
+	if o.Lead == 0 {
+		o.Lead = slot.DefaultLead
+	}
+	o.Lead = max(0, o.Lead)
 	return &Engine{
 		state: o.State, transport: o.Transport, runner: o.Runner, log: o.Logger,
 		now: o.Now, defaults: o.Defaults.WithDefaults(), opts: o,

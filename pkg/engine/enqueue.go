@@ -275,10 +275,11 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 //
 // The slots are booked by the clock as the take is sent, not as the call
 // began: the round trips before it (reading the queue, looking up ids)
-// would book a job due at once in the past.
+// would book a job due at once in the past. The soonest slot is Lead
+// from now: the time a worker takes to pass the gate before its start.
 func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 	for try := 0; ; try++ {
-		now := e.now()
+		now := e.now().Add(e.opts.Lead)
 		iv := q.Config.Interval
 		est := slot.NextSlot(q.State, iv, now)
 		inLine := make([]bool, len(jobs))
@@ -371,7 +372,9 @@ func (e *Engine) dispatch(ctx context.Context, jobs []*job.Job) {
 	for i, j := range queued {
 		env := j.Envelope()
 		env.SentAt = now
-		msgs[i] = Message{Envelope: env, Delay: max(0, j.SlotAt.Sub(now))}
+		// Lead before the slot: the worker passes the gate then, for
+		// a start at the slot.
+		msgs[i] = Message{Envelope: env, Delay: max(0, j.SlotAt.Sub(now)-e.opts.Lead)}
 	}
 	err := e.transport.Send(ctx, msgs)
 	if err == nil {

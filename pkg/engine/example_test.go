@@ -21,7 +21,9 @@ func (printRunner) Run(ctx context.Context, j *job.Job, cfg slot.Config) error {
 
 // Enqueue three jobs on a queue created by its first enqueue, then work
 // the first one's message as the worker function would. The engine runs
-// on the embedded store and transport, with a fixed clock.
+// on the embedded store and transport, with a fixed clock. An idle queue's
+// first slot is the engine's Lead away (2ms by default): the time its
+// worker takes to pass the gate and claim the job before the start.
 func Example() {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
@@ -44,7 +46,7 @@ func Example() {
 		fmt.Printf("%s: ticket %d, position %d, slot +%v, %s\n", a.JobID, a.Ticket, a.Position, a.SlotAt.Sub(now), a.Status)
 	}
 
-	// The first job's message is due now.
+	// The first job's message is due now: a lead before its slot.
 	ds, err := tr.Receive(ctx, 1, time.Second, time.Minute)
 	if err != nil {
 		panic(err)
@@ -55,9 +57,9 @@ func Example() {
 	j, _ := eng.Job(ctx, job.Key{Queue: "emails", ID: "welcome-1"})
 	fmt.Println(j.ID, j.Status)
 	// Output:
-	// welcome-1: ticket 1, position 0, slot +0s, queued
-	// welcome-2: ticket 2, position 1, slot +2s, queued
-	// welcome-3: ticket 3, position 2, slot +4s, queued
+	// welcome-1: ticket 1, position 0, slot +2ms, queued
+	// welcome-2: ticket 2, position 1, slot +2.002s, queued
+	// welcome-3: ticket 3, position 2, slot +4.002s, queued
 	// run welcome-1 (ticket 1, attempt 1)
 	// welcome-1 succeeded
 }

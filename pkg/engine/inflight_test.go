@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -136,16 +137,16 @@ func TestDeletedQueueRetryTakesNothing(t *testing.T) {
 	})
 }
 
-// hookState runs a hook once, before the first call of a method that
+// adminHook runs a hook once, before the first call of a method that
 // when matches, then makes the call.
-type hookState struct {
+type adminHook struct {
 	engine.State
 	mu   sync.Mutex
 	when func(op string, j *job.Job) bool
 	hook func()
 }
 
-func (h *hookState) fire(op string, j *job.Job) {
+func (h *adminHook) fire(op string, j *job.Job) {
 	h.mu.Lock()
 	when, hook := h.when, h.hook
 	if when != nil && when(op, j) {
@@ -159,23 +160,23 @@ func (h *hookState) fire(op string, j *job.Job) {
 	}
 }
 
-func (h *hookState) arm(when func(op string, j *job.Job) bool, hook func()) {
+func (h *adminHook) arm(when func(op string, j *job.Job) bool, hook func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.when, h.hook = when, hook
 }
 
-func (h *hookState) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
+func (h *adminHook) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
 	h.fire("UpdateJob", &j)
 	return h.State.UpdateJob(ctx, j, from)
 }
 
-func (h *hookState) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
+func (h *adminHook) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
 	h.fire("Take", nil)
 	return h.State.Take(ctx, r)
 }
 
-func (h *hookState) GetLane(ctx context.Context, queue, key string) (slot.Lane, error) {
+func (h *adminHook) GetLane(ctx context.Context, queue, key string) (slot.Lane, error) {
 	h.fire("GetLane", nil)
 	return h.State.GetLane(ctx, queue, key)
 }
@@ -216,7 +217,7 @@ func TestAdminBetweenGateAndPark(t *testing.T) {
 		t.Run(op, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ran := 0
-				h := &hookState{}
+				h := &adminHook{}
 				b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error {
 					ran++
 					return nil
@@ -264,7 +265,7 @@ func TestAdminBetweenGateAndPark(t *testing.T) {
 func TestPurgeDuringResumeRound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ran := 0
-		h := &hookState{}
+		h := &adminHook{}
 		b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error {
 			ran++
 			return nil
@@ -303,7 +304,7 @@ func TestPurgeDuringResumeRound(t *testing.T) {
 func TestCancelBeforeKeyTaken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ran []string
-		h := &hookState{}
+		h := &adminHook{}
 		b := newWorkBench(t, engine.Options{Runner: runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
 			ran = append(ran, j.ID)
 			return nil
@@ -386,11 +387,14 @@ func (d *dupState) UpdateJob(ctx context.Context, j job.Job, from job.Version) e
 	return d.State.UpdateJob(ctx, j, from)
 }
 
-// A duplicate delivery passes the gate while the first delivery's claim
-// is slow (its gate an interval old): the duplicate's gate rewrites the
-// ticket's running place, its claim is refused while the first runs, and
-// the attempt that runs must still free the place as it ends, or the
-// queue's next job waits for a place until the lease ends.
+// A duplicate delivery passes the gate again while the first delivery's
+// claim is on its way (an interval late), and the two claims land in
+// either order: whichever delivery runs, or neither (the first oversleeps
+// its reserved start and gives the slot up), the running place is freed,
+// and the queue's next job does not wait for a place until the lease
+// ends. (Before the gate reserved starts, the first delivery ran here and
+// its end freed nothing: the duplicate's gate had rewritten the place's
+// end. The store's rule is checked by storetest Gate/CapEndRunRegated.)
 func TestDuplicateGateKeepsPlaceFreeable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ran []string
@@ -429,8 +433,8 @@ func TestDuplicateGateKeepsPlaceFreeable(t *testing.T) {
 			}
 		}
 		drain(t, b, time.Minute)
-		if len(ran) != 2 || ran[1] != "j2" {
-			t.Fatalf("ran %v within a minute, want j1 then j2; j1: %+v", ran, b.job("q", "j1").History)
+		if !slices.Contains(ran, "j1") || !slices.Contains(ran, "j2") || len(ran) != 2 {
+			t.Fatalf("ran %v within a minute, want j1 and j2 once each; j1: %+v", ran, b.job("q", "j1").History)
 		}
 	})
 }

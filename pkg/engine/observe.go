@@ -27,6 +27,9 @@ const (
 	// EventReticket: Count jobs took new tickets (passed at the gate, or
 	// stale when resume looked at them).
 	EventReticket EventKind = "reticket"
+	// EventMissed: a job's worker came too late for its start, and the
+	// job gave its slot up (job.SlotMissed); Lateness says by how much.
+	EventMissed EventKind = "missed"
 	// EventPark: a job was parked at the gate (its queue is paused), or on
 	// a lane (its key is held, or every running place is taken).
 	EventPark EventKind = "park"

@@ -48,7 +48,13 @@ type simOptions struct {
 	Lease       time.Duration
 	// ResumeBudget is engine.Options.ResumeBudget (0: its default).
 	ResumeBudget int
-	Seed         uint64
+	// Lead is the engine's Lead. Default: the transport's Jitter if it
+	// has one, else the engine's default. A lead that covers the
+	// transport's delivery lateness absorbs it, as SQS's delays, rounded
+	// down to whole seconds, absorb theirs: a message that comes later
+	// than Lead before its slot makes its job miss the slot.
+	Lead time.Duration
+	Seed uint64
 	// Wrap, when set, wraps the state the engine uses (around the
 	// chaos wrapper).
 	Wrap func(engine.State) engine.State
@@ -85,6 +91,9 @@ func newSim(t *testing.T, o simOptions) *sim {
 	if o.Lease == 0 {
 		o.Lease = 2 * time.Minute
 	}
+	if o.Lead == 0 {
+		o.Lead = o.Transport.Jitter
+	}
 	s := &sim{t: t, failFor: map[string]int{}}
 	s.store = memstore.New(memstore.Options{})
 	s.chaos = &chaosState{State: s.store, rate: o.CrashRate, rnd: rand.New(rand.NewPCG(o.Seed, 7)), t: t}
@@ -101,7 +110,7 @@ func newSim(t *testing.T, o simOptions) *sim {
 	}
 	s.eng = engine.New(engine.Options{
 		State: st, Transport: s.tr, Runner: &target.Dispatcher{Mux: mux},
-		Lease: o.Lease, Logger: slog.New(warnLog{s}), ResumeBudget: o.ResumeBudget,
+		Lease: o.Lease, Lead: o.Lead, Logger: slog.New(warnLog{s}), ResumeBudget: o.ResumeBudget,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -308,6 +317,8 @@ type chaosState struct {
 	seen map[string]slot.State
 	// dieAfterRun names jobs whose next run's outcome is never recorded.
 	dieAfterRun map[string]bool
+	// passes are the gates passed, in time order.
+	passes []gatePass
 
 	// opMu orders each state call with its observation, so a read that
 	// returned before a concurrent write is not observed after it.
@@ -315,6 +326,28 @@ type chaosState struct {
 }
 
 var errCrash = errors.New("simulated crash")
+
+// gatePass is one ticket passing the gate: when its start was decided.
+// The start itself (the target's begin) comes up to a lead later.
+type gatePass struct {
+	Queue  string
+	Gen    int64
+	Ticket int64
+	At     time.Time
+}
+
+// gatedAt returns when r's ticket last passed the gate before r began.
+func (c *chaosState) gatedAt(r run) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var at time.Time
+	for _, p := range c.passes {
+		if p.Queue == r.Queue && p.Gen == r.Gen && p.Ticket == r.Ticket && !p.At.After(r.Begin) {
+			at = p.At
+		}
+	}
+	return at, !at.IsZero()
+}
 
 func (c *chaosState) roll() bool {
 	if c.rate == 0 {
@@ -376,6 +409,9 @@ func (c *chaosState) Gate(ctx context.Context, r engine.GateRequest) (slot.State
 	st, err := c.State.Gate(ctx, r)
 	if err == nil {
 		c.observe(r.Queue, r.Gen, st)
+		c.mu.Lock()
+		c.passes = append(c.passes, gatePass{Queue: r.Queue, Gen: r.Gen, Ticket: r.Ticket, At: time.Now()})
+		c.mu.Unlock()
 		if c.roll() {
 			return st, errCrash // passed the gate, but died before the claim
 		}

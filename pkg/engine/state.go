@@ -184,6 +184,10 @@ type GateRequest struct {
 	Interval time.Duration
 	Skew     time.Duration
 	Now      time.Time
+	// At is the start the gate reserves: the spacing is checked, and the
+	// queue's theoretical last start moved, by At, not by Now (the gate is
+	// asked a lead before the start; see slot.StartAt). Zero: Now.
+	At time.Time
 	// Scheduled says the ticket is a scheduled job's (job.Job.Scheduled):
 	// it took no place in the line, so ticket order does not apply and
 	// current does not move (slot.GateScheduled, slot.StartedScheduled).
@@ -209,9 +213,9 @@ type GateRequest struct {
 // gate would start is slot.Full when the queue's running places are all
 // taken (slot.Capped).
 func (r GateRequest) Decide(s slot.State) (slot.Verdict, time.Time) {
-	v, open := slot.Gate(s, r.Ticket, r.Interval, r.Skew, r.Now)
+	v, open := slot.Gate(s, r.Ticket, r.Interval, r.Skew, r.Start())
 	if r.Scheduled {
-		v, open = slot.GateScheduled(s, r.Ticket, r.Interval, r.Skew, r.Now)
+		v, open = slot.GateScheduled(s, r.Ticket, r.Interval, r.Skew, r.Start())
 	}
 	if v == slot.Start && slot.CappedFor(s, r.MaxRunning, r.Ticket, r.Now) {
 		return slot.Full, time.Time{}
@@ -219,14 +223,22 @@ func (r GateRequest) Decide(s slot.State) (slot.Verdict, time.Time) {
 	return v, open
 }
 
+// Start is the start r reserves: At, or Now if At is zero.
+func (r GateRequest) Start() time.Time {
+	if r.At.IsZero() {
+		return r.Now
+	}
+	return r.At
+}
+
 // Started is the state after r passed the gate at state s: slot.Started,
 // or slot.StartedScheduled for a scheduled ticket, and under a cap the
 // ticket's running place (slot.Run).
 func (r GateRequest) Started(s slot.State) slot.State {
 	if r.Scheduled {
-		s = slot.StartedScheduled(s, r.Interval, r.Now)
+		s = slot.StartedScheduled(s, r.Interval, r.Start())
 	} else {
-		s = slot.Started(s, r.Ticket, r.Interval, r.Now)
+		s = slot.Started(s, r.Ticket, r.Interval, r.Start())
 	}
 	if r.MaxRunning > 0 {
 		s = slot.Run(s, r.Ticket, r.Until, r.Now)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -19,9 +20,12 @@ import (
 // deliver it again.
 //
 // The steps: drop envelopes that no longer match the job record; wait to
-// the exact slot; pass the gate (one write on the queue's state); claim
-// the attempt (one conditional write on the job); run the target; record
-// the outcome or retry.
+// Options.Lead before the slot; pass the gate for a start at the slot (one
+// write on the queue's state, which reserves that start); claim the
+// attempt (one conditional write on the job); sleep to the start and run
+// the target there; record the outcome or retry. A worker that comes too
+// late for its start (by more than the queue's skew) does not start late:
+// its job gives the slot up (slot.Missed, slot.Overslept; see missed).
 //
 // Each message is budgeted against ctx's deadline (the invocation's):
 // the slot wait, the queue's target timeout and RecordTimeout for the
@@ -31,7 +35,7 @@ import (
 // target runs under its timeout (Go handlers too) and a panic in it fails
 // the attempt; the outcome is written on a context of its own.
 func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
-	j, err := e.record(ctx, env)
+	j, waited, err := e.record(ctx, env)
 	if errors.Is(err, ErrJobNotFound) {
 		e.log.WarnContext(ctx, "dropped message of unknown job", "queue", env.Queue, "job_id", env.JobID)
 		return nil
@@ -48,7 +52,17 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			"ticket", env.Ticket, "status", j.Status, "job_ticket", j.Ticket)
 		return nil
 	}
+	// wake is the start aimed at: the slot, a hold's end or the gate's
+	// opening. The worker wakes Lead before it.
 	wake := j.SlotAt
+	// writerLate: the job's record came after its worker's time to go to
+	// the gate (its enqueue was still writing its batch's records, say):
+	// the job is late by its writer, not by its worker, and starts late
+	// rather than lose its place (as if its slot had been booked later).
+	writerLate := waited && e.now().After(wake.Add(-e.opts.Lead))
+	// turn is when the worker may go to the gate at the earliest, by the
+	// clock: a hold's (see holdTurn).
+	var turn time.Time
 	var cfg *slot.Config // the queue's configuration, once read
 	// recheck: a scheduled job found the gate closed at its slot; the
 	// start that closed it may have been a duplicate of this message.
@@ -56,7 +70,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 	// holding: j holds its key (Job.Lane), taken in this invocation.
 	holding := false
 	for {
-		if wait := wake.Sub(e.now()); wait > 0 {
+		if wait := laterOf(wake.Add(-e.opts.Lead), turn).Sub(e.now()); wait > 0 {
 			if cfg == nil {
 				q, err := e.state.GetQueue(ctx, j.Queue)
 				if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != j.Gen {
@@ -69,7 +83,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			}
 			// The whole budget, not only the wait: a job that starts
 			// must be recorded before the invocation ends.
-			if !e.fits(ctx, wait+e.budget(*cfg)) {
+			if !e.fits(ctx, wait+e.opts.Lead+e.budget(*cfg)) {
 				return e.handBack(ctx, &j, wake)
 			}
 			if err := clock.Sleep(ctx, wait); err != nil {
@@ -103,17 +117,23 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			recheck = false
 		}
 		now := e.now()
+		// The start to reserve: wake, or, for a worker that came too
+		// late for it, the soonest it can start.
+		at := slot.StartAt(wake, now, e.opts.Lead, q.Config.Skew)
 		// Hold: while lower tickets have not started, leave them the
 		// intervals they need, so a late neighbour is not passed by a
 		// hair (see holdUntil). A scheduled job does not wait for the line.
-		if hold := holdUntil(q, &j, now); now.Before(hold) {
+		if hold := holdUntil(q, &j, at); at.Before(hold) {
 			wake = hold
 			continue
 		}
+		if turn = holdTurn(q, &j, at); now.Before(turn) {
+			continue
+		}
 		gr := GateRequest{
-			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now,
+			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now, At: at,
 			Scheduled: outOfLine(&j), Seen: q.State,
-			MaxRunning: q.Config.MaxRunning, Until: now.Add(e.opts.Lease), Gen: j.Gen,
+			MaxRunning: q.Config.MaxRunning, Until: at.Add(e.opts.Lease), Gen: j.Gen,
 		}
 		// The queue state just read says when the gate opens: waiting for
 		// it here saves a write that would fail (and still be billed).
@@ -141,11 +161,26 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			wake = time.Time{}
 			continue
 		}
+		// A line job whose worker came too late for its slot (a stall, a
+		// late delivery) gives it up rather than push every start booked
+		// behind it; a job out of line takes the opening it finds.
+		if !outOfLine(&j) && !writerLate && !missedBefore(&j) && slot.Missed(q.State, j.SlotAt, at, q.Config.Interval, q.Config.Skew) {
+			late := at.Sub(slot.Due(q.State, j.SlotAt, q.Config.Interval))
+			err := e.missed(ctx, &q, &j, late)
+			e.leaveUnlessRunning(ctx, q, j, want.Ticket)
+			return err
+		}
 		st, err := e.state.Gate(ctx, gr)
 		var gate *GateError
 		switch {
 		case err == nil:
-			return e.claim(ctx, q, j, want, st, now)
+			again, err := e.claim(ctx, q, &j, want, st, gr)
+			if !again || err != nil {
+				return err
+			}
+			// A job out of line overslept its start: its slot is spent,
+			// and it takes the next opening, queued again as it was.
+			wake = time.Time{}
 		case errors.Is(err, ErrQueueNotFound):
 			return e.orphan(ctx, j)
 		case errors.Is(err, ErrIntervalChanged):
@@ -154,7 +189,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			switch gate.Verdict {
 			case slot.Early:
 				q.State = gate.State
-				wake, recheck = laterOf(yieldTo(gate.OpenAt, &j, q.Config), holdUntil(q, &j, now)), outOfLine(&j)
+				wake, recheck = laterOf(yieldTo(gate.OpenAt, &j, q.Config), holdUntil(q, &j, at)), outOfLine(&j)
 			case slot.Full:
 				// Keeps its key, if it took one: its place in the key's
 				// order is its ticket's.
@@ -170,7 +205,16 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 				return e.purged(ctx, q, j)
 			case slot.Passed:
 				q.State = gate.State
-				err := e.reticket(ctx, &q, &j)
+				var err error
+				if late := max(e.now().Sub(at), now.Sub(wake)); late > q.Config.Skew && !outOfLine(&j) {
+					// Passed while its own worker was late: it came to
+					// the gate after the start it wanted, or the gate
+					// answered after the start it reserved (a stall, a
+					// slow gate write). A missed slot.
+					err = e.missed(ctx, &q, &j, late)
+				} else {
+					err = e.reticket(ctx, &q, &j)
+				}
 				e.leaveUnlessRunning(ctx, q, j, want.Ticket)
 				return err
 			}
@@ -185,33 +229,35 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 // missing or behind it (an older ticket, or still parked at this ticket):
 // record reads again, with backoff, until RecordGrace after the message
 // was sent. A record still behind then was never written (its writer
-// died), and the message is stale.
+// died), and the message is stale. waited says the record was behind
+// the message when first read.
 //
 // A record that keeps it waiting past recordHold lets the later messages
 // of its queue in the worker's batch go on (Started): a record that
 // lags that long is rare, and mostly one that will never come (a
 // re-ticket that lost to a duplicate, a concurrent enqueue of the same
 // id), so the batch is not held up for RecordGrace.
-func (e *Engine) record(ctx context.Context, env job.Envelope) (job.Job, error) {
-	wait := 10 * time.Millisecond
+func (e *Engine) record(ctx context.Context, env job.Envelope) (j job.Job, waited bool, err error) {
+	wait := time.Millisecond // a message due at once may come just before its record
 	began := e.now()
 	for {
-		j, err := e.state.GetJob(ctx, env.Key())
+		j, err = e.state.GetJob(ctx, env.Key())
 		if err != nil && !errors.Is(err, ErrJobNotFound) {
-			return j, err
+			return j, waited, err
 		}
 		// A record of another generation may be a deleted queue's job
 		// of the same id, not yet replaced by the new one's.
 		behind := err != nil || j.Gen != env.Gen || j.Ticket < env.Ticket ||
 			(j.Ticket == env.Ticket && j.Attempt == env.Attempt && j.Status == job.Parked)
 		if !behind || env.SentAt.IsZero() || e.now().Add(wait).After(env.SentAt.Add(e.opts.RecordGrace)) {
-			return j, err
+			return j, waited, err
 		}
+		waited = true
 		if e.now().Sub(began) >= recordHold {
 			Started(ctx)
 		}
 		if err := clock.Sleep(ctx, wait); err != nil {
-			return j, err
+			return j, waited, err
 		}
 		wait = min(2*wait, time.Second)
 	}
@@ -343,17 +389,21 @@ func (e *Engine) claimedMeanwhile(ctx context.Context, want job.Version, j *job.
 }
 
 // claim moves a job whose ticket passed the gate from queued to running,
-// and runs it. A refused claim means another delivery of the same message
-// claimed it first (or it was cancelled): the gate this one passed is
-// spent, and the message is done with.
-func (e *Engine) claim(ctx context.Context, q Queue, j job.Job, from job.Version, st slot.State, now time.Time) error {
-	j.Status, j.StartedAt = job.Running, now
-	j.Record(job.Event{At: now, Kind: job.Started, Attempt: j.Attempt, LatenessMs: now.Sub(j.SlotAt).Milliseconds()})
-	err := e.state.UpdateJob(ctx, j, from)
+// sleeps to the start the gate reserved (r.Start) and runs it there. A
+// refused claim means another delivery of the same message claimed it
+// first (or it was cancelled): the gate this one passed is spent, and the
+// message is done with. again is true only for a job out of line whose
+// worker overslept its start: it is queued again at its ticket (*j), and
+// goes to the gate again for the next opening.
+func (e *Engine) claim(ctx context.Context, q Queue, j *job.Job, from job.Version, st slot.State, r GateRequest) (again bool, err error) {
+	at := r.Start()
+	j.Status, j.StartedAt = job.Running, at
+	j.Record(job.Event{At: at, Kind: job.Started, Attempt: j.Attempt, LatenessMs: at.Sub(j.SlotAt).Milliseconds()})
+	err = e.state.UpdateJob(ctx, *j, from)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
 		e.log.InfoContext(ctx, "dropped duplicate delivery after the gate", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
 		if q.Config.MaxRunning == 0 && j.Lane == "" {
-			return nil
+			return false, nil
 		}
 		// The place the gate gave this ticket, and the key this
 		// delivery took before the gate, are given up unless another
@@ -361,19 +411,110 @@ func (e *Engine) claim(ctx context.Context, q Queue, j job.Job, from job.Version
 		// after this worker read it, and a cancelled job holds nothing.
 		fresh, err := e.state.GetJob(ctx, j.Key())
 		if err == nil && fresh.Status == job.Running && fresh.Ticket == j.Ticket {
-			return nil
+			return false, nil
 		}
 		q.State = st
 		e.endRun(ctx, q, j.Ticket)
-		e.leave(ctx, q, j, j.Ticket, false)
-		return nil
+		e.leave(ctx, q, *j, j.Ticket, false)
+		return false, nil
 	}
 	if err != nil {
 		// The job stays queued at a ticket the gate passed: the message
 		// comes again and rolls forward through the gate.
-		return fmt.Errorf("work %s: claim: %w", j.Key(), err)
+		return false, fmt.Errorf("work %s: claim: %w", j.Key(), err)
 	}
-	return e.run(ctx, q, j, st, now)
+	// The gate is behind: the queue's next message may go on to its own
+	// while this one sleeps to its start.
+	Started(ctx)
+	// Sleep to the start. A worker that wakes more than skew after it
+	// (descheduled, stalled) must not start: the next ticket may start
+	// an interval after the reserved start, less skew.
+	slept := clock.Sleep(ctx, at.Sub(e.now()))
+	if now := e.now(); slept != nil || slot.Overslept(at, now, q.Config.Skew) {
+		return e.overslept(ctx, q, j, st, max(0, now.Sub(at)))
+	}
+	return false, e.run(ctx, q, *j, st, e.now())
+}
+
+// overslept gives up the start the gate reserved for j, whose worker woke
+// late by late after its claim: j goes back from running to waiting, as
+// if it had not passed the gate, and its slot is spent (the gate counted
+// it). A line job takes a new ticket at the end of the line (missed); a
+// job out of line is queued again at its ticket for the next opening
+// (again). Its running place, if it took one, is freed; a line
+// job leaves its key. The writes are on a context of their own: a job
+// left running would wait for its lease.
+func (e *Engine) overslept(ctx context.Context, q Queue, j *job.Job, st slot.State, late time.Duration) (again bool, err error) {
+	rctx, cancel := e.recordContext(ctx)
+	defer cancel()
+	from := j.Version()
+	ticket := j.Ticket
+	j.StartedAt = time.Time{}
+	if n := len(j.History); n > 0 && j.History[n-1].Kind == job.Started {
+		j.History = slices.Clip(j.History[:n-1]) // it did not start
+	}
+	q.State = st
+	if !outOfLine(j) {
+		err := e.missed(rctx, &q, j, late)
+		e.endRun(rctx, q, ticket)
+		e.leaveUnlessRunning(rctx, q, *j, ticket)
+		return false, err
+	}
+	j.Status = job.Queued
+	j.Record(job.Event{At: e.now(), Kind: job.SlotMissed, Ticket: ticket, Attempt: j.Attempt, LatenessMs: late.Milliseconds()})
+	if err := e.state.UpdateJob(rctx, *j, from); err != nil {
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
+			return false, nil
+		}
+		return false, fmt.Errorf("work %s: give up a missed start: %w", j.Key(), err)
+	}
+	e.endRun(rctx, q, ticket)
+	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: late})
+	e.log.InfoContext(ctx, "slot missed", "queue", j.Queue, "job_id", j.ID, "ticket", ticket, "late_ms", late.Milliseconds())
+	if err := ctx.Err(); err != nil {
+		// Queued again with no worker on it: the message must come back.
+		return false, fmt.Errorf("work %s: after a missed start: %w", j.Key(), err)
+	}
+	return true, nil
+}
+
+// missed gives a line job whose worker came late by late for its start a
+// new ticket at the end of the line, keeping its id and attempt, as a
+// passed job takes one. The end of the line is the one place where a late
+// job moves nobody: taking the next opening would push every start booked
+// after it by an interval, and starting late would push them by its
+// lateness. Its history says so (job.SlotMissed).
+func (e *Engine) missed(ctx context.Context, q *Queue, j *job.Job, late time.Duration) error {
+	from := j.Version()
+	old := j.Ticket
+	orig := *j
+	if err := e.assign(ctx, q, []*job.Job{j}); err != nil {
+		return fmt.Errorf("missed slot %s/%s: %w", j.Queue, j.ID, err)
+	}
+	if old <= q.State.Purged {
+		// A purge covered its ticket meanwhile (see reticket).
+		*j = orig
+		return e.purged(ctx, *q, orig)
+	}
+	j.Retickets++
+	j.StartedAt = time.Time{}
+	j.Record(job.Event{At: e.now(), Kind: job.SlotMissed, OldTicket: old, Ticket: j.Ticket, Attempt: j.Attempt, LatenessMs: late.Milliseconds()})
+	e.place(j, q.State.Paused)
+	e.dispatch(ctx, []*job.Job{j}) // message first, as in Enqueue
+	if err := e.state.UpdateJob(ctx, *j, from); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil // a duplicate got there first; its message is stale
+		}
+		return fmt.Errorf("missed slot %s/%s: %w", j.Queue, j.ID, err)
+	}
+	if e.deadGeneration(ctx, j) {
+		return nil
+	}
+	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: late})
+	e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
+	e.log.InfoContext(ctx, "slot missed", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket,
+		"slot_at", j.SlotAt, "late_ms", late.Milliseconds())
+	return nil
 }
 
 // holdUntil is when j may try the gate if the lower tickets still ahead of
@@ -393,20 +534,50 @@ func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
 	return st.LastStart.Add(time.Duration(min(ahead, inFlight)+1)*iv - q.Config.Skew)
 }
 
+// holdTurn is, for a job that holds for lower tickets (holdUntil), when
+// it may go to the gate by the clock: at the due start of the nearest of
+// them, until which that one may still pass the gate for its own start.
+// Workers go to the gate a lead ahead of their starts; two of them given
+// their messages at once (a burst, a late delivery) would otherwise race
+// for the gate, and the higher ticket could pass the lower one by a hair.
+func holdTurn(q Queue, j *job.Job, at time.Time) time.Time {
+	hold := holdUntil(q, j, at)
+	if hold.IsZero() {
+		return time.Time{}
+	}
+	return hold.Add(q.Config.Skew - q.Config.Interval)
+}
+
+// missedBefore reports whether j's attempt gave a slot up already for a
+// late worker (job.SlotMissed): it does not again before the gate, but
+// starts late. So a transport that delivers every message late cannot
+// keep a job from starting; each such start moves the line behind it by
+// its lateness, as any late start did before the gate reserved starts.
+func missedBefore(j *job.Job) bool {
+	for _, ev := range j.History {
+		if ev.Kind == job.SlotMissed && ev.Attempt == j.Attempt {
+			return true
+		}
+	}
+	return false
+}
+
 // startedKey is the context key of OnStarted's callback.
 type startedKey struct{}
 
 // OnStarted returns ctx carrying fn, which Work calls once it is done with
-// the gate for its message: as the claimed attempt's target begins, or as
+// the gate for its message: once the gate reserved its attempt's start and
+// the attempt is claimed (before the worker sleeps to that start), or as
 // Work returns without starting anything. A worker that works one queue's
 // messages in order (sqstransport.WorkBatch) lets the next message go on
-// from there, so a slow target holds up no later job.
+// from there, so neither a start a lead ahead nor a slow target holds up
+// a later job.
 func OnStarted(ctx context.Context, fn func()) context.Context {
 	return context.WithValue(ctx, startedKey{}, fn)
 }
 
-// Started calls ctx's OnStarted callback, if any: Work does, as its
-// attempt's target begins; a stand-in for Work may too.
+// Started calls ctx's OnStarted callback, if any: Work does, once its
+// attempt is claimed; a stand-in for Work may too.
 func Started(ctx context.Context) {
 	if fn, ok := ctx.Value(startedKey{}).(func()); ok {
 		fn()
@@ -436,7 +607,7 @@ func outOfLine(j *job.Job) bool { return j.Scheduled || j.Detached }
 func (e *Engine) handBack(ctx context.Context, j *job.Job, wake time.Time) error {
 	env := j.Envelope()
 	env.SentAt = e.now()
-	wait := max(0, wake.Sub(env.SentAt))
+	wait := max(0, wake.Add(-e.opts.Lead).Sub(env.SentAt)) // to arrive Lead before it, as dispatch sends
 	err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: wait}})
 	if err != nil {
 		return fmt.Errorf("hand back %s/%s: %w", j.Queue, j.ID, err)
@@ -515,7 +686,6 @@ func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now
 	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap})
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(), "attempt", j.Attempt, "target", j.What())
-	Started(ctx) // the gate is behind: the queue's next message may go on
 	runErr := errors.New("no runner configured")
 	if e.runner != nil {
 		runErr = e.runTarget(ctx, j, q.Config)

@@ -23,6 +23,13 @@ const (
 	// Reticketed: took Ticket at the end of the line instead of OldTicket
 	// (passed at the gate, or stale when resume looked at it).
 	Reticketed EventKind = "reticketed"
+	// SlotMissed: its worker came LatenessMs too late for its start (a
+	// stall, a late delivery, slow writes before it), so it gave its slot
+	// up rather than start late and push every later start back. A line
+	// job took Ticket at the end of the line instead of OldTicket; a job
+	// out of line (scheduled, or sent on by its lane) keeps its ticket
+	// (Ticket, no OldTicket) and takes the next opening.
+	SlotMissed EventKind = "slot_missed"
 	// HandedBack: its message was sent again, DelayMs before its slot:
 	// the slot lay past the worker invocation's deadline.
 	HandedBack EventKind = "handed_back"
@@ -88,7 +95,7 @@ func cutString(s string, n int) string {
 }
 
 var codes = map[EventKind]string{
-	Enqueued: "q", ParkedEvent: "p", Released: "r", Reticketed: "t", HandedBack: "h", Started: "s",
+	Enqueued: "q", ParkedEvent: "p", Released: "r", Reticketed: "t", HandedBack: "h", Started: "s", SlotMissed: "m",
 	AttemptFailed: "x", Retried: "y", SucceededEvent: "d", FailedEvent: "f", CancelledEvent: "c",
 }
 

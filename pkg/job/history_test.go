@@ -22,6 +22,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 		{At: base.Add(time.Minute), Kind: job.Reticketed, OldTicket: 7, Ticket: 12},
 		{At: base.Add(time.Minute), Kind: job.Released},
 		{At: base.Add(61 * time.Second), Kind: job.HandedBack, DelayMs: 880},
+		{At: base.Add(61500 * time.Millisecond), Kind: job.SlotMissed, OldTicket: 12, Ticket: 14, Attempt: 1, LatenessMs: 31},
 		{At: base.Add(62 * time.Second), Kind: job.Started, Attempt: 1, LatenessMs: -3},
 		{At: base.Add(63 * time.Second), Kind: job.AttemptFailed, Attempt: 1, Error: "say \"no\", twice\nor ✓ thrice"},
 		{At: base.Add(64 * time.Second), Kind: job.Retried, Attempt: 2, Ticket: 15},

@@ -86,6 +86,7 @@ func (c Config) Engine(awsCfg aws.Config, runner engine.Runner, log *slog.Logger
 		// The lease of a running attempt follows from it, and queue
 		// configurations are checked against it.
 		WorkerTimeout: c.WorkerTimeout,
+		Lead:          c.Lead,
 		Observer:      c.Observer,
 		// Every queue's figures cost reads of each queue each run: they
 		// come with per-queue metrics only (docs/operations.md).

@@ -42,6 +42,12 @@ const (
 	// Required; between the default target timeout plus the time kept for
 	// recording (see engine.MinWorkerTimeout) and 900.
 	EnvWorkerTimeout = "SLOTQ_WORKER_TIMEOUT"
+	// EnvLead is how long before a start a worker goes to the gate
+	// (engine.Options.Lead), as a Go duration such as "50ms": every
+	// function reads it, since enqueue, resume and admin send messages to
+	// arrive that long before their slots and book an idle queue's next
+	// slot that far ahead. Default slot.DefaultLead; at most 1s.
+	EnvLead = "SLOTQ_LEAD"
 	// EnvMetricsNamespace is the CloudWatch namespace of the metrics the
 	// functions write (pkg/metrics). Default "slotq".
 	EnvMetricsNamespace = "SLOTQ_METRICS_NAMESPACE"
@@ -72,10 +78,10 @@ type Spec struct {
 
 // The functions' specs.
 var (
-	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
-	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
-	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
-	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
+	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
+	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	// Specs lists every function.
 	Specs = []Spec{Enqueue, Worker, Resume, Admin}
 )
@@ -94,6 +100,8 @@ type Config struct {
 	// WorkerTimeout is the worker function's timeout
 	// (SLOTQ_WORKER_TIMEOUT).
 	WorkerTimeout time.Duration
+	// Lead is engine.Options.Lead (SLOTQ_LEAD); 0 takes its default.
+	Lead time.Duration
 	// MetricsNamespace and MetricsDimension name the metrics' namespace
 	// and queue dimension (SLOTQ_METRICS_NAMESPACE,
 	// SLOTQ_METRICS_DIMENSION); an empty namespace takes pkg/metrics'
@@ -132,6 +140,15 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 					name, int(engine.MinWorkerTimeout.Seconds()), int(maxWorkerTimeout.Seconds()), v)
 			}
 			c.WorkerTimeout = d
+		case EnvLead:
+			if v == "" {
+				break
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 || d > time.Second {
+				return c, fmt.Errorf("%s must be a duration between 0 and 1s such as \"50ms\", got %q", name, v)
+			}
+			c.Lead = d
 		case EnvMetricsNamespace, EnvMetricsDimension:
 			if len(v) > 255 || strings.HasPrefix(v, ":") {
 				return c, fmt.Errorf("%s must be at most 255 characters and not start with a colon, got %q", name, v)

@@ -62,6 +62,12 @@ type Options struct {
 	// stack's AllowedTargets and AllowedNetworks, and DefaultInterval /
 	// DefaultSkew over Stack.Defaults).
 	Defaults slot.Config
+	// Lead is how long before a start a worker goes to the gate
+	// (engine.Options.Lead). Default: slot.DefaultLead on the embedded
+	// backend, whose store is in the process; the stack's SlotLead on
+	// DynamoDB and SQS endpoints (a local DynamoDB or SQS emulator on a
+	// busy host may need more).
+	Lead time.Duration
 	// Concurrency caps the worker invocations in flight at once. Default 5.
 	Concurrency int
 	// Lease is how long a running attempt may go without an outcome
@@ -128,6 +134,12 @@ func (o *Options) defaults() {
 	}
 	if s.Defaults.Skew == 0 {
 		s.Defaults.Skew = d.Defaults.Skew
+	}
+	if s.Lead == 0 {
+		s.Lead = d.Lead
+	}
+	if o.Lead == 0 && o.AWS != nil {
+		o.Lead = s.Lead
 	}
 	if o.Defaults.Interval == 0 {
 		o.Defaults.Interval = s.Defaults.Interval
@@ -216,7 +228,7 @@ func Run(ctx context.Context, o Options) error {
 	newEngine := func(runner engine.Runner, obs engine.Observer) *engine.Engine {
 		return engine.New(engine.Options{
 			State: be.state, Transport: be.transport, Runner: runner, Logger: log,
-			Defaults: o.Defaults, WorkerTimeout: workerTimeout, Lease: o.Lease, Observer: obs,
+			Defaults: o.Defaults, WorkerTimeout: workerTimeout, Lease: o.Lease, Observer: obs, Lead: o.Lead,
 			// The live view and the summary show every queue's figures:
 			// locally, reading every queue each run costs nothing.
 			Figures: true,

@@ -27,6 +27,9 @@ type Stack struct {
 	ResumeRetries int
 	// Defaults are DefaultInterval and DefaultSkew.
 	Defaults slot.Config
+	// Lead is SlotLead: how long before a start the stack's worker goes
+	// to the gate.
+	Lead time.Duration
 }
 
 // The functions' logical ids in template.yaml.
@@ -49,5 +52,6 @@ func StackDefaults() Stack {
 		VisibilityTimeout: 720 * time.Second, MaxReceiveCount: 5,
 		ResumeEvery: time.Minute, ResumeInput: `{"source":"slotq.schedule","action":"resume"}`, ResumeRetries: 2,
 		Defaults: slot.Config{Interval: time.Second, Skew: 10 * time.Millisecond},
+		Lead:     50 * time.Millisecond,
 	}
 }

@@ -74,7 +74,7 @@ func FromTemplate(path string) (Stack, error) {
 	if s.ResumeEvery == 0 {
 		return s, fmt.Errorf("%s: %s has no schedule", path, ResumeFunction)
 	}
-	for name, dst := range map[string]*time.Duration{"DefaultInterval": &s.Defaults.Interval, "DefaultSkew": &s.Defaults.Skew} {
+	for name, dst := range map[string]*time.Duration{"DefaultInterval": &s.Defaults.Interval, "DefaultSkew": &s.Defaults.Skew, "SlotLead": &s.Lead} {
 		if d, ok := t.Parameters[name]["Default"].(string); ok {
 			if *dst, err = slot.ParseDuration(d); err != nil {
 				return s, fmt.Errorf("%s: parameter %s: %w", path, name, err)

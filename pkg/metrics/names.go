@@ -22,6 +22,7 @@ const (
 	Parks           = "Parks"           // jobs parked: at the gate (paused queue), or on a lane (key held, no running place)
 	Released        = "Released"        // parked jobs sent to the transport (resume; a lane's hand-off)
 	HandedBack      = "HandedBack"      // messages sent again unstarted (the slot lay past the invocation)
+	MissedSlots     = "MissedSlots"     // jobs whose worker came too late for their start: they gave the slot up
 	PausesLifted    = "PausesLifted"    // timed pauses resume lifted
 	// Resume, once per queue per run, with engine.Options.Figures (the
 	// functions turn it on with a queue dimension): the queue's figures.
@@ -61,6 +62,7 @@ var Metrics = []Metric{
 	{Parks, Count, "worker"},
 	{Released, Count, "worker, resume"},
 	{HandedBack, Count, "worker"},
+	{MissedSlots, Count, "worker"},
 	{PausesLifted, Count, "resume"},
 	{Waiting, Count, "resume"},
 	{ParkedJobs, Count, "resume"},

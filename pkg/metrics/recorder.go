@@ -67,6 +67,7 @@ var counters = map[engine.EventKind]string{
 	engine.EventPark:          Parks,
 	engine.EventRelease:       Released,
 	engine.EventHandBack:      HandedBack,
+	engine.EventMissed:        MissedSlots,
 	engine.EventAttemptFailed: AttemptFailures,
 	engine.EventRetry:         Retries,
 	engine.EventDeadLetter:    DeadLetters,

@@ -27,8 +27,9 @@ import (
 // queue at the gate at once could pass it in the wrong order, and the
 // lower ticket would be re-ticketed behind the higher), but each message's
 // target runs on its own: the next message goes on as soon as the one
-// before it started its target or was done (engine.OnStarted), so a slow
-// target, a job holding its key, holds up no later job.
+// before it passed the gate and claimed its job (a lead before its start)
+// or was done (engine.OnStarted), so neither a sleep to a start nor a slow
+// target, nor a job holding its key, holds up a later job.
 func WorkBatch(ctx context.Context, batch []events.SQSMessage, work func(context.Context, job.Envelope) error,
 	onError func(env job.Envelope, err error)) events.SQSEventResponse {
 	type item struct {

@@ -35,6 +35,9 @@ func gateReq(queue string, ticket int64, now time.Time) engine.GateRequest {
 	return engine.GateRequest{Queue: queue, Ticket: ticket, Interval: interval, Now: now}
 }
 
+// err2 is the error of a call's two results.
+func err2[T any](_ T, err error) error { return err }
+
 // wantGate checks that err is a *engine.GateError with verdict v.
 func wantGate(t *testing.T, what string, err error, v slot.Verdict) *engine.GateError {
 	t.Helper()
@@ -93,6 +96,48 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatalf("late Gate: %v", err)
 		}
 		wantState(t, "state after a late start", s, slot.State{Ticket: 3, Current: 3, Clock: at(2 * interval), LastStart: late})
+	})
+
+	// A gate asked ahead of its start reserves the start (GateRequest.At):
+	// the spacing is checked, and the theoretical last start moved, by the
+	// start, not by when the gate was asked.
+	t.Run("Reserves", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name, _ := lineUp(t, st, 4) // slots base, +1s, +2s, +3s
+		r := gateReq(name, 1, at(-50*time.Millisecond))
+		r.At = base
+		s, err := st.Gate(ctx, r)
+		if err != nil {
+			t.Fatalf("Gate reserving base: %v", err)
+		}
+		wantState(t, "state after reserving the first start", s, slot.State{Ticket: 4, Current: 1, Clock: at(3 * interval), LastStart: base})
+		// Busy by the reserved start: last start + interval (the start is
+		// early within skew).
+		r = gateReq(name, 2, at(950*time.Millisecond))
+		r.At, r.Skew = at(interval-5*time.Millisecond), 10*time.Millisecond // early within skew
+		if s, err = st.Gate(ctx, r); err != nil {
+			t.Fatalf("Gate reserving +1s: %v", err)
+		}
+		wantState(t, "state after reserving the second start", s, slot.State{Ticket: 4, Current: 2, Clock: at(3 * interval), LastStart: at(interval)})
+		// A start before the opening is early, however late the gate is
+		// asked.
+		r = gateReq(name, 3, at(5*interval))
+		r.At = at(1500 * time.Millisecond)
+		ge := wantGate(t, "Gate reserving a start before the opening", err2(st.Gate(ctx, r)), slot.Early)
+		if !ge.OpenAt.Equal(at(2 * interval)) {
+			t.Errorf("OpenAt = %v, want %v", ge.OpenAt, at(2*interval))
+		}
+		// Idle by the reserved start although busy by the gate's now: the
+		// last start moves to the start.
+		r = gateReq(name, 3, at(1900*time.Millisecond))
+		r.At = at(7 * interval)
+		if s, err = st.Gate(ctx, r); err != nil {
+			t.Fatalf("Gate reserving +7s: %v", err)
+		}
+		want := slot.State{Ticket: 4, Current: 3, Clock: at(3 * interval), LastStart: at(7 * interval)}
+		wantState(t, "state after reserving a start past the next", s, want)
+		wantState(t, "stored state", getQueue(t, st, name).State, want)
 	})
 
 	t.Run("QueueNotFound", func(t *testing.T) {
@@ -365,8 +410,10 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 	// design.md §5.3 in its window form, with real concurrency: workers
 	// whose clocks run on their own try the gate over and over; whatever
 	// the interleaving, any two passes i < j (in pass order) are at least
-	// (j − i)·interval − skew apart.
-	window := func(t *testing.T, scheduled bool) {
+	// (j − i)·interval − skew apart. With reserve, each gate reserves a
+	// start up to 500ms after the worker's now (GateRequest.At), and the
+	// passes are the reserved starts.
+	window := func(t *testing.T, scheduled, reserve bool) {
 		st := newState(t)
 		name, _ := lineUp(t, st, 1)
 		const (
@@ -387,6 +434,9 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 					now = now.Add(time.Duration(rnd.IntN(700)) * time.Millisecond)
 					r := gateReq(name, ticket, now)
 					r.Skew = skew
+					if reserve {
+						r.At = now.Add(time.Duration(rnd.IntN(500)) * time.Millisecond)
+					}
 					if scheduled && rnd.IntN(3) == 0 {
 						// A scheduled job's ticket (1, below current once
 						// the line started) between the line's.
@@ -397,7 +447,7 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 					switch {
 					case err == nil:
 						mu.Lock()
-						passes = append(passes, now)
+						passes = append(passes, r.Start())
 						if r.Scheduled {
 							scheduledPasses++
 						}
@@ -428,10 +478,12 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 			}
 		}
 	}
-	t.Run("ConcurrentWindow", func(t *testing.T) { window(t, false) })
+	t.Run("ConcurrentWindow", func(t *testing.T) { window(t, false, false) })
+	// The same with reserved starts ahead of the gate.
+	t.Run("ConcurrentWindowReserved", func(t *testing.T) { window(t, false, true) })
 	// The same with scheduled tickets among the line's: their gate
 	// leaves out ticket order, not the spacing.
-	t.Run("ConcurrentWindowScheduled", func(t *testing.T) { window(t, true) })
+	t.Run("ConcurrentWindowScheduled", func(t *testing.T) { window(t, true, false) })
 
 	testCap(t, newState)
 }

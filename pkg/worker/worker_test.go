@@ -74,7 +74,10 @@ func TestNewHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{lambdafn.EnvTable: table, lambdafn.EnvQueueURL: url, lambdafn.EnvWorkerTimeout: "120"}
+	// A lead of a second: the test receives the messages itself (long
+	// polls of moto) and hands them over as one batch; the jobs' slots
+	// must not pass meanwhile, or they would be missed and re-ticketed.
+	env := map[string]string{lambdafn.EnvTable: table, lambdafn.EnvQueueURL: url, lambdafn.EnvWorkerTimeout: "120", lambdafn.EnvLead: "1s"}
 	getenv := func(k string) string { return env[k] }
 
 	var mu sync.Mutex

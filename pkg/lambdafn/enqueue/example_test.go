@@ -32,6 +32,6 @@ func ExampleHandler() {
 		fmt.Println(string(b))
 	}
 	// Output:
-	// {"queue":"emails","jobs":[{"job_id":"welcome-42","ticket":1,"slot_at":"2026-11-21T14:00:00Z","position":0,"status":"queued"}]}
+	// {"queue":"emails","jobs":[{"job_id":"welcome-42","ticket":1,"slot_at":"2026-11-21T14:00:00.002Z","position":0,"status":"queued"}]}
 	// {"error":{"code":"invalid_time","field":"job.not_before","message":"\"tomorrow\" is not an RFC 3339 time with an offset, such as \"2026-11-21T14:00:00Z\""}}
 }
