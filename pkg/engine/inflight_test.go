@@ -438,3 +438,75 @@ func TestDuplicateGateKeepsPlaceFreeable(t *testing.T) {
 		}
 	})
 }
+
+// On a queue with a long interval, a job whose gate opens further away
+// than SQS can delay (a scheduled job found the opening taken by a line
+// job) is parked once and released once, with the exact delay, and starts
+// at the opening: not handed back every 15 minutes. A job holding its key
+// meanwhile keeps it.
+func TestLongGateWaitParksOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ran []string
+		var at []time.Time
+		b := newWorkBench(t, engine.Options{Runner: runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
+			ran, at = append(ran, j.ID), append(at, time.Now())
+			return nil
+		})}, nil)
+		ctx := context.Background()
+		start := time.Now()
+		if _, err := b.eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Hour, Skew: 10 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		nb := start.Add(time.Second)
+		// s is scheduled (beyond an idle line); l takes the line's first
+		// slot, now, and with it the hour s needed.
+		if _, err := b.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &job.Spec{ID: "s", Kind: "k", Key: "K", NotBefore: &nb}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &job.Spec{ID: "l", Kind: "k"}}); err != nil {
+			t.Fatal(err)
+		}
+		// Workers with Lambda's 15 minutes an invocation, and the resume
+		// schedule each minute, for two hours.
+		for end := start.Add(2 * time.Hour); time.Now().Before(end); {
+			ds, err := b.tr.Receive(ctx, 10, time.Minute, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				wctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+				err := b.eng.Work(wctx, d.Envelope)
+				cancel()
+				if err != nil {
+					t.Fatalf("Work(%s): %v", d.Envelope.JobID, err)
+				}
+				if err := b.tr.Delete(ctx, d.ReceiptHandle); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := b.eng.Resume(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(ran) != 2 || ran[0] != "l" || ran[1] != "s" {
+			t.Fatalf("ran %v, want l then s", ran)
+		}
+		if late := at[1].Sub(start.Add(time.Hour)); late < -10*time.Millisecond || late > time.Second {
+			t.Errorf("s started %v after the opening an hour after l, want at it", late)
+		}
+		s := b.job("q", "s")
+		handed, released := 0, 0
+		for _, ev := range s.History {
+			switch ev.Kind {
+			case job.HandedBack:
+				handed++
+			case job.Released:
+				released++
+			}
+		}
+		if handed > 1 || released != 1 || s.Ticket != 1 {
+			t.Errorf("s was handed back %d times and released %d times, ticket %d; want at most one hand-back, one release, its first ticket: %+v",
+				handed, released, s.Ticket, s.History)
+		}
+	})
+}

@@ -394,7 +394,7 @@ func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, re
 // A job parked on a lane is checked against its lane (checkListed). A record that moved on since its entry was read is
 // left alone: its entry moved with it.
 func (e *Engine) releaseDue(ctx context.Context, q *Queue, ids []string, rep *ResumeReport, now time.Time) error {
-	var stale, due, later []*job.Job
+	var stale, due, later, gate []*job.Job
 	for _, id := range ids {
 		j, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: id})
 		if errors.Is(err, ErrJobNotFound) {
@@ -424,6 +424,10 @@ func (e *Engine) releaseDue(ctx context.Context, q *Queue, ids []string, rep *Re
 				return fmt.Errorf("resume %s: hold %s: %w", q.Name, j.ID, err)
 			}
 			rep.Held++
+		case j.ParkReason == job.WaitGate && !(j.Ticket <= q.State.Current && !j.Scheduled && !j.Detached):
+			// Its gate opens a transport's reach after its due time:
+			// sent once, to arrive then, its slot kept.
+			gate = append(gate, &j)
 		case j.Ticket <= q.State.Current && !j.Scheduled && !j.Detached || j.SlotAt.Before(now) && !j.Detached:
 			stale = append(stale, &j)
 		case !j.SlotAt.After(now.Add(e.transport.MaxDelay())):
@@ -443,6 +447,14 @@ func (e *Engine) releaseDue(ctx context.Context, q *Queue, ids []string, rep *Re
 	}
 	if err := e.releaseAll(ctx, q.Name, due, dueFrom); err != nil {
 		return err
+	}
+	if err := e.releaseToGate(ctx, q.Name, gate); err != nil {
+		return err
+	}
+	for _, j := range gate {
+		if j.Status == job.Queued {
+			rep.Released++
+		}
 	}
 	for _, j := range due {
 		if j.Status == job.Queued {
@@ -485,6 +497,46 @@ func (e *Engine) forget(ctx context.Context, q Queue, due []DueEntry) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("resume %s (deleted): %w", q.Name, err)
+	}
+	return nil
+}
+
+// releaseToGate sends jobs parked until their gate opens (job.WaitGate),
+// each to arrive a lead before its opening (DueAt + the transport's
+// reach), and writes them queued; a job the transport refuses stays
+// parked, as unsent. A record that moved meanwhile is left alone.
+func (e *Engine) releaseToGate(ctx context.Context, queue string, jobs []*job.Job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	now := e.now()
+	msgs := make([]Message, len(jobs))
+	from := make([]job.Version, len(jobs))
+	for i, j := range jobs {
+		from[i] = j.Version()
+		env := j.Envelope()
+		env.SentAt = now
+		msgs[i] = Message{Envelope: env, Delay: max(0, j.DueAt.Add(e.transport.MaxDelay()).Sub(now)-e.opts.Lead)}
+	}
+	failed := map[int]bool{}
+	if err := e.transport.Send(ctx, msgs); err != nil {
+		var se *SendError
+		if !errors.As(err, &se) {
+			return fmt.Errorf("resume %s: send: %w", queue, err)
+		}
+		for i := range se.Failed {
+			failed[i] = true
+		}
+	}
+	for i, j := range jobs {
+		if failed[i] {
+			continue // still due: the next run sends it again
+		}
+		j.Status, j.ParkReason, j.DueAt = job.Queued, "", time.Time{}
+		j.Record(job.Event{At: now, Kind: job.Released, Reason: string(job.WaitGate)})
+		if err := e.state.UpdateJob(ctx, *j, from[i]); err != nil && !errors.Is(err, ErrConflict) {
+			return fmt.Errorf("resume %s: release %s: %w", queue, j.ID, err)
+		}
 	}
 	return nil
 }

@@ -84,7 +84,10 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			// The whole budget, not only the wait: a job that starts
 			// must be recorded before the invocation ends.
 			if !e.fits(ctx, wait+e.opts.Lead+e.budget(*cfg)) {
-				return e.handBack(ctx, &j, wake)
+				if wake.Sub(e.now()) > e.transport.MaxDelay() {
+					return e.parkForGate(ctx, &j, wake, holding)
+				}
+				return e.handBackHolding(ctx, &j, wake, holding)
 			}
 			if err := clock.Sleep(ctx, wait); err != nil {
 				return fmt.Errorf("work %s: wait for slot: %w", env.Key(), err)
@@ -103,7 +106,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		// Checked again before the gate: the configuration may have
 		// changed, and a job whose slot passed has had no wait to check.
 		if !e.fits(ctx, e.budget(q.Config)) {
-			return e.handBack(ctx, &j, wake)
+			return e.handBackHolding(ctx, &j, wake, holding)
 		}
 		if q.State.Current == j.Ticket && !outOfLine(&j) || recheck {
 			// The gate passed this ticket already (or, for a scheduled
@@ -112,6 +115,11 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			// passed it died before its claim. Only in the second case
 			// may it pass again.
 			if done, err := e.claimedMeanwhile(ctx, want, &j); done || err != nil {
+				if done && holding {
+					// Cancelled (or run by another delivery) since this
+					// one took the key: a cancelled job holds nothing.
+					e.leaveUnlessRunning(ctx, q, j, want.Ticket)
+				}
 				return err
 			}
 			recheck = false
@@ -601,6 +609,59 @@ func yieldTo(open time.Time, j *job.Job, cfg slot.Config) time.Time {
 // outOfLine reports whether j passes the gate by the spacing alone, not by
 // its ticket: a scheduled job, or one that waited on a lane.
 func outOfLine(j *job.Job) bool { return j.Scheduled || j.Detached }
+
+// parkForGate parks j until its gate opens at wake, further away than
+// the transport can delay a message: the resume function sends it once,
+// with the exact delay (job.WaitGate), where hand-backs would re-send it
+// every 15 minutes. A job that holds its key keeps it meanwhile, as a
+// handed-back one does.
+func (e *Engine) parkForGate(ctx context.Context, j *job.Job, wake time.Time, holding bool) error {
+	if holding {
+		e.keepHold(ctx, j, wake)
+	}
+	from := j.Version()
+	now := e.now()
+	j.Status, j.ParkReason, j.DueAt = job.Parked, job.WaitGate, wake.Add(-e.transport.MaxDelay())
+	j.Record(job.Event{At: now, Kind: job.ParkedEvent, Reason: string(job.WaitGate), DelayMs: wake.Sub(now).Milliseconds()})
+	if err := e.state.UpdateJob(ctx, *j, from); err != nil {
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
+			return nil // moved on (cancelled, or run by another delivery)
+		}
+		return fmt.Errorf("park %s until its gate opens: %w", j.Key(), err)
+	}
+	if e.deadGeneration(ctx, j) {
+		return nil
+	}
+	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
+	e.log.InfoContext(ctx, "parked until its gate opens", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "opens_at", wake)
+	return nil
+}
+
+// keepHold makes the hold j has on its key last until a lease after wake.
+func (e *Engine) keepHold(ctx context.Context, j *job.Job, wake time.Time) {
+	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
+	until := laterOf(wake, e.now()).Add(e.opts.Lease)
+	q := Queue{Name: j.Queue, Gen: j.Gen}
+	if err := e.updateLane(ctx, q, j.Lane, func(l slot.Lane) slot.Lane {
+		if l.Holder == w && l.Until.Before(until) {
+			l.Until = until
+		}
+		return l
+	}); err != nil {
+		e.log.WarnContext(ctx, "key's hold not kept while away", "queue", j.Queue, "job_id", j.ID, "key", j.Lane, "error", err.Error())
+	}
+}
+
+// handBackHolding hands j back (handBack); a job that holds its key
+// (holding) keeps it while it is away: its hold is made to last until a
+// lease after it comes back, or the resume function would hand the key on
+// meanwhile and j, back, would find itself overtaken.
+func (e *Engine) handBackHolding(ctx context.Context, j *job.Job, wake time.Time, holding bool) error {
+	if holding {
+		e.keepHold(ctx, j, wake)
+	}
+	return e.handBack(ctx, j, wake)
+}
 
 // handBack sends the job's envelope again to arrive at wake, by the clock
 // as it goes: the slot lies past this invocation's deadline.

@@ -110,6 +110,11 @@ const (
 	// WaitPlace: its queue runs max_running attempts already; the next
 	// attempt to end hands it the place.
 	WaitPlace ParkReason = "max_running"
+	// WaitGate: its queue's gate opens for it further away than the
+	// transport can delay (a long interval whose opening a job out of line
+	// took); the resume function sends it once, DueAt + the transport's
+	// reach being the opening, instead of a chain of hand-backs.
+	WaitGate ParkReason = "gate"
 )
 
 // Waits reports whether r parks a job on a lane: it is released by a hand
