@@ -557,6 +557,8 @@ func parkedWhy(j job.Job) string {
 		return "waiting for key " + j.Lane
 	case j.ParkReason == job.WaitPlace:
 		return "waiting for a running place"
+	case j.ParkReason == job.WaitGate && !j.DueAt.IsZero():
+		return "waiting for its gate to open, released " + ts(j.DueAt)
 	case j.DueAt.IsZero():
 		return string(j.ParkReason)
 	}
