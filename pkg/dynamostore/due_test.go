@@ -45,7 +45,10 @@ func runEngine(t *testing.T, st engine.State, maxDelay time.Duration, budget int
 	mux := target.NewMux()
 	mux.HandleFunc("k", s.handle)
 	tr := memstore.NewTransport(memstore.TransportOptions{MaxDelay: maxDelay})
-	eng := engine.New(engine.Options{State: st, Transport: tr, Runner: &target.Dispatcher{Mux: mux}, ResumeBudget: budget})
+	// A lead that covers DynamoDB Local's latency on a loaded host: a
+	// worker whose gate write and claim take longer than lead and skew
+	// gives its reserved start up.
+	eng := engine.New(engine.Options{State: st, Transport: tr, Runner: &target.Dispatcher{Mux: mux}, ResumeBudget: budget, Lead: 500 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = tr.Run(ctx, 4, eng.Work) })
@@ -88,8 +91,8 @@ func TestResumeScheduledInAnyOrderOnDynamoDB(t *testing.T) {
 	defer s.mu.Unlock()
 	for id, nb := range notBefore {
 		at := s.at[id]
-		if len(at) != 1 || at[0].Before(nb) || at[0].After(nb.Add(time.Second)) {
-			t.Errorf("job %s (not_before %v) started at %v; want once, within a second of its not_before", id, nb, at)
+		if len(at) != 1 || at[0].Before(nb) || at[0].After(nb.Add(2*time.Second)) {
+			t.Errorf("job %s (not_before %v) started at %v; want once, within 2 s of its not_before (the spacing, and DynamoDB Local up to a second slow on a loaded host)", id, nb, at)
 		}
 		j, err := st.GetJob(ctx, job.Key{Queue: q, ID: id})
 		if err != nil {

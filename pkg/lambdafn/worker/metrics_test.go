@@ -46,7 +46,12 @@ func TestHandleWritesMetrics(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	rec := metrics.New(metrics.Options{Namespace: "slotq/test", Dimension: metrics.DefaultDimension, Logger: log})
 	tr := &sent{Transport: memstore.NewTransport(memstore.TransportOptions{})}
-	eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: okRunner{}, Observer: rec})
+	// A lead and a skew that a loaded test host's scheduling keeps within
+	// (real time here): a worker later than the skew gives its slot up.
+	eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: okRunner{}, Observer: rec, Lead: 100 * time.Millisecond})
+	if _, err := eng.CreateQueue(ctx, "emails", slot.Config{Interval: time.Second, Skew: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails", Jobs: []job.Spec{{ID: "welcome-1", Kind: "k"}}}); err != nil {
 		t.Fatal(err)
 	}
