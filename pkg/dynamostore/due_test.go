@@ -118,7 +118,9 @@ func TestResumeRepauseKeepsOrderOnDynamoDB(t *testing.T) {
 	eng, s := runEngine(t, st, 0, 2)
 	ctx := t.Context()
 	q := fmt.Sprintf("repause-%d", time.Now().UnixNano())
-	if _, err := eng.CreateQueue(ctx, q, slot.Config{Interval: 200 * time.Millisecond}); err != nil {
+	// A skew a loaded host's worker stays within: one later than the skew
+	// for its start gives its slot up for a new ticket, out of this order.
+	if _, err := eng.CreateQueue(ctx, q, slot.Config{Interval: time.Second, Skew: 250 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := eng.Pause(ctx, q, time.Time{}); err != nil {
@@ -150,7 +152,7 @@ func TestResumeRepauseKeepsOrderOnDynamoDB(t *testing.T) {
 	if _, err := eng.Unpause(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		if _, err := eng.Resume(ctx); err != nil {
 			t.Fatal(err)
 		}
