@@ -629,7 +629,7 @@ func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, 
 	case runErr == nil:
 		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Succeeded, now, now.Add(q.Config.Retention), ""
 		j.Record(job.Event{At: now, Kind: job.SucceededEvent, Attempt: j.Attempt})
-	case errors.Is(runErr, ErrSkipRetry) || j.Attempt >= q.Config.MaxAttempts:
+	case errors.Is(runErr, ErrSkipRetry) || j.RunAttempt() >= q.Config.MaxAttempts:
 		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Failed, now, now.Add(q.Config.Retention), lastError(runErr)
 		j.Record(job.Event{At: now, Kind: job.FailedEvent, Attempt: j.Attempt, Error: runErr.Error()})
 	default:
@@ -665,9 +665,10 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	j.Record(job.Event{At: now, Kind: job.AttemptFailed, Attempt: j.Attempt, Error: runErr.Error()})
 	j.Attempt++
 	j.LastError = lastError(runErr)
+	j.Result, j.ResultDropped = nil, 0 // a result is the outcome's
 	j.StartedAt = time.Time{}
 	floor := j.NotBefore
-	j.NotBefore = now.Add(q.Config.RetryDelay(j.Attempt))
+	j.NotBefore = now.Add(q.Config.RetryDelay(j.RunAttempt()))
 	err := e.assign(ctx, &q, []*job.Job{&j})
 	j.NotBefore = floor
 	if errors.Is(err, ErrQueueNotFound) {

@@ -32,6 +32,7 @@ type Admin interface {
 	Job(ctx context.Context, k job.Key) (job.Job, error)
 	Jobs(ctx context.Context, r engine.ListRequest) ([]job.Job, error)
 	CancelJob(ctx context.Context, k job.Key) (job.Job, error)
+	Retry(ctx context.Context, r engine.RetryRequest) (engine.RetryResult, error)
 }
 
 var _ Admin = (*engine.Engine)(nil)
@@ -39,7 +40,7 @@ var _ Admin = (*engine.Engine)(nil)
 // Request is one admin operation.
 type Request struct {
 	// Op is create, configure, pause, resume, purge, delete, stats, get,
-	// cancel or list.
+	// cancel, list or retry.
 	Op    string `json:"op"`
 	Queue string `json:"queue,omitempty"`
 	// Config holds the settings of create and configure. A setting left
@@ -61,6 +62,16 @@ type Request struct {
 	Status job.Status `json:"status,omitempty"`
 	After  int64      `json:"after,omitempty"`
 	Limit  int        `json:"limit,omitempty"`
+	// JobIDs names the jobs retry runs again (failed or cancelled ones,
+	// at most 100); or Failed runs again a page of the queue's failed
+	// jobs, after ticket After and up to ticket UpTo (0: the queue's
+	// ticket now; the answer says it, for the next page), at most Limit
+	// (default 100, at most 500). By says who asked, for the jobs'
+	// histories (default "admin").
+	JobIDs []string `json:"job_ids,omitempty"`
+	Failed bool     `json:"failed,omitempty"`
+	UpTo   int64    `json:"up_to,omitempty"`
+	By     string   `json:"by,omitempty"`
 }
 
 // Response is the answer of one operation: the fields the operation fills,
@@ -79,13 +90,16 @@ type Response struct {
 	Activity      *metrics.Activity `json:"activity,omitempty"`
 	ActivityError string            `json:"activity_error,omitempty"`
 	Job           *job.Job          `json:"job,omitempty"`
-	Jobs          []job.Job         `json:"jobs,omitzero"`
-	Queues        []engine.Queue    `json:"queues,omitzero"`
-	Error         *lambdafn.Error   `json:"error,omitempty"`
+	// Retried answers retry: the jobs run again with their new tickets,
+	// and for a page of failed jobs the cursor of the next page.
+	Retried *engine.RetryResult `json:"retried,omitempty"`
+	Jobs    []job.Job           `json:"jobs,omitzero"`
+	Queues  []engine.Queue      `json:"queues,omitzero"`
+	Error   *lambdafn.Error     `json:"error,omitempty"`
 }
 
 // Ops lists the operations, for the error message of an unknown one.
-var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "get", "cancel", "list"}
+var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "get", "cancel", "list", "retry"}
 
 // Handler translates admin requests into engine calls.
 type Handler struct {
@@ -174,6 +188,14 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 	case "cancel":
 		j, err := h.Engine.CancelJob(ctx, job.Key{Queue: r.Queue, ID: r.JobID})
 		return Response{Job: &j}, err
+	case "retry":
+		if r.JobID != "" {
+			return Response{}, input.Invalid("invalid_retry", "job_id", "retry names its jobs in job_ids (a list)")
+		}
+		res, err := h.Engine.Retry(ctx, engine.RetryRequest{
+			Queue: r.Queue, IDs: r.JobIDs, Failed: r.Failed, After: r.After, UpTo: r.UpTo, Limit: r.Limit, By: r.By,
+		})
+		return Response{Retried: &res}, err
 	case "list":
 		if r.Queue == "" {
 			qs, err := h.Engine.Queues(ctx)
