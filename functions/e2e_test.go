@@ -157,6 +157,9 @@ type answer struct {
 	Stats     map[string]any  `json:"stats"`
 	Job       *accepted       `json:"job"`
 	Cancelled *int            `json:"cancelled"`
+	Retried   *struct {
+		Jobs []accepted `json:"jobs"`
+	} `json:"retried"`
 	// Resume's report.
 	Queues   *int `json:"queues"`
 	Released *int `json:"released"`
@@ -268,6 +271,19 @@ func TestSampleEvents(t *testing.T) {
 			// way the answer is a job or not_waiting.
 			if (a.Error == nil && (a.Job == nil || a.Job.Status != "cancelled")) || (a.Error != nil && a.Error.Code != "not_waiting") {
 				t.Errorf("job %+v, error %+v", a.Job, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-retry.json", func(t *testing.T, a answer) {
+			// Cancelled (or failed) just now: run again; if it ran and
+			// succeeded first, not_retryable.
+			if (a.Error == nil && (a.Retried == nil || len(a.Retried.Jobs) != 1 || a.Retried.Jobs[0].JobID != "welcome-42")) ||
+				(a.Error != nil && (a.Error.Code != "not_retryable" || a.Error.Field != "job_ids[0]")) {
+				t.Errorf("retried %+v, error %+v", a.Retried, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-retry-failed.json", func(t *testing.T, a answer) {
+			if a.Error != nil || a.Retried == nil {
+				t.Errorf("retried %+v, error %+v", a.Retried, a.Error)
 			}
 		}},
 		{"AdminFunction", "admin-purge.json", func(t *testing.T, a answer) {
