@@ -251,6 +251,71 @@ func TestLaneCommands(t *testing.T) {
 	c.ok("delete", "accounts")
 }
 
+// A dead letter is run again by id, and a queue's failed jobs by pages:
+// each runs once more and succeeds; a job that waits is refused
+// (not_retryable), and a refused call runs none of the jobs it named.
+func TestRetryCommand(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	// Enqueued while paused, then started 100ms apart, so each job's first
+	// retry takes its ticket before the next job starts: the tickets below
+	// are the same on every run.
+	c.ok("create", "flaky", "--interval", "100ms", "--max-attempts", "2", "--backoff", "10ms")
+	c.ok("pause", "flaky")
+	for i := range 5 {
+		c.ok("enqueue", "flaky", "--kind", "fail", "--id", fmt.Sprintf("f%d", i), "--payload", `{"times": 2, "error": "upstream 503"}`)
+	}
+	c.ok("resume", "flaky")
+	status := func(id string) job.Job {
+		var j job.Job
+		c.okJSON(&j, "jobs", "get", "flaky", id)
+		return j
+	}
+	waitAll := func(want job.Status, ids ...string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			n := 0
+			for _, id := range ids {
+				if status(id).Status == want {
+					n++
+				}
+			}
+			if n == len(ids) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %v %s after 20s", n, ids, want)
+			}
+		}
+	}
+	waitAll(job.Failed, "f0", "f1", "f2", "f3", "f4")
+	c.ok("pause", "flaky")
+	c.ok("enqueue", "flaky", "--kind", "echo", "--id", "waits")
+	c.exits([]string{"jobs", "retry", "flaky", "f0", "waits"}, 1, "slotq retry: not_retryable (job_ids[1]): retry flaky/waits: job is parked")
+	if j := status("f0"); j.Status != job.Failed || j.Reruns != 0 {
+		t.Fatalf("f0 after a refused retry: %s, %d reruns; want failed, none", j.Status, j.Reruns)
+	}
+	golden(t, "jobs-retry", c.ok("jobs", "retry", "flaky", "f0", "--by", "ops@example.com"))
+	first := c.ok("jobs", "retry", "flaky", "--failed", "--limit", "2", "--pages", "1", "--by", "ops@example.com")
+	golden(t, "jobs-retry-failed", first)
+	more := regexp.MustCompile(`more: --after (\d+) --up-to (\d+)`).FindStringSubmatch(first)
+	if more == nil {
+		t.Fatalf("retry --failed --pages 1 printed no cursor:\n%s", first)
+	}
+	var res struct {
+		Jobs      []engine.Accepted `json:"jobs"`
+		NextAfter int64             `json:"next_after"`
+		Pages     int               `json:"pages"`
+	}
+	c.okJSON(&res, "jobs", "retry", "flaky", "--failed", "--limit", "2", "--after", more[1], "--up-to", more[2], "--by", "ops@example.com")
+	if len(res.Jobs) != 2 || res.Pages != 2 || res.NextAfter != 0 || res.Jobs[0].JobID != "f3" || res.Jobs[1].JobID != "f4" {
+		t.Errorf("retry --failed from the first page's cursor: %+v; want f3 and f4 in 2 pages (the second empty)", res)
+	}
+	c.ok("resume", "flaky")
+	waitAll(job.Succeeded, "f0", "f1", "f2", "f3", "f4", "waits")
+	late := regexp.MustCompile(`(?m)^(late +)\S+|-?\d+ms late`)
+	golden(t, "jobs-get-rerun", late.ReplaceAllString(c.ok("jobs", "get", "flaky", "f0"), "$1<varies>"))
+}
+
 // Refusals print their code and field on stderr and exit 1; bad command
 // lines exit 2; --help exits 0 and lists flags with defaults.
 func TestExitCodes(t *testing.T) {
@@ -295,6 +360,10 @@ func TestExitCodes(t *testing.T) {
 		{"max-running not a number", []string{"configure", "emails", "--max-running", "some"}, 2, "invalid value"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"unknown jobs command", []string{"jobs", "frob"}, 2, `unknown command "frob"`},
+		{"retry nothing", []string{"jobs", "retry", "emails"}, 2, "name the jobs to run again, or give --failed"},
+		{"retry ids and failed", []string{"jobs", "retry", "emails", "a", "--failed"}, 2, "give job ids or --failed, not both"},
+		{"retry a missing job", []string{"jobs", "retry", "emails", "nope"}, 1, "slotq retry: job_not_found (job_ids[0]): job nope not found in queue emails\n"},
+		{"retry a bad page", []string{"jobs", "retry", "emails", "--failed", "--limit", "501"}, 1, "invalid_limit (limit)"},
 		{"timeline without source", []string{"timeline", "emails"}, 2, "the stack keeps no list of recent starts"},
 		{"endpoint and stack", []string{"queues", "--stack", "x"}, 2, "give --endpoint or --stack, not both"},
 	}
@@ -334,7 +403,7 @@ func TestHelp(t *testing.T) {
 			continue
 		}
 		args := strings.Fields(cmd.name)
-		if subs := map[string][]string{"jobs": {"list", "get", "cancel"}, "sam": {"invoke", "start-lambda"}}[cmd.name]; subs != nil {
+		if subs := map[string][]string{"jobs": {"list", "get", "cancel", "retry"}, "sam": {"invoke", "start-lambda"}}[cmd.name]; subs != nil {
 			for _, sub := range subs {
 				checkHelp(t, append(args, sub, "--help"), cmd.name == "jobs")
 			}

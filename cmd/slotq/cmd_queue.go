@@ -504,11 +504,12 @@ func configureCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 func jobsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return subcommands(ctx, "jobs", map[string]runFunc{
-		"list": jobsListCmd, "get": jobsGetCmd, "cancel": jobsCancelCmd,
+		"list": jobsListCmd, "get": jobsGetCmd, "cancel": jobsCancelCmd, "retry": jobsRetryCmd,
 	}, "Usage: slotq jobs COMMAND [flags] QUEUE ...\n\nCommands:\n"+
 		"  list    list QUEUE's parked or failed jobs (jobs that run without trouble are never listed)\n"+
 		"  get     show a job's record by its id\n"+
-		"  cancel  cancel a job that has not started\n\n"+
+		"  cancel  cancel a job that has not started\n"+
+		"  retry   run failed or cancelled jobs again under their ids (--failed: every dead letter)\n\n"+
 		"Run 'slotq jobs COMMAND --help' for a command's flags.\n", args, stdout, stderr)
 }
 
@@ -586,6 +587,9 @@ func jobRows(j job.Job) func(io.Writer) {
 		if j.Retickets > 0 {
 			row(w, "retickets", j.Retickets)
 		}
+		if j.Reruns > 0 {
+			row(w, "reruns", fmt.Sprintf("%d (this run from attempt %d)", j.Reruns, j.RerunFrom+1))
+		}
 		if !j.NotBefore.IsZero() {
 			row(w, "not before", ts(j.NotBefore))
 		}
@@ -628,6 +632,8 @@ func eventText(ev job.Event) string {
 		}
 	case job.Reticketed:
 		s += fmt.Sprintf(" ticket %d → %d", ev.OldTicket, ev.Ticket)
+	case job.Rerun:
+		s += fmt.Sprintf(" by %s: ticket %d, attempt %d", ev.Reason, ev.Ticket, ev.Attempt)
 	case job.ParkedEvent:
 		switch job.ParkReason(ev.Reason) {
 		case job.WaitKey:
@@ -674,6 +680,89 @@ func jobsGetCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		return out.Job, jobRows(out.Job), nil
 	})
+}
+
+func jobsRetryCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("jobs retry", "QUEUE [ID...]", "Runs failed or cancelled jobs of QUEUE again under their ids: each takes a new ticket\n"+
+		"at the end of the line and goes through the gate like any job. Its attempts keep counting,\n"+
+		"and the rerun has the queue's max_attempts of its own. Name the jobs (up to 100; one that is\n"+
+		"not failed or cancelled refuses them all: not_retryable), or give --failed to run every\n"+
+		"failed job again, a page of --limit at a time, one call each.", stdout, stderr)
+	failed := c.fs.Bool("failed", false, "run every failed job (dead letter) of QUEUE again, in pages, instead of the IDs")
+	limit := c.fs.Int("limit", engine.DefaultRetryPage, "with --failed, jobs per page (one call each), at most 500")
+	pages := c.fs.Int("pages", 0, "with --failed, stop after this many pages and print where to go on (0: all)")
+	after := c.fs.Int64("after", 0, "with --failed, go on after this ticket (as a stopped run printed)")
+	upTo := c.fs.Int64("up-to", 0, "with --failed, only jobs whose ticket is at most this (as a stopped run printed; 0: the queue's ticket now)")
+	by := c.fs.String("by", defaultBy(), "who asks, recorded in each job's history")
+	pos, code := c.parse(args, 1, -1)
+	if code >= 0 {
+		return code
+	}
+	if *failed == (len(pos) > 1) {
+		if *failed {
+			return c.fail(usagef("give job ids or --failed, not both"))
+		}
+		return c.fail(usagef("name the jobs to run again, or give --failed"))
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		res := struct {
+			Jobs      []engine.Accepted `json:"jobs"`
+			Skipped   int               `json:"skipped,omitempty"`
+			NextAfter int64             `json:"next_after,omitempty"`
+			UpTo      int64             `json:"up_to,omitempty"`
+			Pages     int               `json:"pages,omitempty"`
+		}{Jobs: []engine.Accepted{}}
+		if !*failed {
+			out, err := cl.RetryJobs(ctx, &client.RetryJobsInput{Queue: pos[0], JobIDs: pos[1:], By: *by})
+			if err != nil {
+				return nil, nil, err
+			}
+			res.Jobs = out.Jobs
+		} else {
+			p := client.NewRetryFailedPaginator(cl, &client.RetryJobsInput{Queue: pos[0], After: *after, UpTo: *upTo, Limit: *limit, By: *by})
+			for p.HasMorePages() && (*pages == 0 || res.Pages < *pages) {
+				out, err := p.NextPage(ctx)
+				if err != nil {
+					if res.Pages > 0 {
+						fmt.Fprintf(stderr, "slotq jobs retry: %d jobs run again in %d pages before the error; go on with --after %d --up-to %d\n",
+							len(res.Jobs), res.Pages, *after, res.UpTo)
+					}
+					return nil, nil, err
+				}
+				res.Pages++
+				res.Jobs = append(res.Jobs, out.Jobs...)
+				res.Skipped += out.Skipped
+				res.NextAfter, res.UpTo = out.NextAfter, out.UpTo
+				*after = out.NextAfter
+			}
+		}
+		return res, func(w io.Writer) {
+			row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "STATUS")
+			for _, a := range res.Jobs {
+				row(w, a.JobID, a.Ticket, ts(a.SlotAt), a.Position, a.Status)
+			}
+			if *failed {
+				fmt.Fprintf(w, "run again: %d in %d pages", len(res.Jobs), res.Pages)
+				if res.Skipped > 0 {
+					fmt.Fprintf(w, " (%d no longer failed)", res.Skipped)
+				}
+				fmt.Fprintln(w)
+				if res.NextAfter != 0 {
+					fmt.Fprintf(w, "more: --after %d --up-to %d\n", res.NextAfter, res.UpTo)
+				}
+			}
+		}, nil
+	})
+}
+
+// defaultBy is who asks for a retry, by default: the user's login, as far
+// as a history event can carry it, or "cli".
+func defaultBy() string {
+	u := os.Getenv("USER")
+	if u == "" || len(u) > 60 || strings.Trim(u, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:/@+-") != "" {
+		return "cli"
+	}
+	return "cli:" + u
 }
 
 func jobsCancelCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -71,7 +71,7 @@ func init() {
 		{"stats", "show a queue's figures: waiting, parked, failed, lag, backlog, running, keys", statsCmd},
 		{"pause", "pause a queue, until a time or for a while if given", pauseCmd},
 		{"resume", "lift a queue's pause and release its parked jobs", resumeCmd},
-		{"jobs", "list a queue's parked or failed jobs, get or cancel a job (jobs list|get|cancel)", jobsCmd},
+		{"jobs", "list a queue's parked or failed jobs; get, cancel or retry a job (jobs list|get|cancel|retry)", jobsCmd},
 		{"create", "create a queue", createCmd},
 		{"configure", "change a queue's settings", configureCmd},
 		{"purge", "cancel every job of a queue that has not started", purgeCmd},
