@@ -518,7 +518,9 @@ func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now
 	Started(ctx) // the gate is behind: the queue's next message may go on
 	runErr := errors.New("no runner configured")
 	if e.runner != nil {
-		runErr = e.runTarget(ctx, j, q.Config)
+		tctx, res := withResult(ctx)
+		runErr = e.runTarget(tctx, j, q.Config)
+		j.Result, j.ResultDropped = res.take() // written with the outcome (finish)
 	}
 	rctx, cancel := e.recordContext(ctx)
 	defer cancel()

@@ -11,7 +11,8 @@ import (
 	"github.com/slotq/slotq/pkg/target"
 )
 
-// Echo is the built-in job kind that logs its payload and succeeds. It
+// Echo is the built-in job kind that logs its payload and succeeds, with
+// the payload as its result (what a wait prints). It
 // needs no target and no allow-list entry, so it tries a queue's rate, in
 // production as locally, without calling anything: enqueue a few hundred
 // echo jobs and watch their starts.
@@ -54,6 +55,9 @@ func Builtin(m *target.Mux, log *slog.Logger) {
 	handle(Echo, func(ctx context.Context, j *job.Job) error {
 		log.InfoContext(ctx, "echo", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket,
 			"attempt", j.Attempt, "payload", json.RawMessage(j.Payload))
+		if len(j.Payload) > 0 {
+			_ = target.SetResult(ctx, json.RawMessage(j.Payload)) // over 32 KiB: not kept
+		}
 		return nil
 	})
 	handle(Fail, func(ctx context.Context, j *job.Job) error {
