@@ -316,6 +316,55 @@ func TestRetryCommand(t *testing.T) {
 	golden(t, "jobs-get-rerun", late.ReplaceAllString(c.ok("jobs", "get", "flaky", "f0"), "$1<varies>"))
 }
 
+// enqueue --wait and jobs get --wait through the local runtime: the
+// job's record and result are printed, and the exit code says how the
+// job ended: 0 succeeded, 3 failed or cancelled, 4 the wait timed out.
+func TestWaitCommands(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	c.ok("create", "reports", "--interval", "50ms", "--max-attempts", "2", "--backoff", "10ms")
+	late := regexp.MustCompile(`(?m)^(late +)\S+|-?\d+ms late`)
+	out := c.ok("enqueue", "reports", "--kind", "echo", "--id", "r1", "--payload", `{"rows": 3}`, "--wait")
+	golden(t, "enqueue-wait", late.ReplaceAllString(out, "$1<varies>"))
+	var j job.Job
+	c.okJSON(&j, "enqueue", "reports", "--kind", "echo", "--id", "r2", "--payload", `[1,2]`, "--wait")
+	var r []int
+	if j.Status != job.Succeeded || json.Unmarshal(j.Result, &r) != nil || !slices.Equal(r, []int{1, 2}) {
+		t.Errorf("enqueue --wait --json: %s with result %s", j.Status, j.Result)
+	}
+	if out := c.ok("jobs", "get", "reports", "r1"); !strings.Contains(out, "result") || !strings.Contains(out, `{"rows":3}`) {
+		t.Errorf("jobs get of a finished job shows no result:\n%s", out)
+	}
+
+	stdout, stderr, code := c.run("enqueue", "reports", "--kind", "fail", "--id", "f1", "--payload", `{"error":"upstream 503"}`, "--wait")
+	if code != 3 || !strings.Contains(stderr, "slotq enqueue: job reports/f1 failed after attempt 2: fail: attempt 2: upstream 503") ||
+		!strings.Contains(stdout, "status") || !strings.Contains(stdout, "failed") {
+		t.Errorf("enqueue --wait of a failing job: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	c.ok("pause", "reports")
+	stdout, stderr, code = c.run("enqueue", "reports", "--kind", "echo", "--id", "held", "--wait", "--timeout", "300ms")
+	if code != 4 || !strings.Contains(stderr, "job held is still parked after 300ms; wait again with: slotq jobs get reports held --wait") ||
+		!strings.Contains(stdout, "parked") {
+		t.Errorf("enqueue --wait on a paused queue: exit %d\n%s%s", code, stdout, stderr)
+	}
+	_, _, code = c.run("jobs", "get", "reports", "held", "--wait", "--timeout", "200ms")
+	if code != 4 {
+		t.Errorf("jobs get --wait on a paused queue: exit %d, want 4", code)
+	}
+	c.ok("resume", "reports")
+	c.ok("jobs", "get", "reports", "held", "--wait", "--timeout", "10s")
+
+	c.ok("pause", "reports")
+	c.ok("enqueue", "reports", "--kind", "echo", "--id", "dropped")
+	c.ok("jobs", "cancel", "reports", "dropped")
+	if _, stderr, code := c.run("jobs", "get", "reports", "dropped", "--wait"); code != 3 || !strings.Contains(stderr, "was cancelled") {
+		t.Errorf("jobs get --wait of a cancelled job: exit %d, %s", code, stderr)
+	}
+	c.exits([]string{"jobs", "get", "reports", "held", "--timeout", "1s"}, 2, "--timeout goes with --wait")
+	c.exits([]string{"enqueue", "reports", "--kind", "echo", "--wait", "--timeout", "0s"}, 2, "--timeout must be greater than 0")
+	c.exits([]string{"jobs", "get", "reports", "nope", "--wait"}, 1, "job_not_found (job_id)")
+}
+
 // Refusals print their code and field on stderr and exit 1; bad command
 // lines exit 2; --help exits 0 and lists flags with defaults.
 func TestExitCodes(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/slotq/slotq/pkg/client"
@@ -22,7 +24,9 @@ import (
 func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newStackCmd("enqueue", "QUEUE", "Enqueues one job (a kind, or a target) on QUEUE and prints its ticket, slot and position;\n"+
 		"with --key, also how many jobs of its key are ahead of it (it starts after they end).\n"+
-		"A queue that does not exist is created (with --interval, or the stack's default).", stdout, stderr)
+		"A queue that does not exist is created (with --interval, or the stack's default).\n"+
+		"With --wait, waits for the job to end and prints its record and result instead:\n"+
+		waitExits, stdout, stderr)
 	var (
 		kind      = c.fs.String("kind", "", "Go handler the worker runs (give --kind or --target)")
 		target    = c.fs.String("target", "", "HTTP URL or Lambda function (lambda:NAME) the worker calls; the queue must allow it")
@@ -31,10 +35,18 @@ func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		notBefore = c.fs.String("not-before", "", "earliest start: an RFC 3339 time or a duration from now (10m)")
 		key       = c.fs.String("key", "", "the job's key: jobs of the queue with the same key run one at a time, in ticket order (default: none)")
 		interval  = durationFlag(c.fs, "interval", "interval of the queue if this call creates it, a `duration` of at least 1ms (default: the stack's)")
+		wait      = c.fs.Bool("wait", false, "wait for the job to end and print its record with its result (exit 3 if it failed or was cancelled, 4 at --timeout)")
+		timeout   = c.fs.Duration("timeout", defaultWaitTimeout, "with --wait, how long to wait at most")
 	)
 	pos, code := c.parse(args, 1, 1)
 	if code >= 0 {
 		return code
+	}
+	if given(c.fs, "timeout") && !*wait {
+		return c.fail(usagef("--timeout goes with --wait"))
+	}
+	if *timeout <= 0 {
+		return c.fail(usagef("--timeout must be greater than 0"))
 	}
 	spec := job.Spec{ID: *id, Kind: *kind, Target: *target, Key: *key}
 	if *payload != "" {
@@ -61,6 +73,17 @@ func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		d := slot.Duration(*interval)
 		in.Interval = &d
+	}
+	if *wait {
+		cl, err := c.conn.client(ctx)
+		if err != nil {
+			return c.fail(err)
+		}
+		out, err := cl.Enqueue(ctx, in)
+		if err != nil {
+			return c.fail(err)
+		}
+		return c.waitJob(ctx, cl, out.Queue, out.Jobs[0].JobID, *timeout)
 	}
 	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
 		out, err := cl.Enqueue(ctx, in)
@@ -608,6 +631,12 @@ func jobRows(j job.Job) func(io.Writer) {
 		if len(j.Payload) > 0 {
 			row(w, "payload", oneLine(string(j.Payload), 200))
 		}
+		if len(j.Result) > 0 {
+			row(w, "result", oneLine(string(j.Result), 200))
+		}
+		if j.ResultDropped > 0 {
+			row(w, "result", fmt.Sprintf("not kept: %d bytes, over the %d-byte bound", j.ResultDropped, job.MaxResult))
+		}
 		for i, ev := range j.History {
 			label := ""
 			if i == 0 {
@@ -667,11 +696,76 @@ func eventText(ev job.Event) string {
 	return s
 }
 
+// Exit codes of a wait (enqueue --wait, jobs get --wait), beside 0 (the
+// job succeeded), 1 and 2.
+const (
+	exitJobFailed = 3 // the job ended failed, or was cancelled
+	exitTimedOut  = 4 // --timeout came first: the job still waits or runs
+)
+
+// waitExits says a wait's exit codes, for the help.
+const waitExits = "exit 0 when it succeeded, 3 when it failed or was cancelled, 4 when --timeout came first."
+
+// defaultWaitTimeout is --timeout's default.
+const defaultWaitTimeout = 5 * time.Minute
+
+// waitJob waits (client.Wait) for job id of queue to end, at most
+// timeout, prints its record as last read (with its result), and returns
+// the exit code: 0 succeeded, 3 failed or cancelled, 4 timed out, 1 when
+// the wait itself failed.
+func (c *stackCmd) waitJob(ctx context.Context, cl *client.Client, queue, id string, timeout time.Duration) int {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out, err := cl.Wait(wctx, &client.WaitInput{Queue: queue, JobID: id})
+	code := exitOK
+	var je *client.JobError
+	switch {
+	case err == nil:
+	case errors.As(err, &je):
+		code = exitJobFailed
+		fmt.Fprintf(c.stderr, "slotq %s: %s\n", c.name, strings.TrimPrefix(err.Error(), "slotq: "))
+	case wctx.Err() != nil && ctx.Err() == nil && out.Polls > 0:
+		code = exitTimedOut
+		fmt.Fprintf(c.stderr, "slotq %s: job %s is still %s after %s; wait again with: slotq jobs get %s %s --wait\n",
+			c.name, id, out.Job.Status, timeout, queue, id)
+	default:
+		return c.fail(err)
+	}
+	if c.conn.json {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out.Job); err != nil {
+			return c.fail(err)
+		}
+		return code
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	jobRows(out.Job)(tw)
+	tw.Flush()
+	return code
+}
+
 func jobsGetCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newStackCmd("jobs get", "QUEUE ID", "Shows the record of job ID of QUEUE, whatever its status.", stdout, stderr)
+	c := newStackCmd("jobs get", "QUEUE ID", "Shows the record of job ID of QUEUE, whatever its status, with its result once it ended.\n"+
+		"With --wait, waits for it to end first: "+waitExits, stdout, stderr)
+	wait := c.fs.Bool("wait", false, "wait for the job to end (exit 3 if it failed or was cancelled, 4 at --timeout)")
+	timeout := c.fs.Duration("timeout", defaultWaitTimeout, "with --wait, how long to wait at most")
 	pos, code := c.parse(args, 2, 2)
 	if code >= 0 {
 		return code
+	}
+	if given(c.fs, "timeout") && !*wait {
+		return c.fail(usagef("--timeout goes with --wait"))
+	}
+	if *timeout <= 0 {
+		return c.fail(usagef("--timeout must be greater than 0"))
+	}
+	if *wait {
+		cl, err := c.conn.client(ctx)
+		if err != nil {
+			return c.fail(err)
+		}
+		return c.waitJob(ctx, cl, pos[0], pos[1], *timeout)
 	}
 	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
 		out, err := cl.GetJob(ctx, &client.GetJobInput{Queue: pos[0], JobID: pos[1]})
