@@ -160,6 +160,9 @@ type answer struct {
 	Retried   *struct {
 		Jobs []accepted `json:"jobs"`
 	} `json:"retried"`
+	Redrive *struct {
+		Received int `json:"received"`
+	} `json:"redrive"`
 	// Resume's report.
 	Queues   *int `json:"queues"`
 	Released *int `json:"released"`
@@ -284,6 +287,13 @@ func TestSampleEvents(t *testing.T) {
 		{"AdminFunction", "admin-retry-failed.json", func(t *testing.T, a answer) {
 			if a.Error != nil || a.Retried == nil {
 				t.Errorf("retried %+v, error %+v", a.Retried, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-redrive.json", func(t *testing.T, a answer) {
+			// The dead-letter queue (SLOTQ_DLQ_URL from the template) is
+			// empty: nothing received.
+			if a.Error != nil || a.Redrive == nil || a.Redrive.Received != 0 {
+				t.Errorf("redrive %+v, error %+v", a.Redrive, a.Error)
 			}
 		}},
 		{"AdminFunction", "admin-purge.json", func(t *testing.T, a answer) {

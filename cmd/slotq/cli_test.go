@@ -314,6 +314,10 @@ func TestRetryCommand(t *testing.T) {
 	waitAll(job.Succeeded, "f0", "f1", "f2", "f3", "f4", "waits")
 	late := regexp.MustCompile(`(?m)^(late +)\S+|-?\d+ms late`)
 	golden(t, "jobs-get-rerun", late.ReplaceAllString(c.ok("jobs", "get", "flaky", "f0"), "$1<varies>"))
+	// Nothing reached the dead-letter queue: the workers recorded every
+	// outcome.
+	golden(t, "redrive", c.ok("redrive"))
+	c.exits([]string{"redrive", "--limit", "1001"}, 1, "slotq redrive: invalid_limit (limit)")
 }
 
 // enqueue --wait and jobs get --wait through the local runtime: the

@@ -849,6 +849,33 @@ func jobsRetryCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	})
 }
 
+func redriveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("redrive", "", "Moves the messages SQS moved to the slot queue's dead-letter queue (a worker failed on them\n"+
+		"five times without recording anything) back to the slot queue, each checked against its job:\n"+
+		"one whose job still waits for it is sent again, one whose job ended or moved on is dropped,\n"+
+		"a body that is no job envelope stays. Fix the cause first (the worker's logs).", stdout, stderr)
+	limit := c.fs.Int("limit", engine.DefaultRedrive, "most messages to receive in this call, at most 1000")
+	if _, code := c.parse(args, 0, 0); code >= 0 {
+		return code
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.Redrive(ctx, &client.RedriveInput{Limit: *limit})
+		if err != nil {
+			return nil, nil, err
+		}
+		r := out.Report
+		return r, func(w io.Writer) {
+			row(w, "received", r.Received)
+			row(w, "sent back", r.Redriven)
+			row(w, "dropped (job moved on)", r.Dropped)
+			row(w, "left (not a job envelope)", r.Undecodable)
+			if r.More {
+				row(w, "more", "run it again: the limit was reached")
+			}
+		}, nil
+	})
+}
+
 // defaultBy is who asks for a retry, by default: the user's login, as far
 // as a history event can carry it, or "cli".
 func defaultBy() string {

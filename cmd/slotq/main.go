@@ -75,6 +75,7 @@ func init() {
 		{"create", "create a queue", createCmd},
 		{"configure", "change a queue's settings", configureCmd},
 		{"purge", "cancel every job of a queue that has not started", purgeCmd},
+		{"redrive", "move the slot queue's dead-letter messages back, each checked against its job", redriveCmd},
 		{"delete", "delete a queue", deleteCmd},
 		{"timeline", "draw starts of a queue against their slots: gaps and lateness", timelineCmd},
 		{"local", "run the stack in this process: Invoke API on 127.0.0.1:3001, SQS event source, schedule (make run)", localCmd},

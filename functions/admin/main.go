@@ -12,6 +12,7 @@ import (
 
 func main() {
 	cfg, awsCfg, log := lambdafn.Init(lambdafn.Admin)
-	h := &admin.Handler{Engine: cfg.Engine(awsCfg, nil, log), Defaults: cfg.Defaults, Activity: cfg.Activity(awsCfg)}
+	h := &admin.Handler{Engine: cfg.Engine(awsCfg, nil, log), Defaults: cfg.Defaults, Activity: cfg.Activity(awsCfg),
+		DeadLetters: cfg.DeadLetters(awsCfg)}
 	lambda.Start(h.Handle)
 }

@@ -395,6 +395,31 @@ func (p *RetryFailedPaginator) NextPage(ctx context.Context) (*RetryJobsOutput, 
 	return out, nil
 }
 
+// RedriveInput bounds one redrive of the stack's dead-letter queue.
+type RedriveInput struct {
+	// Limit caps the messages received. Default (0) 100, at most 1000;
+	// the answer's More says when some may be left.
+	Limit int
+}
+
+// RedriveOutput says what the redrive did.
+type RedriveOutput struct {
+	Report engine.RedriveReport
+}
+
+// Redrive moves the messages SQS moved to the slot queue's dead-letter
+// queue (after a worker failed on them MaxReceiveCount times) back to the
+// slot queue, each re-checked against its job: one whose job still waits
+// for it is sent again, one whose job ended or moved on is dropped, a
+// body that is no job envelope stays.
+func (c *Client) Redrive(ctx context.Context, in *RedriveInput) (*RedriveOutput, error) {
+	res, err := c.admin(ctx, admin.Request{Op: "redrive", Limit: in.Limit})
+	if err != nil {
+		return nil, err
+	}
+	return &RedriveOutput{Report: deref(res.Redrive)}, nil
+}
+
 // ListQueuesInput takes no parameters.
 type ListQueuesInput struct{}
 

@@ -33,6 +33,7 @@ type Admin interface {
 	Jobs(ctx context.Context, r engine.ListRequest) ([]job.Job, error)
 	CancelJob(ctx context.Context, k job.Key) (job.Job, error)
 	Retry(ctx context.Context, r engine.RetryRequest) (engine.RetryResult, error)
+	Redrive(ctx context.Context, dlq engine.DeadLetterQueue, limit int) (engine.RedriveReport, error)
 }
 
 var _ Admin = (*engine.Engine)(nil)
@@ -40,7 +41,7 @@ var _ Admin = (*engine.Engine)(nil)
 // Request is one admin operation.
 type Request struct {
 	// Op is create, configure, pause, resume, purge, delete, stats, get,
-	// cancel, list or retry.
+	// cancel, list, retry or redrive.
 	Op    string `json:"op"`
 	Queue string `json:"queue,omitempty"`
 	// Config holds the settings of create and configure. A setting left
@@ -56,6 +57,9 @@ type Request struct {
 	Until *time.Time `json:"until,omitempty"`
 	// JobID names the job for get and cancel.
 	JobID string `json:"job_id,omitempty"`
+	// Limit, for redrive, caps the dead-letter messages one call receives
+	// (default 100, at most 1000).
+	//
 	// Status, After and Limit page through a queue's jobs for list:
 	// jobs of one listed status, parked (the default) or failed, by ticket, after ticket After,
 	// at most Limit (default 100). list without a queue lists the queues.
@@ -93,13 +97,16 @@ type Response struct {
 	// Retried answers retry: the jobs run again with their new tickets,
 	// and for a page of failed jobs the cursor of the next page.
 	Retried *engine.RetryResult `json:"retried,omitempty"`
-	Jobs    []job.Job           `json:"jobs,omitzero"`
-	Queues  []engine.Queue      `json:"queues,omitzero"`
-	Error   *lambdafn.Error     `json:"error,omitempty"`
+	// Redrive answers redrive: the messages received from the slot
+	// queue's dead-letter queue, sent back, dropped and left.
+	Redrive *engine.RedriveReport `json:"redrive,omitempty"`
+	Jobs    []job.Job             `json:"jobs,omitzero"`
+	Queues  []engine.Queue        `json:"queues,omitzero"`
+	Error   *lambdafn.Error       `json:"error,omitempty"`
 }
 
 // Ops lists the operations, for the error message of an unknown one.
-var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "get", "cancel", "list", "retry"}
+var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "get", "cancel", "list", "retry", "redrive"}
 
 // Handler translates admin requests into engine calls.
 type Handler struct {
@@ -109,6 +116,9 @@ type Handler struct {
 	Defaults slot.Config
 	// Activity, if set, adds each queue's recent activity to stats.
 	Activity metrics.ActivityReader
+	// DeadLetters is the slot queue's dead-letter queue, which redrive
+	// reads; nil: redrive answers no_dead_letter_queue.
+	DeadLetters engine.DeadLetterQueue
 }
 
 // Handle decodes the request strictly and runs its operation. Bad input,
@@ -196,6 +206,12 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 			Queue: r.Queue, IDs: r.JobIDs, Failed: r.Failed, After: r.After, UpTo: r.UpTo, Limit: r.Limit, By: r.By,
 		})
 		return Response{Retried: &res}, err
+	case "redrive":
+		if r.Queue != "" {
+			return Response{}, input.Invalid("invalid_redrive", "queue", "redrive works on the stack's dead-letter queue, which holds every queue's messages: give no queue")
+		}
+		rep, err := h.Engine.Redrive(ctx, h.DeadLetters, r.Limit)
+		return Response{Redrive: &rep}, err
 	case "list":
 		if r.Queue == "" {
 			qs, err := h.Engine.Queues(ctx)

@@ -163,6 +163,9 @@ func TestErrors(t *testing.T) {
 		{"retry nothing", `{"op":"retry","queue":"q"}`, "invalid_retry", "job_ids"},
 		{"retry ids as a string", `{"op":"retry","queue":"q","job_ids":"done"}`, "invalid_type", "job_ids"},
 		{"retry a bad by", `{"op":"retry","queue":"q","job_ids":["done"],"by":"x\ny"}`, "invalid_by", "by"},
+		{"redrive a queue", `{"op":"redrive","queue":"q"}`, "invalid_redrive", "queue"},
+		{"redrive without a dead-letter queue", `{"op":"redrive"}`, "no_dead_letter_queue", "op"},
+		{"redrive too many", `{"op":"redrive","limit":1001}`, "invalid_limit", "limit"},
 		{"retry a page too large", `{"op":"retry","queue":"q","failed":true,"limit":501}`, "invalid_limit", "limit"},
 		{"bad status", `{"op":"list","queue":"q","status":"sleeping"}`, "invalid_status", "status"},
 		{"pause in the past", `{"op":"pause","queue":"q","until":"2001-01-01T00:00:00Z"}`, "invalid_until", "until"},
@@ -178,6 +181,47 @@ func TestErrors(t *testing.T) {
 				t.Errorf("got %+v, want %s on %s", r.Error, tt.code, tt.field)
 			}
 		})
+	}
+}
+
+// redrive (events/admin-redrive.json) on the embedded transport: a job's
+// message that the queue moved to the dead-letter list (received too
+// often) goes back to the slot queue, and the job runs from it; a
+// finished job's is dropped.
+func TestRedriveSample(t *testing.T) {
+	tr := memstore.NewTransport(memstore.TransportOptions{MaxReceiveCount: 2, VisibilityTimeout: time.Millisecond})
+	store := memstore.New(memstore.Options{})
+	eng := engine.New(engine.Options{State: store, Transport: tr})
+	h := &Handler{Engine: eng, DeadLetters: tr.DeadLetterQueue()}
+	ctx := context.Background()
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Jobs: []job.Spec{{ID: "a", Kind: "k"}, {ID: "b", Kind: "k"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for len(tr.DeadLetters()) < 2 {
+		if _, err := tr.Receive(ctx, 10, 10*time.Millisecond, time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	b, _ := eng.Job(ctx, job.Key{Queue: "q", ID: "b"})
+	from := b.Version()
+	b.Status = job.Cancelled
+	if err := store.UpdateJob(ctx, b, from); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Handle(ctx, event(t, "admin-redrive.json"))
+	if err != nil || r.Error != nil || r.Redrive == nil {
+		t.Fatalf("redrive: %+v, %v", r, err)
+	}
+	if want := (engine.RedriveReport{Received: 2, Redriven: 1, Dropped: 1}); *r.Redrive != want {
+		t.Errorf("report %+v, want %+v", *r.Redrive, want)
+	}
+	ds, err := tr.Receive(ctx, 10, time.Second, time.Minute)
+	if err != nil || len(ds) != 1 || ds[0].Envelope.JobID != "a" {
+		t.Fatalf("slot queue after the redrive: %+v, %v; want a's message", ds, err)
+	}
+	if n := len(tr.DeadLetters()); n != 0 {
+		t.Errorf("%d dead letters left", n)
 	}
 }
 
