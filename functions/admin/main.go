@@ -1,6 +1,6 @@
 // Command admin is the function operators (and the CLI) invoke to manage
 // queues and jobs: create, configure, pause [until], resume, purge,
-// delete, stats; get, cancel and list jobs.
+// delete, stats; get, cancel, list and retry jobs; redrive the dead-letter queue.
 package main
 
 import (

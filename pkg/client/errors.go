@@ -45,7 +45,7 @@ var sentinels = map[string]error{
 // wrote nothing. Retrying the same request gets the same answer.
 type Error struct {
 	// Op is the operation: enqueue, or the admin op (create, configure,
-	// pause, resume, purge, delete, stats, get, cancel, list, retry).
+	// pause, resume, purge, delete, stats, get, cancel, list, retry, redrive).
 	Op string
 	// Code is stable and snake_case: invalid_interval, unknown_field,
 	// queue_not_found, job_not_found, target_not_allowed, …
