@@ -42,7 +42,7 @@ type Options struct {
 	// Addr is the Invoke API's address. Default DefaultAddr.
 	Addr string
 	// Mux holds the worker's Go handlers by job kind. The built-in kinds
-	// (echo) are added unless Mux has a handler of that name. Default: a
+	// (echo, sleep, fail) are added unless Mux has a handler of that name. Default: a
 	// Mux with the built-ins only.
 	Mux *target.Mux
 	// AWS, if set, runs the stack on DynamoDB and SQS with this
