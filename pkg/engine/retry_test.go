@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -409,6 +410,13 @@ func TestRetryRacesAdmin(t *testing.T) {
 	}
 }
 
+func deref(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
 // rerunWrite matches the retry's write of job f's rerun.
 func rerunWrite(op string, j *job.Job) bool {
 	return op == "UpdateJob" && j.ID == "f" && j.Reruns == 1 && j.Status.Waiting()
@@ -422,4 +430,64 @@ func purge(ctx context.Context, eng *engine.Engine) error {
 func deleteQ(ctx context.Context, eng *engine.Engine) error {
 	_, err := eng.DeleteQueue(ctx, "q")
 	return err
+}
+
+// A keyed dead letter run again waits for its key like any job of the
+// key: it never runs beside the job holding it, and the key's lane ends
+// clean (nothing held, nothing pending).
+func TestRetryKeyedDeadLetter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Seed: 15, Workers: 4})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("q", slot.Config{Interval: 100 * time.Millisecond, Skew: time.Millisecond, MaxAttempts: 1})
+		s.failing(1, "k1")
+		enq := func(sp job.Spec) {
+			t.Helper()
+			if _, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &sp}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		enq(laneSpec("k1", "K", 500*time.Millisecond))
+		s.waitFinishedOrDump("q", time.Hour)
+		if j := s.get("q", "k1"); j.Status != job.Failed {
+			t.Fatalf("k1: %s, want failed", j.Status)
+		}
+		enq(laneSpec("k2", "K", 5*time.Second))
+		time.Sleep(time.Second) // k2 runs, holding K
+		if _, err := s.eng.Retry(ctx, engine.RetryRequest{Queue: "q", IDs: []string{"k1"}}); err != nil {
+			t.Fatal(err)
+		}
+		// The rerun counts as pending on its key: a job of the key
+		// enqueued now has k2 and k1 ahead of it.
+		res, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &job.Spec{ID: "k3", Kind: "lane", Key: "K", Payload: json.RawMessage(`{"ms":100}`)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := res.Jobs[0].KeyAhead; a == nil || *a != 2 {
+			t.Errorf("k3's key_ahead %d, want 2 (k2 running, k1 run again)", deref(a))
+		}
+		s.waitFinishedOrDump("q", time.Hour)
+		if j := s.get("q", "k1"); j.Status != job.Succeeded || j.Attempt != 2 {
+			t.Errorf("k1: %s at attempt %d, want succeeded at 2", j.Status, j.Attempt)
+		}
+		runs := s.runsOf("q")
+		if len(runs) != 4 {
+			t.Fatalf("runs %+v, want k1, k2, k1 again, k3", runs)
+		}
+		if v := keyOverlap(runs); v != "" {
+			t.Error(v)
+		}
+		// By the runs themselves, whatever key they carry.
+		if k2, again := runs[1], runs[2]; k2.ID != "k2" || again.ID != "k1" || again.Begin.Before(k2.End) {
+			t.Errorf("k1's rerun began at %v, before k2, holding K, ended at %v", again.Begin, k2.End)
+		}
+		l, err := s.store.GetLane(ctx, "q", "K")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Version != 0 && (l.Pending != 0 || !l.Idle()) {
+			t.Errorf("lane K after both ended: %+v; want none, or idle with nothing pending", l)
+		}
+	})
 }
