@@ -369,7 +369,7 @@ func TestAccessPolicies(t *testing.T) {
 	want := map[string]map[string][]string{
 		"ProducerPolicy": {"lambda:InvokeFunction": {arn("EnqueueFunction")}},
 		"OperatorPolicy": {
-			"lambda:InvokeFunction":        {arn("EnqueueFunction"), arn("AdminFunction")},
+			"lambda:InvokeFunction":         {arn("EnqueueFunction"), arn("AdminFunction")},
 			"cloudformation:DescribeStacks": {`{"Ref":"AWS::StackId"}`},
 			"cloudwatch:GetDashboard":       {`{"Fn::Sub":"arn:${AWS::Partition}:cloudwatch::${AWS::AccountId}:dashboard/${Dashboard}"}`},
 			"cloudwatch:GetMetricData":      {`"*"`},
