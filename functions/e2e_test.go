@@ -167,6 +167,12 @@ type answer struct {
 	Job       *accepted       `json:"job"`
 	Cancelled *int            `json:"cancelled"`
 	Reindexed map[string]any  `json:"reindexed"`
+	Retried   *struct {
+		Jobs []accepted `json:"jobs"`
+	} `json:"retried"`
+	Redrive *struct {
+		Received int `json:"received"`
+	} `json:"redrive"`
 	// Resume's report.
 	Queues   *int `json:"queues"`
 	Released *int `json:"released"`
@@ -290,6 +296,26 @@ func TestSampleEvents(t *testing.T) {
 			// reindex writes them again: the sample queue's, at least.
 			if a.Error != nil || a.Reindexed == nil || a.Reindexed["queues"] == nil || a.Reindexed["queues"].(float64) < 1 {
 				t.Errorf("reindexed %v, error %+v", a.Reindexed, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-retry.json", func(t *testing.T, a answer) {
+			// Cancelled (or failed) just now: run again; if it ran and
+			// succeeded first, not_retryable.
+			if (a.Error == nil && (a.Retried == nil || len(a.Retried.Jobs) != 1 || a.Retried.Jobs[0].JobID != "welcome-42")) ||
+				(a.Error != nil && (a.Error.Code != "not_retryable" || a.Error.Field != "job_ids[0]")) {
+				t.Errorf("retried %+v, error %+v", a.Retried, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-retry-failed.json", func(t *testing.T, a answer) {
+			if a.Error != nil || a.Retried == nil {
+				t.Errorf("retried %+v, error %+v", a.Retried, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-redrive.json", func(t *testing.T, a answer) {
+			// The dead-letter queue (SLOTQ_DLQ_URL from the template) is
+			// empty: nothing received.
+			if a.Error != nil || a.Redrive == nil || a.Redrive.Received != 0 {
+				t.Errorf("redrive %+v, error %+v", a.Redrive, a.Error)
 			}
 		}},
 		{"AdminFunction", "admin-purge.json", func(t *testing.T, a answer) {

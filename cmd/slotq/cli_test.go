@@ -251,6 +251,124 @@ func TestLaneCommands(t *testing.T) {
 	c.ok("delete", "accounts")
 }
 
+// A dead letter is run again by id, and a queue's failed jobs by pages:
+// each runs once more and succeeds; a job that waits is refused
+// (not_retryable), and a refused call runs none of the jobs it named.
+func TestRetryCommand(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	// Enqueued while paused, then started 100ms apart, so each job's first
+	// retry takes its ticket before the next job starts: the tickets below
+	// are the same on every run.
+	c.ok("create", "flaky", "--interval", "100ms", "--max-attempts", "2", "--backoff", "10ms")
+	c.ok("pause", "flaky")
+	for i := range 5 {
+		c.ok("enqueue", "flaky", "--kind", "fail", "--id", fmt.Sprintf("f%d", i), "--payload", `{"times": 2, "error": "upstream 503"}`)
+	}
+	c.ok("resume", "flaky")
+	status := func(id string) job.Job {
+		var j job.Job
+		c.okJSON(&j, "jobs", "get", "flaky", id)
+		return j
+	}
+	waitAll := func(want job.Status, ids ...string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			n := 0
+			for _, id := range ids {
+				if status(id).Status == want {
+					n++
+				}
+			}
+			if n == len(ids) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %v %s after 20s", n, ids, want)
+			}
+		}
+	}
+	waitAll(job.Failed, "f0", "f1", "f2", "f3", "f4")
+	c.ok("pause", "flaky")
+	c.ok("enqueue", "flaky", "--kind", "echo", "--id", "waits")
+	c.exits([]string{"jobs", "retry", "flaky", "f0", "waits"}, 1, "slotq retry: not_retryable (job_ids[1]): retry flaky/waits: job is parked")
+	if j := status("f0"); j.Status != job.Failed || j.Reruns != 0 {
+		t.Fatalf("f0 after a refused retry: %s, %d reruns; want failed, none", j.Status, j.Reruns)
+	}
+	golden(t, "jobs-retry", c.ok("jobs", "retry", "flaky", "f0", "--by", "ops@example.com"))
+	first := c.ok("jobs", "retry", "flaky", "--failed", "--limit", "2", "--pages", "1", "--by", "ops@example.com")
+	golden(t, "jobs-retry-failed", first)
+	more := regexp.MustCompile(`more: --after (\d+) --up-to (\d+)`).FindStringSubmatch(first)
+	if more == nil {
+		t.Fatalf("retry --failed --pages 1 printed no cursor:\n%s", first)
+	}
+	var res struct {
+		Jobs      []engine.Accepted `json:"jobs"`
+		NextAfter int64             `json:"next_after"`
+		Pages     int               `json:"pages"`
+	}
+	c.okJSON(&res, "jobs", "retry", "flaky", "--failed", "--limit", "2", "--after", more[1], "--up-to", more[2], "--by", "ops@example.com")
+	if len(res.Jobs) != 2 || res.Pages != 2 || res.NextAfter != 0 || res.Jobs[0].JobID != "f3" || res.Jobs[1].JobID != "f4" {
+		t.Errorf("retry --failed from the first page's cursor: %+v; want f3 and f4 in 2 pages (the second empty)", res)
+	}
+	c.ok("resume", "flaky")
+	waitAll(job.Succeeded, "f0", "f1", "f2", "f3", "f4", "waits")
+	late := regexp.MustCompile(`(?m)^(late +)\S+|-?\d+ms late`)
+	golden(t, "jobs-get-rerun", late.ReplaceAllString(c.ok("jobs", "get", "flaky", "f0"), "$1<varies>"))
+	// Nothing reached the dead-letter queue: the workers recorded every
+	// outcome.
+	golden(t, "redrive", c.ok("redrive"))
+	c.exits([]string{"redrive", "--limit", "1001"}, 1, "slotq redrive: invalid_limit (limit)")
+}
+
+// enqueue --wait and jobs get --wait through the local runtime: the
+// job's record and result are printed, and the exit code says how the
+// job ended: 0 succeeded, 3 failed or cancelled, 4 the wait timed out.
+func TestWaitCommands(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	c.ok("create", "reports", "--interval", "50ms", "--max-attempts", "2", "--backoff", "10ms")
+	late := regexp.MustCompile(`(?m)^(late +)\S+|-?\d+ms late`)
+	out := c.ok("enqueue", "reports", "--kind", "echo", "--id", "r1", "--payload", `{"rows": 3}`, "--wait")
+	golden(t, "enqueue-wait", late.ReplaceAllString(out, "$1<varies>"))
+	var j job.Job
+	c.okJSON(&j, "enqueue", "reports", "--kind", "echo", "--id", "r2", "--payload", `[1,2]`, "--wait")
+	var r []int
+	if j.Status != job.Succeeded || json.Unmarshal(j.Result, &r) != nil || !slices.Equal(r, []int{1, 2}) {
+		t.Errorf("enqueue --wait --json: %s with result %s", j.Status, j.Result)
+	}
+	if out := c.ok("jobs", "get", "reports", "r1"); !strings.Contains(out, "result") || !strings.Contains(out, `{"rows":3}`) {
+		t.Errorf("jobs get of a finished job shows no result:\n%s", out)
+	}
+
+	stdout, stderr, code := c.run("enqueue", "reports", "--kind", "fail", "--id", "f1", "--payload", `{"error":"upstream 503"}`, "--wait")
+	if code != 3 || !strings.Contains(stderr, "slotq enqueue: job reports/f1 failed after attempt 2: fail: attempt 2: upstream 503") ||
+		!strings.Contains(stdout, "status") || !strings.Contains(stdout, "failed") {
+		t.Errorf("enqueue --wait of a failing job: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	c.ok("pause", "reports")
+	stdout, stderr, code = c.run("enqueue", "reports", "--kind", "echo", "--id", "held", "--wait", "--timeout", "300ms")
+	if code != 4 || !strings.Contains(stderr, "job held is still parked after 300ms; wait again with: slotq jobs get reports held --wait") ||
+		!strings.Contains(stdout, "parked") {
+		t.Errorf("enqueue --wait on a paused queue: exit %d\n%s%s", code, stdout, stderr)
+	}
+	_, _, code = c.run("jobs", "get", "reports", "held", "--wait", "--timeout", "200ms")
+	if code != 4 {
+		t.Errorf("jobs get --wait on a paused queue: exit %d, want 4", code)
+	}
+	c.ok("resume", "reports")
+	c.ok("jobs", "get", "reports", "held", "--wait", "--timeout", "10s")
+
+	c.ok("pause", "reports")
+	c.ok("enqueue", "reports", "--kind", "echo", "--id", "dropped")
+	c.ok("jobs", "cancel", "reports", "dropped")
+	if _, stderr, code := c.run("jobs", "get", "reports", "dropped", "--wait"); code != 3 || !strings.Contains(stderr, "was cancelled") {
+		t.Errorf("jobs get --wait of a cancelled job: exit %d, %s", code, stderr)
+	}
+	c.exits([]string{"jobs", "get", "reports", "held", "--timeout", "1s"}, 2, "--timeout goes with --wait")
+	c.exits([]string{"enqueue", "reports", "--kind", "echo", "--wait", "--timeout", "0s"}, 2, "--timeout must be greater than 0")
+	c.exits([]string{"jobs", "get", "reports", "nope", "--wait"}, 1, "job_not_found (job_id)")
+}
+
 // Refusals print their code and field on stderr and exit 1; bad command
 // lines exit 2; --help exits 0 and lists flags with defaults.
 func TestExitCodes(t *testing.T) {
@@ -295,6 +413,10 @@ func TestExitCodes(t *testing.T) {
 		{"max-running not a number", []string{"configure", "emails", "--max-running", "some"}, 2, "invalid value"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"unknown jobs command", []string{"jobs", "frob"}, 2, `unknown command "frob"`},
+		{"retry nothing", []string{"jobs", "retry", "emails"}, 2, "name the jobs to run again, or give --failed"},
+		{"retry ids and failed", []string{"jobs", "retry", "emails", "a", "--failed"}, 2, "give job ids or --failed, not both"},
+		{"retry a missing job", []string{"jobs", "retry", "emails", "nope"}, 1, "slotq retry: job_not_found (job_ids[0]): job nope not found in queue emails\n"},
+		{"retry a bad page", []string{"jobs", "retry", "emails", "--failed", "--limit", "501"}, 1, "invalid_limit (limit)"},
 		{"timeline without source", []string{"timeline", "emails"}, 2, "the stack keeps no list of recent starts"},
 		{"endpoint and stack", []string{"queues", "--stack", "x"}, 2, "give --endpoint or --stack, not both"},
 	}
@@ -334,7 +456,7 @@ func TestHelp(t *testing.T) {
 			continue
 		}
 		args := strings.Fields(cmd.name)
-		if subs := map[string][]string{"jobs": {"list", "get", "cancel"}, "sam": {"invoke", "start-lambda"}}[cmd.name]; subs != nil {
+		if subs := map[string][]string{"jobs": {"list", "get", "cancel", "retry"}, "sam": {"invoke", "start-lambda"}}[cmd.name]; subs != nil {
 			for _, sub := range subs {
 				checkHelp(t, append(args, sub, "--help"), cmd.name == "jobs")
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/slotq/slotq/pkg/client"
@@ -22,7 +24,9 @@ import (
 func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newStackCmd("enqueue", "QUEUE", "Enqueues one job (a kind, or a target) on QUEUE and prints its ticket, slot and position;\n"+
 		"with --key, also how many jobs of its key are ahead of it (it starts after they end).\n"+
-		"A queue that does not exist is created (with --interval, or the stack's default).", stdout, stderr)
+		"A queue that does not exist is created (with --interval, or the stack's default).\n"+
+		"With --wait, waits for the job to end and prints its record and result instead:\n"+
+		waitExits, stdout, stderr)
 	var (
 		kind      = c.fs.String("kind", "", "Go handler the worker runs (give --kind or --target)")
 		target    = c.fs.String("target", "", "HTTP URL or Lambda function (lambda:NAME) the worker calls; the queue must allow it")
@@ -31,10 +35,18 @@ func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		notBefore = c.fs.String("not-before", "", "earliest start: an RFC 3339 time or a duration from now (10m)")
 		key       = c.fs.String("key", "", "the job's key: jobs of the queue with the same key run one at a time, in ticket order (default: none)")
 		interval  = durationFlag(c.fs, "interval", "interval of the queue if this call creates it, a `duration` of at least 1ms (default: the stack's)")
+		wait      = c.fs.Bool("wait", false, "wait for the job to end and print its record with its result (exit 3 if it failed or was cancelled, 4 at --timeout)")
+		timeout   = c.fs.Duration("timeout", defaultWaitTimeout, "with --wait, how long to wait at most")
 	)
 	pos, code := c.parse(args, 1, 1)
 	if code >= 0 {
 		return code
+	}
+	if given(c.fs, "timeout") && !*wait {
+		return c.fail(usagef("--timeout goes with --wait"))
+	}
+	if *timeout <= 0 {
+		return c.fail(usagef("--timeout must be greater than 0"))
 	}
 	spec := job.Spec{ID: *id, Kind: *kind, Target: *target, Key: *key}
 	if *payload != "" {
@@ -61,6 +73,17 @@ func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		d := slot.Duration(*interval)
 		in.Interval = &d
+	}
+	if *wait {
+		cl, err := c.conn.client(ctx)
+		if err != nil {
+			return c.fail(err)
+		}
+		out, err := cl.Enqueue(ctx, in)
+		if err != nil {
+			return c.fail(err)
+		}
+		return c.waitJob(ctx, cl, out.Queue, out.Jobs[0].JobID, *timeout)
 	}
 	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
 		out, err := cl.Enqueue(ctx, in)
@@ -504,11 +527,12 @@ func configureCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 func jobsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return subcommands(ctx, "jobs", map[string]runFunc{
-		"list": jobsListCmd, "get": jobsGetCmd, "cancel": jobsCancelCmd,
+		"list": jobsListCmd, "get": jobsGetCmd, "cancel": jobsCancelCmd, "retry": jobsRetryCmd,
 	}, "Usage: slotq jobs COMMAND [flags] QUEUE ...\n\nCommands:\n"+
 		"  list    list QUEUE's parked or failed jobs (jobs that run without trouble are never listed)\n"+
 		"  get     show a job's record by its id\n"+
-		"  cancel  cancel a job that has not started\n\n"+
+		"  cancel  cancel a job that has not started\n"+
+		"  retry   run failed or cancelled jobs again under their ids (--failed: every dead letter)\n\n"+
 		"Run 'slotq jobs COMMAND --help' for a command's flags.\n", args, stdout, stderr)
 }
 
@@ -588,6 +612,9 @@ func jobRows(j job.Job) func(io.Writer) {
 		if j.Retickets > 0 {
 			row(w, "retickets", j.Retickets)
 		}
+		if j.Reruns > 0 {
+			row(w, "reruns", fmt.Sprintf("%d (this run from attempt %d)", j.Reruns, j.RerunFrom+1))
+		}
 		if !j.NotBefore.IsZero() {
 			row(w, "not before", ts(j.NotBefore))
 		}
@@ -605,6 +632,12 @@ func jobRows(j job.Job) func(io.Writer) {
 		}
 		if len(j.Payload) > 0 {
 			row(w, "payload", oneLine(string(j.Payload), 200))
+		}
+		if len(j.Result) > 0 {
+			row(w, "result", oneLine(string(j.Result), 200))
+		}
+		if j.ResultDropped > 0 {
+			row(w, "result", fmt.Sprintf("not kept: %d bytes, over the %d-byte bound", j.ResultDropped, job.MaxResult))
 		}
 		for i, ev := range j.History {
 			label := ""
@@ -630,6 +663,8 @@ func eventText(ev job.Event) string {
 		}
 	case job.Reticketed:
 		s += fmt.Sprintf(" ticket %d → %d", ev.OldTicket, ev.Ticket)
+	case job.Rerun:
+		s += fmt.Sprintf(" by %s: ticket %d, attempt %d", ev.Reason, ev.Ticket, ev.Attempt)
 	case job.ParkedEvent:
 		switch job.ParkReason(ev.Reason) {
 		case job.WaitKey:
@@ -670,11 +705,76 @@ func eventText(ev job.Event) string {
 	return s
 }
 
+// Exit codes of a wait (enqueue --wait, jobs get --wait), beside 0 (the
+// job succeeded), 1 and 2.
+const (
+	exitJobFailed = 3 // the job ended failed, or was cancelled
+	exitTimedOut  = 4 // --timeout came first: the job still waits or runs
+)
+
+// waitExits says a wait's exit codes, for the help.
+const waitExits = "exit 0 when it succeeded, 3 when it failed or was cancelled, 4 when --timeout came first."
+
+// defaultWaitTimeout is --timeout's default.
+const defaultWaitTimeout = 5 * time.Minute
+
+// waitJob waits (client.Wait) for job id of queue to end, at most
+// timeout, prints its record as last read (with its result), and returns
+// the exit code: 0 succeeded, 3 failed or cancelled, 4 timed out, 1 when
+// the wait itself failed.
+func (c *stackCmd) waitJob(ctx context.Context, cl *client.Client, queue, id string, timeout time.Duration) int {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out, err := cl.Wait(wctx, &client.WaitInput{Queue: queue, JobID: id})
+	code := exitOK
+	var je *client.JobError
+	switch {
+	case err == nil:
+	case errors.As(err, &je):
+		code = exitJobFailed
+		fmt.Fprintf(c.stderr, "slotq %s: %s\n", c.name, strings.TrimPrefix(err.Error(), "slotq: "))
+	case wctx.Err() != nil && ctx.Err() == nil && out.Polls > 0:
+		code = exitTimedOut
+		fmt.Fprintf(c.stderr, "slotq %s: job %s is still %s after %s; wait again with: slotq jobs get %s %s --wait\n",
+			c.name, id, out.Job.Status, timeout, queue, id)
+	default:
+		return c.fail(err)
+	}
+	if c.conn.json {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out.Job); err != nil {
+			return c.fail(err)
+		}
+		return code
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	jobRows(out.Job)(tw)
+	tw.Flush()
+	return code
+}
+
 func jobsGetCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newStackCmd("jobs get", "QUEUE ID", "Shows the record of job ID of QUEUE, whatever its status.", stdout, stderr)
+	c := newStackCmd("jobs get", "QUEUE ID", "Shows the record of job ID of QUEUE, whatever its status, with its result once it ended.\n"+
+		"With --wait, waits for it to end first: "+waitExits, stdout, stderr)
+	wait := c.fs.Bool("wait", false, "wait for the job to end (exit 3 if it failed or was cancelled, 4 at --timeout)")
+	timeout := c.fs.Duration("timeout", defaultWaitTimeout, "with --wait, how long to wait at most")
 	pos, code := c.parse(args, 2, 2)
 	if code >= 0 {
 		return code
+	}
+	if given(c.fs, "timeout") && !*wait {
+		return c.fail(usagef("--timeout goes with --wait"))
+	}
+	if *timeout <= 0 {
+		return c.fail(usagef("--timeout must be greater than 0"))
+	}
+	if *wait {
+		cl, err := c.conn.client(ctx)
+		if err != nil {
+			return c.fail(err)
+		}
+		return c.waitJob(ctx, cl, pos[0], pos[1], *timeout)
 	}
 	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
 		out, err := cl.GetJob(ctx, &client.GetJobInput{Queue: pos[0], JobID: pos[1]})
@@ -683,6 +783,116 @@ func jobsGetCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		return out.Job, jobRows(out.Job), nil
 	})
+}
+
+func jobsRetryCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("jobs retry", "QUEUE [ID...]", "Runs failed or cancelled jobs of QUEUE again under their ids: each takes a new ticket\n"+
+		"at the end of the line and goes through the gate like any job. Its attempts keep counting,\n"+
+		"and the rerun has the queue's max_attempts of its own. Name the jobs (up to 100; one that is\n"+
+		"not failed or cancelled refuses them all: not_retryable), or give --failed to run every\n"+
+		"failed job again, a page of --limit at a time, one call each.", stdout, stderr)
+	failed := c.fs.Bool("failed", false, "run every failed job (dead letter) of QUEUE again, in pages, instead of the IDs")
+	limit := c.fs.Int("limit", engine.DefaultRetryPage, "with --failed, jobs per page (one call each), at most 500")
+	pages := c.fs.Int("pages", 0, "with --failed, stop after this many pages and print where to go on (0: all)")
+	after := c.fs.Int64("after", 0, "with --failed, go on after this ticket (as a stopped run printed)")
+	upTo := c.fs.Int64("up-to", 0, "with --failed, only jobs whose ticket is at most this (as a stopped run printed; 0: the queue's ticket now)")
+	by := c.fs.String("by", defaultBy(), "who asks, recorded in each job's history")
+	pos, code := c.parse(args, 1, -1)
+	if code >= 0 {
+		return code
+	}
+	if *failed == (len(pos) > 1) {
+		if *failed {
+			return c.fail(usagef("give job ids or --failed, not both"))
+		}
+		return c.fail(usagef("name the jobs to run again, or give --failed"))
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		res := struct {
+			Jobs      []engine.Accepted `json:"jobs"`
+			Skipped   int               `json:"skipped,omitempty"`
+			NextAfter int64             `json:"next_after,omitempty"`
+			UpTo      int64             `json:"up_to,omitempty"`
+			Pages     int               `json:"pages,omitempty"`
+		}{Jobs: []engine.Accepted{}}
+		if !*failed {
+			out, err := cl.RetryJobs(ctx, &client.RetryJobsInput{Queue: pos[0], JobIDs: pos[1:], By: *by})
+			if err != nil {
+				return nil, nil, err
+			}
+			res.Jobs = out.Jobs
+		} else {
+			p := client.NewRetryFailedPaginator(cl, &client.RetryJobsInput{Queue: pos[0], After: *after, UpTo: *upTo, Limit: *limit, By: *by})
+			for p.HasMorePages() && (*pages == 0 || res.Pages < *pages) {
+				out, err := p.NextPage(ctx)
+				if err != nil {
+					if res.Pages > 0 {
+						fmt.Fprintf(stderr, "slotq jobs retry: %d jobs run again in %d pages before the error; go on with --after %d --up-to %d\n",
+							len(res.Jobs), res.Pages, *after, res.UpTo)
+					}
+					return nil, nil, err
+				}
+				res.Pages++
+				res.Jobs = append(res.Jobs, out.Jobs...)
+				res.Skipped += out.Skipped
+				res.NextAfter, res.UpTo = out.NextAfter, out.UpTo
+				*after = out.NextAfter
+			}
+		}
+		return res, func(w io.Writer) {
+			row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "STATUS")
+			for _, a := range res.Jobs {
+				row(w, a.JobID, a.Ticket, ts(a.SlotAt), a.Position, a.Status)
+			}
+			if *failed {
+				fmt.Fprintf(w, "run again: %d in %d pages", len(res.Jobs), res.Pages)
+				if res.Skipped > 0 {
+					fmt.Fprintf(w, " (%d no longer failed)", res.Skipped)
+				}
+				fmt.Fprintln(w)
+				if res.NextAfter != 0 {
+					fmt.Fprintf(w, "more: --after %d --up-to %d\n", res.NextAfter, res.UpTo)
+				}
+			}
+		}, nil
+	})
+}
+
+func redriveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newStackCmd("redrive", "", "Moves the messages SQS moved to the slot queue's dead-letter queue (a worker failed on them\n"+
+		"five times without recording anything) back to the slot queue, each checked against its job:\n"+
+		"one whose job still waits for it is sent again, one whose job ended or moved on is dropped,\n"+
+		"a body that is no job envelope stays. Fix the cause first (the worker's logs).", stdout, stderr)
+	limit := c.fs.Int("limit", engine.DefaultRedrive, "most messages to receive in this call, at most 1000")
+	if _, code := c.parse(args, 0, 0); code >= 0 {
+		return code
+	}
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := cl.Redrive(ctx, &client.RedriveInput{Limit: *limit})
+		if err != nil {
+			return nil, nil, err
+		}
+		r := out.Report
+		return r, func(w io.Writer) {
+			row(w, "received", r.Received)
+			row(w, "sent back", r.Redriven)
+			row(w, "dropped (job moved on)", r.Dropped)
+			row(w, "left (not a job envelope)", r.Undecodable)
+			if r.More {
+				row(w, "more", "run it again: the limit was reached")
+			}
+		}, nil
+	})
+}
+
+// defaultBy is who asks for a retry, by default: the user's login, as far
+// as a history event can carry it, or "cli".
+func defaultBy() string {
+	u := os.Getenv("USER")
+	if u == "" || len(u) > 60 || strings.Trim(u, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:/@+-") != "" {
+		return "cli"
+	}
+	return "cli:" + u
 }
 
 func jobsCancelCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

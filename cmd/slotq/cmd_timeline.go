@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -47,6 +48,7 @@ indexed: an index write per start would double what a job costs on DynamoDB), so
 the starts come from what you give:
   - job ids, as arguments or with --ids (one per line, or the JSON that
     'slotq enqueue --json' prints): each job's record (its slot and start);
+    with --wait, once they ended (slotq enqueue --json | slotq timeline Q --ids - --wait);
   - --failed: the queue's failed jobs (dead letters), which are listed;
   - --log: the worker's "start" log lines, JSON: what 'slotq local --json' prints,
     or the worker function's log lines from CloudWatch Logs. No stack call.`
@@ -58,6 +60,8 @@ func timelineCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	logFile := c.fs.String("log", "", "FILE (or - for stdin) of JSON log lines to read the starts from")
 	last := c.fs.Int("last", 30, "show the most recent N starts")
 	width := c.fs.Int("width", 40, "width of the picture in columns")
+	wait := c.fs.Bool("wait", false, "wait for the jobs named to end before drawing them (jobs just enqueued)")
+	timeout := c.fs.Duration("timeout", defaultWaitTimeout, "with --wait, how long to wait at most for all of them")
 	pos, code := c.parse(args, 1, -1)
 	if code >= 0 {
 		return code
@@ -79,6 +83,9 @@ func timelineCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	if *logFile != "" && (len(want) > 0 || *failed) {
 		return c.fail(usagef("--log reads starts from logs: give it without job ids or --failed"))
+	}
+	if *wait && len(want) == 0 {
+		return c.fail(usagef("--wait waits for the jobs named: give job ids or --ids"))
 	}
 	if *width < 10 || *last < 1 {
 		return c.fail(usagef("--width must be at least 10 and --last at least 1"))
@@ -113,7 +120,22 @@ func timelineCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		tl.Interval = st.Stats.Config.Interval
 		var jobs []job.Job
+		wctx, cancel := context.WithTimeout(ctx, *timeout)
+		defer cancel()
 		for _, id := range want {
+			if *wait {
+				// Ended jobs draw as they are; those still waiting at
+				// the timeout are listed as not started.
+				out, err := cl.Wait(wctx, &client.WaitInput{Queue: queue, JobID: id})
+				var je *client.JobError
+				switch {
+				case err == nil, errors.As(err, &je), wctx.Err() != nil && out.Polls > 0:
+					jobs = append(jobs, out.Job)
+					continue
+				case err != nil:
+					return nil, nil, err
+				}
+			}
 			out, err := cl.GetJob(ctx, &client.GetJobInput{Queue: queue, JobID: id})
 			if err != nil {
 				return nil, nil, err

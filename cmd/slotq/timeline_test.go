@@ -106,6 +106,18 @@ func TestTimelineCommand(t *testing.T) {
 			t.Errorf("start %d follows the one before by %s", i, s.Gap)
 		}
 	}
+	// Jobs just enqueued: --wait draws them once they ran, with no poll
+	// loop of the caller's (before --wait they read "not started").
+	var fresh bytes.Buffer
+	for _, id := range []string{"d", "e"} {
+		fresh.WriteString(c.ok("enqueue", "fast", "--kind", "echo", "--id", id, "--json"))
+	}
+	stdin = &fresh
+	c.okJSON(&tl, "timeline", "fast", "--ids", "-", "--wait", "--timeout", "10s")
+	if len(tl.Starts) != 2 || len(tl.NotStarted) != 0 {
+		t.Errorf("timeline --wait of jobs just enqueued: %+v; want both started", tl)
+	}
+	c.exits([]string{"timeline", "fast", "--failed", "--wait"}, 2, "--wait waits for the jobs named")
 	_, errOut, code := c.run("timeline", "fast", "nope")
 	if code != 1 || !strings.Contains(errOut, "job_not_found") {
 		t.Errorf("timeline of a missing job: exit %d, %q", code, errOut)

@@ -13,5 +13,5 @@ import (
 )
 
 func main() {
-	worker.Start(target.NewMux()) // the built-in kinds (echo) only
+	worker.Start(target.NewMux()) // the built-in kinds (echo, sleep, fail) only
 }

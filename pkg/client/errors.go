@@ -22,6 +22,9 @@ var (
 	// ErrNotWaiting: cancel named a job that has started or ended
 	// (not_waiting).
 	ErrNotWaiting = engine.ErrNotWaiting
+	// ErrNotRetryable: retry named a job that is not failed or cancelled
+	// (not_retryable): it waits, runs, or succeeded.
+	ErrNotRetryable = engine.ErrNotRetryable
 	// ErrNotAllowed: a job names a target its queue's allow-list does not
 	// allow, or an address its allow_networks does not (target_not_allowed).
 	ErrNotAllowed = errors.New("target not allowed")
@@ -33,6 +36,7 @@ var sentinels = map[string]error{
 	"job_not_found":      ErrJobNotFound,
 	"queue_exists":       ErrQueueExists,
 	"not_waiting":        ErrNotWaiting,
+	"not_retryable":      ErrNotRetryable,
 	"target_not_allowed": ErrNotAllowed,
 }
 
@@ -41,7 +45,7 @@ var sentinels = map[string]error{
 // wrote nothing. Retrying the same request gets the same answer.
 type Error struct {
 	// Op is the operation: enqueue, or the admin op (create, configure,
-	// pause, resume, purge, delete, stats, get, cancel, list).
+	// pause, resume, purge, delete, stats, get, cancel, list, retry, redrive).
 	Op string
 	// Code is stable and snake_case: invalid_interval, unknown_field,
 	// queue_not_found, job_not_found, target_not_allowed, …

@@ -312,6 +312,114 @@ func (c *Client) ListJobs(ctx context.Context, in *ListJobsInput) (*ListJobsOutp
 	return out, nil
 }
 
+// RetryJobsInput asks to run failed or cancelled jobs of a queue again,
+// under their ids: the jobs JobIDs names, or with Failed a page of the
+// queue's failed jobs (the dead letters).
+type RetryJobsInput struct {
+	// Queue is required.
+	Queue string
+	// JobIDs names up to 100 jobs, each failed or cancelled: one that is
+	// not refuses the whole call (ErrNotRetryable, Field "job_ids[i]")
+	// and none is run again.
+	JobIDs []string
+	// Failed, instead of JobIDs, runs again the failed jobs with tickets
+	// after After and up to UpTo, at most Limit (default 100, at most
+	// 500). UpTo 0 takes the queue's ticket counter now; pass the
+	// answer's UpTo and NextAfter on for the next page (or use
+	// NewRetryFailedPaginator), so jobs that fail again meanwhile are
+	// not run again by the same sweep.
+	Failed bool
+	After  int64
+	UpTo   int64
+	Limit  int
+	// By says who asked, in each job's history: up to 64 of
+	// [A-Za-z0-9_.:/@+-]. Default "admin".
+	By string
+}
+
+// RetryJobsOutput lists the jobs run again, each with its new ticket,
+// slot_at and status (queued, or parked on a paused queue or for a far
+// slot).
+type RetryJobsOutput struct {
+	Jobs []engine.Accepted
+	// Skipped counts, for Failed, jobs listed as failed that had changed
+	// when their retry was written (another retry ran them first).
+	Skipped int
+	// NextAfter and UpTo are, for Failed, the next page's After and UpTo;
+	// NextAfter is 0 after the last page.
+	NextAfter int64
+	UpTo      int64
+}
+
+// RetryJobs runs failed or cancelled jobs again under their ids: each
+// takes a new ticket at the end of the queue's line and goes through the
+// gate like any job, so a mass retry keeps the queue's rate. Attempts
+// keep counting, and the rerun has the queue's max_attempts of its own.
+func (c *Client) RetryJobs(ctx context.Context, in *RetryJobsInput) (*RetryJobsOutput, error) {
+	res, err := c.admin(ctx, admin.Request{Op: "retry", Queue: in.Queue, JobIDs: in.JobIDs, Failed: in.Failed,
+		After: in.After, UpTo: in.UpTo, Limit: in.Limit, By: in.By})
+	if err != nil {
+		return nil, err
+	}
+	r := deref(res.Retried)
+	return &RetryJobsOutput{Jobs: r.Jobs, Skipped: r.Skipped, NextAfter: r.NextAfter, UpTo: r.UpTo}, nil
+}
+
+// RetryFailedPaginator runs a queue's failed jobs again a page at a time
+// (RetryJobs with Failed), each page one bounded call.
+type RetryFailedPaginator struct {
+	c    *Client
+	in   RetryJobsInput
+	done bool
+}
+
+// NewRetryFailedPaginator returns a paginator over in's queue's failed
+// jobs; in.Failed is set for it, in.JobIDs must be empty.
+func NewRetryFailedPaginator(c *Client, in *RetryJobsInput) *RetryFailedPaginator {
+	p := &RetryFailedPaginator{c: c, in: *in}
+	p.in.Failed = true
+	return p
+}
+
+// HasMorePages reports whether NextPage has a page to run.
+func (p *RetryFailedPaginator) HasMorePages() bool { return !p.done }
+
+// NextPage runs the next page's failed jobs again.
+func (p *RetryFailedPaginator) NextPage(ctx context.Context) (*RetryJobsOutput, error) {
+	out, err := p.c.RetryJobs(ctx, &p.in)
+	if err != nil {
+		return nil, err
+	}
+	p.in.After, p.in.UpTo = out.NextAfter, out.UpTo
+	p.done = out.NextAfter == 0
+	return out, nil
+}
+
+// RedriveInput bounds one redrive of the stack's dead-letter queue.
+type RedriveInput struct {
+	// Limit caps the messages received. Default (0) 100, at most 1000;
+	// the answer's More says when some may be left.
+	Limit int
+}
+
+// RedriveOutput says what the redrive did.
+type RedriveOutput struct {
+	Report engine.RedriveReport
+}
+
+// Redrive moves the messages SQS moved to the slot queue's dead-letter
+// queue (after a worker failed on them MaxReceiveCount times) back to the
+// slot queue, each re-checked against its job: one whose job still waits
+// for it is sent again, one whose job ended or moved on is dropped, a
+// body that is no job envelope stays.
+func (c *Client) Redrive(ctx context.Context, in *RedriveInput) (*RedriveOutput, error) {
+	res, err := c.admin(ctx, admin.Request{Op: "redrive", Limit: in.Limit})
+	if err != nil {
+		return nil, err
+	}
+	return &RedriveOutput{Report: deref(res.Redrive)}, nil
+}
+
 // ListQueuesInput takes no parameters.
 type ListQueuesInput struct{}
 

@@ -157,6 +157,18 @@ func TestRequestEncoding(t *testing.T) {
 			_, err := c.ListJobs(ctx, &client.ListJobsInput{Queue: "emails", Status: job.Parked, Limit: 20})
 			return err
 		}},
+		{"admin-retry.json", "AdminFunction", func() error {
+			_, err := c.RetryJobs(ctx, &client.RetryJobsInput{Queue: "emails", JobIDs: []string{"welcome-42"}, By: "ops@example.com"})
+			return err
+		}},
+		{"admin-redrive.json", "AdminFunction", func() error {
+			_, err := c.Redrive(ctx, &client.RedriveInput{Limit: 100})
+			return err
+		}},
+		{"admin-retry-failed.json", "AdminFunction", func() error {
+			_, err := client.NewRetryFailedPaginator(c, &client.RetryJobsInput{Queue: "emails", Limit: 100, By: "ops@example.com"}).NextPage(ctx)
+			return err
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.event, func(t *testing.T) {

@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -53,24 +54,30 @@ const (
 	attrGen = "gen"
 
 	// Job item (also attrQueue and attrTicket).
-	attrJobID      = "job_id"
-	attrKind       = "kind"
-	attrTarget     = "target"
-	attrPayload    = "payload"
-	attrStatus     = "status"
-	attrSlotAt     = "slot_at"
-	attrNotBefore  = "not_before"
-	attrScheduled  = "scheduled"
-	attrAttempt    = "attempt"
-	attrRetickets  = "retickets"
-	attrOrder      = "line_order"
-	attrParkReason = "park_reason"
-	attrDueAt      = "due_at"
-	attrEnqueuedAt = "enqueued_at"
-	attrStartedAt  = "started_at"
-	attrFinishedAt = "finished_at"
-	attrLastError  = "last_error"
-	attrExpiresAt  = "expires_at"
+	attrJobID     = "job_id"
+	attrKind      = "kind"
+	attrTarget    = "target"
+	attrPayload   = "payload"
+	attrStatus    = "status"
+	attrSlotAt    = "slot_at"
+	attrNotBefore = "not_before"
+	attrScheduled = "scheduled"
+	attrAttempt   = "attempt"
+	attrRetickets = "retickets"
+	attrReruns    = "reruns"
+	attrRerunFrom = "rerun_from"
+	attrOrder     = "line_order"
+	// The job's result (JSON, at most job.MaxResult bytes), or the size
+	// of one too large to keep.
+	attrResult        = "result"
+	attrResultDropped = "result_dropped"
+	attrParkReason    = "park_reason"
+	attrDueAt         = "due_at"
+	attrEnqueuedAt    = "enqueued_at"
+	attrStartedAt     = "started_at"
+	attrFinishedAt    = "finished_at"
+	attrLastError     = "last_error"
+	attrExpiresAt     = "expires_at"
 	// The job's key (job.Job.Lane), only when it has one, and whether it
 	// left the line to wait on a lane (job.Job.Detached), only when true.
 	// A lane item names its key lane_key too.
@@ -447,8 +454,15 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 		m[attrDueSK] = num(j.LineOrder())
 	}
 	m[attrAttempt] = num(int64(j.Attempt))
-	if j.Retickets != 0 {
-		m[attrRetickets] = num(int64(j.Retickets))
+	for name, n := range map[string]int{
+		attrRetickets: j.Retickets, attrReruns: j.Reruns, attrRerunFrom: j.RerunFrom, attrResultDropped: j.ResultDropped,
+	} {
+		if n != 0 {
+			m[name] = num(int64(n))
+		}
+	}
+	if len(j.Result) > 0 {
+		m[attrResult] = str(string(j.Result))
 	}
 	if h := job.EncodeHistory(j.History, j.EnqueuedAt); h != "" {
 		m[attrHistory] = str(h)
@@ -520,6 +534,8 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		Attempt:    int(it.int(attrAttempt)),
 		Retickets:  int(it.int(attrRetickets)),
 		Order:      it.int(attrOrder),
+		Reruns:     int(it.int(attrReruns)),
+		RerunFrom:  int(it.int(attrRerunFrom)),
 		ParkReason: job.ParkReason(it.str(attrParkReason)),
 		DueAt:      it.time(attrDueAt),
 		EnqueuedAt: it.time(attrEnqueuedAt),
@@ -529,6 +545,10 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		ExpiresAt:  it.time(attrExpiresAt),
 
 		HistoryDropped: int(it.int(attrHistoryDropped)),
+		ResultDropped:  int(it.int(attrResultDropped)),
+	}
+	if r := it.str(attrResult); r != "" {
+		j.Result = json.RawMessage(r)
 	}
 	if it.err != nil {
 		return job.Job{}, fmt.Errorf("decode job: %w", it.err)

@@ -749,7 +749,9 @@ func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now
 		"slot_at", j.SlotAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(), "attempt", j.Attempt, "target", j.What())
 	runErr := errors.New("no runner configured")
 	if e.runner != nil {
-		runErr = e.runTarget(ctx, j, q.Config)
+		tctx, res := withResult(ctx)
+		runErr = e.runTarget(tctx, j, q.Config)
+		j.Result, j.ResultDropped = res.take() // written with the outcome (finish)
 	}
 	rctx, cancel := e.recordContext(ctx)
 	defer cancel()
@@ -860,7 +862,7 @@ func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, 
 	case runErr == nil:
 		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Succeeded, now, now.Add(q.Config.Retention), ""
 		j.Record(job.Event{At: now, Kind: job.SucceededEvent, Attempt: j.Attempt})
-	case errors.Is(runErr, ErrSkipRetry) || j.Attempt >= q.Config.MaxAttempts:
+	case errors.Is(runErr, ErrSkipRetry) || j.RunAttempt() >= q.Config.MaxAttempts:
 		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Failed, now, now.Add(q.Config.Retention), lastError(runErr)
 		j.Record(job.Event{At: now, Kind: job.FailedEvent, Attempt: j.Attempt, Error: runErr.Error()})
 	default:
@@ -896,9 +898,10 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	j.Record(job.Event{At: now, Kind: job.AttemptFailed, Attempt: j.Attempt, Error: runErr.Error()})
 	j.Attempt++
 	j.LastError = lastError(runErr)
+	j.Result, j.ResultDropped = nil, 0 // a result is the outcome's
 	j.StartedAt = time.Time{}
 	floor := j.NotBefore
-	j.NotBefore = now.Add(q.Config.RetryDelay(j.Attempt))
+	j.NotBefore = now.Add(q.Config.RetryDelay(j.RunAttempt()))
 	err := e.assign(ctx, &q, []*job.Job{&j})
 	j.NotBefore = floor
 	if errors.Is(err, ErrQueueNotFound) {

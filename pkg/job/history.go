@@ -39,6 +39,10 @@ const (
 	AttemptFailed EventKind = "attempt_failed"
 	// Retried: the next Attempt took Ticket, after its backoff.
 	Retried EventKind = "retried"
+	// Rerun: run again on request after it failed or was cancelled
+	// (a retry), by Reason (who asked), with its next Attempt and a new
+	// Ticket at the end of the line.
+	Rerun EventKind = "rerun"
 	// SucceededEvent, FailedEvent, CancelledEvent: the job's end.
 	SucceededEvent EventKind = "succeeded"
 	FailedEvent    EventKind = "failed"
@@ -97,6 +101,7 @@ func cutString(s string, n int) string {
 var codes = map[EventKind]string{
 	Enqueued: "q", ParkedEvent: "p", Released: "r", Reticketed: "t", HandedBack: "h", Started: "s", SlotMissed: "m",
 	AttemptFailed: "x", Retried: "y", SucceededEvent: "d", FailedEvent: "f", CancelledEvent: "c",
+	Rerun: "a",
 }
 
 var kinds = func() map[string]EventKind {

@@ -37,12 +37,19 @@ var transitions = map[Status][]Status{
 	Queued:  {Queued, Parked, Running, Cancelled},
 	Parked:  {Parked, Queued, Cancelled},
 	Running: {Queued, Parked, Succeeded, Failed},
+	// A retry on request (engine.Retry): a dead letter or a cancelled job
+	// takes a new ticket at the end of the line, as queued or parked. A
+	// succeeded job is never run again.
+	Failed:    {Queued, Parked},
+	Cancelled: {Queued, Parked},
 }
 
 // CanMove reports whether a job may go from one status to another. Queued to
-// queued and parked to parked are legal: they are re-tickets. Stores refuse
-// every other change (CheckMove), so a bug that would revive a finished
-// job, or start a parked one without its release, writes nothing.
+// queued and parked to parked are legal: they are re-tickets. A failed or
+// cancelled job may go back to queued or parked: a retry on request.
+// Stores refuse every other change (CheckMove), so a bug that would revive
+// a succeeded job, finish a job that did not run, or start a parked one
+// without its release, writes nothing.
 func CanMove(from, to Status) bool {
 	for _, s := range transitions[from] {
 		if s == to {
@@ -67,7 +74,9 @@ func CheckMove(from, to Status) error {
 	return fmt.Errorf("%w: %s to %s", ErrIllegalMove, from, to)
 }
 
-// Final reports whether s ends a job's life.
+// Final reports whether s ends a job's life: nothing moves a job from
+// it but a request to run it again (a retry of a failed or cancelled
+// job, which takes a new ticket).
 func (s Status) Final() bool {
 	return s == Succeeded || s == Failed || s == Cancelled
 }
@@ -169,6 +178,14 @@ type Job struct {
 	// Retickets counts how often the job took a new ticket because it was
 	// passed or its queue was paused.
 	Retickets int `json:"retickets,omitempty"`
+	// Reruns counts how often the job was run again on request after it
+	// failed or was cancelled (a retry: engine.Retry), and RerunFrom is
+	// the Attempt it had reached then. Attempts keep counting across a
+	// rerun (a target never sees an attempt number twice), and each run
+	// has the queue's max_attempts of its own: the attempts of this run
+	// are Attempt − RerunFrom (RunAttempt).
+	Reruns    int `json:"reruns,omitempty"`
+	RerunFrom int `json:"rerun_from,omitempty"`
 
 	// ParkReason and DueAt are set while parked: DueAt is when the resume
 	// function should release it.
@@ -180,6 +197,14 @@ type Job struct {
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 	// LastError is the error of the last failed attempt.
 	LastError string `json:"last_error,omitempty"`
+	// Result is what the job's last attempt answered, written with its
+	// outcome (succeeded, or failed for good): a Go handler's value
+	// (target.SetResult), an HTTP target's status and body, a Lambda
+	// target's response payload. Always JSON, at most MaxResult bytes;
+	// a larger one is not stored, and ResultDropped says how many bytes
+	// it had.
+	Result        json.RawMessage `json:"result,omitempty"`
+	ResultDropped int             `json:"result_dropped,omitempty"`
 	// ExpiresAt is when a finished job may be deleted (the TTL).
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	// History is what happened to the job, oldest first: its last
@@ -188,6 +213,12 @@ type Job struct {
 	History        []Event `json:"history,omitempty"`
 	HistoryDropped int     `json:"history_dropped,omitempty"`
 }
+
+// MaxResult bounds a job's Result: 32 KiB, so a record with the largest
+// payload (192 KiB), its result and its last error stays well within a
+// DynamoDB item (400 KB), and a result costs at most 32 more write units
+// on its outcome write.
+const MaxResult = 32 << 10
 
 // Version identifies one state of a job record, for compare-and-set. Gen
 // is part of it: a record of a queue's new generation under an old job's
@@ -212,6 +243,11 @@ func (j *Job) LineOrder() int64 {
 	}
 	return j.Ticket
 }
+
+// RunAttempt is the number of the current or next attempt within the
+// job's current run: Attempt, less the attempts made before its last
+// rerun. A run fails for good when its RunAttempt reaches max_attempts.
+func (j *Job) RunAttempt() int { return j.Attempt - j.RerunFrom }
 
 // Target returns what the job runs, for logs: "kind:NAME" or the target.
 func (j *Job) What() string {

@@ -21,6 +21,8 @@ func TestTransitions(t *testing.T) {
 		{Queued, Running}, {Queued, Parked}, {Queued, Queued}, {Queued, Cancelled},
 		{Parked, Queued}, {Parked, Parked}, {Parked, Cancelled},
 		{Running, Succeeded}, {Running, Failed}, {Running, Queued}, {Running, Parked},
+		// A retry (run again on request) of a dead letter or a cancelled job.
+		{Failed, Queued}, {Failed, Parked}, {Cancelled, Queued}, {Cancelled, Parked},
 	}
 	for _, tt := range legal {
 		if !CanMove(tt.from, tt.to) {
@@ -29,7 +31,8 @@ func TestTransitions(t *testing.T) {
 	}
 	illegal := []struct{ from, to Status }{
 		{Queued, Succeeded}, {Parked, Running}, {Running, Cancelled}, {Running, Running},
-		{Succeeded, Queued}, {Failed, Queued}, {Cancelled, Queued},
+		{Succeeded, Queued}, {Succeeded, Parked}, {Failed, Running}, {Cancelled, Running},
+		{Failed, Succeeded}, {Cancelled, Failed},
 	}
 	for _, tt := range illegal {
 		if CanMove(tt.from, tt.to) {
@@ -45,7 +48,9 @@ func TestTransitions(t *testing.T) {
 			if err != nil && (!errors.Is(err, ErrIllegalMove) || !strings.Contains(err.Error(), string(from)+" to "+string(to))) {
 				t.Errorf("CheckMove(%s, %s) = %v, want ErrIllegalMove naming both", from, to, err)
 			}
-			if from.Final() && err == nil {
+			// A final job moves only when it is run again on request
+			// (a retry), to a waiting status; a succeeded one never.
+			if from.Final() && err == nil && (from == Succeeded || !to.Waiting()) {
 				t.Errorf("%s is final but may move to %s", from, to)
 			}
 		}

@@ -94,6 +94,15 @@ func (c Config) Engine(awsCfg aws.Config, runner engine.Runner, log *slog.Logger
 	})
 }
 
+// DeadLetters returns the slot queue's dead-letter queue for the admin
+// function's redrive, or nil when c names none.
+func (c Config) DeadLetters(awsCfg aws.Config) engine.DeadLetterQueue {
+	if c.DeadLetterQueueURL == "" {
+		return nil
+	}
+	return sqstransport.NewDeadLetterQueue(sqs.NewFromConfig(awsCfg), c.DeadLetterQueueURL)
+}
+
 // Recorder returns a metrics recorder of c's namespace and dimension that
 // writes its EMF lines to log.
 func (c Config) Recorder(log *slog.Logger) *metrics.Recorder {

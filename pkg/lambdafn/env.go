@@ -35,6 +35,10 @@ const (
 	// may reach although they are loopback, private, link-local or
 	// metadata addresses (slot.Config.AllowNetworks). Default: none.
 	EnvAllowedNetworks = "SLOTQ_ALLOWED_NETWORKS"
+	// EnvDeadLetterQueueURL is the URL of the slot queue's dead-letter
+	// queue, which the admin function's redrive reads. Optional: without
+	// it, redrive answers no_dead_letter_queue.
+	EnvDeadLetterQueueURL = "SLOTQ_DLQ_URL"
 	// EnvWorkerTimeout is the worker function's timeout in whole seconds:
 	// template.yaml sets both from its WorkerTimeout parameter. Every function reads it: the worker and the resume
 	// function derive the lease of a running attempt from it, enqueue and
@@ -81,7 +85,7 @@ var (
 	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
 	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
-	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDeadLetterQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	// Specs lists every function.
 	Specs = []Spec{Enqueue, Worker, Resume, Admin}
 )
@@ -92,6 +96,9 @@ type Config struct {
 	Table string
 	// QueueURL is the SQS slot queue (SLOTQ_QUEUE_URL).
 	QueueURL string
+	// DeadLetterQueueURL is its dead-letter queue (SLOTQ_DLQ_URL), for
+	// the admin function's redrive; empty if not set.
+	DeadLetterQueueURL string
 	// Defaults configures queues created without a configuration:
 	// interval from SLOTQ_DEFAULT_INTERVAL, skew from SLOTQ_DEFAULT_SKEW,
 	// targets from
@@ -132,6 +139,11 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s must be the SQS queue URL, got %q", name, v)
 			}
 			c.QueueURL = v
+		case EnvDeadLetterQueueURL:
+			if v != "" && !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+				return c, fmt.Errorf("%s must be the SQS dead-letter queue's URL, got %q", name, v)
+			}
+			c.DeadLetterQueueURL = v
 		case EnvWorkerTimeout:
 			n, err := strconv.Atoi(v)
 			d := time.Duration(n) * time.Second

@@ -26,7 +26,17 @@ type Error struct {
 // ErrorOf turns an error the caller can act on into its Error, or
 // returns nil for any other error.
 func ErrorOf(err error) *Error {
+	e := errorOf(err)
+	var fe *engine.FieldError
+	if e != nil && errors.As(err, &fe) {
+		e.Field = fe.Field
+	}
+	return e
+}
+
+func errorOf(err error) *Error {
 	var in *input.Error
+	var nr *engine.NotRetryableError
 	switch {
 	case err == nil:
 		return nil
@@ -38,6 +48,8 @@ func ErrorOf(err error) *Error {
 		return &Error{Code: "queue_exists", Field: "queue", Message: err.Error()}
 	case errors.Is(err, engine.ErrJobNotFound):
 		return &Error{Code: "job_not_found", Field: "job_id", Message: err.Error()}
+	case errors.As(err, &nr):
+		return &Error{Code: "not_retryable", Field: nr.Field, Message: err.Error()}
 	case errors.Is(err, engine.ErrNotWaiting):
 		return &Error{Code: "not_waiting", Field: "job_id", Message: err.Error()}
 	}

@@ -42,7 +42,7 @@ type Options struct {
 	// Addr is the Invoke API's address. Default DefaultAddr.
 	Addr string
 	// Mux holds the worker's Go handlers by job kind. The built-in kinds
-	// (echo) are added unless Mux has a handler of that name. Default: a
+	// (echo, sleep, fail) are added unless Mux has a handler of that name. Default: a
 	// Mux with the built-ins only.
 	Mux *target.Mux
 	// AWS, if set, runs the stack on DynamoDB and SQS with this
@@ -166,6 +166,7 @@ type backend struct {
 	state     engine.State
 	transport engine.Transport
 	queue     esm.Queue
+	dlq       engine.DeadLetterQueue
 	lambda    *target.Lambda
 	ends      Endpoints
 }
@@ -180,7 +181,7 @@ func newBackend(ctx context.Context, o Options) (*backend, error) {
 			MaxReceiveCount:   o.Stack.MaxReceiveCount,
 		})
 		return &backend{
-			state: memstore.New(memstore.Options{}), transport: tr,
+			state: memstore.New(memstore.Options{}), transport: tr, dlq: tr.DeadLetterQueue(),
 			queue: esm.NewMemory(tr, "arn:aws:sqs:us-east-1:123456789012:"+o.StackName+"-SlotQueue"),
 			ends:  Endpoints{Backend: "embedded (in memory: gone on exit)"},
 		}, nil
@@ -197,7 +198,7 @@ func newBackend(ctx context.Context, o Options) (*backend, error) {
 	if err := dynamostore.CreateTable(ctx, ddb, table); err != nil {
 		return nil, fmt.Errorf("table %s: %w", table, err)
 	}
-	url, _, err := sqstransport.CreateQueues(ctx, sq, o.StackName+"-SlotQueue", o.Stack.VisibilityTimeout)
+	url, dlqURL, err := sqstransport.CreateQueues(ctx, sq, o.StackName+"-SlotQueue", o.Stack.VisibilityTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +206,7 @@ func newBackend(ctx context.Context, o Options) (*backend, error) {
 		state:     dynamostore.New(ddb, table, dynamostore.Options{}),
 		transport: sqstransport.New(sq, url, sqstransport.Options{}),
 		queue:     esm.NewSQS(sq, url),
+		dlq:       sqstransport.NewDeadLetterQueue(sq, dlqURL),
 		lambda:    &target.Lambda{API: lambdasvc.NewFromConfig(*o.AWS)},
 		ends:      Endpoints{Backend: "DynamoDB table " + table + ", SQS queue " + url, Table: table, QueueURL: url},
 	}, nil
@@ -249,7 +251,7 @@ func Run(ctx context.Context, o Options) error {
 		lambdahost.Handler{Name: EnqueueFunction, Handler: (&enqueue.Handler{Engine: eng, Metrics: enqueueMetrics}).Handle, Timeout: o.Stack.Timeouts[EnqueueFunction]},
 		lambdahost.Handler{Name: WorkerFunction, Handler: (&worker.Handler{Engine: workEng, Log: log, Metrics: workMetrics}).Handle, Timeout: workerTimeout},
 		lambdahost.Handler{Name: ResumeFunction, Handler: (&resume.Handler{Engine: resumeEng, Log: log, Metrics: resumeMetrics}).Handle, Timeout: o.Stack.Timeouts[ResumeFunction]},
-		lambdahost.Handler{Name: AdminFunction, Handler: (&admin.Handler{Engine: eng, Defaults: o.Defaults, Activity: tally}).Handle, Timeout: o.Stack.Timeouts[AdminFunction]},
+		lambdahost.Handler{Name: AdminFunction, Handler: (&admin.Handler{Engine: eng, Defaults: o.Defaults, Activity: tally, DeadLetters: be.dlq}).Handle, Timeout: o.Stack.Timeouts[AdminFunction]},
 	)
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {

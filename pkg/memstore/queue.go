@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 )
 
@@ -40,6 +41,9 @@ type Delivery struct {
 type pullState struct {
 	leased map[string]*rxLease // by receipt handle
 	dead   []job.Envelope
+	// deadLeased holds dead letters received for a redrive
+	// (DeadLetterQueue), by handle, until deleted or their lease ends.
+	deadLeased map[string]deadLease
 }
 
 type rxLease struct {
@@ -173,4 +177,55 @@ func newHandle() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// DeadLetterQueue returns the dead-letter list as an
+// engine.DeadLetterQueue, for the admin function's redrive: a received
+// letter is hidden for the transport's visibility timeout (a second if
+// none) and comes back to the list unless it is deleted.
+func (t *Transport) DeadLetterQueue() engine.DeadLetterQueue { return deadQueue{t} }
+
+type deadQueue struct{ t *Transport }
+
+type deadLease struct {
+	env   job.Envelope
+	until time.Time
+}
+
+func (q deadQueue) ReceiveDead(_ context.Context, n int) ([]engine.DeadLetter, error) {
+	t := q.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	for h, l := range t.pull.deadLeased {
+		if !l.until.After(now) {
+			delete(t.pull.deadLeased, h)
+			t.pull.dead = append(t.pull.dead, l.env)
+		}
+	}
+	vis := t.opts.VisibilityTimeout
+	if vis <= 0 {
+		vis = time.Second
+	}
+	var out []engine.DeadLetter
+	for len(out) < max(n, 1) && len(t.pull.dead) > 0 {
+		env := t.pull.dead[0]
+		t.pull.dead = t.pull.dead[1:]
+		h := newHandle()
+		if t.pull.deadLeased == nil {
+			t.pull.deadLeased = map[string]deadLease{}
+		}
+		t.pull.deadLeased[h] = deadLease{env: env, until: now.Add(vis)}
+		out = append(out, engine.DeadLetter{Handle: h, Envelope: copyEnvelope(env)})
+	}
+	return out, nil
+}
+
+func (q deadQueue) DeleteDead(_ context.Context, handles ...string) error {
+	q.t.mu.Lock()
+	defer q.t.mu.Unlock()
+	for _, h := range handles {
+		delete(q.t.pull.deadLeased, h)
+	}
+	return nil
 }

@@ -402,5 +402,6 @@ func copyState(s slot.State) slot.State {
 
 func copyJob(j job.Job) job.Job {
 	j.Payload = slices.Clone(j.Payload)
+	j.Result = slices.Clone(j.Result)
 	return j
 }

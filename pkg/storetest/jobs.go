@@ -224,6 +224,57 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		}
 	})
 
+	t.Run("Rerun", func(t *testing.T) {
+		// A dead letter run again on request (engine.Retry): failed, with
+		// a result and a retention, back to queued at a new ticket. It
+		// leaves the failed list, loses its expiry, and keeps the fields
+		// of a rerun; its result, written with the outcome, comes back
+		// as written.
+		st := newState(t)
+		ctx := t.Context()
+		name := queueName(t)
+		f := newJob(name, "f", 3, job.Failed)
+		f.Attempt, f.FinishedAt, f.ExpiresAt, f.LastError = 3, base, farFuture, "boom"
+		f.Result, f.ResultDropped = []byte(`{"status":503,"body":"down"}`), 0
+		createJobs(t, st, f)
+		if d := diffJob(getJob(t, st, name, "f"), f); d != "" {
+			t.Errorf("failed job with a result: %s", d)
+		}
+		if got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Failed}); err != nil || !equalTickets(got, 3) {
+			t.Fatalf("failed list: %v, %v; want [3]", tickets(got), err)
+		}
+		r := f
+		r.Status, r.Ticket, r.Attempt, r.RerunFrom, r.Reruns = job.Queued, 9, 4, 3, 1
+		r.FinishedAt, r.ExpiresAt, r.Result, r.ResultDropped = time.Time{}, time.Time{}, nil, 0
+		if err := st.UpdateJob(ctx, r, f.Version()); err != nil {
+			t.Fatal(err)
+		}
+		if d := diffJob(getJob(t, st, name, "f"), r); d != "" {
+			t.Errorf("rerun job: %s", d)
+		}
+		if got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Failed}); err != nil || len(got) != 0 {
+			t.Errorf("failed list after the rerun: %v, %v; want none", tickets(got), err)
+		}
+		// A second rerun from the stale failed version is refused.
+		again := r
+		again.Ticket = 10
+		wantErr(t, "rerun from a stale version", st.UpdateJob(ctx, again, f.Version()), engine.ErrConflict)
+		// A result too large to keep is recorded by its size.
+		big := r
+		big.Status, big.StartedAt = job.Running, base
+		if err := st.UpdateJob(ctx, big, r.Version()); err != nil {
+			t.Fatal(err)
+		}
+		done := big
+		done.Status, done.FinishedAt, done.ExpiresAt, done.ResultDropped = job.Succeeded, base, farFuture, job.MaxResult+1
+		if err := st.UpdateJob(ctx, done, big.Version()); err != nil {
+			t.Fatal(err)
+		}
+		if d := diffJob(getJob(t, st, name, "f"), done); d != "" {
+			t.Errorf("succeeded job with a dropped result: %s", d)
+		}
+	})
+
 	t.Run("ListPages", func(t *testing.T) {
 		st := newState(t)
 		ctx := t.Context()

@@ -168,6 +168,10 @@ func diffJob(got, want job.Job) string {
 	check("FinishedAt", got.FinishedAt.Equal(want.FinishedAt), got.FinishedAt, want.FinishedAt)
 	check("LastError", got.LastError == want.LastError, got.LastError, want.LastError)
 	check("ExpiresAt", got.ExpiresAt.Equal(want.ExpiresAt), got.ExpiresAt, want.ExpiresAt)
+	check("Reruns", got.Reruns == want.Reruns, got.Reruns, want.Reruns)
+	check("RerunFrom", got.RerunFrom == want.RerunFrom, got.RerunFrom, want.RerunFrom)
+	check("Result", bytes.Equal(got.Result, want.Result), string(got.Result), string(want.Result))
+	check("ResultDropped", got.ResultDropped == want.ResultDropped, got.ResultDropped, want.ResultDropped)
 	return strings.Join(d, "; ")
 }
 

@@ -3,9 +3,11 @@ package target
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/netip"
@@ -15,13 +17,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
 // HTTP posts a job's payload to its target URL with Content-Type
 // application/json and the headers Slotq-Queue, Slotq-Job-Id, Slotq-Ticket
-// and Slotq-Attempt. A 2xx answer is success; a 3xx (redirects are not
+// and Slotq-Attempt. The response's status and body (up to MaxBody) are
+// the attempt's result (HTTPResult). A 2xx answer is success; a 3xx (redirects are not
 // followed) and a 4xx other than 408 and 429 fail the job without retry
 // (the request itself is wrong); anything else is retried.
 //
@@ -68,7 +72,9 @@ func (h *HTTP) Post(ctx context.Context, j *job.Job, cfg slot.Config) error {
 		return fmt.Errorf("http target: %w", err)
 	}
 	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	got, _ := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
+	_ = engine.SetResult(ctx, httpResult(resp, got))
+	snippet := got[:min(len(got), 512)]
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
 		return nil
@@ -78,6 +84,48 @@ func (h *HTTP) Post(ctx context.Context, j *job.Job, cfg slot.Config) error {
 		return SkipRetry(fmt.Errorf("http target: %s: %s", resp.Status, bytes.TrimSpace(snippet)))
 	default:
 		return fmt.Errorf("http target: %s: %s", resp.Status, bytes.TrimSpace(snippet))
+	}
+}
+
+// MaxBody bounds the response body an HTTP target keeps as the job's
+// result: 16 KiB, so its result stays within job.MaxResult.
+const MaxBody = 16 << 10
+
+// HTTPResult is an HTTP target's result (job.Job.Result): the response's
+// status and body, the body as JSON when the response says it is JSON
+// (and it parses), otherwise as text. A body over MaxBody bytes is cut
+// to its first MaxBody bytes, as text, with Truncated set.
+type HTTPResult struct {
+	Status      int             `json:"status"`
+	ContentType string          `json:"content_type,omitempty"`
+	Body        json.RawMessage `json:"body,omitempty"`
+	Truncated   bool            `json:"truncated,omitempty"`
+}
+
+// httpResult encodes resp's status and body (read up to MaxBody+1 bytes)
+// as an HTTPResult, within job.MaxResult.
+func httpResult(resp *http.Response, body []byte) json.RawMessage {
+	r := HTTPResult{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type")}
+	if len(body) > MaxBody {
+		body, r.Truncated = body[:MaxBody], true
+	}
+	mt, _, _ := mime.ParseMediaType(r.ContentType)
+	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
+	for {
+		switch {
+		case len(body) == 0:
+			r.Body = nil
+		case isJSON && !r.Truncated && json.Valid(body):
+			r.Body = body
+		default:
+			r.Body, _ = json.Marshal(strings.ToValidUTF8(string(body), "\uFFFD"))
+		}
+		b, _ := json.Marshal(r)
+		if len(b) <= job.MaxResult {
+			return b
+		}
+		// Escapes made the text longer than the bound: keep less.
+		body, r.Truncated = body[:len(body)/2], true
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
 )
 
@@ -21,7 +22,8 @@ type LambdaAPI interface {
 var _ LambdaAPI = (*lambda.Client)(nil)
 
 // Lambda invokes another function synchronously with the job's event:
-// {"queue","job_id","ticket","attempt","slot_at","payload"}. A function
+// {"queue","job_id","ticket","attempt","slot_at","payload"}. Its response
+// payload is the attempt's result (job.Job.Result). A function
 // error (FunctionError set) fails the attempt with the function's error
 // message, and is retried like any failure.
 type Lambda struct {
@@ -71,6 +73,15 @@ func (l *Lambda) Invoke(ctx context.Context, j *job.Job) error {
 		}
 		_ = json.Unmarshal(out.Payload, &fe)
 		return fmt.Errorf("lambda target %s: %s: %s %s", FunctionName(j.Target), *out.FunctionError, fe.ErrorType, fe.ErrorMessage)
+	}
+	if len(out.Payload) > 0 {
+		// The function's response is the job's result: JSON as it is,
+		// anything else as a JSON string; over job.MaxResult, dropped.
+		res := json.RawMessage(out.Payload)
+		if !json.Valid(res) {
+			res, _ = json.Marshal(strings.ToValidUTF8(string(out.Payload), "\uFFFD"))
+		}
+		_ = engine.SetResult(ctx, res)
 	}
 	return nil
 }

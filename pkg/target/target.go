@@ -2,6 +2,7 @@ package target
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,6 +23,48 @@ type HandlerFunc func(ctx context.Context, j *job.Job) error
 
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, j *job.Job) error { return f(ctx, j) }
+
+// ResultFunc is a handler that returns a result with its outcome, as a
+// river worker records output: the value is JSON-encoded and kept on the
+// job's record (job.Job.Result), returned by get and by a wait. It is
+// kept when the attempt succeeds, and when it fails for good (a non-nil
+// value); a nil value keeps none. A value over job.MaxResult is not kept
+// (the record's ResultDropped says its size) and the outcome stands; a
+// value json.Marshal refuses fails the attempt without retry, as the
+// programming error it is.
+type ResultFunc func(ctx context.Context, j *job.Job) (any, error)
+
+// Handle calls f and records its result (SetResult).
+func (f ResultFunc) Handle(ctx context.Context, j *job.Job) error {
+	v, err := f(ctx, j)
+	if v == nil {
+		return err
+	}
+	if rerr := SetResult(ctx, v); rerr != nil && !errors.Is(rerr, engine.ErrResultTooLarge) && err == nil {
+		return SkipRetry(rerr)
+	}
+	return err
+}
+
+// SetResult keeps v, JSON-encoded (a json.RawMessage as it is), as the
+// result of the attempt ctx belongs to: the context a handler is given.
+// It is written on the job's record with the attempt's outcome, at most
+// job.MaxResult (32 KiB) of it: a larger one is not kept, the record's
+// ResultDropped says its size, and SetResult answers an error wrapping
+// engine.ErrResultTooLarge (the outcome is still the handler's). The
+// last call of an attempt wins; a retried attempt's result is not kept.
+// This is asynq's ResultWriter for slotq: a handler of the plain
+// signature calls it, a ResultFunc returns its value instead.
+func SetResult(ctx context.Context, v any) error {
+	b, ok := v.(json.RawMessage)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return fmt.Errorf("set result: %w", err)
+		}
+	}
+	return engine.SetResult(ctx, b)
+}
 
 // SkipRetry wraps err so that the job fails now, without further attempts.
 func SkipRetry(err error) error { return fmt.Errorf("%w: %w", engine.ErrSkipRetry, err) }
@@ -53,6 +96,12 @@ func (m *Mux) Handle(kind string, h Handler) {
 // HandleFunc registers f for kind.
 func (m *Mux) HandleFunc(kind string, f func(ctx context.Context, j *job.Job) error) {
 	m.Handle(kind, HandlerFunc(f))
+}
+
+// HandleResultFunc registers f, a handler that returns a result, for kind
+// (see ResultFunc).
+func (m *Mux) HandleResultFunc(kind string, f func(ctx context.Context, j *job.Job) (any, error)) {
+	m.Handle(kind, ResultFunc(f))
 }
 
 // Has reports whether kind has a handler.

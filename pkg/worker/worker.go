@@ -30,7 +30,7 @@ type Options struct {
 // one), loads the AWS configuration (region, credentials, endpoints from
 // AWS_ENDPOINT_URL_*) and builds the engine on the table and slot queue
 // the environment names. Jobs with a kind run mux's handlers, to which
-// the built-in kinds (echo) are added unless mux has a handler of that
+// the built-in kinds (echo, sleep, fail) are added unless mux has a handler of that
 // name, as local.Run does; http(s) targets get a POST; Lambda targets an
 // Invoke through a client built here. A nil mux has the built-ins only.
 //

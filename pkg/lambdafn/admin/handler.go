@@ -33,6 +33,8 @@ type Admin interface {
 	Jobs(ctx context.Context, r engine.ListRequest) ([]job.Job, error)
 	CancelJob(ctx context.Context, k job.Key) (job.Job, error)
 	Reindex(ctx context.Context) (engine.ReindexReport, error)
+	Retry(ctx context.Context, r engine.RetryRequest) (engine.RetryResult, error)
+	Redrive(ctx context.Context, dlq engine.DeadLetterQueue, limit int) (engine.RedriveReport, error)
 }
 
 var _ Admin = (*engine.Engine)(nil)
@@ -40,8 +42,8 @@ var _ Admin = (*engine.Engine)(nil)
 // Request is one admin operation.
 type Request struct {
 	// Op is create, configure, pause, resume, purge, delete, stats, get,
-	// cancel, list or reindex (once, after an upgrade that added the due
-	// index: engine.Reindex).
+	// cancel, list, retry, redrive or reindex (once, after an upgrade
+	// that added the due index: engine.Reindex).
 	Op    string `json:"op"`
 	Queue string `json:"queue,omitempty"`
 	// Config holds the settings of create and configure. A setting left
@@ -57,12 +59,25 @@ type Request struct {
 	Until *time.Time `json:"until,omitempty"`
 	// JobID names the job for get and cancel.
 	JobID string `json:"job_id,omitempty"`
+	// Limit, for redrive, caps the dead-letter messages one call receives
+	// (default 100, at most 1000).
+	//
 	// Status, After and Limit page through a queue's jobs for list:
 	// jobs of one listed status, parked (the default) or failed, by ticket, after ticket After,
 	// at most Limit (default 100). list without a queue lists the queues.
 	Status job.Status `json:"status,omitempty"`
 	After  int64      `json:"after,omitempty"`
 	Limit  int        `json:"limit,omitempty"`
+	// JobIDs names the jobs retry runs again (failed or cancelled ones,
+	// at most 100); or Failed runs again a page of the queue's failed
+	// jobs, after ticket After and up to ticket UpTo (0: the queue's
+	// ticket now; the answer says it, for the next page), at most Limit
+	// (default 100, at most 500). By says who asked, for the jobs'
+	// histories (default "admin").
+	JobIDs []string `json:"job_ids,omitempty"`
+	Failed bool     `json:"failed,omitempty"`
+	UpTo   int64    `json:"up_to,omitempty"`
+	By     string   `json:"by,omitempty"`
 }
 
 // Response is the answer of one operation: the fields the operation fills,
@@ -81,15 +96,21 @@ type Response struct {
 	Activity      *metrics.Activity `json:"activity,omitempty"`
 	ActivityError string            `json:"activity_error,omitempty"`
 	Job           *job.Job          `json:"job,omitempty"`
-	Jobs          []job.Job         `json:"jobs,omitzero"`
-	Queues        []engine.Queue    `json:"queues,omitzero"`
+	// Retried answers retry: the jobs run again with their new tickets,
+	// and for a page of failed jobs the cursor of the next page.
+	Retried *engine.RetryResult `json:"retried,omitempty"`
+	// Redrive answers redrive: the messages received from the slot
+	// queue's dead-letter queue, sent back, dropped and left.
+	Redrive *engine.RedriveReport `json:"redrive,omitempty"`
 	// Reindexed is reindex's report.
 	Reindexed *engine.ReindexReport `json:"reindexed,omitempty"`
+	Jobs      []job.Job             `json:"jobs,omitzero"`
+	Queues    []engine.Queue        `json:"queues,omitzero"`
 	Error     *lambdafn.Error       `json:"error,omitempty"`
 }
 
 // Ops lists the operations, for the error message of an unknown one.
-var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "get", "cancel", "list", "reindex"}
+var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "get", "cancel", "list", "retry", "redrive", "reindex"}
 
 // Handler translates admin requests into engine calls.
 type Handler struct {
@@ -99,6 +120,9 @@ type Handler struct {
 	Defaults slot.Config
 	// Activity, if set, adds each queue's recent activity to stats.
 	Activity metrics.ActivityReader
+	// DeadLetters is the slot queue's dead-letter queue, which redrive
+	// reads; nil: redrive answers no_dead_letter_queue.
+	DeadLetters engine.DeadLetterQueue
 }
 
 // Handle decodes the request strictly and runs its operation. Bad input,
@@ -178,6 +202,20 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 	case "cancel":
 		j, err := h.Engine.CancelJob(ctx, job.Key{Queue: r.Queue, ID: r.JobID})
 		return Response{Job: &j}, err
+	case "retry":
+		if r.JobID != "" {
+			return Response{}, input.Invalid("invalid_retry", "job_id", "retry names its jobs in job_ids (a list)")
+		}
+		res, err := h.Engine.Retry(ctx, engine.RetryRequest{
+			Queue: r.Queue, IDs: r.JobIDs, Failed: r.Failed, After: r.After, UpTo: r.UpTo, Limit: r.Limit, By: r.By,
+		})
+		return Response{Retried: &res}, err
+	case "redrive":
+		if r.Queue != "" {
+			return Response{}, input.Invalid("invalid_redrive", "queue", "redrive works on the stack's dead-letter queue, which holds every queue's messages: give no queue")
+		}
+		rep, err := h.Engine.Redrive(ctx, h.DeadLetters, r.Limit)
+		return Response{Redrive: &rep}, err
 	case "list":
 		if r.Queue == "" {
 			qs, err := h.Engine.Queues(ctx)

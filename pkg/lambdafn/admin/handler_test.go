@@ -75,8 +75,25 @@ func TestHandleSampleEvents(t *testing.T) {
 				t.Errorf("job %+v", r.Job)
 			}
 		}},
+		{"admin-retry.json", func(t *testing.T, r Response) {
+			// The cancelled job, run again: a new ticket, queued.
+			if r.Retried == nil || len(r.Retried.Jobs) != 1 || r.Retried.Jobs[0].JobID != "welcome-42" ||
+				r.Retried.Jobs[0].Status != job.Queued || r.Retried.Jobs[0].Ticket != 3 {
+				t.Errorf("retried %+v", r.Retried)
+			}
+			j, err := eng.Job(ctx, job.Key{Queue: "emails", ID: "welcome-42"})
+			if err != nil || j.Reruns != 1 || j.History[len(j.History)-1].Reason != "ops@example.com" {
+				t.Errorf("job %+v, %v; want a rerun by ops@example.com", j, err)
+			}
+		}},
+		{"admin-retry-failed.json", func(t *testing.T, r Response) {
+			// No job failed: none to run again, and no next page.
+			if r.Retried == nil || len(r.Retried.Jobs) != 0 || r.Retried.NextAfter != 0 || r.Retried.UpTo != 3 {
+				t.Errorf("retried %+v", r.Retried)
+			}
+		}},
 		{"admin-purge.json", func(t *testing.T, r Response) {
-			if r.Cancelled == nil || *r.Cancelled != 2 { // tickets covered: the cancelled job's and the parked one
+			if r.Cancelled == nil || *r.Cancelled != 3 { // tickets covered: the cancelled job's, the parked one and the retried one
 				t.Errorf("cancelled %v", r.Cancelled)
 			}
 		}},
@@ -125,6 +142,9 @@ func TestErrors(t *testing.T) {
 	if _, err := eng.CancelJob(ctx, job.Key{Queue: "q", ID: "done"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &job.Spec{ID: "waits", Kind: "k"}}); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, body, code, field string
 	}{
@@ -137,6 +157,16 @@ func TestErrors(t *testing.T) {
 		{"queue not found", `{"op":"stats","queue":"nope"}`, "queue_not_found", "queue"},
 		{"job not found", `{"op":"get","queue":"q","job_id":"nope"}`, "job_not_found", "job_id"},
 		{"not waiting", `{"op":"cancel","queue":"q","job_id":"done"}`, "not_waiting", "job_id"},
+		{"retry a waiting job", `{"op":"retry","queue":"q","job_ids":["done","waits"]}`, "not_retryable", "job_ids[1]"},
+		{"retry a missing job", `{"op":"retry","queue":"q","job_ids":["done","nope"]}`, "job_not_found", "job_ids[1]"},
+		{"retry by job_id", `{"op":"retry","queue":"q","job_id":"done"}`, "invalid_retry", "job_id"},
+		{"retry nothing", `{"op":"retry","queue":"q"}`, "invalid_retry", "job_ids"},
+		{"retry ids as a string", `{"op":"retry","queue":"q","job_ids":"done"}`, "invalid_type", "job_ids"},
+		{"retry a bad by", `{"op":"retry","queue":"q","job_ids":["done"],"by":"x\ny"}`, "invalid_by", "by"},
+		{"redrive a queue", `{"op":"redrive","queue":"q"}`, "invalid_redrive", "queue"},
+		{"redrive without a dead-letter queue", `{"op":"redrive"}`, "no_dead_letter_queue", "op"},
+		{"redrive too many", `{"op":"redrive","limit":1001}`, "invalid_limit", "limit"},
+		{"retry a page too large", `{"op":"retry","queue":"q","failed":true,"limit":501}`, "invalid_limit", "limit"},
 		{"bad status", `{"op":"list","queue":"q","status":"sleeping"}`, "invalid_status", "status"},
 		{"pause in the past", `{"op":"pause","queue":"q","until":"2001-01-01T00:00:00Z"}`, "invalid_until", "until"},
 		{"bad queue name", `{"op":"pause","queue":"a b"}`, "invalid_queue", "queue"},
@@ -151,6 +181,47 @@ func TestErrors(t *testing.T) {
 				t.Errorf("got %+v, want %s on %s", r.Error, tt.code, tt.field)
 			}
 		})
+	}
+}
+
+// redrive (events/admin-redrive.json) on the embedded transport: a job's
+// message that the queue moved to the dead-letter list (received too
+// often) goes back to the slot queue, and the job runs from it; a
+// finished job's is dropped.
+func TestRedriveSample(t *testing.T) {
+	tr := memstore.NewTransport(memstore.TransportOptions{MaxReceiveCount: 2, VisibilityTimeout: time.Millisecond})
+	store := memstore.New(memstore.Options{})
+	eng := engine.New(engine.Options{State: store, Transport: tr})
+	h := &Handler{Engine: eng, DeadLetters: tr.DeadLetterQueue()}
+	ctx := context.Background()
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Jobs: []job.Spec{{ID: "a", Kind: "k"}, {ID: "b", Kind: "k"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for len(tr.DeadLetters()) < 2 {
+		if _, err := tr.Receive(ctx, 10, 10*time.Millisecond, time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	b, _ := eng.Job(ctx, job.Key{Queue: "q", ID: "b"})
+	from := b.Version()
+	b.Status = job.Cancelled
+	if err := store.UpdateJob(ctx, b, from); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Handle(ctx, event(t, "admin-redrive.json"))
+	if err != nil || r.Error != nil || r.Redrive == nil {
+		t.Fatalf("redrive: %+v, %v", r, err)
+	}
+	if want := (engine.RedriveReport{Received: 2, Redriven: 1, Dropped: 1}); *r.Redrive != want {
+		t.Errorf("report %+v, want %+v", *r.Redrive, want)
+	}
+	ds, err := tr.Receive(ctx, 10, time.Second, time.Minute)
+	if err != nil || len(ds) != 1 || ds[0].Envelope.JobID != "a" {
+		t.Fatalf("slot queue after the redrive: %+v, %v; want a's message", ds, err)
+	}
+	if n := len(tr.DeadLetters()); n != 0 {
+		t.Errorf("%d dead letters left", n)
 	}
 }
 

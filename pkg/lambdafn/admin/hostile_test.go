@@ -129,6 +129,17 @@ func TestHostileAdminWritesNothing(t *testing.T) {
 		{"limit huge", `{"op":"list","queue":"emails","limit":99999999999999999999}`, "invalid_type", "limit"},
 		{"after negative", `{"op":"list","queue":"emails","after":-5}`, "invalid_after", "after"},
 		{"status bad", `{"op":"list","queue":"emails","status":"sleeping"}`, "invalid_status", "status"},
+		// retry and redrive
+		{"retry a waiting job", `{"op":"retry","queue":"emails","job_ids":["welcome-42"]}`, "not_retryable", "job_ids[0]"},
+		{"retry a missing job", `{"op":"retry","queue":"emails","job_ids":["nope"]}`, "job_not_found", "job_ids[0]"},
+		{"retry a missing queue", `{"op":"retry","queue":"nope","job_ids":["welcome-42"]}`, "queue_not_found", "queue"},
+		{"retry JOB_IDS", `{"op":"retry","queue":"emails","JOB_IDS":["welcome-42"]}`, "unknown_field", "JOB_IDS"},
+		{"retry an id a number", `{"op":"retry","queue":"emails","job_ids":[42]}`, "invalid_type", "job_ids[0]"},
+		{"retry a bad id", `{"op":"retry","queue":"emails","job_ids":["a b"]}`, "invalid_id", "job_ids[0]"},
+		{"retry failed a string", `{"op":"retry","queue":"emails","failed":"yes"}`, "invalid_type", "failed"},
+		{"retry up_to negative", `{"op":"retry","queue":"emails","failed":true,"up_to":-1}`, "invalid_up_to", "up_to"},
+		{"retry by too long", `{"op":"retry","queue":"emails","failed":true,"by":"` + strings.Repeat("x", 65) + `"}`, "invalid_by", "by"},
+		{"redrive negative", `{"op":"redrive","limit":-1}`, "invalid_limit", "limit"},
 		// a missing queue is queue_not_found whatever the operation
 		{"get, missing queue", `{"op":"get","queue":"nope","job_id":"welcome-42"}`, "queue_not_found", "queue"},
 		{"cancel, missing queue", `{"op":"cancel","queue":"nope","job_id":"welcome-42"}`, "queue_not_found", "queue"},

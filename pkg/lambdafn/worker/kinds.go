@@ -11,7 +11,8 @@ import (
 	"github.com/slotq/slotq/pkg/target"
 )
 
-// Echo is the built-in job kind that logs its payload and succeeds. It
+// Echo is the built-in job kind that logs its payload and succeeds, with
+// the payload as its result (what a wait prints). It
 // needs no target and no allow-list entry, so it tries a queue's rate, in
 // production as locally, without calling anything: enqueue a few hundred
 // echo jobs and watch their starts.
@@ -23,8 +24,15 @@ const Echo = "echo"
 // max_running.
 const Sleep = "sleep"
 
+// Fail is the built-in job kind that fails: every attempt, or with the
+// payload's "times" only its first that many (`{"times": 2, "error":
+// "upstream 503"}`), counting attempts across reruns. A dead letter to
+// try retry on: with the default max_attempts (3), `{"times": 3}` fails
+// for good, and runs again on request with success.
+const Fail = "fail"
+
 // Kinds returns the Go handlers the stack's worker runs, by job kind: the
-// built-in ones (Echo, Sleep). To run Go code of your own, deploy a worker of your
+// built-in ones (Echo, Sleep, Fail). To run Go code of your own, deploy a worker of your
 // own instead (pkg/worker: worker.Start(mux) adds the built-ins to your
 // mux). A job whose kind has no handler fails without retry.
 func Kinds(log *slog.Logger) *target.Mux {
@@ -47,7 +55,28 @@ func Builtin(m *target.Mux, log *slog.Logger) {
 	handle(Echo, func(ctx context.Context, j *job.Job) error {
 		log.InfoContext(ctx, "echo", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket,
 			"attempt", j.Attempt, "payload", json.RawMessage(j.Payload))
+		if len(j.Payload) > 0 {
+			_ = target.SetResult(ctx, json.RawMessage(j.Payload)) // over 32 KiB: not kept
+		}
 		return nil
+	})
+	handle(Fail, func(ctx context.Context, j *job.Job) error {
+		p := struct {
+			Times *int   `json:"times"`
+			Error string `json:"error"`
+		}{}
+		if len(j.Payload) > 0 {
+			if err := json.Unmarshal(j.Payload, &p); err != nil {
+				return target.SkipRetry(fmt.Errorf("fail: payload: %w", err))
+			}
+		}
+		if p.Times != nil && j.Attempt > *p.Times {
+			return nil
+		}
+		if p.Error == "" {
+			p.Error = "failed on purpose"
+		}
+		return fmt.Errorf("fail: attempt %d: %s", j.Attempt, p.Error)
 	})
 	handle(Sleep, func(ctx context.Context, j *job.Job) error {
 		p := struct {
