@@ -59,7 +59,7 @@ func checkRecord(t *testing.T, line []byte, queue string) map[string]any {
 		t.Errorf("record %s: ticket %v < 1", line, tk)
 	}
 	slotMS, gateMS, startMS := num("slot_at_ms", false), num("gate_ms", false), num("start_ms", false)
-	now := float64(time.Now().UnixMilli())
+	now := float64(time.Now().UnixMicro()) / 1000 // start_ms keeps microseconds
 	if startMS < gateMS || gateMS < slotMS || startMS > now || startMS < now-60_000 {
 		t.Errorf("record %s: start_ms %v must lie after gate_ms %v, after slot_at_ms %v, and within the last minute", line, startMS, gateMS, slotMS)
 	}

@@ -32,9 +32,12 @@ type resultBench struct {
 
 func newResultBench(t *testing.T, d *target.Dispatcher) *resultBench {
 	b := &resultBench{t: t, store: memstore.New(memstore.Options{}), tr: memstore.NewTransport(memstore.TransportOptions{})}
-	b.eng = engine.New(engine.Options{State: b.store, Transport: b.tr, Runner: d})
+	// Real time: a lead and a skew a loaded host's timers keep within (a
+	// worker that wakes later than the skew after its reserved start
+	// gives the slot up and goes to the end of the line).
+	b.eng = engine.New(engine.Options{State: b.store, Transport: b.tr, Runner: d, Lead: 20 * time.Millisecond})
 	c := cfg
-	c.Interval, c.Skew, c.Backoff, c.MaxBackoff = time.Millisecond, time.Microsecond, time.Millisecond, time.Millisecond
+	c.Interval, c.Skew, c.Backoff, c.MaxBackoff = 100*time.Millisecond, 25*time.Millisecond, time.Millisecond, time.Millisecond
 	c.MaxAttempts = 2
 	if _, err := b.eng.CreateQueue(context.Background(), "q", c); err != nil {
 		t.Fatal(err)
