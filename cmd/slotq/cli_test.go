@@ -200,7 +200,7 @@ func TestCommands(t *testing.T) {
 	}
 }
 
-// Keys and max_running (design.md §5.12): enqueue --key answers the jobs
+// Keys and max_running (docs/guarantees.md §12): enqueue --key answers the jobs
 // of the key ahead; a job whose key is held, and one that finds every
 // running place taken, show why they wait in jobs get, jobs list and
 // stats.

@@ -174,7 +174,7 @@ var defaultLanes = lanesConfig{
 }
 
 func benchLanesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cl := newCmdLine("bench lanes", "", "Runs a workload of keyed jobs (design.md §5.12) several times on the embedded backend:\n"+
+	cl := newCmdLine("bench lanes", "", "Runs a workload of keyed jobs (docs/guarantees.md §12) several times on the embedded backend:\n"+
 		"keys × jobs, keys interleaved at random, each job running a random min-run..max-run\n"+
 		"intervals. Reports per run and as medians: runs of a key that overlapped or left ticket\n"+
 		"order (must be 0), the most runs of one key at once (1), and the makespan against the ideal\n"+

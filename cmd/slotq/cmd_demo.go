@@ -147,7 +147,7 @@ func newReport(cfg demoConfig, res demoResult) report {
 }
 
 // verdict reports on stderr what makes a run fail and returns the exit
-// code. A run fails on spacing violations at the gate (design.md §5.3),
+// code. A run fails on spacing violations at the gate (docs/guarantees.md §3),
 // jobs not finished, or jobs started twice. Handler begins closer than the
 // interval are noted, not failed: they come after the gate, by however
 // long the worker took to reach the handler, which slotq cannot bound.

@@ -240,7 +240,7 @@ func shortDuration(d time.Duration) string {
 	return s
 }
 
-// laneRows prints what a queue's lanes show (design.md §5.12).
+// laneRows prints what a queue's lanes show (docs/guarantees.md §12).
 func laneRows(w io.Writer, l engine.LaneFigures, maxRunning int) {
 	running := "-" // no max_running: the queue counts none
 	if l.Running >= 0 {

@@ -74,7 +74,7 @@ func checkRecord(t *testing.T, line []byte, queue string) map[string]any {
 
 // TestRunDemo runs the demo workload small and checks what the demo
 // promises: every job starts exactly once and finishes, the gate keeps the
-// spacing (design.md §5.3), and every start record carries its fields.
+// spacing (docs/guarantees.md §3), and every start record carries its fields.
 func TestRunDemo(t *testing.T) {
 	cfg := demoConfig{
 		Queue: "demo-test", Producers: 3, Jobs: 5, Batch: 3, Workers: 3,

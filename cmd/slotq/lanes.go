@@ -25,7 +25,7 @@ import (
 // payload's run_ns and records when it began and ended.
 const laneKind = "bench.lane"
 
-// lanesConfig is one run of the lanes workload (design.md §5.12): Keys
+// lanesConfig is one run of the lanes workload (docs/guarantees.md §12): Keys
 // keys × Jobs jobs, each running a random MinRun..MaxRun intervals.
 type lanesConfig struct {
 	Queue          string
@@ -235,7 +235,7 @@ type lanesReport struct {
 	// runs of the queue at once (at most MaxRunning, if set).
 	PerKey, Concurrent int
 	// GateViolations counts starts at the gate closer than the queue's
-	// spacing allows (design.md §5.3).
+	// spacing allows (docs/guarantees.md §3).
 	GateViolations int
 	// LatenessP50, P99: handler begin − slot.
 	LatenessP50, LatenessP99 time.Duration

@@ -292,7 +292,7 @@ func check(t *testing.T, res simResult) {
 		t.Errorf("%d starts for %d jobs", len(res.starts), len(res.accepted))
 	}
 
-	// Spacing, in its window form (design.md §5.3), on the gate times;
+	// Spacing, in its window form (docs/guarantees.md §3), on the gate times;
 	// the handler times trail them by the store's latency and are
 	// reported too.
 	gates := make([]time.Time, len(res.starts))
@@ -334,7 +334,7 @@ func check(t *testing.T, res simResult) {
 	// A job is re-ticketed only when the queue passed it: a worker was
 	// late by more than an interval. On a loaded machine that happens (the
 	// test runs in real time, under -race, against a Python server with
-	// 0.5 s answers at worst); design.md §5.8 allows it, so it is counted
+	// 0.5 s answers at worst); docs/guarantees.md §8 allows it, so it is counted
 	// and logged below, not failed on: a timing threshold would make this
 	// test fail by the machine's load, not by slotq.
 

@@ -2,9 +2,9 @@
 // and the arithmetic over it: spacing between consecutive starts, lateness
 // against the slot, order inversions, makespan.
 //
-// It sits at the end of the flow (design.md §4): the worker's handler writes
+// It sits at the end of the flow (the README's architecture picture): the worker's handler writes
 // a Start as it begins a job; `slotq demo --json` prints them as JSON lines,
-// and Summarize checks them against the guarantees of design.md §5 —
+// and Summarize checks them against the guarantees of docs/guarantees.md —
 // spacing (3) and order (1, 8) — as the demo, its tests and `slotq bench`
 // report them. It imports only the standard library.
 //

@@ -32,7 +32,7 @@ func Gaps(starts []Start) []time.Duration {
 	return gaps
 }
 
-// Violations counts the starts j that break design.md §5.3 in its window
+// Violations counts the starts j that break docs/guarantees.md §3 in its window
 // form against some earlier start i: start_j − start_i < (j − i)·interval −
 // skew. For neighbours that is a gap shorter than interval − skew; for
 // longer runs it is a burst above one start per interval. The times must
@@ -145,7 +145,7 @@ func Summarize(starts []Start, interval, skew time.Duration) Summary {
 
 // AtGate returns a copy of starts timed by the gate instead of the
 // handler: each At is replaced by Gate, where Gate is known. Summarize over
-// it checks the spacing guarantee itself (design.md §5.3), which is about
+// it checks the spacing guarantee itself (docs/guarantees.md §3), which is about
 // the gate.
 func AtGate(starts []Start) []Start {
 	s := slices.Clone(starts)

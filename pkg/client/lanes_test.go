@@ -13,7 +13,7 @@ import (
 	"github.com/slotq/slotq/pkg/slot"
 )
 
-// Keys and max_running (design.md §5.12) through the client and the
+// Keys and max_running (docs/guarantees.md §12) through the client and the
 // functions' JSON, both ways: a queue's max_running is kept by create and
 // configure and shown by stats; an enqueue with keys answers each job's key
 // and the jobs of its key ahead of it; a job's record keeps its key.

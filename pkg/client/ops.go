@@ -25,7 +25,7 @@ type EnqueueInput = job.EnqueueRequest
 // tickets ahead of it) and status (queued, or parked when its slot is
 // beyond the transport's reach or its queue is paused); for a job with a
 // key, the key and key_ahead, the jobs of its key accepted before it and
-// not ended, which it starts after (design.md §5.12).
+// not ended, which it starts after (docs/guarantees.md §12).
 type EnqueueOutput = engine.EnqueueResult
 
 // Enqueue accepts one job or a batch: all of them, or none with an

@@ -25,8 +25,8 @@ import (
 // config (transactions on the hot item), and the schedule's resume runs,
 // all at once, none waiting for another. Each call meets at most two faults, which
 // the SDK (three attempts) and the store (conflict retries) must absorb:
-// no caller may see an error. Then it checks the guarantees of design.md
-// §5 that a wrongly retried write would break: nothing lost (5), single
+// no caller may see an error. Then it checks the guarantees of docs/guarantees.md
+// that a wrongly retried write would break: nothing lost (5), single
 // start (4), tickets unique (1), spacing in window form (3), and pause
 // (6).
 //

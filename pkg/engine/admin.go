@@ -279,7 +279,7 @@ type Stats struct {
 	// Backlog is how far ahead the line is booked: clock − now.
 	Backlog slot.Duration `json:"backlog"`
 	// Lanes: attempts running under the queue's MaxRunning, keys held and
-	// keys with jobs waiting on them (design.md §5.12).
+	// keys with jobs waiting on them (docs/guarantees.md §12).
 	Lanes LaneFigures `json:"lanes"`
 }
 

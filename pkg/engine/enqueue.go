@@ -55,7 +55,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		return EnqueueResult{}, err
 	}
 	// Everything is checked before the first write: a refused call must
-	// not create the queue (design.md §5.10).
+	// not create the queue (docs/guarantees.md §10).
 	if err := e.checkTargets(q.Config, req, specs); err != nil {
 		return EnqueueResult{}, err
 	}

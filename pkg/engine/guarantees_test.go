@@ -18,11 +18,11 @@ import (
 	"github.com/slotq/slotq/pkg/slot"
 )
 
-// Each test here states the guarantee of design.md §5 it checks, and fails
+// Each test here states the guarantee of docs/guarantees.md it checks, and fails
 // if that guarantee is broken.
 
 // checkSpacing fails if the starts of a queue, in start order, break
-// design.md §5.3 in its window form: for any i < j, start_j − start_i ≥
+// docs/guarantees.md §3 in its window form: for any i < j, start_j − start_i ≥
 // (j − i)·interval − skew. (With u_k = start_k − k·interval that is
 // u_j ≥ max(u_i) − skew, one pass.)
 func checkSpacing(t *testing.T, starts []start, interval, skew time.Duration) {

@@ -11,7 +11,7 @@ import (
 	"github.com/slotq/slotq/pkg/slot"
 )
 
-// Lanes (design.md §5.12): jobs of one queue with the same key run one at
+// Lanes (docs/guarantees.md §12): jobs of one queue with the same key run one at
 // a time, in ticket order, and a queue's MaxRunning caps its attempts at
 // once. The rules are slot.Lane's; this file applies them to jobs.
 //

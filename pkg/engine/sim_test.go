@@ -306,7 +306,7 @@ func (s *sim) createQueue(name string, cfg slot.Config) {
 // "crash" after a step took effect (the gate passed but the claim never
 // came; the claim landed but the handler never ran) or before a step takes
 // effect (the outcome of a run is never recorded). It also checks on every queue state it
-// sees that nothing moved back (design.md §5.7).
+// sees that nothing moved back (docs/guarantees.md §7).
 type chaosState struct {
 	engine.State
 	rate float64

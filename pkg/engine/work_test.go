@@ -16,7 +16,7 @@ import (
 	"github.com/slotq/slotq/pkg/target"
 )
 
-// The worker's contract for one message (design.md §7: a worker budgets
+// The worker's contract for one message (docs/guarantees.md, what slotq designs against: a worker budgets
 // each message against the time it has left). Each test drives Work
 // directly with the envelope a job's record gives.
 

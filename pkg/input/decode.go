@@ -15,7 +15,7 @@ import (
 
 // Decode parses body strictly into v, a pointer to a struct, by its json
 // tags. It is stricter than encoding/json, because bad input must be
-// refused with the path of the bad value (design.md §5.10):
+// refused with the path of the bad value (docs/guarantees.md §10):
 //
 //   - keys match json tags exactly, letter case included; an unknown key
 //     or a key given twice is an error;

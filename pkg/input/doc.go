@@ -2,7 +2,7 @@
 // JSON decoder (Decode) that refuses unknown keys in any letter case,
 // duplicate keys and wrong types, and names the full path of every bad
 // value, and the typed error it and every validation return (Error, made
-// by Invalid). design.md §5.10: bad input gets a clear, typed error whose
+// by Invalid). docs/guarantees.md §10: bad input gets a clear, typed error whose
 // field is the path of the bad value, and nothing is written.
 //
 // pkg/slot (queue configuration) and pkg/job (enqueue requests) validate

@@ -3,7 +3,7 @@ package input
 import "fmt"
 
 // Error is bad input: it names the field at fault and carries a stable
-// code that callers and the wire format use (design.md §5.10). Whatever
+// code that callers and the wire format use (docs/guarantees.md §10). Whatever
 // returned an Error wrote nothing.
 type Error struct {
 	// Code is a stable snake_case identifier, such as "invalid_interval".

@@ -166,7 +166,7 @@ type Job struct {
 	Scheduled bool `json:"scheduled,omitempty"`
 	// Lane is the job's key (JSON "key"; [A-Za-z0-9_.:/@-]{1,200}, or
 	// empty): jobs of one queue with the same key run one at a time, in
-	// ticket order (design.md §5.12, slot.Lane).
+	// ticket order (docs/guarantees.md §12, slot.Lane).
 	Lane string `json:"key,omitempty"`
 	// Detached is set when the job waited, parked, for its key or for a
 	// running place: it left the line, so, like a scheduled job, it

@@ -44,7 +44,7 @@ type Spec struct {
 	NotBefore *time.Time `json:"not_before,omitempty"`
 	// Key, if set ([A-Za-z0-9_.:/@-]{1,200}), makes the job one of a
 	// lane: jobs of the queue with the same key never run at the same
-	// time, and start in ticket order (design.md §5.12).
+	// time, and start in ticket order (docs/guarantees.md §12).
 	Key string `json:"key,omitempty"`
 }
 

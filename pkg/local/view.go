@@ -59,7 +59,7 @@ type queueSummary struct {
 	// The last figures resume published; seen is false before any.
 	waiting, parkedJobs, lag float64
 	seen                     bool
-	// The last lane figures resume published (design.md §5.12): running
+	// The last lane figures resume published (docs/guarantees.md §12): running
 	// is -1 for a queue without max_running; lanes is set once resume
 	// wrote lane figures for the queue (it writes them only for queues
 	// that use keys or max_running).

@@ -59,7 +59,7 @@ func TestViewSummaryFromMetrics(t *testing.T) {
 	}
 }
 
-// A queue with lanes (design.md §5.12): the live figures line and the
+// A queue with lanes (docs/guarantees.md §12): the live figures line and the
 // summary show the attempts running under max_running and the keys waited
 // for, as resume's last lane figures give them; figures are not added up.
 func TestViewLaneFigures(t *testing.T) {

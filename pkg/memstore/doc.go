@@ -3,7 +3,7 @@
 // engine.Transport). Together they stand in for DynamoDB and SQS in local
 // runs (make run) and in tests.
 //
-// In the flow of design.md §4, Store holds what DynamoDB holds — one record
+// In slotq's flow (the README's architecture picture), Store holds what DynamoDB holds — one record
 // per queue with its slot.State, and the job records — and applies pkg/slot's
 // rules under one mutex where pkg/dynamostore uses conditional writes.
 // Transport plays the slot queue: Send holds each envelope for its delay and

@@ -30,7 +30,7 @@ const (
 	ParkedJobs = "ParkedJobs" // parked jobs (exact up to the resume budget; a lower bound above)
 	Queued     = "Queued"     // Waiting − ParkedJobs: queued jobs, an upper bound like Waiting
 	Lag        = "Lag"        // ms, how far the queue's starts trail its line
-	// Resume, for queues with lanes (design.md §5.12): written only for a
+	// Resume, for queues with lanes (docs/guarantees.md §12): written only for a
 	// queue with max_running (Running) or with keys in use (the rest), so
 	// queues without them add no custom metrics.
 	Running         = "Running"         // attempts running under max_running

@@ -33,7 +33,7 @@ func ValidateKey(field, key string) *input.Error {
 
 // Lane is the shared state of one key of a queue: the job that holds it
 // and the jobs that wait for it, in ticket order. Jobs of one key run one
-// at a time (design.md §5.12): a job takes the key before the gate and
+// at a time (docs/guarantees.md §12): a job takes the key before the gate and
 // gives it up when its attempt ends, handing it to the first waiter. The
 // lane of the empty key is the queue's own lane, where jobs wait for a
 // running place when the queue has a MaxRunning (it has no holder: the

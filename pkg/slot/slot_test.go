@@ -159,10 +159,10 @@ func TestStarted(t *testing.T) {
 	}
 }
 
-// TestGateWindow checks design.md §5.3 in its window form on the pure
+// TestGateWindow checks docs/guarantees.md §3 in its window form on the pure
 // rule: whatever the arrival times (late runs, early tries within skew),
 // any two starts i < j are at least (j−i)·interval − skew apart.
-// The window form of the spacing (design.md §5.3) over any mix of line
+// The window form of the spacing (docs/guarantees.md §3) over any mix of line
 // and scheduled starts.
 func TestGateWindow(t *testing.T) {
 	const iv, skew = 100 * time.Millisecond, 5 * time.Millisecond

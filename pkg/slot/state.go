@@ -3,7 +3,7 @@ package slot
 import "time"
 
 // State is the shared, per-queue state every worker sees. All four times
-// and counters only move forward (design.md §5.7).
+// and counters only move forward (docs/guarantees.md §7).
 //
 // The gate is virtual scheduling, as GCRA does it: LastStart is the
 // theoretical time of the last start, not the wall-clock one. A start at
@@ -11,7 +11,7 @@ import "time"
 // to max(LastStart + interval, now). So a late start does not push every
 // later job back (no drift), and a run of late jobs cannot start closer
 // than one interval apart on average (no burst): for any two starts i < j,
-// start_j − start_i ≥ (j − i)·interval − skew (design.md §5.3).
+// start_j − start_i ≥ (j − i)·interval − skew (docs/guarantees.md §3).
 type State struct {
 	// Ticket is the last ticket handed out (0: none yet).
 	Ticket int64 `json:"ticket"`

@@ -407,7 +407,7 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 		}
 	})
 
-	// design.md §5.3 in its window form, with real concurrency: workers
+	// docs/guarantees.md §3 in its window form, with real concurrency: workers
 	// whose clocks run on their own try the gate over and over; whatever
 	// the interleaving, any two passes i < j (in pass order) are at least
 	// (j − i)·interval − skew apart. With reserve, each gate reserves a

@@ -31,7 +31,7 @@ func contents(st *memstore.Store, tr *memstore.Transport) written {
 // A hostile battery through the handler and its real decoding: every
 // request is refused with a typed error naming the full path of the bad
 // value, and nothing is written: no ticket, no queue, no job, no message
-// (design.md §5.10, §5.11).
+// (docs/guarantees.md §10, §11).
 func TestHostileEnqueueWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(memstore.Options{})
