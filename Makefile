@@ -35,6 +35,12 @@ test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_ser
 	  [ $$rc -eq 0 ] || exit $$rc; \
 	  grep -q -- '--- PASS: TestState/.*/Concurrent' <<<"$$out" || \
 	    { echo "make test: -run '$(CONCURRENT)' selected no concurrency subtest of pkg/storetest" >&2; exit 1; }
+	@$(MAKE) --no-print-directory check-emulators
+
+.PHONY: check-emulators
+check-emulators: ## Fail if an emulator a test started (moto_server, DynamoDB Local, a browser) outlived its test binary
+	@sleep 1; left=$$(ps -eo pid=,ppid=,args= | awk '$$2 == 1 && /moto_server|DynamoDBLocal|chrom/ && !/awk/ {print $$1 ": " substr($$0, index($$0, $$3), 80)}'); \
+	  if [ -n "$$left" ]; then echo "make test: these outlived the tests that started them:" >&2; echo "$$left" >&2; exit 1; fi
 
 .PHONY: test-example
 test-example: ## Test the example project examples/acme (its own module): vet, build its bootstraps, one job of each kind through the local runtime, cfn-lint

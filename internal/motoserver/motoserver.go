@@ -112,6 +112,7 @@ func Start() (*Server, error) {
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
 	cmd.Stdout, cmd.Stderr = nil, nil
 	cmd.Env = serverEnv(os.Environ())
+	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start moto_server: %w", err)
 	}
