@@ -164,6 +164,9 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			// Every running place is taken: wait for one, without a
 			// write to the gate.
 			if again, err := e.waitPlace(ctx, q, &j); !again || err != nil {
+				if err == nil && holding {
+					e.leaveIfGone(ctx, q, j, want.Ticket)
+				}
 				return err
 			}
 			wake = time.Time{}
@@ -202,6 +205,9 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 				// Keeps its key, if it took one: its place in the key's
 				// order is its ticket's.
 				if again, err := e.waitPlace(ctx, q, &j); !again || err != nil {
+					if err == nil && holding {
+						e.leaveIfGone(ctx, q, j, want.Ticket)
+					}
 					return err
 				}
 				wake = time.Time{}
@@ -326,6 +332,21 @@ func (e *Engine) orphan(ctx context.Context, j job.Job) error {
 	}
 	e.log.WarnContext(ctx, "expired job of deleted queue", "queue", j.Queue, "job_id", j.ID, "gen", j.Gen, "status", string(from.Status))
 	return nil
+}
+
+// leaveIfGone gives up the key j took in this invocation when j's record
+// shows that it no longer waits at ticket (it was cancelled or purged
+// after this worker read it): a cancelled job holds nothing. A job parked
+// for a running place, or handed back, keeps its key.
+func (e *Engine) leaveIfGone(ctx context.Context, q Queue, j job.Job, ticket int64) {
+	fresh, err := e.state.GetJob(ctx, j.Key())
+	if err != nil && !errors.Is(err, ErrJobNotFound) {
+		return // unknown: its lease frees the key
+	}
+	if err == nil && fresh.Ticket == ticket && (fresh.Status.Waiting() || fresh.Status == job.Running) {
+		return
+	}
+	e.leave(ctx, q, j, ticket, false)
 }
 
 // deadGeneration reads j's queue after j was written parked, and expires
