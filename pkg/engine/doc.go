@@ -14,6 +14,6 @@
 //	          pause ─ re-ticket held jobs in line order (a bounded round
 //	          per run) ─ release due jobs ─ hand on keys past their lease
 //
-// Every function in pkg/functions and the local runtime is a thin shell
-// around one of these methods.
+// Every function in functions/ (through pkg/lambdafn) and the local
+// runtime is a thin shell around one of these methods.
 package engine

@@ -10,5 +10,6 @@
 //	parked ◀────────────┘
 //	(queued and parked) ──cancel/purge──▶ cancelled
 //
-// Only standard library imports; pkg/slot for the typed input error.
+// Besides the standard library it imports pkg/input, for the typed input
+// error, and pkg/slot, for durations and queue names.
 package job
