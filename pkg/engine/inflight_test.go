@@ -510,3 +510,94 @@ func TestLongGateWaitParksOnce(t *testing.T) {
 		}
 	})
 }
+
+// putLaneHook runs a hook once, after the first lane write of a job that
+// takes its key.
+type putLaneHook struct {
+	engine.State
+	once sync.Once
+	hook func()
+}
+
+func (p *putLaneHook) PutLane(ctx context.Context, l slot.Lane, from, delta int64) (slot.Lane, error) {
+	out, err := p.State.PutLane(ctx, l, from, delta)
+	if err == nil && l.Holder.Ticket > 0 && p.hook != nil {
+		p.once.Do(p.hook)
+	}
+	return out, err
+}
+
+// A job that took its key and then finds its gate an hour away (a job
+// out of line took the opening meanwhile) parks until the opening and
+// keeps its key while away: a job of the same key that reaches an
+// opening first waits for it, rather than take the key its lease let go
+// and overtake it.
+func TestLongGateWaitKeepsKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ran []string
+		h := &putLaneHook{}
+		b := newWorkBench(t, engine.Options{Runner: runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
+			ran = append(ran, j.ID)
+			return nil
+		}), Lease: 3 * time.Minute}, func(st engine.State) engine.State { h.State = st; return h })
+		ctx := context.Background()
+		start := time.Now()
+		if _, err := b.eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Hour, Skew: 10 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		enq := func(sp job.Spec) job.Job {
+			t.Helper()
+			if _, err := b.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &sp}); err != nil {
+				t.Fatal(err)
+			}
+			return b.job("q", sp.ID)
+		}
+		at := func(d time.Duration) *time.Time { v := start.Add(d); return &v }
+		s := enq(job.Spec{ID: "s", Kind: "k", NotBefore: at(time.Millisecond)})      // out of line, no key
+		a := enq(job.Spec{ID: "a", Kind: "k", Key: "K"})                             // the line's first slot, now
+		enq(job.Spec{ID: "b", Kind: "k", Key: "K", NotBefore: at(90 * time.Minute)}) // beyond the line: out of it, key K
+		// a takes K; right then, s passes the gate and takes the hour.
+		h.hook = func() {
+			if err := b.eng.Work(ctx, s.Envelope()); err != nil {
+				t.Error(err)
+			}
+		}
+		time.Sleep(time.Millisecond)
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+		if err := b.eng.Work(wctx, a.Envelope()); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if got := b.job("q", "a"); got.Status != job.Parked || got.ParkReason != job.WaitGate {
+			t.Fatalf("a is %s %s, want parked until its gate opens", got.Status, got.ParkReason)
+		}
+		for end := start.Add(4 * time.Hour); time.Now().Before(end); {
+			ds, err := b.tr.Receive(ctx, 10, time.Minute, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				wctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+				err := b.eng.Work(wctx, d.Envelope)
+				cancel()
+				if err != nil {
+					t.Fatalf("Work(%s): %v", d.Envelope.JobID, err)
+				}
+				if err := b.tr.Delete(ctx, d.ReceiptHandle); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := b.eng.Resume(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(ran, []string{"s", "a", "b"}) {
+			t.Fatalf("ran %v, want s, then a (which held K), then b", ran)
+		}
+		for _, ev := range b.job("q", "a").History {
+			if ev.Kind == job.Reticketed {
+				t.Errorf("a was overtaken on its key and re-ticketed: %+v", b.job("q", "a").History)
+			}
+		}
+	})
+}
