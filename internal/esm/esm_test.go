@@ -234,8 +234,11 @@ func TestRedrive(t *testing.T) {
 		if got := r.receipts("poison"); len(got) != maxRx {
 			t.Errorf("poison delivered %d times, want %d (maxReceiveCount)", len(got), maxRx)
 		}
-		if got := r.receipts("fine"); len(got) != 1 {
-			t.Errorf("fine delivered %d times", len(got))
+		// Deleted after its success: once, or (SQS is at least once, and
+		// a loaded moto may answer the delete after the visibility
+		// timeout) a few times, but never kept until the dead-letter queue.
+		if got := r.receipts("fine"); len(got) < 1 || len(got) >= maxRx {
+			t.Errorf("fine delivered %d times, want at least once and fewer than %d", len(got), maxRx)
 		}
 		if dead := q.dead(t); !slices.Equal(dead, []string{"poison"}) {
 			t.Errorf("dead letters %v, want [poison]", dead)
