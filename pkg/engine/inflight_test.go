@@ -203,6 +203,34 @@ func drain(t *testing.T, b *workBench, limit time.Duration) {
 	}
 }
 
+// lambdaUntil works every message that comes due until end as Lambda
+// would, each Work call with an invocation's 15 minutes, and runs the
+// resume schedule each minute.
+func lambdaUntil(t *testing.T, b *workBench, end time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	for time.Now().Before(end) {
+		ds, err := b.tr.Receive(ctx, 10, time.Minute, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			wctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+			err := b.eng.Work(wctx, d.Envelope)
+			cancel()
+			if err != nil {
+				t.Fatalf("Work(%s): %v", d.Envelope.JobID, err)
+			}
+			if err := b.tr.Delete(ctx, d.ReceiptHandle); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := b.eng.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // parking reports whether an UpdateJob parks a job for a pause.
 func parking(op string, j *job.Job) bool {
 	return op == "UpdateJob" && j.Status == job.Parked && j.ParkReason == job.PausedQueue
@@ -466,28 +494,7 @@ func TestLongGateWaitParksOnce(t *testing.T) {
 		if _, err := b.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &job.Spec{ID: "l", Kind: "k"}}); err != nil {
 			t.Fatal(err)
 		}
-		// Workers with Lambda's 15 minutes an invocation, and the resume
-		// schedule each minute, for two hours.
-		for end := start.Add(2 * time.Hour); time.Now().Before(end); {
-			ds, err := b.tr.Receive(ctx, 10, time.Minute, time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range ds {
-				wctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-				err := b.eng.Work(wctx, d.Envelope)
-				cancel()
-				if err != nil {
-					t.Fatalf("Work(%s): %v", d.Envelope.JobID, err)
-				}
-				if err := b.tr.Delete(ctx, d.ReceiptHandle); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := b.eng.Resume(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		lambdaUntil(t, b, start.Add(2*time.Hour))
 		if len(ran) != 2 || ran[0] != "l" || ran[1] != "s" {
 			t.Fatalf("ran %v, want l then s", ran)
 		}
@@ -571,26 +578,7 @@ func TestLongGateWaitKeepsKey(t *testing.T) {
 		if got := b.job("q", "a"); got.Status != job.Parked || got.ParkReason != job.WaitGate {
 			t.Fatalf("a is %s %s, want parked until its gate opens", got.Status, got.ParkReason)
 		}
-		for end := start.Add(4 * time.Hour); time.Now().Before(end); {
-			ds, err := b.tr.Receive(ctx, 10, time.Minute, time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range ds {
-				wctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-				err := b.eng.Work(wctx, d.Envelope)
-				cancel()
-				if err != nil {
-					t.Fatalf("Work(%s): %v", d.Envelope.JobID, err)
-				}
-				if err := b.tr.Delete(ctx, d.ReceiptHandle); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := b.eng.Resume(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		lambdaUntil(t, b, start.Add(4*time.Hour))
 		if !slices.Equal(ran, []string{"s", "a", "b"}) {
 			t.Fatalf("ran %v, want s, then a (which held K), then b", ran)
 		}
