@@ -140,34 +140,48 @@ func (s *Store) listShard(ctx context.Context, shard string, before time.Time, l
 	e := newExpr()
 	kc := e.n(attrDuePK) + " = " + e.v(":p", str(shard)) + " AND " + e.n(attrDueSK) + " <= " + e.v(":b", timeNum(before))
 	var out []engine.DueEntry
+	err := s.queryDue(ctx, e, kc, limit, func(m map[string]types.AttributeValue) (bool, error) {
+		d, ok, err := entryOf(m)
+		if ok {
+			out = append(out, d)
+		}
+		return ok, err
+	})
+	return out, err
+}
+
+// queryDue queries IndexDue on key condition kc (names and values in e),
+// page by page in due order, and hands each item to take until take has
+// taken limit of them (it reports whether it took one).
+func (s *Store) queryDue(ctx context.Context, e *expr, kc string, limit int, take func(map[string]types.AttributeValue) (bool, error)) error {
 	var start map[string]types.AttributeValue
-	for len(out) < limit {
+	for taken := 0; taken < limit; {
 		page, err := s.query(ctx, &dynamodb.QueryInput{
 			IndexName:                 aws.String(IndexDue),
 			KeyConditionExpression:    &kc,
 			ExpressionAttributeNames:  e.names,
 			ExpressionAttributeValues: e.values,
-			Limit:                     aws.Int32(int32(limit - len(out))),
+			Limit:                     aws.Int32(int32(limit - taken)),
 			ExclusiveStartKey:         start,
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, m := range page.Items {
-			d, ok, err := entryOf(m)
+			ok, err := take(m)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if ok {
-				out = append(out, d)
+				taken++
 			}
 		}
 		if len(page.LastEvaluatedKey) == 0 {
-			break
+			return nil
 		}
 		start = page.LastEvaluatedKey
 	}
-	return out, nil
+	return nil
 }
 
 // ListHeld queries queue's held partition of IndexDue for its first limit
@@ -180,26 +194,12 @@ func (s *Store) ListHeld(ctx context.Context, queue string, gen int64, limit int
 	e := newExpr()
 	kc := e.n(attrDuePK) + " = " + e.v(":p", str(heldPK(queue, gen)))
 	var keys []map[string]types.AttributeValue
-	var start map[string]types.AttributeValue
-	for len(keys) < limit {
-		page, err := s.query(ctx, &dynamodb.QueryInput{
-			IndexName:                 aws.String(IndexDue),
-			KeyConditionExpression:    &kc,
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
-			Limit:                     aws.Int32(int32(limit - len(keys))),
-			ExclusiveStartKey:         start,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("list held %s: %w", queue, err)
-		}
-		for _, m := range page.Items {
-			keys = append(keys, map[string]types.AttributeValue{attrPK: m[attrPK], attrSK: m[attrSK]})
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			break
-		}
-		start = page.LastEvaluatedKey
+	err := s.queryDue(ctx, e, kc, limit, func(m map[string]types.AttributeValue) (bool, error) {
+		keys = append(keys, map[string]types.AttributeValue{attrPK: m[attrPK], attrSK: m[attrSK]})
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list held %s: %w", queue, err)
 	}
 	byPK := map[string]map[string]types.AttributeValue{}
 	for rest := keys; len(rest) > 0; {
