@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
-	"github.com/slotq/slotq/pkg/lambdafn"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // The names of the stack's outputs (template.yaml) that hold the functions'
@@ -36,7 +37,10 @@ type InvokeAPI interface {
 
 var _ InvokeAPI = (*lambda.Client)(nil)
 
-// Options configure a Client.
+// Options configure a Client, as a service client's options do in the
+// AWS SDK: New takes them whole, NewFromConfig fills them from an
+// aws.Config, and every operation takes option functions that adjust a
+// copy of them for that call alone.
 type Options struct {
 	// EnqueueFunction is the name or ARN of the stack's enqueue function.
 	// Default DefaultEnqueueFunction ("EnqueueFunction"), its name on the
@@ -47,17 +51,20 @@ type Options struct {
 	// DefaultAdminFunction ("AdminFunction"); on a deployed stack the
 	// output AdminFunctionName.
 	AdminFunction string
-	// Endpoint, if set, is the base URL of the Invoke API, such as
-	// "http://127.0.0.1:3001" for the local runtime. Default: the SDK's
-	// (AWS, or AWS_ENDPOINT_URL_LAMBDA). With an Endpoint, a config with
-	// no region gets us-east-1 and one with no credentials provider sends
-	// unsigned requests, which the local runtime accepts.
-	Endpoint string
-	// Lambda makes the Invoke calls. Default lambda.NewFromConfig with the
-	// aws.Config given to New, Endpoint and LambdaOptions.
+	// Region, Credentials and BaseEndpoint build the Lambda client when
+	// Lambda is nil. BaseEndpoint is the Invoke API's base URL, such as
+	// "http://127.0.0.1:3001" for the local runtime (WithEndpoint): with
+	// it, an empty Region is us-east-1 and nil Credentials send unsigned
+	// requests, which the local runtime accepts.
+	Region       string
+	Credentials  aws.CredentialsProvider
+	BaseEndpoint *string
+	// Lambda makes the Invoke calls. Default: a Lambda client built from
+	// the fields above (New) or from the aws.Config (NewFromConfig).
 	Lambda InvokeAPI
-	// LambdaOptions adjust the default Lambda client (retries, HTTP
-	// client, …). Ignored when Lambda is set.
+	// LambdaOptions adjust the Lambda client's options for every Invoke
+	// call the client makes (retries, HTTP client, …); a call's option
+	// functions may add more for that call.
 	LambdaOptions []func(*lambda.Options)
 }
 
@@ -75,54 +82,101 @@ func WithStackOutputs(outputs map[string]string) func(*Options) {
 	}
 }
 
-// WithEndpoint sets Options.Endpoint: the client calls the Invoke API at
-// url, such as the local runtime's "http://127.0.0.1:3001".
+// WithEndpoint sets Options.BaseEndpoint: the client calls the Invoke API
+// at url, such as the local runtime's "http://127.0.0.1:3001".
 func WithEndpoint(url string) func(*Options) {
-	return func(o *Options) { o.Endpoint = url }
+	return func(o *Options) { o.BaseEndpoint = aws.String(url) }
 }
 
 // Client enqueues jobs and runs admin operations. It is safe for
 // concurrent use; build it once.
 type Client struct {
-	opts Options
+	options Options
 }
 
-// New returns a client over cfg. Options start at their defaults and each
-// optFn adjusts them.
-func New(cfg aws.Config, optFns ...func(*Options)) *Client {
-	o := Options{EnqueueFunction: DefaultEnqueueFunction, AdminFunction: DefaultAdminFunction}
+// New returns a client with options o, adjusted by optFns.
+func New(o Options, optFns ...func(*Options)) *Client {
+	o.LambdaOptions = slices.Clone(o.LambdaOptions)
 	for _, f := range optFns {
 		f(&o)
 	}
+	o.defaults()
 	if o.Lambda == nil {
-		if o.Endpoint != "" {
-			if cfg.Region == "" {
-				cfg.Region = "us-east-1"
-			}
-			if cfg.Credentials == nil {
-				cfg.Credentials = aws.AnonymousCredentials{}
-			}
-		}
-		fns := append([]func(*lambda.Options){}, o.LambdaOptions...)
-		if o.Endpoint != "" {
-			fns = append(fns, func(lo *lambda.Options) { lo.BaseEndpoint = aws.String(o.Endpoint) })
-		}
-		o.Lambda = lambda.NewFromConfig(cfg, fns...)
+		lo := lambda.Options{Region: o.Region, Credentials: o.Credentials, BaseEndpoint: o.BaseEndpoint}
+		o.localRules(&lo.Region, &lo.Credentials)
+		o.Lambda = lambda.New(lo)
 	}
-	return &Client{opts: o}
+	return &Client{options: o}
+}
+
+// NewFromConfig returns a client over cfg (region, credentials, endpoint,
+// retries and HTTP client), adjusted by optFns.
+func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
+	o := Options{Region: cfg.Region, Credentials: cfg.Credentials, BaseEndpoint: cfg.BaseEndpoint}
+	for _, f := range optFns {
+		f(&o)
+	}
+	o.defaults()
+	if o.Lambda == nil {
+		cfg.Region, cfg.Credentials, cfg.BaseEndpoint = o.Region, o.Credentials, o.BaseEndpoint
+		o.localRules(&cfg.Region, &cfg.Credentials)
+		o.Lambda = lambda.NewFromConfig(cfg)
+	}
+	return &Client{options: o}
+}
+
+func (o *Options) defaults() {
+	if o.EnqueueFunction == "" {
+		o.EnqueueFunction = DefaultEnqueueFunction
+	}
+	if o.AdminFunction == "" {
+		o.AdminFunction = DefaultAdminFunction
+	}
+}
+
+// localRules lets a client with an endpoint (the local runtime) go
+// without a region and credentials.
+func (o *Options) localRules(region *string, creds *aws.CredentialsProvider) {
+	if o.BaseEndpoint == nil {
+		return
+	}
+	if *region == "" {
+		*region = "us-east-1"
+	}
+	if *creds == nil {
+		*creds = aws.AnonymousCredentials{}
+	}
 }
 
 // Options returns a copy of the client's options, defaults filled.
-func (c *Client) Options() Options { return c.opts }
+func (c *Client) Options() Options {
+	o := c.options
+	o.LambdaOptions = slices.Clone(o.LambdaOptions)
+	return o
+}
 
-// invoke calls fn with in and decodes its answer into out, an answer type
-// of pkg/lambdafn with an Error field that errOf returns.
-func (c *Client) invoke(ctx context.Context, op, fn string, in, out any, errOf func() *lambdafn.Error) error {
+// callOptions is the client's options as one call's optFns adjust them.
+func (c *Client) callOptions(optFns []func(*Options)) Options {
+	o := c.Options()
+	for _, f := range optFns {
+		f(&o)
+	}
+	return o
+}
+
+// invoke calls fn (the enqueue or admin function) with in and decodes
+// its answer into out; errOf returns the answer's refusal, if any.
+func (c *Client) invoke(ctx context.Context, op string, enqueue bool, in, out any, errOf func() *api.Error, optFns []func(*Options)) error {
+	o := c.callOptions(optFns)
+	fn := o.AdminFunction
+	if enqueue {
+		fn = o.EnqueueFunction
+	}
 	payload, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("slotq %s: encode request: %w", op, err)
 	}
-	res, err := c.opts.Lambda.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(fn), Payload: payload})
+	res, err := o.Lambda.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(fn), Payload: payload}, o.LambdaOptions...)
 	if err != nil {
 		return fmt.Errorf("slotq %s: invoke %s: %w", op, fn, err)
 	}

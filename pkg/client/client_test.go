@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
-	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
@@ -41,7 +41,7 @@ func TestLocalRuntime(t *testing.T) {
 	c := newLocalClient(t)
 	ctx := context.Background()
 
-	cq, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "emails", Config: &slot.Config{
+	cq, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "emails", Config: &api.Config{
 		Interval: 100 * time.Millisecond, Targets: []string{"https://hooks.example.com/*"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -52,31 +52,31 @@ func TestLocalRuntime(t *testing.T) {
 	_, err = c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "emails"})
 	wantError(t, err, "queue_exists", "queue", client.ErrQueueExists)
 	// A create that leaves the interval out takes the default.
-	dq, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "defaults", Config: &slot.Config{MaxAttempts: 2}})
+	dq, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "defaults", Config: &api.Config{MaxAttempts: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if dq.Queue.Config.Interval != time.Second || dq.Queue.Config.MaxAttempts != 2 {
 		t.Errorf("created %+v", dq.Queue.Config)
 	}
-	_, err = c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "bad", Config: &slot.Config{Interval: -time.Second}})
+	_, err = c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "bad", Config: &api.Config{Interval: -time.Second}})
 	wantError(t, err, "invalid_interval", "config.interval", nil)
 
-	one, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &job.Spec{ID: "welcome-42", Kind: "echo", Payload: json.RawMessage(`{"to":"ada@example.com"}`)}})
+	one, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &api.Spec{ID: "welcome-42", Kind: "echo", Payload: json.RawMessage(`{"to":"ada@example.com"}`)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := one.Jobs; len(a) != 1 || a[0].JobID != "welcome-42" || a[0].Ticket != 1 || a[0].Position != 0 || a[0].SlotAt.IsZero() || a[0].Status != job.Queued {
+	if a := one.Jobs; len(a) != 1 || a[0].JobID != "welcome-42" || a[0].Ticket != 1 || a[0].Position != 0 || a[0].SlotAt.IsZero() || a[0].Status != api.Queued {
 		t.Errorf("enqueue answered %+v", one)
 	}
-	again, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &job.Spec{ID: "welcome-42", Kind: "echo"}})
+	again, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &api.Spec{ID: "welcome-42", Kind: "echo"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !again.Jobs[0].Existing || again.Jobs[0].Ticket != 1 {
 		t.Errorf("enqueue again answered %+v", again.Jobs[0])
 	}
-	batch, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Jobs: []job.Spec{{Kind: "echo"}, {Kind: "echo"}, {Kind: "echo"}}})
+	batch, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Jobs: []api.Spec{{Kind: "echo"}, {Kind: "echo"}, {Kind: "echo"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +84,9 @@ func TestLocalRuntime(t *testing.T) {
 		t.Errorf("batch answered %+v", batch.Jobs)
 	}
 
-	_, err = c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &job.Spec{Target: "https://evil.example.org/x"}})
+	_, err = c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &api.Spec{Target: "https://evil.example.org/x"}})
 	wantError(t, err, "target_not_allowed", "job.target", client.ErrNotAllowed)
-	_, err = c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Jobs: []job.Spec{{Kind: "echo"}, {}}})
+	_, err = c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Jobs: []api.Spec{{Kind: "echo"}, {}}})
 	wantError(t, err, "no_target", "jobs[1].kind", nil)
 
 	until := time.Now().Add(time.Hour).Truncate(time.Second)
@@ -102,25 +102,25 @@ func TestLocalRuntime(t *testing.T) {
 	_, err = c.PauseQueue(ctx, &client.PauseQueueInput{Queue: "nope"})
 	wantError(t, err, "queue_not_found", "queue", client.ErrQueueNotFound)
 
-	parked, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &job.Spec{ID: "held", Kind: "echo"}})
+	parked, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &api.Spec{ID: "held", Kind: "echo"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if parked.Jobs[0].Status != job.Parked {
+	if parked.Jobs[0].Status != api.Parked {
 		t.Errorf("enqueue on a paused queue answered %+v", parked.Jobs[0])
 	}
 	l, err := c.ListJobs(ctx, &client.ListJobsInput{Queue: "emails"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(l.Jobs, func(j job.Job) bool { return j.ID == "held" && j.Status == job.Parked }) || l.NextAfter != 0 {
+	if !slices.ContainsFunc(l.Jobs, func(j api.Job) bool { return j.ID == "held" && j.Status == api.Parked }) || l.NextAfter != 0 {
 		t.Errorf("list answered %+v", l)
 	}
-	_, err = c.ListJobs(ctx, &client.ListJobsInput{Queue: "emails", Status: job.Succeeded})
+	_, err = c.ListJobs(ctx, &client.ListJobsInput{Queue: "emails", Status: api.Succeeded})
 	wantError(t, err, "status_not_listed", "status", nil)
 	_, err = c.ListJobs(ctx, &client.ListJobsInput{})
 	wantError(t, err, "invalid_queue", "queue", nil)
-	failed, err := c.ListJobs(ctx, &client.ListJobsInput{Queue: "emails", Status: job.Failed})
+	failed, err := c.ListJobs(ctx, &client.ListJobsInput{Queue: "emails", Status: api.Failed})
 	if err != nil || len(failed.Jobs) != 0 {
 		t.Errorf("list failed: %+v, %v", failed, err)
 	}
@@ -129,7 +129,7 @@ func TestLocalRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Job.ID != "held" || g.Job.Status != job.Parked || g.Job.Kind != "echo" {
+	if g.Job.ID != "held" || g.Job.Status != api.Parked || g.Job.Kind != "echo" {
 		t.Errorf("get answered %+v", g.Job)
 	}
 	_, err = c.GetJob(ctx, &client.GetJobInput{Queue: "emails", JobID: "nope"})
@@ -150,7 +150,7 @@ func TestLocalRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cj.Job.Status != job.Cancelled {
+	if cj.Job.Status != api.Cancelled {
 		t.Errorf("cancel answered %+v", cj.Job)
 	}
 	_, err = c.CancelJob(ctx, &client.CancelJobInput{Queue: "emails", JobID: "held"})
@@ -159,14 +159,14 @@ func TestLocalRuntime(t *testing.T) {
 	if _, err := c.ResumeQueue(ctx, &client.ResumeQueueInput{Queue: "emails"}); err != nil {
 		t.Fatal(err)
 	}
-	cf, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "emails", Config: slot.Config{Interval: 2 * time.Second}})
+	cf, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "emails", Config: api.Config{Interval: 2 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cf.Queue.Config.Interval != 2*time.Second || cf.Queue.Config.Targets != nil {
 		t.Errorf("configure answered %+v", cf.Queue.Config)
 	}
-	_, err = c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "emails", Config: slot.Config{Retention: time.Second}})
+	_, err = c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "emails", Config: api.Config{Retention: time.Second}})
 	wantError(t, err, "invalid_retention", "config.retention", nil)
 
 	qs, err := c.ListQueues(ctx, &client.ListQueuesInput{})
@@ -216,8 +216,8 @@ func TestLocalRuntimeUnknownFunction(t *testing.T) {
 func TestLocalStatsActivity(t *testing.T) {
 	c := newLocalClient(t)
 	ctx := context.Background()
-	iv := slot.Duration(20 * time.Millisecond)
-	res, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "tally", Interval: &iv, Jobs: []job.Spec{{Kind: "echo"}, {Kind: "echo"}, {Kind: "echo"}}})
+	iv := api.Duration(20 * time.Millisecond)
+	res, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "tally", Interval: &iv, Jobs: []api.Spec{{Kind: "echo"}, {Kind: "echo"}, {Kind: "echo"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

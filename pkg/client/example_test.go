@@ -11,10 +11,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
-	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/local"
-	"github.com/slotq/slotq/pkg/slot"
 )
 
 // runLocal starts the local runtime (what `slotq local` runs) on a free
@@ -37,12 +36,12 @@ func runLocal() (url string, stop func()) {
 func ExampleClient_Enqueue() {
 	endpoint, stop := runLocal() // such as "http://127.0.0.1:3001"
 	defer stop()
-	c := client.New(aws.Config{}, client.WithEndpoint(endpoint))
+	c := client.NewFromConfig(aws.Config{}, client.WithEndpoint(endpoint))
 	ctx := context.Background()
 
 	out, err := c.Enqueue(ctx, &client.EnqueueInput{
 		Queue: "emails",
-		Job: &job.Spec{
+		Job: &api.Spec{
 			ID:      "welcome-42", // enqueued once per queue, however often it is sent
 			Kind:    "echo",
 			Payload: json.RawMessage(`{"to":"ada@example.com"}`),
@@ -64,13 +63,13 @@ func ExampleClient_Enqueue() {
 func ExampleError() {
 	endpoint, stop := runLocal()
 	defer stop()
-	c := client.New(aws.Config{}, client.WithEndpoint(endpoint))
+	c := client.NewFromConfig(aws.Config{}, client.WithEndpoint(endpoint))
 	ctx := context.Background()
 
 	_, err := c.GetStats(ctx, &client.GetStatsInput{Queue: "no-such-queue"})
 	fmt.Println(errors.Is(err, client.ErrQueueNotFound))
 
-	_, err = c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "crawls", Config: &slot.Config{Interval: -2 * time.Second}})
+	_, err = c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "crawls", Config: &api.Config{Interval: -2 * time.Second}})
 	var e *client.Error
 	if errors.As(err, &e) {
 		fmt.Println(e.Code, e.Field)
@@ -88,10 +87,10 @@ func ExampleError() {
 func ExampleClient_PauseQueue() {
 	endpoint, stop := runLocal()
 	defer stop()
-	c := client.New(aws.Config{}, client.WithEndpoint(endpoint))
+	c := client.NewFromConfig(aws.Config{}, client.WithEndpoint(endpoint))
 	ctx := context.Background()
 
-	if _, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "emails", Config: &slot.Config{Interval: 2 * time.Second}}); err != nil {
+	if _, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "emails", Config: &api.Config{Interval: 2 * time.Second}}); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -121,14 +120,14 @@ func ExampleClient_PauseQueue() {
 func ExampleClient_ListJobs() {
 	endpoint, stop := runLocal()
 	defer stop()
-	c := client.New(aws.Config{}, client.WithEndpoint(endpoint))
+	c := client.NewFromConfig(aws.Config{}, client.WithEndpoint(endpoint))
 	ctx := context.Background()
 	if _, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "emails"}); err != nil {
 		fmt.Println(err)
 		return
 	}
 
-	in := &client.ListJobsInput{Queue: "emails", Status: job.Failed}
+	in := &client.ListJobsInput{Queue: "emails", Status: api.Failed}
 	for {
 		page, err := c.ListJobs(ctx, in)
 		if err != nil {

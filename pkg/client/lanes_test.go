@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
-	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/job"
 	"github.com/slotq/slotq/pkg/slot"
 )
 
@@ -21,7 +20,7 @@ func TestLocalRuntimeLanes(t *testing.T) {
 	c := newLocalClient(t)
 	ctx := context.Background()
 
-	cq, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "accounts", Config: &slot.Config{Interval: 100 * time.Millisecond, MaxRunning: 2}})
+	cq, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "accounts", Config: &api.Config{Interval: 100 * time.Millisecond, MaxRunning: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +36,14 @@ func TestLocalRuntimeLanes(t *testing.T) {
 	if conf.Queue.Config.MaxRunning != 3 || conf.Queue.Config.Interval != 100*time.Millisecond {
 		t.Errorf("configure answered %+v", conf.Queue.Config)
 	}
-	_, err = c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "accounts", Config: slot.Config{MaxRunning: slot.MaxRunningLimit + 1}})
+	_, err = c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "accounts", Config: api.Config{MaxRunning: slot.MaxRunningLimit + 1}})
 	wantError(t, err, "invalid_max_running", "config.max_running", nil)
 
 	// Paused, so that nothing runs and the answers are exact.
 	if _, err := c.PauseQueue(ctx, &client.PauseQueueInput{Queue: "accounts"}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "accounts", Jobs: []job.Spec{
+	out, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "accounts", Jobs: []api.Spec{
 		{ID: "a1", Kind: "echo", Key: "acct-1"}, {ID: "a2", Kind: "echo", Key: "acct-1"},
 		{ID: "b1", Kind: "echo", Key: "acct-2"}, {ID: "free", Kind: "echo"},
 	}})
@@ -62,28 +61,28 @@ func TestLocalRuntimeLanes(t *testing.T) {
 			t.Errorf("job %s answered key %q key_ahead %v, want %q %v", a.JobID, a.Key, deref(a.KeyAhead), w.key, deref(w.ahead))
 		}
 	}
-	one, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "accounts", Job: &job.Spec{ID: "a3", Kind: "echo", Key: "acct-1"}})
+	one, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "accounts", Job: &api.Spec{ID: "a3", Kind: "echo", Key: "acct-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a := one.Jobs[0]; a.Key != "acct-1" || a.KeyAhead == nil || *a.KeyAhead != 2 {
 		t.Errorf("third job of acct-1 answered %+v, want key_ahead 2", a)
 	}
-	_, err = c.Enqueue(ctx, &client.EnqueueInput{Queue: "accounts", Jobs: []job.Spec{{Kind: "echo"}, {Kind: "echo", Key: "no spaces"}}})
+	_, err = c.Enqueue(ctx, &client.EnqueueInput{Queue: "accounts", Jobs: []api.Spec{{Kind: "echo"}, {Kind: "echo", Key: "no spaces"}}})
 	wantError(t, err, "invalid_key", "jobs[1].key", nil)
 
 	j, err := c.GetJob(ctx, &client.GetJobInput{Queue: "accounts", JobID: "a2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Job.Lane != "acct-1" {
-		t.Errorf("job a2 has key %q, want acct-1", j.Job.Lane)
+	if j.Job.Key != "acct-1" {
+		t.Errorf("job a2 has key %q, want acct-1", j.Job.Key)
 	}
 	st, err := c.GetStats(ctx, &client.GetStatsInput{Queue: "accounts"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Stats.Config.MaxRunning != 3 || st.Stats.Lanes != (engine.LaneFigures{Running: 0}) {
+	if st.Stats.Config.MaxRunning != 3 || st.Stats.Lanes != (api.LaneFigures{Running: 0}) {
 		t.Errorf("stats: max_running %d, lanes %+v; want 3 and nothing running or waiting", st.Stats.Config.MaxRunning, st.Stats.Lanes)
 	}
 }
@@ -100,17 +99,17 @@ func deref(p *int64) any {
 func TestLaneRequestEncoding(t *testing.T) {
 	s, c := newStub(t)
 	ctx := context.Background()
-	if _, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "accounts", Job: &job.Spec{Kind: "echo", Key: "acct-1"}}); err != nil {
+	if _, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "accounts", Job: &api.Spec{Kind: "echo", Key: "acct-1"}}); err != nil {
 		t.Fatal(err)
 	}
 	sameJSON(t, s, `{"queue":"accounts","job":{"kind":"echo","key":"acct-1"}}`)
-	if _, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "accounts", Config: slot.Config{Interval: time.Second, MaxRunning: 4}}); err != nil {
+	if _, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "accounts", Config: api.Config{Interval: time.Second, MaxRunning: 4}}); err != nil {
 		t.Fatal(err)
 	}
 	sameJSON(t, s, `{"op":"configure","queue":"accounts","config":{"interval":"1s","max_running":4},"reset":true}`)
 	// An update gives max_running 0 (no cap) explicitly, and nothing else.
 	zero := 0
-	if _, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "accounts", Update: &slot.ConfigUpdate{MaxRunning: &zero}}); err != nil {
+	if _, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "accounts", Update: &api.ConfigUpdate{MaxRunning: &zero}}); err != nil {
 		t.Fatal(err)
 	}
 	sameJSON(t, s, `{"op":"configure","queue":"accounts","config":{"max_running":0}}`)

@@ -44,5 +44,5 @@ func startLocal(t testing.TB) string {
 }
 
 func newLocalClient(t testing.TB, optFns ...func(*client.Options)) *client.Client {
-	return client.New(aws.Config{}, append([]func(*client.Options){client.WithEndpoint(startLocal(t))}, optFns...)...)
+	return client.NewFromConfig(aws.Config{}, append([]func(*client.Options){client.WithEndpoint(startLocal(t))}, optFns...)...)
 }

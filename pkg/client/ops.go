@@ -2,23 +2,15 @@ package client
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
-	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/lambdafn"
-	"github.com/slotq/slotq/pkg/lambdafn/admin"
-	"github.com/slotq/slotq/pkg/lambdafn/enqueue"
-	"github.com/slotq/slotq/pkg/metrics"
-	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
-// EnqueueInput is one job (Job) or a batch (Jobs, at most job.MaxBatch)
+// EnqueueInput is one job (Job) or a batch (Jobs, at most api.MaxBatch)
 // for a queue; Interval is used only if this call creates the queue. It
 // is the enqueue function's request (events/enqueue.json).
-type EnqueueInput = job.EnqueueRequest
+type EnqueueInput = api.EnqueueRequest
 
 // EnqueueOutput holds the accepted jobs in request order: each one's
 // job_id, ticket, slot_at (when it is expected to start), position (the
@@ -26,7 +18,7 @@ type EnqueueInput = job.EnqueueRequest
 // beyond the transport's reach or its queue is paused); for a job with a
 // key, the key and key_ahead, the jobs of its key accepted before it and
 // not ended, which it starts after (docs/guarantees.md §12).
-type EnqueueOutput = engine.EnqueueResult
+type EnqueueOutput = api.EnqueueResult
 
 // Enqueue accepts one job or a batch: all of them, or none with an
 // *Error naming the field at fault. A job with an ID is enqueued once per
@@ -34,23 +26,18 @@ type EnqueueOutput = engine.EnqueueResult
 // set, so an enqueue that failed with a *FunctionError is safe to retry.
 // A queue that does not exist is created with Interval (or the stack's
 // default).
-func (c *Client) Enqueue(ctx context.Context, in *EnqueueInput) (*EnqueueOutput, error) {
-	var res enqueue.Response
-	if err := c.invoke(ctx, "enqueue", c.opts.EnqueueFunction, in, &res, func() *lambdafn.Error { return res.Error }); err != nil {
+func (c *Client) Enqueue(ctx context.Context, in *EnqueueInput, optFns ...func(*Options)) (*EnqueueOutput, error) {
+	var res api.EnqueueResponse
+	if err := c.invoke(ctx, "enqueue", true, in, &res, func() *api.Error { return res.Error }, optFns); err != nil {
 		return nil, err
 	}
 	return &EnqueueOutput{Queue: res.Queue, Jobs: res.Jobs}, nil
 }
 
 // admin runs one admin operation.
-func (c *Client) admin(ctx context.Context, r admin.Request) (*admin.Response, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("slotq %s: encode request: %w", r.Op, err)
-	}
-	payload := json.RawMessage(b)
-	var res admin.Response
-	if err := c.invoke(ctx, r.Op, c.opts.AdminFunction, payload, &res, func() *lambdafn.Error { return res.Error }); err != nil {
+func (c *Client) admin(ctx context.Context, r api.AdminRequest, optFns []func(*Options)) (*api.AdminResponse, error) {
+	var res api.AdminResponse
+	if err := c.invoke(ctx, r.Op, false, r, &res, func() *api.Error { return res.Error }, optFns); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -61,22 +48,22 @@ type CreateQueueInput struct {
 	Queue string
 	// Config's zero fields take the stack's defaults (DefaultInterval,
 	// AllowedTargets), then slot's. Nil: every default.
-	Config *slot.Config
+	Config *api.Config
 }
 
 // CreateQueueOutput is the queue as created, defaults filled.
 type CreateQueueOutput struct {
-	Queue engine.Queue
+	Queue api.Queue
 }
 
 // CreateQueue creates a queue. ErrQueueExists if it exists.
-func (c *Client) CreateQueue(ctx context.Context, in *CreateQueueInput) (*CreateQueueOutput, error) {
-	var u *slot.ConfigUpdate
+func (c *Client) CreateQueue(ctx context.Context, in *CreateQueueInput, optFns ...func(*Options)) (*CreateQueueOutput, error) {
+	var u *api.ConfigUpdate
 	if in.Config != nil {
-		v := slot.UpdateOf(*in.Config)
+		v := in.Config.Update()
 		u = &v
 	}
-	res, err := c.admin(ctx, admin.Request{Op: "create", Queue: in.Queue, Config: u})
+	res, err := c.admin(ctx, api.AdminRequest{Op: "create", Queue: in.Queue, Config: u}, optFns)
 	if err != nil {
 		return nil, err
 	}
@@ -89,27 +76,27 @@ type ConfigureQueueInput struct {
 	Queue string
 	// Update lists the settings to change; those it leaves nil keep the
 	// queue's values.
-	Update *slot.ConfigUpdate
+	Update *api.ConfigUpdate
 	// Config, when Update is nil, replaces the whole configuration: its
 	// zero fields take their defaults, not the queue's current values.
-	Config slot.Config
+	Config api.Config
 }
 
 // ConfigureQueueOutput is the queue as configured.
 type ConfigureQueueOutput struct {
-	Queue engine.Queue
+	Queue api.Queue
 }
 
 // ConfigureQueue changes a queue's configuration (Update) or replaces it
 // (Config). Jobs that hold slots keep them; new tickets follow the new
 // interval.
-func (c *Client) ConfigureQueue(ctx context.Context, in *ConfigureQueueInput) (*ConfigureQueueOutput, error) {
-	req := admin.Request{Op: "configure", Queue: in.Queue, Config: in.Update}
+func (c *Client) ConfigureQueue(ctx context.Context, in *ConfigureQueueInput, optFns ...func(*Options)) (*ConfigureQueueOutput, error) {
+	req := api.AdminRequest{Op: "configure", Queue: in.Queue, Config: in.Update}
 	if in.Update == nil {
-		u := slot.UpdateOf(in.Config)
+		u := in.Config.Update()
 		req.Config, req.Reset = &u, true
 	}
-	res, err := c.admin(ctx, req)
+	res, err := c.admin(ctx, req, optFns)
 	if err != nil {
 		return nil, err
 	}
@@ -126,18 +113,18 @@ type PauseQueueInput struct {
 
 // PauseQueueOutput is the queue's state after the pause.
 type PauseQueueOutput struct {
-	State slot.State
+	State api.QueueState
 }
 
 // PauseQueue stops the queue's gate: once it returns, no job of the queue
 // starts until the queue is resumed (or Until comes).
-func (c *Client) PauseQueue(ctx context.Context, in *PauseQueueInput) (*PauseQueueOutput, error) {
-	r := admin.Request{Op: "pause", Queue: in.Queue}
+func (c *Client) PauseQueue(ctx context.Context, in *PauseQueueInput, optFns ...func(*Options)) (*PauseQueueOutput, error) {
+	r := api.AdminRequest{Op: "pause", Queue: in.Queue}
 	if !in.Until.IsZero() {
 		u := in.Until.UTC()
 		r.Until = &u
 	}
-	res, err := c.admin(ctx, r)
+	res, err := c.admin(ctx, r, optFns)
 	if err != nil {
 		return nil, err
 	}
@@ -151,13 +138,13 @@ type ResumeQueueInput struct {
 
 // ResumeQueueOutput reports the release of the queue's parked jobs.
 type ResumeQueueOutput struct {
-	Report engine.ResumeReport
+	Report api.ResumeReport
 }
 
 // ResumeQueue lifts a pause now and releases the queue's parked jobs,
 // re-ticketed in their old order.
-func (c *Client) ResumeQueue(ctx context.Context, in *ResumeQueueInput) (*ResumeQueueOutput, error) {
-	res, err := c.admin(ctx, admin.Request{Op: "resume", Queue: in.Queue})
+func (c *Client) ResumeQueue(ctx context.Context, in *ResumeQueueInput, optFns ...func(*Options)) (*ResumeQueueOutput, error) {
+	res, err := c.admin(ctx, api.AdminRequest{Op: "resume", Queue: in.Queue}, optFns)
 	if err != nil {
 		return nil, err
 	}
@@ -175,8 +162,8 @@ type PurgeQueueOutput struct {
 }
 
 // PurgeQueue cancels every job of the queue that has not started.
-func (c *Client) PurgeQueue(ctx context.Context, in *PurgeQueueInput) (*PurgeQueueOutput, error) {
-	res, err := c.admin(ctx, admin.Request{Op: "purge", Queue: in.Queue})
+func (c *Client) PurgeQueue(ctx context.Context, in *PurgeQueueInput, optFns ...func(*Options)) (*PurgeQueueOutput, error) {
+	res, err := c.admin(ctx, api.AdminRequest{Op: "purge", Queue: in.Queue}, optFns)
 	if err != nil {
 		return nil, err
 	}
@@ -194,8 +181,8 @@ type DeleteQueueOutput struct {
 }
 
 // DeleteQueue deletes a queue and cancels its waiting jobs.
-func (c *Client) DeleteQueue(ctx context.Context, in *DeleteQueueInput) (*DeleteQueueOutput, error) {
-	res, err := c.admin(ctx, admin.Request{Op: "delete", Queue: in.Queue})
+func (c *Client) DeleteQueue(ctx context.Context, in *DeleteQueueInput, optFns ...func(*Options)) (*DeleteQueueOutput, error) {
+	res, err := c.admin(ctx, api.AdminRequest{Op: "delete", Queue: in.Queue}, optFns)
 	if err != nil {
 		return nil, err
 	}
@@ -214,14 +201,14 @@ type GetStatsInput struct {
 // over the last 15 minutes, read from its metrics (CloudWatch on a stack;
 // nil, with ActivityError saying why, when they could not be read).
 type GetStatsOutput struct {
-	Stats         engine.Stats
-	Activity      *metrics.Activity
+	Stats         api.Stats
+	Activity      *api.Activity
 	ActivityError string
 }
 
 // GetStats returns a queue's configuration, state and figures.
-func (c *Client) GetStats(ctx context.Context, in *GetStatsInput) (*GetStatsOutput, error) {
-	res, err := c.admin(ctx, admin.Request{Op: "stats", Queue: in.Queue})
+func (c *Client) GetStats(ctx context.Context, in *GetStatsInput, optFns ...func(*Options)) (*GetStatsOutput, error) {
+	res, err := c.admin(ctx, api.AdminRequest{Op: "stats", Queue: in.Queue}, optFns)
 	if err != nil {
 		return nil, err
 	}
@@ -236,13 +223,13 @@ type GetJobInput struct {
 
 // GetJobOutput is the job's record.
 type GetJobOutput struct {
-	Job job.Job
+	Job api.Job
 }
 
 // GetJob returns a job's record, whatever its status. ErrJobNotFound for
 // a job that does not exist or whose retention has passed.
-func (c *Client) GetJob(ctx context.Context, in *GetJobInput) (*GetJobOutput, error) {
-	res, err := c.admin(ctx, admin.Request{Op: "get", Queue: in.Queue, JobID: in.JobID})
+func (c *Client) GetJob(ctx context.Context, in *GetJobInput, optFns ...func(*Options)) (*GetJobOutput, error) {
+	res, err := c.admin(ctx, api.AdminRequest{Op: "get", Queue: in.Queue, JobID: in.JobID}, optFns)
 	if err != nil {
 		return nil, err
 	}
@@ -257,13 +244,13 @@ type CancelJobInput struct {
 
 // CancelJobOutput is the cancelled job's record.
 type CancelJobOutput struct {
-	Job job.Job
+	Job api.Job
 }
 
 // CancelJob cancels a job that has not started. ErrNotWaiting if it has
 // started or ended.
-func (c *Client) CancelJob(ctx context.Context, in *CancelJobInput) (*CancelJobOutput, error) {
-	res, err := c.admin(ctx, admin.Request{Op: "cancel", Queue: in.Queue, JobID: in.JobID})
+func (c *Client) CancelJob(ctx context.Context, in *CancelJobInput, optFns ...func(*Options)) (*CancelJobOutput, error) {
+	res, err := c.admin(ctx, api.AdminRequest{Op: "cancel", Queue: in.Queue, JobID: in.JobID}, optFns)
 	if err != nil {
 		return nil, err
 	}
@@ -274,9 +261,9 @@ func (c *Client) CancelJob(ctx context.Context, in *CancelJobInput) (*CancelJobO
 type ListJobsInput struct {
 	// Queue is required.
 	Queue string
-	// Status is job.Parked (the default) or job.Failed: only those are
-	// listed (job.Status.Listed); get other jobs by id.
-	Status job.Status
+	// Status is api.Parked (the default) or api.Failed: only those are
+	// listed (api.Status.Listed); get other jobs by id.
+	Status api.Status
 	// After lists jobs with tickets greater than After; 0 from the start.
 	After int64
 	// Limit caps the page. Default (0) 100.
@@ -285,19 +272,19 @@ type ListJobsInput struct {
 
 // ListJobsOutput is one page of jobs, by ticket.
 type ListJobsOutput struct {
-	Jobs []job.Job
+	Jobs []api.Job
 	// NextAfter is the After of the next page when this one is full; 0
 	// when there is none.
 	NextAfter int64
 }
 
 // ListJobs lists a queue's parked or failed jobs by ticket.
-func (c *Client) ListJobs(ctx context.Context, in *ListJobsInput) (*ListJobsOutput, error) {
+func (c *Client) ListJobs(ctx context.Context, in *ListJobsInput, optFns ...func(*Options)) (*ListJobsOutput, error) {
 	if in.Queue == "" {
 		// The admin function lists the queues for a list without one.
 		return nil, &Error{Op: "list", Code: "invalid_queue", Field: "queue", Message: "ListJobs needs a queue; ListQueues lists the queues"}
 	}
-	res, err := c.admin(ctx, admin.Request{Op: "list", Queue: in.Queue, Status: in.Status, After: in.After, Limit: in.Limit})
+	res, err := c.admin(ctx, api.AdminRequest{Op: "list", Queue: in.Queue, Status: in.Status, After: in.After, Limit: in.Limit}, optFns)
 	if err != nil {
 		return nil, err
 	}
@@ -309,6 +296,34 @@ func (c *Client) ListJobs(ctx context.Context, in *ListJobsInput) (*ListJobsOutp
 	if n := len(res.Jobs); n > 0 && n >= limit {
 		out.NextAfter = res.Jobs[n-1].Ticket
 	}
+	return out, nil
+}
+
+// ListJobsPaginator pages through a queue's jobs of one listed status
+// (ListJobs), as the SDK's paginators do.
+type ListJobsPaginator struct {
+	c    *Client
+	in   ListJobsInput
+	done bool
+}
+
+// NewListJobsPaginator returns a paginator over in's queue's jobs, from
+// in.After on.
+func NewListJobsPaginator(c *Client, in *ListJobsInput) *ListJobsPaginator {
+	return &ListJobsPaginator{c: c, in: *in}
+}
+
+// HasMorePages reports whether NextPage has a page to read.
+func (p *ListJobsPaginator) HasMorePages() bool { return !p.done }
+
+// NextPage reads the next page of jobs.
+func (p *ListJobsPaginator) NextPage(ctx context.Context, optFns ...func(*Options)) (*ListJobsOutput, error) {
+	out, err := p.c.ListJobs(ctx, &p.in, optFns...)
+	if err != nil {
+		return nil, err
+	}
+	p.in.After = out.NextAfter
+	p.done = out.NextAfter == 0
 	return out, nil
 }
 
@@ -341,7 +356,7 @@ type RetryJobsInput struct {
 // slot_at and status (queued, or parked on a paused queue or for a far
 // slot).
 type RetryJobsOutput struct {
-	Jobs []engine.Accepted
+	Jobs []api.Accepted
 	// Skipped counts, for Failed, jobs listed as failed that had changed
 	// when their retry was written (another retry ran them first).
 	Skipped int
@@ -355,9 +370,9 @@ type RetryJobsOutput struct {
 // takes a new ticket at the end of the queue's line and goes through the
 // gate like any job, so a mass retry keeps the queue's rate. Attempts
 // keep counting, and the rerun has the queue's max_attempts of its own.
-func (c *Client) RetryJobs(ctx context.Context, in *RetryJobsInput) (*RetryJobsOutput, error) {
-	res, err := c.admin(ctx, admin.Request{Op: "retry", Queue: in.Queue, JobIDs: in.JobIDs, Failed: in.Failed,
-		After: in.After, UpTo: in.UpTo, Limit: in.Limit, By: in.By})
+func (c *Client) RetryJobs(ctx context.Context, in *RetryJobsInput, optFns ...func(*Options)) (*RetryJobsOutput, error) {
+	res, err := c.admin(ctx, api.AdminRequest{Op: "retry", Queue: in.Queue, JobIDs: in.JobIDs, Failed: in.Failed,
+		After: in.After, UpTo: in.UpTo, Limit: in.Limit, By: in.By}, optFns)
 	if err != nil {
 		return nil, err
 	}
@@ -385,8 +400,8 @@ func NewRetryFailedPaginator(c *Client, in *RetryJobsInput) *RetryFailedPaginato
 func (p *RetryFailedPaginator) HasMorePages() bool { return !p.done }
 
 // NextPage runs the next page's failed jobs again.
-func (p *RetryFailedPaginator) NextPage(ctx context.Context) (*RetryJobsOutput, error) {
-	out, err := p.c.RetryJobs(ctx, &p.in)
+func (p *RetryFailedPaginator) NextPage(ctx context.Context, optFns ...func(*Options)) (*RetryJobsOutput, error) {
+	out, err := p.c.RetryJobs(ctx, &p.in, optFns...)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +419,7 @@ type RedriveInput struct {
 
 // RedriveOutput says what the redrive did.
 type RedriveOutput struct {
-	Report engine.RedriveReport
+	Report api.RedriveReport
 }
 
 // Redrive moves the messages SQS moved to the slot queue's dead-letter
@@ -412,8 +427,8 @@ type RedriveOutput struct {
 // slot queue, each re-checked against its job: one whose job still waits
 // for it is sent again, one whose job ended or moved on is dropped, a
 // body that is no job envelope stays.
-func (c *Client) Redrive(ctx context.Context, in *RedriveInput) (*RedriveOutput, error) {
-	res, err := c.admin(ctx, admin.Request{Op: "redrive", Limit: in.Limit})
+func (c *Client) Redrive(ctx context.Context, in *RedriveInput, optFns ...func(*Options)) (*RedriveOutput, error) {
+	res, err := c.admin(ctx, api.AdminRequest{Op: "redrive", Limit: in.Limit}, optFns)
 	if err != nil {
 		return nil, err
 	}
@@ -425,12 +440,12 @@ type ListQueuesInput struct{}
 
 // ListQueuesOutput holds every queue, by name.
 type ListQueuesOutput struct {
-	Queues []engine.Queue
+	Queues []api.Queue
 }
 
 // ListQueues lists every queue with its configuration and state.
-func (c *Client) ListQueues(ctx context.Context, _ *ListQueuesInput) (*ListQueuesOutput, error) {
-	res, err := c.admin(ctx, admin.Request{Op: "list"})
+func (c *Client) ListQueues(ctx context.Context, _ *ListQueuesInput, optFns ...func(*Options)) (*ListQueuesOutput, error) {
+	res, err := c.admin(ctx, api.AdminRequest{Op: "list"}, optFns)
 	if err != nil {
 		return nil, err
 	}

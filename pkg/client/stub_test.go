@@ -17,9 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
-	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/slot"
 )
 
 // stub is an Invoke API endpoint that records each call and answers with
@@ -49,7 +48,7 @@ func newStub(t *testing.T, optFns ...func(*client.Options)) (*stub, *client.Clie
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	c := client.New(aws.Config{}, append([]func(*client.Options){client.WithEndpoint(srv.URL),
+	c := client.NewFromConfig(aws.Config{}, append([]func(*client.Options){client.WithEndpoint(srv.URL),
 		func(o *client.Options) {
 			o.LambdaOptions = append(o.LambdaOptions, func(lo *lambda.Options) { lo.RetryMaxAttempts = 1 })
 		}}, optFns...)...)
@@ -85,12 +84,12 @@ func jsonEqual(t *testing.T, got []byte, wantFile string) {
 func TestRequestEncoding(t *testing.T) {
 	s, c := newStub(t)
 	ctx := context.Background()
-	cfg := func(iv time.Duration) slot.Config {
-		return slot.Config{Interval: iv, MaxAttempts: 5, Backoff: 10 * time.Second,
+	cfg := func(iv time.Duration) api.Config {
+		return api.Config{Interval: iv, MaxAttempts: 5, Backoff: 10 * time.Second,
 			Targets: []string{"https://hooks.example.com/*", "lambda:send-email"}}
 	}
-	digest := func(to string) job.Spec {
-		return job.Spec{Kind: "echo", Payload: json.RawMessage(`{"to": "` + to + `", "template": "digest"}`)}
+	digest := func(to string) api.Spec {
+		return api.Spec{Kind: "echo", Payload: json.RawMessage(`{"to": "` + to + `", "template": "digest"}`)}
 	}
 	tests := []struct {
 		event    string
@@ -98,20 +97,20 @@ func TestRequestEncoding(t *testing.T) {
 		call     func() error
 	}{
 		{"enqueue.json", "EnqueueFunction", func() error {
-			_, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &job.Spec{ID: "welcome-42", Kind: "echo",
+			_, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &api.Spec{ID: "welcome-42", Kind: "echo",
 				Payload: json.RawMessage(`{"to": "ada@example.com", "template": "welcome"}`)}})
 			return err
 		}},
 		{"enqueue-batch.json", "EnqueueFunction", func() error {
-			_, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Jobs: []job.Spec{
+			_, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Jobs: []api.Spec{
 				digest("grace@example.com"), digest("alan@example.com"), digest("edsger@example.com")}})
 			return err
 		}},
 		{"enqueue-keyed.json", "EnqueueFunction", func() error {
-			keyed := func(to, template string) job.Spec {
-				return job.Spec{Kind: "echo", Key: to, Payload: json.RawMessage(`{"to": "` + to + `", "template": "` + template + `"}`)}
+			keyed := func(to, template string) api.Spec {
+				return api.Spec{Kind: "echo", Key: to, Payload: json.RawMessage(`{"to": "` + to + `", "template": "` + template + `"}`)}
 			}
-			_, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Jobs: []job.Spec{
+			_, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Jobs: []api.Spec{
 				keyed("ada@example.com", "receipt"), keyed("ada@example.com", "shipped"), keyed("grace@example.com", "receipt")}})
 			return err
 		}},
@@ -121,7 +120,7 @@ func TestRequestEncoding(t *testing.T) {
 			return err
 		}},
 		{"admin-configure.json", "AdminFunction", func() error {
-			u := slot.UpdateOf(cfg(time.Second))
+			u := cfg(time.Second).Update()
 			_, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "emails", Update: &u})
 			return err
 		}},
@@ -154,7 +153,7 @@ func TestRequestEncoding(t *testing.T) {
 			return err
 		}},
 		{"admin-list.json", "AdminFunction", func() error {
-			_, err := c.ListJobs(ctx, &client.ListJobsInput{Queue: "emails", Status: job.Parked, Limit: 20})
+			_, err := c.ListJobs(ctx, &client.ListJobsInput{Queue: "emails", Status: api.Parked, Limit: 20})
 			return err
 		}},
 		{"admin-retry.json", "AdminFunction", func() error {
@@ -191,7 +190,7 @@ func TestRequestEncoding(t *testing.T) {
 		}
 	})
 	t.Run("create with the default interval", func(t *testing.T) {
-		if _, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "emails", Config: &slot.Config{MaxAttempts: 2}}); err != nil {
+		if _, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "emails", Config: &api.Config{MaxAttempts: 2}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, body := s.last(); string(body) != `{"op":"create","queue":"emails","config":{"max_attempts":2}}` {
@@ -286,7 +285,7 @@ func TestStackOutputs(t *testing.T) {
 		"TableName":           "slotq-Table",
 	}))
 	ctx := context.Background()
-	if _, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "q", Job: &job.Spec{Kind: "echo"}}); err != nil {
+	if _, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "q", Job: &api.Spec{Kind: "echo"}}); err != nil {
 		t.Fatal(err)
 	}
 	if fn, _ := s.last(); fn != "slotq-EnqueueFunction-AbC123" {
@@ -298,7 +297,7 @@ func TestStackOutputs(t *testing.T) {
 	if fn, _ := s.last(); fn != "slotq-AdminFunction-XyZ789" {
 		t.Errorf("stats invoked %s", fn)
 	}
-	o := client.New(aws.Config{}, client.WithStackOutputs(nil)).Options()
+	o := client.NewFromConfig(aws.Config{}, client.WithStackOutputs(nil)).Options()
 	if o.EnqueueFunction != client.DefaultEnqueueFunction || o.AdminFunction != client.DefaultAdminFunction {
 		t.Errorf("defaults %+v", o)
 	}

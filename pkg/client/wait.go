@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Sentinels of a wait that saw its job end otherwise than succeeded.
@@ -23,11 +23,11 @@ var (
 // JobError is Wait's answer for a job that ended failed or cancelled.
 // errors.Is matches ErrJobFailed or ErrJobCancelled.
 type JobError struct {
-	Job job.Job
+	Job api.Job
 }
 
 func (e *JobError) Error() string {
-	if e.Job.Status == job.Cancelled {
+	if e.Job.Status == api.Cancelled {
 		return fmt.Sprintf("slotq: job %s/%s was cancelled", e.Job.Queue, e.Job.ID)
 	}
 	return fmt.Sprintf("slotq: job %s/%s failed after attempt %d: %s", e.Job.Queue, e.Job.ID, e.Job.Attempt, e.Job.LastError)
@@ -35,7 +35,7 @@ func (e *JobError) Error() string {
 
 // Is reports whether target is the sentinel of the job's status.
 func (e *JobError) Is(target error) bool {
-	if e.Job.Status == job.Cancelled {
+	if e.Job.Status == api.Cancelled {
 		return target == ErrJobCancelled
 	}
 	return target == ErrJobFailed
@@ -63,7 +63,7 @@ type WaitInput struct {
 // WaitOutput is the job's record as Wait last read it: final when Wait
 // returns nil or a *JobError.
 type WaitOutput struct {
-	Job job.Job
+	Job api.Job
 	// Polls counts the reads Wait made (GetJob calls).
 	Polls int
 }
@@ -80,7 +80,7 @@ type WaitOutput struct {
 // Each read is one admin invocation and two strong DynamoDB reads (the
 // queue, the job: 1 read unit per 4 KB of the record); docs/costs.md says
 // what a second of waiting costs.
-func (c *Client) Wait(ctx context.Context, in *WaitInput) (*WaitOutput, error) {
+func (c *Client) Wait(ctx context.Context, in *WaitInput, optFns ...func(*Options)) (*WaitOutput, error) {
 	first, most := in.First, in.Max
 	if first <= 0 {
 		first = DefaultWaitFirst
@@ -92,7 +92,7 @@ func (c *Client) Wait(ctx context.Context, in *WaitInput) (*WaitOutput, error) {
 	out := &WaitOutput{}
 	pause := first
 	for {
-		got, err := c.GetJob(ctx, &GetJobInput{Queue: in.Queue, JobID: in.JobID})
+		got, err := c.GetJob(ctx, &GetJobInput{Queue: in.Queue, JobID: in.JobID}, optFns...)
 		if err != nil {
 			if ctx.Err() != nil {
 				return out, fmt.Errorf("slotq wait %s/%s: %w", in.Queue, in.JobID, context.Cause(ctx))
@@ -102,9 +102,9 @@ func (c *Client) Wait(ctx context.Context, in *WaitInput) (*WaitOutput, error) {
 		out.Polls++
 		out.Job = got.Job
 		switch got.Job.Status {
-		case job.Succeeded:
+		case api.Succeeded:
 			return out, nil
-		case job.Failed, job.Cancelled:
+		case api.Failed, api.Cancelled:
 			return out, &JobError{Job: got.Job}
 		}
 		t := time.NewTimer(pause)
@@ -125,11 +125,11 @@ func (c *Client) Wait(ctx context.Context, in *WaitInput) (*WaitOutput, error) {
 // already is waited for as it is (Existing): a job that ended answers at
 // once. The EnqueueOutput is returned with the wait's answer, so a
 // caller whose ctx ended knows the job is accepted and may wait again.
-func (c *Client) EnqueueAndWait(ctx context.Context, in *EnqueueInput, wait *WaitInput) (*EnqueueOutput, *WaitOutput, error) {
+func (c *Client) EnqueueAndWait(ctx context.Context, in *EnqueueInput, wait *WaitInput, optFns ...func(*Options)) (*EnqueueOutput, *WaitOutput, error) {
 	if in.Job == nil || len(in.Jobs) > 0 {
 		return nil, nil, &Error{Op: "enqueue", Code: "invalid_wait", Field: "jobs", Message: "EnqueueAndWait takes one job (Job), not a batch"}
 	}
-	enq, err := c.Enqueue(ctx, in)
+	enq, err := c.Enqueue(ctx, in, optFns...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -138,6 +138,6 @@ func (c *Client) EnqueueAndWait(ctx context.Context, in *EnqueueInput, wait *Wai
 		w = *wait
 	}
 	w.Queue, w.JobID = enq.Queue, enq.Jobs[0].JobID
-	out, err := c.Wait(ctx, &w)
+	out, err := c.Wait(ctx, &w, optFns...)
 	return enq, out, err
 }

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
-	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/slot"
 )
 
 // Waiting for jobs through the local runtime: a succeeded job's result
@@ -20,24 +19,24 @@ import (
 func TestWait(t *testing.T) {
 	c := newLocalClient(t)
 	ctx := context.Background()
-	if _, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "w", Config: &slot.Config{Interval: 50 * time.Millisecond, MaxAttempts: 2, Backoff: 10 * time.Millisecond}}); err != nil {
+	if _, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "w", Config: &api.Config{Interval: 50 * time.Millisecond, MaxAttempts: 2, Backoff: 10 * time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
 	fast := &client.WaitInput{First: 20 * time.Millisecond, Max: 100 * time.Millisecond}
 
-	enq, out, err := c.EnqueueAndWait(ctx, &client.EnqueueInput{Queue: "w", Job: &job.Spec{ID: "report-1", Kind: "echo",
+	enq, out, err := c.EnqueueAndWait(ctx, &client.EnqueueInput{Queue: "w", Job: &api.Spec{ID: "report-1", Kind: "echo",
 		Payload: json.RawMessage(`{"rows":3}`)}}, fast)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if enq.Jobs[0].JobID != "report-1" || out.Job.Status != job.Succeeded || string(out.Job.Result) != `{"rows":3}` {
+	if enq.Jobs[0].JobID != "report-1" || out.Job.Status != api.Succeeded || string(out.Job.Result) != `{"rows":3}` {
 		t.Errorf("enqueue and wait: %+v, job %s with result %s; want succeeded with the payload", enq.Jobs, out.Job.Status, out.Job.Result)
 	}
 
-	_, out, err = c.EnqueueAndWait(ctx, &client.EnqueueInput{Queue: "w", Job: &job.Spec{ID: "doomed", Kind: "fail",
+	_, out, err = c.EnqueueAndWait(ctx, &client.EnqueueInput{Queue: "w", Job: &api.Spec{ID: "doomed", Kind: "fail",
 		Payload: json.RawMessage(`{"times":2,"error":"upstream 503"}`)}}, fast)
 	var je *client.JobError
-	if !errors.Is(err, client.ErrJobFailed) || !errors.As(err, &je) || je.Job.Status != job.Failed || je.Job.Attempt != 2 || out.Job.Status != job.Failed {
+	if !errors.Is(err, client.ErrJobFailed) || !errors.As(err, &je) || je.Job.Status != api.Failed || je.Job.Attempt != 2 || out.Job.Status != api.Failed {
 		t.Fatalf("waiting for a failing job: %v (%+v); want ErrJobFailed with its record at attempt 2", err, out)
 	}
 	if _, err := c.RetryJobs(ctx, &client.RetryJobsInput{Queue: "w", JobIDs: []string{"doomed"}}); err != nil {
@@ -52,7 +51,7 @@ func TestWait(t *testing.T) {
 	if _, err := c.PauseQueue(ctx, &client.PauseQueueInput{Queue: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "w", Job: &job.Spec{ID: "held", Kind: "echo"}}); err != nil {
+	if _, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "w", Job: &api.Spec{ID: "held", Kind: "echo"}}); err != nil {
 		t.Fatal(err)
 	}
 	tctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
@@ -60,7 +59,7 @@ func TestWait(t *testing.T) {
 	cancel()
 	// 20ms growing by half: 20, 30, 45, … reach 1.5s in 10 pauses; a
 	// wait without backoff would read 75 times.
-	if !errors.Is(err, context.DeadlineExceeded) || out.Job.Status != job.Parked || out.Polls < 5 || out.Polls > 12 {
+	if !errors.Is(err, context.DeadlineExceeded) || out.Job.Status != api.Parked || out.Polls < 5 || out.Polls > 12 {
 		t.Errorf("wait on a paused queue: %v, %s after %d reads; want the deadline, parked, 5 to 12 reads", err, out.Job.Status, out.Polls)
 	}
 	done := make(chan error, 1)
@@ -80,7 +79,7 @@ func TestWait(t *testing.T) {
 	if _, err := c.Wait(ctx, &client.WaitInput{Queue: "w", JobID: "nope"}); !errors.Is(err, client.ErrJobNotFound) {
 		t.Errorf("waiting for a job that does not exist: %v", err)
 	}
-	if _, _, err := c.EnqueueAndWait(ctx, &client.EnqueueInput{Queue: "w", Jobs: []job.Spec{{Kind: "echo"}}}, nil); err == nil {
+	if _, _, err := c.EnqueueAndWait(ctx, &client.EnqueueInput{Queue: "w", Jobs: []api.Spec{{Kind: "echo"}}}, nil); err == nil {
 		t.Error("EnqueueAndWait took a batch")
 	}
 }

@@ -1,0 +1,70 @@
+package api
+
+import "time"
+
+// The admin function's operations (AdminRequest.Op).
+const (
+	OpCreate    = "create"
+	OpConfigure = "configure"
+	OpPause     = "pause"
+	OpResume    = "resume"
+	OpPurge     = "purge"
+	OpDelete    = "delete"
+	OpStats     = "stats"
+	OpGet       = "get"
+	OpCancel    = "cancel"
+	OpList      = "list"
+	OpRetry     = "retry"
+	OpRedrive   = "redrive"
+	OpReindex   = "reindex"
+)
+
+// AdminRequest is one operation of the admin function. Each operation
+// reads the fields its own documentation names and leaves the others
+// empty.
+type AdminRequest struct {
+	Op    string `json:"op"`
+	Queue string `json:"queue,omitempty"`
+	// Config holds create's and configure's settings; Reset makes
+	// configure give the settings Config leaves out their defaults.
+	Config *ConfigUpdate `json:"config,omitempty"`
+	Reset  bool          `json:"reset,omitempty"`
+	// Until, for pause, lifts the pause then.
+	Until *time.Time `json:"until,omitempty"`
+	// JobID names the job of get and cancel.
+	JobID string `json:"job_id,omitempty"`
+	// Status, After and Limit page through list (parked or failed jobs
+	// by ticket, after ticket After); Limit also caps redrive and retry.
+	Status Status `json:"status,omitempty"`
+	After  int64  `json:"after,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	// JobIDs names the jobs retry runs again, or Failed runs again a
+	// page of failed jobs with tickets in (After, UpTo]. By says who
+	// asked, for the jobs' histories.
+	JobIDs []string `json:"job_ids,omitempty"`
+	Failed bool     `json:"failed,omitempty"`
+	UpTo   int64    `json:"up_to,omitempty"`
+	By     string   `json:"by,omitempty"`
+}
+
+// AdminResponse is the admin function's answer: the fields its operation
+// fills, or the refusal.
+type AdminResponse struct {
+	Op        string        `json:"op,omitempty"`
+	Queue     *Queue        `json:"queue,omitempty"`
+	State     *QueueState   `json:"state,omitempty"`
+	Report    *ResumeReport `json:"report,omitempty"`
+	Cancelled *int          `json:"cancelled,omitempty"`
+	Stats     *Stats        `json:"stats,omitempty"`
+	// Activity is, for stats, the queue's recent activity from its
+	// metrics; ActivityError says why it is missing.
+	Activity      *Activity      `json:"activity,omitempty"`
+	ActivityError string         `json:"activity_error,omitempty"`
+	Job           *Job           `json:"job,omitempty"`
+	Retried       *RetryResult   `json:"retried,omitempty"`
+	Redrive       *RedriveReport `json:"redrive,omitempty"`
+	Reindexed     *ReindexReport `json:"reindexed,omitempty"`
+	Jobs          []Job          `json:"jobs,omitzero"`
+	Queues        []Queue        `json:"queues,omitzero"`
+	Error         *Error         `json:"error,omitempty"`
+}

@@ -1,0 +1,179 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Config is a queue's configuration. A zero setting means its default
+// (the stack's, else slotq's): it is left out of the JSON, and the admin
+// function fills it. docs/guarantees.md states the rules each setting
+// keeps; the README's configuration table gives ranges and defaults.
+type Config struct {
+	// Interval is the least time between two starts of the queue.
+	Interval time.Duration
+	// Skew is the one-time allowance for clocks and wake-ups: for any
+	// two starts i < j, start_j − start_i ≥ (j − i)·Interval − Skew. At
+	// most a quarter of Interval; give 1ns for none (zero is the default).
+	Skew time.Duration
+	// MaxAttempts is how many attempts a job gets. Default 3.
+	MaxAttempts int
+	// Backoff is the delay before the first retry, doubled on each
+	// further attempt, capped by MaxBackoff. Defaults 1s and 5m.
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// Retention is how long finished jobs are kept. Default 7 days.
+	Retention time.Duration
+	// Targets lists the HTTP and Lambda targets the queue's jobs may
+	// name; AllowNetworks the private address prefixes its HTTP targets
+	// may reach. Default none.
+	Targets       []string
+	AllowNetworks []string
+	// TargetTimeout bounds one run of an HTTP or Lambda target. Default
+	// 30s.
+	TargetTimeout time.Duration
+	// MaxRunning caps how many attempts run at once; 0 is no cap.
+	MaxRunning int
+}
+
+// ConfigUpdate changes a queue's configuration: each setting it gives
+// (non-nil) replaces the queue's, each it leaves nil keeps the queue's.
+// Zero is refused where it is not a setting of its own (MaxRunning 0 is
+// no cap, an empty Targets list is none).
+type ConfigUpdate struct {
+	Interval      *time.Duration
+	Skew          *time.Duration
+	MaxAttempts   *int
+	Backoff       *time.Duration
+	MaxBackoff    *time.Duration
+	Retention     *time.Duration
+	Targets       *[]string
+	AllowNetworks *[]string
+	TargetTimeout *time.Duration
+	MaxRunning    *int
+}
+
+// configJSON is Config and ConfigUpdate on the wire.
+type configJSON struct {
+	Interval      *Duration `json:"interval,omitempty"`
+	Skew          *Duration `json:"skew,omitempty"`
+	MaxAttempts   *int      `json:"max_attempts,omitempty"`
+	Backoff       *Duration `json:"backoff,omitempty"`
+	MaxBackoff    *Duration `json:"max_backoff,omitempty"`
+	Retention     *Duration `json:"retention,omitempty"`
+	Targets       *[]string `json:"targets,omitempty"`
+	AllowNetworks *[]string `json:"allow_networks,omitempty"`
+	TargetTimeout *Duration `json:"target_timeout,omitempty"`
+	MaxRunning    *int      `json:"max_running,omitempty"`
+}
+
+// Update is the update that gives every setting of c that is not zero (a
+// nil list is not given; an empty one is).
+func (c Config) Update() ConfigUpdate {
+	dur := func(d time.Duration) *time.Duration {
+		if d == 0 {
+			return nil
+		}
+		return &d
+	}
+	num := func(n int) *int {
+		if n == 0 {
+			return nil
+		}
+		return &n
+	}
+	u := ConfigUpdate{
+		Interval: dur(c.Interval), Skew: dur(c.Skew), MaxAttempts: num(c.MaxAttempts),
+		Backoff: dur(c.Backoff), MaxBackoff: dur(c.MaxBackoff), Retention: dur(c.Retention),
+		TargetTimeout: dur(c.TargetTimeout), MaxRunning: num(c.MaxRunning),
+	}
+	if c.Targets != nil {
+		u.Targets = &c.Targets
+	}
+	if c.AllowNetworks != nil {
+		u.AllowNetworks = &c.AllowNetworks
+	}
+	return u
+}
+
+// MarshalJSON writes durations as strings and leaves zero settings out.
+func (c Config) MarshalJSON() ([]byte, error) {
+	u := c.Update()
+	if len(c.Targets) == 0 {
+		u.Targets = nil
+	}
+	if len(c.AllowNetworks) == 0 {
+		u.AllowNetworks = nil
+	}
+	return u.MarshalJSON()
+}
+
+// UnmarshalJSON reads a configuration; a setting left out is zero.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var u ConfigUpdate
+	if err := u.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	get := func(d *time.Duration) time.Duration {
+		if d == nil {
+			return 0
+		}
+		return *d
+	}
+	*c = Config{
+		Interval: get(u.Interval), Skew: get(u.Skew), Backoff: get(u.Backoff), MaxBackoff: get(u.MaxBackoff),
+		Retention: get(u.Retention), TargetTimeout: get(u.TargetTimeout),
+	}
+	if u.MaxAttempts != nil {
+		c.MaxAttempts = *u.MaxAttempts
+	}
+	if u.MaxRunning != nil {
+		c.MaxRunning = *u.MaxRunning
+	}
+	if u.Targets != nil {
+		c.Targets = *u.Targets
+	}
+	if u.AllowNetworks != nil {
+		c.AllowNetworks = *u.AllowNetworks
+	}
+	return nil
+}
+
+// MarshalJSON writes the settings u gives, durations as strings.
+func (u ConfigUpdate) MarshalJSON() ([]byte, error) {
+	dur := func(d *time.Duration) *Duration {
+		if d == nil {
+			return nil
+		}
+		v := Duration(*d)
+		return &v
+	}
+	return json.Marshal(configJSON{
+		Interval: dur(u.Interval), Skew: dur(u.Skew), MaxAttempts: u.MaxAttempts,
+		Backoff: dur(u.Backoff), MaxBackoff: dur(u.MaxBackoff), Retention: dur(u.Retention),
+		Targets: u.Targets, AllowNetworks: u.AllowNetworks, TargetTimeout: dur(u.TargetTimeout),
+		MaxRunning: u.MaxRunning,
+	})
+}
+
+// UnmarshalJSON reads the settings an update gives.
+func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
+	var w configJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	dur := func(d *Duration) *time.Duration {
+		if d == nil {
+			return nil
+		}
+		v := time.Duration(*d)
+		return &v
+	}
+	*u = ConfigUpdate{
+		Interval: dur(w.Interval), Skew: dur(w.Skew), MaxAttempts: w.MaxAttempts,
+		Backoff: dur(w.Backoff), MaxBackoff: dur(w.MaxBackoff), Retention: dur(w.Retention),
+		Targets: w.Targets, AllowNetworks: w.AllowNetworks, TargetTimeout: dur(w.TargetTimeout),
+		MaxRunning: w.MaxRunning,
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Spec is one job as a producer asks for it.
+type Spec struct {
+	// ID is optional; given, it makes enqueue idempotent per queue: a
+	// second call with the same id answers the first job (Existing).
+	ID string `json:"id,omitempty"`
+	// Kind names a Go handler of the worker; Target an HTTP(S) URL or a
+	// Lambda function ("lambda:NAME" or an ARN) the queue allows.
+	// Exactly one is required.
+	Kind   string `json:"kind,omitempty"`
+	Target string `json:"target,omitempty"`
+	// Payload is any JSON value, passed to the handler or target as is;
+	// at most MaxPayload bytes.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// NotBefore is the earliest time the job may start, within a year.
+	NotBefore *time.Time `json:"not_before,omitempty"`
+	// Key, if set, makes jobs of the queue with this key run one at a
+	// time, in ticket order.
+	Key string `json:"key,omitempty"`
+}
+
+// EnqueueRequest is what the enqueue function takes: one job (Job) or a
+// batch (Jobs, at most MaxBatch) for one queue.
+type EnqueueRequest struct {
+	Queue string `json:"queue"`
+	// Interval is used only when this call creates the queue.
+	Interval *Duration `json:"interval,omitempty"`
+	Job      *Spec     `json:"job,omitempty"`
+	Jobs     []Spec    `json:"jobs,omitempty"`
+}
+
+// Specs returns the request's jobs, one or many.
+func (r *EnqueueRequest) Specs() []Spec {
+	if r.Job != nil {
+		return []Spec{*r.Job}
+	}
+	return r.Jobs
+}
+
+// Accepted is one job an enqueue (or a retry) accepted.
+type Accepted struct {
+	JobID  string    `json:"job_id"`
+	Ticket int64     `json:"ticket"`
+	SlotAt time.Time `json:"slot_at"`
+	// Position is, when the job was accepted, the number of tickets
+	// ahead of it that may still start before it: an upper bound.
+	Position int64  `json:"position"`
+	Status   Status `json:"status"`
+	// Key is the job's key and KeyAhead the jobs of its key ahead of it
+	// (an upper bound).
+	Key      string `json:"key,omitempty"`
+	KeyAhead *int64 `json:"key_ahead,omitempty"`
+	// Existing: a job of this id was accepted before; the answer is
+	// that job's, and nothing new was written.
+	Existing bool `json:"existing,omitempty"`
+}
+
+// EnqueueResult is the enqueue function's answer, job by job in request
+// order.
+type EnqueueResult struct {
+	Queue string     `json:"queue"`
+	Jobs  []Accepted `json:"jobs"`
+}
+
+// EnqueueResponse is the enqueue function's answer on the wire: the
+// result, or the refusal.
+type EnqueueResponse struct {
+	Queue string     `json:"queue,omitempty"`
+	Jobs  []Accepted `json:"jobs,omitempty"`
+	Error *Error     `json:"error,omitempty"`
+}

@@ -1,0 +1,75 @@
+package api
+
+// Error is the error object the enqueue and admin functions answer with,
+// inside {"error": …}, when a request cannot be done as asked: bad input,
+// or a queue or job that does not exist. The function wrote nothing, and
+// the same request gets the same answer. Other failures (DynamoDB or SQS
+// unavailable) are function errors instead, which callers may retry.
+type Error struct {
+	// Code is stable and snake_case (the Code constants).
+	Code string `json:"code"`
+	// Field is the full path of the value at fault, such as "queue",
+	// "config.interval" or "jobs[3].payload"; empty if none is.
+	Field string `json:"field,omitempty"`
+	// Message says what is wrong, for people.
+	Message string `json:"message"`
+}
+
+// The codes of Error. Codes are never renamed; new ones may come.
+const (
+	// The request as a whole.
+	CodeMalformedJSON  = "malformed_json"
+	CodeUnknownField   = "unknown_field"
+	CodeDuplicateField = "duplicate_field"
+	CodeInvalidType    = "invalid_type"
+	CodeInvalidValue   = "invalid_value"
+	CodeInvalidOp      = "invalid_op"
+	CodeInvalidRequest = "invalid_request"
+	CodeMissingConfig  = "missing_config"
+
+	// Queues and their settings.
+	CodeInvalidQueue         = "invalid_queue"
+	CodeInvalidDuration      = "invalid_duration"
+	CodeInvalidInterval      = "invalid_interval"
+	CodeInvalidSkew          = "invalid_skew"
+	CodeInvalidMaxAttempts   = "invalid_max_attempts"
+	CodeInvalidBackoff       = "invalid_backoff"
+	CodeInvalidRetention     = "invalid_retention"
+	CodeInvalidTargetTimeout = "invalid_target_timeout"
+	CodeInvalidMaxRunning    = "invalid_max_running"
+	CodeInvalidNetwork       = "invalid_network"
+	CodeTooManyTargets       = "too_many_targets"
+	CodeTooManyNetworks      = "too_many_networks"
+	CodeInvalidTime          = "invalid_time"
+	CodeInvalidUntil         = "invalid_until"
+
+	// Jobs.
+	CodeNoJobs            = "no_jobs"
+	CodeTooManyJobs       = "too_many_jobs"
+	CodeInvalidID         = "invalid_id"
+	CodeDuplicateID       = "duplicate_id"
+	CodeNoTarget          = "no_target"
+	CodeInvalidTarget     = "invalid_target"
+	CodeInvalidKind       = "invalid_kind"
+	CodeUnknownKind       = "unknown_kind"
+	CodeInvalidKey        = "invalid_key"
+	CodePayloadTooLarge   = "payload_too_large"
+	CodeInvalidNotBefore  = "invalid_not_before"
+	CodeTargetNotAllowed  = "target_not_allowed"
+	CodeInvalidStatus     = "invalid_status"
+	CodeStatusNotListed   = "status_not_listed"
+	CodeInvalidAfter      = "invalid_after"
+	CodeInvalidLimit      = "invalid_limit"
+	CodeInvalidUpTo       = "invalid_up_to"
+	CodeInvalidBy         = "invalid_by"
+	CodeInvalidRetry      = "invalid_retry"
+	CodeInvalidRedrive    = "invalid_redrive"
+	CodeNoDeadLetterQueue = "no_dead_letter_queue"
+
+	// What the request names.
+	CodeQueueNotFound = "queue_not_found"
+	CodeQueueExists   = "queue_exists"
+	CodeJobNotFound   = "job_not_found"
+	CodeNotWaiting    = "not_waiting"
+	CodeNotRetryable  = "not_retryable"
+)

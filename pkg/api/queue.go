@@ -1,0 +1,149 @@
+package api
+
+import "time"
+
+// QueueState is a queue's shared state: its counters and its gate.
+type QueueState struct {
+	// Ticket is the last ticket handed out; Current the highest that
+	// started.
+	Ticket  int64 `json:"ticket"`
+	Current int64 `json:"current"`
+	// Clock is the slot of the last ticket in the line.
+	Clock time.Time `json:"clock,omitzero"`
+	// LastStart is the theoretical time of the last start: the gate
+	// opens at LastStart + interval − skew.
+	LastStart time.Time `json:"last_start,omitzero"`
+	// Paused stops the gate; PausedUntil, if set, is when the pause
+	// lifts by itself.
+	Paused      bool      `json:"paused"`
+	PausedUntil time.Time `json:"paused_until,omitzero"`
+	// Purged is the last ticket a purge cancelled.
+	Purged int64 `json:"purged,omitempty"`
+	// Running holds a capped queue's running attempts: ticket → the end
+	// of the attempt's lease.
+	Running map[int64]time.Time `json:"running,omitempty"`
+}
+
+// RunningAt is how many of s.Running still run at now.
+func (s QueueState) RunningAt(now time.Time) int {
+	n := 0
+	for _, until := range s.Running {
+		if now.Before(until) {
+			n++
+		}
+	}
+	return n
+}
+
+// Queue is a queue: its name, configuration and state.
+type Queue struct {
+	Name string `json:"queue"`
+	// Gen is the queue's generation, new each time it is created.
+	Gen       int64      `json:"gen,omitempty"`
+	Config    Config     `json:"config"`
+	State     QueueState `json:"state"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+// Stats are a queue's counts, lag and state.
+type Stats struct {
+	Queue  string     `json:"queue"`
+	Config Config     `json:"config"`
+	State  QueueState `json:"state"`
+	// Waiting counts tickets handed out that have not reached the gate:
+	// an upper bound of the queue's depth.
+	Waiting int64 `json:"waiting"`
+	// Parked and Failed count jobs of those statuses.
+	Parked int `json:"parked"`
+	Failed int `json:"failed"`
+	// Lag is how far the queue's starts trail its line; Backlog how far
+	// ahead the line is booked.
+	Lag     Duration    `json:"lag"`
+	Backlog Duration    `json:"backlog"`
+	Lanes   LaneFigures `json:"lanes"`
+}
+
+// LaneFigures count a queue's keys and running places.
+type LaneFigures struct {
+	// Running is how many attempts of a capped queue run; -1 for a queue
+	// without max_running.
+	Running int `json:"running"`
+	// KeysHeld counts keys a job holds; KeysWaiting keys with jobs parked
+	// on them; WaitingOnKeys those jobs.
+	KeysHeld      int `json:"keys_held"`
+	KeysWaiting   int `json:"keys_waiting"`
+	WaitingOnKeys int `json:"waiting_on_keys"`
+	// WaitingForPlace counts jobs parked for a running place.
+	WaitingForPlace int `json:"waiting_for_place"`
+}
+
+// Activity is what a queue did over a recent window, read from its
+// metrics. Lateness is start − slot in milliseconds, absent when nothing
+// started.
+type Activity struct {
+	Window          Duration `json:"window"`
+	Starts          int64    `json:"starts"`
+	Succeeded       int64    `json:"succeeded"`
+	AttemptFailures int64    `json:"attempt_failures"`
+	Retries         int64    `json:"retries"`
+	DeadLetters     int64    `json:"dead_letters"`
+	Reticketed      int64    `json:"reticketed"`
+	HandedBack      int64    `json:"handed_back"`
+	LatenessP50     *float64 `json:"lateness_p50_ms,omitempty"`
+	LatenessP99     *float64 `json:"lateness_p99_ms,omitempty"`
+	LatenessMax     *float64 `json:"lateness_max_ms,omitempty"`
+}
+
+// ResumeReport is what a resume (of one queue, or a run of the resume
+// function) did.
+type ResumeReport struct {
+	// Queues counts the queues acted on; Due the due entries read.
+	Queues int `json:"queues"`
+	Due    int `json:"due"`
+	// Lifted counts pauses lifted; Reticketed parked jobs that took new
+	// tickets; Released parked jobs sent to the slot queue; Held jobs of
+	// paused queues left for the next round.
+	Lifted     int `json:"lifted"`
+	Reticketed int `json:"reticketed"`
+	Released   int `json:"released"`
+	Held       int `json:"held,omitempty"`
+	// Busy counts queues another pass held; Continued rounds left for
+	// the next run; Deferred queues not reached before the deadline.
+	Busy      int `json:"busy,omitempty"`
+	Continued int `json:"continued,omitempty"`
+	Deferred  int `json:"deferred,omitempty"`
+}
+
+// RedriveReport is what a redrive did with the dead-letter queue's
+// messages.
+type RedriveReport struct {
+	// Received from the dead-letter queue; Redriven sent back, their job
+	// still waiting for them; Dropped deleted, their job having moved on;
+	// Undecodable left there for a person.
+	Received    int `json:"received"`
+	Redriven    int `json:"redriven"`
+	Dropped     int `json:"dropped"`
+	Undecodable int `json:"undecodable"`
+	// More: the call stopped at its limit with messages perhaps left.
+	More bool `json:"more,omitempty"`
+}
+
+// RetryResult is what a retry on request ran again.
+type RetryResult struct {
+	Queue string     `json:"queue"`
+	Jobs  []Accepted `json:"jobs"`
+	// Skipped counts failed jobs no longer failed when written.
+	Skipped int `json:"skipped,omitempty"`
+	// NextAfter is the After of the next page of failed jobs (0: none);
+	// UpTo the bound every page of the retry uses.
+	NextAfter int64 `json:"next_after,omitempty"`
+	UpTo      int64 `json:"up_to,omitempty"`
+}
+
+// ReindexReport is what a reindex rewrote.
+type ReindexReport struct {
+	Queues      int `json:"queues"`
+	Jobs        int `json:"jobs"`
+	Lanes       int `json:"lanes"`
+	TimedPauses int `json:"timed_pauses,omitempty"`
+}
