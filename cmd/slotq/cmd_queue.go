@@ -14,11 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/metrics"
-	"github.com/slotq/slotq/pkg/slot"
 )
 
 func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -48,7 +46,7 @@ func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *timeout <= 0 {
 		return c.fail(usagef("--timeout must be greater than 0"))
 	}
-	spec := job.Spec{ID: *id, Kind: *kind, Target: *target, Key: *key}
+	spec := api.Spec{ID: *id, Kind: *kind, Target: *target, Key: *key}
 	if *payload != "" {
 		b, err := readArg(*payload)
 		if err != nil {
@@ -71,7 +69,7 @@ func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if *interval == 0 {
 			return c.fail(zeroSetting("enqueue", "", "interval"))
 		}
-		d := slot.Duration(*interval)
+		d := api.Duration(*interval)
 		in.Interval = &d
 	}
 	if *wait {
@@ -90,7 +88,7 @@ func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if err != nil {
 			return nil, nil, err
 		}
-		keyed := slices.ContainsFunc(out.Jobs, func(a engine.Accepted) bool { return a.Key != "" })
+		keyed := slices.ContainsFunc(out.Jobs, func(a api.Accepted) bool { return a.Key != "" })
 		return out, func(w io.Writer) {
 			if keyed {
 				row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "KEY", "KEY AHEAD", "STATUS")
@@ -147,7 +145,7 @@ func queuesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	})
 }
 
-func paused(s slot.State) string {
+func paused(s api.QueueState) string {
 	switch {
 	case !s.Paused:
 		return "no"
@@ -196,14 +194,14 @@ func statsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // statsJSON is stats' --json answer: the queue's figures, and its recent
 // activity beside them.
 type statsJSON struct {
-	engine.Stats
-	Activity      *metrics.Activity `json:"activity,omitempty"`
-	ActivityError string            `json:"activity_error,omitempty"`
+	api.Stats
+	Activity      *api.Activity `json:"activity,omitempty"`
+	ActivityError string        `json:"activity_error,omitempty"`
 }
 
 // activityRows prints what a queue did over the last window, from its
 // metrics, or why that is not known.
-func activityRows(w io.Writer, a *metrics.Activity, why string) {
+func activityRows(w io.Writer, a *api.Activity, why string) {
 	if a == nil {
 		if why == "" {
 			why = "not available"
@@ -241,7 +239,7 @@ func shortDuration(d time.Duration) string {
 }
 
 // laneRows prints what a queue's lanes show (docs/guarantees.md §12).
-func laneRows(w io.Writer, l engine.LaneFigures, maxRunning int) {
+func laneRows(w io.Writer, l api.LaneFigures, maxRunning int) {
 	running := "-" // no max_running: the queue counts none
 	if l.Running >= 0 {
 		running = fmt.Sprintf("%d of %d", l.Running, maxRunning)
@@ -262,7 +260,7 @@ func maxRunning(n int) string {
 }
 
 // configRows prints a queue's configuration, a setting a line.
-func configRows(w io.Writer, c slot.Config) {
+func configRows(w io.Writer, c api.Config) {
 	row(w, "interval", c.Interval)
 	row(w, "skew", c.Skew)
 	row(w, "max attempts", c.MaxAttempts)
@@ -408,7 +406,7 @@ func (f *configFlags) check(op string, fs *flag.FlagSet) error {
 }
 
 // apply sets on cfg the settings given on the command line.
-func (f *configFlags) apply(fs *flag.FlagSet, cfg *slot.Config) {
+func (f *configFlags) apply(fs *flag.FlagSet, cfg *api.Config) {
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "interval":
@@ -437,10 +435,10 @@ func (f *configFlags) apply(fs *flag.FlagSet, cfg *slot.Config) {
 
 // update is the change the command line asks for: the settings given, and
 // only those.
-func (f *configFlags) update(fs *flag.FlagSet) slot.ConfigUpdate {
-	var cfg slot.Config
+func (f *configFlags) update(fs *flag.FlagSet) api.ConfigUpdate {
+	var cfg api.Config
 	f.apply(fs, &cfg)
-	u := slot.UpdateOf(cfg)
+	u := cfg.Update()
 	fs.Visit(func(fl *flag.Flag) { // zeros that are settings of their own
 		switch fl.Name {
 		case "max-running":
@@ -463,7 +461,7 @@ func given(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-func queueRows(q engine.Queue) func(io.Writer) {
+func queueRows(q api.Queue) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "queue", q.Name)
 		configRows(w, q.Config)
@@ -483,7 +481,7 @@ func createCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := cf.check("create", c.fs); err != nil {
 		return c.fail(err)
 	}
-	var cfg slot.Config
+	var cfg api.Config
 	cf.apply(c.fs, &cfg)
 	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
 		out, err := cl.CreateQueue(ctx, &client.CreateQueueInput{Queue: pos[0], Config: &cfg})
@@ -541,7 +539,7 @@ func jobsListCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		"or for their key, or a running place, which an attempt that ends hands them)\n"+
 		"or its failed ones (dead letters), by ticket. Jobs that run without trouble are never listed:\n"+
 		"get them by id.", stdout, stderr)
-	status := c.fs.String("status", string(job.Parked), "parked or failed")
+	status := c.fs.String("status", string(api.Parked), "parked or failed")
 	after := c.fs.Int64("after", 0, "list tickets after this one (the next page)")
 	limit := c.fs.Int("limit", 100, "most jobs to list")
 	pos, code := c.parse(args, 1, 1)
@@ -549,19 +547,19 @@ func jobsListCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return code
 	}
 	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-		out, err := cl.ListJobs(ctx, &client.ListJobsInput{Queue: pos[0], Status: job.Status(*status), After: *after, Limit: *limit})
+		out, err := cl.ListJobs(ctx, &client.ListJobsInput{Queue: pos[0], Status: api.Status(*status), After: *after, Limit: *limit})
 		if err != nil {
 			return nil, nil, err
 		}
 		res := struct {
-			Jobs      []job.Job `json:"jobs"`
+			Jobs      []api.Job `json:"jobs"`
 			NextAfter int64     `json:"next_after,omitempty"`
 		}{out.Jobs, out.NextAfter}
 		return res, func(w io.Writer) {
 			row(w, "JOB ID", "TICKET", "STATUS", "SLOT AT", "ATTEMPT", "WHAT", "WHY")
 			for _, j := range out.Jobs {
 				why := j.LastError
-				if j.Status == job.Parked {
+				if j.Status == api.Parked {
 					why = parkedWhy(j)
 				}
 				row(w, j.ID, j.Ticket, j.Status, ts(j.SlotAt), j.Attempt, j.What(), oneLine(why, 60))
@@ -575,13 +573,13 @@ func jobsListCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 
 // parkedWhy says why a job is parked and when the resume function
 // releases it; a job waiting on a lane is released by a hand-off instead.
-func parkedWhy(j job.Job) string {
+func parkedWhy(j api.Job) string {
 	switch {
-	case j.ParkReason == job.WaitKey:
-		return "waiting for key " + j.Lane
-	case j.ParkReason == job.WaitPlace:
+	case j.ParkReason == api.WaitKey:
+		return "waiting for key " + j.Key
+	case j.ParkReason == api.WaitPlace:
 		return "waiting for a running place"
-	case j.ParkReason == job.WaitGate && !j.DueAt.IsZero():
+	case j.ParkReason == api.WaitGate && !j.DueAt.IsZero():
 		return "waiting for its gate to open, released " + ts(j.DueAt)
 	case j.DueAt.IsZero():
 		return string(j.ParkReason)
@@ -597,13 +595,13 @@ func oneLine(s string, n int) string {
 	return orDash(s)
 }
 
-func jobRows(j job.Job) func(io.Writer) {
+func jobRows(j api.Job) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "queue", j.Queue)
 		row(w, "job id", j.ID)
 		row(w, "what", j.What())
-		if j.Lane != "" {
-			row(w, "key", j.Lane)
+		if j.Key != "" {
+			row(w, "key", j.Key)
 		}
 		row(w, "status", j.Status)
 		row(w, "ticket", j.Ticket)
@@ -637,7 +635,7 @@ func jobRows(j job.Job) func(io.Writer) {
 			row(w, "result", oneLine(string(j.Result), 200))
 		}
 		if j.ResultDropped > 0 {
-			row(w, "result", fmt.Sprintf("not kept: %d bytes, over the %d-byte bound", j.ResultDropped, job.MaxResult))
+			row(w, "result", fmt.Sprintf("not kept: %d bytes, over the %d-byte bound", j.ResultDropped, api.MaxResult))
 		}
 		for i, ev := range j.History {
 			label := ""
@@ -653,28 +651,28 @@ func jobRows(j job.Job) func(io.Writer) {
 }
 
 // eventText is one history event for people: its kind and what it says.
-func eventText(ev job.Event) string {
+func eventText(ev api.Event) string {
 	s := string(ev.Kind)
 	switch ev.Kind {
-	case job.Enqueued, job.Retried:
+	case api.Enqueued, api.Retried:
 		s += fmt.Sprintf(" ticket %d", ev.Ticket)
 		if ev.Attempt > 0 {
 			s += fmt.Sprintf(", attempt %d", ev.Attempt)
 		}
-	case job.Reticketed:
+	case api.Reticketed:
 		s += fmt.Sprintf(" ticket %d → %d", ev.OldTicket, ev.Ticket)
-	case job.Rerun:
+	case api.Rerun:
 		s += fmt.Sprintf(" by %s: ticket %d, attempt %d", ev.Reason, ev.Ticket, ev.Attempt)
-	case job.ParkedEvent:
-		switch job.ParkReason(ev.Reason) {
-		case job.WaitKey:
+	case api.ParkedEvent:
+		switch api.ParkReason(ev.Reason) {
+		case api.WaitKey:
 			s += ": waiting for its key"
-		case job.WaitPlace:
+		case api.WaitPlace:
 			s += ": waiting for a running place"
 		default:
 			s += " " + ev.Reason
 		}
-	case job.Released:
+	case api.Released:
 		switch ev.Reason {
 		case "key":
 			s += ": handed its key"
@@ -683,18 +681,18 @@ func eventText(ev job.Event) string {
 		case "handed":
 			s += ": handed its key or a running place as it parked"
 		}
-	case job.HandedBack:
+	case api.HandedBack:
 		s += fmt.Sprintf(" %dms before its slot", ev.DelayMs)
-	case job.SlotMissed:
+	case api.SlotMissed:
 		s = fmt.Sprintf("slot missed: woke %dms late", ev.LatenessMs)
 		if ev.OldTicket != 0 {
 			s += fmt.Sprintf("; new ticket %d", ev.Ticket)
 		} else {
 			s += "; takes the next opening"
 		}
-	case job.Started:
+	case api.Started:
 		s += fmt.Sprintf(" attempt %d, %dms late", ev.Attempt, ev.LatenessMs)
-	case job.AttemptFailed, job.FailedEvent:
+	case api.AttemptFailed, api.FailedEvent:
 		if ev.Attempt > 0 {
 			s += fmt.Sprintf(" attempt %d", ev.Attempt)
 		}
@@ -809,12 +807,12 @@ func jobsRetryCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
 		res := struct {
-			Jobs      []engine.Accepted `json:"jobs"`
-			Skipped   int               `json:"skipped,omitempty"`
-			NextAfter int64             `json:"next_after,omitempty"`
-			UpTo      int64             `json:"up_to,omitempty"`
-			Pages     int               `json:"pages,omitempty"`
-		}{Jobs: []engine.Accepted{}}
+			Jobs      []api.Accepted `json:"jobs"`
+			Skipped   int            `json:"skipped,omitempty"`
+			NextAfter int64          `json:"next_after,omitempty"`
+			UpTo      int64          `json:"up_to,omitempty"`
+			Pages     int            `json:"pages,omitempty"`
+		}{Jobs: []api.Accepted{}}
 		if !*failed {
 			out, err := cl.RetryJobs(ctx, &client.RetryJobsInput{Queue: pos[0], JobIDs: pos[1:], By: *by})
 			if err != nil {

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
-	"github.com/slotq/slotq/pkg/job"
 )
 
 // A start is one job's start against its slot.
@@ -119,7 +119,7 @@ func timelineCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			return nil, nil, err
 		}
 		tl.Interval = st.Stats.Config.Interval
-		var jobs []job.Job
+		var jobs []api.Job
 		wctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
 		for _, id := range want {
@@ -143,7 +143,7 @@ func timelineCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			jobs = append(jobs, out.Job)
 		}
 		if *failed {
-			in := &client.ListJobsInput{Queue: queue, Status: job.Failed}
+			in := &client.ListJobsInput{Queue: queue, Status: api.Failed}
 			for {
 				page, err := cl.ListJobs(ctx, in)
 				if err != nil {

@@ -120,5 +120,5 @@ func (c *conn) client(ctx context.Context) (*client.Client, error) {
 			o.AdminFunction = c.adminFn
 		}
 	})
-	return client.New(cfg, opts...), nil
+	return client.NewFromConfig(cfg, opts...), nil
 }

@@ -3,17 +3,17 @@ package main
 import (
 	"testing"
 
-	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // A missed slot reads as what happened and where the job went.
 func TestEventTextSlotMissed(t *testing.T) {
 	tests := []struct {
-		ev   job.Event
+		ev   api.Event
 		want string
 	}{
-		{job.Event{Kind: job.SlotMissed, LatenessMs: 31, OldTicket: 7, Ticket: 812}, "slot missed: woke 31ms late; new ticket 812"},
-		{job.Event{Kind: job.SlotMissed, LatenessMs: 4, Ticket: 7}, "slot missed: woke 4ms late; takes the next opening"},
+		{api.Event{Kind: api.SlotMissed, LatenessMs: 31, OldTicket: 7, Ticket: 812}, "slot missed: woke 31ms late; new ticket 812"},
+		{api.Event{Kind: api.SlotMissed, LatenessMs: 4, Ticket: 7}, "slot missed: woke 4ms late; takes the next opening"},
 	}
 	for _, tt := range tests {
 		if got := eventText(tt.ev); got != tt.want {

@@ -202,3 +202,11 @@ type Job struct {
 // RunAttempt is the attempt's number within its run: attempts since the
 // last retry on request, from 1. A queue's max_attempts bounds it.
 func (j *Job) RunAttempt() int { return j.Attempt - j.RerunFrom }
+
+// What is what the job runs, for people: "kind:NAME" or the target.
+func (j *Job) What() string {
+	if j.Kind != "" {
+		return "kind:" + j.Kind
+	}
+	return j.Target
+}

@@ -5,28 +5,29 @@
 // runtime (`slotq local`, pkg/local).
 //
 //	cfg, _ := config.LoadDefaultConfig(ctx)
-//	c := client.New(cfg, client.WithStackOutputs(outputs)) // or set the function names
+//	c := client.NewFromConfig(cfg, client.WithStackOutputs(outputs)) // or set the function names
 //	out, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &job.Spec{Kind: "email.send"}})
 //
-// It is shaped like an aws-sdk-go-v2 service client: New takes an
-// aws.Config and option functions, and each operation is one method that
-// takes (ctx, *XInput) and returns (*XOutput, error). Requests and answers
-// are the functions' own types (job.EnqueueRequest, admin.Request and
-// admin.Response, engine.Accepted, engine.Stats, job.Job), so the client
-// and the functions cannot disagree on the wire format.
+// It is shaped like an aws-sdk-go-v2 service client: NewFromConfig takes
+// an aws.Config and option functions (New takes Options whole), each
+// operation is one method that takes (ctx, *XInput, ...func(*Options))
+// and returns (*XOutput, error), and lists that page have paginators
+// (NewListJobsPaginator, NewRetryFailedPaginator). Requests and answers
+// are slotq's wire types (pkg/api): the client imports them and the SDK's
+// Lambda client, nothing of the server.
 //
 // Errors come in three kinds:
-//   - *Error: the function refused the request as asked (bad input naming
+//   - *Error (a smithy.APIError, fault client): the function refused the request as asked (bad input naming
 //     its field, a queue or job that does not exist, a target the queue does
 //     not allow). Nothing was written. Match the common ones with errors.Is
 //     against ErrQueueNotFound, ErrJobNotFound, ErrNotAllowed,
 //     ErrQueueExists and ErrNotWaiting.
-//   - *FunctionError: the function failed (a crash, a timeout, DynamoDB or
+//   - *FunctionError (a smithy.APIError, fault server): the function failed (a crash, a timeout, DynamoDB or
 //     SQS unavailable). The request may or may not have been done; an
 //     enqueue with job ids is safe to retry.
 //   - any other error: the Invoke call itself failed (network, credentials,
 //     a function name that does not exist), as the SDK reports it.
 //
-// Where it sits: cmd/slotq's commands for people call it; the functions it
-// invokes are pkg/lambdafn/enqueue and pkg/lambdafn/admin.
+// Where it sits: cmd/slotq's commands and console call it; it invokes the
+// stack's enqueue and admin functions.
 package client
