@@ -34,7 +34,7 @@ test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_ser
 	  grep -E -- '--- (PASS|FAIL|SKIP)|^(ok|FAIL|panic)|\.go:[0-9]+:' <<<"$$out"; \
 	  [ $$rc -eq 0 ] || exit $$rc; \
 	  grep -q -- '--- PASS: TestState/.*/Concurrent' <<<"$$out" || \
-	    { echo "make test: -run '$(CONCURRENT)' selected no concurrency subtest of pkg/storetest" >&2; exit 1; }
+	    { echo "make test: -run '$(CONCURRENT)' selected no concurrency subtest of internal/storetest" >&2; exit 1; }
 	@$(MAKE) --no-print-directory check-emulators
 
 .PHONY: check-emulators

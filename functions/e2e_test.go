@@ -27,9 +27,9 @@ import (
 
 	"github.com/slotq/slotq/internal/dynamolocal"
 	"github.com/slotq/slotq/internal/esm"
+	"github.com/slotq/slotq/internal/lambdahost"
 	"github.com/slotq/slotq/internal/motoserver"
 	"github.com/slotq/slotq/internal/samlocal"
-	"github.com/slotq/slotq/pkg/lambdahost"
 	"github.com/slotq/slotq/pkg/local"
 )
 

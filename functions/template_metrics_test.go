@@ -12,8 +12,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/slotq/slotq/pkg/lambdafn"
-	"github.com/slotq/slotq/pkg/metrics"
+	"github.com/slotq/slotq/internal/lambdafn"
+	"github.com/slotq/slotq/internal/metrics"
 )
 
 // The AWS metrics the dashboard and alarms may name besides slotq's own:
@@ -32,7 +32,7 @@ func emitted() []string {
 	return names
 }
 
-// The dashboard shows only metrics somebody writes: slotq's (pkg/metrics'
+// The dashboard shows only metrics somebody writes: slotq's (internal/metrics'
 // list, in the namespace the functions write to, by the queue dimension
 // or, for refusals, by code) or the stack's functions' and dead-letter
 // queue's. It shows the figures operations asks for.
@@ -109,7 +109,7 @@ func TestTemplateDashboardMetrics(t *testing.T) {
 	}
 	for _, name := range shown {
 		if !slices.Contains(emitted(), name) {
-			t.Errorf("the dashboard shows %s, which nobody writes (pkg/metrics)", name)
+			t.Errorf("the dashboard shows %s, which nobody writes (internal/metrics)", name)
 		}
 	}
 	for _, want := range []string{metrics.Starts, metrics.StartLateness, metrics.Lag, metrics.Waiting, metrics.AttemptFailures, metrics.DeadLetters} {
@@ -165,7 +165,7 @@ func TestTemplateAlarms(t *testing.T) {
 		if ns.Tag == "!If" {
 			sameNode(t, id+" Namespace", get(env, lambdafn.EnvMetricsNamespace), ns)
 			if !slices.Contains(emitted(), name) {
-				t.Errorf("%s watches %s, which nobody writes (pkg/metrics)", id, name)
+				t.Errorf("%s watches %s, which nobody writes (internal/metrics)", id, name)
 			}
 		} else if !slices.Contains(awsMetrics[ns.Value], name) {
 			t.Errorf("%s watches %s %s, not a metric of the stack's resources", id, ns.Value, name)

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"gopkg.in/yaml.v3"
 
-	"github.com/slotq/slotq/pkg/dynamostore"
+	"github.com/slotq/slotq/internal/dynamostore"
 )
 
 // tableSpy records the table dynamostore.CreateTable asks for, and answers

@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/client"
-	"github.com/slotq/slotq/pkg/slot"
 )
 
 // stdin is what --payload - and --ids - read; tests replace it.

@@ -21,10 +21,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
-	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/local"
-	"github.com/slotq/slotq/pkg/slot"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the CLI tests")

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/timeline"
-	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // parseWorkload adds the --log flag, parses the command line of a command
@@ -88,11 +88,11 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	logger := cfg.Logger
 
-	var onStart func(timeline.Start, *job.Job)
+	var onStart func(timeline.Start, *api.Job)
 	var lines *liveTimeline
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
-		onStart = func(s timeline.Start, _ *job.Job) {
+		onStart = func(s timeline.Start, _ *api.Job) {
 			if err := enc.Encode(s); err != nil {
 				logger.Error("write start record", "error", err)
 			}
@@ -212,7 +212,7 @@ type liveTimeline struct {
 	last time.Time
 }
 
-func (l *liveTimeline) print(s timeline.Start, j *job.Job) {
+func (l *liveTimeline) print(s timeline.Start, j *api.Job) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	gap := "gap     —"

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/local"
-	"github.com/slotq/slotq/pkg/slot"
 )
 
 func localCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

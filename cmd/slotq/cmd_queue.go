@@ -14,9 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
-	"github.com/slotq/slotq/pkg/engine"
 )
 
 func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -10,11 +10,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotq/slotq/internal/dispatch"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/internal/timeline"
-	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/memstore"
-	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/target"
 )
 
@@ -139,7 +141,7 @@ type demoPayload struct {
 // the timeout passes; by then every goroutine it started has returned.
 // onStart, if not nil, is called for each start as it happens, one call at
 // a time; j is the job the handler got.
-func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start, j *job.Job)) (demoResult, error) {
+func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start, j *api.Job)) (demoResult, error) {
 	if err := cfg.validate(); err != nil {
 		return demoResult{}, err
 	}
@@ -155,7 +157,7 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 		starts []timeline.Start
 	)
 	mux := target.NewMux()
-	mux.HandleFunc(demoKind, func(ctx context.Context, j *job.Job) error {
+	mux.HandleFunc(demoKind, func(ctx context.Context, j *api.Job) error {
 		at := time.Now() // first: the start is when the handler begins
 		var p demoPayload
 		_ = json.Unmarshal(j.Payload, &p)
@@ -180,7 +182,7 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 		state = hiccups
 	}
 	eng := engine.New(engine.Options{
-		State: state, Transport: transport, Runner: &target.Dispatcher{Mux: mux}, Logger: cfg.Logger, Lead: cfg.Lead,
+		State: state, Transport: transport, Runner: &dispatch.Dispatcher{Mux: mux}, Logger: cfg.Logger, Lead: cfg.Lead,
 	})
 	q, err := eng.CreateQueue(ctx, cfg.Queue, slot.Config{Interval: cfg.Interval, Skew: cfg.Skew})
 	if err != nil {

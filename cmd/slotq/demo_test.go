@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/timeline"
-	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // recordKeys are the keys of a start record, exactly.
@@ -81,7 +81,7 @@ func TestRunDemo(t *testing.T) {
 		Interval: 20 * time.Millisecond, Seed: 7,
 	}
 	var live []timeline.Start
-	res, err := runDemo(t.Context(), cfg, func(s timeline.Start, _ *job.Job) { live = append(live, s) })
+	res, err := runDemo(t.Context(), cfg, func(s timeline.Start, _ *api.Job) { live = append(live, s) })
 	if err != nil {
 		t.Fatal(err)
 	}

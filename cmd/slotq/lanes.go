@@ -13,11 +13,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotq/slotq/internal/dispatch"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/internal/timeline"
-	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/memstore"
-	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/target"
 )
 
@@ -132,7 +134,7 @@ func runLanes(ctx context.Context, cfg lanesConfig) (lanesResult, error) {
 
 	var mu sync.Mutex
 	mux := target.NewMux()
-	mux.HandleFunc(laneKind, func(ctx context.Context, j *job.Job) error {
+	mux.HandleFunc(laneKind, func(ctx context.Context, j *api.Job) error {
 		begin := time.Now()
 		var p lanePayload
 		if err := json.Unmarshal(j.Payload, &p); err != nil {
@@ -145,7 +147,7 @@ func runLanes(ctx context.Context, cfg lanesConfig) (lanesResult, error) {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		r := laneRun{ID: j.ID, Key: j.Lane, Ticket: j.Ticket, Accepted: accepted[j.ID], SlotAt: j.SlotAt,
+		r := laneRun{ID: j.ID, Key: j.Key, Ticket: j.Ticket, Accepted: accepted[j.ID], SlotAt: j.SlotAt,
 			Gate: j.StartedAt, Begin: begin, End: time.Now()}
 		mu.Lock()
 		res.Runs = append(res.Runs, r)
@@ -155,7 +157,7 @@ func runLanes(ctx context.Context, cfg lanesConfig) (lanesResult, error) {
 
 	store := memstore.New(memstore.Options{})
 	transport := memstore.NewTransport(memstore.TransportOptions{Seed: cfg.Seed})
-	eng := engine.New(engine.Options{State: store, Transport: transport, Runner: &target.Dispatcher{Mux: mux}, Logger: cfg.Logger})
+	eng := engine.New(engine.Options{State: store, Transport: transport, Runner: &dispatch.Dispatcher{Mux: mux}, Logger: cfg.Logger})
 	q, err := eng.CreateQueue(ctx, cfg.Queue, slot.Config{Interval: cfg.Interval, MaxRunning: cfg.MaxRunning})
 	if err != nil {
 		return lanesResult{}, err

@@ -8,7 +8,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/target"
 )
 
@@ -29,7 +29,7 @@ func Handlers(partnerURL string, client *http.Client) *target.Mux {
 		client = http.DefaultClient
 	}
 	mux := target.NewMux()
-	mux.HandleFunc(KindNotify, func(ctx context.Context, j *job.Job) error {
+	mux.HandleFunc(KindNotify, func(ctx context.Context, j *api.Job) error {
 		return notify(ctx, client, partnerURL, j)
 	})
 	mux.HandleFunc(KindReport, buildReport)
@@ -40,7 +40,7 @@ func Handlers(partnerURL string, client *http.Client) *target.Mux {
 // queue's target_timeout. A 4xx answer will not get better by retrying:
 // the job fails now (target.SkipRetry). Other failures retry with
 // backoff, each retry a new ticket that keeps the queue's rate.
-func notify(ctx context.Context, client *http.Client, url string, j *job.Job) error {
+func notify(ctx context.Context, client *http.Client, url string, j *api.Job) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(j.Payload))
 	if err != nil {
 		return target.SkipRetry(fmt.Errorf("partner request: %w", err))
@@ -70,7 +70,7 @@ var errNotReady = errors.New("warehouse snapshot not ready yet")
 // buildReport fails its first attempt, as a job whose dependency is
 // briefly unavailable does; the retry (attempt 2, after the queue's
 // backoff) succeeds. j.Attempt counts from 1.
-func buildReport(ctx context.Context, j *job.Job) error {
+func buildReport(ctx context.Context, j *api.Job) error {
 	if j.Attempt < 2 {
 		return errNotReady
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
-	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/local"
 )
 
@@ -41,8 +41,8 @@ func (p *partner) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // service would with the AWS SDK: the notify job posts to the partner API
 // once, the report job fails its first attempt and succeeds on its retry.
 func TestLocal(t *testing.T) {
-	api := &partner{}
-	srv := httptest.NewServer(api)
+	partnerAPI := &partner{}
+	srv := httptest.NewServer(partnerAPI)
 	defer srv.Close()
 
 	// The stack as deployed (make test writes template.yaml first): its
@@ -131,7 +131,7 @@ func TestLocal(t *testing.T) {
 	want := map[string]int{"order-7": 1, "daily": 2} // attempts
 	for id, attempts := range want {
 		var got struct {
-			Job   *job.Job                        `json:"job"`
+			Job   *api.Job                        `json:"job"`
 			Error *struct{ Code, Message string } `json:"error"`
 		}
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -143,14 +143,14 @@ func TestLocal(t *testing.T) {
 				t.Fatalf("job %s did not end: %+v", id, got.Job)
 			}
 		}
-		if got.Job.Status != job.Succeeded || got.Job.Attempt != attempts {
+		if got.Job.Status != api.Succeeded || got.Job.Attempt != attempts {
 			t.Errorf("job %s: %s after attempt %d (%s), want succeeded after attempt %d",
 				id, got.Job.Status, got.Job.Attempt, got.Job.LastError, attempts)
 		}
 	}
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	if len(api.got) != 1 || api.got[0] != `{"order":7,"status":"shipped"}` || api.keys[0] != "partner/order-7" {
-		t.Errorf("the partner API got %q with keys %q, want the order once", api.got, api.keys)
+	partnerAPI.mu.Lock()
+	defer partnerAPI.mu.Unlock()
+	if len(partnerAPI.got) != 1 || partnerAPI.got[0] != `{"order":7,"status":"shipped"}` || partnerAPI.keys[0] != "partner/order-7" {
+		t.Errorf("the partner API got %q with keys %q, want the order once", partnerAPI.got, partnerAPI.keys)
 	}
 }

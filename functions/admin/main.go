@@ -6,8 +6,8 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/slotq/slotq/pkg/lambdafn"
-	"github.com/slotq/slotq/pkg/lambdafn/admin"
+	"github.com/slotq/slotq/internal/lambdafn"
+	"github.com/slotq/slotq/internal/lambdafn/admin"
 )
 
 func main() {

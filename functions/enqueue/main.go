@@ -6,8 +6,8 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/slotq/slotq/pkg/lambdafn"
-	"github.com/slotq/slotq/pkg/lambdafn/enqueue"
+	"github.com/slotq/slotq/internal/lambdafn"
+	"github.com/slotq/slotq/internal/lambdafn/enqueue"
 )
 
 func main() {

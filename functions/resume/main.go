@@ -7,8 +7,8 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/slotq/slotq/pkg/lambdafn"
-	"github.com/slotq/slotq/pkg/lambdafn/resume"
+	"github.com/slotq/slotq/internal/lambdafn"
+	"github.com/slotq/slotq/internal/lambdafn/resume"
 )
 
 func main() {

@@ -14,8 +14,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/slotq/slotq/internal/awsmeter"
-	"github.com/slotq/slotq/pkg/dynamostore"
-	"github.com/slotq/slotq/pkg/sqstransport"
+	"github.com/slotq/slotq/internal/dynamostore"
+	"github.com/slotq/slotq/internal/sqstransport"
 )
 
 // fakeDB answers every call with fail (nil: success).

@@ -1,5 +1,5 @@
 // Package awsmeter counts what slotq's AWS adapters ask of AWS. DynamoDB
-// and SQS wrap the SDK clients that pkg/dynamostore and pkg/sqstransport
+// and SQS wrap the SDK clients that internal/dynamostore and internal/sqstransport
 // take (they satisfy dynamostore.DynamoDBAPI and sqstransport.SQSAPI) and
 // count the calls that pass through them: DynamoDB requests and failed
 // conditions by operation, SQS requests and the messages they carried.

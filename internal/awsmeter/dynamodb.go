@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/slotq/slotq/pkg/dynamostore"
+	"github.com/slotq/slotq/internal/dynamostore"
 )
 
 var _ dynamostore.DynamoDBAPI = (*DynamoDB)(nil)
@@ -30,7 +30,7 @@ type Count struct {
 
 // DynamoDB counts the requests made through it by operation: the SDK
 // operation and the items it touches, named by their sort key as
-// pkg/dynamostore lays out its table ("UpdateItem state" is a take, gate,
+// internal/dynamostore lays out its table ("UpdateItem state" is a take, gate,
 // end of a run, pause, unpause or purge; "PutItem job" a job created or
 // updated; "UpdateItem lane" a lane written or its jobs counted;
 // "Query by_status" a listing).

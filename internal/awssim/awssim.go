@@ -1,5 +1,5 @@
 // Package awssim runs slotq's engine on its real AWS adapters,
-// pkg/dynamostore and pkg/sqstransport, against AWS-compatible endpoints:
+// internal/dynamostore and internal/sqstransport, against AWS-compatible endpoints:
 // DynamoDB Local for DynamoDB and moto_server for SQS, in the simulation
 // tests of this package and in the cost benchmark (internal/costs, `slotq costs`). It
 // holds what both need: clients built from
@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/slotq/slotq/pkg/dynamostore"
-	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/sqstransport"
+	"github.com/slotq/slotq/internal/dynamostore"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/sqstransport"
 )
 
 // Clients are a DynamoDB and an SQS client for one endpoint.

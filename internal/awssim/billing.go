@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/slotq/slotq/pkg/dynamostore"
+	"github.com/slotq/slotq/internal/dynamostore"
 )
 
 // Bill is what DynamoDB on-demand would charge for the calls a Billed

@@ -13,14 +13,16 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/awssim"
+	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/dynamolocal"
+	"github.com/slotq/slotq/internal/dynamostore"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/motoserver"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/internal/sqstransport"
 	"github.com/slotq/slotq/internal/timeline"
-	"github.com/slotq/slotq/pkg/dynamostore"
-	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/slot"
-	"github.com/slotq/slotq/pkg/sqstransport"
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/target"
 )
 
@@ -35,7 +37,7 @@ func TestMain(m *testing.M) {
 // dynamostore, workers consume the real SQS queue with sqstransport.Receive
 // and call engine.Work per message, as the worker function does, all in real
 // time against DynamoDB Local and moto_server's SQS. It checks the guarantees
-// the memstore simulation (pkg/engine/sim_test.go) checks in fake time:
+// the memstore simulation (internal/engine/sim_test.go) checks in fake time:
 // spacing, single start, nothing lost, order.
 
 const (
@@ -121,7 +123,7 @@ func runSim(t *testing.T, duplicate bool) simResult {
 	var res simResult
 	var mu sync.Mutex
 	mux := target.NewMux()
-	mux.HandleFunc("sim", func(ctx context.Context, j *job.Job) error {
+	mux.HandleFunc("sim", func(ctx context.Context, j *api.Job) error {
 		mu.Lock()
 		res.starts = append(res.starts, start{ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt,
 			Gate: j.StartedAt, At: time.Now(), Retickets: j.Retickets})
@@ -137,7 +139,7 @@ func runSim(t *testing.T, duplicate bool) simResult {
 		if duplicate {
 			tr = dupTransport{Transport: tr, n: &dups}
 		}
-		return engine.New(engine.Options{State: st, Transport: tr, Runner: &target.Dispatcher{Mux: mux}, NoAutoCreate: true, Lead: lead}), st
+		return engine.New(engine.Options{State: st, Transport: tr, Runner: &dispatch.Dispatcher{Mux: mux}, NoAutoCreate: true, Lead: lead}), st
 	}
 	admin, store := newEngine()
 	const queue = "sim"

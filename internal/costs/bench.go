@@ -16,11 +16,13 @@ import (
 
 	"github.com/slotq/slotq/internal/awsmeter"
 	"github.com/slotq/slotq/internal/awssim"
-	"github.com/slotq/slotq/pkg/dynamostore"
-	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/slot"
-	"github.com/slotq/slotq/pkg/sqstransport"
+	"github.com/slotq/slotq/internal/dispatch"
+	"github.com/slotq/slotq/internal/dynamostore"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/internal/sqstransport"
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/target"
 )
 
@@ -101,8 +103,8 @@ func (b *bench) newEnv(ctx context.Context, interval time.Duration, maxRunning i
 		return nil, err
 	}
 	e := &env{name: name, url: url, clock: &clock{}, mux: target.NewMux()}
-	e.mux.HandleFunc("ok", func(context.Context, *job.Job) error { return nil })
-	e.mux.HandleFunc("flaky", func(_ context.Context, j *job.Job) error {
+	e.mux.HandleFunc("ok", func(context.Context, *api.Job) error { return nil })
+	e.mux.HandleFunc("flaky", func(_ context.Context, j *api.Job) error {
 		if j.Attempt == 1 {
 			return errors.New("first attempt fails on purpose")
 		}
@@ -114,7 +116,7 @@ func (b *bench) newEnv(ctx context.Context, interval time.Duration, maxRunning i
 		r.calls = awsmeter.NewDynamoDB(r.billed)
 		r.tr = sqstransport.New(r.sqs, url, sqstransport.Options{QueueARN: "arn:aws:sqs:us-east-1:000000000000:" + name})
 		store := dynamostore.New(r.calls, name, dynamostore.Options{Now: e.clock.Now})
-		r.eng = engine.New(engine.Options{State: store, Transport: r.tr, Runner: &target.Dispatcher{Mux: e.mux},
+		r.eng = engine.New(engine.Options{State: store, Transport: r.tr, Runner: &dispatch.Dispatcher{Mux: e.mux},
 			Now: e.clock.Now, NoAutoCreate: true, Lead: costLead})
 		return r
 	}

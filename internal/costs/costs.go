@@ -1,5 +1,5 @@
 // Package costs measures what one slotq job costs on AWS: it runs the
-// engine on its real adapters (pkg/dynamostore, pkg/sqstransport) against
+// engine on its real adapters (internal/dynamostore, internal/sqstransport) against
 // DynamoDB Local and moto_server's SQS on loopback, counts DynamoDB request
 // units, SQS requests, Lambda invocations and Lambda time per job for five
 // kinds of job, turns them into dollars per million jobs with the prices in

@@ -17,12 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/esm"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/motoserver"
-	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/memstore"
-	"github.com/slotq/slotq/pkg/sqstransport"
+	"github.com/slotq/slotq/internal/sqstransport"
 )
 
 func TestMain(m *testing.M) {

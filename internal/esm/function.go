@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/slotq/slotq/pkg/lambdahost"
+	"github.com/slotq/slotq/internal/lambdahost"
 )
 
 // Function returns the Invoker that invokes the function called name

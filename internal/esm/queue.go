@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/slotq/slotq/pkg/memstore"
-	"github.com/slotq/slotq/pkg/sqstransport"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/sqstransport"
 )
 
 // Queue is the queue a Mapping polls.

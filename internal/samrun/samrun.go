@@ -2,7 +2,7 @@
 // `sam local invoke` and `sam local start-lambda` do, without Docker: it
 // builds each function's bootstrap with its Makefile target for this
 // machine (internal/samlocal), runs it under a local Lambda Runtime API
-// (pkg/lambdahost) with the environment template.yaml gives it, and invokes
+// (internal/lambdahost) with the environment template.yaml gives it, and invokes
 // it (Invoke) or serves the Invoke API for every function (Serve).
 //
 // Serve also plays what AWS plays after deployment (pkg/local's Emulate):
@@ -40,9 +40,9 @@ import (
 
 	"github.com/slotq/slotq/internal/dynamolocal"
 	"github.com/slotq/slotq/internal/esm"
+	"github.com/slotq/slotq/internal/lambdahost"
 	"github.com/slotq/slotq/internal/motoserver"
 	"github.com/slotq/slotq/internal/samlocal"
-	"github.com/slotq/slotq/pkg/lambdahost"
 	"github.com/slotq/slotq/pkg/local"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
-	"github.com/slotq/slotq/pkg/slot"
 )
 
 // wantError checks that err is an *client.Error with code and field, and

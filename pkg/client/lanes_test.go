@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
-	"github.com/slotq/slotq/pkg/slot"
 )
 
 // Keys and max_running (docs/guarantees.md §12) through the client and the

@@ -6,9 +6,9 @@
 //	mux.HandleFunc("email.send", sendEmail)
 //	err := local.Run(ctx, local.Options{Mux: mux})
 //
-// It runs the four functions' handlers (pkg/lambdafn/enqueue, worker,
+// It runs the four functions' handlers (internal/lambdafn/enqueue, worker,
 // resume, admin: the code Lambda runs, nothing re-implemented) on the
-// embedded backend (pkg/memstore), or on DynamoDB and SQS when
+// embedded backend (internal/memstore), or on DynamoDB and SQS when
 // Options.AWS is set (endpoints from AWS_ENDPOINT_URL_DYNAMODB and
 // AWS_ENDPOINT_URL_SQS: DynamoDB Local and moto, or AWS). It serves the
 // Lambda Invoke API on loopback under the template's logical ids
@@ -24,7 +24,7 @@
 // keys or max_running, attempts running and keys held and waited for)
 // while jobs wait, and a summary per queue when Run returns (Options.Out;
 // JSON lines with Options.JSON). The figures and
-// the summary are read from the functions' EMF lines (pkg/metrics): they
+// the summary are read from the functions' EMF lines (internal/metrics): they
 // are the metrics the stack publishes (docs/operations.md).
 //
 // Where it sits: cmd/slotq's `local` command calls Run; the defaults

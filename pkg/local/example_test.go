@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
-	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/local"
 	"github.com/slotq/slotq/pkg/target"
 )
@@ -23,7 +23,7 @@ func ExampleRun() {
 	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan string, 1)
 	mux := target.NewMux()
-	mux.HandleFunc("greet", func(ctx context.Context, j *job.Job) error {
+	mux.HandleFunc("greet", func(ctx context.Context, j *api.Job) error {
 		ran <- string(j.Payload)
 		return nil
 	})

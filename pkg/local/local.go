@@ -17,18 +17,19 @@ import (
 	lambdasvc "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/slotq/slotq/internal/dispatch"
+	"github.com/slotq/slotq/internal/dynamostore"
+	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/esm"
-	"github.com/slotq/slotq/pkg/dynamostore"
-	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/lambdafn/admin"
-	"github.com/slotq/slotq/pkg/lambdafn/enqueue"
-	"github.com/slotq/slotq/pkg/lambdafn/resume"
-	"github.com/slotq/slotq/pkg/lambdafn/worker"
-	"github.com/slotq/slotq/pkg/lambdahost"
-	"github.com/slotq/slotq/pkg/memstore"
-	"github.com/slotq/slotq/pkg/metrics"
-	"github.com/slotq/slotq/pkg/slot"
-	"github.com/slotq/slotq/pkg/sqstransport"
+	"github.com/slotq/slotq/internal/lambdafn/admin"
+	"github.com/slotq/slotq/internal/lambdafn/delivery"
+	"github.com/slotq/slotq/internal/lambdafn/enqueue"
+	"github.com/slotq/slotq/internal/lambdafn/resume"
+	"github.com/slotq/slotq/internal/lambdahost"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/metrics"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/internal/sqstransport"
 	"github.com/slotq/slotq/pkg/target"
 )
 
@@ -167,7 +168,7 @@ type backend struct {
 	transport engine.Transport
 	queue     esm.Queue
 	dlq       engine.DeadLetterQueue
-	lambda    *target.Lambda
+	lambda    *dispatch.Lambda
 	ends      Endpoints
 }
 
@@ -207,7 +208,7 @@ func newBackend(ctx context.Context, o Options) (*backend, error) {
 		transport: sqstransport.New(sq, url, sqstransport.Options{}),
 		queue:     esm.NewSQS(sq, url),
 		dlq:       sqstransport.NewDeadLetterQueue(sq, dlqURL),
-		lambda:    &target.Lambda{API: lambdasvc.NewFromConfig(*o.AWS)},
+		lambda:    &dispatch.Lambda{API: lambdasvc.NewFromConfig(*o.AWS)},
 		ends:      Endpoints{Backend: "DynamoDB table " + table + ", SQS queue " + url, Table: table, QueueURL: url},
 	}, nil
 }
@@ -225,7 +226,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	view := newView(o.Out, o.JSON)
 	log := slog.New(&tap{next: o.Logger.Handler(), view: view})
-	worker.Builtin(o.Mux, log)
+	delivery.Builtin(o.Mux, log)
 	workerTimeout := o.Stack.Timeouts[WorkerFunction]
 	newEngine := func(runner engine.Runner, obs engine.Observer) *engine.Engine {
 		return engine.New(engine.Options{
@@ -245,11 +246,11 @@ func Run(ctx context.Context, o Options) error {
 	tally := &metrics.Tally{}
 	eng := newEngine(nil, nil)
 	resumeEng := newEngine(nil, engine.Observers{resumeMetrics, tally})
-	workEng := newEngine(&target.Dispatcher{Mux: o.Mux, Lambda: be.lambda}, engine.Observers{workMetrics, tally})
+	workEng := newEngine(&dispatch.Dispatcher{Mux: o.Mux, Lambda: be.lambda}, engine.Observers{workMetrics, tally})
 	arn := func(name string) string { return "arn:aws:lambda:us-east-1:123456789012:function:" + name }
 	inv := lambdahost.NewHandlers(arn, log,
 		lambdahost.Handler{Name: EnqueueFunction, Handler: (&enqueue.Handler{Engine: eng, Metrics: enqueueMetrics}).Handle, Timeout: o.Stack.Timeouts[EnqueueFunction]},
-		lambdahost.Handler{Name: WorkerFunction, Handler: (&worker.Handler{Engine: workEng, Log: log, Metrics: workMetrics}).Handle, Timeout: workerTimeout},
+		lambdahost.Handler{Name: WorkerFunction, Handler: (&delivery.Handler{Engine: workEng, Log: log, Metrics: workMetrics}).Handle, Timeout: workerTimeout},
 		lambdahost.Handler{Name: ResumeFunction, Handler: (&resume.Handler{Engine: resumeEng, Log: log, Metrics: resumeMetrics}).Handle, Timeout: o.Stack.Timeouts[ResumeFunction]},
 		lambdahost.Handler{Name: AdminFunction, Handler: (&admin.Handler{Engine: eng, Defaults: o.Defaults, Activity: tally, DeadLetters: be.dlq}).Handle, Timeout: o.Stack.Timeouts[AdminFunction]},
 	)

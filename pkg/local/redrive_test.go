@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
-	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/pkg/local"
 )
 

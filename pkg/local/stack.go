@@ -3,7 +3,7 @@ package local
 import (
 	"time"
 
-	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/internal/slot"
 )
 
 // Stack holds the settings template.yaml gives the deployed stack, which

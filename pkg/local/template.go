@@ -8,7 +8,7 @@ import (
 
 	"github.com/slotq/slotq/internal/esm"
 	"github.com/slotq/slotq/internal/samlocal"
-	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/internal/slot"
 )
 
 // FromTemplate reads a Stack from a SAM template such as template.yaml:

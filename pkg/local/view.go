@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/slotq/slotq/internal/esm"
-	"github.com/slotq/slotq/pkg/metrics"
+	"github.com/slotq/slotq/internal/metrics"
 )
 
 // tap passes the functions' log records on to next and shows the ones a

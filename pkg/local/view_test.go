@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/metrics"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/metrics"
 )
 
 // The view's summary adds up the functions' EMF lines: the same figures

@@ -1,5 +1,10 @@
-// Package target runs what a job names: a Go handler registered by kind
-// (Mux, shaped like net/http's ServeMux), an HTTP endpoint (HTTP) or another
-// Lambda function (Lambda). Dispatcher routes a job to the right one and is
-// the engine.Runner the worker uses.
+// Package target is what a team writes its Go handlers with: a Mux maps
+// job kinds to handlers, each given the job's record (api.Job) and a
+// context bounded by its queue's target_timeout. A handler's error fails
+// the attempt, which is retried with backoff (each retry a new ticket, so
+// retries keep the queue's rate); SkipRetry ends the job now; SetResult
+// (or a ResultFunc) keeps a result on the job's record for its producer.
+//
+// pkg/worker runs a Mux as the stack's worker function on Lambda, and
+// pkg/local runs it with the whole stack in one process.
 package target

@@ -5,37 +5,35 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
-	"github.com/slotq/slotq/pkg/engine"
-	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/slot"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Handler runs jobs of one kind.
 type Handler interface {
-	Handle(ctx context.Context, j *job.Job) error
+	Handle(ctx context.Context, j *api.Job) error
 }
 
 // HandlerFunc adapts a function to Handler.
-type HandlerFunc func(ctx context.Context, j *job.Job) error
+type HandlerFunc func(ctx context.Context, j *api.Job) error
 
 // Handle calls f.
-func (f HandlerFunc) Handle(ctx context.Context, j *job.Job) error { return f(ctx, j) }
+func (f HandlerFunc) Handle(ctx context.Context, j *api.Job) error { return f(ctx, j) }
 
 // ResultFunc is a handler that returns a result with its outcome, as a
 // river worker records output: the value is JSON-encoded and kept on the
-// job's record (job.Job.Result), returned by get and by a wait. It is
+// job's record (api.Job.Result), returned by get and by a wait. It is
 // kept when the attempt succeeds, and when it fails for good (a non-nil
-// value); a nil value keeps none. A value over job.MaxResult is not kept
+// value); a nil value keeps none. A value over api.MaxResult is not kept
 // (the record's ResultDropped says its size) and the outcome stands; a
 // value json.Marshal refuses fails the attempt without retry, as the
 // programming error it is.
-type ResultFunc func(ctx context.Context, j *job.Job) (any, error)
+type ResultFunc func(ctx context.Context, j *api.Job) (any, error)
 
 // Handle calls f and records its result (SetResult).
-func (f ResultFunc) Handle(ctx context.Context, j *job.Job) error {
+func (f ResultFunc) Handle(ctx context.Context, j *api.Job) error {
 	v, err := f(ctx, j)
 	if v == nil {
 		return err
@@ -49,7 +47,7 @@ func (f ResultFunc) Handle(ctx context.Context, j *job.Job) error {
 // SetResult keeps v, JSON-encoded (a json.RawMessage as it is), as the
 // result of the attempt ctx belongs to: the context a handler is given.
 // It is written on the job's record with the attempt's outcome, at most
-// job.MaxResult (32 KiB) of it: a larger one is not kept, the record's
+// api.MaxResult (32 KiB) of it: a larger one is not kept, the record's
 // ResultDropped says its size, and SetResult answers an error wrapping
 // engine.ErrResultTooLarge (the outcome is still the handler's). The
 // last call of an attempt wins; a retried attempt's result is not kept.
@@ -94,13 +92,13 @@ func (m *Mux) Handle(kind string, h Handler) {
 }
 
 // HandleFunc registers f for kind.
-func (m *Mux) HandleFunc(kind string, f func(ctx context.Context, j *job.Job) error) {
+func (m *Mux) HandleFunc(kind string, f func(ctx context.Context, j *api.Job) error) {
 	m.Handle(kind, HandlerFunc(f))
 }
 
 // HandleResultFunc registers f, a handler that returns a result, for kind
 // (see ResultFunc).
-func (m *Mux) HandleResultFunc(kind string, f func(ctx context.Context, j *job.Job) (any, error)) {
+func (m *Mux) HandleResultFunc(kind string, f func(ctx context.Context, j *api.Job) (any, error)) {
 	m.Handle(kind, ResultFunc(f))
 }
 
@@ -115,7 +113,10 @@ func (m *Mux) Has(kind string) bool {
 // ErrUnknownKind: no handler is registered for the job's kind.
 var ErrUnknownKind = errors.New("no handler for kind")
 
-func (m *Mux) run(ctx context.Context, j *job.Job) error {
+// Run runs j with the handler of its kind, as the worker does: a kind
+// without a handler fails without retry (ErrUnknownKind). Tests of
+// handlers call it with a job of their making.
+func (m *Mux) Run(ctx context.Context, j *api.Job) error {
 	m.mu.RLock()
 	h, ok := m.h[j.Kind]
 	m.mu.RUnlock()
@@ -125,68 +126,10 @@ func (m *Mux) run(ctx context.Context, j *job.Job) error {
 	return h.Handle(ctx, j)
 }
 
-// Dispatcher routes each job to its target: kinds to Mux, http(s) URLs to
-// HTTP, lambda: names and function ARNs to Lambda. It implements
-// engine.Runner and engine.Kinds.
-type Dispatcher struct {
-	// Mux runs jobs by kind. Nil: jobs with a kind fail without retry.
-	Mux *Mux
-	// HTTP runs http(s) targets. Nil: a default HTTP target.
-	HTTP *HTTP
-	// Lambda runs Lambda targets. Nil: such jobs fail without retry.
-	Lambda *Lambda
+// ErrResultTooLarge wraps SetResult's error for a result over
+// api.MaxResult: it is not kept, and the outcome stands.
+var ErrResultTooLarge = engine.ErrResultTooLarge
 
-	once sync.Once
-}
-
-var (
-	_ engine.Runner = (*Dispatcher)(nil)
-	_ engine.Kinds  = (*Dispatcher)(nil)
-)
-
-func (d *Dispatcher) http() *HTTP {
-	d.once.Do(func() {
-		if d.HTTP == nil {
-			d.HTTP = &HTTP{}
-		}
-	})
-	return d.HTTP
-}
-
-// Has reports whether kind has a handler. Without a Mux every kind is
-// accepted: the enqueue side does not know the worker's handlers.
-func (d *Dispatcher) Has(kind string) bool { return d.Mux == nil || d.Mux.Has(kind) }
-
-// Run runs one attempt of j, bounded by the queue's target timeout
-// whatever the target: Go handlers get it on their context as HTTP and
-// Lambda targets do (the engine bounds every Runner the same way, and
-// stops waiting for a handler that ignores it). A remote target the queue
-// no longer allows (its configuration changed since enqueue) fails
-// without retry.
-func (d *Dispatcher) Run(ctx context.Context, j *job.Job, cfg slot.Config) error {
-	if j.Kind == "" {
-		if err := cfg.CheckTarget(j.Target); err != nil {
-			return SkipRetry(fmt.Errorf("target %q: %w", j.Target, err))
-		}
-	}
-	if timeout := cfg.WithDefaults().TargetTimeout; timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	switch {
-	case j.Kind != "":
-		if d.Mux == nil {
-			return SkipRetry(fmt.Errorf("%w %q", ErrUnknownKind, j.Kind))
-		}
-		return d.Mux.run(ctx, j)
-	case strings.HasPrefix(j.Target, "http://"), strings.HasPrefix(j.Target, "https://"):
-		return d.http().Post(ctx, j, cfg)
-	case strings.HasPrefix(j.Target, "lambda:"), strings.HasPrefix(j.Target, "arn:aws:lambda:"):
-		if d.Lambda == nil {
-			return SkipRetry(fmt.Errorf("lambda target %q: no Lambda client configured", j.Target))
-		}
-		return d.Lambda.Invoke(ctx, j)
-	}
-	return SkipRetry(fmt.Errorf("job %s: no kind and unknown target %q", j.ID, j.Target))
-}
+// ErrSkipRetry is what SkipRetry wraps: errors.Is(err, ErrSkipRetry)
+// tells an error that ends the job now.
+var ErrSkipRetry = engine.ErrSkipRetry

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/target"
 	"github.com/slotq/slotq/pkg/worker"
 )
@@ -14,7 +14,7 @@ import (
 // start. Deploy it as the stack's WorkerFunction (examples/acme).
 func ExampleStart() {
 	mux := target.NewMux()
-	mux.HandleFunc("email.send", func(ctx context.Context, j *job.Job) error {
+	mux.HandleFunc("email.send", func(ctx context.Context, j *api.Job) error {
 		// send the email in j.Payload; an error retries the job
 		return nil
 	})

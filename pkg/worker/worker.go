@@ -10,8 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	lambdasvc "github.com/aws/aws-sdk-go-v2/service/lambda"
 
-	"github.com/slotq/slotq/pkg/lambdafn"
-	lambdaworker "github.com/slotq/slotq/pkg/lambdafn/worker"
+	"github.com/slotq/slotq/internal/dispatch"
+	"github.com/slotq/slotq/internal/lambdafn"
+	"github.com/slotq/slotq/internal/lambdafn/delivery"
 	"github.com/slotq/slotq/pkg/target"
 )
 
@@ -36,7 +37,7 @@ type Options struct {
 //
 // Start calls it; call it yourself to wrap the handler, or to test your
 // main's wiring.
-func NewHandler(ctx context.Context, mux *target.Mux, o Options) (*lambdaworker.Handler, error) {
+func NewHandler(ctx context.Context, mux *target.Mux, o Options) (*delivery.Handler, error) {
 	if o.Logger == nil {
 		o.Logger = lambdafn.Logger()
 	}
@@ -54,14 +55,14 @@ func NewHandler(ctx context.Context, mux *target.Mux, o Options) (*lambdaworker.
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	lambdaworker.Builtin(mux, o.Logger)
-	runner := &target.Dispatcher{
+	delivery.Builtin(mux, o.Logger)
+	runner := &dispatch.Dispatcher{
 		Mux:    mux,
-		Lambda: &target.Lambda{API: lambdasvc.NewFromConfig(awsCfg)},
+		Lambda: &dispatch.Lambda{API: lambdasvc.NewFromConfig(awsCfg)},
 	}
 	rec := cfg.Recorder(o.Logger)
 	cfg.Observer = rec
-	return &lambdaworker.Handler{Engine: cfg.Engine(awsCfg, runner, o.Logger), Log: o.Logger, Metrics: rec}, nil
+	return &delivery.Handler{Engine: cfg.Engine(awsCfg, runner, o.Logger), Log: o.Logger, Metrics: rec}, nil
 }
 
 // Start is a worker function's main: it builds the handler with

@@ -19,13 +19,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/slotq/slotq/internal/dynamolocal"
+	"github.com/slotq/slotq/internal/dynamostore"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/lambdafn"
+	"github.com/slotq/slotq/internal/lambdafn/delivery"
 	"github.com/slotq/slotq/internal/motoserver"
-	"github.com/slotq/slotq/pkg/dynamostore"
-	"github.com/slotq/slotq/pkg/job"
-	"github.com/slotq/slotq/pkg/lambdafn"
-	lambdaworker "github.com/slotq/slotq/pkg/lambdafn/worker"
-	"github.com/slotq/slotq/pkg/slot"
-	"github.com/slotq/slotq/pkg/sqstransport"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/internal/sqstransport"
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/target"
 )
 
@@ -83,7 +84,7 @@ func TestNewHandler(t *testing.T) {
 	var mu sync.Mutex
 	var greeted []string
 	mux := target.NewMux()
-	mux.HandleFunc("greet", func(ctx context.Context, j *job.Job) error {
+	mux.HandleFunc("greet", func(ctx context.Context, j *api.Job) error {
 		var p struct{ Name string }
 		if err := json.Unmarshal(j.Payload, &p); err != nil {
 			return target.SkipRetry(err)
@@ -104,8 +105,8 @@ func TestNewHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !mux.Has(lambdaworker.Echo) {
-		t.Errorf("the built-in %s kind was not added to the mux", lambdaworker.Echo)
+	if !mux.Has(delivery.Echo) {
+		t.Errorf("the built-in %s kind was not added to the mux", delivery.Echo)
 	}
 
 	// Enqueue as the enqueue function does, from its own environment.
@@ -118,7 +119,7 @@ func TestNewHandler(t *testing.T) {
 		Queue: "greetings", Interval: &iv,
 		Jobs: []job.Spec{
 			{ID: "ada", Kind: "greet", Payload: json.RawMessage(`{"name":"Ada"}`)},
-			{ID: "echo", Kind: lambdaworker.Echo, Payload: json.RawMessage(`{"hello":"world"}`)},
+			{ID: "echo", Kind: delivery.Echo, Payload: json.RawMessage(`{"hello":"world"}`)},
 		},
 	})
 	if err != nil {

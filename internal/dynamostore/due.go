@@ -1,0 +1,246 @@
+package dynamostore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+)
+
+// The due index (engine.DueEntry) is IndexDue, a sparse global secondary
+// index of keys only: an item that is due carries due_pk and due_sk, and
+// every other item carries neither, so only what is due costs index
+// writes, and a write that leaves them as they are costs none.
+//
+// An entry's due_pk is one of DueShards partitions, D#00 … D#15, chosen
+// by a hash of the item's key, and due_sk its due time (ms): a partition
+// of an index takes about 1,000 writes a second, so one hash value for
+// every entry would be the stack's ceiling; sixteen make it about 16,000.
+// ListDue queries the sixteen with due_sk <= before and merges them.
+//
+// A job a pause holds (engine.JobHeld) is in the same index under
+// due_pk H#<queue>#<gen>, with due_sk its line order: ListHeld queries that
+// one partition, so a release round reads its queue's held jobs in order
+// and nothing else.
+const (
+	// IndexDue is the due index.
+	IndexDue = "due"
+	// DueShards is how many partitions the due index spreads its timed
+	// entries over. Changing it strands the entries of the partitions
+	// it drops: it is fixed for a table's life.
+	DueShards = 16
+
+	attrDuePK = "due_pk"
+	attrDueSK = "due_sk"
+	// attrRoundUntil keeps a release round due (engine.Cursor.Until) on
+	// the resume lease item; the round's own time is its due_sk.
+	attrRoundUntil = "round_until"
+)
+
+// dueShard is the timed partition of the item of key pk, sk.
+func dueShard(pk, sk string) string {
+	h := fnv.New32a()
+	h.Write([]byte(pk))
+	h.Write([]byte{0})
+	h.Write([]byte(sk))
+	return fmt.Sprintf("D#%02d", h.Sum32()%DueShards)
+}
+
+// heldPK is the partition of queue's jobs of generation gen a pause holds.
+func heldPK(queue string, gen int64) string { return "H#" + queue + "#" + strconv.FormatInt(gen, 10) }
+
+// setDue sets m's due attributes for an entry due at at (none for zero).
+func setDue(m map[string]types.AttributeValue, pk, sk string, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	m[attrDuePK] = str(dueShard(pk, sk))
+	m[attrDueSK] = timeNum(at)
+}
+
+// dueUpdate returns the SET or REMOVE clause, for an UpdateExpression,
+// that makes the item of key pk, sk due at at (zero: not due).
+func dueUpdate(e *expr, pk, sk string, at time.Time) (set, remove string) {
+	if at.IsZero() {
+		return "", e.n(attrDuePK) + ", " + e.n(attrDueSK)
+	}
+	return e.n(attrDuePK) + " = " + e.v(":duepk", str(dueShard(pk, sk))) + ", " +
+		e.n(attrDueSK) + " = " + e.v(":duesk", timeNum(at)), ""
+}
+
+// entryOf reads a due entry from an index item's keys: what it is follows
+// from the item's own key.
+func entryOf(m map[string]types.AttributeValue) (engine.DueEntry, bool, error) {
+	it := &item{m: m}
+	pk, sk, at := it.str(attrPK), it.str(attrSK), it.time(attrDueSK)
+	if it.err != nil {
+		return engine.DueEntry{}, false, it.err
+	}
+	d := engine.DueEntry{At: at}
+	switch {
+	case strings.HasPrefix(pk, "J#") && sk == skJob:
+		q, id, ok := strings.Cut(strings.TrimPrefix(pk, "J#"), "#")
+		if !ok {
+			return d, false, nil
+		}
+		d.Kind, d.Queue, d.ID = engine.DueJob, q, id
+	case strings.HasPrefix(pk, "Q#") && sk == skState:
+		d.Kind, d.Queue = engine.DueLift, strings.TrimPrefix(pk, "Q#")
+	case strings.HasPrefix(pk, "Q#") && sk == skResume:
+		d.Kind, d.Queue = engine.DueRound, strings.TrimPrefix(pk, "Q#")
+	case strings.HasPrefix(pk, "L#") && strings.HasPrefix(sk, "K#"):
+		d.Kind, d.Queue, d.ID = engine.DueLane, strings.TrimPrefix(pk, "L#"), strings.TrimPrefix(sk, "K#")
+	default:
+		return d, false, nil
+	}
+	return d, true, nil
+}
+
+// ListDue queries the DueShards partitions of IndexDue, each for its
+// first limit entries due at or before before, at once, and merges them:
+// the first limit of all, earliest first. The index is eventually
+// consistent.
+func (s *Store) ListDue(ctx context.Context, before time.Time, limit int) ([]engine.DueEntry, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("list due: limit %d", limit)
+	}
+	parts := make([][]engine.DueEntry, DueShards)
+	errs := make([]error, DueShards)
+	var wg sync.WaitGroup
+	for i := range DueShards {
+		wg.Go(func() { parts[i], errs[i] = s.listShard(ctx, fmt.Sprintf("D#%02d", i), before, limit) })
+	}
+	wg.Wait()
+	var all []engine.DueEntry
+	for i := range DueShards {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("list due: %w", errs[i])
+		}
+		all = append(all, parts[i]...)
+	}
+	slices.SortStableFunc(all, func(a, b engine.DueEntry) int { return a.At.Compare(b.At) })
+	return all[:min(len(all), limit)], nil
+}
+
+// listShard reads up to limit entries of one partition of IndexDue due at
+// or before before, in due order.
+func (s *Store) listShard(ctx context.Context, shard string, before time.Time, limit int) ([]engine.DueEntry, error) {
+	e := newExpr()
+	kc := e.n(attrDuePK) + " = " + e.v(":p", str(shard)) + " AND " + e.n(attrDueSK) + " <= " + e.v(":b", timeNum(before))
+	var out []engine.DueEntry
+	err := s.queryDue(ctx, e, kc, limit, func(m map[string]types.AttributeValue) (bool, error) {
+		d, ok, err := entryOf(m)
+		if ok {
+			out = append(out, d)
+		}
+		return ok, err
+	})
+	return out, err
+}
+
+// queryDue queries IndexDue on key condition kc (names and values in e),
+// page by page in due order, and hands each item to take until take has
+// taken limit of them (it reports whether it took one).
+func (s *Store) queryDue(ctx context.Context, e *expr, kc string, limit int, take func(map[string]types.AttributeValue) (bool, error)) error {
+	var start map[string]types.AttributeValue
+	for taken := 0; taken < limit; {
+		page, err := s.query(ctx, &dynamodb.QueryInput{
+			IndexName:                 aws.String(IndexDue),
+			KeyConditionExpression:    &kc,
+			ExpressionAttributeNames:  e.names,
+			ExpressionAttributeValues: e.values,
+			Limit:                     aws.Int32(int32(limit - taken)),
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range page.Items {
+			ok, err := take(m)
+			if err != nil {
+				return err
+			}
+			if ok {
+				taken++
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		start = page.LastEvaluatedKey
+	}
+	return nil
+}
+
+// ListHeld queries queue's held partition of IndexDue for its first limit
+// jobs in line order, then reads them (BatchGetItem, strongly): a job
+// that is no longer held by then is left out.
+func (s *Store) ListHeld(ctx context.Context, queue string, gen int64, limit int) ([]job.Job, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("list held %s: limit %d", queue, limit)
+	}
+	e := newExpr()
+	kc := e.n(attrDuePK) + " = " + e.v(":p", str(heldPK(queue, gen)))
+	var keys []map[string]types.AttributeValue
+	err := s.queryDue(ctx, e, kc, limit, func(m map[string]types.AttributeValue) (bool, error) {
+		keys = append(keys, map[string]types.AttributeValue{attrPK: m[attrPK], attrSK: m[attrSK]})
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list held %s: %w", queue, err)
+	}
+	byPK := map[string]map[string]types.AttributeValue{}
+	for rest := keys; len(rest) > 0; {
+		n := min(len(rest), 100)
+		batch := rest[:n]
+		rest = rest[n:]
+		for len(batch) > 0 {
+			out, err := s.batchGet(ctx, &dynamodb.BatchGetItemInput{
+				RequestItems: map[string]types.KeysAndAttributes{s.table: {Keys: batch, ConsistentRead: aws.Bool(true)}},
+			})
+			if err != nil {
+				return nil, fmt.Errorf("list held %s: %w", queue, err)
+			}
+			for _, m := range out.Responses[s.table] {
+				byPK[(&item{m: m}).str(attrPK)] = m
+			}
+			batch = out.UnprocessedKeys[s.table].Keys
+			if len(batch) > 0 {
+				if err := backoff(ctx, 2); err != nil {
+					return nil, fmt.Errorf("list held %s: %w", queue, err)
+				}
+			}
+		}
+	}
+	now := s.now()
+	var jobs []job.Job
+	for _, k := range keys {
+		m, ok := byPK[(&item{m: k}).str(attrPK)]
+		if !ok {
+			continue
+		}
+		j, err := decodeJob(m)
+		if err != nil {
+			return nil, fmt.Errorf("list held %s: %w", queue, err)
+		}
+		if engine.JobHeld(j) && j.Gen == gen && !j.Expired(now) {
+			jobs = append(jobs, j)
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b job.Job) int {
+		return cmp.Or(cmp.Compare(a.LineOrder(), b.LineOrder()), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}

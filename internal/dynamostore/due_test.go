@@ -1,0 +1,263 @@
+package dynamostore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/internal/dispatch"
+	"github.com/slotq/slotq/internal/dynamostore"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/pkg/target"
+)
+
+// starts records the starts of kind "k" jobs.
+type starts struct {
+	mu sync.Mutex
+	at map[string][]time.Time
+	by []string
+}
+
+func (s *starts) handle(_ context.Context, j *api.Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at[j.ID] = append(s.at[j.ID], time.Now())
+	s.by = append(s.by, j.ID)
+	return nil
+}
+
+// runEngine returns an engine on st whose transport delays at most
+// maxDelay, with workers that run kind "k" jobs into the returned starts
+// until the test ends.
+func runEngine(t *testing.T, st engine.State, maxDelay time.Duration, budget int) (*engine.Engine, *starts) {
+	t.Helper()
+	s := &starts{at: map[string][]time.Time{}}
+	mux := target.NewMux()
+	mux.HandleFunc("k", s.handle)
+	tr := memstore.NewTransport(memstore.TransportOptions{MaxDelay: maxDelay})
+	// A lead that covers DynamoDB Local's latency on a loaded host: a
+	// worker whose gate write and claim take longer than lead and skew
+	// gives its reserved start up.
+	eng := engine.New(engine.Options{State: st, Transport: tr, Runner: &dispatch.Dispatcher{Mux: mux}, ResumeBudget: budget, Lead: 500 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = tr.Run(ctx, 4, eng.Work) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return eng, s
+}
+
+// Scheduled jobs booked in random order, on DynamoDB Local, with the
+// transport's reach cut to 2 s: the resume function (every 250 ms) finds
+// each in the due index and releases it once, before its not_before, and
+// it starts at it, on its first ticket.
+func TestResumeScheduledInAnyOrderOnDynamoDB(t *testing.T) {
+	st := newStore(t)
+	eng, s := runEngine(t, st, 2*time.Second, 0)
+	ctx := t.Context()
+	q := fmt.Sprintf("sched-%d", time.Now().UnixNano())
+	if _, err := eng.CreateQueue(ctx, q, slot.Config{Interval: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	r := rand.New(rand.NewPCG(16, 2))
+	notBefore := map[string]time.Time{}
+	for i := range n {
+		nb := time.Now().Add(3*time.Second + time.Duration(r.Int64N(int64(5*time.Second)))).Truncate(time.Millisecond)
+		res, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: q, Job: &job.Spec{ID: fmt.Sprintf("j%02d", i), Kind: "k", NotBefore: &nb}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := res.Jobs[0]; a.Status != job.Parked {
+			t.Fatalf("job %s is %s; want parked", a.JobID, a.Status)
+		}
+		notBefore[res.Jobs[0].JobID] = nb
+	}
+	for end := time.Now().Add(9 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if _, err := eng.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, nb := range notBefore {
+		at := s.at[id]
+		if len(at) != 1 || at[0].Before(nb) || at[0].After(nb.Add(2*time.Second)) {
+			t.Errorf("job %s (not_before %v) started at %v; want once, within 2 s of its not_before (the spacing, and DynamoDB Local up to a second slow on a loaded host)", id, nb, at)
+		}
+		j, err := st.GetJob(ctx, job.Key{Queue: q, ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		released := 0
+		for _, ev := range j.History {
+			if ev.Kind == job.Released {
+				released++
+			}
+		}
+		if j.Retickets != 0 || released != 1 {
+			t.Errorf("job %s: retickets %d, released %d times; want released once on its first ticket", id, j.Retickets, released)
+		}
+	}
+}
+
+// A re-pause in the middle of a release round, on DynamoDB Local: the jobs
+// re-ticketed by the round's first pass (budget 2) park again, and the next
+// round releases all four in the order they were accepted.
+func TestResumeRepauseKeepsOrderOnDynamoDB(t *testing.T) {
+	st := newStore(t)
+	eng, s := runEngine(t, st, 0, 2)
+	ctx := t.Context()
+	q := fmt.Sprintf("repause-%d", time.Now().UnixNano())
+	// A skew a loaded host's worker stays within: one later than the skew
+	// for its start gives its slot up for a new ticket, out of this order.
+	if _, err := eng.CreateQueue(ctx, q, slot.Config{Interval: time.Second, Skew: 250 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Pause(ctx, q, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"a", "b", "c", "d"}
+	req := job.EnqueueRequest{Queue: q}
+	for _, id := range ids {
+		req.Jobs = append(req.Jobs, job.Spec{ID: id, Kind: "k", NotBefore: ptr(time.Now().Add(time.Second))})
+	}
+	if _, err := eng.Enqueue(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := eng.Unpause(ctx, q); err != nil || rep.Reticketed != 2 {
+		t.Fatalf("first pass: %+v, %v; want 2 re-ticketed (the budget)", rep, err)
+	}
+	if _, err := eng.Pause(ctx, q, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	held := func(id string) bool {
+		j, err := st.GetJob(ctx, job.Key{Queue: q, ID: id})
+		return err == nil && engine.JobHeld(j)
+	}
+	for end := time.Now().Add(5 * time.Second); !held("a") || !held("b"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a and b did not park again on the second pause")
+		}
+	}
+	if _, err := eng.Unpause(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := eng.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		got := slices.Clone(s.by)
+		s.mu.Unlock()
+		if len(got) == len(ids) {
+			if !slices.Equal(got, ids) {
+				t.Fatalf("start order %v, want %v: parked order not kept", got, ids)
+			}
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("started %v of %v", got, ids)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Records written before the due index carry no entry: Reindex writes
+// them again, as they are, and they are found. Simulated on DynamoDB Local
+// by taking the entries' attributes off a parked job, a held job and a
+// held lane.
+func TestReindexOnDynamoDB(t *testing.T) {
+	api := newClient(t, nil)
+	table := newTable(t, api)
+	st := dynamostore.New(api, table, dynamostore.Options{})
+	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{})})
+	ctx := t.Context()
+	far, held := "reindex-far", "reindex-held"
+	for _, q := range []string{far, held} {
+		if _, err := eng.CreateQueue(ctx, q, slot.Config{Interval: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nb := time.Now().Add(16 * time.Minute)
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: far, Job: &job.Spec{ID: "f", Kind: "k", NotBefore: &nb}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Pause(ctx, held, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: held, Job: &job.Spec{ID: "h", Kind: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := st.GetQueue(ctx, far)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutLane(ctx, slot.Lane{Queue: far, Key: "k", Gen: q.Gen, Holder: slot.Waiter{Ticket: 9, JobID: "x"}, Until: time.Now(), Last: 10,
+		Waiting: []slot.Waiter{{Ticket: 10, JobID: "y"}}}, 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	legacy := func(pk, sk string) {
+		t.Helper()
+		_, err := api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &table,
+			Key: map[string]types.AttributeValue{
+				"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk},
+			},
+			UpdateExpression: aws.String("REMOVE due_pk, due_sk"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	legacy("J#"+far+"#f", "job")
+	legacy("J#"+held+"#h", "job")
+	legacy("L#"+far, "K#k")
+	found := func() (due []engine.DueEntry, heldJobs []job.Job) {
+		t.Helper()
+		all, err := st.ListDue(ctx, time.Now().Add(time.Hour), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range all {
+			if d.Queue == far {
+				due = append(due, d)
+			}
+		}
+		hq, err := st.GetQueue(ctx, held)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if heldJobs, err = st.ListHeld(ctx, held, hq.Gen, 10); err != nil {
+			t.Fatal(err)
+		}
+		return due, heldJobs
+	}
+	if due, h := found(); len(due) != 0 || len(h) != 0 {
+		t.Fatalf("before the reindex: %+v due, %d held; want none (legacy records)", due, len(h))
+	}
+	rep, err := eng.Reindex(ctx)
+	if err != nil || rep.Jobs != 2 || rep.Lanes != 1 {
+		t.Fatalf("Reindex: %+v, %v; want 2 jobs and 1 lane", rep, err)
+	}
+	due, h := found()
+	kinds := map[engine.DueKind]int{}
+	for _, d := range due {
+		kinds[d.Kind]++
+	}
+	if kinds[engine.DueJob] != 1 || kinds[engine.DueLane] != 1 || len(h) != 1 || h[0].ID != "h" {
+		t.Fatalf("after the reindex: %+v due, held %v; want the far job, the lane and the held job", due, h)
+	}
+}

@@ -1,0 +1,106 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/internal/engine"
+)
+
+// The resume lease item: pk Q#<queue>, sk resume. It is a small item of
+// its own, so taking the lease never writes the queue's hot state item.
+const (
+	skResume = "resume"
+
+	attrHolder     = "holder"
+	attrLeaseUntil = "lease_until"
+	attrReleasedBy = "released_by"
+)
+
+// leaseKeep is how long a lease item outlives its last until before the
+// TTL may delete it: long enough that a queue's cursor survives between
+// passes, short enough that a deleted queue's item goes.
+const leaseKeep = 24 * time.Hour
+
+func leaseKey(queue string) map[string]types.AttributeValue { return key(queuePK(queue), skResume) }
+
+// Lease takes queue's resume lease for holder until until with one
+// conditional UpdateItem on the lease item: it succeeds if the item does
+// not exist, has no holder, has this holder (a retried write that landed
+// passes again), or its lease_until is not after now. ErrLeaseHeld.
+func (s *Store) Lease(ctx context.Context, queue, holder string, until, now time.Time) (engine.Cursor, error) {
+	e := newExpr()
+	h := e.v(":h", str(holder))
+	cond := "attribute_not_exists(" + e.n(attrHolder) + ") OR " + e.n(attrHolder) + " = " + h +
+		" OR " + e.n(attrLeaseUntil) + " <= " + e.v(":now", timeNum(now))
+	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
+		Key: leaseKey(queue),
+		UpdateExpression: aws.String("SET " + e.n(attrHolder) + " = " + h + ", " +
+			e.n(attrLeaseUntil) + " = " + e.v(":u", timeNum(until)) + ", " +
+			e.n(attrTTL) + " = " + e.v(":ttl", num(ttlSeconds(until.Add(leaseKeep)))) +
+			" REMOVE " + e.n(attrReleasedBy)),
+		ConditionExpression:       &cond,
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if _, ok := conditionFailed(err); ok {
+		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, engine.ErrLeaseHeld)
+	}
+	if err != nil {
+		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, err)
+	}
+	it := &item{m: out.Attributes}
+	c := engine.Cursor{Round: it.time(attrDueSK), Until: it.time(attrRoundUntil)}
+	if it.err != nil {
+		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, it.err)
+	}
+	return c, nil
+}
+
+// ReleaseLease frees holder's lease and stores c, with one conditional
+// UpdateItem (holder = this holder). A retried write that had landed is
+// recognised by released_by. ErrLeaseHeld.
+func (s *Store) ReleaseLease(ctx context.Context, queue, holder string, c engine.Cursor) error {
+	e := newExpr()
+	h := e.v(":h", str(holder))
+	set := "SET " + e.n(attrReleasedBy) + " = " + h
+	remove := " REMOVE " + e.n(attrHolder) + ", " + e.n(attrLeaseUntil)
+	// The round is an entry of the due index (due.go), at its time.
+	dueSet, dueRemove := dueUpdate(e, queuePK(queue), skResume, c.Round)
+	if dueSet != "" {
+		set += ", " + dueSet
+	} else {
+		remove += ", " + dueRemove
+	}
+	if !c.Until.IsZero() {
+		set += ", " + e.n(attrRoundUntil) + " = " + e.v(":ru", timeNum(c.Until))
+	} else {
+		remove += ", " + e.n(attrRoundUntil)
+	}
+	cond := e.n(attrHolder) + " = " + h
+	_, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
+		Key:                                 leaseKey(queue),
+		UpdateExpression:                    aws.String(set + remove),
+		ConditionExpression:                 &cond,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           e.values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok := conditionFailed(err); ok {
+		it := &item{m: old}
+		if old != nil && it.str(attrHolder) == "" && it.str(attrReleasedBy) == holder && it.time(attrDueSK).Equal(c.Round) {
+			return nil // our own release, sent again after it landed
+		}
+		return fmt.Errorf("release lease %s: %w", queue, engine.ErrLeaseHeld)
+	}
+	if err != nil {
+		return fmt.Errorf("release lease %s: %w", queue, err)
+	}
+	return nil
+}

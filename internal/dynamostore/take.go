@@ -1,0 +1,279 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// takeForm is one of the conditional forms of Take's UpdateItem.
+type takeForm int
+
+const (
+	// takeNoLine: no place in the line, only tickets.
+	takeNoLine takeForm = iota
+	// takeLine: the line is busy and ahead of the last start (clock ≥
+	// last_start, clock + interval ≥ now): the first slot is
+	// clock + interval and the clock moves by line·interval.
+	takeLine
+	// takeVirtual: the last start is ahead of the line (a scheduled job or
+	// a late start ran after the line's last slot) and recent: the first
+	// slot is last_start + interval.
+	takeVirtual
+	// takeIdle: both lie more than an interval back (or never were): the
+	// first slot is now and the clock becomes now + (line−1)·interval.
+	takeIdle
+)
+
+// formOf is the form slot.Take takes on state s at now.
+func formOf(s slot.State, line int, iv time.Duration, now time.Time) takeForm {
+	last := s.Clock
+	if s.LastStart.After(last) {
+		last = s.LastStart
+	}
+	switch {
+	case line == 0:
+		return takeNoLine
+	case last.IsZero() || last.Add(iv).Before(now):
+		return takeIdle
+	case !s.Clock.Before(s.LastStart):
+		return takeLine
+	}
+	return takeVirtual
+}
+
+// Take applies slot.Take with one UpdateItem: ADD ticket :n is an atomic
+// counter, and the slot clock moves by one of three conditional forms,
+// because max(clock + interval, last_start + interval, now) cannot be
+// written as one update expression. Each form's condition says when it
+// equals slot.Take (see takeForm). The form r.Seen points to is tried
+// first; if its condition fails, the item DynamoDB sends back (ALL_OLD)
+// tells which form holds, so a take costs one write unless the state moved
+// between that answer and the next try.
+//
+// Every form also requires the stored interval to be r.Interval
+// (ErrIntervalChanged otherwise) and, when r.Gen is set, the stored
+// generation to be r.Gen (ErrQueueNotFound otherwise, as for a queue
+// that is gone).
+func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
+	if r.N < 1 || r.Line < 0 || r.Line > r.N {
+		return engine.Taken{}, fmt.Errorf("take ticket %s: want 0 ≤ line ≤ n and n ≥ 1, got n=%d line=%d", r.Queue, r.N, r.Line)
+	}
+	f := formOf(r.Seen, r.Line, r.Interval, r.Now)
+	tok := newToken()
+	for range 6 {
+		out, err := s.updateItem(ctx, takeInput(r, f, tok))
+		if old, ok := conditionFailed(err); ok {
+			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
+				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
+			}
+			if old == nil || otherGen(old, r.Gen) {
+				return engine.Taken{}, notFound("take ticket", r.Queue)
+			}
+			if hasToken(old, tok) {
+				// The SDK retried this very take after it had landed.
+				return takenFrom(old, r)
+			}
+			st, iv, err := decodeState(old)
+			if err != nil {
+				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
+			}
+			if iv != r.Interval {
+				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrIntervalChanged)
+			}
+			f = formOf(st, r.Line, r.Interval, r.Now)
+			continue
+		}
+		if err != nil {
+			return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
+		}
+		return takenFrom(out.Attributes, r)
+	}
+	return engine.Taken{}, fmt.Errorf("take ticket %s: the queue state kept changing under the update", r.Queue)
+}
+
+// takenFrom reads Take's answer from the state item right after it: the
+// ticket is exact, since only takes move it, and take_clock keeps the
+// clock this take set, should another take have moved the clock since (an
+// SDK retry that met its own token).
+func takenFrom(m map[string]types.AttributeValue, r engine.TakeRequest) (engine.Taken, error) {
+	st, _, err := decodeState(m)
+	it := item{m: m}
+	takeClock := it.time(attrTakeClock)
+	if err == nil {
+		err = it.err
+	}
+	if err != nil {
+		return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
+	}
+	t := engine.Taken{First: st.Ticket - int64(r.N) + 1, State: st}
+	if r.Line > 0 {
+		t.FirstSlot = takeClock.Add(-time.Duration(r.Line-1) * r.Interval)
+	}
+	return t, nil
+}
+
+func takeInput(r engine.TakeRequest, f takeForm, tok string) *dynamodb.UpdateItemInput {
+	e := newExpr()
+	wt := e.n(attrWriteToken)
+	upd := "ADD " + e.n(attrTicket) + " " + e.v(":n", num(int64(r.N))) +
+		" SET " + wt + " = " + e.v(":tok", str(tok))
+	cond := e.n(attrInterval) + " = " + e.v(":iv", durNum(r.Interval)) +
+		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok)" + genCond(e, r.Gen)
+	missing := func(a string) string { return "attribute_not_exists(" + a + ")" }
+	if f != takeNoLine {
+		clock, last, tc := e.n(attrClock), e.n(attrLastStart), e.n(attrTakeClock)
+		nmi := e.v(":nmi", timeNum(r.Now.Add(-r.Interval)))
+		span := ""
+		if f != takeIdle {
+			span = e.v(":span", durNum(time.Duration(r.Line)*r.Interval))
+		}
+		switch f {
+		case takeLine:
+			upd += ", " + clock + " = " + clock + " + " + span + ", " + tc + " = " + clock + " + " + span
+			cond += " AND " + clock + " >= " + nmi + " AND (" + missing(last) + " OR " + clock + " >= " + last + ")"
+		case takeVirtual:
+			upd += ", " + clock + " = " + last + " + " + span + ", " + tc + " = " + last + " + " + span
+			cond += " AND " + last + " >= " + nmi + " AND (" + missing(clock) + " OR " + last + " > " + clock + ")"
+		case takeIdle:
+			end := e.v(":end", timeNum(r.Now.Add(time.Duration(r.Line-1)*r.Interval)))
+			upd += ", " + clock + " = " + end + ", " + tc + " = " + end
+			cond += " AND (" + missing(clock) + " OR " + clock + " < " + nmi + ")" +
+				" AND (" + missing(last) + " OR " + last + " < " + nmi + ")"
+		}
+	}
+	return &dynamodb.UpdateItemInput{
+		Key:                                 stateKey(r.Queue),
+		UpdateExpression:                    &upd,
+		ConditionExpression:                 &cond,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           e.values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// Gate applies r.Decide and r.Started with one conditional UpdateItem on
+// the queue's state item, and nothing else: no transaction, no second
+// write. The condition is the gate (interval unchanged, not paused, not
+// purged, current ≤ ticket, last_start ≤ at − interval + skew, where at is
+// the start the gate reserves, r.Start); the update sets current = ticket
+// and moves last_start to max(last_start + interval, at) by one of two
+// forms, since one expression cannot take a maximum
+// (a scheduled ticket's gate leaves out current, in the condition and the
+// update):
+//
+//   - busy, last_start ≥ at − interval: last_start = last_start + interval;
+//   - idle, last_start < at − interval (or none yet): last_start = at.
+//
+// Under a running cap (r.MaxRunning > 0) the same write takes the
+// ticket's running place until r.Until, and its condition holds the cap
+// (see capForm): it drops the entries of the running map whose lease had
+// ended in the state seen, and requires fewer than MaxRunning others; or,
+// while the item has no map, creates it with the ticket's entry alone.
+// Entries that ended but that the state seen did not show stay in the
+// map, where they count for nothing, until a later gate drops them.
+//
+// r.Seen picks the forms tried first. On a conditional failure the item
+// DynamoDB sends back decides: a gate that says no (r.Decide, slot.Full
+// under the cap) becomes a *engine.GateError with that state, a gate that
+// says yes means another form holds, and the write is tried again in it.
+// ErrQueueNotFound (also for a queue of another generation than r.Gen),
+// ErrIntervalChanged.
+func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
+	busy := isBusy(r.Seen, r.Interval, r.Start())
+	seen := r.Seen
+	tok := newToken()
+	for range 4 {
+		out, err := s.updateItem(ctx, gateInput(r, busy, seen, tok))
+		if old, ok := conditionFailed(err); ok {
+			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
+				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+			}
+			if old == nil || otherGen(old, r.Gen) {
+				return slot.State{}, notFound("gate", r.Queue)
+			}
+			st, iv, err := decodeState(old)
+			if err != nil {
+				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+			}
+			if hasToken(old, tok) || landed(st, r) {
+				// The SDK retried this very gate after it had landed.
+				return st, nil
+			}
+			if iv != r.Interval {
+				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrIntervalChanged)
+			}
+			if v, openAt := r.Decide(st); v != slot.Start {
+				return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: st}
+			}
+			busy, seen = isBusy(st, r.Interval, r.Start()), st
+			continue
+		}
+		if err != nil {
+			return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+		}
+		st, _, err := decodeState(out.Attributes)
+		if err != nil {
+			return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+		}
+		return st, nil
+	}
+	return slot.State{}, fmt.Errorf("gate %s ticket %d: the queue state kept changing under the update", r.Queue, r.Ticket)
+}
+
+// isBusy reports whether the gate's busy form applies to s at now: the
+// theoretical next start, last_start + interval, is not in the past.
+func isBusy(s slot.State, iv time.Duration, now time.Time) bool {
+	return !s.LastStart.IsZero() && !s.LastStart.Add(iv).Before(now)
+}
+
+// gateInput is the gate's UpdateItem in the busy or idle form and, under
+// a cap, the running form that state seen points to.
+func gateInput(r engine.GateRequest, busy bool, seen slot.State, tok string) *dynamodb.UpdateItemInput {
+	e := newExpr()
+	wt, last := e.n(attrWriteToken), e.n(attrLastStart)
+	at := r.Start() // the reserved start: the spacing is the start's, not the write's
+	nmi := e.v(":nmi", timeNum(at.Add(-r.Interval)))
+	cond := e.n(attrInterval) + " = " + e.v(":iv", durNum(r.Interval)) +
+		" AND " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) +
+		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < " + e.v(":t", num(r.Ticket)) + ")" +
+		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")" +
+		genCond(e, r.Gen)
+	upd := "SET " + wt + " = :tok, "
+	if !r.Scheduled {
+		// A line ticket keeps ticket order and moves current; a
+		// scheduled one does neither (slot.GateScheduled).
+		cond += " AND " + e.n(attrCurrent) + " <= :t"
+		upd += e.n(attrCurrent) + " = :t, "
+	}
+	upd += last + " = "
+	if busy {
+		cond += " AND " + last + " BETWEEN " + nmi + " AND " + e.v(":open", timeNum(at.Add(r.Skew-r.Interval)))
+		upd += last + " + :iv"
+	} else {
+		cond += " AND (attribute_not_exists(" + last + ") OR " + last + " < " + nmi + ")"
+		upd += e.v(":now", timeNum(at))
+	}
+	if r.MaxRunning > 0 {
+		if remove := capFormOf(seen, r).add(e, r, &cond, &upd); len(remove) > 0 {
+			upd += " REMOVE " + strings.Join(remove, ", ")
+		}
+	}
+	return &dynamodb.UpdateItemInput{
+		Key:                                 stateKey(r.Queue),
+		UpdateExpression:                    &upd,
+		ConditionExpression:                 &cond,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           e.values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}

@@ -1,0 +1,424 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/slotq/slotq/internal/clock"
+	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// ErrNotWaiting: the job cannot be cancelled because it started or ended.
+var ErrNotWaiting = errors.New("job is not waiting: it has started or ended")
+
+// NotFoundError is every use case's answer for a queue, or a job of a
+// queue, that does not exist: a missing queue is a missing queue whatever
+// the operation. errors.Is matches ErrQueueNotFound, or ErrJobNotFound when
+// JobID is set.
+type NotFoundError struct {
+	Queue string
+	// JobID is set when the queue exists but the job does not.
+	JobID string
+}
+
+func (e *NotFoundError) Error() string {
+	if e.JobID != "" {
+		return fmt.Sprintf("job %s not found in queue %s", e.JobID, e.Queue)
+	}
+	return fmt.Sprintf("queue %s not found", e.Queue)
+}
+
+// Is reports whether target is the sentinel e stands for.
+func (e *NotFoundError) Is(target error) bool {
+	if e.JobID != "" {
+		return target == ErrJobNotFound
+	}
+	return target == ErrQueueNotFound
+}
+
+// failure wraps a store error of an operation on a queue: not-found becomes
+// a *NotFoundError (whose message names the queue once), anything else gets
+// the operation's name.
+func failure(op string, k job.Key, err error) error {
+	switch {
+	case errors.Is(err, ErrQueueNotFound):
+		return &NotFoundError{Queue: k.Queue}
+	case errors.Is(err, ErrJobNotFound) && k.ID != "":
+		return &NotFoundError{Queue: k.Queue, JobID: k.ID}
+	case k.ID != "":
+		return fmt.Errorf("%s %s: %w", op, k, err)
+	}
+	return fmt.Errorf("%s %s: %w", op, k.Queue, err)
+}
+
+// CreateQueue creates a queue. Zero config fields take Options.Defaults.
+func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
+	cfg, err := e.checkConfig(name, cfg)
+	if err != nil {
+		return Queue{}, err
+	}
+	q := Queue{Name: name, Gen: newGen(), Config: cfg, CreatedAt: e.now()}
+	if err := e.state.CreateQueue(ctx, q); err != nil {
+		return Queue{}, fmt.Errorf("create queue %s: %w", name, err)
+	}
+	return q, nil
+}
+
+// Configure replaces a queue's configuration; zero fields take
+// Options.Defaults. Jobs already holding slots keep them; new tickets follow
+// the new interval.
+func (e *Engine) Configure(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
+	cfg, err := e.checkConfig(name, cfg)
+	if err != nil {
+		return Queue{}, err
+	}
+	if err := e.state.SetConfig(ctx, name, cfg); err != nil {
+		return Queue{}, failure("configure", job.Key{Queue: name}, err)
+	}
+	return e.Queue(ctx, name)
+}
+
+// checkConfig validates a queue name and a configuration whose zero fields
+// take Options.Defaults, and returns the configuration to store. A bad
+// setting is named under "config.", as the admin request carries it.
+func (e *Engine) checkConfig(name string, cfg slot.Config) (slot.Config, error) {
+	if err := slot.ValidateName(name); err != nil {
+		return cfg, err
+	}
+	cfg = cfg.Or(e.defaults)
+	err := cfg.Validate()
+	if err == nil {
+		err = e.checkTargetTimeout(cfg)
+	}
+	if err != nil {
+		var in *input.Error
+		if errors.As(err, &in) {
+			return cfg, in.At("config.")
+		}
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// Queue returns a queue's configuration and state.
+func (e *Engine) Queue(ctx context.Context, name string) (Queue, error) {
+	if err := slot.ValidateName(name); err != nil {
+		return Queue{}, err
+	}
+	q, err := e.state.GetQueue(ctx, name)
+	if err != nil {
+		return Queue{}, failure("queue", job.Key{Queue: name}, err)
+	}
+	return q, nil
+}
+
+// Queues lists every queue.
+func (e *Engine) Queues(ctx context.Context) ([]Queue, error) {
+	qs, err := e.state.ListQueues(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	return qs, nil
+}
+
+// Pause stops the queue's gate: once Pause returns, no job of the queue
+// starts until it is resumed. A non-zero until makes the resume function
+// lift the pause by itself at that time.
+func (e *Engine) Pause(ctx context.Context, name string, until time.Time) (slot.State, error) {
+	if err := slot.ValidateName(name); err != nil {
+		return slot.State{}, err
+	}
+	if !until.IsZero() && (!until.After(e.now()) || !until.Before(input.MaxTime)) {
+		return slot.State{}, input.Invalid("invalid_until", "until", fmt.Sprintf("until must lie in the future and before %d", input.MaxTime.Year()))
+	}
+	st, err := e.state.Pause(ctx, name, until.UTC())
+	if err != nil {
+		return st, failure("pause", job.Key{Queue: name}, err)
+	}
+	e.log.InfoContext(ctx, "paused", "queue", name, "paused_until", until)
+	return st, nil
+}
+
+// Unpause lifts a pause now and releases the queue's held jobs at once,
+// re-ticketed in line order, without waiting for the schedule. It runs
+// the same pass as Resume, under the queue's resume lease: it waits for a
+// pass in progress to end, then stores a new release round (due at once)
+// before it unpauses, so a crash after the unpause leaves the round to
+// the schedule. If another pass keeps the lease past the wait, it
+// unpauses nothing and returns ErrLeaseHeld: try again.
+func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error) {
+	if err := slot.ValidateName(name); err != nil {
+		return ResumeReport{}, err
+	}
+	if _, err := e.state.GetQueue(ctx, name); err != nil {
+		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
+	}
+	holder := newHolder()
+	if err := e.awaitLease(ctx, name, holder); err != nil {
+		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
+	}
+	if err := e.state.ReleaseLease(ctx, name, holder, e.newRound(e.now())); err != nil {
+		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
+	}
+	if _, err := e.state.Unpause(ctx, name, time.Time{}); err != nil {
+		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
+	}
+	return e.resumeQueue(ctx, name, nil, holder)
+}
+
+// awaitLease takes queue's resume lease for holder, waiting up to half a
+// minute (and ctx) for a pass in progress to end. ErrLeaseHeld if it
+// does not.
+func (e *Engine) awaitLease(ctx context.Context, queue, holder string) error {
+	wait := 50 * time.Millisecond
+	for give := e.now().Add(30 * time.Second); ; {
+		now := e.now()
+		_, err := e.state.Lease(ctx, queue, holder, e.leaseUntil(ctx, now), now)
+		if !errors.Is(err, ErrLeaseHeld) || now.After(give) {
+			return err
+		}
+		if err := clock.Sleep(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// Purge cancels every waiting job of the queue: parked jobs now, queued
+// ones when they reach the gate (slot.Purged), so a purge is one write on
+// the queue however many jobs wait. It returns how many tickets it
+// covered that had not started (waiting jobs, and tickets whose job was
+// re-ticketed or cancelled before).
+func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
+	q, err := e.Queue(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	st, err := e.state.Purge(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("purge %s: %w", name, err)
+	}
+	parked, err := e.listAll(ctx, q, job.Parked)
+	if err != nil {
+		return 0, fmt.Errorf("purge %s: %w", name, err)
+	}
+	for _, j := range parked {
+		if j.Ticket > st.Purged {
+			continue // parked after the purge
+		}
+		if err := e.cancel(ctx, q.Config, j); err != nil {
+			if errors.Is(err, ErrConflict) {
+				continue
+			}
+			return 0, fmt.Errorf("purge %s: %w", name, err)
+		}
+		e.cancelled(ctx, q, j) // off its lanes, and no longer pending on its key
+	}
+	return int(max(0, st.Purged-st.Current)), nil
+}
+
+// DeleteQueue removes the queue, with all its jobs: they belong to its
+// generation (Queue.Gen), and a queue created again under the name is a
+// new one that starts clean. From then on every job of the old generation
+// reads as not found (get, cancel, list, an enqueue of its id), starts
+// nothing (Take and Gate check the generation) and touches nothing of a
+// new queue of the name (nor its lanes: see AddPending); each expires:
+// finished ones by their retention, parked ones here, and queued or
+// running ones when their message next comes to a worker (the message of
+// a running attempt is its watchdog) — with no write on the path of any
+// other job. It returns how many tickets had not started.
+//
+// The queue goes first and its parked jobs are listed after: a job that
+// parks concurrently either lands before the list (and is expired here)
+// or reads the queue gone after its park and expires itself
+// (deadGeneration).
+func (e *Engine) DeleteQueue(ctx context.Context, name string) (int, error) {
+	q, err := e.Queue(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	if err := e.state.DeleteQueue(ctx, name); err != nil {
+		return 0, failure("delete", job.Key{Queue: name}, err)
+	}
+	parked, err := e.listAll(ctx, q, job.Parked)
+	if err != nil {
+		return 0, fmt.Errorf("delete %s: %w", name, err)
+	}
+	for _, j := range parked {
+		if err := e.orphan(ctx, j); err != nil {
+			return 0, fmt.Errorf("delete %s: %w", name, err)
+		}
+	}
+	st := q.State
+	return int(max(0, st.Ticket-max(st.Current, st.Purged))), nil
+}
+
+// Stats describes a queue now.
+type Stats struct {
+	Queue  string      `json:"queue"`
+	Config slot.Config `json:"config"`
+	State  slot.State  `json:"state"`
+	// Waiting counts the tickets handed out that have not reached the gate
+	// (ticket − current, less those a purge covered): the jobs that wait,
+	// queued or parked, plus tickets left behind by re-tickets. An upper
+	// bound of the queue's depth, read from its counters alone.
+	Waiting int64 `json:"waiting"`
+	// Parked and Failed count jobs of those statuses (job.Status.Listed).
+	Parked int `json:"parked"`
+	Failed int `json:"failed"`
+	// Lag is how far the queue's starts trail its line: now (or the last
+	// line slot, if earlier) minus the theoretical next start, when jobs
+	// wait; 0 if the queue keeps its schedule.
+	Lag slot.Duration `json:"lag"`
+	// Backlog is how far ahead the line is booked: clock − now.
+	Backlog slot.Duration `json:"backlog"`
+	// Lanes: attempts running under the queue's MaxRunning, keys held and
+	// keys with jobs waiting on them (docs/guarantees.md §12).
+	Lanes LaneFigures `json:"lanes"`
+}
+
+// Stats returns a queue's counts, lag and state.
+func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
+	q, err := e.Queue(ctx, name)
+	if err != nil {
+		return Stats{}, err
+	}
+	now := e.now()
+	st := q.State
+	s := Stats{Queue: name, Config: q.Config, State: st}
+	s.Waiting = waiting(st)
+	if s.Parked, err = e.state.CountJobs(ctx, name, q.Gen, job.Parked); err != nil {
+		return s, fmt.Errorf("stats %s: %w", name, err)
+	}
+	if s.Failed, err = e.state.CountJobs(ctx, name, q.Gen, job.Failed); err != nil {
+		return s, fmt.Errorf("stats %s: %w", name, err)
+	}
+	if s.Lanes, err = e.Lanes(ctx, q); err != nil {
+		return s, fmt.Errorf("stats %s: %w", name, err)
+	}
+	s.Lag = slot.Duration(lag(q, now))
+	if st.Clock.After(now) {
+		s.Backlog = slot.Duration(st.Clock.Sub(now))
+	}
+	return s, nil
+}
+
+// Job returns one job. A missing queue is a *NotFoundError for the queue,
+// as in every other operation; a missing job one for the job.
+func (e *Engine) Job(ctx context.Context, k job.Key) (job.Job, error) {
+	if err := checkKey(k); err != nil {
+		return job.Job{}, err
+	}
+	q, err := e.Queue(ctx, k.Queue)
+	if err != nil {
+		return job.Job{}, err
+	}
+	j, err := e.getJob(ctx, q, k)
+	if err != nil {
+		return j, failure("job", k, err)
+	}
+	return j, nil
+}
+
+// getJob reads a job of q: ErrJobNotFound also for a job of another
+// generation of the queue (one deleted since).
+func (e *Engine) getJob(ctx context.Context, q Queue, k job.Key) (job.Job, error) {
+	j, err := e.state.GetJob(ctx, k)
+	if err == nil && j.Gen != q.Gen {
+		return job.Job{}, fmt.Errorf("get job %s: generation %d, queue at %d: %w", k, j.Gen, q.Gen, ErrJobNotFound)
+	}
+	return j, err
+}
+
+// newGen returns a fresh queue generation: random, positive.
+func newGen() int64 {
+	return rand.Int64N(math.MaxInt64) + 1
+}
+
+// checkKey validates a queue name and a job id, naming the id "job_id" as
+// the admin request does.
+func checkKey(k job.Key) error {
+	if err := slot.ValidateName(k.Queue); err != nil {
+		return err
+	}
+	if err := job.ValidateID(k.ID); err != nil {
+		return input.Invalid(err.Code, "job_id", err.Message)
+	}
+	return nil
+}
+
+// Jobs lists jobs of a queue in one status, in ticket order.
+func (e *Engine) Jobs(ctx context.Context, r ListRequest) ([]job.Job, error) {
+	if err := slot.ValidateName(r.Queue); err != nil {
+		return nil, err
+	}
+	if !r.Status.Valid() {
+		return nil, input.Invalid("invalid_status", "status", fmt.Sprintf("status %q is not one of %v", r.Status, job.Statuses))
+	}
+	if !r.Status.Listed() {
+		return nil, input.Invalid("status_not_listed", "status",
+			fmt.Sprintf("jobs are listed by status parked or failed, not %q: a job that runs without trouble is never indexed (get it by id)", r.Status))
+	}
+	if r.After < 0 {
+		return nil, input.Invalid("invalid_after", "after", "after must not be negative")
+	}
+	if r.Limit < 0 || r.Limit > MaxList {
+		return nil, input.Invalid("invalid_limit", "limit", fmt.Sprintf("limit must be between 0 (the default, 100) and %d", MaxList))
+	}
+	q, err := e.Queue(ctx, r.Queue)
+	if err != nil {
+		return nil, err
+	}
+	r.Gen = q.Gen
+	jobs, err := e.state.ListJobs(ctx, r)
+	if err != nil {
+		return nil, failure("jobs", job.Key{Queue: r.Queue}, err)
+	}
+	return jobs, nil
+}
+
+// MaxList is the most jobs one Jobs call answers.
+const MaxList = 1000
+
+// CancelJob cancels a waiting job. ErrNotWaiting if it started or ended.
+func (e *Engine) CancelJob(ctx context.Context, k job.Key) (job.Job, error) {
+	if err := checkKey(k); err != nil {
+		return job.Job{}, err
+	}
+	q, err := e.Queue(ctx, k.Queue)
+	if err != nil {
+		return job.Job{}, err
+	}
+	for {
+		j, err := e.getJob(ctx, q, k)
+		if err != nil {
+			return j, failure("cancel", k, err)
+		}
+		if !j.Status.Waiting() {
+			return j, fmt.Errorf("cancel %s: %w", k, ErrNotWaiting)
+		}
+		err = e.cancel(ctx, q.Config, j)
+		if errors.Is(err, ErrConflict) {
+			continue // it moved (re-ticketed, say); look again
+		}
+		if err != nil {
+			return j, failure("cancel", k, err)
+		}
+		e.cancelled(ctx, q, j)
+		return e.getJob(ctx, q, k)
+	}
+}
+
+func (e *Engine) cancel(ctx context.Context, cfg slot.Config, j job.Job) error {
+	from := j.Version()
+	now := e.now()
+	j.Status, j.FinishedAt, j.ExpiresAt, j.ParkReason, j.DueAt = job.Cancelled, now, now.Add(cfg.Retention), "", time.Time{}
+	j.Record(job.Event{At: now, Kind: job.CancelledEvent})
+	return e.state.UpdateJob(ctx, j, from)
+}

@@ -1,0 +1,140 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/internal/dispatch"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/pkg/target"
+)
+
+// benchInterval is the shortest interval a queue may have: BenchmarkWork
+// moves its clock on by it before each start, so slots never hold it back.
+const benchInterval = slot.MinInterval
+
+const benchKind = "bench"
+
+var benchPayload = json.RawMessage(`{"n":1}`)
+
+// newBenchEngine returns an engine on memstore with queue "bench" at
+// benchInterval and a handler of kind benchKind that does nothing. now is
+// the engine's clock (nil: time.Now). Its lead is 0: a benchmark measures
+// the work path, not a sleep before each start.
+func newBenchEngine(b *testing.B, now func() time.Time) *engine.Engine {
+	b.Helper()
+	mux := target.NewMux()
+	mux.HandleFunc(benchKind, func(context.Context, *api.Job) error { return nil })
+	e := engine.New(engine.Options{
+		State:     memstore.New(memstore.Options{Now: now}),
+		Transport: memstore.NewTransport(memstore.TransportOptions{}),
+		Runner:    &dispatch.Dispatcher{Mux: mux},
+		Now:       now,
+		Lead:      -1, // none
+	})
+	if _, err := e.CreateQueue(b.Context(), "bench", slot.Config{Interval: benchInterval}); err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+func reportJobsPerSecond(b *testing.B, jobs int) {
+	b.ReportMetric(float64(jobs)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkEnqueueSingle enqueues one job per call: ticket, job record and
+// send.
+func BenchmarkEnqueueSingle(b *testing.B) {
+	e := newBenchEngine(b, nil)
+	ctx := b.Context()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		_, err := e.Enqueue(ctx, job.EnqueueRequest{Queue: "bench", Job: &job.Spec{Kind: benchKind, Payload: benchPayload}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	reportJobsPerSecond(b, n)
+}
+
+// BenchmarkEnqueueBatch100 enqueues 100 jobs per call: one ticket range,
+// 100 records, one send.
+func BenchmarkEnqueueBatch100(b *testing.B) {
+	e := newBenchEngine(b, nil)
+	ctx := b.Context()
+	specs := make([]job.Spec, 100)
+	for i := range specs {
+		specs[i] = job.Spec{Kind: benchKind, Payload: benchPayload}
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		res, err := e.Enqueue(ctx, job.EnqueueRequest{Queue: "bench", Jobs: specs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += len(res.Jobs)
+	}
+	reportJobsPerSecond(b, n)
+}
+
+// BenchmarkWork runs the work path for one delivered envelope whose slot
+// is due: read the job and queue, pass the gate, run the handler, record
+// the outcome. The jobs are enqueued before the timer starts; then the
+// engine's clock jumps to each job's slot as its Work call begins, so no
+// Work call waits and none comes late.
+func BenchmarkWork(b *testing.B) {
+	var offset atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	e := newBenchEngine(b, now)
+	ctx := b.Context()
+	// Its own queue at 1ms: a start within the skew (a quarter of the
+	// interval) of its reserved time is one the work path can make.
+	if _, err := e.CreateQueue(ctx, "work", slot.Config{Interval: time.Millisecond}); err != nil {
+		b.Fatal(err)
+	}
+
+	envs := make([]job.Envelope, 0, b.N)
+	specs := make([]job.Spec, job.MaxBatch)
+	for i := range specs {
+		specs[i] = job.Spec{Kind: benchKind, Payload: benchPayload}
+	}
+	for len(envs) < b.N {
+		k := min(b.N-len(envs), len(specs))
+		res, err := e.Enqueue(ctx, job.EnqueueRequest{Queue: "work", Jobs: specs[:k]})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, a := range res.Jobs {
+			j, err := e.Job(ctx, job.Key{Queue: "work", ID: a.JobID})
+			if err != nil {
+				b.Fatal(err)
+			}
+			envs = append(envs, j.Envelope())
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		offset.Store(int64(envs[i].SlotAt.Sub(time.Now())))
+		if err := e.Work(ctx, envs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportJobsPerSecond(b, b.N)
+
+	last := envs[len(envs)-1]
+	if j, err := e.Job(ctx, last.Key()); err != nil || j.Status != job.Succeeded || j.Ticket != last.Ticket {
+		b.Fatalf("last job: %+v, %v; want it succeeded on its first ticket", j, err)
+	}
+}

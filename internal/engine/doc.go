@@ -1,0 +1,19 @@
+// Package engine holds slotq's use cases: enqueue, work, resume and the
+// admin operations. It is plain Go over two small interfaces it declares,
+// State (internal/memstore, internal/dynamostore) and Transport (internal/memstore,
+// internal/sqstransport), plus a Runner that runs a job's target (pkg/target).
+// Time comes from Options.Now, so tests can run an hour of slots in a
+// testing/synctest bubble.
+//
+// The flow of one job:
+//
+//	Enqueue ─ Take tickets+slots ─ CreateJobs ─ Send (delay) or park
+//	Work    ─ wait to the slot ─ Start (gate+claim) ─ Run ─ record / retry
+//	Resume  ─ ListDue (the due index: what is due by now, any queue) ─
+//	          per queue with something due, under its lease: lift a timed
+//	          pause ─ re-ticket held jobs in line order (a bounded round
+//	          per run) ─ release due jobs ─ hand on keys past their lease
+//
+// Every function in functions/ (through internal/lambdafn) and the local
+// runtime is a thin shell around one of these methods.
+package engine

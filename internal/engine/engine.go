@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// Runner runs a job's target: a Go handler by kind, an HTTP endpoint or a
+// Lambda function. pkg/target implements it.
+type Runner interface {
+	// Run runs one attempt. A returned error fails the attempt; wrap it
+	// with SkipRetry (errors.Is) to fail the job without further attempts.
+	Run(ctx context.Context, j *job.Job, cfg slot.Config) error
+}
+
+// Kinds is implemented by a Runner that can tell which job kinds it knows;
+// Enqueue then refuses unknown kinds.
+type Kinds interface {
+	Has(kind string) bool
+}
+
+// ErrSkipRetry marks an attempt error that must not be retried.
+var ErrSkipRetry = errors.New("skip retry")
+
+// Options configure an Engine. State and Transport are required.
+type Options struct {
+	State     State
+	Transport Transport
+	// Runner runs targets; required by Work.
+	Runner Runner
+	// Logger receives structured logs. Default: discard.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Defaults is the configuration of a queue created by its first
+	// enqueue; zero fields take slot's defaults (interval 1s).
+	Defaults slot.Config
+	// NoAutoCreate makes Enqueue fail with ErrQueueNotFound for a queue
+	// that was not created explicitly. Default false.
+	NoAutoCreate bool
+	// WorkerTimeout is the worker function's timeout (template.yaml's
+	// WorkerFunction Timeout, SLOTQ_WORKER_TIMEOUT): no attempt outlives
+	// it. It bounds a queue's target_timeout when a configuration is
+	// checked (the target, the writes after it and Margin must fit in one
+	// invocation) and sets the default Lease. Default 15m, Lambda's
+	// longest.
+	WorkerTimeout time.Duration
+	// Lease is how long a running attempt may go without an outcome before
+	// a new delivery of its message treats it as lost (its worker died)
+	// and retries it. The transport's visibility timeout decides when that
+	// delivery comes. Default WorkerTimeout plus a minute for clock
+	// differences: an attempt cannot run longer than its invocation.
+	Lease time.Duration
+	// RecordTimeout bounds the writes after a target (recording its
+	// outcome, or the retry). They run on a context of their own, which
+	// the target cannot use up. Default 5s.
+	RecordTimeout time.Duration
+	// RecordGrace is how long after a message was sent Work waits for the
+	// job's record to catch up with it (see Work). It must exceed the time
+	// a writer takes from sending a message to writing its record,
+	// retries included. Default 20s.
+	RecordGrace time.Duration
+	// ResumeBudget caps the due entries one Resume run reads
+	// (State.ListDue), and the held jobs one pass of a queue's release
+	// round re-tickets; what is left is the next run's, earliest first.
+	// Default 500.
+	ResumeBudget int
+	// Figures makes each Resume run also read every queue and publish
+	// its figures (EventFigures: waiting, parked, lag, lanes): a
+	// ListQueues, and a count of parked jobs and a list of lanes per
+	// queue, each run — a cost that grows with the number of queues,
+	// which the due index otherwise spares an idle queue. Default false:
+	// a run reads only what is due. The functions turn it on with
+	// per-queue metrics (lambdafn), the local runtime always.
+	Figures bool
+	// Observer hears what Work and Resume did, for metrics. Default:
+	// none.
+	Observer Observer
+	// Margin is the time Work keeps in hand before its context deadline:
+	// a wait that would end later is handed back to the transport.
+	// Default 2s.
+	Margin time.Duration
+	// Lead is how long before a start Work goes to the gate: it reads the
+	// queue, passes the gate for the start (the gate reserves it), claims
+	// the job and sleeps to the start, so the writes' latency makes no
+	// start late. Messages are sent to arrive Lead before their slot. It
+	// must cover those three calls at the store's p99: a worker whose
+	// writes end more than the queue's skew after the start does not
+	// start, and its job takes a new ticket (slot.Overslept). Default
+	// slot.DefaultLead (2ms, the embedded store); the Lambda stack sets
+	// SLOTQ_LEAD (template parameter SlotLead). Negative: 0.
+	Lead time.Duration
+}
+
+// Defaults of Options.
+const (
+	// DefaultRecordTimeout is Options.RecordTimeout's default.
+	DefaultRecordTimeout = 5 * time.Second
+	// DefaultMargin is Options.Margin's default.
+	DefaultMargin = 2 * time.Second
+	// MinWorkerTimeout is the shortest worker timeout that holds a
+	// target of the default timeout (slot.DefaultTargetTimeout) with the
+	// default RecordTimeout and Margin.
+	MinWorkerTimeout = slot.DefaultTargetTimeout + DefaultRecordTimeout + DefaultMargin
+)
+
+// Engine runs slotq's use cases. It is safe for concurrent use.
+type Engine struct {
+	state     State
+	transport Transport
+	runner    Runner
+	log       *slog.Logger
+	now       func() time.Time
+	defaults  slot.Config
+	opts      Options
+}
+
+// New returns an Engine.
+func New(o Options) *Engine {
+	if o.State == nil || o.Transport == nil {
+		panic("engine: State and Transport are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.WorkerTimeout == 0 {
+		o.WorkerTimeout = 15 * time.Minute
+	}
+	if o.Lease == 0 {
+		o.Lease = o.WorkerTimeout + time.Minute
+	}
+	if o.RecordTimeout == 0 {
+		o.RecordTimeout = DefaultRecordTimeout
+	}
+	if o.RecordGrace == 0 {
+		o.RecordGrace = 20 * time.Second
+	}
+	if o.ResumeBudget <= 0 {
+		o.ResumeBudget = 500
+	}
+	if o.Margin == 0 {
+		o.Margin = DefaultMargin
+	}
+	if o.Lead == 0 {
+		o.Lead = slot.DefaultLead
+	}
+	o.Lead = max(0, o.Lead)
+	return &Engine{
+		state: o.State, transport: o.Transport, runner: o.Runner, log: o.Logger,
+		now: o.Now, defaults: o.Defaults.WithDefaults(), opts: o,
+	}
+}
+
+// fits reports whether d leaves Margin before ctx's deadline.
+func (e *Engine) fits(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return true
+	}
+	return time.Until(deadline) > d+e.opts.Margin
+}
+
+// targetTimeout is how long a target of a queue configured with cfg may
+// run: its target_timeout, cut to what one invocation can hold for a
+// queue configured before the worker's timeout was lowered.
+func (e *Engine) targetTimeout(cfg slot.Config) time.Duration {
+	return max(time.Second, min(cfg.TargetTimeout, e.maxTargetTimeout()))
+}
+
+// maxTargetTimeout is the longest target_timeout that fits in one worker
+// invocation next to the writes after the target and Margin.
+func (e *Engine) maxTargetTimeout() time.Duration {
+	return e.opts.WorkerTimeout - e.opts.RecordTimeout - e.opts.Margin
+}
+
+// budget is the time a message needs after its slot wait: the target's
+// timeout and the writes after it. Work passes the gate only when budget
+// (and Margin) fits before its deadline, so whatever starts is recorded
+// before Lambda stops the invocation.
+func (e *Engine) budget(cfg slot.Config) time.Duration {
+	return e.targetTimeout(cfg) + e.opts.RecordTimeout
+}
+
+// checkTargetTimeout refuses a target_timeout that cannot fit in one
+// worker invocation.
+func (e *Engine) checkTargetTimeout(cfg slot.Config) error {
+	if limit := e.maxTargetTimeout(); cfg.TargetTimeout > limit {
+		return input.Invalid("invalid_target_timeout", "target_timeout", fmt.Sprintf(
+			"target_timeout %s does not fit in the worker's timeout %s: at most %s (%s are kept for recording the outcome)",
+			cfg.TargetTimeout, e.opts.WorkerTimeout, limit, e.opts.RecordTimeout+e.opts.Margin))
+	}
+	return nil
+}

@@ -1,0 +1,405 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// Accepted is the answer for one enqueued job.
+type Accepted struct {
+	JobID  string    `json:"job_id"`
+	Ticket int64     `json:"ticket"`
+	SlotAt time.Time `json:"slot_at"`
+	// Position is, when the job was accepted, the number of tickets ahead
+	// of it that may still start before it (slot.Position): an upper
+	// bound, since a cancelled job's ticket, a ticket a re-ticket left
+	// behind and a scheduled job's ticket still count.
+	Position int64      `json:"position"`
+	Status   job.Status `json:"status"`
+	// Key is the job's key, and KeyAhead, for a job this call accepted,
+	// the number of jobs of its key ahead of it: accepted before it and
+	// not ended (slot.Lane.Pending). It is an upper bound, as Position
+	// is: a crash between a job's end and its lane's update leaves one
+	// counted.
+	Key      string `json:"key,omitempty"`
+	KeyAhead *int64 `json:"key_ahead,omitempty"`
+	// Existing is true when a job of this id was accepted before; the
+	// answer is that job's, and nothing new was written.
+	Existing bool `json:"existing,omitempty"`
+}
+
+// EnqueueResult answers an enqueue call, job by job in request order.
+type EnqueueResult struct {
+	Queue string     `json:"queue"`
+	Jobs  []Accepted `json:"jobs"`
+}
+
+// Enqueue accepts one job or a batch. Bad input returns an *input.Error
+// and writes nothing. A batch gets a contiguous range of tickets. Jobs
+// whose slot is within the transport's reach are sent with their delay;
+// the others are parked for the resume function.
+func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueResult, error) {
+	now := e.now()
+	if err := req.Validate(now); err != nil {
+		return EnqueueResult{}, err
+	}
+	specs := req.Specs()
+	q, fresh, err := e.queueFor(ctx, req)
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	// Everything is checked before the first write: a refused call must
+	// not create the queue (docs/guarantees.md §10).
+	if err := e.checkTargets(q.Config, req, specs); err != nil {
+		return EnqueueResult{}, err
+	}
+	if fresh {
+		if q, err = e.createForEnqueue(ctx, q); err != nil {
+			return EnqueueResult{}, err
+		}
+		// A concurrent call may have created it with another config.
+		if err := e.checkTargets(q.Config, req, specs); err != nil {
+			return EnqueueResult{}, err
+		}
+	}
+
+	res := EnqueueResult{Queue: q.Name, Jobs: make([]Accepted, len(specs))}
+	// Idempotency: a caller-given id that exists answers with that job.
+	var newJobs []*job.Job
+	var at []int
+	for i, s := range specs {
+		if s.ID != "" {
+			old, err := e.getJob(ctx, q, job.Key{Queue: q.Name, ID: s.ID})
+			if err == nil {
+				res.Jobs[i] = answer(&old, q.State, true)
+				continue
+			}
+			if !errors.Is(err, ErrJobNotFound) {
+				return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+			}
+		}
+		j := &job.Job{
+			Queue: q.Name, Gen: q.Gen, ID: s.ID, Kind: s.Kind, Target: s.Target, Payload: s.Payload,
+			Lane: s.Key, Attempt: 1, EnqueuedAt: now,
+		}
+		if j.ID == "" {
+			j.ID = job.NewID()
+		}
+		if s.NotBefore != nil {
+			j.NotBefore = s.NotBefore.UTC()
+		}
+		newJobs = append(newJobs, j)
+		at = append(at, i)
+	}
+	if len(newJobs) == 0 {
+		return res, nil
+	}
+
+	if err := e.assign(ctx, &q, newJobs); err != nil {
+		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+	}
+	for _, j := range newJobs {
+		j.Order = j.Ticket // kept through re-tickets: the order a pause keeps
+		j.Record(job.Event{At: now, Kind: job.Enqueued, Ticket: j.Ticket})
+		e.place(j, q.State.Paused)
+	}
+	ahead, err := e.countPending(ctx, q, newJobs)
+	if err != nil {
+		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+	}
+	// The messages go first and the records after, so a stored queued job
+	// always has a message on its way: a crash between the two leaves
+	// messages whose job does not exist (dropped by the worker), never a
+	// job that waits for a message that will not come.
+	e.dispatch(ctx, newJobs)
+	records := make([]job.Job, len(newJobs))
+	for i, j := range newJobs {
+		records[i] = *j
+	}
+	created, err := e.state.CreateJobs(ctx, records)
+	if err != nil {
+		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+	}
+	if e.expireIfDead(ctx, q.Name, q.Gen, newJobs) > 0 {
+		// Deleted since the tickets were taken: the call ran against
+		// the deleted queue, and its parked jobs went with it.
+		return EnqueueResult{}, fmt.Errorf("enqueue %s: generation %d: %w", q.Name, q.Gen, ErrQueueNotFound)
+	}
+	lost := map[string]int64{}
+	for k, j := range newJobs {
+		if !created[k] && j.Lane != "" {
+			lost[j.Lane]++
+		}
+	}
+	for key, n := range lost {
+		// Counted as pending above, but another call's job.
+		if _, err := e.state.AddPending(ctx, q.Name, q.Gen, key, -n); err != nil {
+			e.log.WarnContext(ctx, "key's pending count left high", "queue", q.Name, "key", key, "error", err.Error())
+		}
+	}
+	for k, j := range newJobs {
+		if !created[k] {
+			// Lost a race with the same id: answer with the winner. The
+			// ticket this call took for it stays unused, and its message
+			// is dropped as stale.
+			old, err := e.getJob(ctx, q, job.Key{Queue: q.Name, ID: j.ID})
+			if err != nil {
+				return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+			}
+			res.Jobs[at[k]] = answer(&old, q.State, true)
+			continue
+		}
+		res.Jobs[at[k]] = answer(j, q.State, false)
+		if j.Lane != "" {
+			res.Jobs[at[k]].KeyAhead = &ahead[k]
+		}
+	}
+	e.log.DebugContext(ctx, "enqueued", "queue", q.Name, "jobs", len(newJobs), "first_ticket", newJobs[0].Ticket)
+	return res, nil
+}
+
+func answer(j *job.Job, st slot.State, existing bool) Accepted {
+	return Accepted{
+		JobID: j.ID, Ticket: j.Ticket, SlotAt: j.SlotAt, Position: slot.Position(st, j.Ticket),
+		Status: j.Status, Key: j.Lane, Existing: existing,
+	}
+}
+
+// countPending counts jobs (in ticket order) as pending on their keys'
+// lanes, one write per key, and returns for each job the number of jobs
+// of its key ahead of it.
+func (e *Engine) countPending(ctx context.Context, q Queue, jobs []*job.Job) ([]int64, error) {
+	per := map[string]int64{}
+	var keys []string
+	for _, j := range jobs {
+		if j.Lane == "" {
+			continue
+		}
+		if per[j.Lane] == 0 {
+			keys = append(keys, j.Lane)
+		}
+		per[j.Lane]++
+	}
+	before := make(map[string]int64, len(keys))
+	for _, key := range keys {
+		l, err := e.state.AddPending(ctx, q.Name, q.Gen, key, per[key])
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", key, err)
+		}
+		before[key] = max(0, l.Pending-per[key])
+	}
+	ahead := make([]int64, len(jobs))
+	for i, j := range jobs {
+		if j.Lane != "" {
+			ahead[i] = before[j.Lane]
+			before[j.Lane]++
+		}
+	}
+	return ahead, nil
+}
+
+// queueFor returns the request's queue. If it does not exist and
+// auto-creation is on, it returns the queue it would create, with the
+// defaults (and the request's interval), and fresh set: nothing is
+// written yet.
+func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue, fresh bool, err error) {
+	q, err = e.state.GetQueue(ctx, req.Queue)
+	switch {
+	case err == nil:
+		return q, false, nil
+	case !errors.Is(err, ErrQueueNotFound):
+		return q, false, fmt.Errorf("enqueue %s: %w", req.Queue, err)
+	case e.opts.NoAutoCreate:
+		return q, false, &NotFoundError{Queue: req.Queue}
+	}
+	cfg := e.defaults
+	if req.Interval != nil {
+		cfg.Interval = time.Duration(*req.Interval)
+		cfg.Skew = min(cfg.Skew, cfg.Interval/4)
+	}
+	err = cfg.Validate()
+	if err == nil {
+		err = e.checkTargetTimeout(cfg)
+	}
+	if err != nil {
+		return q, false, err
+	}
+	return Queue{Name: req.Queue, Gen: newGen(), Config: cfg, CreatedAt: e.now()}, true, nil
+}
+
+// createForEnqueue creates the queue an enqueue call found missing, or
+// reads the one a concurrent call created first.
+func (e *Engine) createForEnqueue(ctx context.Context, q Queue) (Queue, error) {
+	if err := e.state.CreateQueue(ctx, q); err != nil && !errors.Is(err, ErrQueueExists) {
+		return q, fmt.Errorf("create queue %s: %w", q.Name, err)
+	}
+	q, err := e.state.GetQueue(ctx, q.Name)
+	if err != nil {
+		return q, fmt.Errorf("enqueue %s: %w", q.Name, err)
+	}
+	return q, nil
+}
+
+func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []job.Spec) error {
+	kinds, _ := e.runner.(Kinds)
+	for i, s := range specs {
+		prefix := fmt.Sprintf("jobs[%d].", i)
+		if req.Job != nil {
+			prefix = "job."
+		}
+		if s.Target != "" {
+			if err := cfg.CheckTarget(s.Target); err != nil {
+				return input.Invalid("target_not_allowed", prefix+"target",
+					fmt.Sprintf("queue %s does not allow target %q: %v", req.Queue, s.Target, err))
+			}
+		}
+		if s.Kind != "" && kinds != nil && !kinds.Has(s.Kind) {
+			return input.Invalid("unknown_kind", prefix+"kind", fmt.Sprintf("no handler is registered for kind %q", s.Kind))
+		}
+	}
+	return nil
+}
+
+// assign gives jobs (in order) a contiguous range of tickets and their
+// slots. A job whose not_before lies after its line slot is scheduled
+// (job.Job.Scheduled): its slot is its not_before (spaced from the
+// previous scheduled job of the call), it does not move the slot clock,
+// and the gate lets it start at its slot whatever tickets started
+// meanwhile. q.State is updated.
+//
+// The slots are booked by the clock as the take is sent, not as the call
+// began: the round trips before it (reading the queue, looking up ids)
+// would book a job due at once in the past. The soonest slot is Lead
+// from now: the time a worker takes to pass the gate before its start.
+func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
+	for try := 0; ; try++ {
+		now := e.now().Add(e.opts.Lead)
+		iv := q.Config.Interval
+		est := slot.NextSlot(q.State, iv, now)
+		inLine := make([]bool, len(jobs))
+		line := 0
+		for i, j := range jobs {
+			if !j.NotBefore.After(est.Add(time.Duration(line) * iv)) {
+				inLine[i] = true
+				line++
+			}
+		}
+		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Interval: iv, Now: now, Seen: q.State, Gen: q.Gen})
+		if errors.Is(err, ErrIntervalChanged) && try < 3 {
+			gen := q.Gen
+			if *q, err = e.state.GetQueue(ctx, q.Name); err != nil {
+				return err
+			}
+			if q.Gen != gen {
+				// Deleted and created again: the jobs are the old
+				// queue's, and take nothing of the new one.
+				return fmt.Errorf("take tickets: generation %d: %w", gen, ErrQueueNotFound)
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("take tickets: %w", err)
+		}
+		first := taken.FirstSlot
+		if line == 0 {
+			first = slot.NextSlot(taken.State, iv, now)
+		}
+		k := 0
+		var prev time.Time
+		for i, j := range jobs {
+			j.Ticket = taken.First + int64(i)
+			j.Scheduled = !inLine[i]
+			j.Detached = false // a new ticket puts it back in line
+			pos := first.Add(time.Duration(k) * iv)
+			if inLine[i] {
+				j.SlotAt = pos
+				k++
+				continue
+			}
+			s := laterOf(j.NotBefore, pos)
+			if !prev.IsZero() {
+				s = laterOf(s, prev.Add(iv))
+			}
+			j.SlotAt, prev = s, s
+		}
+		q.State = taken.State
+		return nil
+	}
+}
+
+// place sets a job's status for its slot: parked when the queue is paused
+// or the slot lies beyond the transport's reach, queued otherwise.
+func (e *Engine) place(j *job.Job, paused bool) {
+	now := e.now()
+	j.ParkReason, j.DueAt = "", time.Time{}
+	switch {
+	case paused:
+		j.Status, j.ParkReason = job.Parked, job.PausedQueue
+	case j.SlotAt.Sub(now) > e.transport.MaxDelay():
+		j.Status, j.ParkReason = job.Parked, job.Far
+		j.DueAt = j.SlotAt.Add(-e.transport.MaxDelay())
+	default:
+		j.Status = job.Queued
+		return
+	}
+	j.Record(job.Event{At: now, Kind: job.ParkedEvent, Reason: string(j.ParkReason)})
+}
+
+// dispatch sends the messages of the queued jobs among jobs, before their
+// records are written. Each delay is the time from now, as the messages
+// go, to the slot: a now taken before the round trips of the call would
+// make every message arrive late by their time. A job whose message the
+// transport refuses becomes parked as unsent (in memory: the caller
+// writes the record), and the resume function sends it again.
+func (e *Engine) dispatch(ctx context.Context, jobs []*job.Job) {
+	var queued []*job.Job
+	for _, j := range jobs {
+		if j.Status == job.Queued {
+			queued = append(queued, j)
+		}
+	}
+	if len(queued) == 0 {
+		return
+	}
+	now := e.now()
+	msgs := make([]Message, len(queued))
+	for i, j := range queued {
+		env := j.Envelope()
+		env.SentAt = now
+		// Lead before the slot: the worker passes the gate then, for
+		// a start at the slot.
+		msgs[i] = Message{Envelope: env, Delay: max(0, j.SlotAt.Sub(now)-e.opts.Lead)}
+	}
+	err := e.transport.Send(ctx, msgs)
+	if err == nil {
+		return
+	}
+	failed := map[int]error{}
+	var se *SendError
+	if errors.As(err, &se) {
+		failed = se.Failed
+	} else {
+		for i := range queued {
+			failed[i] = err
+		}
+	}
+	for i, cause := range failed {
+		j := queued[i]
+		j.Status, j.ParkReason, j.DueAt = job.Parked, job.Unsent, now
+		j.Record(job.Event{At: now, Kind: job.ParkedEvent, Reason: string(job.Unsent)})
+		e.log.WarnContext(ctx, "send failed; job parked for resume", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "error", cause)
+	}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// Observer hears what Work and Resume did, one Event at a time, for
+// metrics (internal/metrics writes them in CloudWatch's Embedded Metric
+// Format). Observe is called on the goroutine doing the work, after the
+// write the event reports succeeded; it must be quick, must not fail and
+// must be safe for concurrent use.
+type Observer interface {
+	Observe(ctx context.Context, ev Event)
+}
+
+// EventKind names what happened.
+type EventKind string
+
+// What the engine reports to its Observer.
+const (
+	// EventStart: a job passed the gate and its attempt starts.
+	// Lateness and (when HasGap) Gap are set.
+	EventStart EventKind = "start"
+	// EventReticket: Count jobs took new tickets (passed at the gate, or
+	// stale when resume looked at them).
+	EventReticket EventKind = "reticket"
+	// EventMissed: a job's worker came too late for its start, and the
+	// job gave its slot up (job.SlotMissed); Lateness says by how much.
+	EventMissed EventKind = "missed"
+	// EventPark: a job was parked at the gate (its queue is paused), or on
+	// a lane (its key is held, or every running place is taken).
+	EventPark EventKind = "park"
+	// EventRelease: Count parked jobs were sent to the transport: by the
+	// resume function, or by a lane's hand-off.
+	EventRelease EventKind = "release"
+	// EventHandBack: a message was sent again unstarted: its slot lies
+	// beyond what the invocation has left.
+	EventHandBack EventKind = "hand_back"
+	// EventAttemptFailed: an attempt ended with an error (retried or not).
+	EventAttemptFailed EventKind = "attempt_failed"
+	// EventRetry: a failed attempt's job took a new ticket for another.
+	EventRetry EventKind = "retry"
+	// EventDeadLetter: a job failed for good; its record is the
+	// dead-letter record.
+	EventDeadLetter EventKind = "dead_letter"
+	// EventSucceeded: an attempt succeeded.
+	EventSucceeded EventKind = "succeeded"
+	// EventLifted: resume lifted a pause whose time had come.
+	EventLifted EventKind = "lifted"
+	// EventFigures: resume looked at a queue; Figures holds what it saw.
+	EventFigures EventKind = "figures"
+)
+
+// Event is one thing the engine did to a queue's jobs.
+type Event struct {
+	Kind  EventKind
+	Queue string
+	// Count is how many jobs the event is about (EventReticket,
+	// EventRelease); 1 for the others.
+	Count int
+	// Lateness is, for EventStart, the start minus the job's slot
+	// (negative for a start within the skew before it).
+	Lateness time.Duration
+	// Gap is, for EventStart with HasGap, the start minus the previous
+	// start's theoretical time (slot.State.LastStart before this start):
+	// the interval when the queue keeps its rate, at least interval −
+	// skew, more after an idle spell or while the queue fell behind. A
+	// queue's first start has none.
+	Gap    time.Duration
+	HasGap bool
+	// Figures is set for EventFigures.
+	Figures *Figures
+}
+
+// Figures are a queue's figures that resume reads on each run when
+// Options.Figures is on, from the queue's counters, the parked jobs'
+// count and its lanes.
+type Figures struct {
+	// Waiting is Stats.Waiting: tickets handed out that have not reached
+	// the gate (queued or parked jobs, plus tickets re-tickets left
+	// behind): an upper bound of the backlog.
+	Waiting int64
+	// Parked counts the queue's parked jobs (State.CountJobs); -1 if
+	// the count failed.
+	Parked int
+	// Lag is Stats.Lag: how far the queue's starts trail its line.
+	Lag time.Duration
+	// Paused is the queue's pause flag after the run.
+	Paused bool
+	// Lanes is what the queue's lanes showed (Running -1 and zeros if
+	// they could not be read).
+	Lanes LaneFigures
+}
+
+// observe reports ev to the Observer, if there is one.
+func (e *Engine) observe(ctx context.Context, ev Event) {
+	if e.opts.Observer == nil {
+		return
+	}
+	if ev.Count == 0 {
+		ev.Count = 1
+	}
+	e.opts.Observer.Observe(ctx, ev)
+}
+
+// startGap is the time from the previous start's theoretical time to a
+// start at now that moved the queue's state from seen (read before the
+// gate) to after. A start that followed the schedule set LastStart to the
+// previous one plus interval, which is after now, so the previous is
+// exact; otherwise LastStart became now, and the previous lies between
+// seen.LastStart and now − interval: seen's is used (an upper bound; it
+// is exact unless another start slipped between the read and the gate).
+func startGap(seen, after slot.State, interval time.Duration, now time.Time) (time.Duration, bool) {
+	if after.LastStart.After(now) {
+		return now.Sub(after.LastStart.Add(-interval)), true
+	}
+	if seen.LastStart.IsZero() {
+		return 0, false
+	}
+	return now.Sub(seen.LastStart), true
+}
+
+// waiting is Stats.Waiting of a queue at state st.
+func waiting(st slot.State) int64 { return max(0, st.Ticket-max(st.Current, st.Purged)) }
+
+// lag is how far q's starts trail its line at now (Stats.Lag).
+func lag(q Queue, now time.Time) time.Duration {
+	st := q.State
+	if waiting(st) <= 0 || st.LastStart.IsZero() {
+		return 0
+	}
+	due := now
+	if st.Clock.Before(due) {
+		due = st.Clock
+	}
+	return max(0, due.Sub(st.LastStart.Add(q.Config.Interval)))
+}
+
+// Observers is an Observer that reports each event to every one of its
+// observers, in order.
+type Observers []Observer
+
+// Observe reports ev to each observer.
+func (os Observers) Observe(ctx context.Context, ev Event) {
+	for _, o := range os {
+		o.Observe(ctx, ev)
+	}
+}

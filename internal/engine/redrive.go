@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/internal/job"
+)
+
+// DeadLetter is one message received from the slot queue's dead-letter
+// queue.
+type DeadLetter struct {
+	// Handle names this receive, for DeadLetterQueue.DeleteDead.
+	Handle string
+	// Envelope is the message's job envelope; Err, when set, says why
+	// the body could not be decoded (Envelope is then zero).
+	Envelope job.Envelope
+	Err      error
+}
+
+// DeadLetterQueue is the slot queue's dead-letter queue, where the
+// transport moves a message that was received too often without being
+// done with (SQS's redrive policy: a worker that crashed on it each
+// time). internal/sqstransport and internal/memstore implement it.
+type DeadLetterQueue interface {
+	// ReceiveDead returns up to n (1 to 10) messages, each hidden from
+	// other receives for a while; none when the queue is empty.
+	ReceiveDead(ctx context.Context, n int) ([]DeadLetter, error)
+	// DeleteDead deletes received messages by their handles.
+	DeleteDead(ctx context.Context, handles ...string) error
+}
+
+// Redrive bounds.
+const (
+	// DefaultRedrive and MaxRedrive bound the messages one Redrive call
+	// receives.
+	DefaultRedrive = 100
+	MaxRedrive     = 1000
+)
+
+// RedriveReport says what Redrive did with the messages it received.
+type RedriveReport struct {
+	// Received counts the messages received from the dead-letter queue.
+	Received int `json:"received"`
+	// Redriven counts those sent back to the slot queue: their job still
+	// waits for that very message (queued, or running at its attempt).
+	Redriven int `json:"redriven"`
+	// Dropped counts those deleted without sending: their job has moved
+	// on (finished, re-ticketed, retried, parked) or is gone.
+	Dropped int `json:"dropped"`
+	// Undecodable counts bodies that are no job envelope: left in the
+	// dead-letter queue for a person to look at.
+	Undecodable int `json:"undecodable"`
+	// More is set when the call stopped at its limit with messages
+	// perhaps left.
+	More bool `json:"more,omitempty"`
+}
+
+// Redrive moves the dead-letter queue's messages back to the slot queue,
+// up to limit of them (default DefaultRedrive, at most MaxRedrive), each
+// re-checked against its job: a message whose job still waits for it
+// (queued at the message's ticket and attempt, or running at that
+// attempt: the attempt's watchdog) is sent again, due at once or at its
+// slot, and its job then goes through the gate like any delivery; one
+// whose job ended or moved on is dropped, as a worker would drop it, so
+// a redrive never runs anything twice. A message is deleted from the
+// dead-letter queue only once it is sent back (or dropped); one that
+// could not be sent stays there.
+//
+// Receive-and-send rather than SQS's StartMessageMoveTask: the move task
+// copies every message blindly and in the background, so nothing would
+// check the jobs, and a call could not say what it did.
+func (e *Engine) Redrive(ctx context.Context, dlq DeadLetterQueue, limit int) (RedriveReport, error) {
+	var rep RedriveReport
+	if limit < 0 || limit > MaxRedrive {
+		return rep, input.Invalid("invalid_limit", "limit", fmt.Sprintf("limit must be between 0 (the default, %d) and %d", DefaultRedrive, MaxRedrive))
+	}
+	if dlq == nil {
+		return rep, input.Invalid("no_dead_letter_queue", "op", "this stack's admin function has no dead-letter queue to redrive (SLOTQ_DLQ_URL)")
+	}
+	if limit == 0 {
+		limit = DefaultRedrive
+	}
+	for rep.Received < limit {
+		batch, err := dlq.ReceiveDead(ctx, min(10, limit-rep.Received))
+		if err != nil {
+			return rep, fmt.Errorf("redrive: receive: %w", err)
+		}
+		if len(batch) == 0 {
+			return rep, nil
+		}
+		rep.Received += len(batch)
+		var send []Message
+		var sendHandles, drop []string
+		now := e.now()
+		for _, d := range batch {
+			if d.Err != nil {
+				rep.Undecodable++
+				e.log.WarnContext(ctx, "dead letter left: not a job envelope", "error", d.Err.Error())
+				continue
+			}
+			waits, err := e.waitsFor(ctx, d.Envelope)
+			if err != nil {
+				return rep, fmt.Errorf("redrive %s: %w", d.Envelope.Key(), err)
+			}
+			if !waits {
+				drop = append(drop, d.Handle)
+				continue
+			}
+			env := d.Envelope
+			env.SentAt = now
+			send = append(send, Message{Envelope: env, Delay: max(0, env.SlotAt.Sub(now))})
+			sendHandles = append(sendHandles, d.Handle)
+		}
+		if len(send) > 0 {
+			err := e.transport.Send(ctx, send)
+			var se *SendError
+			switch {
+			case errors.As(err, &se):
+				var sent []string
+				for i, h := range sendHandles {
+					if se.Failed[i] == nil {
+						sent = append(sent, h)
+					}
+				}
+				sendHandles = sent
+			case err != nil:
+				return rep, fmt.Errorf("redrive: send: %w", err)
+			}
+			rep.Redriven += len(sendHandles)
+		}
+		rep.Dropped += len(drop)
+		if handles := append(sendHandles, drop...); len(handles) > 0 {
+			if err := dlq.DeleteDead(ctx, handles...); err != nil {
+				// Sent and not deleted: the message comes back to the
+				// dead-letter queue's next redrive, and is dropped then
+				// if its job has moved on; a duplicate delivery meanwhile
+				// is one the worker drops.
+				return rep, fmt.Errorf("redrive: delete: %w", err)
+			}
+		}
+		e.log.InfoContext(ctx, "redrive", "received", len(batch), "redriven", len(sendHandles), "dropped", len(drop))
+	}
+	rep.More = true
+	return rep, nil
+}
+
+// waitsFor reports whether env's job still waits for env: its record (of
+// env's generation) is queued at env's ticket and attempt, or running at
+// them (the message is the running attempt's watchdog).
+func (e *Engine) waitsFor(ctx context.Context, env job.Envelope) (bool, error) {
+	j, err := e.state.GetJob(ctx, env.Key())
+	if errors.Is(err, ErrJobNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	v := j.Version()
+	return (v.Status == job.Queued || v.Status == job.Running) &&
+		v.Ticket == env.Ticket && v.Attempt == env.Attempt && v.Gen == env.Gen, nil
+}

@@ -1,0 +1,275 @@
+package engine_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// stallState stalls the worker of chosen gates: it sleeps before the gate
+// write lands (the worker was descheduled on its way to the gate, or the
+// write was slow to get there) and after it (the answer was slow, or the
+// worker was descheduled after it). It records the tickets it stalled.
+type stallState struct {
+	engine.State
+	// stall says how long to sleep before and after the gate of r.
+	stall func(r engine.GateRequest) (before, after time.Duration)
+
+	// readAt, if set, stalls the first read of the queue at or after it
+	// by readStall: the worker that woke then (before it knows the start
+	// it will ask for) is descheduled.
+	readAt    time.Time
+	readStall time.Duration
+
+	mu      sync.Mutex
+	stalled map[int64]bool
+}
+
+func (s *stallState) GetQueue(ctx context.Context, name string) (engine.Queue, error) {
+	s.mu.Lock()
+	stall := !s.readAt.IsZero() && !time.Now().Before(s.readAt)
+	if stall {
+		s.readAt = time.Time{}
+	}
+	s.mu.Unlock()
+	if stall {
+		time.Sleep(s.readStall)
+	}
+	return s.State.GetQueue(ctx, name)
+}
+
+func (s *stallState) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
+	before, after := s.stall(r)
+	if before+after > 0 {
+		s.mu.Lock()
+		s.stalled[r.Ticket] = true
+		s.mu.Unlock()
+	}
+	time.Sleep(before)
+	st, err := s.State.Gate(ctx, r)
+	time.Sleep(after)
+	return st, err
+}
+
+func (s *stallState) wasStalled(ticket int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stalled[ticket]
+}
+
+// One late worker makes one late job: a backlog at 10ms intervals where
+// one worker stalls 30ms once (before its gate, or between its gate and
+// its start), or where 1% of gate writes take 20–50ms. Every job whose
+// gate was not stalled starts at its slot_at (the bubble's clock has no
+// wake-up latency, so within skew means within skew of it), on the
+// ticket its enqueue answered; the stalled jobs alone are late, and say
+// so in their history. The spacing holds at the targets' starts in window
+// form; every job runs once.
+//
+// With the gate of before (the start at the gate write, last_start moved
+// to a late start) it fails: every job after the stall starts 28ms late.
+func TestOneStallMakesOneLateJob(t *testing.T) {
+	const jobs = 400
+	tests := []struct {
+		name  string
+		iv    time.Duration
+		stall func(rnd *rand.Rand, r engine.GateRequest) (before, after time.Duration)
+		// stalls is how many gates stall (0: any number).
+		stalls int
+		// readStall stalls the worker of ticket 100 as it reads the
+		// queue on waking, before it asks the gate for a start.
+		readStall time.Duration
+	}{
+		{name: "stall before the gate", iv: 10 * time.Millisecond, stalls: 1, stall: func(_ *rand.Rand, r engine.GateRequest) (time.Duration, time.Duration) {
+			if r.Ticket == 100 {
+				return 30 * time.Millisecond, 0
+			}
+			return 0, 0
+		}},
+		{name: "stall on waking, shorter than an interval", iv: 100 * time.Millisecond, stalls: 1, readStall: 30 * time.Millisecond},
+		{name: "stall between the gate and the start", iv: 10 * time.Millisecond, stalls: 1, stall: func(_ *rand.Rand, r engine.GateRequest) (time.Duration, time.Duration) {
+			if r.Ticket == 100 {
+				return 0, 30 * time.Millisecond
+			}
+			return 0, 0
+		}},
+		{name: "1% of gate writes take 20-50ms", iv: 10 * time.Millisecond, stall: func(rnd *rand.Rand, _ engine.GateRequest) (time.Duration, time.Duration) {
+			if rnd.Float64() >= 0.01 {
+				return 0, 0
+			}
+			d := 20*time.Millisecond + time.Duration(rnd.Int64N(int64(30*time.Millisecond)))
+			landed := time.Duration(rnd.Int64N(int64(d)))
+			return landed, d - landed
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var rmu sync.Mutex
+				rnd := rand.New(rand.NewPCG(22, 7))
+				st := &stallState{stalled: map[int64]bool{}, stall: func(r engine.GateRequest) (time.Duration, time.Duration) {
+					if tt.stall == nil {
+						return 0, 0
+					}
+					rmu.Lock()
+					defer rmu.Unlock()
+					return tt.stall(rnd, r)
+				}}
+				s := newSim(t, simOptions{Workers: 4, Wrap: func(in engine.State) engine.State {
+					st.State = in
+					return st
+				}})
+				defer s.stop()
+				iv := tt.iv
+				s.createQueue("st", slot.Config{Interval: iv})
+				res := s.enqueue("st", jobs, nil)
+				if tt.readStall > 0 {
+					// Ticket 100's worker wakes a lead before its slot.
+					st.mu.Lock()
+					st.readAt, st.readStall = res.Jobs[99].SlotAt.Add(-slot.DefaultLead), tt.readStall
+					st.stalled[100] = true
+					st.mu.Unlock()
+				}
+				s.waitFinished("st", time.Minute)
+
+				skew := min(slot.DefaultSkew, iv/4)
+				starts := s.startsOf("st")
+				checkSingleStart(t, starts)
+				checkSpacing(t, starts, iv, skew)
+				first := map[string]start{}
+				for _, x := range starts {
+					if _, ok := first[x.ID]; !ok {
+						first[x.ID] = x
+					}
+				}
+				late, stalled := 0, 0
+				for _, a := range res.Jobs {
+					x, ok := first[a.JobID]
+					if !ok {
+						t.Fatalf("job %s never started", a.JobID)
+					}
+					if st.wasStalled(a.Ticket) {
+						stalled++
+						if x.At.Sub(a.SlotAt) > skew {
+							late++
+							j, err := s.eng.Job(context.Background(), job.Key{Queue: "st", ID: a.JobID})
+							if err != nil {
+								t.Fatal(err)
+							}
+							if !hasEvent(j, job.SlotMissed) {
+								t.Errorf("job %s started %v late, and its history does not say it missed its slot: %+v", a.JobID, x.At.Sub(a.SlotAt), j.History)
+							}
+						}
+						continue
+					}
+					if d := x.At.Sub(a.SlotAt); d > skew || d < -skew || x.Ticket != a.Ticket {
+						t.Fatalf("job %s (ticket %d) started %v after its slot_at, on ticket %d; only stalled jobs may be late (%d of %d stalled so far)",
+							a.JobID, a.Ticket, d, x.Ticket, stalled, jobs)
+					}
+				}
+				if tt.stalls > 0 && stalled != tt.stalls {
+					t.Fatalf("%d gates stalled, want %d", stalled, tt.stalls)
+				}
+				if late == 0 {
+					t.Fatalf("no stalled job started late: the test stalled nothing that mattered")
+				}
+				t.Logf("%d jobs, %d stalled, %d of them late", jobs, stalled, late)
+			})
+		})
+	}
+}
+
+func hasEvent(j job.Job, k job.EventKind) bool {
+	for _, ev := range j.History {
+		if ev.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// slowCreate makes CreateJobs take d: an enqueue still writing its
+// batch's records after it sent their messages.
+type slowCreate struct {
+	engine.State
+	d time.Duration
+}
+
+func (s slowCreate) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) {
+	time.Sleep(s.d)
+	return s.State.CreateJobs(ctx, jobs)
+}
+
+// A job whose record comes after its message, later than its worker's
+// time to go to the gate (its enqueue was still writing), is late by its
+// writer, not by its worker: it starts late, on its first ticket, rather
+// than give its slot up to the end of the line. Here the records of a
+// burst on an idle queue come 30ms after its messages, at 100ms
+// intervals: the first job starts 30ms late, the others after it as the
+// spacing allows, none re-ticketed.
+func TestWriterLateStartsLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Wrap: func(in engine.State) engine.State { return slowCreate{in, 30 * time.Millisecond} }})
+		defer s.stop()
+		const iv = 100 * time.Millisecond
+		s.createQueue("w", slot.Config{Interval: iv})
+		res := s.enqueue("w", 4, nil)
+		s.waitFinished("w", time.Minute)
+		starts := s.startsOf("w")
+		checkSingleStart(t, starts)
+		checkSpacing(t, starts, iv, slot.DefaultSkew)
+		if len(starts) != len(res.Jobs) {
+			t.Fatalf("%d starts, want %d", len(starts), len(res.Jobs))
+		}
+		for i, x := range starts {
+			if x.Ticket != res.Jobs[i].Ticket {
+				t.Errorf("start %d: ticket %d (job %s), want %d: a job late by its writer keeps its place", i, x.Ticket, x.ID, res.Jobs[i].Ticket)
+			}
+		}
+		if late := starts[0].At.Sub(res.Jobs[0].SlotAt); late < 20*time.Millisecond {
+			t.Fatalf("the first job started %v after its slot: its record was not late enough to matter", late)
+		}
+	})
+}
+
+// A job misses its slot at most once per attempt before the gate: the
+// next time its worker comes late, it starts late (a transport that
+// delivered every message late would otherwise keep it from starting).
+// Every delivery here comes 30ms late on a line at 100ms intervals: each
+// job misses once, goes to the end of the line, and starts there, late.
+func TestMissedOnceThenStartsLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Lead: slot.DefaultLead, Transport: memstore.TransportOptions{Jitter: 30 * time.Millisecond}})
+		defer s.stop()
+		s.createQueue("m", slot.Config{Interval: 100 * time.Millisecond})
+		s.enqueue("m", 5, nil)
+		s.waitFinished("m", time.Hour)
+		starts := s.startsOf("m")
+		checkSingleStart(t, starts)
+		checkSpacing(t, starts, 100*time.Millisecond, slot.DefaultSkew)
+		missedTwice := 0
+		for _, j := range s.jobs("m", job.Succeeded) {
+			n := 0
+			for _, ev := range j.History {
+				if ev.Kind == job.SlotMissed {
+					n++
+				}
+			}
+			if n > 1 {
+				missedTwice++
+				t.Errorf("job %s missed %d slots before the gate in one attempt: %+v", j.ID, n, j.History)
+			}
+		}
+		if len(starts) != 5 {
+			t.Fatalf("%d starts, want 5", len(starts))
+		}
+	})
+}

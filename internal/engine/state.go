@@ -1,0 +1,424 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// Errors a State returns and the engine branches on. Implementations turn
+// their own errors (DynamoDB's conditional failures, say) into these at
+// their boundary.
+var (
+	// ErrQueueNotFound: no queue of that name.
+	ErrQueueNotFound = errors.New("queue not found")
+	// ErrQueueExists: CreateQueue found the queue already there.
+	ErrQueueExists = errors.New("queue already exists")
+	// ErrJobNotFound: no job of that key (or it expired).
+	ErrJobNotFound = errors.New("job not found")
+	// ErrConflict: a job record was not at the version the caller expected:
+	// someone else moved it first (a duplicate delivery, a cancel).
+	ErrConflict = errors.New("job changed concurrently")
+	// ErrNotListed: ListJobs or CountJobs was asked for a status that is
+	// not job.Status.Listed.
+	ErrNotListed = errors.New("jobs of this status are not listed")
+	// ErrIntervalChanged: Take or Gate was asked with an interval that is
+	// no longer the queue's; read the queue again.
+	ErrIntervalChanged = errors.New("queue interval changed")
+	// ErrLeaseHeld: Lease found a queue's resume lease held by another
+	// holder, or ReleaseLease found that the caller no longer holds it.
+	ErrLeaseHeld = errors.New("resume lease held by another holder")
+)
+
+// Cursor is what a queue's resume lease keeps between passes: whether a
+// round of releases of the jobs a pause held is due (see Resume).
+type Cursor struct {
+	// Round, if not zero, is when the queue's next release round is due:
+	// its held jobs (State.ListHeld) are re-ticketed in order and sent.
+	// It is an entry of the due index (DueRound).
+	Round time.Time
+	// Until keeps the round due, run after run, until then, though it
+	// finds nothing held: a worker that found the queue paused, or an
+	// enqueue that took its tickets while it was, may park a job after
+	// the unpause that started the round.
+	Until time.Time
+}
+
+// DueKind says what an entry of the due index asks the resume function
+// to do.
+type DueKind string
+
+// The kinds of due entries, each standing for one record.
+const (
+	// DueJob: a parked job's DueAt came (JobDue): its slot came within
+	// the transport's reach, or its message was refused, or it waits for
+	// a running place and is checked against its lane. ID is the job id.
+	DueJob DueKind = "job"
+	// DueLift: a queue's timed pause ends (QueueDue).
+	DueLift DueKind = "lift"
+	// DueRound: a queue's release round is due (Cursor.Round).
+	DueRound DueKind = "round"
+	// DueLane: a lane's holder's lease ends with jobs waiting for the
+	// key, or jobs wait on the queue's own lane for a running place
+	// (LaneDue). ID is the lane's key.
+	DueLane DueKind = "lane"
+)
+
+// DueEntry is one entry of the due index: something the resume function
+// must act on at At. The stores derive entries from the records they
+// keep (JobDue, QueueDue, LaneDue, Cursor.Round), in the same write: an
+// entry is never without its record, nor a record due without its entry.
+type DueEntry struct {
+	At    time.Time
+	Kind  DueKind
+	Queue string
+	ID    string
+}
+
+// JobDue is when the resume function must look at j: a parked job's
+// DueAt, unless a pause holds it (JobHeld). Zero: never (not in the
+// index).
+func JobDue(j job.Job) time.Time {
+	if j.Status != job.Parked || JobHeld(j) {
+		return time.Time{}
+	}
+	return j.DueAt
+}
+
+// JobHeld reports whether j waits for its queue's pause to end: it is
+// released by the next release round, in line order (job.Job.LineOrder),
+// not by time.
+func JobHeld(j job.Job) bool { return j.Status == job.Parked && j.ParkReason == job.PausedQueue }
+
+// QueueDue is when the resume function lifts a queue's timed pause (zero:
+// never).
+func QueueDue(s slot.State) time.Time {
+	if !s.Paused {
+		return time.Time{}
+	}
+	return s.PausedUntil
+}
+
+// LaneDue is when the resume function must look at lane l: for a key's
+// lane, when its holder's lease ends while jobs wait for the key (the
+// holder's worker may have died, or a hand-off may not have sent the job
+// it named); for the queue's own lane (key ""), at its Until while jobs
+// wait on it for a running place (the engine sets it as the first one
+// enters, and moves it as it looks). Zero: never. A key held with nobody
+// waiting is not due: the next job of the key takes it once the lease
+// ends, and a holder that was handed the key but never sent is found by
+// its own entry (JobDue, a job parked on a lane).
+func LaneDue(l slot.Lane) time.Time {
+	if len(l.Waiting) == 0 {
+		return time.Time{}
+	}
+	if l.Until.IsZero() {
+		return time.Unix(0, 0).UTC() // at once: written before it was kept
+	}
+	return l.Until
+}
+
+// GateError is Gate's answer when the gate said no.
+type GateError struct {
+	// Verdict is slot.Early, slot.Passed, slot.Paused, slot.Purged or
+	// slot.Full.
+	Verdict slot.Verdict
+	// OpenAt is, for slot.Early, when the gate opens.
+	OpenAt time.Time
+	// State is the queue state the gate saw.
+	State slot.State
+}
+
+func (e *GateError) Error() string { return fmt.Sprintf("gate: %s", e.Verdict) }
+
+// Queue is a queue as stored: name, configuration and shared state.
+type Queue struct {
+	Name string `json:"queue"`
+	// Gen is the queue's generation, taken fresh (at random) when the
+	// queue is created: jobs carry it (job.Job.Gen), so the jobs of a
+	// queue deleted and created again under its name are not the new
+	// queue's. 0 for queues created before generations.
+	Gen       int64       `json:"gen,omitempty"`
+	Config    slot.Config `json:"config"`
+	State     slot.State  `json:"state"`
+	CreatedAt time.Time   `json:"created_at"`
+}
+
+// TakeRequest asks for N tickets, of which the first Line take places in
+// the line (see slot.Take).
+type TakeRequest struct {
+	Queue    string
+	N        int
+	Line     int
+	Interval time.Duration
+	Now      time.Time
+	// Seen is the queue state the caller read last, a hint only: a store
+	// whose atomic step comes in several conditional forms tries the one
+	// Seen says first. Zero is fine.
+	Seen slot.State
+	// Gen is the generation of the queue the caller read (Queue.Gen): if
+	// the queue was deleted and created again since, the take fails with
+	// ErrQueueNotFound and hands out nothing, so an attempt or a release
+	// of the old generation never takes a ticket of the new one. 0 skips
+	// the check.
+	Gen int64
+}
+
+// Taken is a range of tickets [First, First+N) and, when Line > 0, the first
+// line slot; line slot k is FirstSlot + k·interval.
+type Taken struct {
+	First     int64
+	FirstSlot time.Time
+	// State is the queue state right after the take.
+	State slot.State
+}
+
+// GateRequest asks the gate to let one ticket of a queue start.
+type GateRequest struct {
+	Queue    string
+	Ticket   int64
+	Interval time.Duration
+	Skew     time.Duration
+	Now      time.Time
+	// At is the start the gate reserves: the spacing is checked, and the
+	// queue's theoretical last start moved, by At, not by Now (the gate is
+	// asked a lead before the start; see slot.StartAt). Zero: Now.
+	At time.Time
+	// Scheduled says the ticket is a scheduled job's (job.Job.Scheduled):
+	// it took no place in the line, so ticket order does not apply and
+	// current does not move (slot.GateScheduled, slot.StartedScheduled).
+	Scheduled bool
+	// Seen is the queue state the caller read last, a hint as in
+	// TakeRequest.
+	Seen slot.State
+	// MaxRunning is the queue's cap on attempts running at once (0: none).
+	// Under a cap the gate also says slot.Full when every place is taken,
+	// and a ticket that passes takes a place (slot.Run) until Until, the
+	// end of its attempt's lease.
+	MaxRunning int
+	Until      time.Time
+	// Gen is the generation of the job's queue (job.Job.Gen): a gate of
+	// a queue deleted and created again since fails with
+	// ErrQueueNotFound, so nothing of the old generation starts on the
+	// new queue. 0 skips the check.
+	Gen int64
+}
+
+// Decide is the gate's verdict on r at state s: slot.Gate, or
+// slot.GateScheduled for a scheduled (or detached) ticket; a ticket the
+// gate would start is slot.Full when the queue's running places are all
+// taken (slot.Capped).
+func (r GateRequest) Decide(s slot.State) (slot.Verdict, time.Time) {
+	v, open := slot.Gate(s, r.Ticket, r.Interval, r.Skew, r.Start())
+	if r.Scheduled {
+		v, open = slot.GateScheduled(s, r.Ticket, r.Interval, r.Skew, r.Start())
+	}
+	if v == slot.Start && slot.CappedFor(s, r.MaxRunning, r.Ticket, r.Now) {
+		return slot.Full, time.Time{}
+	}
+	return v, open
+}
+
+// Start is the start r reserves: At, or Now if At is zero.
+func (r GateRequest) Start() time.Time {
+	if r.At.IsZero() {
+		return r.Now
+	}
+	return r.At
+}
+
+// Started is the state after r passed the gate at state s: slot.Started,
+// or slot.StartedScheduled for a scheduled ticket, and under a cap the
+// ticket's running place (slot.Run).
+func (r GateRequest) Started(s slot.State) slot.State {
+	if r.Scheduled {
+		s = slot.StartedScheduled(s, r.Interval, r.Start())
+	} else {
+		s = slot.Started(s, r.Ticket, r.Interval, r.Start())
+	}
+	if r.MaxRunning > 0 {
+		s = slot.Run(s, r.Ticket, r.Until, r.Now)
+	}
+	return s
+}
+
+// ListRequest lists jobs of one queue and status in ticket order.
+type ListRequest struct {
+	Queue string
+	// Gen is the queue's generation: only its jobs are listed.
+	Gen    int64
+	Status job.Status
+	// After lists tickets greater than After (0: from the start).
+	After int64
+	// Limit caps the answer; 0 means 100.
+	Limit int
+}
+
+// State is what the engine needs from a state store. internal/memstore and
+// internal/dynamostore implement it; internal/storetest states the contract as tests.
+// Every method is safe for concurrent use by many processes.
+type State interface {
+	// CreateQueue stores a new queue with a zero state. ErrQueueExists if
+	// one of that name exists.
+	CreateQueue(ctx context.Context, q Queue) error
+	// GetQueue returns a queue. ErrQueueNotFound.
+	GetQueue(ctx context.Context, name string) (Queue, error)
+	// ListQueues returns every queue, in name order.
+	ListQueues(ctx context.Context) ([]Queue, error)
+	// SetConfig replaces a queue's configuration; the state is untouched.
+	SetConfig(ctx context.Context, name string, cfg slot.Config) error
+	// Pause sets the pause flag (and until, zero for none). Once it returns,
+	// Start fails with slot.Paused for this queue.
+	Pause(ctx context.Context, name string, until time.Time) (slot.State, error)
+	// Unpause clears the pause flag. With a non-zero ifUntil it does so only
+	// if the queue is paused with exactly that PausedUntil, and reports
+	// whether it did: a newer pause wins over an older schedule.
+	Unpause(ctx context.Context, name string, ifUntil time.Time) (bool, error)
+	// Purge sets the queue's Purged to its Ticket: every ticket handed out
+	// so far is cancelled when it reaches the gate (slot.Purged). It
+	// returns the state after. ErrQueueNotFound.
+	Purge(ctx context.Context, name string) (slot.State, error)
+	// Skip moves current to ticket if it stands just below it (current =
+	// ticket − 1: every lower ticket has started or left the line), and
+	// reports whether it did; nothing else changes. It is for a ticket that
+	// left the line without starting (a job parked on a lane): the line's
+	// next ticket then need not hold for it. ErrQueueNotFound.
+	Skip(ctx context.Context, queue string, ticket int64) (bool, error)
+	// DeleteQueue removes a queue's record and its resume lease. Its jobs
+	// are left to the engine: they belong to the queue's generation, which
+	// no queue has any more.
+	DeleteQueue(ctx context.Context, name string) error
+
+	// Take hands out tickets and line slots atomically by slot.Take.
+	// Concurrent takes get disjoint, gap-free ranges. ErrQueueNotFound
+	// also when r.Gen is set and is not the queue's generation.
+	Take(ctx context.Context, r TakeRequest) (Taken, error)
+	// Gate is the queue side of a start, one atomic step on the queue's
+	// state alone: if r.Decide says Start, the state moves by r.Started
+	// and Gate returns it; otherwise a *GateError with the state it saw.
+	// ErrQueueNotFound, also when r.Gen is set and is not the queue's
+	// generation; ErrIntervalChanged when r.Interval is not the queue's. Of concurrent gates that slot.Gate would each let
+	// through alone, one passes.
+	//
+	// The job side, the claim, is a separate UpdateJob from queued to
+	// running: a start is two writes, never a transaction, so the hot
+	// queue item is written once per start and never by a transaction
+	// (which would fail concurrent writes to it on DynamoDB). The engine
+	// orders them gate first, so the claim can only follow a passed gate;
+	// a crash between the two leaves current at the job's ticket with the
+	// job queued, and the job's next delivery passes the gate again (see
+	// slot.Gate) or, if the queue has started a later ticket since, takes
+	// a new ticket.
+	Gate(ctx context.Context, r GateRequest) (slot.State, error)
+
+	// CreateJobs stores new jobs. created[i] is false where a job of that
+	// key and generation (job.Job.Gen) existed already; that record is
+	// left as it was. A record of the key from another generation is
+	// replaced: it belonged to a deleted queue of the same name.
+	CreateJobs(ctx context.Context, jobs []job.Job) (created []bool, err error)
+	// GetJob returns a job. ErrJobNotFound, also for an expired one.
+	GetJob(ctx context.Context, k job.Key) (job.Job, error)
+	// UpdateJob replaces a job record if it is still at version from;
+	// otherwise ErrConflict (ErrJobNotFound if it is gone). A status
+	// change job.CanMove does not allow is refused before anything is
+	// read or written: job.ErrIllegalMove.
+	UpdateJob(ctx context.Context, j job.Job, from job.Version) error
+	// ListJobs returns jobs of one queue, generation and status, by
+	// ticket ascending, without expired ones. Only statuses that are
+	// job.Status.Listed are served; others are ErrNotListed.
+	ListJobs(ctx context.Context, r ListRequest) ([]job.Job, error)
+	// CountJobs counts jobs of one queue, generation and status, as
+	// ListJobs lists.
+	CountJobs(ctx context.Context, queue string, gen int64, status job.Status) (int, error)
+
+	// ListDue returns up to limit entries of the due index whose At is at
+	// or before before, of every queue, earliest first (ties in any
+	// order). The index may lag its records for a moment (an index
+	// eventually consistent, on DynamoDB): an entry is a hint to read its
+	// record, which decides.
+	ListDue(ctx context.Context, before time.Time, limit int) ([]DueEntry, error)
+	// ListHeld returns up to limit jobs of queue and generation gen that
+	// a pause holds (JobHeld), in line order (job.Job.LineOrder; jobs of
+	// one line order, which only jobs from before Order was kept can
+	// share, in any order), without expired ones. Like ListDue, it may lag the records.
+	ListHeld(ctx context.Context, queue string, gen int64, limit int) ([]job.Job, error)
+
+	// Lease takes a queue's resume lease for holder until until, if no
+	// other holder has it at now: it was never taken, was released, or
+	// its until has passed (a holder may take its own lease again). It
+	// returns the cursor the last holder left (zero if none).
+	// ErrLeaseHeld if another holder has it. Of concurrent callers, one
+	// wins. The lease is a record of its own, apart from the queue's hot
+	// state, and needs no queue record; its cursor outlives the lease.
+	//
+	// Resume passes hold it, so two passes never interleave their writes
+	// on one queue (two ticket ranges for one set of parked jobs would
+	// invert their order).
+	Lease(ctx context.Context, queue, holder string, until, now time.Time) (Cursor, error)
+	// ReleaseLease frees holder's lease and stores c for the next holder.
+	// ErrLeaseHeld, and nothing written, if holder no longer has it (it
+	// expired and another holder took it).
+	ReleaseLease(ctx context.Context, queue, holder string, c Cursor) error
+
+	// EndRun frees the running place ticket's attempt took at the gate
+	// (slot.Ended), if the place is still that attempt's or a later
+	// gate's of the same ticket: its entry ends at until, the
+	// GateRequest.Until it was taken with, or after it (a duplicate
+	// delivery that passed the gate again while the attempt's claim was
+	// on its way rewrote it, and its own claim was refused). One write on
+	// the queue's state; nothing changes if the ticket has no such place
+	// (it ended already, or took none), or if the queue is not of
+	// generation gen (0: any), so an attempt of a deleted queue frees
+	// nothing of one created again under its name. ErrQueueNotFound.
+	EndRun(ctx context.Context, queue string, gen, ticket int64, until time.Time) error
+
+	// GetLane reads a queue's lane of key (slot.Lane; key "" is the
+	// queue's own lane), strongly. A lane never written, or deleted, is
+	// returned with Version 0 and only Queue and Key set.
+	//
+	// A lane's versions never repeat, across deletes too: a lane created
+	// (by PutLane from 0, or by AddPending where none is stored) starts
+	// at a version above every version an earlier lane of that queue and
+	// key had, so a read from before a delete is stale for every lane
+	// after it, and a PutLane from it fails.
+	GetLane(ctx context.Context, queue, key string) (slot.Lane, error)
+	// PutLane stores every field of l but Pending if the stored lane is
+	// still at version from (0: none is stored), and adds pendingDelta to
+	// the stored Pending in the same atomic write: l.Pending is not
+	// stored, so the jobs AddPending counted since the caller read the
+	// lane stay counted. It returns the lane as stored: at version
+	// from+1, or, from 0, at the version a created lane starts at (see
+	// GetLane), which callers read from the answer. ErrConflict if the
+	// version moved (another PutLane came first, or the lane was deleted,
+	// created or started afresh): an AddPending of the lane's generation
+	// never makes it fail. Of concurrent writers from one version, one
+	// wins.
+	//
+	// A lane that l leaves Idle whose stored Pending plus pendingDelta is
+	// 0 or less is deleted instead (and returned at Version 0), on the
+	// same condition of the version and on that count, atomically: if an
+	// AddPending raised the count meanwhile, the lane is written, not
+	// deleted.
+	PutLane(ctx context.Context, l slot.Lane, from, pendingDelta int64) (slot.Lane, error)
+	// AddPending adds n (which may be negative) to the Pending jobs of
+	// queue's lane of key for generation gen, creating the lane (at the
+	// version a created lane starts at, see GetLane), and returns the
+	// lane after. It needs no version and does not move it: concurrent
+	// adds all count, and a PutLane from a version read before them
+	// still lands, keeping them. A lane of another generation (a deleted
+	// queue's) is started afresh, as a lane of gen with Pending n and
+	// nothing else, its version moved on, so a PutLane from a read of the
+	// old one fails — but only if gen is the queue's generation now,
+	// atomically with that check: otherwise the caller is of a deleted
+	// generation, the lane is left as it is (it may be the new queue's,
+	// held by one of its jobs), and AddPending fails with
+	// ErrQueueNotFound. It never deletes a lane.
+	AddPending(ctx context.Context, queue string, gen int64, key string, n int64) (slot.Lane, error)
+	// ListLanes returns a queue's stored lanes of every generation, the
+	// queue's own lane included, in key order.
+	ListLanes(ctx context.Context, queue string) ([]slot.Lane, error)
+}

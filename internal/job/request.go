@@ -1,0 +1,189 @@
+package job
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+)
+
+// Limits of an enqueue request.
+const (
+	// MaxBatch is the most jobs one enqueue call may carry.
+	MaxBatch = api.MaxBatch
+	// MaxPayload is the largest payload of one job, in bytes. It leaves
+	// room for the envelope inside SQS's 256 KiB message and for the job
+	// record inside DynamoDB's 400 KB item.
+	MaxPayload = api.MaxPayload
+	// MaxNotBefore is how far ahead (and behind) not_before may lie.
+	MaxNotBefore = 366 * 24 * time.Hour
+)
+
+var (
+	idRE   = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+	kindRE = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
+)
+
+// Spec is one job as a producer asks for it.
+type Spec struct {
+	// ID is optional; given, it makes enqueue idempotent per queue.
+	ID string `json:"id,omitempty"`
+	// Kind names a Go handler; Target an HTTP URL or a Lambda function
+	// ("lambda:NAME" or a function ARN). Exactly one is required.
+	Kind   string `json:"kind,omitempty"`
+	Target string `json:"target,omitempty"`
+	// Payload is any JSON value, passed to the target as is.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// NotBefore is the earliest time the job may start: an RFC 3339 time
+	// with its offset, within MaxNotBefore of now.
+	NotBefore *time.Time `json:"not_before,omitempty"`
+	// Key, if set ([A-Za-z0-9_.:/@-]{1,200}), makes the job one of a
+	// lane: jobs of the queue with the same key never run at the same
+	// time, and start in ticket order (docs/guarantees.md §12).
+	Key string `json:"key,omitempty"`
+}
+
+// EnqueueRequest is what producers send to enqueue: one job or a batch.
+type EnqueueRequest struct {
+	Queue string `json:"queue"`
+	// Interval is used only when this call creates the queue: a duration
+	// string from slot.MinInterval to slot.MaxInterval.
+	Interval *slot.Duration `json:"interval,omitempty"`
+	Job      *Spec          `json:"job,omitempty"`
+	Jobs     []Spec         `json:"jobs,omitempty"`
+}
+
+// Specs returns the request's jobs, one or many.
+func (r *EnqueueRequest) Specs() []Spec {
+	if r.Job != nil {
+		return []Spec{*r.Job}
+	}
+	return r.Jobs
+}
+
+// DecodeEnqueue parses and validates an enqueue request. Unknown fields are
+// errors. It returns an *input.Error naming the field for every kind of
+// bad input.
+func DecodeEnqueue(body []byte, now time.Time) (EnqueueRequest, error) {
+	var r EnqueueRequest
+	if err := Decode(body, &r); err != nil {
+		return r, err
+	}
+	return r, r.Validate(now)
+}
+
+// Validate checks the request as DecodeEnqueue does.
+func (r *EnqueueRequest) Validate(now time.Time) error {
+	if err := slot.ValidateName(r.Queue); err != nil {
+		return err
+	}
+	if r.Interval != nil && (time.Duration(*r.Interval) < slot.MinInterval || time.Duration(*r.Interval) > slot.MaxInterval) {
+		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be between %s and %s", slot.MinInterval, slot.MaxInterval))
+	}
+	switch {
+	case r.Job != nil && r.Jobs != nil:
+		return input.Invalid("invalid_request", "jobs", "give either job or jobs, not both")
+	case r.Job == nil && len(r.Jobs) == 0:
+		return input.Invalid("no_jobs", "jobs", "give a job or a non-empty list of jobs")
+	case len(r.Jobs) > MaxBatch:
+		return input.Invalid("too_many_jobs", "jobs", fmt.Sprintf("%d jobs in one call; the most is %d", len(r.Jobs), MaxBatch))
+	}
+	if r.Job != nil {
+		if err := r.Job.Validate(now); err != nil {
+			return err.At("job.")
+		}
+		return nil
+	}
+	seen := make(map[string]int, len(r.Jobs))
+	for i := range r.Jobs {
+		prefix := fmt.Sprintf("jobs[%d].", i)
+		if err := r.Jobs[i].Validate(now); err != nil {
+			return err.At(prefix)
+		}
+		if id := r.Jobs[i].ID; id != "" {
+			if j, dup := seen[id]; dup {
+				return input.Invalid("duplicate_id", prefix+"id", fmt.Sprintf("id %q is also jobs[%d].id", id, j))
+			}
+			seen[id] = i
+		}
+	}
+	return nil
+}
+
+// ValidateID checks a job id: [A-Za-z0-9_.:-]{1,128}.
+func ValidateID(id string) *input.Error {
+	if !idRE.MatchString(id) {
+		return input.Invalid("invalid_id", "id", fmt.Sprintf("id %q must match [A-Za-z0-9_.:-]{1,128}", truncate(id, 140)))
+	}
+	return nil
+}
+
+// Validate checks one job spec.
+func (s *Spec) Validate(now time.Time) *input.Error {
+	if s.ID != "" {
+		if err := ValidateID(s.ID); err != nil {
+			return err
+		}
+	}
+	switch {
+	case s.Kind == "" && s.Target == "":
+		return input.Invalid("no_target", "kind", "give a kind (a Go handler) or a target (URL or Lambda function)")
+	case s.Kind != "" && s.Target != "":
+		return input.Invalid("invalid_target", "target", "give a kind or a target, not both")
+	case s.Kind != "" && !kindRE.MatchString(s.Kind):
+		return input.Invalid("invalid_kind", "kind", "kind must match [A-Za-z0-9_.:/-]{1,128}")
+	case s.Target != "":
+		if err := ValidateTarget(s.Target); err != nil {
+			return err
+		}
+	}
+	if s.Key != "" {
+		if err := slot.ValidateKey("key", s.Key); err != nil {
+			return err
+		}
+	}
+	if len(s.Payload) > MaxPayload {
+		return input.Invalid("payload_too_large", "payload", fmt.Sprintf("payload is %d bytes; the most is %d", len(s.Payload), MaxPayload))
+	}
+	if s.NotBefore != nil {
+		if s.NotBefore.After(now.Add(MaxNotBefore)) || s.NotBefore.Before(now.Add(-MaxNotBefore)) {
+			return input.Invalid("invalid_not_before", "not_before", "not_before must lie within a year of now")
+		}
+	}
+	return nil
+}
+
+// ValidateTarget checks the form of an HTTP or Lambda target
+// (slot.ParseTarget): whether a queue allows it is the queue's to say
+// (slot.Config.CheckTarget).
+func ValidateTarget(t string) *input.Error {
+	if _, err := slot.ParseTarget(t); err != nil {
+		return input.Invalid("invalid_target", "target", fmt.Sprintf("target %q: %v", truncate(t, 100), err))
+	}
+	return nil
+}
+
+// Decode parses body strictly into v by input.Decode: keys in their exact
+// letter case, no unknown or repeated keys, no trailing data; every error
+// is an *input.Error naming the full path of the bad value.
+func Decode(body []byte, v any) error { return input.Decode(body, v) }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// NewID returns a random job id.
+func NewID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

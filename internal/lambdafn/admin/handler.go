@@ -1,0 +1,248 @@
+// Package admin is the admin function's handler: one operation
+// ({"op": …}) in, the engine call, its answer out. functions/admin runs it
+// on Lambda; pkg/local runs the same handler in one process.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/lambdafn"
+	"github.com/slotq/slotq/internal/metrics"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// Admin is the engine calls the handler makes.
+type Admin interface {
+	CreateQueue(ctx context.Context, name string, cfg slot.Config) (engine.Queue, error)
+	Configure(ctx context.Context, name string, cfg slot.Config) (engine.Queue, error)
+	ChangeConfig(ctx context.Context, name string, u slot.ConfigUpdate) (engine.Queue, error)
+	Queue(ctx context.Context, name string) (engine.Queue, error)
+	Queues(ctx context.Context) ([]engine.Queue, error)
+	Pause(ctx context.Context, name string, until time.Time) (slot.State, error)
+	Unpause(ctx context.Context, name string) (engine.ResumeReport, error)
+	Purge(ctx context.Context, name string) (int, error)
+	DeleteQueue(ctx context.Context, name string) (int, error)
+	Stats(ctx context.Context, name string) (engine.Stats, error)
+	Job(ctx context.Context, k job.Key) (job.Job, error)
+	Jobs(ctx context.Context, r engine.ListRequest) ([]job.Job, error)
+	CancelJob(ctx context.Context, k job.Key) (job.Job, error)
+	Reindex(ctx context.Context) (engine.ReindexReport, error)
+	Retry(ctx context.Context, r engine.RetryRequest) (engine.RetryResult, error)
+	Redrive(ctx context.Context, dlq engine.DeadLetterQueue, limit int) (engine.RedriveReport, error)
+}
+
+var _ Admin = (*engine.Engine)(nil)
+
+// Request is one admin operation.
+type Request struct {
+	// Op is create, configure, pause, resume, purge, delete, stats, get,
+	// cancel, list, retry, redrive or reindex (once, after an upgrade
+	// that added the due index: engine.Reindex).
+	Op    string `json:"op"`
+	Queue string `json:"queue,omitempty"`
+	// Config holds the settings of create and configure. A setting left
+	// out takes its default on create and keeps the queue's value on
+	// configure; one given as zero is refused unless zero is a setting of
+	// its own (slot.ZeroSetting). configure requires it.
+	Config *slot.ConfigUpdate `json:"config,omitempty"`
+	// Reset, for configure, gives the settings Config leaves out their
+	// defaults instead of keeping the queue's: the configuration is
+	// replaced whole.
+	Reset bool `json:"reset,omitempty"`
+	// Until, for pause, makes the resume function lift the pause then.
+	Until *time.Time `json:"until,omitempty"`
+	// JobID names the job for get and cancel.
+	JobID string `json:"job_id,omitempty"`
+	// Limit, for redrive, caps the dead-letter messages one call receives
+	// (default 100, at most 1000).
+	//
+	// Status, After and Limit page through a queue's jobs for list:
+	// jobs of one listed status, parked (the default) or failed, by ticket, after ticket After,
+	// at most Limit (default 100). list without a queue lists the queues.
+	Status job.Status `json:"status,omitempty"`
+	After  int64      `json:"after,omitempty"`
+	Limit  int        `json:"limit,omitempty"`
+	// JobIDs names the jobs retry runs again (failed or cancelled ones,
+	// at most 100); or Failed runs again a page of the queue's failed
+	// jobs, after ticket After and up to ticket UpTo (0: the queue's
+	// ticket now; the answer says it, for the next page), at most Limit
+	// (default 100, at most 500). By says who asked, for the jobs'
+	// histories (default "admin").
+	JobIDs []string `json:"job_ids,omitempty"`
+	Failed bool     `json:"failed,omitempty"`
+	UpTo   int64    `json:"up_to,omitempty"`
+	By     string   `json:"by,omitempty"`
+}
+
+// Response is the answer of one operation: the fields the operation fills,
+// or an error object.
+type Response struct {
+	Op        string               `json:"op,omitempty"`
+	Queue     *engine.Queue        `json:"queue,omitempty"`
+	State     *slot.State          `json:"state,omitempty"`
+	Report    *engine.ResumeReport `json:"report,omitempty"`
+	Cancelled *int                 `json:"cancelled,omitempty"`
+	Stats     *engine.Stats        `json:"stats,omitempty"`
+	// Activity is, for stats, what the queue did over the last
+	// metrics.DefaultWindow, read from its metrics (CloudWatch on the
+	// stack, the process's own tally locally); ActivityError says why it
+	// is missing when they could not be read.
+	Activity      *metrics.Activity `json:"activity,omitempty"`
+	ActivityError string            `json:"activity_error,omitempty"`
+	Job           *job.Job          `json:"job,omitempty"`
+	// Retried answers retry: the jobs run again with their new tickets,
+	// and for a page of failed jobs the cursor of the next page.
+	Retried *engine.RetryResult `json:"retried,omitempty"`
+	// Redrive answers redrive: the messages received from the slot
+	// queue's dead-letter queue, sent back, dropped and left.
+	Redrive *engine.RedriveReport `json:"redrive,omitempty"`
+	// Reindexed is reindex's report.
+	Reindexed *engine.ReindexReport `json:"reindexed,omitempty"`
+	Jobs      []job.Job             `json:"jobs,omitzero"`
+	Queues    []engine.Queue        `json:"queues,omitzero"`
+	Error     *lambdafn.Error       `json:"error,omitempty"`
+}
+
+// Ops lists the operations, for the error message of an unknown one.
+var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "get", "cancel", "list", "retry", "redrive", "reindex"}
+
+// Handler translates admin requests into engine calls.
+type Handler struct {
+	Engine Admin
+	// Defaults fill the fields a create request leaves out, before slot's
+	// own defaults: the stack's default interval and allowed targets.
+	Defaults slot.Config
+	// Activity, if set, adds each queue's recent activity to stats.
+	Activity metrics.ActivityReader
+	// DeadLetters is the slot queue's dead-letter queue, which redrive
+	// reads; nil: redrive answers no_dead_letter_queue.
+	DeadLetters engine.DeadLetterQueue
+}
+
+// Handle decodes the request strictly and runs its operation. Bad input,
+// and a queue or job that does not exist, answer {"error":{…}}; other
+// failures are returned as errors (a function error).
+func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (Response, error) {
+	var r Request
+	if err := job.Decode(payload, &r); err != nil {
+		return failed(err)
+	}
+	res, err := h.do(ctx, r)
+	if err != nil {
+		return failed(err)
+	}
+	res.Op = r.Op
+	return res, nil
+}
+
+func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
+	switch r.Op {
+	case "create":
+		var cfg slot.Config
+		if r.Config != nil {
+			cfg = r.Config.Apply(cfg)
+		}
+		if cfg.Interval == 0 {
+			cfg.Interval = h.Defaults.Interval
+		}
+		if cfg.Targets == nil {
+			cfg.Targets = h.Defaults.Targets
+		}
+		q, err := h.Engine.CreateQueue(ctx, r.Queue, cfg)
+		return Response{Queue: &q}, err
+	case "configure":
+		if r.Config == nil {
+			return Response{}, input.Invalid("missing_config", "config", "configure needs a config object with the settings to change")
+		}
+		if r.Reset {
+			q, err := h.Engine.Configure(ctx, r.Queue, r.Config.Apply(slot.Config{}))
+			return Response{Queue: &q}, err
+		}
+		q, err := h.Engine.ChangeConfig(ctx, r.Queue, *r.Config)
+		return Response{Queue: &q}, err
+	case "pause":
+		var until time.Time
+		if r.Until != nil {
+			until = *r.Until
+		}
+		st, err := h.Engine.Pause(ctx, r.Queue, until)
+		return Response{State: &st}, err
+	case "resume":
+		rep, err := h.Engine.Unpause(ctx, r.Queue)
+		return Response{Report: &rep}, err
+	case "purge":
+		n, err := h.Engine.Purge(ctx, r.Queue)
+		return Response{Cancelled: &n}, err
+	case "delete":
+		n, err := h.Engine.DeleteQueue(ctx, r.Queue)
+		return Response{Cancelled: &n}, err
+	case "stats":
+		s, err := h.Engine.Stats(ctx, r.Queue)
+		if err != nil || h.Activity == nil {
+			return Response{Stats: &s}, err
+		}
+		res := Response{Stats: &s}
+		// The counters answer without the metrics: a failed read
+		// is reported, not fatal.
+		if a, err := h.Activity.Activity(ctx, r.Queue, metrics.DefaultWindow); err != nil {
+			res.ActivityError = err.Error()
+		} else {
+			res.Activity = &a
+		}
+		return res, nil
+	case "get":
+		j, err := h.Engine.Job(ctx, job.Key{Queue: r.Queue, ID: r.JobID})
+		return Response{Job: &j}, err
+	case "cancel":
+		j, err := h.Engine.CancelJob(ctx, job.Key{Queue: r.Queue, ID: r.JobID})
+		return Response{Job: &j}, err
+	case "retry":
+		if r.JobID != "" {
+			return Response{}, input.Invalid("invalid_retry", "job_id", "retry names its jobs in job_ids (a list)")
+		}
+		res, err := h.Engine.Retry(ctx, engine.RetryRequest{
+			Queue: r.Queue, IDs: r.JobIDs, Failed: r.Failed, After: r.After, UpTo: r.UpTo, Limit: r.Limit, By: r.By,
+		})
+		return Response{Retried: &res}, err
+	case "redrive":
+		if r.Queue != "" {
+			return Response{}, input.Invalid("invalid_redrive", "queue", "redrive works on the stack's dead-letter queue, which holds every queue's messages: give no queue")
+		}
+		rep, err := h.Engine.Redrive(ctx, h.DeadLetters, r.Limit)
+		return Response{Redrive: &rep}, err
+	case "list":
+		if r.Queue == "" {
+			qs, err := h.Engine.Queues(ctx)
+			return Response{Queues: nonNil(qs)}, err
+		}
+		if r.Status == "" {
+			r.Status = job.Parked
+		}
+		jobs, err := h.Engine.Jobs(ctx, engine.ListRequest{Queue: r.Queue, Status: r.Status, After: r.After, Limit: r.Limit})
+		return Response{Jobs: nonNil(jobs)}, err
+	case "reindex":
+		rep, err := h.Engine.Reindex(ctx)
+		return Response{Reindexed: &rep}, err
+	}
+	return Response{}, input.Invalid("invalid_op", "op", fmt.Sprintf("op %q is not one of %v", r.Op, Ops))
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func failed(err error) (Response, error) {
+	if e := lambdafn.ErrorOf(err); e != nil {
+		return Response{Error: e}, nil
+	}
+	return Response{}, err
+}

@@ -1,0 +1,326 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/metrics"
+	"github.com/slotq/slotq/internal/sample"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+func event(t *testing.T, name string) json.RawMessage { return sample.Event(t, name) }
+
+func newHandler() (*Handler, *engine.Engine) {
+	eng := engine.New(engine.Options{
+		State:     memstore.New(memstore.Options{}),
+		Transport: memstore.NewTransport(memstore.TransportOptions{}),
+	})
+	return &Handler{Engine: eng, Defaults: slot.Config{Interval: 3 * time.Second}}, eng
+}
+
+// The sample events, in the order an operator would use them.
+func TestHandleSampleEvents(t *testing.T) {
+	h, eng := newHandler()
+	ctx := context.Background()
+	steps := []struct {
+		event string
+		check func(t *testing.T, r Response)
+	}{
+		{"admin-create.json", func(t *testing.T, r Response) {
+			if r.Queue == nil || r.Queue.Config.Interval != 2*time.Second || r.Queue.Config.MaxAttempts != 5 {
+				t.Errorf("queue %+v", r.Queue)
+			}
+		}},
+		{"admin-configure.json", func(t *testing.T, r Response) {
+			if r.Queue == nil || r.Queue.Config.Interval != time.Second {
+				t.Errorf("queue %+v", r.Queue)
+			}
+		}},
+		{"admin-pause.json", func(t *testing.T, r Response) {
+			if r.State == nil || !r.State.Paused || r.State.PausedUntil.Year() != 2099 {
+				t.Errorf("state %+v", r.State)
+			}
+		}},
+		{"admin-resume.json", func(t *testing.T, r Response) {
+			if r.Report == nil {
+				t.Errorf("no report")
+			}
+		}},
+		{"admin-stats.json", func(t *testing.T, r Response) {
+			if r.Stats == nil || r.Stats.Waiting != 2 || r.Stats.Parked != 1 || r.Stats.State.Paused {
+				t.Errorf("stats %+v", r.Stats)
+			}
+		}},
+		{"admin-list.json", func(t *testing.T, r Response) {
+			if len(r.Jobs) != 1 || r.Jobs[0].ID != "digest-7" {
+				t.Errorf("jobs %+v", r.Jobs)
+			}
+		}},
+		{"admin-get.json", func(t *testing.T, r Response) {
+			if r.Job == nil || r.Job.Status != job.Queued {
+				t.Errorf("job %+v", r.Job)
+			}
+		}},
+		{"admin-cancel.json", func(t *testing.T, r Response) {
+			if r.Job == nil || r.Job.Status != job.Cancelled {
+				t.Errorf("job %+v", r.Job)
+			}
+		}},
+		{"admin-retry.json", func(t *testing.T, r Response) {
+			// The cancelled job, run again: a new ticket, queued.
+			if r.Retried == nil || len(r.Retried.Jobs) != 1 || r.Retried.Jobs[0].JobID != "welcome-42" ||
+				r.Retried.Jobs[0].Status != job.Queued || r.Retried.Jobs[0].Ticket != 3 {
+				t.Errorf("retried %+v", r.Retried)
+			}
+			j, err := eng.Job(ctx, job.Key{Queue: "emails", ID: "welcome-42"})
+			if err != nil || j.Reruns != 1 || j.History[len(j.History)-1].Reason != "ops@example.com" {
+				t.Errorf("job %+v, %v; want a rerun by ops@example.com", j, err)
+			}
+		}},
+		{"admin-retry-failed.json", func(t *testing.T, r Response) {
+			// No job failed: none to run again, and no next page.
+			if r.Retried == nil || len(r.Retried.Jobs) != 0 || r.Retried.NextAfter != 0 || r.Retried.UpTo != 3 {
+				t.Errorf("retried %+v", r.Retried)
+			}
+		}},
+		{"admin-purge.json", func(t *testing.T, r Response) {
+			if r.Cancelled == nil || *r.Cancelled != 3 { // tickets covered: the cancelled job's, the parked one and the retried one
+				t.Errorf("cancelled %v", r.Cancelled)
+			}
+		}},
+		{"admin-delete.json", func(t *testing.T, r Response) {
+			if r.Cancelled == nil {
+				t.Errorf("cancelled %v", r.Cancelled)
+			}
+		}},
+	}
+	for _, s := range steps {
+		if s.event == "admin-stats.json" {
+			// A job for stats, get and cancel to find, and one parked
+			// for tomorrow for list.
+			_, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails", Job: &job.Spec{ID: "welcome-42", Kind: "send-email"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tomorrow := time.Now().Add(24 * time.Hour)
+			_, err = eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails", Job: &job.Spec{ID: "digest-7", Kind: "send-email", NotBefore: &tomorrow}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(s.event, func(t *testing.T) {
+			r, err := h.Handle(ctx, event(t, s.event))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Error != nil {
+				t.Fatalf("error %+v", r.Error)
+			}
+			s.check(t, r)
+		})
+	}
+	if _, err := eng.Queue(ctx, "emails"); err == nil {
+		t.Error("the queue survived delete")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	h, eng := newHandler()
+	ctx := context.Background()
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &job.Spec{ID: "done", Kind: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.CancelJob(ctx, job.Key{Queue: "q", ID: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &job.Spec{ID: "waits", Kind: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, body, code, field string
+	}{
+		{"unknown op", `{"op":"explode","queue":"q"}`, "invalid_op", "op"},
+		{"unknown field", `{"op":"stats","queue":"q","verbose":true}`, "unknown_field", "verbose"},
+		{"unknown config field", `{"op":"create","queue":"r","config":{"intervall":"1s"}}`, "unknown_field", "config.intervall"},
+		{"bad interval", `{"op":"create","queue":"r","config":{"interval":"-1s"}}`, "invalid_interval", "config.interval"},
+		{"configure without config", `{"op":"configure","queue":"q"}`, "missing_config", "config"},
+		{"exists", `{"op":"create","queue":"q"}`, "queue_exists", "queue"},
+		{"queue not found", `{"op":"stats","queue":"nope"}`, "queue_not_found", "queue"},
+		{"job not found", `{"op":"get","queue":"q","job_id":"nope"}`, "job_not_found", "job_id"},
+		{"not waiting", `{"op":"cancel","queue":"q","job_id":"done"}`, "not_waiting", "job_id"},
+		{"retry a waiting job", `{"op":"retry","queue":"q","job_ids":["done","waits"]}`, "not_retryable", "job_ids[1]"},
+		{"retry a missing job", `{"op":"retry","queue":"q","job_ids":["done","nope"]}`, "job_not_found", "job_ids[1]"},
+		{"retry by job_id", `{"op":"retry","queue":"q","job_id":"done"}`, "invalid_retry", "job_id"},
+		{"retry nothing", `{"op":"retry","queue":"q"}`, "invalid_retry", "job_ids"},
+		{"retry ids as a string", `{"op":"retry","queue":"q","job_ids":"done"}`, "invalid_type", "job_ids"},
+		{"retry a bad by", `{"op":"retry","queue":"q","job_ids":["done"],"by":"x\ny"}`, "invalid_by", "by"},
+		{"redrive a queue", `{"op":"redrive","queue":"q"}`, "invalid_redrive", "queue"},
+		{"redrive without a dead-letter queue", `{"op":"redrive"}`, "no_dead_letter_queue", "op"},
+		{"redrive too many", `{"op":"redrive","limit":1001}`, "invalid_limit", "limit"},
+		{"retry a page too large", `{"op":"retry","queue":"q","failed":true,"limit":501}`, "invalid_limit", "limit"},
+		{"bad status", `{"op":"list","queue":"q","status":"sleeping"}`, "invalid_status", "status"},
+		{"pause in the past", `{"op":"pause","queue":"q","until":"2001-01-01T00:00:00Z"}`, "invalid_until", "until"},
+		{"bad queue name", `{"op":"pause","queue":"a b"}`, "invalid_queue", "queue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := h.Handle(ctx, json.RawMessage(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Error == nil || r.Error.Code != tt.code || r.Error.Field != tt.field {
+				t.Errorf("got %+v, want %s on %s", r.Error, tt.code, tt.field)
+			}
+		})
+	}
+}
+
+// redrive (events/admin-redrive.json) on the embedded transport: a job's
+// message that the queue moved to the dead-letter list (received too
+// often) goes back to the slot queue, and the job runs from it; a
+// finished job's is dropped.
+func TestRedriveSample(t *testing.T) {
+	tr := memstore.NewTransport(memstore.TransportOptions{MaxReceiveCount: 2, VisibilityTimeout: time.Millisecond})
+	store := memstore.New(memstore.Options{})
+	eng := engine.New(engine.Options{State: store, Transport: tr})
+	h := &Handler{Engine: eng, DeadLetters: tr.DeadLetterQueue()}
+	ctx := context.Background()
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Jobs: []job.Spec{{ID: "a", Kind: "k"}, {ID: "b", Kind: "k"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for len(tr.DeadLetters()) < 2 {
+		if _, err := tr.Receive(ctx, 10, 10*time.Millisecond, time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	b, _ := eng.Job(ctx, job.Key{Queue: "q", ID: "b"})
+	from := b.Version()
+	b.Status = job.Cancelled
+	if err := store.UpdateJob(ctx, b, from); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Handle(ctx, event(t, "admin-redrive.json"))
+	if err != nil || r.Error != nil || r.Redrive == nil {
+		t.Fatalf("redrive: %+v, %v", r, err)
+	}
+	if want := (engine.RedriveReport{Received: 2, Redriven: 1, Dropped: 1}); *r.Redrive != want {
+		t.Errorf("report %+v, want %+v", *r.Redrive, want)
+	}
+	ds, err := tr.Receive(ctx, 10, time.Second, time.Minute)
+	if err != nil || len(ds) != 1 || ds[0].Envelope.JobID != "a" {
+		t.Fatalf("slot queue after the redrive: %+v, %v; want a's message", ds, err)
+	}
+	if n := len(tr.DeadLetters()); n != 0 {
+		t.Errorf("%d dead letters left", n)
+	}
+}
+
+// create without an interval takes the stack's default, not slot's.
+func TestCreateTakesStackDefaults(t *testing.T) {
+	h, _ := newHandler()
+	r, err := h.Handle(context.Background(), json.RawMessage(`{"op":"create","queue":"q"}`))
+	if err != nil || r.Queue == nil || r.Queue.Config.Interval != 3*time.Second {
+		t.Errorf("got %+v, %v", r, err)
+	}
+	r, err = h.Handle(context.Background(), json.RawMessage(`{"op":"list"}`))
+	if err != nil || len(r.Queues) != 1 {
+		t.Errorf("list queues: got %+v, %v", r, err)
+	}
+}
+
+// readerFunc is a metrics.ActivityReader.
+type readerFunc func(queue string, window time.Duration) (metrics.Activity, error)
+
+func (f readerFunc) Activity(_ context.Context, queue string, window time.Duration) (metrics.Activity, error) {
+	return f(queue, window)
+}
+
+// stats adds the queue's recent activity from the metrics; when they
+// cannot be read it says why and still answers the counters.
+func TestStatsActivity(t *testing.T) {
+	h, eng := newHandler()
+	ctx := context.Background()
+	if _, err := eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	p50 := 4.0
+	h.Activity = readerFunc(func(queue string, window time.Duration) (metrics.Activity, error) {
+		if queue != "q" || window != metrics.DefaultWindow {
+			t.Errorf("read activity of %q over %v", queue, window)
+		}
+		return metrics.Activity{Window: slot.Duration(window), Starts: 7, DeadLetters: 1, LatenessP50: &p50}, nil
+	})
+	r, err := h.Handle(ctx, json.RawMessage(`{"op":"stats","queue":"q"}`))
+	if err != nil || r.Stats == nil || r.Activity == nil || r.Activity.Starts != 7 || *r.Activity.LatenessP50 != 4 {
+		t.Fatalf("stats: %+v, activity %+v, %v", r.Stats, r.Activity, err)
+	}
+	h.Activity = readerFunc(func(string, time.Duration) (metrics.Activity, error) {
+		return metrics.Activity{}, errors.New("AccessDenied: not authorized to perform cloudwatch:GetMetricData")
+	})
+	r, err = h.Handle(ctx, json.RawMessage(`{"op":"stats","queue":"q"}`))
+	if err != nil || r.Stats == nil || r.Activity != nil || !strings.Contains(r.ActivityError, "AccessDenied") {
+		t.Fatalf("stats with unreadable metrics: %+v, activity %+v, error %q, %v", r.Stats, r.Activity, r.ActivityError, err)
+	}
+}
+
+// configure changes the settings it gives and keeps the others; a zero
+// that is a setting of its own (max_running 0, targets []) is applied, and
+// a list cleared stays cleared, not the stack's default; with "reset":
+// true, the settings left out take their defaults.
+func TestConfigureKeepsWhatItLeavesOut(t *testing.T) {
+	// The stack's defaults, as functions/admin gives them to both.
+	d := slot.Config{Interval: 3 * time.Second, Targets: []string{"lambda:default"}}
+	h := &Handler{Engine: engine.New(engine.Options{
+		State: memstore.New(memstore.Options{}), Transport: memstore.NewTransport(memstore.TransportOptions{}), Defaults: d,
+	}), Defaults: d}
+	ctx := context.Background()
+	do := func(body string) slot.Config {
+		t.Helper()
+		r, err := h.Handle(ctx, json.RawMessage(body))
+		if err != nil || r.Error != nil || r.Queue == nil {
+			t.Fatalf("%s: %v %+v", body, err, r.Error)
+		}
+		return r.Queue.Config
+	}
+	do(`{"op":"create","queue":"q","config":{"interval":"750ms","skew":"5ms","max_attempts":7,"backoff":"2s","max_running":3,"targets":["lambda:a"]}}`)
+	c := do(`{"op":"configure","queue":"q","config":{"max_attempts":4}}`)
+	want := slot.Config{Interval: 750 * time.Millisecond, Skew: 5 * time.Millisecond, MaxAttempts: 4, Backoff: 2 * time.Second,
+		MaxBackoff: slot.DefaultMaxBackoff, Retention: slot.DefaultRetention, TargetTimeout: slot.DefaultTargetTimeout,
+		MaxRunning: 3, Targets: []string{"lambda:a"}, AllowNetworks: []string{}}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("configure max_attempts:\n got %+v\nwant %+v", c, want)
+	}
+	c = do(`{"op":"configure","queue":"q","config":{}}`)
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("configure {}:\n got %+v\nwant %+v", c, want)
+	}
+	c = do(`{"op":"configure","queue":"q","config":{"max_running":0,"targets":[]}}`)
+	if c.MaxRunning != 0 || len(c.Targets) != 0 || c.Interval != want.Interval {
+		t.Errorf("configure max_running 0, targets []: %+v", c)
+	}
+	c = do(`{"op":"configure","queue":"q","config":{"backoff":"3s"}}`)
+	if len(c.Targets) != 0 || c.Backoff != 3*time.Second {
+		t.Errorf("a configure after clearing the targets: %+v; want them still none", c)
+	}
+	r, err := h.Handle(ctx, json.RawMessage(`{"op":"configure","queue":"q","config":{"interval":"4ms"}}`))
+	if err != nil || r.Error == nil || r.Error.Code != "invalid_skew" || r.Error.Field != "config.skew" || !strings.Contains(r.Error.Message, "give a skew too") {
+		t.Errorf("configure an interval under the queue's skew: %v %+v; want invalid_skew on config.skew", err, r.Error)
+	}
+	if c = do(`{"op":"configure","queue":"q","config":{"interval":"4ms","skew":"1ms"}}`); c.Interval != 4*time.Millisecond || c.Skew != time.Millisecond {
+		t.Errorf("configure interval and skew: %+v", c)
+	}
+	c = do(`{"op":"configure","queue":"q","reset":true,"config":{"max_attempts":2}}`)
+	if c.Interval != 3*time.Second || c.MaxAttempts != 2 || c.Backoff != slot.DefaultBackoff || !reflect.DeepEqual(c.Targets, []string{"lambda:default"}) {
+		t.Errorf("configure with reset: %+v; want the defaults but max_attempts", c)
+	}
+}

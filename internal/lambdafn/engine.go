@@ -1,0 +1,137 @@
+package lambdafn
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/slotq/slotq/internal/dynamostore"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/metrics"
+	"github.com/slotq/slotq/internal/sqstransport"
+)
+
+// Logger returns the functions' logger: JSON (or text) as the function's
+// logging configuration says (AWS_LAMBDA_LOG_FORMAT, AWS_LAMBDA_LOG_LEVEL,
+// which template.yaml sets), with each record carrying the request id.
+// Records below SLOTQ_LOG_LEVEL, when it is set, are dropped (a bad value
+// is reported by Load).
+func Logger() *slog.Logger {
+	h := lambdacontext.NewLogHandler()
+	if lvl, err := logLevel(os.Getenv(EnvLogLevel)); err == nil && lvl != nil {
+		h = minLevel{Handler: h, level: *lvl}
+	}
+	return slog.New(h)
+}
+
+// logLevel parses a level as Lambda spells it; "" is nil.
+func logLevel(s string) (*slog.Level, error) {
+	var l slog.Level
+	switch strings.TrimSpace(s) {
+	case "":
+		return nil, nil
+	case "DEBUG":
+		l = slog.LevelDebug
+	case "INFO":
+		l = slog.LevelInfo
+	case "WARN":
+		l = slog.LevelWarn
+	case "ERROR":
+		l = slog.LevelError
+	default:
+		return nil, fmt.Errorf("want DEBUG, INFO, WARN or ERROR, got %q", s)
+	}
+	return &l, nil
+}
+
+// minLevel drops records below level. Only Enabled filters: a writer that
+// calls Handle itself (the metrics' recorder) is written whatever the
+// level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(attrs), level: h.level}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), level: h.level}
+}
+
+// Engine builds the engine on the table and queue of c with clients from
+// awsCfg (built once, at init). runner may be nil for functions that run
+// no targets.
+func (c Config) Engine(awsCfg aws.Config, runner engine.Runner, log *slog.Logger) *engine.Engine {
+	return engine.New(engine.Options{
+		State:     dynamostore.New(dynamodb.NewFromConfig(awsCfg), c.Table, dynamostore.Options{}),
+		Transport: sqstransport.New(sqs.NewFromConfig(awsCfg), c.QueueURL, sqstransport.Options{}),
+		Runner:    runner,
+		Logger:    log,
+		Defaults:  c.Defaults,
+		// The lease of a running attempt follows from it, and queue
+		// configurations are checked against it.
+		WorkerTimeout: c.WorkerTimeout,
+		Lead:          c.Lead,
+		Observer:      c.Observer,
+		// Every queue's figures cost reads of each queue each run: they
+		// come with per-queue metrics only (docs/operations.md).
+		Figures: c.MetricsDimension != "",
+	})
+}
+
+// DeadLetters returns the slot queue's dead-letter queue for the admin
+// function's redrive, or nil when c names none.
+func (c Config) DeadLetters(awsCfg aws.Config) engine.DeadLetterQueue {
+	if c.DeadLetterQueueURL == "" {
+		return nil
+	}
+	return sqstransport.NewDeadLetterQueue(sqs.NewFromConfig(awsCfg), c.DeadLetterQueueURL)
+}
+
+// Recorder returns a metrics recorder of c's namespace and dimension that
+// writes its EMF lines to log.
+func (c Config) Recorder(log *slog.Logger) *metrics.Recorder {
+	return metrics.New(metrics.Options{Namespace: c.MetricsNamespace, Dimension: c.MetricsDimension, Logger: log})
+}
+
+// Activity returns the reader of queues' recent activity from the metrics
+// the stack's functions write to CloudWatch (c's namespace and
+// dimension), for admin stats.
+func (c Config) Activity(awsCfg aws.Config) *metrics.CloudWatch {
+	return &metrics.CloudWatch{API: cloudwatch.NewFromConfig(awsCfg), Namespace: c.MetricsNamespace, Dimension: c.MetricsDimension}
+}
+
+// Init is what every function's main does first: it makes the logger,
+// loads and validates spec's variables from the environment and loads the
+// AWS configuration (region, credentials, and endpoints from
+// AWS_ENDPOINT_URL* when set). On failure it logs the error, naming the
+// bad variable, and exits: Lambda reports the init failure.
+func Init(spec Spec) (Config, aws.Config, *slog.Logger) {
+	log := Logger()
+	cfg, err := Load(spec, os.Getenv)
+	if err != nil {
+		log.Error("bad configuration", "function", spec.Function, "error", err.Error())
+		os.Exit(1)
+	}
+	awsCfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		log.Error("load AWS configuration", "function", spec.Function, "error", err.Error())
+		os.Exit(1)
+	}
+	return cfg, awsCfg, log
+}

@@ -1,0 +1,117 @@
+package enqueue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/sample"
+)
+
+func event(t *testing.T, name string) json.RawMessage { return sample.Event(t, name) }
+
+func newHandler() (*Handler, *memstore.Store) {
+	st := memstore.New(memstore.Options{})
+	return &Handler{Engine: engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{})})}, st
+}
+
+func TestHandleSampleEvents(t *testing.T) {
+	tests := []struct {
+		event     string
+		jobs      int
+		errCode   string
+		errField  string
+		firstTick int64
+		keyAhead  []int64 // per job, for keyed jobs
+	}{
+		{event: "enqueue.json", jobs: 1, firstTick: 1},
+		{event: "enqueue-batch.json", jobs: 3, firstTick: 1},
+		{event: "enqueue-keyed.json", jobs: 3, firstTick: 1, keyAhead: []int64{0, 1, 0}},
+		{event: "enqueue-bad.json", errCode: "invalid_interval", errField: "interval"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.event, func(t *testing.T) {
+			h, st := newHandler()
+			resp, err := h.Handle(context.Background(), event(t, tt.event))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.errCode != "" {
+				if resp.Error == nil || resp.Error.Code != tt.errCode || resp.Error.Field != tt.errField {
+					t.Fatalf("got %+v, want error %s on %s", resp, tt.errCode, tt.errField)
+				}
+				if qs, _ := st.ListQueues(context.Background()); len(qs) != 0 {
+					t.Errorf("bad input wrote queues %v", qs)
+				}
+				return
+			}
+			if resp.Error != nil || len(resp.Jobs) != tt.jobs {
+				t.Fatalf("got %+v, want %d jobs", resp, tt.jobs)
+			}
+			for i, a := range resp.Jobs {
+				if a.Ticket != tt.firstTick+int64(i) || a.Position != int64(i) || a.JobID == "" || a.SlotAt.IsZero() {
+					t.Errorf("job %d: %+v", i, a)
+				}
+				switch {
+				case tt.keyAhead == nil && (a.Key != "" || a.KeyAhead != nil):
+					t.Errorf("job %d: key %q, key_ahead %v; want none", i, a.Key, a.KeyAhead)
+				case tt.keyAhead != nil && (a.Key == "" || a.KeyAhead == nil || *a.KeyAhead != tt.keyAhead[i]):
+					t.Errorf("job %d: key %q, key_ahead %v; want %d", i, a.Key, a.KeyAhead, tt.keyAhead[i])
+				}
+			}
+		})
+	}
+}
+
+// The wire shape of an error is {"error":{"code","field","message"}}.
+func TestErrorShape(t *testing.T) {
+	tests := []struct {
+		name, body, code, field string
+	}{
+		{"unknown field", `{"queue":"q","job":{"kind":"k"},"priority":1}`, "unknown_field", "priority"},
+		{"malformed", `{"queue":`, "malformed_json", "body"},
+		{"bad queue", `{"queue":"no spaces","job":{"kind":"k"}}`, "invalid_queue", "queue"},
+		{"no jobs", `{"queue":"q"}`, "no_jobs", "jobs"},
+		{"bad job in batch", `{"queue":"q","jobs":[{"kind":"k"},{}]}`, "no_target", "jobs[1].kind"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _ := newHandler()
+			resp, err := h.Handle(context.Background(), json.RawMessage(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(resp)
+			var wire struct {
+				Error map[string]string `json:"error"`
+				Jobs  any               `json:"jobs"`
+			}
+			if err := json.Unmarshal(b, &wire); err != nil {
+				t.Fatal(err)
+			}
+			if wire.Error["code"] != tt.code || wire.Error["field"] != tt.field || wire.Error["message"] == "" || wire.Jobs != nil {
+				t.Errorf("got %s, want code %s field %s", b, tt.code, tt.field)
+			}
+		})
+	}
+}
+
+type failing struct{ err error }
+
+func (f failing) Enqueue(context.Context, job.EnqueueRequest) (engine.EnqueueResult, error) {
+	return engine.EnqueueResult{}, f.err
+}
+
+// A failure that is not the caller's is a function error, so callers retry.
+func TestInternalErrorIsFunctionError(t *testing.T) {
+	boom := errors.New("dynamodb unavailable")
+	h := &Handler{Engine: failing{boom}}
+	_, err := h.Handle(context.Background(), event(t, "enqueue.json"))
+	if !errors.Is(err, boom) {
+		t.Errorf("got %v, want %v", err, boom)
+	}
+}

@@ -1,0 +1,328 @@
+package slot
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/slotq/slotq/internal/input"
+)
+
+// Limits and defaults of queue configuration.
+const (
+	// MaxNameLen is the longest queue name.
+	MaxNameLen = 80
+
+	// DefaultInterval is the interval of a queue created on first enqueue
+	// when nothing else says otherwise.
+	DefaultInterval = time.Second
+	// DefaultSkew is the skew of a queue that sets none, on the embedded
+	// runtime (the Lambda stack sets its own, template parameter
+	// DefaultSkew): the wake-up latency of a timer on a loaded host, which
+	// every start carries. With a skew below it, each start waits for the
+	// one before it to have been late, and the lateness adds up along a
+	// backlog; 2 ms covered it on a busy 2-core host (docs/algorithm.md).
+	// It is capped at a quarter of the interval.
+	DefaultSkew = 2 * time.Millisecond
+	// DefaultMaxAttempts is how many attempts a job gets before it fails.
+	DefaultMaxAttempts = 3
+	// DefaultBackoff is the wait before the first retry; it doubles with
+	// each attempt up to DefaultMaxBackoff.
+	DefaultBackoff = time.Second
+	// DefaultMaxBackoff caps the retry backoff.
+	DefaultMaxBackoff = 5 * time.Minute
+	// DefaultRetention is how long finished jobs and dead-letter records
+	// are kept.
+	DefaultRetention = 7 * 24 * time.Hour
+	// DefaultTargetTimeout bounds one run of an HTTP or Lambda target.
+	DefaultTargetTimeout = 30 * time.Second
+
+	// MinInterval is the shortest interval a queue may have. Every start
+	// writes the queue's state item, and one DynamoDB item takes about
+	// 1,000 writes a second (enqueues write it too): a shorter interval
+	// could not be kept, only promised.
+	MinInterval = time.Millisecond
+	// MaxInterval is the longest interval a queue may have.
+	MaxInterval = 24 * time.Hour
+	// MaxAttemptsLimit is the most attempts a queue may allow.
+	MaxAttemptsLimit = 100
+	// MaxRunningLimit is the highest MaxRunning: each running attempt of a
+	// capped queue is an entry of about 20 bytes on its hot state item,
+	// which every enqueue and start writes whole.
+	MaxRunningLimit = 100
+	// MaxRetention is the longest retention.
+	MaxRetention = 366 * 24 * time.Hour
+)
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,80}$`)
+
+// ValidateName reports whether name is a legal queue name
+// ([A-Za-z0-9_.-]{1,80}).
+func ValidateName(name string) error {
+	if !nameRE.MatchString(name) {
+		return input.Invalid("invalid_queue", "queue", fmt.Sprintf("queue name %q must match [A-Za-z0-9_.-]{1,80}", input.Truncate(name, 100)))
+	}
+	return nil
+}
+
+// Config is a queue's configuration. The zero value of each field means its
+// documented default, applied by WithDefaults (MaxRunning's default is
+// 0, no cap). In JSON a setting left out is its default, and one given as
+// zero is refused (ZeroSetting), never read as the default.
+type Config struct {
+	// Interval is the least time between two starts of the queue, from
+	// MinInterval to MaxInterval. Default DefaultInterval (or the
+	// stack's).
+	Interval time.Duration `json:"interval"`
+	// Skew is the allowance for clock differences between hosts and
+	// wake-up latency: for any two starts i < j, start_j − start_i ≥
+	// (j − i)·Interval − Skew. It is a one-time allowance, not one per
+	// start: no run of starts goes faster than one per Interval. Default
+	// DefaultSkew (or the stack's), at most a quarter of the interval;
+	// must be less than Interval. Zero means the default; in JSON an
+	// explicit 0 is refused: give 1ns for none.
+	Skew time.Duration `json:"skew,omitempty"`
+	// MaxAttempts is how many attempts a job gets, 1 to MaxAttemptsLimit.
+	// Default 3.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Backoff is the delay before the first retry, doubled on each
+	// further attempt; more than 0. Default 1s.
+	Backoff time.Duration `json:"backoff,omitempty"`
+	// MaxBackoff caps the retry delay. Default 5m.
+	MaxBackoff time.Duration `json:"max_backoff,omitempty"`
+	// Retention is how long finished jobs (and dead-letter records) are
+	// kept. Default 7 days.
+	Retention time.Duration `json:"retention,omitempty"`
+	// Targets lists the HTTP and Lambda targets jobs of this queue may
+	// name (at most MaxTargetPatterns). An HTTP pattern is matched against
+	// the parsed URL, never as a string prefix:
+	// "SCHEME://HOST[:PORT][/PATH][*]" with SCHEME http or https; HOST a
+	// DNS name, "*.DOMAIN" (any subdomain), "*" (any host) or an IP
+	// address; PORT a number or "*" (absent: the scheme's default); PATH
+	// exact, or a prefix when the pattern ends in "*"; no path allows
+	// every path. A Lambda pattern is "lambda:NAME[:QUALIFIER]", a function
+	// ARN, or either ending in "*" after a non-empty name prefix. "*" alone
+	// is no pattern. Go handlers (job kinds) registered in the worker are
+	// always allowed. Default: none.
+	Targets []string `json:"targets,omitempty"`
+	// AllowNetworks lists address prefixes (CIDR, such as "10.1.0.0/16"
+	// or "127.0.0.1/32") that this queue's HTTP targets may reach although
+	// they are in a refused class: loopback, private, link-local,
+	// unique-local, metadata, unspecified, multicast, reserved (see
+	// AddrClass). The check is made on the target's IP host at enqueue and
+	// on every resolved address when the worker connects, by one rule
+	// (CheckAddr): an IPv6 address that carries an IPv4 address
+	// (::ffff:a.b.c.d, ::a.b.c.d, NAT64, 6to4, Teredo) is judged by that
+	// IPv4 address, so it is an IPv4 prefix that allows it; a prefix made
+	// only of such addresses is refused. At most MaxAllowNetworks.
+	// Default: none, so only public addresses.
+	AllowNetworks []string `json:"allow_networks,omitempty"`
+	// TargetTimeout bounds one run of an HTTP or Lambda target. Default 30s.
+	TargetTimeout time.Duration `json:"target_timeout,omitempty"`
+	// MaxRunning caps how many attempts of the queue run at once, checked
+	// in the same atomic step as the gate (State.Running); a job that
+	// finds every place taken waits, parked, until a finishing attempt
+	// hands it one. 0 (the default) is no cap; at most MaxRunningLimit.
+	MaxRunning int `json:"max_running,omitempty"`
+}
+
+// ZeroSetting says why a setting given explicitly as zero (field is its
+// JSON name, such as "interval") is refused, or returns nil when zero is a
+// setting of its own (max_running: no cap). Config's zero value means the
+// default, so a zero that was meant would otherwise be silently read as
+// "the default": decoding JSON and the CLI's flags ask this first.
+func ZeroSetting(field string) *input.Error {
+	leaveOut := "; leave it out for the default"
+	switch field {
+	case "interval":
+		return input.Invalid("invalid_interval", field, fmt.Sprintf("interval must be at least %s%s", MinInterval, leaveOut))
+	case "skew":
+		return input.Invalid("invalid_skew", field, `skew 0 is not a setting: give "1ns" for no allowance, or leave it out for the default`)
+	case "max_attempts":
+		return input.Invalid("invalid_max_attempts", field, fmt.Sprintf("max_attempts must be between 1 and %d%s", MaxAttemptsLimit, leaveOut))
+	case "backoff", "max_backoff":
+		return input.Invalid("invalid_backoff", field, fmt.Sprintf(`%s must be greater than 0, such as "100ms"%s`, field, leaveOut))
+	case "retention":
+		return input.Invalid("invalid_retention", field, fmt.Sprintf("retention must be between 1m and %s%s", MaxRetention, leaveOut))
+	case "target_timeout":
+		return input.Invalid("invalid_target_timeout", field, "target_timeout must be greater than 0 and at most 15m"+leaveOut)
+	}
+	return nil
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.Skew == 0 {
+		c.Skew = min(DefaultSkew, c.Interval/4)
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Backoff == 0 {
+		c.Backoff = DefaultBackoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.TargetTimeout == 0 {
+		c.TargetTimeout = DefaultTargetTimeout
+	}
+	return c
+}
+
+// Or returns c with every zero field taken from d: how a stack's defaults
+// (say, its default interval and allowed targets) fill what a caller left
+// out.
+func (c Config) Or(d Config) Config {
+	if c.Interval == 0 {
+		c.Interval = d.Interval
+	}
+	if c.Skew == 0 {
+		c.Skew = min(d.Skew, c.Interval/4)
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = d.MaxAttempts
+	}
+	if c.Backoff == 0 {
+		c.Backoff = d.Backoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = d.MaxBackoff
+	}
+	if c.Retention == 0 {
+		c.Retention = d.Retention
+	}
+	if c.Targets == nil {
+		c.Targets = d.Targets
+	}
+	if c.AllowNetworks == nil {
+		c.AllowNetworks = d.AllowNetworks
+	}
+	if c.TargetTimeout == 0 {
+		c.TargetTimeout = d.TargetTimeout
+	}
+	return c
+}
+
+// Validate checks a configuration after defaults were applied.
+func (c Config) Validate() error {
+	switch {
+	case c.Interval < MinInterval:
+		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at least %s: each start writes the queue's state item, which takes about 1,000 writes a second", MinInterval))
+	case c.Interval > MaxInterval:
+		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at most %s", MaxInterval))
+	case c.Skew < 0 || c.Skew >= c.Interval:
+		return input.Invalid("invalid_skew", "skew", "skew must be at least 0 and less than interval")
+	case c.MaxAttempts < 1 || c.MaxAttempts > MaxAttemptsLimit:
+		return input.Invalid("invalid_max_attempts", "max_attempts", fmt.Sprintf("max_attempts must be between 1 and %d", MaxAttemptsLimit))
+	case c.Backoff < 0:
+		return input.Invalid("invalid_backoff", "backoff", "backoff must not be negative")
+	case c.MaxBackoff < c.Backoff:
+		return input.Invalid("invalid_backoff", "max_backoff", "max_backoff must be at least backoff")
+	case c.Retention < time.Minute || c.Retention > MaxRetention:
+		return input.Invalid("invalid_retention", "retention", fmt.Sprintf("retention must be between 1m and %s", MaxRetention))
+	case c.TargetTimeout <= 0 || c.TargetTimeout > 15*time.Minute:
+		return input.Invalid("invalid_target_timeout", "target_timeout", "target_timeout must be between 0 and 15m")
+	case c.MaxRunning < 0 || c.MaxRunning > MaxRunningLimit:
+		return input.Invalid("invalid_max_running", "max_running", fmt.Sprintf("max_running must be between 0 (no cap) and %d", MaxRunningLimit))
+	}
+	if len(c.Targets) > MaxTargetPatterns {
+		return input.Invalid("too_many_targets", "targets", fmt.Sprintf("%d target patterns; the most is %d", len(c.Targets), MaxTargetPatterns))
+	}
+	for i, t := range c.Targets {
+		if err := ValidatePattern(t); err != nil {
+			return input.Invalid("invalid_target", fmt.Sprintf("targets[%d]", i), fmt.Sprintf("pattern %q: %v", input.Truncate(t, 100), err))
+		}
+	}
+	if len(c.AllowNetworks) > MaxAllowNetworks {
+		return input.Invalid("too_many_networks", "allow_networks", fmt.Sprintf("%d networks; the most is %d", len(c.AllowNetworks), MaxAllowNetworks))
+	}
+	for i, n := range c.AllowNetworks {
+		p, err := netip.ParsePrefix(n)
+		if err != nil || p != p.Masked() {
+			return input.Invalid("invalid_network", fmt.Sprintf("allow_networks[%d]", i), fmt.Sprintf("%q is not a network prefix such as \"10.1.0.0/16\" (host bits zero)", input.Truncate(n, 100)))
+		}
+		if carriesIPv4(p) {
+			return input.Invalid("invalid_network", fmt.Sprintf("allow_networks[%d]", i), fmt.Sprintf("%s holds IPv6 addresses that carry an IPv4 address, which are judged by that IPv4 address: list an IPv4 prefix instead", p))
+		}
+	}
+	return nil
+}
+
+// Allows reports whether the queue allows target: CheckTarget finds
+// nothing wrong with it.
+func (c Config) Allows(target string) bool { return c.CheckTarget(target) == nil }
+
+// CheckTarget says why the queue does not allow target, or returns nil:
+// the target is malformed, matches none of Targets, or names by IP literal
+// (or "localhost") an address CheckAddr refuses. An HTTP target named by a
+// DNS name is checked again when the worker connects, after resolution.
+func (c Config) CheckTarget(target string) error {
+	t, err := ParseTarget(target)
+	if err != nil {
+		return err
+	}
+	matched := false
+	for _, p := range c.Targets {
+		if pat, err := parsePattern(p); err == nil && pat.match(t) {
+			matched = true
+			break
+		}
+	}
+	if !matched {
+		return errors.New("it matches none of the queue's allowed targets")
+	}
+	if t.URL == nil {
+		return nil
+	}
+	a, err := netip.ParseAddr(t.Host)
+	if t.Host == "localhost" || strings.HasSuffix(t.Host, ".localhost") {
+		a, err = netip.AddrFrom4([4]byte{127, 0, 0, 1}), nil
+	}
+	if err != nil {
+		return nil
+	}
+	return c.CheckAddr(a)
+}
+
+// CheckAddr says why an HTTP target of the queue may not connect to a, or
+// returns nil: a is in a refused class (AddrClass) and in none of
+// AllowNetworks. Both are asked of the address a is judged by
+// (JudgedAddr): an IPv6 address that carries an IPv4 address is judged by
+// that IPv4 address before any prefix applies, so "::/0" does not allow
+// ::ffff:127.0.0.1, and "127.0.0.1/32" does. The enqueue check
+// (CheckTarget) and the worker's dial-time check both call it.
+func (c Config) CheckAddr(a netip.Addr) error {
+	class := AddrClass(a)
+	if class == "" {
+		return nil
+	}
+	j := JudgedAddr(a)
+	for _, n := range c.AllowNetworks {
+		if p, err := netip.ParsePrefix(n); err == nil && p.Contains(j) {
+			return nil
+		}
+	}
+	if j != a.WithZone("") {
+		return fmt.Errorf("address %s is %s (it carries %s); the queue's allow_networks must list %s", a.WithZone(""), class, j, j)
+	}
+	return fmt.Errorf("address %s is %s; the queue's allow_networks must list it", j, class)
+}
+
+// RetryDelay is the backoff before attempt number next (2, 3, …).
+func (c Config) RetryDelay(next int) time.Duration {
+	d := c.Backoff
+	for i := 2; i < next && d < c.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, c.MaxBackoff)
+}

@@ -1,0 +1,213 @@
+package slot
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slotq/slotq/internal/input"
+)
+
+// Duration is a time.Duration that travels in JSON as a duration string
+// with its unit ("500ms", "2s", "1h30m"). A JSON number is refused: 5
+// could mean seconds or milliseconds, so it is never guessed.
+type Duration time.Duration
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a duration string by ParseDuration. Its error is an
+// *input.Error (code invalid_duration) whose Field is left for the caller
+// to fill: input.Decode puts the path of the value there.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	bad := func(msg string) error { return &input.Error{Code: "invalid_duration", Message: msg} }
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return bad(`want a duration string such as "500ms"`)
+		}
+		v, err := ParseDuration(s)
+		if err != nil {
+			return bad(err.Error())
+		}
+		*d = Duration(v)
+		return nil
+	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9'):
+		return bad(fmt.Sprintf("%s is a number; a duration is a string with its unit: give a string such as \"5s\" or \"500ms\"", input.Truncate(string(b), 40)))
+	}
+	return bad(fmt.Sprintf("want a duration string such as \"5s\" or \"500ms\", got %s", input.JSONKind(b)))
+}
+
+// Units of a duration string, largest first.
+var durationUnits = []string{"h", "m", "s", "ms", "us", "ns"}
+
+// ParseDuration reads a duration string as time.ParseDuration does
+// ("1h30m", "500ms", "-2s"), more strictly: each unit at most once and the
+// largest first, so "1h1h" and "30m1h" are refused rather than added up.
+// A bare "0" is the zero duration. "µs" and "μs" are "us".
+func ParseDuration(s string) (time.Duration, error) {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as \"500ms\" or \"1h30m\" (at most %s)", input.Truncate(s, 40), time.Duration(math.MaxInt64))
+	}
+	last, lastUnit := -1, ""
+	for rest := strings.TrimLeft(s, "+-"); rest != ""; {
+		rest = strings.TrimLeft(rest, "0123456789.")
+		n := strings.IndexAny(rest, "0123456789.")
+		if n < 0 {
+			n = len(rest)
+		}
+		unit := rest[:n]
+		rest = rest[n:]
+		if unit == "" { // "0"
+			break
+		}
+		norm := strings.NewReplacer("µ", "u", "μ", "u").Replace(unit)
+		rank := slices.Index(durationUnits, norm)
+		switch {
+		case rank == last:
+			return 0, fmt.Errorf("%q gives the unit %s twice; give each unit once, such as \"1h30m\"", input.Truncate(s, 40), unit)
+		case rank < last:
+			return 0, fmt.Errorf("%q gives %s after %s; give the largest unit first, such as \"1h30m\"", input.Truncate(s, 40), unit, lastUnit)
+		}
+		last, lastUnit = rank, unit
+	}
+	return v, nil
+}
+
+// configJSON is Config (and ConfigUpdate) on the wire. Every setting is a
+// pointer, so that a setting left out is told from one given as zero, and
+// an empty list ("targets": [], none) from an absent one.
+type configJSON struct {
+	Interval      *Duration `json:"interval,omitempty"`
+	Skew          *Duration `json:"skew,omitempty"`
+	MaxAttempts   *int      `json:"max_attempts,omitempty"`
+	Backoff       *Duration `json:"backoff,omitempty"`
+	MaxBackoff    *Duration `json:"max_backoff,omitempty"`
+	Retention     *Duration `json:"retention,omitempty"`
+	Targets       *[]string `json:"targets,omitempty"`
+	AllowNetworks *[]string `json:"allow_networks,omitempty"`
+	TargetTimeout *Duration `json:"target_timeout,omitempty"`
+	MaxRunning    *int      `json:"max_running,omitempty"`
+}
+
+// MarshalJSON writes durations as strings and leaves zero settings out:
+// "the default", as UnmarshalJSON reads an absent one.
+func (c Config) MarshalJSON() ([]byte, error) {
+	dur := func(d time.Duration) *time.Duration {
+		if d == 0 {
+			return nil
+		}
+		return &d
+	}
+	num := func(n int) *int {
+		if n == 0 {
+			return nil
+		}
+		return &n
+	}
+	list := func(l []string) *[]string {
+		if len(l) == 0 {
+			return nil
+		}
+		return &l
+	}
+	return ConfigUpdate{
+		Interval: dur(c.Interval), Skew: dur(c.Skew), MaxAttempts: num(c.MaxAttempts),
+		Backoff: dur(c.Backoff), MaxBackoff: dur(c.MaxBackoff), Retention: dur(c.Retention),
+		Targets: list(c.Targets), AllowNetworks: list(c.AllowNetworks), TargetTimeout: dur(c.TargetTimeout),
+		MaxRunning: num(c.MaxRunning),
+	}.MarshalJSON()
+}
+
+// UnmarshalJSON reads a configuration strictly, by Decode: unknown fields
+// (in any letter case) are errors and durations are strings with their
+// unit. A setting left out is zero, its default; a setting given as zero
+// is refused (ZeroSetting) unless zero has a meaning of its own
+// (max_running: no cap), so that a zero is never silently read as "the
+// default". Errors name the field relative to the configuration
+// ("interval", "targets[2]").
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var u ConfigUpdate
+	if err := u.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	*c = u.Apply(Config{})
+	return nil
+}
+
+// MarshalJSON writes the settings u gives, durations as strings.
+func (u ConfigUpdate) MarshalJSON() ([]byte, error) {
+	dur := func(d *time.Duration) *Duration {
+		if d == nil {
+			return nil
+		}
+		v := Duration(*d)
+		return &v
+	}
+	return json.Marshal(configJSON{
+		Interval: dur(u.Interval), Skew: dur(u.Skew), MaxAttempts: u.MaxAttempts,
+		Backoff: dur(u.Backoff), MaxBackoff: dur(u.MaxBackoff), Retention: dur(u.Retention),
+		Targets: u.Targets, AllowNetworks: u.AllowNetworks, TargetTimeout: dur(u.TargetTimeout),
+		MaxRunning: u.MaxRunning,
+	})
+}
+
+// UnmarshalJSON reads the settings an update gives, by the rules of
+// Config.UnmarshalJSON: a setting left out (or null) is nil, one given as
+// zero is refused unless zero is a setting of its own (ZeroSetting).
+func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
+	var w configJSON
+	if err := input.Decode(b, &w); err != nil {
+		return err
+	}
+	dur := func(field string, d *Duration) (*time.Duration, *input.Error) {
+		if d == nil {
+			return nil, nil
+		}
+		if *d == 0 {
+			if err := ZeroSetting(field); err != nil {
+				return nil, err
+			}
+		}
+		v := time.Duration(*d)
+		return &v, nil
+	}
+	num := func(field string, n *int) (*int, *input.Error) {
+		if n != nil && *n == 0 {
+			if err := ZeroSetting(field); err != nil {
+				return nil, err
+			}
+		}
+		return n, nil
+	}
+	var v ConfigUpdate
+	var errs [8]*input.Error
+	v.Interval, errs[0] = dur("interval", w.Interval)
+	v.Skew, errs[1] = dur("skew", w.Skew)
+	v.MaxAttempts, errs[2] = num("max_attempts", w.MaxAttempts)
+	v.Backoff, errs[3] = dur("backoff", w.Backoff)
+	v.MaxBackoff, errs[4] = dur("max_backoff", w.MaxBackoff)
+	v.Retention, errs[5] = dur("retention", w.Retention)
+	v.TargetTimeout, errs[6] = dur("target_timeout", w.TargetTimeout)
+	v.MaxRunning, errs[7] = num("max_running", w.MaxRunning)
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	if v.Interval != nil && *v.Interval < 0 {
+		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at least %s", MinInterval))
+	}
+	v.Targets, v.AllowNetworks = w.Targets, w.AllowNetworks
+	*u = v
+	return nil
+}

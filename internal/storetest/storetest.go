@@ -1,0 +1,238 @@
+// Package storetest is the conformance suite for engine.State: the contract
+// in internal/engine/state.go, stated as tests. Every state store runs it —
+// internal/memstore on every go test, internal/dynamostore against a DynamoDB
+// endpoint — so the engine can rely on one behaviour whatever the backend.
+//
+// Each subtest works on queues of its own, named from the test name and a
+// random suffix, so stores that share a table (DynamoDB) need not be emptied
+// between subtests. Times are whole milliseconds, the precision DynamoDB
+// keeps, and are compared with time.Time.Equal.
+package storetest
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// Run runs the suite. newState returns the store a subtest uses: a fresh
+// one, or a shared one (queue names never repeat).
+func Run(t *testing.T, newState func(t *testing.T) engine.State) {
+	t.Run("Queue", func(t *testing.T) { testQueue(t, newState) })
+	t.Run("Take", func(t *testing.T) { testTake(t, newState) })
+	t.Run("Gate", func(t *testing.T) { testGate(t, newState) })
+	t.Run("Jobs", func(t *testing.T) { testJobs(t, newState) })
+	t.Run("Moves", func(t *testing.T) { testMoves(t, newState) })
+	t.Run("Lease", func(t *testing.T) { testLease(t, newState) })
+	t.Run("Lanes", func(t *testing.T) { testLanes(t, newState) })
+	t.Run("Skip", func(t *testing.T) { testSkip(t, newState) })
+	t.Run("Due", func(t *testing.T) { testDue(t, newState) })
+}
+
+// base is the suite's fixed "now"; every time passed in derives from it.
+var base = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// Expiry is judged by the store's own clock, which the suite cannot set,
+// so expired and unexpired jobs lie far from any real now.
+var (
+	longAgo   = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	farFuture = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+const interval = time.Second
+
+func at(d time.Duration) time.Time { return base.Add(d) }
+
+// queueName returns a queue name no other subtest or run uses.
+func queueName(t *testing.T) string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-':
+			return r
+		}
+		return '.'
+	}, strings.TrimPrefix(t.Name(), "TestState"))
+	if len(name) > 40 {
+		name = name[len(name)-40:]
+	}
+	return fmt.Sprintf("st-%s-%s", strings.Trim(name, "."), hex.EncodeToString(b[:]))
+}
+
+func testConfig(iv time.Duration) slot.Config {
+	return slot.Config{Interval: iv, Targets: []string{"https://example.com/*"}}.WithDefaults()
+}
+
+// newQueue creates a queue with the given interval and returns its name.
+func newQueue(t *testing.T, st engine.State, iv time.Duration) string {
+	t.Helper()
+	name := queueName(t)
+	if err := st.CreateQueue(t.Context(), engine.Queue{Name: name, Config: testConfig(iv), CreatedAt: base}); err != nil {
+		t.Fatalf("CreateQueue(%s): %v", name, err)
+	}
+	return name
+}
+
+func getQueue(t *testing.T, st engine.State, name string) engine.Queue {
+	t.Helper()
+	q, err := st.GetQueue(t.Context(), name)
+	if err != nil {
+		t.Fatalf("GetQueue(%s): %v", name, err)
+	}
+	return q
+}
+
+func take(t *testing.T, st engine.State, queue string, n, line int, now time.Time) engine.Taken {
+	t.Helper()
+	tk, err := st.Take(t.Context(), engine.TakeRequest{Queue: queue, N: n, Line: line, Interval: interval, Now: now})
+	if err != nil {
+		t.Fatalf("Take(%s, n=%d, line=%d): %v", queue, n, line, err)
+	}
+	return tk
+}
+
+// newJob returns a job record with every commonly set field filled.
+func newJob(queue, id string, ticket int64, status job.Status) job.Job {
+	return job.Job{
+		Queue: queue, ID: id, Kind: "storetest.noop", Payload: []byte(`{"id":"` + id + `"}`),
+		Status: status, Ticket: ticket, SlotAt: at(time.Duration(ticket) * interval),
+		Attempt: 1, EnqueuedAt: base,
+	}
+}
+
+func createJobs(t *testing.T, st engine.State, jobs ...job.Job) {
+	t.Helper()
+	created, err := st.CreateJobs(t.Context(), jobs)
+	if err != nil {
+		t.Fatalf("CreateJobs: %v", err)
+	}
+	if len(created) != len(jobs) {
+		t.Fatalf("CreateJobs: got %d answers for %d jobs", len(created), len(jobs))
+	}
+	for i, c := range created {
+		if !c {
+			t.Fatalf("CreateJobs: jobs[%d] (%s) reported as existing", i, jobs[i].ID)
+		}
+	}
+}
+
+func getJob(t *testing.T, st engine.State, queue, id string) job.Job {
+	t.Helper()
+	j, err := st.GetJob(t.Context(), job.Key{Queue: queue, ID: id})
+	if err != nil {
+		t.Fatalf("GetJob(%s/%s): %v", queue, id, err)
+	}
+	return j
+}
+
+// diffJob describes how got differs from want, or returns "".
+func diffJob(got, want job.Job) string {
+	var d []string
+	check := func(field string, ok bool, g, w any) {
+		if !ok {
+			d = append(d, fmt.Sprintf("%s: got %v, want %v", field, g, w))
+		}
+	}
+	check("Queue", got.Queue == want.Queue, got.Queue, want.Queue)
+	check("ID", got.ID == want.ID, got.ID, want.ID)
+	check("Kind", got.Kind == want.Kind, got.Kind, want.Kind)
+	check("Target", got.Target == want.Target, got.Target, want.Target)
+	check("Payload", bytes.Equal(got.Payload, want.Payload), string(got.Payload), string(want.Payload))
+	check("Status", got.Status == want.Status, got.Status, want.Status)
+	check("Ticket", got.Ticket == want.Ticket, got.Ticket, want.Ticket)
+	check("SlotAt", got.SlotAt.Equal(want.SlotAt), got.SlotAt, want.SlotAt)
+	check("NotBefore", got.NotBefore.Equal(want.NotBefore), got.NotBefore, want.NotBefore)
+	check("Scheduled", got.Scheduled == want.Scheduled, got.Scheduled, want.Scheduled)
+	check("Lane", got.Lane == want.Lane, got.Lane, want.Lane)
+	check("Detached", got.Detached == want.Detached, got.Detached, want.Detached)
+	check("Attempt", got.Attempt == want.Attempt, got.Attempt, want.Attempt)
+	check("Retickets", got.Retickets == want.Retickets, got.Retickets, want.Retickets)
+	check("ParkReason", got.ParkReason == want.ParkReason, got.ParkReason, want.ParkReason)
+	check("DueAt", got.DueAt.Equal(want.DueAt), got.DueAt, want.DueAt)
+	check("EnqueuedAt", got.EnqueuedAt.Equal(want.EnqueuedAt), got.EnqueuedAt, want.EnqueuedAt)
+	check("StartedAt", got.StartedAt.Equal(want.StartedAt), got.StartedAt, want.StartedAt)
+	check("FinishedAt", got.FinishedAt.Equal(want.FinishedAt), got.FinishedAt, want.FinishedAt)
+	check("LastError", got.LastError == want.LastError, got.LastError, want.LastError)
+	check("ExpiresAt", got.ExpiresAt.Equal(want.ExpiresAt), got.ExpiresAt, want.ExpiresAt)
+	check("Reruns", got.Reruns == want.Reruns, got.Reruns, want.Reruns)
+	check("RerunFrom", got.RerunFrom == want.RerunFrom, got.RerunFrom, want.RerunFrom)
+	check("Result", bytes.Equal(got.Result, want.Result), string(got.Result), string(want.Result))
+	check("ResultDropped", got.ResultDropped == want.ResultDropped, got.ResultDropped, want.ResultDropped)
+	return strings.Join(d, "; ")
+}
+
+// diffState describes how got differs from want, or returns "".
+func diffState(got, want slot.State) string {
+	var d []string
+	if got.Ticket != want.Ticket {
+		d = append(d, fmt.Sprintf("Ticket: got %d, want %d", got.Ticket, want.Ticket))
+	}
+	if got.Current != want.Current {
+		d = append(d, fmt.Sprintf("Current: got %d, want %d", got.Current, want.Current))
+	}
+	if !got.Clock.Equal(want.Clock) {
+		d = append(d, fmt.Sprintf("Clock: got %v, want %v", got.Clock, want.Clock))
+	}
+	if !got.LastStart.Equal(want.LastStart) {
+		d = append(d, fmt.Sprintf("LastStart: got %v, want %v", got.LastStart, want.LastStart))
+	}
+	if got.Paused != want.Paused {
+		d = append(d, fmt.Sprintf("Paused: got %v, want %v", got.Paused, want.Paused))
+	}
+	if !got.PausedUntil.Equal(want.PausedUntil) {
+		d = append(d, fmt.Sprintf("PausedUntil: got %v, want %v", got.PausedUntil, want.PausedUntil))
+	}
+	return strings.Join(d, "; ")
+}
+
+func wantState(t *testing.T, what string, got, want slot.State) {
+	t.Helper()
+	if d := diffState(got, want); d != "" {
+		t.Errorf("%s: %s", what, d)
+	}
+}
+
+func sameConfig(a, b slot.Config) bool {
+	if len(a.Targets) == 0 && len(b.Targets) == 0 {
+		a.Targets, b.Targets = nil, nil
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Errorf("%s: got error %v, want %v", what, err, target)
+	}
+}
+
+func tickets(jobs []job.Job) []int64 {
+	out := make([]int64, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.Ticket
+	}
+	return out
+}
+
+func equalTickets(got []job.Job, want ...int64) bool {
+	return slices.Equal(tickets(got), want)
+}
+
+// lineState is a queue state with no start recorded and no pause.
+func lineState(ticket, current int64, clock time.Time) slot.State {
+	return slot.State{Ticket: ticket, Current: current, Clock: clock}
+}

@@ -1,0 +1,148 @@
+package storetest
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+)
+
+func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
+	t.Run("Ranges", func(t *testing.T) {
+		st := newState(t)
+		name := newQueue(t, st, interval)
+
+		a := take(t, st, name, 3, 3, base)
+		if a.First != 1 || !a.FirstSlot.Equal(base) {
+			t.Errorf("first take: First=%d FirstSlot=%v; want 1, %v", a.First, a.FirstSlot, base)
+		}
+		wantState(t, "first take", a.State, lineState(3, 0, at(2*interval)))
+
+		b := take(t, st, name, 2, 2, base)
+		if b.First != 4 || !b.FirstSlot.Equal(at(3*interval)) {
+			t.Errorf("second take: First=%d FirstSlot=%v; want 4, %v", b.First, b.FirstSlot, at(3*interval))
+		}
+		wantState(t, "second take", b.State, lineState(5, 0, at(4*interval)))
+		wantState(t, "stored state", getQueue(t, st, name).State, b.State)
+	})
+
+	t.Run("ClockNeverMovesBack", func(t *testing.T) {
+		st := newState(t)
+		name := newQueue(t, st, interval)
+		steps := []struct {
+			now, slot time.Time
+		}{
+			{at(10 * time.Second), at(10 * time.Second)},
+			{base, at(11 * time.Second)}, // a caller whose clock lags
+			{at(time.Hour), at(time.Hour)},
+			{at(time.Minute), at(time.Hour + interval)},
+		}
+		var prev time.Time
+		for i, s := range steps {
+			tk := take(t, st, name, 1, 1, s.now)
+			if !tk.FirstSlot.Equal(s.slot) {
+				t.Errorf("take %d at %v: slot %v, want %v", i, s.now, tk.FirstSlot, s.slot)
+			}
+			if tk.State.Clock.Before(prev) {
+				t.Errorf("take %d: clock moved back from %v to %v", i, prev, tk.State.Clock)
+			}
+			prev = tk.State.Clock
+		}
+	})
+
+	t.Run("ScheduledKeepClock", func(t *testing.T) {
+		st := newState(t)
+		name := newQueue(t, st, interval)
+		a := take(t, st, name, 3, 1, base) // one in line, two scheduled
+		if a.First != 1 || !a.FirstSlot.Equal(base) {
+			t.Errorf("mixed take: First=%d FirstSlot=%v; want 1, %v", a.First, a.FirstSlot, base)
+		}
+		wantState(t, "mixed take", a.State, lineState(3, 0, base))
+
+		b := take(t, st, name, 2, 0, at(5*time.Second)) // all scheduled
+		if b.First != 4 || !b.FirstSlot.IsZero() {
+			t.Errorf("scheduled take: First=%d FirstSlot=%v; want 4, zero", b.First, b.FirstSlot)
+		}
+		wantState(t, "scheduled take", b.State, lineState(5, 0, base))
+
+		c := take(t, st, name, 1, 1, base)
+		if c.First != 6 || !c.FirstSlot.Equal(at(interval)) {
+			t.Errorf("line take after scheduled: First=%d FirstSlot=%v; want 6, %v", c.First, c.FirstSlot, at(interval))
+		}
+	})
+
+	t.Run("IntervalChanged", func(t *testing.T) {
+		st := newState(t)
+		name := newQueue(t, st, interval)
+		before := take(t, st, name, 1, 1, base)
+		_, err := st.Take(t.Context(), engine.TakeRequest{Queue: name, N: 1, Line: 1, Interval: 2 * interval, Now: base})
+		wantErr(t, "Take with a stale interval", err, engine.ErrIntervalChanged)
+		wantState(t, "state after refused take", getQueue(t, st, name).State, before.State)
+	})
+
+	t.Run("Concurrent", func(t *testing.T) {
+		st := newState(t)
+		name := newQueue(t, st, interval)
+		const callers = 50
+		type result struct {
+			n, line int
+			taken   engine.Taken
+			err     error
+		}
+		results := make([]result, callers)
+		var wg sync.WaitGroup
+		ready := make(chan struct{})
+		for i := range callers {
+			n := 1 + i%3
+			line := i % (n + 1)
+			results[i] = result{n: n, line: line}
+			wg.Go(func() {
+				<-ready
+				results[i].taken, results[i].err = st.Take(t.Context(), engine.TakeRequest{
+					Queue: name, N: n, Line: line, Interval: interval, Now: base})
+			})
+		}
+		close(ready)
+		wg.Wait()
+
+		total, lineTotal := 0, 0
+		owner := map[int64]int{}
+		var slots []time.Time
+		for i, r := range results {
+			if r.err != nil {
+				t.Fatalf("caller %d: Take: %v", i, r.err)
+			}
+			total += r.n
+			lineTotal += r.line
+			for k := range int64(r.n) {
+				if j, dup := owner[r.taken.First+k]; dup {
+					t.Errorf("ticket %d handed to callers %d and %d", r.taken.First+k, j, i)
+				}
+				owner[r.taken.First+k] = i
+			}
+			for k := range r.line {
+				slots = append(slots, r.taken.FirstSlot.Add(time.Duration(k)*interval))
+			}
+		}
+		for tk := int64(1); tk <= int64(total); tk++ {
+			if _, ok := owner[tk]; !ok {
+				t.Errorf("ticket %d of 1..%d handed to nobody", tk, total)
+			}
+		}
+		if len(owner) != total {
+			t.Errorf("%d distinct tickets for %d requested", len(owner), total)
+		}
+		// Every caller asked at the same now, so the line slots are exactly
+		// base, base+interval, … with no collision and no hole.
+		slices.SortFunc(slots, time.Time.Compare)
+		for k, s := range slots {
+			if want := at(time.Duration(k) * interval); !s.Equal(want) {
+				t.Fatalf("line slot #%d is %v, want %v (slots collide or leave a hole)", k, s, want)
+			}
+		}
+		wantState(t, "state after concurrent takes", getQueue(t, st, name).State,
+			lineState(int64(total), 0, at(time.Duration(lineTotal-1)*interval)))
+	})
+}
