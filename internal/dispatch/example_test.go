@@ -17,7 +17,7 @@ import (
 // Register Go handlers by job kind, and run jobs through the Dispatcher
 // as the worker does. A handler's error retries the job; SkipRetry fails
 // it now, as does a kind without a handler.
-func ExampleMux() {
+func ExampleDispatcher() {
 	mux := target.NewMux()
 	mux.HandleFunc("email.send", func(ctx context.Context, j *api.Job) error {
 		var msg struct{ To string }

@@ -65,6 +65,8 @@ const (
 	CodeInvalidRetry      = "invalid_retry"
 	CodeInvalidRedrive    = "invalid_redrive"
 	CodeNoDeadLetterQueue = "no_dead_letter_queue"
+	// CodeInvalidWait is the client's own: EnqueueAndWait given a batch.
+	CodeInvalidWait = "invalid_wait"
 
 	// What the request names.
 	CodeQueueNotFound = "queue_not_found"

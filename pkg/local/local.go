@@ -30,6 +30,7 @@ import (
 	"github.com/slotq/slotq/internal/metrics"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/internal/sqstransport"
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/target"
 )
 
@@ -62,7 +63,7 @@ type Options struct {
 	// Defaults configure queues created without a configuration (the
 	// stack's AllowedTargets and AllowedNetworks, and DefaultInterval /
 	// DefaultSkew over Stack.Defaults).
-	Defaults slot.Config
+	Defaults api.Config
 	// Lead is how long before a start a worker goes to the gate
 	// (engine.Options.Lead). Default: slot.DefaultLead on the embedded
 	// backend, whose store is in the process; the stack's SlotLead on
@@ -231,7 +232,7 @@ func Run(ctx context.Context, o Options) error {
 	newEngine := func(runner engine.Runner, obs engine.Observer) *engine.Engine {
 		return engine.New(engine.Options{
 			State: be.state, Transport: be.transport, Runner: runner, Logger: log,
-			Defaults: o.Defaults, WorkerTimeout: workerTimeout, Lease: o.Lease, Observer: obs, Lead: o.Lead,
+			Defaults: slot.Config(o.Defaults), WorkerTimeout: workerTimeout, Lease: o.Lease, Observer: obs, Lead: o.Lead,
 			// The live view and the summary show every queue's figures:
 			// locally, reading every queue each run costs nothing.
 			Figures: true,
@@ -252,7 +253,7 @@ func Run(ctx context.Context, o Options) error {
 		lambdahost.Handler{Name: EnqueueFunction, Handler: (&enqueue.Handler{Engine: eng, Metrics: enqueueMetrics}).Handle, Timeout: o.Stack.Timeouts[EnqueueFunction]},
 		lambdahost.Handler{Name: WorkerFunction, Handler: (&delivery.Handler{Engine: workEng, Log: log, Metrics: workMetrics}).Handle, Timeout: workerTimeout},
 		lambdahost.Handler{Name: ResumeFunction, Handler: (&resume.Handler{Engine: resumeEng, Log: log, Metrics: resumeMetrics}).Handle, Timeout: o.Stack.Timeouts[ResumeFunction]},
-		lambdahost.Handler{Name: AdminFunction, Handler: (&admin.Handler{Engine: eng, Defaults: o.Defaults, Activity: tally, DeadLetters: be.dlq}).Handle, Timeout: o.Stack.Timeouts[AdminFunction]},
+		lambdahost.Handler{Name: AdminFunction, Handler: (&admin.Handler{Engine: eng, Defaults: slot.Config(o.Defaults), Activity: tally, DeadLetters: be.dlq}).Handle, Timeout: o.Stack.Timeouts[AdminFunction]},
 	)
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {

@@ -3,7 +3,7 @@ package local
 import (
 	"time"
 
-	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Stack holds the settings template.yaml gives the deployed stack, which
@@ -26,7 +26,7 @@ type Stack struct {
 	ResumeInput   string
 	ResumeRetries int
 	// Defaults are DefaultInterval and DefaultSkew.
-	Defaults slot.Config
+	Defaults api.Config
 	// Lead is SlotLead: how long before a start the stack's worker goes
 	// to the gate.
 	Lead time.Duration
@@ -51,7 +51,7 @@ func StackDefaults() Stack {
 		BatchSize: 10, BatchingWindow: 0, ReportBatchItemFailures: true,
 		VisibilityTimeout: 720 * time.Second, MaxReceiveCount: 5,
 		ResumeEvery: time.Minute, ResumeInput: `{"source":"slotq.schedule","action":"resume"}`, ResumeRetries: 2,
-		Defaults: slot.Config{Interval: time.Second, Skew: 10 * time.Millisecond},
+		Defaults: api.Config{Interval: time.Second, Skew: 10 * time.Millisecond},
 		Lead:     50 * time.Millisecond,
 	}
 }

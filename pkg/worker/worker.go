@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	lambdasvc "github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -26,6 +28,19 @@ type Options struct {
 	Getenv func(string) string
 }
 
+// Handler is the worker function's handler: an SQS batch of the slot
+// queue's messages in, the partial batch response out.
+type Handler struct {
+	h *delivery.Handler
+}
+
+// Handle runs a batch: each message's job starts at its slot, through
+// the queue's gate, and the messages to deliver again are listed in the
+// answer's BatchItemFailures.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return h.h.Handle(ctx, ev)
+}
+
 // NewHandler returns the worker function's handler: it reads and checks
 // the environment (lambdafn.Worker's variables; the error names the bad
 // one), loads the AWS configuration (region, credentials, endpoints from
@@ -37,7 +52,7 @@ type Options struct {
 //
 // Start calls it; call it yourself to wrap the handler, or to test your
 // main's wiring.
-func NewHandler(ctx context.Context, mux *target.Mux, o Options) (*delivery.Handler, error) {
+func NewHandler(ctx context.Context, mux *target.Mux, o Options) (*Handler, error) {
 	if o.Logger == nil {
 		o.Logger = lambdafn.Logger()
 	}
@@ -62,7 +77,7 @@ func NewHandler(ctx context.Context, mux *target.Mux, o Options) (*delivery.Hand
 	}
 	rec := cfg.Recorder(o.Logger)
 	cfg.Observer = rec
-	return &delivery.Handler{Engine: cfg.Engine(awsCfg, runner, o.Logger), Log: o.Logger, Metrics: rec}, nil
+	return &Handler{h: &delivery.Handler{Engine: cfg.Engine(awsCfg, runner, o.Logger), Log: o.Logger, Metrics: rec}}, nil
 }
 
 // Start is a worker function's main: it builds the handler with

@@ -1,0 +1,41 @@
+package target_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/pkg/target"
+)
+
+// Register Go handlers by job kind, and test them by running jobs of
+// your making through the Mux, as the worker does. A handler's error
+// retries the job; SkipRetry fails it now, as does a kind without a
+// handler.
+func ExampleMux() {
+	mux := target.NewMux()
+	mux.HandleFunc("email.send", func(ctx context.Context, j *api.Job) error {
+		var msg struct{ To string }
+		if err := json.Unmarshal(j.Payload, &msg); err != nil || msg.To == "" {
+			return target.SkipRetry(errors.New("no recipient"))
+		}
+		fmt.Println("sending to", msg.To)
+		return nil
+	})
+	ctx := context.Background()
+	for _, j := range []*api.Job{
+		{ID: "a", Kind: "email.send", Payload: json.RawMessage(`{"to":"ada@example.com"}`)},
+		{ID: "b", Kind: "email.send", Payload: json.RawMessage(`{}`)},
+		{ID: "c", Kind: "sms.send"},
+	} {
+		err := mux.Run(ctx, j)
+		fmt.Printf("%s: %v (retry: %v)\n", j.ID, err, err != nil && !errors.Is(err, target.ErrSkipRetry))
+	}
+	// Output:
+	// sending to ada@example.com
+	// a: <nil> (retry: false)
+	// b: skip retry: no recipient (retry: false)
+	// c: skip retry: no handler for kind "sms.send" (retry: false)
+}
