@@ -1,7 +1,7 @@
 // Package engine holds slotq's use cases: enqueue, work, resume and the
 // admin operations. It is plain Go over two small interfaces it declares,
 // State (internal/memstore, internal/dynamostore) and Transport (internal/memstore,
-// internal/sqstransport), plus a Runner that runs a job's target (pkg/target).
+// internal/sqstransport), plus a Runner that runs a job's target (internal/dispatch).
 // Time comes from Options.Now, so tests can run an hour of slots in a
 // testing/synctest bubble.
 //

@@ -13,7 +13,7 @@ import (
 )
 
 // Runner runs a job's target: a Go handler by kind, an HTTP endpoint or a
-// Lambda function. pkg/target implements it.
+// Lambda function. internal/dispatch implements it.
 type Runner interface {
 	// Run runs one attempt. A returned error fails the attempt; wrap it
 	// with SkipRetry (errors.Is) to fail the job without further attempts.

@@ -147,7 +147,7 @@ func TestJudgedAddr(t *testing.T) {
 
 // An IPv6 allow_networks prefix, however wide, does not allow an address
 // judged by the IPv4 address it carries: the enqueue check refuses what
-// the worker's dial-time check would (pkg/target tests the dial).
+// the worker's dial-time check would (internal/dispatch tests the dial).
 func TestEmbeddedIPv4AtEnqueue(t *testing.T) {
 	anyV6 := Config{Targets: []string{"http://*:*"}, AllowNetworks: []string{"::/0"}}
 	for _, target := range []string{
