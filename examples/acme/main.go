@@ -4,6 +4,9 @@
 //
 //	go run . local     # the Invoke API on 127.0.0.1:3001, as `make run` in slotq
 //
+// Locally, without ACME_PARTNER_URL, partner.notify posts to a stand-in
+// partner on loopback that prints what it gets.
+//
 // The stack deploys it beside slotq's own enqueue, resume and admin
 // functions: `make template.yaml` writes the stack from stack.yaml and the
 // slotq version go.mod requires. README.md goes from nothing to a
@@ -13,6 +16,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -28,11 +33,28 @@ import (
 const EnvPartnerURL = "ACME_PARTNER_URL"
 
 func main() {
-	mux := Handlers(os.Getenv(EnvPartnerURL), &http.Client{Timeout: 30 * time.Second})
+	partner := os.Getenv(EnvPartnerURL)
 	if len(os.Args) > 1 && os.Args[1] == "local" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		o := local.Options{Mux: mux}
+		if partner == "" {
+			// No partner to call from a laptop: a stand-in on loopback
+			// that prints what it gets.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+				fmt.Printf("partner (stand-in): %s %s\n", r.Header.Get("Idempotency-Key"), body)
+			})}
+			go func() { _ = srv.Serve(ln) }()
+			defer srv.Close()
+			partner = "http://" + ln.Addr().String()
+			fmt.Printf("acme: %s unset; partner.notify posts to a stand-in at %s\n", EnvPartnerURL, partner)
+		}
+		o := local.Options{Mux: Handlers(partner, &http.Client{Timeout: 30 * time.Second})}
 		// The stack's settings (event source, schedule, timeouts) from
 		// the template `make template.yaml` writes, if it is there.
 		if st, err := local.FromTemplate("template.yaml"); err == nil {
@@ -44,5 +66,5 @@ func main() {
 		}
 		return
 	}
-	worker.Start(mux)
+	worker.Start(Handlers(partner, &http.Client{Timeout: 30 * time.Second}))
 }
