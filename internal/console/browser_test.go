@@ -420,7 +420,7 @@ func screenshots(t *testing.T, ctx context.Context, s stack, dir string) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	shot("console-queue.png", s.console+"/queues/webhooks?window=1m0s", "#timeline",
-		chromedp.ScrollIntoView(`#timeline-h`))
-	shot("console-job.png", s.console+"/queues/webhooks/jobs/hook-6", "#job-status")
+	shot("console-queue.png", s.console+"/queues/webhooks?window=12s", "#timeline",
+		chromedp.Evaluate(`document.getElementById("figures-h").scrollIntoView()`, nil))
+	shot("console-job.png", s.console+"/queues/webhooks/jobs/hook-20", "#job-error")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/slotq/slotq/pkg/engine"
 	"github.com/slotq/slotq/pkg/job"
+	"github.com/slotq/slotq/pkg/slot"
 )
 
 // maxFailures is how many failed jobs the queue page lists and follows
@@ -132,12 +133,13 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 		errs = append(errs, fmt.Errorf("read followed jobs: %w", err))
 	}
 	cfg := st.Config.WithDefaults()
-	window := autoWindow(cfg.Interval)
-	if v, err := time.ParseDuration(r.URL.Query().Get("window")); err == nil && v >= time.Second && v <= 24*time.Hour {
+	window, asked := autoWindow(cfg.Interval), r.URL.Query().Get("window")
+	if v, err := time.ParseDuration(asked); err == nil && v >= time.Second && v <= 24*time.Hour {
 		window = v
 	}
+	d.Windows = append(d.Windows, windowLink{Label: "40 intervals (" + short(autoWindow(cfg.Interval)) + ")", Current: asked == ""})
 	for _, wd := range windows {
-		d.Windows = append(d.Windows, windowLink{Label: wd.String(), Value: wd.String(), Current: wd == window})
+		d.Windows = append(d.Windows, windowLink{Label: short(wd), Value: wd.String(), Current: asked != "" && wd == window})
 	}
 	jobs, gate := s.follow.snapshot(name)
 	d.Followed = len(jobs)
@@ -454,6 +456,8 @@ var funcs = template.FuncMap{
 		switch v := d.(type) {
 		case time.Duration:
 			return short(v)
+		case slot.Duration:
+			return short(time.Duration(v))
 		case interface{ String() string }:
 			return v.String()
 		}

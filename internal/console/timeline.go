@@ -121,18 +121,13 @@ const (
 	maxStem      = 150.0
 )
 
-// Windows offered on the queue page.
-var windows = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}
+// Windows offered on the queue page beside the automatic one.
+var windows = []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}
 
-// autoWindow is the window the queue page opens with: about 40
-// intervals, from a minute to an hour.
+// autoWindow is the window the queue page opens with: 40 intervals, from
+// 10 seconds to an hour.
 func autoWindow(interval time.Duration) time.Duration {
-	for _, w := range windows {
-		if w >= 40*interval {
-			return w
-		}
-	}
-	return windows[len(windows)-1]
+	return min(max(40*interval, 10*time.Second), time.Hour)
 }
 
 func (t *timeline) x(at time.Time) float64 {
@@ -182,25 +177,17 @@ func newTimeline(jobs []job.Job, gate []gateSample, interval, skew, window time.
 		t.Max = lates[len(lates)-1]
 	}
 	t.Scale = max(t.Max, skew, 10*time.Millisecond)
-	// Labels on every mark while they fit; beyond that on the latest
-	// tenth only (the table below lists every one).
-	labelFrom := time.Duration(math.MinInt64)
-	if len(all) > 30 {
-		labelFrom = max(t.P90, 1)
-	}
 	for i, s := range all {
 		m := mark{start: s, X: t.x(s.At), SlotX: t.x(s.SlotAt)}
 		m.SlotX = max(plotL, m.SlotX)
 		m.H = minStem + (maxStem-minStem)*float64(max(0, s.Late()))/float64(t.Scale)
 		m.Top = baseY - m.H
-		if s.Late() >= labelFrom {
-			m.Label = signed(s.Late())
-		}
 		if s.GapBad && i > 0 {
 			m.GapX = t.x(all[i-1].At)
 		}
 		t.Marks = append(t.Marks, m)
 	}
+	t.label()
 	for _, g := range gate {
 		if !g.At.Before(t.From) && !g.At.After(t.To) {
 			t.Gate = append(t.Gate, gateMark{X: t.x(g.At), Ticket: g.Ticket, At: g.At})
@@ -215,9 +202,31 @@ func newTimeline(jobs []job.Job, gate []gateSample, interval, skew, window time.
 	return t
 }
 
+// labelGap is the least distance between two lateness labels.
+const labelGap = 34.0
+
+// label gives marks their lateness labels, the latest first, leaving out
+// those that would overlap a label given (the table lists every one).
+func (t *timeline) label() {
+	order := make([]int, len(t.Marks))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.Marks[b].Late(), t.Marks[a].Late()) })
+	var taken []float64
+	for _, i := range order {
+		m := &t.Marks[i]
+		if slices.ContainsFunc(taken, func(x float64) bool { return math.Abs(x-m.X) < labelGap }) {
+			continue
+		}
+		m.Label = signed(m.Late())
+		taken = append(taken, m.X)
+	}
+}
+
 // tickStep is the time between the axis's labels: about six of them.
 func tickStep(window time.Duration) time.Duration {
-	for _, s := range []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute} {
+	for _, s := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute} {
 		if window/s <= 7 {
 			return s
 		}
