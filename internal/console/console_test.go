@@ -161,8 +161,9 @@ func TestJobPage(t *testing.T) {
 		status     int
 		want       []string
 	}{
-		{"failed", "/queues/emails/jobs/bad", 200, []string{`id="job-error"`, "partner answered 500: try later", `id="retry"`, "s-failed"}},
-		{"parked on a key", "/queues/emails/jobs/k1", 200, []string{`Parked waiting for its key "ada@example.com"`, `id="cancel"`}},
+		// An ended job's page does not poll: no data-refresh.
+		{"failed", "/queues/emails/jobs/bad", 200, []string{`id="job-error"`, "partner answered 500: try later", `id="retry"`, "s-failed", `<div id="live">`}},
+		{"parked on a key", "/queues/emails/jobs/k1", 200, []string{`Parked waiting for its key "ada@example.com"`, `id="cancel"`, `<div id="live" data-refresh="5">`}},
 		{"succeeded with a result", "/queues/emails/jobs/d", 200, []string{`"sent": true`, "(re-ticketed)", "2 (retry)", "reticketed"}},
 		{"missing job", "/queues/emails/jobs/nope", 404, []string{"not found"}},
 		{"missing queue", "/queues/nope", 404, []string{"not found"}},

@@ -1,13 +1,14 @@
 // Reloads the page's live part (#live) every data-refresh seconds while
 // the tab is visible: each reload is one request to the console, which
-// makes a few admin calls. No other script runs; actions are plain forms.
+// makes a few admin calls (docs/console.md). No other script runs; actions are plain forms.
 (function () {
   "use strict";
   var live = document.getElementById("live");
   var toggle = document.getElementById("live-toggle");
   var status = document.getElementById("live-status");
-  if (!live) return;
-  var every = (parseInt(live.getAttribute("data-refresh"), 10) || 5) * 1000;
+  // A page without data-refresh (an ended job) does not change.
+  if (!live || !live.getAttribute("data-refresh")) return;
+  var every = parseInt(live.getAttribute("data-refresh"), 10) * 1000;
   var on = true, busy = false;
   if (toggle) {
     toggle.hidden = false;
