@@ -24,11 +24,11 @@ CONCURRENT ?= ^TestState$$/^(Take|Gate|Lanes|Skip|Due)$$/^(Concurrent|PutDuringA
 CONCURRENT_COUNT ?= 5
 
 .PHONY: test
-test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS) and the example project's, then repeat the store's concurrency tests
+test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS, Chromium for the console) and the example project's, then repeat the store's concurrency tests
 	$(GO) vet $(PKGS)
 	$(MAKE) --no-print-directory lint-template
 	$(MAKE) --no-print-directory test-example
-	SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	SLOTQ_REQUIRE_LOCAL_AWS=1 SLOTQ_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@echo "repeating the concurrency subtests on DynamoDB Local: -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)'"
 	@out=$$(SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -race -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)' -v ./pkg/dynamostore 2>&1); rc=$$?; \
 	  grep -E -- '--- (PASS|FAIL|SKIP)|^(ok|FAIL|panic)|\.go:[0-9]+:' <<<"$$out"; \
@@ -38,9 +38,13 @@ test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_ser
 	@$(MAKE) --no-print-directory check-emulators
 
 .PHONY: check-emulators
-check-emulators: ## Fail if an emulator a test started (moto_server, DynamoDB Local, a browser) outlived its test binary
-	@sleep 1; left=$$(ps -eo pid=,ppid=,args= | awk '$$2 == 1 && /moto_server|DynamoDBLocal|chrom/ && !/awk/ {print $$1 ": " substr($$0, index($$0, $$3), 80)}'); \
+check-emulators: ## Fail if an emulator a test started (moto_server, DynamoDB Local, the console tests' Chromium) outlived its test binary
+	@sleep 1; left=$$(ps -eo pid=,ppid=,stat=,args= | awk '$$2 == 1 && $$3 !~ /^Z/ && /moto_server|DynamoDBLocal|chrom/ && !/awk/ {print $$1 ": " substr($$0, index($$0, $$4), 80)}'); \
 	  if [ -n "$$left" ]; then echo "make test: these outlived the tests that started them:" >&2; echo "$$left" >&2; exit 1; fi
+
+.PHONY: screenshots
+screenshots: ## Write the console's screenshots (docs/console-*.png) from its browser test against the local runtime (needs chromium)
+	SLOTQ_REQUIRE_BROWSER=1 SLOTQ_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowser$$' ./internal/console
 
 .PHONY: test-example
 test-example: ## Test the example project examples/acme (its own module): vet, build its bootstraps, one job of each kind through the local runtime, cfn-lint

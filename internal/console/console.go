@@ -1,0 +1,210 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Defaults of Options.
+const (
+	// DefaultRefresh is how often an open page reloads its live part.
+	DefaultRefresh = 5 * time.Second
+	// DefaultFollow is how many jobs per queue the console follows for
+	// the timeline.
+	DefaultFollow = 500
+	// DefaultAddr is where Run listens when given no address.
+	DefaultAddr = "127.0.0.1:3002"
+)
+
+// Options configure the console.
+type Options struct {
+	// Name is shown in every page's header: the stack's name, or
+	// "local". Default "slotq".
+	Name string
+	// Refresh is how often an open page reloads its live part (a queue's
+	// figures, its timeline, a waiting job's record), each time one or a
+	// few admin invocations (docs/console.md). A page polls only while
+	// it is visible. Default DefaultRefresh (5s); at least 1s.
+	Refresh time.Duration
+	// Follow caps the jobs per queue whose starts the timeline draws
+	// (the oldest are dropped). Default DefaultFollow (500).
+	Follow int
+	// AllowRemote serves requests for any host name. Default false: only
+	// a request whose Host is a loopback address or "localhost" is
+	// served, so a web page cannot reach the console by pointing a name
+	// of its own at 127.0.0.1 (DNS rebinding). Listen takes the same
+	// choice for the address it binds.
+	AllowRemote bool
+	// Logger receives the errors of the admin calls. Default: none.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	if o.Name == "" {
+		o.Name = "slotq"
+	}
+	if o.Refresh == 0 {
+		o.Refresh = DefaultRefresh
+	}
+	o.Refresh = max(o.Refresh, time.Second)
+	if o.Follow <= 0 {
+		o.Follow = DefaultFollow
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// server is the console's handler.
+type server struct {
+	src   Source
+	o     Options
+	pages map[string]*template.Template
+	// token is this process's secret, in every action form: a page of
+	// another site cannot know it, so it cannot post an action.
+	token  string
+	follow *follow
+}
+
+// New returns the console's handler over src.
+func New(src Source, o Options) http.Handler { return newServer(src, o).handler() }
+
+func newServer(src Source, o Options) *server {
+	o.defaults()
+	b := make([]byte, 16)
+	rand.Read(b)
+	s := &server{src: src, o: o, token: hex.EncodeToString(b), follow: newFollow(o.Follow)}
+	s.pages = map[string]*template.Template{}
+	for _, p := range []string{"queues", "queue", "job", "confirm", "error"} {
+		s.pages[p] = template.Must(template.New("").Funcs(funcs).ParseFS(assets,
+			"templates/layout.html", "templates/parts.html", "templates/"+p+".html"))
+	}
+	return s
+}
+
+func (s *server) handler() http.Handler {
+	static, _ := fs.Sub(assets, "static")
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", s.queues)
+	mux.HandleFunc("GET /queues/{queue}", s.queue)
+	mux.HandleFunc("GET /queues/{queue}/jobs/{id}", s.job)
+	mux.HandleFunc("GET /queues/{queue}/confirm", s.confirm)
+	mux.HandleFunc("POST /queues/{queue}/actions/{action}", s.act)
+	mux.HandleFunc("POST /queues/{queue}/follow", s.followJobs)
+	// Actions are POSTs with the token; cross-origin POSTs a browser
+	// sends (Sec-Fetch-Site, Origin) are refused before that.
+	h := http.NewCrossOriginProtection().Handler(mux)
+	return s.guard(h)
+}
+
+// guard refuses hosts other than loopback ones unless AllowRemote, and
+// sets the headers every answer carries.
+func (s *server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.o.AllowRemote && !loopbackHost(r.Host) {
+			http.Error(w, "slotq console: this console serves only loopback host names (127.0.0.1, [::1], localhost); start it with remote access allowed to serve others", http.StatusMisdirectedRequest)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names this machine by a
+// loopback address or "localhost".
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+// ErrRemote is returned by Listen for an address that is not a loopback
+// one when remote access is not allowed.
+var ErrRemote = errors.New("the console has no login of its own and can pause, cancel and purge: it listens on loopback addresses only unless remote access is allowed")
+
+// Listen listens on addr ("127.0.0.1:3002"; port 0 picks a free one).
+// Unless allowRemote, addr must be a loopback address or "localhost":
+// the console can pause queues, cancel jobs and purge queues, and
+// anyone who can reach it can do so, so exposing it is the operator's
+// explicit choice (behind their own access control).
+func Listen(ctx context.Context, addr string, allowRemote bool) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("console: listen on %q: %w", addr, err)
+	}
+	if !allowRemote && !loopbackHost(host) {
+		return nil, fmt.Errorf("console: listen on %s: %w", addr, ErrRemote)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("console: listen: %w", err)
+	}
+	return ln, nil
+}
+
+// URL is the console's address on ln, for people: "http://127.0.0.1:3002/".
+func URL(ln net.Listener) string { return "http://" + ln.Addr().String() + "/" }
+
+// Run serves the console over src on addr (DefaultAddr if empty) until
+// ctx ends: what `slotq console` does, and what `slotq local` runs
+// beside the stack. o.AllowRemote decides both the address it may bind
+// and the host names it serves (see Listen). ready, if set, is called
+// with the console's URL once it listens, for the command to print.
+func Run(ctx context.Context, src Source, addr string, o Options, ready func(url string)) error {
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	ln, err := Listen(ctx, addr, o.AllowRemote)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: New(src, o), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	if ready != nil {
+		ready(URL(ln))
+	}
+	select {
+	case err := <-done:
+		return fmt.Errorf("console: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("console: shut down: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,267 @@
+package console
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/slotq/slotq/pkg/api"
+)
+
+// start is one attempt's start, read from its job's history: the time
+// the gate gave it (the Started event's, the record's StartedAt) and the
+// slot it had.
+type start struct {
+	JobID   string
+	Ticket  int64
+	Attempt int
+	SlotAt  time.Time
+	At      time.Time
+	// Reticketed: the job took a new ticket (passed at the gate, a
+	// missed slot, a pause) before this start. Retry: an attempt after
+	// the first, or a run again on request.
+	Reticketed bool
+	Retry      bool
+	// Gap is the time since the start before it on the timeline; GapBad
+	// is a gap below interval − skew, which the gate makes impossible.
+	Gap    time.Duration
+	GapBad bool
+}
+
+// Late is how long after its slot the attempt started (negative: early,
+// within the queue's skew).
+func (s start) Late() time.Duration { return s.At.Sub(s.SlotAt) }
+
+// startsOf returns every start j's history holds, oldest first.
+func startsOf(j api.Job) []start {
+	var out []start
+	ticket := j.Ticket
+	// The ticket a start had is the last one an event before it names.
+	for _, ev := range j.History {
+		if ev.Ticket != 0 {
+			ticket = ev.Ticket
+			break
+		}
+	}
+	reticketed, rerun := false, false
+	for _, ev := range j.History {
+		switch ev.Kind {
+		case api.Reticketed, api.SlotMissed:
+			reticketed = true
+		case api.Rerun:
+			rerun = true
+		case api.Started:
+			out = append(out, start{JobID: j.ID, Ticket: ticket, Attempt: ev.Attempt, At: ev.At,
+				SlotAt:     ev.At.Add(-time.Duration(ev.LatenessMs) * time.Millisecond),
+				Reticketed: reticketed, Retry: ev.Attempt > 1 || rerun})
+			reticketed, rerun = false, false
+		}
+		if ev.Ticket != 0 {
+			ticket = ev.Ticket
+		}
+	}
+	if len(out) == 0 && !j.StartedAt.IsZero() {
+		// Its history dropped the start: the record still has the last.
+		out = append(out, start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, At: j.StartedAt, SlotAt: j.SlotAt,
+			Reticketed: j.Retickets > 0, Retry: j.Attempt > 1})
+	}
+	return out
+}
+
+// timeline is the picture of a queue's starts over a window: the
+// geometry the queue page's SVG is drawn from, and its figures.
+type timeline struct {
+	From, To          time.Time
+	Window            time.Duration
+	Interval, Skew    time.Duration
+	MinSpacing        time.Duration // interval − skew
+	Starts            []start       // in the window, in start order
+	Marks             []mark
+	Gate              []gateMark
+	Ticks             []tick
+	Scale             time.Duration // the lateness a full-height mark stands for
+	SmallestGap       time.Duration
+	BelowMin          int
+	P50, P90, P99     time.Duration
+	Max               time.Duration
+	RulerX, RulerW    float64
+	Reticketed, Retry int
+}
+
+// mark is one start on the SVG: X at its start, SlotX at its slot, a
+// stem from the baseline whose height H grows with its lateness.
+type mark struct {
+	start
+	X, SlotX, H float64
+	Top         float64 // the stem's top: baseY − H
+	Label       string
+	// GapX is where the gap before it begins, for a gap below the minimum.
+	GapX float64
+}
+
+type gateMark struct {
+	X      float64
+	Ticket int64
+	At     time.Time
+}
+
+type tick struct {
+	X     float64
+	Label string
+}
+
+// The SVG's geometry (its viewBox units).
+const (
+	svgW, svgH   = 960, 260
+	plotL, plotR = 56.0, 944.0
+	baseY        = 196.0
+	minStem      = 22.0
+	maxStem      = 150.0
+)
+
+// Windows offered on the queue page beside the automatic one.
+var windows = []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}
+
+// autoWindow is the window the queue page opens with: 40 intervals, from
+// 10 seconds to an hour.
+func autoWindow(interval time.Duration) time.Duration {
+	return min(max(40*interval, 10*time.Second), time.Hour)
+}
+
+func (t *timeline) x(at time.Time) float64 {
+	f := float64(at.Sub(t.From)) / float64(t.To.Sub(t.From))
+	return plotL + f*(plotR-plotL)
+}
+
+// newTimeline lays out the starts of jobs and the gate samples over the
+// window ending at now.
+func newTimeline(jobs []api.Job, gate []gateSample, interval, skew, window time.Duration, now time.Time) timeline {
+	t := timeline{To: now, From: now.Add(-window), Window: window, Interval: interval, Skew: skew, MinSpacing: interval - skew}
+	var all []start
+	for _, j := range jobs {
+		for _, s := range startsOf(j) {
+			if !s.At.Before(t.From) && !s.At.After(t.To) {
+				all = append(all, s)
+			}
+		}
+	}
+	slices.SortStableFunc(all, func(a, b start) int {
+		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Ticket, b.Ticket))
+	})
+	var lates []time.Duration
+	for i := range all {
+		if i > 0 {
+			all[i].Gap = all[i].At.Sub(all[i-1].At)
+			all[i].GapBad = all[i].Gap < t.MinSpacing
+			if all[i].GapBad {
+				t.BelowMin++
+			}
+			if i == 1 || all[i].Gap < t.SmallestGap {
+				t.SmallestGap = all[i].Gap
+			}
+		}
+		if all[i].Reticketed {
+			t.Reticketed++
+		}
+		if all[i].Retry {
+			t.Retry++
+		}
+		lates = append(lates, all[i].Late())
+	}
+	t.Starts = all
+	if len(lates) > 0 {
+		slices.Sort(lates)
+		t.P50, t.P90, t.P99 = percentile(lates, 0.50), percentile(lates, 0.90), percentile(lates, 0.99)
+		t.Max = lates[len(lates)-1]
+	}
+	t.Scale = max(t.Max, skew, 10*time.Millisecond)
+	for i, s := range all {
+		m := mark{start: s, X: t.x(s.At), SlotX: t.x(s.SlotAt)}
+		m.SlotX = max(plotL, m.SlotX)
+		m.H = minStem + (maxStem-minStem)*float64(max(0, s.Late()))/float64(t.Scale)
+		m.Top = baseY - m.H
+		if s.GapBad && i > 0 {
+			m.GapX = t.x(all[i-1].At)
+		}
+		t.Marks = append(t.Marks, m)
+	}
+	t.label()
+	for _, g := range gate {
+		if !g.At.Before(t.From) && !g.At.After(t.To) {
+			t.Gate = append(t.Gate, gateMark{X: t.x(g.At), Ticket: g.Ticket, At: g.At})
+		}
+	}
+	step := tickStep(window)
+	for at := t.From.Truncate(step).Add(step); !at.After(t.To); at = at.Add(step) {
+		t.Ticks = append(t.Ticks, tick{X: t.x(at), Label: at.UTC().Format("15:04:05")})
+	}
+	t.RulerW = float64(t.MinSpacing) / float64(window) * (plotR - plotL)
+	t.RulerX = plotR - max(t.RulerW, 1)
+	return t
+}
+
+// labelGap is the least distance between two lateness labels.
+const labelGap = 34.0
+
+// label gives marks their lateness labels, the latest first, leaving out
+// those that would overlap a label given (the table lists every one).
+func (t *timeline) label() {
+	order := make([]int, len(t.Marks))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.Marks[b].Late(), t.Marks[a].Late()) })
+	var taken []float64
+	for _, i := range order {
+		m := &t.Marks[i]
+		if slices.ContainsFunc(taken, func(x float64) bool { return math.Abs(x-m.X) < labelGap }) {
+			continue
+		}
+		m.Label = signed(m.Late())
+		taken = append(taken, m.X)
+	}
+}
+
+// tickStep is the time between the axis's labels: about six of them.
+func tickStep(window time.Duration) time.Duration {
+	for _, s := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute} {
+		if window/s <= 7 {
+			return s
+		}
+	}
+	return 30 * time.Minute
+}
+
+// percentile is the nearest-rank p-th percentile of sorted values.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// signed writes a lateness as "+12ms" or "−3ms", rounded for reading.
+func signed(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0ms"
+	case d < 0:
+		return "−" + short(-d)
+	}
+	return "+" + short(d)
+}
+
+// short rounds d to what a person reads: ms below a second, then tenths.
+func short(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0ms"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
