@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,123 +12,115 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/client"
 )
 
-// stdin is what --payload - and --ids - read; tests replace it.
+// stdin is what --payload -, --ids - and the confirmations read; tests
+// replace it.
 var stdin io.Reader = os.Stdin
 
-// cmdLine is one command's command line: its flags, its arguments and
-// its help.
-type cmdLine struct {
-	name, args, desc string
-	fs               *flag.FlagSet
-	stdout, stderr   io.Writer
+// stdinIsTerminal reports whether stdin is a terminal, where purge and
+// delete may ask; tests replace it.
+var stdinIsTerminal = func() bool {
+	f, ok := stdin.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func newCmdLine(name, args, desc string, stdout, stderr io.Writer) *cmdLine {
-	fs := flag.NewFlagSet("slotq "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {}
-	return &cmdLine{name: name, args: args, desc: desc, fs: fs, stdout: stdout, stderr: stderr}
-}
+// errNotConfirmed is the answer "no" to a confirmation: nothing was done.
+var errNotConfirmed = errors.New("not confirmed: nothing done")
 
-// stackCmd is one command that talks to a stack: its command line, the
-// connection flags, and how it prints.
+// stackCmd is one run of a command that talks to a stack: the command as
+// typed, the connection flags, and where it prints.
 type stackCmd struct {
-	*cmdLine
-	conn *conn
+	name           string // the command as typed, "queues pause"
+	flags          *pflag.FlagSet
+	conn           *conn
+	stdout, stderr io.Writer
 }
 
-func newStackCmd(name, args, desc string, stdout, stderr io.Writer) *stackCmd {
-	c := newCmdLine(name, args, desc, stdout, stderr)
-	return &stackCmd{cmdLine: c, conn: connFlags(c.fs)}
+func newStackCmd(cmd *cobra.Command, cn *conn) *stackCmd {
+	return &stackCmd{name: cmdName(cmd), flags: cmd.Flags(), conn: cn, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr()}
 }
 
-// usage prints the command's help: usage line, description, flags with
-// their defaults.
-func (c *cmdLine) usage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", strings.TrimSpace("slotq "+c.name+" [flags] "+c.args), c.desc)
-	c.fs.SetOutput(w)
-	c.fs.PrintDefaults()
-	c.fs.SetOutput(c.stderr)
-	fmt.Fprintf(w, "\nExit status: 0 done, 1 the operation failed, 2 bad command line.\n")
+// cmdName is a command's path without "slotq ": "queues pause".
+func cmdName(cmd *cobra.Command) string {
+	_, name, _ := strings.Cut(cmd.CommandPath(), " ")
+	return name
 }
 
-// parse parses flags anywhere among the arguments (slotq pause emails
-// --for 1m) and checks the number of arguments. It returns the arguments,
-// and an exit code when the command should stop now (-1 otherwise).
-func (c *cmdLine) parse(args []string, min, max int) ([]string, int) {
-	pos, err := parseAnywhere(c.fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		c.usage(c.stdout)
-		return nil, exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(c.stderr, "Run 'slotq %s --help' for usage.\n", c.name)
-		return nil, exitUsage
-	}
-	if len(pos) < min || max >= 0 && len(pos) > max {
-		if c.args == "" {
-			fmt.Fprintf(c.stderr, "slotq %s: unexpected argument %q\n", c.name, pos[0])
-		} else {
-			fmt.Fprintf(c.stderr, "slotq %s: want arguments %s, got %d\n", c.name, c.args, len(pos))
-		}
-		fmt.Fprintf(c.stderr, "Run 'slotq %s --help' for usage.\n", c.name)
-		return nil, exitUsage
-	}
-	return pos, -1
-}
-
-// parseAnywhere parses the flags of fs found anywhere among args, not
-// only before the first argument, and returns the arguments; those after
-// "--" are arguments whatever they look like.
-func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
-	}
-}
+// given reports whether the command line set the flag name.
+func (c *stackCmd) given(name string) bool { return c.flags.Changed(name) }
 
 // fail reports err on stderr, with the answer's code and field, and
-// returns its exit code.
+// returns its exit code: 2 for a bad command line, else 1. The message
+// starts with the command as typed, whatever operation the client names.
 func (c *stackCmd) fail(err error) int {
+	code := exitFail
 	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(c.stderr, "slotq %s: %s\n", c.name, ue.msg)
-		return exitUsage
-	}
-	if c.conn.json {
-		var e *client.Error
-		var fe *client.FunctionError
-		var body any = map[string]any{"message": err.Error()}
-		switch {
-		case errors.As(err, &e):
-			body = map[string]any{"code": e.Code, "field": e.Field, "message": e.Message}
-		case errors.As(err, &fe):
-			body = map[string]any{"code": "function_error", "function": fe.Function, "type": fe.Type, "message": fe.Message}
+	var e *client.Error
+	var fe *client.FunctionError
+	body := map[string]any{"message": message(err)}
+	switch {
+	case errors.Is(err, errNotConfirmed):
+		code = exitUsage
+	case errors.As(err, &ue):
+		code = exitUsage
+		if ue.code != "" {
+			body = map[string]any{"code": ue.code, "field": ue.field, "message": ue.msg}
 		}
+	case errors.As(err, &e):
+		body = map[string]any{"code": e.Code, "field": e.Field, "message": e.Message}
+	case errors.As(err, &fe):
+		body = map[string]any{"code": "function_error", "function": fe.Function, "type": fe.Type, "message": fe.Message}
+	}
+	if c.conn != nil && c.conn.json {
 		b, _ := json.Marshal(map[string]any{"error": body})
 		fmt.Fprintln(c.stderr, string(b))
-		return exitFail
+		return code
+	}
+	fmt.Fprintf(c.stderr, "slotq %s: %s\n", c.name, message(err))
+	if h := hint(err); h != "" {
+		fmt.Fprintln(c.stderr, h)
+	}
+	if ue != nil {
+		fmt.Fprintf(c.stderr, "Run 'slotq %s --help' for usage.\n", c.name)
+	}
+	return code
+}
+
+// message is err for people, without the operation names the client
+// puts first ("slotq list: "): the command as typed goes there instead.
+func message(err error) string {
+	var ue *usageError
+	var e *client.Error
+	var dial *unreachable
+	switch {
+	case errors.As(err, &ue):
+		if ue.code != "" {
+			return fmt.Sprintf("%s (%s): %s", ue.code, ue.field, ue.msg)
+		}
+		return ue.msg
+	case errors.As(err, &e):
+		if e.Field == "" {
+			return fmt.Sprintf("%s: %s", e.Code, e.Message)
+		}
+		return fmt.Sprintf("%s (%s): %s", e.Code, e.Field, e.Message)
+	case errors.As(err, &dial):
+		return dial.Error()
 	}
 	msg := err.Error()
-	if !strings.HasPrefix(msg, "slotq") {
-		msg = "slotq " + c.name + ": " + msg
+	if rest, ok := strings.CutPrefix(msg, "slotq"); ok {
+		// "slotq: …" or "slotq OP: …"
+		if op, after, ok := strings.Cut(rest, ": "); ok && !strings.Contains(strings.TrimPrefix(op, " "), " ") {
+			msg = after
+		}
 	}
-	fmt.Fprintln(c.stderr, msg)
-	return exitFail
+	return msg
 }
 
 // run builds the client, calls do, and prints its result: JSON with
@@ -140,20 +132,48 @@ func (c *stackCmd) run(ctx context.Context, do func(cl *client.Client) (result a
 	}
 	res, print, err := do(cl)
 	if err != nil {
-		return c.fail(err)
+		return c.fail(c.conn.explain(err))
 	}
+	c.print(res, print)
+	return exitOK
+}
+
+// print writes res as JSON with --json, else the table print writes.
+func (c *stackCmd) print(res any, print func(w io.Writer)) {
 	if c.conn.json {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return c.fail(err)
-		}
-		return exitOK
+		_ = enc.Encode(res)
+		return
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	print(tw)
 	tw.Flush()
-	return exitOK
+}
+
+// confirm asks on the terminal before what cannot be undone, unless
+// --yes was given. Off a terminal it refuses: a script must say --yes.
+func (c *stackCmd) confirm(yes bool, what string) error {
+	if yes {
+		return nil
+	}
+	if !stdinIsTerminal() {
+		return usagef("%s: give --yes to confirm (stdin is not a terminal, so slotq cannot ask)", what)
+	}
+	fmt.Fprintf(c.stderr, "? %s? [y/N] ", capitalize(what))
+	answer, _ := bufio.NewReader(stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return nil
+	}
+	return errNotConfirmed
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // row writes one tab-separated line.
@@ -182,6 +202,14 @@ func orDash(s string) string {
 	return s
 }
 
+// usageError is an error of the command line (exit code 2). One the
+// stack would refuse the same way carries its code and field.
+type usageError struct{ code, field, msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+
 // parseTime reads an RFC 3339 time, or a duration from now ("90s", "2h").
 func parseTime(flagName, s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
@@ -198,7 +226,14 @@ func parseTime(flagName, s string, now time.Time) (time.Time, error) {
 // largest first ("1h30m", not "1h1h" or "90").
 type durationValue time.Duration
 
-func (d *durationValue) String() string { return time.Duration(*d).String() }
+func (d *durationValue) String() string {
+	if *d == 0 {
+		return "0" // help shows no default for it
+	}
+	return shortDuration(time.Duration(*d))
+}
+
+func (d *durationValue) Type() string { return "duration" }
 
 func (d *durationValue) Set(s string) error {
 	v, err := slot.ParseDuration(s)
@@ -209,10 +244,8 @@ func (d *durationValue) Set(s string) error {
 	return nil
 }
 
-// durationFlag defines a duration flag read by slot.ParseDuration. Its
-// usage must name its type in backquotes (a `duration` such as 1s), as
-// flag.PrintDefaults lists it.
-func durationFlag(fs *flag.FlagSet, name, usage string) *time.Duration {
+// durationFlag defines a duration flag read by slot.ParseDuration.
+func durationFlag(fs *pflag.FlagSet, name, usage string) *time.Duration {
 	d := new(time.Duration)
 	fs.Var((*durationValue)(d), name, usage)
 	return d

@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/slotq/slotq/internal/timeline"
 )
@@ -19,25 +20,31 @@ var defaultBench = demoConfig{
 	Interval: 10 * time.Millisecond, Seed: 1,
 }
 
-func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "lanes" {
-		return benchLanesCmd(ctx, args[1:], stdout, stderr)
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run the demo workload several times and report spacing, lateness and makespan (bench lanes: keyed jobs)",
+		Long: "Runs the demo workload several times, silently, and reports per run and as medians:\n" +
+			"spacing violations (must be 0), lateness p50/p99, and the makespan against the\n" +
+			"ideal (n−1)·interval. Exits 1 if a run had a violation or left a job unfinished.\n" +
+			"'slotq bench lanes' does the same for keyed jobs and max_running.",
+		Args: nArgs(0, 0),
 	}
-	fs := flag.NewFlagSet("slotq bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: slotq bench [flags]\n       slotq bench lanes [flags]   (keys and max_running: slotq bench lanes --help)\n\n"+
-			"Runs the demo workload several times, silently, and reports per run and as medians:\n"+
-			"spacing violations (must be 0), lateness p50/p99, and the makespan against the\n"+
-			"ideal (n−1)·interval. Exits 1 if a run had a violation or left a job unfinished.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	cfg := demoFlags(fs, defaultBench)
-	runs := fs.Int("runs", 5, "number of runs")
-	if code, ok := parseWorkload("bench", fs, cfg, args, stderr); !ok {
+	cfg := demoFlags(cmd.Flags(), defaultBench)
+	runs := cmd.Flags().Int("runs", 5, "number of runs")
+	logLevel := logFlag(cmd.Flags())
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
+		return bench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, *runs, *logLevel)
+	})
+	cmd.AddCommand(newBenchLanesCmd())
+	return cmd
+}
+
+func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs int, logLevel string) int {
+	if code, ok := checkWorkload("bench", cfg, logLevel, stderr); !ok {
 		return code
 	}
-	if *runs < 1 {
+	if runs < 1 {
 		fmt.Fprintf(stderr, "slotq bench: --runs must be at least 1\n")
 		return exitUsage
 	}
@@ -50,13 +57,13 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		hiccups += fmt.Sprintf(", %g%% of gate writes 20–50ms slow", 100*cfg.SlowGates)
 	}
 	fmt.Fprintf(stdout, "slotq bench: demo workload, %d producers × %d jobs, interval %s, %d workers%s, %d runs\n\n",
-		cfg.Producers, cfg.Jobs, cfg.Interval, cfg.Workers, hiccups, *runs)
+		cfg.Producers, cfg.Jobs, cfg.Interval, cfg.Workers, hiccups, runs)
 	const row = "%6s %7s %11s %10s %11s %11s %7s %10s %10s %11s %11s %11s %17s %10s %10s %8s\n"
 	fmt.Fprintf(stdout, row, "run", "starts", "violations", "(handler)", "inversions", "re-tickets", "missed",
 		"late p50", "late p99", "p99 others", "1st decile", "10th decile", "gate→handler p99", "makespan", "ideal", "ratio")
 	code := exitOK
 	var reps []report
-	for i := range *runs {
+	for i := range runs {
 		c := *cfg
 		c.Seed = cfg.Seed + uint64(i)
 		res, err := runDemo(ctx, c, nil)
@@ -69,9 +76,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		p := r.promise
 		fmt.Fprintf(stdout, row, strconv.Itoa(i+1), strconv.Itoa(r.handler.Starts),
 			strconv.Itoa(r.gate.Violations), strconv.Itoa(r.handler.Violations), strconv.Itoa(r.handler.Inversions),
-			strconv.Itoa(res.Retickets), strconv.Itoa(len(res.Missed)), fmtDur(p.P50), fmtDur(p.P99), fmtDur(p.P99Others),
-			fmtDur(p.Deciles[0]), fmtDur(p.Deciles[9]),
-			fmtDur(r.delay[1]), fmtDur(r.handler.Makespan), fmtDur(r.handler.Ideal), fmt.Sprintf("%.4f", r.handler.Ratio()))
+			strconv.Itoa(res.Retickets), strconv.Itoa(len(res.Missed)), human(p.P50), human(p.P99), human(p.P99Others),
+			human(p.Deciles[0]), human(p.Deciles[9]),
+			human(r.delay[1]), human(r.handler.Makespan), human(r.handler.Ideal), fmt.Sprintf("%.4f", r.handler.Ratio()))
 		if r.verdict(stderr, fmt.Sprintf("slotq bench: run %d", i+1)) != exitOK {
 			code = exitFail
 		}
@@ -84,7 +91,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		for i, r := range reps {
 			ds[i] = f(r)
 		}
-		return fmtDur(timeline.Percentile(ds, 50))
+		return human(timeline.Percentile(ds, 50))
 	}
 	medInt := func(f func(report) int) string {
 		ns := make([]int, len(reps))
@@ -173,14 +180,19 @@ var defaultLanes = lanesConfig{
 	Interval: 10 * time.Millisecond, Seed: 1,
 }
 
-func benchLanesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cl := newCmdLine("bench lanes", "", "Runs a workload of keyed jobs (docs/guarantees.md §12) several times on the embedded backend:\n"+
-		"keys × jobs, keys interleaved at random, each job running a random min-run..max-run\n"+
-		"intervals. Reports per run and as medians: runs of a key that overlapped or left ticket\n"+
-		"order (must be 0), the most runs of one key at once (1), and the makespan against the ideal\n"+
-		"max(longest key's total run time, (n−1)·interval). Exits 1 on an overlap, an order or\n"+
-		"spacing violation, more runs at once than --max-running, or a job left unfinished.", stdout, stderr)
-	fs := cl.fs
+func newBenchLanesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lanes",
+		Short: "Run a workload of keyed jobs several times: overlaps and order per key, makespan",
+		Long: "Runs a workload of keyed jobs (docs/guarantees.md §12) several times on the embedded backend:\n" +
+			"keys × jobs, keys interleaved at random, each job running a random min-run..max-run\n" +
+			"intervals. Reports per run and as medians: runs of a key that overlapped or left ticket\n" +
+			"order (must be 0), the most runs of one key at once (1), and the makespan against the ideal\n" +
+			"max(longest key's total run time, (n−1)·interval). Exits 1 on an overlap, an order or\n" +
+			"spacing violation, more runs at once than --max-running, or a job left unfinished.",
+		Args: nArgs(0, 0),
+	}
+	fs := cmd.Flags()
 	c := defaultLanes
 	fs.StringVar(&c.Queue, "queue", c.Queue, "queue name")
 	fs.IntVar(&c.Keys, "keys", c.Keys, "number of keys")
@@ -194,18 +206,22 @@ func benchLanesCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the key order and the run lengths (run i uses seed+i−1)")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "give up waiting for the jobs of a run after this (0: 2·ideal + 30s)")
 	runs := fs.Int("runs", 5, "number of runs")
-	logLevel := fs.String("log", "", "log the engine at this level (debug, info, warn, error) to stderr; default off")
-	if _, code := cl.parse(args, 0, 0); code >= 0 {
-		return code
-	}
+	logLevel := logFlag(fs)
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
+		return benchLanes(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, *runs, *logLevel)
+	})
+	return cmd
+}
+
+func benchLanes(ctx context.Context, stdout, stderr io.Writer, c lanesConfig, runs int, logLevel string) int {
 	usage := func(msg string) int {
 		fmt.Fprintf(stderr, "slotq bench lanes: %s\n", msg)
 		return exitUsage
 	}
-	if *runs < 1 {
+	if runs < 1 {
 		return usage("--runs must be at least 1")
 	}
-	logger, err := newLogger(*logLevel, stderr)
+	logger, err := newLogger(logLevel, stderr)
 	if err != nil {
 		return usage(err.Error())
 	}
@@ -219,13 +235,13 @@ func benchLanesCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		capped = fmt.Sprintf(", max_running %d", c.MaxRunning)
 	}
 	fmt.Fprintf(stdout, "slotq bench lanes: %d keys × %d jobs, each running %g–%g intervals, interval %s%s, %d workers, %d runs\n\n",
-		c.Keys, c.Jobs, c.MinRun, c.MaxRun, c.Interval, capped, c.Workers, *runs)
+		c.Keys, c.Jobs, c.MinRun, c.MaxRun, c.Interval, capped, c.Workers, runs)
 	const row = "%6s %5s %9s %6s %10s %11s %8s %8s %10s %10s %10s %10s %8s\n"
 	fmt.Fprintf(stdout, row, "run", "jobs", "overlaps", "order", "reordered", "re-tickets", "max/key", "at once",
 		"late p50", "late p99", "makespan", "ideal", "ratio")
 	code := exitOK
 	var reps []lanesReport
-	for i := range *runs {
+	for i := range runs {
 		rc := c
 		rc.Seed = c.Seed + uint64(i)
 		res, err := runLanes(ctx, rc)
@@ -237,8 +253,8 @@ func benchLanesCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		reps = append(reps, r)
 		fmt.Fprintf(stdout, row, strconv.Itoa(i+1), strconv.Itoa(len(res.Runs)), strconv.Itoa(r.Overlaps),
 			strconv.Itoa(r.OrderViolations), strconv.Itoa(r.Reordered), strconv.Itoa(res.Retickets),
-			strconv.Itoa(r.PerKey), strconv.Itoa(r.Concurrent), fmtDur(r.LatenessP50), fmtDur(r.LatenessP99),
-			fmtDur(r.Makespan), fmtDur(r.Ideal), fmt.Sprintf("%.4f", r.Ratio()))
+			strconv.Itoa(r.PerKey), strconv.Itoa(r.Concurrent), human(r.LatenessP50), human(r.LatenessP99),
+			human(r.Makespan), human(r.Ideal), fmt.Sprintf("%.4f", r.Ratio()))
 		if r.verdict(stderr, fmt.Sprintf("slotq bench lanes: run %d", i+1)) != exitOK {
 			code = exitFail
 		}
@@ -259,7 +275,7 @@ func benchLanesCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		for i, r := range reps {
 			ds[i] = f(r)
 		}
-		return fmtDur(timeline.Percentile(ds, 50))
+		return human(timeline.Percentile(ds, 50))
 	}
 	ratios := make([]float64, len(reps))
 	for i, r := range reps {

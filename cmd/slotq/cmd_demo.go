@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,26 +10,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/slotq/slotq/internal/timeline"
 	"github.com/slotq/slotq/pkg/api"
 )
 
-// parseWorkload adds the --log flag, parses the command line of a command
-// that runs the demo workload, builds its logger and checks the workload. When ok is false the
-// command ends with code.
-func parseWorkload(name string, fs *flag.FlagSet, cfg *demoConfig, args []string, stderr io.Writer) (code int, ok bool) {
-	logLevel := fs.String("log", "", "log the engine at this level (debug, info, warn, error) to stderr; default off")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitUsage, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "slotq %s: unexpected argument %q\n", name, fs.Arg(0))
-		return exitUsage, false
-	}
-	logger, err := newLogger(*logLevel, stderr)
+// checkWorkload builds the logger of a command that runs the demo
+// workload, at --log's level, and checks the workload. When ok is false
+// the command ends with code.
+func checkWorkload(name string, cfg *demoConfig, logLevel string, stderr io.Writer) (code int, ok bool) {
+	logger, err := newLogger(logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "slotq %s: %v\n", name, err)
 		return exitUsage, false
@@ -44,9 +34,14 @@ func parseWorkload(name string, fs *flag.FlagSet, cfg *demoConfig, args []string
 	return 0, true
 }
 
+// logFlag is --log of the commands that run a workload.
+func logFlag(fs *pflag.FlagSet) *string {
+	return fs.String("log", "", "log the engine at this `level` (debug, info, warn, error) to stderr; default off")
+}
+
 // demoFlags registers the flags of the demo workload on fs, with the given
 // defaults, and returns the config they fill.
-func demoFlags(fs *flag.FlagSet, def demoConfig) *demoConfig {
+func demoFlags(fs *pflag.FlagSet, def demoConfig) *demoConfig {
 	c := def
 	fs.StringVar(&c.Queue, "queue", def.Queue, "queue name")
 	fs.IntVar(&c.Producers, "producers", def.Producers, "number of concurrent producers")
@@ -71,26 +66,34 @@ var defaultDemo = demoConfig{
 	Interval: 500 * time.Millisecond, Seed: 1,
 }
 
-func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("slotq demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: slotq demo [flags]\n\n"+
-			"Runs slotq in this process on the embedded backend: producers enqueue jobs onto one\n"+
-			"queue while several workers run them, and shows each start as it happens, then a\n"+
-			"summary. Exits 1 if two starts came closer than the interval or a job did not finish.\n\nFlags:\n")
-		fs.PrintDefaults()
+func newDemoCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run producers and workers on the embedded backend and show a live timeline of starts",
+		Long: "Runs slotq in this process on the embedded backend: producers enqueue jobs onto one\n" +
+			"queue while several workers run them, and shows each start as it happens, then a\n" +
+			"summary. Exits 1 if two starts came closer than the interval or a job did not finish.",
+		Example: "  $ slotq demo --producers 8 --interval 100ms",
+		Args:    nArgs(0, 0),
 	}
-	cfg := demoFlags(fs, defaultDemo)
-	asJSON := fs.Bool("json", false, "print one JSON line per start on stdout and nothing else")
-	if code, ok := parseWorkload("demo", fs, cfg, args, stderr); !ok {
+	cfg := demoFlags(cmd.Flags(), defaultDemo)
+	asJSON := cmd.Flags().Bool("json", false, "print one JSON line per start on stdout and nothing else")
+	logLevel := logFlag(cmd.Flags())
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
+		return demo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, *asJSON, *logLevel)
+	})
+	return cmd
+}
+
+func demo(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, asJSON bool, logLevel string) int {
+	if code, ok := checkWorkload("demo", cfg, logLevel, stderr); !ok {
 		return code
 	}
 	logger := cfg.Logger
 
 	var onStart func(timeline.Start, *api.Job)
 	var lines *liveTimeline
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		onStart = func(s timeline.Start, _ *api.Job) {
 			if err := enc.Encode(s); err != nil {
@@ -110,11 +113,11 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	r := newReport(*cfg, res)
-	if *asJSON {
+	if asJSON {
 		fmt.Fprintf(stderr, "slotq demo: %d starts, %d spacing violations at the gate (%d between handler begins), "+
 			"lateness p50 %s p99 %s, makespan ×%.4f of ideal, %d re-tickets\n",
-			r.handler.Starts, r.gate.Violations, r.handler.Violations, fmtDur(r.handler.LatenessP50),
-			fmtDur(r.handler.LatenessP99), r.handler.Ratio(), res.Retickets)
+			r.handler.Starts, r.gate.Violations, r.handler.Violations, human(r.handler.LatenessP50),
+			human(r.handler.LatenessP99), r.handler.Ratio(), res.Retickets)
 	} else {
 		fmt.Fprintln(stdout)
 		r.print(stdout)
@@ -169,7 +172,7 @@ func (r report) verdict(stderr io.Writer, prog string) int {
 		if r.handler.Violations > 0 {
 			fmt.Fprintf(stderr, "%s: note: %d handler begins came closer than interval − skew although the gate kept "+
 				"its spacing: workers took up to %s from the gate to the handler\n",
-				prog, r.handler.Violations, fmtDur(r.delay[2]))
+				prog, r.handler.Violations, human(r.delay[2]))
 		}
 		return exitOK
 	}
@@ -188,14 +191,14 @@ func (r report) print(w io.Writer) {
 	fmt.Fprintf(w, "  jobs          %d enqueued, %d started (%s), %d succeeded, %d not finished\n",
 		res.Enqueued, len(res.Starts), once, res.Succeeded, res.Unfinished)
 	fmt.Fprintf(w, "  spacing       min %s  p50 %s  (between handler begins; at the gate min %s)\n",
-		fmtDur(h.SpacingMin), fmtDur(h.SpacingP50), fmtDur(r.gate.SpacingMin))
+		human(h.SpacingMin), human(h.SpacingP50), human(r.gate.SpacingMin))
 	fmt.Fprintf(w, "  lateness      p50 %s  p99 %s  max %s  (handler begin − slot)\n",
-		fmtDur(h.LatenessP50), fmtDur(h.LatenessP99), fmtDur(h.LatenessMax))
+		human(h.LatenessP50), human(h.LatenessP99), human(h.LatenessMax))
 	fmt.Fprintf(w, "  order         %d inversions, %d re-tickets\n", h.Inversions, res.Retickets)
 	fmt.Fprintf(w, "  violations    %d at the gate, %d between handler begins (closer than interval − skew)\n",
 		r.gate.Violations, h.Violations)
-	fmt.Fprintf(w, "  gate→handler  p50 %s  p99 %s  max %s\n", fmtDur(r.delay[0]), fmtDur(r.delay[1]), fmtDur(r.delay[2]))
-	fmt.Fprintf(w, "  makespan      %s vs ideal %s (×%.4f)\n", fmtDur(h.Makespan), fmtDur(h.Ideal), h.Ratio())
+	fmt.Fprintf(w, "  gate→handler  p50 %s  p99 %s  max %s\n", human(r.delay[0]), human(r.delay[1]), human(r.delay[2]))
+	fmt.Fprintf(w, "  makespan      %s vs ideal %s (×%.4f)\n", human(h.Makespan), human(h.Ideal), h.Ratio())
 }
 
 // liveTimeline prints one line per start:
@@ -218,7 +221,7 @@ func (l *liveTimeline) print(s timeline.Start, j *api.Job) {
 	gap := "gap     —"
 	if !l.last.IsZero() {
 		d := s.At.Sub(l.last)
-		gap = fmt.Sprintf("gap %9s %s", fmtDur(d), bar(d, l.interval))
+		gap = fmt.Sprintf("gap %9s %s", human(d), bar(d, l.interval))
 	}
 	l.last = s.At
 	note := ""
@@ -231,7 +234,7 @@ func (l *liveTimeline) print(s timeline.Start, j *api.Job) {
 	}
 	fmt.Fprintf(l.w, "%+8.3fs  %s  #%-5d job %-8s  %s→%s  late %9s  %s%s\n",
 		s.At.Sub(l.begin).Seconds(), s.Queue, s.Ticket, id, s.Producer, s.Worker,
-		fmtDur(s.Lateness()), gap, note)
+		human(s.Lateness()), gap, note)
 }
 
 // bar draws d at ten cells per interval, at most 30 cells.
@@ -241,19 +244,6 @@ func bar(d, interval time.Duration) string {
 		return strings.Repeat("█", 29) + "…"
 	}
 	return strings.Repeat("█", max(n, 0))
-}
-
-// fmtDur writes d in milliseconds under a second, in seconds above.
-func fmtDur(d time.Duration) string {
-	ms := float64(d) / float64(time.Millisecond)
-	switch a := max(d, -d); {
-	case a < time.Millisecond:
-		return fmt.Sprintf("%.3fms", ms)
-	case a < time.Second:
-		return fmt.Sprintf("%.1fms", ms)
-	default:
-		return fmt.Sprintf("%.3fs", d.Seconds())
-	}
 }
 
 // newLogger returns a text logger to w at level, or a discarding one for "".

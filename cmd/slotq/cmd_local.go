@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,14 +12,28 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/spf13/cobra"
 
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/local"
 )
 
-func localCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("slotq local", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func newLocalCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "local",
+		Short: "Run the stack in this process: Invoke API on 127.0.0.1:3001, SQS event source, schedule (make run)",
+		Long: "Runs the stack in this process: the enqueue, worker, resume and admin handlers behind the\n" +
+			"Lambda Invoke API (as `sam local start-lambda` would), the SQS event source that feeds the\n" +
+			"worker and the schedule that runs resume. On the embedded backend by default; on DynamoDB and\n" +
+			"SQS when AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_SQS (or AWS_ENDPOINT_URL) are set, or with --aws.\n\n" +
+			"It shows a live view of starts, outcomes, retries and parks on stdout. The functions' own logs go\n" +
+			"to stderr at --log's level (warn): the built-in echo kind logs its payload at info, so its lines\n" +
+			"show with --log info (make run ARGS='--log info'), or as \"echo\" events with --json.",
+		Example: "  $ slotq local --resume-every 1s\n" +
+			"  $ slotq local --log info 2>run.log      # a log 'slotq timeline --log run.log' reads",
+		Args: nArgs(0, 0),
+	}
+	fs := cmd.Flags()
 	var (
 		addr        = fs.String("addr", local.DefaultAddr, "address of the Lambda Invoke API")
 		tmpl        = fs.String("template", "template.yaml", "SAM template to read the event source, schedule and timeouts from (its built-in copy if the file is missing)")
@@ -31,72 +43,77 @@ func localCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		lease       = fs.Duration("lease", 0, "how long a running attempt may go without an outcome before its message retries it (default: the worker's timeout plus a minute)")
 		useAWS      = fs.Bool("aws", false, "run on DynamoDB and SQS even though no AWS_ENDPOINT_URL_* variable is set (real AWS: mind the costs)")
 		stackName   = fs.String("stack", "slotq", "on DynamoDB/SQS: prefix of the table and queue names")
-		targets     = fs.String("allowed-targets", "", "comma-separated target patterns queues created without targets allow (the stack's AllowedTargets)")
-		networks    = fs.String("allowed-networks", "", "comma-separated CIDR prefixes such queues' HTTP targets may reach although private or loopback (AllowedNetworks)")
+		targets     = fs.String("allowed-targets", "", "comma-separated target `patterns` queues created without targets allow (the stack's AllowedTargets)")
+		networks    = fs.String("allowed-networks", "", "comma-separated CIDR `prefixes` such queues' HTTP targets may reach although private or loopback (AllowedNetworks)")
 		asJSON      = fs.Bool("json", false, "print JSON lines instead of the live view")
-		logLevel    = fs.String("log", "warn", "level of the functions' logs on stderr (debug, info, warn, error)")
+		logLevel    = fs.String("log", "warn", "`level` of the functions' logs on stderr (debug, info, warn, error)")
 	)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: slotq local [flags]\n\n"+
-			"Runs the stack in this process: the enqueue, worker, resume and admin handlers behind the\n"+
-			"Lambda Invoke API (as `sam local start-lambda` would), the SQS event source that feeds the\n"+
-			"worker and the schedule that runs resume. On the embedded backend by default; on DynamoDB and\n"+
-			"SQS when AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_SQS (or AWS_ENDPOINT_URL) are set, or with --aws.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "slotq local: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
+		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return runLocal(cmd.Context(), stdout, stderr, localFlags{*addr, *tmpl, fs.Changed("template"), *resumeEvery, *concurrency,
+			*visibility, *lease, *useAWS, *stackName, *targets, *networks, *asJSON, *logLevel})
+	})
+	return cmd
+}
+
+// localFlags are local's flags.
+type localFlags struct {
+	addr, tmpl        string
+	tmplGiven         bool
+	resumeEvery       time.Duration
+	concurrency       int
+	visibility, lease time.Duration
+	useAWS            bool
+	stackName         string
+	targets, networks string
+	asJSON            bool
+	logLevel          string
+}
+
+func runLocal(ctx context.Context, stdout, stderr io.Writer, f localFlags) int {
 	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
 		fmt.Fprintf(stderr, "slotq local: --log: %v\n", err)
 		return exitUsage
 	}
 	var logger *slog.Logger
-	if *asJSON {
+	if f.asJSON {
 		logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	} else {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	}
-	o := local.Options{Addr: *addr, Concurrency: *concurrency, Lease: *lease, StackName: *stackName,
-		Logger: logger, Out: stdout, JSON: *asJSON}
-	if _, err := os.Stat(*tmpl); err == nil {
-		st, err := local.FromTemplate(*tmpl)
+	o := local.Options{Addr: f.addr, Concurrency: f.concurrency, Lease: f.lease, StackName: f.stackName,
+		Logger: logger, Out: stdout, JSON: f.asJSON}
+	if _, err := os.Stat(f.tmpl); err == nil {
+		st, err := local.FromTemplate(f.tmpl)
 		if err != nil {
 			fmt.Fprintf(stderr, "slotq local: %v\n", err)
 			return exitUsage
 		}
 		o.Stack = st
-	} else if fs.Lookup("template").Value.String() != "template.yaml" {
+	} else if f.tmplGiven {
 		fmt.Fprintf(stderr, "slotq local: %v\n", err)
 		return exitUsage
 	}
-	if *resumeEvery > 0 {
-		o.Stack.ResumeEvery = *resumeEvery
+	if f.resumeEvery > 0 {
+		o.Stack.ResumeEvery = f.resumeEvery
 	}
-	if *visibility > 0 {
-		if *visibility%time.Second != 0 {
-			fmt.Fprintf(stderr, "slotq local: --visibility-timeout %v: SQS counts whole seconds\n", *visibility)
+	if f.visibility > 0 {
+		if f.visibility%time.Second != 0 {
+			fmt.Fprintf(stderr, "slotq local: --visibility-timeout %v: SQS counts whole seconds\n", f.visibility)
 			return exitUsage
 		}
-		o.Stack.VisibilityTimeout = *visibility
+		o.Stack.VisibilityTimeout = f.visibility
 	}
-	for _, p := range split(*targets) {
+	for _, p := range split(f.targets) {
 		if err := slot.ValidatePattern(p); err != nil {
 			fmt.Fprintf(stderr, "slotq local: --allowed-targets %q: %v\n", p, err)
 			return exitUsage
 		}
 		o.Defaults.Targets = append(o.Defaults.Targets, p)
 	}
-	o.Defaults.AllowNetworks = split(*networks)
-	if *useAWS || os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" || os.Getenv("AWS_ENDPOINT_URL_SQS") != "" || os.Getenv("AWS_ENDPOINT_URL") != "" {
+	o.Defaults.AllowNetworks = split(f.networks)
+	if f.useAWS || os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" || os.Getenv("AWS_ENDPOINT_URL_SQS") != "" || os.Getenv("AWS_ENDPOINT_URL") != "" {
 		cfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
 			fmt.Fprintf(stderr, "slotq local: AWS configuration: %v\n", err)
@@ -121,67 +138,53 @@ func split(s string) []string {
 	return out
 }
 
-// invokeCmd calls a function through the Lambda Invoke API with the AWS
-// SDK, as another service would, and prints its answer.
-func invokeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("slotq invoke", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	endpoint := fs.String("endpoint-url", "http://"+local.DefaultAddr, "the Invoke API (slotq local's); empty: AWS's, or AWS_ENDPOINT_URL_LAMBDA")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: slotq invoke [flags] FUNCTION [PAYLOAD | @FILE]\n\n"+
-			"Invokes FUNCTION (EnqueueFunction, AdminFunction, …) with the JSON PAYLOAD (default {})\n"+
-			"and prints the answer. Exits 1 on a function error.\n\nFlags:\n")
-		fs.PrintDefaults()
+// newInvokeCmd calls a function through the Lambda Invoke API with the
+// AWS SDK, as another service would, and prints its answer.
+func newInvokeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "invoke FUNCTION [PAYLOAD | @FILE]",
+		Short: "Invoke a function through the Lambda Invoke API (slotq local's by default) and print its answer",
+		Long: "Invokes FUNCTION (EnqueueFunction, AdminFunction, …) with the JSON PAYLOAD (default {})\n" +
+			"and prints the answer: on the local runtime by default, on a deployed stack with --stack\n" +
+			"(EnqueueFunction and AdminFunction are then the stack's outputs EnqueueFunctionName and\n" +
+			"AdminFunctionName). Exits 1 on a function error.",
+		Example: "  $ slotq invoke EnqueueFunction @events/enqueue.json\n" +
+			"  $ slotq invoke AdminFunction '{\"op\":\"list\"}' --stack slotq-prod",
+		Args: nArgs(1, 2),
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fs.Usage()
-		return exitUsage
-	}
+	cn := connFlags(cmd.Flags())
+	_ = cmd.Flags().MarkHidden("json") // the answer is JSON already
+	_ = cmd.Flags().MarkHidden("enqueue-function")
+	_ = cmd.Flags().MarkHidden("admin-function")
+	cmd.RunE = runE(func(cmd *cobra.Command, args []string) int {
+		return invokeFunction(cmd.Context(), newStackCmd(cmd, cn), args)
+	})
+	return cmd
+}
+
+func invokeFunction(ctx context.Context, c *stackCmd, args []string) int {
 	payload := []byte("{}")
-	if fs.NArg() == 2 {
-		payload = []byte(fs.Arg(1))
-		if name, ok := strings.CutPrefix(fs.Arg(1), "@"); ok {
+	if len(args) == 2 {
+		payload = []byte(args[1])
+		if name, ok := strings.CutPrefix(args[1], "@"); ok {
 			b, err := os.ReadFile(name)
 			if err != nil {
-				fmt.Fprintf(stderr, "slotq invoke: %v\n", err)
-				return exitUsage
+				return c.fail(usagef("%v", err))
 			}
 			payload = b
 		}
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	client, fn, err := c.conn.lambda(ctx, args[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "slotq invoke: AWS configuration: %v\n", err)
-		return exitFail
+		return c.fail(err)
 	}
-	if *endpoint != "" {
-		// A local endpoint needs no real account.
-		if cfg.Region == "" {
-			cfg.Region = "us-east-1"
-		}
-		if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
-			cfg.Credentials = aws.AnonymousCredentials{}
-		}
-	}
-	client := lambda.NewFromConfig(cfg, func(o *lambda.Options) {
-		if *endpoint != "" {
-			o.BaseEndpoint = aws.String(*endpoint)
-		}
-	})
-	out, err := client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(fs.Arg(0)), Payload: payload})
+	out, err := client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(fn), Payload: payload})
 	if err != nil {
-		fmt.Fprintf(stderr, "slotq invoke: %v\n", err)
-		return exitFail
+		return c.fail(c.conn.explain(err))
 	}
-	fmt.Fprintln(stdout, string(out.Payload))
+	fmt.Fprintln(c.stdout, string(out.Payload))
 	if out.FunctionError != nil {
-		fmt.Fprintf(stderr, "slotq invoke: function error (%s)\n", *out.FunctionError)
+		fmt.Fprintf(c.stderr, "slotq %s: function error (%s)\n", c.name, *out.FunctionError)
 		return exitFail
 	}
 	return exitOK

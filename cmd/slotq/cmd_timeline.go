@@ -9,9 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
@@ -50,26 +54,54 @@ the starts come from what you give:
     'slotq enqueue --json' prints): each job's record (its slot and start);
     with --wait, once they ended (slotq enqueue --json | slotq timeline Q --ids - --wait);
   - --failed: the queue's failed jobs (dead letters), which are listed;
-  - --log: the worker's "start" log lines, JSON: what 'slotq local --json' prints,
-    or the worker function's log lines from CloudWatch Logs. No stack call.`
+  - --log: the worker's "start" log lines, no stack call. JSON lines: what
+    'slotq local --json' prints, or the worker function's lines from CloudWatch Logs;
+    or slog's text lines: what 'slotq local --log info' (make run ARGS='--log info')
+    writes on stderr. The live view 'make run' prints on stdout carries no dates:
+    it is not a log.`
 
-func timelineCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newStackCmd("timeline", "QUEUE [ID ...]", timelineDesc, stdout, stderr)
-	ids := c.fs.String("ids", "", "FILE (or - for stdin) of job ids: one per line, or 'slotq enqueue --json' output")
-	failed := c.fs.Bool("failed", false, "include the queue's failed jobs")
-	logFile := c.fs.String("log", "", "FILE (or - for stdin) of JSON log lines to read the starts from")
-	last := c.fs.Int("last", 30, "show the most recent N starts")
-	width := c.fs.Int("width", 40, "width of the picture in columns")
-	wait := c.fs.Bool("wait", false, "wait for the jobs named to end before drawing them (jobs just enqueued)")
-	timeout := c.fs.Duration("timeout", defaultWaitTimeout, "with --wait, how long to wait at most for all of them")
-	pos, code := c.parse(args, 1, -1)
-	if code >= 0 {
-		return code
+func newTimelineCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "timeline QUEUE [ID ...]",
+		Short: "Draw starts of a queue against their slots: gaps and lateness",
+		Long:  timelineDesc,
+		Example: "  $ slotq enqueue emails --kind echo --json | slotq timeline emails --ids - --wait\n" +
+			"  $ make run ARGS='--log info' 2>run.log   # then, in another terminal:\n" +
+			"  $ slotq timeline emails --log run.log",
+		Args: nArgs(1, -1),
 	}
+	cn := connFlags(cmd.Flags())
+	fs := cmd.Flags()
+	ids := fs.String("ids", "", "`FILE` (or - for stdin) of job ids: one per line, or 'slotq enqueue --json' output")
+	failed := fs.Bool("failed", false, "include the queue's failed jobs")
+	logFile := fs.String("log", "", "`FILE` (or - for stdin) of log lines, JSON or slog text, to read the starts from")
+	last := fs.Int("last", 30, "show the most recent `N` starts")
+	width := fs.Int("width", 40, "width of the picture in columns")
+	wait := fs.Bool("wait", false, "wait for the jobs named to end before drawing them (jobs just enqueued)")
+	timeout := fs.Duration("timeout", defaultWaitTimeout, "with --wait, how long to wait at most for all of them")
+	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
+		c := newStackCmd(cmd, cn)
+		return c.timeline(cmd.Context(), pos, timelineFlags{*ids, *failed, *logFile, *last, *width, *wait, *timeout})
+	})
+	return cmd
+}
+
+// timelineFlags are timeline's own flags.
+type timelineFlags struct {
+	ids     string
+	failed  bool
+	logFile string
+	last    int
+	width   int
+	wait    bool
+	timeout time.Duration
+}
+
+func (c *stackCmd) timeline(ctx context.Context, pos []string, f timelineFlags) int {
 	queue, want := pos[0], pos[1:]
-	if *ids != "" {
-		b, err := readArg("@" + *ids)
-		if *ids == "-" {
+	if f.ids != "" {
+		b, err := readArg("@" + f.ids)
+		if f.ids == "-" {
 			b, err = readArg("-")
 		}
 		if err != nil {
@@ -77,40 +109,39 @@ func timelineCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		want = append(want, idsOf(b)...)
 	}
-	if len(want) == 0 && !*failed && *logFile == "" {
-		fmt.Fprintf(stderr, "slotq timeline: give job ids, --ids, --failed or --log: the stack keeps no list of recent starts (see --help)\n")
-		return exitUsage
+	if len(want) == 0 && !f.failed && f.logFile == "" {
+		return c.fail(usagef("give job ids, --ids, --failed or --log: the stack keeps no list of recent starts (see --help)"))
 	}
-	if *logFile != "" && (len(want) > 0 || *failed) {
+	if f.logFile != "" && (len(want) > 0 || f.failed) {
 		return c.fail(usagef("--log reads starts from logs: give it without job ids or --failed"))
 	}
-	if *wait && len(want) == 0 {
+	if f.wait && len(want) == 0 {
 		return c.fail(usagef("--wait waits for the jobs named: give job ids or --ids"))
 	}
-	if *width < 10 || *last < 1 {
+	if f.width < 10 || f.last < 1 {
 		return c.fail(usagef("--width must be at least 10 and --last at least 1"))
 	}
 	show := func(tl startTimeline) (any, func(io.Writer), error) {
-		tl.Starts = recent(tl.Starts, *last)
-		return tl, func(w io.Writer) { drawTimeline(w, tl, *width) }, nil
+		tl.Starts = recent(tl.Starts, f.last)
+		return tl, func(w io.Writer) { drawTimeline(w, tl, f.width) }, nil
 	}
-	if *logFile != "" {
+	if f.logFile != "" {
 		r := stdin
-		if *logFile != "-" {
-			f, err := os.Open(*logFile)
+		if f.logFile != "-" {
+			file, err := os.Open(f.logFile)
 			if err != nil {
 				return c.fail(usagef("--log: %v", err))
 			}
-			defer f.Close()
-			r = f
+			defer file.Close()
+			r = file
 		}
 		tl, err := startsFromLog(r, queue)
 		if err != nil {
 			return c.fail(err)
 		}
-		c.conn.endpoint = "unused" // no stack call: skip the stack lookup
-		c.conn.stack = ""
-		return c.run(ctx, func(*client.Client) (any, func(io.Writer), error) { return show(tl) })
+		res, print, _ := show(tl)
+		c.print(res, print)
+		return exitOK
 	}
 	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
 		tl := startTimeline{Queue: queue}
@@ -120,10 +151,10 @@ func timelineCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		tl.Interval = st.Stats.Config.Interval
 		var jobs []api.Job
-		wctx, cancel := context.WithTimeout(ctx, *timeout)
+		wctx, cancel := context.WithTimeout(ctx, f.timeout)
 		defer cancel()
 		for _, id := range want {
-			if *wait {
+			if f.wait {
 				// Ended jobs draw as they are; those still waiting at
 				// the timeout are listed as not started.
 				out, err := cl.Wait(wctx, &client.WaitInput{Queue: queue, JobID: id})
@@ -142,7 +173,7 @@ func timelineCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			}
 			jobs = append(jobs, out.Job)
 		}
-		if *failed {
+		if f.failed {
 			in := &client.ListJobsInput{Queue: queue, Status: api.Failed}
 			for {
 				page, err := cl.ListJobs(ctx, in)
@@ -191,19 +222,74 @@ func idsOf(b []byte) []string {
 	return ids
 }
 
-// startsFromLog reads the "start" lines of queue from JSON log lines (the
+// startsFromLog reads the "start" lines of queue from log lines (the
 // engine's: msg "start", with queue, job_id, ticket, slot_at, lateness_ms,
-// attempt and the record's time). Other lines are skipped.
+// attempt and the record's time), JSON or slog's text (key=value). Other
+// lines are skipped; a log with no start line of queue at all is an
+// error that says what log to give.
 func startsFromLog(r io.Reader, queue string) (startTimeline, error) {
 	tl := startTimeline{Queue: queue}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	var starts, view int // start lines of any queue; live view lines
 	for sc.Scan() {
-		line := sc.Bytes()
-		if i := bytes.IndexByte(line, '{'); i > 0 {
-			line = line[i:] // a CloudWatch Logs prefix (timestamp, stream)
+		l, ok := parseLogLine(sc.Text())
+		if !ok {
+			if liveViewStart.MatchString(sc.Text()) {
+				view++
+			}
+			continue
 		}
-		var l struct {
+		if l.msg != "start" {
+			continue
+		}
+		starts++
+		if l.queue != queue || l.slotAt.IsZero() {
+			continue
+		}
+		s := start{JobID: l.jobID, Ticket: l.ticket, Attempt: l.attempt, SlotAt: l.slotAt, StartedAt: l.time}
+		if l.latenessMS != nil && (s.StartedAt.IsZero() || s.StartedAt.Sub(s.SlotAt).Milliseconds() != *l.latenessMS) {
+			s.StartedAt = l.slotAt.Add(time.Duration(*l.latenessMS) * time.Millisecond)
+		}
+		if s.StartedAt.IsZero() {
+			continue
+		}
+		tl.Starts = append(tl.Starts, s)
+	}
+	if err := sc.Err(); err != nil {
+		return tl, err
+	}
+	switch {
+	case view > 0 && starts == 0:
+		return tl, usagef("--log: these are the live view's lines (make run's stdout), which carry no dates; " +
+			"give slotq local's log instead: make run ARGS='--log info' 2>FILE, or slotq local --json >FILE")
+	case starts == 0:
+		return tl, usagef("--log: no \"start\" line in the log: give the worker's log at level info, JSON or slog text " +
+			"(make run ARGS='--log info' 2>FILE, slotq local --json >FILE, or the worker function's CloudWatch Logs)")
+	}
+	return tl, nil
+}
+
+// liveViewStart matches a start line of slotq local's live view:
+// "14:00:00.004  start     emails  #1 …".
+var liveViewStart = regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  start `)
+
+// logLine is what startsFromLog reads of one log line.
+type logLine struct {
+	msg, queue, jobID string
+	time, slotAt      time.Time
+	ticket            int64
+	attempt           int
+	latenessMS        *int64
+}
+
+// parseLogLine reads a JSON log line, after any CloudWatch Logs prefix
+// (timestamp, stream), or a line of slog's text handler:
+//
+//	time=2025-06-01T14:00:00.004Z level=INFO msg=start queue=emails ticket=1 job_id=a slot_at=… lateness_ms=4 attempt=1
+func parseLogLine(text string) (logLine, bool) {
+	if i := strings.IndexByte(text, '{'); i >= 0 && !strings.HasPrefix(text, "time=") {
+		var j struct {
 			Msg        string    `json:"msg"`
 			Time       time.Time `json:"time"`
 			Queue      string    `json:"queue"`
@@ -213,19 +299,55 @@ func startsFromLog(r io.Reader, queue string) (startTimeline, error) {
 			LatenessMS *int64    `json:"lateness_ms"`
 			Attempt    int       `json:"attempt"`
 		}
-		if json.Unmarshal(line, &l) != nil || l.Msg != "start" || l.Queue != queue || l.SlotAt.IsZero() {
-			continue
+		if json.Unmarshal([]byte(text[i:]), &j) != nil {
+			return logLine{}, false
 		}
-		s := start{JobID: l.JobID, Ticket: l.Ticket, Attempt: l.Attempt, SlotAt: l.SlotAt, StartedAt: l.Time}
-		if l.LatenessMS != nil && (s.StartedAt.IsZero() || s.StartedAt.Sub(s.SlotAt).Milliseconds() != *l.LatenessMS) {
-			s.StartedAt = l.SlotAt.Add(time.Duration(*l.LatenessMS) * time.Millisecond)
-		}
-		if s.StartedAt.IsZero() {
-			continue
-		}
-		tl.Starts = append(tl.Starts, s)
+		return logLine{msg: j.Msg, queue: j.Queue, jobID: j.JobID, time: j.Time, slotAt: j.SlotAt,
+			ticket: j.Ticket, attempt: j.Attempt, latenessMS: j.LatenessMS}, true
 	}
-	return tl, sc.Err()
+	kv, ok := textAttrs(text)
+	if !ok {
+		return logLine{}, false
+	}
+	l := logLine{msg: kv["msg"], queue: kv["queue"], jobID: kv["job_id"]}
+	l.time, _ = time.Parse(time.RFC3339Nano, kv["time"])
+	l.slotAt, _ = time.Parse(time.RFC3339Nano, kv["slot_at"])
+	l.ticket, _ = strconv.ParseInt(kv["ticket"], 10, 64)
+	l.attempt, _ = strconv.Atoi(kv["attempt"])
+	if n, err := strconv.ParseInt(kv["lateness_ms"], 10, 64); err == nil {
+		l.latenessMS = &n
+	}
+	return l, true
+}
+
+// textAttrs splits a line of slog's text handler into its attributes:
+// key=value, the value quoted (Go syntax) when it holds spaces or quotes.
+// A line that is not such a line (no time= and msg=) gives false.
+func textAttrs(line string) (map[string]string, bool) {
+	kv := map[string]string{}
+	for line = strings.TrimSpace(line); line != ""; line = strings.TrimLeft(line, " ") {
+		k, rest, ok := strings.Cut(line, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \"") {
+			return nil, false
+		}
+		var v string
+		if strings.HasPrefix(rest, `"`) {
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				return nil, false
+			}
+			v, _ = strconv.Unquote(q)
+			rest = rest[len(q):]
+		} else {
+			v, rest, _ = strings.Cut(rest, " ")
+			rest = " " + rest
+		}
+		kv[k] = v
+		line = rest
+	}
+	_, hasTime := kv["time"]
+	_, hasMsg := kv["msg"]
+	return kv, hasTime && hasMsg
 }
 
 // recent orders starts by start time, keeps the last n, and sets each
@@ -268,11 +390,11 @@ func drawTimeline(w io.Writer, tl startTimeline, width int) {
 		return int(float64(t.Sub(t0)) / float64(span) * float64(width-1))
 	}
 	slices.Sort(lates)
-	head := fmt.Sprintf("%s: %d starts from %s to %s (%s)", tl.Queue, len(tl.Starts), ts(t0), ts(t1), span.Round(time.Millisecond))
+	head := fmt.Sprintf("%s: %d starts from %s to %s (%s)", tl.Queue, len(tl.Starts), ts(t0), ts(t1), human(span))
 	if tl.Interval > 0 {
-		head += fmt.Sprintf(", interval %s", tl.Interval)
+		head += fmt.Sprintf(", interval %s", setting(tl.Interval))
 	}
-	fmt.Fprintf(w, "%s; late p50 %s, max %s\n", head, ms(lates[len(lates)/2]), ms(lates[len(lates)-1]))
+	fmt.Fprintf(w, "%s; late p50 %s, max %s\n", head, signed(lates[len(lates)/2]), signed(lates[len(lates)-1]))
 	row(w, "TICKET", "JOB ID", "ATTEMPT", "SLOT", "STARTED", "LATE", "GAP", "|"+strings.Repeat(" ", width-2)+"|")
 	for _, s := range tl.Starts {
 		bar := []byte(strings.Repeat(" ", width))
@@ -283,11 +405,11 @@ func drawTimeline(w io.Writer, tl startTimeline, width int) {
 		bar[a], bar[b] = '|', '*'
 		gap := "-"
 		if s.Gap > 0 {
-			gap = strings.TrimPrefix(ms(s.Gap), "+")
+			gap = human(s.Gap)
 		}
-		row(w, s.Ticket, s.JobID, s.Attempt, clock(s.SlotAt), clock(s.StartedAt), ms(s.Late), gap, string(bar))
+		row(w, s.Ticket, s.JobID, s.Attempt, clock(s.SlotAt), clock(s.StartedAt), signed(s.Late), gap, string(bar))
 	}
-	fmt.Fprintf(w, "| slot  * start  - lateness; times UTC; the picture spans %s\n", span.Round(time.Millisecond))
+	fmt.Fprintf(w, "| slot  * start  - lateness; times UTC; the picture spans %s\n", human(span))
 	notStarted(w, tl)
 }
 
@@ -295,11 +417,6 @@ func notStarted(w io.Writer, tl startTimeline) {
 	if len(tl.NotStarted) > 0 {
 		fmt.Fprintf(w, "not started: %s\n", strings.Join(tl.NotStarted, ", "))
 	}
-}
-
-// ms writes a duration in milliseconds, signed when late or early.
-func ms(d time.Duration) string {
-	return fmt.Sprintf("%+.1fms", float64(d)/float64(time.Millisecond))
 }
 
 func clock(t time.Time) string { return t.UTC().Format("15:04:05.000") }

@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/slotq/slotq/pkg/client"
 	"github.com/slotq/slotq/pkg/local"
@@ -19,31 +23,40 @@ import (
 const DefaultEndpoint = "http://" + local.DefaultAddr
 
 // conn holds the flags that say which stack a command talks to, and the
-// output flag every command shares.
+// output flag every such command shares. Every client the commands use
+// is built here.
 type conn struct {
+	profile, region    string
 	endpoint, stack    string
 	enqueueFn, adminFn string
 	json               bool
 }
 
-// connFlags registers the shared flags on fs. Their defaults come from the
-// environment.
-func connFlags(fs *flag.FlagSet) *conn {
+// connFlags registers the connection flags on fs, spelled as the AWS
+// CLI spells them. Their defaults come from the environment.
+func connFlags(fs *pflag.FlagSet) *conn {
 	c := &conn{}
-	fs.StringVar(&c.endpoint, "endpoint", os.Getenv("SLOTQ_ENDPOINT"), "Invoke API URL, such as the local runtime's (env SLOTQ_ENDPOINT; default "+DefaultEndpoint+" when no stack or function name is given)")
-	fs.StringVar(&c.stack, "stack", os.Getenv("SLOTQ_STACK"), "deployed CloudFormation stack whose outputs name the functions (env SLOTQ_STACK)")
-	fs.StringVar(&c.enqueueFn, "enqueue-function", os.Getenv("SLOTQ_ENQUEUE_FUNCTION"), "name or ARN of the enqueue function (env SLOTQ_ENQUEUE_FUNCTION; default EnqueueFunction, or the stack's output EnqueueFunctionName)")
-	fs.StringVar(&c.adminFn, "admin-function", os.Getenv("SLOTQ_ADMIN_FUNCTION"), "name or ARN of the admin function (env SLOTQ_ADMIN_FUNCTION; default AdminFunction, or the stack's output AdminFunctionName)")
+	fs.StringVar(&c.endpoint, "endpoint-url", os.Getenv("SLOTQ_ENDPOINT_URL"), "Invoke API URL, such as the local runtime's (env SLOTQ_ENDPOINT_URL; default "+DefaultEndpoint+" unless --stack, --profile or a function name is given)")
+	fs.StringVar(&c.stack, "stack", os.Getenv("SLOTQ_STACK"), "deployed CloudFormation `stack` whose outputs name the functions (env SLOTQ_STACK)")
+	fs.StringVar(&c.profile, "profile", "", "AWS `profile` of the shared config for a deployed stack (default: AWS_PROFILE, or the default profile)")
+	fs.StringVar(&c.region, "region", "", "AWS `region` (default: AWS_REGION, or the profile's)")
+	fs.StringVar(&c.enqueueFn, "enqueue-function", os.Getenv("SLOTQ_ENQUEUE_FUNCTION"), "`name` or ARN of the enqueue function (env SLOTQ_ENQUEUE_FUNCTION; default EnqueueFunction, or the stack's output EnqueueFunctionName)")
+	fs.StringVar(&c.adminFn, "admin-function", os.Getenv("SLOTQ_ADMIN_FUNCTION"), "`name` or ARN of the admin function (env SLOTQ_ADMIN_FUNCTION; default AdminFunction, or the stack's output AdminFunctionName)")
 	fs.BoolVar(&c.json, "json", false, "print JSON for scripts instead of tables")
+	for _, name := range []string{"endpoint-url", "stack", "profile", "region", "enqueue-function", "admin-function", "json"} {
+		_ = fs.SetAnnotation(name, flagGroup, []string{"connection"})
+	}
 	return c
 }
 
-// errUsage marks an error of the command line (exit code 2).
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+// stackFlags gives cmd the connection flags: cn, those its parent holds
+// for every subcommand, or else its own.
+func stackFlags(cmd *cobra.Command, cn *conn) *conn {
+	if cn == nil {
+		cn = connFlags(cmd.Flags())
+	}
+	return cn
+}
 
 // describeStacksAPI is the CloudFormation call --stack makes.
 type describeStacksAPI interface {
@@ -73,44 +86,86 @@ func stackOutputs(ctx context.Context, api describeStacksAPI, name string) (map[
 	return m, nil
 }
 
-// client builds the client the flags describe:
+// endpointTarget is where the flags point: AWS (with the stack's outputs, if
+// --stack) or an Invoke API endpoint with unsigned requests.
+type endpointTarget struct {
+	cfg      aws.Config
+	outputs  map[string]string // --stack's
+	endpoint string            // "" on AWS
+}
+
+// resolve reads the flags:
 //
-//   - --endpoint (or SLOTQ_ENDPOINT): that Invoke API, unsigned requests;
+//   - --endpoint-url (or SLOTQ_ENDPOINT_URL): that Invoke API, unsigned
+//     requests unless --profile is given;
 //   - --stack (or SLOTQ_STACK): AWS, function names from the stack's outputs;
-//   - --enqueue-function / --admin-function alone: AWS, those names;
+//   - --profile, --enqueue-function or --admin-function alone: AWS;
 //   - nothing: the local runtime on DefaultEndpoint.
-//
-// Function name flags override the stack's outputs and the defaults.
-func (c *conn) client(ctx context.Context) (*client.Client, error) {
+func (c *conn) resolve(ctx context.Context) (endpointTarget, error) {
 	if c.endpoint != "" && c.stack != "" {
-		return nil, usagef("give --endpoint or --stack, not both")
+		return endpointTarget{}, usagef("give --endpoint-url or --stack, not both")
 	}
-	var opts []func(*client.Options)
-	var cfg aws.Config
+	load := func() (aws.Config, error) {
+		var opts []func(*config.LoadOptions) error
+		if c.profile != "" {
+			opts = append(opts, config.WithSharedConfigProfile(c.profile))
+		}
+		if c.region != "" {
+			opts = append(opts, config.WithRegion(c.region))
+		}
+		cfg, err := config.LoadDefaultConfig(ctx, opts...)
+		if err != nil {
+			return cfg, fmt.Errorf("AWS configuration: %w", err)
+		}
+		return cfg, nil
+	}
+	var t endpointTarget
+	var err error
 	switch {
 	case c.stack != "":
-		var err error
-		if cfg, err = config.LoadDefaultConfig(ctx); err != nil {
-			return nil, fmt.Errorf("AWS configuration: %w", err)
+		if t.cfg, err = load(); err != nil {
+			return t, err
 		}
-		outs, err := stackOutputs(ctx, newCloudFormation(cfg), c.stack)
-		if err != nil {
-			return nil, err
+		if t.outputs, err = stackOutputs(ctx, newCloudFormation(t.cfg), c.stack); err != nil {
+			return t, err
 		}
-		opts = append(opts, client.WithStackOutputs(outs))
-	case c.endpoint == "" && (c.enqueueFn != "" || c.adminFn != ""):
-		var err error
-		if cfg, err = config.LoadDefaultConfig(ctx); err != nil {
-			return nil, fmt.Errorf("AWS configuration: %w", err)
+	case c.endpoint == "" && (c.profile != "" || c.enqueueFn != "" || c.adminFn != ""):
+		if t.cfg, err = load(); err != nil {
+			return t, err
 		}
 	default:
-		endpoint := c.endpoint
-		if endpoint == "" {
-			endpoint = DefaultEndpoint
+		t.endpoint = c.endpoint
+		if t.endpoint == "" {
+			t.endpoint = DefaultEndpoint
+		}
+		if c.profile != "" {
+			if t.cfg, err = load(); err != nil {
+				return t, err
+			}
+			break
 		}
 		// A local runtime checks no signature: send none, need no account.
-		cfg = aws.Config{Region: os.Getenv("AWS_REGION")}
-		opts = append(opts, client.WithEndpoint(endpoint))
+		t.cfg = aws.Config{Region: c.region}
+		if t.cfg.Region == "" {
+			t.cfg.Region = os.Getenv("AWS_REGION")
+		}
+	}
+	return t, nil
+}
+
+// client builds the slotq client the flags describe. Function name flags
+// override the stack's outputs and the defaults.
+func (c *conn) client(ctx context.Context) (*client.Client, error) {
+	t, err := c.resolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var opts []func(*client.Options)
+	if t.outputs != nil {
+		opts = append(opts, client.WithStackOutputs(t.outputs))
+	}
+	if t.endpoint != "" {
+		opts = append(opts, client.WithEndpoint(t.endpoint))
 	}
 	opts = append(opts, func(o *client.Options) {
 		if c.enqueueFn != "" {
@@ -120,5 +175,65 @@ func (c *conn) client(ctx context.Context) (*client.Client, error) {
 			o.AdminFunction = c.adminFn
 		}
 	})
-	return client.NewFromConfig(cfg, opts...), nil
+	return client.NewFromConfig(t.cfg, opts...), nil
+}
+
+// lambda builds the Lambda client slotq invoke calls, and the name to
+// call fn by: on a stack, its output fn+"Name" if there is one
+// (EnqueueFunction → EnqueueFunctionName).
+func (c *conn) lambda(ctx context.Context, fn string) (*lambda.Client, string, error) {
+	t, err := c.resolve(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if name := t.outputs[fn+"Name"]; name != "" {
+		fn = name
+	}
+	if t.endpoint != "" {
+		if t.cfg.Region == "" {
+			t.cfg.Region = "us-east-1"
+		}
+		if t.cfg.Credentials == nil {
+			t.cfg.Credentials = aws.AnonymousCredentials{}
+		}
+	}
+	return lambda.NewFromConfig(t.cfg, func(o *lambda.Options) {
+		if t.endpoint != "" {
+			o.BaseEndpoint = aws.String(t.endpoint)
+		}
+	}), fn, nil
+}
+
+// unreachable is a call to an Invoke API endpoint where nothing listens.
+type unreachable struct {
+	endpoint string
+	err      error
+}
+
+func (e *unreachable) Error() string {
+	return fmt.Sprintf("nothing answers at %s (connection refused)", e.endpoint)
+}
+
+func (e *unreachable) Unwrap() error { return e.err }
+
+// explain turns the SDK's chain of retries into one line when nothing
+// listens on the endpoint the flags name.
+func (c *conn) explain(err error) error {
+	if c.stack != "" || !errors.Is(err, syscall.ECONNREFUSED) {
+		return err
+	}
+	endpoint := c.endpoint
+	if endpoint == "" {
+		endpoint = DefaultEndpoint
+	}
+	return &unreachable{endpoint: endpoint, err: err}
+}
+
+// hint says what to do next about err, or "".
+func hint(err error) string {
+	var u *unreachable
+	if errors.As(err, &u) {
+		return "Is the local runtime running? Start it with 'make run' or 'slotq local'; for a deployed stack give --stack NAME."
+	}
+	return ""
 }

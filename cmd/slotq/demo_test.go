@@ -179,18 +179,19 @@ func TestRunCommands(t *testing.T) {
 		wantStdout string
 		wantStderr string
 	}{
-		{"no command", nil, exitUsage, "", "Usage: slotq COMMAND"},
+		{"no command", nil, exitOK, "USAGE", ""},
 		{"unknown", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
 		{"help", []string{"help"}, exitOK, "demo", ""},
 		{"--help", []string{"--help"}, exitOK, "bench", ""},
-		{"demo -h", []string{"demo", "-h"}, exitOK, "", "-producers"},
-		{"bad flag", []string{"demo", "--nope"}, exitUsage, "", "flag provided but not defined"},
+		{"demo -h", []string{"demo", "-h"}, exitOK, "--producers", ""},
+		{"bad flag", []string{"demo", "--nope"}, exitUsage, "", "slotq demo: unknown flag: --nope"},
 		{"bad interval", []string{"demo", "--interval", "0s"}, exitUsage, "", "--interval must be greater than 0"},
 		{"skew too big", []string{"demo", "--interval", "10ms", "--skew", "10ms"}, exitUsage, "", "--skew"},
 		{"bad queue", []string{"demo", "--queue", "no spaces"}, exitUsage, "", "must match"},
 		{"bad log level", []string{"demo", "--log", "loud"}, exitUsage, "", "--log"},
 		{"stray argument", []string{"demo", "extra"}, exitUsage, "", `unexpected argument "extra"`},
 		{"bench bad runs", []string{"bench", "--runs", "0"}, exitUsage, "", "--runs"},
+		{"bench stray argument", []string{"bench", "extra"}, exitUsage, "", `slotq bench: unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,21 +228,32 @@ func TestDemoSummary(t *testing.T) {
 	}
 }
 
-func TestFmtDur(t *testing.T) {
+// Every table and text output rounds a measured duration the same way.
+func TestHuman(t *testing.T) {
 	tests := []struct {
 		d    time.Duration
 		want string
 	}{
-		{0, "0.000ms"},
-		{412 * time.Microsecond, "0.412ms"},
-		{-412 * time.Microsecond, "-0.412ms"},
-		{10*time.Millisecond + 250*time.Microsecond, "10.2ms"},
-		{1500 * time.Millisecond, "1.500s"},
+		{0, "0ms"},
+		{412 * time.Microsecond, "0.4ms"},
+		{-412 * time.Microsecond, "-0.4ms"},
+		{2 * time.Millisecond, "2ms"},
+		{10*time.Millisecond + 250*time.Microsecond, "10ms"},
+		{435*time.Millisecond + 200*time.Microsecond, "435ms"},
+		{999*time.Millisecond + 600*time.Microsecond, "1s"},
+		{1500 * time.Millisecond, "1.5s"},
+		{9320 * time.Millisecond, "9.3s"},
+		{125400 * time.Millisecond, "2m5s"},
+		{15 * time.Minute, "15m"},
+		{time.Hour + 2*time.Minute + 3*time.Second, "1h2m"},
 	}
 	for _, tt := range tests {
-		if got := fmtDur(tt.d); got != tt.want {
-			t.Errorf("fmtDur(%v) = %q, want %q", tt.d, got, tt.want)
+		if got := human(tt.d); got != tt.want {
+			t.Errorf("human(%v) = %q, want %q", tt.d, got, tt.want)
 		}
+	}
+	if got := signed(4 * time.Millisecond); got != "+4ms" {
+		t.Errorf("signed(4ms) = %q", got)
 	}
 }
 

@@ -1,58 +1,48 @@
 // Command slotq is slotq's program for people.
 //
-//	slotq enqueue QUEUE [--kind K | --target T] [--payload JSON|@FILE|-] [--id ID] [--not-before T] [--key KEY]
-//	slotq queues                      list the queues
-//	slotq stats QUEUE                 waiting, parked, failed, lag, backlog, lanes, configuration
-//	slotq pause QUEUE [--until T | --for D]
-//	slotq resume QUEUE
-//	slotq jobs list QUEUE [--status parked|failed]
-//	slotq jobs get QUEUE ID
-//	slotq jobs cancel QUEUE ID
-//	slotq create QUEUE [--interval D --max-running N …]   slotq configure QUEUE [--interval D …]
-//	slotq purge QUEUE                 slotq delete QUEUE
-//	slotq timeline QUEUE [ID ...]     a picture of starts against their slots
-//	slotq local   run the stack in this process (make run): Invoke API, event source, schedule
-//	slotq invoke  invoke a function through the Invoke API and print its answer
-//	slotq demo    run producers and workers on the embedded backend; show a timeline (make demo)
-//	slotq bench   run the demo workload several times and report its figures
-//	slotq bench lanes   the same for keyed jobs: overlaps and order per key, makespan (make bench)
-//	slotq costs   measure what a job costs on AWS on DynamoDB Local + moto (make bench)
-//	slotq sam invoke FUNCTION [--event FILE]   build a function's bootstrap, invoke it as `sam local invoke` (make invoke)
-//	slotq sam start-lambda   the built bootstraps behind the Invoke API, event source and schedule (make start-lambda)
-//	slotq template [--stack stack.yaml] [-o FILE]   a project's SAM template: slotq's stack with its own worker (docs/deploy.md)
+// Its commands come in two groups (`slotq --help` lists them):
+//
+//	slotq queues list|create|configure|pause|resume|purge|delete|stats   operate queues
+//	slotq jobs list|get|cancel|retry                                     operate jobs
+//	slotq enqueue QUEUE (--kind K | --target T) [--payload JSON|@FILE|-] [--key KEY] [--wait]
+//	slotq redrive                       move the slot queue's dead letters back
+//
+//	slotq local                         run the stack in this process (make run)
+//	slotq invoke FUNCTION [PAYLOAD]     invoke a function through the Invoke API
+//	slotq timeline QUEUE [ID ...]       a picture of starts against their slots
+//	slotq demo | bench [lanes] | costs  the embedded demo, the benchmarks, the cost report
+//	slotq sam invoke|start-lambda       the built bootstraps, as sam local runs them
+//	slotq template                      a project's SAM template (docs/deploy.md)
 //
 // The commands that talk to a stack call pkg/client, which does the work:
-// on the local runtime (--endpoint, SLOTQ_ENDPOINT; default
-// http://127.0.0.1:3001), or on a deployed stack (--stack NAME reads the
-// function names from its outputs; or --enqueue-function and
-// --admin-function). They print aligned tables, or JSON with --json;
-// errors go to stderr with their code and field.
+// on the local runtime (--endpoint-url; default http://127.0.0.1:3001) or
+// on a deployed stack (--stack NAME reads the function names from its
+// outputs). They print aligned tables, or JSON with --json; errors go to
+// stderr with their code and field.
+//
+// The command line is github.com/spf13/cobra's, as gh's and kubectl's
+// are: `slotq help CMD`, command groups, shell completion and --flag
+// spelling come with it. The command package only parses and prints.
 //
 // Exit status: 0 done, 1 the operation failed (the stack refused it, the
-// function failed, the stack could not be reached), 2 bad command line.
-// Each command has its own flags; `slotq COMMAND --help` lists them with
-// their defaults.
+// function failed, the stack could not be reached), 2 bad command line;
+// enqueue --wait and jobs get --wait add 3 (the job failed or was
+// cancelled) and 4 (--timeout came first).
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
-
-// A runFunc runs one subcommand: it parses its own flags from args and
-// returns the process's exit code.
-type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-
-// A command is one subcommand as help lists it.
-type command struct {
-	name    string
-	summary string
-	run     runFunc
-}
 
 // Exit codes.
 const (
@@ -61,32 +51,24 @@ const (
 	exitUsage = 2 // bad command line
 )
 
-// commands lists the subcommands in the order help shows them.
-var commands []command
+// exitStatus is the help's word on exit codes; commands that wait add
+// theirs.
+const exitStatus = "0 done, 1 the operation failed, 2 bad command line."
+
+// exitCode is the error a command returns once it has said what went
+// wrong: the process exits with it.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+// Command groups, in the order help lists them.
+const (
+	groupOps = "ops"
+	groupDev = "dev"
+)
 
 func init() {
-	commands = []command{
-		{"enqueue", "enqueue a job on a queue and print its ticket, slot and position", enqueueCmd},
-		{"queues", "list the queues", queuesCmd},
-		{"stats", "show a queue's figures: waiting, parked, failed, lag, backlog, running, keys", statsCmd},
-		{"pause", "pause a queue, until a time or for a while if given", pauseCmd},
-		{"resume", "lift a queue's pause and release its parked jobs", resumeCmd},
-		{"jobs", "list a queue's parked or failed jobs; get, cancel or retry a job (jobs list|get|cancel|retry)", jobsCmd},
-		{"create", "create a queue", createCmd},
-		{"configure", "change a queue's settings", configureCmd},
-		{"purge", "cancel every job of a queue that has not started", purgeCmd},
-		{"redrive", "move the slot queue's dead-letter messages back, each checked against its job", redriveCmd},
-		{"delete", "delete a queue", deleteCmd},
-		{"timeline", "draw starts of a queue against their slots: gaps and lateness", timelineCmd},
-		{"local", "run the stack in this process: Invoke API on 127.0.0.1:3001, SQS event source, schedule (make run)", localCmd},
-		{"invoke", "invoke a function through the Lambda Invoke API (slotq local's by default) and print its answer", invokeCmd},
-		{"demo", "run producers and workers on the embedded backend and show a live timeline of starts", demoCmd},
-		{"bench", "run the demo workload several times and report spacing, lateness and makespan (bench lanes: keyed jobs)", benchCmd},
-		{"costs", "measure what a job costs on AWS, on DynamoDB Local and moto (make bench's last step)", costsCmd},
-		{"sam", "run the built bootstraps as sam local does, without Docker (sam invoke|start-lambda)", samCmd},
-		{"template", "write a project's SAM template: slotq's stack with the project's own worker and parameters", templateCmd},
-		{"help", "list the commands", helpCmd},
-	}
+	cobra.EnableCommandSorting = false // help lists commands as newRootCmd adds them
 }
 
 func main() {
@@ -96,60 +78,200 @@ func main() {
 	os.Exit(code)
 }
 
-// run dispatches on the first argument.
+// run runs the command line args and returns the process's exit code.
+// Errors cobra finds (an unknown command or flag, wrong arguments) are
+// bad command lines: exit 2.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return exitUsage
+	if args == nil {
+		args = []string{} // not nil: cobra would read os.Args
 	}
-	name := args[0]
-	switch name {
-	case "-h", "-help", "--help":
-		name = "help"
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	var code exitCode
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &code):
+		return int(code)
 	}
-	for _, c := range commands {
-		if c.name == name {
-			return c.run(ctx, args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "slotq: unknown command %q\n\n", name)
-	usage(stderr)
+	fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", cmd.CommandPath(), err, cmd.CommandPath())
 	return exitUsage
 }
 
-// subcommands runs the subcommand of group that args name; with none, or
-// an unknown one, it prints usage (to stdout for help, exit 0; else to
-// stderr, exit 2).
-func subcommands(ctx context.Context, group string, subs map[string]runFunc, usage string, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		if run, ok := subs[args[0]]; ok {
-			return run(ctx, args[1:], stdout, stderr)
+// newRootCmd builds the command tree, printing to stdout and stderr. Each
+// call builds a new one, so that every run starts from the flags'
+// defaults.
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "slotq COMMAND",
+		Short: "Run jobs of named queues in time slots: at most one start per queue interval.",
+		Long: "Run jobs of named queues in time slots: at most one start per queue interval.\n\n" +
+			"The queue and job commands talk to a stack: the local runtime (`slotq local`,\n" +
+			"`make run`) on " + DefaultEndpoint + " by default, another Invoke API with\n" +
+			"--endpoint-url, or a deployed stack with --stack NAME.",
+		Example: "  $ slotq local                                  # the stack in this process (make run)\n" +
+			"  $ slotq queues create emails --interval 2s\n" +
+			"  $ slotq enqueue emails --kind echo --payload '{\"to\":\"ada@example.com\"}' --wait\n" +
+			"  $ slotq queues stats emails --stack slotq-prod --profile prod",
+		Version:       version(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Annotations: map[string]string{
+			"exit": exitStatus + "\n" +
+				"enqueue --wait and jobs get --wait: 3 the job failed or was cancelled, 4 --timeout came first.",
+			"learn": "Use 'slotq <command> <subcommand> --help' (or 'slotq help <command>') for more about a command,\n" +
+				"'slotq help exit-codes' for the exit codes. Read the README and docs/operations.md\n" +
+				"(the error codes, the local runtime, a deployed stack).",
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetVersionTemplate("slotq version {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
+	root.SetHelpFunc(help)
+	root.AddGroup(
+		&cobra.Group{ID: groupOps, Title: "QUEUE AND JOB COMMANDS"},
+		&cobra.Group{ID: groupDev, Title: "LOCAL DEVELOPMENT AND BENCHMARK COMMANDS"},
+	)
+	root.AddCommand(
+		newQueuesCmd(),
+		newJobsCmd(),
+		grouped(groupOps, newEnqueueCmd(nil)),
+		grouped(groupOps, newRedriveCmd(nil)),
+		grouped(groupDev, newLocalCmd()),
+		grouped(groupDev, newInvokeCmd()),
+		grouped(groupDev, newTimelineCmd()),
+		grouped(groupDev, newDemoCmd()),
+		grouped(groupDev, newBenchCmd()),
+		grouped(groupDev, newCostsCmd()),
+		grouped(groupDev, newSamCmd()),
+		grouped(groupDev, newTemplateCmd()),
+	)
+	root.AddCommand(oldNames()...)
+	root.AddCommand(newExitCodesTopic())
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			parent(c) // an unknown shell is a bad command line
 		}
 	}
-	w, code := stderr, exitUsage
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help") {
-		w, code = stdout, exitOK
-	} else if len(args) > 0 {
-		fmt.Fprintf(stderr, "slotq %s: unknown command %q\n\n", group, args[0])
-	}
-	fmt.Fprint(w, usage)
-	return code
+	return root
 }
 
-func helpCmd(_ context.Context, _ []string, stdout, _ io.Writer) int {
-	usage(stdout)
-	return exitOK
+func grouped(id string, cmd *cobra.Command) *cobra.Command {
+	cmd.GroupID = id
+	return cmd
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintf(w, "slotq runs jobs of named queues in time slots: at most one start per queue interval.\n\n")
-	fmt.Fprintf(w, "Usage: slotq COMMAND [flags]\n\nCommands:\n")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+// oldNames are the bare verbs slotq had before `slotq queues VERB`:
+// hidden, kept for one release, each saying on stderr what to type now.
+func oldNames() []*cobra.Command {
+	var cmds []*cobra.Command
+	for _, c := range []*cobra.Command{newCreateCmd(nil), newConfigureCmd(nil), newPauseCmd(nil), newResumeCmd(nil),
+		newPurgeCmd(nil), newDeleteCmd(nil), newStatsCmd(nil)} {
+		c.Hidden = true
+		runE := c.RunE
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintf(cmd.ErrOrStderr(), "slotq %s: deprecated: use 'slotq queues %s' (the bare verb goes in a later release)\n", cmd.Name(), cmd.Name())
+			return runE(cmd, args)
+		}
+		cmds = append(cmds, c)
 	}
-	fmt.Fprintf(w, "\nThe commands that talk to a stack call the local runtime (--endpoint, env SLOTQ_ENDPOINT;\n"+
-		"default %s) or a deployed stack (--stack NAME, env SLOTQ_STACK: function names from\n"+
-		"its outputs; or --enqueue-function and --admin-function). --json prints JSON for scripts.\n", DefaultEndpoint)
-	fmt.Fprintf(w, "\nExit status: 0 done, 1 the operation failed, 2 bad command line.\n")
-	fmt.Fprintf(w, "Run 'slotq COMMAND --help' for a command's flags and their defaults.\n")
+	return cmds
+}
+
+// parent returns a command that only groups its subcommands: alone it
+// prints its help; with an argument that names none, it is a bad
+// command line.
+func parent(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	cmd.Args = cobra.NoArgs
+	if cmd.RunE == nil {
+		cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
+// runE adapts a command body that returns its exit code.
+func runE(body func(cmd *cobra.Command, args []string) int) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if code := body(cmd, args); code != exitOK {
+			return exitCode(code)
+		}
+		return nil
+	}
+}
+
+// nArgs checks that a command has between min and max arguments (max -1:
+// no limit), naming them as its Use line does.
+func nArgs(min, max int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) >= min && (max < 0 || len(args) <= max) {
+			return nil
+		}
+		if max == 0 {
+			return fmt.Errorf("unexpected argument %q", args[0])
+		}
+		_, names, _ := strings.Cut(cmd.Use, " ")
+		return fmt.Errorf("want arguments %s, got %d", names, len(args))
+	}
+}
+
+// version is the slotq module's version this binary was built from and,
+// when slotq is the main module, its VCS commit: "v0.4.0 (commit 1a2b3c4,
+// 2025-06-01T10:00:00Z)", or "(devel)" for a build of a work tree without
+// VCS information.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	return versionOf(info)
+}
+
+// versionOf is version's reading of info.
+func versionOf(info *debug.BuildInfo) string {
+	const module = "github.com/slotq/slotq"
+	if info.Main.Path != module {
+		// Run as a tool of another module (go tool slotq): its VCS
+		// settings are that module's, not slotq's.
+		for _, m := range info.Deps {
+			if m.Path == module {
+				if m.Replace != nil {
+					return m.Version + " => " + m.Replace.Path
+				}
+				return m.Version
+			}
+		}
+		return "(devel)"
+	}
+	v := info.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, at, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = ", modified"
+			}
+		}
+	}
+	if rev == "" {
+		return v
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if at != "" {
+		at = ", " + at
+	}
+	return fmt.Sprintf("%s (commit %s%s%s)", v, rev, at, dirty)
 }

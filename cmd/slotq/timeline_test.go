@@ -2,10 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"github.com/slotq/slotq/pkg/local"
 )
 
 // The picture, from fixed starts: an on-time start, a late one, one that
@@ -121,5 +129,88 @@ func TestTimelineCommand(t *testing.T) {
 	_, errOut, code := c.run("timeline", "fast", "nope")
 	if code != 1 || !strings.Contains(errOut, "job_not_found") {
 		t.Errorf("timeline of a missing job: exit %d, %q", code, errOut)
+	}
+}
+
+// syncBuffer is a buffer the local runtime's logger writes to from its
+// goroutines while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// slotq timeline --log reads the text log `slotq local --log info` writes
+// on stderr (make run ARGS='--log info' 2>run.log): slog's text handler,
+// as the local runtime's functions log through it. The live view's lines
+// are refused with what to give instead.
+func TestTimelineTextLog(t *testing.T) {
+	var log syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- local.Run(ctx, local.Options{Addr: "127.0.0.1:0", Out: io.Discard,
+			Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo})),
+			Ready:  func(e local.Endpoints) { ready <- e.InvokeURL }})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	var url string
+	select {
+	case url = <-ready:
+	case err := <-done:
+		t.Fatalf("local.Run: %v", err)
+	}
+	c := cli{t: t, endpoint: url}
+	c.ok("queues", "create", "texts", "--interval", "100ms")
+	for _, id := range []string{"a", "b", "c"} {
+		c.ok("enqueue", "texts", "--kind", "echo", "--id", id)
+	}
+	c.ok("jobs", "get", "texts", "c", "--wait", "--timeout", "10s")
+	file := filepath.Join(t.TempDir(), "run.log")
+	if err := os.WriteFile(file, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "level=INFO msg=start queue=texts") {
+		t.Fatalf("the local runtime logged no text start line:\n%s", log.String())
+	}
+	var tl startTimeline
+	c.okJSON(&tl, "timeline", "texts", "--log", file)
+	if len(tl.Starts) != 3 || tl.Starts[0].JobID != "a" || tl.Starts[2].JobID != "c" || tl.Starts[1].Gap < 90*time.Millisecond {
+		t.Errorf("timeline --log of a text log: %+v", tl)
+	}
+	if out := c.ok("timeline", "texts", "--log", file); !strings.Contains(out, "texts: 3 starts") {
+		t.Errorf("timeline --log:\n%s", out)
+	}
+
+	view := filepath.Join(t.TempDir(), "view.txt")
+	if err := os.WriteFile(view, []byte("14:00:00.004  start     texts          #1     a                        late 4ms     attempt 1  worker 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.exits([]string{"timeline", "texts", "--log", view}, 2, "slotq timeline: --log: these are the live view's lines (make run's stdout), which carry no dates")
+	c.exits([]string{"timeline", "texts", "--log", file + ".missing"}, 2, "slotq timeline: --log: open ")
+	c.exits([]string{"timeline", "texts", "--log", os.DevNull}, 2, `--log: no "start" line in the log`)
+}
+
+func TestTextAttrs(t *testing.T) {
+	kv, ok := textAttrs(`time=2025-06-01T14:00:00.004Z level=INFO msg="attempt failed; retrying" queue=emails error="upstream \"503\"" n=1`)
+	if !ok || kv["msg"] != "attempt failed; retrying" || kv["error"] != `upstream "503"` || kv["queue"] != "emails" || kv["n"] != "1" {
+		t.Errorf("textAttrs: %v, %v", kv, ok)
+	}
+	for _, line := range []string{"not a log", `{"msg":"start"}`, "a=1 b=2", `time=x msg="unterminated`} {
+		if _, ok := textAttrs(line); ok {
+			t.Errorf("textAttrs(%q) read it as a text log line", line)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 // Command worker is the function the slot queue's SQS event source
 // invokes: it starts each delivered job at its slot, through the gate, and
 // runs its target (an HTTP endpoint, another Lambda function, or a Go
-// handler by job kind: here the built-in kinds echo, sleep and fail only).
+// handler by job kind: here the built-in kinds only, echo, sleep and fail).
 //
 // A worker with Go handlers of your own is a main like this one that
 // registers them on the mux first (pkg/worker; examples/acme).

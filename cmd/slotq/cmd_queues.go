@@ -1,0 +1,509 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/pkg/client"
+)
+
+// newQueuesCmd is `slotq queues VERB`. Alone it lists the queues, as
+// `slotq queues list` does.
+func newQueuesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "queues [<command>]",
+		Short:   "List, create, configure, pause, resume, purge or delete queues; show a queue's figures",
+		Long:    "Work with queues: list, create, configure, pause, resume, purge, delete, stats.\nAlone, 'slotq queues' lists the queues.",
+		GroupID: groupOps,
+		Example: "  $ slotq queues create emails --interval 2s --max-attempts 5\n" +
+			"  $ slotq queues pause emails --for 1h\n" +
+			"  $ slotq queues stats emails --json",
+	}
+	cn := connFlags(cmd.PersistentFlags())
+	list := newQueuesListCmd(cn)
+	cmd.RunE = list.RunE
+	return parent(cmd,
+		list, newCreateCmd(cn), newConfigureCmd(cn), newPauseCmd(cn), newResumeCmd(cn),
+		newPurgeCmd(cn), newDeleteCmd(cn), newStatsCmd(cn))
+}
+
+func newQueuesListCmd(cn *conn) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the queues with their settings, pause and counters",
+		Args:  nArgs(0, 0),
+	}
+	cn = stackFlags(cmd, cn)
+	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
+		c := newStackCmd(cmd, cn)
+		if c.name == "queues" {
+			c.name = "queues list"
+		}
+		ctx := cmd.Context()
+		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			out, err := cl.ListQueues(ctx, &client.ListQueuesInput{})
+			if err != nil {
+				return nil, nil, err
+			}
+			return out.Queues, func(w io.Writer) {
+				row(w, "QUEUE", "INTERVAL", "SKEW", "MAX ATTEMPTS", "MAX RUNNING", "TARGETS", "PAUSED", "TICKETS", "STARTED", "CREATED")
+				for _, q := range out.Queues {
+					row(w, q.Name, setting(q.Config.Interval), setting(q.Config.Skew), q.Config.MaxAttempts, maxRunning(q.Config.MaxRunning), len(q.Config.Targets),
+						paused(q.State), q.State.Ticket, q.State.Current, ts(q.CreatedAt))
+				}
+			}, nil
+		})
+	})
+	return cmd
+}
+
+func paused(s api.QueueState) string {
+	switch {
+	case !s.Paused:
+		return "no"
+	case s.PausedUntil.IsZero():
+		return "yes"
+	}
+	return "until " + ts(s.PausedUntil)
+}
+
+func newStatsCmd(cn *conn) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "stats QUEUE",
+		Short: "Show a queue's figures: waiting, parked, failed, lag, backlog, lanes, recent activity",
+		Long: "Shows a queue's figures: jobs waiting (from its counters), parked and failed,\n" +
+			"how far its starts trail its line (lag), how far ahead the line is booked (backlog), its lanes\n" +
+			"(attempts running under max_running; keys held, keys with jobs waiting, jobs waiting on keys and\n" +
+			"for a running place), what it did over the last 15 minutes (starts, outcomes, start lateness,\n" +
+			"from its metrics: CloudWatch on a stack, the process's own tally on the local runtime),\n" +
+			"and its configuration.",
+		Args: nArgs(1, 1),
+	}
+	cn = stackFlags(cmd, cn)
+	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
+		c := newStackCmd(cmd, cn)
+		ctx := cmd.Context()
+		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			out, err := cl.GetStats(ctx, &client.GetStatsInput{Queue: pos[0]})
+			if err != nil {
+				return nil, nil, err
+			}
+			s := out.Stats
+			js := statsJSON{Stats: s, Activity: out.Activity, ActivityError: out.ActivityError}
+			return js, func(w io.Writer) {
+				row(w, "queue", s.Queue)
+				row(w, "paused", paused(s.State))
+				row(w, "waiting", s.Waiting)
+				row(w, "parked", s.Parked)
+				row(w, "failed", s.Failed)
+				row(w, "lag", human(time.Duration(s.Lag)))
+				row(w, "backlog", human(time.Duration(s.Backlog)))
+				activityRows(w, out.Activity, out.ActivityError)
+				laneRows(w, s.Lanes, s.Config.MaxRunning)
+				row(w, "tickets", s.State.Ticket)
+				row(w, "started", s.State.Current)
+				row(w, "last start", ts(s.State.LastStart))
+				configRows(w, s.Config)
+			}, nil
+		})
+	})
+	return cmd
+}
+
+// statsJSON is stats' --json answer: the queue's figures, and its recent
+// activity beside them.
+type statsJSON struct {
+	api.Stats
+	Activity      *api.Activity `json:"activity,omitempty"`
+	ActivityError string        `json:"activity_error,omitempty"`
+}
+
+// activityRows prints what a queue did over the last window, from its
+// metrics, or why that is not known.
+func activityRows(w io.Writer, a *api.Activity, why string) {
+	if a == nil {
+		if why == "" {
+			why = "not available"
+		}
+		row(w, "recent activity", "unknown: "+why)
+		return
+	}
+	in := " (last " + shortDuration(time.Duration(a.Window)) + ")"
+	row(w, "starts"+in, a.Starts)
+	lateness := "-"
+	if a.LatenessP50 != nil && a.LatenessP99 != nil && a.LatenessMax != nil {
+		lateness = fmt.Sprintf("%s / %s / %s", human(msDuration(*a.LatenessP50)), human(msDuration(*a.LatenessP99)), human(msDuration(*a.LatenessMax)))
+	}
+	row(w, "start lateness p50 / p99 / max", lateness)
+	row(w, "succeeded / attempts failed / dead letters", fmt.Sprintf("%d / %d / %d", a.Succeeded, a.AttemptFailures, a.DeadLetters))
+	row(w, "retries / re-tickets / handed back", fmt.Sprintf("%d / %d / %d", a.Retries, a.Reticketed, a.HandedBack))
+}
+
+// msDuration is a number of milliseconds as a duration.
+func msDuration(v float64) time.Duration {
+	return time.Duration(v * float64(time.Millisecond))
+}
+
+// laneRows prints what a queue's lanes show (docs/guarantees.md §12).
+func laneRows(w io.Writer, l api.LaneFigures, maxRunning int) {
+	running := "-" // no max_running: the queue counts none
+	if l.Running >= 0 {
+		running = fmt.Sprintf("%d of %d", l.Running, maxRunning)
+	}
+	row(w, "running", running)
+	row(w, "keys held", l.KeysHeld)
+	row(w, "keys waiting", l.KeysWaiting)
+	row(w, "jobs waiting on keys", l.WaitingOnKeys)
+	row(w, "jobs waiting for a place", l.WaitingForPlace)
+}
+
+// maxRunning prints a queue's MaxRunning: "-" for no cap.
+func maxRunning(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}
+
+// configRows prints a queue's configuration, a setting a line.
+func configRows(w io.Writer, c api.Config) {
+	row(w, "interval", setting(c.Interval))
+	row(w, "skew", setting(c.Skew))
+	row(w, "max attempts", c.MaxAttempts)
+	row(w, "max running", maxRunning(c.MaxRunning))
+	row(w, "backoff", fmt.Sprintf("%s (at most %s)", setting(c.Backoff), setting(c.MaxBackoff)))
+	row(w, "retention", setting(c.Retention))
+	row(w, "target timeout", setting(c.TargetTimeout))
+	row(w, "targets", orDash(strings.Join(c.Targets, ", ")))
+	row(w, "allow networks", orDash(strings.Join(c.AllowNetworks, ", ")))
+}
+
+func newPauseCmd(cn *conn) *cobra.Command {
+	var until string
+	cmd := &cobra.Command{
+		Use:   "pause QUEUE",
+		Short: "Pause a queue, until a time or for a while if given",
+		Long: "Pauses QUEUE: once this returns no job of it starts until it is resumed,\n" +
+			"by 'slotq queues resume' or, with --until or --for, by the schedule at that time.",
+		Example: "  $ slotq queues pause emails --for 90m",
+		Args:    nArgs(1, 1),
+	}
+	cn = stackFlags(cmd, cn)
+	cmd.Flags().StringVar(&until, "until", "", "lift the pause at this RFC 3339 `time`")
+	forD := durationFlag(cmd.Flags(), "for", "lift the pause after this long, a `duration` such as 90m")
+	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
+		c := newStackCmd(cmd, cn)
+		ctx := cmd.Context()
+		in := &client.PauseQueueInput{Queue: pos[0]}
+		switch {
+		case until != "" && c.given("for"):
+			return c.fail(usagef("give --until or --for, not both"))
+		case until != "":
+			t, err := time.Parse(time.RFC3339Nano, until)
+			if err != nil {
+				return c.fail(usagef("--until %q: want an RFC 3339 time such as 2025-06-01T14:00:00Z", until))
+			}
+			in.Until = t
+		case *forD <= 0 && c.given("for"):
+			return c.fail(usagef("--for must be greater than 0 (leave it out to pause until 'slotq queues resume')"))
+		case *forD > 0:
+			in.Until = time.Now().Add(*forD)
+		}
+		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			out, err := cl.PauseQueue(ctx, in)
+			if err != nil {
+				return nil, nil, err
+			}
+			return out.State, func(w io.Writer) {
+				row(w, "queue", pos[0])
+				row(w, "paused", paused(out.State))
+			}, nil
+		})
+	})
+	return cmd
+}
+
+func newResumeCmd(cn *conn) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "resume QUEUE",
+		Short: "Lift a queue's pause and release its parked jobs",
+		Long:  "Lifts QUEUE's pause now and releases its parked jobs, in their old order.",
+		Args:  nArgs(1, 1),
+	}
+	cn = stackFlags(cmd, cn)
+	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
+		c := newStackCmd(cmd, cn)
+		ctx := cmd.Context()
+		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			out, err := cl.ResumeQueue(ctx, &client.ResumeQueueInput{Queue: pos[0]})
+			if err != nil {
+				return nil, nil, err
+			}
+			r := out.Report
+			return r, func(w io.Writer) {
+				row(w, "queue", pos[0])
+				row(w, "released", r.Released)
+				row(w, "reticketed", r.Reticketed)
+				if r.Continued > 0 {
+					row(w, "left for the schedule", "yes (more parked jobs than one pass takes)")
+				}
+			}, nil
+		})
+	})
+	return cmd
+}
+
+// cancelled is the answer of purge and delete.
+type cancelled struct {
+	Queue     string `json:"queue"`
+	Cancelled int    `json:"cancelled"`
+}
+
+// yesFlag is --yes of the commands that ask before they act.
+func yesFlag(cmd *cobra.Command) *bool {
+	return cmd.Flags().BoolP("yes", "y", false, "do it without asking (needed when stdin is not a terminal)")
+}
+
+func newPurgeCmd(cn *conn) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "purge QUEUE",
+		Short: "Cancel every job of a queue that has not started",
+		Long: "Cancels every job of QUEUE that has not started. On a terminal it asks first;\n" +
+			"elsewhere (a script, a pipe) it needs --yes.",
+		Example: "  $ slotq queues purge emails --yes",
+		Args:    nArgs(1, 1),
+	}
+	cn = stackFlags(cmd, cn)
+	yes := yesFlag(cmd)
+	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
+		c := newStackCmd(cmd, cn)
+		ctx := cmd.Context()
+		if err := c.confirm(*yes, "cancel every job of queue "+pos[0]+" that has not started"); err != nil {
+			return c.fail(err)
+		}
+		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			out, err := cl.PurgeQueue(ctx, &client.PurgeQueueInput{Queue: pos[0]})
+			if err != nil {
+				return nil, nil, err
+			}
+			r := cancelled{pos[0], out.Cancelled}
+			return r, func(w io.Writer) { row(w, "queue", r.Queue); row(w, "cancelled", r.Cancelled) }, nil
+		})
+	})
+	return cmd
+}
+
+func newDeleteCmd(cn *conn) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "delete QUEUE",
+		Short: "Delete a queue and cancel its waiting jobs",
+		Long: "Deletes QUEUE and cancels its waiting jobs. On a terminal it asks first;\n" +
+			"elsewhere (a script, a pipe) it needs --yes.",
+		Example: "  $ slotq queues delete emails --yes",
+		Args:    nArgs(1, 1),
+	}
+	cn = stackFlags(cmd, cn)
+	yes := yesFlag(cmd)
+	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
+		c := newStackCmd(cmd, cn)
+		ctx := cmd.Context()
+		if err := c.confirm(*yes, "delete queue "+pos[0]+" and cancel its waiting jobs"); err != nil {
+			return c.fail(err)
+		}
+		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			out, err := cl.DeleteQueue(ctx, &client.DeleteQueueInput{Queue: pos[0]})
+			if err != nil {
+				return nil, nil, err
+			}
+			r := cancelled{pos[0], out.Cancelled}
+			return r, func(w io.Writer) { row(w, "deleted", r.Queue); row(w, "cancelled", r.Cancelled) }, nil
+		})
+	})
+	return cmd
+}
+
+// configFlags are the settings of create and configure.
+type configFlags struct {
+	interval, skew, backoff, maxBackoff, retention, targetTimeout *time.Duration
+	maxAttempts, maxRunning                                       *int
+	targets, networks                                             *string
+}
+
+// skewRule is the skew's rule, said the same way in the help, the README
+// and docs/operations.md (api.Config.Validate and WithDefaults).
+const skewRule = "less than the interval; 1ns for none"
+
+// skewDefault is the skew of a queue created without one.
+const skewDefault = "(default: the stack's DefaultSkew, 10ms, also on slotq local and make run; " +
+	"capped at a quarter of the interval)"
+
+func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
+	return &configFlags{
+		interval:      durationFlag(fs, "interval", "least time between two starts, a `duration` of at least 1ms "+what),
+		skew:          durationFlag(fs, "skew", "allowance for clock differences and wake-up latency, once per run of starts; "+skewRule+" "+skewWhat),
+		maxAttempts:   fs.Int("max-attempts", 0, "attempts a job gets, at least 1 "+what),
+		maxRunning:    fs.Int("max-running", 0, "most attempts of the queue that run at once, 0 for no cap "+what),
+		backoff:       durationFlag(fs, "backoff", "wait before the first retry, doubled each further attempt "+what),
+		maxBackoff:    durationFlag(fs, "max-backoff", "cap of the retry wait "+what),
+		retention:     durationFlag(fs, "retention", "how long finished and failed jobs are kept "+what),
+		targetTimeout: durationFlag(fs, "target-timeout", "bound of one run of an HTTP or Lambda target "+what),
+		targets:       fs.String("targets", "", "comma-separated HTTP and Lambda target `patterns` jobs may name "+what),
+		networks:      fs.String("allow-networks", "", "comma-separated CIDR `prefixes` HTTP targets may reach although private "+what),
+	}
+}
+
+// configNames are the flags of configFlags.
+var configNames = []string{"interval", "skew", "max-attempts", "max-running", "backoff", "max-backoff",
+	"retention", "target-timeout", "targets", "allow-networks"}
+
+// check refuses a setting given on the command line as zero where zero
+// would be read as its default, with the error the admin function gives
+// (slot.ZeroSetting): a flag left out is absent, the queue's setting
+// (configure) or its default (create); a flag given means its value.
+func (f *configFlags) check(op string, fs *pflag.FlagSet) error {
+	for _, name := range configNames {
+		if fl := fs.Lookup(name); fl.Changed && fl.Value.String() == "0" {
+			if err := zeroSetting(op, "config.", strings.ReplaceAll(name, "-", "_")); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// apply sets on cfg the settings given on the command line.
+func (f *configFlags) apply(fs *pflag.FlagSet, cfg *api.Config) {
+	for _, name := range configNames {
+		if !fs.Changed(name) {
+			continue
+		}
+		switch name {
+		case "interval":
+			cfg.Interval = *f.interval
+		case "skew":
+			cfg.Skew = *f.skew
+		case "max-attempts":
+			cfg.MaxAttempts = *f.maxAttempts
+		case "max-running":
+			cfg.MaxRunning = *f.maxRunning
+		case "backoff":
+			cfg.Backoff = *f.backoff
+		case "max-backoff":
+			cfg.MaxBackoff = *f.maxBackoff
+		case "retention":
+			cfg.Retention = *f.retention
+		case "target-timeout":
+			cfg.TargetTimeout = *f.targetTimeout
+		case "targets":
+			cfg.Targets = split(*f.targets)
+		case "allow-networks":
+			cfg.AllowNetworks = split(*f.networks)
+		}
+	}
+}
+
+// update is the change the command line asks for: the settings given, and
+// only those.
+func (f *configFlags) update(fs *pflag.FlagSet) api.ConfigUpdate {
+	var cfg api.Config
+	f.apply(fs, &cfg)
+	u := cfg.Update()
+	// zeros that are settings of their own
+	if fs.Changed("max-running") {
+		u.MaxRunning = &cfg.MaxRunning
+	}
+	if fs.Changed("targets") {
+		t := append([]string{}, cfg.Targets...)
+		u.Targets = &t
+	}
+	if fs.Changed("allow-networks") {
+		n := append([]string{}, cfg.AllowNetworks...)
+		u.AllowNetworks = &n
+	}
+	return u
+}
+
+func queueRows(q api.Queue) func(io.Writer) {
+	return func(w io.Writer) {
+		row(w, "queue", q.Name)
+		configRows(w, q.Config)
+		row(w, "paused", paused(q.State))
+		row(w, "created", ts(q.CreatedAt))
+	}
+}
+
+func newCreateCmd(cn *conn) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "create QUEUE",
+		Short: "Create a queue",
+		Long: "Creates QUEUE. Settings left out take the stack's defaults (its DefaultInterval,\n" +
+			"DefaultSkew and AllowedTargets), then slotq's.",
+		Example: "  $ slotq queues create emails --interval 2s --max-attempts 5 --targets 'https://hooks.example.com/*'",
+		Args:    nArgs(1, 1),
+	}
+	cn = stackFlags(cmd, cn)
+	cf := newConfigFlags(cmd.Flags(), "(default: the stack's or slotq's)", skewDefault)
+	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
+		c := newStackCmd(cmd, cn)
+		ctx := cmd.Context()
+		if err := cf.check("create", c.flags); err != nil {
+			return c.fail(err)
+		}
+		var cfg api.Config
+		cf.apply(c.flags, &cfg)
+		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			out, err := cl.CreateQueue(ctx, &client.CreateQueueInput{Queue: pos[0], Config: &cfg})
+			if err != nil {
+				return nil, nil, err
+			}
+			return out.Queue, queueRows(out.Queue), nil
+		})
+	})
+	return cmd
+}
+
+func newConfigureCmd(cn *conn) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "configure QUEUE",
+		Short: "Change a queue's settings",
+		Long: "Changes the settings of QUEUE given on the command line and keeps the others\n" +
+			"(the admin function reads the configuration, then writes it whole: run one configure\n" +
+			"of a queue at a time). A setting given as zero is refused unless zero is a setting\n" +
+			"of its own (--max-running 0: no cap; --targets \"\": none).\n" +
+			"Jobs that hold slots keep them; new tickets follow the new interval.",
+		Example: "  $ slotq queues configure emails --interval 1s --max-running 3",
+		Args:    nArgs(1, 1),
+	}
+	cn = stackFlags(cmd, cn)
+	cf := newConfigFlags(cmd.Flags(), "(default: unchanged)", "(default: unchanged)")
+	reset := cmd.Flags().Bool("reset", false, "start from the defaults instead of the queue's settings")
+	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
+		c := newStackCmd(cmd, cn)
+		ctx := cmd.Context()
+		if err := cf.check("configure", c.flags); err != nil {
+			return c.fail(err)
+		}
+		in := &client.ConfigureQueueInput{Queue: pos[0]}
+		if *reset {
+			cf.apply(c.flags, &in.Config)
+		} else {
+			u := cf.update(c.flags)
+			in.Update = &u
+		}
+		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			out, err := cl.ConfigureQueue(ctx, in)
+			if err != nil {
+				return nil, nil, err
+			}
+			return out.Queue, queueRows(out.Queue), nil
+		})
+	})
+	return cmd
+}
