@@ -11,7 +11,7 @@ help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.%-]+:.*## / {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: ## Run the stack locally (embedded backend; DynamoDB/SQS if AWS_ENDPOINT_URL_* are set): Invoke API on 127.0.0.1:3001, SQS event source, schedule; ARGS='--log info' logs echo payloads and start lines (slotq timeline --log)
+run: ## Run the stack locally (embedded backend; DynamoDB/SQS if AWS_ENDPOINT_URL_* are set): Invoke API on 127.0.0.1:3001, web console on 127.0.0.1:3002, SQS event source, schedule; ARGS='--log info' logs echo payloads and start lines (slotq timeline --log)
 	$(GO) run ./cmd/slotq local $(ARGS)
 
 .PHONY: demo

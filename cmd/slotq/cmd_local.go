@@ -47,11 +47,12 @@ func newLocalCmd() *cobra.Command {
 		networks    = fs.String("allowed-networks", "", "comma-separated CIDR `prefixes` such queues' HTTP targets may reach although private or loopback (AllowedNetworks)")
 		asJSON      = fs.Bool("json", false, "print JSON lines instead of the live view")
 		logLevel    = fs.String("log", "warn", "`level` of the functions' logs on stderr (debug, info, warn, error)")
+		consoleAddr = fs.String("console", local.DefaultConsoleAddr, "address of the web console (loopback only; empty for none)")
 	)
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return runLocal(cmd.Context(), stdout, stderr, localFlags{*addr, *tmpl, fs.Changed("template"), *resumeEvery, *concurrency,
-			*visibility, *lease, *useAWS, *stackName, *targets, *networks, *asJSON, *logLevel})
+			*visibility, *lease, *useAWS, *stackName, *targets, *networks, *asJSON, *logLevel, *consoleAddr})
 	})
 	return cmd
 }
@@ -68,6 +69,7 @@ type localFlags struct {
 	targets, networks string
 	asJSON            bool
 	logLevel          string
+	console           string
 }
 
 func runLocal(ctx context.Context, stdout, stderr io.Writer, f localFlags) int {
@@ -82,7 +84,7 @@ func runLocal(ctx context.Context, stdout, stderr io.Writer, f localFlags) int {
 	} else {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	}
-	o := local.Options{Addr: f.addr, Concurrency: f.concurrency, Lease: f.lease, StackName: f.stackName,
+	o := local.Options{Addr: f.addr, Concurrency: f.concurrency, Lease: f.lease, StackName: f.stackName, Console: f.console,
 		Logger: logger, Out: stdout, JSON: f.asJSON}
 	if _, err := os.Stat(f.tmpl); err == nil {
 		st, err := local.FromTemplate(f.tmpl)

@@ -41,8 +41,9 @@ var slotqBinary = sync.OnceValues(func() (string, error) {
 
 // localProc is `slotq local --json` running in a subprocess.
 type localProc struct {
-	cmd    *exec.Cmd
-	url    string
+	cmd     *exec.Cmd
+	url     string
+	console string // the web console's URL
 	mu     sync.Mutex
 	events []map[string]any
 	ready  chan struct{}
@@ -65,7 +66,7 @@ func startLocal(t *testing.T, env []string, args ...string) *localProc {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	cmd := exec.Command(bin, append([]string{"local", "--json", "--addr", addr, "--template", "../../template.yaml"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"local", "--json", "--addr", addr, "--console", freeAddr(t), "--template", "../../template.yaml"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -88,6 +89,7 @@ func startLocal(t *testing.T, env []string, args ...string) *localProc {
 			p.events = append(p.events, m)
 			p.mu.Unlock()
 			if m["event"] == "ready" {
+				p.console, _ = m["console_url"].(string)
 				close(p.ready)
 			}
 		}

@@ -139,6 +139,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newJobsCmd(),
 		grouped(groupOps, newEnqueueCmd(nil)),
 		grouped(groupOps, newRedriveCmd(nil)),
+		grouped(groupOps, newConsoleCmd()),
 		grouped(groupDev, newLocalCmd()),
 		grouped(groupDev, newInvokeCmd()),
 		grouped(groupDev, newTimelineCmd()),

@@ -54,7 +54,7 @@ func main() {
 			partner = "http://" + ln.Addr().String()
 			fmt.Printf("acme: %s unset; partner.notify posts to a stand-in at %s\n", EnvPartnerURL, partner)
 		}
-		o := local.Options{Mux: Handlers(partner, &http.Client{Timeout: 30 * time.Second})}
+		o := local.Options{Mux: Handlers(partner, &http.Client{Timeout: 30 * time.Second}), Console: local.DefaultConsoleAddr}
 		// The stack's settings (event source, schedule, timeouts) from
 		// the template `make template.yaml` writes, if it is there.
 		if st, err := local.FromTemplate("template.yaml"); err == nil {

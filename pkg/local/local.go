@@ -17,6 +17,7 @@ import (
 	lambdasvc "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/slotq/slotq/internal/console"
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
@@ -31,6 +32,7 @@ import (
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/internal/sqstransport"
 	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/pkg/client"
 	"github.com/slotq/slotq/pkg/target"
 )
 
@@ -88,7 +90,15 @@ type Options struct {
 	// Ready, if set, is called once the Invoke API serves, instead of
 	// printing the banner to Out.
 	Ready func(Endpoints)
+	// Console, if set, is the address of the web console served beside
+	// the stack (DefaultConsoleAddr, as `slotq local` and `make run`
+	// serve it): pages over the admin function, on loopback only.
+	// Default "": none.
+	Console string
 }
+
+// DefaultConsoleAddr is where `slotq local` serves the web console.
+const DefaultConsoleAddr = console.DefaultAddr
 
 // Endpoints tell where the running stack is.
 type Endpoints struct {
@@ -101,6 +111,9 @@ type Endpoints struct {
 	Backend string
 	// Table and QueueURL, on AWS.
 	Table, QueueURL string
+	// ConsoleURL is the web console's address, when Options.Console
+	// asked for one.
+	ConsoleURL string
 }
 
 func (o *Options) defaults() {
@@ -263,6 +276,18 @@ func Run(ctx context.Context, o Options) error {
 	ends := be.ends
 	ends.InvokeURL = "http://" + ln.Addr().String()
 	ends.Functions = []string{EnqueueFunction, AdminFunction, ResumeFunction, WorkerFunction}
+	var consoleLn net.Listener
+	if o.Console != "" {
+		if consoleLn, err = console.Listen(ctx, o.Console, false); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("local: console: %w", err)
+		}
+		ends.ConsoleURL = console.URL(consoleLn)
+		cl := client.NewFromConfig(aws.Config{}, client.WithEndpoint(ends.InvokeURL))
+		consoleSrv := &http.Server{Handler: console.New(console.FromClient(cl), console.Options{Name: "local", Logger: log}), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = consoleSrv.Serve(consoleLn) }()
+		defer func() { _ = consoleSrv.Close() }()
+	}
 
 	err = Emulate(ctx, EmulateOptions{
 		Invoker: inv, Queue: be.queue, Stack: o.Stack, Concurrency: o.Concurrency, Log: log,

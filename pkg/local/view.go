@@ -298,7 +298,7 @@ func (v *view) banner(e Endpoints, s Stack, a esm.Attributes, concurrency int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.json != nil {
-		v.json.Info("ready", "event", "ready", "invoke_url", e.InvokeURL, "functions", e.Functions, "backend", e.Backend,
+		v.json.Info("ready", "event", "ready", "invoke_url", e.InvokeURL, "console_url", e.ConsoleURL, "functions", e.Functions, "backend", e.Backend,
 			"batch_size", s.BatchSize, "visibility_timeout", a.VisibilityTimeout.String(), "max_receive_count", a.MaxReceiveCount,
 			"resume_every", s.ResumeEvery.String())
 		return
@@ -307,20 +307,26 @@ func (v *view) banner(e Endpoints, s Stack, a esm.Attributes, concurrency int) {
 	if a.MaxReceiveCount > 0 {
 		redrive = fmt.Sprintf("dead-letter queue after %d receives", a.MaxReceiveCount)
 	}
+	console := ""
+	if e.ConsoleURL != "" {
+		console = fmt.Sprintf("  console       %s   queues, live timelines, jobs\n", e.ConsoleURL)
+	}
 	fmt.Fprintf(v.out, `slotq local: the stack in one process, on %s
   Invoke API    %s   %s
-  event source  slot queue → WorkerFunction: batches of %d, window %s, %s,
+%s  event source  slot queue → WorkerFunction: batches of %d, window %s, %s,
                 visibility timeout %s, %s, up to %d batches at once
   schedule      ResumeFunction every %s
 
-Try, from another shell (AWS CLI v1; with v2 add --cli-binary-format raw-in-base64-out):
+Try, from another shell (slotq is go run ./cmd/slotq in slotq's repository, go tool slotq in a project):
+  slotq enqueue emails --kind echo --payload '{"to":"ada@example.com"}' --wait
+  slotq queues stats emails
+  slotq jobs list emails --status failed
+or with the AWS CLI (v1; with v2 add --cli-binary-format raw-in-base64-out):
   export AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
-  aws lambda invoke --endpoint-url %[2]s --function-name EnqueueFunction --payload file://events/enqueue.json out.json && cat out.json
-  aws lambda invoke --endpoint-url %[2]s --function-name AdminFunction --payload '{"op":"stats","queue":"emails"}' out.json && cat out.json
-  go run ./cmd/slotq invoke --endpoint-url %[2]s AdminFunction '{"op":"get","queue":"emails","job_id":"welcome-42"}'
+  aws lambda invoke --endpoint-url %[2]s --function-name AdminFunction --payload '{"op":"list"}' out.json
 Ctrl-C stops it and prints a summary per queue.
 
-`, e.Backend, e.InvokeURL, strings.Join(e.Functions, " "), s.BatchSize, s.BatchingWindow, partial(s.ReportBatchItemFailures),
+`, e.Backend, e.InvokeURL, strings.Join(e.Functions, " "), console, s.BatchSize, s.BatchingWindow, partial(s.ReportBatchItemFailures),
 		a.VisibilityTimeout, redrive, concurrency, s.ResumeEvery)
 }
 

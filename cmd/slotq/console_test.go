@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// get fetches url and returns its body, failing on anything but 200.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s: %.300s", url, resp.Status, b)
+	}
+	return string(b)
+}
+
+// slotq local serves the console and says where (make run prints it);
+// slotq console serves one against a stack given by the connection
+// flags, and refuses an address other than loopback.
+func TestConsoleCommands(t *testing.T) {
+	p := startLocal(t, nil)
+	if !strings.HasPrefix(p.console, "http://127.0.0.1:") {
+		t.Fatalf("slotq local's ready event has console_url %q", p.console)
+	}
+	invoke(t, p.url, "AdminFunction", map[string]any{"op": "create", "queue": "watched", "config": map[string]any{"interval": "2s"}})
+	if page := get(t, p.console); !strings.Contains(page, "watched") {
+		t.Errorf("slotq local's console lists no queue watched:\n%.500s", page)
+	}
+
+	bin, err := slotqBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "console", "--addr", freeAddr(t), "--endpoint-url", p.url)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = testWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGINT); _ = cmd.Wait() }()
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+	}()
+	var url string
+	select {
+	case l := <-line:
+		_, url, _ = strings.Cut(l, "slotq console: ")
+		url, _, _ = strings.Cut(url, " ")
+	case <-time.After(30 * time.Second):
+		t.Fatal("slotq console printed no address in 30s")
+	}
+	if page := get(t, url+"queues/watched"); !strings.Contains(page, "watched") || !strings.Contains(page, "2s") {
+		t.Errorf("slotq console's queue page:\n%.500s", page)
+	}
+
+	c := cli{t: t, endpoint: p.url}
+	c.exits([]string{"console", "--addr", "0.0.0.0:0"}, exitUsage, "loopback")
+	c.exits([]string{"console", "--refresh", "10ms"}, exitUsage, "--refresh must be at least 1s")
+}
