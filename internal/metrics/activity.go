@@ -17,7 +17,7 @@ import (
 )
 
 // Activity is what a queue did over a recent window, read back from its
-// metrics: what `slotq stats` shows beside the queue's counters. Counts
+// metrics: what `slotq queues stats` shows beside the queue's counters. Counts
 // are sums over the window; lateness is start − slot, in milliseconds,
 // absent when nothing started.
 type Activity struct {
@@ -47,7 +47,7 @@ type ActivityReader interface {
 	Activity(ctx context.Context, queue string, window time.Duration) (Activity, error)
 }
 
-// DefaultWindow is the window `slotq stats` asks for.
+// DefaultWindow is the window `slotq queues stats` asks for.
 const DefaultWindow = 15 * time.Minute
 
 // CloudWatchAPI is the CloudWatch call CloudWatch makes.
