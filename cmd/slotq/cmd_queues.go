@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -272,58 +273,58 @@ func yesFlag(cmd *cobra.Command) *bool {
 }
 
 func newPurgeCmd(cn *conn) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "purge QUEUE",
-		Short: "Cancel every job of a queue that has not started",
-		Long: "Cancels every job of QUEUE that has not started. On a terminal it asks first;\n" +
-			"elsewhere (a script, a pipe) it needs --yes.",
+	return confirmedCmd(cn, &cobra.Command{
+		Use:     "purge QUEUE",
+		Short:   "Cancel every job of a queue that has not started",
+		Long:    "Cancels every job of QUEUE that has not started.",
 		Example: "  $ slotq queues purge emails --yes",
-		Args:    nArgs(1, 1),
-	}
-	cn = stackFlags(cmd, cn)
-	yes := yesFlag(cmd)
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
-		if err := c.confirm(*yes, "cancel every job of queue "+pos[0]+" that has not started"); err != nil {
-			return c.fail(err)
-		}
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.PurgeQueue(ctx, &client.PurgeQueueInput{Queue: pos[0]})
+	}, "queue", "cancel every job of queue %s that has not started",
+		func(ctx context.Context, cl *client.Client, q string) (int, error) {
+			out, err := cl.PurgeQueue(ctx, &client.PurgeQueueInput{Queue: q})
 			if err != nil {
-				return nil, nil, err
+				return 0, err
 			}
-			r := cancelled{pos[0], out.Cancelled}
-			return r, func(w io.Writer) { row(w, "queue", r.Queue); row(w, "cancelled", r.Cancelled) }, nil
+			return out.Cancelled, nil
 		})
-	})
-	return cmd
 }
 
 func newDeleteCmd(cn *conn) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "delete QUEUE",
-		Short: "Delete a queue and cancel its waiting jobs",
-		Long: "Deletes QUEUE and cancels its waiting jobs. On a terminal it asks first;\n" +
-			"elsewhere (a script, a pipe) it needs --yes.",
+	return confirmedCmd(cn, &cobra.Command{
+		Use:     "delete QUEUE",
+		Short:   "Delete a queue and cancel its waiting jobs",
+		Long:    "Deletes QUEUE and cancels its waiting jobs.",
 		Example: "  $ slotq queues delete emails --yes",
-		Args:    nArgs(1, 1),
-	}
+	}, "deleted", "delete queue %s and cancel its waiting jobs",
+		func(ctx context.Context, cl *client.Client, q string) (int, error) {
+			out, err := cl.DeleteQueue(ctx, &client.DeleteQueueInput{Queue: q})
+			if err != nil {
+				return 0, err
+			}
+			return out.Cancelled, nil
+		})
+}
+
+// confirmedCmd completes cmd, an operation on one queue that cancels jobs
+// (do answers how many): on a terminal it asks first (what, with the
+// queue's name), elsewhere it needs --yes. label names the queue's row.
+func confirmedCmd(cn *conn, cmd *cobra.Command, label, what string, do func(ctx context.Context, cl *client.Client, queue string) (int, error)) *cobra.Command {
+	cmd.Long += " On a terminal it asks first;\nelsewhere (a script, a pipe) it needs --yes."
+	cmd.Args = nArgs(1, 1)
 	cn = stackFlags(cmd, cn)
 	yes := yesFlag(cmd)
 	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
 		c := newStackCmd(cmd, cn)
 		ctx := cmd.Context()
-		if err := c.confirm(*yes, "delete queue "+pos[0]+" and cancel its waiting jobs"); err != nil {
+		if err := c.confirm(*yes, fmt.Sprintf(what, pos[0])); err != nil {
 			return c.fail(err)
 		}
 		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.DeleteQueue(ctx, &client.DeleteQueueInput{Queue: pos[0]})
+			n, err := do(ctx, cl, pos[0])
 			if err != nil {
 				return nil, nil, err
 			}
-			r := cancelled{pos[0], out.Cancelled}
-			return r, func(w io.Writer) { row(w, "deleted", r.Queue); row(w, "cancelled", r.Cancelled) }, nil
+			r := cancelled{pos[0], n}
+			return r, func(w io.Writer) { row(w, label, r.Queue); row(w, "cancelled", r.Cancelled) }, nil
 		})
 	})
 	return cmd

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Duration is a time.Duration that travels in JSON as a duration string
@@ -100,33 +101,9 @@ type configJSON struct {
 }
 
 // MarshalJSON writes durations as strings and leaves zero settings out:
-// "the default", as UnmarshalJSON reads an absent one.
-func (c Config) MarshalJSON() ([]byte, error) {
-	dur := func(d time.Duration) *time.Duration {
-		if d == 0 {
-			return nil
-		}
-		return &d
-	}
-	num := func(n int) *int {
-		if n == 0 {
-			return nil
-		}
-		return &n
-	}
-	list := func(l []string) *[]string {
-		if len(l) == 0 {
-			return nil
-		}
-		return &l
-	}
-	return ConfigUpdate{
-		Interval: dur(c.Interval), Skew: dur(c.Skew), MaxAttempts: num(c.MaxAttempts),
-		Backoff: dur(c.Backoff), MaxBackoff: dur(c.MaxBackoff), Retention: dur(c.Retention),
-		Targets: list(c.Targets), AllowNetworks: list(c.AllowNetworks), TargetTimeout: dur(c.TargetTimeout),
-		MaxRunning: num(c.MaxRunning),
-	}.MarshalJSON()
-}
+// "the default", as UnmarshalJSON reads an absent one. The wire form is
+// pkg/api's, whose Config has the same fields.
+func (c Config) MarshalJSON() ([]byte, error) { return api.Config(c).MarshalJSON() }
 
 // UnmarshalJSON reads a configuration strictly, by Decode: unknown fields
 // (in any letter case) are errors and durations are strings with their
@@ -144,22 +121,9 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the settings u gives, durations as strings.
-func (u ConfigUpdate) MarshalJSON() ([]byte, error) {
-	dur := func(d *time.Duration) *Duration {
-		if d == nil {
-			return nil
-		}
-		v := Duration(*d)
-		return &v
-	}
-	return json.Marshal(configJSON{
-		Interval: dur(u.Interval), Skew: dur(u.Skew), MaxAttempts: u.MaxAttempts,
-		Backoff: dur(u.Backoff), MaxBackoff: dur(u.MaxBackoff), Retention: dur(u.Retention),
-		Targets: u.Targets, AllowNetworks: u.AllowNetworks, TargetTimeout: dur(u.TargetTimeout),
-		MaxRunning: u.MaxRunning,
-	})
-}
+// MarshalJSON writes the settings u gives, durations as strings, as
+// pkg/api's ConfigUpdate (the same fields) does.
+func (u ConfigUpdate) MarshalJSON() ([]byte, error) { return api.ConfigUpdate(u).MarshalJSON() }
 
 // UnmarshalJSON reads the settings an update gives, by the rules of
 // Config.UnmarshalJSON: a setting left out (or null) is nil, one given as

@@ -1,6 +1,10 @@
 package slot
 
-import "time"
+import (
+	"time"
+
+	"github.com/slotq/slotq/pkg/api"
+)
 
 // ConfigUpdate is a change to a queue's configuration, as configure
 // carries it: each setting it gives (non-nil) replaces the queue's, each
@@ -24,31 +28,7 @@ type ConfigUpdate struct {
 // UpdateOf is the update that gives every setting of c that is not zero
 // (a nil list is not given; an empty one is): what c says when its zero
 // settings mean "the default" (or, for an update, "keep").
-func UpdateOf(c Config) ConfigUpdate {
-	var u ConfigUpdate
-	dur := func(d time.Duration) *time.Duration {
-		if d == 0 {
-			return nil
-		}
-		return &d
-	}
-	num := func(n int) *int {
-		if n == 0 {
-			return nil
-		}
-		return &n
-	}
-	u.Interval, u.Skew, u.Backoff = dur(c.Interval), dur(c.Skew), dur(c.Backoff)
-	u.MaxBackoff, u.Retention, u.TargetTimeout = dur(c.MaxBackoff), dur(c.Retention), dur(c.TargetTimeout)
-	u.MaxAttempts, u.MaxRunning = num(c.MaxAttempts), num(c.MaxRunning)
-	if c.Targets != nil {
-		u.Targets = &c.Targets
-	}
-	if c.AllowNetworks != nil {
-		u.AllowNetworks = &c.AllowNetworks
-	}
-	return u
-}
+func UpdateOf(c Config) ConfigUpdate { return ConfigUpdate(api.Config(c).Update()) }
 
 // Apply returns c with the settings u gives.
 func (u ConfigUpdate) Apply(c Config) Config {

@@ -24,17 +24,6 @@ type QueueState struct {
 	Running map[int64]time.Time `json:"running,omitempty"`
 }
 
-// RunningAt is how many of s.Running still run at now.
-func (s QueueState) RunningAt(now time.Time) int {
-	n := 0
-	for _, until := range s.Running {
-		if now.Before(until) {
-			n++
-		}
-	}
-	return n
-}
-
 // Queue is a queue: its name, configuration and state.
 type Queue struct {
 	Name string `json:"queue"`
