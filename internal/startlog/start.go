@@ -3,12 +3,37 @@ package startlog
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/slotq/slotq/internal/engine"
 )
+
+// Reader reads a queue's starts from since on, by start time, at most
+// limit; more says there are others after them (ask again from the last
+// one's StartedAt). The admin function's starts operation asks it.
+type Reader interface {
+	Starts(ctx context.Context, queue string, since time.Time, limit int) (starts []Start, more bool, err error)
+}
+
+var (
+	_ Reader = (*Logs)(nil)
+	_ Reader = (*Ring)(nil)
+	_ Reader = Unavailable{}
+)
+
+// Unavailable answers every read with its Reason: the stack is set up so
+// that the worker's start lines are not in its log.
+type Unavailable struct {
+	Reason string
+}
+
+// Starts returns an error saying why starts cannot be read.
+func (u Unavailable) Starts(context.Context, string, time.Time, int) ([]Start, bool, error) {
+	return nil, false, errors.New(u.Reason)
+}
 
 // Start is one start of a job's attempt, as the admin function's starts
 // operation answers it.
