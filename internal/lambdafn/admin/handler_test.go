@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
+	"github.com/aws/smithy-go"
+
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -399,10 +402,24 @@ func TestStarts(t *testing.T) {
 			}
 		})
 	}
+	// The stack's reader, whose FilterLogEvents is throttled: the
+	// answer says so, and is no function error.
+	h.Starts = &startlog.Logs{API: throttledLogs{}, LogGroup: "slotq-WorkerLogGroup"}
+	r, err := h.Handle(ctx, json.RawMessage(`{"op":"starts","queue":"q"}`))
+	if err != nil || r.Error != nil || r.Starts == nil || len(r.Starts) != 0 ||
+		!strings.Contains(r.StartsError, "ThrottlingException") || !strings.Contains(r.StartsError, "slotq-WorkerLogGroup") {
+		t.Errorf("throttled: %+v, %v", r, err)
+	}
 	// On the wire: an empty list, not null; starts_error only when set.
 	h.Starts = &fakeStarts{}
-	r, _ := h.Handle(ctx, json.RawMessage(`{"op":"starts","queue":"q"}`))
+	r, _ = h.Handle(ctx, json.RawMessage(`{"op":"starts","queue":"q"}`))
 	if b, _ := json.Marshal(r); string(b) != `{"op":"starts","starts":[]}` {
 		t.Errorf("answer %s", b)
 	}
+}
+
+type throttledLogs struct{}
+
+func (throttledLogs) FilterLogEvents(context.Context, *cloudwatchlogs.FilterLogEventsInput, ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.FilterLogEventsOutput, error) {
+	return nil, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}
 }
