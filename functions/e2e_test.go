@@ -172,6 +172,9 @@ type answer struct {
 	Job       *accepted       `json:"job"`
 	Cancelled *int            `json:"cancelled"`
 	Reindexed map[string]any  `json:"reindexed"`
+	// starts' answer.
+	Starts      *[]map[string]any `json:"starts"`
+	StartsError string            `json:"starts_error"`
 	Retried   *struct {
 		Jobs []accepted `json:"jobs"`
 	} `json:"retried"`
@@ -279,6 +282,15 @@ func TestSampleEvents(t *testing.T) {
 				t.Errorf("stats %v, error %+v", a.Stats, a.Error)
 			}
 		}},
+		{"AdminFunction", "admin-starts.json", func(t *testing.T, a answer) {
+			// The admin function reads the worker's log group
+			// (SLOTQ_WORKER_LOG_GROUP from the template) on the local
+			// endpoint, which has none: no starts, and why, not a failure.
+			if a.Error != nil || a.Starts == nil || (len(*a.Starts) == 0 && a.StartsError == "") {
+				t.Errorf("starts %v, starts_error %q, error %+v", a.Starts, a.StartsError, a.Error)
+			}
+			t.Logf("starts_error: %s", a.StartsError)
+		}},
 		{"AdminFunction", "admin-list.json", func(t *testing.T, a answer) {
 			if a.Error != nil {
 				t.Errorf("error %+v", a.Error)
@@ -375,6 +387,8 @@ func TestBadInputWritesNothing(t *testing.T) {
 		{"bad queue name", "EnqueueFunction", `{"queue":"no/slashes","job":{"kind":"k"}}`, "invalid_queue", "queue"},
 		{"admin bad config", "AdminFunction", `{"op":"configure","queue":"emails","config":{"interval":"-1s"}}`, "invalid_interval", "config.interval"},
 		{"admin unknown op", "AdminFunction", `{"op":"drop","queue":"emails"}`, "invalid_op", "op"},
+		{"starts too far back", "AdminFunction", `{"op":"starts","queue":"emails","since":"2001-01-01T00:00:00Z"}`, "invalid_since", "since"},
+		{"starts too many", "AdminFunction", `{"op":"starts","queue":"emails","limit":1001}`, "invalid_limit", "limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,7 +29,7 @@ var sdkServices = map[string]string{
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch":     "cloudwatch",
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation": "cloudformation",
 	"github.com/aws/aws-sdk-go-v2/service/scheduler":      "scheduler",
-	"github.com/aws/aws-sdk-go-v2/service/logs":           "logs",
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs": "logs",
 }
 
 // iamAction is the IAM action an SDK operation's input (a literal
@@ -320,6 +320,12 @@ func TestFunctionPolicies(t *testing.T) {
 					}
 					if strings.HasPrefix(g.action, "dynamodb:") && !strings.Contains(r, "Table") {
 						t.Errorf("%s on %s, want the table only", g.action, r)
+					}
+					// The admin function's starts reads the worker's log
+					// group: no other log group, and no other function.
+					if strings.HasPrefix(g.action, "logs:") && (fn != "AdminFunction" || g.action != "logs:FilterLogEvents" ||
+						r != `{"Fn::GetAtt":["WorkerLogGroup","Arn"]}`) {
+						t.Errorf("%s on %s for %s, want logs:FilterLogEvents on the worker's log group for the admin function only", g.action, r, fn)
 					}
 				}
 			}

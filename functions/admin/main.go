@@ -1,6 +1,7 @@
 // Command admin is the function operators (and the CLI) invoke to manage
 // queues and jobs: create, configure, pause [until], resume, purge,
-// delete, stats; get, cancel, list and retry jobs; redrive the dead-letter queue.
+// delete, stats, starts; get, cancel, list and retry jobs; redrive the
+// dead-letter queue.
 package main
 
 import (
@@ -13,6 +14,6 @@ import (
 func main() {
 	cfg, awsCfg, log := lambdafn.Init(lambdafn.Admin)
 	h := &admin.Handler{Engine: cfg.Engine(awsCfg, nil, log), Defaults: cfg.Defaults, Activity: cfg.Activity(awsCfg),
-		DeadLetters: cfg.DeadLetters(awsCfg)}
+		DeadLetters: cfg.DeadLetters(awsCfg), Starts: cfg.Starts(awsCfg)}
 	lambda.Start(h.Handle)
 }

@@ -22,7 +22,7 @@ type EventKind string
 // What the engine reports to its Observer.
 const (
 	// EventStart: a job passed the gate and its attempt starts.
-	// Lateness and (when HasGap) Gap are set.
+	// Lateness, Start and (when HasGap) Gap are set.
 	EventStart EventKind = "start"
 	// EventReticket: Count jobs took new tickets (passed at the gate, or
 	// stale when resume looked at them).
@@ -71,8 +71,22 @@ type Event struct {
 	// queue's first start has none.
 	Gap    time.Duration
 	HasGap bool
+	// Start is, for EventStart, the job that starts: what the worker's
+	// "start" log line says of it, for an observer that lists a queue's
+	// recent starts (the local runtime's admin starts).
+	Start *Start
 	// Figures is set for EventFigures.
 	Figures *Figures
+}
+
+// Start is one start of a job's attempt.
+type Start struct {
+	JobID   string
+	Ticket  int64
+	Attempt int
+	SlotAt  time.Time
+	// At is when the attempt started: SlotAt plus the event's Lateness.
+	At time.Time
 }
 
 // Figures are a queue's figures that resume reads on each run when

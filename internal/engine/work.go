@@ -765,7 +765,8 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job) error {
 // not recorded is an attempt run again after the lease.
 func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now time.Time) error {
 	gap, hasGap := startGap(q.State, st, q.Config.Interval, now)
-	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap})
+	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
+		Start: &Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: now}})
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(), "attempt", j.Attempt, "target", j.What())
 	runErr := errors.New("no runner configured")

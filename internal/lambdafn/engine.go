@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/metrics"
 	"github.com/slotq/slotq/internal/sqstransport"
+	"github.com/slotq/slotq/internal/startlog"
 )
 
 // Logger returns the functions' logger: JSON (or text) as the function's
@@ -114,6 +116,20 @@ func (c Config) Recorder(log *slog.Logger) *metrics.Recorder {
 // dimension), for admin stats.
 func (c Config) Activity(awsCfg aws.Config) *metrics.CloudWatch {
 	return &metrics.CloudWatch{API: cloudwatch.NewFromConfig(awsCfg), Namespace: c.MetricsNamespace, Dimension: c.MetricsDimension}
+}
+
+// Starts returns the reader of queues' recent starts from the worker's
+// log group (c.WorkerLogGroup), for admin starts; nil when c names none.
+// The start lines are INFO records: with SLOTQ_LOG_LEVEL WARN or ERROR
+// the worker drops them, and the reader says so.
+func (c Config) Starts(awsCfg aws.Config) startlog.Reader {
+	if c.WorkerLogGroup == "" {
+		return nil
+	}
+	if lvl, err := logLevel(c.LogLevel); err == nil && lvl != nil && *lvl > slog.LevelInfo {
+		return startlog.Unavailable{Reason: fmt.Sprintf("the worker does not log its starts at log level %s (%s): deploy with LogLevel INFO or DEBUG", c.LogLevel, EnvLogLevel)}
+	}
+	return &startlog.Logs{API: cloudwatchlogs.NewFromConfig(awsCfg), LogGroup: c.WorkerLogGroup}
 }
 
 // Init is what every function's main does first: it makes the logger,

@@ -2,6 +2,7 @@ package lambdafn
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +40,10 @@ const (
 	// queue, which the admin function's redrive reads. Optional: without
 	// it, redrive answers no_dead_letter_queue.
 	EnvDeadLetterQueueURL = "SLOTQ_DLQ_URL"
+	// EnvWorkerLogGroup is the worker function's log group, whose start
+	// lines the admin function's starts reads (logs:FilterLogEvents).
+	// Optional: without it, starts answers starts_error.
+	EnvWorkerLogGroup = "SLOTQ_WORKER_LOG_GROUP"
 	// EnvWorkerTimeout is the worker function's timeout in whole seconds:
 	// template.yaml sets both from its WorkerTimeout parameter. Every function reads it: the worker and the resume
 	// function derive the lease of a running attempt from it, enqueue and
@@ -85,7 +90,7 @@ var (
 	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
 	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
-	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDeadLetterQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDeadLetterQueueURL, EnvWorkerLogGroup, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	// Specs lists every function.
 	Specs = []Spec{Enqueue, Worker, Resume, Admin}
 )
@@ -99,6 +104,12 @@ type Config struct {
 	// DeadLetterQueueURL is its dead-letter queue (SLOTQ_DLQ_URL), for
 	// the admin function's redrive; empty if not set.
 	DeadLetterQueueURL string
+	// WorkerLogGroup is the worker's log group (SLOTQ_WORKER_LOG_GROUP),
+	// for the admin function's starts; empty if not set.
+	WorkerLogGroup string
+	// LogLevel is SLOTQ_LOG_LEVEL as given (DEBUG, INFO, WARN, ERROR or
+	// empty).
+	LogLevel string
 	// Defaults configures queues created without a configuration:
 	// interval from SLOTQ_DEFAULT_INTERVAL, skew from SLOTQ_DEFAULT_SKEW,
 	// targets from
@@ -118,6 +129,9 @@ type Config struct {
 	// function's main sets it to the Recorder its handler flushes.
 	Observer engine.Observer
 }
+
+// logGroupName is what CloudWatch Logs allows in a log group's name.
+var logGroupName = regexp.MustCompile(`^[A-Za-z0-9._/#-]{1,512}$`)
 
 // maxWorkerTimeout is Lambda's longest timeout.
 const maxWorkerTimeout = 15 * time.Minute
@@ -144,6 +158,11 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s must be the SQS dead-letter queue's URL, got %q", name, v)
 			}
 			c.DeadLetterQueueURL = v
+		case EnvWorkerLogGroup:
+			if v != "" && !logGroupName.MatchString(v) {
+				return c, fmt.Errorf("%s must be a CloudWatch Logs log group name ([A-Za-z0-9._/#-], at most 512), got %q", name, v)
+			}
+			c.WorkerLogGroup = v
 		case EnvWorkerTimeout:
 			n, err := strconv.Atoi(v)
 			d := time.Duration(n) * time.Second
@@ -174,6 +193,7 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 			if _, err := logLevel(v); err != nil {
 				return c, fmt.Errorf("%s: %v", name, err)
 			}
+			c.LogLevel = v
 		case EnvDefaultInterval:
 			if v == "" {
 				break

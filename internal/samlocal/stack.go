@@ -88,6 +88,14 @@ func Up(ctx context.Context, t *Template, awsCfg aws.Config, opts Options) (*Sta
 			s.Tables[id] = name
 			s.Resolver.Refs[id] = name
 			s.Resolver.Attrs[id+".Arn"] = fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", opts.Region, opts.AccountID, name)
+		case "AWS::Logs::LogGroup":
+			// Named as CloudFormation names a log group without a
+			// LogGroupName (less its random suffix); nothing is created:
+			// a function that reads it locally gets the endpoint's
+			// answer (ResourceNotFoundException, say).
+			name := opts.StackName + "-" + id
+			s.Resolver.Refs[id] = name
+			s.Resolver.Attrs[id+".Arn"] = fmt.Sprintf("arn:aws:logs:%s:%s:log-group:%s:*", opts.Region, opts.AccountID, name)
 		case "AWS::SQS::Queue":
 			redrive := asMap(r.Properties["RedrivePolicy"])
 			if len(redrive) == 0 {

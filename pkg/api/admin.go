@@ -17,6 +17,7 @@ const (
 	OpRetry     = "retry"
 	OpRedrive   = "redrive"
 	OpReindex   = "reindex"
+	OpStarts    = "starts"
 )
 
 // AdminRequest is one operation of the admin function. Each operation
@@ -33,8 +34,12 @@ type AdminRequest struct {
 	Until *time.Time `json:"until,omitempty"`
 	// JobID names the job of get and cancel.
 	JobID string `json:"job_id,omitempty"`
+	// Since, for starts, is the time the starts listed begin at
+	// (default: 15 minutes ago; at most an hour ago).
+	Since *time.Time `json:"since,omitempty"`
 	// Status, After and Limit page through list (parked or failed jobs
-	// by ticket, after ticket After); Limit also caps redrive and retry.
+	// by ticket, after ticket After); Limit also caps redrive, retry and
+	// starts.
 	Status Status `json:"status,omitempty"`
 	After  int64  `json:"after,omitempty"`
 	Limit  int    `json:"limit,omitempty"`
@@ -66,5 +71,12 @@ type AdminResponse struct {
 	Reindexed     *ReindexReport `json:"reindexed,omitempty"`
 	Jobs          []Job          `json:"jobs,omitzero"`
 	Queues        []Queue        `json:"queues,omitzero"`
-	Error         *Error         `json:"error,omitempty"`
+	// Starts answers starts: the queue's starts from since on, by start
+	// time; More says the answer stopped at its limit (ask again from
+	// the last start's StartedAt). StartsError says why they are missing
+	// when the worker's log could not be read.
+	Starts      []Start `json:"starts,omitzero"`
+	More        bool    `json:"more,omitempty"`
+	StartsError string  `json:"starts_error,omitempty"`
+	Error       *Error  `json:"error,omitempty"`
 }

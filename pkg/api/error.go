@@ -42,6 +42,7 @@ const (
 	CodeTooManyNetworks      = "too_many_networks"
 	CodeInvalidTime          = "invalid_time"
 	CodeInvalidUntil         = "invalid_until"
+	CodeInvalidSince         = "invalid_since"
 
 	// Jobs.
 	CodeNoJobs            = "no_jobs"

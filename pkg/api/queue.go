@@ -83,6 +83,19 @@ type Activity struct {
 	LatenessMax     *float64 `json:"lateness_max_ms,omitempty"`
 }
 
+// Start is one start of a job's attempt, as the worker logged it.
+type Start struct {
+	JobID   string `json:"job_id"`
+	Ticket  int64  `json:"ticket"`
+	Attempt int    `json:"attempt"`
+	// SlotAt is the slot the attempt started in, StartedAt when it
+	// started; LatenessMS is the difference in whole milliseconds
+	// (negative for a start within the skew before its slot).
+	SlotAt     time.Time `json:"slot_at"`
+	StartedAt  time.Time `json:"started_at"`
+	LatenessMS int64     `json:"lateness_ms"`
+}
+
 // ResumeReport is what a resume (of one queue, or a run of the resume
 // function) did.
 type ResumeReport struct {

@@ -215,6 +215,48 @@ func (c *Client) GetStats(ctx context.Context, in *GetStatsInput, optFns ...func
 	return &GetStatsOutput{Stats: deref(res.Stats), Activity: res.Activity, ActivityError: res.ActivityError}, nil
 }
 
+// ListStartsInput names a queue and when its starts listed begin.
+type ListStartsInput struct {
+	Queue string
+	// Since is when the starts listed begin. Zero: 15 minutes ago. It
+	// may lie at most an hour back: starts are read from the worker's
+	// recent log.
+	Since time.Time
+	// Limit caps the starts. Default (0) 200, at most 1000.
+	Limit int
+}
+
+// ListStartsOutput holds the queue's starts from Since on, by start time.
+type ListStartsOutput struct {
+	Starts []api.Start
+	// More says the list stopped at Limit: ask again with Since the last
+	// start's StartedAt (and drop the starts already seen).
+	More bool
+	// StartsError says why Starts is empty when the worker's log could
+	// not be read (the queue exists; CloudWatch Logs failed or throttled
+	// the read, or the stack logs no starts).
+	StartsError string
+}
+
+// ListStarts lists a queue's recent starts, each with its slot, start
+// time and lateness: a live timeline of the queue. On a stack they are
+// read from the worker's log group (CloudWatch Logs FilterLogEvents, five
+// calls a second per account and Region); in the local runtime from the
+// last 1000 starts of each queue it keeps in memory. ErrQueueNotFound for
+// a queue that does not exist.
+func (c *Client) ListStarts(ctx context.Context, in *ListStartsInput, optFns ...func(*Options)) (*ListStartsOutput, error) {
+	r := api.AdminRequest{Op: api.OpStarts, Queue: in.Queue, Limit: in.Limit}
+	if !in.Since.IsZero() {
+		since := in.Since.UTC()
+		r.Since = &since
+	}
+	res, err := c.admin(ctx, r, optFns)
+	if err != nil {
+		return nil, err
+	}
+	return &ListStartsOutput{Starts: res.Starts, More: res.More, StartsError: res.StartsError}, nil
+}
+
 // GetJobInput names a job.
 type GetJobInput struct {
 	Queue string

@@ -144,6 +144,10 @@ func TestRequestEncoding(t *testing.T) {
 			_, err := c.GetStats(ctx, &client.GetStatsInput{Queue: "emails"})
 			return err
 		}},
+		{"admin-starts.json", "AdminFunction", func() error {
+			_, err := c.ListStarts(ctx, &client.ListStartsInput{Queue: "emails", Limit: 200})
+			return err
+		}},
 		{"admin-get.json", "AdminFunction", func() error {
 			_, err := c.GetJob(ctx, &client.GetJobInput{Queue: "emails", JobID: "welcome-42"})
 			return err

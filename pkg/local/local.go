@@ -31,6 +31,7 @@ import (
 	"github.com/slotq/slotq/internal/metrics"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/internal/sqstransport"
+	"github.com/slotq/slotq/internal/startlog"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 	"github.com/slotq/slotq/pkg/target"
@@ -258,15 +259,18 @@ func Run(ctx context.Context, o Options) error {
 	// The tally answers admin stats' recent activity, as CloudWatch
 	// does from the metrics on the stack.
 	tally := &metrics.Tally{}
+	// The ring answers admin starts, as the worker's log does on the
+	// stack.
+	starts := &startlog.Ring{}
 	eng := newEngine(nil, nil)
 	resumeEng := newEngine(nil, engine.Observers{resumeMetrics, tally})
-	workEng := newEngine(&dispatch.Dispatcher{Mux: o.Mux, Lambda: be.lambda}, engine.Observers{workMetrics, tally})
+	workEng := newEngine(&dispatch.Dispatcher{Mux: o.Mux, Lambda: be.lambda}, engine.Observers{workMetrics, tally, starts})
 	arn := func(name string) string { return "arn:aws:lambda:us-east-1:123456789012:function:" + name }
 	inv := lambdahost.NewHandlers(arn, log,
 		lambdahost.Handler{Name: EnqueueFunction, Handler: (&enqueue.Handler{Engine: eng, Metrics: enqueueMetrics}).Handle, Timeout: o.Stack.Timeouts[EnqueueFunction]},
 		lambdahost.Handler{Name: WorkerFunction, Handler: (&delivery.Handler{Engine: workEng, Log: log, Metrics: workMetrics}).Handle, Timeout: workerTimeout},
 		lambdahost.Handler{Name: ResumeFunction, Handler: (&resume.Handler{Engine: resumeEng, Log: log, Metrics: resumeMetrics}).Handle, Timeout: o.Stack.Timeouts[ResumeFunction]},
-		lambdahost.Handler{Name: AdminFunction, Handler: (&admin.Handler{Engine: eng, Defaults: slot.Config(o.Defaults), Activity: tally, DeadLetters: be.dlq}).Handle, Timeout: o.Stack.Timeouts[AdminFunction]},
+		lambdahost.Handler{Name: AdminFunction, Handler: (&admin.Handler{Engine: eng, Defaults: slot.Config(o.Defaults), Activity: tally, DeadLetters: be.dlq, Starts: starts}).Handle, Timeout: o.Stack.Timeouts[AdminFunction]},
 	)
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/slotq/slotq/internal/lambdafn"
 	"github.com/slotq/slotq/internal/metrics"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/internal/startlog"
 )
 
 // Admin is the engine calls the handler makes.
@@ -39,11 +40,24 @@ type Admin interface {
 
 var _ Admin = (*engine.Engine)(nil)
 
+// The window and page of starts.
+const (
+	// DefaultStartsWindow is how far back starts looks without a since.
+	DefaultStartsWindow = 15 * time.Minute
+	// MaxStartsWindow is the furthest back a since may lie (with a
+	// minute's grace for the caller's clock and the call's transit).
+	MaxStartsWindow = time.Hour
+	// DefaultStartsLimit and MaxStartsLimit bound the starts one call
+	// answers.
+	DefaultStartsLimit = 200
+	MaxStartsLimit     = 1000
+)
+
 // Request is one admin operation.
 type Request struct {
-	// Op is create, configure, pause, resume, purge, delete, stats, get,
-	// cancel, list, retry, redrive or reindex (once, after an upgrade
-	// that added the due index: engine.Reindex).
+	// Op is create, configure, pause, resume, purge, delete, stats,
+	// starts, get, cancel, list, retry, redrive or reindex (once, after an
+	// upgrade that added the due index: engine.Reindex).
 	Op    string `json:"op"`
 	Queue string `json:"queue,omitempty"`
 	// Config holds the settings of create and configure. A setting left
@@ -57,6 +71,11 @@ type Request struct {
 	Reset bool `json:"reset,omitempty"`
 	// Until, for pause, makes the resume function lift the pause then.
 	Until *time.Time `json:"until,omitempty"`
+	// Since, for starts, is the time the starts listed begin at
+	// (default: DefaultStartsWindow ago; at most MaxStartsWindow ago);
+	// Limit caps them (default DefaultStartsLimit, at most
+	// MaxStartsLimit).
+	Since *time.Time `json:"since,omitempty"`
 	// JobID names the job for get and cancel.
 	JobID string `json:"job_id,omitempty"`
 	// Limit, for redrive, caps the dead-letter messages one call receives
@@ -106,11 +125,19 @@ type Response struct {
 	Reindexed *engine.ReindexReport `json:"reindexed,omitempty"`
 	Jobs      []job.Job             `json:"jobs,omitzero"`
 	Queues    []engine.Queue        `json:"queues,omitzero"`
-	Error     *lambdafn.Error       `json:"error,omitempty"`
+	// Starts answers starts: the queue's starts from since on, by start
+	// time, read from the worker's log on the stack (the process's own
+	// starts locally); More says the answer stopped at its limit (ask
+	// again from the last start's started_at). StartsError says why they
+	// are missing when they could not be read.
+	Starts      []startlog.Start `json:"starts,omitzero"`
+	More        bool             `json:"more,omitempty"`
+	StartsError string           `json:"starts_error,omitempty"`
+	Error       *lambdafn.Error  `json:"error,omitempty"`
 }
 
 // Ops lists the operations, for the error message of an unknown one.
-var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "get", "cancel", "list", "retry", "redrive", "reindex"}
+var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "starts", "get", "cancel", "list", "retry", "redrive", "reindex"}
 
 // Handler translates admin requests into engine calls.
 type Handler struct {
@@ -123,6 +150,11 @@ type Handler struct {
 	// DeadLetters is the slot queue's dead-letter queue, which redrive
 	// reads; nil: redrive answers no_dead_letter_queue.
 	DeadLetters engine.DeadLetterQueue
+	// Starts reads a queue's recent starts for starts; nil: starts
+	// answers an empty list with starts_error.
+	Starts startlog.Reader
+	// Now is the clock of starts' window. Default time.Now.
+	Now func() time.Time
 }
 
 // Handle decodes the request strictly and runs its operation. Bad input,
@@ -196,6 +228,8 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 			res.Activity = &a
 		}
 		return res, nil
+	case "starts":
+		return h.starts(ctx, r)
 	case "get":
 		j, err := h.Engine.Job(ctx, job.Key{Queue: r.Queue, ID: r.JobID})
 		return Response{Job: &j}, err
@@ -231,6 +265,49 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		return Response{Reindexed: &rep}, err
 	}
 	return Response{}, input.Invalid("invalid_op", "op", fmt.Sprintf("op %q is not one of %v", r.Op, Ops))
+}
+
+// starts answers a queue's recent starts. The queue's record is read
+// only to check it exists: the starts come from the worker's log (or the
+// process's ring), so the op writes nothing and adds nothing per job.
+func (h *Handler) starts(ctx context.Context, r Request) (Response, error) {
+	now := time.Now()
+	if h.Now != nil {
+		now = h.Now()
+	}
+	since := now.Add(-DefaultStartsWindow)
+	if r.Since != nil {
+		since = *r.Since
+		if now.Sub(since) > MaxStartsWindow+time.Minute {
+			return Response{}, input.Invalid("invalid_since", "since",
+				fmt.Sprintf("since must lie within the last %s: starts are read from the worker's recent log", MaxStartsWindow))
+		}
+	}
+	limit := r.Limit
+	if limit < 0 || limit > MaxStartsLimit {
+		return Response{}, input.Invalid("invalid_limit", "limit",
+			fmt.Sprintf("limit must be between 0 (the default, %d) and %d", DefaultStartsLimit, MaxStartsLimit))
+	}
+	if limit == 0 {
+		limit = DefaultStartsLimit
+	}
+	if _, err := h.Engine.Queue(ctx, r.Queue); err != nil {
+		return Response{}, err
+	}
+	res := Response{Starts: []startlog.Start{}}
+	if h.Starts == nil {
+		res.StartsError = "no source of starts: the admin function has no worker log group (" + lambdafn.EnvWorkerLogGroup + ")"
+		return res, nil
+	}
+	// The queue exists without its starts: a failed read is reported,
+	// not fatal, as stats' activity.
+	starts, more, err := h.Starts.Starts(ctx, r.Queue, since, limit)
+	if err != nil {
+		res.StartsError = err.Error()
+		return res, nil
+	}
+	res.Starts, res.More = nonNil(starts), more
+	return res, nil
 }
 
 func nonNil[T any](s []T) []T {

@@ -9,12 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
+	"github.com/aws/smithy-go"
+
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/metrics"
 	"github.com/slotq/slotq/internal/sample"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/internal/startlog"
 )
 
 func event(t *testing.T, name string) json.RawMessage { return sample.Event(t, name) }
@@ -58,6 +62,13 @@ func TestHandleSampleEvents(t *testing.T) {
 		{"admin-stats.json", func(t *testing.T, r Response) {
 			if r.Stats == nil || r.Stats.Waiting != 2 || r.Stats.Parked != 1 || r.Stats.State.Paused {
 				t.Errorf("stats %+v", r.Stats)
+			}
+		}},
+		{"admin-starts.json", func(t *testing.T, r Response) {
+			// No source of starts in this handler: an empty list, and
+			// why.
+			if r.Starts == nil || len(r.Starts) != 0 || !strings.Contains(r.StartsError, "SLOTQ_WORKER_LOG_GROUP") {
+				t.Errorf("starts %+v, starts_error %q", r.Starts, r.StartsError)
 			}
 		}},
 		{"admin-list.json", func(t *testing.T, r Response) {
@@ -170,6 +181,12 @@ func TestErrors(t *testing.T) {
 		{"bad status", `{"op":"list","queue":"q","status":"sleeping"}`, "invalid_status", "status"},
 		{"pause in the past", `{"op":"pause","queue":"q","until":"2001-01-01T00:00:00Z"}`, "invalid_until", "until"},
 		{"bad queue name", `{"op":"pause","queue":"a b"}`, "invalid_queue", "queue"},
+		{"starts too far back", `{"op":"starts","queue":"q","since":"2001-01-01T00:00:00Z"}`, "invalid_since", "since"},
+		{"starts since not a time", `{"op":"starts","queue":"q","since":"yesterday"}`, "invalid_time", "since"},
+		{"starts too many", `{"op":"starts","queue":"q","limit":1001}`, "invalid_limit", "limit"},
+		{"starts a negative limit", `{"op":"starts","queue":"q","limit":-1}`, "invalid_limit", "limit"},
+		{"starts of no queue", `{"op":"starts","queue":"nope"}`, "queue_not_found", "queue"},
+		{"starts of a bad queue name", `{"op":"starts","queue":"a b"}`, "invalid_queue", "queue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -323,4 +340,86 @@ func TestConfigureKeepsWhatItLeavesOut(t *testing.T) {
 	if c.Interval != 3*time.Second || c.MaxAttempts != 2 || c.Backoff != slot.DefaultBackoff || !reflect.DeepEqual(c.Targets, []string{"lambda:default"}) {
 		t.Errorf("configure with reset: %+v; want the defaults but max_attempts", c)
 	}
+}
+
+// fakeStarts records what starts asked for and answers with its starts
+// or its error.
+type fakeStarts struct {
+	queue  string
+	since  time.Time
+	limit  int
+	starts []startlog.Start
+	err    error
+}
+
+func (f *fakeStarts) Starts(_ context.Context, queue string, since time.Time, limit int) ([]startlog.Start, bool, error) {
+	f.queue, f.since, f.limit = queue, since, limit
+	return f.starts, len(f.starts) >= limit, f.err
+}
+
+// starts asks its reader for the window and page the request gives, with
+// their defaults, and reports a failed read in starts_error, not as a
+// failure.
+func TestStarts(t *testing.T) {
+	h, eng := newHandler()
+	ctx := context.Background()
+	if _, err := eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	h.Now = func() time.Time { return now }
+	one := startlog.Start{JobID: "j1", Ticket: 1, Attempt: 1, SlotAt: now.Add(-time.Minute), StartedAt: now.Add(-time.Minute), LatenessMS: 0}
+	tests := []struct {
+		name      string
+		body      string
+		starts    []startlog.Start
+		err       error
+		wantSince time.Time
+		wantLimit int
+		wantMore  bool
+		wantError string
+	}{
+		{"defaults", `{"op":"starts","queue":"q"}`, []startlog.Start{one}, nil, now.Add(-DefaultStartsWindow), DefaultStartsLimit, false, ""},
+		{"since and limit", `{"op":"starts","queue":"q","since":"2026-11-22T09:30:00Z","limit":1}`, []startlog.Start{one}, nil,
+			now.Add(-30 * time.Minute), 1, true, ""},
+		{"an hour back, a little late", `{"op":"starts","queue":"q","since":"2026-11-22T08:59:30Z","limit":1000}`, nil, nil,
+			now.Add(-time.Hour - 30*time.Second), MaxStartsLimit, false, ""},
+		{"the log cannot be read", `{"op":"starts","queue":"q"}`, nil, errors.New("AccessDeniedException"), now.Add(-DefaultStartsWindow), DefaultStartsLimit, false, "AccessDeniedException"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeStarts{starts: tt.starts, err: tt.err}
+			h.Starts = f
+			r, err := h.Handle(ctx, json.RawMessage(tt.body))
+			if err != nil || r.Error != nil {
+				t.Fatalf("%v, %+v", err, r.Error)
+			}
+			if f.queue != "q" || !f.since.Equal(tt.wantSince) || f.limit != tt.wantLimit {
+				t.Errorf("asked for %s since %v limit %d, want since %v limit %d", f.queue, f.since, f.limit, tt.wantSince, tt.wantLimit)
+			}
+			if r.Op != "starts" || r.Starts == nil || len(r.Starts) != len(tt.starts) || r.More != tt.wantMore || r.StartsError != tt.wantError {
+				t.Errorf("answered %+v", r)
+			}
+		})
+	}
+	// The stack's reader, whose FilterLogEvents is throttled: the
+	// answer says so, and is no function error.
+	h.Starts = &startlog.Logs{API: throttledLogs{}, LogGroup: "slotq-WorkerLogGroup"}
+	r, err := h.Handle(ctx, json.RawMessage(`{"op":"starts","queue":"q"}`))
+	if err != nil || r.Error != nil || r.Starts == nil || len(r.Starts) != 0 ||
+		!strings.Contains(r.StartsError, "ThrottlingException") || !strings.Contains(r.StartsError, "slotq-WorkerLogGroup") {
+		t.Errorf("throttled: %+v, %v", r, err)
+	}
+	// On the wire: an empty list, not null; starts_error only when set.
+	h.Starts = &fakeStarts{}
+	r, _ = h.Handle(ctx, json.RawMessage(`{"op":"starts","queue":"q"}`))
+	if b, _ := json.Marshal(r); string(b) != `{"op":"starts","starts":[]}` {
+		t.Errorf("answer %s", b)
+	}
+}
+
+type throttledLogs struct{}
+
+func (throttledLogs) FilterLogEvents(context.Context, *cloudwatchlogs.FilterLogEventsInput, ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.FilterLogEventsOutput, error) {
+	return nil, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}
 }
