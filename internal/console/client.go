@@ -35,6 +35,21 @@ func (s clientSource) Stats(ctx context.Context, queue string) (QueueStats, erro
 	return QueueStats{Stats: out.Stats, Activity: out.Activity, ActivityError: out.ActivityError}, nil
 }
 
+// maxStarts is the most starts one timeline reads: the admin function's
+// most for one call.
+const maxStarts = 1000
+
+func (s clientSource) Starts(ctx context.Context, queue string, since time.Time) ([]api.Start, error) {
+	out, err := s.c.ListStarts(ctx, &client.ListStartsInput{Queue: queue, Since: since, Limit: maxStarts})
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if out.StartsError != "" {
+		return nil, errors.New(out.StartsError)
+	}
+	return out.Starts, nil
+}
+
 func (s clientSource) Jobs(ctx context.Context, queue string, status api.Status, after int64, limit int) ([]api.Job, error) {
 	out, err := s.c.ListJobs(ctx, &client.ListJobsInput{Queue: queue, Status: status, After: after, Limit: limit})
 	if err != nil {

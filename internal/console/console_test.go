@@ -127,7 +127,7 @@ func TestQueueTimeline(t *testing.T) {
 	// A refresh: stats, the failed jobs (there is one), and the followed
 	// jobs not read before (missing is read once, then forgotten).
 	calls := f.takeCalls()
-	if want := []string{"stats emails", "list emails failed", "get emails a", "get emails b", "get emails c", "get emails d", "get emails missing"}; !slices.Equal(calls, want) {
+	if want := []string{"stats emails", "list emails failed", "get emails a", "get emails b", "get emails c", "get emails d", "get emails missing", "starts emails"}; !slices.Equal(calls, want) {
 		t.Errorf("first refresh calls %q, want %q", calls, want)
 	}
 	code, live := get(t, h, "/queues/emails?part=live")
@@ -135,8 +135,31 @@ func TestQueueTimeline(t *testing.T) {
 		t.Errorf("live part = %d, want the timeline without the page around it:\n%.300s", code, live)
 	}
 	// Ended jobs are not read again.
-	if calls, want := f.takeCalls(), []string{"stats emails", "list emails failed"}; !slices.Equal(calls, want) {
+	if calls, want := f.takeCalls(), []string{"stats emails", "list emails failed", "starts emails"}; !slices.Equal(calls, want) {
 		t.Errorf("next refresh calls %q, want %q", calls, want)
+	}
+}
+
+// The queue's starts as the admin function lists them are marks too,
+// jobs the console never read included; a start it also knows from a
+// job's record is drawn once.
+func TestQueueTimelineFromStarts(t *testing.T) {
+	f, s, h := fixture(t)
+	s.follow.add("emails", "a")
+	f.starts["emails"] = []api.Start{
+		{JobID: "a", Ticket: 1, Attempt: 1, SlotAt: t0, StartedAt: t0}, // also a's record
+		{JobID: "u1", Ticket: 7, Attempt: 1, SlotAt: t0.Add(1500 * time.Millisecond), StartedAt: t0.Add(1500 * time.Millisecond)},
+		{JobID: "u2", Ticket: 8, Attempt: 2, SlotAt: t0.Add(2500 * time.Millisecond), StartedAt: t0.Add(2512 * time.Millisecond), LatenessMS: 12},
+	}
+	_, body := get(t, h, "/queues/emails")
+	want := [][2]string{{"a", "2026-11-21T14:00:00Z"}, {"u1", "2026-11-21T14:00:01.5Z"}, {"u2", "2026-11-21T14:00:02.512Z"}}
+	if got := marks(body); !slices.Equal(got, want) {
+		t.Errorf("marks %v, want %v", got, want)
+	}
+	for _, want := range []string{`class="start retry" data-job="u2"`, `>+12ms</text>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("queue page lacks %q", want)
+		}
 	}
 }
 

@@ -9,8 +9,8 @@
 // or does goes through Source, the admin operations it calls, which
 // FromClient implements over pkg/client. So it needs no permission its
 // operator does not already have, and it keeps no state of its own but
-// the jobs it follows for the timeline (the stack keeps no list of
-// recent starts: see docs/console.md).
+// the jobs it follows for the timeline; the timeline's marks are the
+// queue's starts as the admin operation starts lists them.
 //
 // Pages are html/template, styles and a small polling script are
 // embedded (go:embed); the timeline is SVG drawn by the templates.

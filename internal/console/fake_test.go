@@ -15,13 +15,14 @@ type fakeSource struct {
 	mu     sync.Mutex
 	queues map[string]*QueueStats
 	jobs   map[string]api.Job // by queue/id
+	starts map[string][]api.Start
 	calls  []string
 }
 
 var _ Source = (*fakeSource)(nil)
 
 func newFake() *fakeSource {
-	return &fakeSource{queues: map[string]*QueueStats{}, jobs: map[string]api.Job{}}
+	return &fakeSource{queues: map[string]*QueueStats{}, jobs: map[string]api.Job{}, starts: map[string][]api.Start{}}
 }
 
 func (f *fakeSource) addQueue(name string, cfg api.Config) *QueueStats {
@@ -58,6 +59,22 @@ func (f *fakeSource) Stats(_ context.Context, q string) (QueueStats, error) {
 		return QueueStats{}, fmt.Errorf("stats %s: %w", q, ErrNotFound)
 	}
 	return *s, nil
+}
+
+func (f *fakeSource) Starts(_ context.Context, q string, since time.Time) ([]api.Start, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("starts %s", q)
+	if _, ok := f.queues[q]; !ok {
+		return nil, fmt.Errorf("starts %s: %w", q, ErrNotFound)
+	}
+	var out []api.Start
+	for _, st := range f.starts[q] {
+		if !st.StartedAt.Before(since) {
+			out = append(out, st)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeSource) Jobs(_ context.Context, q string, status api.Status, after int64, limit int) ([]api.Job, error) {

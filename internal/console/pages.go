@@ -139,9 +139,15 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 	for _, wd := range windows {
 		d.Windows = append(d.Windows, windowLink{Label: short(wd), Value: wd.String(), Current: asked != "" && wd == window})
 	}
+	// Every start of the window, from the worker's start lines; the
+	// jobs the console knows add what their records say (re-tickets).
+	logged, err := s.src.Starts(ctx, name, now.Add(-min(window, maxStartsBack)))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("read the queue's starts: %w", err))
+	}
 	jobs, gate := s.follow.snapshot(name)
 	d.Followed = len(jobs)
-	d.Timeline = newTimeline(jobs, gate, cfg.Interval, cfg.Skew, window, now)
+	d.Timeline = newTimeline(jobs, logged, gate, cfg.Interval, cfg.Skew, window, now)
 	// Newest first in the page's table of starts.
 	s.render(w, r, http.StatusOK, "queue", "Queue "+name, d, errors.Join(errs...))
 }

@@ -17,6 +17,11 @@ type Source interface {
 	Queues(ctx context.Context) ([]api.Queue, error)
 	// Stats returns a queue's figures and recent activity (admin stats).
 	Stats(ctx context.Context, queue string) (QueueStats, error)
+	// Starts lists the queue's starts from since on, by start time, up
+	// to the admin function's most (admin starts): the timeline's
+	// marks. An error reading them (the stack's log) is returned as an
+	// error the page shows beside what else it has.
+	Starts(ctx context.Context, queue string, since time.Time) ([]api.Start, error)
 	// Jobs lists up to limit of a queue's parked or failed jobs with
 	// tickets after after, by ticket (admin list with a queue).
 	Jobs(ctx context.Context, queue string, status api.Status, after int64, limit int) ([]api.Job, error)

@@ -137,14 +137,29 @@ func (t *timeline) x(at time.Time) float64 {
 
 // newTimeline lays out the starts of jobs and the gate samples over the
 // window ending at now.
-func newTimeline(jobs []api.Job, gate []gateSample, interval, skew, window time.Duration, now time.Time) timeline {
+// maxStartsBack is how far back the admin function lists starts.
+const maxStartsBack = time.Hour
+
+func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, interval, skew, window time.Duration, now time.Time) timeline {
 	t := timeline{To: now, From: now.Add(-window), Window: window, Interval: interval, Skew: skew, MinSpacing: interval - skew}
 	var all []start
+	type attempt struct {
+		id string
+		n  int
+	}
+	known := map[attempt]bool{}
 	for _, j := range jobs {
 		for _, s := range startsOf(j) {
 			if !s.At.Before(t.From) && !s.At.After(t.To) {
 				all = append(all, s)
+				known[attempt{s.JobID, s.Attempt}] = true
 			}
+		}
+	}
+	for _, l := range logged {
+		if !l.StartedAt.Before(t.From) && !l.StartedAt.After(t.To) && !known[attempt{l.JobID, l.Attempt}] {
+			all = append(all, start{JobID: l.JobID, Ticket: l.Ticket, Attempt: l.Attempt, SlotAt: l.SlotAt, At: l.StartedAt, Retry: l.Attempt > 1})
+			known[attempt{l.JobID, l.Attempt}] = true
 		}
 	}
 	slices.SortStableFunc(all, func(a, b start) int {
