@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 )
@@ -21,7 +22,7 @@ func newQueuesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "queues [<command>]",
 		Short:   "List, create, configure, pause, resume, purge or delete queues; show a queue's figures",
-		Long:    "Work with queues: list, create, configure, pause, resume, purge, delete, stats.\nAlone, 'slotq queues' lists the queues.",
+		Long:    "Work with queues: list, create, configure, pause, resume, purge, delete, stats, starts.\nAlone, 'slotq queues' lists the queues.",
 		GroupID: groupOps,
 		Example: "  $ slotq queues create emails --interval 2s --max-attempts 5\n" +
 			"  $ slotq queues pause emails --for 1h\n" +
@@ -32,7 +33,7 @@ func newQueuesCmd() *cobra.Command {
 	cmd.RunE = list.RunE
 	return parent(cmd,
 		list, newCreateCmd(cn), newConfigureCmd(cn), newPauseCmd(cn), newResumeCmd(cn),
-		newPurgeCmd(cn), newDeleteCmd(cn), newStatsCmd(cn))
+		newPurgeCmd(cn), newDeleteCmd(cn), newStatsCmd(cn), newStartsCmd(cn))
 }
 
 func newQueuesListCmd(cn *conn) *cobra.Command {
@@ -507,4 +508,63 @@ func newConfigureCmd(cn *conn) *cobra.Command {
 		})
 	})
 	return cmd
+}
+
+func newStartsCmd(cn *conn) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "starts QUEUE",
+		Short: "List a queue's recent starts: each attempt's slot, start and lateness",
+		Long: "Lists the starts of QUEUE since --since (default the last 15 minutes, at most an hour back),\n" +
+			"oldest first, at most --limit: each attempt's ticket, slot, start and how late it started.\n" +
+			"They are read from the worker's start lines: its log group on a stack (CloudWatch Logs), the\n" +
+			"process on the local runtime. 'slotq timeline' draws them; so does 'slotq console'.",
+		Example: "  $ slotq queues starts emails --since 5m\n" +
+			"  $ slotq queues starts emails --since 2026-11-23T10:00:00Z --json",
+		Args: nArgs(1, 1),
+	}
+	cn = stackFlags(cmd, cn)
+	since := cmd.Flags().String("since", "", "an RFC 3339 `time`, or how long ago (5m): the first start listed (default 15m)")
+	limit := cmd.Flags().Int("limit", 200, "most starts to list, at most 1000")
+	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
+		c := newStackCmd(cmd, cn)
+		in := &client.ListStartsInput{Queue: pos[0], Limit: *limit}
+		if *since != "" {
+			now := time.Now()
+			if d, err := slot.ParseDuration(*since); err == nil && d > 0 {
+				in.Since = now.Add(-d)
+			} else if t, err := time.Parse(time.RFC3339Nano, *since); err == nil {
+				in.Since = t
+			} else {
+				return c.fail(usagef("--since %q: want an RFC 3339 time or how long ago (5m)", *since))
+			}
+		}
+		ctx := cmd.Context()
+		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			out, err := cl.ListStarts(ctx, in)
+			if err != nil {
+				return nil, nil, err
+			}
+			return out, func(w io.Writer) {
+				row(w, "TICKET", "JOB ID", "ATTEMPT", "SLOT AT", "STARTED", "LATE")
+				for _, s := range out.Starts {
+					row(w, s.Ticket, s.JobID, s.Attempt, ts(s.SlotAt), ts(s.StartedAt), human(s.StartedAt.Sub(s.SlotAt)))
+				}
+				if out.More {
+					fmt.Fprintf(w, "more: --since %s\n", lastStart(out.Starts).StartedAt.UTC().Format(time.RFC3339Nano))
+				}
+				if out.StartsError != "" {
+					fmt.Fprintf(w, "starts not read: %s\n", out.StartsError)
+				}
+			}, nil
+		})
+	})
+	return cmd
+}
+
+// lastStart is the last start of a list, or the zero start.
+func lastStart(starts []api.Start) api.Start {
+	if len(starts) == 0 {
+		return api.Start{}
+	}
+	return starts[len(starts)-1]
 }

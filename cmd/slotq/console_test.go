@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // get fetches url and returns its body, failing on anything but 200.
@@ -75,4 +78,31 @@ func TestConsoleCommands(t *testing.T) {
 	c := cli{t: t, endpoint: p.url}
 	c.exits([]string{"console", "--addr", "0.0.0.0:0"}, exitUsage, "loopback")
 	c.exits([]string{"console", "--refresh", "10ms"}, exitUsage, "--refresh must be at least 1s")
+}
+
+// slotq queues starts lists a queue's starts, one per job, in ticket
+// order, each within the queue's skew after its slot.
+func TestStartsCommand(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	c.ok("queues", "create", "quick", "--interval", "50ms")
+	for i := range 3 {
+		c.ok("enqueue", "quick", "--kind", "echo", "--id", fmt.Sprintf("s%d", i), "--wait")
+	}
+	var out struct {
+		Starts []api.Start
+	}
+	c.okJSON(&out, "queues", "starts", "quick", "--since", "5m")
+	if len(out.Starts) != 3 {
+		t.Fatalf("%d starts, want 3: %+v", len(out.Starts), out.Starts)
+	}
+	for i, s := range out.Starts {
+		if s.JobID != fmt.Sprintf("s%d", i) || s.Ticket != int64(i+1) || s.StartedAt.Before(s.SlotAt.Add(-10*time.Millisecond)) {
+			t.Errorf("start %d: %+v", i, s)
+		}
+	}
+	if text := c.ok("queues", "starts", "quick"); !strings.HasPrefix(text, "TICKET  JOB ID") || strings.Count(text, "\n") != 4 {
+		t.Errorf("slotq queues starts quick:\n%s", text)
+	}
+	c.exits([]string{"queues", "starts", "quick", "--since", "yesterday"}, exitUsage, "--since")
+	c.exits([]string{"queues", "starts", "quick", "--since", "2h"}, exitFail, "invalid_since (since)")
 }
