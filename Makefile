@@ -30,7 +30,7 @@ test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_ser
 	$(MAKE) --no-print-directory test-example
 	SLOTQ_REQUIRE_LOCAL_AWS=1 SLOTQ_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@echo "repeating the concurrency subtests on DynamoDB Local: -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)'"
-	@out=$$(SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -race -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)' -v ./pkg/dynamostore 2>&1); rc=$$?; \
+	@out=$$(SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -race -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)' -v ./internal/dynamostore 2>&1); rc=$$?; \
 	  grep -E -- '--- (PASS|FAIL|SKIP)|^(ok|FAIL|panic)|\.go:[0-9]+:' <<<"$$out"; \
 	  [ $$rc -eq 0 ] || exit $$rc; \
 	  grep -q -- '--- PASS: TestState/.*/Concurrent' <<<"$$out" || \
@@ -58,8 +58,8 @@ dynamodb-local: ## Run DynamoDB Local on 127.0.0.1:$(DYNAMODB_PORT) and print th
 
 .PHONY: bench
 bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Local + moto), the lanes workload (keys) and the cost report (docs/costs.md)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./pkg/...
-	SLOTQ_SIM_WEEK=1 $(GO) test -count=1 -run '^TestResumeScheduledWeek$$' -v ./pkg/engine/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./pkg/... ./internal/...
+	SLOTQ_SIM_WEEK=1 $(GO) test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/
 	$(GO) run ./cmd/slotq bench
 	$(GO) run ./cmd/slotq bench lanes
 	@echo "the demo's shape on the real adapters (internal/awssim, 3 runs):"
@@ -68,9 +68,9 @@ bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Loca
 
 .PHONY: fuzz
 fuzz: ## Fuzz request decoding and slot invariants for a short while
-	$(GO) test -run '^$$' -fuzz FuzzDecodeEnqueue -fuzztime 30s ./pkg/job
-	$(GO) test -run '^$$' -fuzz FuzzTake -fuzztime 30s ./pkg/slot
-	$(GO) test -run '^$$' -fuzz FuzzAdmin -fuzztime 30s ./pkg/lambdafn/admin
+	$(GO) test -run '^$$' -fuzz FuzzDecodeEnqueue -fuzztime 30s ./internal/job
+	$(GO) test -run '^$$' -fuzz FuzzTake -fuzztime 30s ./internal/slot
+	$(GO) test -run '^$$' -fuzz FuzzAdmin -fuzztime 30s ./internal/lambdafn/admin
 
 .PHONY: fmt
 fmt: ## Format the code
