@@ -21,6 +21,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/internal/v4a v1.5.10 // indirect
 	github.com/aws/aws-sdk-go-v2/service/cloudformation v1.82.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/cloudwatch v1.75.5 // indirect
+	github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs v1.92.0 // indirect
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1 // indirect
 	github.com/aws/aws-sdk-go-v2/service/dynamodbstreams v1.46.6 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.24 // indirect
