@@ -35,7 +35,6 @@ import (
 
 var binDir string // bootstraps built once, for this machine
 
-
 // e2eLead is the stacks' SlotLead: how far before its slot the gate may
 // reserve a start.
 const e2eLead = time.Second
@@ -175,7 +174,7 @@ type answer struct {
 	// starts' answer.
 	Starts      *[]map[string]any `json:"starts"`
 	StartsError string            `json:"starts_error"`
-	Retried   *struct {
+	Retried     *struct {
 		Jobs []accepted `json:"jobs"`
 	} `json:"retried"`
 	Redrive *struct {

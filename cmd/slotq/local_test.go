@@ -44,10 +44,10 @@ type localProc struct {
 	cmd     *exec.Cmd
 	url     string
 	console string // the web console's URL
-	mu     sync.Mutex
-	events []map[string]any
-	ready  chan struct{}
-	done   chan struct{}
+	mu      sync.Mutex
+	events  []map[string]any
+	ready   chan struct{}
+	done    chan struct{}
 }
 
 func freeAddr(t *testing.T) string {
