@@ -27,8 +27,8 @@ func (s clientSource) Queues(ctx context.Context) ([]api.Queue, error) {
 	return out.Queues, nil
 }
 
-func (s clientSource) Stats(ctx context.Context, queue string) (QueueStats, error) {
-	out, err := s.c.GetStats(ctx, &client.GetStatsInput{Queue: queue})
+func (s clientSource) Stats(ctx context.Context, queue string, activity bool) (QueueStats, error) {
+	out, err := s.c.GetStats(ctx, &client.GetStatsInput{Queue: queue, NoActivity: !activity})
 	if err != nil {
 		return QueueStats{}, notFound(err)
 	}

@@ -14,7 +14,10 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/slotq/slotq/pkg/api"
 )
 
 //go:embed templates/*.html static/*
@@ -84,6 +87,44 @@ type server struct {
 	// another site cannot know it, so it cannot post an action.
 	token  string
 	follow *follow
+
+	mu       sync.Mutex
+	activity map[string]activityRead // by queue
+}
+
+// activityRead is a queue's activity as last read, and when.
+type activityRead struct {
+	at       time.Time
+	activity *api.Activity
+	err      string
+}
+
+// activityEvery is how often the console reads a queue's activity: its
+// metrics move by the minute, while its counters are read at every
+// refresh.
+const activityEvery = time.Minute
+
+// stats reads a queue's figures, with its activity when the one read
+// last is a minute old (or there is none): one metrics read a minute per
+// queue, however often its pages refresh.
+func (s *server) stats(ctx context.Context, queue string) (QueueStats, error) {
+	now := s.o.Now()
+	s.mu.Lock()
+	last, ok := s.activity[queue]
+	s.mu.Unlock()
+	fresh := ok && now.Sub(last.at) < activityEvery
+	st, err := s.src.Stats(ctx, queue, !fresh)
+	if err != nil {
+		return st, err
+	}
+	if fresh {
+		st.Activity, st.ActivityError = last.activity, last.err
+		return st, nil
+	}
+	s.mu.Lock()
+	s.activity[queue] = activityRead{at: now, activity: st.Activity, err: st.ActivityError}
+	s.mu.Unlock()
+	return st, nil
 }
 
 // New returns the console's handler over src.
@@ -93,7 +134,7 @@ func newServer(src Source, o Options) *server {
 	o.defaults()
 	b := make([]byte, 16)
 	rand.Read(b)
-	s := &server{src: src, o: o, token: hex.EncodeToString(b), follow: newFollow(o.Follow)}
+	s := &server{src: src, o: o, token: hex.EncodeToString(b), follow: newFollow(o.Follow), activity: map[string]activityRead{}}
 	s.pages = map[string]*template.Template{}
 	for _, p := range []string{"queues", "queue", "job", "confirm", "error"} {
 		s.pages[p] = template.Must(template.New("").Funcs(funcs).ParseFS(assets,

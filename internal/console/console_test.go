@@ -134,9 +134,16 @@ func TestQueueTimeline(t *testing.T) {
 	if code != http.StatusOK || strings.Contains(live, "<html") || !strings.Contains(live, `id="timeline"`) {
 		t.Errorf("live part = %d, want the timeline without the page around it:\n%.300s", code, live)
 	}
-	// Ended jobs are not read again.
-	if calls, want := f.takeCalls(), []string{"stats emails", "list emails failed", "starts emails"}; !slices.Equal(calls, want) {
+	// Ended jobs are not read again, nor the activity within a minute
+	// of its last read: the counters alone.
+	if calls, want := f.takeCalls(), []string{"stats emails (counters)", "list emails failed", "starts emails"}; !slices.Equal(calls, want) {
 		t.Errorf("next refresh calls %q, want %q", calls, want)
+	}
+	// A minute on, the activity is read again.
+	s.o.Now = func() time.Time { return t0.Add(70 * time.Second) }
+	get(t, h, "/queues/emails?part=live")
+	if calls := f.takeCalls(); len(calls) == 0 || calls[0] != "stats emails" {
+		t.Errorf("a minute on, the refresh calls %q, want the activity read (stats emails) first", calls)
 	}
 }
 

@@ -50,10 +50,14 @@ func (f *fakeSource) Queues(context.Context) ([]api.Queue, error) {
 	return qs, nil
 }
 
-func (f *fakeSource) Stats(_ context.Context, q string) (QueueStats, error) {
+func (f *fakeSource) Stats(_ context.Context, q string, activity bool) (QueueStats, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.record("stats %s", q)
+	if activity {
+		f.record("stats %s", q)
+	} else {
+		f.record("stats %s (counters)", q)
+	}
 	s, ok := f.queues[q]
 	if !ok {
 		return QueueStats{}, fmt.Errorf("stats %s: %w", q, ErrNotFound)

@@ -80,7 +80,7 @@ func (s *server) queues(w http.ResponseWriter, r *http.Request) {
 	rows := make([]queueRow, len(qs))
 	for i, q := range qs {
 		rows[i].Queue = q
-		st, err := s.src.Stats(r.Context(), q.Name)
+		st, err := s.stats(r.Context(), q.Name)
 		if err != nil {
 			rows[i].Err = err.Error()
 			continue
@@ -109,7 +109,7 @@ type windowLink struct {
 
 func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 	ctx, name := r.Context(), r.PathValue("queue")
-	st, err := s.src.Stats(ctx, name)
+	st, err := s.stats(ctx, name)
 	if err != nil {
 		s.fail(w, r, "Queue "+name, err)
 		return

@@ -15,8 +15,10 @@ import (
 type Source interface {
 	// Queues lists every queue with its configuration and state (admin list).
 	Queues(ctx context.Context) ([]api.Queue, error)
-	// Stats returns a queue's figures and recent activity (admin stats).
-	Stats(ctx context.Context, queue string) (QueueStats, error)
+	// Stats returns a queue's figures (admin stats), with its recent
+	// activity from its metrics if activity is set: reading them is
+	// most of what stats costs on a stack (CloudWatch GetMetricData).
+	Stats(ctx context.Context, queue string, activity bool) (QueueStats, error)
 	// Starts lists the queue's starts from since on, by start time, up
 	// to the admin function's most (admin starts): the timeline's
 	// marks. An error reading them (the stack's log) is returned as an

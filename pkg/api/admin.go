@@ -30,6 +30,9 @@ type AdminRequest struct {
 	// configure give the settings Config leaves out their defaults.
 	Config *ConfigUpdate `json:"config,omitempty"`
 	Reset  bool          `json:"reset,omitempty"`
+	// NoActivity, for stats, leaves the recent activity out: no metrics
+	// are read.
+	NoActivity bool `json:"no_activity,omitempty"`
 	// Until, for pause, lifts the pause then.
 	Until *time.Time `json:"until,omitempty"`
 	// JobID names the job of get and cancel.

@@ -65,6 +65,10 @@ type Request struct {
 	// configure; one given as zero is refused unless zero is a setting of
 	// its own (slot.ZeroSetting). configure requires it.
 	Config *slot.ConfigUpdate `json:"config,omitempty"`
+	// NoActivity, for stats, leaves the queue's recent activity out: no
+	// metrics read (CloudWatch GetMetricData on a stack), for a caller
+	// that polls the counters more often than the activity changes.
+	NoActivity bool `json:"no_activity,omitempty"`
 	// Reset, for configure, gives the settings Config leaves out their
 	// defaults instead of keeping the queue's: the configuration is
 	// replaced whole.
@@ -216,7 +220,7 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		return Response{Cancelled: &n}, err
 	case "stats":
 		s, err := h.Engine.Stats(ctx, r.Queue)
-		if err != nil || h.Activity == nil {
+		if err != nil || h.Activity == nil || r.NoActivity {
 			return Response{Stats: &s}, err
 		}
 		res := Response{Stats: &s}

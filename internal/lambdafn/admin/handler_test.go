@@ -288,6 +288,15 @@ func TestStatsActivity(t *testing.T) {
 	if err != nil || r.Stats == nil || r.Activity != nil || !strings.Contains(r.ActivityError, "AccessDenied") {
 		t.Fatalf("stats with unreadable metrics: %+v, activity %+v, error %q, %v", r.Stats, r.Activity, r.ActivityError, err)
 	}
+	// no_activity reads no metrics: the counters alone.
+	h.Activity = readerFunc(func(string, time.Duration) (metrics.Activity, error) {
+		t.Error("stats with no_activity read the metrics")
+		return metrics.Activity{}, nil
+	})
+	r, err = h.Handle(ctx, json.RawMessage(`{"op":"stats","queue":"q","no_activity":true}`))
+	if err != nil || r.Stats == nil || r.Activity != nil || r.ActivityError != "" {
+		t.Fatalf("stats with no_activity: %+v, activity %+v, error %q, %v", r.Stats, r.Activity, r.ActivityError, err)
+	}
 }
 
 // configure changes the settings it gives and keeps the others; a zero
