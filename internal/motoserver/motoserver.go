@@ -65,15 +65,17 @@ func Stop() {
 	}
 }
 
-// Env returns the environment that points the AWS SDK's SQS and
-// CloudWatch Logs clients at the server (the admin function's starts reads
-// the worker's log group: locally moto answers, not AWS). It sets no
+// Env returns the environment that points the AWS SDK's SQS, CloudWatch
+// Logs and CloudWatch clients at the server (the admin function's starts
+// reads the worker's log group, its stats the queue's metrics: in tests
+// moto answers, never AWS). It sets no
 // DynamoDB endpoint, so that DynamoDB can point at DynamoDB Local
 // (internal/dynamolocal sets AWS_ENDPOINT_URL_DYNAMODB).
 func (s *Server) Env() map[string]string {
 	return map[string]string{
 		"AWS_ENDPOINT_URL_SQS":             s.Endpoint,
 		"AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": s.Endpoint,
+		"AWS_ENDPOINT_URL_CLOUDWATCH":      s.Endpoint,
 		"AWS_REGION":                       "us-east-1",
 		"AWS_ACCESS_KEY_ID":                "test",
 		"AWS_SECRET_ACCESS_KEY":            "test",
