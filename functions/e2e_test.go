@@ -30,6 +30,7 @@ import (
 	"github.com/slotq/slotq/internal/lambdahost"
 	"github.com/slotq/slotq/internal/motoserver"
 	"github.com/slotq/slotq/internal/samlocal"
+	"github.com/slotq/slotq/internal/samrun"
 	"github.com/slotq/slotq/pkg/local"
 )
 
@@ -450,7 +451,7 @@ func TestFlow(t *testing.T) {
 	stk := local.StackDefaults()
 	stk.ResumeEvery = time.Second
 	go func() {
-		pumpDone <- local.Emulate(ctx, local.EmulateOptions{Invoker: s.host, Queue: esm.NewSQS(s.sqs, s.Queues["SlotQueue"]), Stack: stk, Concurrency: 2})
+		pumpDone <- samrun.Emulation(stk, s.host, esm.NewSQS(s.sqs, s.Queues["SlotQueue"]), 2, nil).Run(ctx)
 	}()
 	defer func() {
 		cancel()

@@ -5,7 +5,7 @@
 // (internal/lambdahost) with the environment template.yaml gives it, and invokes
 // it (Invoke) or serves the Invoke API for every function (Serve).
 //
-// Serve also plays what AWS plays after deployment (pkg/local's Emulate):
+// Serve also plays what AWS plays after deployment (esm.Emulation):
 // the SQS event source mapping that feeds the slot queue to WorkerFunction
 // (several bootstraps of it at once) and the schedule that invokes
 // ResumeFunction, so the deployed binaries run the whole flow locally.
@@ -192,10 +192,21 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	fmt.Fprintf(r.log, "  event source    SlotQueue → WorkerFunction, batches of %d, up to %d at once\n", stk.BatchSize, o.Concurrency)
 	fmt.Fprintf(r.log, "  schedule        ResumeFunction every %s\n", stk.ResumeEvery)
 	fmt.Fprintf(r.log, "try (AWS CLI v1; with v2 add --cli-binary-format raw-in-base64-out):\n  AWS_DEFAULT_REGION=us-east-1 aws lambda invoke --endpoint-url %s --function-name EnqueueFunction --payload file://events/enqueue.json out.json\n", url)
-	return local.Emulate(ctx, local.EmulateOptions{
-		Invoker: r.host, Queue: esm.NewSQS(sqs.NewFromConfig(r.cfg), st.Queues["SlotQueue"]), Stack: stk,
-		Concurrency: o.Concurrency, Log: slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	return Emulation(stk, r.host, esm.NewSQS(sqs.NewFromConfig(r.cfg), st.Queues["SlotQueue"]), o.Concurrency,
+		slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelWarn}))).Run(ctx)
+}
+
+// Emulation is what AWS plays in front of the bootstraps inv runs, with
+// the event source mapping and schedule of stk (a template's, every
+// setting given: local.FromTemplate, local.StackDefaults): the worker's
+// SQS event source on q and the resume function's schedule.
+func Emulation(stk local.Stack, inv lambdahost.Invoker, q esm.Queue, concurrency int, log *slog.Logger) esm.Emulation {
+	return esm.Emulation{
+		Invoker: inv, Queue: q, Worker: local.WorkerFunction, Resume: local.ResumeFunction, Log: log,
+		Mapping: esm.Config{BatchSize: stk.BatchSize, BatchingWindow: stk.BatchingWindow,
+			ReportBatchItemFailures: stk.ReportBatchItemFailures, Concurrency: concurrency},
+		Every: stk.ResumeEvery, Input: []byte(stk.ResumeInput), Retries: stk.ResumeRetries,
+	}
 }
 
 // startEmulators starts DynamoDB Local and moto_server for the services

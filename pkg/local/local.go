@@ -2,14 +2,12 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -67,9 +65,9 @@ type Options struct {
 	// stack's AllowedTargets and AllowedNetworks, and DefaultInterval /
 	// DefaultSkew over Stack.Defaults).
 	Defaults api.Config
-	// Lead is how long before a start a worker goes to the gate
-	// (engine.Options.Lead). Default: slot.DefaultLead on the embedded
-	// backend, whose store is in the process; the stack's SlotLead on
+	// Lead is how long before a start a worker goes to the gate (the
+	// stack's SlotLead). Default: 2ms on the embedded backend, whose
+	// store is in the process; the stack's SlotLead on
 	// DynamoDB and SQS endpoints (a local DynamoDB or SQS emulator on a
 	// busy host may need more).
 	Lead time.Duration
@@ -293,17 +291,14 @@ func Run(ctx context.Context, o Options) error {
 		defer func() { _ = consoleSrv.Close() }()
 	}
 
-	err = Emulate(ctx, EmulateOptions{
-		Invoker: inv, Queue: be.queue, Stack: o.Stack, Concurrency: o.Concurrency, Log: log,
-		Started: func(a esm.Attributes) {
-			go func() { _ = srv.Serve(ln) }()
-			if o.Ready != nil {
-				o.Ready(ends)
-			} else {
-				view.banner(ends, o.Stack, a, o.Concurrency)
-			}
-		},
-	})
+	err = o.Stack.emulation(inv, be.queue, o.Concurrency, log, func(a esm.Attributes) {
+		go func() { _ = srv.Serve(ln) }()
+		if o.Ready != nil {
+			o.Ready(ends)
+		} else {
+			view.banner(ends, o.Stack, a, o.Concurrency)
+		}
+	}).Run(ctx)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
@@ -311,66 +306,27 @@ func Run(ctx context.Context, o Options) error {
 	return err
 }
 
-// EmulateOptions configure Emulate.
-type EmulateOptions struct {
-	// Invoker runs WorkerFunction and ResumeFunction: Go handlers in this
-	// process, or built bootstraps (lambdahost.Host).
-	Invoker lambdahost.Invoker
-	// Queue is the slot queue the event source polls.
-	Queue esm.Queue
-	// Stack holds the event source's and the schedule's settings.
-	Stack Stack
-	// Concurrency caps the worker invocations in flight. Default 5.
-	Concurrency int
-	// Log receives the emulation's own warnings.
-	Log *slog.Logger
-	// Started, if set, hears the queue's attributes once the emulation
-	// runs.
-	Started func(esm.Attributes)
-}
-
-// Emulate plays AWS's parts in front of the functions until ctx ends: the
-// SQS event source mapping of WorkerFunction on the slot queue and the
-// schedule of ResumeFunction. `slotq sam start-lambda` (`make start-lambda`) puts
-// it in front of the real bootstraps.
-func Emulate(ctx context.Context, o EmulateOptions) error {
+// emulation is what AWS plays in front of the stack's functions, with
+// s's event source mapping and schedule (StackDefaults' where s leaves
+// them zero): the SQS event source of WorkerFunction on q, and the
+// schedule of ResumeFunction.
+func (s Stack) emulation(inv lambdahost.Invoker, q esm.Queue, concurrency int, log *slog.Logger, started func(esm.Attributes)) esm.Emulation {
 	d := StackDefaults()
-	if o.Stack.BatchSize <= 0 {
-		o.Stack.BatchSize, o.Stack.ReportBatchItemFailures = d.BatchSize, d.ReportBatchItemFailures
+	if s.BatchSize <= 0 {
+		s.BatchSize, s.ReportBatchItemFailures = d.BatchSize, d.ReportBatchItemFailures
 	}
-	if o.Stack.ResumeEvery <= 0 {
-		o.Stack.ResumeEvery = d.ResumeEvery
+	if s.ResumeEvery <= 0 {
+		s.ResumeEvery = d.ResumeEvery
 	}
-	if o.Stack.ResumeInput == "" {
-		o.Stack.ResumeInput, o.Stack.ResumeRetries = d.ResumeInput, d.ResumeRetries
+	if s.ResumeInput == "" {
+		s.ResumeInput, s.ResumeRetries = d.ResumeInput, d.ResumeRetries
 	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
+	return esm.Emulation{
+		Invoker: inv, Queue: q, Worker: WorkerFunction, Resume: ResumeFunction, Log: log, Started: started,
+		Mapping: esm.Config{BatchSize: s.BatchSize, BatchingWindow: s.BatchingWindow,
+			ReportBatchItemFailures: s.ReportBatchItemFailures, Concurrency: concurrency},
+		Every: s.ResumeEvery, Input: []byte(s.ResumeInput), Retries: s.ResumeRetries,
 	}
-	attrs, err := o.Queue.Attributes(ctx)
-	if err != nil {
-		return fmt.Errorf("local: slot queue: %w", err)
-	}
-	m := &esm.Mapping{
-		Queue: o.Queue, Invoke: esm.Function(o.Invoker, WorkerFunction), Log: o.Log,
-		Config: esm.Config{
-			BatchSize: o.Stack.BatchSize, BatchingWindow: o.Stack.BatchingWindow,
-			ReportBatchItemFailures: o.Stack.ReportBatchItemFailures, Concurrency: o.Concurrency,
-		},
-	}
-	s := &esm.Schedule{
-		Every: o.Stack.ResumeEvery, Input: []byte(o.Stack.ResumeInput), Retries: o.Stack.ResumeRetries,
-		Invoke: esm.Target(o.Invoker, ResumeFunction), Log: o.Log,
-	}
-	if o.Started != nil {
-		o.Started(attrs)
-	}
-	var wg sync.WaitGroup
-	var errs [2]error
-	wg.Go(func() { errs[0] = m.Run(ctx) })
-	wg.Go(func() { errs[1] = s.Run(ctx) })
-	wg.Wait()
-	return errors.Join(errs[:]...)
 }
 
 // newRecorder is a function's metrics recorder with the stack's default
