@@ -6,7 +6,7 @@
 //
 //	cfg, _ := config.LoadDefaultConfig(ctx)
 //	c := client.NewFromConfig(cfg, client.WithStackOutputs(outputs)) // or set the function names
-//	out, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &job.Spec{Kind: "email.send"}})
+//	out, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "emails", Job: &api.Spec{Kind: "email.send"}})
 //
 // It is shaped like an aws-sdk-go-v2 service client: NewFromConfig takes
 // an aws.Config and option functions (New takes Options whole), each

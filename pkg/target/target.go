@@ -38,7 +38,7 @@ func (f ResultFunc) Handle(ctx context.Context, j *api.Job) error {
 	if v == nil {
 		return err
 	}
-	if rerr := SetResult(ctx, v); rerr != nil && !errors.Is(rerr, engine.ErrResultTooLarge) && err == nil {
+	if rerr := SetResult(ctx, v); rerr != nil && !errors.Is(rerr, ErrResultTooLarge) && err == nil {
 		return SkipRetry(rerr)
 	}
 	return err
@@ -49,7 +49,7 @@ func (f ResultFunc) Handle(ctx context.Context, j *api.Job) error {
 // It is written on the job's record with the attempt's outcome, at most
 // api.MaxResult (32 KiB) of it: a larger one is not kept, the record's
 // ResultDropped says its size, and SetResult answers an error wrapping
-// engine.ErrResultTooLarge (the outcome is still the handler's). The
+// ErrResultTooLarge (the outcome is still the handler's). The
 // last call of an attempt wins; a retried attempt's result is not kept.
 // This is asynq's ResultWriter for slotq: a handler of the plain
 // signature calls it, a ResultFunc returns its value instead.
@@ -65,7 +65,7 @@ func SetResult(ctx context.Context, v any) error {
 }
 
 // SkipRetry wraps err so that the job fails now, without further attempts.
-func SkipRetry(err error) error { return fmt.Errorf("%w: %w", engine.ErrSkipRetry, err) }
+func SkipRetry(err error) error { return fmt.Errorf("%w: %w", ErrSkipRetry, err) }
 
 // Mux maps job kinds to handlers.
 type Mux struct {
