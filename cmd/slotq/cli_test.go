@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/localtest"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/local"
 )
@@ -36,23 +36,7 @@ var update = flag.Bool("update", false, "rewrite the golden files of the CLI tes
 // runLocalRuntime runs the local runtime in this process on a free port.
 func runLocalRuntime(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- local.Run(ctx, local.Options{Addr: "127.0.0.1:0", Out: io.Discard, Logger: slog.New(slog.DiscardHandler),
-			Ready: func(e local.Endpoints) { ready <- e.InvokeURL }})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case url := <-ready:
-		return url
-	case err := <-done:
-		t.Fatalf("local.Run: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("local runtime not ready")
-	}
-	return ""
+	return localtest.Start(t, local.Options{}).InvokeURL
 }
 
 // cli runs slotq with args in this process.

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/slotq/slotq/internal/localtest"
 	"github.com/slotq/slotq/pkg/local"
 )
 
@@ -157,21 +156,8 @@ func (s *syncBuffer) String() string {
 // are refused with what to give instead.
 func TestTimelineTextLog(t *testing.T) {
 	var log syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- local.Run(ctx, local.Options{Addr: "127.0.0.1:0", Out: io.Discard,
-			Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo})),
-			Ready:  func(e local.Endpoints) { ready <- e.InvokeURL }})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	var url string
-	select {
-	case url = <-ready:
-	case err := <-done:
-		t.Fatalf("local.Run: %v", err)
-	}
+	url := localtest.Start(t, local.Options{
+		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))}).InvokeURL
 	c := cli{t: t, endpoint: url}
 	c.ok("queues", "create", "texts", "--interval", "100ms")
 	for _, id := range []string{"a", "b", "c"} {

@@ -3,9 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log"
-	"log/slog"
 	"math"
 	"net/http/httptest"
 	"os"
@@ -21,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/slotq/slotq/internal/console"
+	"github.com/slotq/slotq/internal/localtest"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 	"github.com/slotq/slotq/pkg/local"
@@ -134,29 +133,7 @@ type stack struct {
 
 func startStack(t *testing.T) stack {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- local.Run(ctx, local.Options{
-			Addr: "127.0.0.1:0", Out: io.Discard, Logger: slog.New(slog.DiscardHandler),
-			Ready: func(e local.Endpoints) { ready <- e.InvokeURL },
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("local.Run: %v", err)
-		}
-	})
-	var invoke string
-	select {
-	case invoke = <-ready:
-	case err := <-done:
-		t.Fatalf("local.Run: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the local runtime did not start in 20s")
-	}
+	invoke := localtest.Start(t, local.Options{}).InvokeURL
 	c := client.NewFromConfig(aws.Config{}, client.WithEndpoint(invoke))
 	srv := httptest.NewServer(console.New(console.FromClient(c), console.Options{Name: "local", Refresh: time.Second}))
 	t.Cleanup(srv.Close)

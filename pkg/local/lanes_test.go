@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/localtest"
 	"github.com/slotq/slotq/pkg/local"
 )
 
@@ -79,32 +79,12 @@ func TestLanes(t *testing.T) {
 		work       = 3 * interval
 		keys, jobs = 3, 10
 	)
-	ctx, stop := context.WithCancel(context.Background())
-	ready := make(chan local.Endpoints, 1)
-	done := make(chan error, 1)
 	var view lockedBuffer
-	go func() {
-		done <- local.Run(ctx, local.Options{
-			Addr: "127.0.0.1:0", Out: &view, JSON: true, Logger: slog.New(slog.DiscardHandler),
-			// The schedule often, so that the view shows the lanes' figures.
-			Stack: local.Stack{ResumeEvery: 500 * time.Millisecond},
-			Ready: func(e local.Endpoints) { ready <- e },
-		})
-	}()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("local.Run: %v", err)
-		}
+	ends := localtest.Start(t, local.Options{
+		Out: &view, JSON: true,
+		// The schedule often, so that the view shows the lanes' figures.
+		Stack: local.Stack{ResumeEvery: 500 * time.Millisecond},
 	})
-	var ends local.Endpoints
-	select {
-	case ends = <-ready:
-	case err := <-done:
-		t.Fatalf("local.Run: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("local runtime not ready")
-	}
 	c := invoker{t, lambda.New(lambda.Options{Region: "us-east-1", BaseEndpoint: aws.String(ends.InvokeURL), Credentials: aws.AnonymousCredentials{}})}
 
 	var created any

@@ -1,8 +1,6 @@
 package local_test
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -10,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/localtest"
 	"github.com/slotq/slotq/pkg/local"
 )
 
@@ -86,29 +85,9 @@ func waitSucceeded(t *testing.T, c invoker, id string) job.Job {
 // messages come back after 200ms and go to the dead-letter list on
 // their third receive.
 func startRedriveStack(t *testing.T) invoker {
-	ctx, stop := context.WithCancel(context.Background())
-	ready := make(chan local.Endpoints, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- local.Run(ctx, local.Options{
-			Addr: "127.0.0.1:0", Out: &lockedBuffer{}, Logger: slog.New(slog.DiscardHandler),
-			Stack: local.Stack{VisibilityTimeout: 200 * time.Millisecond, MaxReceiveCount: 2},
-			Ready: func(e local.Endpoints) { ready <- e },
-		})
-	}()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("local.Run: %v", err)
-		}
+	ends := localtest.Start(t, local.Options{
+		Out:   &lockedBuffer{},
+		Stack: local.Stack{VisibilityTimeout: 200 * time.Millisecond, MaxReceiveCount: 2},
 	})
-	var ends local.Endpoints
-	select {
-	case ends = <-ready:
-	case err := <-done:
-		t.Fatalf("local.Run: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("local runtime not ready")
-	}
 	return invoker{t, lambda.New(lambda.Options{Region: "us-east-1", BaseEndpoint: aws.String(ends.InvokeURL), Credentials: aws.AnonymousCredentials{}})}
 }
