@@ -252,11 +252,30 @@ func runAdminInFlight(t *testing.T, seed uint64) {
 	racer.done = true // no more operations from inside store calls
 	do("resume", "")
 	opMu.Unlock()
+	mu.Lock()
+	chaos := len(runs)
+	mu.Unlock()
+
+	// A calm tail: once the admin is done, the queue it leaves works. Its
+	// jobs must all succeed, and they give the checks below runs in the
+	// last generation however many the random phase left (a phase with an
+	// early delete or a long pause on a slow host runs few).
+	var tail []string
+	for i := range 12 {
+		sp := job.Spec{ID: fmt.Sprintf("t%02d", i), Kind: "sim", Payload: json.RawMessage(`{"ms":20}`)}
+		if i%2 == 0 {
+			sp.Key = fmt.Sprintf("k%d", i%3)
+		}
+		if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: queue, Jobs: []job.Spec{sp}}); err != nil {
+			t.Fatalf("enqueue the tail: %v", err)
+		}
+		tail = append(tail, sp.ID)
+	}
 
 	// Every accepted job ends: final, or expired with a deleted generation.
 	cur := gen()
 	mu.Lock()
-	ids := slices.Clone(accepted)
+	ids := append(slices.Clone(accepted), tail...)
 	mu.Unlock()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		left := []string{}
@@ -364,10 +383,14 @@ func runAdminInFlight(t *testing.T, seed uint64) {
 	for _, op := range ops {
 		kinds2[op.kind]++
 	}
-	t.Logf("%d runs of %d jobs in %d generations; operations %v, %d from inside store calls", len(runs), len(ids), len(byGen), kinds2, racer.n)
-	if len(runs) < 10 {
-		t.Errorf("a thin run: %d runs", len(runs))
+	for _, id := range tail {
+		j, err := st.GetJob(ctx, job.Key{Queue: queue, ID: id})
+		if err != nil || j.Status != job.Succeeded {
+			t.Errorf("tail job %s after the admin was done: %v %v; want succeeded", id, j.Status, err)
+		}
 	}
+	t.Logf("%d runs (%d before the tail) of %d jobs in %d generations; operations %v, %d from inside store calls",
+		len(runs), chaos, len(ids), len(byGen), kinds2, racer.n)
 }
 
 // adminRacer wraps the store: a call where a worker or the resume
