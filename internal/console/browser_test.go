@@ -210,13 +210,13 @@ func TestBrowser(t *testing.T) {
 			From, To    string
 			Left, Right float64
 			Marks       []struct {
-				Job, Start string
-				X          float64
+				Job, Start, Gate string
+				X                float64
 			}
 		}
 		read := `(() => { const s = document.getElementById("timeline");
 			return {From: s.dataset.from, To: s.dataset.to, Left: +s.dataset.plotLeft, Right: +s.dataset.plotRight,
-				Marks: [...s.querySelectorAll("g.start")].map(g => ({Job: g.dataset.job, Start: g.dataset.start, X: +g.dataset.x}))}; })()`
+				Marks: [...s.querySelectorAll("g.start")].map(g => ({Job: g.dataset.job, Start: g.dataset.start, Gate: g.dataset.gate, X: +g.dataset.x}))}; })()`
 		// The queue's starts come from the admin function (starts): no
 		// job needs following for its mark.
 		if err := chromedp.Run(ctx,
@@ -229,9 +229,10 @@ func TestBrowser(t *testing.T) {
 		if len(svg.Marks) != len(jobs) {
 			t.Fatalf("%d marks on the timeline, want one per started job (%d)", len(svg.Marks), len(jobs))
 		}
-		// A mark is at the start the worker's start line reports: when
-		// it woke for the start the gate reserved (the record's
-		// started_at), within the queue's skew (10ms, the stack's) after it.
+		// A mark is at the start the gate reserved, which the worker's
+		// start line reports beside when the handler began: the record's
+		// started_at, and the handler within the queue's skew (10ms, the
+		// stack's) after it.
 		from, _ := time.Parse(time.RFC3339Nano, svg.From)
 		to, _ := time.Parse(time.RFC3339Nano, svg.To)
 		byJob := map[string]int{}
@@ -242,17 +243,27 @@ func TestBrowser(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s's mark: start %q: %v", m.Job, m.Start, err)
 			}
-			if started.Before(prev) {
-				t.Errorf("marks out of start order: %s at %s after %s", m.Job, m.Start, prev.Format(time.RFC3339Nano))
+			gate, err := time.Parse(time.RFC3339Nano, m.Gate)
+			if err != nil {
+				t.Fatalf("%s's mark: gate %q: %v", m.Job, m.Gate, err)
 			}
-			prev = started
-			want := svg.Left + float64(started.Sub(from))/float64(to.Sub(from))*(svg.Right-svg.Left)
+			if gate.Before(prev) {
+				t.Errorf("marks out of start order: %s at %s after %s", m.Job, m.Gate, prev.Format(time.RFC3339Nano))
+			}
+			prev = gate
+			want := svg.Left + float64(gate.Sub(from))/float64(to.Sub(from))*(svg.Right-svg.Left)
 			if math.Abs(m.X-want) > 0.1 {
-				t.Errorf("%s's mark at x=%.1f, want %.1f (its start %s in the window)", m.Job, m.X, want, m.Start)
+				t.Errorf("%s's mark at x=%.1f, want %.1f (its gate's start %s in the window)", m.Job, m.X, want, m.Gate)
 			}
 			for _, j := range jobs {
-				if j.ID == m.Job && (started.Before(j.StartedAt) || started.After(j.StartedAt.Add(10*time.Millisecond))) {
-					t.Errorf("%s's mark says it started at %s, want within 10ms after its record's %s", m.Job, m.Start, j.StartedAt.UTC().Format(time.RFC3339Nano))
+				if j.ID != m.Job {
+					continue
+				}
+				if !gate.Equal(j.StartedAt) {
+					t.Errorf("%s's mark is at %s, want its record's started_at %s", m.Job, m.Gate, j.StartedAt.UTC().Format(time.RFC3339Nano))
+				}
+				if started.Before(gate) || started.After(gate.Add(10*time.Millisecond)) {
+					t.Errorf("%s's handler began at %s, want within 10ms after its gate's start %s", m.Job, m.Start, m.Gate)
 				}
 			}
 		}

@@ -183,6 +183,35 @@ func TestSpacingBelowMinimumShown(t *testing.T) {
 	}
 }
 
+// The spacing check counts the gate's starts, as the guarantee does, not
+// when the handlers began: a handler that woke 8ms after its gate's start,
+// before one that woke on time, began less than interval − skew before it.
+func TestSpacingCountsGateStarts(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		gate2 time.Duration // the second gate's start after the first's
+		want  []string
+	}{
+		{"gates far enough apart", 995 * time.Millisecond, []string{"✓ Smallest gap 995ms ≥ interval − skew (990ms)"}},
+		{"gates too close", 985 * time.Millisecond, []string{"✗ 1 gaps below interval − skew (990ms)", `class="start gapbad" data-job="u2"`, "✗ 985ms"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, _, h := fixture(t)
+			g1, g2 := t0.Add(time.Second), t0.Add(time.Second+tc.gate2)
+			f.starts["emails"] = []api.Start{
+				{JobID: "u1", Ticket: 7, Attempt: 1, SlotAt: g1, GateAt: g1, StartedAt: g1.Add(8 * time.Millisecond), LatenessMS: 8},
+				{JobID: "u2", Ticket: 8, Attempt: 1, SlotAt: g2, GateAt: g2, StartedAt: g2},
+			}
+			_, body := get(t, h, "/queues/emails")
+			for _, want := range tc.want {
+				if !strings.Contains(body, want) {
+					t.Errorf("queue page lacks %q", want)
+				}
+			}
+		})
+	}
+}
+
 func TestJobPage(t *testing.T) {
 	_, _, h := fixture(t)
 	tests := []struct {
@@ -383,8 +412,9 @@ func TestStartsOf(t *testing.T) {
 	}}
 	got := startsOf(j)
 	want := []start{
-		{JobID: "j", Ticket: 3, Attempt: 1, At: t0.Add(time.Second), SlotAt: t0.Add(time.Second - 2*time.Millisecond)},
-		{JobID: "j", Ticket: 8, Attempt: 2, At: t0.Add(4 * time.Second), SlotAt: t0.Add(4 * time.Second), Reticketed: true, Retry: true},
+		{JobID: "j", Ticket: 3, Attempt: 1, At: t0.Add(time.Second), Gate: t0.Add(time.Second), SlotAt: t0.Add(time.Second - 2*time.Millisecond)},
+		{JobID: "j", Ticket: 8, Attempt: 2, At: t0.Add(4 * time.Second), Gate: t0.Add(4 * time.Second), SlotAt: t0.Add(4 * time.Second),
+			Reticketed: true, Retry: true},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("startsOf = %+v\nwant %+v", got, want)

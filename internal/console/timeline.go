@@ -19,13 +19,20 @@ type start struct {
 	Attempt int
 	SlotAt  time.Time
 	At      time.Time
+	// Gate is the start the gate reserved (the record's started_at), the
+	// time the spacing guarantee counts by: At comes after it by the
+	// worker's wake-up. A job's history records the reserved start, so
+	// there the two are one; a start line has both.
+	Gate time.Time
 	// Reticketed: the job took a new ticket (passed at the gate, a
 	// missed slot, a pause) before this start. Retry: an attempt after
 	// the first, or a run again on request.
 	Reticketed bool
 	Retry      bool
-	// Gap is the time since the start before it on the timeline; GapBad
-	// is a gap below interval − skew, which the gate makes impossible.
+	// Gap is the time from the gate's start before it on the timeline to
+	// its own; GapBad is a gap below interval − skew, which the gate makes
+	// impossible. (Two handlers may begin closer than that when the first
+	// woke a little late: the gate counts reserved starts, not wake-ups.)
 	Gap    time.Duration
 	GapBad bool
 }
@@ -53,7 +60,7 @@ func startsOf(j api.Job) []start {
 		case api.Rerun:
 			rerun = true
 		case api.Started:
-			out = append(out, start{JobID: j.ID, Ticket: ticket, Attempt: ev.Attempt, At: ev.At,
+			out = append(out, start{JobID: j.ID, Ticket: ticket, Attempt: ev.Attempt, At: ev.At, Gate: ev.At,
 				SlotAt:     ev.At.Add(-time.Duration(ev.LatenessMs) * time.Millisecond),
 				Reticketed: reticketed, Retry: ev.Attempt > 1 || rerun})
 			reticketed, rerun = false, false
@@ -64,7 +71,7 @@ func startsOf(j api.Job) []start {
 	}
 	if len(out) == 0 && !j.StartedAt.IsZero() {
 		// Its history dropped the start: the record still has the last.
-		out = append(out, start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, At: j.StartedAt, SlotAt: j.SlotAt,
+		out = append(out, start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, At: j.StartedAt, Gate: j.StartedAt, SlotAt: j.SlotAt,
 			Reticketed: j.Retickets > 0, Retry: j.Attempt > 1})
 	}
 	return out
@@ -90,7 +97,7 @@ type timeline struct {
 	Reticketed, Retry int
 }
 
-// mark is one start on the SVG: X at its start, SlotX at its slot, a
+// mark is one start on the SVG: X at its gate's start, SlotX at its slot, a
 // stem from the baseline whose height H grows with its lateness.
 type mark struct {
 	start
@@ -158,17 +165,24 @@ func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, interval
 	}
 	for _, l := range logged {
 		if !l.StartedAt.Before(t.From) && !l.StartedAt.After(t.To) && !known[attempt{l.JobID, l.Attempt}] {
-			all = append(all, start{JobID: l.JobID, Ticket: l.Ticket, Attempt: l.Attempt, SlotAt: l.SlotAt, At: l.StartedAt, Retry: l.Attempt > 1})
+			gate := l.GateAt
+			if gate.IsZero() {
+				gate = l.StartedAt // a worker that did not log it
+			}
+			all = append(all, start{JobID: l.JobID, Ticket: l.Ticket, Attempt: l.Attempt, SlotAt: l.SlotAt, At: l.StartedAt, Gate: gate,
+				Retry: l.Attempt > 1})
 			known[attempt{l.JobID, l.Attempt}] = true
 		}
 	}
+	// In the gate's order, which is the order the handlers began in: a
+	// worker more than the skew late for its reserved start gives it up.
 	slices.SortStableFunc(all, func(a, b start) int {
-		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Ticket, b.Ticket))
+		return cmp.Or(a.Gate.Compare(b.Gate), a.At.Compare(b.At), cmp.Compare(a.Ticket, b.Ticket))
 	})
 	var lates []time.Duration
 	for i := range all {
 		if i > 0 {
-			all[i].Gap = all[i].At.Sub(all[i-1].At)
+			all[i].Gap = all[i].Gate.Sub(all[i-1].Gate)
 			all[i].GapBad = all[i].Gap < t.MinSpacing
 			if all[i].GapBad {
 				t.BelowMin++
@@ -193,12 +207,12 @@ func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, interval
 	}
 	t.Scale = max(t.Max, skew, 10*time.Millisecond)
 	for i, s := range all {
-		m := mark{start: s, X: t.x(s.At), SlotX: t.x(s.SlotAt)}
+		m := mark{start: s, X: t.x(s.Gate), SlotX: t.x(s.SlotAt)}
 		m.SlotX = max(plotL, m.SlotX)
 		m.H = minStem + (maxStem-minStem)*float64(max(0, s.Late()))/float64(t.Scale)
 		m.Top = baseY - m.H
 		if s.GapBad && i > 0 {
-			m.GapX = t.x(all[i-1].At)
+			m.GapX = t.x(all[i-1].Gate)
 		}
 		t.Marks = append(t.Marks, m)
 	}

@@ -85,7 +85,11 @@ type Start struct {
 	Ticket  int64
 	Attempt int
 	SlotAt  time.Time
-	// At is when the attempt started: SlotAt plus the event's Lateness.
+	// GateAt is the start the gate reserved for the attempt (the
+	// record's StartedAt): the time the spacing guarantee counts by.
+	GateAt time.Time
+	// At is when the attempt started: SlotAt plus the event's Lateness,
+	// after GateAt by the worker's wake-up (within the queue's skew).
 	At time.Time
 }
 

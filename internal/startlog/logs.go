@@ -55,6 +55,7 @@ type line struct {
 	Ticket     int64     `json:"ticket"`
 	JobID      string    `json:"job_id"`
 	SlotAt     time.Time `json:"slot_at"`
+	GateAt     time.Time `json:"gate_at"`
 	LatenessMS int64     `json:"lateness_ms"`
 	Attempt    int       `json:"attempt"`
 }
@@ -70,7 +71,7 @@ func parse(msg string, at time.Time, queue string) (Start, bool) {
 	if l.Timestamp.IsZero() {
 		l.Timestamp = at
 	}
-	return Start{JobID: l.JobID, Ticket: l.Ticket, Attempt: l.Attempt, SlotAt: l.SlotAt, StartedAt: l.Timestamp, LatenessMS: l.LatenessMS}, true
+	return Start{JobID: l.JobID, Ticket: l.Ticket, Attempt: l.Attempt, SlotAt: l.SlotAt, StartedAt: l.Timestamp, LatenessMS: l.LatenessMS, GateAt: l.GateAt}, true
 }
 
 // Starts reads queue's starts from since on, by start time, at most

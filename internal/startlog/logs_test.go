@@ -187,4 +187,9 @@ func TestEngineStartLine(t *testing.T) {
 		s.LatenessMS != w.LatenessMS || s.StartedAt.Before(w.StartedAt) || s.StartedAt.Sub(w.StartedAt) > time.Second {
 		t.Errorf("the line reads %+v, the engine reported %+v", s, w)
 	}
+	// Both carry the start the gate reserved, which the handler began at
+	// or after: the time the console's spacing check counts by.
+	if w.GateAt.IsZero() || !s.GateAt.Equal(w.GateAt) || w.StartedAt.Before(w.GateAt) {
+		t.Errorf("gate's start: the line reads %v, the engine reported %v (handler began %v)", s.GateAt, w.GateAt, w.StartedAt)
+	}
 }

@@ -47,6 +47,11 @@ type Start struct {
 	SlotAt     time.Time `json:"slot_at"`
 	StartedAt  time.Time `json:"started_at"`
 	LatenessMS int64     `json:"lateness_ms"`
+	// GateAt is the start the gate reserved for the attempt (the job
+	// record's started_at): the time the spacing guarantee counts by.
+	// StartedAt comes after it by the worker's wake-up. Zero for a line
+	// written before workers logged it.
+	GateAt time.Time `json:"gate_at,omitzero"`
 }
 
 // sortStarts orders starts by start time, then ticket.
@@ -95,7 +100,7 @@ func (r *Ring) Observe(_ context.Context, ev engine.Event) {
 	}
 	s := ev.Start
 	st := Start{JobID: s.JobID, Ticket: s.Ticket, Attempt: s.Attempt, SlotAt: s.SlotAt, StartedAt: s.At,
-		LatenessMS: s.At.Sub(s.SlotAt).Milliseconds()}
+		LatenessMS: s.At.Sub(s.SlotAt).Milliseconds(), GateAt: s.GateAt}
 	size := r.Size
 	if size <= 0 {
 		size = RingSize

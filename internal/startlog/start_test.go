@@ -16,7 +16,8 @@ func TestRing(t *testing.T) {
 	start := func(q string, ticket int64) {
 		slotAt := t0.Add(time.Duration(ticket) * time.Second)
 		r.Observe(ctx, engine.Event{Kind: engine.EventStart, Queue: q, Lateness: 2 * time.Millisecond,
-			Start: &engine.Start{JobID: "j", Ticket: ticket, Attempt: 1, SlotAt: slotAt, At: slotAt.Add(2 * time.Millisecond)}})
+			Start: &engine.Start{JobID: "j", Ticket: ticket, Attempt: 1, SlotAt: slotAt, GateAt: slotAt.Add(time.Millisecond),
+				At: slotAt.Add(2 * time.Millisecond)}})
 	}
 	for i := int64(1); i <= 8; i++ {
 		start("q", i)
@@ -53,7 +54,8 @@ func TestRing(t *testing.T) {
 		})
 	}
 	got, _, _ := r.Starts(ctx, "q", time.Time{}, 1)
-	if s := got[0]; s.LatenessMS != 2 || s.JobID != "j" || s.Attempt != 1 || s.StartedAt.Sub(s.SlotAt) != 2*time.Millisecond {
+	if s := got[0]; s.LatenessMS != 2 || s.JobID != "j" || s.Attempt != 1 || s.StartedAt.Sub(s.SlotAt) != 2*time.Millisecond ||
+		s.GateAt.Sub(s.SlotAt) != time.Millisecond {
 		t.Errorf("start %+v", s)
 	}
 	if got, _, _ := r.Starts(ctx, "none", time.Time{}, 10); len(got) != 0 {

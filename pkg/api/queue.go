@@ -94,6 +94,11 @@ type Start struct {
 	SlotAt     time.Time `json:"slot_at"`
 	StartedAt  time.Time `json:"started_at"`
 	LatenessMS int64     `json:"lateness_ms"`
+	// GateAt is the start the gate reserved for the attempt (the job's
+	// StartedAt): the time slotq's spacing is counted by. StartedAt comes
+	// after it by the worker's wake-up. Zero for starts logged by a
+	// worker older than this field.
+	GateAt time.Time `json:"gate_at,omitzero"`
 }
 
 // ResumeReport is what a resume (of one queue, or a run of the resume
