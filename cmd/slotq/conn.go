@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -150,8 +151,26 @@ func (c *conn) resolve(ctx context.Context) (endpointTarget, error) {
 			t.cfg.Region = os.Getenv("AWS_REGION")
 		}
 	}
+	if t.endpoint != "" {
+		t.cfg.Retryer = func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.Retryables = append([]retry.IsErrorRetryable{refusedIsFinal}, o.Retryables...)
+			})
+		}
+	}
 	return t, nil
 }
+
+// refusedIsFinal tells the SDK's retryer not to retry a refused
+// connection to an --endpoint-url: nothing listens there (the local
+// runtime is not running), and trying again for seconds only delays the
+// one line that says so. Other errors are retried as the SDK does.
+var refusedIsFinal = retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return aws.FalseTernary
+	}
+	return aws.UnknownTernary
+})
 
 // client builds the slotq client the flags describe. Function name flags
 // override the stack's outputs and the defaults.
