@@ -204,9 +204,9 @@ func (h *Host) Invoke(ctx context.Context, name string, payload []byte) (Result,
 }
 
 // PeakRSS returns the most resident memory any process of the named
-// function used, in bytes, over the processes that have exited (all of
-// them after Close): what its MemorySize must hold. 0 if none has exited
-// or the platform does not tell.
+// function used, in bytes, as read after each of its invocations and
+// before each kill (all of them at Close): what its MemorySize must hold.
+// 0 if none has answered, or off Linux, where the host cannot tell.
 func (h *Host) PeakRSS(name string) int64 {
 	p, ok := h.fns[name]
 	if !ok {
@@ -305,4 +305,5 @@ type process struct {
 	err     error         // its exit status, set before done closes
 	initErr []byte        // set by /init/error
 	kill    func()
+	pid     int
 }

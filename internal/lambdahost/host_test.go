@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -169,4 +170,30 @@ func TestInvokeAPIWithSDK(t *testing.T) {
 	if err != nil || ev.StatusCode != 202 {
 		t.Errorf("async invoke: status %v, %v", ev, err)
 	}
+}
+
+// PeakRSS is the function's own memory, not the host's: a process the
+// host starts shares the host's memory until it execs, and its exit's
+// rusage counts that too. Here the host holds 256 MB and the function
+// uses 40 MB.
+func TestPeakRSS(t *testing.T) {
+	if goruntime.GOOS != "linux" {
+		t.Skip("PeakRSS is read from /proc")
+	}
+	ballast := make([]byte, 256<<20)
+	for i := 0; i < len(ballast); i += 4096 {
+		ballast[i] = 1
+	}
+	h, _ := start(t, echo("Echo", nil, 10*time.Second))
+	res, err := h.Invoke(context.Background(), "Echo", []byte(`{"alloc_mb":40}`))
+	if err != nil || res.FunctionError != "" {
+		t.Fatalf("invoke: %v %s", err, res.Payload)
+	}
+	h.Close()
+	goruntime.KeepAlive(ballast)
+	peak := h.PeakRSS("Echo")
+	if peak < 40<<20 || peak > 128<<20 {
+		t.Errorf("peak RSS %.1f MB; want the function's 40 MB and its runtime, not the host's 256 MB", float64(peak)/(1<<20))
+	}
+	t.Logf("peak RSS %.1f MB", float64(peak)/(1<<20))
 }

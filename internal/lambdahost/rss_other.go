@@ -1,8 +1,7 @@
-//go:build !unix
+//go:build !linux
 
 package lambdahost
 
-import "os"
-
-// maxRSS is not known on this platform.
-func maxRSS(*os.ProcessState) int64 { return 0 }
+// peakRSS is not known on this platform: the exited process's rusage
+// counts its parent's memory too (see the Linux version).
+func peakRSS(int) int64 { return 0 }

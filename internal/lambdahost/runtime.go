@@ -91,18 +91,30 @@ func (r *runtime) ensure() (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", r.fn.Path, err)
 	}
-	p := &process{done: make(chan struct{})}
-	p.kill = func() { _ = cmd.Process.Kill() }
+	p := &process{done: make(chan struct{}), pid: cmd.Process.Pid}
+	p.kill = func() {
+		r.sample(p) // its high-water mark, while it still has one
+		_ = cmd.Process.Kill()
+	}
 	go func() {
 		err := cmd.Wait()
 		r.mu.Lock()
 		p.err = err
-		r.peakRSS = max(r.peakRSS, maxRSS(cmd.ProcessState))
 		r.mu.Unlock()
 		close(p.done)
 	}()
 	r.proc = p
 	return p, nil
+}
+
+// sample keeps p's peak resident memory so far. The peak is read from the
+// live process, after each invocation and before a kill: a process that
+// dies by itself takes the peak of its last invocation with it.
+func (r *runtime) sample(p *process) {
+	n := peakRSS(p.pid)
+	r.mu.Lock()
+	r.peakRSS = max(r.peakRSS, n)
+	r.mu.Unlock()
 }
 
 // invoke runs one invocation to its end.
@@ -143,6 +155,7 @@ func (r *runtime) invoke(ctx context.Context, payload []byte) (Result, error) {
 		case next <- inv:
 			handedOver = true
 		case res := <-inv.done:
+			r.sample(p)
 			return res, nil
 		case <-p.done:
 			select {

@@ -1,11 +1,13 @@
 // Command echo is a bootstrap for the host's tests: it answers its event,
-// or fails, sleeps, exits or reports its environment as the event asks.
+// or fails, sleeps, exits, uses memory or reports its environment as the
+// event asks.
 package main
 
 import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -18,6 +20,7 @@ type event struct {
 	SleepMS int    `json:"sleep_ms"`
 	Exit    bool   `json:"exit"`
 	Env     string `json:"env"`
+	AllocMB int    `json:"alloc_mb"`
 }
 
 type answer struct {
@@ -40,7 +43,12 @@ func main() {
 		if e.Fail != "" {
 			return answer{}, errors.New(e.Fail)
 		}
+		mem := make([]byte, e.AllocMB<<20)
+		for i := 0; i < len(mem); i += 4096 {
+			mem[i] = 1 // resident, not just reserved
+		}
 		time.Sleep(time.Duration(e.SleepMS) * time.Millisecond)
+		runtime.KeepAlive(mem)
 		lc, _ := lambdacontext.FromContext(ctx)
 		dl, _ := ctx.Deadline()
 		return answer{Say: e.Say, Env: os.Getenv(e.Env), RequestID: lc.AwsRequestID, ARN: lc.InvokedFunctionArn,
