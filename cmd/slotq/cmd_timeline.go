@@ -223,10 +223,12 @@ func idsOf(b []byte) []string {
 }
 
 // startsFromLog reads the "start" lines of queue from log lines (the
-// engine's: msg "start", with queue, job_id, ticket, slot_at, lateness_ms,
-// attempt and the record's time), JSON or slog's text (key=value). Other
-// lines are skipped; a log with no start line of queue at all is an
-// error that says what log to give.
+// engine's: msg "start", with queue, job_id, ticket, slot_at, gate_at,
+// lateness_ms, attempt and the record's time), JSON or slog's text
+// (key=value). A start is at gate_at, the start the gate reserved, as in
+// the job's record; a line without it (an older worker's) at its own time,
+// when the handler began. Other lines are skipped; a log with no start
+// line of queue at all is an error that says what log to give.
 func startsFromLog(r io.Reader, queue string) (startTimeline, error) {
 	tl := startTimeline{Queue: queue}
 	sc := bufio.NewScanner(r)
@@ -250,6 +252,9 @@ func startsFromLog(r io.Reader, queue string) (startTimeline, error) {
 		s := start{JobID: l.jobID, Ticket: l.ticket, Attempt: l.attempt, SlotAt: l.slotAt, StartedAt: l.time}
 		if l.latenessMS != nil && (s.StartedAt.IsZero() || s.StartedAt.Sub(s.SlotAt).Milliseconds() != *l.latenessMS) {
 			s.StartedAt = l.slotAt.Add(time.Duration(*l.latenessMS) * time.Millisecond)
+		}
+		if !l.gateAt.IsZero() {
+			s.StartedAt = l.gateAt
 		}
 		if s.StartedAt.IsZero() {
 			continue
@@ -278,6 +283,7 @@ var liveViewStart = regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  start `)
 type logLine struct {
 	msg, queue, jobID string
 	time, slotAt      time.Time
+	gateAt            time.Time
 	ticket            int64
 	attempt           int
 	latenessMS        *int64
@@ -286,7 +292,7 @@ type logLine struct {
 // parseLogLine reads a JSON log line, after any CloudWatch Logs prefix
 // (timestamp, stream), or a line of slog's text handler:
 //
-//	time=2025-06-01T14:00:00.004Z level=INFO msg=start queue=emails ticket=1 job_id=a slot_at=… lateness_ms=4 attempt=1
+//	time=2025-06-01T14:00:00.004Z level=INFO msg=start queue=emails ticket=1 job_id=a slot_at=… gate_at=… lateness_ms=4 attempt=1
 func parseLogLine(text string) (logLine, bool) {
 	if i := strings.IndexByte(text, '{'); i >= 0 && !strings.HasPrefix(text, "time=") {
 		var j struct {
@@ -296,13 +302,14 @@ func parseLogLine(text string) (logLine, bool) {
 			JobID      string    `json:"job_id"`
 			Ticket     int64     `json:"ticket"`
 			SlotAt     time.Time `json:"slot_at"`
+			GateAt     time.Time `json:"gate_at"`
 			LatenessMS *int64    `json:"lateness_ms"`
 			Attempt    int       `json:"attempt"`
 		}
 		if json.Unmarshal([]byte(text[i:]), &j) != nil {
 			return logLine{}, false
 		}
-		return logLine{msg: j.Msg, queue: j.Queue, jobID: j.JobID, time: j.Time, slotAt: j.SlotAt,
+		return logLine{msg: j.Msg, queue: j.Queue, jobID: j.JobID, time: j.Time, slotAt: j.SlotAt, gateAt: j.GateAt,
 			ticket: j.Ticket, attempt: j.Attempt, latenessMS: j.LatenessMS}, true
 	}
 	kv, ok := textAttrs(text)
@@ -312,6 +319,7 @@ func parseLogLine(text string) (logLine, bool) {
 	l := logLine{msg: kv["msg"], queue: kv["queue"], jobID: kv["job_id"]}
 	l.time, _ = time.Parse(time.RFC3339Nano, kv["time"])
 	l.slotAt, _ = time.Parse(time.RFC3339Nano, kv["slot_at"])
+	l.gateAt, _ = time.Parse(time.RFC3339Nano, kv["gate_at"])
 	l.ticket, _ = strconv.ParseInt(kv["ticket"], 10, 64)
 	l.attempt, _ = strconv.Atoi(kv["attempt"])
 	if n, err := strconv.ParseInt(kv["lateness_ms"], 10, 64); err == nil {

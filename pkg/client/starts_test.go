@@ -11,8 +11,10 @@ import (
 )
 
 // ListStarts against the local runtime: jobs enqueued on a fast queue
-// start one each, in ticket order, none before its slot less the skew;
-// bad input and an unknown queue are refused.
+// start one each, in ticket order, none before its slot less the skew,
+// each at the ticket and slot its record shows (those it was accepted
+// with, or the new ones of a re-ticket when a loaded host made it miss
+// its slot); bad input and an unknown queue are refused.
 func TestListStartsLocal(t *testing.T) {
 	c := newLocalClient(t)
 	ctx := context.Background()
@@ -43,10 +45,19 @@ func TestListStartsLocal(t *testing.T) {
 		t.Fatalf("starts %+v, more %v, error %q; want %d", out.Starts, out.More, out.StartsError, len(specs))
 	}
 	skew := q.Queue.Config.Skew
+	seen := map[string]bool{}
 	for i, s := range out.Starts {
-		a := acc.Jobs[i]
-		if s.JobID != a.JobID || s.Ticket != a.Ticket || s.Attempt != 1 || !s.SlotAt.Equal(a.SlotAt) {
-			t.Errorf("start %d: %+v, accepted %+v", i, s, a)
+		rec, err := c.GetJob(ctx, &client.GetJobInput{Queue: "fast", JobID: s.JobID})
+		if err != nil {
+			t.Fatalf("start %d: %+v: get: %v", i, s, err)
+		}
+		j := rec.Job
+		if seen[s.JobID] || s.Attempt != 1 || s.Ticket != j.Ticket || !s.SlotAt.Equal(j.SlotAt) || !s.GateAt.Equal(j.StartedAt) {
+			t.Errorf("start %d: %+v, its record %+v", i, s, j)
+		}
+		seen[s.JobID] = true
+		if j.Retickets == 0 && (s.Ticket != acc.Jobs[s.Ticket-1].Ticket || s.JobID != acc.Jobs[s.Ticket-1].JobID) {
+			t.Errorf("start %d: %+v, not the ticket it was accepted with: %+v", i, s, acc.Jobs)
 		}
 		if s.StartedAt.Before(s.SlotAt.Add(-skew)) || s.LatenessMS != s.StartedAt.Sub(s.SlotAt).Milliseconds() {
 			t.Errorf("start %d at %v, slot %v, lateness %dms (skew %v)", i, s.StartedAt, s.SlotAt, s.LatenessMS, skew)
