@@ -3,11 +3,10 @@
 package lambdahost
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // peakRSS is the most resident memory the live process pid has used, in
@@ -20,16 +19,12 @@ func peakRSS(pid int) int64 {
 	if err != nil {
 		return 0
 	}
-	for sc := bufio.NewScanner(bytes.NewReader(b)); sc.Scan(); {
-		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("VmHWM:"))
-		if !ok {
-			continue
+	for line := range strings.Lines(string(b)) {
+		// "VmHWM:	   23512 kB"
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
 		}
-		kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte("kB")))), 10, 64)
-		if err != nil {
-			return 0
-		}
-		return kb << 10
 	}
 	return 0
 }
