@@ -34,7 +34,7 @@ test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_ser
 	  grep -E -- '--- (PASS|FAIL|SKIP)|^(ok|FAIL|panic)|\.go:[0-9]+:' <<<"$$out"; \
 	  [ $$rc -eq 0 ] || exit $$rc; \
 	  grep -q -- '--- PASS: TestState/.*/Concurrent' <<<"$$out" || \
-	    { echo "make test: -run '$(CONCURRENT)' selected no concurrency subtest of internal/storetest" >&2; exit 1; }
+	    { echo "make test: -run '$(CONCURRENT)' selected no concurrency subtest of internal/dev/storetest" >&2; exit 1; }
 	@$(MAKE) --no-print-directory check-emulators
 
 .PHONY: check-emulators
@@ -44,7 +44,7 @@ check-emulators: ## Fail if an emulator a test started (moto_server, DynamoDB Lo
 
 .PHONY: screenshots
 screenshots: ## Write the console's screenshots (docs/console-*.png) from its browser test against the local runtime (needs chromium)
-	SLOTQ_REQUIRE_BROWSER=1 SLOTQ_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowser$$' ./internal/console
+	SLOTQ_REQUIRE_BROWSER=1 SLOTQ_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowser$$' ./internal/cli/console
 
 .PHONY: test-example
 test-example: ## Test the example project examples/acme (its own module): vet, build its bootstraps, one job of each kind through the local runtime, cfn-lint
@@ -54,7 +54,7 @@ DYNAMODB_PORT ?= 8000
 
 .PHONY: dynamodb-local
 dynamodb-local: ## Run DynamoDB Local on 127.0.0.1:$(DYNAMODB_PORT) and print the environment that points the AWS SDK at it (needs Java 17)
-	$(GO) run ./internal/dynamolocal/cmd/dynamodb-local -port $(DYNAMODB_PORT)
+	$(GO) run ./internal/dev/dynamolocal/cmd/dynamodb-local -port $(DYNAMODB_PORT)
 
 .PHONY: bench
 bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Local + moto), the lanes workload (keys) and the cost report (docs/costs.md)
@@ -62,8 +62,8 @@ bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Loca
 	SLOTQ_SIM_WEEK=1 $(GO) test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/
 	$(GO) run ./cmd/slotq bench
 	$(GO) run ./cmd/slotq bench lanes
-	@echo "the demo's shape on the real adapters (internal/awssim, 3 runs):"
-	@for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./internal/awssim | grep -o 'figures: .*' || exit 1; done
+	@echo "the demo's shape on the real adapters (internal/dev/awssim, 3 runs):"
+	@for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./internal/dev/awssim | grep -o 'figures: .*' || exit 1; done
 	$(GO) run ./cmd/slotq costs
 
 .PHONY: fuzz

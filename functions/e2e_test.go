@@ -26,12 +26,12 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/slotq/slotq/internal/dynamolocal"
-	"github.com/slotq/slotq/internal/esm"
-	"github.com/slotq/slotq/internal/lambdahost"
-	"github.com/slotq/slotq/internal/motoserver"
-	"github.com/slotq/slotq/internal/samlocal"
-	"github.com/slotq/slotq/internal/samrun"
+	"github.com/slotq/slotq/internal/dev/dynamolocal"
+	"github.com/slotq/slotq/internal/dev/esm"
+	"github.com/slotq/slotq/internal/dev/lambdahost"
+	"github.com/slotq/slotq/internal/dev/motoserver"
+	"github.com/slotq/slotq/internal/dev/samlocal"
+	"github.com/slotq/slotq/internal/dev/samrun"
 	"github.com/slotq/slotq/pkg/local"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/slotq/slotq/internal/samgen"
-	"github.com/slotq/slotq/internal/samlocal"
+	"github.com/slotq/slotq/internal/dev/samgen"
+	"github.com/slotq/slotq/internal/dev/samlocal"
 )
 
 // The example projects deploy slotq's stack with a worker of their own.

@@ -24,9 +24,9 @@ import (
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/spf13/cobra"
 
+	"github.com/slotq/slotq/internal/dev/localtest"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
-	"github.com/slotq/slotq/internal/localtest"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/local"
 )

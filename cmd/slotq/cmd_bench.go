@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/slotq/slotq/internal/timeline"
+	"github.com/slotq/slotq/internal/cli/timeline"
 )
 
 // defaultBench is the workload of `slotq bench` (issue 2's benchmark):

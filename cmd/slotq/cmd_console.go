@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/slotq/slotq/internal/console"
+	"github.com/slotq/slotq/internal/cli/console"
 )
 
 func newConsoleCmd() *cobra.Command {

@@ -5,10 +5,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/slotq/slotq/internal/costs"
+	"github.com/slotq/slotq/internal/dev/costs"
 )
 
-// newCostsCmd measures what a job costs on AWS (internal/costs) and
+// newCostsCmd measures what a job costs on AWS (internal/dev/costs) and
 // prints the report docs/costs.md holds.
 func newCostsCmd() *cobra.Command {
 	cmd := &cobra.Command{

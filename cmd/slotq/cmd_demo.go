@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/slotq/slotq/internal/timeline"
+	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/pkg/api"
 )
 

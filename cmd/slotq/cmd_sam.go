@@ -9,12 +9,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/slotq/slotq/internal/samrun"
+	"github.com/slotq/slotq/internal/dev/samrun"
 	"github.com/slotq/slotq/pkg/local"
 )
 
 // newSamCmd runs the built bootstraps as the SAM CLI's local commands do
-// (internal/samrun): `slotq sam invoke` is `sam local invoke`, `slotq sam
+// (internal/dev/samrun): `slotq sam invoke` is `sam local invoke`, `slotq sam
 // start-lambda` is `sam local start-lambda` with the event source and the
 // schedule in front.
 func newSamCmd() *cobra.Command {

@@ -10,12 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
-	"github.com/slotq/slotq/internal/timeline"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/target"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotq/slotq/internal/timeline"
+	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/pkg/api"
 )
 

@@ -21,8 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
-	"github.com/slotq/slotq/internal/dynamolocal"
-	"github.com/slotq/slotq/internal/motoserver"
+	"github.com/slotq/slotq/internal/dev/dynamolocal"
+	"github.com/slotq/slotq/internal/dev/motoserver"
 )
 
 // slotqBinary builds this command once per test run.

@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/slotq/slotq/internal/dynamolocal"
-	"github.com/slotq/slotq/internal/motoserver"
+	"github.com/slotq/slotq/internal/dev/dynamolocal"
+	"github.com/slotq/slotq/internal/dev/motoserver"
 )
 
 // TestMain stops the emulators the tests started (local_test.go's runs on

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slotq/slotq/internal/samlocal"
+	"github.com/slotq/slotq/internal/dev/samlocal"
 )
 
 func TestTemplateCommand(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/slotq/slotq/pkg/api"
 
-	"github.com/slotq/slotq/internal/localtest"
+	"github.com/slotq/slotq/internal/dev/localtest"
 	"github.com/slotq/slotq/pkg/local"
 )
 

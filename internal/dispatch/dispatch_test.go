@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/slotq/slotq/internal/attempt"
 	"github.com/slotq/slotq/internal/dispatch"
-	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
@@ -40,7 +40,7 @@ func TestMuxRoutesByKindAndPanicsOnDuplicates(t *testing.T) {
 		t.Fatalf("Run = %v, handler saw %q", err, got)
 	}
 	err := d.Run(context.Background(), &job.Job{ID: "b", Kind: "nope"}, cfg)
-	if !errors.Is(err, target.ErrUnknownKind) || !errors.Is(err, engine.ErrSkipRetry) {
+	if !errors.Is(err, target.ErrUnknownKind) || !errors.Is(err, attempt.ErrSkipRetry) {
 		t.Fatalf("unknown kind: %v; want ErrUnknownKind marked skip-retry", err)
 	}
 	if !d.Has("email.send") || d.Has("nope") {
@@ -81,7 +81,7 @@ func TestHTTPTarget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			status = tt.status
 			err := d.Run(context.Background(), j, cfg)
-			if (err != nil) != tt.wantErr || errors.Is(err, engine.ErrSkipRetry) != tt.skipRetry {
+			if (err != nil) != tt.wantErr || errors.Is(err, attempt.ErrSkipRetry) != tt.skipRetry {
 				t.Fatalf("Run = %v; want error %v, skip-retry %v", err, tt.wantErr, tt.skipRetry)
 			}
 			if string(body) != `{"x":1}` || header.Get("Slotq-Job-Id") != "j1" || header.Get("Slotq-Ticket") != "7" || header.Get("Slotq-Attempt") != "2" {
@@ -103,7 +103,7 @@ func TestHTTPTargetTimeout(t *testing.T) {
 	c := cfg
 	c.TargetTimeout = 50 * time.Millisecond
 	err := (&dispatch.Dispatcher{}).Run(context.Background(), &job.Job{ID: "slow", Target: srv.URL}, c)
-	if err == nil || errors.Is(err, engine.ErrSkipRetry) {
+	if err == nil || errors.Is(err, attempt.ErrSkipRetry) {
 		t.Fatalf("Run = %v; want a retryable timeout", err)
 	}
 }
@@ -130,10 +130,10 @@ func TestLambdaTarget(t *testing.T) {
 		t.Fatalf("invoked %s with %s (%v)", aws.ToString(fake.in.FunctionName), fake.in.Payload, err)
 	}
 	fake.out = &lambda.InvokeOutput{StatusCode: 200, FunctionError: aws.String("Unhandled"), Payload: []byte(`{"errorMessage":"boom","errorType":"Error"}`)}
-	if err := d.Run(context.Background(), j, cfg); err == nil || errors.Is(err, engine.ErrSkipRetry) {
+	if err := d.Run(context.Background(), j, cfg); err == nil || errors.Is(err, attempt.ErrSkipRetry) {
 		t.Fatalf("function error: %v; want a retryable error", err)
 	}
-	if err := (&dispatch.Dispatcher{}).Run(context.Background(), j, cfg); !errors.Is(err, engine.ErrSkipRetry) {
+	if err := (&dispatch.Dispatcher{}).Run(context.Background(), j, cfg); !errors.Is(err, attempt.ErrSkipRetry) {
 		t.Fatalf("no Lambda client: %v; want skip-retry", err)
 	}
 }
@@ -151,7 +151,7 @@ func TestHTTPTargetRefusesResolvedAddresses(t *testing.T) {
 	h := &dispatch.HTTP{}
 	public := slot.Config{Targets: []string{"http://*:*"}}
 	err := h.Post(context.Background(), j, public)
-	if err == nil || !errors.Is(err, engine.ErrSkipRetry) || !strings.Contains(err.Error(), "loopback") || hits != 0 {
+	if err == nil || !errors.Is(err, attempt.ErrSkipRetry) || !strings.Contains(err.Error(), "loopback") || hits != 0 {
 		t.Fatalf("Post to localhost without allow_networks = %v (hits %d); want a skip-retry refusal naming loopback", err, hits)
 	}
 	allowed := slot.Config{Targets: []string{"http://*:*"}, AllowNetworks: []string{"127.0.0.0/8", "::1/128"}}
@@ -177,7 +177,7 @@ func TestHTTPTargetDoesNotFollowRedirects(t *testing.T) {
 	c := cfg
 	c.Targets = []string{srv.URL + "/hook"}
 	err := (&dispatch.Dispatcher{}).Run(context.Background(), &job.Job{ID: "r", Target: srv.URL + "/hook"}, c)
-	if !errors.Is(err, engine.ErrSkipRetry) || len(paths) != 1 {
+	if !errors.Is(err, attempt.ErrSkipRetry) || len(paths) != 1 {
 		t.Fatalf("Run = %v after %v; want one request and a skip-retry error", err, paths)
 	}
 }
@@ -198,7 +198,7 @@ func TestDispatcherRechecksTheAllowList(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := d.Run(context.Background(), &job.Job{ID: "x", Target: tt.target}, c)
-			if !errors.Is(err, engine.ErrSkipRetry) || fake.in != nil {
+			if !errors.Is(err, attempt.ErrSkipRetry) || fake.in != nil {
 				t.Fatalf("Run = %v (invoked %v); want a skip-retry refusal", err, fake.in)
 			}
 		})
@@ -242,7 +242,7 @@ func TestHTTPTargetJudgesEmbeddedIPv4(t *testing.T) {
 		j := &job.Job{Queue: "q", ID: "j", Ticket: 1, Attempt: 1, Target: url}
 		enq := anyV6.CheckTarget(url)
 		err := h.Post(context.Background(), j, anyV6)
-		if enq == nil || err == nil || !errors.Is(err, engine.ErrSkipRetry) || !strings.Contains(err.Error(), "refused") || hits != 0 {
+		if enq == nil || err == nil || !errors.Is(err, attempt.ErrSkipRetry) || !strings.Contains(err.Error(), "refused") || hits != 0 {
 			t.Errorf("%s with allow_networks [::/0]: enqueue check %v, Post %v (hits %d); want both refused", url, enq, err, hits)
 		}
 	}

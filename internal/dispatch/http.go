@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/attempt"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/target"
@@ -74,7 +74,7 @@ func (h *HTTP) Post(ctx context.Context, j *job.Job, cfg slot.Config) error {
 	}
 	defer resp.Body.Close()
 	got, _ := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
-	_ = engine.SetResult(ctx, httpResult(resp, got))
+	_ = attempt.SetResult(ctx, httpResult(resp, got))
 	snippet := got[:min(len(got), 512)]
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
-	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/attempt"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/pkg/target"
 )
@@ -82,7 +82,7 @@ func (l *Lambda) Invoke(ctx context.Context, j *job.Job) error {
 		if !json.Valid(res) {
 			res, _ = json.Marshal(strings.ToValidUTF8(string(out.Payload), "\uFFFD"))
 		}
-		_ = engine.SetResult(ctx, res)
+		_ = attempt.SetResult(ctx, res)
 	}
 	return nil
 }

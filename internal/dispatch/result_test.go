@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/slotq/slotq/internal/attempt"
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
@@ -146,7 +147,7 @@ func TestGoHandlerResult(t *testing.T) {
 	}
 
 	j = b.run(job.Spec{ID: "h1", Kind: "huge"})
-	if j.Status != job.Succeeded || j.Result != nil || j.ResultDropped != job.MaxResult+2 || !errors.Is(tooLarge, engine.ErrResultTooLarge) {
+	if j.Status != job.Succeeded || j.Result != nil || j.ResultDropped != job.MaxResult+2 || !errors.Is(tooLarge, attempt.ErrResultTooLarge) {
 		t.Errorf("huge: %s, result %d bytes, dropped %d, SetResult %v; want succeeded, none kept, dropped %d, ErrResultTooLarge",
 			j.Status, len(j.Result), j.ResultDropped, tooLarge, job.MaxResult+2)
 	}
@@ -156,7 +157,7 @@ func TestGoHandlerResult(t *testing.T) {
 	if j = b.run(job.Spec{ID: "u1", Kind: "unencodable"}); j.Status != job.Failed || j.Attempt != 1 || !strings.Contains(j.LastError, "set result") {
 		t.Errorf("unencodable: %s at attempt %d (%s); want failed at once", j.Status, j.Attempt, j.LastError)
 	}
-	if err := target.SetResult(context.Background(), 1); !errors.Is(err, engine.ErrNoAttempt) {
+	if err := target.SetResult(context.Background(), 1); !errors.Is(err, attempt.ErrNoAttempt) {
 		t.Errorf("SetResult outside an attempt: %v", err)
 	}
 }

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
-	"github.com/slotq/slotq/internal/timeline"
 )
 
 // TestAdminInFlight is the engine's admin simulation (TestGuaranteeAdmin)

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/slotq/slotq/internal/awsmeter"
+	"github.com/slotq/slotq/internal/dev/awsmeter"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/slot"

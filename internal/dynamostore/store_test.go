@@ -14,11 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/slotq/slotq/internal/awsmeter"
-	"github.com/slotq/slotq/internal/dynamolocal"
+	"github.com/slotq/slotq/internal/dev/awsmeter"
+	"github.com/slotq/slotq/internal/dev/dynamolocal"
+	"github.com/slotq/slotq/internal/dev/storetest"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
-	"github.com/slotq/slotq/internal/storetest"
 )
 
 func TestMain(m *testing.M) {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -25,9 +24,6 @@ type Runner interface {
 type Kinds interface {
 	Has(kind string) bool
 }
-
-// ErrSkipRetry marks an attempt error that must not be retried.
-var ErrSkipRetry = errors.New("skip retry")
 
 // Options configure an Engine. State and Transport are required.
 type Options struct {

@@ -12,11 +12,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
-	"github.com/slotq/slotq/internal/timeline"
 )
 
 // §5.12 Keys run one at a time: the checks every lane test makes on the

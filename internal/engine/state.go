@@ -259,7 +259,7 @@ type ListRequest struct {
 }
 
 // State is what the engine needs from a state store. internal/memstore and
-// internal/dynamostore implement it; internal/storetest states the contract as tests.
+// internal/dynamostore implement it; internal/dev/storetest states the contract as tests.
 // Every method is safe for concurrent use by many processes.
 type State interface {
 	// CreateQueue stores a new queue with a zero state. ErrQueueExists if

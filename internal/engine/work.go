@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/slotq/slotq/internal/attempt"
 	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
@@ -772,9 +773,9 @@ func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now
 		"attempt", j.Attempt, "target", j.What())
 	runErr := errors.New("no runner configured")
 	if e.runner != nil {
-		tctx, res := withResult(ctx)
+		tctx, res := attempt.New(ctx)
 		runErr = e.runTarget(tctx, j, q.Config)
-		j.Result, j.ResultDropped = res.take() // written with the outcome (finish)
+		j.Result, j.ResultDropped = res.Take() // written with the outcome (finish)
 	}
 	rctx, cancel := e.recordContext(ctx)
 	defer cancel()
@@ -885,7 +886,7 @@ func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, 
 	case runErr == nil:
 		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Succeeded, now, now.Add(q.Config.Retention), ""
 		j.Record(job.Event{At: now, Kind: job.SucceededEvent, Attempt: j.Attempt})
-	case errors.Is(runErr, ErrSkipRetry) || j.RunAttempt() >= q.Config.MaxAttempts:
+	case errors.Is(runErr, attempt.ErrSkipRetry) || j.RunAttempt() >= q.Config.MaxAttempts:
 		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Failed, now, now.Add(q.Config.Retention), lastError(runErr)
 		j.Record(job.Event{At: now, Kind: job.FailedEvent, Attempt: j.Attempt, Error: runErr.Error()})
 	default:

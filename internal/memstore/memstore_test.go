@@ -12,11 +12,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/storetest"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
-	"github.com/slotq/slotq/internal/storetest"
 )
 
 func TestState(t *testing.T) {

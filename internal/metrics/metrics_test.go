@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotq/slotq/internal/attempt"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -144,7 +145,7 @@ func (s *startLog) Run(ctx context.Context, j *job.Job, cfg slot.Config) error {
 	case j.ID == "flaky" && j.Attempt == 1:
 		return errors.New("flaky: first attempt fails")
 	case j.ID == "doomed":
-		return fmt.Errorf("doomed: %w", engine.ErrSkipRetry)
+		return fmt.Errorf("doomed: %w", attempt.ErrSkipRetry)
 	}
 	return nil
 }

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/slotq/slotq/internal/motoserver"
+	"github.com/slotq/slotq/internal/dev/motoserver"
 )
 
 func TestMain(m *testing.M) {

@@ -18,9 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/slotq/slotq/internal/awsmeter"
+	"github.com/slotq/slotq/internal/dev/awsmeter"
+	"github.com/slotq/slotq/internal/dev/motoserver"
 	"github.com/slotq/slotq/internal/engine"
-	"github.com/slotq/slotq/internal/motoserver"
 	"github.com/slotq/slotq/internal/sqstransport"
 )
 

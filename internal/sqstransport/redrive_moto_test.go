@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/slotq/slotq/internal/dev/motoserver"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
-	"github.com/slotq/slotq/internal/motoserver"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/internal/sqstransport"
 )

@@ -5,7 +5,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/slotq/slotq/internal/localtest"
+	"github.com/slotq/slotq/internal/dev/localtest"
 	"github.com/slotq/slotq/pkg/client"
 	"github.com/slotq/slotq/pkg/local"
 )

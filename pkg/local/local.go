@@ -15,16 +15,16 @@ import (
 	lambdasvc "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/slotq/slotq/internal/console"
+	"github.com/slotq/slotq/internal/cli/console"
+	"github.com/slotq/slotq/internal/dev/esm"
+	"github.com/slotq/slotq/internal/dev/lambdahost"
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
-	"github.com/slotq/slotq/internal/esm"
 	"github.com/slotq/slotq/internal/lambdafn/admin"
-	"github.com/slotq/slotq/internal/lambdafn/delivery"
 	"github.com/slotq/slotq/internal/lambdafn/enqueue"
 	"github.com/slotq/slotq/internal/lambdafn/resume"
-	"github.com/slotq/slotq/internal/lambdahost"
+	workerfn "github.com/slotq/slotq/internal/lambdafn/worker"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/metrics"
 	"github.com/slotq/slotq/internal/slot"
@@ -239,7 +239,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	view := newView(o.Out, o.JSON)
 	log := slog.New(&tap{next: o.Logger.Handler(), view: view})
-	delivery.Builtin(o.Mux, log)
+	workerfn.Builtin(o.Mux, log)
 	workerTimeout := o.Stack.Timeouts[WorkerFunction]
 	newEngine := func(runner engine.Runner, obs engine.Observer) *engine.Engine {
 		return engine.New(engine.Options{
@@ -266,7 +266,7 @@ func Run(ctx context.Context, o Options) error {
 	arn := func(name string) string { return "arn:aws:lambda:us-east-1:123456789012:function:" + name }
 	inv := lambdahost.NewHandlers(arn, log,
 		lambdahost.Handler{Name: EnqueueFunction, Handler: (&enqueue.Handler{Engine: eng, Metrics: enqueueMetrics}).Handle, Timeout: o.Stack.Timeouts[EnqueueFunction]},
-		lambdahost.Handler{Name: WorkerFunction, Handler: (&delivery.Handler{Engine: workEng, Log: log, Metrics: workMetrics}).Handle, Timeout: workerTimeout},
+		lambdahost.Handler{Name: WorkerFunction, Handler: (&workerfn.Handler{Engine: workEng, Log: log, Metrics: workMetrics}).Handle, Timeout: workerTimeout},
 		lambdahost.Handler{Name: ResumeFunction, Handler: (&resume.Handler{Engine: resumeEng, Log: log, Metrics: resumeMetrics}).Handle, Timeout: o.Stack.Timeouts[ResumeFunction]},
 		lambdahost.Handler{Name: AdminFunction, Handler: (&admin.Handler{Engine: eng, Defaults: slot.Config(o.Defaults), Activity: tally, DeadLetters: be.dlq, Starts: starts}).Handle, Timeout: o.Stack.Timeouts[AdminFunction]},
 	)

@@ -7,8 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/slotq/slotq/internal/dev/localtest"
 	"github.com/slotq/slotq/internal/job"
-	"github.com/slotq/slotq/internal/localtest"
 	"github.com/slotq/slotq/pkg/local"
 )
 

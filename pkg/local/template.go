@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/slotq/slotq/internal/esm"
-	"github.com/slotq/slotq/internal/samlocal"
+	"github.com/slotq/slotq/internal/dev/esm"
+	"github.com/slotq/slotq/internal/dev/samlocal"
 	"github.com/slotq/slotq/internal/slot"
 )
 

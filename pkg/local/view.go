@@ -11,7 +11,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
-	"github.com/slotq/slotq/internal/esm"
+	"github.com/slotq/slotq/internal/dev/esm"
 	"github.com/slotq/slotq/internal/metrics"
 )
 

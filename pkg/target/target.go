@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/attempt"
 	"github.com/slotq/slotq/pkg/api"
 )
 
@@ -61,7 +61,7 @@ func SetResult(ctx context.Context, v any) error {
 			return fmt.Errorf("set result: %w", err)
 		}
 	}
-	return engine.SetResult(ctx, b)
+	return attempt.SetResult(ctx, b)
 }
 
 // SkipRetry wraps err so that the job fails now, without further attempts.
@@ -128,8 +128,8 @@ func (m *Mux) Run(ctx context.Context, j *api.Job) error {
 
 // ErrResultTooLarge wraps SetResult's error for a result over
 // api.MaxResult: it is not kept, and the outcome stands.
-var ErrResultTooLarge = engine.ErrResultTooLarge
+var ErrResultTooLarge = attempt.ErrResultTooLarge
 
 // ErrSkipRetry is what SkipRetry wraps: errors.Is(err, ErrSkipRetry)
 // tells an error that ends the job now.
-var ErrSkipRetry = engine.ErrSkipRetry
+var ErrSkipRetry = attempt.ErrSkipRetry

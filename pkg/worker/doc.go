@@ -16,7 +16,7 @@
 // local.Run(ctx, local.Options{Mux: mux}).
 //
 // Where it sits: slotq's own functions/worker is a user of Start, with the
-// built-in kinds only. The handler itself is internal/lambdafn/delivery's; the
+// built-in kinds only. The handler itself is internal/lambdafn/worker's; the
 // environment it reads is lambdafn.Worker's (SLOTQ_TABLE, SLOTQ_QUEUE_URL,
 // SLOTQ_WORKER_TIMEOUT), as template.yaml sets it.
 package worker

@@ -14,7 +14,7 @@ import (
 
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/lambdafn"
-	"github.com/slotq/slotq/internal/lambdafn/delivery"
+	workerfn "github.com/slotq/slotq/internal/lambdafn/worker"
 	"github.com/slotq/slotq/pkg/target"
 )
 
@@ -31,7 +31,7 @@ type Options struct {
 // Handler is the worker function's handler: an SQS batch of the slot
 // queue's messages in, the partial batch response out.
 type Handler struct {
-	h *delivery.Handler
+	h *workerfn.Handler
 }
 
 // Handle runs a batch: each message's job starts at its slot, through
@@ -70,14 +70,14 @@ func NewHandler(ctx context.Context, mux *target.Mux, o Options) (*Handler, erro
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	delivery.Builtin(mux, o.Logger)
+	workerfn.Builtin(mux, o.Logger)
 	runner := &dispatch.Dispatcher{
 		Mux:    mux,
 		Lambda: &dispatch.Lambda{API: lambdasvc.NewFromConfig(awsCfg)},
 	}
 	rec := cfg.Recorder(o.Logger)
 	cfg.Observer = rec
-	return &Handler{h: &delivery.Handler{Engine: cfg.Engine(awsCfg, runner, o.Logger), Log: o.Logger, Metrics: rec}}, nil
+	return &Handler{h: &workerfn.Handler{Engine: cfg.Engine(awsCfg, runner, o.Logger), Log: o.Logger, Metrics: rec}}, nil
 }
 
 // Start is a worker function's main: it builds the handler with

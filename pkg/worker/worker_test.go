@@ -18,12 +18,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/slotq/slotq/internal/dynamolocal"
+	"github.com/slotq/slotq/internal/dev/dynamolocal"
+	"github.com/slotq/slotq/internal/dev/motoserver"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/lambdafn"
-	"github.com/slotq/slotq/internal/lambdafn/delivery"
-	"github.com/slotq/slotq/internal/motoserver"
+	workerfn "github.com/slotq/slotq/internal/lambdafn/worker"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/internal/sqstransport"
 	"github.com/slotq/slotq/pkg/api"
@@ -105,8 +105,8 @@ func TestNewHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !mux.Has(delivery.Echo) {
-		t.Errorf("the built-in %s kind was not added to the mux", delivery.Echo)
+	if !mux.Has(workerfn.Echo) {
+		t.Errorf("the built-in %s kind was not added to the mux", workerfn.Echo)
 	}
 
 	// Enqueue as the enqueue function does, from its own environment.
@@ -119,7 +119,7 @@ func TestNewHandler(t *testing.T) {
 		Queue: "greetings", Interval: &iv,
 		Jobs: []job.Spec{
 			{ID: "ada", Kind: "greet", Payload: json.RawMessage(`{"name":"Ada"}`)},
-			{ID: "echo", Kind: delivery.Echo, Payload: json.RawMessage(`{"hello":"world"}`)},
+			{ID: "echo", Kind: workerfn.Echo, Payload: json.RawMessage(`{"hello":"world"}`)},
 		},
 	})
 	if err != nil {

@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/smithy-go"
 
+	"github.com/slotq/slotq/internal/dev/sample"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/metrics"
-	"github.com/slotq/slotq/internal/sample"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/internal/startlog"
 )

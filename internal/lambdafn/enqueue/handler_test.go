@@ -6,10 +6,10 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/slotq/slotq/internal/dev/sample"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
-	"github.com/slotq/slotq/internal/sample"
 )
 
 func event(t *testing.T, name string) json.RawMessage { return sample.Event(t, name) }

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/sample"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/metrics"
-	"github.com/slotq/slotq/internal/sample"
 )
 
 func TestHandleSampleEvent(t *testing.T) {

@@ -1,0 +1,467 @@
+package costs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/slotq/slotq/internal/dev/awsmeter"
+	"github.com/slotq/slotq/internal/dev/awssim"
+	"github.com/slotq/slotq/internal/dispatch"
+	"github.com/slotq/slotq/internal/dynamostore"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/internal/sqstransport"
+	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/pkg/target"
+)
+
+// clock is a scenario's clock: real time plus an offset that a scenario
+// may move forward to skip hours of waiting. SQS delays stay real, so a
+// scenario jumps only to a few seconds before a slot.
+type clock struct{ off atomic.Int64 }
+
+func (c *clock) Now() time.Time        { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *clock) jumpTo(t time.Time)    { c.off.Store(int64(t.Sub(time.Now()))) }
+func (c *clock) offset() time.Duration { return time.Duration(c.off.Load()) }
+
+// role is one function (enqueue, worker, resume, admin): its own store,
+// transport and engine, and what its invocations cost. The store's DynamoDB
+// client is billed (billed) and counted by operation (calls); the
+// transport's SQS client is counted (sqs).
+type role struct {
+	billed *awssim.Billed
+	calls  *awsmeter.DynamoDB
+	sqs    *awsmeter.SQS
+	tr     *sqstransport.Transport
+	eng    *engine.Engine
+
+	mu   sync.Mutex
+	inv  int
+	busy time.Duration
+}
+
+// call times one invocation, less the time the meter spent reading images.
+func (r *role) call(f func() error) error {
+	ov := r.billed.Overhead()
+	t0 := time.Now()
+	err := f()
+	d := time.Since(t0) - (r.billed.Overhead() - ov)
+	r.mu.Lock()
+	r.inv++
+	r.busy += d
+	r.mu.Unlock()
+	return err
+}
+
+type bench struct {
+	cl  *awssim.Clients
+	seq int
+	// skew is the skew the scenarios' queues get: the stack's default
+	// (templateSkew), or slot's when the template gives none.
+	skew time.Duration
+	// calls, when not nil, gets each role's DynamoDB calls by operation
+	// (Options.Calls).
+	calls io.Writer
+}
+
+func newBench(ctx context.Context, skew time.Duration, calls io.Writer) (*bench, error) {
+	cl, err := awssim.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &bench{cl: cl, skew: skew, calls: calls}, nil
+}
+
+// env is one scenario's table, queue, clock and roles.
+type env struct {
+	name, url                      string
+	clock                          *clock
+	raw                            *dynamostore.Store // unbilled, for setup and checks
+	mux                            *target.Mux
+	enqueue, worker, resume, admin *role
+}
+
+func (b *bench) newEnv(ctx context.Context, interval time.Duration, maxRunning int) (*env, error) {
+	b.seq++
+	name := fmt.Sprintf("costs-%d-%d", time.Now().Unix(), b.seq)
+	if err := b.cl.NewTable(ctx, name); err != nil {
+		return nil, err
+	}
+	url, err := b.cl.NewQueue(ctx, name, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	e := &env{name: name, url: url, clock: &clock{}, mux: target.NewMux()}
+	e.mux.HandleFunc("ok", func(context.Context, *api.Job) error { return nil })
+	e.mux.HandleFunc("flaky", func(_ context.Context, j *api.Job) error {
+		if j.Attempt == 1 {
+			return errors.New("first attempt fails on purpose")
+		}
+		return nil
+	})
+	e.raw = dynamostore.New(b.cl.DB, name, dynamostore.Options{Now: e.clock.Now})
+	mk := func() *role {
+		r := &role{billed: awssim.NewBilled(b.cl.DB), sqs: awsmeter.NewSQS(b.cl.SQS)}
+		r.calls = awsmeter.NewDynamoDB(r.billed)
+		r.tr = sqstransport.New(r.sqs, url, sqstransport.Options{QueueARN: "arn:aws:sqs:us-east-1:000000000000:" + name})
+		store := dynamostore.New(r.calls, name, dynamostore.Options{Now: e.clock.Now})
+		r.eng = engine.New(engine.Options{State: store, Transport: r.tr, Runner: &dispatch.Dispatcher{Mux: e.mux},
+			Now: e.clock.Now, NoAutoCreate: true, Lead: costLead})
+		return r
+	}
+	e.enqueue, e.worker, e.resume, e.admin = mk(), mk(), mk(), mk()
+	if _, err := engine.New(engine.Options{State: e.raw, Transport: e.enqueue.tr, Now: e.clock.Now, Lead: costLead}).
+		CreateQueue(ctx, "q", slot.Config{Interval: interval, Skew: b.skew, MaxRunning: maxRunning}); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// costLead is the engines' lead: long enough for three calls to DynamoDB
+// Local on a loaded host (p99 about 175ms), so that no job misses its
+// slot and the calls counted are those of a start that keeps it. The
+// stack's lead (SlotLead, 50ms) is DynamoDB's; the calls are the same.
+const costLead = 500 * time.Millisecond
+
+// work runs the worker role's receive loop until ctx ends: the Lambda
+// event source and the worker function. It adds up the time Work spent
+// waiting for slots.
+func (e *env) work(ctx context.Context, wait *atomic.Int64) chan error {
+	done := make(chan error, 1)
+	inner := awssim.Worker(func(ctx context.Context, env job.Envelope) error {
+		if d := env.SlotAt.Sub(e.clock.Now()); d > 0 {
+			wait.Add(int64(d))
+		}
+		return e.worker.eng.Work(ctx, env)
+	}, nil)
+	handle := func(ctx context.Context, batch []events.SQSMessage) (resp events.SQSEventResponse) {
+		_ = e.worker.call(func() error { resp = inner(ctx, batch); return nil })
+		return resp
+	}
+	go func() {
+		done <- e.worker.tr.Receive(ctx, sqstransport.ReceiveOptions{WaitTime: time.Second}, handle)
+	}()
+	return done
+}
+
+// waitFinal waits until every job of ids is succeeded or failed.
+func (e *env) waitFinal(ctx context.Context, ids []string, limit time.Duration) ([]job.Job, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		var out []job.Job
+		left := 0
+		for _, id := range ids {
+			j, err := e.raw.GetJob(ctx, job.Key{Queue: "q", ID: id})
+			if err != nil {
+				return nil, err
+			}
+			if j.Status != job.Succeeded && j.Status != job.Failed {
+				left++
+			}
+			out = append(out, j)
+		}
+		if left == 0 {
+			return out, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d jobs not final after %v", left, len(ids), limit)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+type scenario struct {
+	name, what string
+	jobs       int
+	interval   time.Duration
+	kind       string
+	// batch enqueues all jobs in one call; otherwise one call per job.
+	batch bool
+	// keyed gives each job a key of its own; maxRunning caps the queue.
+	keyed      bool
+	maxRunning int
+	// before runs before the jobs are enqueued, after once they are.
+	before, after func(ctx context.Context, e *env, accepted []engine.Accepted) error
+}
+
+var scenarios = []scenario{
+	{name: "a", what: "job within 15 minutes", jobs: 6, interval: 1250 * time.Millisecond, kind: "ok"},
+	{name: "b", what: "job parked behind a 2-hour backlog", jobs: 3, interval: time.Second, kind: "ok",
+		before: backlog, after: jumpAndResume},
+	{name: "c", what: "job retried once (first attempt fails)", jobs: 3, interval: time.Second, kind: "flaky"},
+	{name: "d", what: "job parked by a pause, then resumed", jobs: 5, interval: time.Second, kind: "ok",
+		before: pause, after: unpause},
+	{name: "e", what: "as (a), enqueued 100 per call, interval 100 ms", jobs: 100, interval: 100 * time.Millisecond,
+		kind: "ok", batch: true},
+	{name: "f", what: "as (a), each job with a key (held by nobody else)", jobs: 6, interval: 1250 * time.Millisecond,
+		kind: "ok", keyed: true},
+	{name: "g", what: "as (a), on a queue with max_running 2", jobs: 6, interval: 1250 * time.Millisecond,
+		kind: "ok", maxRunning: 2},
+}
+
+// backlog books the queue two hours ahead with one unbilled Take of 7,200
+// one-second slots. Tickets nobody holds are harmless: the gate only asks
+// that current is below the ticket starting.
+func backlog(ctx context.Context, e *env, _ []engine.Accepted) error {
+	const n = 7200
+	_, err := e.raw.Take(ctx, engine.TakeRequest{Queue: "q", N: n, Line: n, Interval: time.Second, Now: e.clock.Now()})
+	return err
+}
+
+// jumpAndResume checks the jobs were parked, moves the clock to 3.4 s
+// before the first slot (past their release time, slot − 15 min) and runs
+// the resume function once, as the schedule would: it releases them with
+// their exact delays.
+func jumpAndResume(ctx context.Context, e *env, acc []engine.Accepted) error {
+	first := acc[0].SlotAt
+	for _, a := range acc {
+		if a.Status != job.Parked {
+			return fmt.Errorf("job %s is %s, want parked", a.JobID, a.Status)
+		}
+		if d := a.SlotAt.Sub(e.clock.Now()); d < 2*time.Hour-time.Minute {
+			return fmt.Errorf("job %s slot only %v ahead", a.JobID, d)
+		}
+		if a.SlotAt.Before(first) {
+			first = a.SlotAt
+		}
+	}
+	e.clock.jumpTo(first.Add(-3400 * time.Millisecond))
+	var rep engine.ResumeReport
+	err := e.resume.call(func() (err error) { rep, err = e.resume.eng.Resume(ctx); return err })
+	if err == nil && rep.Released != len(acc) {
+		err = fmt.Errorf("resume released %d jobs, want %d", rep.Released, len(acc))
+	}
+	return err
+}
+
+func pause(ctx context.Context, e *env, _ []engine.Accepted) error {
+	return e.admin.call(func() error { _, err := e.admin.eng.Pause(ctx, "q", time.Time{}); return err })
+}
+
+func unpause(ctx context.Context, e *env, acc []engine.Accepted) error {
+	for _, a := range acc {
+		if a.Status != job.Parked {
+			return fmt.Errorf("job %s is %s, want parked", a.JobID, a.Status)
+		}
+	}
+	time.Sleep(time.Second)
+	return e.admin.call(func() error { _, err := e.admin.eng.Unpause(ctx, "q"); return err })
+}
+
+// result is what one scenario's jobs cost in all.
+type result struct {
+	sc   scenario
+	n    int
+	bill awssim.Bill
+	// resume is the part of bill the resume function spent beyond its
+	// fixed run (see fixed).
+	sends, receives, deletes, delivered int64
+	inv                                 map[string]int
+	busy                                map[string]time.Duration
+	wait                                time.Duration
+	// listReads are the read units resume runs spend listing the job
+	// while it waits, per job: none since the due index (the resume
+	// function reads a parked job once, when it is due, which the bill
+	// counts), so 0; kept for the report's column.
+	listReads float64
+	itemSize  int
+	lateness  time.Duration
+}
+
+func (b *bench) measure(ctx context.Context, sc scenario) (result, error) {
+	e, err := b.newEnv(ctx, sc.interval, sc.maxRunning)
+	if err != nil {
+		return result{}, err
+	}
+	var wait atomic.Int64
+	wctx, stop := context.WithCancel(ctx)
+	done := e.work(wctx, &wait)
+	finish := sync.OnceValue(func() error { stop(); return <-done })
+	defer finish()
+
+	if sc.before != nil {
+		if err := sc.before(ctx, e, nil); err != nil {
+			return result{}, err
+		}
+	}
+	var acc []engine.Accepted
+	spec := func(i int) job.Spec {
+		sp := job.Spec{Kind: sc.kind, Payload: json.RawMessage(fmt.Sprintf(`{"to":"user-%d@example.com"}`, i))}
+		if sc.keyed {
+			sp.Key = fmt.Sprintf("customer-%d", i)
+		}
+		return sp
+	}
+	if sc.batch {
+		req := job.EnqueueRequest{Queue: "q"}
+		for i := range sc.jobs {
+			req.Jobs = append(req.Jobs, spec(i))
+		}
+		err := e.enqueue.call(func() error {
+			r, err := e.enqueue.eng.Enqueue(ctx, req)
+			acc = r.Jobs
+			return err
+		})
+		if err != nil {
+			return result{}, err
+		}
+	} else {
+		for i := range sc.jobs {
+			err := e.enqueue.call(func() error {
+				sp := spec(i)
+				r, err := e.enqueue.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &sp})
+				if err == nil {
+					acc = append(acc, r.Jobs...)
+				}
+				return err
+			})
+			if err != nil {
+				return result{}, err
+			}
+		}
+	}
+	if sc.after != nil {
+		if err := sc.after(ctx, e, acc); err != nil {
+			return result{}, err
+		}
+	}
+	ids := make([]string, len(acc))
+	for i, a := range acc {
+		ids[i] = a.JobID
+	}
+	final, err := e.waitFinal(ctx, ids, 3*time.Minute)
+	if err != nil {
+		return result{}, err
+	}
+	// Late copies and deletes settle.
+	time.Sleep(1500 * time.Millisecond)
+	if err := finish(); err != nil {
+		return result{}, err
+	}
+
+	r := result{sc: sc, n: len(acc), inv: map[string]int{}, busy: map[string]time.Duration{}, wait: time.Duration(wait.Load())}
+	for name, ro := range map[string]*role{"enqueue": e.enqueue, "worker": e.worker, "resume": e.resume, "admin": e.admin} {
+		bl := ro.billed.Bill()
+		r.bill.Calls += bl.Calls
+		r.bill.ReadUnits += bl.ReadUnits
+		r.bill.WriteUnits += bl.WriteUnits
+		r.bill.IndexWrites += bl.IndexWrites
+		r.bill.FailedWrites += bl.FailedWrites
+		u := ro.sqs.Usage()
+		r.sends += u.SendCalls
+		r.delivered += u.Received
+		r.deletes += u.DeleteCalls
+		r.inv[name], r.busy[name] = ro.inv, ro.busy
+		if b.calls != nil {
+			counts := ro.calls.Counts()
+			for _, op := range slices.Sorted(maps.Keys(counts)) {
+				fmt.Fprintf(b.calls, "  %s %s: %d calls, %d failed conditions\n", name, op, counts[op].Calls, counts[op].CondFailed)
+			}
+		}
+	}
+	// Receives: one per worker invocation, as the event source receives a
+	// batch and invokes the function with it. Empty polls are fixed cost.
+	r.receives = int64(e.worker.inv)
+	for _, j := range final {
+		if j.Status != job.Succeeded {
+			return result{}, fmt.Errorf("job %s ended %s", j.ID, j.Status)
+		}
+		r.lateness = max(r.lateness, j.StartedAt.Sub(j.SlotAt))
+	}
+	// Item size, from the stored record, and the minutes each job waited.
+	it, err := b.cl.DB.GetItem(ctx, jobItemKey(e.name, ids[0]))
+	if err == nil {
+		r.itemSize = awssim.ItemSize(it.Item)
+	}
+	return r, nil
+}
+
+// fixed is what one resume run costs when it has nothing to do, for one
+// queue: the price of the schedule, paid whether jobs come or not.
+type fixed struct {
+	bill awssim.Bill
+	busy time.Duration
+}
+
+func (b *bench) fixedResume(ctx context.Context) (fixed, error) {
+	e, err := b.newEnv(ctx, time.Second, 0)
+	if err != nil {
+		return fixed{}, err
+	}
+	const runs = 5
+	for range runs {
+		if err := e.resume.call(func() error { _, err := e.resume.eng.Resume(ctx); return err }); err != nil {
+			return fixed{}, err
+		}
+	}
+	bl := e.resume.billed.Bill()
+	return fixed{
+		bill: awssim.Bill{Calls: bl.Calls / runs, ReadUnits: bl.ReadUnits / runs, WriteUnits: bl.WriteUnits / runs},
+		busy: e.resume.busy / runs,
+	}, nil
+}
+
+type throughput struct {
+	single, batch []float64 // jobs per second, one per run
+}
+
+// throughput enqueues on an unmetered store (no image reads): 40 single
+// calls, and one call of 100 jobs, per run, each run on a fresh SQS queue.
+func (b *bench) throughput(ctx context.Context, runs int) (throughput, error) {
+	var tp throughput
+	for range runs {
+		for _, batch := range []bool{false, true} {
+			e, err := b.newEnv(ctx, time.Second, 0)
+			if err != nil {
+				return tp, err
+			}
+			eng := engine.New(engine.Options{State: e.raw, Transport: e.enqueue.tr, NoAutoCreate: true, Lead: costLead})
+			t0 := time.Now()
+			n := 0
+			if batch {
+				req := job.EnqueueRequest{Queue: "q"}
+				for i := range 100 {
+					req.Jobs = append(req.Jobs, job.Spec{Kind: "ok", Payload: json.RawMessage(fmt.Sprint(i))})
+				}
+				if _, err := eng.Enqueue(ctx, req); err != nil {
+					return tp, err
+				}
+				n = 100
+				tp.batch = append(tp.batch, float64(n)/time.Since(t0).Seconds())
+				continue
+			}
+			for i := range 40 {
+				sp := job.Spec{Kind: "ok", Payload: json.RawMessage(fmt.Sprint(i))}
+				if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &sp}); err != nil {
+					return tp, err
+				}
+				n++
+			}
+			tp.single = append(tp.single, float64(n)/time.Since(t0).Seconds())
+		}
+	}
+	return tp, nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,100 @@
+// Package costs measures what one slotq job costs on AWS: it runs the
+// engine on its real adapters (internal/dynamostore, internal/sqstransport) against
+// DynamoDB Local and moto_server's SQS on loopback, counts DynamoDB request
+// units, SQS requests, Lambda invocations and Lambda time per job for five
+// kinds of job, turns them into dollars per million jobs with the prices in
+// prices.go, and measures enqueue throughput.
+//
+// `slotq costs` (the last step of `make bench`) runs it; docs/costs.md
+// holds its output. It is internal: a measurement of slotq's own stack,
+// not a promise to users.
+package costs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/slotq/slotq/internal/dev/dynamolocal"
+	"github.com/slotq/slotq/internal/dev/motoserver"
+)
+
+// Options are what Run measures and where it reports progress.
+type Options struct {
+	// Template is the SAM template to read the functions' MemorySize and
+	// the stack's DefaultSkew from. Default "template.yaml".
+	Template string
+	// Runs is how many runs of each throughput measurement to make (the
+	// median is shown). Default 3.
+	Runs int
+	// Progress gets a line per scenario as it starts. Default: nothing.
+	Progress io.Writer
+	// Calls, if set, gets each scenario's DynamoDB calls by function and
+	// operation. Default: nothing.
+	Calls io.Writer
+}
+
+// Timeout bounds a whole Run.
+const Timeout = 10 * time.Minute
+
+// Run starts DynamoDB Local and moto_server on loopback, points this
+// process's AWS environment at them, measures every scenario and writes
+// the report (Markdown tables) to w.
+func Run(ctx context.Context, w io.Writer, o Options) error {
+	if o.Template == "" {
+		o.Template = "template.yaml"
+	}
+	if o.Runs <= 0 {
+		o.Runs = 3
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	db, err := dynamolocal.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	srv, err := motoserver.Start()
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	for _, env := range []map[string]string{db.Env(), srv.Env()} {
+		for k, v := range env {
+			os.Setenv(k, v)
+		}
+	}
+
+	mem := memorySizes(o.Template)
+	skew := templateSkew(o.Template)
+	b, err := newBench(ctx, skew, o.Calls)
+	if err != nil {
+		return err
+	}
+	fixed, err := b.fixedResume(ctx)
+	if err != nil {
+		return fmt.Errorf("fixed resume cost: %w", err)
+	}
+	var results []result
+	for _, sc := range scenarios {
+		fmt.Fprintf(progress, "scenario %s …\n", sc.name)
+		r, err := b.measure(ctx, sc)
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.name, err)
+		}
+		results = append(results, r)
+	}
+	fmt.Fprintf(progress, "throughput …\n")
+	tp, err := b.throughput(ctx, o.Runs)
+	if err != nil {
+		return fmt.Errorf("throughput: %w", err)
+	}
+	report(w, mem, skew, results, fixed, tp, o.Template)
+	return nil
+}

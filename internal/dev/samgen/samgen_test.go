@@ -1,0 +1,134 @@
+package samgen_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/slotq/slotq"
+	"github.com/slotq/slotq/internal/dev/samgen"
+	"github.com/slotq/slotq/internal/dev/samlocal"
+)
+
+func parse(t *testing.T, b []byte) *samlocal.Template {
+	t.Helper()
+	tmpl, err := samlocal.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}
+
+// Without a project part, the template is slotq's.
+func TestGenerateNothing(t *testing.T) {
+	out, err := samgen.Generate(slotq.Template, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := parse(t, slotq.Template), parse(t, out)
+	if !reflect.DeepEqual(want, got) {
+		t.Error("the template written without a project part is not slotq's")
+	}
+}
+
+const acme = `
+Description: acme jobs
+Parameters:
+  PartnerUrl:
+    Type: String
+    Default: https://httpbin.org/post
+Resources:
+  WorkerFunction:
+    Properties:
+      Description: acme worker
+      MemorySize: 256
+      Environment:
+        Variables:
+          ACME_PARTNER_URL: !Ref PartnerUrl
+  WorkerRole:
+    Properties:
+      Policies:
+        - PolicyName: Reports
+          PolicyDocument:
+            Statement:
+              - {Effect: Allow, Action: s3:PutObject, Resource: !Sub "${Reports.Arn}/*"}
+  Reports:
+    Type: AWS::S3::Bucket
+Outputs:
+  ReportsBucket:
+    Value: !Ref Reports
+`
+
+// A project's part adds its parameters, resources and outputs, and
+// changes the worker as a worker of one's own needs; the rest is slotq's.
+func TestGenerateProject(t *testing.T) {
+	out, err := samgen.Generate(slotq.Template, []byte(acme))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, got := parse(t, slotq.Template), parse(t, out)
+	if got.Parameters["PartnerUrl"]["Default"] != "https://httpbin.org/post" {
+		t.Errorf("PartnerUrl %v", got.Parameters["PartnerUrl"])
+	}
+	if got.Resources["Reports"].Type != "AWS::S3::Bucket" {
+		t.Errorf("Reports %v", got.Resources["Reports"])
+	}
+	w, err := got.Function("WorkerFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Properties["Description"] != "acme worker" || w.MemorySize != 256 {
+		t.Errorf("worker Description %v, MemorySize %d", w.Properties["Description"], w.MemorySize)
+	}
+	if !reflect.DeepEqual(w.Env["ACME_PARTNER_URL"], map[string]any{"Ref": "PartnerUrl"}) {
+		t.Errorf("ACME_PARTNER_URL %v", w.Env["ACME_PARTNER_URL"])
+	}
+	bw, _ := base.Function("WorkerFunction")
+	for k, v := range bw.Env {
+		if !reflect.DeepEqual(w.Env[k], v) {
+			t.Errorf("slotq's %s became %v", k, w.Env[k])
+		}
+	}
+	policies := got.Resources["WorkerRole"].Properties["Policies"].([]any)
+	basePolicies := base.Resources["WorkerRole"].Properties["Policies"].([]any)
+	if len(policies) != len(basePolicies)+1 || !reflect.DeepEqual(policies[:len(basePolicies)], basePolicies) {
+		t.Errorf("WorkerRole policies: %d, want slotq's %d and acme's", len(policies), len(basePolicies))
+	}
+	for id, r := range base.Resources {
+		if id == "WorkerFunction" || id == "WorkerRole" {
+			continue
+		}
+		if !reflect.DeepEqual(got.Resources[id], r) {
+			t.Errorf("%s is not slotq's", id)
+		}
+	}
+	for name, p := range base.Parameters {
+		if !reflect.DeepEqual(got.Parameters[name], p) {
+			t.Errorf("parameter %s is not slotq's", name)
+		}
+	}
+}
+
+// What a project may not change of slotq's stack is refused, naming the
+// field.
+func TestGenerateRefuses(t *testing.T) {
+	for _, tc := range []struct{ part, field string }{
+		{"Globals:\n  Function:\n    Timeout: 3\n", "Globals"},
+		{"Parameters:\n  LogLevel:\n    Type: String\n", "Parameters.LogLevel"},
+		{"Resources:\n  Table:\n    Properties:\n      BillingMode: PROVISIONED\n", "Resources.Table"},
+		{"Resources:\n  WorkerFunction:\n    Properties:\n      Timeout: 900\n", "Resources.WorkerFunction.Properties.Timeout"},
+		{"Resources:\n  WorkerFunction:\n    Metadata:\n      BuildMethod: go1.x\n", "Resources.WorkerFunction.Metadata"},
+		{"Resources:\n  WorkerFunction:\n    Properties:\n      Environment:\n        Variables:\n          SLOTQ_TABLE: x\n",
+			"Resources.WorkerFunction.Properties.Environment.Variables.SLOTQ_TABLE"},
+		{"Resources:\n  WorkerRole:\n    Properties:\n      AssumeRolePolicyDocument: {}\n", "Resources.WorkerRole.Properties.AssumeRolePolicyDocument"},
+		{"Outputs:\n  TableName:\n    Value: x\n", "Outputs.TableName"},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			_, err := samgen.Generate(slotq.Template, []byte(tc.part))
+			var e *samgen.Error
+			if !errors.As(err, &e) || e.Field != tc.field {
+				t.Errorf("error %v, want a samgen.Error of field %s", err, tc.field)
+			}
+		})
+	}
+}
