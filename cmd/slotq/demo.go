@@ -369,7 +369,7 @@ func (r *demoResult) check(ctx context.Context, eng *engine.Engine, queue string
 		runs[s.JobID]++
 	}
 	for _, id := range accepted {
-		j, err := eng.Job(ctx, job.Key{Queue: queue, ID: id})
+		j, err := eng.Job(ctx, job.Ref{Queue: queue, ID: id})
 		if err != nil {
 			return err
 		}

@@ -191,7 +191,7 @@ func runLanes(ctx context.Context, cfg lanesConfig) (lanesResult, error) {
 		ran[r.ID]++
 	}
 	for _, s := range specs[:res.Enqueued] {
-		j, jerr := eng.Job(context.WithoutCancel(ctx), job.Key{Queue: cfg.Queue, ID: s.ID})
+		j, jerr := eng.Job(context.WithoutCancel(ctx), job.Ref{Queue: cfg.Queue, ID: s.ID})
 		if jerr != nil {
 			return res, errors.Join(err, jerr)
 		}

@@ -57,7 +57,7 @@ func (b *resultBench) run(sp job.Spec) job.Job {
 		b.t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		j, err := b.store.GetJob(ctx, job.Key{Queue: "q", ID: sp.ID})
+		j, err := b.store.GetJob(ctx, job.Ref{Queue: "q", ID: sp.ID})
 		if err != nil {
 			b.t.Fatal(err)
 		}

@@ -68,7 +68,7 @@ func runAdminInFlight(t *testing.T, seed uint64) {
 			Fail int `json:"fail"`
 		}
 		_ = json.Unmarshal(j.Payload, &p)
-		r := aRun{ID: j.ID, Key: j.Lane, Gen: j.Gen, Ticket: j.Ticket, Attempt: j.Attempt, Gate: j.StartedAt, Begin: time.Now()}
+		r := aRun{ID: j.ID, Key: j.Key, Gen: j.Gen, Ticket: j.Ticket, Attempt: j.Attempt, Gate: j.StartedAt, Begin: time.Now()}
 		time.Sleep(time.Duration(p.Ms) * time.Millisecond)
 		r.End = time.Now()
 		mu.Lock()
@@ -206,7 +206,7 @@ func runAdminInFlight(t *testing.T, seed uint64) {
 				return
 			}
 			op.jobID = id
-			_, err = eng.CancelJob(ctx, job.Key{Queue: queue, ID: id})
+			_, err = eng.CancelJob(ctx, job.Ref{Queue: queue, ID: id})
 			if errors.Is(err, engine.ErrNotWaiting) || errors.Is(err, engine.ErrJobNotFound) {
 				return
 			}
@@ -280,7 +280,7 @@ func runAdminInFlight(t *testing.T, seed uint64) {
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		left := []string{}
 		for _, id := range ids {
-			j, err := st.GetJob(ctx, job.Key{Queue: queue, ID: id})
+			j, err := st.GetJob(ctx, job.Ref{Queue: queue, ID: id})
 			if err == nil && (!j.Status.Final() || j.Gen != cur && j.ExpiresAt.IsZero()) {
 				left = append(left, fmt.Sprintf("%s %s %s gen %d", id, j.Status, j.ParkReason, j.Gen))
 			} else if err != nil && !errors.Is(err, engine.ErrJobNotFound) {
@@ -384,7 +384,7 @@ func runAdminInFlight(t *testing.T, seed uint64) {
 		kinds2[op.kind]++
 	}
 	for _, id := range tail {
-		j, err := st.GetJob(ctx, job.Key{Queue: queue, ID: id})
+		j, err := st.GetJob(ctx, job.Ref{Queue: queue, ID: id})
 		if err != nil || j.Status != job.Succeeded {
 			t.Errorf("tail job %s after the admin was done: %v %v; want succeeded", id, j.Status, err)
 		}

@@ -96,7 +96,7 @@ func TestResumeScheduledInAnyOrderOnDynamoDB(t *testing.T) {
 		if len(at) != 1 || at[0].Before(nb) || at[0].After(nb.Add(2*time.Second)) {
 			t.Errorf("job %s (not_before %v) started at %v; want once, within 2 s of its not_before (the spacing, and DynamoDB Local up to a second slow on a loaded host)", id, nb, at)
 		}
-		j, err := st.GetJob(ctx, job.Key{Queue: q, ID: id})
+		j, err := st.GetJob(ctx, job.Ref{Queue: q, ID: id})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestResumeRepauseKeepsOrderOnDynamoDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := func(id string) bool {
-		j, err := st.GetJob(ctx, job.Key{Queue: q, ID: id})
+		j, err := st.GetJob(ctx, job.Ref{Queue: q, ID: id})
 		return err == nil && engine.JobHeld(j)
 	}
 	for end := time.Now().Add(5 * time.Second); !held("a") || !held("b"); time.Sleep(50 * time.Millisecond) {

@@ -214,7 +214,7 @@ func TestThrottling(t *testing.T) {
 		if _, err := st.CreateJobs(t.Context(), []job.Job{j}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := st.GetJob(t.Context(), job.Key{Queue: "q", ID: "a"})
+		got, err := st.GetJob(t.Context(), job.Ref{Queue: "q", ID: "a"})
 		if err != nil {
 			t.Fatalf("GetJob after two throttles: %v", err)
 		}
@@ -232,7 +232,7 @@ func TestThrottling(t *testing.T) {
 		th := &throttle{opName: "GetItem", n: -1}
 		api := newClient(t, th.wrap, fastRetries)
 		st := dynamostore.New(api, newTable(t, api), dynamostore.Options{})
-		_, err := st.GetJob(t.Context(), job.Key{Queue: "q", ID: "a"})
+		_, err := st.GetJob(t.Context(), job.Ref{Queue: "q", ID: "a"})
 		var pte *types.ProvisionedThroughputExceededException
 		if !errors.As(err, &pte) {
 			t.Fatalf("got %v, want a wrapped ProvisionedThroughputExceededException", err)

@@ -254,7 +254,7 @@ func runFaults(t *testing.T, seed uint64) faultResult {
 		// Cancel one job of each producer a little after it was enqueued.
 		time.Sleep(600 * time.Millisecond)
 		for p := range fProducers {
-			k := job.Key{Queue: queue, ID: fmt.Sprintf("p%d-01", p)}
+			k := job.Ref{Queue: queue, ID: fmt.Sprintf("p%d-01", p)}
 			for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 				mu.Lock()
 				_, ok := res.accepted[k.ID]
@@ -287,7 +287,7 @@ func runFaults(t *testing.T, seed uint64) faultResult {
 		mu.Unlock()
 		left := 0
 		for _, id := range ids {
-			j, err := clean.GetJob(ctx, job.Key{Queue: queue, ID: id})
+			j, err := clean.GetJob(ctx, job.Ref{Queue: queue, ID: id})
 			if err != nil || !j.Status.Final() {
 				left++
 			}
@@ -309,7 +309,7 @@ func runFaults(t *testing.T, seed uint64) faultResult {
 
 	res.final = map[string]job.Job{}
 	for id := range res.accepted {
-		j, err := clean.GetJob(ctx, job.Key{Queue: queue, ID: id})
+		j, err := clean.GetJob(ctx, job.Ref{Queue: queue, ID: id})
 		if err != nil {
 			t.Fatalf("get job %s: %v", id, err)
 		}

@@ -78,7 +78,7 @@ const (
 	attrFinishedAt    = "finished_at"
 	attrLastError     = "last_error"
 	attrExpiresAt     = "expires_at"
-	// The job's key (job.Job.Lane), only when it has one, and whether it
+	// The job's key (job.Job.Key), only when it has one, and whether it
 	// left the line to wait on a lane (job.Job.Detached), only when true.
 	// A lane item names its key lane_key too.
 	attrLaneKey  = "lane_key"
@@ -135,7 +135,7 @@ func key(pk, sk string) map[string]types.AttributeValue {
 
 func stateKey(name string) map[string]types.AttributeValue  { return key(queuePK(name), skState) }
 func configKey(name string) map[string]types.AttributeValue { return key(queuePK(name), skConfig) }
-func jobKey(k job.Key) map[string]types.AttributeValue      { return key(jobPK(k.Queue, k.ID), skJob) }
+func jobKey(k job.Ref) map[string]types.AttributeValue      { return key(jobPK(k.Queue, k.ID), skJob) }
 
 // newToken returns a random write token.
 func newToken() string {
@@ -428,7 +428,7 @@ func decodeConfig(m map[string]types.AttributeValue) (string, slot.Config, time.
 
 // jobItem encodes a job record. Zero times and empty strings are left out.
 func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
-	m := jobKey(job.Key{Queue: j.Queue, ID: j.ID})
+	m := jobKey(job.Ref{Queue: j.Queue, ID: j.ID})
 	m[attrWriteToken] = str(tok)
 	m[attrQueue] = str(j.Queue)
 	m[attrJobID] = str(j.ID)
@@ -478,7 +478,7 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	}
 	for name, v := range map[string]string{
 		attrKind: j.Kind, attrTarget: j.Target, attrParkReason: string(j.ParkReason), attrLastError: j.LastError,
-		attrLaneKey: j.Lane,
+		attrLaneKey: j.Key,
 	} {
 		if v != "" {
 			m[name] = str(v)
@@ -529,7 +529,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		SlotAt:     it.time(attrSlotAt),
 		NotBefore:  it.time(attrNotBefore),
 		Scheduled:  it.bool(attrScheduled),
-		Lane:       it.str(attrLaneKey),
+		Key:        it.str(attrLaneKey),
 		Detached:   it.bool(attrDetached),
 		Attempt:    int(it.int(attrAttempt)),
 		Retickets:  int(it.int(attrRetickets)),

@@ -60,7 +60,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) 
 func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, error) {
 	x, err := expression.NewBuilder().WithCondition(itemMissing().Or(expression.Not(sameGen(j.Gen)))).Build()
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", j.Key(), err)
+		return false, fmt.Errorf("%s: %w", j.Ref(), err)
 	}
 	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
 		Item: jobItem(j, tok), ConditionExpression: x.Condition(),
@@ -71,7 +71,7 @@ func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, err
 		return hasToken(old, tok), nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", j.Key(), err)
+		return false, fmt.Errorf("%s: %w", j.Ref(), err)
 	}
 	return true, nil
 }
@@ -87,7 +87,7 @@ func sameGen(gen int64) expression.ConditionBuilder {
 
 // GetJob reads a job strongly consistently. ErrJobNotFound, also for one
 // that expired but is not yet deleted.
-func (s *Store) GetJob(ctx context.Context, k job.Key) (job.Job, error) {
+func (s *Store) GetJob(ctx context.Context, k job.Ref) (job.Job, error) {
 	m, err := s.getItem(ctx, jobKey(k))
 	if err != nil {
 		return job.Job{}, fmt.Errorf("get job %s: %w", k, err)
@@ -110,7 +110,7 @@ func (s *Store) GetJob(ctx context.Context, k job.Key) (job.Job, error) {
 // job.ErrIllegalMove, and nothing written, for a status change
 // job.CanMove does not allow.
 func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
-	k := job.Key{Queue: j.Queue, ID: j.ID}
+	k := job.Ref{Queue: j.Queue, ID: j.ID}
 	if err := job.CheckMove(from.Status, j.Status); err != nil {
 		return fmt.Errorf("update job %s: %w", k, err)
 	}

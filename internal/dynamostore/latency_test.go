@@ -137,7 +137,7 @@ func TestSlowGateWrites(t *testing.T) {
 	for {
 		left := 0
 		for _, a := range res.Jobs {
-			if j, err := clean.GetJob(ctx, job.Key{Queue: queue, ID: a.JobID}); err != nil || !j.Status.Final() {
+			if j, err := clean.GetJob(ctx, job.Ref{Queue: queue, ID: a.JobID}); err != nil || !j.Status.Final() {
 				left++
 			}
 		}
@@ -165,7 +165,7 @@ func TestSlowGateWrites(t *testing.T) {
 		if len(rs) != 1 {
 			t.Fatalf("job %s (ticket %d) ran %d times, want once", a.JobID, a.Ticket, len(rs))
 		}
-		j, err := clean.GetJob(ctx, job.Key{Queue: queue, ID: a.JobID})
+		j, err := clean.GetJob(ctx, job.Ref{Queue: queue, ID: a.JobID})
 		if err != nil || j.Status != job.Succeeded {
 			t.Errorf("job %s: %s, %v; want succeeded", a.JobID, j.Status, err)
 		}

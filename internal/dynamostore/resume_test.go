@@ -48,7 +48,7 @@ func TestResumeBacklogOnDynamoDB(t *testing.T) {
 		// Read the jobs strongly: the index is eventually consistent.
 		n := 0
 		for j := range perQueue {
-			got, err := st.GetJob(ctx, job.Key{Queue: q, ID: fmt.Sprintf("j%04d", j)})
+			got, err := st.GetJob(ctx, job.Ref{Queue: q, ID: fmt.Sprintf("j%04d", j)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +96,7 @@ func TestResumeBacklogOnDynamoDB(t *testing.T) {
 	for _, q := range names {
 		var last int64
 		for j := range perQueue {
-			got, err := st.GetJob(ctx, job.Key{Queue: q, ID: fmt.Sprintf("j%04d", j)})
+			got, err := st.GetJob(ctx, job.Ref{Queue: q, ID: fmt.Sprintf("j%04d", j)})
 			if err != nil {
 				t.Fatal(err)
 			}

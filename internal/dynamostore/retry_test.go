@@ -67,7 +67,7 @@ func TestRetryConcurrent(t *testing.T) {
 		for deadline := time.Now().Add(30 * time.Second); ; {
 			left := 0
 			for _, id := range ids {
-				j, err := st.GetJob(ctx, job.Key{Queue: queue, ID: id})
+				j, err := st.GetJob(ctx, job.Ref{Queue: queue, ID: id})
 				if err != nil || j.Status != want {
 					left++
 				}
@@ -128,7 +128,7 @@ func TestRetryConcurrent(t *testing.T) {
 
 	tickets := map[int64]string{}
 	for _, id := range ids {
-		j, err := st.GetJob(ctx, job.Key{Queue: queue, ID: id})
+		j, err := st.GetJob(ctx, job.Ref{Queue: queue, ID: id})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,7 +45,7 @@ func (e *NotFoundError) Is(target error) bool {
 // failure wraps a store error of an operation on a queue: not-found becomes
 // a *NotFoundError (whose message names the queue once), anything else gets
 // the operation's name.
-func failure(op string, k job.Key, err error) error {
+func failure(op string, k job.Ref, err error) error {
 	switch {
 	case errors.Is(err, ErrQueueNotFound):
 		return &NotFoundError{Queue: k.Queue}
@@ -79,7 +79,7 @@ func (e *Engine) Configure(ctx context.Context, name string, cfg slot.Config) (Q
 		return Queue{}, err
 	}
 	if err := e.state.SetConfig(ctx, name, cfg); err != nil {
-		return Queue{}, failure("configure", job.Key{Queue: name}, err)
+		return Queue{}, failure("configure", job.Ref{Queue: name}, err)
 	}
 	return e.Queue(ctx, name)
 }
@@ -113,7 +113,7 @@ func (e *Engine) Queue(ctx context.Context, name string) (Queue, error) {
 	}
 	q, err := e.state.GetQueue(ctx, name)
 	if err != nil {
-		return Queue{}, failure("queue", job.Key{Queue: name}, err)
+		return Queue{}, failure("queue", job.Ref{Queue: name}, err)
 	}
 	return q, nil
 }
@@ -139,7 +139,7 @@ func (e *Engine) Pause(ctx context.Context, name string, until time.Time) (slot.
 	}
 	st, err := e.state.Pause(ctx, name, until.UTC())
 	if err != nil {
-		return st, failure("pause", job.Key{Queue: name}, err)
+		return st, failure("pause", job.Ref{Queue: name}, err)
 	}
 	e.log.InfoContext(ctx, "paused", "queue", name, "paused_until", until)
 	return st, nil
@@ -157,17 +157,17 @@ func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error)
 		return ResumeReport{}, err
 	}
 	if _, err := e.state.GetQueue(ctx, name); err != nil {
-		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
+		return ResumeReport{}, failure("resume", job.Ref{Queue: name}, err)
 	}
 	holder := newHolder()
 	if err := e.awaitLease(ctx, name, holder); err != nil {
-		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
+		return ResumeReport{}, failure("resume", job.Ref{Queue: name}, err)
 	}
 	if err := e.state.ReleaseLease(ctx, name, holder, e.newRound(e.now())); err != nil {
-		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
+		return ResumeReport{}, failure("resume", job.Ref{Queue: name}, err)
 	}
 	if _, err := e.state.Unpause(ctx, name, time.Time{}); err != nil {
-		return ResumeReport{}, failure("resume", job.Key{Queue: name}, err)
+		return ResumeReport{}, failure("resume", job.Ref{Queue: name}, err)
 	}
 	return e.resumeQueue(ctx, name, nil, holder)
 }
@@ -244,7 +244,7 @@ func (e *Engine) DeleteQueue(ctx context.Context, name string) (int, error) {
 		return 0, err
 	}
 	if err := e.state.DeleteQueue(ctx, name); err != nil {
-		return 0, failure("delete", job.Key{Queue: name}, err)
+		return 0, failure("delete", job.Ref{Queue: name}, err)
 	}
 	parked, err := e.listAll(ctx, q, job.Parked)
 	if err != nil {
@@ -311,8 +311,8 @@ func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
 
 // Job returns one job. A missing queue is a *NotFoundError for the queue,
 // as in every other operation; a missing job one for the job.
-func (e *Engine) Job(ctx context.Context, k job.Key) (job.Job, error) {
-	if err := checkKey(k); err != nil {
+func (e *Engine) Job(ctx context.Context, k job.Ref) (job.Job, error) {
+	if err := checkRef(k); err != nil {
 		return job.Job{}, err
 	}
 	q, err := e.Queue(ctx, k.Queue)
@@ -328,7 +328,7 @@ func (e *Engine) Job(ctx context.Context, k job.Key) (job.Job, error) {
 
 // getJob reads a job of q: ErrJobNotFound also for a job of another
 // generation of the queue (one deleted since).
-func (e *Engine) getJob(ctx context.Context, q Queue, k job.Key) (job.Job, error) {
+func (e *Engine) getJob(ctx context.Context, q Queue, k job.Ref) (job.Job, error) {
 	j, err := e.state.GetJob(ctx, k)
 	if err == nil && j.Gen != q.Gen {
 		return job.Job{}, fmt.Errorf("get job %s: generation %d, queue at %d: %w", k, j.Gen, q.Gen, ErrJobNotFound)
@@ -341,9 +341,9 @@ func newGen() int64 {
 	return rand.Int64N(math.MaxInt64) + 1
 }
 
-// checkKey validates a queue name and a job id, naming the id "job_id" as
+// checkRef validates a queue name and a job id, naming the id "job_id" as
 // the admin request does.
-func checkKey(k job.Key) error {
+func checkRef(k job.Ref) error {
 	if err := slot.ValidateName(k.Queue); err != nil {
 		return err
 	}
@@ -378,7 +378,7 @@ func (e *Engine) Jobs(ctx context.Context, r ListRequest) ([]job.Job, error) {
 	r.Gen = q.Gen
 	jobs, err := e.state.ListJobs(ctx, r)
 	if err != nil {
-		return nil, failure("jobs", job.Key{Queue: r.Queue}, err)
+		return nil, failure("jobs", job.Ref{Queue: r.Queue}, err)
 	}
 	return jobs, nil
 }
@@ -387,8 +387,8 @@ func (e *Engine) Jobs(ctx context.Context, r ListRequest) ([]job.Job, error) {
 const MaxList = 1000
 
 // CancelJob cancels a waiting job. ErrNotWaiting if it started or ended.
-func (e *Engine) CancelJob(ctx context.Context, k job.Key) (job.Job, error) {
-	if err := checkKey(k); err != nil {
+func (e *Engine) CancelJob(ctx context.Context, k job.Ref) (job.Job, error) {
+	if err := checkRef(k); err != nil {
 		return job.Job{}, err
 	}
 	q, err := e.Queue(ctx, k.Queue)

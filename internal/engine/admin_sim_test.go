@@ -155,7 +155,7 @@ func (a *adminSim) do(ctx context.Context, kind, id string) {
 			id = waiting[a.rnd.IntN(len(waiting))].ID
 		}
 		op.jobID = id
-		_, err = again(func() (job.Job, error) { return a.s.eng.CancelJob(ctx, job.Key{Queue: a.queue, ID: id}) })
+		_, err = again(func() (job.Job, error) { return a.s.eng.CancelJob(ctx, job.Ref{Queue: a.queue, ID: id}) })
 		if errors.Is(err, engine.ErrNotWaiting) || errors.Is(err, engine.ErrJobNotFound) {
 			return // it started, ended or is another generation's
 		}
@@ -206,7 +206,7 @@ func (r *adminRacer) race(ctx context.Context, site string, id, key string) {
 	kind := kinds[a.rnd.IntN(len(kinds))]
 	if kind == "cancel" && id == "" && key != "" {
 		for _, j := range a.s.store.Jobs(a.queue) {
-			if j.Lane == key && j.Status.Waiting() {
+			if j.Key == key && j.Status.Waiting() {
 				id = j.ID
 				break
 			}
@@ -222,7 +222,7 @@ func (r *adminRacer) GetLane(ctx context.Context, queue, key string) (slot.Lane,
 
 func (r *adminRacer) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
 	if j.Status == job.Parked || j.Status != from.Status {
-		r.race(ctx, "job write", j.ID, j.Lane)
+		r.race(ctx, "job write", j.ID, j.Key)
 	}
 	return r.State.UpdateJob(ctx, j, from)
 }
@@ -475,7 +475,7 @@ func (a *adminSim) check() (int, map[string]int) {
 		if j.Gen == cur {
 			continue
 		}
-		if got, err := s.eng.Job(ctx, job.Key{Queue: a.queue, ID: j.ID}); err == nil && got.Gen != cur {
+		if got, err := s.eng.Job(ctx, job.Ref{Queue: a.queue, ID: j.ID}); err == nil && got.Gen != cur {
 			t.Errorf("job %s of a deleted generation is reachable: %s", j.ID, got.Status)
 		}
 	}

@@ -115,7 +115,7 @@ func BenchmarkWork(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, a := range res.Jobs {
-			j, err := e.Job(ctx, job.Key{Queue: "work", ID: a.JobID})
+			j, err := e.Job(ctx, job.Ref{Queue: "work", ID: a.JobID})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -134,7 +134,7 @@ func BenchmarkWork(b *testing.B) {
 	reportJobsPerSecond(b, b.N)
 
 	last := envs[len(envs)-1]
-	if j, err := e.Job(ctx, last.Key()); err != nil || j.Status != job.Succeeded || j.Ticket != last.Ticket {
+	if j, err := e.Job(ctx, last.Ref()); err != nil || j.Status != job.Succeeded || j.Ticket != last.Ticket {
 		b.Fatalf("last job: %+v, %v; want it succeeded on its first ticket", j, err)
 	}
 }

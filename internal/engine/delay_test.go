@@ -25,7 +25,7 @@ func (s laggyState) GetQueue(ctx context.Context, name string) (engine.Queue, er
 	return s.State.GetQueue(ctx, name)
 }
 
-func (s laggyState) GetJob(ctx context.Context, k job.Key) (job.Job, error) {
+func (s laggyState) GetJob(ctx context.Context, k job.Ref) (job.Job, error) {
 	time.Sleep(s.lag)
 	return s.State.GetJob(ctx, k)
 }
@@ -99,7 +99,7 @@ func TestDelayFromSendTime(t *testing.T) {
 		}
 
 		// Handed back: the invocation has no time for the job's slot.
-		j, err := store.GetJob(ctx, job.Key{Queue: "lag", ID: "b"})
+		j, err := store.GetJob(ctx, job.Ref{Queue: "lag", ID: "b"})
 		if err != nil {
 			t.Fatal(err)
 		}

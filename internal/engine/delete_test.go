@@ -57,7 +57,7 @@ func TestDeleteQueueStartsClean(t *testing.T) {
 		if _, err := b.eng.CreateQueue(ctx, "gone", cfg); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.eng.Job(ctx, job.Key{Queue: "gone", ID: "j2"}); !errors.Is(err, engine.ErrJobNotFound) {
+		if _, err := b.eng.Job(ctx, job.Ref{Queue: "gone", ID: "j2"}); !errors.Is(err, engine.ErrJobNotFound) {
 			t.Errorf("old dead letter j2 of the new queue: %v, want not found", err)
 		}
 		if failed, err := b.eng.Jobs(ctx, engine.ListRequest{Queue: "gone", Status: job.Failed}); err != nil || len(failed) != 0 {
@@ -99,7 +99,7 @@ func TestDeleteQueueStartsClean(t *testing.T) {
 		if err := b.eng.Work(ctx, j3.Envelope()); err != nil {
 			t.Fatalf("Work(j3): %v", err)
 		}
-		if got, err := b.store.GetJob(ctx, job.Key{Queue: "gone", ID: "j3"}); !errors.Is(err, engine.ErrJobNotFound) {
+		if got, err := b.store.GetJob(ctx, job.Ref{Queue: "gone", ID: "j3"}); !errors.Is(err, engine.ErrJobNotFound) {
 			t.Errorf("running job of the deleted queue is %s, want expired", got.Status)
 		}
 	})
@@ -116,7 +116,7 @@ func TestDeletedQueueJobExpires(t *testing.T) {
 	if err := b.eng.Work(ctx, env); err != nil {
 		t.Fatalf("Work: %v", err)
 	}
-	if got, err := b.store.GetJob(ctx, job.Key{Queue: "gone", ID: "j1"}); !errors.Is(err, engine.ErrJobNotFound) {
+	if got, err := b.store.GetJob(ctx, job.Ref{Queue: "gone", ID: "j1"}); !errors.Is(err, engine.ErrJobNotFound) {
 		t.Errorf("queued job of the deleted queue is %s, want expired", got.Status)
 	}
 }

@@ -109,7 +109,7 @@ func TestResumeRepauseKeepsOrder(t *testing.T) {
 		}
 		time.Sleep(10 * time.Second)
 		for _, id := range []string{"a", "b"} {
-			if j, err := s.eng.Job(ctx, job.Key{Queue: "rp", ID: id}); err != nil || !engine.JobHeld(j) {
+			if j, err := s.eng.Job(ctx, job.Ref{Queue: "rp", ID: id}); err != nil || !engine.JobHeld(j) {
 				t.Fatalf("job %s: %+v, %v; want it held by the second pause", id, j, err)
 			}
 		}
@@ -126,7 +126,7 @@ func TestResumeRepauseKeepsOrder(t *testing.T) {
 		}
 		var last int64
 		for _, id := range ids {
-			j, err := s.eng.Job(ctx, job.Key{Queue: "rp", ID: id})
+			j, err := s.eng.Job(ctx, job.Ref{Queue: "rp", ID: id})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +154,7 @@ func TestResumeScheduledWeek(t *testing.T) {
 		defer s.stop()
 		r := rand.New(rand.NewPCG(7, 7))
 		now := time.Now()
-		notBefore := map[job.Key]time.Time{}
+		notBefore := map[job.Ref]time.Time{}
 		for q := range queues {
 			s.createQueue(fmt.Sprintf("week%03d", q), slot.Config{Interval: interval})
 		}
@@ -162,7 +162,7 @@ func TestResumeScheduledWeek(t *testing.T) {
 			q := fmt.Sprintf("week%03d", r.IntN(queues))
 			nb := now.Add(20*time.Minute + time.Duration(r.Int64N(int64(7*24*time.Hour)))).Truncate(time.Millisecond)
 			a := s.enqueue(q, 1, func(_ int, sp *job.Spec) { sp.NotBefore = &nb }).Jobs[0]
-			notBefore[job.Key{Queue: q, ID: a.JobID}] = nb
+			notBefore[job.Ref{Queue: q, ID: a.JobID}] = nb
 		}
 		time.Sleep(7*24*time.Hour + time.Hour)
 
@@ -171,7 +171,7 @@ func TestResumeScheduledWeek(t *testing.T) {
 		for q := range queues {
 			name := fmt.Sprintf("week%03d", q)
 			for _, j := range s.store.Jobs(name) {
-				nb := notBefore[j.Key()]
+				nb := notBefore[j.Ref()]
 				reticketed += j.Retickets
 				if j.Status != job.Succeeded {
 					unfinished++
@@ -224,7 +224,7 @@ func TestResumeCancelsPurgedTickets(t *testing.T) {
 		if _, err := eng.Resume(ctx); err != nil {
 			t.Fatal(err)
 		}
-		j, err := s.store.GetJob(ctx, job.Key{Queue: "pg", ID: id})
+		j, err := s.store.GetJob(ctx, job.Ref{Queue: "pg", ID: id})
 		if err != nil || j.Status != job.Cancelled || j.Retickets != 0 {
 			t.Fatalf("job %s: %s, retickets %d (%v); want cancelled on its purged ticket", id, j.Status, j.Retickets, err)
 		}

@@ -75,7 +75,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	var at []int
 	for i, s := range specs {
 		if s.ID != "" {
-			old, err := e.getJob(ctx, q, job.Key{Queue: q.Name, ID: s.ID})
+			old, err := e.getJob(ctx, q, job.Ref{Queue: q.Name, ID: s.ID})
 			if err == nil {
 				res.Jobs[i] = answer(&old, q.State, true)
 				continue
@@ -86,7 +86,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		}
 		j := &job.Job{
 			Queue: q.Name, Gen: q.Gen, ID: s.ID, Kind: s.Kind, Target: s.Target, Payload: s.Payload,
-			Lane: s.Key, Attempt: 1, EnqueuedAt: now,
+			Key: s.Key, Attempt: 1, EnqueuedAt: now,
 		}
 		if j.ID == "" {
 			j.ID = job.NewID()
@@ -133,8 +133,8 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	}
 	lost := map[string]int64{}
 	for k, j := range newJobs {
-		if !created[k] && j.Lane != "" {
-			lost[j.Lane]++
+		if !created[k] && j.Key != "" {
+			lost[j.Key]++
 		}
 	}
 	for key, n := range lost {
@@ -148,7 +148,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 			// Lost a race with the same id: answer with the winner. The
 			// ticket this call took for it stays unused, and its message
 			// is dropped as stale.
-			old, err := e.getJob(ctx, q, job.Key{Queue: q.Name, ID: j.ID})
+			old, err := e.getJob(ctx, q, job.Ref{Queue: q.Name, ID: j.ID})
 			if err != nil {
 				return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 			}
@@ -156,7 +156,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 			continue
 		}
 		res.Jobs[at[k]] = answer(j, q.State, false)
-		if j.Lane != "" {
+		if j.Key != "" {
 			res.Jobs[at[k]].KeyAhead = &ahead[k]
 		}
 	}
@@ -167,7 +167,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 func answer(j *job.Job, st slot.State, existing bool) Accepted {
 	return Accepted{
 		JobID: j.ID, Ticket: j.Ticket, SlotAt: j.SlotAt, Position: slot.Position(st, j.Ticket),
-		Status: j.Status, Key: j.Lane, Existing: existing,
+		Status: j.Status, Key: j.Key, Existing: existing,
 	}
 }
 
@@ -178,13 +178,13 @@ func (e *Engine) countPending(ctx context.Context, q Queue, jobs []*job.Job) ([]
 	per := map[string]int64{}
 	var keys []string
 	for _, j := range jobs {
-		if j.Lane == "" {
+		if j.Key == "" {
 			continue
 		}
-		if per[j.Lane] == 0 {
-			keys = append(keys, j.Lane)
+		if per[j.Key] == 0 {
+			keys = append(keys, j.Key)
 		}
-		per[j.Lane]++
+		per[j.Key]++
 	}
 	before := make(map[string]int64, len(keys))
 	for _, key := range keys {
@@ -196,9 +196,9 @@ func (e *Engine) countPending(ctx context.Context, q Queue, jobs []*job.Job) ([]
 	}
 	ahead := make([]int64, len(jobs))
 	for i, j := range jobs {
-		if j.Lane != "" {
-			ahead[i] = before[j.Lane]
-			before[j.Lane]++
+		if j.Key != "" {
+			ahead[i] = before[j.Key]
+			before[j.Key]++
 		}
 	}
 	return ahead, nil

@@ -54,7 +54,7 @@ func Example() {
 	if err := eng.Work(ctx, ds[0].Envelope); err != nil {
 		panic(err)
 	}
-	j, _ := eng.Job(ctx, job.Key{Queue: "emails", ID: "welcome-1"})
+	j, _ := eng.Job(ctx, job.Ref{Queue: "emails", ID: "welcome-1"})
 	fmt.Println(j.ID, j.Status)
 	// Output:
 	// welcome-1: ticket 1, position 0, slot +2ms, queued

@@ -142,7 +142,7 @@ func TestGuaranteeExpectedStart(t *testing.T) {
 		if _, err := s.eng.Unpause(ctx, "eta"); err != nil {
 			t.Fatal(err)
 		}
-		j, _ := s.eng.Job(ctx, job.Key{Queue: "eta", ID: a.JobID})
+		j, _ := s.eng.Job(ctx, job.Ref{Queue: "eta", ID: a.JobID})
 		if j.Ticket == a.Ticket || !j.SlotAt.After(a.SlotAt) || j.Retickets != 1 {
 			t.Fatalf("after the pause the job shows ticket %d slot %v retickets %d; want a new ticket and slot", j.Ticket, j.SlotAt, j.Retickets)
 		}
@@ -236,7 +236,7 @@ func TestGuaranteeNothingLost(t *testing.T) {
 		s.waitFinished("safe", 12*time.Hour)
 		ctx := context.Background()
 		for _, id := range accepted {
-			j, err := s.eng.Job(ctx, job.Key{Queue: "safe", ID: id})
+			j, err := s.eng.Job(ctx, job.Ref{Queue: "safe", ID: id})
 			if err != nil {
 				t.Fatalf("job %s lost: %v", id, err)
 			}
@@ -365,7 +365,7 @@ func TestGuaranteePassedReticket(t *testing.T) {
 		held := res.Jobs[0]
 		time.Sleep(5 * time.Second)
 		// Deliver the stale envelope by hand, as a late SQS delivery would.
-		j, _ := s.eng.Job(ctx, job.Key{Queue: "late", ID: held.JobID})
+		j, _ := s.eng.Job(ctx, job.Ref{Queue: "late", ID: held.JobID})
 		if v := j.Version(); v.Status != job.Parked || v.Ticket != 1 || v.Attempt != 1 {
 			t.Fatalf("held job at %+v, want parked at ticket 1, attempt 1", v)
 		}
@@ -377,7 +377,7 @@ func TestGuaranteePassedReticket(t *testing.T) {
 		if err := s.eng.Work(ctx, j.Envelope()); err != nil {
 			t.Fatal(err)
 		}
-		after, _ := s.eng.Job(ctx, job.Key{Queue: "late", ID: held.JobID})
+		after, _ := s.eng.Job(ctx, job.Ref{Queue: "late", ID: held.JobID})
 		if after.ID != held.JobID || after.Attempt != 1 || after.Ticket <= 3 || after.Retickets != 1 {
 			t.Fatalf("passed job is now %+v; want the same id and attempt with a ticket after 3", after)
 		}

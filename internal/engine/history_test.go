@@ -68,7 +68,7 @@ func TestHistory(t *testing.T) {
 		stop()
 		<-done
 
-		j, err := eng.Job(ctx, job.Key{Queue: "q", ID: "j"})
+		j, err := eng.Job(ctx, job.Ref{Queue: "q", ID: "j"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestHistoryBound(t *testing.T) {
 		time.Sleep(10 * time.Minute)
 		stop()
 		<-done
-		j, err := eng.Job(ctx, job.Key{Queue: "q", ID: "j"})
+		j, err := eng.Job(ctx, job.Ref{Queue: "q", ID: "j"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestHandBackRecorded(t *testing.T) {
 		if err := eng.Work(wctx, tr.msgs[1].Envelope); err != nil { // b's slot is a minute away
 			t.Fatal(err)
 		}
-		j, err := eng.Job(ctx, job.Key{Queue: "q", ID: "b"})
+		j, err := eng.Job(ctx, job.Ref{Queue: "q", ID: "b"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -131,7 +131,7 @@ func TestDeletedQueueRetryTakesNothing(t *testing.T) {
 		if q.State.Ticket != 1 {
 			t.Errorf("the new queue handed out %d tickets, want 1 (n1): the old attempt's retry took one", q.State.Ticket)
 		}
-		if j, err := b.store.GetJob(ctx, job.Key{Queue: "q", ID: "j1"}); !errors.Is(err, engine.ErrJobNotFound) {
+		if j, err := b.store.GetJob(ctx, job.Ref{Queue: "q", ID: "j1"}); !errors.Is(err, engine.ErrJobNotFound) {
 			t.Errorf("the deleted queue's j1 after its failed attempt: %s ticket %d, want expired", j.Status, j.Ticket)
 		}
 	})
@@ -270,7 +270,7 @@ func TestAdminBetweenGateAndPark(t *testing.T) {
 					t.Fatalf("Work: %v", err)
 				}
 				if op == "delete" {
-					if j, err := b.store.GetJob(ctx, job.Key{Queue: "q", ID: "j1"}); !errors.Is(err, engine.ErrJobNotFound) {
+					if j, err := b.store.GetJob(ctx, job.Ref{Queue: "q", ID: "j1"}); !errors.Is(err, engine.ErrJobNotFound) {
 						t.Fatalf("the deleted queue's job is %s %s, want expired", j.Status, j.ParkReason)
 					}
 					return
@@ -347,7 +347,7 @@ func TestCancelBeforeKeyTaken(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.arm(func(op string, _ *job.Job) bool { return op == "GetLane" }, func() {
-			if _, err := b.eng.CancelJob(ctx, job.Key{Queue: "q", ID: "j1"}); err != nil {
+			if _, err := b.eng.CancelJob(ctx, job.Ref{Queue: "q", ID: "j1"}); err != nil {
 				t.Error(err)
 			}
 		})

@@ -43,21 +43,21 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
 	for range laneTries {
 		now := e.now()
-		l, err := e.getLane(ctx, *q, j.Lane)
+		l, err := e.getLane(ctx, *q, j.Key)
 		if err != nil {
-			return false, fmt.Errorf("key %s of %s: %w", j.Lane, j.Key(), err)
+			return false, fmt.Errorf("key %s of %s: %w", j.Key, j.Ref(), err)
 		}
 		next, v, handed := slot.Arrive(l, w, now, e.opts.Lease)
 		if !next.Equal(l) {
 			if _, err := e.state.PutLane(ctx, next, l.Version, 0); errors.Is(err, ErrConflict) {
 				continue
 			} else if err != nil {
-				return false, fmt.Errorf("key %s of %s: %w", j.Lane, j.Key(), err)
+				return false, fmt.Errorf("key %s of %s: %w", j.Key, j.Ref(), err)
 			}
 		}
 		if handed != nil {
 			// The holder's lease ran out: the first waiter has the key.
-			e.handKey(ctx, *q, j.Lane, *handed)
+			e.handKey(ctx, *q, j.Key, *handed)
 		}
 		switch v {
 		case slot.Acquired:
@@ -65,13 +65,13 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 		case slot.Wait:
 			return e.waitKey(ctx, *q, j, w)
 		case slot.Overtaken:
-			e.log.InfoContext(ctx, "overtaken on its key", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "key", j.Lane, "key_last", next.Last)
+			e.log.InfoContext(ctx, "overtaken on its key", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "key", j.Key, "key_last", next.Last)
 			return false, e.reticket(ctx, q, j)
 		default: // slot.LaneFull
 			return false, e.handBack(ctx, j, now.Add(max(q.Config.Interval, time.Second)))
 		}
 	}
-	return false, fmt.Errorf("key %s of %s: the lane kept changing under the update", j.Lane, j.Key())
+	return false, fmt.Errorf("key %s of %s: the lane kept changing under the update", j.Key, j.Ref())
 }
 
 // waitKey parks j on its key, which the lane now lists it waiting for,
@@ -84,7 +84,7 @@ func (e *Engine) waitKey(ctx context.Context, q Queue, j *job.Job, w slot.Waiter
 		return false, err
 	}
 	e.leaveLine(ctx, q, j, inLine)
-	l, err := e.state.GetLane(ctx, q.Name, j.Lane)
+	l, err := e.state.GetLane(ctx, q.Name, j.Key)
 	if err != nil || l.Fresh(q.Gen).Holder != w {
 		return false, nil // the hand-off will find it parked
 	}
@@ -117,7 +117,7 @@ func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, erro
 	if err := e.updateLane(ctx, q, "", enter); err != nil {
 		// Parked but on no list: the resume function finds it so once
 		// RecordGrace has passed (checkListed), and sends it again.
-		return false, fmt.Errorf("wait for a running place %s: %w", j.Key(), err)
+		return false, fmt.Errorf("wait for a running place %s: %w", j.Ref(), err)
 	}
 	fresh, err := e.state.GetQueue(ctx, q.Name)
 	if err != nil || slot.Capped(fresh.State, fresh.Config.MaxRunning, e.now()) {
@@ -152,13 +152,13 @@ func (e *Engine) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) (bo
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("park %s on %s: %w", j.Key(), why, err)
+		return false, fmt.Errorf("park %s on %s: %w", j.Ref(), why, err)
 	}
 	if e.deadGeneration(ctx, j) {
 		return false, nil
 	}
 	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
-	e.log.InfoContext(ctx, "parked", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "reason", string(why), "key", j.Lane)
+	e.log.InfoContext(ctx, "parked", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "reason", string(why), "key", j.Key)
 	return true, nil
 }
 
@@ -188,7 +188,7 @@ func (e *Engine) unpark(ctx context.Context, j *job.Job) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("unpark %s: %w", j.Key(), err)
+		return false, fmt.Errorf("unpark %s: %w", j.Ref(), err)
 	}
 	return true, nil
 }
@@ -238,21 +238,21 @@ func (e *Engine) updateLane(ctx context.Context, q Queue, key string, change fun
 // own record is written already, and a key left held is handed on by the
 // resume function once its lease runs out.
 func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, final bool) {
-	if j.Lane == "" {
+	if j.Key == "" {
 		return
 	}
 	w := slot.Waiter{Ticket: ticket, JobID: j.ID}
 	for range laneTries {
 		now := e.now()
-		l, err := e.getLane(ctx, q, j.Lane)
+		l, err := e.getLane(ctx, q, j.Key)
 		if errors.Is(err, ErrQueueNotFound) {
 			// j is of a deleted generation: the lane, if any, is a new
 			// queue's, and j has nothing in it.
-			e.log.InfoContext(ctx, "key of a deleted queue left alone", "queue", q.Name, "key", j.Lane, "job_id", j.ID, "gen", j.Gen)
+			e.log.InfoContext(ctx, "key of a deleted queue left alone", "queue", q.Name, "key", j.Key, "job_id", j.ID, "gen", j.Gen)
 			return
 		}
 		if err != nil {
-			e.log.WarnContext(ctx, "key not handed on", "queue", q.Name, "key", j.Lane, "job_id", j.ID, "error", err.Error())
+			e.log.WarnContext(ctx, "key not handed on", "queue", q.Name, "key", j.Key, "job_id", j.ID, "error", err.Error())
 			return
 		}
 		next, handed := slot.Leave(l, w, now, e.opts.Lease)
@@ -266,16 +266,16 @@ func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, fi
 			if _, err := e.state.PutLane(ctx, next, l.Version, delta); errors.Is(err, ErrConflict) {
 				continue
 			} else if err != nil {
-				e.log.WarnContext(ctx, "key not handed on", "queue", q.Name, "key", j.Lane, "job_id", j.ID, "error", err.Error())
+				e.log.WarnContext(ctx, "key not handed on", "queue", q.Name, "key", j.Key, "job_id", j.ID, "error", err.Error())
 				return
 			}
 		}
 		if handed != nil {
-			e.handKey(ctx, q, j.Lane, *handed)
+			e.handKey(ctx, q, j.Key, *handed)
 		}
 		return
 	}
-	e.log.WarnContext(ctx, "key not handed on: the lane kept changing", "queue", q.Name, "key", j.Lane, "job_id", j.ID)
+	e.log.WarnContext(ctx, "key not handed on: the lane kept changing", "queue", q.Name, "key", j.Key, "job_id", j.ID)
 }
 
 // leaveUnlessRunning gives up the key j's ticket may hold, after j was
@@ -284,10 +284,10 @@ func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, fi
 // runs, holding the key, and the key stays with it. (The job may hold the
 // key from an earlier delivery that was handed back.)
 func (e *Engine) leaveUnlessRunning(ctx context.Context, q Queue, j job.Job, ticket int64) {
-	if j.Lane == "" {
+	if j.Key == "" {
 		return
 	}
-	fresh, err := e.state.GetJob(ctx, j.Key())
+	fresh, err := e.state.GetJob(ctx, j.Ref())
 	if err == nil && fresh.Status == job.Running && fresh.Ticket == ticket {
 		return
 	}
@@ -337,7 +337,7 @@ func (e *Engine) handKey(ctx context.Context, q Queue, key string, w slot.Waiter
 // parks and reads its lane again, or its message is on its way.
 // errStaleWaiter if the job no longer waits at w's ticket.
 func (e *Engine) wake(ctx context.Context, q Queue, w slot.Waiter, key string) error {
-	j, err := e.getJob(ctx, q, job.Key{Queue: q.Name, ID: w.JobID})
+	j, err := e.getJob(ctx, q, job.Ref{Queue: q.Name, ID: w.JobID})
 	switch {
 	case errors.Is(err, ErrJobNotFound):
 		return errStaleWaiter
@@ -473,7 +473,7 @@ func (e *Engine) reapLane(ctx context.Context, q Queue, key string, now time.Tim
 		// Then it keeps the key, with a fresh lease, and is sent. Parked
 		// for a running place, holding its key? Then it keeps the key
 		// too: a place's hand-off sends it.
-		h, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: l.Holder.JobID})
+		h, err := e.state.GetJob(ctx, job.Ref{Queue: q.Name, ID: l.Holder.JobID})
 		if err == nil && h.Status == job.Parked && h.ParkReason.Waits() && h.Ticket == l.Holder.Ticket {
 			kept := false
 			err := e.updateLane(ctx, q, l.Key, func(cur slot.Lane) slot.Lane {
@@ -523,7 +523,7 @@ func (e *Engine) reapLane(ctx context.Context, q Queue, key string, now time.Tim
 // died before sending it.
 func (e *Engine) checkListed(ctx context.Context, q Queue, j job.Job, now time.Time) error {
 	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
-	key := j.Lane
+	key := j.Key
 	if j.ParkReason == job.WaitPlace {
 		key = ""
 	}
@@ -540,7 +540,7 @@ func (e *Engine) checkListed(ctx context.Context, q Queue, j job.Job, now time.T
 		return nil
 	}
 	e.log.WarnContext(ctx, "parked on no lane; sent again", "queue", q.Name, "job_id", j.ID, "ticket", j.Ticket, "reason", string(j.ParkReason))
-	if err := e.wake(ctx, q, w, j.Lane); err != nil && !errors.Is(err, errStaleWaiter) {
+	if err := e.wake(ctx, q, w, j.Key); err != nil && !errors.Is(err, errStaleWaiter) {
 		return fmt.Errorf("resume %s: %s: %w", q.Name, j.ID, err)
 	}
 	return nil

@@ -139,7 +139,7 @@ func TestGuaranteeLanes(t *testing.T) {
 					}
 					if v := laneViolation(runs); v != "" {
 						for _, j := range s.store.Jobs("lanes") {
-							t.Logf("%s ticket %d key %s %s: %+v", j.ID, j.Ticket, j.Lane, j.Status, j.History)
+							t.Logf("%s ticket %d key %s %s: %+v", j.ID, j.Ticket, j.Key, j.Status, j.History)
 						}
 						t.Fatal(v)
 					}
@@ -274,7 +274,7 @@ func (s *sim) waitFinishedOrDump(queue string, limit time.Duration) {
 	}
 	for _, j := range s.store.Jobs(queue) {
 		if !j.Status.Final() {
-			s.t.Logf("left: %s ticket %d %s %s key %s detached %v history %+v", j.ID, j.Ticket, j.Status, j.ParkReason, j.Lane, j.Detached, j.History)
+			s.t.Logf("left: %s ticket %d %s %s key %s detached %v history %+v", j.ID, j.Ticket, j.Status, j.ParkReason, j.Key, j.Detached, j.History)
 		}
 	}
 	lanes, _ := s.store.ListLanes(context.Background(), queue)
@@ -309,7 +309,7 @@ func TestLaneCancelledWaiterLeavesPlaces(t *testing.T) {
 		if w := places(); len(w) != 2 {
 			t.Fatalf("waiting for a place: %+v, want c1 and c2", w)
 		}
-		if _, err := s.eng.CancelJob(context.Background(), job.Key{Queue: "cap", ID: "c1"}); err != nil {
+		if _, err := s.eng.CancelJob(context.Background(), job.Ref{Queue: "cap", ID: "c1"}); err != nil {
 			t.Fatal(err)
 		}
 		if w := places(); len(w) != 1 || w[0].JobID != "c2" {

@@ -73,7 +73,7 @@ func (c *countingState) Take(ctx context.Context, r engine.TakeRequest) (engine.
 	return c.State.Take(ctx, r)
 }
 
-func (c *countingState) GetJob(ctx context.Context, k job.Key) (job.Job, error) {
+func (c *countingState) GetJob(ctx context.Context, k job.Ref) (job.Job, error) {
 	c.count(k.Queue)
 	return c.State.GetJob(ctx, k)
 }
@@ -151,7 +151,7 @@ func TestResumeManyQueues(t *testing.T) {
 		}
 		name := func(i int) string { return fmt.Sprintf("q%05d", i) }
 		pausedUntil := map[string]time.Time{}
-		farJobs := map[job.Key]time.Time{} // → slot
+		farJobs := map[job.Ref]time.Time{} // → slot
 		held := map[string]time.Time{}     // lane queue → the holder's lease end
 		for i := range queues {
 			q, err := eng.CreateQueue(ctx, name(i), slot.Config{Interval: time.Second})
@@ -172,14 +172,14 @@ func TestResumeManyQueues(t *testing.T) {
 					if err != nil || res.Jobs[0].Status != job.Parked {
 						t.Fatalf("far job: %+v, %v", res, err)
 					}
-					farJobs[job.Key{Queue: q.Name, ID: res.Jobs[0].JobID}] = nb
+					farJobs[job.Ref{Queue: q.Name, ID: res.Jobs[0].JobID}] = nb
 				}
 			case i < paused+far+lanes:
 				// The holder of key k crashed: its lease ends within two
 				// hours; w waits for the key, parked.
 				until := inHours(2)
-				h := job.Job{Queue: q.Name, Gen: q.Gen, ID: "h", Kind: "k", Lane: "k", Status: job.Running, Ticket: 1, Attempt: 1, EnqueuedAt: t0, StartedAt: t0}
-				w := job.Job{Queue: q.Name, Gen: q.Gen, ID: "w", Kind: "k", Lane: "k", Status: job.Parked, ParkReason: job.WaitKey,
+				h := job.Job{Queue: q.Name, Gen: q.Gen, ID: "h", Kind: "k", Key: "k", Status: job.Running, Ticket: 1, Attempt: 1, EnqueuedAt: t0, StartedAt: t0}
+				w := job.Job{Queue: q.Name, Gen: q.Gen, ID: "w", Kind: "k", Key: "k", Status: job.Parked, ParkReason: job.WaitKey,
 					Detached: true, Ticket: 2, Attempt: 1, EnqueuedAt: t0, SlotAt: t0.Add(time.Second), DueAt: t0.Add(20 * time.Second)}
 				if _, err := mem.CreateJobs(ctx, []job.Job{h, w}); err != nil {
 					t.Fatal(err)
@@ -225,7 +225,7 @@ func TestResumeManyQueues(t *testing.T) {
 				}
 			}
 			for q, until := range held {
-				w, _ := mem.GetJob(ctx, job.Key{Queue: q, ID: "w"})
+				w, _ := mem.GetJob(ctx, job.Ref{Queue: q, ID: "w"})
 				if now.Sub(until) >= time.Minute && w.Status != job.Queued {
 					t.Fatalf("%v: queue %s: w is %s; the holder's lease ended at %v", now.Sub(t0), q, w.Status, until.Sub(t0))
 				}

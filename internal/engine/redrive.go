@@ -103,7 +103,7 @@ func (e *Engine) Redrive(ctx context.Context, dlq DeadLetterQueue, limit int) (R
 			}
 			waits, err := e.waitsFor(ctx, d.Envelope)
 			if err != nil {
-				return rep, fmt.Errorf("redrive %s: %w", d.Envelope.Key(), err)
+				return rep, fmt.Errorf("redrive %s: %w", d.Envelope.Ref(), err)
 			}
 			if !waits {
 				drop = append(drop, d.Handle)
@@ -151,7 +151,7 @@ func (e *Engine) Redrive(ctx context.Context, dlq DeadLetterQueue, limit int) (R
 // env's generation) is queued at env's ticket and attempt, or running at
 // them (the message is the running attempt's watchdog).
 func (e *Engine) waitsFor(ctx context.Context, env job.Envelope) (bool, error) {
-	j, err := e.state.GetJob(ctx, env.Key())
+	j, err := e.state.GetJob(ctx, env.Ref())
 	if errors.Is(err, ErrJobNotFound) {
 		return false, nil
 	}

@@ -69,21 +69,21 @@ func TestAdminBetweenReservationAndStart(t *testing.T) {
 	const lead = 200 * time.Millisecond
 	tests := []struct {
 		name string
-		op   func(ctx context.Context, s *sim, j3 job.Key) error
+		op   func(ctx context.Context, s *sim, j3 job.Ref) error
 		// starts3 says ticket 3 starts; later says jobs after it start.
 		starts3, later bool
 		// rest is the status of the jobs after ticket 3 at the end.
 		rest job.Status
 	}{
-		{name: "pause", starts3: true, rest: job.Parked, op: func(ctx context.Context, s *sim, _ job.Key) error {
+		{name: "pause", starts3: true, rest: job.Parked, op: func(ctx context.Context, s *sim, _ job.Ref) error {
 			_, err := s.eng.Pause(ctx, "r", time.Time{})
 			return err
 		}},
-		{name: "purge", starts3: true, rest: job.Cancelled, op: func(ctx context.Context, s *sim, _ job.Key) error {
+		{name: "purge", starts3: true, rest: job.Cancelled, op: func(ctx context.Context, s *sim, _ job.Ref) error {
 			_, err := s.eng.Purge(ctx, "r")
 			return err
 		}},
-		{name: "cancel", later: true, rest: job.Succeeded, op: func(ctx context.Context, s *sim, j3 job.Key) error {
+		{name: "cancel", later: true, rest: job.Succeeded, op: func(ctx context.Context, s *sim, j3 job.Ref) error {
 			_, err := s.eng.CancelJob(ctx, j3)
 			return err
 		}},
@@ -103,7 +103,7 @@ func TestAdminBetweenReservationAndStart(t *testing.T) {
 				var returned time.Time // under h.mu
 				h.mu.Lock()
 				h.afterGate = func() {
-					if err := tt.op(ctx, s, job.Key{Queue: "r", ID: res.Jobs[2].JobID}); err != nil {
+					if err := tt.op(ctx, s, job.Ref{Queue: "r", ID: res.Jobs[2].JobID}); err != nil {
 						t.Errorf("%s: %v", tt.name, err)
 					}
 					h.mu.Lock()
@@ -138,7 +138,7 @@ func TestAdminBetweenReservationAndStart(t *testing.T) {
 						j3.At, res.Jobs[2].SlotAt, lead, tt.name, returned)
 				}
 				if !ok {
-					if j, err := s.eng.Job(ctx, job.Key{Queue: "r", ID: res.Jobs[2].JobID}); err != nil || j.Status != job.Cancelled {
+					if j, err := s.eng.Job(ctx, job.Ref{Queue: "r", ID: res.Jobs[2].JobID}); err != nil || j.Status != job.Cancelled {
 						t.Errorf("ticket 3: %s, %v; want cancelled", j.Status, err)
 					}
 				}
@@ -150,7 +150,7 @@ func TestAdminBetweenReservationAndStart(t *testing.T) {
 					if started && !x.At.Equal(a.SlotAt) {
 						t.Errorf("ticket %d started at %v, want its slot %v (the cancelled job's slot is spent, nobody moves)", i+4, x.At, a.SlotAt)
 					}
-					if j, err := s.eng.Job(ctx, job.Key{Queue: "r", ID: a.JobID}); err != nil || j.Status != tt.rest {
+					if j, err := s.eng.Job(ctx, job.Ref{Queue: "r", ID: a.JobID}); err != nil || j.Status != tt.rest {
 						t.Errorf("ticket %d: %s, %v; want %s", i+4, j.Status, err, tt.rest)
 					}
 				}
@@ -197,7 +197,7 @@ func TestCrashAfterReservationBeforeStart(t *testing.T) {
 			}
 		}
 		for _, a := range res.Jobs {
-			if j, err := s.eng.Job(context.Background(), job.Key{Queue: "c", ID: a.JobID}); err != nil || j.Status != job.Succeeded {
+			if j, err := s.eng.Job(context.Background(), job.Ref{Queue: "c", ID: a.JobID}); err != nil || j.Status != job.Succeeded {
 				t.Errorf("job %s: %s, %v; want succeeded", a.JobID, j.Status, err)
 			}
 		}

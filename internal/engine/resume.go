@@ -396,7 +396,7 @@ func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, re
 func (e *Engine) releaseDue(ctx context.Context, q *Queue, ids []string, rep *ResumeReport, now time.Time) error {
 	var stale, due, later, gate []*job.Job
 	for _, id := range ids {
-		j, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: id})
+		j, err := e.state.GetJob(ctx, job.Ref{Queue: q.Name, ID: id})
 		if errors.Is(err, ErrJobNotFound) {
 			continue
 		}
@@ -478,7 +478,7 @@ func (e *Engine) forget(ctx context.Context, q Queue, due []DueEntry) error {
 	for _, d := range due {
 		switch d.Kind {
 		case DueJob:
-			j, err := e.state.GetJob(ctx, job.Key{Queue: q.Name, ID: d.ID})
+			j, err := e.state.GetJob(ctx, job.Ref{Queue: q.Name, ID: d.ID})
 			if err == nil && !JobDue(j).IsZero() {
 				err = e.cancel(ctx, q.Config, j)
 			}

@@ -122,7 +122,7 @@ func checkParkedOrder(t *testing.T, st engine.State, queue string, n int) {
 	t.Helper()
 	var last int64
 	for i := range n {
-		j, err := st.GetJob(context.Background(), job.Key{Queue: queue, ID: fmt.Sprintf("j%04d", i)})
+		j, err := st.GetJob(context.Background(), job.Ref{Queue: queue, ID: fmt.Sprintf("j%04d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}

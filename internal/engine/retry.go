@@ -21,7 +21,7 @@ var ErrNotRetryable = errors.New("job is not failed or cancelled")
 // request field that named it and the status it is in. errors.Is matches
 // ErrNotRetryable.
 type NotRetryableError struct {
-	Key    job.Key
+	Key    job.Ref
 	Field  string
 	Status job.Status
 }
@@ -126,7 +126,7 @@ func (e *Engine) Retry(ctx context.Context, r RetryRequest) (RetryResult, error)
 		res.UpTo = r.UpTo
 		page, err := e.state.ListJobs(ctx, ListRequest{Queue: q.Name, Gen: q.Gen, Status: job.Failed, After: r.After, Limit: r.Limit})
 		if err != nil {
-			return res, failure("retry", job.Key{Queue: q.Name}, err)
+			return res, failure("retry", job.Ref{Queue: q.Name}, err)
 		}
 		if len(page) == r.Limit {
 			res.NextAfter = page[len(page)-1].Ticket
@@ -137,19 +137,19 @@ func (e *Engine) Retry(ctx context.Context, r RetryRequest) (RetryResult, error)
 				break
 			}
 			// The index may lag: read the record itself.
-			fresh, err := e.getJob(ctx, q, j.Key())
+			fresh, err := e.getJob(ctx, q, j.Ref())
 			if errors.Is(err, ErrJobNotFound) || err == nil && fresh.Status != job.Failed {
 				res.Skipped++
 				continue
 			}
 			if err != nil {
-				return res, failure("retry", j.Key(), err)
+				return res, failure("retry", j.Ref(), err)
 			}
 			jobs = append(jobs, fresh)
 		}
 	} else {
 		for i, id := range r.IDs {
-			k := job.Key{Queue: q.Name, ID: id}
+			k := job.Ref{Queue: q.Name, ID: id}
 			j, err := e.getJob(ctx, q, k)
 			if err != nil {
 				return res, &FieldError{Field: fmt.Sprintf("job_ids[%d]", i), Err: failure("retry", k, err)}
@@ -244,7 +244,7 @@ func (e *Engine) rerun(ctx context.Context, q Queue, read []job.Job, by string) 
 		jobs[i] = &j
 	}
 	if err := e.assign(ctx, &q, jobs); err != nil {
-		return nil, 0, failure("retry", job.Key{Queue: q.Name}, err)
+		return nil, 0, failure("retry", job.Ref{Queue: q.Name}, err)
 	}
 	now := e.now()
 	for _, j := range jobs {
@@ -259,15 +259,15 @@ func (e *Engine) rerun(ctx context.Context, q Queue, read []job.Job, by string) 
 		err := e.state.UpdateJob(ctx, *j, from[i])
 		if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
 			skipped++
-			if j.Lane != "" {
-				if _, err := e.state.AddPending(ctx, q.Name, q.Gen, j.Lane, -1); err != nil {
-					e.log.WarnContext(ctx, "key's pending count left high", "queue", q.Name, "key", j.Lane, "error", err.Error())
+			if j.Key != "" {
+				if _, err := e.state.AddPending(ctx, q.Name, q.Gen, j.Key, -1); err != nil {
+					e.log.WarnContext(ctx, "key's pending count left high", "queue", q.Name, "key", j.Key, "error", err.Error())
 				}
 			}
 			continue
 		}
 		if err != nil {
-			return done, skipped, fmt.Errorf("retry %s: %w", j.Key(), err)
+			return done, skipped, fmt.Errorf("retry %s: %w", j.Ref(), err)
 		}
 		done = append(done, j)
 	}

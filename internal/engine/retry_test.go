@@ -42,7 +42,7 @@ func (s *sim) attemptsOf(queue, id string) map[int]int {
 
 func (s *sim) get(queue, id string) job.Job {
 	s.t.Helper()
-	j, err := s.store.GetJob(context.Background(), job.Key{Queue: queue, ID: id})
+	j, err := s.store.GetJob(context.Background(), job.Ref{Queue: queue, ID: id})
 	if err != nil {
 		s.t.Fatalf("get %s/%s: %v", queue, id, err)
 	}
@@ -134,7 +134,7 @@ func TestRetryRefusedWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.enqueue("q", 2, func(i int, sp *job.Spec) { sp.ID = []string{"p", "c"}[i] })
-		if _, err := s.eng.CancelJob(ctx, job.Key{Queue: "q", ID: "c"}); err != nil {
+		if _, err := s.eng.CancelJob(ctx, job.Ref{Queue: "q", ID: "c"}); err != nil {
 			t.Fatal(err)
 		}
 		retry := func(r engine.RetryRequest) func() error {
@@ -313,7 +313,7 @@ func TestRetryRacesAdmin(t *testing.T) {
 			name: "cancel as the retry writes",
 			when: rerunWrite,
 			op: func(ctx context.Context, eng *engine.Engine) error {
-				_, err := eng.CancelJob(ctx, job.Key{Queue: "q", ID: "f"})
+				_, err := eng.CancelJob(ctx, job.Ref{Queue: "q", ID: "f"})
 				if !errors.Is(err, engine.ErrNotWaiting) {
 					return fmt.Errorf("cancel: %v, want not waiting", err)
 				}
@@ -397,7 +397,7 @@ func TestRetryRacesAdmin(t *testing.T) {
 				}
 				time.Sleep(time.Minute) // its message comes and goes
 				got := outcome{status: gone, reruns: s.attemptsOf("q", "f")[2], retryErr: tt.want.retryErr}
-				if j, err := s.store.GetJob(ctx, job.Key{Queue: "q", ID: "f"}); err == nil {
+				if j, err := s.store.GetJob(ctx, job.Ref{Queue: "q", ID: "f"}); err == nil {
 					if q, err := s.store.GetQueue(ctx, "q"); err == nil && q.Gen == j.Gen {
 						got.status = j.Status
 					}

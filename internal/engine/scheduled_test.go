@@ -43,7 +43,7 @@ func TestScheduledStartsAtNotBefore(t *testing.T) {
 			if st.At.Before(nb) || st.At.After(nb.Add(interval+10*time.Millisecond)) {
 				t.Errorf("scheduled job %s started at %v; want at its not_before %v or the first gap after it", st.ID, st.At, nb)
 			}
-			j, err := s.eng.Job(ctx, job.Key{Queue: "sched", ID: st.ID})
+			j, err := s.eng.Job(ctx, job.Ref{Queue: "sched", ID: st.ID})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -160,7 +160,7 @@ func TestOneStallMakesOneLateJob(t *testing.T) {
 						stalled++
 						if x.At.Sub(a.SlotAt) > skew {
 							late++
-							j, err := s.eng.Job(context.Background(), job.Key{Queue: "st", ID: a.JobID})
+							j, err := s.eng.Job(context.Background(), job.Ref{Queue: "st", ID: a.JobID})
 							if err != nil {
 								t.Fatal(err)
 							}

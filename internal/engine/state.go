@@ -321,7 +321,7 @@ type State interface {
 	// replaced: it belonged to a deleted queue of the same name.
 	CreateJobs(ctx context.Context, jobs []job.Job) (created []bool, err error)
 	// GetJob returns a job. ErrJobNotFound, also for an expired one.
-	GetJob(ctx context.Context, k job.Key) (job.Job, error)
+	GetJob(ctx context.Context, k job.Ref) (job.Job, error)
 	// UpdateJob replaces a job record if it is still at version from;
 	// otherwise ErrConflict (ErrJobNotFound if it is gone). A status
 	// change job.CanMove does not allow is refused before anything is

@@ -42,7 +42,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("work %s: %w", env.Key(), err)
+		return fmt.Errorf("work %s: %w", env.Ref(), err)
 	}
 	want := job.Version{Status: job.Queued, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}
 	if j.Version() == (job.Version{Status: job.Running, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}) {
@@ -68,7 +68,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 	// recheck: a scheduled job found the gate closed at its slot; the
 	// start that closed it may have been a duplicate of this message.
 	recheck := false
-	// holding: j holds its key (Job.Lane), taken in this invocation.
+	// holding: j holds its key (Job.Key), taken in this invocation.
 	holding := false
 	for {
 		if wait := laterOf(wake.Add(-e.opts.Lead), turn).Sub(e.now()); wait > 0 {
@@ -78,7 +78,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 					return e.orphan(ctx, j)
 				}
 				if err != nil {
-					return fmt.Errorf("work %s: %w", env.Key(), err)
+					return fmt.Errorf("work %s: %w", env.Ref(), err)
 				}
 				cfg = &q.Config
 			}
@@ -91,7 +91,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 				return e.handBackHolding(ctx, &j, wake, holding)
 			}
 			if err := clock.Sleep(ctx, wait); err != nil {
-				return fmt.Errorf("work %s: wait for slot: %w", env.Key(), err)
+				return fmt.Errorf("work %s: wait for slot: %w", env.Ref(), err)
 			}
 		}
 		// Read the queue after the wait, so the hold below sees the
@@ -101,7 +101,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			return e.orphan(ctx, j)
 		}
 		if err != nil {
-			return fmt.Errorf("work %s: %w", env.Key(), err)
+			return fmt.Errorf("work %s: %w", env.Ref(), err)
 		}
 		cfg = &q.Config
 		// Checked again before the gate: the configuration may have
@@ -150,7 +150,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		case v == slot.Early:
 			wake, recheck = yieldTo(open, &j, q.Config), outOfLine(&j)
 			continue
-		case (v == slot.Start || v == slot.Full) && j.Lane != "" && !holding:
+		case (v == slot.Start || v == slot.Full) && j.Key != "" && !holding:
 			// The key before the gate: a job that waits for its key
 			// spends no slot, and waits for its key, not for a place it
 			// could not use.
@@ -234,7 +234,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 				return err
 			}
 		default:
-			return fmt.Errorf("work %s: gate: %w", env.Key(), err)
+			return fmt.Errorf("work %s: gate: %w", env.Ref(), err)
 		}
 	}
 }
@@ -256,7 +256,7 @@ func (e *Engine) record(ctx context.Context, env job.Envelope) (j job.Job, waite
 	wait := time.Millisecond // a message due at once may come just before its record
 	began := e.now()
 	for {
-		j, err = e.state.GetJob(ctx, env.Key())
+		j, err = e.state.GetJob(ctx, env.Ref())
 		if err != nil && !errors.Is(err, ErrJobNotFound) {
 			return j, waited, err
 		}
@@ -297,14 +297,14 @@ var ErrStillRunning = errors.New("attempt still running")
 func (e *Engine) watch(ctx context.Context, j job.Job) error {
 	now := e.now()
 	if now.Sub(j.StartedAt) < e.opts.Lease {
-		return fmt.Errorf("work %s: %w (started %v)", j.Key(), ErrStillRunning, j.StartedAt)
+		return fmt.Errorf("work %s: %w (started %v)", j.Ref(), ErrStillRunning, j.StartedAt)
 	}
 	q, err := e.state.GetQueue(ctx, j.Queue)
 	if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != j.Gen {
 		return e.orphan(ctx, j)
 	}
 	if err != nil {
-		return fmt.Errorf("work %s: %w", j.Key(), err)
+		return fmt.Errorf("work %s: %w", j.Ref(), err)
 	}
 	e.log.WarnContext(ctx, "attempt lost", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "started_at", j.StartedAt)
 	rctx, cancel := e.recordContext(ctx)
@@ -329,7 +329,7 @@ func (e *Engine) orphan(ctx context.Context, j job.Job) error {
 	j.Record(job.Event{At: now, Kind: job.EventKind(j.Status), Error: j.LastError})
 	err := e.state.UpdateJob(ctx, j, from)
 	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrJobNotFound) {
-		return fmt.Errorf("work %s: expire job of deleted queue: %w", j.Key(), err)
+		return fmt.Errorf("work %s: expire job of deleted queue: %w", j.Ref(), err)
 	}
 	e.log.WarnContext(ctx, "expired job of deleted queue", "queue", j.Queue, "job_id", j.ID, "gen", j.Gen, "status", string(from.Status))
 	return nil
@@ -340,7 +340,7 @@ func (e *Engine) orphan(ctx context.Context, j job.Job) error {
 // after this worker read it): a cancelled job holds nothing. A job parked
 // for a running place, or handed back, keeps its key.
 func (e *Engine) leaveIfGone(ctx context.Context, q Queue, j job.Job, ticket int64) {
-	fresh, err := e.state.GetJob(ctx, j.Key())
+	fresh, err := e.state.GetJob(ctx, j.Ref())
 	if err != nil && !errors.Is(err, ErrJobNotFound) {
 		return // unknown: its lease frees the key
 	}
@@ -392,7 +392,7 @@ func (e *Engine) purged(ctx context.Context, q Queue, j job.Job) error {
 		if errors.Is(err, ErrConflict) {
 			return nil
 		}
-		return fmt.Errorf("work %s: cancel purged job: %w", j.Key(), err)
+		return fmt.Errorf("work %s: cancel purged job: %w", j.Ref(), err)
 	}
 	e.cancelled(ctx, q, j)
 	e.log.InfoContext(ctx, "cancelled by purge", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
@@ -403,12 +403,12 @@ func (e *Engine) purged(ctx context.Context, q Queue, j job.Job) error {
 // no longer queued at want: someone else claimed (or cancelled) it, so this
 // message is done with.
 func (e *Engine) claimedMeanwhile(ctx context.Context, want job.Version, j *job.Job) (bool, error) {
-	fresh, err := e.state.GetJob(ctx, j.Key())
+	fresh, err := e.state.GetJob(ctx, j.Ref())
 	if errors.Is(err, ErrJobNotFound) {
 		return true, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("work %s: %w", j.Key(), err)
+		return false, fmt.Errorf("work %s: %w", j.Ref(), err)
 	}
 	if fresh.Version() != want {
 		e.log.DebugContext(ctx, "dropped duplicate delivery", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "status", fresh.Status)
@@ -432,14 +432,14 @@ func (e *Engine) claim(ctx context.Context, q Queue, j *job.Job, from job.Versio
 	err = e.state.UpdateJob(ctx, *j, from)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
 		e.log.InfoContext(ctx, "dropped duplicate delivery after the gate", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
-		if q.Config.MaxRunning == 0 && j.Lane == "" {
+		if q.Config.MaxRunning == 0 && j.Key == "" {
 			return false, nil
 		}
 		// The place the gate gave this ticket, and the key this
 		// delivery took before the gate, are given up unless another
 		// delivery runs the ticket: the job was cancelled (or purged)
 		// after this worker read it, and a cancelled job holds nothing.
-		fresh, err := e.state.GetJob(ctx, j.Key())
+		fresh, err := e.state.GetJob(ctx, j.Ref())
 		if err == nil && fresh.Status == job.Running && fresh.Ticket == j.Ticket {
 			return false, nil
 		}
@@ -451,7 +451,7 @@ func (e *Engine) claim(ctx context.Context, q Queue, j *job.Job, from job.Versio
 	if err != nil {
 		// The job stays queued at a ticket the gate passed: the message
 		// comes again and rolls forward through the gate.
-		return false, fmt.Errorf("work %s: claim: %w", j.Key(), err)
+		return false, fmt.Errorf("work %s: claim: %w", j.Ref(), err)
 	}
 	// The gate is behind: the queue's next message may go on to its own
 	// while this one sleeps to its start.
@@ -496,14 +496,14 @@ func (e *Engine) overslept(ctx context.Context, q Queue, j *job.Job, st slot.Sta
 		if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
 			return false, nil
 		}
-		return false, fmt.Errorf("work %s: give up a missed start: %w", j.Key(), err)
+		return false, fmt.Errorf("work %s: give up a missed start: %w", j.Ref(), err)
 	}
 	e.endRun(rctx, q, ticket)
 	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: late})
 	e.log.InfoContext(ctx, "slot missed", "queue", j.Queue, "job_id", j.ID, "ticket", ticket, "late_ms", late.Milliseconds())
 	if err := ctx.Err(); err != nil {
 		// Queued again with no worker on it: the message must come back.
-		return false, fmt.Errorf("work %s: after a missed start: %w", j.Key(), err)
+		return false, fmt.Errorf("work %s: after a missed start: %w", j.Ref(), err)
 	}
 	return true, nil
 }
@@ -649,7 +649,7 @@ func (e *Engine) parkForGate(ctx context.Context, j *job.Job, wake time.Time, ho
 		if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
 			return nil // moved on (cancelled, or run by another delivery)
 		}
-		return fmt.Errorf("park %s until its gate opens: %w", j.Key(), err)
+		return fmt.Errorf("park %s until its gate opens: %w", j.Ref(), err)
 	}
 	if e.deadGeneration(ctx, j) {
 		return nil
@@ -664,13 +664,13 @@ func (e *Engine) keepHold(ctx context.Context, j *job.Job, wake time.Time) {
 	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
 	until := laterOf(wake, e.now()).Add(e.opts.Lease)
 	q := Queue{Name: j.Queue, Gen: j.Gen}
-	if err := e.updateLane(ctx, q, j.Lane, func(l slot.Lane) slot.Lane {
+	if err := e.updateLane(ctx, q, j.Key, func(l slot.Lane) slot.Lane {
 		if l.Holder == w && l.Until.Before(until) {
 			l.Until = until
 		}
 		return l
 	}); err != nil {
-		e.log.WarnContext(ctx, "key's hold not kept while away", "queue", j.Queue, "job_id", j.ID, "key", j.Lane, "error", err.Error())
+		e.log.WarnContext(ctx, "key's hold not kept while away", "queue", j.Queue, "job_id", j.ID, "key", j.Key, "error", err.Error())
 	}
 }
 

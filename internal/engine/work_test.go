@@ -71,7 +71,7 @@ func (b *workBench) enqueue(q string, cfg slot.Config) job.Envelope {
 
 func (b *workBench) job(q, id string) job.Job {
 	b.t.Helper()
-	j, err := b.store.GetJob(context.Background(), job.Key{Queue: q, ID: id})
+	j, err := b.store.GetJob(context.Background(), job.Ref{Queue: q, ID: id})
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import "github.com/slotq/slotq/pkg/api"
 func (j *Job) API() *api.Job {
 	return &api.Job{
 		Queue: j.Queue, ID: j.ID, Gen: j.Gen, Kind: j.Kind, Target: j.Target, Payload: j.Payload,
-		Key: j.Lane, Status: j.Status, Ticket: j.Ticket, Order: j.Order, SlotAt: j.SlotAt,
+		Key: j.Key, Status: j.Status, Ticket: j.Ticket, Order: j.Order, SlotAt: j.SlotAt,
 		NotBefore: j.NotBefore, Scheduled: j.Scheduled, Detached: j.Detached, Attempt: j.Attempt,
 		Retickets: j.Retickets, Reruns: j.Reruns, RerunFrom: j.RerunFrom, ParkReason: j.ParkReason,
 		DueAt: j.DueAt, EnqueuedAt: j.EnqueuedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,

@@ -41,8 +41,8 @@ func (j *Job) Envelope() Envelope {
 	}
 }
 
-// Key returns the key of the job the envelope carries.
-func (e Envelope) Key() Key { return Key{Queue: e.Queue, ID: e.JobID} }
+// Ref names the job the envelope carries.
+func (e Envelope) Ref() Ref { return Ref{Queue: e.Queue, ID: e.JobID} }
 
 // DecodeEnvelope parses a message body.
 func DecodeEnvelope(body []byte) (Envelope, error) {

@@ -114,10 +114,11 @@ type Job struct {
 	// moment after it that the queue's spacing allows, whatever tickets
 	// started meanwhile: the gate never passes it (slot.GateScheduled).
 	Scheduled bool `json:"scheduled,omitempty"`
-	// Lane is the job's key (JSON "key"; [A-Za-z0-9_.:/@-]{1,200}, or
+	// Key is the job's key (JSON "key"; [A-Za-z0-9_.:/@-]{1,200}, or
 	// empty): jobs of one queue with the same key run one at a time, in
-	// ticket order (docs/guarantees.md §12, slot.Lane).
-	Lane string `json:"key,omitempty"`
+	// ticket order (docs/guarantees.md §12). The key's shared state is
+	// its lane (slot.Lane).
+	Key string `json:"key,omitempty"`
 	// Detached is set when the job waited, parked, for its key or for a
 	// running place: it left the line, so, like a scheduled job, it
 	// passes the gate by the queue's spacing alone and is never passed.
@@ -213,13 +214,14 @@ func (j *Job) Expired(now time.Time) bool {
 	return !j.ExpiresAt.IsZero() && !now.Before(j.ExpiresAt)
 }
 
-// Key names a job: its queue and its id.
-type Key struct {
+// Ref names a job: its queue and its id. (A job's Key is something else:
+// the key whose jobs run one at a time.)
+type Ref struct {
 	Queue string
 	ID    string
 }
 
-func (k Key) String() string { return fmt.Sprintf("%s/%s", k.Queue, k.ID) }
+func (k Ref) String() string { return fmt.Sprintf("%s/%s", k.Queue, k.ID) }
 
-// Key returns the job's key.
-func (j *Job) Key() Key { return Key{Queue: j.Queue, ID: j.ID} }
+// Ref returns the job's reference: its queue and id.
+func (j *Job) Ref() Ref { return Ref{Queue: j.Queue, ID: j.ID} }

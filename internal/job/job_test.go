@@ -156,7 +156,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env.Key() != (Key{"q", "x"}) || env.Ticket != 7 || env.Attempt != 2 || !env.SlotAt.Equal(now) {
+	if env.Ref() != (Ref{"q", "x"}) || env.Ticket != 7 || env.Attempt != 2 || !env.SlotAt.Equal(now) {
 		t.Fatalf("envelope = %+v", env)
 	}
 	for _, bad := range []string{`{}`, `{"v":2,"queue":"q","job_id":"x","ticket":1,"attempt":1}`, `not json`} {

@@ -31,11 +31,11 @@ func TestStoreNow(t *testing.T) {
 	if _, err := st.CreateJobs(ctx, []job.Job{j}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.GetJob(ctx, job.Key{Queue: j.Queue, ID: j.ID}); err != nil {
+	if _, err := st.GetJob(ctx, job.Ref{Queue: j.Queue, ID: j.ID}); err != nil {
 		t.Fatalf("GetJob before expiry: %v", err)
 	}
 	now = now.Add(time.Hour)
-	if _, err := st.GetJob(ctx, job.Key{Queue: j.Queue, ID: j.ID}); !errors.Is(err, engine.ErrJobNotFound) {
+	if _, err := st.GetJob(ctx, job.Ref{Queue: j.Queue, ID: j.ID}); !errors.Is(err, engine.ErrJobNotFound) {
 		t.Errorf("GetJob at expiry: %v, want ErrJobNotFound", err)
 	}
 	if n, _ := st.CountJobs(ctx, "q", 0, job.Succeeded); n != 0 {
@@ -451,7 +451,7 @@ func TestStoreAndTransportHour(t *testing.T) {
 		var starts []time.Time
 		var passed atomic.Int64
 		reticket := func(ctx context.Context, e job.Envelope) error {
-			j, err := st.GetJob(ctx, e.Key())
+			j, err := st.GetJob(ctx, e.Ref())
 			if err != nil || j.Status != job.Queued || j.Ticket != e.Ticket {
 				return err // a stale copy
 			}
@@ -478,7 +478,7 @@ func TestStoreAndTransportHour(t *testing.T) {
 			_, err := st.Gate(ctx, engine.GateRequest{Queue: e.Queue, Ticket: e.Ticket, Interval: cfg.Interval, Now: now})
 			if err == nil {
 				// The claim: of duplicate deliveries that passed, one wins.
-				j, gerr := st.GetJob(ctx, e.Key())
+				j, gerr := st.GetJob(ctx, e.Ref())
 				if gerr != nil {
 					return gerr
 				}

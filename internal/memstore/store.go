@@ -288,7 +288,7 @@ func (s *Store) CreateJobs(_ context.Context, jobs []job.Job) ([]bool, error) {
 }
 
 // GetJob returns a job. ErrJobNotFound, also for an expired one.
-func (s *Store) GetJob(_ context.Context, k job.Key) (job.Job, error) {
+func (s *Store) GetJob(_ context.Context, k job.Ref) (job.Job, error) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

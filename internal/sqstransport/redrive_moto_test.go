@@ -78,7 +78,7 @@ func TestMotoRedrive(t *testing.T) {
 	// "done" ended meanwhile (another delivery ran it); "moved" took a
 	// new ticket, so its old message is stale.
 	move := func(id string, change func(j *job.Job)) {
-		j, err := store.GetJob(ctx, job.Key{Queue: "q", ID: id})
+		j, err := store.GetJob(ctx, job.Ref{Queue: "q", ID: id})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestMotoRedrive(t *testing.T) {
 	// have taken a new ticket at the end of the line (a missed slot),
 	// whose message then carries it.
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
-		if j, err := store.GetJob(ctx, job.Key{Queue: "q", ID: "waits"}); err != nil || j.Status.Final() {
+		if j, err := store.GetJob(ctx, job.Ref{Queue: "q", ID: "waits"}); err != nil || j.Status.Final() {
 			break
 		}
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
@@ -144,7 +144,7 @@ func TestMotoRedrive(t *testing.T) {
 			}
 		}
 	}
-	j, err := store.GetJob(ctx, job.Key{Queue: "q", ID: "waits"})
+	j, err := store.GetJob(ctx, job.Ref{Queue: "q", ID: "waits"})
 	if err != nil || j.Status != job.Succeeded || ran["waits"] != 1 || ran["done"] != 0 || ran["moved"] != 0 {
 		t.Errorf("after the redrive: waits %s, runs %v; want waits succeeded, run once, nothing else run", j.Status, ran)
 	}

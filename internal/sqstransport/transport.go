@@ -112,7 +112,7 @@ type encoded struct {
 func encode(env job.Envelope) (body string, attrs map[string]types.MessageAttributeValue, size int, err error) {
 	b, err := json.Marshal(env)
 	if err != nil {
-		return "", nil, 0, fmt.Errorf("encode envelope %s: %w", env.Key(), err)
+		return "", nil, 0, fmt.Errorf("encode envelope %s: %w", env.Ref(), err)
 	}
 	attrs = map[string]types.MessageAttributeValue{
 		AttrQueue: {DataType: aws.String("String"), StringValue: aws.String(env.Queue)},
@@ -260,7 +260,7 @@ func (t *Transport) sendBatch(ctx context.Context, batch []encoded, failed map[i
 			}
 			done[id] = true
 			entryErr := &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault}
-			last = fmt.Errorf("send job %s: %w", e.env.Key(), entryErr)
+			last = fmt.Errorf("send job %s: %w", e.env.Ref(), entryErr)
 			if f.SenderFault || attempt >= t.opts.SendAttempts {
 				failed[e.index] = last
 				continue
@@ -271,7 +271,7 @@ func (t *Transport) sendBatch(ctx context.Context, batch []encoded, failed map[i
 			if !done[*e.entry.Id] {
 				// Neither sent nor failed: SQS did not answer for it.
 				// Sending again risks a duplicate, which the worker drops.
-				err := fmt.Errorf("send job %s: %w", e.env.Key(), &EntryError{Code: "NoResult", Message: "no result for entry"})
+				err := fmt.Errorf("send job %s: %w", e.env.Ref(), &EntryError{Code: "NoResult", Message: "no result for entry"})
 				if attempt >= t.opts.SendAttempts {
 					failed[e.index] = err
 				} else {
@@ -284,7 +284,7 @@ func (t *Transport) sendBatch(ctx context.Context, batch []encoded, failed map[i
 		}
 		if err := clock.Sleep(ctx, t.opts.RetryBackoff<<(attempt-1)); err != nil {
 			for _, e := range retry {
-				failed[e.index] = fmt.Errorf("send job %s: %w", e.env.Key(), err)
+				failed[e.index] = fmt.Errorf("send job %s: %w", e.env.Ref(), err)
 			}
 			return sent, nil
 		}

@@ -339,7 +339,7 @@ func TestEnvelopeOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Key() != env.Key() || !got.SlotAt.Equal(env.SlotAt) || string(got.Payload) != `{"a":1}` {
+	if got.Ref() != env.Ref() || !got.SlotAt.Equal(env.SlotAt) || string(got.Payload) != `{"a":1}` {
 		t.Errorf("EnvelopeOf = %+v, want %+v", got, env)
 	}
 	if _, err := sqstransport.EnvelopeOf(events.SQSMessage{MessageId: "m-bad", Body: `{"v":99}`}); err == nil || !strings.Contains(err.Error(), "m-bad") {

@@ -149,7 +149,7 @@ func TestEngineStartLine(t *testing.T) {
 	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails.v2", Job: &job.Spec{ID: "welcome-42", Kind: "echo"}}); err != nil {
 		t.Fatal(err)
 	}
-	j, err := store.GetJob(ctx, job.Key{Queue: "emails.v2", ID: "welcome-42"})
+	j, err := store.GetJob(ctx, job.Ref{Queue: "emails.v2", ID: "welcome-42"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,7 +152,7 @@ func TestLanes(t *testing.T) {
 			t.Errorf("%s: %s (%s)", j.ID, j.Status, j.LastError)
 			continue
 		}
-		r := run{id: j.ID, key: j.Lane, ticket: j.Ticket}
+		r := run{id: j.ID, key: j.Key, ticket: j.Ticket}
 		for _, ev := range j.History {
 			switch ev.Kind {
 			case job.Started:

@@ -162,7 +162,7 @@ func TestNewHandler(t *testing.T) {
 	logMu.Unlock()
 	state := dynamostore.New(ddb, table, dynamostore.Options{})
 	for _, a := range res.Jobs {
-		j, err := state.GetJob(ctx, job.Key{Queue: "greetings", ID: a.JobID})
+		j, err := state.GetJob(ctx, job.Ref{Queue: "greetings", ID: a.JobID})
 		if err != nil {
 			t.Fatal(err)
 		}

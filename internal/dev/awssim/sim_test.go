@@ -224,7 +224,7 @@ func runSim(t *testing.T, duplicate bool) simResult {
 		}
 		left := 0
 		for id := range res.accepted {
-			j, err := store.GetJob(ctx, job.Key{Queue: queue, ID: id})
+			j, err := store.GetJob(ctx, job.Ref{Queue: queue, ID: id})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +247,7 @@ func runSim(t *testing.T, duplicate bool) simResult {
 
 	res.final = map[string]job.Job{}
 	for id := range res.accepted {
-		j, err := store.GetJob(ctx, job.Key{Queue: queue, ID: id})
+		j, err := store.GetJob(ctx, job.Ref{Queue: queue, ID: id})
 		if err != nil {
 			t.Fatalf("get job %s: %v", id, err)
 		}

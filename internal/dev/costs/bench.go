@@ -162,7 +162,7 @@ func (e *env) waitFinal(ctx context.Context, ids []string, limit time.Duration) 
 		var out []job.Job
 		left := 0
 		for _, id := range ids {
-			j, err := e.raw.GetJob(ctx, job.Key{Queue: "q", ID: id})
+			j, err := e.raw.GetJob(ctx, job.Ref{Queue: "q", ID: id})
 			if err != nil {
 				return nil, err
 			}

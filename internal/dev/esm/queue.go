@@ -73,7 +73,7 @@ func (q *Memory) Receive(ctx context.Context, n int, wait time.Duration) ([]even
 	for _, d := range ds {
 		body, err := json.Marshal(d.Envelope)
 		if err != nil {
-			return nil, fmt.Errorf("encode envelope %s: %w", d.Envelope.Key(), err)
+			return nil, fmt.Errorf("encode envelope %s: %w", d.Envelope.Ref(), err)
 		}
 		str := func(v string) events.SQSMessageAttribute {
 			return events.SQSMessageAttribute{DataType: "String", StringValue: &v, StringListValues: []string{}, BinaryListValues: [][]byte{}}

@@ -20,7 +20,7 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 			SlotAt: at(time.Hour), NotBefore: at(time.Hour), Scheduled: true, Attempt: 2, Retickets: 3,
 			ParkReason: job.Far, DueAt: at(45 * time.Minute), EnqueuedAt: base,
 			StartedAt: at(-time.Minute), FinishedAt: at(-time.Second),
-			LastError: "boom", ExpiresAt: farFuture, Lane: "acct/42:x@y_z.-", Detached: true,
+			LastError: "boom", ExpiresAt: farFuture, Key: "acct/42:x@y_z.-", Detached: true,
 		}
 		bare := job.Job{Queue: name, ID: "bare", Kind: "k", Status: job.Queued, Ticket: 1,
 			SlotAt: base, Attempt: 1, EnqueuedAt: base}
@@ -39,7 +39,7 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		}
 		// An update writes the key and the detached flag, and clears them.
 		keyed := bare
-		keyed.Lane, keyed.Detached = "k1", true
+		keyed.Key, keyed.Detached = "k1", true
 		if err := st.UpdateJob(t.Context(), keyed, bare.Version()); err != nil {
 			t.Fatalf("UpdateJob with a key: %v", err)
 		}
@@ -96,7 +96,7 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 
 	t.Run("GetNotFound", func(t *testing.T) {
 		st := newState(t)
-		_, err := st.GetJob(t.Context(), job.Key{Queue: queueName(t), ID: "nope"})
+		_, err := st.GetJob(t.Context(), job.Ref{Queue: queueName(t), ID: "nope"})
 		wantErr(t, "GetJob", err, engine.ErrJobNotFound)
 	})
 
@@ -131,7 +131,7 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 
 		ghost := newJob(name, "ghost", 1, job.Queued)
 		wantErr(t, "UpdateJob of a missing job", st.UpdateJob(ctx, ghost, ghost.Version()), engine.ErrJobNotFound)
-		if _, err := st.GetJob(ctx, job.Key{Queue: name, ID: "ghost"}); err == nil {
+		if _, err := st.GetJob(ctx, job.Ref{Queue: name, ID: "ghost"}); err == nil {
 			t.Errorf("UpdateJob of a missing job created it")
 		}
 	})
@@ -328,7 +328,7 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		if !equalTickets(got, 2, 3) {
 			t.Errorf("ListJobs listed tickets %v, want [2 3] (ticket 1 expired)", tickets(got))
 		}
-		_, err = st.GetJob(ctx, job.Key{Queue: name, ID: "old"})
+		_, err = st.GetJob(ctx, job.Ref{Queue: name, ID: "old"})
 		wantErr(t, "GetJob of an expired job", err, engine.ErrJobNotFound)
 		getJob(t, st, name, "kept")
 	})

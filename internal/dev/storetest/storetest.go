@@ -132,7 +132,7 @@ func createJobs(t *testing.T, st engine.State, jobs ...job.Job) {
 
 func getJob(t *testing.T, st engine.State, queue, id string) job.Job {
 	t.Helper()
-	j, err := st.GetJob(t.Context(), job.Key{Queue: queue, ID: id})
+	j, err := st.GetJob(t.Context(), job.Ref{Queue: queue, ID: id})
 	if err != nil {
 		t.Fatalf("GetJob(%s/%s): %v", queue, id, err)
 	}
@@ -157,7 +157,7 @@ func diffJob(got, want job.Job) string {
 	check("SlotAt", got.SlotAt.Equal(want.SlotAt), got.SlotAt, want.SlotAt)
 	check("NotBefore", got.NotBefore.Equal(want.NotBefore), got.NotBefore, want.NotBefore)
 	check("Scheduled", got.Scheduled == want.Scheduled, got.Scheduled, want.Scheduled)
-	check("Lane", got.Lane == want.Lane, got.Lane, want.Lane)
+	check("Lane", got.Key == want.Key, got.Key, want.Key)
 	check("Detached", got.Detached == want.Detached, got.Detached, want.Detached)
 	check("Attempt", got.Attempt == want.Attempt, got.Attempt, want.Attempt)
 	check("Retickets", got.Retickets == want.Retickets, got.Retickets, want.Retickets)

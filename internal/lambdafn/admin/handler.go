@@ -30,9 +30,9 @@ type Admin interface {
 	Purge(ctx context.Context, name string) (int, error)
 	DeleteQueue(ctx context.Context, name string) (int, error)
 	Stats(ctx context.Context, name string) (engine.Stats, error)
-	Job(ctx context.Context, k job.Key) (job.Job, error)
+	Job(ctx context.Context, k job.Ref) (job.Job, error)
 	Jobs(ctx context.Context, r engine.ListRequest) ([]job.Job, error)
-	CancelJob(ctx context.Context, k job.Key) (job.Job, error)
+	CancelJob(ctx context.Context, k job.Ref) (job.Job, error)
 	Reindex(ctx context.Context) (engine.ReindexReport, error)
 	Retry(ctx context.Context, r engine.RetryRequest) (engine.RetryResult, error)
 	Redrive(ctx context.Context, dlq engine.DeadLetterQueue, limit int) (engine.RedriveReport, error)
@@ -235,10 +235,10 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 	case "starts":
 		return h.starts(ctx, r)
 	case "get":
-		j, err := h.Engine.Job(ctx, job.Key{Queue: r.Queue, ID: r.JobID})
+		j, err := h.Engine.Job(ctx, job.Ref{Queue: r.Queue, ID: r.JobID})
 		return Response{Job: &j}, err
 	case "cancel":
-		j, err := h.Engine.CancelJob(ctx, job.Key{Queue: r.Queue, ID: r.JobID})
+		j, err := h.Engine.CancelJob(ctx, job.Ref{Queue: r.Queue, ID: r.JobID})
 		return Response{Job: &j}, err
 	case "retry":
 		if r.JobID != "" {

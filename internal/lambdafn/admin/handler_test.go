@@ -92,7 +92,7 @@ func TestHandleSampleEvents(t *testing.T) {
 				r.Retried.Jobs[0].Status != job.Queued || r.Retried.Jobs[0].Ticket != 3 {
 				t.Errorf("retried %+v", r.Retried)
 			}
-			j, err := eng.Job(ctx, job.Key{Queue: "emails", ID: "welcome-42"})
+			j, err := eng.Job(ctx, job.Ref{Queue: "emails", ID: "welcome-42"})
 			if err != nil || j.Reruns != 1 || j.History[len(j.History)-1].Reason != "ops@example.com" {
 				t.Errorf("job %+v, %v; want a rerun by ops@example.com", j, err)
 			}
@@ -150,7 +150,7 @@ func TestErrors(t *testing.T) {
 	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &job.Spec{ID: "done", Kind: "k"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.CancelJob(ctx, job.Key{Queue: "q", ID: "done"}); err != nil {
+	if _, err := eng.CancelJob(ctx, job.Ref{Queue: "q", ID: "done"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &job.Spec{ID: "waits", Kind: "k"}}); err != nil {
@@ -220,7 +220,7 @@ func TestRedriveSample(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	b, _ := eng.Job(ctx, job.Key{Queue: "q", ID: "b"})
+	b, _ := eng.Job(ctx, job.Ref{Queue: "q", ID: "b"})
 	from := b.Version()
 	b.Status = job.Cancelled
 	if err := store.UpdateJob(ctx, b, from); err != nil {

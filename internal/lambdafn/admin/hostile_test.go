@@ -198,7 +198,7 @@ func TestNotFoundMessages(t *testing.T) {
 func TestStatsCounts(t *testing.T) {
 	h, eng, _ := newHostile(t)
 	ctx := context.Background()
-	if _, err := eng.CancelJob(ctx, job.Key{Queue: "emails", ID: "welcome-42"}); err != nil {
+	if _, err := eng.CancelJob(ctx, job.Ref{Queue: "emails", ID: "welcome-42"}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := h.Handle(ctx, json.RawMessage(`{"op":"stats","queue":"emails"}`))

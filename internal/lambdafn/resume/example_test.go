@@ -39,7 +39,7 @@ func ExampleHandler() {
 		if err != nil {
 			panic(err)
 		}
-		j, _ := eng.Job(ctx, job.Key{Queue: "reports", ID: "daily"})
+		j, _ := eng.Job(ctx, job.Ref{Queue: "reports", ID: "daily"})
 		fmt.Printf("+%v: released %d, %s is %s\n", at, rep.Released, j.ID, j.Status)
 	}
 	// Output:

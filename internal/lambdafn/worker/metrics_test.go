@@ -63,7 +63,7 @@ func TestHandleWritesMetrics(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("%+v, %v", resp, err)
 	}
-	j, err := eng.Job(ctx, job.Key{Queue: "emails", ID: "welcome-1"})
+	j, err := eng.Job(ctx, job.Ref{Queue: "emails", ID: "welcome-1"})
 	if err != nil || j.Status != job.Succeeded {
 		t.Fatalf("job %s, %v", j.Status, err)
 	}
