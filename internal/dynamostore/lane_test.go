@@ -128,7 +128,7 @@ func TestLaneLostAnswer(t *testing.T) {
 		regenerate(t, st, 2)
 		f.rules = []faultRule{lost("TransactWriteItems")}
 		l, err := st.AddPending(t.Context(), "q", 2, "k", 3)
-		foreign := slot.Waiter{Ticket: slot.Foreign, JobID: held.Holder.JobID}
+		foreign := slot.Waiter{Ticket: slot.DeletedQueueTicket, JobID: held.Holder.JobID}
 		if err != nil || l.Pending != 3 || l.Gen != 2 || l.Holder != foreign {
 			t.Fatalf("AddPending = %+v, %v; want a fresh lane of generation 2 with 3 pending, its holder foreign", l, err)
 		}

@@ -501,7 +501,7 @@ func (e *Engine) reapLane(ctx context.Context, q Queue, key string, now time.Tim
 		return sent, fmt.Errorf("resume %s: key %s: %w", q.Name, l.Key, err)
 	}
 	if handed != nil {
-		if l.Holder.Ticket == slot.Foreign {
+		if l.Holder.Ticket == slot.DeletedQueueTicket {
 			// Expected: a deleted generation's holder frees the key only
 			// by its lease.
 			e.log.InfoContext(ctx, "key free of a deleted queue's holder; handed on", "queue", q.Name, "key", l.Key, "to_ticket", handed.Ticket)

@@ -248,7 +248,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 // the message when first read.
 //
 // A record that keeps it waiting past recordHold lets the later messages
-// of its queue in the worker's batch go on (Started): a record that
+// of its queue in the worker's batch go on (GateDone): a record that
 // lags that long is rare, and mostly one that will never come (a
 // re-ticket that lost to a duplicate, a concurrent enqueue of the same
 // id), so the batch is not held up for RecordGrace.
@@ -269,7 +269,7 @@ func (e *Engine) record(ctx context.Context, env job.Envelope) (j job.Job, waite
 		}
 		waited = true
 		if e.now().Sub(began) >= recordHold {
-			Started(ctx)
+			GateDone(ctx)
 		}
 		if err := clock.Sleep(ctx, wait); err != nil {
 			return j, waited, err
@@ -455,7 +455,7 @@ func (e *Engine) claim(ctx context.Context, q Queue, j *job.Job, from job.Versio
 	}
 	// The gate is behind: the queue's next message may go on to its own
 	// while this one sleeps to its start.
-	Started(ctx)
+	GateDone(ctx)
 	// Sleep to the start. A worker that wakes more than skew after it
 	// (descheduled, stalled) must not start: the next ticket may start
 	// an interval after the reserved start, less skew.
@@ -592,24 +592,24 @@ func missedBefore(j *job.Job) bool {
 	return false
 }
 
-// startedKey is the context key of OnStarted's callback.
-type startedKey struct{}
+// gateDoneKey is the context key of OnGateDone's callback.
+type gateDoneKey struct{}
 
-// OnStarted returns ctx carrying fn, which Work calls once it is done with
+// OnGateDone returns ctx carrying fn, which Work calls once it is done with
 // the gate for its message: once the gate reserved its attempt's start and
 // the attempt is claimed (before the worker sleeps to that start), or as
 // Work returns without starting anything. A worker that works one queue's
 // messages in order (sqstransport.WorkBatch) lets the next message go on
 // from there, so neither a start a lead ahead nor a slow target holds up
 // a later job.
-func OnStarted(ctx context.Context, fn func()) context.Context {
-	return context.WithValue(ctx, startedKey{}, fn)
+func OnGateDone(ctx context.Context, fn func()) context.Context {
+	return context.WithValue(ctx, gateDoneKey{}, fn)
 }
 
-// Started calls ctx's OnStarted callback, if any: Work does, once its
+// GateDone calls ctx's OnGateDone callback, if any: Work does, once its
 // attempt is claimed; a stand-in for Work may too.
-func Started(ctx context.Context) {
-	if fn, ok := ctx.Value(startedKey{}).(func()); ok {
+func GateDone(ctx context.Context) {
+	if fn, ok := ctx.Value(gateDoneKey{}).(func()); ok {
 		fn()
 	}
 }

@@ -311,7 +311,7 @@ func TestTargetTimeoutFitsWorkerTimeout(t *testing.T) {
 // A message whose record is behind it (its writer is slow, or died and
 // the record will never come) waits for the record up to RecordGrace, but
 // does not hold up the later messages of its queue in a worker's batch
-// meanwhile: it lets them go on (OnStarted) after a short wait.
+// meanwhile: it lets them go on (OnGateDone) after a short wait.
 func TestRecordWaitReleasesBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error { return nil })}, nil)
@@ -320,7 +320,7 @@ func TestRecordWaitReleasesBatch(t *testing.T) {
 		env.SentAt = time.Now()
 		begin := time.Now()
 		released := time.Duration(-1)
-		ctx := engine.OnStarted(context.Background(), func() {
+		ctx := engine.OnGateDone(context.Background(), func() {
 			if released < 0 {
 				released = time.Since(begin)
 			}

@@ -116,8 +116,8 @@ func without(ws []Waiter, w Waiter) []Waiter {
 
 // Fresh returns the lane as a new one of generation gen, if it belongs to
 // another generation (a deleted queue's): its identity and version, and
-// its holder as a Foreign one until the holder's lease ends. The deleted
-// queue's attempt may still run; the new queue's jobs of the key wait for
+// its holder, at ticket DeletedQueueTicket, until the holder's lease ends.
+// The deleted queue's attempt may still run; the new queue's jobs of the key wait for
 // its lease, so two runs of one key never overlap across a delete, and
 // nothing of the old generation hands the key on (its attempt touches no
 // lane of the new queue). Its waiters and pending count are dropped.
@@ -127,15 +127,16 @@ func (l Lane) Fresh(gen int64) Lane {
 	}
 	f := Lane{Queue: l.Queue, Key: l.Key, Gen: gen, Version: l.Version}
 	if l.Holder.Ticket != 0 {
-		f.Holder, f.Until = Waiter{Ticket: Foreign, JobID: l.Holder.JobID}, l.Until
+		f.Holder, f.Until = Waiter{Ticket: DeletedQueueTicket, JobID: l.Holder.JobID}, l.Until
 	}
 	return f
 }
 
-// Foreign is the Ticket of a lane's holder from a deleted generation
-// (Fresh): no job of the lane's own generation has it, so none takes the
-// hold for its own, and the key is free once Until has passed.
-const Foreign int64 = -1
+// DeletedQueueTicket is the Ticket of a lane's holder from a deleted
+// queue, an older generation of the lane's (Fresh): no job of the lane's
+// own generation has it, so none takes the hold for its own, and the key
+// is free once Until has passed.
+const DeletedQueueTicket int64 = -1
 
 // Ahead is how many jobs of the lane wait before w: the holder (if it is
 // not w) and the waiters with a lower ticket.

@@ -28,7 +28,7 @@ import (
 // lower ticket would be re-ticketed behind the higher), but each message's
 // target runs on its own: the next message goes on as soon as the one
 // before it passed the gate and claimed its job (a lead before its start)
-// or was done (engine.OnStarted), so neither a sleep to a start nor a slow
+// or was done (engine.OnGateDone), so neither a sleep to a start nor a slow
 // target, nor a job holding its key, holds up a later job.
 func WorkBatch(ctx context.Context, batch []events.SQSMessage, work func(context.Context, job.Envelope) error,
 	onError func(env job.Envelope, err error)) events.SQSEventResponse {
@@ -69,7 +69,7 @@ func WorkBatch(ctx context.Context, batch []events.SQSMessage, work func(context
 				done := sync.OnceFunc(func() { close(next) })
 				wg.Go(func() {
 					defer done()
-					if it.err = work(engine.OnStarted(ctx, done), it.env); it.err != nil {
+					if it.err = work(engine.OnGateDone(ctx, done), it.env); it.err != nil {
 						report(it.env, fmt.Errorf("message %s: %w", it.id, it.err))
 					}
 				})

@@ -84,7 +84,7 @@ func TestWorkBatchConcurrentAcrossQueues(t *testing.T) {
 
 // Within a queue the messages pass the gate one after another, but each
 // target runs on its own: once a message's work says it started
-// (engine.Started), the next one goes on, so a slow target does not hold
+// (engine.GateDone), the next one goes on, so a slow target does not hold
 // up the queue's later jobs.
 func TestWorkBatchRunsTargetsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestWorkBatchRunsTargetsAtOnce(t *testing.T) {
 			gating--
 			begins = append(begins, time.Since(base))
 			mu.Unlock()
-			engine.Started(ctx)
+			engine.GateDone(ctx)
 			time.Sleep(10 * time.Second) // a slow target
 			return nil
 		}

@@ -383,7 +383,7 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 		old := putLane(t, st, slot.Lane{Queue: name, Key: "k", Gen: 5, Holder: slot.Waiter{Ticket: 3, JobID: "a"}, Until: at(time.Minute),
 			Last: 4, Waiting: []slot.Waiter{{Ticket: 4, JobID: "b"}}}, 0, 2)
 		got := addPending(t, st, name, 0, "k", 1)
-		foreign := slot.Waiter{Ticket: slot.Foreign, JobID: "a"}
+		foreign := slot.Waiter{Ticket: slot.DeletedQueueTicket, JobID: "a"}
 		want := slot.Lane{Queue: name, Key: "k", Gen: 0, Version: got.Version, Pending: 1, Holder: foreign, Until: at(time.Minute)}
 		wantLane(t, "AddPending of generation 0 on a lane of 5", got, want)
 		if got.Version <= old.Version {
