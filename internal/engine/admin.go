@@ -218,7 +218,7 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 			}
 			return 0, fmt.Errorf("purge %s: %w", name, err)
 		}
-		e.cancelled(ctx, q, j) // off its lanes, and no longer pending on its key
+		e.takeOffLanes(ctx, q, j) // off its lanes, and no longer pending on its key
 	}
 	return int(max(0, st.Purged-st.Current)), nil
 }
@@ -251,7 +251,7 @@ func (e *Engine) DeleteQueue(ctx context.Context, name string) (int, error) {
 		return 0, fmt.Errorf("delete %s: %w", name, err)
 	}
 	for _, j := range parked {
-		if err := e.orphan(ctx, j); err != nil {
+		if err := e.expireOfDeletedQueue(ctx, j); err != nil {
 			return 0, fmt.Errorf("delete %s: %w", name, err)
 		}
 	}
@@ -410,7 +410,7 @@ func (e *Engine) CancelJob(ctx context.Context, k job.Ref) (job.Job, error) {
 		if err != nil {
 			return j, failure("cancel", k, err)
 		}
-		e.cancelled(ctx, q, j)
+		e.takeOffLanes(ctx, q, j)
 		return e.getJob(ctx, q, k)
 	}
 }

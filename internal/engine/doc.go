@@ -8,7 +8,9 @@
 // The flow of one job:
 //
 //	Enqueue ─ Take tickets+slots ─ CreateJobs ─ Send (delay) or park
-//	Work    ─ wait to the slot ─ Start (gate+claim) ─ Run ─ record / retry
+//	Work    ─ a delivery's steps (work.go): read the record ─ wait for the
+//	          gate and pass it (reserving the start) ─ claim ─ sleep to
+//	          the start ─ run ─ record the outcome, or retry or dead-letter
 //	Resume  ─ ListDue (the due index: what is due by now, any queue) ─
 //	          per queue with something due, under its lease: lift a timed
 //	          pause ─ re-ticket held jobs in line order (a bounded round

@@ -107,7 +107,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	for _, j := range newJobs {
 		j.Order = j.Ticket // kept through re-tickets: the order a pause keeps
 		j.Record(job.Event{At: now, Kind: job.Enqueued, Ticket: j.Ticket})
-		e.place(j, q.State.Paused)
+		e.place(j, q.State)
 	}
 	ahead, err := e.countPending(ctx, q, newJobs)
 	if err != nil {
@@ -117,7 +117,7 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	// always has a message on its way: a crash between the two leaves
 	// messages whose job does not exist (dropped by the worker), never a
 	// job that waits for a message that will not come.
-	e.dispatch(ctx, newJobs)
+	e.sendQueued(ctx, newJobs)
 	records := make([]job.Job, len(newJobs))
 	for i, j := range newJobs {
 		records[i] = *j
@@ -333,13 +333,14 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 	}
 }
 
-// place sets a job's status for its slot: parked when the queue is paused
-// or the slot lies beyond the transport's reach, queued otherwise.
-func (e *Engine) place(j *job.Job, paused bool) {
+// place sets a job's status for its slot, by its queue's state st:
+// parked when the queue is paused or the slot lies beyond the
+// transport's reach, queued otherwise.
+func (e *Engine) place(j *job.Job, st slot.State) {
 	now := e.now()
 	j.ParkReason, j.DueAt = "", time.Time{}
 	switch {
-	case paused:
+	case st.Paused:
 		j.Status, j.ParkReason = job.Parked, job.PausedQueue
 	case j.SlotAt.Sub(now) > e.transport.MaxDelay():
 		j.Status, j.ParkReason = job.Parked, job.Far
@@ -351,13 +352,13 @@ func (e *Engine) place(j *job.Job, paused bool) {
 	j.Record(job.Event{At: now, Kind: job.ParkedEvent, Reason: string(j.ParkReason)})
 }
 
-// dispatch sends the messages of the queued jobs among jobs, before their
-// records are written. Each delay is the time from now, as the messages
+// sendQueued sends the messages of the queued jobs among jobs, before
+// their records are written. Each delay is the time from now, as the messages
 // go, to the slot: a now taken before the round trips of the call would
 // make every message arrive late by their time. A job whose message the
 // transport refuses becomes parked as unsent (in memory: the caller
 // writes the record), and the resume function sends it again.
-func (e *Engine) dispatch(ctx context.Context, jobs []*job.Job) {
+func (e *Engine) sendQueued(ctx context.Context, jobs []*job.Job) {
 	var queued []*job.Job
 	for _, j := range jobs {
 		if j.Status == job.Queued {

@@ -66,7 +66,7 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 			return e.waitKey(ctx, *q, j, w)
 		case slot.Overtaken:
 			e.log.InfoContext(ctx, "overtaken on its key", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "key", j.Key, "key_last", next.Last)
-			return false, e.reticket(ctx, q, j)
+			return false, e.reticket(ctx, q, j, passedByLater)
 		default: // slot.LaneFull
 			return false, e.handBack(ctx, j, now.Add(max(q.Config.Interval, time.Second)))
 		}
@@ -83,7 +83,9 @@ func (e *Engine) waitKey(ctx context.Context, q Queue, j *job.Job, w slot.Waiter
 	if parked, err := e.parkOn(ctx, j, job.WaitKey); !parked || err != nil {
 		return false, err
 	}
-	e.leaveLine(ctx, q, j, inLine)
+	if inLine {
+		e.leaveLine(ctx, q, j)
+	}
 	l, err := e.state.GetLane(ctx, q.Name, j.Key)
 	if err != nil || l.Fresh(q.Gen).Holder != w {
 		return false, nil // the hand-off will find it parked
@@ -104,7 +106,9 @@ func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, erro
 	if parked, err := e.parkOn(ctx, j, job.WaitPlace); !parked || err != nil {
 		return false, err
 	}
-	e.leaveLine(ctx, q, j, inLine)
+	if inLine {
+		e.leaveLine(ctx, q, j)
+	}
 	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
 	enter := func(l slot.Lane) slot.Lane {
 		if len(l.Waiting) == 0 {
@@ -163,12 +167,13 @@ func (e *Engine) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) (bo
 }
 
 // leaveLine moves the queue's current past j, a line job that just parked
-// on a lane, when every lower ticket has started (q, read before, says
-// current stands just below it): the tickets behind it then do not hold an
-// interval for a job that is not coming (see holdUntil), and the next one
-// is not passed by the one after it in the race that hold would start.
-func (e *Engine) leaveLine(ctx context.Context, q Queue, j *job.Job, inLine bool) {
-	if !inLine || q.State.Current != j.Ticket-1 {
+// on a lane (and so left the line), when every lower ticket has started
+// (q, read before, says current stands just below it): the tickets behind
+// it then do not hold an interval for a job that is not coming (see
+// holdUntil), and the next one is not passed by the one after it in the
+// race that hold would start.
+func (e *Engine) leaveLine(ctx context.Context, q Queue, j *job.Job) {
+	if q.State.Current != j.Ticket-1 {
 		return
 	}
 	if _, err := e.state.Skip(ctx, q.Name, j.Ticket); err != nil {
@@ -231,13 +236,25 @@ func (e *Engine) updateLane(ctx context.Context, q Queue, key string, change fun
 	return fmt.Errorf("lane %q of %s kept changing under the update", key, q.Name)
 }
 
+// keyExit says how a job leaves its key's lane (leave).
+type keyExit int
+
+const (
+	// jobGoesOn: the job goes on (passed, parked, retried): it still
+	// counts as pending on its key.
+	jobGoesOn keyExit = iota
+	// jobEnded: the job ended for good (succeeded, failed, cancelled):
+	// it no longer counts as pending.
+	jobEnded
+)
+
 // leave gives up j's place in its key's lane as the attempt of ticket
 // ended, or as j left it otherwise (passed, paused, cancelled): a holder
-// hands the key to the first waiter. final says j ended for good: it no
-// longer counts as pending. Errors are logged, not returned: the job's
-// own record is written already, and a key left held is handed on by the
+// hands the key to the first waiter. exit says whether j still counts as
+// pending on its key. Errors are logged, not returned: the job's own
+// record is written already, and a key left held is handed on by the
 // resume function once its lease runs out.
-func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, final bool) {
+func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, exit keyExit) {
 	if j.Key == "" {
 		return
 	}
@@ -257,7 +274,7 @@ func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, fi
 		}
 		next, handed := slot.Leave(l, w, now, e.opts.Lease)
 		var delta int64
-		if final && l.Pending > 0 {
+		if exit == jobEnded && l.Pending > 0 {
 			// Never below 0: a count that missed j (its lane
 			// expired, say) is left as it is.
 			delta = -1
@@ -291,20 +308,20 @@ func (e *Engine) leaveUnlessRunning(ctx context.Context, q Queue, j job.Job, tic
 	if err == nil && fresh.Status == job.Running && fresh.Ticket == ticket {
 		return
 	}
-	e.leave(ctx, q, j, ticket, false)
+	e.leave(ctx, q, j, ticket, jobGoesOn)
 }
 
-// cancelled takes a job that was cancelled while it waited off its lanes:
+// takeOffLanes takes a job that was cancelled while it waited off its lanes:
 // its key's (and the key's pending count), and the running places' list
 // if it waited there.
-func (e *Engine) cancelled(ctx context.Context, q Queue, j job.Job) {
+func (e *Engine) takeOffLanes(ctx context.Context, q Queue, j job.Job) {
 	if j.Status == job.Parked && j.ParkReason == job.WaitPlace {
 		w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
 		if err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane { return slot.Remove(l, w) }); err != nil {
 			e.log.WarnContext(ctx, "cancelled job left on the running places' list", "queue", q.Name, "job_id", j.ID, "error", err.Error())
 		}
 	}
-	e.leave(ctx, q, j, j.Ticket, true)
+	e.leave(ctx, q, j, j.Ticket, jobEnded)
 }
 
 // handKey sends the job that was just given the key of lane key, and
@@ -357,7 +374,7 @@ func (e *Engine) wake(ctx context.Context, q Queue, w slot.Waiter, key string) e
 		reason = "max_running"
 	}
 	j.Record(job.Event{At: e.now(), Kind: job.Released, Reason: reason})
-	e.dispatch(ctx, []*job.Job{&j}) // message first; a refused one leaves it parked as unsent
+	e.sendQueued(ctx, []*job.Job{&j}) // message first; a refused one leaves it parked as unsent
 	if err := e.state.UpdateJob(ctx, j, from); err != nil && !errors.Is(err, ErrConflict) {
 		return err
 	}

@@ -74,8 +74,8 @@ func (r *ResumeReport) add(o ResumeReport) {
 //
 // Queued and running jobs need no sweep: a queued job's message is sent
 // before its record is written, and a running attempt's message stays with
-// the transport until the attempt ends, coming back (Work's watch) if its
-// worker dies.
+// the transport until the attempt ends, coming back if its worker dies
+// (Work recovers the attempt: recoverIfLost).
 func (e *Engine) Resume(ctx context.Context) (ResumeReport, error) {
 	var rep ResumeReport
 	now := e.now()
@@ -336,7 +336,7 @@ func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, re
 		if err := e.cancel(ctx, q.Config, *j); err != nil && !errors.Is(err, ErrConflict) {
 			return fmt.Errorf("resume %s: cancel purged %s: %w", q.Name, j.ID, err)
 		}
-		e.cancelled(ctx, *q, *j)
+		e.takeOffLanes(ctx, *q, *j)
 	}
 	stale = live
 	if len(stale) == 0 {
@@ -360,7 +360,7 @@ func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, re
 			continue
 		}
 		*j = orig[i]
-		if err := e.purged(ctx, *q, orig[i]); err != nil {
+		if err := e.cancelPurged(ctx, *q, orig[i]); err != nil {
 			return fmt.Errorf("resume %s: %w", q.Name, err)
 		}
 	}
@@ -368,7 +368,7 @@ func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, re
 	for i, j := range stale {
 		j.Retickets++
 		j.Record(job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: from[i].Ticket, Ticket: j.Ticket})
-		e.place(j, q.State.Paused)
+		e.place(j, q.State)
 	}
 	if err := e.releaseAll(ctx, q.Name, stale, from); err != nil {
 		return err
@@ -545,7 +545,7 @@ func (e *Engine) releaseToGate(ctx context.Context, queue string, jobs []*job.Jo
 // writes every record (jobs[i] was at from[i]). A record that moved
 // meanwhile (cancelled) is left alone; its message is stale.
 func (e *Engine) releaseAll(ctx context.Context, queue string, jobs []*job.Job, from []job.Version) error {
-	e.dispatch(ctx, jobs)
+	e.sendQueued(ctx, jobs)
 	now := e.now()
 	for i, j := range jobs {
 		if j.Version() == from[i] && j.ParkReason == job.Unsent {

@@ -249,12 +249,12 @@ func (e *Engine) rerun(ctx context.Context, q Queue, read []job.Job, by string) 
 	now := e.now()
 	for _, j := range jobs {
 		j.Record(job.Event{At: now, Kind: job.Rerun, Ticket: j.Ticket, Attempt: j.Attempt, Reason: by})
-		e.place(j, q.State.Paused)
+		e.place(j, q.State)
 	}
 	if _, err := e.countPending(ctx, q, jobs); err != nil {
 		return nil, 0, fmt.Errorf("retry %s: %w", q.Name, err)
 	}
-	e.dispatch(ctx, jobs)
+	e.sendQueued(ctx, jobs)
 	for i, j := range jobs {
 		err := e.state.UpdateJob(ctx, *j, from[i])
 		if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
@@ -277,7 +277,7 @@ func (e *Engine) rerun(ctx context.Context, q Queue, read []job.Job, by string) 
 			// went with it, the queued ones go when their messages come.
 			return nil, skipped, &NotFoundError{Queue: q.Name}
 		}
-		e.purgedMeanwhile(ctx, q, done)
+		e.cancelPurgedMeanwhile(ctx, q, done)
 	}
 	for _, j := range done {
 		e.log.InfoContext(ctx, "run again on request", "queue", q.Name, "job_id", j.ID, "ticket", j.Ticket,
@@ -286,11 +286,11 @@ func (e *Engine) rerun(ctx context.Context, q Queue, read []job.Job, by string) 
 	return done, skipped, nil
 }
 
-// purgedMeanwhile cancels the jobs among done that a purge covered after
+// cancelPurgedMeanwhile cancels the jobs among done that a purge covered after
 // their tickets were taken and that rerun wrote parked: the purge lists
 // the parked jobs it cancels, and may have listed before they were
 // written. A queued one is cancelled at the gate (slot.Purged).
-func (e *Engine) purgedMeanwhile(ctx context.Context, q Queue, done []*job.Job) {
+func (e *Engine) cancelPurgedMeanwhile(ctx context.Context, q Queue, done []*job.Job) {
 	parked := false
 	for _, j := range done {
 		parked = parked || j.Status == job.Parked
@@ -307,7 +307,7 @@ func (e *Engine) purgedMeanwhile(ctx context.Context, q Queue, done []*job.Job) 
 			continue
 		}
 		if err := e.cancel(ctx, q.Config, *j); err == nil {
-			e.cancelled(ctx, q, *j)
+			e.takeOffLanes(ctx, q, *j)
 			j.Status = job.Cancelled
 		}
 	}

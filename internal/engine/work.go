@@ -20,13 +20,15 @@ import (
 // message was a stale duplicate) and an error when the transport should
 // deliver it again.
 //
-// The steps: drop envelopes that no longer match the job record; wait to
-// Options.Lead before the slot; pass the gate for a start at the slot (one
-// write on the queue's state, which reserves that start); claim the
-// attempt (one conditional write on the job); sleep to the start and run
-// the target there; record the outcome or retry. A worker that comes too
-// late for its start (by more than the queue's skew) does not start late:
-// its job gives the slot up (slot.Missed, slot.Overslept; see missed).
+// A delivery goes through these steps, each a method of delivery: read
+// the job's record and drop an envelope that no longer matches it; wait
+// for the gate (to Options.Lead before the slot) and pass it for a start
+// at the slot (one write on the queue's state, which reserves that
+// start); claim the attempt (one conditional write on the job); sleep to
+// the start and run the target there; record the outcome, or retry or
+// dead-letter the job. A worker that comes too late for its start (by
+// more than the queue's skew) does not start late: its job gives the slot
+// up (slot.Missed, slot.Overslept; see giveUpStart).
 //
 // Each message is budgeted against ctx's deadline (the invocation's):
 // the slot wait, the queue's target timeout and RecordTimeout for the
@@ -36,223 +38,491 @@ import (
 // target runs under its timeout (Go handlers too) and a panic in it fails
 // the attempt; the outcome is written on a context of its own.
 func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
-	j, waited, err := e.record(ctx, env)
-	if errors.Is(err, ErrJobNotFound) {
-		e.log.WarnContext(ctx, "dropped message of unknown job", "queue", env.Queue, "job_id", env.JobID)
-		return nil
+	d := &delivery{e: e, env: env}
+	if n, err := d.readRecord(ctx); n == stop {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("work %s: %w", env.Ref(), err)
+	for {
+		if n, err := d.awaitGate(ctx); n == stop {
+			return err
+		}
+		if n, err := d.claim(ctx); n == stop {
+			return err
+		}
+		switch n, err := d.sleepToStart(ctx); n {
+		case stop:
+			return err
+		case again:
+			continue // out of line and overslept: queued again for the next opening
+		}
+		return d.recordOutcome(ctx, d.run(ctx))
 	}
-	want := job.Version{Status: job.Queued, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}
-	if j.Version() == (job.Version{Status: job.Running, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}) {
-		return e.watch(ctx, j)
-	}
-	if j.Version() != want {
-		e.log.DebugContext(ctx, "dropped stale message", "queue", j.Queue, "job_id", j.ID,
-			"ticket", env.Ticket, "status", j.Status, "job_ticket", j.Ticket)
-		return nil
-	}
+}
+
+// delivery is one message on its way through Work: the envelope, the job
+// record it carries, and what the worker learned on the way to the gate.
+// Each step is a method; what a step leaves for the next is a field.
+type delivery struct {
+	e   *Engine
+	env job.Envelope
+	// j is the job's record as this delivery last read or wrote it, and
+	// want its version the envelope was sent for: queued at its ticket.
+	j    job.Job
+	want job.Version
+	// q is the job's queue as last read (queueRead: read at all); after
+	// a refusal, with the state the gate answered.
+	q         Queue
+	queueRead bool
 	// wake is the start aimed at: the slot, a hold's end or the gate's
 	// opening. The worker wakes Lead before it.
-	wake := j.SlotAt
+	wake time.Time
+	// turn is when the worker may go to the gate at the earliest, by the
+	// clock: a hold's (see holdTurn).
+	turn time.Time
 	// writerLate: the job's record came after its worker's time to go to
 	// the gate (its enqueue was still writing its batch's records, say):
 	// the job is late by its writer, not by its worker, and starts late
 	// rather than lose its place (as if its slot had been booked later).
-	writerLate := waited && e.now().After(wake.Add(-e.opts.Lead))
-	// turn is when the worker may go to the gate at the earliest, by the
-	// clock: a hold's (see holdTurn).
-	var turn time.Time
-	var cfg *slot.Config // the queue's configuration, once read
+	writerLate bool
 	// recheck: a scheduled job found the gate closed at its slot; the
 	// start that closed it may have been a duplicate of this message.
-	recheck := false
-	// holding: j holds its key (Job.Key), taken in this invocation.
-	holding := false
+	recheck bool
+	// holding: the job holds its key (Job.Key), taken in this invocation.
+	holding bool
+	// now is when this try came to the gate, at the start it asks for,
+	// and gr the request; st is the queue's state once the gate passed it.
+	now time.Time
+	at  time.Time
+	gr  GateRequest
+	st  slot.State
+}
+
+// next is what a delivery's step leaves Work to do.
+type next int
+
+const (
+	proceed next = iota // go on to the following step
+	again               // go back to the wait for the gate (the queue is read again)
+	stop                // return the step's error: nil when the message is done with
+)
+
+// readRecord reads the job the envelope carries (awaitRecord) and decides
+// whether this message goes to the gate: a record running at the
+// envelope's attempt makes this the attempt's watchdog (recoverIfLost),
+// and a record at any version but the envelope's makes the message stale.
+func (d *delivery) readRecord(ctx context.Context) (next, error) {
+	e, env := d.e, d.env
+	j, waited, err := e.awaitRecord(ctx, env)
+	if errors.Is(err, ErrJobNotFound) {
+		e.log.WarnContext(ctx, "dropped message of unknown job", "queue", env.Queue, "job_id", env.JobID)
+		return stop, nil
+	}
+	if err != nil {
+		return stop, fmt.Errorf("work %s: %w", env.Ref(), err)
+	}
+	d.j = j
+	d.want = job.Version{Status: job.Queued, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}
+	if j.Version() == (job.Version{Status: job.Running, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}) {
+		return stop, e.recoverIfLost(ctx, j)
+	}
+	if j.Version() != d.want {
+		e.log.DebugContext(ctx, "dropped stale message", "queue", j.Queue, "job_id", j.ID,
+			"ticket", env.Ticket, "status", j.Status, "job_ticket", j.Ticket)
+		return stop, nil
+	}
+	d.wake = j.SlotAt
+	d.writerLate = waited && e.now().After(d.wake.Add(-e.opts.Lead))
+	return proceed, nil
+}
+
+// awaitGate goes to the gate until it passes the job for a start (d.st is
+// the queue's state after it) or the message is done with (stop).
+func (d *delivery) awaitGate(ctx context.Context) (next, error) {
 	for {
-		if wait := laterOf(wake.Add(-e.opts.Lead), turn).Sub(e.now()); wait > 0 {
-			if cfg == nil {
-				q, err := e.state.GetQueue(ctx, j.Queue)
-				if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != j.Gen {
-					return e.orphan(ctx, j)
-				}
-				if err != nil {
-					return fmt.Errorf("work %s: %w", env.Ref(), err)
-				}
-				cfg = &q.Config
-			}
-			// The whole budget, not only the wait: a job that starts
-			// must be recorded before the invocation ends.
-			if !e.fits(ctx, wait+e.opts.Lead+e.budget(*cfg)) {
-				if wake.Sub(e.now()) > e.transport.MaxDelay() {
-					return e.parkForGate(ctx, &j, wake, holding)
-				}
-				return e.handBackHolding(ctx, &j, wake, holding)
-			}
-			if err := clock.Sleep(ctx, wait); err != nil {
-				return fmt.Errorf("work %s: wait for slot: %w", env.Ref(), err)
-			}
-		}
-		// Read the queue after the wait, so the hold below sees the
-		// starts that happened meanwhile.
-		q, err := e.state.GetQueue(ctx, j.Queue)
-		if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != j.Gen {
-			return e.orphan(ctx, j)
-		}
-		if err != nil {
-			return fmt.Errorf("work %s: %w", env.Ref(), err)
-		}
-		cfg = &q.Config
-		// Checked again before the gate: the configuration may have
-		// changed, and a job whose slot passed has had no wait to check.
-		if !e.fits(ctx, e.budget(q.Config)) {
-			return e.handBackHolding(ctx, &j, wake, holding)
-		}
-		if q.State.Current == j.Ticket && !outOfLine(&j) || recheck {
-			// The gate passed this ticket already (or, for a scheduled
-			// job, some ticket since its slot): this may be a duplicate
-			// of a message whose job was claimed, or the worker that
-			// passed it died before its claim. Only in the second case
-			// may it pass again.
-			if done, err := e.claimedMeanwhile(ctx, want, &j); done || err != nil {
-				if done && holding {
-					// Cancelled (or run by another delivery) since this
-					// one took the key: a cancelled job holds nothing.
-					e.leaveUnlessRunning(ctx, q, j, want.Ticket)
-				}
-				return err
-			}
-			recheck = false
-		}
-		now := e.now()
-		// The start to reserve: wake, or, for a worker that came too
-		// late for it, the soonest it can start.
-		at := slot.StartAt(wake, now, e.opts.Lead, q.Config.Skew)
-		// Hold: while lower tickets have not started, leave them the
-		// intervals they need, so a late neighbour is not passed by a
-		// hair (see holdUntil). A scheduled job does not wait for the line.
-		if hold := holdUntil(q, &j, at); at.Before(hold) {
-			wake = hold
-			continue
-		}
-		if turn = holdTurn(q, &j, at); now.Before(turn) {
-			continue
-		}
-		gr := GateRequest{
-			Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: now, At: at,
-			Scheduled: outOfLine(&j), Seen: q.State,
-			MaxRunning: q.Config.MaxRunning, Until: at.Add(e.opts.Lease), Gen: j.Gen,
-		}
-		// The queue state just read says when the gate opens: waiting for
-		// it here saves a write that would fail (and still be billed).
-		switch v, open := gr.Decide(q.State); {
-		case v == slot.Early:
-			wake, recheck = yieldTo(open, &j, q.Config), outOfLine(&j)
-			continue
-		case (v == slot.Start || v == slot.Full) && j.Key != "" && !holding:
-			// The key before the gate: a job that waits for its key
-			// spends no slot, and waits for its key, not for a place it
-			// could not use.
-			ok, err := e.arrive(ctx, &q, &j)
-			if !ok || err != nil {
-				return err
-			}
-			holding = true
-			wake = time.Time{}
-			continue // the gate, with the queue read again
-		case v == slot.Full:
-			// Every running place is taken: wait for one, without a
-			// write to the gate.
-			if again, err := e.waitPlace(ctx, q, &j); !again || err != nil {
-				if err == nil && holding {
-					e.leaveIfGone(ctx, q, j, want.Ticket)
-				}
-				return err
-			}
-			wake = time.Time{}
-			continue
-		}
-		// A line job whose worker came too late for its slot (a stall, a
-		// late delivery) gives it up rather than push every start booked
-		// behind it; a job out of line takes the opening it finds.
-		if !outOfLine(&j) && !writerLate && !missedBefore(&j) && slot.Missed(q.State, j.SlotAt, at, q.Config.Interval, q.Config.Skew) {
-			late := at.Sub(slot.Due(q.State, j.SlotAt, q.Config.Interval))
-			err := e.missed(ctx, &q, &j, late)
-			e.leaveUnlessRunning(ctx, q, j, want.Ticket)
-			return err
-		}
-		st, err := e.state.Gate(ctx, gr)
-		var gate *GateError
-		switch {
-		case err == nil:
-			again, err := e.claim(ctx, q, &j, want, st, gr)
-			if !again || err != nil {
-				return err
-			}
-			// A job out of line overslept its start: its slot is spent,
-			// and it takes the next opening, queued again as it was.
-			wake = time.Time{}
-		case errors.Is(err, ErrQueueNotFound):
-			return e.orphan(ctx, j)
-		case errors.Is(err, ErrIntervalChanged):
-			continue // read the queue again
-		case errors.As(err, &gate):
-			switch gate.Verdict {
-			case slot.Early:
-				q.State = gate.State
-				wake, recheck = laterOf(yieldTo(gate.OpenAt, &j, q.Config), holdUntil(q, &j, at)), outOfLine(&j)
-			case slot.Full:
-				// Keeps its key, if it took one: its place in the key's
-				// order is its ticket's.
-				if again, err := e.waitPlace(ctx, q, &j); !again || err != nil {
-					if err == nil && holding {
-						e.leaveIfGone(ctx, q, j, want.Ticket)
-					}
-					return err
-				}
-				wake = time.Time{}
-			case slot.Paused:
-				err := e.park(ctx, &j, job.PausedQueue)
-				e.leaveUnlessRunning(ctx, q, j, want.Ticket)
-				return err
-			case slot.Purged:
-				return e.purged(ctx, q, j)
-			case slot.Passed:
-				q.State = gate.State
-				var err error
-				if late := max(e.now().Sub(at), now.Sub(wake)); late > q.Config.Skew && !outOfLine(&j) {
-					// Passed while its own worker was late: it came to
-					// the gate after the start it wanted, or the gate
-					// answered after the start it reserved (a stall, a
-					// slow gate write). A missed slot.
-					err = e.missed(ctx, &q, &j, late)
-				} else {
-					err = e.reticket(ctx, &q, &j)
-				}
-				e.leaveUnlessRunning(ctx, q, j, want.Ticket)
-				return err
-			}
-		default:
-			return fmt.Errorf("work %s: gate: %w", env.Ref(), err)
+		if n, err := d.tryGate(ctx); n != again {
+			return n, err
 		}
 	}
 }
 
-// record reads the job an envelope carries. Writers send a job's message
-// before they write its record, so a fresh message may find the record
-// missing or behind it (an older ticket, or still parked at this ticket):
-// record reads again, with backoff, until RecordGrace after the message
-// was sent. A record still behind then was never written (its writer
-// died), and the message is stale. waited says the record was behind
-// the message when first read.
+// tryGate is one way to the gate: wait for the job's turn, read the queue,
+// leave lower tickets the intervals they need, answer from the state read
+// where it can, and write to the gate.
+func (d *delivery) tryGate(ctx context.Context) (next, error) {
+	if n, err := d.waitForTurn(ctx); n != proceed {
+		return n, err
+	}
+	if n, err := d.checkQueue(ctx); n != proceed {
+		return n, err
+	}
+	if n := d.hold(); n != proceed {
+		return n, nil
+	}
+	if n, err := d.decide(ctx); n != proceed {
+		return n, err
+	}
+	return d.passGate(ctx)
+}
+
+// waitForTurn sleeps to Lead before the start aimed at (wake), or to the
+// job's turn by the clock, whichever is later. The whole budget must fit,
+// not only the wait: a job that starts must be recorded before the
+// invocation ends. One that does not fit waits elsewhere: parked until
+// its gate opens when that is beyond the transport's reach, else handed
+// back to the transport.
+func (d *delivery) waitForTurn(ctx context.Context) (next, error) {
+	e := d.e
+	wait := laterOf(d.wake.Add(-e.opts.Lead), d.turn).Sub(e.now())
+	if wait <= 0 {
+		return proceed, nil
+	}
+	if !d.queueRead {
+		if n, err := d.readQueue(ctx); n != proceed {
+			return n, err
+		}
+	}
+	if !e.fits(ctx, wait+e.opts.Lead+e.budget(d.q.Config)) {
+		if d.wake.Sub(e.now()) > e.transport.MaxDelay() {
+			return stop, d.parkForGate(ctx)
+		}
+		return stop, d.handBack(ctx)
+	}
+	if err := clock.Sleep(ctx, wait); err != nil {
+		return stop, fmt.Errorf("work %s: wait for slot: %w", d.env.Ref(), err)
+	}
+	return proceed, nil
+}
+
+// readQueue reads the job's queue into q. A queue deleted (or deleted and
+// created again: another generation) ends the job (expireOfDeletedQueue).
+func (d *delivery) readQueue(ctx context.Context) (next, error) {
+	q, err := d.e.state.GetQueue(ctx, d.j.Queue)
+	if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != d.j.Gen {
+		return stop, d.e.expireOfDeletedQueue(ctx, d.j)
+	}
+	if err != nil {
+		return stop, fmt.Errorf("work %s: %w", d.env.Ref(), err)
+	}
+	d.q, d.queueRead = q, true
+	return proceed, nil
+}
+
+// checkQueue reads the queue after the wait, so the hold sees the starts
+// that happened meanwhile, and checks the budget again before the gate:
+// the configuration may have changed, and a job whose slot passed has had
+// no wait to check.
+func (d *delivery) checkQueue(ctx context.Context) (next, error) {
+	if n, err := d.readQueue(ctx); n != proceed {
+		return n, err
+	}
+	if !d.e.fits(ctx, d.e.budget(d.q.Config)) {
+		return stop, d.handBack(ctx)
+	}
+	if d.q.State.Current == d.j.Ticket && !outOfLine(&d.j) || d.recheck {
+		// The gate passed this ticket already (or, for a scheduled
+		// job, some ticket since its slot): this may be a duplicate
+		// of a message whose job was claimed, or the worker that
+		// passed it died before its claim. Only in the second case
+		// may it pass again.
+		if done, err := d.e.claimedMeanwhile(ctx, d.want, &d.j); done || err != nil {
+			if done && d.holding {
+				// Cancelled (or run by another delivery) since this
+				// one took the key: a cancelled job holds nothing.
+				d.leaveKeyUnlessRunning(ctx)
+			}
+			return stop, err
+		}
+		d.recheck = false
+	}
+	return proceed, nil
+}
+
+// hold picks the start to ask the gate for (at): wake, or, for a worker
+// that came too late for it, the soonest it can start. While lower
+// tickets have not started, it leaves them the intervals they need, so a
+// late neighbour is not passed by a hair (see holdUntil); a scheduled job
+// does not wait for the line.
+func (d *delivery) hold() next {
+	e, q, j := d.e, d.q, &d.j
+	d.now = e.now()
+	d.at = slot.StartAt(d.wake, d.now, e.opts.Lead, q.Config.Skew)
+	if hold := holdUntil(q, j, d.at); d.at.Before(hold) {
+		d.wake = hold
+		return again
+	}
+	if d.turn = holdTurn(q, j, d.at); d.now.Before(d.turn) {
+		return again
+	}
+	d.gr = GateRequest{
+		Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: d.now, At: d.at,
+		Scheduled: outOfLine(j), Seen: q.State,
+		MaxRunning: q.Config.MaxRunning, Until: d.at.Add(e.opts.Lease), Gen: j.Gen,
+	}
+	return proceed
+}
+
+// decide answers from the queue's state just read where it can: waiting
+// for the gate's opening here saves a write that would fail (and still be
+// billed). A keyed job takes its key first; one that finds every running
+// place taken waits for one. A line job whose worker came too late for
+// its slot gives it up rather than push every start booked behind it; a
+// job out of line takes the opening it finds.
+func (d *delivery) decide(ctx context.Context) (next, error) {
+	q, j := d.q, &d.j
+	switch v, open := d.gr.Decide(q.State); {
+	case v == slot.Early:
+		d.wake, d.recheck = yieldTo(open, j, q.Config), outOfLine(j)
+		return again, nil
+	case (v == slot.Start || v == slot.Full) && j.Key != "" && !d.holding:
+		return d.takeKey(ctx)
+	case v == slot.Full:
+		return d.waitForPlace(ctx)
+	}
+	if !outOfLine(j) && !d.writerLate && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.at, q.Config.Interval, q.Config.Skew) {
+		late := d.at.Sub(slot.Due(q.State, j.SlotAt, q.Config.Interval))
+		err := d.e.reticket(ctx, &d.q, &d.j, lateBy(late))
+		d.leaveKeyUnlessRunning(ctx)
+		return stop, err
+	}
+	return proceed, nil
+}
+
+// takeKey takes the job's key before the gate: a job that waits for its
+// key spends no slot, and waits for its key, not for a place it could not
+// use. Holding it, the job goes to the gate with the queue read again.
+func (d *delivery) takeKey(ctx context.Context) (next, error) {
+	ok, err := d.e.arrive(ctx, &d.q, &d.j)
+	if !ok || err != nil {
+		return stop, err
+	}
+	d.holding = true
+	d.wake = time.Time{}
+	return again, nil
+}
+
+// waitForPlace waits for a running place, every one being taken, without
+// a write to the gate (waitPlace). The job keeps its key, if it took one:
+// its place in the key's order is its ticket's.
+func (d *delivery) waitForPlace(ctx context.Context) (next, error) {
+	if ok, err := d.e.waitPlace(ctx, d.q, &d.j); !ok || err != nil {
+		if err == nil && d.holding {
+			d.e.leaveIfGone(ctx, d.q, d.j, d.want.Ticket)
+		}
+		return stop, err
+	}
+	d.wake = time.Time{}
+	return again, nil
+}
+
+// passGate asks the gate for the start (one conditional write on the
+// queue's state). It proceeds when the gate reserved it.
+func (d *delivery) passGate(ctx context.Context) (next, error) {
+	st, err := d.e.state.Gate(ctx, d.gr)
+	var gate *GateError
+	switch {
+	case err == nil:
+		d.st = st
+		return proceed, nil
+	case errors.Is(err, ErrQueueNotFound):
+		return stop, d.e.expireOfDeletedQueue(ctx, d.j)
+	case errors.Is(err, ErrIntervalChanged):
+		return again, nil // read the queue again
+	case errors.As(err, &gate):
+		return d.refused(ctx, gate)
+	}
+	return stop, fmt.Errorf("work %s: gate: %w", d.env.Ref(), err)
+}
+
+// refused acts on the gate's refusal: an early job tries again at the
+// opening; a full queue makes it wait for a running place; a paused queue
+// parks it; a purge cancels it; a passed job takes a new ticket.
+func (d *delivery) refused(ctx context.Context, gate *GateError) (next, error) {
+	e, j := d.e, &d.j
+	switch gate.Verdict {
+	case slot.Early:
+		d.q.State = gate.State
+		d.wake, d.recheck = laterOf(yieldTo(gate.OpenAt, j, d.q.Config), holdUntil(d.q, j, d.at)), outOfLine(j)
+	case slot.Full:
+		return d.waitForPlace(ctx)
+	case slot.Paused:
+		err := e.park(ctx, j, job.PausedQueue)
+		d.leaveKeyUnlessRunning(ctx)
+		return stop, err
+	case slot.Purged:
+		return stop, e.cancelPurged(ctx, d.q, *j)
+	case slot.Passed:
+		d.q.State = gate.State
+		cause := passedByLater
+		if late := max(e.now().Sub(d.at), d.now.Sub(d.wake)); late > d.q.Config.Skew && !outOfLine(j) {
+			// Passed while its own worker was late: it came to
+			// the gate after the start it wanted, or the gate
+			// answered after the start it reserved (a stall, a
+			// slow gate write). A missed slot.
+			cause = lateBy(late)
+		}
+		err := e.reticket(ctx, &d.q, j, cause)
+		d.leaveKeyUnlessRunning(ctx)
+		return stop, err
+	}
+	return again, nil
+}
+
+// leaveKeyUnlessRunning gives up the key the job's ticket may hold after
+// the job was parked or re-ticketed at the gate (leaveUnlessRunning).
+func (d *delivery) leaveKeyUnlessRunning(ctx context.Context) {
+	d.e.leaveUnlessRunning(ctx, d.q, d.j, d.want.Ticket)
+}
+
+// claim moves the job, whose ticket passed the gate, from queued to
+// running, started at the start the gate reserved. A refused claim means
+// another delivery of the same message claimed it first (or it was
+// cancelled): the gate this one passed is spent, and the message is done
+// with.
+func (d *delivery) claim(ctx context.Context) (next, error) {
+	e, j := d.e, &d.j
+	at := d.gr.Start()
+	j.Status, j.StartedAt = job.Running, at
+	j.Record(job.Event{At: at, Kind: job.Started, Attempt: j.Attempt, LatenessMs: at.Sub(j.SlotAt).Milliseconds()})
+	err := e.state.UpdateJob(ctx, *j, d.want)
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
+		e.log.InfoContext(ctx, "dropped duplicate delivery after the gate", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
+		d.giveUpGate(ctx)
+		return stop, nil
+	}
+	if err != nil {
+		// The job stays queued at a ticket the gate passed: the message
+		// comes again and rolls forward through the gate.
+		return stop, fmt.Errorf("work %s: claim: %w", j.Ref(), err)
+	}
+	// The gate is behind: the queue's next message may go on to its own
+	// while this one sleeps to its start.
+	GateDone(ctx)
+	return proceed, nil
+}
+
+// giveUpGate gives up, after a refused claim, the running place the gate
+// gave this ticket and the key this delivery took before the gate, unless
+// another delivery runs the ticket: the job was cancelled (or purged)
+// after this worker read it, and a cancelled job holds nothing.
+func (d *delivery) giveUpGate(ctx context.Context) {
+	e, q, j := d.e, d.q, d.j
+	if q.Config.MaxRunning == 0 && j.Key == "" {
+		return
+	}
+	fresh, err := e.state.GetJob(ctx, j.Ref())
+	if err == nil && fresh.Status == job.Running && fresh.Ticket == j.Ticket {
+		return
+	}
+	q.State = d.st
+	e.endRun(ctx, q, j.Ticket)
+	e.leave(ctx, q, j, j.Ticket, jobGoesOn)
+}
+
+// sleepToStart sleeps to the start the gate reserved. A worker that wakes
+// more than skew after it (descheduled, stalled) must not start: the next
+// ticket may start an interval after the reserved start, less skew. It
+// gives the start up (giveUpStart).
+func (d *delivery) sleepToStart(ctx context.Context) (next, error) {
+	at := d.gr.Start()
+	slept := clock.Sleep(ctx, at.Sub(d.e.now()))
+	if now := d.e.now(); slept != nil || slot.Overslept(at, now, d.q.Config.Skew) {
+		return d.giveUpStart(ctx, max(0, now.Sub(at)))
+	}
+	return proceed, nil
+}
+
+// giveUpStart gives up the start the gate reserved for the job, whose
+// worker woke late by late after its claim: the job goes back from
+// running to waiting, as if it had not passed the gate, and its slot is
+// spent (the gate counted it). A line job takes a new ticket at the end
+// of the line (reticket, lateBy); a job out of line is queued again at
+// its ticket and goes to the gate again for the next opening (again). Its
+// running place, if it took one, is freed; a line job leaves its key. The
+// writes are on a context of their own: a job left running would wait
+// for its lease.
+func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, error) {
+	e, j := d.e, &d.j
+	rctx, cancel := e.recordContext(ctx)
+	defer cancel()
+	from := j.Version()
+	ticket := j.Ticket
+	j.StartedAt = time.Time{}
+	if n := len(j.History); n > 0 && j.History[n-1].Kind == job.Started {
+		j.History = slices.Clip(j.History[:n-1]) // it did not start
+	}
+	q := d.q
+	q.State = d.st
+	if !outOfLine(j) {
+		err := e.reticket(rctx, &q, j, lateBy(late))
+		e.endRun(rctx, q, ticket)
+		e.leaveUnlessRunning(rctx, q, *j, ticket)
+		return stop, err
+	}
+	j.Status = job.Queued
+	j.Record(job.Event{At: e.now(), Kind: job.SlotMissed, Ticket: ticket, Attempt: j.Attempt, LatenessMs: late.Milliseconds()})
+	if err := e.state.UpdateJob(rctx, *j, from); err != nil {
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
+			return stop, nil
+		}
+		return stop, fmt.Errorf("work %s: give up a missed start: %w", j.Ref(), err)
+	}
+	e.endRun(rctx, q, ticket)
+	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: late})
+	e.log.InfoContext(ctx, "slot missed", "queue", j.Queue, "job_id", j.ID, "ticket", ticket, "late_ms", late.Milliseconds())
+	if err := ctx.Err(); err != nil {
+		// Queued again with no worker on it: the message must come back.
+		return stop, fmt.Errorf("work %s: after a missed start: %w", j.Ref(), err)
+	}
+	// Its slot is spent: it takes the next opening, queued again as it was.
+	d.wake = time.Time{}
+	return again, nil
+}
+
+// run begins the claimed attempt's target at the reserved start and
+// returns the attempt's error (nil: it succeeded). The target's result
+// goes into the record, written with the outcome (recordOutcome).
+func (d *delivery) run(ctx context.Context) error {
+	e, q, j := d.e, d.q, &d.j
+	now := e.now()
+	gap, hasGap := startGap(q.State, d.st, q.Config.Interval, now)
+	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
+		Start: &Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, GateAt: j.StartedAt, At: now}})
+	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
+		"slot_at", j.SlotAt, "gate_at", j.StartedAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(),
+		"attempt", j.Attempt, "target", j.What())
+	if e.runner == nil {
+		return errors.New("no runner configured")
+	}
+	tctx, res := attempt.New(ctx)
+	runErr := e.runTarget(tctx, *j, q.Config)
+	j.Result, j.ResultDropped = res.Take()
+	return runErr
+}
+
+// recordOutcome records the attempt's outcome on a context of its own
+// (recordContext): the target may have used up ctx (its deadline came, or
+// it was cancelled), and an outcome not recorded is an attempt run again
+// after the lease.
+func (d *delivery) recordOutcome(ctx context.Context, runErr error) error {
+	rctx, cancel := d.e.recordContext(ctx)
+	defer cancel()
+	return d.e.recordOutcome(rctx, d.q, d.j, d.st, runErr)
+}
+
+// awaitRecord reads the job an envelope carries. Writers send a job's
+// message before they write its record, so a fresh message may find the
+// record missing or behind it (an older ticket, or still parked at this
+// ticket): awaitRecord reads again, with backoff, until RecordGrace after
+// the message was sent. A record still behind then was never written (its
+// writer died), and the message is stale. waited says the record was
+// behind the message when first read.
 //
 // A record that keeps it waiting past recordHold lets the later messages
 // of its queue in the worker's batch go on (GateDone): a record that
 // lags that long is rare, and mostly one that will never come (a
 // re-ticket that lost to a duplicate, a concurrent enqueue of the same
 // id), so the batch is not held up for RecordGrace.
-func (e *Engine) record(ctx context.Context, env job.Envelope) (j job.Job, waited bool, err error) {
+func (e *Engine) awaitRecord(ctx context.Context, env job.Envelope) (j job.Job, waited bool, err error) {
 	wait := time.Millisecond // a message due at once may come just before its record
 	began := e.now()
 	for {
@@ -279,7 +549,7 @@ func (e *Engine) record(ctx context.Context, env job.Envelope) (j job.Job, waite
 }
 
 // recordHold is how long a message waiting for its record holds up the
-// later messages of its queue in a batch (see record).
+// later messages of its queue in a batch (see awaitRecord).
 const recordHold = 100 * time.Millisecond
 
 // ErrStillRunning is Work's answer to a message whose attempt is running
@@ -289,19 +559,19 @@ const recordHold = 100 * time.Millisecond
 // attempt ends, the message is stale then and dropped.
 var ErrStillRunning = errors.New("attempt still running")
 
-// watch handles a delivery of the message whose attempt j is running: a
-// duplicate delivery, or the redelivery of a message whose worker died.
-// Past the lease the attempt is lost: it fails, and is retried like any
-// failed attempt (so a crashed attempt may run again: slotq is
-// at-least-once).
-func (e *Engine) watch(ctx context.Context, j job.Job) error {
+// recoverIfLost handles a delivery of the message whose attempt j is
+// running: a duplicate delivery, or the redelivery of a message whose
+// worker died. Past the lease the attempt is lost: it fails, and is
+// retried like any failed attempt (so a crashed attempt may run again:
+// slotq is at-least-once).
+func (e *Engine) recoverIfLost(ctx context.Context, j job.Job) error {
 	now := e.now()
 	if now.Sub(j.StartedAt) < e.opts.Lease {
 		return fmt.Errorf("work %s: %w (started %v)", j.Ref(), ErrStillRunning, j.StartedAt)
 	}
 	q, err := e.state.GetQueue(ctx, j.Queue)
 	if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != j.Gen {
-		return e.orphan(ctx, j)
+		return e.expireOfDeletedQueue(ctx, j)
 	}
 	if err != nil {
 		return fmt.Errorf("work %s: %w", j.Ref(), err)
@@ -309,15 +579,15 @@ func (e *Engine) watch(ctx context.Context, j job.Job) error {
 	e.log.WarnContext(ctx, "attempt lost", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "started_at", j.StartedAt)
 	rctx, cancel := e.recordContext(ctx)
 	defer cancel()
-	return e.finish(rctx, q, j, q.State, errors.New("attempt lost: its worker stopped before recording an outcome"))
+	return e.recordOutcome(rctx, q, j, q.State, errors.New("attempt lost: its worker stopped before recording an outcome"))
 }
 
-// orphan ends a job whose queue was deleted (or deleted and created again:
-// another generation) as its message comes: a waiting job is cancelled, a
+// expireOfDeletedQueue ends a job whose queue was deleted (or deleted and
+// created again: another generation) as its message comes: a waiting job is cancelled, a
 // running one (its worker died, or this is the watchdog) failed, and
 // either expires at once, so it reads as not found and DynamoDB's TTL
 // removes it. The message is done with.
-func (e *Engine) orphan(ctx context.Context, j job.Job) error {
+func (e *Engine) expireOfDeletedQueue(ctx context.Context, j job.Job) error {
 	from := j.Version()
 	now := e.now()
 	j.Status = job.Cancelled
@@ -347,11 +617,11 @@ func (e *Engine) leaveIfGone(ctx context.Context, q Queue, j job.Job, ticket int
 	if err == nil && fresh.Ticket == ticket && (fresh.Status.Waiting() || fresh.Status == job.Running) {
 		return
 	}
-	e.leave(ctx, q, j, ticket, false)
+	e.leave(ctx, q, j, ticket, jobGoesOn)
 }
 
 // deadGeneration reads j's queue after j was written parked, and expires
-// j (orphan) if the queue was deleted meanwhile: DeleteQueue removes the
+// j (expireOfDeletedQueue) if the queue was deleted meanwhile: DeleteQueue removes the
 // queue before it lists the parked jobs it expires, so a park either
 // lands before that listing (and is expired there) or finds the queue
 // gone here. Nothing else would ever look at a parked job of a deleted
@@ -379,22 +649,22 @@ func (e *Engine) expireIfDead(ctx context.Context, queue string, gen int64, jobs
 		return 0
 	}
 	for _, j := range parked {
-		if err := e.orphan(ctx, *j); err != nil {
+		if err := e.expireOfDeletedQueue(ctx, *j); err != nil {
 			e.log.WarnContext(ctx, "parked job of a deleted queue not expired", "queue", j.Queue, "job_id", j.ID, "error", err.Error())
 		}
 	}
 	return len(parked)
 }
 
-// purged cancels a job whose ticket a purge covered.
-func (e *Engine) purged(ctx context.Context, q Queue, j job.Job) error {
+// cancelPurged cancels a job whose ticket a purge covered.
+func (e *Engine) cancelPurged(ctx context.Context, q Queue, j job.Job) error {
 	if err := e.cancel(ctx, q.Config, j); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil
 		}
 		return fmt.Errorf("work %s: cancel purged job: %w", j.Ref(), err)
 	}
-	e.cancelled(ctx, q, j)
+	e.takeOffLanes(ctx, q, j)
 	e.log.InfoContext(ctx, "cancelled by purge", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
 	return nil
 }
@@ -416,135 +686,6 @@ func (e *Engine) claimedMeanwhile(ctx context.Context, want job.Version, j *job.
 	}
 	*j = fresh
 	return false, nil
-}
-
-// claim moves a job whose ticket passed the gate from queued to running,
-// sleeps to the start the gate reserved (r.Start) and runs it there. A
-// refused claim means another delivery of the same message claimed it
-// first (or it was cancelled): the gate this one passed is spent, and the
-// message is done with. again is true only for a job out of line whose
-// worker overslept its start: it is queued again at its ticket (*j), and
-// goes to the gate again for the next opening.
-func (e *Engine) claim(ctx context.Context, q Queue, j *job.Job, from job.Version, st slot.State, r GateRequest) (again bool, err error) {
-	at := r.Start()
-	j.Status, j.StartedAt = job.Running, at
-	j.Record(job.Event{At: at, Kind: job.Started, Attempt: j.Attempt, LatenessMs: at.Sub(j.SlotAt).Milliseconds()})
-	err = e.state.UpdateJob(ctx, *j, from)
-	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
-		e.log.InfoContext(ctx, "dropped duplicate delivery after the gate", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
-		if q.Config.MaxRunning == 0 && j.Key == "" {
-			return false, nil
-		}
-		// The place the gate gave this ticket, and the key this
-		// delivery took before the gate, are given up unless another
-		// delivery runs the ticket: the job was cancelled (or purged)
-		// after this worker read it, and a cancelled job holds nothing.
-		fresh, err := e.state.GetJob(ctx, j.Ref())
-		if err == nil && fresh.Status == job.Running && fresh.Ticket == j.Ticket {
-			return false, nil
-		}
-		q.State = st
-		e.endRun(ctx, q, j.Ticket)
-		e.leave(ctx, q, *j, j.Ticket, false)
-		return false, nil
-	}
-	if err != nil {
-		// The job stays queued at a ticket the gate passed: the message
-		// comes again and rolls forward through the gate.
-		return false, fmt.Errorf("work %s: claim: %w", j.Ref(), err)
-	}
-	// The gate is behind: the queue's next message may go on to its own
-	// while this one sleeps to its start.
-	GateDone(ctx)
-	// Sleep to the start. A worker that wakes more than skew after it
-	// (descheduled, stalled) must not start: the next ticket may start
-	// an interval after the reserved start, less skew.
-	slept := clock.Sleep(ctx, at.Sub(e.now()))
-	if now := e.now(); slept != nil || slot.Overslept(at, now, q.Config.Skew) {
-		return e.overslept(ctx, q, j, st, max(0, now.Sub(at)))
-	}
-	return false, e.run(ctx, q, *j, st, e.now())
-}
-
-// overslept gives up the start the gate reserved for j, whose worker woke
-// late by late after its claim: j goes back from running to waiting, as
-// if it had not passed the gate, and its slot is spent (the gate counted
-// it). A line job takes a new ticket at the end of the line (missed); a
-// job out of line is queued again at its ticket for the next opening
-// (again). Its running place, if it took one, is freed; a line
-// job leaves its key. The writes are on a context of their own: a job
-// left running would wait for its lease.
-func (e *Engine) overslept(ctx context.Context, q Queue, j *job.Job, st slot.State, late time.Duration) (again bool, err error) {
-	rctx, cancel := e.recordContext(ctx)
-	defer cancel()
-	from := j.Version()
-	ticket := j.Ticket
-	j.StartedAt = time.Time{}
-	if n := len(j.History); n > 0 && j.History[n-1].Kind == job.Started {
-		j.History = slices.Clip(j.History[:n-1]) // it did not start
-	}
-	q.State = st
-	if !outOfLine(j) {
-		err := e.missed(rctx, &q, j, late)
-		e.endRun(rctx, q, ticket)
-		e.leaveUnlessRunning(rctx, q, *j, ticket)
-		return false, err
-	}
-	j.Status = job.Queued
-	j.Record(job.Event{At: e.now(), Kind: job.SlotMissed, Ticket: ticket, Attempt: j.Attempt, LatenessMs: late.Milliseconds()})
-	if err := e.state.UpdateJob(rctx, *j, from); err != nil {
-		if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
-			return false, nil
-		}
-		return false, fmt.Errorf("work %s: give up a missed start: %w", j.Ref(), err)
-	}
-	e.endRun(rctx, q, ticket)
-	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: late})
-	e.log.InfoContext(ctx, "slot missed", "queue", j.Queue, "job_id", j.ID, "ticket", ticket, "late_ms", late.Milliseconds())
-	if err := ctx.Err(); err != nil {
-		// Queued again with no worker on it: the message must come back.
-		return false, fmt.Errorf("work %s: after a missed start: %w", j.Ref(), err)
-	}
-	return true, nil
-}
-
-// missed gives a line job whose worker came late by late for its start a
-// new ticket at the end of the line, keeping its id and attempt, as a
-// passed job takes one. The end of the line is the one place where a late
-// job moves nobody: taking the next opening would push every start booked
-// after it by an interval, and starting late would push them by its
-// lateness. Its history says so (job.SlotMissed).
-func (e *Engine) missed(ctx context.Context, q *Queue, j *job.Job, late time.Duration) error {
-	from := j.Version()
-	old := j.Ticket
-	orig := *j
-	if err := e.assign(ctx, q, []*job.Job{j}); err != nil {
-		return fmt.Errorf("missed slot %s/%s: %w", j.Queue, j.ID, err)
-	}
-	if old <= q.State.Purged {
-		// A purge covered its ticket meanwhile (see reticket).
-		*j = orig
-		return e.purged(ctx, *q, orig)
-	}
-	j.Retickets++
-	j.StartedAt = time.Time{}
-	j.Record(job.Event{At: e.now(), Kind: job.SlotMissed, OldTicket: old, Ticket: j.Ticket, Attempt: j.Attempt, LatenessMs: late.Milliseconds()})
-	e.place(j, q.State.Paused)
-	e.dispatch(ctx, []*job.Job{j}) // message first, as in Enqueue
-	if err := e.state.UpdateJob(ctx, *j, from); err != nil {
-		if errors.Is(err, ErrConflict) {
-			return nil // a duplicate got there first; its message is stale
-		}
-		return fmt.Errorf("missed slot %s/%s: %w", j.Queue, j.ID, err)
-	}
-	if e.deadGeneration(ctx, j) {
-		return nil
-	}
-	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: late})
-	e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
-	e.log.InfoContext(ctx, "slot missed", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket,
-		"slot_at", j.SlotAt, "late_ms", late.Milliseconds())
-	return nil
 }
 
 // holdUntil is when j may try the gate if the lower tickets still ahead of
@@ -632,13 +773,14 @@ func yieldTo(open time.Time, j *job.Job, cfg slot.Config) time.Time {
 // its ticket: a scheduled job, or one that waited on a lane.
 func outOfLine(j *job.Job) bool { return j.Scheduled || j.Detached }
 
-// parkForGate parks j until its gate opens at wake, further away than
-// the transport can delay a message: the resume function sends it once,
-// with the exact delay (job.WaitGate), where hand-backs would re-send it
-// every 15 minutes. A job that holds its key keeps it meanwhile, as a
-// handed-back one does.
-func (e *Engine) parkForGate(ctx context.Context, j *job.Job, wake time.Time, holding bool) error {
-	if holding {
+// parkForGate parks the job until its gate opens at wake, further away
+// than the transport can delay a message: the resume function sends it
+// once, with the exact delay (job.WaitGate), where hand-backs would
+// re-send it every 15 minutes. A job that holds its key keeps it
+// meanwhile, as a handed-back one does.
+func (d *delivery) parkForGate(ctx context.Context) error {
+	e, j, wake := d.e, &d.j, d.wake
+	if d.holding {
 		e.keepHold(ctx, j, wake)
 	}
 	from := j.Version()
@@ -674,15 +816,16 @@ func (e *Engine) keepHold(ctx context.Context, j *job.Job, wake time.Time) {
 	}
 }
 
-// handBackHolding hands j back (handBack); a job that holds its key
-// (holding) keeps it while it is away: its hold is made to last until a
-// lease after it comes back, or the resume function would hand the key on
-// meanwhile and j, back, would find itself overtaken.
-func (e *Engine) handBackHolding(ctx context.Context, j *job.Job, wake time.Time, holding bool) error {
-	if holding {
-		e.keepHold(ctx, j, wake)
+// handBack hands the job back to the transport, to come again for wake
+// (Engine.handBack). A job that holds its key keeps it while it is away:
+// its hold is made to last until a lease after it comes back, or the
+// resume function would hand the key on meanwhile and the job, back,
+// would find itself overtaken.
+func (d *delivery) handBack(ctx context.Context) error {
+	if d.holding {
+		d.e.keepHold(ctx, &d.j, d.wake)
 	}
-	return e.handBack(ctx, j, wake)
+	return d.e.handBack(ctx, &d.j, d.wake)
 }
 
 // handBack sends the job's envelope again to arrive at wake, by the clock
@@ -690,7 +833,7 @@ func (e *Engine) handBackHolding(ctx context.Context, j *job.Job, wake time.Time
 func (e *Engine) handBack(ctx context.Context, j *job.Job, wake time.Time) error {
 	env := j.Envelope()
 	env.SentAt = e.now()
-	wait := max(0, wake.Add(-e.opts.Lead).Sub(env.SentAt)) // to arrive Lead before it, as dispatch sends
+	wait := max(0, wake.Add(-e.opts.Lead).Sub(env.SentAt)) // to arrive Lead before it, as sendQueued sends
 	err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: wait}})
 	if err != nil {
 		return fmt.Errorf("hand back %s/%s: %w", j.Queue, j.ID, err)
@@ -727,59 +870,73 @@ func (e *Engine) park(ctx context.Context, j *job.Job, why job.ParkReason) error
 	return nil
 }
 
-// reticket gives a passed job a new ticket at the end of the line, keeping
-// its id and attempt, and sends or parks it. A job whose old ticket a
-// purge covered is cancelled instead: the purge may have landed after the
-// job was read, and a re-ticket must not carry a purged job past it.
-func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job) error {
+// reticketCause says why a job takes a new ticket at the end of the line
+// (reticket): a later ticket passed it, at the gate or on its key
+// (passedByLater, job.Reticketed), or its worker came too late for its
+// start (lateBy, job.SlotMissed).
+type reticketCause struct {
+	missed bool
+	late   time.Duration // how late the worker came, for a missed slot
+}
+
+// passedByLater is the cause of a re-ticket for a job a later ticket passed.
+var passedByLater = reticketCause{}
+
+// lateBy is the cause of a re-ticket for a line job whose worker came late
+// by late for its start.
+func lateBy(late time.Duration) reticketCause { return reticketCause{missed: true, late: late} }
+
+// reticket gives j a new ticket at the end of the line, keeping its id and
+// attempt, and sends or parks it. For a missed slot (lateBy) the end of
+// the line is the one place where a late job moves nobody: taking the
+// next opening would push every start booked after it by an interval, and
+// starting late would push them by its lateness; its history says so
+// (job.SlotMissed). A job whose old ticket a purge covered is cancelled
+// instead: the purge may have landed after the job was read, and a
+// re-ticket must not carry a purged job past it.
+func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job, cause reticketCause) error {
+	op := "re-ticket"
+	if cause.missed {
+		op = "missed slot"
+	}
 	from := j.Version()
 	old := j.Ticket
 	orig := *j
 	if err := e.assign(ctx, q, []*job.Job{j}); err != nil {
-		return fmt.Errorf("re-ticket %s/%s: %w", j.Queue, j.ID, err)
+		return fmt.Errorf("%s %s/%s: %w", op, j.Queue, j.ID, err)
 	}
 	if old <= q.State.Purged {
 		*j = orig
-		return e.purged(ctx, *q, orig)
+		return e.cancelPurged(ctx, *q, orig)
 	}
 	j.Retickets++
-	j.Record(job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: old, Ticket: j.Ticket})
-	e.place(j, q.State.Paused)
-	e.dispatch(ctx, []*job.Job{j}) // message first, as in Enqueue
+	ev := job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: old, Ticket: j.Ticket}
+	if cause.missed {
+		j.StartedAt = time.Time{}
+		ev.Kind, ev.Attempt, ev.LatenessMs = job.SlotMissed, j.Attempt, cause.late.Milliseconds()
+	}
+	j.Record(ev)
+	e.place(j, q.State)
+	e.sendQueued(ctx, []*job.Job{j}) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, *j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil // a duplicate got there first; its message is stale
 		}
-		return fmt.Errorf("re-ticket %s/%s: %w", j.Queue, j.ID, err)
+		return fmt.Errorf("%s %s/%s: %w", op, j.Queue, j.ID, err)
 	}
 	if e.deadGeneration(ctx, j) {
 		return nil
 	}
-	e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
-	e.log.InfoContext(ctx, "re-ticketed", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket, "slot_at", j.SlotAt)
-	return nil
-}
-
-// run runs a claimed attempt and records its outcome. The outcome is
-// written on a context of its own (recordContext): the target may have
-// used up ctx (its deadline came, or it was cancelled), and an outcome
-// not recorded is an attempt run again after the lease.
-func (e *Engine) run(ctx context.Context, q Queue, j job.Job, st slot.State, now time.Time) error {
-	gap, hasGap := startGap(q.State, st, q.Config.Interval, now)
-	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
-		Start: &Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, GateAt: j.StartedAt, At: now}})
-	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
-		"slot_at", j.SlotAt, "gate_at", j.StartedAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(),
-		"attempt", j.Attempt, "target", j.What())
-	runErr := errors.New("no runner configured")
-	if e.runner != nil {
-		tctx, res := attempt.New(ctx)
-		runErr = e.runTarget(tctx, j, q.Config)
-		j.Result, j.ResultDropped = res.Take() // written with the outcome (finish)
+	if !cause.missed {
+		e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
+		e.log.InfoContext(ctx, "re-ticketed", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket, "slot_at", j.SlotAt)
+		return nil
 	}
-	rctx, cancel := e.recordContext(ctx)
-	defer cancel()
-	return e.finish(rctx, q, j, st, runErr)
+	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: cause.late})
+	e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
+	e.log.InfoContext(ctx, "slot missed", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket,
+		"slot_at", j.SlotAt, "late_ms", cause.late.Milliseconds())
+	return nil
 }
 
 // recordContext is the context of the writes after a target: ctx's values
@@ -877,40 +1034,57 @@ func cut(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// finish records an attempt's outcome: succeeded, failed (the record is the
-// dead-letter record), or a retry with a new ticket after backoff.
-func (e *Engine) finish(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error) error {
-	from := j.Version()
+// recordOutcome records an attempt's outcome: succeeded, or, for a failed
+// attempt, a retry or the dead letter (retryOrDeadLetter).
+func (e *Engine) recordOutcome(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error) error {
 	now := e.now()
-	switch {
-	case runErr == nil:
-		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Succeeded, now, now.Add(q.Config.Retention), ""
-		j.Record(job.Event{At: now, Kind: job.SucceededEvent, Attempt: j.Attempt})
-	case errors.Is(runErr, attempt.ErrSkipRetry) || j.RunAttempt() >= q.Config.MaxAttempts:
-		j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Failed, now, now.Add(q.Config.Retention), lastError(runErr)
-		j.Record(job.Event{At: now, Kind: job.FailedEvent, Attempt: j.Attempt, Error: runErr.Error()})
-	default:
+	if runErr != nil {
+		return e.retryOrDeadLetter(ctx, q, j, st, runErr, now)
+	}
+	from := j.Version()
+	j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Succeeded, now, now.Add(q.Config.Retention), ""
+	j.Record(job.Event{At: now, Kind: job.SucceededEvent, Attempt: j.Attempt})
+	if ok, err := e.end(ctx, q, j, from, st); !ok {
+		return err
+	}
+	e.observe(ctx, Event{Kind: EventSucceeded, Queue: j.Queue})
+	e.log.DebugContext(ctx, "job succeeded", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
+	return nil
+}
+
+// retryOrDeadLetter records a failed attempt: the job takes a new ticket
+// (retry), or fails for good when its error says so (attempt.ErrSkipRetry)
+// or its run used up the queue's max_attempts; then its record is the
+// dead-letter record.
+func (e *Engine) retryOrDeadLetter(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error, now time.Time) error {
+	if !errors.Is(runErr, attempt.ErrSkipRetry) && j.RunAttempt() < q.Config.MaxAttempts {
 		return e.retry(ctx, q, j, st, runErr, now)
 	}
+	from := j.Version()
+	j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Failed, now, now.Add(q.Config.Retention), lastError(runErr)
+	j.Record(job.Event{At: now, Kind: job.FailedEvent, Attempt: j.Attempt, Error: runErr.Error()})
+	if ok, err := e.end(ctx, q, j, from, st); !ok {
+		return err
+	}
+	e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventDeadLetter, Queue: j.Queue})
+	e.log.ErrorContext(ctx, "job failed", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "attempt", j.Attempt, "error", runErr)
+	return nil
+}
+
+// end writes the final record of j (succeeded or failed; it was at from)
+// and hands on what its attempt held. It reports whether it wrote: a
+// record that moved on meanwhile keeps its own story.
+func (e *Engine) end(ctx context.Context, q Queue, j job.Job, from job.Version, st slot.State) (bool, error) {
 	if err := e.state.UpdateJob(ctx, j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			e.log.WarnContext(ctx, "outcome not recorded: job moved on", "queue", j.Queue, "job_id", j.ID)
-			return nil
+			return false, nil
 		}
-		return fmt.Errorf("record %s/%s: %w", j.Queue, j.ID, err)
+		return false, fmt.Errorf("record %s/%s: %w", j.Queue, j.ID, err)
 	}
-	e.endAttempt(ctx, q, st, j, j.Ticket, true)
-	if runErr != nil {
-		e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
-	}
-	if j.Status == job.Failed {
-		e.observe(ctx, Event{Kind: EventDeadLetter, Queue: j.Queue})
-		e.log.ErrorContext(ctx, "job failed", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "attempt", j.Attempt, "error", runErr)
-	} else {
-		e.observe(ctx, Event{Kind: EventSucceeded, Queue: j.Queue})
-		e.log.DebugContext(ctx, "job succeeded", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
-	}
-	return nil
+	e.endAttempt(ctx, q, st, j, j.Ticket, jobEnded)
+	return true, nil
 }
 
 // retry gives a failed attempt's job a new ticket no earlier than its
@@ -932,14 +1106,14 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 		// The queue was deleted (and perhaps created again) while the
 		// attempt ran: the job ends with its generation, and its retry
 		// takes nothing of a new queue of the name.
-		return e.orphan(ctx, ran)
+		return e.expireOfDeletedQueue(ctx, ran)
 	}
 	if err != nil {
 		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
 	}
 	j.Record(job.Event{At: e.now(), Kind: job.Retried, Attempt: j.Attempt, Ticket: j.Ticket})
-	e.place(&j, q.State.Paused)
-	e.dispatch(ctx, []*job.Job{&j}) // message first, as in Enqueue
+	e.place(&j, q.State)
+	e.sendQueued(ctx, []*job.Job{&j}) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil
@@ -949,7 +1123,7 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	if e.deadGeneration(ctx, &j) {
 		return nil
 	}
-	e.endAttempt(ctx, q, st, j, ran.Ticket, false)
+	e.endAttempt(ctx, q, st, j, ran.Ticket, jobGoesOn)
 	e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
 	e.observe(ctx, Event{Kind: EventRetry, Queue: j.Queue})
 	e.log.WarnContext(ctx, "attempt failed; retrying", "queue", j.Queue, "job_id", j.ID,
@@ -958,10 +1132,10 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 }
 
 // endAttempt hands on what the attempt of ticket held once its outcome is
-// recorded: its running place (a capped queue) and its key. final says the
-// job ended for good.
-func (e *Engine) endAttempt(ctx context.Context, q Queue, st slot.State, j job.Job, ticket int64, final bool) {
+// recorded: its running place (a capped queue) and its key. exit says
+// whether the job ended for good or goes on (a retry).
+func (e *Engine) endAttempt(ctx context.Context, q Queue, st slot.State, j job.Job, ticket int64, exit keyExit) {
 	q.State = st
 	e.endRun(ctx, q, ticket)
-	e.leave(ctx, q, j, ticket, final)
+	e.leave(ctx, q, j, ticket, exit)
 }
