@@ -50,57 +50,18 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		return EnqueueResult{}, err
 	}
 	specs := req.Specs()
-	q, fresh, err := e.queueFor(ctx, req)
+	q, err := e.enqueueQueue(ctx, req, specs)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
-	// Everything is checked before the first write: a refused call must
-	// not create the queue (docs/guarantees.md §10).
-	if err := e.checkTargets(q.Config, req, specs); err != nil {
-		return EnqueueResult{}, err
-	}
-	if fresh {
-		if q, err = e.createForEnqueue(ctx, q); err != nil {
-			return EnqueueResult{}, err
-		}
-		// A concurrent call may have created it with another config.
-		if err := e.checkTargets(q.Config, req, specs); err != nil {
-			return EnqueueResult{}, err
-		}
-	}
-
 	res := EnqueueResult{Queue: q.Name, Jobs: make([]Accepted, len(specs))}
-	// Idempotency: a caller-given id that exists answers with that job.
-	var newJobs []*job.Job
-	var at []int
-	for i, s := range specs {
-		if s.ID != "" {
-			old, err := e.getJob(ctx, q, job.Ref{Queue: q.Name, ID: s.ID})
-			if err == nil {
-				res.Jobs[i] = answer(&old, q.State, true)
-				continue
-			}
-			if !errors.Is(err, ErrJobNotFound) {
-				return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
-			}
-		}
-		j := &job.Job{
-			Queue: q.Name, Gen: q.Gen, ID: s.ID, Kind: s.Kind, Target: s.Target, Payload: s.Payload,
-			Key: s.Key, Attempt: 1, EnqueuedAt: now,
-		}
-		if j.ID == "" {
-			j.ID = job.NewID()
-		}
-		if s.NotBefore != nil {
-			j.NotBefore = s.NotBefore.UTC()
-		}
-		newJobs = append(newJobs, j)
-		at = append(at, i)
+	newJobs, at, err := e.newJobs(ctx, q, specs, now, res.Jobs)
+	if err != nil {
+		return EnqueueResult{}, err
 	}
 	if len(newJobs) == 0 {
 		return res, nil
 	}
-
 	if err := e.assign(ctx, &q, newJobs); err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
@@ -113,62 +74,149 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
-	// The messages go first and the records after, so a stored queued job
-	// always has a message on its way: a crash between the two leaves
-	// messages whose job does not exist (dropped by the worker), never a
-	// job that waits for a message that will not come.
-	e.sendQueued(ctx, newJobs)
-	records := make([]job.Job, len(newJobs))
-	for i, j := range newJobs {
-		records[i] = *j
-	}
-	created, err := e.state.CreateJobs(ctx, records)
+	created, err := e.sendAndCreate(ctx, q, newJobs)
 	if err != nil {
-		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+		return EnqueueResult{}, err
 	}
-	if e.expireIfDead(ctx, q.Name, q.Gen, newJobs) > 0 {
-		// Deleted since the tickets were taken: the call ran against
-		// the deleted queue, and its parked jobs went with it.
-		return EnqueueResult{}, fmt.Errorf("enqueue %s: generation %d: %w", q.Name, q.Gen, ErrQueueNotFound)
-	}
-	lost := map[string]int64{}
+	e.uncountLost(ctx, q, newJobs, created)
 	for k, j := range newJobs {
-		if !created[k] && j.Key != "" {
-			lost[j.Key]++
-		}
-	}
-	for key, n := range lost {
-		// Counted as pending above, but another call's job.
-		if _, err := e.state.AddPending(ctx, q.Name, q.Gen, key, -n); err != nil {
-			e.log.WarnContext(ctx, "key's pending count left high", "queue", q.Name, "key", key, "error", err.Error())
-		}
-	}
-	for k, j := range newJobs {
-		if !created[k] {
-			// Lost a race with the same id: answer with the winner. The
-			// ticket this call took for it stays unused, and its message
-			// is dropped as stale.
-			old, err := e.getJob(ctx, q, job.Ref{Queue: q.Name, ID: j.ID})
-			if err != nil {
-				return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
-			}
-			res.Jobs[at[k]] = answer(&old, q.State, true)
-			continue
-		}
-		res.Jobs[at[k]] = answer(j, q.State, false)
-		if j.Key != "" {
-			res.Jobs[at[k]].KeyAhead = &ahead[k]
+		if res.Jobs[at[k]], err = e.answerNew(ctx, q, j, created[k], ahead[k]); err != nil {
+			return EnqueueResult{}, err
 		}
 	}
 	e.log.DebugContext(ctx, "enqueued", "queue", q.Name, "jobs", len(newJobs), "first_ticket", newJobs[0].Ticket)
 	return res, nil
 }
 
-func answer(j *job.Job, st slot.State, existing bool) Accepted {
+// enqueueQueue returns the queue an enqueue call goes to, created if it
+// is missing and auto-creation is on. Everything is checked before the
+// first write: a refused call must not create the queue
+// (docs/guarantees.md §10).
+func (e *Engine) enqueueQueue(ctx context.Context, req job.EnqueueRequest, specs []job.Spec) (Queue, error) {
+	q, fresh, err := e.queueFor(ctx, req)
+	if err != nil {
+		return q, err
+	}
+	if err := e.checkTargets(q.Config, req, specs); err != nil {
+		return q, err
+	}
+	if !fresh {
+		return q, nil
+	}
+	if q, err = e.createForEnqueue(ctx, q); err != nil {
+		return q, err
+	}
+	// A concurrent call may have created it with another config.
+	if err := e.checkTargets(q.Config, req, specs); err != nil {
+		return q, err
+	}
+	return q, nil
+}
+
+// newJobs builds the jobs specs ask for, and at, the index of each in
+// the request. Idempotency: a caller-given id that exists answers with
+// that job (into answers), and nothing new is made of it.
+func (e *Engine) newJobs(ctx context.Context, q Queue, specs []job.Spec, now time.Time, answers []Accepted) (jobs []*job.Job, at []int, err error) {
+	for i, s := range specs {
+		if s.ID != "" {
+			old, err := e.getJob(ctx, q, job.Ref{Queue: q.Name, ID: s.ID})
+			if err == nil {
+				answers[i] = answerExisting(&old, q.State)
+				continue
+			}
+			if !errors.Is(err, ErrJobNotFound) {
+				return nil, nil, fmt.Errorf("enqueue %s: %w", q.Name, err)
+			}
+		}
+		j := &job.Job{
+			Queue: q.Name, Gen: q.Gen, ID: s.ID, Kind: s.Kind, Target: s.Target, Payload: s.Payload,
+			Key: s.Key, Attempt: 1, EnqueuedAt: now,
+		}
+		if j.ID == "" {
+			j.ID = job.NewID()
+		}
+		if s.NotBefore != nil {
+			j.NotBefore = s.NotBefore.UTC()
+		}
+		jobs = append(jobs, j)
+		at = append(at, i)
+	}
+	return jobs, at, nil
+}
+
+// sendAndCreate sends the messages of the new jobs and then writes their
+// records, and reports which records it created (a job of the same id may
+// have been created meanwhile by another call). The messages go first and
+// the records after, so a stored queued job always has a message on its
+// way: a crash between the two leaves messages whose job does not exist
+// (dropped by the worker), never a job that waits for a message that will
+// not come.
+func (e *Engine) sendAndCreate(ctx context.Context, q Queue, jobs []*job.Job) ([]bool, error) {
+	e.sendQueued(ctx, jobs)
+	records := make([]job.Job, len(jobs))
+	for i, j := range jobs {
+		records[i] = *j
+	}
+	created, err := e.state.CreateJobs(ctx, records)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue %s: %w", q.Name, err)
+	}
+	if e.expireIfDead(ctx, q.Name, q.Gen, jobs) > 0 {
+		// Deleted since the tickets were taken: the call ran against
+		// the deleted queue, and its parked jobs went with it.
+		return nil, fmt.Errorf("enqueue %s: generation %d: %w", q.Name, q.Gen, ErrQueueNotFound)
+	}
+	return created, nil
+}
+
+// uncountLost takes back the pending counts (countPending) of the jobs
+// whose record was not created: another call's job of the same id won.
+func (e *Engine) uncountLost(ctx context.Context, q Queue, jobs []*job.Job, created []bool) {
+	lost := map[string]int64{}
+	for k, j := range jobs {
+		if !created[k] && j.Key != "" {
+			lost[j.Key]++
+		}
+	}
+	for key, n := range lost {
+		if _, err := e.state.AddPending(ctx, q.Name, q.Gen, key, -n); err != nil {
+			e.log.WarnContext(ctx, "key's pending count left high", "queue", q.Name, "key", key, "error", err.Error())
+		}
+	}
+}
+
+// answerNew is the answer for j, a job this call made: with the jobs of
+// its key ahead of it if it was created. If it lost a race with the same
+// id, the answer is the winner's; the ticket this call took for it stays
+// unused, and its message is dropped as stale.
+func (e *Engine) answerNew(ctx context.Context, q Queue, j *job.Job, created bool, ahead int64) (Accepted, error) {
+	if !created {
+		old, err := e.getJob(ctx, q, job.Ref{Queue: q.Name, ID: j.ID})
+		if err != nil {
+			return Accepted{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+		}
+		return answerExisting(&old, q.State), nil
+	}
+	a := answer(j, q.State)
+	if j.Key != "" {
+		a.KeyAhead = &ahead
+	}
+	return a, nil
+}
+
+// answer is the answer for j, given the queue's state st.
+func answer(j *job.Job, st slot.State) Accepted {
 	return Accepted{
 		JobID: j.ID, Ticket: j.Ticket, SlotAt: j.SlotAt, Position: slot.Position(st, j.Ticket),
-		Status: j.Status, Key: j.Key, Existing: existing,
+		Status: j.Status, Key: j.Key,
 	}
+}
+
+// answerExisting is the answer for j, a job of the id accepted before.
+func answerExisting(j *job.Job, st slot.State) Accepted {
+	a := answer(j, st)
+	a.Existing = true
+	return a
 }
 
 // countPending counts jobs (in ticket order) as pending on their keys'

@@ -437,11 +437,10 @@ func (e *Engine) handPlaces(ctx context.Context, q Queue, n int) (sent int) {
 // time came (LaneDue): a key whose holder's lease ran out (its worker died
 // before handing it on, or the hand-off's own message went astray) goes
 // to the job it was handed to, if that one still waits parked for it, or
-// else to the first waiter; running places free on a capped queue go to
-// the jobs waiting for them on the queue's own lane, which is looked at
-// again when the first running place's lease ends. It returns how many
-// jobs it sent. A lane that moved on since its entry was read is left
-// alone.
+// else to the first waiter (reapKey); running places free on a capped
+// queue go to the jobs waiting for them on the queue's own lane
+// (reapPlaces). It returns how many jobs it sent. A lane that moved on
+// since its entry was read is left alone.
 func (e *Engine) reapLane(ctx context.Context, q Queue, key string, now time.Time) (sent int, _ error) {
 	l, err := e.state.GetLane(ctx, q.Name, key)
 	if err != nil {
@@ -458,77 +457,100 @@ func (e *Engine) reapLane(ctx context.Context, q Queue, key string, now time.Tim
 		return 0, nil
 	}
 	if key == "" {
-		free := len(l.Waiting)
-		if q.Config.MaxRunning > 0 {
-			free = min(free, q.Config.MaxRunning-q.State.RunningAt(now))
-		}
-		if free > 0 {
-			sent = e.handPlaces(ctx, q, free)
-		}
-		next := now.Add(e.opts.Lease)
-		for _, until := range q.State.Running {
-			if until.After(now) && until.Before(next) {
-				next = until
-			}
-		}
-		err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane {
-			if len(l.Waiting) > 0 && !l.Until.After(now) {
-				l.Until = next
-			}
-			return l
-		})
-		if err != nil {
-			return sent, fmt.Errorf("resume %s: running places: %w", q.Name, err)
-		}
-		return sent, nil
+		return e.reapPlaces(ctx, q, l, now)
 	}
+	return e.reapKey(ctx, q, l, now)
+}
+
+// reapPlaces hands the running places free on capped q to the jobs
+// waiting on its own lane l, and makes the lane due again when the first
+// running place's lease ends (or a lease from now).
+func (e *Engine) reapPlaces(ctx context.Context, q Queue, l slot.Lane, now time.Time) (sent int, _ error) {
+	free := len(l.Waiting)
+	if q.Config.MaxRunning > 0 {
+		free = min(free, q.Config.MaxRunning-q.State.RunningAt(now))
+	}
+	if free > 0 {
+		sent = e.handPlaces(ctx, q, free)
+	}
+	next := now.Add(e.opts.Lease)
+	for _, until := range q.State.Running {
+		if until.After(now) && until.Before(next) {
+			next = until
+		}
+	}
+	err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane {
+		if len(l.Waiting) > 0 && !l.Until.After(now) {
+			l.Until = next
+		}
+		return l
+	})
+	if err != nil {
+		return sent, fmt.Errorf("resume %s: running places: %w", q.Name, err)
+	}
+	return sent, nil
+}
+
+// reapKey hands on the key of lane l, whose holder's lease ran out: to
+// the holder itself if it still waits parked for it (keepHolder), else to
+// the first waiter.
+func (e *Engine) reapKey(ctx context.Context, q Queue, l slot.Lane, now time.Time) (sent int, _ error) {
 	if l.Held(now) {
 		return 0, nil
 	}
 	if l.Holder.Ticket != 0 {
-		// Handed the key but never sent (the hand-off's writer died)?
-		// Then it keeps the key, with a fresh lease, and is sent. Parked
-		// for a running place, holding its key? Then it keeps the key
-		// too: a place's hand-off sends it.
-		h, err := e.state.GetJob(ctx, job.Ref{Queue: q.Name, ID: l.Holder.JobID})
-		if err == nil && h.Status == job.Parked && h.ParkReason.Waits() && h.Ticket == l.Holder.Ticket {
-			kept := false
-			err := e.updateLane(ctx, q, l.Key, func(cur slot.Lane) slot.Lane {
-				if kept = cur.Holder == l.Holder && !cur.Held(now); kept {
-					cur.Until = now.Add(e.opts.Lease)
-				}
-				return cur
-			})
-			if err == nil && kept {
-				if h.ParkReason == job.WaitKey {
-					if err := e.wake(ctx, q, l.Holder, l.Key); err == nil {
-						sent++
-					}
-				}
-				return sent, nil
-			}
+		if kept, sent := e.keepHolder(ctx, q, l, now); kept {
+			return sent, nil
 		}
 	}
 	var handed *slot.Waiter
-	err = e.updateLane(ctx, q, l.Key, func(l slot.Lane) slot.Lane {
+	err := e.updateLane(ctx, q, l.Key, func(l slot.Lane) slot.Lane {
 		l, handed = slot.Leave(l, slot.Waiter{}, e.now(), e.opts.Lease)
 		return l
 	})
 	if err != nil {
-		return sent, fmt.Errorf("resume %s: key %s: %w", q.Name, l.Key, err)
+		return 0, fmt.Errorf("resume %s: key %s: %w", q.Name, l.Key, err)
 	}
-	if handed != nil {
-		if l.Holder.Ticket == slot.DeletedQueueTicket {
-			// Expected: a deleted generation's holder frees the key only
-			// by its lease.
-			e.log.InfoContext(ctx, "key free of a deleted queue's holder; handed on", "queue", q.Name, "key", l.Key, "to_ticket", handed.Ticket)
-		} else {
-			e.log.WarnContext(ctx, "key's holder lease ran out; handed on", "queue", q.Name, "key", l.Key, "holder_ticket", l.Holder.Ticket, "to_ticket", handed.Ticket)
+	if handed == nil {
+		return 0, nil
+	}
+	if l.Holder.Ticket == slot.DeletedQueueTicket {
+		// Expected: a deleted generation's holder frees the key only
+		// by its lease.
+		e.log.InfoContext(ctx, "key free of a deleted queue's holder; handed on", "queue", q.Name, "key", l.Key, "to_ticket", handed.Ticket)
+	} else {
+		e.log.WarnContext(ctx, "key's holder lease ran out; handed on", "queue", q.Name, "key", l.Key, "holder_ticket", l.Holder.Ticket, "to_ticket", handed.Ticket)
+	}
+	e.handKey(ctx, q, l.Key, *handed)
+	return 1, nil
+}
+
+// keepHolder keeps the key of lane l, whose lease ran out, with its
+// holder when the holder still waits parked: handed the key but never
+// sent (the hand-off's writer died), it keeps the key with a fresh lease
+// and is sent; parked for a running place, holding its key, it keeps the
+// key too (a place's hand-off sends it). It reports whether it kept the
+// key, and how many jobs it sent.
+func (e *Engine) keepHolder(ctx context.Context, q Queue, l slot.Lane, now time.Time) (kept bool, sent int) {
+	h, err := e.state.GetJob(ctx, job.Ref{Queue: q.Name, ID: l.Holder.JobID})
+	if err != nil || h.Status != job.Parked || !h.ParkReason.Waits() || h.Ticket != l.Holder.Ticket {
+		return false, 0
+	}
+	err = e.updateLane(ctx, q, l.Key, func(cur slot.Lane) slot.Lane {
+		if kept = cur.Holder == l.Holder && !cur.Held(now); kept {
+			cur.Until = now.Add(e.opts.Lease)
 		}
-		e.handKey(ctx, q, l.Key, *handed)
-		sent++
+		return cur
+	})
+	if err != nil || !kept {
+		return false, 0
 	}
-	return sent, nil
+	if h.ParkReason == job.WaitKey {
+		if err := e.wake(ctx, q, l.Holder, l.Key); err == nil {
+			sent++
+		}
+	}
+	return true, sent
 }
 
 // checkListed looks at j, parked on a lane (job.ParkReason.Waits) whose

@@ -208,32 +208,53 @@ func (e *Engine) resumeQueue(ctx context.Context, name string, due []DueEntry, h
 		return rep, fmt.Errorf("resume %s: %w", name, err)
 	}
 	if until := QueueDue(q.State); !until.IsZero() && !now.Before(until) {
-		// The round starts with the lift. Store it before lifting, so a
-		// pass after a crash here runs it as well.
-		if err := e.restartRound(ctx, name, holder, e.newRound(now), now); err != nil {
-			if errors.Is(err, ErrLeaseHeld) {
-				// Another pass took the lease between the release and
-				// the take: it runs the round and lifts the pause.
-				held = false
-				rep.Busy++
-				return rep, nil
-			}
+		busy, err := e.liftPause(ctx, &q, holder, until, &cur, &rep, now)
+		if busy {
+			// Another pass took the lease between the release and
+			// the take: it runs the round and lifts the pause.
+			held = false
+			rep.Busy++
+			return rep, nil
+		}
+		if err != nil {
 			return rep, err
 		}
-		cur = e.newRound(now)
-		lifted, err := e.state.Unpause(ctx, name, until)
-		if err != nil {
-			return rep, fmt.Errorf("resume %s: lift pause: %w", name, err)
-		}
-		if lifted {
-			rep.Lifted++
-			e.observe(ctx, Event{Kind: EventLifted, Queue: name})
-			e.log.InfoContext(ctx, "pause lifted", "queue", name, "paused_until", until)
-		}
-		if q, err = e.state.GetQueue(ctx, name); err != nil {
-			return rep, fmt.Errorf("resume %s: %w", name, err)
-		}
 	}
+	cur, err = e.actOnDue(ctx, &q, due, cur, &rep, now)
+	return rep, err
+}
+
+// liftPause lifts q's pause, whose paused_until came, and starts its
+// release round (*cur). The round is stored before the lift, so a pass
+// after a crash here runs it as well. busy says another pass took the
+// queue's lease meanwhile (restartRound): nothing was lifted. q is read
+// again after the lift.
+func (e *Engine) liftPause(ctx context.Context, q *Queue, holder string, until time.Time, cur *Cursor, rep *ResumeReport, now time.Time) (busy bool, _ error) {
+	name := q.Name
+	if err := e.restartRound(ctx, name, holder, e.newRound(now), now); err != nil {
+		return errors.Is(err, ErrLeaseHeld), err
+	}
+	*cur = e.newRound(now)
+	lifted, err := e.state.Unpause(ctx, name, until)
+	if err != nil {
+		return false, fmt.Errorf("resume %s: lift pause: %w", name, err)
+	}
+	if lifted {
+		rep.Lifted++
+		e.observe(ctx, Event{Kind: EventLifted, Queue: name})
+		e.log.InfoContext(ctx, "pause lifted", "queue", name, "paused_until", until)
+	}
+	if *q, err = e.state.GetQueue(ctx, name); err != nil {
+		return false, fmt.Errorf("resume %s: %w", name, err)
+	}
+	return false, nil
+}
+
+// actOnDue acts on q's due entries under the pass's lease: it runs the
+// release round if one is due (cur), releases the parked jobs whose time
+// came and looks at the lanes whose time came. It returns the cursor to
+// leave with the lease.
+func (e *Engine) actOnDue(ctx context.Context, q *Queue, due []DueEntry, cur Cursor, rep *ResumeReport, now time.Time) (Cursor, error) {
 	var jobs []string
 	var lanes []string
 	for _, d := range due {
@@ -244,24 +265,25 @@ func (e *Engine) resumeQueue(ctx context.Context, name string, due []DueEntry, h
 			lanes = append(lanes, d.ID)
 		}
 	}
+	var err error
 	if q.State.Paused {
 		// The unpause starts the next round; the jobs due now wait for
 		// it (hold), as those a pause parks.
 		cur = Cursor{}
 	} else if !cur.Round.IsZero() && !now.Before(cur.Round) {
-		if cur, err = e.round(ctx, &q, &rep, cur, now); err != nil {
-			return rep, err
+		if cur, err = e.round(ctx, q, rep, cur, now); err != nil {
+			return cur, err
 		}
 	}
-	if err := e.releaseDue(ctx, &q, jobs, &rep, now); err != nil {
-		return rep, err
+	if err := e.releaseDue(ctx, q, jobs, rep, now); err != nil {
+		return cur, err
 	}
 	handed := 0
 	for _, key := range lanes {
-		n, err := e.reapLane(ctx, q, key, now)
+		n, err := e.reapLane(ctx, *q, key, now)
 		handed += n
 		if err != nil {
-			return rep, err
+			return cur, err
 		}
 	}
 	if rep.Reticketed > 0 {
@@ -272,10 +294,10 @@ func (e *Engine) resumeQueue(ctx context.Context, name string, due []DueEntry, h
 	}
 	// Hand-offs observe their own releases (wake).
 	rep.Released += handed
-	if rep != (ResumeReport{}) {
+	if *rep != (ResumeReport{}) {
 		e.log.InfoContext(ctx, "resumed", "queue", q.Name, "reticketed", rep.Reticketed, "released", rep.Released, "held", rep.Held, "continued", rep.Continued)
 	}
-	return rep, nil
+	return cur, nil
 }
 
 // restartRound stores c with holder's lease of queue, and takes the lease

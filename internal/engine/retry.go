@@ -21,13 +21,13 @@ var ErrNotRetryable = errors.New("job is not failed or cancelled")
 // request field that named it and the status it is in. errors.Is matches
 // ErrNotRetryable.
 type NotRetryableError struct {
-	Key    job.Ref
+	Job    job.Ref
 	Field  string
 	Status job.Status
 }
 
 func (e *NotRetryableError) Error() string {
-	return fmt.Sprintf("retry %s: job is %s; only failed or cancelled jobs are run again", e.Key, e.Status)
+	return fmt.Sprintf("retry %s: job is %s; only failed or cancelled jobs are run again", e.Job, e.Status)
 }
 
 // Is reports whether target is ErrNotRetryable.
@@ -155,7 +155,7 @@ func (e *Engine) Retry(ctx context.Context, r RetryRequest) (RetryResult, error)
 				return res, &FieldError{Field: fmt.Sprintf("job_ids[%d]", i), Err: failure("retry", k, err)}
 			}
 			if j.Status != job.Failed && j.Status != job.Cancelled {
-				return res, &NotRetryableError{Key: k, Field: fmt.Sprintf("job_ids[%d]", i), Status: j.Status}
+				return res, &NotRetryableError{Job: k, Field: fmt.Sprintf("job_ids[%d]", i), Status: j.Status}
 			}
 			jobs = append(jobs, j)
 		}
@@ -166,7 +166,7 @@ func (e *Engine) Retry(ctx context.Context, r RetryRequest) (RetryResult, error)
 	done, skipped, err := e.rerun(ctx, q, jobs, r.By)
 	res.Skipped += skipped
 	for _, j := range done {
-		res.Jobs = append(res.Jobs, answer(j, q.State, false))
+		res.Jobs = append(res.Jobs, answer(j, q.State))
 	}
 	return res, err
 }
