@@ -1,6 +1,9 @@
-// Package job defines a slotq job: its record, its states and the legal
-// transitions between them, the wire envelope that carries it through the
-// transport, and the enqueue request a producer sends.
+// Package job defines a slotq job: its record (Job), its states and the
+// legal transitions between them, its history (Event), the wire envelope
+// that carries it through the transport (Envelope), and the enqueue
+// request a producer sends (EnqueueRequest, Spec). A job is named by its
+// queue and id (Ref); its Key, if any, is the key whose jobs run one at a
+// time (JSON "key").
 //
 // A job's life (see docs/states.md for the diagram):
 //
@@ -10,6 +13,9 @@
 //	parked ◀────────────┘
 //	(queued and parked) ──cancel/purge──▶ cancelled
 //
-// Besides the standard library it imports internal/input, for the typed input
-// error, and internal/slot, for durations and queue names.
+// Where it sits: a leaf of the runtime beside internal/slot. The engine,
+// the stores and the transports speak in its types. Besides the standard
+// library it imports pkg/api (the statuses, park reasons and request
+// types it shares with clients), internal/input, for the typed input
+// error, and internal/slot, for durations and queue names; never AWS.
 package job

@@ -1,14 +1,18 @@
 // Package slot is the arithmetic at the heart of slotq: queue names and
 // configuration, the per-queue state (ticket, current, slot clock, last
-// start, pause), how a range of tickets gets its slots, and the gate
-// decision taken when a job wants to start.
+// start, pause, running places), how a range of tickets gets its slots,
+// the gate decision taken when a job wants to start, and a key's lane
+// (Lane: the job that holds a key and the jobs waiting for it).
 //
-// Everything here is pure: time is a parameter, nothing does I/O, and only
-// the standard library is imported. The engine (internal/engine) asks a state
-// implementation to apply these rules atomically; internal/memstore does so under
-// a mutex and internal/dynamostore with conditional writes.
+// Everything here is pure: time is a parameter and nothing does I/O. It
+// imports the standard library, internal/input (the typed error a bad
+// configuration returns) and pkg/api (the wire types it shares with
+// clients), and never AWS. The engine (internal/engine) asks a state
+// implementation to apply these rules atomically; internal/memstore does
+// so under a mutex and internal/dynamostore with conditional writes.
 //
-// The rules, in words:
+// The rules, in words (docs/algorithm.md has them with a worked example
+// and a glossary):
 //
 //   - A queue hands out tickets 1, 2, 3, … in acceptance order.
 //   - The slot clock is the slot of the last ticket that took a place in
