@@ -18,4 +18,13 @@
 //
 // Every function in functions/ (through internal/lambdafn) and the local
 // runtime is a thin shell around one of these methods.
+//
+// Where it sits: in the middle of slotq's runtime, the packages at the
+// top of internal/ that the functions link. It imports internal/slot (the
+// gate's arithmetic, pure), internal/job, internal/attempt, internal/clock
+// and internal/input, and no AWS package; the stores and transports
+// (internal/memstore, internal/dynamostore, internal/sqstransport) import
+// it for its interfaces. Nothing under internal/dev (emulators, SAM
+// tooling, cost meters, test rigs) or internal/cli (console, timeline) is
+// imported by it. docs/algorithm.md explains the rules, with a glossary.
 package engine
