@@ -49,7 +49,9 @@ func under(p, folder string) bool { return p == folder || strings.HasPrefix(p, f
 
 // tooling is what builds, tests and measures slotq, or serves people from
 // the slotq command: no Lambda function links it.
-func tooling(p string) bool { return under(p, "internal/dev") || under(p, "internal/cli") || p == "pkg/local" }
+func tooling(p string) bool {
+	return under(p, "internal/dev") || under(p, "internal/cli") || p == "pkg/local"
+}
 
 // TestLayers holds the import direction docs/architecture.md draws:
 // functions and cmd → pkg → the runtime under internal/ → slot, job →
