@@ -19,7 +19,7 @@ import (
 // The AWS metrics the dashboard and alarms may name besides slotq's own:
 // the functions' and the dead-letter queue's.
 var awsMetrics = map[string][]string{
-	"AWS/Lambda":   {"Errors", "Throttles", "Duration", "Invocations"},
+	"AWS/Lambda":   {"Errors", "Throttles", "Duration", "Invocations", "RecursiveInvocationsDropped"},
 	"AWS/SQS":      {"ApproximateNumberOfMessagesVisible"},
 	"AWS/DynamoDB": {"ReadThrottleEvents", "WriteThrottleEvents", "SystemErrors"},
 }
@@ -176,7 +176,7 @@ func TestTemplateAlarms(t *testing.T) {
 	}
 	for _, want := range []string{"LagAlarm", "JobFailuresAlarm", "DeadLetterAlarm", "WorkerErrorsAlarm", "WorkerThrottlesAlarm",
 		"WorkerDurationAlarm", "ResumeErrorsAlarm", "ResumeMissedAlarm", "EnqueueErrorsAlarm", "EnqueueThrottlesAlarm",
-		"AdminErrorsAlarm", "AdminThrottlesAlarm", "TableThrottlesAlarm", "TableErrorsAlarm"} {
+		"AdminErrorsAlarm", "AdminThrottlesAlarm", "TableThrottlesAlarm", "TableErrorsAlarm", "RecursionAlarm"} {
 		if !slices.Contains(alarms, want) {
 			t.Errorf("no %s", want)
 		}

@@ -52,9 +52,11 @@ func samPython(t *testing.T) string {
 // cfnTemplate is a template after the SAM transform.
 type cfnTemplate struct {
 	Parameters map[string]map[string]any
+	Conditions map[string]any
 	Resources  map[string]struct {
-		Type       string
-		Properties map[string]any
+		Type           string
+		DeletionPolicy string
+		Properties     map[string]any
 	}
 }
 
@@ -84,6 +86,7 @@ var physicalNames = map[string]string{
 	"AWS::SQS::Queue":                 "QueueName",
 	"AWS::Lambda::Function":           "FunctionName",
 	"AWS::Lambda::EventSourceMapping": "",
+	"AWS::Lambda::EventInvokeConfig":  "",
 	"AWS::IAM::Role":                  "RoleName",
 	"AWS::IAM::ManagedPolicy":         "ManagedPolicyName",
 	"AWS::Logs::LogGroup":             "LogGroupName",

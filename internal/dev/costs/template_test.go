@@ -20,7 +20,7 @@ func TestTemplateFigures(t *testing.T) {
 	if !strings.Contains(m.source, "Globals.Function.MemorySize") {
 		t.Errorf("source %q", m.source)
 	}
-	if a, m := templateAlarms("../../../template.yaml"); a != 14 || m != 21 {
+	if a, m := templateAlarms("../../../template.yaml"); a != 15 || m != 22 {
 		t.Errorf("templateAlarms = %d alarms, %d metrics; want the template's 14 alarms reading 21 metrics", a, m)
 	}
 	if d := templateSkew("../../../template.yaml"); d != 10*time.Millisecond {

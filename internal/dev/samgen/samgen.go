@@ -6,9 +6,12 @@
 // a stack.yaml may hold.
 //
 // The project's part may add parameters, conditions, mappings, resources
-// and outputs, replace the description, and change the worker in the
-// ways a worker of one's own needs: its description, memory size and
-// environment variables (never slotq's), and more policies on its role.
+// and outputs, replace the description, set the defaults of slotq's
+// parameters (a permissions boundary, the worker's subnets), tag every
+// resource (Tags), and change the worker in the ways a worker of one's
+// own needs: its description, memory size, tracing, reserved concurrency
+// and environment variables (never slotq's), and more policies on its
+// role.
 // Anything else of slotq's it names is an error, so a project cannot
 // drift from the stack of the slotq version it requires.
 package samgen
@@ -19,6 +22,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -39,7 +43,8 @@ var addable = []string{"Parameters", "Conditions", "Mappings", "Resources", "Out
 // What a project's part may change of slotq's resources: by logical id,
 // the properties and how.
 var changeable = map[string]map[string]string{
-	"WorkerFunction": {"Description": "replace", "MemorySize": "replace", "Environment": "variables"},
+	"WorkerFunction": {"Description": "replace", "MemorySize": "replace", "Environment": "variables",
+		"Tracing": "replace", "ReservedConcurrentExecutions": "replace"},
 	"WorkerRole":     {"Policies": "append", "ManagedPolicyArns": "append"},
 }
 
@@ -65,12 +70,16 @@ func Generate(base, part []byte) ([]byte, error) {
 			switch {
 			case k.Value == "Description":
 				set(root, k, v)
+			case k.Value == "Tags":
+				if err := tag(root, v); err != nil {
+					return nil, err
+				}
 			case slices.Contains(addable, k.Value):
 				if err := merge(root, k, v); err != nil {
 					return nil, err
 				}
 			default:
-				return nil, &Error{Field: k.Value, Message: fmt.Sprintf("not something a project's stack.yaml may set (Description, %v)", addable)}
+				return nil, &Error{Field: k.Value, Message: fmt.Sprintf("not something a project's stack.yaml may set (Description, Tags, %v)", addable)}
 			}
 		}
 	}
@@ -118,6 +127,12 @@ func merge(root, k, v *yaml.Node) error {
 		mine := get(section, name.Value)
 		if mine == nil {
 			section.Content = append(section.Content, name, val)
+			continue
+		}
+		if k.Value == "Parameters" {
+			if err := setDefault(field, mine, val); err != nil {
+				return err
+			}
 			continue
 		}
 		props, ok := changeable[name.Value]
@@ -218,4 +233,90 @@ func set(m, k, v *yaml.Node) {
 		}
 	}
 	m.Content = append(m.Content, k, v)
+}
+
+// setDefault applies a project's entry for one of slotq's parameters: it
+// may set the parameter's Default, nothing else.
+func setDefault(field string, mine, v *yaml.Node) error {
+	if v.Kind != yaml.MappingNode || len(v.Content) != 2 || v.Content[0].Value != "Default" {
+		return &Error{Field: field, Message: "is slotq's: a project may set only its Default"}
+	}
+	if d := v.Content[1]; d.Kind != yaml.ScalarNode {
+		return &Error{Field: field + ".Default", Message: "want a value"}
+	}
+	set(mine, v.Content[0], v.Content[1])
+	return nil
+}
+
+// taggable lists the resource types of the stack that take tags, and
+// how: SAM's functions a mapping (which SAM propagates to the role and
+// the event source it makes), CloudFormation's types a list of Key and
+// Value. A type of the stack not listed takes none (a managed policy, the
+// dashboard, the schedule, an event invoke config).
+var taggable = map[string]string{
+	"AWS::Serverless::Function": "map",
+	"AWS::DynamoDB::Table":      "list",
+	"AWS::SQS::Queue":           "list",
+	"AWS::Logs::LogGroup":       "list",
+	"AWS::IAM::Role":            "list",
+	"AWS::CloudWatch::Alarm":    "list",
+}
+
+// tag puts the project's Tags, a mapping of names to values, on every
+// resource of the stack that takes tags.
+func tag(root, tags *yaml.Node) error {
+	if tags.Kind != yaml.MappingNode || len(tags.Content) == 0 {
+		return &Error{Field: "Tags", Message: "want a mapping of tag names to values"}
+	}
+	for i := 0; i+1 < len(tags.Content); i += 2 {
+		k, v := tags.Content[i], tags.Content[i+1]
+		if k.Value == "" || strings.HasPrefix(strings.ToLower(k.Value), "aws:") || len(k.Value) > 128 {
+			return &Error{Field: "Tags." + k.Value, Message: "a tag name is 1 to 128 characters, not starting with aws:"}
+		}
+		if v.Kind != yaml.ScalarNode || len(v.Value) > 256 {
+			return &Error{Field: "Tags." + k.Value, Message: "a tag value is a string of at most 256 characters"}
+		}
+	}
+	res := get(root, "Resources")
+	for i := 0; i+1 < len(res.Content); i += 2 {
+		r := res.Content[i+1]
+		how, ok := taggable[get(r, "Type").Value]
+		if !ok {
+			continue
+		}
+		props := get(r, "Properties")
+		if props == nil {
+			props = &yaml.Node{Kind: yaml.MappingNode}
+			r.Content = append(r.Content, scalar("Properties"), props)
+		}
+		list := get(props, "Tags")
+		if list == nil {
+			list = &yaml.Node{Kind: yaml.MappingNode}
+			if how == "list" {
+				list.Kind = yaml.SequenceNode
+			}
+			props.Content = append(props.Content, scalar("Tags"), list)
+		}
+		for j := 0; j+1 < len(tags.Content); j += 2 {
+			k, v := tags.Content[j], tags.Content[j+1]
+			if how == "map" {
+				list.Content = append(list.Content, scalar(k.Value), str(v.Value))
+				continue
+			}
+			list.Content = append(list.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+				scalar("Key"), str(k.Value), scalar("Value"), str(v.Value)}})
+		}
+		if how == "map" && get(props, "PropagateTags") == nil {
+			props.Content = append(props.Content, scalar("PropagateTags"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
+		}
+	}
+	return nil
+}
+
+// scalar is a YAML string node.
+func scalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
+
+// str is a YAML string node that stays a string ("1234", "true").
+func str(s string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s, Style: yaml.DoubleQuotedStyle}
 }

@@ -2,6 +2,7 @@ package samgen_test
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -122,6 +123,10 @@ func TestGenerateRefuses(t *testing.T) {
 			"Resources.WorkerFunction.Properties.Environment.Variables.SLOTQ_TABLE"},
 		{"Resources:\n  WorkerRole:\n    Properties:\n      AssumeRolePolicyDocument: {}\n", "Resources.WorkerRole.Properties.AssumeRolePolicyDocument"},
 		{"Outputs:\n  TableName:\n    Value: x\n", "Outputs.TableName"},
+		{"Parameters:\n  LogLevel:\n    Default: DEBUG\n    AllowedValues: [DEBUG]\n", "Parameters.LogLevel"},
+		{"Parameters:\n  WorkerSubnetIds:\n    Default: [a, b]\n", "Parameters.WorkerSubnetIds.Default"},
+		{"Tags:\n  aws:cloudformation: x\n", "Tags.aws:cloudformation"},
+		{"Tags: [a]\n", "Tags"},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			_, err := samgen.Generate(slotq.Template, []byte(tc.part))
@@ -130,5 +135,65 @@ func TestGenerateRefuses(t *testing.T) {
 				t.Errorf("error %v, want a samgen.Error of field %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// An enterprise account's stack: slotq's parameters get the project's
+// defaults, every resource that takes tags carries the project's, and the
+// worker may trace and reserve concurrency.
+func TestGenerateEnterprise(t *testing.T) {
+	part := `
+Parameters:
+  PermissionsBoundary:
+    Default: arn:aws:iam::123456789012:policy/TeamBoundary
+  WorkerSubnetIds:
+    Default: subnet-1,subnet-2
+Tags:
+  CostCenter: "1234"
+  Team: payments
+Resources:
+  WorkerFunction:
+    Properties:
+      Tracing: Active
+      ReservedConcurrentExecutions: 20
+`
+	out, err := samgen.Generate(slotq.Template, []byte(part))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, base := parse(t, out), parse(t, slotq.Template)
+	if d := got.Parameters["PermissionsBoundary"]["Default"]; d != "arn:aws:iam::123456789012:policy/TeamBoundary" {
+		t.Errorf("PermissionsBoundary default %v", d)
+	}
+	if d := got.Parameters["WorkerSubnetIds"]["Default"]; d != "subnet-1,subnet-2" {
+		t.Errorf("WorkerSubnetIds default %v", d)
+	}
+	if !reflect.DeepEqual(got.Parameters["PermissionsBoundary"]["Type"], base.Parameters["PermissionsBoundary"]["Type"]) {
+		t.Error("PermissionsBoundary: more than its default changed")
+	}
+	w := got.Resources["WorkerFunction"].Properties
+	if w["Tracing"] != "Active" || fmt.Sprint(w["ReservedConcurrentExecutions"]) != "20" {
+		t.Errorf("worker Tracing %#v, ReservedConcurrentExecutions %#v", w["Tracing"], w["ReservedConcurrentExecutions"])
+	}
+	tagged := 0
+	for id, r := range got.Resources {
+		tags := r.Properties["Tags"]
+		switch r.Type {
+		case "AWS::Serverless::Function":
+			if !reflect.DeepEqual(tags, map[string]any{"CostCenter": "1234", "Team": "payments"}) || fmt.Sprint(r.Properties["PropagateTags"]) != "true" {
+				t.Errorf("%s: Tags %#v, PropagateTags %#v", id, tags, r.Properties["PropagateTags"])
+			}
+		case "AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::Logs::LogGroup", "AWS::IAM::Role", "AWS::CloudWatch::Alarm":
+			want := []any{map[string]any{"Key": "CostCenter", "Value": "1234"}, map[string]any{"Key": "Team", "Value": "payments"}}
+			if !reflect.DeepEqual(tags, want) {
+				t.Errorf("%s: Tags %v", id, tags)
+			}
+		default:
+			continue
+		}
+		tagged++
+	}
+	if tagged < 20 {
+		t.Errorf("%d resources tagged; want every function, role, table, queue, log group and alarm", tagged)
 	}
 }
