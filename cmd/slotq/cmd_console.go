@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -19,17 +20,23 @@ func newConsoleCmd() *cobra.Command {
 			"timeline of its starts against their slots, and a page per job with its record and history; it\n" +
 			"pauses, resumes and purges queues and cancels and retries jobs, each after a confirmation.\n" +
 			"It reads and acts through the admin function only, with the connection flags' credentials, so it\n" +
-			"needs no permission its operator does not have. It has no login of its own: it refuses an address\n" +
-			"other than loopback unless --allow-remote says so. `slotq local` (make run) serves it too.",
+			"needs no permission its operator does not have. It serves loopback only; --allow-remote serves\n" +
+			"the host names given with --allow-host, behind a login: basic authentication with\n" +
+			"SLOTQ_CONSOLE_AUTH=user:password from the environment (over HTTPS: a TLS proxy in front), or\n" +
+			"--auth-proxy when a proxy in front authenticates its users. `slotq local` (make run) serves it too.",
 		Example: "  $ slotq console                                  # against the local runtime (make run)\n" +
-			"  $ slotq console --stack slotq-prod --profile prod",
+			"  $ slotq console --stack slotq-prod --profile prod\n" +
+			"  $ SLOTQ_CONSOLE_AUTH=ops:$(cat secret) slotq console --stack slotq-prod \\\n" +
+			"      --addr 0.0.0.0:3002 --allow-remote --allow-host console.internal.example.com",
 		Args: nArgs(0, 0),
 	}
 	cn := stackFlags(cmd, nil)
 	fs := cmd.Flags()
 	addr := fs.String("addr", console.DefaultAddr, "`address` to serve the console on (loopback unless --allow-remote)")
 	refresh := fs.Duration("refresh", 5*time.Second, "how often an open page reads the stack again (at least 1s): each read is an admin invocation")
-	remote := fs.Bool("allow-remote", false, "serve on an address other than loopback: anyone who reaches it can pause, cancel and purge")
+	remote := fs.Bool("allow-remote", false, "serve on an address other than loopback (needs --allow-host, and SLOTQ_CONSOLE_AUTH or --auth-proxy)")
+	hosts := fs.StringSlice("allow-host", nil, "a host `name` the console serves besides loopback ones (repeat, or comma-separate)")
+	proxy := fs.Bool("auth-proxy", false, "a proxy in front authenticates the console's users: no login of its own")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
 		c := newStackCmd(cmd, cn)
 		if *refresh < time.Second {
@@ -44,9 +51,11 @@ func newConsoleCmd() *cobra.Command {
 		if name == "" {
 			name = "local"
 		}
-		err = console.Run(ctx, console.FromClient(cl), *addr, console.Options{Name: name, Refresh: *refresh, AllowRemote: *remote},
+		o := console.Options{Name: name, Refresh: *refresh, AllowRemote: *remote, AllowHosts: *hosts,
+			Auth: os.Getenv("SLOTQ_CONSOLE_AUTH"), AuthProxy: *proxy}
+		err = console.Run(ctx, console.FromClient(cl), *addr, o,
 			func(url string) { fmt.Fprintf(cmd.OutOrStdout(), "slotq console: %s (Ctrl-C stops it)\n", url) })
-		if errors.Is(err, console.ErrRemote) {
+		if errors.Is(err, console.ErrRemote) || errors.Is(err, console.ErrRemoteUnguarded) {
 			return c.fail(usagef("%s", strings.TrimPrefix(err.Error(), "console: ")))
 		}
 		if err != nil && ctx.Err() == nil {

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Limits and defaults of queue configuration.
@@ -57,12 +57,10 @@ const (
 	MaxRetention = 366 * 24 * time.Hour
 )
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,80}$`)
-
 // ValidateName reports whether name is a legal queue name
 // ([A-Za-z0-9_.-]{1,80}).
 func ValidateName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !api.ValidQueueName(name) {
 		return input.Invalid("invalid_queue", "queue", fmt.Sprintf("queue name %q must match [A-Za-z0-9_.-]{1,80}", input.Truncate(name, 100)))
 	}
 	return nil

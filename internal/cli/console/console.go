@@ -3,6 +3,8 @@ package console
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"embed"
 	"encoding/hex"
 	"errors"
@@ -47,12 +49,26 @@ type Options struct {
 	// Follow caps the jobs per queue whose starts the timeline draws
 	// (the oldest are dropped). Default DefaultFollow (500).
 	Follow int
-	// AllowRemote serves requests for any host name. Default false: only
-	// a request whose Host is a loopback address or "localhost" is
-	// served, so a web page cannot reach the console by pointing a name
-	// of its own at 127.0.0.1 (DNS rebinding). Listen takes the same
-	// choice for the address it binds.
+	// AllowRemote lets Listen bind an address other than loopback.
+	// Default false. Whatever it is, only a request whose Host is a
+	// loopback address, "localhost" or one of AllowHosts is served, so a
+	// web page cannot reach the console by pointing a name of its own at
+	// it (DNS rebinding); Run refuses AllowRemote without AllowHosts and
+	// without an authentication (Auth, or AuthProxy).
 	AllowRemote bool
+	// AllowHosts are the host names (without port) the console serves
+	// besides loopback ones: the names its users reach it by.
+	AllowHosts []string
+	// Auth, if set, is the "user:password" every request must present
+	// with HTTP basic authentication (compared in constant time). `slotq
+	// console` reads it from SLOTQ_CONSOLE_AUTH. Use it over HTTPS (a TLS
+	// proxy in front): basic authentication sends the password with
+	// every request.
+	Auth string
+	// AuthProxy says that a proxy in front of the console authenticates
+	// its users (an OAuth2 proxy, an identity-aware load balancer), so
+	// Run accepts AllowRemote without Auth.
+	AuthProxy bool
 	// Logger receives the errors of the admin calls. Default: none.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -143,28 +159,61 @@ func newServer(src Source, o Options) *server {
 	return s
 }
 
+// maxForm bounds a request's body: the console's forms are a few fields.
+const maxForm = 64 << 10
+
 func (s *server) handler() http.Handler {
 	static, _ := fs.Sub(assets, "static")
 	mux := http.NewServeMux()
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.Handle("GET /static/", http.StripPrefix("/static/", filesOnly(http.FileServerFS(static))))
 	mux.HandleFunc("GET /{$}", s.queues)
-	mux.HandleFunc("GET /queues/{queue}", s.queue)
-	mux.HandleFunc("GET /queues/{queue}/jobs/{id}", s.job)
-	mux.HandleFunc("GET /queues/{queue}/confirm", s.confirm)
-	mux.HandleFunc("POST /queues/{queue}/actions/{action}", s.act)
-	mux.HandleFunc("POST /queues/{queue}/follow", s.followJobs)
+	mux.HandleFunc("GET /queues/{queue}", s.named(s.queue))
+	mux.HandleFunc("GET /queues/{queue}/jobs/{id}", s.named(s.job))
+	mux.HandleFunc("GET /queues/{queue}/confirm", s.named(s.confirm))
+	mux.HandleFunc("POST /queues/{queue}/actions/{action}", s.named(s.act))
+	mux.HandleFunc("POST /queues/{queue}/follow", s.named(s.followJobs))
 	// Actions are POSTs with the token; cross-origin POSTs a browser
 	// sends (Sec-Fetch-Site, Origin) are refused before that.
-	h := http.NewCrossOriginProtection().Handler(mux)
+	h := http.NewCrossOriginProtection().Handler(http.MaxBytesHandler(mux, maxForm))
 	return s.guard(h)
 }
 
-// guard refuses hosts other than loopback ones unless AllowRemote, and
-// sets the headers every answer carries.
+// named answers 400 for a queue name no queue can have, before any admin
+// call: a bad address is the caller's error, not the stack's.
+func (s *server) named(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if q := r.PathValue("queue"); !api.ValidQueueName(q) {
+			s.render(w, r, http.StatusBadRequest, "error", "Not a queue name", nil,
+				fmt.Errorf("%q is not a queue name: a queue's name is 1 to 80 letters, digits, '_', '.' and '-'", q))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// filesOnly serves the files of a file server and nothing of its
+// folders: no listing of what the console embeds.
+func filesOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// guard refuses host names it does not serve and requests without the
+// console's login (if any), and sets the headers every answer carries.
 func (s *server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.o.AllowRemote && !loopbackHost(r.Host) {
-			http.Error(w, "slotq console: this console serves only loopback host names (127.0.0.1, [::1], localhost); start it with remote access allowed to serve others", http.StatusMisdirectedRequest)
+		if !loopbackHost(r.Host) && !s.allowedHost(r.Host) {
+			http.Error(w, "slotq console: this console serves only loopback host names (127.0.0.1, [::1], localhost) and the names it is started with (--allow-host)", http.StatusMisdirectedRequest)
+			return
+		}
+		if s.o.Auth != "" && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="slotq console", charset="UTF-8"`)
+			http.Error(w, "slotq console: log in", http.StatusUnauthorized)
 			return
 		}
 		h := w.Header()
@@ -174,6 +223,28 @@ func (s *server) guard(next http.Handler) http.Handler {
 		h.Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// allowedHost reports whether host (a Host header) is one of AllowHosts.
+func (s *server) allowedHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	for _, a := range s.o.AllowHosts {
+		if strings.EqualFold(host, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// authorized reports whether r carries the console's basic
+// authentication, compared in constant time.
+func (s *server) authorized(r *http.Request) bool {
+	user, pass, ok := r.BasicAuth()
+	want := sha256.Sum256([]byte(s.o.Auth))
+	got := sha256.Sum256([]byte(user + ":" + pass))
+	return ok && subtle.ConstantTimeCompare(want[:], got[:]) == 1
 }
 
 // loopbackHost reports whether a Host header names this machine by a
@@ -192,7 +263,31 @@ func loopbackHost(host string) bool {
 
 // ErrRemote is returned by Listen for an address that is not a loopback
 // one when remote access is not allowed.
-var ErrRemote = errors.New("the console has no login of its own and can pause, cancel and purge: it listens on loopback addresses only unless remote access is allowed")
+var ErrRemote = errors.New("the console can pause, cancel and purge: it listens on loopback addresses only unless remote access is allowed")
+
+// ErrRemoteUnguarded is Run's answer to remote access without the host
+// names to serve or without an authentication.
+var ErrRemoteUnguarded = errors.New("remote access needs the host names to serve (--allow-host) and a login: SLOTQ_CONSOLE_AUTH=user:password, or --auth-proxy behind a proxy that authenticates")
+
+// Server timeouts: a client that sends its request slowly, or holds an
+// idle connection, is cut off instead of holding the console's
+// connections.
+var (
+	readTimeout  = 15 * time.Second
+	writeTimeout = time.Minute // a page waits for a few admin calls
+	idleTimeout  = time.Minute
+)
+
+// check refuses Options that would expose the console unguarded.
+func (o *Options) check() error {
+	if o.AllowRemote && (len(o.AllowHosts) == 0 || (o.Auth == "" && !o.AuthProxy)) {
+		return fmt.Errorf("console: %w", ErrRemoteUnguarded)
+	}
+	if o.Auth != "" && !strings.Contains(o.Auth, ":") {
+		return fmt.Errorf("console: the login must be user:password")
+	}
+	return nil
+}
 
 // Listen listens on addr ("127.0.0.1:3002"; port 0 picks a free one).
 // Unless allowRemote, addr must be a loopback address or "localhost":
@@ -227,11 +322,15 @@ func Run(ctx context.Context, src Source, addr string, o Options, ready func(url
 	if addr == "" {
 		addr = DefaultAddr
 	}
+	if err := o.check(); err != nil {
+		return err
+	}
 	ln, err := Listen(ctx, addr, o.AllowRemote)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: New(src, o), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: New(src, o), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: readTimeout, WriteTimeout: writeTimeout, IdleTimeout: idleTimeout}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	if ready != nil {

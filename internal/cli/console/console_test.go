@@ -332,11 +332,13 @@ func TestRefusesOtherHostsAndOrigins(t *testing.T) {
 			t.Errorf("Host %s = %d, want 200", host, rec.Code)
 		}
 	}
-	remote := New(newFake(), Options{AllowRemote: true})
-	rec = httptest.NewRecorder()
-	remote.ServeHTTP(rec, httptest.NewRequest("GET", "http://console.internal/", nil))
-	if rec.Code != http.StatusOK {
-		t.Errorf("AllowRemote: Host console.internal = %d, want 200", rec.Code)
+	remote := New(newFake(), Options{AllowRemote: true, AllowHosts: []string{"console.internal"}, AuthProxy: true})
+	for host, want := range map[string]int{"console.internal:3002": http.StatusOK, "CONSOLE.internal": http.StatusOK, "rebound.example": http.StatusMisdirectedRequest} {
+		rec = httptest.NewRecorder()
+		remote.ServeHTTP(rec, httptest.NewRequest("GET", "http://"+host+"/", nil))
+		if rec.Code != want {
+			t.Errorf("AllowHosts [console.internal]: Host %s = %d, want %d", host, rec.Code, want)
+		}
 	}
 	// A cross-site form post, as a browser sends it, with a good token.
 	form := url.Values{"token": {s.token}, "confirm": {"yes"}}
@@ -366,7 +368,7 @@ func TestListen(t *testing.T) {
 	for _, tt := range tests {
 		ln, err := Listen(t.Context(), tt.addr, tt.allowRemote)
 		if tt.refused {
-			if !errors.Is(err, ErrRemote) || !strings.Contains(err.Error(), "no login") {
+			if !errors.Is(err, ErrRemote) || !strings.Contains(err.Error(), "pause, cancel and purge") {
 				t.Errorf("Listen(%q, %v) = %v, want ErrRemote saying why", tt.addr, tt.allowRemote, err)
 			}
 			continue
