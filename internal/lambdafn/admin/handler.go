@@ -7,6 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -177,7 +180,49 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (Response
 	return res, nil
 }
 
+// opFields lists, per op, the request fields (by JSON name) it reads
+// besides op: any other field given is refused (unusedField), so that a
+// request never does something other than what it seems to ask, such as
+// a reindex "of one queue" that reindexes all.
+var opFields = map[string][]string{
+	"create":    {"queue", "config"},
+	"configure": {"queue", "config", "reset"},
+	"pause":     {"queue", "until"},
+	"resume":    {"queue"},
+	"purge":     {"queue"},
+	"delete":    {"queue"},
+	"stats":     {"queue", "no_activity"},
+	"starts":    {"queue", "since", "limit"},
+	"get":       {"queue", "job_id"},
+	"cancel":    {"queue", "job_id"},
+	"list":      {"queue", "status", "after", "limit"},
+	"retry":     {"queue", "job_id", "job_ids", "failed", "after", "up_to", "limit", "by"},
+	"redrive":   {"queue", "limit"},
+	"reindex":   {},
+}
+
+// unusedField refuses a field r's op does not read: a typed error naming
+// it, before anything is written.
+func unusedField(r Request) error {
+	used, ok := opFields[r.Op]
+	if !ok {
+		return nil // an unknown op is refused by do
+	}
+	v := reflect.ValueOf(r)
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if name == "op" || v.Field(i).IsZero() || slices.Contains(used, name) {
+			continue
+		}
+		return input.Invalid("unused_field", name, fmt.Sprintf("%s is not a field of op %s, which reads %v", name, r.Op, used))
+	}
+	return nil
+}
+
 func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
+	if err := unusedField(r); err != nil {
+		return Response{}, err
+	}
 	switch r.Op {
 	case "create":
 		var cfg slot.Config
