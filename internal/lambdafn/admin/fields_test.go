@@ -44,7 +44,7 @@ func TestOpRefusesUnusedFields(t *testing.T) {
 	if err != nil || st.State.Paused {
 		t.Errorf("emails: paused %v, err %v; want running", st.State.Paused, err)
 	}
-	if j, err := eng.Job(ctx, job.Key{Queue: "emails", ID: "a"}); err != nil || j.Status.Final() {
+	if j, err := eng.Job(ctx, job.Ref{Queue: "emails", ID: "a"}); err != nil || j.Status.Final() {
 		t.Errorf("job a: %v %v; want waiting", j.Status, err)
 	}
 	if qs, _ := eng.Queues(ctx); len(qs) != 1 {
