@@ -64,6 +64,7 @@ const (
 	attrScheduled = "scheduled"
 	attrAttempt   = "attempt"
 	attrRetickets = "retickets"
+	attrSentBack  = "sent_back"
 	attrReruns    = "reruns"
 	attrRerunFrom = "rerun_from"
 	attrOrder     = "line_order"
@@ -455,7 +456,7 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	}
 	m[attrAttempt] = num(int64(j.Attempt))
 	for name, n := range map[string]int{
-		attrRetickets: j.Retickets, attrReruns: j.Reruns, attrRerunFrom: j.RerunFrom, attrResultDropped: j.ResultDropped,
+		attrRetickets: j.Retickets, attrSentBack: j.SentBack, attrReruns: j.Reruns, attrRerunFrom: j.RerunFrom, attrResultDropped: j.ResultDropped,
 	} {
 		if n != 0 {
 			m[name] = num(int64(n))
@@ -533,6 +534,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		Detached:   it.bool(attrDetached),
 		Attempt:    int(it.int(attrAttempt)),
 		Retickets:  int(it.int(attrRetickets)),
+		SentBack:   int(it.int(attrSentBack)),
 		Order:      it.int(attrOrder),
 		Reruns:     int(it.int(attrReruns)),
 		RerunFrom:  int(it.int(attrRerunFrom)),

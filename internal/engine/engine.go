@@ -93,12 +93,26 @@ type Options struct {
 	// slot.DefaultLead (2ms, the embedded store); the Lambda stack sets
 	// SLOTQ_LEAD (template parameter SlotLead). Negative: 0.
 	Lead time.Duration
+	// MaxSendsBack bounds how many times in a row the worker sends one
+	// job back to the transport without starting it (a hand-back, a
+	// re-ticket, a come-again for a full key or list): the delivery that
+	// finds the job sent back that often fails it (ErrSentBackTooOften)
+	// instead of sending it round again. On Lambda such sends chain
+	// invocations of the worker through its own queue (the worker runs
+	// with RecursiveLoop: Allow); the bound keeps a job that cannot start
+	// from circling for ever. Default DefaultMaxSendsBack.
+	MaxSendsBack int
 }
 
 // Defaults of Options.
 const (
 	// DefaultRecordTimeout is Options.RecordTimeout's default.
 	DefaultRecordTimeout = 5 * time.Second
+	// DefaultMaxSendsBack is Options.MaxSendsBack's default: far more
+	// than a job that can start ever needs (one hand-back per worker
+	// timeout of a slot's wait, a re-ticket per late worker, a come-again
+	// a second while a key's list is full, for minutes).
+	DefaultMaxSendsBack = 500
 	// DefaultMargin is Options.Margin's default.
 	DefaultMargin = 2 * time.Second
 	// MinWorkerTimeout is the shortest worker timeout that holds a
@@ -151,6 +165,9 @@ func New(o Options) *Engine {
 		o.Lead = slot.DefaultLead
 	}
 	o.Lead = max(0, o.Lead)
+	if o.MaxSendsBack <= 0 {
+		o.MaxSendsBack = DefaultMaxSendsBack
+	}
 	return &Engine{
 		state: o.State, transport: o.Transport, runner: o.Runner, log: o.Logger,
 		now: o.Now, defaults: o.Defaults.WithDefaults(), opts: o,

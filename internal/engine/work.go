@@ -130,9 +130,43 @@ func (d *delivery) readRecord(ctx context.Context) (next, error) {
 			"ticket", env.Ticket, "status", j.Status, "job_ticket", j.Ticket)
 		return stop, nil
 	}
+	if j.SentBack >= e.opts.MaxSendsBack {
+		return stop, e.failSentBack(ctx, j)
+	}
 	d.wake = j.SlotAt
 	d.writerLate = waited && e.now().After(d.wake.Add(-e.opts.Lead))
 	return proceed, nil
+}
+
+// ErrSentBackTooOften is the error of a job that was sent back to the
+// transport Options.MaxSendsBack times in a row without starting.
+var ErrSentBackTooOften = errors.New("sent back too often without starting")
+
+// failSentBack fails j, queued and sent back MaxSendsBack times without
+// starting, for good: its record is its dead-letter record, and it holds
+// no key or place (takeOffLanes). The queue's retention applies.
+func (e *Engine) failSentBack(ctx context.Context, j job.Job) error {
+	q, err := e.state.GetQueue(ctx, j.Queue)
+	if err != nil && !errors.Is(err, ErrQueueNotFound) {
+		return fmt.Errorf("fail %s: %w", j.Ref(), err)
+	}
+	if err != nil || q.Gen != j.Gen {
+		return e.expireOfDeletedQueue(ctx, j)
+	}
+	from, now := j.Version(), e.now()
+	runErr := fmt.Errorf("%w: %d times in a row (a hand-back, a re-ticket or a come-again each; bound %d)", ErrSentBackTooOften, j.SentBack, e.opts.MaxSendsBack)
+	j.Status, j.FinishedAt, j.ExpiresAt, j.LastError = job.Failed, now, now.Add(q.Config.Retention), lastError(runErr)
+	j.Record(job.Event{At: now, Kind: job.FailedEvent, Attempt: j.Attempt, Error: runErr.Error()})
+	if err := e.state.UpdateJob(ctx, j, from); err != nil {
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
+			return nil // it moved on meanwhile
+		}
+		return fmt.Errorf("fail %s: %w", j.Ref(), err)
+	}
+	e.takeOffLanes(ctx, q, j)
+	e.observe(ctx, Event{Kind: EventDeadLetter, Queue: j.Queue})
+	e.log.ErrorContext(ctx, "job failed", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "error", runErr)
+	return nil
 }
 
 // awaitGate goes to the gate until it passes the job for a start (d.st is
@@ -381,7 +415,7 @@ func (d *delivery) leaveKeyUnlessRunning(ctx context.Context) {
 func (d *delivery) claim(ctx context.Context) (next, error) {
 	e, j := d.e, &d.j
 	at := d.gr.Start()
-	j.Status, j.StartedAt = job.Running, at
+	j.Status, j.StartedAt, j.SentBack = job.Running, at, 0
 	j.Record(job.Event{At: at, Kind: job.Started, Attempt: j.Attempt, LatenessMs: at.Sub(j.SlotAt).Milliseconds()})
 	err := e.state.UpdateJob(ctx, *j, d.want)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
@@ -842,6 +876,7 @@ func (e *Engine) handBack(ctx context.Context, j *job.Job, wake time.Time) error
 	// on meanwhile (a duplicate claimed it) keeps its own story, and a
 	// failed write loses one event, not the message.
 	from := j.Version()
+	j.SentBack++
 	j.Record(job.Event{At: env.SentAt, Kind: job.HandedBack, DelayMs: wait.Milliseconds()})
 	if err := e.state.UpdateJob(ctx, *j, from); err != nil && !errors.Is(err, ErrConflict) {
 		e.log.WarnContext(ctx, "hand-back not in the job's history", "queue", j.Queue, "job_id", j.ID, "error", err.Error())
@@ -910,6 +945,7 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job, cause retic
 		return e.cancelPurged(ctx, *q, orig)
 	}
 	j.Retickets++
+	j.SentBack++
 	ev := job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: old, Ticket: j.Ticket}
 	if cause.missed {
 		j.StartedAt = time.Time{}

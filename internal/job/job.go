@@ -26,7 +26,9 @@ const (
 var Statuses = api.Statuses
 
 var transitions = map[Status][]Status{
-	Queued:  {Queued, Parked, Running, Cancelled},
+	// Queued to failed: a job sent back too often without starting
+	// (engine.Options.MaxSendsBack).
+	Queued:  {Queued, Parked, Running, Cancelled, Failed},
 	Parked:  {Parked, Queued, Cancelled},
 	Running: {Queued, Parked, Succeeded, Failed},
 	// A retry on request (engine.Retry): a dead letter or a cancelled job
@@ -126,6 +128,12 @@ type Job struct {
 	Detached bool `json:"detached,omitempty"`
 	// Attempt is the number of the current or next attempt, from 1.
 	Attempt int `json:"attempt"`
+	// SentBack counts the times in a row the worker sent the job back to
+	// the transport without starting it: a hand-back, a re-ticket, a come
+	// again for a full key or list. A start sets it to 0. Past the
+	// engine's bound (Options.MaxSendsBack) the job fails instead of
+	// circling.
+	SentBack int `json:"sent_back,omitempty"`
 	// Retickets counts how often the job took a new ticket because it was
 	// passed or its queue was paused.
 	Retickets int `json:"retickets,omitempty"`

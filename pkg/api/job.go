@@ -176,6 +176,11 @@ type Job struct {
 	// RerunFrom). Retickets counts the new tickets it took.
 	Attempt   int `json:"attempt"`
 	Retickets int `json:"retickets,omitempty"`
+	// SentBack counts the times in a row the worker sent the job back
+	// without starting it (handed back, re-ticketed, come again for a
+	// full key); a start sets it to 0, and a job sent back too often
+	// fails rather than circle.
+	SentBack int `json:"sent_back,omitempty"`
 	Reruns    int `json:"reruns,omitempty"`
 	RerunFrom int `json:"rerun_from,omitempty"`
 	// ParkReason and DueAt are set while parked: why, and when it is

@@ -45,7 +45,7 @@ var addable = []string{"Parameters", "Conditions", "Mappings", "Resources", "Out
 var changeable = map[string]map[string]string{
 	"WorkerFunction": {"Description": "replace", "MemorySize": "replace", "Environment": "variables",
 		"Tracing": "replace", "ReservedConcurrentExecutions": "replace"},
-	"WorkerRole":     {"Policies": "append", "ManagedPolicyArns": "append"},
+	"WorkerRole": {"Policies": "append", "ManagedPolicyArns": "append"},
 }
 
 // slotqVar matches the environment variables slotq's functions read, and
