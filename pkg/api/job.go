@@ -180,7 +180,7 @@ type Job struct {
 	// without starting it (handed back, re-ticketed, come again for a
 	// full key); a start sets it to 0, and a job sent back too often
 	// fails rather than circle.
-	SentBack int `json:"sent_back,omitempty"`
+	SentBack  int `json:"sent_back,omitempty"`
 	Reruns    int `json:"reruns,omitempty"`
 	RerunFrom int `json:"rerun_from,omitempty"`
 	// ParkReason and DueAt are set while parked: why, and when it is
