@@ -406,6 +406,14 @@ func (e *Engine) place(j *job.Job, st slot.State) {
 // make every message arrive late by their time. A job whose message the
 // transport refuses becomes parked as unsent (in memory: the caller
 // writes the record), and the resume function sends it again.
+// delayTo is the delay of a message sent at now for a start at start: it
+// arrives Options.Lead before it, so the worker passes the gate then, for
+// a start at the start. Every message for a start is sent with it (an
+// enqueue, a re-ticket, a hand-back, a release, a redrive).
+func (e *Engine) delayTo(start, now time.Time) time.Duration {
+	return max(0, start.Sub(now)-e.opts.Lead)
+}
+
 func (e *Engine) sendQueued(ctx context.Context, jobs []*job.Job) {
 	var queued []*job.Job
 	for _, j := range jobs {
@@ -421,9 +429,7 @@ func (e *Engine) sendQueued(ctx context.Context, jobs []*job.Job) {
 	for i, j := range queued {
 		env := j.Envelope()
 		env.SentAt = now
-		// Lead before the slot: the worker passes the gate then, for
-		// a start at the slot.
-		msgs[i] = Message{Envelope: env, Delay: max(0, j.SlotAt.Sub(now)-e.opts.Lead)}
+		msgs[i] = Message{Envelope: env, Delay: e.delayTo(j.SlotAt, now)}
 	}
 	err := e.transport.Send(ctx, msgs)
 	if err == nil {

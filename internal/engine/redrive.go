@@ -111,7 +111,7 @@ func (e *Engine) Redrive(ctx context.Context, dlq DeadLetterQueue, limit int) (R
 			}
 			env := d.Envelope
 			env.SentAt = now
-			send = append(send, Message{Envelope: env, Delay: max(0, env.SlotAt.Sub(now))})
+			send = append(send, Message{Envelope: env, Delay: e.delayTo(env.SlotAt, now)})
 			sendHandles = append(sendHandles, d.Handle)
 		}
 		if len(send) > 0 {

@@ -538,7 +538,7 @@ func (e *Engine) releaseToGate(ctx context.Context, queue string, jobs []*job.Jo
 		from[i] = j.Version()
 		env := j.Envelope()
 		env.SentAt = now
-		msgs[i] = Message{Envelope: env, Delay: max(0, j.DueAt.Add(e.transport.MaxDelay()).Sub(now)-e.opts.Lead)}
+		msgs[i] = Message{Envelope: env, Delay: e.delayTo(j.DueAt.Add(e.transport.MaxDelay()), now)}
 	}
 	failed := map[int]bool{}
 	if err := e.transport.Send(ctx, msgs); err != nil {

@@ -867,7 +867,7 @@ func (d *delivery) handBack(ctx context.Context) error {
 func (e *Engine) handBack(ctx context.Context, j *job.Job, wake time.Time) error {
 	env := j.Envelope()
 	env.SentAt = e.now()
-	wait := max(0, wake.Add(-e.opts.Lead).Sub(env.SentAt)) // to arrive Lead before it, as sendQueued sends
+	wait := e.delayTo(wake, env.SentAt)
 	err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: wait}})
 	if err != nil {
 		return fmt.Errorf("hand back %s/%s: %w", j.Queue, j.ID, err)
