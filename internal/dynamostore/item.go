@@ -61,6 +61,7 @@ const (
 	attrStatus    = "status"
 	attrSlotAt    = "slot_at"
 	attrNotBefore = "not_before"
+	attrRetryAt   = "retry_at"
 	attrScheduled = "scheduled"
 	attrAttempt   = "attempt"
 	attrRetickets = "retickets"
@@ -493,7 +494,7 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 		}
 	}
 	for name, t := range map[string]time.Time{
-		attrSlotAt: j.SlotAt, attrNotBefore: j.NotBefore, attrDueAt: j.DueAt, attrEnqueuedAt: j.EnqueuedAt,
+		attrSlotAt: j.SlotAt, attrNotBefore: j.NotBefore, attrRetryAt: j.RetryAt, attrDueAt: j.DueAt, attrEnqueuedAt: j.EnqueuedAt,
 		attrStartedAt: j.StartedAt, attrFinishedAt: j.FinishedAt, attrExpiresAt: j.ExpiresAt,
 	} {
 		if !t.IsZero() {
@@ -529,6 +530,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		Ticket:     it.int(attrTicket),
 		SlotAt:     it.time(attrSlotAt),
 		NotBefore:  it.time(attrNotBefore),
+		RetryAt:    it.time(attrRetryAt),
 		Scheduled:  it.bool(attrScheduled),
 		Key:        it.str(attrLaneKey),
 		Detached:   it.bool(attrDetached),

@@ -333,7 +333,7 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 		inLine := make([]bool, len(jobs))
 		line := 0
 		for i, j := range jobs {
-			if !j.NotBefore.After(est.Add(time.Duration(line) * iv)) {
+			if !j.Earliest().After(est.Add(time.Duration(line) * iv)) {
 				inLine[i] = true
 				line++
 			}
@@ -370,7 +370,7 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 				k++
 				continue
 			}
-			s := laterOf(j.NotBefore, pos)
+			s := laterOf(j.Earliest(), pos)
 			if !prev.IsZero() {
 				s = laterOf(s, prev.Add(iv))
 			}

@@ -241,6 +241,7 @@ func (e *Engine) rerun(ctx context.Context, q Queue, read []job.Job, by string) 
 		j.Attempt++
 		j.StartedAt, j.FinishedAt, j.ExpiresAt = time.Time{}, time.Time{}, time.Time{}
 		j.Result, j.ResultDropped = nil, 0
+		j.RetryAt = time.Time{} // run again on request: now, not after a backoff
 		jobs[i] = &j
 	}
 	if err := e.assign(ctx, &q, jobs); err != nil {
@@ -248,6 +249,7 @@ func (e *Engine) rerun(ctx context.Context, q Queue, read []job.Job, by string) 
 	}
 	now := e.now()
 	for _, j := range jobs {
+		j.Order = j.Ticket // a new acceptance: at the end of the line, also for a pause
 		j.Record(job.Event{At: now, Kind: job.Rerun, Ticket: j.Ticket, Attempt: j.Attempt, Reason: by})
 		e.place(j, q.State)
 	}

@@ -415,7 +415,7 @@ func (d *delivery) leaveKeyUnlessRunning(ctx context.Context) {
 func (d *delivery) claim(ctx context.Context) (next, error) {
 	e, j := d.e, &d.j
 	at := d.gr.Start()
-	j.Status, j.StartedAt, j.SentBack = job.Running, at, 0
+	j.Status, j.StartedAt, j.SentBack, j.RetryAt = job.Running, at, 0, time.Time{}
 	j.Record(job.Event{At: at, Kind: job.Started, Attempt: j.Attempt, LatenessMs: at.Sub(j.SlotAt).Milliseconds()})
 	err := e.state.UpdateJob(ctx, *j, d.want)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
@@ -1134,10 +1134,10 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	j.LastError = lastError(runErr)
 	j.Result, j.ResultDropped = nil, 0 // a result is the outcome's
 	j.StartedAt = time.Time{}
-	floor := j.NotBefore
-	j.NotBefore = now.Add(q.Config.RetryDelay(j.RunAttempt()))
+	// The backoff is the record's, not the take's alone: a pause that
+	// parks the job keeps it (job.Earliest).
+	j.RetryAt = now.Add(q.Config.RetryDelay(j.RunAttempt()))
 	err := e.assign(ctx, &q, []*job.Job{&j})
-	j.NotBefore = floor
 	if errors.Is(err, ErrQueueNotFound) {
 		// The queue was deleted (and perhaps created again) while the
 		// attempt ran: the job ends with its generation, and its retry
@@ -1147,6 +1147,9 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	if err != nil {
 		return fmt.Errorf("retry %s/%s: %w", j.Queue, j.ID, err)
 	}
+	// A retry is a new acceptance, at the end of the line: a pause
+	// keeps it behind the jobs accepted before it (job.LineOrder).
+	j.Order = j.Ticket
 	j.Record(job.Event{At: e.now(), Kind: job.Retried, Attempt: j.Attempt, Ticket: j.Ticket})
 	e.place(&j, q.State)
 	e.sendQueued(ctx, []*job.Job{&j}) // message first, as in Enqueue

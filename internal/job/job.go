@@ -110,6 +110,11 @@ type Job struct {
 	SlotAt time.Time `json:"slot_at"`
 	// NotBefore, if set, is the earliest start the producer asked for.
 	NotBefore time.Time `json:"not_before,omitzero"`
+	// RetryAt, after a failed attempt, is the earliest start of the next
+	// one: the end of its backoff. It stays until that attempt starts,
+	// so a job a pause parks meanwhile keeps its backoff when a release
+	// round gives it a new ticket (Earliest).
+	RetryAt time.Time `json:"retry_at,omitzero"`
 	// Scheduled is set when the job's not_before lay beyond the line as it
 	// took its ticket: it took no place in the line, and its slot is its
 	// not_before (docs/algorithm.md). It starts at its slot or at the first
@@ -233,3 +238,12 @@ func (k Ref) String() string { return fmt.Sprintf("%s/%s", k.Queue, k.ID) }
 
 // Ref returns the job's reference: its queue and id.
 func (j *Job) Ref() Ref { return Ref{Queue: j.Queue, ID: j.ID} }
+
+// Earliest is the earliest start a new ticket may give j: the later of
+// the producer's NotBefore and a retry's backoff (RetryAt).
+func (j *Job) Earliest() time.Time {
+	if j.RetryAt.After(j.NotBefore) {
+		return j.RetryAt
+	}
+	return j.NotBefore
+}

@@ -26,6 +26,9 @@ const (
 	CodeInvalidOp      = "invalid_op"
 	CodeInvalidRequest = "invalid_request"
 	CodeMissingConfig  = "missing_config"
+	// CodeUnusedField: a field the operation does not read (an admin
+	// op given another op's field), refused rather than ignored.
+	CodeUnusedField = "unused_field"
 
 	// Queues and their settings.
 	CodeInvalidQueue         = "invalid_queue"

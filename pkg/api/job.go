@@ -180,9 +180,12 @@ type Job struct {
 	// without starting it (handed back, re-ticketed, come again for a
 	// full key); a start sets it to 0, and a job sent back too often
 	// fails rather than circle.
-	SentBack  int `json:"sent_back,omitempty"`
-	Reruns    int `json:"reruns,omitempty"`
-	RerunFrom int `json:"rerun_from,omitempty"`
+	SentBack int `json:"sent_back,omitempty"`
+	// RetryAt, after a failed attempt, is the end of its backoff: the
+	// next attempt starts no earlier.
+	RetryAt   time.Time `json:"retry_at,omitzero"`
+	Reruns    int       `json:"reruns,omitempty"`
+	RerunFrom int       `json:"rerun_from,omitempty"`
 	// ParkReason and DueAt are set while parked: why, and when it is
 	// released if time releases it.
 	ParkReason ParkReason `json:"park_reason,omitempty"`
