@@ -58,7 +58,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) 
 // createJob puts one job if its key is free or holds a job of another
 // generation (a deleted queue's), and reports whether it did.
 func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, error) {
-	x, err := expression.NewBuilder().WithCondition(itemMissing().Or(expression.Not(sameGen(j.Gen)))).Build()
+	x, err := expression.NewBuilder().WithCondition(replaceable(j.Gen)).Build()
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", j.Ref(), err)
 	}
@@ -74,6 +74,18 @@ func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, err
 		return false, fmt.Errorf("%s: %w", j.Ref(), err)
 	}
 	return true, nil
+}
+
+// replaceable is the condition that a job of generation gen may be
+// created at its key: no item there, or one of an older generation (a
+// queue deleted and created again; generations are ordered, so an
+// enqueue of the deleted generation never replaces the new one's job).
+func replaceable(gen int64) expression.ConditionBuilder {
+	if gen == 0 {
+		return itemMissing()
+	}
+	return itemMissing().Or(expression.AttributeNotExists(expression.Name(attrGen))).
+		Or(expression.Name(attrGen).LessThan(expression.Value(gen)))
 }
 
 // sameGen is the condition that an existing job item is of generation gen

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotq/slotq/internal/clock"
@@ -63,7 +62,7 @@ func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) 
 	if err != nil {
 		return Queue{}, err
 	}
-	q := Queue{Name: name, Gen: newGen(), Config: cfg, CreatedAt: e.now()}
+	q := Queue{Name: name, Gen: e.newGen(), Config: cfg, CreatedAt: e.now()}
 	if err := e.state.CreateQueue(ctx, q); err != nil {
 		return Queue{}, fmt.Errorf("create queue %s: %w", name, err)
 	}
@@ -336,9 +335,25 @@ func (e *Engine) getJob(ctx context.Context, q Queue, k job.Ref) (job.Job, error
 	return j, err
 }
 
-// newGen returns a fresh queue generation: random, positive.
-func newGen() int64 {
-	return rand.Int64N(math.MaxInt64) + 1
+// lastGen is the last generation newGen gave in this process.
+var lastGen atomic.Int64
+
+// newGen returns a fresh queue generation, ordered by creation: the
+// creation time in microseconds, shifted to leave room for 256 a
+// microsecond, and above every generation this process gave before. A
+// queue created again after a delete has a larger generation than the
+// deleted one (given clocks within the time between the two creations),
+// which stores use to keep a late write of the deleted generation off
+// the new one's jobs (State.CreateJobs).
+func (e *Engine) newGen() int64 {
+	next := e.now().UnixMicro() << 8
+	for {
+		last := lastGen.Load()
+		g := max(next, last+1)
+		if lastGen.CompareAndSwap(last, g) {
+			return g
+		}
+	}
 }
 
 // checkRef validates a queue name and a job id, naming the id "job_id" as

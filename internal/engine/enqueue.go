@@ -278,7 +278,7 @@ func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue,
 	if err != nil {
 		return q, false, err
 	}
-	return Queue{Name: req.Queue, Gen: newGen(), Config: cfg, CreatedAt: e.now()}, true, nil
+	return Queue{Name: req.Queue, Gen: e.newGen(), Config: cfg, CreatedAt: e.now()}, true, nil
 }
 
 // createForEnqueue creates the queue an enqueue call found missing, or

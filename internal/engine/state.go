@@ -316,9 +316,12 @@ type State interface {
 	Gate(ctx context.Context, r GateRequest) (slot.State, error)
 
 	// CreateJobs stores new jobs. created[i] is false where a job of that
-	// key and generation (job.Job.Gen) existed already; that record is
-	// left as it was. A record of the key from another generation is
-	// replaced: it belonged to a deleted queue of the same name.
+	// key and generation (job.Job.Gen), or of a newer generation, existed
+	// already; that record is left as it was. A record of the key from an
+	// older generation is replaced: it belonged to a deleted queue of the
+	// same name. Generations are ordered (a queue created again has a
+	// larger one), so an enqueue of a deleted generation that writes late
+	// never replaces the job of the queue created again.
 	CreateJobs(ctx context.Context, jobs []job.Job) (created []bool, err error)
 	// GetJob returns a job. ErrJobNotFound, also for an expired one.
 	GetJob(ctx context.Context, k job.Ref) (job.Job, error)

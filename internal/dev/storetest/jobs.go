@@ -415,5 +415,15 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		if got := getJob(t, st, name, "a"); got.Gen != newGen || got.Status != job.Parked {
 			t.Errorf("job a changed by an old generation's write: gen %d, %s", got.Gen, got.Status)
 		}
+
+		// Generations are ordered: a create of an older generation (an
+		// enqueue that took its tickets before the queue was deleted and
+		// created again) never replaces a newer generation's job.
+		if created, err := st.CreateJobs(ctx, []job.Job{gen(newJob(name, "a", 9, job.Queued), oldGen)}); err != nil || created[0] {
+			t.Errorf("CreateJobs of an older generation over a newer one's job = %v, %v; want false", created, err)
+		}
+		if got := getJob(t, st, name, "a"); got.Gen != newGen || got.Ticket != 1 {
+			t.Errorf("job a replaced by an older generation's create: gen %d, ticket %d", got.Gen, got.Ticket)
+		}
 	})
 }

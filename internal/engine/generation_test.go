@@ -1,0 +1,80 @@
+package engine_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// holdCreate is a State whose first CreateJobs waits for release: an
+// enqueue that took its tickets and stalls before writing its records.
+type holdCreate struct {
+	engine.State
+	first    atomic.Bool
+	reached  chan struct{}
+	released chan struct{}
+}
+
+func (h *holdCreate) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) {
+	if h.first.CompareAndSwap(false, true) {
+		close(h.reached)
+		<-h.released
+	}
+	return h.State.CreateJobs(ctx, jobs)
+}
+
+// An enqueue of a queue's deleted generation that writes its record late
+// never replaces the job of the same id that the queue, created again,
+// accepted meanwhile: that job keeps its record and runs (nothing lost).
+func TestLateEnqueueOfDeletedGeneration(t *testing.T) {
+	ctx := context.Background()
+	var hold *holdCreate
+	b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error { return nil })},
+		func(s engine.State) engine.State {
+			hold = &holdCreate{State: s, reached: make(chan struct{}), released: make(chan struct{})}
+			return hold
+		})
+	cfg := slot.Config{Interval: time.Millisecond}
+	if _, err := b.eng.CreateQueue(ctx, "gens", cfg); err != nil {
+		t.Fatal(err)
+	}
+	late := make(chan error, 1)
+	go func() {
+		_, err := b.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "gens", Job: &job.Spec{ID: "x", Kind: "old"}})
+		late <- err
+	}()
+	select { // the old generation's enqueue has its ticket, not its record
+	case <-hold.reached:
+	case <-time.After(time.Minute):
+		t.Fatal("the enqueue never came to its create")
+	}
+	if _, err := b.eng.DeleteQueue(ctx, "gens"); err != nil {
+		t.Fatal(err)
+	}
+	q, err := b.eng.CreateQueue(ctx, "gens", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "gens", Job: &job.Spec{ID: "x", Kind: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+	close(hold.released)
+	select { // an error (its queue is gone) or an answer: either way it must not have written over x
+	case <-late:
+	case <-time.After(time.Minute):
+		t.Fatal("the late enqueue never returned")
+	}
+	x := b.job("gens", "x")
+	if x.Gen != q.Gen || x.Kind != "new" {
+		t.Fatalf("job x: generation %d, kind %q; want the new generation's (%d, new)", x.Gen, x.Kind, q.Gen)
+	}
+	b.work("gens", "x")
+	if x := b.job("gens", "x"); x.Status != job.Succeeded {
+		t.Errorf("the new generation's job x: %s, want succeeded", x.Status)
+	}
+}
