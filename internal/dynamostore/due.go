@@ -164,6 +164,9 @@ func (s *Store) queryDue(ctx context.Context, e *expr, kc string, limit int, tak
 			Limit:                     aws.Int32(int32(limit - taken)),
 			ExclusiveStartKey:         start,
 		})
+		if backfilling(err) {
+			return fmt.Errorf("%s: %w: %w", IndexDue, engine.ErrIndexNotReady, err)
+		}
 		if err != nil {
 			return err
 		}

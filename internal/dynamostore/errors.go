@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/slotq/slotq/internal/clock"
 )
@@ -34,6 +36,16 @@ func (s *Store) awsErr(err error) error {
 		return fmt.Errorf("%w (table %q): %w", ErrTableNotFound, s.table, err)
 	}
 	return err
+}
+
+// backfilling reports whether err is DynamoDB's refusal to query a
+// global secondary index it is still building: a ValidationException
+// "Cannot read from backfilling global secondary index" (after an upgrade
+// that added the index).
+func backfilling(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" &&
+		strings.Contains(strings.ToLower(ae.ErrorMessage()), "backfilling")
 }
 
 // conditionFailed returns the item DynamoDB sent back with a conditional

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/slotq/slotq/internal/engine"
 )
 
 // TableWait bounds how long CreateTable waits for a new table to become
@@ -71,6 +72,13 @@ func CreateTable(ctx context.Context, api DynamoDBAPI, name string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("create table %s: enable ttl: %w", name, err)
+	}
+	// A table this code creates holds records of its layout only: its
+	// schema mark says so, and no resume run rebuilds it.
+	m := key(pkSchema, skSchema)
+	m[attrSchemaVersion] = num(engine.SchemaVersion)
+	if _, err := api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &name, Item: m}); err != nil {
+		return fmt.Errorf("create table %s: schema mark: %w", name, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotq/slotq/internal/input"
@@ -130,6 +131,9 @@ type Engine struct {
 	now       func() time.Time
 	defaults  slot.Config
 	opts      Options
+	// schemaCurrent: this engine saw the table's schema mark at
+	// SchemaVersion (upgradeSchema reads it no more).
+	schemaCurrent atomic.Bool
 }
 
 // New returns an Engine.

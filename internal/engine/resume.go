@@ -38,6 +38,13 @@ type ResumeReport struct {
 	// Deferred counts queues this run did not reach before its deadline;
 	// their entries stay due, earliest first, for the next run.
 	Deferred int `json:"deferred,omitempty"`
+	// Upgraded is what the run rewrote to bring a table from an older
+	// schema to SchemaVersion (upgradeSchema); nil when there was nothing
+	// to do.
+	Upgraded *ReindexReport `json:"upgraded,omitempty"`
+	// IndexBuilding: the due index is still being built (an upgrade that
+	// added it), so the run read nothing of it; the next runs will.
+	IndexBuilding bool `json:"index_building,omitempty"`
 }
 
 func (r *ResumeReport) add(o ResumeReport) {
@@ -78,10 +85,26 @@ func (r *ResumeReport) add(o ResumeReport) {
 // (Work recovers the attempt: recoverIfLost).
 func (e *Engine) Resume(ctx context.Context) (ResumeReport, error) {
 	var rep ResumeReport
+	var errs []error
+	up, err := e.upgradeSchema(ctx)
+	if up != nil && up.Queues > 0 {
+		rep.Upgraded = up
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("resume: %w", err))
+	}
 	now := e.now()
 	due, err := e.state.ListDue(ctx, now, e.opts.ResumeBudget)
+	if errors.Is(err, ErrIndexNotReady) {
+		// A table upgraded with the due index, which DynamoDB still
+		// builds: nothing of it can be read yet. What is due waits for
+		// a later run; nothing is lost.
+		e.log.InfoContext(ctx, "due index still being built: nothing due read this run")
+		rep.IndexBuilding = true
+		return rep, errors.Join(errs...)
+	}
 	if err != nil {
-		return rep, fmt.Errorf("resume: %w", err)
+		return rep, errors.Join(append(errs, fmt.Errorf("resume: %w", err))...)
 	}
 	rep.Due = len(due)
 	if len(due) == e.opts.ResumeBudget {
@@ -97,7 +120,6 @@ func (e *Engine) Resume(ctx context.Context) (ResumeReport, error) {
 		byQueue[d.Queue] = append(byQueue[d.Queue], d)
 	}
 	holder := newHolder()
-	var errs []error
 	for i, name := range names {
 		if !e.fits(ctx, e.opts.RecordTimeout) {
 			rep.Deferred = len(names) - i
@@ -624,7 +646,9 @@ type ReindexReport struct {
 // waiters (a compare-and-set at their version). It does not touch a
 // queue's pause: a queue paused with a paused_until from before is counted
 // in TimedPauses, and lifts when it is resumed or paused again by hand.
-// It costs a read and a write per parked job and lane, once.
+// It costs a read and a write per parked job and lane, once. The resume
+// function does the same by itself, a page of queues a run, on a table
+// whose schema mark is older than SchemaVersion (upgradeSchema).
 func (e *Engine) Reindex(ctx context.Context) (ReindexReport, error) {
 	var rep ReindexReport
 	queues, err := e.state.ListQueues(ctx)
@@ -632,33 +656,42 @@ func (e *Engine) Reindex(ctx context.Context) (ReindexReport, error) {
 		return rep, fmt.Errorf("reindex: %w", err)
 	}
 	for _, q := range queues {
-		rep.Queues++
-		if q.State.Paused && !q.State.PausedUntil.IsZero() {
-			rep.TimedPauses++
-		}
-		parked, err := e.listAll(ctx, q, job.Parked)
-		if err != nil {
-			return rep, fmt.Errorf("reindex %s: %w", q.Name, err)
-		}
-		for _, j := range parked {
-			if err := e.state.UpdateJob(ctx, j, j.Version()); err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrJobNotFound) {
-				return rep, fmt.Errorf("reindex %s: %w", q.Name, err)
-			}
-			rep.Jobs++
-		}
-		lanes, err := e.state.ListLanes(ctx, q.Name)
-		if err != nil {
-			return rep, fmt.Errorf("reindex %s: %w", q.Name, err)
-		}
-		for _, l := range lanes {
-			if l.Idle() {
-				continue
-			}
-			if _, err := e.state.PutLane(ctx, l, l.Version, 0); err != nil && !errors.Is(err, ErrConflict) {
-				return rep, fmt.Errorf("reindex %s: key %s: %w", q.Name, l.Key, err)
-			}
-			rep.Lanes++
+		if err := e.reindexQueue(ctx, q, &rep); err != nil {
+			return rep, err
 		}
 	}
 	return rep, nil
+}
+
+// reindexQueue rewrites q's parked jobs and busy lanes (Reindex) and
+// counts them in rep.
+func (e *Engine) reindexQueue(ctx context.Context, q Queue, rep *ReindexReport) error {
+	rep.Queues++
+	if q.State.Paused && !q.State.PausedUntil.IsZero() {
+		rep.TimedPauses++
+	}
+	parked, err := e.listAll(ctx, q, job.Parked)
+	if err != nil {
+		return fmt.Errorf("reindex %s: %w", q.Name, err)
+	}
+	for _, j := range parked {
+		if err := e.state.UpdateJob(ctx, j, j.Version()); err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrJobNotFound) {
+			return fmt.Errorf("reindex %s: %w", q.Name, err)
+		}
+		rep.Jobs++
+	}
+	lanes, err := e.state.ListLanes(ctx, q.Name)
+	if err != nil {
+		return fmt.Errorf("reindex %s: %w", q.Name, err)
+	}
+	for _, l := range lanes {
+		if l.Idle() {
+			continue
+		}
+		if _, err := e.state.PutLane(ctx, l, l.Version, 0); err != nil && !errors.Is(err, ErrConflict) {
+			return fmt.Errorf("reindex %s: key %s: %w", q.Name, l.Key, err)
+		}
+		rep.Lanes++
+	}
+	return nil
 }

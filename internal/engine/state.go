@@ -32,7 +32,22 @@ var (
 	// ErrLeaseHeld: Lease found a queue's resume lease held by another
 	// holder, or ReleaseLease found that the caller no longer holds it.
 	ErrLeaseHeld = errors.New("resume lease held by another holder")
+	// ErrIndexNotReady: an index the call reads is still being built (a
+	// table upgraded with a new index: DynamoDB refuses queries on an
+	// index while it backfills). The caller skips what it would read.
+	ErrIndexNotReady = errors.New("index still being built")
 )
+
+// Schema is the table's schema mark: the layout version its records
+// were last brought to, and how far a rebuild to a newer one got.
+type Schema struct {
+	// Version is the layout the records are in; 0 for a table without a
+	// mark (created before marks were kept, or new and empty).
+	Version int
+	// After is the name of the last queue a rebuild brought to the
+	// current layout: the next run goes on after it.
+	After string
+}
 
 // Cursor is what a queue's resume lease keeps between passes: whether a
 // round of releases of the jobs a pause held is due (see Resume).
@@ -366,6 +381,12 @@ type State interface {
 	// ErrLeaseHeld, and nothing written, if holder no longer has it (it
 	// expired and another holder took it).
 	ReleaseLease(ctx context.Context, queue, holder string, c Cursor) error
+
+	// Schema reads the table's schema mark; a zero Schema if it has none.
+	Schema(ctx context.Context) (Schema, error)
+	// PutSchema writes the schema mark s if the mark is still from (a
+	// zero from: none yet). ErrConflict otherwise.
+	PutSchema(ctx context.Context, s, from Schema) error
 
 	// EndRun frees the running place ticket's attempt took at the gate
 	// (slot.Ended), if the place is still that attempt's or a later

@@ -46,6 +46,26 @@ type Store struct {
 	// due is the due index over the records above (engine.DueEntry),
 	// kept in the same step as each write.
 	due *dueIndex
+	// schema is the schema mark (engine.Schema).
+	schema engine.Schema
+}
+
+// Schema returns the schema mark.
+func (s *Store) Schema(context.Context) (engine.Schema, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.schema, nil
+}
+
+// PutSchema writes the schema mark if it is still from. ErrConflict.
+func (s *Store) PutSchema(_ context.Context, sc, from engine.Schema) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.schema != from {
+		return fmt.Errorf("put schema: %w", engine.ErrConflict)
+	}
+	s.schema = sc
+	return nil
 }
 
 // lease is a queue's resume lease and the cursor left with it.
@@ -67,6 +87,9 @@ func New(opts Options) *Store {
 		leases: make(map[string]lease),
 		lanes:  make(map[laneID]slot.Lane),
 		due:    newDueIndex(),
+		// An embedded store is new: its records are of the current
+		// layout from the start.
+		schema: engine.Schema{Version: engine.SchemaVersion},
 	}
 }
 

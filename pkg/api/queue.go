@@ -119,6 +119,11 @@ type ResumeReport struct {
 	Busy      int `json:"busy,omitempty"`
 	Continued int `json:"continued,omitempty"`
 	Deferred  int `json:"deferred,omitempty"`
+	// Upgraded is what the run rewrote to bring the table's records to
+	// the current schema after an upgrade; IndexBuilding says the due
+	// index is still being built, so the run read nothing of it.
+	Upgraded      *ReindexReport `json:"upgraded,omitempty"`
+	IndexBuilding bool           `json:"index_building,omitempty"`
 }
 
 // RedriveReport is what a redrive did with the dead-letter queue's
