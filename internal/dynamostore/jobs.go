@@ -81,11 +81,18 @@ func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, err
 // queue deleted and created again; generations are ordered, so an
 // enqueue of the deleted generation never replaces the new one's job).
 func replaceable(gen int64) expression.ConditionBuilder {
-	if gen == 0 {
+	g, random := expression.Name(attrGen), expression.Value(engine.RandomGens)
+	switch {
+	case gen == 0:
 		return itemMissing()
+	case gen >= engine.RandomGens:
+		// A queue's random generation, from before they were ordered:
+		// it replaces another random one only (engine.GenBefore).
+		return itemMissing().Or(expression.AttributeNotExists(g)).
+			Or(expression.And(g.GreaterThanEqual(random), g.NotEqual(expression.Value(gen))))
 	}
-	return itemMissing().Or(expression.AttributeNotExists(expression.Name(attrGen))).
-		Or(expression.Name(attrGen).LessThan(expression.Value(gen)))
+	return itemMissing().Or(expression.AttributeNotExists(g)).
+		Or(g.LessThan(expression.Value(gen))).Or(g.GreaterThanEqual(random))
 }
 
 // sameGen is the condition that an existing job item is of generation gen

@@ -335,6 +335,28 @@ func (e *Engine) getJob(ctx context.Context, q Queue, k job.Ref) (job.Job, error
 	return j, err
 }
 
+// RandomGens is where the generations of queues created before they were
+// ordered lie (they were random in [1, 2^63)): at or above it. Ordered
+// ones stay below it until 2041 (2^59 is 2^51 µs, shifted by 8). Stores
+// order two generations by GenBefore.
+const RandomGens int64 = 1 << 59
+
+// GenBefore reports whether a record of generation old is of a queue
+// created before the queue of generation gen, so that gen's create may
+// replace it: ordered generations compare by value; a random one (of a
+// queue created before generations were ordered) is before every ordered
+// one, and random ones cannot be ordered among themselves (another
+// random one counts as before, as it always did).
+func GenBefore(old, gen int64) bool {
+	switch {
+	case gen >= RandomGens:
+		return old >= RandomGens && old != gen
+	case old >= RandomGens:
+		return true
+	}
+	return old < gen
+}
+
 // lastGen is the last generation newGen gave in this process.
 var lastGen atomic.Int64
 

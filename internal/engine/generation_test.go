@@ -78,3 +78,20 @@ func TestLateEnqueueOfDeletedGeneration(t *testing.T) {
 		t.Errorf("the new generation's job x: %s, want succeeded", x.Status)
 	}
 }
+
+func TestGenBefore(t *testing.T) {
+	r1, r2 := engine.RandomGens+5, engine.RandomGens+9
+	for _, tc := range []struct {
+		old, gen int64
+		want     bool
+	}{
+		{100, 200, true}, {200, 100, false}, {100, 100, false},
+		{r1, 100, true},                                 // a random generation is before every ordered one
+		{100, r1, false},                                // and never replaces one
+		{r1, r2, true}, {r2, r1, true}, {r1, r1, false}, // random ones: as before, any other
+	} {
+		if got := engine.GenBefore(tc.old, tc.gen); got != tc.want {
+			t.Errorf("GenBefore(%d, %d) = %v, want %v", tc.old, tc.gen, got, tc.want)
+		}
+	}
+}

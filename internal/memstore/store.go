@@ -300,7 +300,7 @@ func (s *Store) CreateJobs(_ context.Context, jobs []job.Job) ([]bool, error) {
 			byID = make(map[string]job.Job)
 			s.jobs[j.Queue] = byID
 		}
-		if old, ok := byID[j.ID]; ok && (j.Gen == 0 || old.Gen >= j.Gen) {
+		if old, ok := byID[j.ID]; ok && (j.Gen == 0 || old.Gen != 0 && !engine.GenBefore(old.Gen, j.Gen)) {
 			// Its own generation's, or a newer one's: an enqueue of a
 			// deleted generation never replaces the job of the queue
 			// created again (generations are ordered).

@@ -425,5 +425,17 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		if got := getJob(t, st, name, "a"); got.Gen != newGen || got.Ticket != 1 {
 			t.Errorf("job a replaced by an older generation's create: gen %d, ticket %d", got.Gen, got.Ticket)
 		}
+
+		// A random generation (a queue created before generations were
+		// ordered) is older than every ordered one, and never replaces
+		// an ordered one's job.
+		random := engine.RandomGens + 12345
+		if created, err := st.CreateJobs(ctx, []job.Job{gen(newJob(name, "a", 11, job.Queued), random)}); err != nil || created[0] {
+			t.Errorf("CreateJobs of a random generation over an ordered one's job = %v, %v; want false", created, err)
+		}
+		createJobs(t, st, gen(newJob(name, "r", 12, job.Queued), random))
+		if created, err := st.CreateJobs(ctx, []job.Job{gen(newJob(name, "r", 13, job.Queued), newGen)}); err != nil || !created[0] {
+			t.Errorf("CreateJobs of an ordered generation over a random one's job = %v, %v; want true", created, err)
+		}
 	})
 }
