@@ -53,7 +53,7 @@ func tooling(p string) bool {
 	return under(p, "internal/dev") || under(p, "internal/cli") || p == "pkg/local"
 }
 
-// TestLayers holds the import direction docs/architecture.md draws:
+// TestLayers holds the import direction of slotq's layers:
 // functions and cmd → pkg → the runtime under internal/ → slot, job →
 // the standard library, and nothing that ships in a Lambda imports the
 // tooling under internal/dev and internal/cli.
