@@ -182,7 +182,7 @@
 // A conflict that outlasts the retries surfaces wrapped, so errors.As finds
 // *types.TransactionConflictException. Conditional failures become
 // engine.ErrQueueNotFound, ErrQueueExists, ErrJobNotFound, ErrConflict,
-// ErrIntervalChanged or a *engine.GateError, read from the item DynamoDB
+// ErrLimitChanged or a *engine.GateError, read from the item DynamoDB
 // returns with the failure (ReturnValuesOnConditionCheckFailure ALL_OLD),
 // without another read. A missing table is ErrTableNotFound.
 //

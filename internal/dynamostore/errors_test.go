@@ -137,7 +137,7 @@ func TestConditionalFailures(t *testing.T) {
 		{"Take interval changed", func() error {
 			_, err := st.Take(ctx, engine.TakeRequest{Queue: "q", N: 1, Line: 0, Interval: 2 * time.Second, Now: base})
 			return err
-		}, engine.ErrIntervalChanged, 0},
+		}, engine.ErrLimitChanged, 0},
 		{"Gate no queue", func() error { return start(queuedJob("nope", "zz", 1), base) }, engine.ErrQueueNotFound, 0},
 		{"Gate passed", func() error { return start(a, base.Add(time.Hour)) }, nil, slot.Passed},
 		{"Gate early", func() error { return start(c, base.Add(500*time.Millisecond)) }, nil, slot.Early},
@@ -145,7 +145,7 @@ func TestConditionalFailures(t *testing.T) {
 		{"Gate interval changed", func() error {
 			_, err := st.Gate(ctx, engine.GateRequest{Queue: "q", Ticket: 3, Interval: 2 * time.Second, Now: base.Add(time.Hour)})
 			return err
-		}, engine.ErrIntervalChanged, 0},
+		}, engine.ErrLimitChanged, 0},
 		{"UpdateJob conflict", func() error { return st.UpdateJob(ctx, a, moved) }, engine.ErrConflict, 0},
 		{"UpdateJob missing", func() error { j := queuedJob("q", "zz", 9); return st.UpdateJob(ctx, j, j.Version()) }, engine.ErrJobNotFound, 0},
 		{"Pause missing", func() error { _, err := st.Pause(ctx, "nope", time.Time{}); return err }, engine.ErrQueueNotFound, 0},
@@ -288,7 +288,7 @@ func TestRetriedWriteAppliesOnce(t *testing.T) {
 		if !l.done.Load() {
 			t.Fatal("no response was lost")
 		}
-		if tk.First != 1 || !tk.FirstSlot.Equal(base) || tk.State.Ticket != 2 || !tk.State.Clock.Equal(base.Add(time.Second)) {
+		if tk.First != 1 || len(tk.Slots) != 2 || !tk.Slots[0].Equal(base) || !tk.Slots[1].Equal(base.Add(time.Second)) || tk.State.Ticket != 2 || !tk.State.Clock.Equal(base.Add(time.Second)) {
 			t.Errorf("Take = %+v, want tickets 1–2 from %v", tk, base)
 		}
 	})

@@ -337,8 +337,9 @@ func (it *item) bytes(name string) []byte {
 	}
 }
 
-// decodeState reads the queue state item and the interval it holds.
-func decodeState(m map[string]types.AttributeValue) (slot.State, time.Duration, error) {
+// decodeState reads the queue state item and what it says of its
+// queue's limits.
+func decodeState(m map[string]types.AttributeValue) (slot.State, limitsKey, error) {
 	it := item{m: m}
 	s := slot.State{
 		Ticket:      it.int(attrTicket),
@@ -350,21 +351,30 @@ func decodeState(m map[string]types.AttributeValue) (slot.State, time.Duration, 
 		Purged:      it.int(attrPurged),
 		Running:     it.running(attrRunning),
 	}
-	iv := it.dur(attrInterval)
+	k := limitsKey{interval: it.dur(attrInterval), sig: it.str(attrLimits)}
+	marks := it.str(attrMarks)
 	if it.err != nil {
-		return slot.State{}, 0, fmt.Errorf("decode queue state: %w", it.err)
+		return slot.State{}, limitsKey{}, fmt.Errorf("decode queue state: %w", it.err)
 	}
-	return s, iv, nil
+	var err error
+	if s.Marks, err = decodeMarks(marks); err != nil {
+		return slot.State{}, limitsKey{}, fmt.Errorf("decode queue state: %w", err)
+	}
+	return s, k, nil
 }
 
 // newStateItem is the state item of a new queue. It carries the queue's
 // generation (when not 0), which Take and Gate check.
-func newStateItem(name string, iv time.Duration, gen int64) map[string]types.AttributeValue {
+func newStateItem(name string, ls slot.Limits, gen int64) map[string]types.AttributeValue {
 	m := stateKey(name)
 	m[attrTicket] = num(0)
 	m[attrCurrent] = num(0)
 	m[attrPaused] = boolean(false)
-	m[attrInterval] = durNum(iv)
+	k := keyOf(ls)
+	m[attrInterval] = durNum(k.interval)
+	if k.sig != "" {
+		m[attrLimits] = str(k.sig)
+	}
 	if gen != 0 {
 		m[attrGen] = num(gen)
 	}

@@ -23,7 +23,7 @@ func TestGateExpressionSize(t *testing.T) {
 	for i := range maxDropped + 5 {
 		seen.Running[math.MaxInt64-1-int64(i)] = now.Add(-time.Duration(i+1) * time.Nanosecond)
 	}
-	in := gateInput(r, true, seen, newToken())
+	in := gateInput(r, time.Second, 0, true, seen, newToken())
 	cond, upd := aws.ToString(in.ConditionExpression), aws.ToString(in.UpdateExpression)
 	t.Logf("condition %d bytes, update %d bytes, %d names", len(cond), len(upd), len(in.ExpressionAttributeNames))
 	if len(cond) > 4096 || len(upd) > 4096 {

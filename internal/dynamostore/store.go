@@ -69,7 +69,7 @@ func (s *Store) CreateQueue(ctx context.Context, q engine.Queue) error {
 		return fmt.Errorf("create queue %s: %w", q.Name, err)
 	}
 	err = s.transact(ctx, []types.TransactWriteItem{
-		{Put: &types.Put{TableName: &s.table, Item: newStateItem(q.Name, q.Config.Interval, q.Gen),
+		{Put: &types.Put{TableName: &s.table, Item: newStateItem(q.Name, q.Config.LimitList(), q.Gen),
 			ConditionExpression: x.Condition(), ExpressionAttributeNames: x.Names()}},
 		{Put: &types.Put{TableName: &s.table, Item: cfg,
 			ConditionExpression: x.Condition(), ExpressionAttributeNames: x.Names()}},
@@ -218,8 +218,8 @@ func (s *Store) ListQueues(ctx context.Context) ([]engine.Queue, error) {
 	return qs, nil
 }
 
-// SetConfig replaces the config item and copies the interval to the state
-// item, in one transaction. ErrQueueNotFound.
+// SetConfig replaces the config item and copies what the gate checks of
+// its limits (interval, limits) to the state item, in one transaction. ErrQueueNotFound.
 func (s *Store) SetConfig(ctx context.Context, name string, cfg slot.Config) error {
 	b, err := cfg.MarshalJSON()
 	if err != nil {
@@ -230,8 +230,14 @@ func (s *Store) SetConfig(ctx context.Context, name string, cfg slot.Config) err
 	if err != nil {
 		return fmt.Errorf("set config %s: %w", name, err)
 	}
-	sx, err := expression.NewBuilder().WithCondition(itemExists()).
-		WithUpdate(expression.Set(expression.Name(attrInterval), expression.Value(durNum(cfg.Interval)))).Build()
+	k := keyOf(cfg.LimitList())
+	limits := expression.Set(expression.Name(attrInterval), expression.Value(durNum(k.interval)))
+	if k.sig != "" {
+		limits = limits.Set(expression.Name(attrLimits), expression.Value(k.sig))
+	} else {
+		limits = limits.Remove(expression.Name(attrLimits))
+	}
+	sx, err := expression.NewBuilder().WithCondition(itemExists()).WithUpdate(limits).Build()
 	if err != nil {
 		return fmt.Errorf("set config %s: %w", name, err)
 	}

@@ -59,17 +59,22 @@ func formOf(s slot.State, line int, iv time.Duration, now time.Time) takeForm {
 // between that answer and the next try.
 //
 // Every form also requires the stored interval to be r.Interval
-// (ErrIntervalChanged otherwise) and, when r.Gen is set, the stored
+// (ErrLimitChanged otherwise) and, when r.Gen is set, the stored
 // generation to be r.Gen (ErrQueueNotFound otherwise, as for a queue
 // that is gone).
 func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
 	if r.N < 1 || r.Line < 0 || r.Line > r.N {
 		return engine.Taken{}, fmt.Errorf("take ticket %s: want 0 ≤ line ≤ n and n ≥ 1, got n=%d line=%d", r.Queue, r.N, r.Line)
 	}
-	f := formOf(r.Seen, r.Line, r.Interval, r.Now)
+	ls := r.LimitList()
+	t, burst, forms := gcra(ls)
+	if !forms {
+		return s.casTake(ctx, r)
+	}
+	f := formOf(r.Seen, r.Line, t, r.Now)
 	tok := newToken()
 	for range 6 {
-		out, err := s.updateItem(ctx, takeInput(r, f, tok))
+		out, err := s.updateItem(ctx, takeInput(r, f, t, tok))
 		if old, ok := conditionFailed(err); ok {
 			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
 				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
@@ -79,22 +84,22 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 			}
 			if hasToken(old, tok) {
 				// The SDK retried this very take after it had landed.
-				return takenFrom(old, r)
+				return takenFrom(old, r, t, burst)
 			}
-			st, iv, err := decodeState(old)
+			st, k, err := decodeState(old)
 			if err != nil {
 				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
 			}
-			if iv != r.Interval {
-				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrIntervalChanged)
+			if k != keyOf(ls) {
+				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrLimitChanged)
 			}
-			f = formOf(st, r.Line, r.Interval, r.Now)
+			f = formOf(st, r.Line, t, r.Now)
 			continue
 		}
 		if err != nil {
 			return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
 		}
-		return takenFrom(out.Attributes, r)
+		return takenFrom(out.Attributes, r, t, burst)
 	}
 	return engine.Taken{}, fmt.Errorf("take ticket %s: the queue state kept changing under the update", r.Queue)
 }
@@ -102,8 +107,10 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 // takenFrom reads Take's answer from the state item right after it: the
 // ticket is exact, since only takes move it, and take_clock keeps the
 // clock this take set, should another take have moved the clock since (an
-// SDK retry that met its own token).
-func takenFrom(m map[string]types.AttributeValue, r engine.TakeRequest) (engine.Taken, error) {
+// SDK retry that met its own token). The clock is the theoretical time of
+// the last line ticket (for a rate with burst b, its slot is b emission
+// intervals t earlier, and never before the take's now).
+func takenFrom(m map[string]types.AttributeValue, r engine.TakeRequest, t time.Duration, burst int) (engine.Taken, error) {
 	st, _, err := decodeState(m)
 	it := item{m: m}
 	takeClock := it.time(attrTakeClock)
@@ -113,27 +120,31 @@ func takenFrom(m map[string]types.AttributeValue, r engine.TakeRequest) (engine.
 	if err != nil {
 		return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
 	}
-	t := engine.Taken{First: st.Ticket - int64(r.N) + 1, State: st}
+	tk := engine.Taken{First: st.Ticket - int64(r.N) + 1, State: st}
 	if r.Line > 0 {
-		t.FirstSlot = takeClock.Add(-time.Duration(r.Line-1) * r.Interval)
+		tk.Slots = make([]time.Time, r.Line)
+		for k := range tk.Slots {
+			v := takeClock.Add(-time.Duration(r.Line-1-k) * t)
+			tk.Slots[k] = later(r.Now, v.Add(-time.Duration(burst)*t))
+		}
 	}
-	return t, nil
+	return tk, nil
 }
 
-func takeInput(r engine.TakeRequest, f takeForm, tok string) *dynamodb.UpdateItemInput {
+func takeInput(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) *dynamodb.UpdateItemInput {
 	e := newExpr()
 	wt := e.n(attrWriteToken)
 	upd := "ADD " + e.n(attrTicket) + " " + e.v(":n", num(int64(r.N))) +
 		" SET " + wt + " = " + e.v(":tok", str(tok))
-	cond := e.n(attrInterval) + " = " + e.v(":iv", durNum(r.Interval)) +
+	cond := limitCond(e, r.LimitList()) +
 		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok)" + genCond(e, r.Gen)
 	missing := func(a string) string { return "attribute_not_exists(" + a + ")" }
 	if f != takeNoLine {
 		clock, last, tc := e.n(attrClock), e.n(attrLastStart), e.n(attrTakeClock)
-		nmi := e.v(":nmi", timeNum(r.Now.Add(-r.Interval)))
+		nmi := e.v(":nmi", timeNum(r.Now.Add(-iv)))
 		span := ""
 		if f != takeIdle {
-			span = e.v(":span", durNum(time.Duration(r.Line)*r.Interval))
+			span = e.v(":span", durNum(time.Duration(r.Line)*iv))
 		}
 		switch f {
 		case takeLine:
@@ -143,7 +154,7 @@ func takeInput(r engine.TakeRequest, f takeForm, tok string) *dynamodb.UpdateIte
 			upd += ", " + clock + " = " + last + " + " + span + ", " + tc + " = " + last + " + " + span
 			cond += " AND " + last + " >= " + nmi + " AND (" + missing(clock) + " OR " + last + " > " + clock + ")"
 		case takeIdle:
-			end := e.v(":end", timeNum(r.Now.Add(time.Duration(r.Line-1)*r.Interval)))
+			end := e.v(":end", timeNum(r.Now.Add(time.Duration(r.Line-1)*iv)))
 			upd += ", " + clock + " = " + end + ", " + tc + " = " + end
 			cond += " AND (" + missing(clock) + " OR " + clock + " < " + nmi + ")" +
 				" AND (" + missing(last) + " OR " + last + " < " + nmi + ")"
@@ -186,13 +197,18 @@ func takeInput(r engine.TakeRequest, f takeForm, tok string) *dynamodb.UpdateIte
 // under the cap) becomes a *engine.GateError with that state, a gate that
 // says yes means another form holds, and the write is tried again in it.
 // ErrQueueNotFound (also for a queue of another generation than r.Gen),
-// ErrIntervalChanged.
+// ErrLimitChanged.
 func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
-	busy := isBusy(r.Seen, r.Interval, r.Start())
+	ls := r.LimitList()
+	t, burst, forms := gcra(ls)
+	if !forms {
+		return s.casGate(ctx, r)
+	}
+	busy := isBusy(r.Seen, t, r.Start())
 	seen := r.Seen
 	tok := newToken()
 	for range 4 {
-		out, err := s.updateItem(ctx, gateInput(r, busy, seen, tok))
+		out, err := s.updateItem(ctx, gateInput(r, t, burst, busy, seen, tok))
 		if old, ok := conditionFailed(err); ok {
 			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
 				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
@@ -200,7 +216,7 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 			if old == nil || otherGen(old, r.Gen) {
 				return slot.State{}, notFound("gate", r.Queue)
 			}
-			st, iv, err := decodeState(old)
+			st, k, err := decodeState(old)
 			if err != nil {
 				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
 			}
@@ -208,13 +224,13 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 				// The SDK retried this very gate after it had landed.
 				return st, nil
 			}
-			if iv != r.Interval {
-				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrIntervalChanged)
+			if k != keyOf(ls) {
+				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrLimitChanged)
 			}
 			if v, openAt := r.Decide(st); v != slot.Start {
 				return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: st}
 			}
-			busy, seen = isBusy(st, r.Interval, r.Start()), st
+			busy, seen = isBusy(st, t, r.Start()), st
 			continue
 		}
 		if err != nil {
@@ -237,12 +253,12 @@ func isBusy(s slot.State, iv time.Duration, now time.Time) bool {
 
 // gateInput is the gate's UpdateItem in the busy or idle form and, under
 // a cap, the running form that state seen points to.
-func gateInput(r engine.GateRequest, busy bool, seen slot.State, tok string) *dynamodb.UpdateItemInput {
+func gateInput(r engine.GateRequest, iv time.Duration, burst int, busy bool, seen slot.State, tok string) *dynamodb.UpdateItemInput {
 	e := newExpr()
 	wt, last := e.n(attrWriteToken), e.n(attrLastStart)
 	at := r.Start() // the reserved start: the spacing is the start's, not the write's
-	nmi := e.v(":nmi", timeNum(at.Add(-r.Interval)))
-	cond := e.n(attrInterval) + " = " + e.v(":iv", durNum(r.Interval)) +
+	nmi := e.v(":nmi", timeNum(at.Add(-iv)))
+	cond := limitCond(e, r.LimitList()) +
 		" AND " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) +
 		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < " + e.v(":t", num(r.Ticket)) + ")" +
 		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")" +
@@ -256,8 +272,8 @@ func gateInput(r engine.GateRequest, busy bool, seen slot.State, tok string) *dy
 	}
 	upd += last + " = "
 	if busy {
-		cond += " AND " + last + " BETWEEN " + nmi + " AND " + e.v(":open", timeNum(at.Add(r.Skew-r.Interval)))
-		upd += last + " + :iv"
+		cond += " AND " + last + " BETWEEN " + nmi + " AND " + e.v(":open", timeNum(at.Add(r.Skew-iv+time.Duration(burst)*iv)))
+		upd += last + " + " + e.v(":step", durNum(iv))
 	} else {
 		cond += " AND (attribute_not_exists(" + last + ") OR " + last + " < " + nmi + ")"
 		upd += e.v(":now", timeNum(at))

@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestTakeMatchesSlotTake(t *testing.T) {
 				seen = slot.State{}
 			}
 			got, err := st.Gate(ctx, engine.GateRequest{Queue: "walk", Ticket: ticket, Interval: iv, Skew: skew, Now: now, Seen: seen})
-			if v, _ := slot.Gate(model, ticket, iv, skew, now); v != slot.Start {
+			if v, _ := slot.Gate(model, ticket, slot.Every(iv), skew, now); v != slot.Start {
 				var ge *engine.GateError
 				if !errors.As(err, &ge) || ge.Verdict != v {
 					t.Fatalf("step %d: Gate = %v; slot.Gate says %s", i, err, v)
@@ -53,7 +54,7 @@ func TestTakeMatchesSlotTake(t *testing.T) {
 			if err != nil {
 				t.Fatalf("step %d: Gate: %v", i, err)
 			}
-			model = slot.Started(model, ticket, iv, now)
+			model = slot.Started(model, ticket, slot.Every(iv), now)
 			if !sameState(got, model) {
 				t.Fatalf("step %d: Gate state %+v, want %+v", i, got, model)
 			}
@@ -69,10 +70,10 @@ func TestTakeMatchesSlotTake(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: Take: %v", i, err)
 		}
-		next, first, firstSlot := slot.Take(model, n, line, iv, now)
-		if tk.First != first || !tk.FirstSlot.Equal(firstSlot) || !sameState(tk.State, next) {
+		next, first, slots := slot.Take(model, n, line, slot.Every(iv), now)
+		if tk.First != first || !slices.EqualFunc(tk.Slots, slots, time.Time.Equal) || !sameState(tk.State, next) {
 			t.Fatalf("step %d: Take(n=%d, line=%d, now=%v) = %d %v %+v; slot.Take says %d %v %+v",
-				i, n, line, now, tk.First, tk.FirstSlot, tk.State, first, firstSlot, next)
+				i, n, line, now, tk.First, tk.Slots, tk.State, first, slots, next)
 		}
 		model = next
 	}

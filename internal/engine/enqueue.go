@@ -328,18 +328,20 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 	for try := 0; ; try++ {
 		now := e.now().Add(e.opts.Lead)
-		iv := q.Config.Interval
-		est := slot.NextSlot(q.State, iv, now)
+		ls, tick := q.Config.LimitList(), q.Config.Tick()
+		// The slots the jobs would get were they all in line: a job
+		// whose not_before comes after its would-be slot is scheduled.
+		_, _, est := slot.Take(q.State, len(jobs), len(jobs), ls, now)
 		inLine := make([]bool, len(jobs))
 		line := 0
 		for i, j := range jobs {
-			if !j.Earliest().After(est.Add(time.Duration(line) * iv)) {
+			if !j.Earliest().After(est[line]) {
 				inLine[i] = true
 				line++
 			}
 		}
-		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Interval: iv, Now: now, Seen: q.State, Gen: q.Gen})
-		if errors.Is(err, ErrIntervalChanged) && try < 3 {
+		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Limits: ls, Now: now, Seen: q.State, Gen: q.Gen})
+		if errors.Is(err, ErrLimitChanged) && try < 3 {
 			gen := q.Gen
 			if *q, err = e.state.GetQueue(ctx, q.Name); err != nil {
 				return err
@@ -354,17 +356,17 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 		if err != nil {
 			return fmt.Errorf("take tickets: %w", err)
 		}
-		first := taken.FirstSlot
-		if line == 0 {
-			first = slot.NextSlot(taken.State, iv, now)
-		}
+		after := slot.NextSlot(taken.State, ls, now) // where the line goes on
 		k := 0
 		var prev time.Time
 		for i, j := range jobs {
 			j.Ticket = taken.First + int64(i)
 			j.Scheduled = !inLine[i]
 			j.Detached = false // a new ticket puts it back in line
-			pos := first.Add(time.Duration(k) * iv)
+			pos := after
+			if k < len(taken.Slots) {
+				pos = taken.Slots[k]
+			}
 			if inLine[i] {
 				j.SlotAt = pos
 				k++
@@ -372,7 +374,7 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 			}
 			s := laterOf(j.Earliest(), pos)
 			if !prev.IsZero() {
-				s = laterOf(s, prev.Add(iv))
+				s = laterOf(s, prev.Add(tick))
 			}
 			j.SlotAt, prev = s, s
 		}

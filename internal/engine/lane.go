@@ -68,7 +68,7 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 			e.log.InfoContext(ctx, "overtaken on its key", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "key", j.Key, "key_last", next.Last)
 			return false, e.reticket(ctx, q, j, passedByLater)
 		default: // slot.LaneFull
-			return false, e.handBack(ctx, j, now.Add(max(q.Config.Interval, time.Second)))
+			return false, e.handBack(ctx, j, now.Add(max(q.Config.Tick(), time.Second)))
 		}
 	}
 	return false, fmt.Errorf("key %s of %s: the lane kept changing under the update", j.Key, j.Ref())
@@ -100,7 +100,7 @@ func (e *Engine) waitKey(ctx context.Context, q Queue, j *job.Job, w slot.Waiter
 func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, error) {
 	if l, err := e.state.GetLane(ctx, q.Name, ""); err == nil && len(l.Fresh(q.Gen).Waiting) >= slot.MaxLaneWaiting {
 		// The list is full: come again later, as a full key's lane does.
-		return false, e.handBack(ctx, j, e.now().Add(max(q.Config.Interval, time.Second)))
+		return false, e.handBack(ctx, j, e.now().Add(max(q.Config.Tick(), time.Second)))
 	}
 	inLine := !outOfLine(j)
 	if parked, err := e.parkOn(ctx, j, job.WaitPlace); !parked || err != nil {

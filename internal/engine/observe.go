@@ -147,14 +147,15 @@ func waiting(st slot.State) int64 { return max(0, st.Ticket-max(st.Current, st.P
 // lag is how far q's starts trail its line at now (Stats.Lag).
 func lag(q Queue, now time.Time) time.Duration {
 	st := q.State
-	if waiting(st) <= 0 || st.LastStart.IsZero() {
+	open := slot.Opens(st, q.Config.LimitList())
+	if waiting(st) <= 0 || open.IsZero() {
 		return 0
 	}
 	due := now
 	if st.Clock.Before(due) {
 		due = st.Clock
 	}
-	return max(0, due.Sub(st.LastStart.Add(q.Config.Interval)))
+	return max(0, due.Sub(open))
 }
 
 // Observers is an Observer that reports each event to every one of its

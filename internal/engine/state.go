@@ -26,9 +26,10 @@ var (
 	// ErrNotListed: ListJobs or CountJobs was asked for a status that is
 	// not job.Status.Listed.
 	ErrNotListed = errors.New("jobs of this status are not listed")
-	// ErrIntervalChanged: Take or Gate was asked with an interval that is
-	// no longer the queue's; read the queue again.
-	ErrIntervalChanged = errors.New("queue interval changed")
+	// ErrLimitChanged: Take or Gate was asked under limits that are no
+	// longer the queue's (a configure came between); read the queue
+	// again.
+	ErrLimitChanged = errors.New("queue limit changed")
 	// ErrLeaseHeld: Lease found a queue's resume lease held by another
 	// holder, or ReleaseLease found that the caller no longer holds it.
 	ErrLeaseHeld = errors.New("resume lease held by another holder")
@@ -166,9 +167,14 @@ type Queue struct {
 // TakeRequest asks for N tickets, of which the first Line take places in
 // the line (see slot.Take).
 type TakeRequest struct {
-	Queue    string
-	N        int
-	Line     int
+	Queue string
+	N     int
+	Line  int
+	// Limits are the queue's limits as the caller read them
+	// (slot.Config.LimitList); Interval, when Limits is nil, stands for
+	// the plain interval form. A store refuses a take under limits that
+	// are not the queue's: ErrLimitChanged.
+	Limits   slot.Limits
 	Interval time.Duration
 	Now      time.Time
 	// Seen is the queue state the caller read last, a hint only: a store
@@ -183,19 +189,30 @@ type TakeRequest struct {
 	Gen int64
 }
 
-// Taken is a range of tickets [First, First+N) and, when Line > 0, the first
-// line slot; line slot k is FirstSlot + k·interval.
+// LimitList is r's limits: Limits, or the plain interval form of
+// Interval.
+func (r TakeRequest) LimitList() slot.Limits {
+	if r.Limits != nil {
+		return r.Limits
+	}
+	return slot.Every(r.Interval)
+}
+
+// Taken is a range of tickets [First, First+N) and the slots of its Line
+// line tickets (slot.Take).
 type Taken struct {
-	First     int64
-	FirstSlot time.Time
+	First int64
+	Slots []time.Time
 	// State is the queue state right after the take.
 	State slot.State
 }
 
 // GateRequest asks the gate to let one ticket of a queue start.
 type GateRequest struct {
-	Queue    string
-	Ticket   int64
+	Queue  string
+	Ticket int64
+	// Limits and Interval are the queue's limits as in TakeRequest.
+	Limits   slot.Limits
 	Interval time.Duration
 	Skew     time.Duration
 	Now      time.Time
@@ -228,14 +245,23 @@ type GateRequest struct {
 // gate would start is slot.Full when the queue's running places are all
 // taken (slot.Capped).
 func (r GateRequest) Decide(s slot.State) (slot.Verdict, time.Time) {
-	v, open := slot.Gate(s, r.Ticket, r.Interval, r.Skew, r.Start())
+	v, open := slot.Gate(s, r.Ticket, r.LimitList(), r.Skew, r.Start())
 	if r.Scheduled {
-		v, open = slot.GateScheduled(s, r.Ticket, r.Interval, r.Skew, r.Start())
+		v, open = slot.GateScheduled(s, r.Ticket, r.LimitList(), r.Skew, r.Start())
 	}
 	if v == slot.Start && slot.CappedFor(s, r.MaxRunning, r.Ticket, r.Now) {
 		return slot.Full, time.Time{}
 	}
 	return v, open
+}
+
+// LimitList is r's limits: Limits, or the plain interval form of
+// Interval.
+func (r GateRequest) LimitList() slot.Limits {
+	if r.Limits != nil {
+		return r.Limits
+	}
+	return slot.Every(r.Interval)
 }
 
 // Start is the start r reserves: At, or Now if At is zero.
@@ -251,9 +277,9 @@ func (r GateRequest) Start() time.Time {
 // ticket's running place (slot.Run).
 func (r GateRequest) Started(s slot.State) slot.State {
 	if r.Scheduled {
-		s = slot.StartedScheduled(s, r.Interval, r.Start())
+		s = slot.StartedScheduled(s, r.LimitList(), r.Start())
 	} else {
-		s = slot.Started(s, r.Ticket, r.Interval, r.Start())
+		s = slot.Started(s, r.Ticket, r.LimitList(), r.Start())
 	}
 	if r.MaxRunning > 0 {
 		s = slot.Run(s, r.Ticket, r.Until, r.Now)
@@ -316,7 +342,7 @@ type State interface {
 	// state alone: if r.Decide says Start, the state moves by r.Started
 	// and Gate returns it; otherwise a *GateError with the state it saw.
 	// ErrQueueNotFound, also when r.Gen is set and is not the queue's
-	// generation; ErrIntervalChanged when r.Interval is not the queue's. Of concurrent gates that slot.Gate would each let
+	// generation; ErrLimitChanged when r's limits are not the queue's. Of concurrent gates that slot.Gate would each let
 	// through alone, one passes.
 	//
 	// The job side, the claim, is a separate UpdateJob from queued to

@@ -288,7 +288,7 @@ func (d *delivery) hold() next {
 		return again
 	}
 	d.gr = GateRequest{
-		Queue: j.Queue, Ticket: j.Ticket, Interval: q.Config.Interval, Skew: q.Config.Skew, Now: d.now, At: d.at,
+		Queue: j.Queue, Ticket: j.Ticket, Limits: q.Config.LimitList(), Skew: q.Config.Skew, Now: d.now, At: d.at,
 		Scheduled: outOfLine(j), Seen: q.State,
 		MaxRunning: q.Config.MaxRunning, Until: d.at.Add(e.opts.Lease), Gen: j.Gen,
 	}
@@ -312,8 +312,8 @@ func (d *delivery) decide(ctx context.Context) (next, error) {
 	case v == slot.Full:
 		return d.waitForPlace(ctx)
 	}
-	if !outOfLine(j) && !d.writerLate && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.at, q.Config.Interval, q.Config.Skew) {
-		late := d.at.Sub(slot.Due(q.State, j.SlotAt, q.Config.Interval))
+	if !outOfLine(j) && !d.writerLate && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.at, q.Config.LimitList(), q.Config.Skew) {
+		late := d.at.Sub(slot.Due(q.State, j.SlotAt, q.Config.LimitList()))
 		err := d.e.reticket(ctx, &d.q, &d.j, lateBy(late))
 		d.leaveKeyUnlessRunning(ctx)
 		return stop, err
@@ -359,7 +359,7 @@ func (d *delivery) passGate(ctx context.Context) (next, error) {
 		return proceed, nil
 	case errors.Is(err, ErrQueueNotFound):
 		return stop, d.e.expireOfDeletedQueue(ctx, d.j)
-	case errors.Is(err, ErrIntervalChanged):
+	case errors.Is(err, ErrLimitChanged):
 		return again, nil // read the queue again
 	case errors.As(err, &gate):
 		return d.refused(ctx, gate)
@@ -518,7 +518,7 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 func (d *delivery) run(ctx context.Context) error {
 	e, q, j := d.e, d.q, &d.j
 	now := e.now()
-	gap, hasGap := startGap(q.State, d.st, q.Config.Interval, now)
+	gap, hasGap := startGap(q.State, d.st, q.Config.Tick(), now)
 	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
 		Start: &Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, GateAt: j.StartedAt, At: now}})
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
@@ -723,20 +723,25 @@ func (e *Engine) claimedMeanwhile(ctx context.Context, want job.Version, j *job.
 }
 
 // holdUntil is when j may try the gate if the lower tickets still ahead of
-// it start on time: one interval after the last start per ticket between.
-// Only the tickets that can be in flight now count: one, plus one per
-// interval that j itself is late (a queue that runs behind has that many
-// neighbours waiting at once). So a lower ticket that never comes (lost,
-// or a job scheduled for later) costs a late job little, and an on-time job
-// at most one interval, once.
+// it start on time: when the gate opens after they started, each at its
+// opening (slot.OpenAfter: for the interval form one interval after the
+// last start per ticket between). Only the tickets that can be in flight
+// now count: one, plus one per tick that j itself is late (a queue that
+// runs behind has that many neighbours waiting at once). So a lower
+// ticket that never comes (lost, or a job scheduled for later) costs a
+// late job little, and an on-time job at most one interval, once.
 func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
-	st, iv := q.State, q.Config.Interval
+	st := q.State
 	ahead := j.Ticket - st.Current - 1
-	if st.LastStart.IsZero() || ahead <= 0 || outOfLine(j) {
+	if ahead <= 0 || outOfLine(j) {
 		return time.Time{}
 	}
-	inFlight := int64(max(0, now.Sub(j.SlotAt))/iv) + 1
-	return st.LastStart.Add(time.Duration(min(ahead, inFlight)+1)*iv - q.Config.Skew)
+	inFlight := int64(max(0, now.Sub(j.SlotAt))/q.Config.Tick()) + 1
+	open := slot.OpenAfter(st, q.Config.LimitList(), int(min(ahead, inFlight)))
+	if open.IsZero() {
+		return time.Time{}
+	}
+	return open.Add(-q.Config.Skew)
 }
 
 // holdTurn is, for a job that holds for lower tickets (holdUntil), when
@@ -746,11 +751,12 @@ func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
 // their messages at once (a burst, a late delivery) would otherwise race
 // for the gate, and the higher ticket could pass the lower one by a hair.
 func holdTurn(q Queue, j *job.Job, at time.Time) time.Time {
-	hold := holdUntil(q, j, at)
-	if hold.IsZero() {
+	if holdUntil(q, j, at).IsZero() {
 		return time.Time{}
 	}
-	return hold.Add(q.Config.Skew - q.Config.Interval)
+	ahead := j.Ticket - q.State.Current - 1
+	inFlight := int64(max(0, at.Sub(j.SlotAt))/q.Config.Tick()) + 1
+	return slot.OpenAfter(q.State, q.Config.LimitList(), int(min(ahead, inFlight))-1)
 }
 
 // missedBefore reports whether j's attempt gave a slot up already for a

@@ -441,7 +441,7 @@ func TestStoreAndTransportHour(t *testing.T) {
 		jobs := make([]job.Job, n)
 		for i := range jobs {
 			jobs[i] = job.Job{Queue: "q", ID: fmt.Sprint(i), Kind: "k", Status: job.Queued, Ticket: tk.First + int64(i),
-				SlotAt: tk.FirstSlot.Add(time.Duration(i) * cfg.Interval), Attempt: 1}
+				SlotAt: tk.Slots[i], Attempt: 1}
 		}
 		if _, err := st.CreateJobs(ctx, jobs); err != nil {
 			t.Fatal(err)
@@ -460,7 +460,7 @@ func TestStoreAndTransportHour(t *testing.T) {
 				return err
 			}
 			from := j.Version()
-			j.Ticket, j.SlotAt, j.Retickets = tk.First, tk.FirstSlot, j.Retickets+1
+			j.Ticket, j.SlotAt, j.Retickets = tk.First, tk.Slots[0], j.Retickets+1
 			if err := st.UpdateJob(ctx, j, from); errors.Is(err, engine.ErrConflict) {
 				return nil
 			} else if err != nil {

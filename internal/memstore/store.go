@@ -241,7 +241,7 @@ func (s *Store) DeleteQueue(_ context.Context, name string) error {
 
 // Take hands out r.N tickets by slot.Take. ErrQueueNotFound (also for
 // a queue of another generation than r.Gen), or
-// ErrIntervalChanged if r.Interval is not the queue's interval.
+// ErrLimitChanged if r's limits are not the queue's.
 func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, error) {
 	if r.N < 1 || r.Line < 0 || r.Line > r.N {
 		return engine.Taken{}, fmt.Errorf("take ticket %s: want 0 ≤ line ≤ n and n ≥ 1, got n=%d line=%d", r.Queue, r.N, r.Line)
@@ -252,18 +252,18 @@ func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, err
 	if !ok || r.Gen != 0 && q.Gen != 0 && q.Gen != r.Gen {
 		return engine.Taken{}, notFound("take ticket", r.Queue)
 	}
-	if q.Config.Interval != r.Interval {
-		return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrIntervalChanged)
+	if q.Config.LimitList().Signature() != r.LimitList().Signature() {
+		return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrLimitChanged)
 	}
-	next, first, firstSlot := slot.Take(q.State, r.N, r.Line, r.Interval, r.Now)
+	next, first, slots := slot.Take(q.State, r.N, r.Line, r.LimitList(), r.Now)
 	q.State = next
 	s.queues[r.Queue] = q
-	return engine.Taken{First: first, FirstSlot: firstSlot, State: copyState(next)}, nil
+	return engine.Taken{First: first, Slots: slots, State: copyState(next)}, nil
 }
 
 // Gate applies r.Decide and, when it says Start, r.Started to the queue's
-// state. ErrQueueNotFound; ErrIntervalChanged if r.Interval is not
-// the queue's interval; a *engine.GateError when the gate says no.
+// state. ErrQueueNotFound; ErrLimitChanged if r's limits are
+// not the queue's; a *engine.GateError when the gate says no.
 func (s *Store) Gate(_ context.Context, r engine.GateRequest) (slot.State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -271,8 +271,8 @@ func (s *Store) Gate(_ context.Context, r engine.GateRequest) (slot.State, error
 	if !ok || r.Gen != 0 && q.Gen != 0 && q.Gen != r.Gen {
 		return slot.State{}, notFound("gate", r.Queue)
 	}
-	if q.Config.Interval != r.Interval {
-		return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrIntervalChanged)
+	if q.Config.LimitList().Signature() != r.LimitList().Signature() {
+		return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrLimitChanged)
 	}
 	if v, openAt := r.Decide(q.State); v != slot.Start {
 		return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: copyState(q.State)}
@@ -422,6 +422,12 @@ func copyQueue(q engine.Queue) engine.Queue {
 func copyState(s slot.State) slot.State {
 	if s.Running != nil {
 		s.Running = maps.Clone(s.Running)
+	}
+	if s.Marks != nil {
+		s.Marks = slices.Clone(s.Marks)
+		for i, m := range s.Marks {
+			s.Marks[i].Starts, s.Marks[i].Booked = slices.Clone(m.Starts), slices.Clone(m.Booked)
+		}
 	}
 	return s
 }

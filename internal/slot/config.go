@@ -72,9 +72,20 @@ func ValidateName(name string) error {
 // zero is refused (ZeroSetting), never read as the default.
 type Config struct {
 	// Interval is the least time between two starts of the queue, from
-	// MinInterval to MaxInterval. Default DefaultInterval (or the
-	// stack's).
+	// MinInterval to MaxInterval: the interval form of the queue's limit.
+	// Default DefaultInterval (or the stack's), unless Rate, Window or
+	// Limits gives the limit in another form.
 	Interval time.Duration `json:"interval"`
+	// Rate (N starts per period, with Burst) and Window (at most N starts
+	// in any period) give the queue's limit in the rate or window form,
+	// and Limits gives up to MaxLimits limits kept at once (api.Limit
+	// states each form's rule). At most one of Interval, Rate, Window and
+	// Limits is given; Burst goes with Rate. Limits() reads them as one
+	// list.
+	Rate   api.Rate    `json:"rate,omitzero"`
+	Burst  int         `json:"burst,omitempty"`
+	Window api.Rate    `json:"window,omitzero"`
+	Limits []api.Limit `json:"limits,omitempty"`
 	// Skew is the allowance for clock differences between hosts and
 	// wake-up latency: for any two starts i < j, start_j − start_i ≥
 	// (j − i)·Interval − Skew. It is a one-time allowance, not one per
@@ -151,13 +162,18 @@ func ZeroSetting(field string) *input.Error {
 	return nil
 }
 
+// hasLimit reports whether c gives its limit in some form.
+func (c Config) hasLimit() bool {
+	return c.Interval != 0 || !c.Rate.IsZero() || c.Burst != 0 || !c.Window.IsZero() || len(c.Limits) > 0
+}
+
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	if c.Interval == 0 {
+	if !c.hasLimit() {
 		c.Interval = DefaultInterval
 	}
 	if c.Skew == 0 {
-		c.Skew = min(DefaultSkew, c.Interval/4)
+		c.Skew = min(DefaultSkew, c.Tick()/4)
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
@@ -181,11 +197,11 @@ func (c Config) WithDefaults() Config {
 // (say, its default interval and allowed targets) fill what a caller left
 // out.
 func (c Config) Or(d Config) Config {
-	if c.Interval == 0 {
-		c.Interval = d.Interval
+	if !c.hasLimit() {
+		c.Interval, c.Rate, c.Burst, c.Window, c.Limits = d.Interval, d.Rate, d.Burst, d.Window, d.Limits
 	}
-	if c.Skew == 0 {
-		c.Skew = min(d.Skew, c.Interval/4)
+	if c.Skew == 0 && d.Skew != 0 {
+		c.Skew = min(d.Skew, c.Tick()/4)
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = d.MaxAttempts
@@ -213,13 +229,12 @@ func (c Config) Or(d Config) Config {
 
 // Validate checks a configuration after defaults were applied.
 func (c Config) Validate() error {
+	if err := c.validateLimits(); err != nil {
+		return err
+	}
 	switch {
-	case c.Interval < MinInterval:
-		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at least %s: each start writes the queue's state item, which takes about 1,000 writes a second", MinInterval))
-	case c.Interval > MaxInterval:
-		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at most %s", MaxInterval))
-	case c.Skew < 0 || c.Skew >= c.Interval:
-		return input.Invalid("invalid_skew", "skew", "skew must be at least 0 and less than interval")
+	case c.Skew < 0 || c.Skew >= c.Tick():
+		return input.Invalid("invalid_skew", "skew", fmt.Sprintf("skew must be at least 0 and less than %s, the shortest time between two starts the queue's limit allows on average", c.Tick()))
 	case c.MaxAttempts < 1 || c.MaxAttempts > MaxAttemptsLimit:
 		return input.Invalid("invalid_max_attempts", "max_attempts", fmt.Sprintf("max_attempts must be between 1 and %d", MaxAttemptsLimit))
 	case c.Backoff < 0:

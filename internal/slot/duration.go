@@ -88,16 +88,20 @@ func ParseDuration(s string) (time.Duration, error) {
 // pointer, so that a setting left out is told from one given as zero, and
 // an empty list ("targets": [], none) from an absent one.
 type configJSON struct {
-	Interval      *Duration `json:"interval,omitempty"`
-	Skew          *Duration `json:"skew,omitempty"`
-	MaxAttempts   *int      `json:"max_attempts,omitempty"`
-	Backoff       *Duration `json:"backoff,omitempty"`
-	MaxBackoff    *Duration `json:"max_backoff,omitempty"`
-	Retention     *Duration `json:"retention,omitempty"`
-	Targets       *[]string `json:"targets,omitempty"`
-	AllowNetworks *[]string `json:"allow_networks,omitempty"`
-	TargetTimeout *Duration `json:"target_timeout,omitempty"`
-	MaxRunning    *int      `json:"max_running,omitempty"`
+	Interval      *Duration    `json:"interval,omitempty"`
+	Rate          *rateJSON    `json:"rate,omitempty"`
+	Burst         *int         `json:"burst,omitempty"`
+	Window        *rateJSON    `json:"window,omitempty"`
+	Limits        *[]limitJSON `json:"limits,omitempty"`
+	Skew          *Duration    `json:"skew,omitempty"`
+	MaxAttempts   *int         `json:"max_attempts,omitempty"`
+	Backoff       *Duration    `json:"backoff,omitempty"`
+	MaxBackoff    *Duration    `json:"max_backoff,omitempty"`
+	Retention     *Duration    `json:"retention,omitempty"`
+	Targets       *[]string    `json:"targets,omitempty"`
+	AllowNetworks *[]string    `json:"allow_networks,omitempty"`
+	TargetTimeout *Duration    `json:"target_timeout,omitempty"`
+	MaxRunning    *int         `json:"max_running,omitempty"`
 }
 
 // MarshalJSON writes durations as strings and leaves zero settings out:
@@ -172,6 +176,68 @@ func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
 		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at least %s", MinInterval))
 	}
 	v.Targets, v.AllowNetworks = w.Targets, w.AllowNetworks
+	v.Rate, v.Window = w.Rate.rate(), w.Window.rate()
+	v.Burst = w.Burst
+	if w.Limits != nil {
+		ls := make([]api.Limit, len(*w.Limits))
+		for i, l := range *w.Limits {
+			if l.Interval != nil && *l.Interval <= 0 {
+				return input.Invalid("invalid_interval", fmt.Sprintf("limits[%d].interval", i), fmt.Sprintf("interval must be at least %s", MinInterval))
+			}
+			ls[i] = api.Limit{Burst: deref(l.Burst)}
+			if l.Interval != nil {
+				ls[i].Interval = time.Duration(*l.Interval)
+			}
+			if r := l.Rate.rate(); r != nil {
+				ls[i].Rate = *r
+			}
+			if r := l.Window.rate(); r != nil {
+				ls[i].Window = *r
+			}
+		}
+		v.Limits = &ls
+	}
 	*u = v
 	return nil
+}
+
+// rateJSON is an api.Rate on the wire ("100/1m"), whose errors name the
+// value (code invalid_rate).
+type rateJSON api.Rate
+
+func (r *rateJSON) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(bytes.TrimSpace(b), &s); err != nil {
+		return &input.Error{Code: "invalid_rate", Message: fmt.Sprintf("want a rate string such as \"100/1m\", got %s", input.JSONKind(b))}
+	}
+	v, err := api.ParseRate(s)
+	if err != nil {
+		return &input.Error{Code: "invalid_rate", Message: err.Error()}
+	}
+	*r = rateJSON(v)
+	return nil
+}
+
+func (r *rateJSON) rate() *api.Rate {
+	if r == nil {
+		return nil
+	}
+	v := api.Rate(*r)
+	return &v
+}
+
+// limitJSON is an api.Limit on the wire, decoded strictly (by Decode, so
+// errors name the value: "limits[1].burst").
+type limitJSON struct {
+	Interval *Duration `json:"interval,omitempty"`
+	Rate     *rateJSON `json:"rate,omitempty"`
+	Burst    *int      `json:"burst,omitempty"`
+	Window   *rateJSON `json:"window,omitempty"`
+}
+
+func deref(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return *n
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Three producers take tickets on an idle queue with a 1s interval; the
@@ -16,15 +17,15 @@ func Example() {
 	var s slot.State
 	for _, n := range []int{1, 2, 1} {
 		var first int64
-		var at time.Time
-		s, first, at = slot.Take(s, n, n, interval, now)
-		fmt.Printf("took %d: first ticket %d at +%v\n", n, first, at.Sub(now))
+		var slots []time.Time
+		s, first, slots = slot.Take(s, n, n, slot.Every(interval), now)
+		fmt.Printf("took %d: first ticket %d at +%v\n", n, first, slots[0].Sub(now))
 	}
 
-	s = slot.Started(s, 1, interval, now) // ticket 1 starts at its slot
-	v, open := slot.Gate(s, 2, interval, skew, now.Add(500*time.Millisecond))
+	s = slot.Started(s, 1, slot.Every(interval), now) // ticket 1 starts at its slot
+	v, open := slot.Gate(s, 2, slot.Every(interval), skew, now.Add(500*time.Millisecond))
 	fmt.Printf("ticket 2 at +500ms: %v, opens at +%v\n", v, open.Sub(now))
-	v, _ = slot.Gate(s, 2, interval, skew, now.Add(time.Second))
+	v, _ = slot.Gate(s, 2, slot.Every(interval), skew, now.Add(time.Second))
 	fmt.Printf("ticket 2 at +1s: %v\n", v)
 	// Output:
 	// took 1: first ticket 1 at +0s
@@ -32,6 +33,30 @@ func Example() {
 	// took 1: first ticket 4 at +3s
 	// ticket 2 at +500ms: early, opens at +990ms
 	// ticket 2 at +1s: start
+}
+
+// A backlog's slots in each form of a limit: an interval, a rate with a
+// burst (Burst+1 at once after an idle time, then one per period/count),
+// and a window (its count at once, then the next when the first is a
+// period old).
+func ExampleTake_forms() {
+	now := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
+	for _, l := range []slot.Limit{
+		{Interval: 100 * time.Millisecond},
+		{Rate: api.Rate{N: 10, Per: time.Second}, Burst: 2},
+		{Window: api.Rate{N: 3, Per: time.Second}},
+	} {
+		_, _, slots := slot.Take(slot.State{}, 7, 7, slot.Limits{l}, now)
+		fmt.Printf("%-24s", l.String()+":")
+		for _, at := range slots {
+			fmt.Printf(" +%v", at.Sub(now))
+		}
+		fmt.Println()
+	}
+	// Output:
+	// interval 100ms:          +0s +100ms +200ms +300ms +400ms +500ms +600ms
+	// rate 10/1s burst 2:      +0s +0s +0s +100ms +200ms +300ms +400ms
+	// window 3/1s:             +0s +0s +0s +1s +1s +1s +2s
 }
 
 // A queue's configuration refuses bad input with an input.Error that names

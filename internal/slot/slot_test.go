@@ -2,6 +2,7 @@ package slot
 
 import (
 	"encoding/json"
+	"github.com/slotq/slotq/pkg/api"
 	"reflect"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestNextSlot(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := NextSlot(tt.st, time.Second, tt.now); !got.Equal(tt.want) {
+			if got := NextSlot(tt.st, Every(time.Second), tt.now); !got.Equal(tt.want) {
 				t.Fatalf("NextSlot = %v, want %v", got, tt.want)
 			}
 		})
@@ -50,7 +51,19 @@ func TestTake(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			next, first, slot := Take(tt.st, tt.n, tt.line, time.Second, t0)
+			next, first, slots := Take(tt.st, tt.n, tt.line, Every(time.Second), t0)
+			var slot time.Time
+			if len(slots) > 0 {
+				slot = slots[0]
+			}
+			if len(slots) != tt.line {
+				t.Fatalf("Take gave %d slots, want %d", len(slots), tt.line)
+			}
+			for k := range slots {
+				if want := slot.Add(time.Duration(k) * time.Second); !slots[k].Equal(want) {
+					t.Fatalf("line slot %d = %v, want %v (one interval apart)", k, slots[k], want)
+				}
+			}
 			if first != tt.wantFirst || !slot.Equal(tt.wantSlot) || !next.Clock.Equal(tt.wantClock) {
 				t.Fatalf("Take = first %d slot %v clock %v, want %d %v %v", first, slot, next.Clock, tt.wantFirst, tt.wantSlot, tt.wantClock)
 			}
@@ -86,7 +99,7 @@ func TestGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, open := Gate(tt.st, tt.ticket, time.Second, tt.skew, tt.now)
+			v, open := Gate(tt.st, tt.ticket, Every(time.Second), tt.skew, tt.now)
 			if v != tt.want || !open.Equal(tt.openAt) {
 				t.Fatalf("Gate = %v %v, want %v %v", v, open, tt.want, tt.openAt)
 			}
@@ -114,19 +127,19 @@ func TestGateScheduled(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, open := GateScheduled(tt.st, tt.ticket, time.Second, 0, tt.now)
+			v, open := GateScheduled(tt.st, tt.ticket, Every(time.Second), 0, tt.now)
 			if v != tt.want || !open.Equal(tt.openAt) {
 				t.Fatalf("GateScheduled = %v %v, want %v %v", v, open, tt.want, tt.openAt)
 			}
 			if tt.want == Passed {
 				return
 			}
-			if v, _ := Gate(tt.st, tt.ticket, time.Second, 0, tt.now); tt.ticket < tt.st.Current && tt.want == Start && v != Passed {
+			if v, _ := Gate(tt.st, tt.ticket, Every(time.Second), 0, tt.now); tt.ticket < tt.st.Current && tt.want == Start && v != Passed {
 				t.Fatalf("Gate of the same ticket in line = %v, want passed", v)
 			}
 		})
 	}
-	s := StartedScheduled(base, time.Second, t0.Add(1500*time.Millisecond))
+	s := StartedScheduled(base, Every(time.Second), t0.Add(1500*time.Millisecond))
 	if s.Current != 8 || !s.LastStart.Equal(t0.Add(1500*time.Millisecond)) {
 		t.Fatalf("StartedScheduled = %+v, want current 8 and last start at now", s)
 	}
@@ -147,14 +160,14 @@ func TestStarted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Started(tt.st, tt.st.Current+1, time.Second, tt.now); !reflect.DeepEqual(got, tt.want) {
+			if got := Started(tt.st, tt.st.Current+1, Every(time.Second), tt.now); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("Started = %+v, want %+v", got, tt.want)
 			}
 		})
 	}
 	// Never back: a lower ticket or an earlier now keep what was there.
 	st := State{Current: 9, LastStart: t0.Add(time.Minute), Clock: t0.Add(time.Hour)}
-	if got := Started(st, 5, time.Second, t0); got.Current != 9 || got.LastStart.Before(st.LastStart) || !got.Clock.Equal(st.Clock) {
+	if got := Started(st, 5, Every(time.Second), t0); got.Current != 9 || got.LastStart.Before(st.LastStart) || !got.Clock.Equal(st.Clock) {
 		t.Fatalf("Started moved state back: %+v", got)
 	}
 }
@@ -186,18 +199,18 @@ func TestGateWindow(t *testing.T) {
 			if x%5 == 0 {
 				// A scheduled job, its ticket below current once the
 				// line has started, tries the gate between the line's.
-				if v, _ := GateScheduled(st, 1, iv, skew, now); v == Start {
+				if v, _ := GateScheduled(st, 1, Every(iv), skew, now); v == Start {
 					scheduled++
-					st = StartedScheduled(st, iv, now)
+					st = StartedScheduled(st, Every(iv), now)
 					starts = append(starts, now)
 				}
 				continue
 			}
-			v, _ := Gate(st, ticket, iv, skew, now)
+			v, _ := Gate(st, ticket, Every(iv), skew, now)
 			if v != Start {
 				continue
 			}
-			st = Started(st, ticket, iv, now)
+			st = Started(st, ticket, Every(iv), now)
 			starts = append(starts, now)
 			ticket++
 		}
@@ -322,7 +335,7 @@ func FuzzTake(f *testing.F) {
 			line := int(ops[i+1]) % (n + 1)
 			now = now.Add(time.Duration(ops[i+1]) * time.Millisecond * 7)
 			prev := st
-			next, first, firstSlot := Take(st, n, line, iv, now)
+			next, first, slots := Take(st, n, line, Every(iv), now)
 			if first != prev.Ticket+1 || next.Ticket != prev.Ticket+int64(n) {
 				t.Fatalf("tickets not contiguous: %+v -> %+v first %d", prev, next, first)
 			}
@@ -330,6 +343,7 @@ func FuzzTake(f *testing.F) {
 				t.Fatalf("clock moved back: %v -> %v", prev.Clock, next.Clock)
 			}
 			if line > 0 {
+				firstSlot := slots[0]
 				if firstSlot.Before(now) {
 					t.Fatalf("slot %v before now %v", firstSlot, now)
 				}
@@ -342,7 +356,7 @@ func FuzzTake(f *testing.F) {
 			}
 			st = next
 			if ops[i]%3 == 0 {
-				started := Started(st, st.Ticket, iv, now)
+				started := Started(st, st.Ticket, Every(iv), now)
 				if started.Current < st.Current || started.LastStart.Before(st.LastStart) || started.Clock.Before(st.Clock) {
 					t.Fatalf("Started moved back: %+v -> %+v", st, started)
 				}
@@ -401,6 +415,9 @@ func TestConfigJSONRoundTripsEveryField(t *testing.T) {
 		Interval: 2 * time.Second, Skew: 3 * time.Millisecond, MaxAttempts: 4, Backoff: 5 * time.Second,
 		MaxBackoff: 6 * time.Minute, Retention: 7 * time.Hour, Targets: []string{"https://x/*"},
 		AllowNetworks: []string{"10.0.0.0/8"}, TargetTimeout: 8 * time.Second, MaxRunning: 9,
+		// Not a valid limit (one form only), but every field must travel.
+		Rate: api.Rate{N: 100, Per: time.Minute}, Burst: 10, Window: api.Rate{N: 5000, Per: time.Hour},
+		Limits: []api.Limit{{Interval: time.Second}, {Rate: api.Rate{N: 3, Per: 90 * time.Second}, Burst: 2}, {Window: api.Rate{N: 7, Per: 1500 * time.Millisecond}}},
 	}
 	v := reflect.ValueOf(want)
 	for i := range v.NumField() {

@@ -39,6 +39,12 @@ type State struct {
 	// cap keep no entries (a write per finished attempt would double the
 	// writes to the hot item).
 	Running map[int64]time.Time `json:"running,omitempty"`
+	// Marks are what the gate remembers of the queue's limits beyond the
+	// first limit's LastStart and Clock: the marks of its other limits,
+	// and a window's recent starts and bookings (Mark). Nil for a queue
+	// under one interval or rate. The stores keep them; the wire does
+	// not carry them.
+	Marks []Mark `json:"-"`
 }
 
 // RunningAt is how many of s.Running still run at now (their lease has
@@ -101,31 +107,32 @@ func Ended(s State, ticket int64) State {
 	return s
 }
 
-// NextSlot is the slot the next ticket in line would get at now: one
-// interval after the last line slot and after the theoretical last start,
-// and not before now.
-func NextSlot(s State, interval time.Duration, now time.Time) time.Time {
-	last := later(s.Clock, s.LastStart)
-	if last.IsZero() {
-		return now
-	}
-	return later(last.Add(interval), now)
+// NextSlot is the slot the next ticket in line would get at now under
+// ls: the earliest every limit allows after the tickets booked before it
+// and the theoretical last starts, and not before now.
+func NextSlot(s State, ls Limits, now time.Time) time.Time {
+	_, at := book(s, ls, now)
+	return at
 }
 
 // Take hands out n tickets of which the first line take a place in the line
 // (the rest are scheduled jobs that keep the slot clock where it is). It
-// returns the new state, the first ticket and the first line slot. Line
-// slot k (0-based) is firstSlot + k·interval.
+// returns the new state, the first ticket and the line's slots, one per
+// line ticket: for the interval form one interval apart; for a rate with
+// burst B, B+1 at once after an idle time, then one per T; for a window
+// of N, N at once, then the next when the first is a period old.
 //
 // This is the rule every state implementation applies atomically.
-func Take(s State, n, line int, interval time.Duration, now time.Time) (next State, first int64, firstSlot time.Time) {
+func Take(s State, n, line int, ls Limits, now time.Time) (next State, first int64, slots []time.Time) {
 	first = s.Ticket + 1
 	s.Ticket += int64(n)
 	if line > 0 {
-		firstSlot = NextSlot(s, interval, now)
-		s.Clock = firstSlot.Add(time.Duration(line-1) * interval)
+		slots = make([]time.Time, line)
+		for k := range slots {
+			s, slots[k] = book(s, ls, now)
+		}
 	}
-	return s, first, firstSlot
+	return s, first, slots
 }
 
 // Verdict is the gate's answer.
@@ -177,8 +184,8 @@ func (v Verdict) String() string {
 // job's next delivery goes through the gate again, which costs the queue
 // one more interval but keeps the spacing. The engine reads the job before
 // it does that, so a duplicate of a message whose job was claimed does not.
-func Gate(s State, ticket int64, interval, skew time.Duration, now time.Time) (Verdict, time.Time) {
-	v, open := GateScheduled(s, ticket, interval, skew, now)
+func Gate(s State, ticket int64, ls Limits, skew time.Duration, now time.Time) (Verdict, time.Time) {
+	v, open := GateScheduled(s, ticket, ls, skew, now)
 	if (v == Start || v == Early) && ticket < s.Current {
 		return Passed, time.Time{}
 	}
@@ -191,41 +198,34 @@ func Gate(s State, ticket int64, interval, skew time.Duration, now time.Time) (V
 // purge, pause and the spacing apply, ticket order does not, so it is
 // never Passed. It starts at its not_before, or at the first moment after
 // it that the spacing allows.
-func GateScheduled(s State, ticket int64, interval, skew time.Duration, now time.Time) (Verdict, time.Time) {
+func GateScheduled(s State, ticket int64, ls Limits, skew time.Duration, now time.Time) (Verdict, time.Time) {
 	switch {
 	case ticket <= s.Purged:
 		return Purged, time.Time{}
 	case s.Paused:
 		return Paused, time.Time{}
 	}
-	if !s.LastStart.IsZero() {
-		open := s.LastStart.Add(interval - skew)
-		if now.Before(open) {
-			return Early, open
-		}
+	if open := GateOpen(s, ls, skew); now.Before(open) {
+		return Early, open
 	}
 	return Start, time.Time{}
 }
 
 // Started returns the state after ticket passed the gate at now: current
-// moves to the ticket and the theoretical last start to
-// max(LastStart + interval, now). The first start of a queue sets it to now.
-func Started(s State, ticket int64, interval time.Duration, now time.Time) State {
+// moves to the ticket and each limit's mark by the start (for the
+// interval and rate forms the theoretical last start to
+// max(LastStart + T, now); the first start of a queue sets it to now).
+func Started(s State, ticket int64, ls Limits, now time.Time) State {
 	s.Current = max(s.Current, ticket)
-	return StartedScheduled(s, interval, now)
+	return StartedScheduled(s, ls, now)
 }
 
 // StartedScheduled returns the state after a scheduled ticket passed the
 // gate at now: the theoretical last start moves as in Started, and current
 // stays where it is. Current is the line's: moving it to a scheduled
 // ticket would pass every lower ticket still waiting in line.
-func StartedScheduled(s State, interval time.Duration, now time.Time) State {
-	if s.LastStart.IsZero() {
-		s.LastStart = now
-	} else {
-		s.LastStart = later(s.LastStart.Add(interval), now)
-	}
-	return s
+func StartedScheduled(s State, ls Limits, now time.Time) State {
+	return started(s, ls, now)
 }
 
 // Position is the number of tickets ahead of ticket that may still start

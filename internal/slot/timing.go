@@ -41,13 +41,10 @@ func StartAt(want, now time.Time, lead, skew time.Duration) time.Time {
 }
 
 // Due is the theoretical start of a line ticket whose slot is slotAt: its
-// slot, or the queue's next theoretical start (LastStart + interval) when
-// the queue runs behind it.
-func Due(s State, slotAt time.Time, interval time.Duration) time.Time {
-	if s.LastStart.IsZero() {
-		return slotAt
-	}
-	return later(slotAt, s.LastStart.Add(interval))
+// slot, or the queue's next opening under ls (Opens; for the interval
+// form LastStart + interval) when the queue runs behind it.
+func Due(s State, slotAt time.Time, ls Limits) time.Time {
+	return later(slotAt, Opens(s, ls))
 }
 
 // Missed reports whether a line ticket whose slot is slotAt has lost it,
@@ -57,8 +54,16 @@ func Due(s State, slotAt time.Time, interval time.Duration) time.Time {
 // them by as much. Such a ticket takes a new ticket at the end of the line
 // instead. With nothing booked behind it a late ticket starts late, which
 // moves nobody.
-func Missed(s State, slotAt, at time.Time, interval, skew time.Duration) bool {
-	return at.Sub(Due(s, slotAt, interval)) > skew && s.Clock.After(slotAt)
+func Missed(s State, slotAt, at time.Time, ls Limits, skew time.Duration) bool {
+	if at.Sub(Due(s, slotAt, ls)) <= skew {
+		return false
+	}
+	for i := range ls {
+		if s.mark(i).Clock.After(slotAt) {
+			return true
+		}
+	}
+	return false
 }
 
 // Overslept reports whether a worker that passed the gate for a start at

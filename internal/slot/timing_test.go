@@ -55,8 +55,8 @@ func TestMissedAndOverslept(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Missed(tt.s, t0, tt.at, iv, skew); got != tt.want {
-				t.Errorf("Missed = %v, want %v (due %v)", got, tt.want, Due(tt.s, t0, iv).Sub(t0))
+			if got := Missed(tt.s, t0, tt.at, Every(iv), skew); got != tt.want {
+				t.Errorf("Missed = %v, want %v (due %v)", got, tt.want, Due(tt.s, t0, Every(iv)).Sub(t0))
 			}
 		})
 	}

@@ -12,8 +12,16 @@ import (
 // null) is nil, and one given as zero is refused unless zero is a setting
 // of its own (ZeroSetting): max_running 0 is no cap, "targets": [] and
 // "allow_networks": [] are none.
+//
+// An update that gives any of Interval, Rate, Window or Limits replaces
+// the queue's limit whole; one that gives Burst alone changes the burst
+// of the queue's rate.
 type ConfigUpdate struct {
 	Interval      *time.Duration
+	Rate          *api.Rate
+	Burst         *int
+	Window        *api.Rate
+	Limits        *[]api.Limit
 	Skew          *time.Duration
 	MaxAttempts   *int
 	Backoff       *time.Duration
@@ -37,7 +45,22 @@ func (u ConfigUpdate) Apply(c Config) Config {
 			*dst = *v
 		}
 	}
+	if u.Interval != nil || u.Rate != nil || u.Window != nil || u.Limits != nil {
+		c.Interval, c.Rate, c.Burst, c.Window, c.Limits = 0, api.Rate{}, 0, api.Rate{}, nil
+	}
 	set(&c.Interval, u.Interval)
+	if u.Rate != nil {
+		c.Rate = *u.Rate
+	}
+	if u.Burst != nil {
+		c.Burst = *u.Burst
+	}
+	if u.Window != nil {
+		c.Window = *u.Window
+	}
+	if u.Limits != nil {
+		c.Limits = *u.Limits
+	}
 	set(&c.Skew, u.Skew)
 	set(&c.Backoff, u.Backoff)
 	set(&c.MaxBackoff, u.MaxBackoff)

@@ -10,8 +10,16 @@ import (
 // function fills it. docs/guarantees.md states the rules each setting
 // keeps; the README's configuration table gives ranges and defaults.
 type Config struct {
-	// Interval is the least time between two starts of the queue.
+	// Interval is the least time between two starts of the queue: the
+	// interval form of its limit, the default form. Rate (with Burst) and
+	// Window give the queue's limit in another form instead, and Limits
+	// gives up to three limits, all kept at once (see Limit). A queue
+	// gives at most one of Interval, Rate, Window and Limits.
 	Interval time.Duration
+	Rate     Rate
+	Burst    int
+	Window   Rate
+	Limits   []Limit
 	// Skew is the one-time allowance for clocks and wake-ups: for any
 	// two starts i < j, start_j − start_i ≥ (j − i)·Interval − Skew. At
 	// most a quarter of Interval; give 1ns for none (zero is the default).
@@ -40,8 +48,16 @@ type Config struct {
 // (non-nil) replaces the queue's, each it leaves nil keeps the queue's.
 // Zero is refused where it is not a setting of its own (MaxRunning 0 is
 // no cap, an empty Targets list is none).
+//
+// An update that gives any of Interval, Rate, Window or Limits replaces
+// the queue's limit whole (the forms it leaves out are cleared); one that
+// gives Burst alone changes the burst of the queue's rate.
 type ConfigUpdate struct {
 	Interval      *time.Duration
+	Rate          *Rate
+	Burst         *int
+	Window        *Rate
+	Limits        *[]Limit
 	Skew          *time.Duration
 	MaxAttempts   *int
 	Backoff       *time.Duration
@@ -56,6 +72,10 @@ type ConfigUpdate struct {
 // configJSON is Config and ConfigUpdate on the wire.
 type configJSON struct {
 	Interval      *Duration `json:"interval,omitempty"`
+	Rate          *Rate     `json:"rate,omitempty"`
+	Burst         *int      `json:"burst,omitempty"`
+	Window        *Rate     `json:"window,omitempty"`
+	Limits        *[]Limit  `json:"limits,omitempty"`
 	Skew          *Duration `json:"skew,omitempty"`
 	MaxAttempts   *int      `json:"max_attempts,omitempty"`
 	Backoff       *Duration `json:"backoff,omitempty"`
@@ -87,6 +107,16 @@ func (c Config) Update() ConfigUpdate {
 		Backoff: dur(c.Backoff), MaxBackoff: dur(c.MaxBackoff), Retention: dur(c.Retention),
 		TargetTimeout: dur(c.TargetTimeout), MaxRunning: num(c.MaxRunning),
 	}
+	if !c.Rate.IsZero() {
+		u.Rate = &c.Rate
+	}
+	u.Burst = num(c.Burst)
+	if !c.Window.IsZero() {
+		u.Window = &c.Window
+	}
+	if c.Limits != nil {
+		u.Limits = &c.Limits
+	}
 	if c.Targets != nil {
 		u.Targets = &c.Targets
 	}
@@ -104,6 +134,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	}
 	if len(c.AllowNetworks) == 0 {
 		u.AllowNetworks = nil
+	}
+	if len(c.Limits) == 0 {
+		u.Limits = nil
 	}
 	return u.MarshalJSON()
 }
@@ -130,6 +163,18 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	if u.MaxRunning != nil {
 		c.MaxRunning = *u.MaxRunning
 	}
+	if u.Rate != nil {
+		c.Rate = *u.Rate
+	}
+	if u.Burst != nil {
+		c.Burst = *u.Burst
+	}
+	if u.Window != nil {
+		c.Window = *u.Window
+	}
+	if u.Limits != nil {
+		c.Limits = *u.Limits
+	}
 	if u.Targets != nil {
 		c.Targets = *u.Targets
 	}
@@ -149,7 +194,8 @@ func (u ConfigUpdate) MarshalJSON() ([]byte, error) {
 		return &v
 	}
 	return json.Marshal(configJSON{
-		Interval: dur(u.Interval), Skew: dur(u.Skew), MaxAttempts: u.MaxAttempts,
+		Interval: dur(u.Interval), Rate: u.Rate, Burst: u.Burst, Window: u.Window, Limits: u.Limits,
+		Skew: dur(u.Skew), MaxAttempts: u.MaxAttempts,
 		Backoff: dur(u.Backoff), MaxBackoff: dur(u.MaxBackoff), Retention: dur(u.Retention),
 		Targets: u.Targets, AllowNetworks: u.AllowNetworks, TargetTimeout: dur(u.TargetTimeout),
 		MaxRunning: u.MaxRunning,
@@ -170,7 +216,8 @@ func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
 		return &v
 	}
 	*u = ConfigUpdate{
-		Interval: dur(w.Interval), Skew: dur(w.Skew), MaxAttempts: w.MaxAttempts,
+		Interval: dur(w.Interval), Rate: w.Rate, Burst: w.Burst, Window: w.Window, Limits: w.Limits,
+		Skew: dur(w.Skew), MaxAttempts: w.MaxAttempts,
 		Backoff: dur(w.Backoff), MaxBackoff: dur(w.MaxBackoff), Retention: dur(w.Retention),
 		Targets: w.Targets, AllowNetworks: w.AllowNetworks, TargetTimeout: dur(w.TargetTimeout),
 		MaxRunning: w.MaxRunning,

@@ -25,7 +25,7 @@ func lineUp(t *testing.T, st engine.State, n int) (string, []job.Job) {
 	jobs := make([]job.Job, n)
 	for i := range jobs {
 		jobs[i] = newJob(name, fmt.Sprintf("j%03d", i+1), tk.First+int64(i), job.Queued)
-		jobs[i].SlotAt = tk.FirstSlot.Add(time.Duration(i) * interval)
+		jobs[i].SlotAt = firstSlot(tk).Add(time.Duration(i) * interval)
 	}
 	createJobs(t, st, jobs...)
 	return name, jobs
@@ -152,7 +152,7 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 		r := gateReq(name, 1, base)
 		r.Interval = 2 * interval
 		_, err := st.Gate(t.Context(), r)
-		wantErr(t, "Gate with a stale interval", err, engine.ErrIntervalChanged)
+		wantErr(t, "Gate with a stale interval", err, engine.ErrLimitChanged)
 		wantState(t, "state after a refused gate", getQueue(t, st, name).State, lineState(1, 0, base))
 	})
 

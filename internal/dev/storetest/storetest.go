@@ -38,6 +38,7 @@ func Run(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Lanes", func(t *testing.T) { testLanes(t, newState) })
 	t.Run("Skip", func(t *testing.T) { testSkip(t, newState) })
 	t.Run("Due", func(t *testing.T) { testDue(t, newState) })
+	t.Run("Forms", func(t *testing.T) { testForms(t, newState) })
 }
 
 // base is the suite's fixed "now"; every time passed in derives from it.
@@ -235,4 +236,12 @@ func equalTickets(got []job.Job, want ...int64) bool {
 // lineState is a queue state with no start recorded and no pause.
 func lineState(ticket, current int64, clock time.Time) slot.State {
 	return slot.State{Ticket: ticket, Current: current, Clock: clock}
+}
+
+// firstSlot is the first line slot a take gave (zero if none).
+func firstSlot(tk engine.Taken) time.Time {
+	if len(tk.Slots) == 0 {
+		return time.Time{}
+	}
+	return tk.Slots[0]
 }

@@ -15,14 +15,14 @@ func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
 		name := newQueue(t, st, interval)
 
 		a := take(t, st, name, 3, 3, base)
-		if a.First != 1 || !a.FirstSlot.Equal(base) {
-			t.Errorf("first take: First=%d FirstSlot=%v; want 1, %v", a.First, a.FirstSlot, base)
+		if a.First != 1 || !firstSlot(a).Equal(base) {
+			t.Errorf("first take: First=%d FirstSlot=%v; want 1, %v", a.First, firstSlot(a), base)
 		}
 		wantState(t, "first take", a.State, lineState(3, 0, at(2*interval)))
 
 		b := take(t, st, name, 2, 2, base)
-		if b.First != 4 || !b.FirstSlot.Equal(at(3*interval)) {
-			t.Errorf("second take: First=%d FirstSlot=%v; want 4, %v", b.First, b.FirstSlot, at(3*interval))
+		if b.First != 4 || !firstSlot(b).Equal(at(3*interval)) {
+			t.Errorf("second take: First=%d FirstSlot=%v; want 4, %v", b.First, firstSlot(b), at(3*interval))
 		}
 		wantState(t, "second take", b.State, lineState(5, 0, at(4*interval)))
 		wantState(t, "stored state", getQueue(t, st, name).State, b.State)
@@ -42,8 +42,8 @@ func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
 		var prev time.Time
 		for i, s := range steps {
 			tk := take(t, st, name, 1, 1, s.now)
-			if !tk.FirstSlot.Equal(s.slot) {
-				t.Errorf("take %d at %v: slot %v, want %v", i, s.now, tk.FirstSlot, s.slot)
+			if !firstSlot(tk).Equal(s.slot) {
+				t.Errorf("take %d at %v: slot %v, want %v", i, s.now, firstSlot(tk), s.slot)
 			}
 			if tk.State.Clock.Before(prev) {
 				t.Errorf("take %d: clock moved back from %v to %v", i, prev, tk.State.Clock)
@@ -56,20 +56,20 @@ func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
 		st := newState(t)
 		name := newQueue(t, st, interval)
 		a := take(t, st, name, 3, 1, base) // one in line, two scheduled
-		if a.First != 1 || !a.FirstSlot.Equal(base) {
-			t.Errorf("mixed take: First=%d FirstSlot=%v; want 1, %v", a.First, a.FirstSlot, base)
+		if a.First != 1 || !firstSlot(a).Equal(base) {
+			t.Errorf("mixed take: First=%d FirstSlot=%v; want 1, %v", a.First, firstSlot(a), base)
 		}
 		wantState(t, "mixed take", a.State, lineState(3, 0, base))
 
 		b := take(t, st, name, 2, 0, at(5*time.Second)) // all scheduled
-		if b.First != 4 || !b.FirstSlot.IsZero() {
-			t.Errorf("scheduled take: First=%d FirstSlot=%v; want 4, zero", b.First, b.FirstSlot)
+		if b.First != 4 || !firstSlot(b).IsZero() {
+			t.Errorf("scheduled take: First=%d FirstSlot=%v; want 4, zero", b.First, firstSlot(b))
 		}
 		wantState(t, "scheduled take", b.State, lineState(5, 0, base))
 
 		c := take(t, st, name, 1, 1, base)
-		if c.First != 6 || !c.FirstSlot.Equal(at(interval)) {
-			t.Errorf("line take after scheduled: First=%d FirstSlot=%v; want 6, %v", c.First, c.FirstSlot, at(interval))
+		if c.First != 6 || !firstSlot(c).Equal(at(interval)) {
+			t.Errorf("line take after scheduled: First=%d FirstSlot=%v; want 6, %v", c.First, firstSlot(c), at(interval))
 		}
 	})
 
@@ -78,7 +78,7 @@ func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
 		name := newQueue(t, st, interval)
 		before := take(t, st, name, 1, 1, base)
 		_, err := st.Take(t.Context(), engine.TakeRequest{Queue: name, N: 1, Line: 1, Interval: 2 * interval, Now: base})
-		wantErr(t, "Take with a stale interval", err, engine.ErrIntervalChanged)
+		wantErr(t, "Take with a stale interval", err, engine.ErrLimitChanged)
 		wantState(t, "state after refused take", getQueue(t, st, name).State, before.State)
 	})
 
@@ -123,7 +123,7 @@ func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
 				owner[r.taken.First+k] = i
 			}
 			for k := range r.line {
-				slots = append(slots, r.taken.FirstSlot.Add(time.Duration(k)*interval))
+				slots = append(slots, r.taken.Slots[k])
 			}
 		}
 		for tk := int64(1); tk <= int64(total); tk++ {

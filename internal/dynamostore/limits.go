@@ -1,0 +1,364 @@
+package dynamostore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// A queue's limits on its state item. The plain interval form keeps only
+// interval (and last_start, clock), as every queue did before the rate and
+// window forms. Any other limits add:
+//
+//   - limits: their signature (slot.Limits.Signature), which every take
+//     and gate requires to be the caller's (ErrLimitChanged otherwise);
+//   - marks: what the gate remembers beyond the first limit's last_start
+//     and clock (slot.State.Marks: the other limits' marks and a window's
+//     recent runs), as JSON of integers, so that the text read back is
+//     the text written and a condition can pin it.
+//
+// One interval or one rate (with its burst) takes and gates by the
+// conditional forms of take.go: one write whatever the contention. A
+// window or several limits take and gate by compare-and-set: the write
+// pins last_start, clock and marks to the values it computed from, and a
+// write that meets another first is decided again on the item DynamoDB
+// sends back (no extra read) and sent again.
+const (
+	attrLimits = "limits"
+	attrMarks  = "marks"
+)
+
+// limitsKey is what a state item says of its queue's limits.
+type limitsKey struct {
+	interval time.Duration
+	sig      string // "" for the plain interval form
+}
+
+func keyOf(ls slot.Limits) limitsKey {
+	k := limitsKey{interval: tick(ls)}
+	if !ls.Plain() {
+		k.sig = ls.Signature()
+	}
+	return k
+}
+
+// tick is the interval attribute of a queue under ls: the shortest
+// emission interval (slot.Config.Tick).
+func tick(ls slot.Limits) time.Duration {
+	return slot.Config{Limits: ls}.Tick()
+}
+
+// limitCond is the condition that the item's limits are ls.
+func limitCond(e *expr, ls slot.Limits) string {
+	k := keyOf(ls)
+	if k.sig == "" {
+		return e.n(attrInterval) + " = " + e.v(":iv", durNum(k.interval)) + " AND attribute_not_exists(" + e.n(attrLimits) + ")"
+	}
+	return e.n(attrLimits) + " = " + e.v(":lim", str(k.sig))
+}
+
+// gcra reports the emission interval and burst of ls when it is one
+// interval or one rate: the limits the conditional forms take and gate.
+func gcra(ls slot.Limits) (t time.Duration, burst int, ok bool) {
+	if len(ls) != 1 || !ls[0].Window.IsZero() {
+		return 0, 0, false
+	}
+	return tick(ls), ls[0].Burst, true
+}
+
+// markJSON is a slot.Mark with times as Unix nanoseconds.
+type markJSON struct {
+	Last   int64      `json:"l,omitempty"`
+	Clock  int64      `json:"c,omitempty"`
+	Starts [][2]int64 `json:"s,omitempty"`
+	Booked [][2]int64 `json:"b,omitempty"`
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// encodeMarks writes marks as the marks attribute's text ("" for none).
+func encodeMarks(marks []slot.Mark) string {
+	if len(marks) == 0 {
+		return ""
+	}
+	runs := func(rs []slot.Tally) [][2]int64 {
+		out := make([][2]int64, len(rs))
+		for i, r := range rs {
+			out[i] = [2]int64{nanos(r.At), int64(r.N)}
+		}
+		return out
+	}
+	w := make([]markJSON, len(marks))
+	for i, m := range marks {
+		w[i] = markJSON{Last: nanos(m.Last), Clock: nanos(m.Clock), Starts: runs(m.Starts), Booked: runs(m.Booked)}
+	}
+	b, _ := json.Marshal(w) // integers and slices of them: cannot fail
+	return string(b)
+}
+
+// decodeMarks reads the marks attribute's text.
+func decodeMarks(s string) ([]slot.Mark, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var w []markJSON
+	if err := json.Unmarshal([]byte(s), &w); err != nil {
+		return nil, fmt.Errorf("marks: %w", err)
+	}
+	runs := func(rs [][2]int64) []slot.Tally {
+		if len(rs) == 0 {
+			return nil
+		}
+		out := make([]slot.Tally, len(rs))
+		for i, r := range rs {
+			out[i] = slot.Tally{At: fromNanos(r[0]), N: int(r[1])}
+		}
+		return out
+	}
+	marks := make([]slot.Mark, len(w))
+	for i, m := range w {
+		marks[i] = slot.Mark{Last: fromNanos(m.Last), Clock: fromNanos(m.Clock), Starts: runs(m.Starts), Booked: runs(m.Booked)}
+	}
+	return marks, nil
+}
+
+// pin is the condition that the item's limit state is seen's, and set the
+// update that moves it to next: last_start, clock and marks, each set or
+// removed.
+func pin(e *expr, seen, next slot.State) (cond, set string, remove []string) {
+	var conds, sets []string
+	one := func(attr, ph string, was, now types.AttributeValue) {
+		n := e.n(attr)
+		if was == nil {
+			conds = append(conds, "attribute_not_exists("+n+")")
+		} else {
+			conds = append(conds, n+" = "+e.v(":was_"+ph, was))
+		}
+		if now == nil {
+			if was != nil {
+				remove = append(remove, n)
+			}
+		} else {
+			sets = append(sets, n+" = "+e.v(":new_"+ph, now))
+		}
+	}
+	tm := func(t time.Time) types.AttributeValue {
+		if t.IsZero() {
+			return nil
+		}
+		return timeNum(t)
+	}
+	mk := func(ms []slot.Mark) types.AttributeValue {
+		if s := encodeMarks(ms); s != "" {
+			return str(s)
+		}
+		return nil
+	}
+	one(attrLastStart, "last", tm(seen.LastStart), tm(next.LastStart))
+	one(attrClock, "clock", tm(seen.Clock), tm(next.Clock))
+	one(attrMarks, "marks", mk(seen.Marks), mk(next.Marks))
+	return strings.Join(conds, " AND "), strings.Join(sets, ", "), remove
+}
+
+// casTakeInput is Take by compare-and-set from state seen: the tickets by
+// ADD, the limit state by pin.
+func casTakeInput(r engine.TakeRequest, seen slot.State, tok string) *dynamodb.UpdateItemInput {
+	next, _, _ := slot.Take(seen, r.N, r.Line, r.LimitList(), r.Now)
+	e := newExpr()
+	wt := e.n(attrWriteToken)
+	cond, set, remove := pin(e, seen, next)
+	upd := "ADD " + e.n(attrTicket) + " " + e.v(":n", num(int64(r.N))) + " SET " + wt + " = " + e.v(":tok", str(tok))
+	if set != "" {
+		upd += ", " + set
+	}
+	if len(remove) > 0 {
+		upd += " REMOVE " + strings.Join(remove, ", ")
+	}
+	cond = limitCond(e, r.LimitList()) + " AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok) AND " + cond + genCond(e, r.Gen)
+	return &dynamodb.UpdateItemInput{
+		Key:                                 stateKey(r.Queue),
+		UpdateExpression:                    &upd,
+		ConditionExpression:                 &cond,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           e.values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// casGateInput is Gate by compare-and-set from state seen, on which
+// r.Decide said Start: the gate's conditions (not paused, not purged,
+// current ≤ ticket for a line ticket, the running cap), the limit state
+// pinned to seen's and moved to r.Started(seen).
+func casGateInput(r engine.GateRequest, seen slot.State, tok string) *dynamodb.UpdateItemInput {
+	next := r.Started(seen)
+	e := newExpr()
+	wt := e.n(attrWriteToken)
+	pinned, set, remove := pin(e, seen, next)
+	cond := limitCond(e, r.LimitList()) +
+		" AND " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) +
+		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < " + e.v(":t", num(r.Ticket)) + ")" +
+		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")" +
+		" AND " + pinned + genCond(e, r.Gen)
+	upd := "SET " + wt + " = :tok"
+	if !r.Scheduled {
+		cond += " AND " + e.n(attrCurrent) + " <= :t"
+		upd += ", " + e.n(attrCurrent) + " = :t"
+	}
+	if set != "" {
+		upd += ", " + set
+	}
+	if r.MaxRunning > 0 {
+		remove = append(remove, capFormOf(seen, r).add(e, r, &cond, &upd)...)
+	}
+	if len(remove) > 0 {
+		upd += " REMOVE " + strings.Join(remove, ", ")
+	}
+	return &dynamodb.UpdateItemInput{
+		Key:                                 stateKey(r.Queue),
+		UpdateExpression:                    &upd,
+		ConditionExpression:                 &cond,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           e.values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// casTries bounds the sends of a compare-and-set take or gate: each
+// failed one was decided again on the item DynamoDB sent back, so only
+// writes that land between that answer and the next send make it fail
+// again.
+const casTries = 12
+
+// casTake is Take for limits the conditional forms do not cover.
+func (s *Store) casTake(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
+	seen := r.Seen
+	tok := newToken()
+	for range casTries {
+		out, err := s.updateItem(ctx, casTakeInput(r, seen, tok))
+		if old, ok := conditionFailed(err); ok {
+			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
+				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
+			}
+			if old == nil || otherGen(old, r.Gen) {
+				return engine.Taken{}, notFound("take ticket", r.Queue)
+			}
+			st, k, err := decodeState(old)
+			if err != nil {
+				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
+			}
+			if hasToken(old, tok) {
+				// The SDK retried this very take after it had landed
+				// from seen, and nothing wrote since.
+				return casTaken(r, seen, st)
+			}
+			if k != keyOf(r.LimitList()) {
+				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrLimitChanged)
+			}
+			seen = st
+			continue
+		}
+		if err != nil {
+			return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
+		}
+		st, _, err := decodeState(out.Attributes)
+		if err != nil {
+			return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
+		}
+		return casTaken(r, seen, st)
+	}
+	return engine.Taken{}, fmt.Errorf("take ticket %s: the queue state kept changing under the update", r.Queue)
+}
+
+// casTaken is the answer of a take that landed from state seen and left
+// the item at after: its tickets are after's last r.N, its slots those
+// slot.Take gives from seen.
+func casTaken(r engine.TakeRequest, seen, after slot.State) (engine.Taken, error) {
+	seen.Ticket = after.Ticket - int64(r.N)
+	_, first, slots := slot.Take(seen, r.N, r.Line, r.LimitList(), r.Now)
+	return engine.Taken{First: first, Slots: slots, State: after}, nil
+}
+
+// casGate is Gate for limits the conditional forms do not cover.
+func (s *Store) casGate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
+	seen := r.Seen
+	tok := newToken()
+	for range casTries {
+		if v, _ := r.Decide(seen); v != slot.Start {
+			// seen, the caller's read, may be stale: only the item's
+			// own state refuses.
+			m, err := s.orRead(ctx, stateKey(r.Queue), nil)
+			if err != nil {
+				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+			}
+			if m == nil || otherGen(m, r.Gen) {
+				return slot.State{}, notFound("gate", r.Queue)
+			}
+			st, k, err := decodeState(m)
+			if err != nil {
+				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+			}
+			if k != keyOf(r.LimitList()) {
+				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrLimitChanged)
+			}
+			if v, openAt := r.Decide(st); v != slot.Start {
+				return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: st}
+			}
+			seen = st
+		}
+		out, err := s.updateItem(ctx, casGateInput(r, seen, tok))
+		if old, ok := conditionFailed(err); ok {
+			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
+				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+			}
+			if old == nil || otherGen(old, r.Gen) {
+				return slot.State{}, notFound("gate", r.Queue)
+			}
+			st, k, err := decodeState(old)
+			if err != nil {
+				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+			}
+			if hasToken(old, tok) || landed(st, r) {
+				return st, nil
+			}
+			if k != keyOf(r.LimitList()) {
+				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrLimitChanged)
+			}
+			if v, openAt := r.Decide(st); v != slot.Start {
+				return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: st}
+			}
+			seen = st
+			continue
+		}
+		if err != nil {
+			return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+		}
+		st, _, err := decodeState(out.Attributes)
+		if err != nil {
+			return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+		}
+		return st, nil
+	}
+	return slot.State{}, fmt.Errorf("gate %s ticket %d: the queue state kept changing under the update", r.Queue, r.Ticket)
+}

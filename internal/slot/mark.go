@@ -1,0 +1,263 @@
+package slot
+
+import (
+	"slices"
+	"time"
+)
+
+// Mark is what the gate remembers of one limit of a queue. Every form
+// keeps Last (the gate's side) and Clock (the line's side, what enqueue
+// books); a window also keeps its recent starts and bookings as runs.
+//
+// The first limit's Last and Clock are State.LastStart and State.Clock
+// (a queue under the plain interval form keeps nothing else); the rest is
+// in State.Marks, index for index with the queue's limits.
+type Mark struct {
+	// Last is, for the interval and rate forms, the theoretical time of
+	// the last start (GCRA's virtual scheduling: see State); for a
+	// window, the latest start.
+	Last time.Time `json:"last,omitzero"`
+	// Clock is, for the interval and rate forms, the theoretical time of
+	// the last line ticket booked; for a window, its slot.
+	Clock time.Time `json:"clock,omitzero"`
+	// Starts are a window's starts within its period before Last, as
+	// runs of equal times, oldest first.
+	Starts []Tally `json:"starts,omitempty"`
+	// Booked are a window's line slots within its period before Clock.
+	Booked []Tally `json:"booked,omitempty"`
+}
+
+// Tally is N starts (or bookings) at one time.
+type Tally struct {
+	At time.Time `json:"at"`
+	N  int       `json:"n"`
+}
+
+func (m Mark) zero() bool {
+	return m.Last.IsZero() && m.Clock.IsZero() && len(m.Starts) == 0 && len(m.Booked) == 0
+}
+
+// mark is the mark of limit i in s.
+func (s State) mark(i int) Mark {
+	var m Mark
+	if i < len(s.Marks) {
+		m = s.Marks[i]
+	}
+	if i == 0 {
+		m.Last, m.Clock = s.LastStart, s.Clock
+	}
+	return m
+}
+
+// withMark returns s with the mark of limit i set to m.
+func (s State) withMark(i int, m Mark) State {
+	if i == 0 {
+		s.LastStart, s.Clock = m.Last, m.Clock
+		m.Last, m.Clock = time.Time{}, time.Time{}
+	}
+	marks := slices.Clone(s.Marks)
+	for len(marks) <= i {
+		marks = append(marks, Mark{})
+	}
+	marks[i] = m
+	for len(marks) > 0 && marks[len(marks)-1].zero() {
+		marks = marks[:len(marks)-1]
+	}
+	if len(marks) == 0 {
+		marks = nil
+	}
+	s.Marks = marks
+	return s
+}
+
+// count is how many of runs lie after t.
+func count(runs []Tally, t time.Time) int {
+	n := 0
+	for _, r := range runs {
+		if r.At.After(t) {
+			n += r.N
+		}
+	}
+	return n
+}
+
+// windowOpen is the earliest time t at or after from at which the runs
+// leave room for one more in a window of n per per: fewer than n of them
+// lie in (t − per, t]. The runs all lie at or before from.
+func windowOpen(runs []Tally, n int, per time.Duration, from time.Time) time.Time {
+	c := count(runs, from.Add(-per))
+	if c < n {
+		return from
+	}
+	// Drop the oldest runs until fewer than n are left: the window opens
+	// when the last of them dropped is a period old.
+	for _, r := range runs {
+		if !r.At.After(from.Add(-per)) {
+			continue
+		}
+		c -= r.N
+		if c < n {
+			return later(from, r.At.Add(per))
+		}
+	}
+	return from
+}
+
+// addRun returns runs with one more at t, without the runs at or before
+// t − per (which no later window holds), and at most MaxRuns long: the
+// two oldest merge into the later one's time, which counts them later
+// than they were, so the window only grows stricter.
+func addRun(runs []Tally, t time.Time, per time.Duration) []Tally {
+	out := make([]Tally, 0, len(runs)+1)
+	for _, r := range runs {
+		if r.At.After(t.Add(-per)) {
+			out = append(out, r)
+		}
+	}
+	i, found := slices.BinarySearchFunc(out, t, func(r Tally, t time.Time) int { return r.At.Compare(t) })
+	if found {
+		out[i].N++
+	} else {
+		out = slices.Insert(out, i, Tally{At: t, N: 1})
+	}
+	for len(out) > MaxRuns {
+		out[1].N += out[0].N
+		out = out[1:]
+	}
+	return out
+}
+
+// opens is the earliest start the gate allows for limit l with mark m,
+// skew left out: a start at at passes when at ≥ opens − skew (for a
+// window also at ≥ m.Last, so that its starts are recorded in order).
+// Zero when the limit holds nothing back.
+func opens(l Limit, m Mark) time.Time {
+	if !l.Window.IsZero() {
+		if m.Last.IsZero() {
+			return time.Time{}
+		}
+		return windowOpen(m.Starts, l.Window.N, l.Window.Per, m.Last)
+	}
+	if m.Last.IsZero() {
+		return time.Time{}
+	}
+	t := every(l)
+	return m.Last.Add(t - time.Duration(l.Burst)*t)
+}
+
+// Opens is when the gate opens for the next start of a queue at state s
+// under ls, skew left out (the gate lets a start through skew before
+// it): the latest of its limits' openings. Zero when none holds anything
+// back.
+func Opens(s State, ls Limits) time.Time {
+	var open time.Time
+	for i, l := range ls {
+		open = later(open, opens(l, s.mark(i)))
+	}
+	return open
+}
+
+// GateOpen is the earliest start the gate lets through at state s: its
+// limits' openings less skew, and for a window not before its latest
+// start.
+func GateOpen(s State, ls Limits, skew time.Duration) time.Time {
+	var open time.Time
+	for i, l := range ls {
+		m := s.mark(i)
+		o := opens(l, m)
+		if !o.IsZero() {
+			o = o.Add(-skew)
+		}
+		if !l.Window.IsZero() {
+			o = later(o, m.Last)
+		}
+		open = later(open, o)
+	}
+	return open
+}
+
+// started returns s after a start at at under ls: each limit's mark
+// moves (GCRA: Last to max(Last + T, at); a window: the start joins its
+// runs).
+func started(s State, ls Limits, at time.Time) State {
+	for i, l := range ls {
+		m := s.mark(i)
+		switch {
+		case !l.Window.IsZero():
+			m.Starts = addRun(m.Starts, at, l.Window.Per)
+			m.Last = later(m.Last, at)
+		case m.Last.IsZero():
+			m.Last = at
+		default:
+			m.Last = later(m.Last.Add(every(l)), at)
+		}
+		s = s.withMark(i, m)
+	}
+	return s
+}
+
+// book returns s after one more line ticket was booked at now, and the
+// ticket's slot: the earliest time every limit allows after the tickets
+// booked before it, and not before now.
+func book(s State, ls Limits, now time.Time) (State, time.Time) {
+	at := now
+	for i, l := range ls {
+		at = later(at, earliest(l, s.mark(i), now))
+	}
+	for i, l := range ls {
+		m := s.mark(i)
+		if !l.Window.IsZero() {
+			m.Booked = addRun(m.Booked, at, l.Window.Per)
+			m.Clock = at
+		} else {
+			c := later(m.Clock, m.Last)
+			if c.IsZero() {
+				m.Clock = at
+			} else {
+				m.Clock = later(c.Add(every(l)), at)
+			}
+		}
+		s = s.withMark(i, m)
+	}
+	return s, at
+}
+
+// earliest is the earliest slot limit l with mark m gives the next line
+// ticket at now. For the interval and rate forms it follows the line's
+// theoretical clock and the theoretical last start, whichever is later
+// (a scheduled job's start moves the latter): C + T − B·T. For a window,
+// the bookings in its period: a slot that leaves room for one more.
+func earliest(l Limit, m Mark, now time.Time) time.Time {
+	if !l.Window.IsZero() {
+		from := later(now, later(m.Clock, m.Last))
+		return windowOpen(m.Booked, l.Window.N, l.Window.Per, from)
+	}
+	c := later(m.Clock, m.Last)
+	if c.IsZero() {
+		return now
+	}
+	t := every(l)
+	return later(now, c.Add(t-time.Duration(l.Burst)*t))
+}
+
+// OpenAfter is when the gate opens (as Opens) after k more starts, each
+// at its opening: where a ticket k places behind the next one stands if
+// those before it start on time. Zero when the queue has not started
+// (nothing holds the first starts back).
+func OpenAfter(s State, ls Limits, k int) time.Time {
+	if len(ls) == 1 && ls[0].Window.IsZero() {
+		if s.LastStart.IsZero() {
+			return time.Time{}
+		}
+		t := every(ls[0])
+		return s.LastStart.Add(time.Duration(k+1)*t - time.Duration(ls[0].Burst)*t)
+	}
+	for range min(k, 1000) {
+		at := Opens(s, ls)
+		if at.IsZero() {
+			return time.Time{}
+		}
+		s = started(s, ls, at)
+	}
+	return Opens(s, ls)
+}
