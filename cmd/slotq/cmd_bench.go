@@ -56,8 +56,8 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 	if cfg.SlowGates > 0 {
 		hiccups += fmt.Sprintf(", %g%% of gate writes 20–50ms slow", 100*cfg.SlowGates)
 	}
-	fmt.Fprintf(stdout, "slotq bench: demo workload, %d producers × %d jobs, interval %s, %d workers%s, %d runs\n\n",
-		cfg.Producers, cfg.Jobs, cfg.Interval, cfg.Workers, hiccups, runs)
+	fmt.Fprintf(stdout, "slotq bench: demo workload, %d producers × %d jobs, %s, %d workers%s, %d runs\n\n",
+		cfg.Producers, cfg.Jobs, cfg.limits(), cfg.Workers, hiccups, runs)
 	const row = "%6s %7s %11s %10s %11s %11s %7s %10s %10s %11s %11s %11s %17s %10s %10s %8s\n"
 	fmt.Fprintf(stdout, row, "run", "starts", "violations", "(handler)", "inversions", "re-tickets", "missed",
 		"late p50", "late p99", "p99 others", "1st decile", "10th decile", "gate→handler p99", "makespan", "ideal", "ratio")

@@ -21,6 +21,7 @@ import (
 // workload, at --log's level, and checks the workload. When ok is false
 // the command ends with code.
 func checkWorkload(name string, cfg *demoConfig, logLevel string, stderr io.Writer) (code int, ok bool) {
+	cfg.IntervalSet = cfg.flags != nil && cfg.flags.Changed("interval")
 	logger, err := newLogger(logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "slotq %s: %v\n", name, err)
@@ -43,12 +44,16 @@ func logFlag(fs *pflag.FlagSet) *string {
 // defaults, and returns the config they fill.
 func demoFlags(fs *pflag.FlagSet, def demoConfig) *demoConfig {
 	c := def
+	c.flags = fs
 	fs.StringVar(&c.Queue, "queue", def.Queue, "queue name")
 	fs.IntVar(&c.Producers, "producers", def.Producers, "number of concurrent producers")
 	fs.IntVar(&c.Jobs, "jobs", def.Jobs, "jobs each producer enqueues")
 	fs.IntVar(&c.Batch, "batch", def.Batch, "most jobs in one enqueue call (each call takes 1..batch)")
 	fs.IntVar(&c.Workers, "workers", def.Workers, "concurrent workers, as that many Lambda invocations")
 	fs.DurationVar(&c.Interval, "interval", def.Interval, "the queue's interval: least time between two starts")
+	fs.Var(rateFlag{&c.Rate}, "rate", "the queue's limit as a rate `N/PERIOD` (such as 500/1s) instead of an interval: GCRA, with --burst")
+	fs.IntVar(&c.Burst, "burst", def.Burst, "with --rate: how many starts beyond one may come together after an idle time")
+	fs.Var(rateFlag{&c.Window}, "window", "the queue's limit as a window `N/PERIOD` (such as 5000/1h) instead of an interval: at most N starts in any PERIOD")
 	fs.DurationVar(&c.Skew, "skew", def.Skew, "the queue's skew: any j starts after a start come at least j·interval − skew after it (0: the default, min(2ms, interval/4))")
 	fs.DurationVar(&c.Jitter, "jitter", def.Jitter, "delay each delivery by a random extra up to this (the transport's jitter)")
 	fs.Uint64Var(&c.Seed, "seed", def.Seed, "seed for producer gaps, batch sizes and jitter")
@@ -72,7 +77,7 @@ func newDemoCmd() *cobra.Command {
 		Short: "Run producers and workers on the embedded backend and show a live timeline of starts",
 		Long: "Runs slotq in this process on the embedded backend: producers enqueue jobs onto one\n" +
 			"queue while several workers run them, and shows each start as it happens, then a\n" +
-			"summary. Exits 1 if two starts came closer than the interval or a job did not finish.",
+			"summary. Exits 1 if the starts broke the queue's limit at the gate or a job did not finish.",
 		Example: "  $ slotq demo --producers 8 --interval 100ms",
 		Args:    nArgs(0, 0),
 	}
@@ -101,9 +106,9 @@ func demo(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, asJSON
 			}
 		}
 	} else {
-		fmt.Fprintf(stdout, "slotq demo: %d producers × %d jobs onto queue %q (interval %s), %d workers, embedded backend\n\n",
-			cfg.Producers, cfg.Jobs, cfg.Queue, cfg.Interval, cfg.Workers)
-		lines = &liveTimeline{w: stdout, interval: cfg.Interval, begin: time.Now()}
+		fmt.Fprintf(stdout, "slotq demo: %d producers × %d jobs onto queue %q (%s), %d workers, embedded backend\n\n",
+			cfg.Producers, cfg.Jobs, cfg.Queue, cfg.limits(), cfg.Workers)
+		lines = &liveTimeline{w: stdout, interval: cfg.tick(), begin: time.Now()}
 		onStart = lines.print
 	}
 
@@ -142,8 +147,8 @@ func newReport(cfg demoConfig, res demoResult) report {
 	d := timeline.Delays(res.Starts)
 	return report{
 		cfg: cfg, res: res,
-		handler: timeline.Summarize(res.Starts, cfg.Interval, res.Skew),
-		gate:    timeline.Summarize(timeline.AtGate(res.Starts), cfg.Interval, res.Skew),
+		handler: timeline.Summarize(res.Starts, cfg.limits(), res.Skew),
+		gate:    timeline.Summarize(timeline.AtGate(res.Starts), cfg.limits(), res.Skew),
 		delay:   [3]time.Duration{timeline.Percentile(d, 50), timeline.Percentile(d, 99), timeline.Percentile(d, 100)},
 		promise: newPromiseFigures(res),
 	}
@@ -170,7 +175,7 @@ func (r report) verdict(stderr io.Writer, prog string) int {
 	}
 	if len(problems) == 0 {
 		if r.handler.Violations > 0 {
-			fmt.Fprintf(stderr, "%s: note: %d handler begins came closer than interval − skew although the gate kept "+
+			fmt.Fprintf(stderr, "%s: note: %d handler begins broke the limit (beyond the skew) although the gate kept "+
 				"its spacing: workers took up to %s from the gate to the handler\n",
 				prog, r.handler.Violations, human(r.delay[2]))
 		}
@@ -186,8 +191,8 @@ func (r report) print(w io.Writer) {
 	if res.StartedTwice > 0 || res.Unstarted > 0 {
 		once = fmt.Sprintf("%d started twice, %d never", res.StartedTwice, res.Unstarted)
 	}
-	fmt.Fprintf(w, "summary  queue %s, interval %s, skew %s, %d producers, %d workers\n",
-		cfg.Queue, cfg.Interval, res.Skew, cfg.Producers, cfg.Workers)
+	fmt.Fprintf(w, "summary  queue %s, %s, skew %s, %d producers, %d workers\n",
+		cfg.Queue, cfg.limits(), res.Skew, cfg.Producers, cfg.Workers)
 	fmt.Fprintf(w, "  jobs          %d enqueued, %d started (%s), %d succeeded, %d not finished\n",
 		res.Enqueued, len(res.Starts), once, res.Succeeded, res.Unfinished)
 	fmt.Fprintf(w, "  spacing       min %s  p50 %s  (between handler begins; at the gate min %s)\n",
@@ -195,7 +200,7 @@ func (r report) print(w io.Writer) {
 	fmt.Fprintf(w, "  lateness      p50 %s  p99 %s  max %s  (handler begin − slot)\n",
 		human(h.LatenessP50), human(h.LatenessP99), human(h.LatenessMax))
 	fmt.Fprintf(w, "  order         %d inversions, %d re-tickets\n", h.Inversions, res.Retickets)
-	fmt.Fprintf(w, "  violations    %d at the gate, %d between handler begins (closer than interval − skew)\n",
+	fmt.Fprintf(w, "  violations    %d at the gate, %d between handler begins (breaking the limit beyond the skew)\n",
 		r.gate.Violations, h.Violations)
 	fmt.Fprintf(w, "  gate→handler  p50 %s  p99 %s  max %s\n", human(r.delay[0]), human(r.delay[1]), human(r.delay[2]))
 	fmt.Fprintf(w, "  makespan      %s vs ideal %s (×%.4f)\n", human(h.Makespan), human(h.Ideal), h.Ratio())
@@ -257,3 +262,24 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
+
+// rateFlag is a flag whose value is a rate N/PERIOD (api.ParseRate).
+type rateFlag struct{ r *api.Rate }
+
+func (f rateFlag) String() string {
+	if f.r == nil || f.r.IsZero() {
+		return ""
+	}
+	return f.r.String()
+}
+
+func (f rateFlag) Set(s string) error {
+	r, err := api.ParseRate(s)
+	if err != nil {
+		return err
+	}
+	*f.r = r
+	return nil
+}
+
+func (f rateFlag) Type() string { return "rate" }

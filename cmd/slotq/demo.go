@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/engine"
@@ -33,8 +35,17 @@ type demoConfig struct {
 	Producers, Jobs, Batch int
 	// Workers is the number of concurrent worker invocations.
 	Workers int
-	// Interval is the queue's interval.
+	// Interval is the queue's interval, unless Rate (with Burst) or
+	// Window gives its limit in another form.
 	Interval time.Duration
+	Rate     api.Rate
+	Burst    int
+	Window   api.Rate
+	// IntervalSet says --interval was given: beside --rate or --window it
+	// is a second form, refused.
+	IntervalSet bool
+	// flags are the flags that filled the config, if any.
+	flags *pflag.FlagSet
 	// Skew is the queue's clock allowance: starts may come Interval−Skew
 	// apart.
 	Skew time.Duration
@@ -70,10 +81,16 @@ func (c demoConfig) validate() error {
 		return fmt.Errorf("--batch must be between 1 and %d", job.MaxBatch)
 	case c.Workers < 1:
 		return errors.New("--workers must be at least 1")
-	case c.Interval <= 0:
+	case c.Interval <= 0 && c.Rate.IsZero() && c.Window.IsZero():
 		return errors.New("--interval must be greater than 0")
-	case c.Skew < 0 || c.Skew >= c.Interval:
-		return errors.New("--skew must be at least 0 and less than --interval")
+	case c.Burst != 0 && c.Rate.IsZero():
+		return errors.New("--burst goes with --rate")
+	case !c.Rate.IsZero() && !c.Window.IsZero():
+		return errors.New("give one of --rate and --window")
+	case c.IntervalSet && (!c.Rate.IsZero() || !c.Window.IsZero()):
+		return errors.New("give one of --interval, --rate and --window: each is the queue's limit in one form")
+	case c.Skew < 0 || c.Skew >= c.tick():
+		return fmt.Errorf("--skew must be at least 0 and less than %s, the limit's average time between starts", c.tick())
 	case c.Jitter < 0:
 		return errors.New("--jitter must not be negative")
 	case c.Timeout < 0:
@@ -85,8 +102,32 @@ func (c demoConfig) validate() error {
 	case c.SlowGates < 0 || c.SlowGates > 1:
 		return errors.New("--slow-gates must be between 0 and 1")
 	}
+	if err := c.queueConfig().WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("the queue's limit: %w", err)
+	}
 	return slot.ValidateName(c.Queue)
 }
+
+// queueConfig is the configuration of the run's queue: its limit in the
+// form the flags gave, and its skew.
+func (c demoConfig) queueConfig() slot.Config {
+	cfg := slot.Config{Skew: c.Skew}
+	switch {
+	case !c.Rate.IsZero():
+		cfg.Rate, cfg.Burst = c.Rate, c.Burst
+	case !c.Window.IsZero():
+		cfg.Window = c.Window
+	default:
+		cfg.Interval = c.Interval
+	}
+	return cfg
+}
+
+// limits are the run's queue's limits.
+func (c demoConfig) limits() slot.Limits { return c.queueConfig().LimitList() }
+
+// tick is the average time between two starts the limit allows.
+func (c demoConfig) tick() time.Duration { return c.queueConfig().Tick() }
 
 // total is the number of jobs the run enqueues.
 func (c demoConfig) total() int { return c.Producers * c.Jobs }
@@ -149,7 +190,7 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 2*time.Duration(cfg.total())*cfg.Interval + 30*time.Second
+		cfg.Timeout = 2*timeline.Ideal(cfg.limits(), cfg.total()) + 30*time.Second
 	}
 
 	var (
@@ -163,7 +204,7 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 		_ = json.Unmarshal(j.Payload, &p)
 		s := timeline.Start{
 			Queue: j.Queue, Ticket: j.Ticket, SlotAt: j.SlotAt, JobID: j.ID,
-			Producer: p.Producer, Worker: workerFrom(ctx), At: at, Gate: j.StartedAt,
+			Producer: p.Producer, Worker: workerFrom(ctx), At: at, Gate: j.StartedAt, Retickets: j.Retickets,
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -184,14 +225,14 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 	eng := engine.New(engine.Options{
 		State: state, Transport: transport, Runner: &dispatch.Dispatcher{Mux: mux}, Logger: cfg.Logger, Lead: cfg.Lead,
 	})
-	q, err := eng.CreateQueue(ctx, cfg.Queue, slot.Config{Interval: cfg.Interval, Skew: cfg.Skew})
+	q, err := eng.CreateQueue(ctx, cfg.Queue, cfg.queueConfig())
 	if err != nil {
 		return demoResult{}, err
 	}
 
 	res := demoResult{Begin: time.Now(), Skew: q.Config.Skew}
 	if cfg.Stall > 0 {
-		hiccups.stallAt(res.Begin.Add(time.Duration(cfg.total()-1)*cfg.Interval/2), cfg.Stall)
+		hiccups.stallAt(res.Begin.Add(timeline.Ideal(cfg.limits(), cfg.total())/2), cfg.Stall)
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
@@ -275,7 +316,7 @@ func produce(ctx context.Context, eng *engine.Engine, cfg demoConfig) ([]string,
 				mu.Unlock()
 				n += k
 				if n < cfg.Jobs {
-					gap := time.Duration(rng.Int64N(int64(cfg.Interval)))
+					gap := time.Duration(rng.Int64N(int64(cfg.tick())))
 					select {
 					case <-ctx.Done():
 						return

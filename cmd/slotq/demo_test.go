@@ -16,7 +16,7 @@ import (
 )
 
 // recordKeys are the keys of a start record, exactly.
-var recordKeys = []string{"gate_ms", "job_id", "producer", "queue", "slot_at_ms", "start_ms", "ticket", "worker"}
+var recordKeys = []string{"gate_ms", "job_id", "producer", "queue", "retickets", "slot_at_ms", "start_ms", "ticket", "worker"}
 
 // checkRecord checks one JSON start record: exactly recordKeys, each of
 // the right type and form.

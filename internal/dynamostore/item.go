@@ -27,6 +27,8 @@ const (
 	// Queue state item (the hot one).
 	attrTicket      = "ticket"
 	attrCurrent     = "current"
+	attrCurrentAt   = "current_at"
+	attrFloor       = "floor"
 	attrClock       = "clock"
 	attrLastStart   = "last_start"
 	attrPaused      = "paused"
@@ -344,6 +346,8 @@ func decodeState(m map[string]types.AttributeValue) (slot.State, limitsKey, erro
 	s := slot.State{
 		Ticket:      it.int(attrTicket),
 		Current:     it.int(attrCurrent),
+		CurrentAt:   it.time(attrCurrentAt),
+		Floor:       it.int(attrFloor),
 		Clock:       it.time(attrClock),
 		LastStart:   it.time(attrLastStart),
 		Paused:      it.bool(attrPaused),

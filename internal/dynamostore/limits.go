@@ -220,11 +220,13 @@ func casGateInput(r engine.GateRequest, seen slot.State, tok string) *dynamodb.U
 		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < " + e.v(":t", num(r.Ticket)) + ")" +
 		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")" +
 		" AND " + pinned + genCond(e, r.Gen)
-	upd := "SET " + wt + " = :tok"
+	upd := "SET "
 	if !r.Scheduled {
-		cond += " AND " + e.n(attrCurrent) + " <= :t"
-		upd += ", " + e.n(attrCurrent) + " = :t"
+		c, u := lineCond(e, r, seen)
+		cond += c
+		upd += u
 	}
+	upd += wt + " = :tok"
 	if set != "" {
 		upd += ", " + set
 	}
@@ -361,4 +363,32 @@ func (s *Store) casGate(ctx context.Context, r engine.GateRequest) (slot.State, 
 		return st, nil
 	}
 	return slot.State{}, fmt.Errorf("gate %s ticket %d: the queue state kept changing under the update", r.Queue, r.Ticket)
+}
+
+// lineCond is the ticket order of a line ticket's gate (slot.Gate,
+// slot.Started), in the form state seen points to. A ticket above current
+// moves current to it, and, starting after current_at (never before it),
+// moves current_at to its start and floor to the old current; current
+// passing again in another moment moves current_at and floor to below
+// it; a ticket below current passes only in current_at's moment and
+// above floor, and moves nothing. It returns the condition (" AND …") and
+// the update ("… = …, ") to add.
+func lineCond(e *expr, r engine.GateRequest, seen slot.State) (cond, set string) {
+	cur, curAt := e.n(attrCurrent), e.n(attrCurrentAt)
+	floor := func() string { return e.n(attrFloor) }
+	t, at := e.v(":t", num(r.Ticket)), e.v(":at", timeNum(r.Start()))
+	same := curAt + " = " + at
+	other := "(attribute_not_exists(" + curAt + ") OR " + curAt + " < " + at + ")"
+	together := r.Start().Equal(seen.CurrentAt) && !seen.CurrentAt.IsZero()
+	switch {
+	case r.Ticket > seen.Current && together:
+		return " AND " + cur + " < " + t + " AND " + same, cur + " = " + t + ", "
+	case r.Ticket > seen.Current:
+		return " AND " + cur + " < " + t + " AND " + other, floor() + " = " + cur + ", " + cur + " = " + t + ", " + curAt + " = " + at + ", "
+	case r.Ticket == seen.Current && together:
+		return " AND " + cur + " = " + t + " AND " + same, ""
+	case r.Ticket == seen.Current:
+		return " AND " + cur + " = " + t + " AND " + other, curAt + " = " + at + ", " + floor() + " = " + e.v(":below", num(r.Ticket-1)) + ", "
+	}
+	return " AND " + cur + " > " + t + " AND " + same + " AND (attribute_not_exists(" + floor() + ") OR " + floor() + " < " + t + ")", ""
 }

@@ -267,8 +267,9 @@ func gateInput(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 	if !r.Scheduled {
 		// A line ticket keeps ticket order and moves current; a
 		// scheduled one does neither (slot.GateScheduled).
-		cond += " AND " + e.n(attrCurrent) + " <= :t"
-		upd += e.n(attrCurrent) + " = :t, "
+		c, u := lineCond(e, r, seen)
+		cond += c
+		upd += u
 	}
 	upd += last + " = "
 	if busy {

@@ -145,6 +145,34 @@ func TestGateScheduled(t *testing.T) {
 	}
 }
 
+// Tickets of one moment (a burst booked at one slot) pass the gate in
+// any order; a lower ticket that would start after a higher one, or below
+// the tickets that started before that moment, is passed.
+func TestGateTogether(t *testing.T) {
+	ls := Limits{{Rate: api.Rate{N: 10, Per: time.Second}, Burst: 4}}
+	var st State
+	st, _, slots := Take(st, 8, 8, ls, t0)
+	for _, tk := range []int64{3, 1, 2, 5} { // the burst at t0, in any order; 4 comes late
+		if v, _ := Gate(st, tk, ls, 0, slots[tk-1]); v != Start {
+			t.Fatalf("ticket %d of the burst: %v", tk, v)
+		}
+		st = Started(st, tk, ls, slots[tk-1])
+	}
+	if st.Current != 5 || st.Floor != 0 {
+		t.Fatalf("after the burst: current %d floor %d, want 5 and 0", st.Current, st.Floor)
+	}
+	st = Started(st, 7, ls, slots[6]) // ticket 7 starts in the next moment
+	if v, _ := Gate(st, 4, ls, 0, slots[6]); v != Passed {
+		t.Fatalf("ticket 4 in ticket 7's moment, after 5 started: %v, want passed", v)
+	}
+	if v, _ := Gate(st, 6, ls, 0, slots[6].Add(time.Millisecond)); v != Passed {
+		t.Fatalf("ticket 6 after ticket 7: %v, want passed", v)
+	}
+	if v, _ := Gate(st, 6, ls, 0, slots[6]); v != Start {
+		t.Fatalf("ticket 6 together with ticket 7: %v, want start", v)
+	}
+}
+
 func TestStarted(t *testing.T) {
 	tests := []struct {
 		name string
@@ -160,6 +188,9 @@ func TestStarted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// The started ticket is current, in its start's moment, and
+			// the old current is the floor below it.
+			tt.want.CurrentAt, tt.want.Floor = tt.now, tt.st.Current
 			if got := Started(tt.st, tt.st.Current+1, Every(time.Second), tt.now); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("Started = %+v, want %+v", got, tt.want)
 			}

@@ -17,6 +17,14 @@ type State struct {
 	Ticket int64 `json:"ticket"`
 	// Current is the highest ticket that has started.
 	Current int64 `json:"current"`
+	// CurrentAt is the start the gate reserved for Current, and Floor
+	// the highest ticket that started before that moment. A ticket below
+	// Current and above Floor whose start is at that very moment may
+	// still pass (slot.Gate): the starts of a burst or a window, booked
+	// at one slot, reach the gate in any order, and a lower one then
+	// starts together with the higher, not after any of them.
+	CurrentAt time.Time `json:"current_at,omitzero"`
+	Floor     int64     `json:"floor,omitempty"`
 	// Clock is the slot of the last ticket that took a place in the line.
 	Clock time.Time `json:"clock,omitzero"`
 	// LastStart is the theoretical time of the last start: the gate opens
@@ -184,12 +192,33 @@ func (v Verdict) String() string {
 // job's next delivery goes through the gate again, which costs the queue
 // one more interval but keeps the spacing. The engine reads the job before
 // it does that, so a duplicate of a message whose job was claimed does not.
+//
+// A ticket at or above Current starts no earlier than CurrentAt (Early
+// until then). A ticket below Current is Passed unless it starts in the same moment
+// as Current (CurrentAt) and above Floor: every ticket between it and
+// Current that started, started in that moment, so it starts with them,
+// not after them (the starts of a burst or a window, booked at one slot,
+// reach the gate in any order).
 func Gate(s State, ticket int64, ls Limits, skew time.Duration, now time.Time) (Verdict, time.Time) {
 	v, open := GateScheduled(s, ticket, ls, skew, now)
-	if (v == Start || v == Early) && ticket < s.Current {
+	switch {
+	case v != Start && v != Early:
+	case ticket < s.Current && !(v == Start && Together(s, ticket, now)):
 		return Passed, time.Time{}
+	case ticket >= s.Current && v == Start && now.Before(s.CurrentAt):
+		// Not before the ticket below it (a rate's burst lets the
+		// form allow it): starts keep ticket order in time too.
+		return Early, s.CurrentAt
+	case ticket >= s.Current && v == Early && open.Before(s.CurrentAt):
+		return Early, s.CurrentAt
 	}
 	return v, open
+}
+
+// Together reports whether a ticket below s.Current may start at at:
+// in Current's moment, above Floor.
+func Together(s State, ticket int64, at time.Time) bool {
+	return ticket > s.Floor && !s.CurrentAt.IsZero() && at.Equal(s.CurrentAt)
 }
 
 // GateScheduled is the gate for the ticket of a scheduled job: one whose
@@ -216,7 +245,17 @@ func GateScheduled(s State, ticket int64, ls Limits, skew time.Duration, now tim
 // interval and rate forms the theoretical last start to
 // max(LastStart + T, now); the first start of a queue sets it to now).
 func Started(s State, ticket int64, ls Limits, now time.Time) State {
-	s.Current = max(s.Current, ticket)
+	switch {
+	case ticket > s.Current && !now.Equal(s.CurrentAt):
+		s.Floor, s.Current, s.CurrentAt = s.Current, ticket, now
+	case ticket > s.Current:
+		s.Current = ticket
+	case ticket == s.Current && !now.Equal(s.CurrentAt):
+		// Current passes again in another moment (its worker died
+		// before the claim): the tickets that started with it started
+		// before this start.
+		s.Floor, s.CurrentAt = ticket-1, now
+	}
 	return StartedScheduled(s, ls, now)
 }
 

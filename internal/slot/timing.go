@@ -41,10 +41,22 @@ func StartAt(want, now time.Time, lead, skew time.Duration) time.Time {
 }
 
 // Due is the theoretical start of a line ticket whose slot is slotAt: its
-// slot, or the queue's next opening under ls (Opens; for the interval
-// form LastStart + interval) when the queue runs behind it.
+// slot, or the queue's next theoretical start under ls when the queue
+// runs behind it (for the interval and rate forms LastStart + T, the
+// time a start moves nobody's opening: a burst's room is not counted as
+// the queue running ahead; for a window, its opening).
 func Due(s State, slotAt time.Time, ls Limits) time.Time {
-	return later(slotAt, Opens(s, ls))
+	due := slotAt
+	for i, l := range ls {
+		m := s.mark(i)
+		switch {
+		case !l.Window.IsZero():
+			due = later(due, opens(l, m))
+		case !m.Last.IsZero():
+			due = later(due, m.Last.Add(every(l)))
+		}
+	}
+	return due
 }
 
 // Missed reports whether a line ticket whose slot is slotAt has lost it,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/cli/timeline"
+	"github.com/slotq/slotq/internal/slot"
 )
 
 // Summarize the starts of a queue with a 1s interval and a 10ms skew: the
@@ -18,7 +19,7 @@ func ExampleSummarize() {
 		slot := t0.Add(time.Duration(i) * time.Second)
 		starts = append(starts, timeline.Start{Queue: "emails", Ticket: int64(i + 1), SlotAt: slot, At: slot.Add(late)})
 	}
-	s := timeline.Summarize(starts, time.Second, 10*time.Millisecond)
+	s := timeline.Summarize(starts, slot.Every(time.Second), 10*time.Millisecond)
 	fmt.Println("starts", s.Starts, "violations", s.Violations, "inversions", s.Inversions)
 	fmt.Println("spacing min", s.SpacingMin, "lateness max", s.LatenessMax, "makespan", s.Makespan)
 	// Output:

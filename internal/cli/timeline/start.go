@@ -30,9 +30,11 @@ type Start struct {
 	// At is when the job's handler began.
 	At time.Time
 	// Gate, if known, is the start the gate reserved for the attempt (the
-	// job's StartedAt): the time slotq's spacing is counted by. At comes
-	// after it by the worker's wake-up, within the queue's skew.
+	// job's StartedAt). At comes after it by the worker's wake-up.
 	Gate time.Time
+	// Retickets is how many times the job took a new ticket before it
+	// started.
+	Retickets int
 }
 
 // Lateness is how long after its slot the job began.
@@ -47,13 +49,15 @@ type wire struct {
 	SlotAtMS json.Number `json:"slot_at_ms"`
 	GateMS   json.Number `json:"gate_ms,omitempty"`
 	StartMS  json.Number `json:"start_ms"`
+	// Retickets is always written: 0 is a figure of its own.
+	Retickets int `json:"retickets"`
 }
 
 // MarshalJSON writes the flat record shown on Start.
 func (s Start) MarshalJSON() ([]byte, error) {
 	w := wire{
 		Queue: s.Queue, Ticket: s.Ticket, JobID: s.JobID, Producer: s.Producer, Worker: s.Worker,
-		SlotAtMS: json.Number(formatMS(s.SlotAt)), StartMS: json.Number(formatMS(s.At)),
+		SlotAtMS: json.Number(formatMS(s.SlotAt)), StartMS: json.Number(formatMS(s.At)), Retickets: s.Retickets,
 	}
 	if !s.Gate.IsZero() {
 		w.GateMS = json.Number(formatMS(s.Gate))
@@ -83,7 +87,7 @@ func (s *Start) UnmarshalJSON(b []byte) error {
 	}
 	*s = Start{
 		Queue: w.Queue, Ticket: w.Ticket, JobID: w.JobID, Producer: w.Producer, Worker: w.Worker,
-		SlotAt: slotAt, Gate: gate, At: at,
+		SlotAt: slotAt, Gate: gate, At: at, Retickets: w.Retickets,
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"cmp"
+	"github.com/slotq/slotq/internal/slot"
 	"math"
 	"slices"
 	"time"
@@ -87,8 +88,9 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 type Summary struct {
 	// Starts is the number of starts.
 	Starts int
-	// Interval and Skew are the queue's, against which Violations counts.
-	Interval, Skew time.Duration
+	// Limits and Skew are the queue's, against which Violations counts.
+	Limits slot.Limits
+	Skew   time.Duration
 	// SpacingMin and SpacingP50 are over the gaps between consecutive
 	// starts, in start order.
 	SpacingMin, SpacingP50 time.Duration
@@ -96,11 +98,12 @@ type Summary struct {
 	LatenessP50, LatenessP99, LatenessMax time.Duration
 	// Inversions counts starts of a lower ticket after a higher one.
 	Inversions int
-	// Violations counts starts that break the spacing guarantee in its
-	// window form (see Violations).
+	// Violations counts the starts that break one of the queue's limits
+	// (slot.Breaches, the skew the one allowance).
 	Violations int
-	// Makespan is last start − first start; Ideal is (n−1)·Interval, the
-	// least it can be.
+	// Makespan is last start − first start; Ideal is the least it can be
+	// under the limits: the span of as many slots of an idle queue's
+	// backlog ((n−1)·interval for the interval form).
 	Makespan, Ideal time.Duration
 }
 
@@ -112,11 +115,11 @@ func (s Summary) Ratio() float64 {
 	return float64(s.Makespan) / float64(s.Ideal)
 }
 
-// Summarize describes the starts of one queue whose interval and skew are
+// Summarize describes the starts of one queue whose limits and skew are
 // given. The starts may come in any order.
-func Summarize(starts []Start, interval, skew time.Duration) Summary {
+func Summarize(starts []Start, ls slot.Limits, skew time.Duration) Summary {
 	s := Sorted(starts)
-	sum := Summary{Starts: len(s), Interval: interval, Skew: skew}
+	sum := Summary{Starts: len(s), Limits: ls, Skew: skew}
 	if len(s) == 0 {
 		return sum
 	}
@@ -137,10 +140,21 @@ func Summarize(starts []Start, interval, skew time.Duration) Summary {
 	for i, st := range s {
 		at[i] = st.At
 	}
-	sum.Violations = Violations(at, interval, skew)
+	sum.Violations = len(slot.Breaches(ls, skew, at))
 	sum.Makespan = s[len(s)-1].At.Sub(s[0].At)
-	sum.Ideal = time.Duration(len(s)-1) * interval
+	sum.Ideal = Ideal(ls, len(s))
 	return sum
+}
+
+// Ideal is the least span n starts can take under ls: the span of an idle
+// queue's first n slots.
+func Ideal(ls slot.Limits, n int) time.Duration {
+	if n < 2 {
+		return 0
+	}
+	t0 := time.Unix(0, 0)
+	_, _, slots := slot.Take(slot.State{}, n, n, ls, t0)
+	return slots[n-1].Sub(slots[0])
 }
 
 // AtGate returns a copy of starts timed by the gate instead of the

@@ -2,6 +2,9 @@ package timeline
 
 import (
 	"encoding/json"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -118,6 +121,8 @@ func TestViolations(t *testing.T) {
 	}
 }
 
+var every10 = slot.Every(10 * time.Millisecond)
+
 func TestSummarize(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -127,23 +132,23 @@ func TestSummarize(t *testing.T) {
 		{
 			name:  "empty",
 			start: nil,
-			want:  Summary{Interval: ms(10)},
+			want:  Summary{Limits: every10},
 		},
 		{
 			name:  "one start",
 			start: at(0.5),
-			want:  Summary{Starts: 1, Interval: ms(10), LatenessP50: ms(0.5), LatenessP99: ms(0.5), LatenessMax: ms(0.5)},
+			want:  Summary{Starts: 1, Limits: every10, LatenessP50: ms(0.5), LatenessP99: ms(0.5), LatenessMax: ms(0.5)},
 		},
 		{
 			name:  "on time",
 			start: at(0, 10, 20, 30),
-			want:  Summary{Starts: 4, Interval: ms(10), SpacingMin: ms(10), SpacingP50: ms(10), Makespan: ms(30), Ideal: ms(30)},
+			want:  Summary{Starts: 4, Limits: every10, SpacingMin: ms(10), SpacingP50: ms(10), Makespan: ms(30), Ideal: ms(30)},
 		},
 		{
 			name:  "late and spread",
 			start: at(1, 12, 25, 31),
 			want: Summary{
-				Starts: 4, Interval: ms(10), SpacingMin: ms(6), SpacingP50: ms(11),
+				Starts: 4, Limits: every10, SpacingMin: ms(6), SpacingP50: ms(11),
 				LatenessP50: ms(1), LatenessP99: ms(5), LatenessMax: ms(5),
 				Violations: 1, Makespan: ms(30), Ideal: ms(30),
 			},
@@ -153,7 +158,7 @@ func TestSummarize(t *testing.T) {
 			// Ticket 2 starts after ticket 3.
 			start: func() []Start { s := at(0, 25, 10); return []Start{s[2], s[0], s[1]} }(),
 			want: Summary{
-				Starts: 3, Interval: ms(10), SpacingMin: ms(10), SpacingP50: ms(10),
+				Starts: 3, Limits: every10, SpacingMin: ms(10), SpacingP50: ms(10),
 				LatenessP50: ms(0), LatenessP99: ms(15), LatenessMax: ms(15),
 				Inversions: 1, Makespan: ms(25), Ideal: ms(20),
 			},
@@ -161,8 +166,8 @@ func TestSummarize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Summarize(tt.start, ms(10), 0)
-			if got != tt.want {
+			got := Summarize(tt.start, every10, 0)
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Summarize:\n got %+v\nwant %+v", got, tt.want)
 			}
 		})
@@ -181,15 +186,16 @@ func TestRatio(t *testing.T) {
 func TestStartJSON(t *testing.T) {
 	s := Start{
 		Queue: "q", Ticket: 17, JobID: "abc", Producer: "p3", Worker: "w1",
-		SlotAt: time.UnixMilli(1732200000123).Add(456 * time.Microsecond).UTC(),
-		Gate:   time.UnixMilli(1732200000123).Add(456 * time.Microsecond).UTC(),
-		At:     time.UnixMilli(1732200000124).Add(370 * time.Microsecond).UTC(),
+		SlotAt:    time.UnixMilli(1732200000123).Add(456 * time.Microsecond).UTC(),
+		Gate:      time.UnixMilli(1732200000123).Add(456 * time.Microsecond).UTC(),
+		At:        time.UnixMilli(1732200000124).Add(370 * time.Microsecond).UTC(),
+		Retickets: 2,
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"queue":"q","ticket":17,"job_id":"abc","producer":"p3","worker":"w1","slot_at_ms":1732200000123.456,"gate_ms":1732200000123.456,"start_ms":1732200000124.370}`
+	const want = `{"queue":"q","ticket":17,"job_id":"abc","producer":"p3","worker":"w1","slot_at_ms":1732200000123.456,"gate_ms":1732200000123.456,"start_ms":1732200000124.370,"retickets":2}`
 	if string(b) != want {
 		t.Fatalf("Marshal:\n got %s\nwant %s", b, want)
 	}
@@ -256,5 +262,22 @@ func TestMostAtOnce(t *testing.T) {
 	}
 	if got := MostAtOnce(nil); got != 0 {
 		t.Fatalf("MostAtOnce(nil) = %d", got)
+	}
+}
+
+// A rate with a burst: its burst at once is no violation, one more is;
+// the ideal makespan is the form's.
+func TestSummarizeRate(t *testing.T) {
+	ls := slot.Limits{{Rate: api.Rate{N: 100, Per: time.Second}, Burst: 2}}
+	sum := Summarize(at(0, 0, 0, 10, 20, 30), ls, 0)
+	if sum.Violations != 0 || sum.Ideal != ms(30) || sum.Makespan != ms(30) {
+		t.Errorf("burst then paced: %+v", sum)
+	}
+	if sum := Summarize(at(0, 0, 0, 0), ls, 0); sum.Violations != 1 {
+		t.Errorf("one over the burst: %d violations, want 1", sum.Violations)
+	}
+	w := slot.Limits{{Window: api.Rate{N: 3, Per: time.Second}}}
+	if got := Ideal(w, 7); got != 2*time.Second {
+		t.Errorf("ideal of 7 starts at 3 per 1s = %v, want 2s", got)
 	}
 }
