@@ -27,8 +27,7 @@ const (
 	// Queue state item (the hot one).
 	attrTicket      = "ticket"
 	attrCurrent     = "current"
-	attrCurrentAt   = "current_at"
-	attrFloor       = "floor"
+	attrCurrentSlot = "current_slot"
 	attrClock       = "clock"
 	attrLastStart   = "last_start"
 	attrPaused      = "paused"
@@ -346,8 +345,7 @@ func decodeState(m map[string]types.AttributeValue) (slot.State, limitsKey, erro
 	s := slot.State{
 		Ticket:      it.int(attrTicket),
 		Current:     it.int(attrCurrent),
-		CurrentAt:   it.time(attrCurrentAt),
-		Floor:       it.int(attrFloor),
+		CurrentSlot: it.time(attrCurrentSlot),
 		Clock:       it.time(attrClock),
 		LastStart:   it.time(attrLastStart),
 		Paused:      it.bool(attrPaused),

@@ -222,9 +222,12 @@ func casGateInput(r engine.GateRequest, seen slot.State, tok string) *dynamodb.U
 		" AND " + pinned + genCond(e, r.Gen)
 	upd := "SET "
 	if !r.Scheduled {
-		c, u := lineCond(e, r, seen)
+		c, u, rm := lineCond(e, r, seen)
 		cond += c
 		upd += u
+		if rm != "" {
+			remove = append(remove, rm)
+		}
 	}
 	upd += wt + " = :tok"
 	if set != "" {
@@ -365,30 +368,24 @@ func (s *Store) casGate(ctx context.Context, r engine.GateRequest) (slot.State, 
 	return slot.State{}, fmt.Errorf("gate %s ticket %d: the queue state kept changing under the update", r.Queue, r.Ticket)
 }
 
-// lineCond is the ticket order of a line ticket's gate (slot.Gate,
-// slot.Started), in the form state seen points to. A ticket above current
-// moves current to it, and, starting after current_at (never before it),
-// moves current_at to its start and floor to the old current; current
-// passing again in another moment moves current_at and floor to below
-// it; a ticket below current passes only in current_at's moment and
-// above floor, and moves nothing. It returns the condition (" AND …") and
-// the update ("… = …, ") to add.
-func lineCond(e *expr, r engine.GateRequest, seen slot.State) (cond, set string) {
-	cur, curAt := e.n(attrCurrent), e.n(attrCurrentAt)
-	floor := func() string { return e.n(attrFloor) }
-	t, at := e.v(":t", num(r.Ticket)), e.v(":at", timeNum(r.Start()))
-	same := curAt + " = " + at
-	other := "(attribute_not_exists(" + curAt + ") OR " + curAt + " < " + at + ")"
-	together := r.Start().Equal(seen.CurrentAt) && !seen.CurrentAt.IsZero()
+// lineCond is the ticket order of a line ticket's gate (slot.GateLine,
+// slot.StartedLine), in the form state seen points to: a ticket at or
+// above current moves current to it and current_slot to its slot (or
+// removes current_slot when the caller gave none); one below passes only
+// when its slot and its start lie within the skew of current_slot, and
+// moves neither.
+// It returns the condition (" AND …"), the update ("… = …, ") and a path
+// to remove, if any.
+func lineCond(e *expr, r engine.GateRequest, seen slot.State) (cond, set, remove string) {
+	cur, curSlot := e.n(attrCurrent), e.n(attrCurrentSlot)
+	t := e.v(":t", num(r.Ticket))
 	switch {
-	case r.Ticket > seen.Current && together:
-		return " AND " + cur + " < " + t + " AND " + same, cur + " = " + t + ", "
-	case r.Ticket > seen.Current:
-		return " AND " + cur + " < " + t + " AND " + other, floor() + " = " + cur + ", " + cur + " = " + t + ", " + curAt + " = " + at + ", "
-	case r.Ticket == seen.Current && together:
-		return " AND " + cur + " = " + t + " AND " + same, ""
-	case r.Ticket == seen.Current:
-		return " AND " + cur + " = " + t + " AND " + other, curAt + " = " + at + ", " + floor() + " = " + e.v(":below", num(r.Ticket-1)) + ", "
+	case r.SlotAt.IsZero():
+		// No slot: strict ticket order.
+		return " AND " + cur + " <= " + t, cur + " = " + t + ", ", curSlot
+	case r.Ticket >= seen.Current:
+		return " AND " + cur + " <= " + t, cur + " = " + t + ", " + curSlot + " = " + e.v(":slot", timeNum(r.SlotAt)) + ", ", ""
 	}
-	return " AND " + cur + " > " + t + " AND " + same + " AND (attribute_not_exists(" + floor() + ") OR " + floor() + " < " + t + ")", ""
+	return " AND " + cur + " > " + t + " AND " + curSlot + " BETWEEN " + e.v(":since", timeNum(r.Start().Add(-r.Skew))) +
+		" AND " + e.v(":moment", timeNum(r.SlotAt.Add(r.Skew))), "", ""
 }

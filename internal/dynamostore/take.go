@@ -199,6 +199,10 @@ func takeInput(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) *
 // ErrQueueNotFound (also for a queue of another generation than r.Gen),
 // ErrLimitChanged.
 func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
+	if early := r.SlotAt.Add(-r.Skew); !r.Scheduled && r.Start().Before(early) {
+		// Before its own slot: no state can let it through.
+		return slot.State{}, &engine.GateError{Verdict: slot.Early, OpenAt: early, State: r.Seen}
+	}
 	ls := r.LimitList()
 	t, burst, forms := gcra(ls)
 	if !forms {
@@ -264,12 +268,16 @@ func gateInput(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")" +
 		genCond(e, r.Gen)
 	upd := "SET " + wt + " = :tok, "
+	var remove []string
 	if !r.Scheduled {
 		// A line ticket keeps ticket order and moves current; a
 		// scheduled one does neither (slot.GateScheduled).
-		c, u := lineCond(e, r, seen)
+		c, u, rm := lineCond(e, r, seen)
 		cond += c
 		upd += u
+		if rm != "" {
+			remove = append(remove, rm)
+		}
 	}
 	upd += last + " = "
 	if busy {
@@ -280,9 +288,10 @@ func gateInput(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 		upd += e.v(":now", timeNum(at))
 	}
 	if r.MaxRunning > 0 {
-		if remove := capFormOf(seen, r).add(e, r, &cond, &upd); len(remove) > 0 {
-			upd += " REMOVE " + strings.Join(remove, ", ")
-		}
+		remove = append(remove, capFormOf(seen, r).add(e, r, &cond, &upd)...)
+	}
+	if len(remove) > 0 {
+		upd += " REMOVE " + strings.Join(remove, ", ")
 	}
 	return &dynamodb.UpdateItemInput{
 		Key:                                 stateKey(r.Queue),

@@ -8,10 +8,16 @@ type QueueState struct {
 	// started.
 	Ticket  int64 `json:"ticket"`
 	Current int64 `json:"current"`
-	// Clock is the slot of the last ticket in the line.
+	// CurrentSlot is the slot Current was booked for: a lower ticket of
+	// that moment (its slot and start within the skew of it) may still
+	// start.
+	CurrentSlot time.Time `json:"current_slot,omitzero"`
+	// Clock is the theoretical time of the last ticket in the line (its
+	// slot, for the interval form).
 	Clock time.Time `json:"clock,omitzero"`
 	// LastStart is the theoretical time of the last start: the gate
-	// opens at LastStart + interval − skew.
+	// opens at LastStart + T − burst·T − skew (the interval form:
+	// LastStart + interval − skew).
 	LastStart time.Time `json:"last_start,omitzero"`
 	// Paused stops the gate; PausedUntil, if set, is when the pause
 	// lifts by itself.
