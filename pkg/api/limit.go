@@ -137,6 +137,56 @@ func (l Limit) String() string {
 	return "interval " + FormatPeriod(l.Interval)
 }
 
+// ParseLimit reads a limit in the words String writes: "interval 1s",
+// "rate 100/1m", "rate 100/1m burst 10" or "window 5000/1h". It checks
+// the words, not the ranges (the admin function's validation does).
+func ParseLimit(s string) (Limit, error) {
+	words := strings.Fields(s)
+	if len(words) == 0 {
+		return Limit{}, fmt.Errorf("no limit: write \"interval 1s\", \"rate 100/1m\", \"rate 100/1m burst 10\" or \"window 5000/1h\"")
+	}
+	var l Limit
+	var err error
+	switch form := words[0]; {
+	case form == "interval" && len(words) == 2:
+		l.Interval, err = time.ParseDuration(words[1])
+		if err != nil || l.Interval <= 0 {
+			return Limit{}, fmt.Errorf("%q: the interval must be a duration with its unit, such as \"interval 1s\"", trunc(s))
+		}
+	case form == "rate" && (len(words) == 2 || len(words) == 4 && words[2] == "burst"):
+		if l.Rate, err = ParseRate(words[1]); err != nil {
+			return Limit{}, err
+		}
+		if len(words) == 4 {
+			l.Burst, err = strconv.Atoi(words[3])
+			if err != nil || l.Burst < 0 {
+				return Limit{}, fmt.Errorf("%q: the burst must be a whole number, such as \"rate 100/1m burst 10\"", trunc(s))
+			}
+		}
+	case form == "window" && len(words) == 2:
+		if l.Window, err = ParseRate(words[1]); err != nil {
+			return Limit{}, err
+		}
+	default:
+		return Limit{}, fmt.Errorf("%q is not a limit: write \"interval 1s\", \"rate 100/1m\", \"rate 100/1m burst 10\" or \"window 5000/1h\"", trunc(s))
+	}
+	return l, nil
+}
+
+// ParseLimits reads limits separated by semicolons, as a queue's limits
+// are printed: "rate 10/1s burst 2; window 1000/1h".
+func ParseLimits(s string) ([]Limit, error) {
+	var ls []Limit
+	for part := range strings.SplitSeq(s, ";") {
+		l, err := ParseLimit(part)
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
 // limitJSON is Limit on the wire.
 type limitJSON struct {
 	Interval *Duration `json:"interval,omitempty"`
