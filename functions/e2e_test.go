@@ -229,6 +229,16 @@ func TestSampleEvents(t *testing.T) {
 				t.Errorf("queue %s, error %+v", a.Queue, a.Error)
 			}
 		}},
+		{"AdminFunction", "admin-create-rate.json", func(t *testing.T, a answer) {
+			if a.Error != nil || !strings.Contains(string(a.Queue), `"rate":"100/1m","burst":10`) || strings.Contains(string(a.Queue), `"interval"`) {
+				t.Errorf("queue %s, error %+v", a.Queue, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-create-window.json", func(t *testing.T, a answer) {
+			if a.Error != nil || !strings.Contains(string(a.Queue), `"window":"5000/1h"`) || strings.Contains(string(a.Queue), `"interval"`) {
+				t.Errorf("queue %s, error %+v", a.Queue, a.Error)
+			}
+		}},
 		{"EnqueueFunction", "enqueue.json", func(t *testing.T, a answer) {
 			if a.Error != nil || len(a.Jobs) != 1 || a.Jobs[0].JobID != "welcome-42" || a.Jobs[0].Ticket != 1 || a.Jobs[0].SlotAt.IsZero() {
 				t.Errorf("got %+v", a)

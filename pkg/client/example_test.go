@@ -83,6 +83,44 @@ func ExampleError() {
 	// false
 }
 
+// Create a queue whose limit is a quota in the words an API publishes it:
+// 100 calls a minute with bursts of 10, then, configured, 10 a second
+// and at most 1,000 in any hour, both kept.
+func ExampleClient_CreateQueue() {
+	endpoint, stop := runLocal()
+	defer stop()
+	c := client.NewFromConfig(aws.Config{}, client.WithEndpoint(endpoint))
+	ctx := context.Background()
+
+	out, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "crawls", Config: &api.Config{
+		Rate:  api.Rate{N: 100, Per: time.Minute},
+		Burst: 10,
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg := out.Queue.Config
+	fmt.Println("rate:", cfg.Rate, "burst:", cfg.Burst)
+
+	limits := []api.Limit{
+		{Rate: api.Rate{N: 10, Per: time.Second}},
+		{Window: api.Rate{N: 1000, Per: time.Hour}},
+	}
+	conf, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "crawls", Update: &api.ConfigUpdate{Limits: &limits}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, l := range conf.Queue.Config.Limits {
+		fmt.Println(l)
+	}
+	// Output:
+	// rate: 100/1m burst: 10
+	// rate 10/1s
+	// window 1000/1h
+}
+
 // Pause a queue for an hour, look at it, and resume it.
 func ExampleClient_PauseQueue() {
 	endpoint, stop := runLocal()

@@ -119,6 +119,14 @@ func TestRequestEncoding(t *testing.T) {
 			_, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "emails", Config: &c2})
 			return err
 		}},
+		{"admin-create-rate.json", "AdminFunction", func() error {
+			_, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "crawls", Config: &api.Config{Rate: api.Rate{N: 100, Per: time.Minute}, Burst: 10}})
+			return err
+		}},
+		{"admin-create-window.json", "AdminFunction", func() error {
+			_, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "reports", Config: &api.Config{Window: api.Rate{N: 5000, Per: time.Hour}}})
+			return err
+		}},
 		{"admin-configure.json", "AdminFunction", func() error {
 			u := cfg(time.Second).Update()
 			_, err := c.ConfigureQueue(ctx, &client.ConfigureQueueInput{Queue: "emails", Update: &u})

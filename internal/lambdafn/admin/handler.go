@@ -150,7 +150,9 @@ var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", 
 type Handler struct {
 	Engine Admin
 	// Defaults fill the fields a create request leaves out, before slot's
-	// own defaults: the stack's default interval and allowed targets.
+	// own defaults: the stack's default limit (its interval, or its limit
+	// in another form, taken whole by a request that gives no limit) and
+	// allowed targets.
 	Defaults slot.Config
 	// Activity, if set, adds each queue's recent activity to stats.
 	Activity metrics.ActivityReader
@@ -219,6 +221,14 @@ func unusedField(r Request) error {
 	return nil
 }
 
+// noLimit reports whether c gives its limit in no form: a create that
+// gives one (a rate, say) keeps it alone, without the stack's default
+// interval beside it, and one that gives a burst alone is refused for
+// it (burst goes with a rate).
+func noLimit(c slot.Config) bool {
+	return c.Interval == 0 && c.Rate.IsZero() && c.Burst == 0 && c.Window.IsZero() && len(c.Limits) == 0
+}
+
 func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 	if err := unusedField(r); err != nil {
 		return Response{}, err
@@ -229,8 +239,9 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		if r.Config != nil {
 			cfg = r.Config.Apply(cfg)
 		}
-		if cfg.Interval == 0 {
-			cfg.Interval = h.Defaults.Interval
+		if noLimit(cfg) {
+			d := h.Defaults
+			cfg.Interval, cfg.Rate, cfg.Burst, cfg.Window, cfg.Limits = d.Interval, d.Rate, d.Burst, d.Window, d.Limits
 		}
 		if cfg.Targets == nil {
 			cfg.Targets = h.Defaults.Targets

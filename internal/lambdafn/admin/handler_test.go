@@ -19,6 +19,7 @@ import (
 	"github.com/slotq/slotq/internal/metrics"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/internal/startlog"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 func event(t *testing.T, name string) json.RawMessage { return sample.Event(t, name) }
@@ -431,4 +432,112 @@ type throttledLogs struct{}
 
 func (throttledLogs) FilterLogEvents(context.Context, *cloudwatchlogs.FilterLogEventsInput, ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.FilterLogEventsOutput, error) {
 	return nil, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}
+}
+
+// create takes a queue's limit in each form (the sample events with a
+// rate and a window, and a list of limits) and keeps it alone, without
+// the stack's default interval beside it; a bad limit is refused with its
+// field's path, and nothing is written.
+func TestCreateLimitForms(t *testing.T) {
+	h, eng := newHandler()
+	ctx := context.Background()
+	create := func(t *testing.T, body []byte) slot.Config {
+		t.Helper()
+		r, err := h.Handle(ctx, body)
+		if err != nil || r.Error != nil || r.Queue == nil {
+			t.Fatalf("%s: %v %+v", body, err, r.Error)
+		}
+		return r.Queue.Config
+	}
+	perMin := api.Rate{N: 100, Per: time.Minute}
+	if c := create(t, event(t, "admin-create-rate.json")); c.Rate != perMin || c.Burst != 10 || c.Interval != 0 || c.LimitList().String() != "rate 100/1m burst 10" {
+		t.Errorf("create with a rate: %+v", c)
+	}
+	if c := create(t, event(t, "admin-create-window.json")); c.Window != (api.Rate{N: 5000, Per: time.Hour}) || c.Interval != 0 || c.LimitList().String() != "window 5000/1h" {
+		t.Errorf("create with a window: %+v", c)
+	}
+	c := create(t, []byte(`{"op":"create","queue":"api","config":{"limits":[{"rate":"10/1s","burst":2},{"window":"1000/1h"}]}}`))
+	if got := c.LimitList().String(); got != "rate 10/1s burst 2; window 1000/1h" || c.Interval != 0 {
+		t.Errorf("create with limits: %s, %+v", got, c)
+	}
+	if c := create(t, []byte(`{"op":"create","queue":"plain"}`)); c.LimitList().String() != "interval 3s" {
+		t.Errorf("create without a limit: %+v; want the stack's default interval", c)
+	}
+	before, err := eng.Queues(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, config, code, field string
+	}{
+		{"rate not a rate", `{"rate":"100"}`, "invalid_rate", "config.rate"},
+		{"rate too fast", `{"rate":"2000/1s"}`, "invalid_rate", "config.rate"},
+		{"burst too large", `{"rate":"100/1m","burst":101}`, "invalid_burst", "config.burst"},
+		{"burst alone", `{"burst":5}`, "invalid_burst", "config.burst"},
+		{"burst with an interval", `{"interval":"1s","burst":5}`, "invalid_burst", "config.burst"},
+		{"rate and window", `{"rate":"100/1m","window":"5000/1h"}`, "invalid_limit", "config.window"},
+		{"window too many", `{"window":"100001/24h"}`, "invalid_window", "config.window"},
+		{"a limit's burst", `{"limits":[{"rate":"10/1s"},{"rate":"100/1m","burst":101}]}`, "invalid_burst", "config.limits[1].burst"},
+		{"a limit of two forms", `{"limits":[{"rate":"10/1s","window":"5/1s"}]}`, "invalid_limit", "config.limits[0]"},
+		{"a limit's unknown field", `{"limits":[{"every":"1s"}]}`, "unknown_field", "config.limits[0].every"},
+		{"four limits", `{"limits":[{"interval":"1s"},{"rate":"10/1m"},{"window":"5/1h"},{"window":"50/24h"}]}`, "too_many_limits", "config.limits"},
+		{"limits beside a rate", `{"rate":"100/1m","limits":[{"window":"5/1h"}]}`, "invalid_limit", "config.limits"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := h.Handle(ctx, json.RawMessage(`{"op":"create","queue":"bad","config":`+tt.config+`}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Error == nil || r.Error.Code != tt.code || r.Error.Field != tt.field {
+				t.Errorf("got %+v, want %s on %s", r.Error, tt.code, tt.field)
+			}
+		})
+	}
+	after, err := eng.Queues(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(after, before) {
+		t.Errorf("the refusals wrote: queues %+v, before %+v", after, before)
+	}
+}
+
+// configure with a burst alone changes the burst of the queue's rate; a
+// limit in another form replaces the rate whole; a bad one is refused on
+// its field and the queue keeps its limit.
+func TestConfigureLimitForms(t *testing.T) {
+	h, eng := newHandler()
+	ctx := context.Background()
+	do := func(body string) (slot.Config, *Response) {
+		t.Helper()
+		r, err := h.Handle(ctx, json.RawMessage(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Error != nil {
+			return slot.Config{}, &r
+		}
+		return r.Queue.Config, nil
+	}
+	do(`{"op":"create","queue":"q","config":{"rate":"100/1m","burst":10}}`)
+	if c, bad := do(`{"op":"configure","queue":"q","config":{"burst":20}}`); bad != nil || c.LimitList().String() != "rate 100/1m burst 20" {
+		t.Errorf("configure burst: %+v %+v", c, bad)
+	}
+	if c, bad := do(`{"op":"configure","queue":"q","config":{"window":"5000/1h"}}`); bad != nil || c.LimitList().String() != "window 5000/1h" || c.Burst != 0 {
+		t.Errorf("configure window: %+v %+v", c, bad)
+	}
+	for body, field := range map[string]string{
+		`{"op":"configure","queue":"q","config":{"burst":5}}`:                                    "config.burst",
+		`{"op":"configure","queue":"q","config":{"rate":"1/1s","burst":-1}}`:                     "config.burst",
+		`{"op":"configure","queue":"q","config":{"limits":[{"window":"5/1s"},{"rate":"0/1s"}]}}`: "config.limits[1].rate",
+	} {
+		if _, bad := do(body); bad == nil || bad.Error.Field != field {
+			t.Errorf("%s: %+v, want an error on %s", body, bad, field)
+		}
+	}
+	q, err := eng.Queue(ctx, "q")
+	if err != nil || q.Config.LimitList().String() != "window 5000/1h" {
+		t.Errorf("after the refusals: %+v, %v; want the window kept", q.Config, err)
+	}
 }
