@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 )
 
@@ -249,6 +250,31 @@ func durationFlag(fs *pflag.FlagSet, name, usage string) *time.Duration {
 	d := new(time.Duration)
 	fs.Var((*durationValue)(d), name, usage)
 	return d
+}
+
+// limitsValue is a repeatable flag holding limits in words
+// (api.ParseLimits): each value one limit, or several separated by
+// semicolons as a queue's limits are printed.
+type limitsValue struct{ ls []api.Limit }
+
+func (v *limitsValue) String() string { return slot.Limits(v.ls).String() }
+
+func (v *limitsValue) Type() string { return "limit" }
+
+func (v *limitsValue) Set(s string) error {
+	ls, err := api.ParseLimits(s)
+	if err != nil {
+		return err
+	}
+	v.ls = append(v.ls, ls...)
+	return nil
+}
+
+// limitFlag defines a repeatable flag of limits in words.
+func limitFlag(fs *pflag.FlagSet, name, usage string) *limitsValue {
+	v := new(limitsValue)
+	fs.Var(v, name, usage)
+	return v
 }
 
 // zeroSetting is the refusal of a queue setting given on the command line

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
@@ -25,6 +28,7 @@ func newQueuesCmd() *cobra.Command {
 		Long:    "Work with queues: list, create, configure, pause, resume, purge, delete, stats, starts.\nAlone, 'slotq queues' lists the queues.",
 		GroupID: groupOps,
 		Example: "  $ slotq queues create emails --interval 2s --max-attempts 5\n" +
+			"  $ slotq queues create crawls --rate 100/1m --burst 10\n" +
 			"  $ slotq queues pause emails --for 1h\n" +
 			"  $ slotq queues stats emails --json",
 	}
@@ -55,9 +59,9 @@ func newQueuesListCmd(cn *conn) *cobra.Command {
 				return nil, nil, err
 			}
 			return out.Queues, func(w io.Writer) {
-				row(w, "QUEUE", "INTERVAL", "SKEW", "MAX ATTEMPTS", "MAX RUNNING", "TARGETS", "PAUSED", "TICKETS", "STARTED", "CREATED")
+				row(w, "QUEUE", "LIMITS", "SKEW", "MAX ATTEMPTS", "MAX RUNNING", "TARGETS", "PAUSED", "TICKETS", "STARTED", "CREATED")
 				for _, q := range out.Queues {
-					row(w, q.Name, setting(q.Config.Interval), setting(q.Config.Skew), q.Config.MaxAttempts, maxRunning(q.Config.MaxRunning), len(q.Config.Targets),
+					row(w, q.Name, limits(q.Config), setting(q.Config.Skew), q.Config.MaxAttempts, maxRunning(q.Config.MaxRunning), len(q.Config.Targets),
 						paused(q.State), q.State.Ticket, q.State.Current, ts(q.CreatedAt))
 				}
 			}, nil
@@ -174,9 +178,13 @@ func maxRunning(n int) string {
 	return strconv.Itoa(n)
 }
 
+// limits prints a queue's limits in the words a user writes them (and
+// --limit reads): "interval 1s", "rate 100/1m burst 10; window 5000/1h".
+func limits(c api.Config) string { return slot.Config(c).LimitList().String() }
+
 // configRows prints a queue's configuration, a setting a line.
 func configRows(w io.Writer, c api.Config) {
-	row(w, "interval", setting(c.Interval))
+	row(w, "limits", limits(c))
 	row(w, "skew", setting(c.Skew))
 	row(w, "max attempts", c.MaxAttempts)
 	row(w, "max running", maxRunning(c.MaxRunning))
@@ -334,7 +342,9 @@ func confirmedCmd(cn *conn, cmd *cobra.Command, label, what string, do func(ctx 
 // configFlags are the settings of create and configure.
 type configFlags struct {
 	interval, skew, backoff, maxBackoff, retention, targetTimeout *time.Duration
-	maxAttempts, maxRunning                                       *int
+	rate, window                                                  *api.Rate
+	limits                                                        *limitsValue
+	maxAttempts, maxRunning, burst                                *int
 	targets, networks                                             *string
 }
 
@@ -347,8 +357,12 @@ const skewDefault = "(default: the stack's DefaultSkew, 10ms, also on slotq loca
 	"capped at a quarter of the interval)"
 
 func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
-	return &configFlags{
-		interval:      durationFlag(fs, "interval", "least time between two starts, a `duration` of at least 1ms "+what),
+	f := &configFlags{
+		interval:      durationFlag(fs, "interval", "least time between two starts, a `duration` of at least 1ms: the interval form of the queue's limit "+what),
+		rate:          new(api.Rate),
+		burst:         fs.Int("burst", 0, fmt.Sprintf("starts a rate lets through together after an idle time beyond the first (B+1 at once), 0 to %d; with --rate (alone on configure: the burst of the queue's rate) ", slot.MaxBurst)+what),
+		window:        new(api.Rate),
+		limits:        limitFlag(fs, "limit", fmt.Sprintf("a limit in `words`: 'interval 1s', 'rate 100/1m burst 10' or 'window 5000/1h'; repeat it to keep up to %d limits at once ", slot.MaxLimits)+what),
 		skew:          durationFlag(fs, "skew", "allowance for clock differences and wake-up latency, once per run of starts; "+skewRule+" "+skewWhat),
 		maxAttempts:   fs.Int("max-attempts", 0, "attempts a job gets, at least 1 "+what),
 		maxRunning:    fs.Int("max-running", 0, "most attempts of the queue that run at once, 0 for no cap "+what),
@@ -359,21 +373,74 @@ func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
 		targets:       fs.String("targets", "", "comma-separated HTTP and Lambda target `patterns` jobs may name "+what),
 		networks:      fs.String("allow-networks", "", "comma-separated CIDR `prefixes` HTTP targets may reach although private "+what),
 	}
+	fs.Var(rateFlag{f.rate}, "rate", "at most N starts per period on average, a rate `N/PERIOD` such as 100/1m: the rate form of the queue's limit, with --burst "+what)
+	fs.Var(rateFlag{f.window}, "window", "no span shorter than the period holds more than N starts, a window `N/PERIOD` such as 5000/1h: the window form of the queue's limit "+what)
+	return f
 }
 
 // configNames are the flags of configFlags.
-var configNames = []string{"interval", "skew", "max-attempts", "max-running", "backoff", "max-backoff",
+var configNames = []string{"interval", "rate", "burst", "window", "limit", "skew", "max-attempts", "max-running", "backoff", "max-backoff",
 	"retention", "target-timeout", "targets", "allow-networks"}
 
 // check refuses a setting given on the command line as zero where zero
 // would be read as its default, with the error the admin function gives
 // (slot.ZeroSetting): a flag left out is absent, the queue's setting
 // (configure) or its default (create); a flag given means its value.
-func (f *configFlags) check(op string, fs *pflag.FlagSet) error {
+//
+// It refuses, too, a limit the admin function would refuse, naming the
+// flag: two forms at once, a burst without a rate where the command
+// gives the whole configuration (whole: create, configure --reset), and
+// a count, period or burst out of range (slot.ValidateLimit).
+func (f *configFlags) check(op string, fs *pflag.FlagSet, whole bool) error {
 	for _, name := range configNames {
 		if fl := fs.Lookup(name); fl.Changed && fl.Value.String() == "0" {
 			if err := zeroSetting(op, "config.", strings.ReplaceAll(name, "-", "_")); err != nil {
 				return err
+			}
+		}
+	}
+	var forms []string
+	for _, name := range []string{"interval", "rate", "window", "limit"} {
+		if fs.Changed(name) {
+			forms = append(forms, "--"+name)
+		}
+	}
+	switch {
+	case len(forms) > 1:
+		return usagef("give one of --interval, --rate (with --burst), --window and --limit, not %s: each gives the queue's limit whole (repeat --limit to keep several)", strings.Join(forms, " and "))
+	case fs.Changed("burst") && !fs.Changed("rate") && (whole || len(forms) > 0):
+		return usagef("--burst goes with --rate, such as --rate 100/1m --burst 10")
+	}
+	bad := func(flag string, err error) error {
+		var e *input.Error
+		if !errors.As(err, &e) {
+			return err
+		}
+		return &client.Error{Op: op, Code: e.Code, Field: "config." + e.Field, Message: flag + ": " + e.Message}
+	}
+	switch {
+	case fs.Changed("rate"):
+		if err := slot.ValidateLimit(api.Limit{Rate: *f.rate, Burst: *f.burst}, ""); err != nil {
+			if e := (*input.Error)(nil); errors.As(err, &e) && e.Field == "burst" {
+				return bad(fmt.Sprintf("--burst %d", *f.burst), err)
+			}
+			return bad("--rate "+f.rate.String(), err)
+		}
+	case fs.Changed("burst"):
+		if *f.burst < 0 || *f.burst > slot.MaxBurst {
+			return bad(fmt.Sprintf("--burst %d", *f.burst), input.Invalid("invalid_burst", "burst", fmt.Sprintf("burst must be between 0 and %d", slot.MaxBurst)))
+		}
+	case fs.Changed("window"):
+		if err := slot.ValidateLimit(api.Limit{Window: *f.window}, ""); err != nil {
+			return bad("--window "+f.window.String(), err)
+		}
+	case fs.Changed("limit"):
+		if n := len(f.limits.ls); n > slot.MaxLimits {
+			return bad("--limit", input.Invalid("too_many_limits", "limits", fmt.Sprintf("%d limits; a queue keeps at most %d at once", n, slot.MaxLimits)))
+		}
+		for i, l := range f.limits.ls {
+			if err := slot.ValidateLimit(l, fmt.Sprintf("limits[%d].", i)); err != nil {
+				return bad(fmt.Sprintf("--limit '%s'", l), err)
 			}
 		}
 	}
@@ -389,6 +456,14 @@ func (f *configFlags) apply(fs *pflag.FlagSet, cfg *api.Config) {
 		switch name {
 		case "interval":
 			cfg.Interval = *f.interval
+		case "rate":
+			cfg.Rate = *f.rate
+		case "burst":
+			cfg.Burst = *f.burst
+		case "window":
+			cfg.Window = *f.window
+		case "limit":
+			cfg.Limits = slices.Clone(f.limits.ls)
 		case "skew":
 			cfg.Skew = *f.skew
 		case "max-attempts":
@@ -418,6 +493,9 @@ func (f *configFlags) update(fs *pflag.FlagSet) api.ConfigUpdate {
 	f.apply(fs, &cfg)
 	u := cfg.Update()
 	// zeros that are settings of their own
+	if fs.Changed("burst") {
+		u.Burst = &cfg.Burst
+	}
 	if fs.Changed("max-running") {
 		u.MaxRunning = &cfg.MaxRunning
 	}
@@ -445,17 +523,24 @@ func newCreateCmd(cn *conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create QUEUE",
 		Short: "Create a queue",
-		Long: "Creates QUEUE. Settings left out take the stack's defaults (its DefaultInterval,\n" +
-			"DefaultSkew and AllowedTargets), then slotq's.",
-		Example: "  $ slotq queues create emails --interval 2s --max-attempts 5 --targets 'https://hooks.example.com/*'",
-		Args:    nArgs(1, 1),
+		Long: "Creates QUEUE. Settings left out take the stack's defaults (its DefaultInterval or\n" +
+			"DefaultLimit, DefaultSkew and AllowedTargets), then slotq's.\n" +
+			"The queue's limit takes one form: --interval (one start per duration), --rate with\n" +
+			"--burst (N starts per period on average, B more at once after an idle time), --window\n" +
+			"(no span shorter than the period holds more than N starts), or --limit, repeated, to\n" +
+			"keep up to 3 limits at once (docs/operations.md says which form fits which quota).",
+		Example: "  $ slotq queues create emails --interval 2s --max-attempts 5 --targets 'https://hooks.example.com/*'\n" +
+			"  $ slotq queues create crawls --rate 100/1m --burst 10\n" +
+			"  $ slotq queues create reports --window 5000/1h\n" +
+			"  $ slotq queues create api --limit 'rate 10/1s burst 2' --limit 'window 1000/1h'",
+		Args: nArgs(1, 1),
 	}
 	cn = stackFlags(cmd, cn)
 	cf := newConfigFlags(cmd.Flags(), "(default: the stack's or slotq's)", skewDefault)
 	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
 		c := newStackCmd(cmd, cn)
 		ctx := cmd.Context()
-		if err := cf.check("create", c.flags); err != nil {
+		if err := cf.check("create", c.flags, true); err != nil {
 			return c.fail(err)
 		}
 		var cfg api.Config
@@ -478,10 +563,14 @@ func newConfigureCmd(cn *conn) *cobra.Command {
 		Long: "Changes the settings of QUEUE given on the command line and keeps the others\n" +
 			"(the admin function reads the configuration, then writes it whole: run one configure\n" +
 			"of a queue at a time). A setting given as zero is refused unless zero is a setting\n" +
-			"of its own (--max-running 0: no cap; --targets \"\": none).\n" +
-			"Jobs that hold slots keep them; new tickets follow the new interval.",
-		Example: "  $ slotq queues configure emails --interval 1s --max-running 3",
-		Args:    nArgs(1, 1),
+			"of its own (--max-running 0: no cap; --burst 0: none; --targets \"\": none).\n" +
+			"Any of --interval, --rate, --window and --limit replaces the queue's limit whole;\n" +
+			"--burst alone changes the burst of its rate.\n" +
+			"Jobs that hold slots keep them; new tickets follow the new limit.",
+		Example: "  $ slotq queues configure emails --interval 1s --max-running 3\n" +
+			"  $ slotq queues configure crawls --burst 20\n" +
+			"  $ slotq queues configure api --limit 'rate 10/1s burst 2; window 1000/1h'",
+		Args: nArgs(1, 1),
 	}
 	cn = stackFlags(cmd, cn)
 	cf := newConfigFlags(cmd.Flags(), "(default: unchanged)", "(default: unchanged)")
@@ -489,7 +578,7 @@ func newConfigureCmd(cn *conn) *cobra.Command {
 	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
 		c := newStackCmd(cmd, cn)
 		ctx := cmd.Context()
-		if err := cf.check("configure", c.flags); err != nil {
+		if err := cf.check("configure", c.flags, *reset); err != nil {
 			return c.fail(err)
 		}
 		in := &client.ConfigureQueueInput{Queue: pos[0]}
