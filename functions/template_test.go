@@ -334,3 +334,43 @@ func TestCfnLint(t *testing.T) {
 		t.Errorf("cfn-lint -c I template.yaml: %v\n%s", err, out)
 	}
 }
+
+// DefaultLimit's AllowedPattern lets every limit the functions read pass
+// (SLOTQ_DEFAULT_LIMIT, lambdafn.Load) and stops a value that is no list
+// of limits before a deploy; its default, empty, leaves DefaultInterval.
+func TestTemplateDefaultLimit(t *testing.T) {
+	p := loadTemplate(t).Parameters["DefaultLimit"]
+	if d, _ := p["Default"].(string); d != "" {
+		t.Errorf("DefaultLimit's default %q, want empty", d)
+	}
+	pattern, _ := p["AllowedPattern"].(string)
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		t.Fatalf("AllowedPattern %q: %v", pattern, err)
+	}
+	env := map[string]string{
+		lambdafn.EnvTable: "t", lambdafn.EnvQueueURL: "https://sqs.example.com/1/q", lambdafn.EnvWorkerTimeout: "120",
+		lambdafn.EnvDefaultInterval: "1s", lambdafn.EnvDefaultSkew: "10ms",
+	}
+	for v, loads := range map[string]bool{
+		"":                                   true,
+		"rate 100/1m burst 10":               true,
+		"window 5000/1h":                     true,
+		"interval 500ms":                     true,
+		"rate 10/1s burst 2; window 1000/1h": true,
+		"rate 10/1s;window 100/1m; window 1000/1h": true,
+		"100/1m":        false,
+		"fast":          false,
+		"rate 100/1m; ": false,
+		"rate 1/1s; rate 10/1m; window 100/1h; window 1000/24h": false,
+	} {
+		env[lambdafn.EnvDefaultLimit] = v
+		_, err := lambdafn.Load(lambdafn.Admin, func(k string) string { return env[k] })
+		if (err == nil) != loads {
+			t.Fatalf("%q: Load says %v, want it to load: %v", v, err, loads)
+		}
+		if re.MatchString(v) != loads {
+			t.Errorf("DefaultLimit %q: AllowedPattern matches %v, Load %v", v, re.MatchString(v), err)
+		}
+	}
+}

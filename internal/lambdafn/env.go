@@ -10,6 +10,7 @@ import (
 
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // The environment variables the functions read. template.yaml sets them.
@@ -22,6 +23,13 @@ const (
 	// (on first enqueue, or by admin create without config.interval), as
 	// a Go duration such as "1s". Default 1s.
 	EnvDefaultInterval = "SLOTQ_DEFAULT_INTERVAL"
+	// EnvDefaultLimit is the limit of queues created without one, in
+	// another form than an interval, in the words a queue's limits are
+	// printed in (api.ParseLimits): "rate 100/1m burst 10", "window
+	// 5000/1h", or up to slot.MaxLimits of them separated by semicolons
+	// ("rate 10/1s burst 2; window 1000/1h"). Set, it takes the place of
+	// SLOTQ_DEFAULT_INTERVAL. Default empty: the interval.
+	EnvDefaultLimit = "SLOTQ_DEFAULT_LIMIT"
 	// EnvDefaultSkew is the skew of queues created without one (capped at
 	// a quarter of their interval), as a Go duration such as "10ms".
 	// Default slot.DefaultSkew.
@@ -87,10 +95,10 @@ type Spec struct {
 
 // The functions' specs.
 var (
-	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultLimit, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
 	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
-	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDeadLetterQueueURL, EnvWorkerLogGroup, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDeadLetterQueueURL, EnvWorkerLogGroup, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultLimit, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	// Specs lists every function.
 	Specs = []Spec{Enqueue, Worker, Resume, Admin}
 )
@@ -110,9 +118,9 @@ type Config struct {
 	// LogLevel is SLOTQ_LOG_LEVEL as given (DEBUG, INFO, WARN, ERROR or
 	// empty).
 	LogLevel string
-	// Defaults configures queues created without a configuration:
-	// interval from SLOTQ_DEFAULT_INTERVAL, skew from SLOTQ_DEFAULT_SKEW,
-	// targets from
+	// Defaults configures queues created without a configuration: the
+	// limit from SLOTQ_DEFAULT_LIMIT, else the interval from
+	// SLOTQ_DEFAULT_INTERVAL; skew from SLOTQ_DEFAULT_SKEW, targets from
 	// SLOTQ_ALLOWED_TARGETS, the rest slot's defaults.
 	Defaults slot.Config
 	// WorkerTimeout is the worker function's timeout
@@ -140,6 +148,7 @@ const maxWorkerTimeout = 15 * time.Minute
 // validates them. Its error names the bad variable.
 func Load(spec Spec, getenv func(string) string) (Config, error) {
 	var c Config
+	var limit *slot.Config
 	for _, name := range spec.Vars {
 		v := strings.TrimSpace(getenv(name))
 		switch name {
@@ -203,6 +212,15 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s must be a duration between 0 and %s such as \"1s\", got %q", name, slot.MaxInterval, v)
 			}
 			c.Defaults.Interval = d
+		case EnvDefaultLimit:
+			if v == "" {
+				break
+			}
+			l, err := ParseDefaultLimit(v)
+			if err != nil {
+				return c, fmt.Errorf("%s %q: %v", name, v, err)
+			}
+			limit = &l
 		case EnvDefaultSkew:
 			if v == "" {
 				break
@@ -233,10 +251,47 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("lambdafn: unknown variable %s in spec %s", name, spec.Function)
 		}
 	}
+	if limit != nil {
+		// in the place of the interval
+		d := &c.Defaults
+		d.Interval, d.Rate, d.Burst, d.Window, d.Limits = limit.Interval, limit.Rate, limit.Burst, limit.Window, limit.Limits
+	}
 	if err := c.Defaults.WithDefaults().Validate(); err != nil {
-		return c, fmt.Errorf("%s/%s/%s: %v", EnvDefaultInterval, EnvAllowedTargets, EnvAllowedNetworks, err)
+		return c, fmt.Errorf("%s/%s/%s/%s: %v", EnvDefaultInterval, EnvDefaultLimit, EnvAllowedTargets, EnvAllowedNetworks, err)
 	}
 	return c, nil
+}
+
+// ParseDefaultLimit reads a default limit in words (SLOTQ_DEFAULT_LIMIT,
+// the template's DefaultLimit): limits each in range, at most
+// slot.MaxLimits. It answers a configuration that gives them in the form
+// they were written in (one limit as its Interval, Rate with Burst or
+// Window; several as Limits) and nothing else.
+func ParseDefaultLimit(v string) (slot.Config, error) {
+	ls, err := api.ParseLimits(v)
+	if err != nil {
+		return slot.Config{}, err
+	}
+	if len(ls) > slot.MaxLimits {
+		return slot.Config{}, fmt.Errorf("%d limits; a queue keeps at most %d at once", len(ls), slot.MaxLimits)
+	}
+	for i, l := range ls {
+		if err := slot.ValidateLimit(l, ""); err != nil {
+			if len(ls) > 1 {
+				return slot.Config{}, fmt.Errorf("limit %d (%s): %v", i+1, l, err)
+			}
+			return slot.Config{}, err
+		}
+	}
+	switch l := ls[0]; {
+	case len(ls) > 1:
+		return slot.Config{Limits: ls}, nil
+	case !l.Rate.IsZero():
+		return slot.Config{Rate: l.Rate, Burst: l.Burst}, nil
+	case !l.Window.IsZero():
+		return slot.Config{Window: l.Window}, nil
+	}
+	return slot.Config{Interval: ls[0].Interval}, nil
 }
 
 // Reads reports whether spec reads the variable name.

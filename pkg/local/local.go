@@ -62,8 +62,10 @@ type Options struct {
 	// StackDefaults'.
 	Stack Stack
 	// Defaults configure queues created without a configuration (the
-	// stack's AllowedTargets and AllowedNetworks, and DefaultInterval /
-	// DefaultSkew over Stack.Defaults).
+	// stack's AllowedTargets and AllowedNetworks, and its limit and skew
+	// over Stack.Defaults'). A limit given in any form (Interval, Rate
+	// with Burst, Window, Limits) is kept whole: Stack.Defaults' limit
+	// fills only a Defaults that gives none.
 	Defaults api.Config
 	// Lead is how long before a start a worker goes to the gate (the
 	// stack's SlotLead). Default: 2ms on the embedded backend, whose
@@ -115,6 +117,11 @@ type Endpoints struct {
 	ConsoleURL string
 }
 
+// noLimit reports whether c gives a queue's limit in no form.
+func noLimit(c api.Config) bool {
+	return c.Interval == 0 && c.Rate.IsZero() && c.Burst == 0 && c.Window.IsZero() && len(c.Limits) == 0
+}
+
 func (o *Options) defaults() {
 	if o.Addr == "" {
 		o.Addr = DefaultAddr
@@ -143,7 +150,7 @@ func (o *Options) defaults() {
 	if s.ResumeInput == "" {
 		s.ResumeInput, s.ResumeRetries = d.ResumeInput, d.ResumeRetries
 	}
-	if s.Defaults.Interval == 0 {
+	if noLimit(s.Defaults) {
 		s.Defaults.Interval = d.Defaults.Interval
 	}
 	if s.Defaults.Skew == 0 {
@@ -155,8 +162,9 @@ func (o *Options) defaults() {
 	if o.Lead == 0 && o.AWS != nil {
 		o.Lead = s.Lead
 	}
-	if o.Defaults.Interval == 0 {
-		o.Defaults.Interval = s.Defaults.Interval
+	if noLimit(o.Defaults) {
+		d := s.Defaults
+		o.Defaults.Interval, o.Defaults.Rate, o.Defaults.Burst, o.Defaults.Window, o.Defaults.Limits = d.Interval, d.Rate, d.Burst, d.Window, d.Limits
 	}
 	if o.Defaults.Skew == 0 {
 		o.Defaults.Skew = s.Defaults.Skew

@@ -25,7 +25,8 @@ type Stack struct {
 	ResumeEvery   time.Duration
 	ResumeInput   string
 	ResumeRetries int
-	// Defaults are DefaultInterval and DefaultSkew.
+	// Defaults are DefaultInterval (or DefaultLimit, in its place when
+	// set) and DefaultSkew.
 	Defaults api.Config
 	// Lead is SlotLead: how long before a start the stack's worker goes
 	// to the gate.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slotq/slotq/internal/dev/esm"
 	"github.com/slotq/slotq/internal/dev/samlocal"
+	"github.com/slotq/slotq/internal/lambdafn"
 	"github.com/slotq/slotq/internal/slot"
 )
 
@@ -15,8 +16,9 @@ import (
 // the functions' timeouts, WorkerFunction's SQS event (BatchSize,
 // MaximumBatchingWindowInSeconds, FunctionResponseTypes), the queue's
 // VisibilityTimeout and RedrivePolicy maxReceiveCount, ResumeFunction's
-// ScheduleV2 (rate, Input, RetryPolicy) and the DefaultInterval and
-// DefaultSkew parameters.
+// ScheduleV2 (rate, Input, RetryPolicy) and the DefaultInterval,
+// DefaultLimit (in the place of DefaultInterval when set) and DefaultSkew
+// parameters.
 func FromTemplate(path string) (Stack, error) {
 	t, err := samlocal.Load(path)
 	if err != nil {
@@ -80,6 +82,13 @@ func FromTemplate(path string) (Stack, error) {
 				return s, fmt.Errorf("%s: parameter %s: %w", path, name, err)
 			}
 		}
+	}
+	if d, _ := t.Parameters["DefaultLimit"]["Default"].(string); d != "" {
+		l, err := lambdafn.ParseDefaultLimit(d)
+		if err != nil {
+			return s, fmt.Errorf("%s: parameter DefaultLimit: %w", path, err)
+		}
+		s.Defaults.Interval, s.Defaults.Rate, s.Defaults.Burst, s.Defaults.Window, s.Defaults.Limits = l.Interval, l.Rate, l.Burst, l.Window, l.Limits
 	}
 	return s, nil
 }

@@ -148,6 +148,8 @@ Parameters:
     Default: arn:aws:iam::123456789012:policy/TeamBoundary
   WorkerSubnetIds:
     Default: subnet-1,subnet-2
+  DefaultLimit:
+    Default: rate 100/1m burst 10
 Tags:
   CostCenter: "1234"
   Team: payments
@@ -167,6 +169,12 @@ Resources:
 	}
 	if d := got.Parameters["WorkerSubnetIds"]["Default"]; d != "subnet-1,subnet-2" {
 		t.Errorf("WorkerSubnetIds default %v", d)
+	}
+	if d := got.Parameters["DefaultLimit"]["Default"]; d != "rate 100/1m burst 10" {
+		t.Errorf("DefaultLimit default %v", d)
+	}
+	if !reflect.DeepEqual(got.Parameters["DefaultLimit"]["AllowedPattern"], base.Parameters["DefaultLimit"]["AllowedPattern"]) {
+		t.Error("DefaultLimit: more than its default changed")
 	}
 	if !reflect.DeepEqual(got.Parameters["PermissionsBoundary"]["Type"], base.Parameters["PermissionsBoundary"]["Type"]) {
 		t.Error("PermissionsBoundary: more than its default changed")
