@@ -38,7 +38,10 @@ type start struct {
 type startTimeline struct {
 	Queue    string        `json:"queue"`
 	Interval time.Duration `json:"interval_ns,omitempty"`
-	Starts   []start       `json:"starts"`
+	// Limits are the queue's limits in words ("interval 1s", "rate
+	// 100/1m burst 10; window 5000/1h").
+	Limits string  `json:"limits,omitempty"`
+	Starts []start `json:"starts"`
 	// NotStarted lists the job ids asked about that have not started
 	// (waiting, cancelled, or between attempts).
 	NotStarted []string `json:"not_started,omitempty"`
@@ -150,6 +153,7 @@ func (c *stackCmd) timeline(ctx context.Context, pos []string, f timelineFlags) 
 			return nil, nil, err
 		}
 		tl.Interval = st.Stats.Config.Interval
+		tl.Limits = limits(st.Stats.Config)
 		var jobs []api.Job
 		wctx, cancel := context.WithTimeout(ctx, f.timeout)
 		defer cancel()
@@ -399,7 +403,10 @@ func drawTimeline(w io.Writer, tl startTimeline, width int) {
 	}
 	slices.Sort(lates)
 	head := fmt.Sprintf("%s: %d starts from %s to %s (%s)", tl.Queue, len(tl.Starts), ts(t0), ts(t1), human(span))
-	if tl.Interval > 0 {
+	switch {
+	case tl.Limits != "":
+		head += ", " + tl.Limits // "interval 100ms", "rate 100/1m burst 10"
+	case tl.Interval > 0:
 		head += fmt.Sprintf(", interval %s", setting(tl.Interval))
 	}
 	fmt.Fprintf(w, "%s; late p50 %s, max %s\n", head, signed(lates[len(lates)/2]), signed(lates[len(lates)-1]))

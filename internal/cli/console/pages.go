@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 )
 
@@ -131,11 +132,16 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 		errs = append(errs, fmt.Errorf("read followed jobs: %w", err))
 	}
 	cfg := st.Config // the admin function answers it with its defaults filled
-	window, asked := autoWindow(cfg.Interval), r.URL.Query().Get("window")
+	ls := slot.Config(cfg).LimitList()
+	auto, autoLabel := autoWindow(slot.Config(cfg).Tick()), "40 intervals"
+	if !ls.Plain() {
+		autoLabel = "40 average gaps"
+	}
+	window, asked := auto, r.URL.Query().Get("window")
 	if v, err := time.ParseDuration(asked); err == nil && v >= time.Second && v <= 24*time.Hour {
 		window = v
 	}
-	d.Windows = append(d.Windows, windowLink{Label: "40 intervals (" + short(autoWindow(cfg.Interval)) + ")", Current: asked == ""})
+	d.Windows = append(d.Windows, windowLink{Label: autoLabel + " (" + short(auto) + ")", Current: asked == ""})
 	for _, wd := range windows {
 		d.Windows = append(d.Windows, windowLink{Label: short(wd), Value: wd.String(), Current: asked != "" && wd == window})
 	}
@@ -147,7 +153,7 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs, gate := s.follow.snapshot(name)
 	d.Followed = len(jobs)
-	d.Timeline = newTimeline(jobs, logged, gate, cfg.Interval, cfg.Skew, window, now)
+	d.Timeline = newTimeline(jobs, logged, gate, ls, cfg.Skew, window, now)
 	// Newest first in the page's table of starts.
 	s.render(w, r, http.StatusOK, "queue", "Queue "+name, d, errors.Join(errs...))
 }
@@ -472,4 +478,6 @@ var funcs = template.FuncMap{
 	"add":  func(a, b float64) float64 { return a + b },
 	"half": func(a, b float64) float64 { return (a + b) / 2 },
 	"secs": func(d time.Duration) int { return int(d / time.Second) },
+	// limits says a queue's limits in the words a user writes them.
+	"limits": func(c api.Config) string { return slot.Config(c).LimitList().String() },
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 )
 
@@ -30,11 +32,16 @@ type start struct {
 	Reticketed bool
 	Retry      bool
 	// Gap is the time from the gate's start before it on the timeline to
-	// its own; GapBad is a gap below interval − skew, which the gate makes
-	// impossible. (Two handlers may begin closer than that when the first
-	// woke a little late: the gate counts reserved starts, not wake-ups.)
+	// its own; GapBad marks a start that breaks the queue's limit, which
+	// the gate makes impossible: for an interval, a gap below interval −
+	// skew; for a rate or a window, a run of starts that slot.Breaches
+	// finds too close, SpanN starts (this one the last) in Span. (Two
+	// handlers may begin closer than that when the first woke a little
+	// late: the gate counts reserved starts, not wake-ups.)
 	Gap    time.Duration
 	GapBad bool
+	Span   time.Duration
+	SpanN  int
 }
 
 // Late is how long after its slot the attempt started (negative: early,
@@ -80,11 +87,19 @@ func startsOf(j api.Job) []start {
 // timeline is the picture of a queue's starts over a window: the
 // geometry the queue page's SVG is drawn from, and its figures.
 type timeline struct {
-	From, To          time.Time
-	Window            time.Duration
-	Interval, Skew    time.Duration
-	MinSpacing        time.Duration // interval − skew
-	Starts            []start       // in the window, in start order
+	From, To       time.Time
+	Window         time.Duration
+	Interval, Skew time.Duration
+	MinSpacing     time.Duration // interval − skew, for the plain interval form
+	// Limits are the queue's; Plain says they are one interval, whose
+	// rule is the least gap MinSpacing. Otherwise Rule says them in
+	// words ("rate 100/1m, burst 10", "at most 10 in any 1s") and the
+	// starts are judged by slot.Breaches.
+	Limits            slot.Limits
+	Plain             bool
+	Rule              string
+	RulerLabel        string
+	Starts            []start // in the window, in start order
 	Marks             []mark
 	Gate              []gateMark
 	Ticks             []tick
@@ -131,10 +146,46 @@ const (
 // Windows offered on the queue page beside the automatic one.
 var windows = []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}
 
-// autoWindow is the window the queue page opens with: 40 intervals, from
+// autoWindow is the window the queue page opens with: 40 intervals (for
+// another form, 40 of its shortest average gaps: slot.Config.Tick), from
 // 10 seconds to an hour.
 func autoWindow(interval time.Duration) time.Duration {
 	return min(max(40*interval, 10*time.Second), time.Hour)
+}
+
+// rule says a queue's limits as the timeline judges them: "one start per
+// 1s", "rate 100/1m, burst 10", "at most 10 in any 1s".
+func rule(ls slot.Limits) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		switch {
+		case !l.Window.IsZero():
+			parts[i] = fmt.Sprintf("at most %d in any %s", l.Window.N, api.FormatPeriod(l.Window.Per))
+		case !l.Rate.IsZero() && l.Burst > 0:
+			parts[i] = fmt.Sprintf("rate %s, burst %d", l.Rate, l.Burst)
+		case !l.Rate.IsZero():
+			parts[i] = "rate " + l.Rate.String()
+		default:
+			parts[i] = "one start per " + api.FormatPeriod(l.Interval)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ruler is the span the ruler under the timeline draws for the first of
+// ls, and what it says: a window's period, a rate's average gap, an
+// interval less the skew (the least gap the gate allows).
+func ruler(ls slot.Limits, skew time.Duration) (time.Duration, string) {
+	l := ls[0]
+	switch {
+	case !l.Window.IsZero():
+		return l.Window.Per, fmt.Sprintf("%s: at most %d starts in any span this long", api.FormatPeriod(l.Window.Per), l.Window.N)
+	case !l.Rate.IsZero() && l.Burst > 0:
+		return l.Rate.Every(), fmt.Sprintf("%s: one start per this on average (rate %s), %d more at once after an idle time", short(l.Rate.Every()), l.Rate, l.Burst)
+	case !l.Rate.IsZero():
+		return l.Rate.Every(), fmt.Sprintf("%s: one start per this on average (rate %s)", short(l.Rate.Every()), l.Rate)
+	}
+	return l.Interval - skew, fmt.Sprintf("interval − skew = %s: the least gap the gate allows", short(l.Interval-skew))
 }
 
 func (t *timeline) x(at time.Time) float64 {
@@ -147,8 +198,12 @@ func (t *timeline) x(at time.Time) float64 {
 // maxStartsBack is how far back the admin function lists starts.
 const maxStartsBack = time.Hour
 
-func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, interval, skew, window time.Duration, now time.Time) timeline {
-	t := timeline{To: now, From: now.Add(-window), Window: window, Interval: interval, Skew: skew, MinSpacing: interval - skew}
+func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, ls slot.Limits, skew, window time.Duration, now time.Time) timeline {
+	t := timeline{To: now, From: now.Add(-window), Window: window, Skew: skew, Limits: ls, Plain: ls.Plain(), Rule: rule(ls)}
+	if t.Plain {
+		t.Interval = ls[0].Interval
+		t.MinSpacing = t.Interval - skew
+	}
 	var all []start
 	type attempt struct {
 		id string
@@ -183,8 +238,8 @@ func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, interval
 	for i := range all {
 		if i > 0 {
 			all[i].Gap = all[i].Gate.Sub(all[i-1].Gate)
-			all[i].GapBad = all[i].Gap < t.MinSpacing
-			if all[i].GapBad {
+			if t.Plain && all[i].Gap < t.MinSpacing {
+				all[i].GapBad = true
 				t.BelowMin++
 			}
 			if i == 1 || all[i].Gap < t.SmallestGap {
@@ -198,6 +253,19 @@ func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, interval
 			t.Retry++
 		}
 		lates = append(lates, all[i].Late())
+	}
+	if !t.Plain {
+		// The form's rule, over the gates' starts in the order above.
+		gates := make([]time.Time, len(all))
+		for i, s := range all {
+			gates[i] = s.Gate
+		}
+		for _, b := range slot.Breaches(ls, skew, gates) {
+			if s := &all[b.J]; !s.GapBad {
+				s.GapBad, s.Span, s.SpanN = true, s.Gate.Sub(all[b.I].Gate), b.J-b.I+1
+				t.BelowMin++
+			}
+		}
 	}
 	t.Starts = all
 	if len(lates) > 0 {
@@ -213,6 +281,9 @@ func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, interval
 		m.Top = baseY - m.H
 		if s.GapBad && i > 0 {
 			m.GapX = t.x(all[i-1].Gate)
+			if s.SpanN > 0 {
+				m.GapX = t.x(s.Gate.Add(-s.Span))
+			}
 		}
 		t.Marks = append(t.Marks, m)
 	}
@@ -226,7 +297,9 @@ func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, interval
 	for at := t.From.Truncate(step).Add(step); !at.After(t.To); at = at.Add(step) {
 		t.Ticks = append(t.Ticks, tick{X: t.x(at), Label: at.UTC().Format("15:04:05")})
 	}
-	t.RulerW = float64(t.MinSpacing) / float64(window) * (plotR - plotL)
+	span, label := ruler(ls, skew)
+	t.RulerLabel = label
+	t.RulerW = float64(span) / float64(window) * (plotR - plotL)
 	t.RulerX = plotR - max(t.RulerW, 1)
 	return t
 }
