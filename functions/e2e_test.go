@@ -32,6 +32,7 @@ import (
 	"github.com/slotq/slotq/internal/dev/motoserver"
 	"github.com/slotq/slotq/internal/dev/samlocal"
 	"github.com/slotq/slotq/internal/dev/samrun"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/pkg/local"
 )
 
@@ -41,29 +42,22 @@ var binDir string // bootstraps built once, for this machine
 // reserve a start.
 const e2eLead = time.Second
 
-func TestMain(m *testing.M) {
-	code := func() int {
-		defer dynamolocal.Stop()
-		defer motoserver.Stop()
-		dir, err := os.MkdirTemp("", "slotq-functions")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		binDir = dir
-		tmpl, err := samlocal.Load(filepath.Join(root, "template.yaml"))
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if err := samlocal.Build(context.Background(), root, binDir, tmpl.Functions()...); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
+func TestMain(m *testing.M) { testenv.Main(m, testenv.Setup(buildBootstraps)) }
+
+// buildBootstraps builds the template's functions for this machine into
+// binDir, a temporary folder it removes when the tests end.
+func buildBootstraps() (undo func(), err error) {
+	dir, err := os.MkdirTemp("", "slotq-functions")
+	if err != nil {
+		return nil, err
+	}
+	undo = func() { os.RemoveAll(dir) }
+	binDir = dir
+	tmpl, err := samlocal.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return undo, err
+	}
+	return undo, samlocal.Build(context.Background(), root, binDir, tmpl.Functions()...)
 }
 
 // deploys counts the stacks deploy made in this process.

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -17,15 +16,12 @@ import (
 	"github.com/slotq/slotq/internal/dev/awsmeter"
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
 	"github.com/slotq/slotq/internal/dev/storetest"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	dynamolocal.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // httpClient is aws.HTTPClient.
 type httpClient interface {

@@ -1,14 +1,9 @@
 package sqstransport_test
 
 import (
-	"os"
 	"testing"
 
-	"github.com/slotq/slotq/internal/dev/motoserver"
+	"github.com/slotq/slotq/internal/dev/testenv"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	motoserver.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
 	"github.com/slotq/slotq/internal/dev/motoserver"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/lambdafn"
@@ -30,12 +31,7 @@ import (
 	"github.com/slotq/slotq/pkg/target"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	dynamolocal.Stop()
-	motoserver.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // A bad environment is an error naming the variable, before any client is
 // built.

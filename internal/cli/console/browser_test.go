@@ -20,6 +20,7 @@ import (
 
 	"github.com/slotq/slotq/internal/cli/console"
 	"github.com/slotq/slotq/internal/dev/localtest"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 	"github.com/slotq/slotq/pkg/local"
@@ -35,11 +36,7 @@ var browser struct {
 	err    error
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	stopBrowser()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, testenv.Stop(stopBrowser)) }
 
 // browserPath finds Chromium (Debian's package `chromium`) or Chrome.
 func browserPath() string {

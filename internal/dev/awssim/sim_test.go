@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/slotq/slotq/internal/dev/awssim"
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
 	"github.com/slotq/slotq/internal/dev/motoserver"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
@@ -26,12 +26,7 @@ import (
 	"github.com/slotq/slotq/pkg/target"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	dynamolocal.Stop()
-	motoserver.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // The simulation on the real adapters: producers enqueue through engines on
 // dynamostore, workers consume the real SQS queue with sqstransport.Receive

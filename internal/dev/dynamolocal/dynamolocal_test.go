@@ -3,7 +3,6 @@ package dynamolocal_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,13 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
+	"github.com/slotq/slotq/internal/dev/testenv"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	dynamolocal.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // These tests are the reason slotq trusts DynamoDB Local where it asserts
 // behaviour under concurrency: many clients race on one item, with no

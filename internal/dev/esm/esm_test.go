@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,17 +18,14 @@ import (
 
 	"github.com/slotq/slotq/internal/dev/esm"
 	"github.com/slotq/slotq/internal/dev/motoserver"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/sqstransport"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	motoserver.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // A queue under test: the mapping's Queue, a way to send to it and to see
 // its dead letters.

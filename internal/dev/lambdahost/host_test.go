@@ -20,25 +20,28 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/slotq/slotq/internal/dev/lambdahost"
+	"github.com/slotq/slotq/internal/dev/testenv"
 )
 
 var echoPath string
 
-func TestMain(m *testing.M) {
+func TestMain(m *testing.M) { testenv.Main(m, testenv.Setup(buildEcho)) }
+
+// buildEcho builds testdata/echo into echoPath, in a temporary folder it
+// removes when the tests end.
+func buildEcho() (undo func(), err error) {
 	dir, err := os.MkdirTemp("", "lambdahost")
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
+	undo = func() { os.RemoveAll(dir) }
 	echoPath = filepath.Join(dir, "bootstrap")
 	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", echoPath, "./testdata/echo")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build echo bootstrap: %v\n%s", err, out)
-		os.Exit(1)
+		return undo, fmt.Errorf("build echo bootstrap: %w\n%s", err, out)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return undo, nil
 }
 
 func start(t *testing.T, fns ...lambdahost.Function) (*lambdahost.Host, *bytes.Buffer) {

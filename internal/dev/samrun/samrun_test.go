@@ -11,14 +11,10 @@ import (
 
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
 	"github.com/slotq/slotq/internal/dev/motoserver"
+	"github.com/slotq/slotq/internal/dev/testenv"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	dynamolocal.Stop()
-	motoserver.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // Invoke builds the real bootstraps and runs them against the endpoints
 // the environment names, starting no emulator of its own; a refusal is an

@@ -1,0 +1,40 @@
+package testenv
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/memstore"
+)
+
+// NewEngine returns engine.New(o), with o's State and Transport the
+// embedded backend's (memstore) where o leaves them out: the set-up most
+// tests of an engine, a handler or a store begin with.
+func NewEngine(t testing.TB, o engine.Options) *engine.Engine {
+	t.Helper()
+	if o.State == nil {
+		o.State = memstore.New(memstore.Options{})
+	}
+	if o.Transport == nil {
+		o.Transport = memstore.NewTransport(memstore.TransportOptions{})
+	}
+	return engine.New(o)
+}
+
+// RunWorkers runs n of tr's workers into eng.Work until the test ends,
+// and waits for them to return before the test's other cleanups (those
+// registered earlier, such as a table's deletion) run.
+func RunWorkers(t testing.TB, tr *memstore.Transport, n int, eng *engine.Engine) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = tr.Run(ctx, n, eng.Work)
+	})
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+}

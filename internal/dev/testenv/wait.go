@@ -1,0 +1,47 @@
+package testenv
+
+import (
+	"testing"
+	"time"
+)
+
+// Patience is how long WaitFor waits for an event before it fails the
+// test: far above what the event takes on a quiet host, so that a host
+// loaded by other test binaries, busy loops or a build slows a test down
+// and never fails it. A test that passes waits only as long as its events
+// take.
+const Patience = time.Minute
+
+// poll is how often WaitFor checks its condition.
+const poll = 10 * time.Millisecond
+
+// WaitFor polls cond until it holds and fails t (Fatal) if it still does not
+// after Patience, or when t's context ends. what says what the test waited
+// for: "4 jobs started", "the dead letter on the DLQ".
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	if !Eventually(t, Patience, cond) {
+		t.Fatalf("waited %v for %s", Patience, what)
+	}
+}
+
+// Eventually polls cond until it holds or d has passed, and reports
+// whether it held. For a test that fails with more to say than WaitFor's
+// message.
+func Eventually(t testing.TB, d time.Duration, cond func() bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-tick.C:
+		case <-t.Context().Done():
+			return cond()
+		}
+	}
+	return true
+}
