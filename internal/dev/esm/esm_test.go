@@ -133,6 +133,17 @@ type receipt struct {
 	id       string
 	at       time.Time
 	receives int
+	// firstRx is when the queue first handed the message out
+	// (ApproximateFirstReceiveTimestamp, in ms): the visibility timeout
+	// counts from a receive, which comes before the function sees the
+	// batch by however long a loaded host takes.
+	firstRx time.Time
+}
+
+// firstReceive reads m's ApproximateFirstReceiveTimestamp.
+func firstReceive(m events.SQSMessage) time.Time {
+	ms, _ := strconv.ParseInt(m.Attributes["ApproximateFirstReceiveTimestamp"], 10, 64)
+	return time.UnixMilli(ms)
 }
 
 // recorder is a function that records its deliveries and fails the
@@ -153,7 +164,7 @@ func (r *recorder) invoke(_ context.Context, ev events.SQSEvent) (events.SQSEven
 			return resp, err
 		}
 		n, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
-		r.seen = append(r.seen, receipt{env.JobID, time.Now(), n})
+		r.seen = append(r.seen, receipt{env.JobID, time.Now(), n, firstReceive(m)})
 		if r.fail(env.JobID, n) {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 		}
@@ -173,12 +184,27 @@ func (r *recorder) receipts(id string) []receipt {
 	return out
 }
 
-func run(t *testing.T, m *esm.Mapping, d time.Duration) {
+// runUntil runs run (a mapping's or a schedule's Run) until cond holds,
+// waited for as testenv.WaitFor does, then stops it and waits for it to
+// return.
+func runUntil(t *testing.T, run func(context.Context) error, what string, cond func() bool) {
 	t.Helper()
-	ctx := ctxFor(t, d)
-	if err := m.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	testenv.WaitFor(t, what, cond)
+}
+
+// deleted reports whether m has deleted n messages: each was delivered
+// and will not come back.
+func deleted(m *esm.Mapping, n int64) func() bool {
+	return func() bool { return m.Stats().Deleted >= n }
 }
 
 // A partial batch response deletes exactly the messages it does not
@@ -188,7 +214,7 @@ func TestPartialBatchFailure(t *testing.T) {
 		q.send(t, "a", "b", "c", "d", "e")
 		r := &recorder{fail: func(id string, n int) bool { return (id == "b" || id == "d") && n == 1 }}
 		m := &esm.Mapping{Queue: q, Invoke: r.invoke, Config: esm.Config{BatchSize: 10, ReportBatchItemFailures: true, Concurrency: 1, PollWait: 200 * time.Millisecond}}
-		run(t, m, 3*visibility)
+		runUntil(t, m.Run, "the 5 messages deleted", deleted(m, 5))
 		for _, id := range []string{"a", "c", "e"} {
 			if got := r.receipts(id); len(got) != 1 {
 				t.Errorf("%s delivered %d times, want once (deleted after its success)", id, len(got))
@@ -199,7 +225,7 @@ func TestPartialBatchFailure(t *testing.T) {
 			if len(got) != 2 {
 				t.Fatalf("%s delivered %d times, want twice (failed once)", id, len(got))
 			}
-			if gap := got[1].at.Sub(got[0].at); gap < visibility-50*time.Millisecond {
+			if gap := got[1].at.Sub(got[1].firstRx); gap < visibility-50*time.Millisecond {
 				t.Errorf("%s came back after %v, before the visibility timeout %v", id, gap, visibility)
 			}
 			if got[1].receives != 2 {
@@ -226,7 +252,14 @@ func TestRedrive(t *testing.T) {
 		q.send(t, "poison", "fine")
 		r := &recorder{fail: func(id string, _ int) bool { return id == "poison" }}
 		m := &esm.Mapping{Queue: q, Invoke: r.invoke, Config: esm.Config{ReportBatchItemFailures: true, Concurrency: 2, PollWait: 200 * time.Millisecond}}
-		run(t, m, time.Duration(maxRx+1)*visibility+700*time.Millisecond)
+		var dead []string
+		runUntil(t, m.Run, "poison on the dead-letter queue", func() bool {
+			if len(r.receipts("poison")) < maxRx {
+				return false
+			}
+			dead = q.dead(t)
+			return len(dead) > 0
+		})
 		if got := r.receipts("poison"); len(got) != maxRx {
 			t.Errorf("poison delivered %d times, want %d (maxReceiveCount)", len(got), maxRx)
 		}
@@ -236,7 +269,7 @@ func TestRedrive(t *testing.T) {
 		if got := r.receipts("fine"); len(got) < 1 || len(got) >= maxRx {
 			t.Errorf("fine delivered %d times, want at least once and fewer than %d", len(got), maxRx)
 		}
-		if dead := q.dead(t); !slices.Equal(dead, []string{"poison"}) {
+		if !slices.Equal(dead, []string{"poison"}) {
 			t.Errorf("dead letters %v, want [poison]", dead)
 		}
 	})
@@ -262,26 +295,27 @@ func TestWholeBatchFails(t *testing.T) {
 			q := memoryQueue(t)
 			q.send(t, "a", "b", "c")
 			var mu sync.Mutex
-			var calls []time.Time
+			var calls, firstRx []time.Time
 			var sizes []int
 			m := &esm.Mapping{Queue: q, Config: esm.Config{ReportBatchItemFailures: true, Concurrency: 1, PollWait: 100 * time.Millisecond},
 				Invoke: func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					calls = append(calls, time.Now())
+					firstRx = append(firstRx, firstReceive(ev.Records[0]))
 					sizes = append(sizes, len(ev.Records))
 					if len(calls) == 1 {
 						return bad(ev)
 					}
 					return events.SQSEventResponse{}, nil
 				}}
-			run(t, m, visibility+500*time.Millisecond)
+			runUntil(t, m.Run, "the batch delivered again and deleted", deleted(m, 3))
 			mu.Lock()
 			defer mu.Unlock()
 			if len(calls) != 2 || !slices.Equal(sizes, []int{3, 3}) {
 				t.Fatalf("batches of %v, want [3 3]: the failed batch whole again", sizes)
 			}
-			if gap := calls[1].Sub(calls[0]); gap < visibility-20*time.Millisecond {
+			if gap := calls[1].Sub(firstRx[1]); gap < visibility-20*time.Millisecond {
 				t.Errorf("the batch came back after %v, before the visibility timeout", gap)
 			}
 		})
@@ -295,7 +329,7 @@ func TestNoReportDeletesAll(t *testing.T) {
 	q.send(t, "a", "b")
 	r := &recorder{fail: func(string, int) bool { return true }}
 	m := &esm.Mapping{Queue: q, Invoke: r.invoke, Config: esm.Config{Concurrency: 1, PollWait: 100 * time.Millisecond}}
-	run(t, m, visibility+300*time.Millisecond)
+	runUntil(t, m.Run, "both messages deleted", deleted(m, 2))
 	if len(r.receipts("a")) != 1 || len(r.receipts("b")) != 1 {
 		t.Errorf("deliveries %v, want each once", r.seen)
 	}
@@ -311,7 +345,11 @@ func TestConcurrencyAndBatching(t *testing.T) {
 			ids = append(ids, fmt.Sprint(i))
 		}
 		q.send(t, ids...)
+		// Each invocation holds its batch until three run at once (or
+		// for testenv.Patience, if they never do).
 		var inFlight, most atomic.Int32
+		three := make(chan struct{})
+		var once sync.Once
 		m := &esm.Mapping{Queue: q, Config: esm.Config{BatchSize: 2, Concurrency: 3, PollWait: 100 * time.Millisecond},
 			Invoke: func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 				if len(ev.Records) > 2 {
@@ -320,11 +358,17 @@ func TestConcurrencyAndBatching(t *testing.T) {
 				n := inFlight.Add(1)
 				for o := most.Load(); n > o && !most.CompareAndSwap(o, n); o = most.Load() {
 				}
-				time.Sleep(200 * time.Millisecond)
+				if n == 3 {
+					once.Do(func() { close(three) })
+				}
+				select {
+				case <-three:
+				case <-time.After(testenv.Patience):
+				}
 				inFlight.Add(-1)
 				return events.SQSEventResponse{}, nil
 			}}
-		run(t, m, 600*time.Millisecond)
+		runUntil(t, m.Run, "the 6 messages deleted", deleted(m, 6))
 		if most.Load() != 3 {
 			t.Errorf("at most %d invocations at once, want 3", most.Load())
 		}
@@ -346,7 +390,7 @@ func TestConcurrencyAndBatching(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 		}()
-		run(t, m, 700*time.Millisecond)
+		runUntil(t, m.Run, "the 3 messages delivered", deleted(m, 3))
 		mu.Lock()
 		defer mu.Unlock()
 		if !slices.Equal(sizes, []int{3}) {
@@ -389,10 +433,11 @@ func TestSchedule(t *testing.T) {
 		}}
 	// Fails twice at once (retries after 1s would pass the period: the
 	// backoff is capped at it), succeeds on the second retry, then ticks.
-	run := ctxFor(t, 1250*time.Millisecond)
-	if err := s.Run(run); err != nil {
-		t.Fatal(err)
-	}
+	runUntil(t, s.Run, "4 invocations", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) >= 4
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(got) < 4 || got[0] != `{"source":"slotq.schedule"}` {
