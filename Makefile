@@ -58,7 +58,7 @@ dynamodb-local: ## Run DynamoDB Local on 127.0.0.1:$(DYNAMODB_PORT) and print th
 
 .PHONY: bench
 bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Local + moto), the lanes workload (keys) and the cost report (docs/costs.md)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./pkg/... ./internal/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./cmd/... ./pkg/... ./internal/...
 	SLOTQ_SIM_WEEK=1 $(GO) test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/
 	$(GO) run ./cmd/slotq bench
 	@echo "the limit's other forms: a rate with a burst at 500 starts/s, a window, both on the embedded engine:"

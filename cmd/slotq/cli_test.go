@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slotq/slotq/internal/dev/localtest"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
@@ -194,7 +195,10 @@ func TestCommands(t *testing.T) {
 // stats.
 func TestLaneCommands(t *testing.T) {
 	c := cli{t: t, endpoint: runLocalRuntime(t)}
-	golden(t, "create-lanes", c.ok("queues", "create", "accounts", "--interval", "100ms", "--max-running", "1"))
+	// A skew a loaded host's worker keeps within (the stack's 10ms is
+	// not): a worker that begins a later than the skew gives its slot up
+	// for a new ticket, and b and c take other tickets than the goldens'.
+	golden(t, "create-lanes", c.ok("queues", "create", "accounts", "--interval", "100ms", "--skew", "75ms", "--max-running", "1"))
 	// a holds key acct-1 and the one running place for 5s; b waits for
 	// the key, c (no key) for the place. Each is enqueued once the one
 	// before it runs or waits: the worker works a batch's jobs of one
@@ -203,7 +207,7 @@ func TestLaneCommands(t *testing.T) {
 	golden(t, "enqueue-key", c.ok("enqueue", "accounts", "--kind", "sleep", "--payload", `{"ms":5000}`, "--key", "acct-1", "--id", "a"))
 	waitStatus := func(id string, want job.Status) {
 		t.Helper()
-		waitFor(t, fmt.Sprintf("%s %s", id, want), 10*time.Second, func() bool {
+		testenv.WaitFor(t, fmt.Sprintf("%s %s", id, want), func() bool {
 			var j job.Job
 			c.okJSON(&j, "jobs", "get", "accounts", id)
 			return j.Status == want
@@ -244,10 +248,13 @@ func TestLaneCommands(t *testing.T) {
 // (not_retryable), and a refused call runs none of the jobs it named.
 func TestRetryCommand(t *testing.T) {
 	c := cli{t: t, endpoint: runLocalRuntime(t)}
-	// Enqueued while paused, then started 100ms apart, so each job's first
-	// retry takes its ticket before the next job starts: the tickets below
-	// are the same on every run.
-	c.ok("queues", "create", "flaky", "--interval", "100ms", "--max-attempts", "2", "--backoff", "10ms")
+	// Enqueued while paused, then started 300ms apart, so each job's first
+	// retry takes its ticket before the next job starts (a loaded host's
+	// worker takes far less than that to record a failure) and the
+	// failed jobs' order below is the same on every run. The skew is one
+	// a loaded host's worker keeps within: one that wakes later gives its
+	// slot up for a new ticket.
+	c.ok("queues", "create", "flaky", "--interval", "300ms", "--skew", "250ms", "--max-attempts", "2", "--backoff", "10ms")
 	c.ok("queues", "pause", "flaky")
 	for i := range 5 {
 		c.ok("enqueue", "flaky", "--kind", "fail", "--id", fmt.Sprintf("f%d", i), "--payload", `{"times": 2, "error": "upstream 503"}`)
@@ -260,20 +267,14 @@ func TestRetryCommand(t *testing.T) {
 	}
 	waitAll := func(want job.Status, ids ...string) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			n := 0
+		testenv.WaitFor(t, fmt.Sprintf("%v %s", ids, want), func() bool {
 			for _, id := range ids {
-				if status(id).Status == want {
-					n++
+				if status(id).Status != want {
+					return false
 				}
 			}
-			if n == len(ids) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %v %s after 20s", n, ids, want)
-			}
-		}
+			return true
+		})
 	}
 	waitAll(job.Failed, "f0", "f1", "f2", "f3", "f4")
 	c.ok("queues", "pause", "flaky")
@@ -344,7 +345,11 @@ func TestRetryCommand(t *testing.T) {
 // job ended: 0 succeeded, 3 failed or cancelled, 4 the wait timed out.
 func TestWaitCommands(t *testing.T) {
 	c := cli{t: t, endpoint: runLocalRuntime(t)}
-	c.ok("queues", "create", "reports", "--interval", "50ms", "--max-attempts", "2", "--backoff", "10ms")
+	// A skew a loaded host's worker keeps within (the default, 2ms of a
+	// 50ms interval, is not): a worker that wakes later than the skew
+	// gives its slot up and the job takes a new ticket, which the golden
+	// record of a first-ticket start does not show.
+	c.ok("queues", "create", "reports", "--interval", "200ms", "--skew", "150ms", "--max-attempts", "2", "--backoff", "10ms")
 	late := regexp.MustCompile(`(?m)^(late +)\S+|-?\d+ms late`)
 	out := c.ok("enqueue", "reports", "--kind", "echo", "--id", "r1", "--payload", `{"rows": 3}`, "--wait")
 	golden(t, "enqueue-wait", late.ReplaceAllString(out, "$1<varies>"))

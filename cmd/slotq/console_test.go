@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/pkg/api"
 )
 
@@ -68,8 +69,8 @@ func TestConsoleCommands(t *testing.T) {
 	case l := <-line:
 		_, url, _ = strings.Cut(l, "slotq console: ")
 		url, _, _ = strings.Cut(url, " ")
-	case <-time.After(30 * time.Second):
-		t.Fatal("slotq console printed no address in 30s")
+	case <-time.After(testenv.Patience):
+		t.Fatalf("slotq console printed no address in %v", testenv.Patience)
 	}
 	if page := get(t, url+"queues/watched"); !strings.Contains(page, "watched") || !strings.Contains(page, "2s") {
 		t.Errorf("slotq console's queue page:\n%.500s", page)

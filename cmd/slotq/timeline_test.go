@@ -6,11 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/pkg/api"
 
 	"github.com/slotq/slotq/internal/dev/localtest"
@@ -86,19 +86,12 @@ func TestTimelineCommand(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		ids.WriteString(c.ok("enqueue", "fast", "--kind", "echo", "--id", id, "--json"))
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for _, id := range []string{"a", "b", "c"} {
-		for {
+		testenv.WaitFor(t, id+" to succeed", func() bool {
 			var j struct{ Status string }
 			c.okJSON(&j, "jobs", "get", "fast", id)
-			if j.Status == "succeeded" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("job %s is %s after 10s", id, j.Status)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return j.Status == "succeeded"
+		})
 	}
 	out := c.ok("timeline", "fast", "a", "b", "c")
 	if !strings.Contains(out, "fast: 3 starts") || !strings.Contains(out, "interval 100ms") || strings.Count(out, "*") < 3 {
@@ -138,31 +131,12 @@ func TestTimelineCommand(t *testing.T) {
 	}
 }
 
-// syncBuffer is a buffer the local runtime's logger writes to from its
-// goroutines while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // slotq timeline --log reads the text log `slotq local --log info` writes
 // on stderr (make run ARGS='--log info' 2>run.log): slog's text handler,
 // as the local runtime's functions log through it. The live view's lines
 // are refused with what to give instead.
 func TestTimelineTextLog(t *testing.T) {
-	var log syncBuffer
+	var log testenv.Buffer
 	url := localtest.Start(t, local.Options{
 		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))}).InvokeURL
 	c := cli{t: t, endpoint: url}
