@@ -70,7 +70,7 @@ type stack struct {
 	invoke *lambda.Client
 	ddb    *dynamodb.Client
 	sqs    *sqs.Client
-	logs   *syncBuffer
+	logs   *testenv.Buffer
 }
 
 func deploy(t *testing.T, params map[string]string) *stack {
@@ -99,7 +99,7 @@ func deploy(t *testing.T, params map[string]string) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	host, err := lambdahost.Start(fns, lambdahost.Options{Output: logs})
 	if err != nil {
 		t.Fatal(err)
@@ -594,21 +594,4 @@ func (r *recorder) waitFor(t *testing.T, n int, timeout time.Duration) {
 			t.Fatalf("%d of %d jobs started within %v", r.count(), n, timeout)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,13 +1,11 @@
 package local_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,27 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/slotq/slotq/internal/dev/localtest"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/pkg/local"
 )
-
-// lockedBuffer is the live view's output, read while Run writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // invoker calls the local runtime's functions through the Invoke API.
 type invoker struct {
@@ -79,7 +60,7 @@ func TestLanes(t *testing.T) {
 		work       = 3 * interval
 		keys, jobs = 3, 10
 	)
-	var view lockedBuffer
+	var view testenv.Buffer
 	ends := localtest.Start(t, local.Options{
 		Out: &view, JSON: true,
 		// The schedule often, so that the view shows the lanes' figures.

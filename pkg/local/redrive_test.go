@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/slotq/slotq/internal/dev/localtest"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/pkg/local"
 )
@@ -86,7 +87,7 @@ func waitSucceeded(t *testing.T, c invoker, id string) job.Job {
 // their third receive.
 func startRedriveStack(t *testing.T) invoker {
 	ends := localtest.Start(t, local.Options{
-		Out:   &lockedBuffer{},
+		Out:   &testenv.Buffer{},
 		Stack: local.Stack{VisibilityTimeout: 200 * time.Millisecond, MaxReceiveCount: 2},
 	})
 	return invoker{t, lambda.New(lambda.Options{Region: "us-east-1", BaseEndpoint: aws.String(ends.InvokeURL), Credentials: aws.AnonymousCredentials{}})}
