@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
@@ -225,4 +226,63 @@ func BenchmarkResumeRun(b *testing.B) {
 			b.ReportMetric(calls/float64(b.N), "calls/run")
 		})
 	}
+}
+
+// BenchmarkStartOnDynamoDB: a job enqueued on an idle queue, on DynamoDB
+// Local with the embedded transport and 4 workers, until its target
+// starts. It reports the time from the enqueue call to the target's start
+// (ms/start) and from the job's slot to it (late-ms/start): the figures a
+// test can count on a quiet host only (TestSlowGateWrites and
+// TestResumeScheduledInAnyOrderOnDynamoDB assert order, once and spacing,
+// and log them).
+func BenchmarkStartOnDynamoDB(b *testing.B) {
+	st := newStore(b)
+	type start struct {
+		id     string
+		at     time.Time
+		slotAt time.Time
+	}
+	starts := make(chan start, 1)
+	runner := runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
+		starts <- start{j.ID, time.Now(), j.SlotAt}
+		return nil
+	})
+	tr := memstore.NewTransport(memstore.TransportOptions{})
+	eng := testenv.NewEngine(b, engine.Options{State: st, Transport: tr, Runner: runner})
+	testenv.RunWorkers(b, tr, 4, eng)
+	ctx := b.Context()
+	n := 0
+	one := func() (took, late time.Duration) {
+		// A queue of its own, made before the clock starts: its slot is
+		// open, whatever the iteration before took.
+		n++
+		id, q := fmt.Sprintf("j%d", n), fmt.Sprintf("start-%d", n)
+		if _, err := eng.CreateQueue(ctx, q, slot.Config{Interval: time.Second, Skew: 250 * time.Millisecond}); err != nil {
+			b.Fatal(err)
+		}
+		began := time.Now()
+		if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: q, Job: &job.Spec{ID: id, Kind: "k"}}); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case s := <-starts:
+			if s.id != id {
+				b.Fatalf("started %s, want %s", s.id, id)
+			}
+			return s.at.Sub(began), s.at.Sub(s.slotAt)
+		case <-time.After(testenv.Patience):
+			b.Fatalf("%s did not start within %v", id, testenv.Patience)
+		}
+		return 0, 0
+	}
+	for range 20 { // DynamoDB Local's JVM warms up
+		one()
+	}
+	var took, late time.Duration
+	for b.Loop() {
+		t, l := one()
+		took, late = took+t, late+l
+	}
+	b.ReportMetric(float64(took.Microseconds())/1000/float64(b.N), "ms/start")
+	b.ReportMetric(float64(late.Microseconds())/1000/float64(b.N), "late-ms/start")
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/cli/timeline"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
@@ -277,7 +278,7 @@ func runFaults(t *testing.T, seed uint64) faultResult {
 	wg.Wait()
 
 	// Wait until every accepted job is final.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testenv.Patience)
 	for {
 		mu.Lock()
 		ids := make([]string, 0, len(res.accepted))
@@ -296,7 +297,7 @@ func runFaults(t *testing.T, seed uint64) faultResult {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("%d of %d jobs not final after 30s", left, len(ids))
+			t.Errorf("%d of %d jobs not final after %v", left, len(ids), testenv.Patience)
 			break
 		}
 		time.Sleep(200 * time.Millisecond)

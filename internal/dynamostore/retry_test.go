@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
@@ -39,20 +40,12 @@ func TestRetryConcurrent(t *testing.T) {
 	tr := memstore.NewTransport(memstore.TransportOptions{VisibilityTimeout: time.Second, DuplicateRate: 0.2, Seed: 3})
 	// A losing retry's message waits RecordGrace for a record that never
 	// comes: keep it short.
-	eng := engine.New(engine.Options{State: st, Transport: tr, Runner: runner, NoAutoCreate: true, Lease: 5 * time.Second, RecordGrace: time.Second})
+	eng := testenv.NewEngine(t, engine.Options{State: st, Transport: tr, Runner: runner, NoAutoCreate: true, Lease: 5 * time.Second, RecordGrace: time.Second})
 	const queue, n = "rtr", 24
 	if _, err := eng.CreateQueue(ctx, queue, slot.Config{Interval: 20 * time.Millisecond, Skew: 5 * time.Millisecond, MaxAttempts: 1}); err != nil {
 		t.Fatal(err)
 	}
-	bg, stop := context.WithCancel(context.Background())
-	var bgwg sync.WaitGroup
-	bgwg.Go(func() {
-		_ = tr.Run(bg, 6, func(ctx context.Context, env job.Envelope) error { return eng.Work(ctx, env) })
-	})
-	defer func() {
-		stop()
-		bgwg.Wait()
-	}()
+	testenv.RunWorkers(t, tr, 6, eng)
 	ids := make([]string, n)
 	req := job.EnqueueRequest{Queue: queue}
 	for i := range ids {
@@ -64,22 +57,15 @@ func TestRetryConcurrent(t *testing.T) {
 	}
 	waitAll := func(want job.Status) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; {
-			left := 0
+		testenv.WaitFor(t, fmt.Sprintf("%d jobs %s", n, want), func() bool {
 			for _, id := range ids {
 				j, err := st.GetJob(ctx, job.Ref{Queue: queue, ID: id})
 				if err != nil || j.Status != want {
-					left++
+					return false
 				}
 			}
-			if left == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d jobs not %s after 30s", left, want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return true
+		})
 	}
 	waitAll(job.Failed)
 

@@ -38,7 +38,7 @@ func (f doFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
 // through wrap (nil: straight on) to the server, concurrent requests
 // concurrently: DynamoDB Local is as atomic as DynamoDB, so the tests see
 // the races production would.
-func newClient(t *testing.T, wrap func(httpClient) httpClient, opts ...func(*dynamodb.Options)) *dynamodb.Client {
+func newClient(t testing.TB, wrap func(httpClient) httpClient, opts ...func(*dynamodb.Options)) *dynamodb.Client {
 	t.Helper()
 	dynamolocal.Require(t)
 	cfg, err := config.LoadDefaultConfig(t.Context())
@@ -56,7 +56,7 @@ func newClient(t *testing.T, wrap func(httpClient) httpClient, opts ...func(*dyn
 var tables atomic.Int64
 
 // newTable creates a table of its own for t.
-func newTable(t *testing.T, api dynamostore.DynamoDBAPI) string {
+func newTable(t testing.TB, api dynamostore.DynamoDBAPI) string {
 	t.Helper()
 	name := fmt.Sprintf("slotq-%s-%d", regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(t.Name(), "."), tables.Add(1))
 	if len(name) > 200 {
@@ -68,7 +68,7 @@ func newTable(t *testing.T, api dynamostore.DynamoDBAPI) string {
 	return name
 }
 
-func newStore(t *testing.T) *dynamostore.Store {
+func newStore(t testing.TB) *dynamostore.Store {
 	t.Helper()
 	api := newClient(t, nil)
 	return dynamostore.New(api, newTable(t, api), dynamostore.Options{})

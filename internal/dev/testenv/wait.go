@@ -10,10 +10,10 @@ import (
 // loaded by other test binaries, busy loops or a build slows a test down
 // and never fails it. A test that passes waits only as long as its events
 // take.
-const Patience = time.Minute
+const Patience = 2 * time.Minute
 
 // poll is how often WaitFor checks its condition.
-const poll = 10 * time.Millisecond
+const poll = 25 * time.Millisecond
 
 // WaitFor polls cond until it holds and fails t (Fatal) if it still does not
 // after Patience, or when t's context ends. what says what the test waited
