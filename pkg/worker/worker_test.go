@@ -122,12 +122,30 @@ func TestNewHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Deliver the slot queue's messages as the event source would.
-	var ev events.SQSEvent
-	for deadline := time.Now().Add(30 * time.Second); len(ev.Records) < len(res.Jobs); {
-		if time.Now().After(deadline) {
-			t.Fatalf("received %d of %d messages", len(ev.Records), len(res.Jobs))
+	// Deliver the slot queue's messages as the event source would, until
+	// every job has ended: the first delivery carries both, and a worker
+	// that a loaded host (or moto) makes late for a slot queues its job
+	// again, for a later one.
+	state := dynamostore.New(ddb, table, dynamostore.Options{})
+	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute) // the invocation's deadline
+	defer cancel()
+	deliver := func(ev events.SQSEvent) {
+		t.Helper()
+		resp, err := h.Handle(ictx, ev)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if len(resp.BatchItemFailures) != 0 {
+			t.Errorf("batch item failures %v", resp.BatchItemFailures)
+		}
+		for _, m := range ev.Records {
+			if _, err := sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: &m.ReceiptHandle}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	receive := func() events.SQSEvent {
+		t.Helper()
 		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
@@ -135,19 +153,33 @@ func TestNewHandler(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var ev events.SQSEvent
 		for _, m := range out.Messages {
 			ev.Records = append(ev.Records, sqstransport.EventOf(m, "arn:aws:sqs:us-east-1:123456789012:slots"))
 		}
+		return ev
 	}
-	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute) // the invocation's deadline
-	defer cancel()
-	resp, err := h.Handle(ictx, ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.BatchItemFailures) != 0 {
-		t.Errorf("batch item failures %v", resp.BatchItemFailures)
-	}
+	var first events.SQSEvent
+	testenv.WaitFor(t, fmt.Sprintf("%d messages on the slot queue", len(res.Jobs)), func() bool {
+		first.Records = append(first.Records, receive().Records...)
+		return len(first.Records) >= len(res.Jobs)
+	})
+	deliver(first)
+	testenv.WaitFor(t, "every job to end", func() bool {
+		for _, a := range res.Jobs {
+			j, err := state.GetJob(ctx, job.Ref{Queue: "greetings", ID: a.JobID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !j.Status.Final() {
+				if ev := receive(); len(ev.Records) > 0 {
+					deliver(ev)
+				}
+				return false
+			}
+		}
+		return true
+	})
 	if len(greeted) != 1 || greeted[0] != "Ada" {
 		t.Errorf("greet ran for %v, want [Ada]", greeted)
 	}
@@ -156,7 +188,6 @@ func TestNewHandler(t *testing.T) {
 		t.Errorf("the echo kind did not log its payload:\n%s", logs.String())
 	}
 	logMu.Unlock()
-	state := dynamostore.New(ddb, table, dynamostore.Options{})
 	for _, a := range res.Jobs {
 		j, err := state.GetJob(ctx, job.Ref{Queue: "greetings", ID: a.JobID})
 		if err != nil {
