@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
-	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
 )
 
@@ -19,19 +19,20 @@ import (
 // queue moving every round and each queue's order kept.
 func TestResumeBacklogOnDynamoDB(t *testing.T) {
 	st := newStore(t)
-	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{}), ResumeBudget: 10})
+	eng := testenv.NewEngine(t, engine.Options{State: st, ResumeBudget: 10})
 	ctx := t.Context()
 	const queues, perQueue = 4, 30
 	prefix := fmt.Sprintf("rb-%d", time.Now().UnixNano())
 	var names []string
-	until := time.Now().Add(2 * time.Second)
+	// Paused while the backlog is enqueued (however long a loaded host
+	// takes), then until a moment ahead, which the resume runs lift.
 	for i := range queues {
 		q := fmt.Sprintf("%s-%d", prefix, i)
 		names = append(names, q)
 		if _, err := eng.CreateQueue(ctx, q, slot.Config{Interval: 100 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := eng.Pause(ctx, q, until); err != nil {
+		if _, err := eng.Pause(ctx, q, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		req := job.EnqueueRequest{Queue: q}
@@ -39,6 +40,13 @@ func TestResumeBacklogOnDynamoDB(t *testing.T) {
 			req.Jobs = append(req.Jobs, job.Spec{ID: fmt.Sprintf("j%04d", j), Kind: "k"})
 		}
 		if _, err := eng.Enqueue(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var until time.Time
+	for _, q := range names {
+		until = time.Now().Add(500 * time.Millisecond)
+		if _, err := eng.Pause(ctx, q, until); err != nil {
 			t.Fatal(err)
 		}
 	}
