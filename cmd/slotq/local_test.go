@@ -66,8 +66,10 @@ func startLocal(t *testing.T, env []string, args ...string) *localProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	cmd := exec.Command(bin, append([]string{"local", "--json", "--addr", addr, "--console", freeAddr(t), "--template", "../../template.yaml"}, args...)...)
+	// Ports the system picks, read back from the ready event: a port
+	// found free and then given to slotq local may be taken meanwhile by
+	// another test binary.
+	cmd := exec.Command(bin, append([]string{"local", "--json", "--addr", "127.0.0.1:0", "--console", "127.0.0.1:0", "--template", "../../template.yaml"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -77,7 +79,7 @@ func startLocal(t *testing.T, env []string, args ...string) *localProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &localProc{cmd: cmd, url: "http://" + addr, ready: make(chan struct{}), done: make(chan struct{})}
+	p := &localProc{cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		sc := bufio.NewScanner(stdout)
@@ -90,6 +92,7 @@ func startLocal(t *testing.T, env []string, args ...string) *localProc {
 			p.events = append(p.events, m)
 			p.mu.Unlock()
 			if m["event"] == "ready" {
+				p.url, _ = m["invoke_url"].(string)
 				p.console, _ = m["console_url"].(string)
 				close(p.ready)
 			}
