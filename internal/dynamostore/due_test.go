@@ -307,7 +307,7 @@ func legacyRecords(t *testing.T) (*engine.Engine, legacyFound) {
 	api := newClient(t, nil)
 	table := newTable(t, api)
 	st := dynamostore.New(api, table, dynamostore.Options{})
-	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{})})
+	eng := testenv.NewEngine(t, engine.Options{State: st})
 	ctx := t.Context()
 	far, held := "reindex-far", "reindex-held"
 	for _, q := range []string{far, held} {
@@ -373,7 +373,7 @@ func TestDueIndexBackfilling(t *testing.T) {
 		})
 	})
 	st := dynamostore.New(api, newTable(t, api), dynamostore.Options{})
-	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{})})
+	eng := testenv.NewEngine(t, engine.Options{State: st})
 	backfill.Store(true)
 	if _, err := st.ListDue(t.Context(), time.Now(), 10); !errors.Is(err, engine.ErrIndexNotReady) {
 		t.Fatalf("ListDue on a backfilling index: %v, want ErrIndexNotReady", err)

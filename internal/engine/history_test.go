@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -43,7 +44,7 @@ func TestHistory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		tr := memstore.NewTransport(memstore.TransportOptions{})
-		eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: failUntil{ok: 2}})
+		eng := testenv.NewEngine(t, engine.Options{Transport: tr, Runner: failUntil{ok: 2}})
 		if _, err := eng.CreateQueue(ctx, "q", slot.Config{}); err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +111,7 @@ func TestHistoryBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		tr := memstore.NewTransport(memstore.TransportOptions{})
-		eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: failUntil{ok: 40}})
+		eng := testenv.NewEngine(t, engine.Options{Transport: tr, Runner: failUntil{ok: 40}})
 		if _, err := eng.CreateQueue(ctx, "q", slot.Config{MaxAttempts: 40, Backoff: time.Second, MaxBackoff: time.Second}); err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +169,7 @@ func TestHandBackRecorded(t *testing.T) {
 		ctx := context.Background()
 		tr := &keep{Transport: memstore.NewTransport(memstore.TransportOptions{})}
 		obs := &events{}
-		eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: failUntil{}, Observer: obs})
+		eng := testenv.NewEngine(t, engine.Options{Transport: tr, Runner: failUntil{}, Observer: obs})
 		iv := slot.Duration(time.Minute)
 		if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Interval: &iv, Jobs: []job.Spec{{ID: "a", Kind: "k"}, {ID: "b", Kind: "k"}}}); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -50,7 +51,7 @@ func TestRedriveKeepsLead(t *testing.T) {
 		ctx := context.Background()
 		const lead = 300 * time.Millisecond
 		tr := &sendLog{Transport: memstore.NewTransport(memstore.TransportOptions{})}
-		eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Lead: lead})
+		eng := testenv.NewEngine(t, engine.Options{Transport: tr, Lead: lead})
 		if _, err := eng.CreateQueue(ctx, "later", slot.Config{Interval: time.Minute}); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -152,7 +153,7 @@ func TestResumeOverlappingRunsKeepParkedOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memstore.New(memstore.Options{})
 		st := slowState{State: mem, latency: 5 * time.Millisecond}
-		eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{})})
+		eng := testenv.NewEngine(t, engine.Options{State: st})
 		const n = 300
 		parkBacklog(t, eng, []string{"overlap"}, n)
 
@@ -184,14 +185,14 @@ func TestResumeBacklogAcrossQueues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memstore.New(memstore.Options{})
 		st := slowState{State: mem, latency: 10 * time.Millisecond}
-		eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{}), ResumeBudget: 50})
+		eng := testenv.NewEngine(t, engine.Options{State: st, ResumeBudget: 50})
 		const queues, perQueue = 50, 200
 		var names []string
 		for i := range queues {
 			names = append(names, fmt.Sprintf("q%02d", i))
 		}
 		// Enqueue without the latency: it is the resume runs being timed.
-		parkBacklog(t, engine.New(engine.Options{State: mem, Transport: memstore.NewTransport(memstore.TransportOptions{})}), names, perQueue)
+		parkBacklog(t, testenv.NewEngine(t, engine.Options{State: mem}), names, perQueue)
 
 		left := map[string]int{}
 		total := 0

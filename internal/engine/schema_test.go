@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
@@ -25,7 +26,7 @@ func (building) ListDue(context.Context, time.Time, int) ([]engine.DueEntry, err
 func TestUpgradeSchemaInPages(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(memstore.Options{})
-	eng := engine.New(engine.Options{State: building{store}, Transport: memstore.NewTransport(memstore.TransportOptions{})})
+	eng := testenv.NewEngine(t, engine.Options{State: building{store}})
 	const queues = 150 // more than a run's page (100)
 	for i := range queues {
 		if _, err := eng.CreateQueue(ctx, fmt.Sprintf("q%03d", i), slot.Config{Interval: time.Second}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/attempt"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -163,9 +164,7 @@ func TestWorkerAndResumeLines(t *testing.T) {
 		rec := metrics.New(metrics.Options{Namespace: "test-ns", Dimension: "Line", Logger: log})
 		tr := memstore.NewTransport(memstore.TransportOptions{})
 		runs := &startLog{}
-		eng := engine.New(engine.Options{
-			State: memstore.New(memstore.Options{}), Transport: tr, Runner: runs, Observer: rec, Figures: true,
-		})
+		eng := testenv.NewEngine(t, engine.Options{Transport: tr, Runner: runs, Observer: rec, Figures: true})
 		iv := slot.Duration(time.Second)
 		ids := []string{"a", "b", "flaky", "doomed", "c"}
 		var specs []job.Spec
@@ -244,7 +243,7 @@ func TestParkAndRelease(t *testing.T) {
 		log := slog.New(slog.NewJSONHandler(&out, nil))
 		rec := metrics.New(metrics.Options{Logger: log})
 		tr := memstore.NewTransport(memstore.TransportOptions{})
-		eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: &startLog{}, Observer: rec})
+		eng := testenv.NewEngine(t, engine.Options{Transport: tr, Runner: &startLog{}, Observer: rec})
 		if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Jobs: []job.Spec{{ID: "a", Kind: "k"}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +351,7 @@ func TestResumeLaneLines(t *testing.T) {
 		rec := metrics.New(metrics.Options{Logger: log})
 		tr := memstore.NewTransport(memstore.TransportOptions{})
 		runner := blockingRunner{release: make(chan struct{})}
-		eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: runner, Observer: rec, Figures: true})
+		eng := testenv.NewEngine(t, engine.Options{Transport: tr, Runner: runner, Observer: rec, Figures: true})
 		if _, err := eng.CreateQueue(ctx, "capped", slot.Config{Interval: time.Second, MaxRunning: 1}); err != nil {
 			t.Fatal(err)
 		}

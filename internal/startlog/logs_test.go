@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -140,8 +141,7 @@ func TestEngineStartLine(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr}))
 	ring := &Ring{}
 	store := memstore.New(memstore.Options{})
-	eng := engine.New(engine.Options{State: store, Transport: memstore.NewTransport(memstore.TransportOptions{}),
-		Logger: log, Observer: ring, Lead: -1})
+	eng := testenv.NewEngine(t, engine.Options{State: store, Logger: log, Observer: ring, Lead: -1})
 	ctx := context.Background()
 	if _, err := eng.CreateQueue(ctx, "emails.v2", slot.Config{Interval: time.Second}); err != nil {
 		t.Fatal(err)

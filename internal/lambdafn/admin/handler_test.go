@@ -13,6 +13,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/slotq/slotq/internal/dev/sample"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -307,9 +308,7 @@ func TestStatsActivity(t *testing.T) {
 func TestConfigureKeepsWhatItLeavesOut(t *testing.T) {
 	// The stack's defaults, as functions/admin gives them to both.
 	d := slot.Config{Interval: 3 * time.Second, Targets: []string{"lambda:default"}}
-	h := &Handler{Engine: engine.New(engine.Options{
-		State: memstore.New(memstore.Options{}), Transport: memstore.NewTransport(memstore.TransportOptions{}), Defaults: d,
-	}), Defaults: d}
+	h := &Handler{Engine: testenv.NewEngine(t, engine.Options{Defaults: d}), Defaults: d}
 	ctx := context.Background()
 	do := func(body string) slot.Config {
 		t.Helper()

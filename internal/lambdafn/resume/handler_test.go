@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/dev/sample"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -19,7 +20,7 @@ import (
 func TestHandleSampleEvent(t *testing.T) {
 	b := sample.Event(t, "resume-schedule.json")
 	st := memstore.New(memstore.Options{})
-	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{})})
+	eng := testenv.NewEngine(t, engine.Options{State: st})
 	ctx := context.Background()
 	if _, err := eng.CreateQueue(ctx, "emails", engine.Queue{}.Config); err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func TestHandleWritesMetrics(t *testing.T) {
 	var logs strings.Builder
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	rec := metrics.New(metrics.Options{Logger: log, Dimension: metrics.DefaultDimension})
-	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{}), Observer: rec, Figures: true})
+	eng := testenv.NewEngine(t, engine.Options{State: st, Observer: rec, Figures: true})
 	far := time.Now().Add(time.Hour)
 	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails", Jobs: []job.Spec{{ID: "later", Kind: "k", NotBefore: &far}}}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -48,7 +49,7 @@ func TestHandleWritesMetrics(t *testing.T) {
 	tr := &sent{Transport: memstore.NewTransport(memstore.TransportOptions{})}
 	// A lead and a skew that a loaded test host's scheduling keeps within
 	// (real time here): a worker later than the skew gives its slot up.
-	eng := engine.New(engine.Options{State: memstore.New(memstore.Options{}), Transport: tr, Runner: okRunner{}, Observer: rec, Lead: 100 * time.Millisecond})
+	eng := testenv.NewEngine(t, engine.Options{Transport: tr, Runner: okRunner{}, Observer: rec, Lead: 100 * time.Millisecond})
 	const skew = 200 * time.Millisecond
 	if _, err := eng.CreateQueue(ctx, "emails", slot.Config{Interval: time.Second, Skew: skew}); err != nil {
 		t.Fatal(err)
