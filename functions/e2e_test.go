@@ -474,7 +474,7 @@ func TestFlow(t *testing.T) {
 	}()
 
 	// Three start; then pause until a little later.
-	rec.waitFor(t, 3, 10*time.Second)
+	rec.waitFor(t, 3)
 	until := time.Now().Add(3 * time.Second)
 	var p answer
 	s.call(t, "AdminFunction", fmt.Appendf(nil, `{"op":"pause","queue":"flow","until":%q}`, until.UTC().Format(time.RFC3339Nano)), &p)
@@ -495,7 +495,7 @@ func TestFlow(t *testing.T) {
 	t.Logf("while paused: %d started, stats %v", rec.count(), stats.Stats)
 
 	// The schedule's resume lifts the pause and releases the parked jobs.
-	rec.waitFor(t, n, 20*time.Second)
+	rec.waitFor(t, n)
 
 	// The starts the gate judged: the records' started_at, which the
 	// target's own receipt times trail by the worker's and the HTTP
@@ -584,14 +584,14 @@ func (r *recorder) starts() []start {
 
 func (r *recorder) count() int { return len(r.starts()) }
 
-func (r *recorder) waitFor(t *testing.T, n int, timeout time.Duration) {
+func (r *recorder) waitFor(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.After(timeout)
+	deadline := time.After(testenv.Patience)
 	for r.count() < n {
 		select {
 		case <-r.notify:
 		case <-deadline:
-			t.Fatalf("%d of %d jobs started within %v", r.count(), n, timeout)
+			t.Fatalf("%d of %d jobs started within %v", r.count(), n, testenv.Patience)
 		}
 	}
 }
