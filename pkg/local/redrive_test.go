@@ -68,18 +68,14 @@ type redriveAnswer struct {
 
 func waitSucceeded(t *testing.T, c invoker, id string) job.Job {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var res struct {
-			Job job.Job `json:"job"`
-		}
-		c.call(local.AdminFunction, map[string]any{"op": "get", "queue": "slow", "job_id": id}, &res)
-		if res.Job.Status == job.Succeeded {
-			return res.Job
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is %s after 20s", id, res.Job.Status)
-		}
+	var res struct {
+		Job job.Job `json:"job"`
 	}
+	testenv.WaitFor(t, id+" to succeed", func() bool {
+		c.call(local.AdminFunction, map[string]any{"op": "get", "queue": "slow", "job_id": id}, &res)
+		return res.Job.Status == job.Succeeded
+	})
+	return res.Job
 }
 
 // startRedriveStack runs the local runtime with a slot queue whose

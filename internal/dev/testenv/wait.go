@@ -15,33 +15,25 @@ const Patience = 2 * time.Minute
 // poll is how often WaitFor checks its condition.
 const poll = 25 * time.Millisecond
 
-// WaitFor polls cond until it holds and fails t (Fatal) if it still does not
-// after Patience, or when t's context ends. what says what the test waited
-// for: "4 jobs started", "the dead letter on the DLQ".
+// WaitFor polls cond until it holds, and fails t (Fatal) if it still does
+// not after Patience or when t's context ends. what says what the test
+// waited for: "4 jobs to start", "a and b to park again".
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !Eventually(t, Patience, cond) {
-		t.Fatalf("waited %v for %s", Patience, what)
-	}
-}
-
-// Eventually polls cond until it holds or d has passed, and reports
-// whether it held. For a test that fails with more to say than WaitFor's
-// message.
-func Eventually(t testing.TB, d time.Duration, cond func() bool) bool {
-	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(Patience)
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			return false
+			t.Fatalf("waited %v for %s", Patience, what)
 		}
 		select {
 		case <-tick.C:
 		case <-t.Context().Done():
-			return cond()
+			if !cond() {
+				t.Fatalf("%s: the test ended first", what)
+			}
+			return
 		}
 	}
-	return true
 }
