@@ -27,7 +27,6 @@ const (
 	// Queue state item (the hot one).
 	attrTicket      = "ticket"
 	attrCurrent     = "current"
-	attrCurrentSlot = "current_slot"
 	attrClock       = "clock"
 	attrLastStart   = "last_start"
 	attrPaused      = "paused"
@@ -345,7 +344,6 @@ func decodeState(m map[string]types.AttributeValue) (slot.State, limitsKey, erro
 	s := slot.State{
 		Ticket:      it.int(attrTicket),
 		Current:     it.int(attrCurrent),
-		CurrentSlot: it.time(attrCurrentSlot),
 		Clock:       it.time(attrClock),
 		LastStart:   it.time(attrLastStart),
 		Paused:      it.bool(attrPaused),

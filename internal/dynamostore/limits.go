@@ -220,16 +220,11 @@ func casGateInput(r engine.GateRequest, seen slot.State, tok string) *dynamodb.U
 		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < " + e.v(":t", num(r.Ticket)) + ")" +
 		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")" +
 		" AND " + pinned + genCond(e, r.Gen)
-	upd := "SET "
+	upd := "SET " + wt + " = :tok"
 	if !r.Scheduled {
-		c, u, rm := lineCond(e, r, seen)
-		cond += c
-		upd += u
-		if rm != "" {
-			remove = append(remove, rm)
-		}
+		cond += " AND " + e.n(attrCurrent) + " <= :t"
+		upd += ", " + e.n(attrCurrent) + " = :t"
 	}
-	upd += wt + " = :tok"
 	if set != "" {
 		upd += ", " + set
 	}
@@ -366,26 +361,4 @@ func (s *Store) casGate(ctx context.Context, r engine.GateRequest) (slot.State, 
 		return st, nil
 	}
 	return slot.State{}, fmt.Errorf("gate %s ticket %d: the queue state kept changing under the update", r.Queue, r.Ticket)
-}
-
-// lineCond is the ticket order of a line ticket's gate (slot.GateLine,
-// slot.StartedLine), in the form state seen points to: a ticket at or
-// above current moves current to it and current_slot to its slot (or
-// removes current_slot when the caller gave none); one below passes only
-// when its slot and its start lie within the skew of current_slot, and
-// moves neither.
-// It returns the condition (" AND …"), the update ("… = …, ") and a path
-// to remove, if any.
-func lineCond(e *expr, r engine.GateRequest, seen slot.State) (cond, set, remove string) {
-	cur, curSlot := e.n(attrCurrent), e.n(attrCurrentSlot)
-	t := e.v(":t", num(r.Ticket))
-	switch {
-	case r.SlotAt.IsZero():
-		// No slot: strict ticket order.
-		return " AND " + cur + " <= " + t, cur + " = " + t + ", ", curSlot
-	case r.Ticket >= seen.Current:
-		return " AND " + cur + " <= " + t, cur + " = " + t + ", " + curSlot + " = " + e.v(":slot", timeNum(r.SlotAt)) + ", ", ""
-	}
-	return " AND " + cur + " > " + t + " AND " + curSlot + " BETWEEN " + e.v(":since", timeNum(r.Start().Add(-r.Skew))) +
-		" AND " + e.v(":moment", timeNum(r.SlotAt.Add(r.Skew))), "", ""
 }

@@ -199,10 +199,6 @@ func takeInput(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) *
 // ErrQueueNotFound (also for a queue of another generation than r.Gen),
 // ErrLimitChanged.
 func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
-	if early := r.SlotAt.Add(-r.Skew); !r.Scheduled && r.Start().Before(early) {
-		// Before its own slot: no state can let it through.
-		return slot.State{}, &engine.GateError{Verdict: slot.Early, OpenAt: early, State: r.Seen}
-	}
 	ls := r.LimitList()
 	t, burst, forms := gcra(ls)
 	if !forms {
@@ -272,12 +268,8 @@ func gateInput(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 	if !r.Scheduled {
 		// A line ticket keeps ticket order and moves current; a
 		// scheduled one does neither (slot.GateScheduled).
-		c, u, rm := lineCond(e, r, seen)
-		cond += c
-		upd += u
-		if rm != "" {
-			remove = append(remove, rm)
-		}
+		cond += " AND " + e.n(attrCurrent) + " <= " + e.v(":t", num(r.Ticket))
+		upd += e.n(attrCurrent) + " = :t, "
 	}
 	upd += last + " = "
 	if busy {

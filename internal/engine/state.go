@@ -220,10 +220,6 @@ type GateRequest struct {
 	// queue's theoretical last start moved, by At, not by Now (the gate is
 	// asked a lead before the start; see slot.StartAt). Zero: Now.
 	At time.Time
-	// SlotAt is the slot the ticket was booked for (job.Job.SlotAt): a
-	// line ticket below current passes when it is of current's moment
-	// (slot.GateLine). Zero: any ticket below current is passed.
-	SlotAt time.Time
 	// Scheduled says the ticket is a scheduled job's (job.Job.Scheduled):
 	// it took no place in the line, so ticket order does not apply and
 	// current does not move (slot.GateScheduled, slot.StartedScheduled).
@@ -249,7 +245,7 @@ type GateRequest struct {
 // gate would start is slot.Full when the queue's running places are all
 // taken (slot.Capped).
 func (r GateRequest) Decide(s slot.State) (slot.Verdict, time.Time) {
-	v, open := slot.GateLine(s, r.Ticket, r.SlotAt, r.LimitList(), r.Skew, r.Start())
+	v, open := slot.Gate(s, r.Ticket, r.LimitList(), r.Skew, r.Start())
 	if r.Scheduled {
 		v, open = slot.GateScheduled(s, r.Ticket, r.LimitList(), r.Skew, r.Start())
 	}
@@ -283,7 +279,7 @@ func (r GateRequest) Started(s slot.State) slot.State {
 	if r.Scheduled {
 		s = slot.StartedScheduled(s, r.LimitList(), r.Start())
 	} else {
-		s = slot.StartedLine(s, r.Ticket, r.SlotAt, r.LimitList(), r.Start())
+		s = slot.Started(s, r.Ticket, r.LimitList(), r.Start())
 	}
 	if r.MaxRunning > 0 {
 		s = slot.Run(s, r.Ticket, r.Until, r.Now)

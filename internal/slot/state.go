@@ -17,12 +17,6 @@ type State struct {
 	Ticket int64 `json:"ticket"`
 	// Current is the highest ticket that has started.
 	Current int64 `json:"current"`
-	// CurrentSlot is the slot Current was booked for (its job's
-	// slot_at). A line ticket below Current whose own slot lies within
-	// the skew of it is of the same moment and may still pass (GateLine):
-	// the starts of a burst or a window, booked at one slot or a hair
-	// apart, reach the gate in any order.
-	CurrentSlot time.Time `json:"current_slot,omitzero"`
 	// Clock is the slot of the last ticket that took a place in the line.
 	Clock time.Time `json:"clock,omitzero"`
 	// LastStart is the theoretical time of the last start: the gate opens
@@ -182,15 +176,7 @@ func (v Verdict) String() string {
 }
 
 // Gate decides whether ticket may pass the gate at now. For Early it also
-// returns the earliest time the gate would open. It is GateLine for a
-// ticket whose slot is not known: any ticket below Current is Passed.
-func Gate(s State, ticket int64, ls Limits, skew time.Duration, now time.Time) (Verdict, time.Time) {
-	return GateLine(s, ticket, time.Time{}, ls, skew, now)
-}
-
-// GateLine decides whether a line ticket booked for slotAt may pass the
-// gate at now. For Early it also returns the earliest time the gate would
-// open.
+// returns the earliest time the gate would open.
 //
 // A ticket equal to Current passes again (when the gate is open): the gate
 // and the claim of the job are two writes, and a worker that crashed
@@ -198,34 +184,12 @@ func Gate(s State, ticket int64, ls Limits, skew time.Duration, now time.Time) (
 // job's next delivery goes through the gate again, which costs the queue
 // one more interval but keeps the spacing. The engine reads the job before
 // it does that, so a duplicate of a message whose job was claimed does not.
-//
-// A line ticket starts no earlier than the skew before its own slot
-// (Early until then). A ticket below Current is Passed, unless it is of Current's moment: its
-// slot and its start lie within the skew of CurrentSlot. The tickets of a burst or a
-// window are booked at one slot (or a hair apart, as their enqueues came)
-// and their workers reach the gate in any order; each of them starts
-// within the skew of its slot, so ticket order holds to the skew, the one
-// allowance, and none of them takes a new ticket for coming second.
-func GateLine(s State, ticket int64, slotAt time.Time, ls Limits, skew time.Duration, now time.Time) (Verdict, time.Time) {
+func Gate(s State, ticket int64, ls Limits, skew time.Duration, now time.Time) (Verdict, time.Time) {
 	v, open := GateScheduled(s, ticket, ls, skew, now)
-	if v == Start && now.Before(slotAt.Add(-skew)) {
-		// Not before its own slot: the form may have room for it (a
-		// burst), but the tickets below it were booked before it.
-		v, open = Early, slotAt.Add(-skew)
-	}
-	if (v == Start || v == Early) && ticket < s.Current && !SameMoment(s, slotAt, now, skew) {
+	if (v == Start || v == Early) && ticket < s.Current {
 		return Passed, time.Time{}
 	}
 	return v, open
-}
-
-// SameMoment reports whether a line ticket below s.Current booked for
-// slotAt may start at at as of Current's moment: its slot lies within
-// skew of CurrentSlot, and so does its start (a ticket that comes later
-// than that starts after Current's, not with it).
-func SameMoment(s State, slotAt, at time.Time, skew time.Duration) bool {
-	return !slotAt.IsZero() && !s.CurrentSlot.IsZero() &&
-		!slotAt.Add(skew).Before(s.CurrentSlot) && !at.After(s.CurrentSlot.Add(skew))
 }
 
 // GateScheduled is the gate for the ticket of a scheduled job: one whose
@@ -252,16 +216,7 @@ func GateScheduled(s State, ticket int64, ls Limits, skew time.Duration, now tim
 // interval and rate forms the theoretical last start to
 // max(LastStart + T, now); the first start of a queue sets it to now).
 func Started(s State, ticket int64, ls Limits, now time.Time) State {
-	return StartedLine(s, ticket, now, ls, now)
-}
-
-// StartedLine is Started for a line ticket booked for slotAt: a ticket at
-// or above Current becomes Current, in slotAt's moment (CurrentSlot); a
-// lower one of Current's moment (GateLine) leaves both alone.
-func StartedLine(s State, ticket int64, slotAt time.Time, ls Limits, now time.Time) State {
-	if ticket >= s.Current {
-		s.Current, s.CurrentSlot = ticket, slotAt
-	}
+	s.Current = max(s.Current, ticket)
 	return StartedScheduled(s, ls, now)
 }
 

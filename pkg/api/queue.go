@@ -8,10 +8,6 @@ type QueueState struct {
 	// started.
 	Ticket  int64 `json:"ticket"`
 	Current int64 `json:"current"`
-	// CurrentSlot is the slot Current was booked for: a lower ticket of
-	// that moment (its slot and start within the skew of it) may still
-	// start.
-	CurrentSlot time.Time `json:"current_slot,omitzero"`
 	// Clock is the theoretical time of the last ticket in the line (its
 	// slot, for the interval form).
 	Clock time.Time `json:"clock,omitzero"`
