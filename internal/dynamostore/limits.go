@@ -258,15 +258,9 @@ func (s *Store) casTake(ctx context.Context, r engine.TakeRequest) (engine.Taken
 	for range casTries {
 		out, err := s.updateItem(ctx, casTakeInput(r, seen, tok))
 		if old, ok := conditionFailed(err); ok {
-			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
-				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
-			}
-			if old == nil || otherGen(old, r.Gen) {
-				return engine.Taken{}, notFound("take ticket", r.Queue)
-			}
-			st, k, err := decodeState(old)
+			old, st, k, err := s.refusedState(ctx, "take ticket", "take ticket "+r.Queue, r.Queue, r.Gen, old)
 			if err != nil {
-				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
+				return engine.Taken{}, err
 			}
 			if hasToken(old, tok) {
 				// The SDK retried this very take after it had landed
@@ -308,16 +302,9 @@ func (s *Store) casGate(ctx context.Context, r engine.GateRequest) (slot.State, 
 		if v, _ := r.Decide(seen); v != slot.Start {
 			// seen, the caller's read, may be stale: only the item's
 			// own state refuses.
-			m, err := s.orRead(ctx, stateKey(r.Queue), nil)
+			_, st, k, err := s.refusedState(ctx, "gate", fmt.Sprintf("gate %s ticket %d", r.Queue, r.Ticket), r.Queue, r.Gen, nil)
 			if err != nil {
-				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
-			}
-			if m == nil || otherGen(m, r.Gen) {
-				return slot.State{}, notFound("gate", r.Queue)
-			}
-			st, k, err := decodeState(m)
-			if err != nil {
-				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+				return slot.State{}, err
 			}
 			if k != keyOf(r.LimitList()) {
 				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrLimitChanged)
@@ -329,15 +316,9 @@ func (s *Store) casGate(ctx context.Context, r engine.GateRequest) (slot.State, 
 		}
 		out, err := s.updateItem(ctx, casGateInput(r, seen, tok))
 		if old, ok := conditionFailed(err); ok {
-			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
-				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
-			}
-			if old == nil || otherGen(old, r.Gen) {
-				return slot.State{}, notFound("gate", r.Queue)
-			}
-			st, k, err := decodeState(old)
+			old, st, k, err := s.refusedState(ctx, "gate", fmt.Sprintf("gate %s ticket %d", r.Queue, r.Ticket), r.Queue, r.Gen, old)
 			if err != nil {
-				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+				return slot.State{}, err
 			}
 			if hasToken(old, tok) || landed(st, r) {
 				return st, nil
@@ -361,4 +342,24 @@ func (s *Store) casGate(ctx context.Context, r engine.GateRequest) (slot.State, 
 		return st, nil
 	}
 	return slot.State{}, fmt.Errorf("gate %s ticket %d: the queue state kept changing under the update", r.Queue, r.Ticket)
+}
+
+// refusedState reads the queue state a refused take or gate is decided
+// on: the item DynamoDB sent back with the refusal (old), or, when it sent
+// none, the item itself, strongly. A queue that is gone, or of another
+// generation than gen (0: any), is ErrQueueNotFound for op (as notFound
+// names it); other errors are prefixed with what.
+func (s *Store) refusedState(ctx context.Context, op, what, queue string, gen int64, old map[string]types.AttributeValue) (map[string]types.AttributeValue, slot.State, limitsKey, error) {
+	old, err := s.orRead(ctx, stateKey(queue), old)
+	if err != nil {
+		return nil, slot.State{}, limitsKey{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if old == nil || otherGen(old, gen) {
+		return nil, slot.State{}, limitsKey{}, notFound(op, queue)
+	}
+	st, k, err := decodeState(old)
+	if err != nil {
+		return nil, slot.State{}, limitsKey{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return old, st, k, nil
 }

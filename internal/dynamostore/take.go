@@ -76,19 +76,13 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 	for range 6 {
 		out, err := s.updateItem(ctx, takeInput(r, f, t, tok))
 		if old, ok := conditionFailed(err); ok {
-			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
-				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
-			}
-			if old == nil || otherGen(old, r.Gen) {
-				return engine.Taken{}, notFound("take ticket", r.Queue)
+			old, st, k, err := s.refusedState(ctx, "take ticket", "take ticket "+r.Queue, r.Queue, r.Gen, old)
+			if err != nil {
+				return engine.Taken{}, err
 			}
 			if hasToken(old, tok) {
 				// The SDK retried this very take after it had landed.
 				return takenFrom(old, r, t, burst)
-			}
-			st, k, err := decodeState(old)
-			if err != nil {
-				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
 			}
 			if k != keyOf(ls) {
 				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrLimitChanged)
@@ -210,15 +204,9 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 	for range 4 {
 		out, err := s.updateItem(ctx, gateInput(r, t, burst, busy, seen, tok))
 		if old, ok := conditionFailed(err); ok {
-			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
-				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
-			}
-			if old == nil || otherGen(old, r.Gen) {
-				return slot.State{}, notFound("gate", r.Queue)
-			}
-			st, k, err := decodeState(old)
+			old, st, k, err := s.refusedState(ctx, "gate", fmt.Sprintf("gate %s ticket %d", r.Queue, r.Ticket), r.Queue, r.Gen, old)
 			if err != nil {
-				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
+				return slot.State{}, err
 			}
 			if hasToken(old, tok) || landed(st, r) {
 				// The SDK retried this very gate after it had landed.
