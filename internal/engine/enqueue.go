@@ -62,17 +62,14 @@ func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	if len(newJobs) == 0 {
 		return res, nil
 	}
-	if err := e.assign(ctx, &q, newJobs); err != nil {
+	ahead, err := e.ticketsAndCounts(ctx, &q, newJobs)
+	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
 	for _, j := range newJobs {
 		j.Order = j.Ticket // kept through re-tickets: the order a pause keeps
 		j.Record(job.Event{At: now, Kind: job.Enqueued, Ticket: j.Ticket})
 		e.place(j, q.State)
-	}
-	ahead, err := e.countPending(ctx, q, newJobs)
-	if err != nil {
-		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
 	created, err := e.sendAndCreate(ctx, q, newJobs)
 	if err != nil {
@@ -219,6 +216,28 @@ func answerExisting(j *job.Job, st slot.State) Accepted {
 	return a
 }
 
+// ticketsAndCounts gives jobs their tickets and slots (assign) and counts
+// them as pending on their keys' lanes (countPending), returning for each
+// the jobs of its key ahead of it. On a queue with keyed limits the count
+// comes first: a job's place among its key's jobs gives its key's slot.
+func (e *Engine) ticketsAndCounts(ctx context.Context, q *Queue, jobs []*job.Job) ([]int64, error) {
+	if !q.Config.Keyed() {
+		if err := e.assign(ctx, q, jobs); err != nil {
+			return nil, err
+		}
+		return e.countPending(ctx, *q, jobs)
+	}
+	ahead, err := e.countPending(ctx, *q, jobs)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.assignKeyed(ctx, q, jobs, ahead); err != nil {
+		e.uncountLost(ctx, *q, jobs, make([]bool, len(jobs)))
+		return nil, err
+	}
+	return ahead, nil
+}
+
 // countPending counts jobs (in ticket order) as pending on their keys'
 // lanes, one write per key, and returns for each job the number of jobs
 // of its key ahead of it.
@@ -326,16 +345,36 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 // would book a job due at once in the past. The soonest slot is Lead
 // from now: the time a worker takes to pass the gate before its start.
 func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
+	return e.assignKeyed(ctx, q, jobs, nil)
+}
+
+// assignKeyed is assign for jobs of which, on a queue with keyed limits,
+// the i-th has ahead[i] jobs of its key before it (nil: none counted; the
+// key's next opening). A keyed job of such a queue is scheduled, never in
+// line: its slot is its key's (keySlots), or the queue's if that is
+// later, and its key may hold it back at the gate without holding up the
+// tickets behind it.
+func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, ahead []int64) error {
 	for try := 0; ; try++ {
 		now := e.now().Add(e.opts.Lead)
 		ls, tick := q.Config.LimitList(), q.Config.Tick()
+		keyAt, err := e.keySlots(ctx, *q, jobs, ahead, now)
+		if err != nil {
+			return err
+		}
+		earliest := func(i int) time.Time {
+			if keyAt != nil && !keyAt[i].IsZero() {
+				return laterOf(jobs[i].Earliest(), keyAt[i])
+			}
+			return jobs[i].Earliest()
+		}
 		// The slots the jobs would get were they all in line: a job
 		// whose not_before comes after its would-be slot is scheduled.
 		_, _, est := slot.Take(q.State, len(jobs), len(jobs), ls, now)
 		inLine := make([]bool, len(jobs))
 		line := 0
-		for i, j := range jobs {
-			if !j.Earliest().After(est[line]) {
+		for i := range jobs {
+			if (keyAt == nil || keyAt[i].IsZero()) && !earliest(i).After(est[line]) {
 				inLine[i] = true
 				line++
 			}
@@ -372,7 +411,7 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 				k++
 				continue
 			}
-			s := laterOf(j.Earliest(), pos)
+			s := laterOf(earliest(i), pos)
 			if !prev.IsZero() {
 				s = laterOf(s, prev.Add(tick))
 			}

@@ -30,6 +30,10 @@ const (
 	// EventMissed: a job's worker came too late for its start, and the
 	// job gave its slot up (job.SlotMissed); Lateness says by how much.
 	EventMissed EventKind = "missed"
+	// EventKeyHeld: a job's key refused the start the queue's gate had
+	// reserved (its own limit was not open yet): the queue's opening went
+	// unused.
+	EventKeyHeld EventKind = "key_held"
 	// EventPark: a job was parked at the gate (its queue is paused), or on
 	// a lane (its key is held, or every running place is taken).
 	EventPark EventKind = "park"

@@ -471,4 +471,18 @@ type State interface {
 	// ListLanes returns a queue's stored lanes of every generation, the
 	// queue's own lane included, in key order.
 	ListLanes(ctx context.Context, queue string) ([]slot.Lane, error)
+
+	// GetMeter reads a queue's meter of key (slot.Meter: the key's own
+	// limit state), strongly. A meter never written, or expired, is
+	// returned with Version 0 and only Queue and Key set. A meter's
+	// versions never repeat, as a lane's do not (see GetLane).
+	GetMeter(ctx context.Context, queue, key string) (slot.Meter, error)
+	// PutMeter stores m if the stored meter is still at version from (0:
+	// none is stored) and returns it as stored, at the next version.
+	// ErrConflict if the version moved: of concurrent writers from one
+	// version, one wins. keep is when the meter stops holding anything
+	// back (slot.Meter.Keep): the store may drop it after that (a zero
+	// keep: never). One write of the key's own record, which shares no
+	// partition with the queue's state.
+	PutMeter(ctx context.Context, m slot.Meter, from int64, keep time.Time) (slot.Meter, error)
 }

@@ -195,7 +195,10 @@ func (d *delivery) tryGate(ctx context.Context) (next, error) {
 	if n, err := d.decide(ctx); n != proceed {
 		return n, err
 	}
-	return d.passGate(ctx)
+	if n, err := d.passGate(ctx); n != proceed {
+		return n, err
+	}
+	return d.passKey(ctx)
 }
 
 // waitForTurn sleeps to Lead before the start aimed at (wake), or to the
@@ -307,10 +310,12 @@ func (d *delivery) decide(ctx context.Context) (next, error) {
 	case v == slot.Early:
 		d.wake, d.recheck = yieldTo(open, j, q.Config), outOfLine(j)
 		return again, nil
-	case (v == slot.Start || v == slot.Full) && j.Key != "" && !d.holding:
+	case (v == slot.Start || v == slot.Full) && j.Key != "" && !d.holding && q.Config.KeyCap() != 0:
 		return d.takeKey(ctx)
 	case v == slot.Full:
 		return d.waitForPlace(ctx)
+	case keyed(q, j):
+		return d.awaitKey(ctx)
 	}
 	if !outOfLine(j) && !d.writerLate && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.at, q.Config.LimitList(), q.Config.Skew) {
 		late := d.at.Sub(slot.Due(q.State, j.SlotAt, q.Config.LimitList()))
@@ -319,6 +324,53 @@ func (d *delivery) decide(ctx context.Context) (next, error) {
 		return stop, err
 	}
 	return proceed, nil
+}
+
+// awaitKey waits, before the gate, for the job's key to let its start
+// through (a limit of the key's own: keyed), without a write: the key's
+// meter is read, and a job early for its key aims at the key's opening.
+func (d *delivery) awaitKey(ctx context.Context) (next, error) {
+	open, err := d.e.keyOpen(ctx, d.q, &d.j)
+	if err != nil {
+		return stop, fmt.Errorf("work %s: %w", d.env.Ref(), err)
+	}
+	if d.at.Before(open) {
+		d.wake = open
+		return again, nil
+	}
+	return proceed, nil
+}
+
+// passKey records the start the queue's gate reserved on the job's key,
+// when its key has a limit of its own (keyGate: one compare-and-set of
+// the key's meter). A key that refuses it leaves the queue's opening
+// spent (stricter, never looser) and its running place freed: early, the
+// job aims at the key's opening; overtaken by a later ticket of its key,
+// it takes a new ticket, so the key's starts keep ticket order.
+func (d *delivery) passKey(ctx context.Context) (next, error) {
+	e, j := d.e, &d.j
+	if !keyed(d.q, j) {
+		return proceed, nil
+	}
+	v, open, err := e.keyGate(ctx, d.q, j, d.gr.Start())
+	if err == nil && v == slot.KeyStart {
+		return proceed, nil
+	}
+	q := d.q
+	q.State = d.st
+	e.endRun(ctx, q, j.Ticket)
+	switch {
+	case err != nil:
+		// Still queued at its ticket: the message comes again.
+		return stop, fmt.Errorf("work %s: key gate: %w", d.env.Ref(), err)
+	case v == slot.KeyEarly:
+		e.observe(ctx, Event{Kind: EventKeyHeld, Queue: j.Queue})
+		d.wake = open
+		return again, nil
+	}
+	err = e.reticket(ctx, &d.q, j, passedByLater)
+	d.leaveKeyUnlessRunning(ctx)
+	return stop, err
 }
 
 // takeKey takes the job's key before the gate: a job that waits for its

@@ -43,6 +43,10 @@ type Store struct {
 	// repeat after a delete (engine.State.GetLane), and the store keeps
 	// one number, not one per deleted lane.
 	laneTop int64
+	// meters are the keys' meters (slot.Meter), and meterTop the highest
+	// version any has had.
+	meters   map[laneID]meterRec
+	meterTop int64
 	// due is the due index over the records above (engine.DueEntry),
 	// kept in the same step as each write.
 	due *dueIndex
@@ -86,6 +90,7 @@ func New(opts Options) *Store {
 		jobs:   make(map[string]map[string]job.Job),
 		leases: make(map[string]lease),
 		lanes:  make(map[laneID]slot.Lane),
+		meters: make(map[laneID]meterRec),
 		due:    newDueIndex(),
 		// An embedded store is new: its records are of the current
 		// layout from the start.

@@ -136,6 +136,14 @@ type Config struct {
 	// finds every place taken waits, parked, until a finishing attempt
 	// hands it one. 0 (the default) is no cap; at most MaxRunningLimit.
 	MaxRunning int `json:"max_running,omitempty"`
+	// KeyLimits give every key of the queue's jobs a limit of its own (at
+	// most MaxLimits, each in any form), kept beside the queue's limit; a
+	// key's own limits (Meter.Limits) replace them for that key. None by
+	// default: keys then only run one at a time.
+	KeyLimits []api.Limit `json:"key_limits,omitempty"`
+	// KeyMaxRunning is how many jobs of one key run at once (KeyCap): 0
+	// is the default, one; NoKeyCap is no cap, which needs KeyLimits.
+	KeyMaxRunning int `json:"key_max_running,omitempty"`
 }
 
 // ZeroSetting says why a setting given explicitly as zero (field is its
@@ -230,6 +238,9 @@ func (c Config) Or(d Config) Config {
 // Validate checks a configuration after defaults were applied.
 func (c Config) Validate() error {
 	if err := c.validateLimits(); err != nil {
+		return err
+	}
+	if err := c.validateKeyLimits(); err != nil {
 		return err
 	}
 	switch {

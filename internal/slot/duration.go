@@ -102,6 +102,8 @@ type configJSON struct {
 	AllowNetworks *[]string    `json:"allow_networks,omitempty"`
 	TargetTimeout *Duration    `json:"target_timeout,omitempty"`
 	MaxRunning    *int         `json:"max_running,omitempty"`
+	KeyLimits     *[]limitJSON `json:"key_limits,omitempty"`
+	KeyMaxRunning *int         `json:"key_max_running,omitempty"`
 }
 
 // MarshalJSON writes durations as strings and leaves zero settings out:
@@ -178,27 +180,49 @@ func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
 	v.Targets, v.AllowNetworks = w.Targets, w.AllowNetworks
 	v.Rate, v.Window = w.Rate.rate(), w.Window.rate()
 	v.Burst = w.Burst
-	if w.Limits != nil {
-		ls := make([]api.Limit, len(*w.Limits))
-		for i, l := range *w.Limits {
-			if l.Interval != nil && *l.Interval <= 0 {
-				return input.Invalid("invalid_interval", fmt.Sprintf("limits[%d].interval", i), fmt.Sprintf("interval must be at least %s", MinInterval))
-			}
-			ls[i] = api.Limit{Burst: deref(l.Burst)}
-			if l.Interval != nil {
-				ls[i].Interval = time.Duration(*l.Interval)
-			}
-			if r := l.Rate.rate(); r != nil {
-				ls[i].Rate = *r
-			}
-			if r := l.Window.rate(); r != nil {
-				ls[i].Window = *r
-			}
+	var err *input.Error
+	if v.Limits, err = limitsOf("limits", w.Limits); err != nil {
+		return err
+	}
+	if v.KeyLimits, err = limitsOf("key_limits", w.KeyLimits); err != nil {
+		return err
+	}
+	if w.KeyMaxRunning != nil {
+		n := *w.KeyMaxRunning
+		if n == 0 {
+			n = NoKeyCap // key_max_running 0: no cap
+		} else if n < 0 {
+			return input.Invalid("invalid_key_max_running", "key_max_running", "key_max_running must be 1 (the default: one job of a key at a time) or 0 (no cap)")
 		}
-		v.Limits = &ls
+		v.KeyMaxRunning = &n
 	}
 	*u = v
 	return nil
+}
+
+// limitsOf reads a list of limits given under field ("limits",
+// "key_limits"); nil when none is given.
+func limitsOf(field string, w *[]limitJSON) (*[]api.Limit, *input.Error) {
+	if w == nil {
+		return nil, nil
+	}
+	ls := make([]api.Limit, len(*w))
+	for i, l := range *w {
+		if l.Interval != nil && *l.Interval <= 0 {
+			return nil, input.Invalid("invalid_interval", fmt.Sprintf("%s[%d].interval", field, i), fmt.Sprintf("interval must be at least %s", MinInterval))
+		}
+		ls[i] = api.Limit{Burst: deref(l.Burst)}
+		if l.Interval != nil {
+			ls[i].Interval = time.Duration(*l.Interval)
+		}
+		if r := l.Rate.rate(); r != nil {
+			ls[i].Rate = *r
+		}
+		if r := l.Window.rate(); r != nil {
+			ls[i].Window = *r
+		}
+	}
+	return &ls, nil
 }
 
 // rateJSON is an api.Rate on the wire ("100/1m"), whose errors name the

@@ -31,6 +31,8 @@ type ConfigUpdate struct {
 	AllowNetworks *[]string
 	TargetTimeout *time.Duration
 	MaxRunning    *int
+	KeyLimits     *[]api.Limit
+	KeyMaxRunning *int
 }
 
 // UpdateOf is the update that gives every setting of c that is not zero
@@ -71,6 +73,12 @@ func (u ConfigUpdate) Apply(c Config) Config {
 	}
 	if u.MaxRunning != nil {
 		c.MaxRunning = *u.MaxRunning
+	}
+	if u.KeyLimits != nil {
+		c.KeyLimits = *u.KeyLimits
+	}
+	if u.KeyMaxRunning != nil {
+		c.KeyMaxRunning = *u.KeyMaxRunning
 	}
 	if u.Targets != nil {
 		c.Targets = *u.Targets

@@ -42,7 +42,22 @@ type Config struct {
 	TargetTimeout time.Duration
 	// MaxRunning caps how many attempts run at once; 0 is no cap.
 	MaxRunning int
+	// KeyLimits give every key of the queue's jobs a limit of its own (up
+	// to three, each in any form of Limit), kept beside the queue's: a
+	// key's starts keep the key's limits and all starts keep the queue's.
+	// A named key may have limits of its own instead (the admin's
+	// set_key_limits). None by default.
+	KeyLimits []Limit
+	// KeyMaxRunning is how many jobs of one key run at once: 0 means the
+	// default, one at a time; NoKeyCap means no cap (on the wire,
+	// "key_max_running": 0), for a queue whose keys' limits alone space
+	// their jobs.
+	KeyMaxRunning int
 }
+
+// NoKeyCap is the KeyMaxRunning of a queue that lets a key run any number
+// of its jobs at once: "key_max_running": 0 on the wire.
+const NoKeyCap = -1
 
 // ConfigUpdate changes a queue's configuration: each setting it gives
 // (non-nil) replaces the queue's, each it leaves nil keeps the queue's.
@@ -67,6 +82,8 @@ type ConfigUpdate struct {
 	AllowNetworks *[]string
 	TargetTimeout *time.Duration
 	MaxRunning    *int
+	KeyLimits     *[]Limit
+	KeyMaxRunning *int
 }
 
 // configJSON is Config and ConfigUpdate on the wire.
@@ -85,6 +102,8 @@ type configJSON struct {
 	AllowNetworks *[]string `json:"allow_networks,omitempty"`
 	TargetTimeout *Duration `json:"target_timeout,omitempty"`
 	MaxRunning    *int      `json:"max_running,omitempty"`
+	KeyLimits     *[]Limit  `json:"key_limits,omitempty"`
+	KeyMaxRunning *int      `json:"key_max_running,omitempty"`
 }
 
 // Update is the update that gives every setting of c that is not zero (a
@@ -117,6 +136,10 @@ func (c Config) Update() ConfigUpdate {
 	if c.Limits != nil {
 		u.Limits = &c.Limits
 	}
+	if c.KeyLimits != nil {
+		u.KeyLimits = &c.KeyLimits
+	}
+	u.KeyMaxRunning = num(c.KeyMaxRunning)
 	if c.Targets != nil {
 		u.Targets = &c.Targets
 	}
@@ -137,6 +160,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	}
 	if len(c.Limits) == 0 {
 		u.Limits = nil
+	}
+	if len(c.KeyLimits) == 0 {
+		u.KeyLimits = nil
 	}
 	return u.MarshalJSON()
 }
@@ -175,6 +201,12 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	if u.Limits != nil {
 		c.Limits = *u.Limits
 	}
+	if u.KeyLimits != nil {
+		c.KeyLimits = *u.KeyLimits
+	}
+	if u.KeyMaxRunning != nil {
+		c.KeyMaxRunning = *u.KeyMaxRunning
+	}
 	if u.Targets != nil {
 		c.Targets = *u.Targets
 	}
@@ -198,8 +230,26 @@ func (u ConfigUpdate) MarshalJSON() ([]byte, error) {
 		Skew: dur(u.Skew), MaxAttempts: u.MaxAttempts,
 		Backoff: dur(u.Backoff), MaxBackoff: dur(u.MaxBackoff), Retention: dur(u.Retention),
 		Targets: u.Targets, AllowNetworks: u.AllowNetworks, TargetTimeout: dur(u.TargetTimeout),
-		MaxRunning: u.MaxRunning,
+		MaxRunning: u.MaxRunning, KeyLimits: u.KeyLimits, KeyMaxRunning: keyCapOut(u.KeyMaxRunning),
 	})
+}
+
+// keyCapOut is KeyMaxRunning on the wire (NoKeyCap is 0 there), and
+// keyCapIn reads it back.
+func keyCapOut(n *int) *int {
+	if n != nil && *n == NoKeyCap {
+		z := 0
+		return &z
+	}
+	return n
+}
+
+func keyCapIn(n *int) *int {
+	if n != nil && *n == 0 {
+		v := NoKeyCap
+		return &v
+	}
+	return n
 }
 
 // UnmarshalJSON reads the settings an update gives.
@@ -220,7 +270,7 @@ func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
 		Skew: dur(w.Skew), MaxAttempts: w.MaxAttempts,
 		Backoff: dur(w.Backoff), MaxBackoff: dur(w.MaxBackoff), Retention: dur(w.Retention),
 		Targets: w.Targets, AllowNetworks: w.AllowNetworks, TargetTimeout: dur(w.TargetTimeout),
-		MaxRunning: w.MaxRunning,
+		MaxRunning: w.MaxRunning, KeyLimits: w.KeyLimits, KeyMaxRunning: keyCapIn(w.KeyMaxRunning),
 	}
 	return nil
 }

@@ -1,0 +1,136 @@
+package dynamostore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+)
+
+// A key's meter (slot.Meter: the key's own limit state) is an item of its
+// own, M#<queue>#<key> / meter: one partition key per key, so neither
+// the queue's hot state item nor the queue's lanes share a partition
+// with it, and 10,000 keys of one queue spread over the table. It holds
+// attrQueue, attrLaneKey, attrGen, attrVersion, attrMeter (the key's
+// starts and its own limits, as JSON), attrWriteToken and, unless the
+// key has limits of its own, attrTTL: a day after the meter stops holding
+// anything back (slot.Meter.Keep), so a key with nothing waiting leaves
+// nothing behind.
+const (
+	skMeter   = "meter"
+	attrMeter = "meter"
+)
+
+func meterPK(queue, key string) string { return "M#" + queue + "#" + key }
+
+func meterKey(queue, k string) map[string]types.AttributeValue {
+	return key(meterPK(queue, k), skMeter)
+}
+
+// meterJSON is attrMeter's text: times in nanoseconds since 1970.
+type meterJSON struct {
+	Current   int64       `json:"current,omitempty"`
+	LastStart int64       `json:"last_start,omitempty"`
+	Marks     string      `json:"marks,omitempty"`
+	Limits    []api.Limit `json:"limits,omitempty"`
+}
+
+func encodeMeter(m slot.Meter) string {
+	b, _ := json.Marshal(meterJSON{ // numbers, strings and limits: cannot fail
+		Current: m.State.Current, LastStart: nanos(m.State.LastStart),
+		Marks: encodeMarks(m.State.Marks), Limits: m.Limits,
+	})
+	return string(b)
+}
+
+func decodeMeter(m map[string]types.AttributeValue) (slot.Meter, error) {
+	it := item{m: m}
+	mt := slot.Meter{Queue: it.str(attrQueue), Key: it.str(attrLaneKey), Gen: it.int(attrGen), Version: it.int(attrVersion)}
+	text := it.str(attrMeter)
+	if it.err != nil {
+		return mt, fmt.Errorf("decode meter: %w", it.err)
+	}
+	m0 := mt
+	var w meterJSON
+	if err := json.Unmarshal([]byte(text), &w); err != nil {
+		return mt, fmt.Errorf("meter %s/%s: %w", mt.Queue, mt.Key, err)
+	}
+	m0.State.Current, m0.State.LastStart = w.Current, fromNanos(w.LastStart)
+	marks, err := decodeMarks(w.Marks)
+	if err != nil {
+		return mt, fmt.Errorf("meter %s/%s: %w", mt.Queue, mt.Key, err)
+	}
+	m0.State.Marks, m0.Limits = marks, w.Limits
+	return m0, nil
+}
+
+// GetMeter reads queue's meter of key with a strongly consistent GetItem;
+// one with no item is returned at Version 0.
+func (s *Store) GetMeter(ctx context.Context, queue, key string) (slot.Meter, error) {
+	got, err := s.getItem(ctx, meterKey(queue, key))
+	if err != nil {
+		return slot.Meter{}, fmt.Errorf("get meter %s/%s: %w", queue, key, err)
+	}
+	if len(got) == 0 {
+		return slot.Meter{Queue: queue, Key: key}, nil
+	}
+	m, err := decodeMeter(got)
+	if err != nil {
+		return slot.Meter{}, fmt.Errorf("get meter %s/%s: %w", queue, key, err)
+	}
+	return m, nil
+}
+
+// PutMeter writes the meter item whole with one PutItem on condition
+// that it is at version from (none for 0: a created meter continues from
+// laneSeed, so its versions never repeat after the TTL deleted an earlier
+// one). A re-sent put that meets its own write token landed.
+func (s *Store) PutMeter(ctx context.Context, m slot.Meter, from int64, keep time.Time) (slot.Meter, error) {
+	next := from + 1
+	if from == 0 {
+		next = laneSeed(s.now()) + 1
+	}
+	tok := newToken()
+	it := map[string]types.AttributeValue{
+		attrPK: str(meterPK(m.Queue, m.Key)), attrSK: str(skMeter),
+		attrQueue: str(m.Queue), attrLaneKey: str(m.Key), attrGen: num(m.Gen),
+		attrVersion: num(next), attrMeter: str(encodeMeter(m)), attrWriteToken: str(tok),
+	}
+	if !keep.IsZero() {
+		it[attrTTL] = num(ttlSeconds(keep))
+	}
+	e := newExpr()
+	cond := e.n(attrVersion) + " = " + e.v(":from", num(from))
+	if from == 0 {
+		cond = "attribute_not_exists(" + e.n(attrPK) + ")"
+		delete(e.values, ":from")
+	}
+	in := &dynamodb.PutItemInput{
+		Item: it, ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if len(e.values) > 0 {
+		in.ExpressionAttributeValues = e.values
+	}
+	_, err := s.putItem(ctx, in)
+	if old, ok := conditionFailed(err); ok {
+		if old := (&item{m: old}); old.str(attrWriteToken) == tok {
+			err = nil // a re-sent put whose first send landed
+		} else {
+			return slot.Meter{}, fmt.Errorf("put meter %s/%s at version %d: %w", m.Queue, m.Key, from, engine.ErrConflict)
+		}
+	}
+	if err != nil {
+		return slot.Meter{}, fmt.Errorf("put meter %s/%s: %w", m.Queue, m.Key, err)
+	}
+	m.Version = next
+	return m, nil
+}

@@ -1,0 +1,140 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+)
+
+// §5.15 Keyed limits under the queue's limit, and §5.12 a key's
+// concurrency: many producers enqueue short jobs over many keys on a
+// queue with a limit of its own and one per key, while many workers take
+// them through delivery jitter, duplicate deliveries and crashes. Every
+// key's starts keep the key's limit and all starts keep the queue's
+// (slot.Breaches, at the handler's begin, the skew the one allowance); a
+// key's jobs start in ticket order and, one at a time unless the queue
+// lifts the cap, never overlap; no attempt begins twice; every job
+// succeeds.
+func TestGuaranteeKeyedLimits(t *testing.T) {
+	skew := 10 * time.Millisecond
+	forms := []struct {
+		name string
+		cfg  slot.Config
+	}{
+		{"rate per key, one at a time", slot.Config{
+			Rate: api.Rate{N: 20, Per: time.Second}, Burst: 2,
+			KeyLimits: []api.Limit{{Rate: api.Rate{N: 2, Per: time.Second}, Burst: 1}},
+		}},
+		{"rate per key, no cap", slot.Config{
+			Rate: api.Rate{N: 20, Per: time.Second}, Burst: 2,
+			KeyLimits:     []api.Limit{{Rate: api.Rate{N: 2, Per: time.Second}}},
+			KeyMaxRunning: slot.NoKeyCap,
+		}},
+		{"window per key under an interval", slot.Config{
+			Interval:      40 * time.Millisecond,
+			KeyLimits:     []api.Limit{{Window: api.Rate{N: 3, Per: 2 * time.Second}}},
+			KeyMaxRunning: slot.NoKeyCap,
+		}},
+	}
+	runs := []struct {
+		name string
+		opts simOptions
+	}{
+		{"clean", simOptions{Workers: 16}},
+		{"jitter and duplicates", simOptions{Workers: 24, Transport: memstore.TransportOptions{Jitter: 2 * time.Second, DuplicateRate: 0.3}}},
+		{"crashes, jitter and duplicates", simOptions{Workers: 24, CrashRate: 0.04, Seed: 9,
+			Transport: memstore.TransportOptions{Jitter: 2 * time.Second, DuplicateRate: 0.3}}},
+	}
+	for _, f := range forms {
+		for _, r := range runs {
+			t.Run(f.name+"/"+r.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					s := newSim(t, r.opts)
+					defer s.stop()
+					cfg := f.cfg
+					cfg.Skew, cfg.MaxAttempts = skew, 20
+					s.createQueue("keyed", cfg)
+					const keys, producers, calls = 12, 8, 6
+					var wg sync.WaitGroup
+					for p := range producers {
+						wg.Go(func() {
+							rnd := rand.New(rand.NewPCG(uint64(p), 3))
+							for range calls {
+								req := job.EnqueueRequest{Queue: "keyed"}
+								for range 1 + rnd.IntN(4) {
+									req.Jobs = append(req.Jobs, job.Spec{
+										Kind: "lane", Key: fmt.Sprintf("k%d", rnd.IntN(keys)),
+										Payload: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, 100+rnd.IntN(900))),
+									})
+								}
+								if _, err := s.eng.Enqueue(context.Background(), req); err != nil {
+									t.Errorf("enqueue: %v", err)
+									return
+								}
+								time.Sleep(time.Duration(rnd.IntN(700)) * time.Millisecond)
+							}
+						})
+					}
+					wg.Wait()
+					s.waitFinished("keyed", 6*time.Hour)
+					checkKeyed(t, cfg, s.startsOf("keyed"), s.runsOf("keyed"))
+					if failed := s.jobs("keyed", job.Failed); len(failed) > 0 {
+						t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
+					}
+				})
+			})
+		}
+	}
+}
+
+// checkKeyed fails if starts break the queue's limits or a key's, if a
+// key's runs began out of ticket order or, under a cap of one, overlap,
+// or if an attempt began twice.
+func checkKeyed(t *testing.T, cfg slot.Config, starts []start, runs []run) {
+	t.Helper()
+	if len(starts) == 0 {
+		t.Fatal("nothing started")
+	}
+	checkSingleStart(t, starts)
+	at := make([]time.Time, len(starts))
+	for i, st := range starts {
+		at[i] = st.At
+	}
+	if b := slot.Breaches(cfg.LimitList(), cfg.Skew, at); len(b) > 0 {
+		t.Fatalf("%d breaches of the queue's %v among %d starts; first: starts %d and %d %v too close",
+			len(b), cfg.LimitList(), len(starts), b[0].I, b[0].J, b[0].By)
+	}
+	byKey := map[string][]run{}
+	for _, r := range runs {
+		byKey[r.Key] = append(byKey[r.Key], r)
+	}
+	ls := slot.Limits(cfg.KeyLimits)
+	for key, rs := range byKey {
+		slices.SortFunc(rs, func(a, b run) int { return a.Begin.Compare(b.Begin) })
+		begins := make([]time.Time, len(rs))
+		for i, r := range rs {
+			begins[i] = r.Begin
+			if i > 0 && r.Ticket <= rs[i-1].Ticket {
+				t.Fatalf("key %s: ticket %d began after ticket %d: not in ticket order", key, r.Ticket, rs[i-1].Ticket)
+			}
+			if i > 0 && cfg.KeyCap() == 1 && r.Begin.Before(rs[i-1].End) {
+				t.Fatalf("key %s: ticket %d began %v before ticket %d ended", key, r.Ticket, rs[i-1].End.Sub(r.Begin), rs[i-1].Ticket)
+			}
+		}
+		if b := slot.Breaches(ls, cfg.Skew, begins); len(b) > 0 {
+			t.Fatalf("key %s: %d breaches of the key's %v among %d starts; first: starts %d and %d %v too close",
+				key, len(b), ls, len(begins), b[0].I, b[0].J, b[0].By)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// Keyed limits: a queue may give each key of its jobs a limit of its own
+// (slot.Config.KeyLimits, or a key's own in its slot.Meter), kept beside
+// the queue's limit. A keyed job of such a queue is out of line
+// (scheduled): its slot is the later of its key's clock (slot.KeySlot)
+// and the queue's, and at the gate it takes an opening of the queue, then
+// the key's side of the start (keyGate), so that a key at its limit holds
+// up only its own jobs while the other keys take the queue's openings.
+
+// meterTries bounds the compare-and-set tries of one key's meter: only
+// jobs of that key write it, so a conflict is rare.
+const meterTries = 20
+
+// readMeter reads q's meter of key, as a meter of q's generation.
+func (e *Engine) readMeter(ctx context.Context, q Queue, key string) (slot.Meter, error) {
+	m, err := e.state.GetMeter(ctx, q.Name, key)
+	if err != nil {
+		return slot.Meter{}, fmt.Errorf("key %s: %w", key, err)
+	}
+	return m.Fresh(q.Gen), nil
+}
+
+// keyed reports whether j's start keeps a limit of its key under q.
+func keyed(q Queue, j *job.Job) bool { return j.Key != "" && q.Config.Keyed() }
+
+// keySlots is the earliest start each keyed job of jobs may have by its
+// key's clock (slot.KeySlot), with ahead[i] jobs of its key before job i
+// (nil: none, the key's next opening), at now; zero for a job without a
+// keyed limit. One read per key.
+func (e *Engine) keySlots(ctx context.Context, q Queue, jobs []*job.Job, ahead []int64, now time.Time) ([]time.Time, error) {
+	if !q.Config.Keyed() {
+		return nil, nil
+	}
+	meters := map[string]slot.Meter{}
+	out := make([]time.Time, len(jobs))
+	for i, j := range jobs {
+		if j.Key == "" {
+			continue
+		}
+		m, ok := meters[j.Key]
+		if !ok {
+			var err error
+			if m, err = e.readMeter(ctx, q, j.Key); err != nil {
+				return nil, err
+			}
+			meters[j.Key] = m
+		}
+		var n int64
+		if ahead != nil {
+			n = ahead[i]
+		}
+		out[i] = slot.KeySlot(m, q.Config.LimitsOf(m), n, now)
+	}
+	return out, nil
+}
+
+// keyOpen is when j's key lets its next start through at the earliest
+// (the gate's skew taken off): zero when it holds nothing back.
+func (e *Engine) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, error) {
+	m, err := e.readMeter(ctx, q, j.Key)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return slot.KeyOpen(m, q.Config.LimitsOf(m), q.Config.Skew), nil
+}
+
+// keyGate is the key's side of j's start at at, which the queue's gate
+// reserved: one compare-and-set of the key's meter (slot.KeyGate).
+func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at time.Time) (slot.KeyVerdict, time.Time, error) {
+	for try := 0; ; try++ {
+		m, err := e.readMeter(ctx, q, j.Key)
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		ls := q.Config.LimitsOf(m)
+		next, v, open := slot.KeyGate(m, j.Ticket, ls, q.Config.Skew, at)
+		if v != slot.KeyStart {
+			return v, open, nil
+		}
+		_, err = e.state.PutMeter(ctx, next, m.Version, next.Keep(ls))
+		if err == nil {
+			return v, open, nil
+		}
+		if !errors.Is(err, ErrConflict) || try >= meterTries {
+			return 0, time.Time{}, fmt.Errorf("key %s: %w", j.Key, err)
+		}
+	}
+}
