@@ -20,7 +20,7 @@ demo: ## Run producers and workers on the embedded backend and show a live timel
 
 # The conformance suite's concurrency subtests, which `make test` repeats on
 # DynamoDB Local: races that pass once by luck rarely pass five times.
-CONCURRENT ?= ^TestState$$/^(Take|Gate|Lanes|Skip|Due|Forms)$$/^(Concurrent|PutDuringAdds)
+CONCURRENT ?= ^TestState$$/^(Take|Gate|Lanes|Skip|Due|Forms|Meters)$$/^(Concurrent|PutDuringAdds)
 CONCURRENT_COUNT ?= 5
 
 .PHONY: test

@@ -108,10 +108,10 @@ func (s *Store) PutMeter(ctx context.Context, m slot.Meter, from int64, keep tim
 		it[attrTTL] = num(ttlSeconds(keep))
 	}
 	e := newExpr()
-	cond := e.n(attrVersion) + " = " + e.v(":from", num(from))
-	if from == 0 {
-		cond = "attribute_not_exists(" + e.n(attrPK) + ")"
-		delete(e.values, ":from")
+	cond := "attribute_not_exists(" + e.n(attrPK) + ")"
+	if from != 0 {
+		e = newExpr()
+		cond = e.n(attrVersion) + " = " + e.v(":from", num(from))
 	}
 	in := &dynamodb.PutItemInput{
 		Item: it, ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names,

@@ -39,6 +39,7 @@ func Run(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Skip", func(t *testing.T) { testSkip(t, newState) })
 	t.Run("Due", func(t *testing.T) { testDue(t, newState) })
 	t.Run("Forms", func(t *testing.T) { testForms(t, newState) })
+	t.Run("Meters", func(t *testing.T) { testMeters(t, newState) })
 }
 
 // base is the suite's fixed "now"; every time passed in derives from it.

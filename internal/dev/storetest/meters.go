@@ -1,0 +1,134 @@
+package storetest
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+)
+
+func testMeters(t *testing.T, newState func(t *testing.T) engine.State) {
+	t.Run("Unwritten", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		m, err := st.GetMeter(t.Context(), name, "k1")
+		if err != nil || m.Version != 0 || m.Queue != name || m.Key != "k1" {
+			t.Fatalf("GetMeter of an unwritten meter = %+v, %v", m, err)
+		}
+	})
+
+	// A meter is written by compare-and-set on its version, and comes
+	// back as it was put: its starts, its highest ticket, its own limits.
+	t.Run("CompareAndSet", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		ls := slot.Limits{{Window: api.Rate{N: 2, Per: time.Second}}}
+		m := slot.Meter{Queue: name, Key: "k", Gen: 3, Limits: slot.Limits{{Rate: api.Rate{N: 5, Per: time.Second}, Burst: 1}}}
+		m, _, _ = slot.KeyGate(m, 4, ls, 0, at(0))
+		m, _, _ = slot.KeyGate(m, 6, ls, 0, at(time.Millisecond))
+		put, err := st.PutMeter(t.Context(), m, 0, time.Time{})
+		if err != nil || put.Version <= 0 {
+			t.Fatalf("PutMeter from 0 = %+v, %v", put, err)
+		}
+		if _, err := st.PutMeter(t.Context(), m, 0, time.Time{}); !errors.Is(err, engine.ErrConflict) {
+			t.Fatalf("second PutMeter from 0: %v, want ErrConflict", err)
+		}
+		got, err := st.GetMeter(t.Context(), name, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Version != put.Version || got.Gen != 3 || got.State.Current != 6 || !got.State.LastStart.Equal(m.State.LastStart) ||
+			!slices.Equal(got.Limits, m.Limits) || len(got.State.Marks) != len(m.State.Marks) {
+			t.Fatalf("GetMeter = %+v\nput %+v", got, m)
+		}
+		if open, want := slot.KeyOpen(got, ls, 0), slot.KeyOpen(m, ls, 0); !open.Equal(want) {
+			t.Fatalf("the stored window opens at %v, the put one at %v", open, want)
+		}
+		next, err := st.PutMeter(t.Context(), got, got.Version, at(time.Hour))
+		if err != nil || next.Version != got.Version+1 {
+			t.Fatalf("PutMeter from %d = %+v, %v", got.Version, next, err)
+		}
+		if _, err := st.PutMeter(t.Context(), got, got.Version, time.Time{}); !errors.Is(err, engine.ErrConflict) {
+			t.Fatalf("PutMeter from a stale version: %v, want ErrConflict", err)
+		}
+	})
+
+	// Workers that race to record starts on one key's meter, each by
+	// compare-and-set from what it read (as the engine's key gate does),
+	// record starts that keep the key's limit, none lost: the meter's
+	// highest ticket is the highest whose write landed.
+	t.Run("ConcurrentGate", func(t *testing.T) {
+		for _, f := range limitForms {
+			t.Run(f.name, func(t *testing.T) {
+				st := newState(t)
+				name := queueName(t)
+				const callers = 12
+				var (
+					mu     sync.Mutex
+					starts []time.Time
+					order  []int64
+					wg     sync.WaitGroup
+				)
+				ready := make(chan struct{})
+				for i := range callers {
+					ticket := int64(i + 1)
+					wg.Go(func() {
+						<-ready
+						for try := 0; try < 200; try++ {
+							m, err := st.GetMeter(t.Context(), name, "k")
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							start := slot.KeyOpen(m, f.ls, 0)
+							if start.Before(base) {
+								start = base
+							}
+							next, v, _ := slot.KeyGate(m, ticket, f.ls, 0, start)
+							if v == slot.KeyOvertaken {
+								return
+							}
+							if v != slot.KeyStart {
+								t.Errorf("ticket %d at the key's opening %v: %v", ticket, start, v)
+								return
+							}
+							_, err = st.PutMeter(t.Context(), next, m.Version, time.Time{})
+							if errors.Is(err, engine.ErrConflict) {
+								continue
+							}
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							mu.Lock()
+							starts, order = append(starts, start), append(order, ticket)
+							mu.Unlock()
+							return
+						}
+						t.Errorf("ticket %d: no write landed in 200 tries", ticket)
+					})
+				}
+				close(ready)
+				wg.Wait()
+				if len(starts) == 0 {
+					t.Fatal("no start was recorded")
+				}
+				if b := slot.Breaches(f.ls, 0, starts); len(b) > 0 {
+					t.Fatalf("%d breaches of %v among the recorded starts %v", len(b), f.ls, starts)
+				}
+				m, err := st.GetMeter(t.Context(), name, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if top := slices.Max(order); m.State.Current != top {
+					t.Fatalf("the meter's highest ticket is %d; the highest recorded was %d", m.State.Current, top)
+				}
+			})
+		}
+	})
+}
