@@ -417,7 +417,7 @@ func TestConfigJSONRoundTripsEveryField(t *testing.T) {
 		AllowNetworks: []string{"10.0.0.0/8"}, TargetTimeout: 8 * time.Second, MaxRunning: 9,
 		// Not a valid limit (one form only), but every field must travel.
 		Rate: api.Rate{N: 100, Per: time.Minute}, Burst: 10, Window: api.Rate{N: 5000, Per: time.Hour},
-		Limits: []api.Limit{{Interval: time.Second}, {Rate: api.Rate{N: 3, Per: 90 * time.Second}, Burst: 2}, {Window: api.Rate{N: 7, Per: 1500 * time.Millisecond}}},
+		Limits:        []api.Limit{{Interval: time.Second}, {Rate: api.Rate{N: 3, Per: 90 * time.Second}, Burst: 2}, {Window: api.Rate{N: 7, Per: 1500 * time.Millisecond}}},
 		KeyLimits:     []api.Limit{{Rate: api.Rate{N: 5, Per: time.Second}, Burst: 1}, {Window: api.Rate{N: 100, Per: time.Hour}}},
 		KeyMaxRunning: NoKeyCap,
 	}
