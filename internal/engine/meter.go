@@ -72,7 +72,7 @@ func (e *Engine) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, e
 	if err != nil {
 		return time.Time{}, err
 	}
-	return slot.KeyOpen(m, q.Config.LimitsOf(m), q.Config.Skew), nil
+	return slot.KeyOpen(m, q.Config.LimitsOf(m), slot.GateSkew(q.Config.Skew)), nil
 }
 
 // keyGate is the key's side of j's start at at, which the queue's gate
@@ -84,7 +84,7 @@ func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at time.Time)
 			return 0, time.Time{}, err
 		}
 		ls := q.Config.LimitsOf(m)
-		next, v, open := slot.KeyGate(m, j.Ticket, ls, q.Config.Skew, at)
+		next, v, open := slot.KeyGate(m, j.Ticket, ls, slot.GateSkew(q.Config.Skew), at)
 		if v != slot.KeyStart {
 			return v, open, nil
 		}

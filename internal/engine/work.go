@@ -291,7 +291,7 @@ func (d *delivery) hold() next {
 		return again
 	}
 	d.gr = GateRequest{
-		Queue: j.Queue, Ticket: j.Ticket, Limits: q.Config.LimitList(), Skew: q.Config.Skew, Now: d.now, At: d.at,
+		Queue: j.Queue, Ticket: j.Ticket, Limits: q.Config.LimitList(), Skew: slot.GateSkew(q.Config.Skew), Now: d.now, At: d.at,
 		Scheduled: outOfLine(j), Seen: q.State,
 		MaxRunning: q.Config.MaxRunning, Until: d.at.Add(e.opts.Lease), Gen: j.Gen,
 	}

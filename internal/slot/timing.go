@@ -78,11 +78,27 @@ func Missed(s State, slotAt, at time.Time, ls Limits, skew time.Duration) bool {
 	return false
 }
 
+// The skew is one allowance, measured where the target sees the start,
+// shared by two sides: the gate lets a start through up to GateSkew
+// before its limits open, and a worker that wakes more than Wake after
+// the start the gate reserved for it gives that start up (Overslept).
+// Two starts then come at most GateSkew + Wake = skew closer than the
+// limit's arithmetic: an early start of the one, a late start of the
+// other.
+
+// Wake is the part of skew a worker may start after the start the gate
+// reserved: half of it.
+func Wake(skew time.Duration) time.Duration { return skew / 2 }
+
+// GateSkew is the part of skew the gate lets a start through before its
+// limits open: what Wake leaves of it.
+func GateSkew(skew time.Duration) time.Duration { return skew - Wake(skew) }
+
 // Overslept reports whether a worker that passed the gate for a start at
-// at and woke at now must not start: it woke more than skew after at. The
-// gate counted the start at at, and the next ticket may start at
-// at + interval − skew; a start later than at + skew would come closer to
-// it than the spacing allows. Its slot is spent.
+// at and woke at now must not start: it woke more than Wake(skew) after
+// at. The gate counted the start at at, and the next ticket may start at
+// at + interval − GateSkew(skew); a start later than at + Wake(skew) would
+// come closer to it than the spacing allows. Its slot is spent.
 func Overslept(at, now time.Time, skew time.Duration) bool {
-	return now.Sub(at) > skew
+	return now.Sub(at) > Wake(skew)
 }
