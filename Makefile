@@ -6,6 +6,14 @@ GO        ?= go
 PKGS      ?= ./...
 BENCHTIME ?= 1s
 
+# moto_server and cfn-lint (the tests' SQS and the template's linter) come
+# with the machine image's Python, installed with pyenv: its shims go on
+# PATH for every target when it is there.
+PYENV_ROOT ?= $(HOME)/.pyenv
+ifneq ($(wildcard $(PYENV_ROOT)/shims),)
+export PATH := $(PYENV_ROOT)/shims:$(PYENV_ROOT)/bin:$(PATH)
+endif
+
 .PHONY: help
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.%-]+:.*## / {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,8 +31,12 @@ demo: ## Run producers and workers on the embedded backend and show a live timel
 CONCURRENT ?= ^TestState$$/^(Take|Gate|Lanes|Skip|Due|Forms|Meters)$$/^(Concurrent|PutDuringAdds)
 CONCURRENT_COUNT ?= 5
 
+.PHONY: setup
+setup: ## Check what the tests need (Java 17, npm, Chromium, make, git, moto_server, cfn-lint); as root install what is missing with apt-get, else print the command and stop; fetch DynamoDB Local
+	internal/dev/setup/setup.sh
+
 .PHONY: test
-test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS, Chromium for the console) and the example project's, then repeat the store's concurrency tests
+test: setup ## First `make setup`, then run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS, Chromium for the console) and the example project's, then repeat the store's concurrency tests
 	$(GO) vet $(PKGS)
 	$(MAKE) --no-print-directory lint-template
 	$(MAKE) --no-print-directory test-example
