@@ -54,6 +54,10 @@ check-emulators: ## Fail if an emulator a test started (moto_server, DynamoDB Lo
 	@sleep 1; left=$$(ps -eo pid=,ppid=,stat=,args= | awk '$$2 == 1 && $$3 !~ /^Z/ && /moto_server|DynamoDBLocal|chrom/ && !/awk/ {print $$1 ": " substr($$0, index($$0, $$4), 80)}'); \
 	  if [ -n "$$left" ]; then echo "make test: these outlived the tests that started them:" >&2; echo "$$left" >&2; exit 1; fi
 
+.PHONY: docs
+docs: ## Write the CLI reference docs/cli.md from the commands' own help (cmd/slotq TestCLIReference holds it to them)
+	$(GO) run ./cmd/slotq reference > docs/cli.md
+
 .PHONY: screenshots
 screenshots: ## Write the console's screenshots (docs/console-*.png) from its browser test against the local runtime (needs chromium)
 	SLOTQ_REQUIRE_BROWSER=1 SLOTQ_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowser$$' ./internal/cli/console
