@@ -16,7 +16,7 @@ const (
 	referenceIntro = "Generated from the commands' own help (`slotq COMMAND --help`) by `make docs`\n" +
 		"(`go run ./cmd/slotq reference > docs/cli.md`): do not edit it by hand. A test\n" +
 		"(cmd/slotq `TestCLIReference`) fails when this page and the commands' help differ.\n" +
-		"The README shows the commands at work; [operations.md](operations.md#error-codes)\n" +
+		"[usage.md](usage.md#the-slotq-cli) shows the commands at work; [operations.md](operations.md#error-codes)\n" +
 		"lists the error codes they print."
 )
 
