@@ -34,13 +34,17 @@ need() { command -v "$1" >/dev/null 2>&1; }
 pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}"
 if [ -d "$pyenv_root/shims" ]; then PATH="$pyenv_root/shims:$pyenv_root/bin:$PATH"; fi
 
-pkgs=()
-need make || pkgs+=(make)
-need git || pkgs+=(git)
-need java || pkgs+=(openjdk-17-jre-headless)
-need npm || pkgs+=(nodejs npm)
-# browserPath in internal/cli/console's tests looks for these names.
-need chromium || need chromium-browser || need google-chrome || need google-chrome-stable || pkgs+=(chromium)
+# lacking sets pkgs to the Debian packages of the commands PATH lacks.
+lacking() {
+  pkgs=()
+  need make || pkgs+=(make)
+  need git || pkgs+=(git)
+  need java || pkgs+=(openjdk-17-jre-headless)
+  need npm || pkgs+=(nodejs npm)
+  # browserPath in internal/cli/console's tests looks for these names.
+  need chromium || need chromium-browser || need google-chrome || need google-chrome-stable || pkgs+=(chromium)
+}
+lacking
 
 missing=()
 need go || missing+=("go (https://go.dev/doc/install)")
@@ -60,6 +64,13 @@ if [ "${#pkgs[@]}" -gt 0 ]; then
   mkdir -p /usr/share/man/man1
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
+  # A package installed but not on this PATH (a PATH without /usr/bin)
+  # would fail the tests minutes later: say so now.
+  lacking
+  if [ "${#pkgs[@]}" -gt 0 ]; then
+    echo "setup: installed, but still missing from PATH ($PATH): ${pkgs[*]}" >&2
+    exit 1
+  fi
 fi
 
 if [ "${#missing[@]}" -gt 0 ]; then

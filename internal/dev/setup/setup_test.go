@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,12 +37,18 @@ func newMachine(t *testing.T, cmds ...string) *machine {
 		t.Fatal(err)
 	}
 	for _, c := range cmds {
-		script := "#!/bin/sh\necho \"" + c + " $*\" >> " + m.calls + "\n"
-		if err := os.WriteFile(filepath.Join(m.bin, c), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		m.add(c, "")
 	}
 	return m
+}
+
+// add writes the stand-in c, which records its call, then runs then.
+func (m *machine) add(c, then string) {
+	m.t.Helper()
+	script := "#!/bin/sh\necho \"" + c + " $*\" >> " + m.calls + "\n" + then
+	if err := os.WriteFile(filepath.Join(m.bin, c), []byte(script), 0o755); err != nil {
+		m.t.Fatal(err)
+	}
 }
 
 // run runs setup.sh on the machine's PATH alone (HOME an empty folder, so
@@ -142,7 +149,18 @@ func TestRootInstallsWithAptGet(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("installs only as root")
 	}
-	m := newMachine(t, "make", "git", "go", "moto_server", "cfn-lint", "apt-get", "mkdir")
+	m := newMachine(t, "make", "git", "go", "moto_server", "cfn-lint", "mkdir")
+	// apt-get install puts the stand-ins of the packages' commands on PATH.
+	chmod, err := exec.LookPath("chmod")
+	if err != nil {
+		t.Skip("no chmod on this machine")
+	}
+	var install strings.Builder
+	install.WriteString("[ \"$1\" = install ] || exit 0\n")
+	for _, c := range []string{"java", "npm", "chromium"} {
+		fmt.Fprintf(&install, "printf '#!/bin/sh\\n' > %[1]s/%[2]s; %[3]s +x %[1]s/%[2]s\n", m.bin, c, chmod)
+	}
+	m.add("apt-get", install.String())
 	code, stderr, calls := m.run(nil)
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
@@ -153,5 +171,22 @@ func TestRootInstallsWithAptGet(t *testing.T) {
 		"go run ./internal/dev/dynamolocal/cmd/dynamodb-local -fetch\n"
 	if calls != want {
 		t.Errorf("calls:\n%s\nwant:\n%s", calls, want)
+	}
+}
+
+// As root, a package apt-get installed whose command is still not on PATH
+// (chromium installed, PATH without /usr/bin) stops the run at once: the
+// tests would fail on it minutes later.
+func TestRootInstalledButNotOnPath(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("installs only as root")
+	}
+	m := newMachine(t, append(tools, "apt-get", "mkdir")...)
+	code, stderr, calls := m.run(nil)
+	if code != 1 || !strings.Contains(stderr, "still missing from PATH") || !strings.Contains(stderr, "chromium") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if strings.Contains(calls, "dynamodb-local") {
+		t.Errorf("went on to fetch DynamoDB Local:\n%s", calls)
 	}
 }
