@@ -6,6 +6,14 @@ GO        ?= go
 PKGS      ?= ./...
 BENCHTIME ?= 1s
 
+# moto_server and cfn-lint (the tests' SQS and the template's linter) come
+# with the machine image's Python, installed with pyenv: its shims go on
+# PATH for every target when it is there.
+PYENV_ROOT ?= $(HOME)/.pyenv
+ifneq ($(wildcard $(PYENV_ROOT)/shims),)
+export PATH := $(PYENV_ROOT)/shims:$(PYENV_ROOT)/bin:$(PATH)
+endif
+
 .PHONY: help
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.%-]+:.*## / {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,8 +31,12 @@ demo: ## Run producers and workers on the embedded backend and show a live timel
 CONCURRENT ?= ^TestState$$/^(Take|Gate|Lanes|Skip|Due|Forms|Meters)$$/^(Concurrent|PutDuringAdds)
 CONCURRENT_COUNT ?= 5
 
+.PHONY: setup
+setup: ## Check what the tests need (Java 17, npm, Chromium, make, git, moto_server, cfn-lint); as root install what is missing with apt-get, else print the command and stop; fetch DynamoDB Local
+	internal/dev/setup/setup.sh
+
 .PHONY: test
-test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS, Chromium for the console) and the example project's, then repeat the store's concurrency tests
+test: setup ## First `make setup`, then run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS, Chromium for the console) and the example project's, then repeat the store's concurrency tests
 	$(GO) vet $(PKGS)
 	$(MAKE) --no-print-directory lint-template
 	$(MAKE) --no-print-directory test-example
@@ -41,6 +53,10 @@ test: ## Run every test with -race (starts DynamoDB Local for DynamoDB, moto_ser
 check-emulators: ## Fail if an emulator a test started (moto_server, DynamoDB Local, the console tests' Chromium) outlived its test binary
 	@sleep 1; left=$$(ps -eo pid=,ppid=,stat=,args= | awk '$$2 == 1 && $$3 !~ /^Z/ && /moto_server|DynamoDBLocal|chrom/ && !/awk/ {print $$1 ": " substr($$0, index($$0, $$4), 80)}'); \
 	  if [ -n "$$left" ]; then echo "make test: these outlived the tests that started them:" >&2; echo "$$left" >&2; exit 1; fi
+
+.PHONY: docs
+docs: ## Write the CLI reference docs/cli.md from the commands' own help (cmd/slotq TestCLIReference holds it to them)
+	$(GO) run ./cmd/slotq reference > docs/cli.md
 
 .PHONY: screenshots
 screenshots: ## Write the console's screenshots (docs/console-*.png) from its browser test against the local runtime (needs chromium)

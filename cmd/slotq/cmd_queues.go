@@ -348,7 +348,7 @@ type configFlags struct {
 	targets, networks                                             *string
 }
 
-// skewRule is the skew's rule, said the same way in the help, the README
+// skewRule is the skew's rule, said the same way in the help, docs/usage.md
 // and docs/operations.md (api.Config.Validate and WithDefaults).
 const skewRule = "less than the interval; 1ns for none"
 

@@ -151,6 +151,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	)
 	root.AddCommand(oldNames()...)
 	root.AddCommand(newExitCodesTopic())
+	root.AddCommand(newReferenceCmd())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {

@@ -8,7 +8,7 @@ import (
 // Config is a queue's configuration. A zero setting means its default
 // (the stack's, else slotq's): it is left out of the JSON, and the admin
 // function fills it. docs/guarantees.md states the rules each setting
-// keeps; the README's configuration table gives ranges and defaults.
+// keeps; docs/usage.md's configuration table gives ranges and defaults.
 type Config struct {
 	// Interval is the least time between two starts of the queue: the
 	// interval form of its limit, the default form. Rate (with Burst) and

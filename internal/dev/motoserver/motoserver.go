@@ -93,7 +93,7 @@ func Binary() (string, error) {
 	}
 	p, err := exec.LookPath("moto_server")
 	if err != nil {
-		return "", errors.New("moto_server is not on PATH (it ships with the machine image's Python; see README)")
+		return "", errors.New("moto_server is not on PATH (it ships with the machine image's Python; see CONTRIBUTING.md)")
 	}
 	if strings.Contains(filepath.ToSlash(p), "/shims/") {
 		if out, err := exec.Command("pyenv", "which", "moto_server").Output(); err == nil {
