@@ -17,7 +17,7 @@ import (
 // 8 producers × 100 jobs at 10ms.
 var defaultBench = demoConfig{
 	Queue: "bench", Producers: 8, Jobs: 100, Batch: 3, Workers: 4,
-	Interval: 10 * time.Millisecond, Seed: 1,
+	Interval: 10 * time.Millisecond, Seed: 1, KeyMaxRunning: 1,
 }
 
 func newBenchCmd() *cobra.Command {

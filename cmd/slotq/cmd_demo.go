@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/slotq/slotq/internal/cli/timeline"
+	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 )
 
@@ -54,6 +55,11 @@ func demoFlags(fs *pflag.FlagSet, def demoConfig) *demoConfig {
 	fs.Var(rateFlag{&c.Rate}, "rate", "the queue's limit as a rate `N/PERIOD` (such as 500/1s) instead of an interval: GCRA, with --burst")
 	fs.IntVar(&c.Burst, "burst", def.Burst, "with --rate: how many starts beyond one may come together after an idle time")
 	fs.Var(rateFlag{&c.Window}, "window", "the queue's limit as a window `N/PERIOD` (such as 5000/1h) instead of an interval: at most N starts in any PERIOD")
+	fs.IntVar(&c.Keys, "keys", def.Keys, "spread the jobs over this many keys (key0, key1, …; 0: no keys)")
+	fs.Var(rateFlag{&c.KeyRate}, "key-rate", "with --keys: each key's own limit as a rate `N/PERIOD` (such as 2/1s), kept beside the queue's; with --key-burst")
+	fs.IntVar(&c.KeyBurst, "key-burst", def.KeyBurst, "with --key-rate: how many starts of a key beyond one may come together after an idle time")
+	fs.Var(rateFlag{&c.KeyWindow}, "key-window", "with --keys: each key's own limit as a window `N/PERIOD`: at most N starts of a key in any PERIOD")
+	fs.IntVar(&c.KeyMaxRunning, "key-max-running", def.KeyMaxRunning, "how many jobs of one key run at once: 1 (one at a time) or 0 (no cap: the key's limit alone spaces them)")
 	fs.DurationVar(&c.Skew, "skew", def.Skew, "the queue's skew: any j starts after a start come at least j·interval − skew after it (0: the default, min(2ms, interval/4))")
 	fs.DurationVar(&c.Jitter, "jitter", def.Jitter, "delay each delivery by a random extra up to this (the transport's jitter)")
 	fs.Uint64Var(&c.Seed, "seed", def.Seed, "seed for producer gaps, batch sizes and jitter")
@@ -68,7 +74,7 @@ func demoFlags(fs *pflag.FlagSet, def demoConfig) *demoConfig {
 // 500ms, about 20 seconds.
 var defaultDemo = demoConfig{
 	Queue: "q", Producers: 4, Jobs: 10, Batch: 3, Workers: 4,
-	Interval: 500 * time.Millisecond, Seed: 1,
+	Interval: 500 * time.Millisecond, Seed: 1, KeyMaxRunning: 1,
 }
 
 func newDemoCmd() *cobra.Command {
@@ -123,6 +129,10 @@ func demo(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, asJSON
 			"lateness p50 %s p99 %s, makespan ×%.4f of ideal, %d re-tickets\n",
 			r.handler.Starts, r.gate.Violations, r.handler.Violations, human(r.handler.LatenessP50),
 			human(r.handler.LatenessP99), r.handler.Ratio(), res.Retickets)
+		if r.keys.Keys > 0 {
+			fmt.Fprintf(stderr, "slotq demo: %d keys, busiest %d jobs: %d violations of a key's limit at the gate (%d between handler begins)\n",
+				r.keys.Keys, r.keys.Busiest, r.keys.Gate, r.keys.Handler)
+		}
 	} else {
 		fmt.Fprintln(stdout)
 		r.print(stdout)
@@ -141,17 +151,60 @@ type report struct {
 	delay [3]time.Duration
 	// promise is the lateness against the slot_at each job was promised.
 	promise promiseFigures
+	// keys are the figures of each key's own limit, when the run has
+	// keys with a limit.
+	keys keyFigures
+}
+
+// keyFigures judge a run's starts key by key against the key's limit.
+type keyFigures struct {
+	// Keys is how many keys started jobs; Busiest the most jobs one key
+	// started.
+	Keys, Busiest int
+	// Handler and Gate count the starts, key by key, that broke the
+	// key's limit beyond the skew: between handler begins, and at the
+	// gate.
+	Handler, Gate int
+	// Ideal is the least span the busiest key's starts can take under
+	// the key's limit.
+	Ideal time.Duration
+}
+
+func newKeyFigures(cfg demoConfig, starts []timeline.Start, skew time.Duration) keyFigures {
+	ls := slot.Limits(cfg.keyLimits())
+	if len(ls) == 0 {
+		return keyFigures{}
+	}
+	byKey := map[string][]timeline.Start{}
+	for _, s := range starts {
+		byKey[s.Key] = append(byKey[s.Key], s)
+	}
+	var f keyFigures
+	for _, ss := range byKey {
+		f.Keys++
+		f.Busiest = max(f.Busiest, len(ss))
+		f.Handler += len(slot.Breaches(ls, skew, timeline.Times(ss)))
+		f.Gate += len(slot.Breaches(ls, skew, timeline.Times(timeline.AtGate(ss))))
+	}
+	f.Ideal = timeline.Ideal(ls, f.Busiest)
+	return f
 }
 
 func newReport(cfg demoConfig, res demoResult) report {
 	d := timeline.Delays(res.Starts)
-	return report{
+	r := report{
 		cfg: cfg, res: res,
 		handler: timeline.Summarize(res.Starts, cfg.limits(), res.Skew),
 		gate:    timeline.Summarize(timeline.AtGate(res.Starts), cfg.limits(), res.Skew),
 		delay:   [3]time.Duration{timeline.Percentile(d, 50), timeline.Percentile(d, 99), timeline.Percentile(d, 100)},
 		promise: newPromiseFigures(res),
+		keys:    newKeyFigures(cfg, res.Starts, res.Skew),
 	}
+	// The binding limit's ideal: the queue's for all starts, or the
+	// busiest key's for its own, whichever is longer.
+	r.handler.Ideal = max(r.handler.Ideal, r.keys.Ideal)
+	r.gate.Ideal = max(r.gate.Ideal, r.keys.Ideal)
+	return r
 }
 
 // verdict reports on stderr what makes a run fail and returns the exit
@@ -163,6 +216,9 @@ func (r report) verdict(stderr io.Writer, prog string) int {
 	var problems []string
 	if r.gate.Violations > 0 {
 		problems = append(problems, fmt.Sprintf("%d spacing violations at the gate", r.gate.Violations))
+	}
+	if r.keys.Gate > 0 {
+		problems = append(problems, fmt.Sprintf("%d violations of a key's limit at the gate", r.keys.Gate))
 	}
 	if r.res.Unfinished > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %d jobs not finished", r.res.Unfinished, r.res.Enqueued))
@@ -202,6 +258,10 @@ func (r report) print(w io.Writer) {
 	fmt.Fprintf(w, "  order         %d inversions, %d re-tickets\n", h.Inversions, res.Retickets)
 	fmt.Fprintf(w, "  violations    %d at the gate, %d between handler begins (breaking the limit beyond the skew)\n",
 		r.gate.Violations, h.Violations)
+	if r.keys.Keys > 0 {
+		fmt.Fprintf(w, "  keys          %d keys (%s each), busiest %d jobs; %d violations of a key's limit at the gate, %d between handler begins\n",
+			r.keys.Keys, slot.Limits(cfg.keyLimits()), r.keys.Busiest, r.keys.Gate, r.keys.Handler)
+	}
 	fmt.Fprintf(w, "  gate→handler  p50 %s  p99 %s  max %s\n", human(r.delay[0]), human(r.delay[1]), human(r.delay[2]))
 	fmt.Fprintf(w, "  makespan      %s vs ideal %s (×%.4f)\n", human(h.Makespan), human(h.Ideal), h.Ratio())
 }

@@ -41,6 +41,15 @@ type demoConfig struct {
 	Rate     api.Rate
 	Burst    int
 	Window   api.Rate
+	// Keys spreads the jobs over that many keys (0: no keys), and
+	// KeyRate (with KeyBurst) or KeyWindow gives each key a limit of its
+	// own; KeyMaxRunning is how many jobs of a key run at once (0: no
+	// cap, 1: one at a time).
+	Keys          int
+	KeyRate       api.Rate
+	KeyBurst      int
+	KeyWindow     api.Rate
+	KeyMaxRunning int
 	// IntervalSet says --interval was given: beside --rate or --window it
 	// is a second form, refused.
 	IntervalSet bool
@@ -101,6 +110,18 @@ func (c demoConfig) validate() error {
 		return errors.New("--stall must not be negative")
 	case c.SlowGates < 0 || c.SlowGates > 1:
 		return errors.New("--slow-gates must be between 0 and 1")
+	case c.Keys < 0:
+		return errors.New("--keys must not be negative")
+	case c.Keys == 0 && (len(c.keyLimits()) > 0 || c.KeyBurst != 0):
+		return errors.New("--key-rate, --key-burst and --key-window need --keys")
+	case c.KeyBurst != 0 && c.KeyRate.IsZero():
+		return errors.New("--key-burst goes with --key-rate")
+	case !c.KeyRate.IsZero() && !c.KeyWindow.IsZero():
+		return errors.New("give one of --key-rate and --key-window")
+	case c.KeyMaxRunning != 0 && c.KeyMaxRunning != 1:
+		return errors.New("--key-max-running must be 1 (one job of a key at a time) or 0 (no cap)")
+	case c.Keys > 0 && c.KeyMaxRunning == 0 && len(c.keyLimits()) == 0:
+		return errors.New("--key-max-running 0 needs --key-rate or --key-window")
 	}
 	if err := c.queueConfig().WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("the queue's limit: %w", err)
@@ -120,7 +141,23 @@ func (c demoConfig) queueConfig() slot.Config {
 	default:
 		cfg.Interval = c.Interval
 	}
+	cfg.KeyLimits = c.keyLimits()
+	if c.KeyMaxRunning == 0 && len(cfg.KeyLimits) > 0 {
+		cfg.KeyMaxRunning = slot.NoKeyCap
+	}
 	return cfg
+}
+
+// keyLimits are the limit each key keeps, if --key-rate or --key-window
+// gave one.
+func (c demoConfig) keyLimits() []api.Limit {
+	switch {
+	case !c.KeyRate.IsZero():
+		return []api.Limit{{Rate: c.KeyRate, Burst: c.KeyBurst}}
+	case !c.KeyWindow.IsZero():
+		return []api.Limit{{Window: c.KeyWindow}}
+	}
+	return nil
 }
 
 // limits are the run's queue's limits.
@@ -131,6 +168,17 @@ func (c demoConfig) tick() time.Duration { return c.queueConfig().Tick() }
 
 // total is the number of jobs the run enqueues.
 func (c demoConfig) total() int { return c.Producers * c.Jobs }
+
+// ideal is the least time the run's starts can take: under the queue's
+// limit, or, with keys of a limit of their own, under a key's for the
+// jobs one key would get were they spread evenly (the busiest gets more).
+func (c demoConfig) ideal() time.Duration {
+	d := timeline.Ideal(c.limits(), c.total())
+	if ls := c.keyLimits(); len(ls) > 0 && c.Keys > 0 {
+		d = max(d, timeline.Ideal(ls, (c.total()+c.Keys-1)/c.Keys))
+	}
+	return d
+}
 
 // demoResult is what a demo run saw.
 type demoResult struct {
@@ -190,7 +238,7 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 2*timeline.Ideal(cfg.limits(), cfg.total()) + 30*time.Second
+		cfg.Timeout = 2*cfg.ideal() + 30*time.Second
 	}
 
 	var (
@@ -203,7 +251,7 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 		var p demoPayload
 		_ = json.Unmarshal(j.Payload, &p)
 		s := timeline.Start{
-			Queue: j.Queue, Ticket: j.Ticket, SlotAt: j.SlotAt, JobID: j.ID,
+			Queue: j.Queue, Key: j.Key, Ticket: j.Ticket, SlotAt: j.SlotAt, JobID: j.ID,
 			Producer: p.Producer, Worker: workerFrom(ctx), At: at, Gate: j.StartedAt, Retickets: j.Retickets,
 		}
 		mu.Lock()
@@ -296,7 +344,11 @@ func produce(ctx context.Context, eng *engine.Engine, cfg demoConfig) ([]string,
 				req := job.EnqueueRequest{Queue: cfg.Queue}
 				for i := range k {
 					payload, _ := json.Marshal(demoPayload{Producer: name, N: n + i + 1})
-					req.Jobs = append(req.Jobs, job.Spec{Kind: demoKind, Payload: payload})
+					sp := job.Spec{Kind: demoKind, Payload: payload}
+					if cfg.Keys > 0 {
+						sp.Key = fmt.Sprintf("key%d", rng.IntN(cfg.Keys))
+					}
+					req.Jobs = append(req.Jobs, sp)
 				}
 				if k == 1 {
 					req.Job, req.Jobs = &req.Jobs[0], nil

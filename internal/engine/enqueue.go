@@ -219,7 +219,8 @@ func answerExisting(j *job.Job, st slot.State) Accepted {
 // ticketsAndCounts gives jobs their tickets and slots (assign) and counts
 // them as pending on their keys' lanes (countPending), returning for each
 // the jobs of its key ahead of it. On a queue with keyed limits the count
-// comes first: a job's place among its key's jobs gives its key's slot.
+// comes right after the take (assignKeyed): a job's place among its key's
+// jobs gives its key's slot.
 func (e *Engine) ticketsAndCounts(ctx context.Context, q *Queue, jobs []*job.Job) ([]int64, error) {
 	if !q.Config.Keyed() {
 		if err := e.assign(ctx, q, jobs); err != nil {
@@ -227,21 +228,20 @@ func (e *Engine) ticketsAndCounts(ctx context.Context, q *Queue, jobs []*job.Job
 		}
 		return e.countPending(ctx, *q, jobs)
 	}
-	ahead, err := e.countPending(ctx, *q, jobs)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.assignKeyed(ctx, q, jobs, ahead); err != nil {
-		e.uncountLost(ctx, *q, jobs, make([]bool, len(jobs)))
-		return nil, err
-	}
-	return ahead, nil
+	return e.assignKeyed(ctx, q, jobs, true)
 }
 
 // countPending counts jobs (in ticket order) as pending on their keys'
 // lanes, one write per key, and returns for each job the number of jobs
 // of its key ahead of it.
 func (e *Engine) countPending(ctx context.Context, q Queue, jobs []*job.Job) ([]int64, error) {
+	ahead, _, err := e.countPendingLanes(ctx, q, jobs)
+	return ahead, err
+}
+
+// countPendingLanes is countPending, which also returns the lanes as the
+// counts left them, by key.
+func (e *Engine) countPendingLanes(ctx context.Context, q Queue, jobs []*job.Job) ([]int64, map[string]slot.Lane, error) {
 	per := map[string]int64{}
 	var keys []string
 	for _, j := range jobs {
@@ -254,12 +254,14 @@ func (e *Engine) countPending(ctx context.Context, q Queue, jobs []*job.Job) ([]
 		per[j.Key]++
 	}
 	before := make(map[string]int64, len(keys))
+	lanes := make(map[string]slot.Lane, len(keys))
 	for _, key := range keys {
 		l, err := e.state.AddPending(ctx, q.Name, q.Gen, key, per[key])
 		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", key, err)
+			return nil, nil, fmt.Errorf("key %s: %w", key, err)
 		}
 		before[key] = max(0, l.Pending-per[key])
+		lanes[key] = l
 	}
 	ahead := make([]int64, len(jobs))
 	for i, j := range jobs {
@@ -268,7 +270,7 @@ func (e *Engine) countPending(ctx context.Context, q Queue, jobs []*job.Job) ([]
 			before[j.Key]++
 		}
 	}
-	return ahead, nil
+	return ahead, lanes, nil
 }
 
 // queueFor returns the request's queue. If it does not exist and
@@ -345,36 +347,33 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 // would book a job due at once in the past. The soonest slot is Lead
 // from now: the time a worker takes to pass the gate before its start.
 func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
-	return e.assignKeyed(ctx, q, jobs, nil)
+	_, err := e.assignKeyed(ctx, q, jobs, false)
+	return err
 }
 
-// assignKeyed is assign for jobs of which, on a queue with keyed limits,
-// the i-th has ahead[i] jobs of its key before it (nil: none counted; the
-// key's next opening). A keyed job of such a queue is scheduled, never in
-// line: its slot is its key's (keySlots), or the queue's if that is
-// later, and its key may hold it back at the gate without holding up the
-// tickets behind it.
-func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, ahead []int64) error {
+// assignKeyed is assign, and on a queue with keyed limits (count) it
+// also counts the jobs as pending on their keys' lanes right after their
+// tickets are taken (countPending), returning the jobs of its key ahead
+// of each: a job's place among its key's jobs gives its key's slot, and
+// counting just after the take keeps that place in ticket order but for
+// calls of one key that race within the two writes. A keyed job of such
+// a queue is scheduled, never in line: its slot is its key's (keySlots),
+// or the queue's if that is later, and its key may hold it back at the
+// gate without holding up the tickets behind it. Without count (a new
+// ticket for a job counted already) a job's place is behind every job of
+// its key.
+func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, count bool) ([]int64, error) {
 	for try := 0; ; try++ {
 		now := e.now().Add(e.opts.Lead)
 		ls, tick := q.Config.LimitList(), q.Config.Tick()
-		keyAt, err := e.keySlots(ctx, *q, jobs, ahead, now)
-		if err != nil {
-			return err
-		}
-		earliest := func(i int) time.Time {
-			if keyAt != nil && !keyAt[i].IsZero() {
-				return laterOf(jobs[i].Earliest(), keyAt[i])
-			}
-			return jobs[i].Earliest()
-		}
+		keyed := func(i int) bool { return q.Config.Keyed() && jobs[i].Key != "" }
 		// The slots the jobs would get were they all in line: a job
 		// whose not_before comes after its would-be slot is scheduled.
 		_, _, est := slot.Take(q.State, len(jobs), len(jobs), ls, now)
 		inLine := make([]bool, len(jobs))
 		line := 0
-		for i := range jobs {
-			if (keyAt == nil || keyAt[i].IsZero()) && !earliest(i).After(est[line]) {
+		for i, j := range jobs {
+			if !keyed(i) && !j.Earliest().After(est[line]) {
 				inLine[i] = true
 				line++
 			}
@@ -383,17 +382,31 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, ahe
 		if errors.Is(err, ErrLimitChanged) && try < 3 {
 			gen := q.Gen
 			if *q, err = e.state.GetQueue(ctx, q.Name); err != nil {
-				return err
+				return nil, err
 			}
 			if q.Gen != gen {
 				// Deleted and created again: the jobs are the old
 				// queue's, and take nothing of the new one.
-				return fmt.Errorf("take tickets: generation %d: %w", gen, ErrQueueNotFound)
+				return nil, fmt.Errorf("take tickets: generation %d: %w", gen, ErrQueueNotFound)
 			}
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("take tickets: %w", err)
+			return nil, fmt.Errorf("take tickets: %w", err)
+		}
+		var ahead []int64
+		var lanes map[string]slot.Lane
+		if count {
+			if ahead, lanes, err = e.countPendingLanes(ctx, *q, jobs); err != nil {
+				return nil, err
+			}
+		}
+		keyAt, err := e.keySlots(ctx, *q, jobs, ahead, lanes, now)
+		if err != nil {
+			if count {
+				e.uncountLost(ctx, *q, jobs, make([]bool, len(jobs)))
+			}
+			return nil, err
 		}
 		after := slot.NextSlot(taken.State, ls, now) // where the line goes on
 		k := 0
@@ -411,14 +424,17 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, ahe
 				k++
 				continue
 			}
-			s := laterOf(earliest(i), pos)
+			s := laterOf(j.Earliest(), pos)
+			if keyAt != nil {
+				s = laterOf(s, keyAt[i])
+			}
 			if !prev.IsZero() {
 				s = laterOf(s, prev.Add(tick))
 			}
 			j.SlotAt, prev = s, s
 		}
 		q.State = taken.State
-		return nil
+		return ahead, nil
 	}
 }
 

@@ -35,14 +35,20 @@ func (e *Engine) readMeter(ctx context.Context, q Queue, key string) (slot.Meter
 func keyed(q Queue, j *job.Job) bool { return j.Key != "" && q.Config.Keyed() }
 
 // keySlots is the earliest start each keyed job of jobs may have by its
-// key's clock (slot.KeySlot), with ahead[i] jobs of its key before job i
-// (nil: none, the key's next opening), at now; zero for a job without a
-// keyed limit. One read per key.
-func (e *Engine) keySlots(ctx context.Context, q Queue, jobs []*job.Job, ahead []int64, now time.Time) ([]time.Time, error) {
+// key's clock (slot.KeySlot), with ahead[i] jobs of its key before job i,
+// at now; zero for a job without a keyed limit. The pending count behind
+// ahead also counts a holder that started (lanes[key], as the count left
+// it): the meter has its start already, so it is not counted twice. With ahead nil (a job that
+// takes a new ticket) a job's place is behind every job of its key not
+// ended but itself (its lane's pending count): a new ticket is the
+// highest of its key, and booked before the others it would overtake
+// them all. One read per key (two with ahead nil).
+func (e *Engine) keySlots(ctx context.Context, q Queue, jobs []*job.Job, ahead []int64, lanes map[string]slot.Lane, now time.Time) ([]time.Time, error) {
 	if !q.Config.Keyed() {
 		return nil, nil
 	}
 	meters := map[string]slot.Meter{}
+	others := map[string]int64{}
 	out := make([]time.Time, len(jobs))
 	for i, j := range jobs {
 		if j.Key == "" {
@@ -55,10 +61,24 @@ func (e *Engine) keySlots(ctx context.Context, q Queue, jobs []*job.Job, ahead [
 				return nil, err
 			}
 			meters[j.Key] = m
+			if ahead == nil {
+				l, err := e.state.GetLane(ctx, q.Name, j.Key)
+				if err != nil {
+					return nil, fmt.Errorf("key %s: %w", j.Key, err)
+				}
+				if l.Gen == q.Gen {
+					others[j.Key] = max(0, l.Pending-1)
+				}
+			}
 		}
-		var n int64
+		n := others[j.Key]
 		if ahead != nil {
 			n = ahead[i]
+			if h := lanes[j.Key].Holder.Ticket; h > 0 && h == m.State.Current {
+				n = max(0, n-1) // the holder started: its start is on the meter
+			}
+		} else {
+			others[j.Key]++
 		}
 		out[i] = slot.KeySlot(m, q.Config.LimitsOf(m), n, now)
 	}
@@ -76,24 +96,40 @@ func (e *Engine) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, e
 }
 
 // keyGate is the key's side of j's start at at, which the queue's gate
-// reserved: one compare-and-set of the key's meter (slot.KeyGate).
-func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at time.Time) (slot.KeyVerdict, time.Time, error) {
+// reserved: one compare-and-set of the key's meter (slot.KeyGate). On
+// KeyStart it returns the meter as it was before (prev) and as written.
+func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at time.Time) (v slot.KeyVerdict, open time.Time, prev, put slot.Meter, err error) {
 	for try := 0; ; try++ {
 		m, err := e.readMeter(ctx, q, j.Key)
 		if err != nil {
-			return 0, time.Time{}, err
+			return 0, time.Time{}, prev, put, err
 		}
 		ls := q.Config.LimitsOf(m)
 		next, v, open := slot.KeyGate(m, j.Ticket, ls, slot.GateSkew(q.Config.Skew), at)
 		if v != slot.KeyStart {
-			return v, open, nil
+			return v, open, prev, put, nil
 		}
-		_, err = e.state.PutMeter(ctx, next, m.Version, next.Keep(ls))
+		put, err = e.state.PutMeter(ctx, next, m.Version, next.Keep(ls))
 		if err == nil {
-			return v, open, nil
+			return v, open, m, put, nil
 		}
 		if !errors.Is(err, ErrConflict) || try >= meterTries {
-			return 0, time.Time{}, fmt.Errorf("key %s: %w", j.Key, err)
+			return 0, time.Time{}, prev, put, fmt.Errorf("key %s: %w", j.Key, err)
 		}
+	}
+}
+
+// unstartKey takes back the start keyGate recorded as put on j's key,
+// which j gave up before its target began (its worker woke too late): the
+// meter goes back to prev, if no start was recorded on it since (it is
+// still at put's version). Else the start stays counted: stricter, never
+// looser.
+func (e *Engine) unstartKey(ctx context.Context, q Queue, prev, put slot.Meter) {
+	if put.Version == 0 {
+		return
+	}
+	ls := q.Config.LimitsOf(prev)
+	if _, err := e.state.PutMeter(ctx, prev, put.Version, prev.Keep(ls)); err != nil && !errors.Is(err, ErrConflict) {
+		e.log.WarnContext(ctx, "key's unused start left counted", "queue", q.Name, "key", put.Key, "error", err.Error())
 	}
 }

@@ -89,6 +89,10 @@ type delivery struct {
 	recheck bool
 	// holding: the job holds its key (Job.Key), taken in this invocation.
 	holding bool
+	// keyPrev and keyPut are the job's key's meter before and after the
+	// start this try recorded on it (passKey), if any: a start given up
+	// takes it back (unstartKey).
+	keyPrev, keyPut slot.Meter
 	// now is when this try came to the gate, at the start it asks for,
 	// and gr the request; st is the queue's state once the gate passed it.
 	now time.Time
@@ -352,8 +356,9 @@ func (d *delivery) passKey(ctx context.Context) (next, error) {
 	if !keyed(d.q, j) {
 		return proceed, nil
 	}
-	v, open, err := e.keyGate(ctx, d.q, j, d.gr.Start())
+	v, open, prev, put, err := e.keyGate(ctx, d.q, j, d.gr.Start())
 	if err == nil && v == slot.KeyStart {
+		d.keyPrev, d.keyPut = prev, put
 		return proceed, nil
 	}
 	q := d.q
@@ -538,6 +543,8 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 	}
 	q := d.q
 	q.State = d.st
+	e.unstartKey(rctx, q, d.keyPrev, d.keyPut)
+	d.keyPrev, d.keyPut = slot.Meter{}, slot.Meter{}
 	if !outOfLine(j) {
 		err := e.reticket(rctx, &q, j, lateBy(late))
 		e.endRun(rctx, q, ticket)

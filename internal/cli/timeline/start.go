@@ -19,6 +19,8 @@ import (
 // gate_ms is left out when Gate is unknown.
 type Start struct {
 	Queue string
+	// Key is the job's key, if it has one.
+	Key string
 	// Ticket and SlotAt are those the job started with (after any
 	// re-ticket).
 	Ticket int64
@@ -42,6 +44,7 @@ func (s Start) Lateness() time.Duration { return s.At.Sub(s.SlotAt) }
 
 type wire struct {
 	Queue    string      `json:"queue"`
+	Key      string      `json:"key,omitempty"`
 	Ticket   int64       `json:"ticket"`
 	JobID    string      `json:"job_id"`
 	Producer string      `json:"producer"`
@@ -56,7 +59,7 @@ type wire struct {
 // MarshalJSON writes the flat record shown on Start.
 func (s Start) MarshalJSON() ([]byte, error) {
 	w := wire{
-		Queue: s.Queue, Ticket: s.Ticket, JobID: s.JobID, Producer: s.Producer, Worker: s.Worker,
+		Queue: s.Queue, Key: s.Key, Ticket: s.Ticket, JobID: s.JobID, Producer: s.Producer, Worker: s.Worker,
 		SlotAtMS: json.Number(formatMS(s.SlotAt)), StartMS: json.Number(formatMS(s.At)), Retickets: s.Retickets,
 	}
 	if !s.Gate.IsZero() {
@@ -86,7 +89,7 @@ func (s *Start) UnmarshalJSON(b []byte) error {
 		}
 	}
 	*s = Start{
-		Queue: w.Queue, Ticket: w.Ticket, JobID: w.JobID, Producer: w.Producer, Worker: w.Worker,
+		Queue: w.Queue, Key: w.Key, Ticket: w.Ticket, JobID: w.JobID, Producer: w.Producer, Worker: w.Worker,
 		SlotAt: slotAt, Gate: gate, At: at, Retickets: w.Retickets,
 	}
 	return nil

@@ -210,3 +210,12 @@ func MostAtOnce(spans []Span) int {
 	}
 	return top
 }
+
+// Times returns the times (At) of starts, in their order.
+func Times(starts []Start) []time.Time {
+	t := make([]time.Time, len(starts))
+	for i, s := range starts {
+		t[i] = s.At
+	}
+	return t
+}
