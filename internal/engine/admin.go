@@ -301,6 +301,18 @@ func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
 	if s.Lanes, err = e.Lanes(ctx, q); err != nil {
 		return s, fmt.Errorf("stats %s: %w", name, err)
 	}
+	if q.Config.Keyed() {
+		keys, err := e.Keys(ctx, name)
+		if err != nil {
+			return s, fmt.Errorf("stats %s: %w", name, err)
+		}
+		s.Lanes.KeysAtLimit = 0
+		for _, k := range keys {
+			if k.AtLimit {
+				s.Lanes.KeysAtLimit++
+			}
+		}
+	}
 	s.Lag = slot.Duration(lag(q, now))
 	if st.Clock.After(now) {
 		s.Backlog = slot.Duration(st.Clock.Sub(now))

@@ -597,11 +597,15 @@ type LaneFigures struct {
 	WaitingOnKeys int `json:"waiting_on_keys"`
 	// WaitingForPlace counts the jobs parked for a running place.
 	WaitingForPlace int `json:"waiting_for_place"`
+	// KeysAtLimit counts, on a queue with limits per key, the keys with
+	// jobs waiting whose own limit holds their next start back (of the
+	// MaxKeysListed busiest); -1 on a queue without them.
+	KeysAtLimit int `json:"keys_at_limit"`
 }
 
 // laneFigures counts q's lanes of its generation at now.
 func laneFigures(q Queue, lanes []slot.Lane, now time.Time) LaneFigures {
-	f := LaneFigures{Running: -1}
+	f := LaneFigures{Running: -1, KeysAtLimit: -1}
 	if q.Config.MaxRunning > 0 {
 		f.Running = q.State.RunningAt(now)
 	}

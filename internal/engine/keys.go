@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+)
+
+// KeyInfo is what one key of a queue shows: its limits (its own or the
+// queue's), its jobs waiting or running, and when its next start may come
+// by its own limits.
+type KeyInfo struct {
+	Key string `json:"key"`
+	// Limits are the key's limits; Own says they are its own (set for
+	// this key), not the queue's key_limits.
+	Limits []api.Limit `json:"limits,omitempty"`
+	Own    bool        `json:"own,omitempty"`
+	// Pending counts the key's accepted jobs that have not ended (an
+	// upper bound, slot.Lane.Pending); Held says one of them holds the
+	// key (it runs, or is about to); Waiting counts those parked on it.
+	Pending int64 `json:"pending"`
+	Held    bool  `json:"held,omitempty"`
+	Waiting int   `json:"waiting,omitempty"`
+	// NextStart is the earliest start the key's limits allow its next job
+	// (zero: at once); AtLimit says it lies ahead while jobs wait.
+	NextStart time.Time `json:"next_start,omitzero"`
+	AtLimit   bool      `json:"at_limit,omitempty"`
+	// LastStart is the key's latest start its meter holds.
+	LastStart time.Time `json:"last_start,omitzero"`
+}
+
+// MaxKeysListed is the most keys Keys returns in one answer, busiest first.
+const MaxKeysListed = 1000
+
+// Keys lists q's keys with jobs waiting or running (and those with limits
+// of their own), busiest first (most pending), at most MaxKeysListed. It
+// reads the queue's lanes (one query) and each listed key's meter.
+func (e *Engine) Keys(ctx context.Context, name string) ([]KeyInfo, error) {
+	q, err := e.Queue(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	lanes, err := e.state.ListLanes(ctx, q.Name)
+	if err != nil {
+		return nil, fmt.Errorf("keys %s: %w", name, err)
+	}
+	now := e.now()
+	var out []KeyInfo
+	for _, l := range lanes {
+		if l.Key == "" || l.Gen != q.Gen || l.Pending <= 0 && !l.Held(now) && len(l.Waiting) == 0 {
+			continue
+		}
+		out = append(out, KeyInfo{Key: l.Key, Pending: l.Pending, Held: l.Held(now), Waiting: len(l.Waiting)})
+	}
+	slices.SortFunc(out, func(a, b KeyInfo) int {
+		if a.Pending != b.Pending {
+			return int(b.Pending - a.Pending)
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	if len(out) > MaxKeysListed {
+		out = out[:MaxKeysListed]
+	}
+	for i := range out {
+		if err := e.fillKey(ctx, q, &out[i], now); err != nil {
+			return nil, fmt.Errorf("keys %s: %w", name, err)
+		}
+	}
+	return out, nil
+}
+
+// Key returns what key of queue name shows (Keys), also when it has no
+// jobs.
+func (e *Engine) Key(ctx context.Context, name, key string) (KeyInfo, error) {
+	if err := slot.ValidateKey("key", key); err != nil {
+		return KeyInfo{}, err
+	}
+	q, err := e.Queue(ctx, name)
+	if err != nil {
+		return KeyInfo{}, err
+	}
+	l, err := e.getLane(ctx, q, key)
+	if err != nil {
+		return KeyInfo{}, fmt.Errorf("key %s of %s: %w", key, name, err)
+	}
+	now := e.now()
+	k := KeyInfo{Key: key, Pending: max(0, l.Pending), Held: l.Held(now), Waiting: len(l.Waiting)}
+	if err := e.fillKey(ctx, q, &k, now); err != nil {
+		return KeyInfo{}, fmt.Errorf("key %s of %s: %w", key, name, err)
+	}
+	return k, nil
+}
+
+// fillKey adds what k's meter says.
+func (e *Engine) fillKey(ctx context.Context, q Queue, k *KeyInfo, now time.Time) error {
+	m, err := e.readMeter(ctx, q, k.Key)
+	if err != nil {
+		return err
+	}
+	ls := q.Config.LimitsOf(m)
+	k.Limits, k.Own = ls, len(m.Limits) > 0
+	k.LastStart = m.State.LastStart
+	for _, mk := range m.State.Marks {
+		k.LastStart = laterOf(k.LastStart, mk.Last)
+	}
+	if len(ls) > 0 {
+		if open := slot.KeyOpen(m, ls, 0); open.After(now) {
+			k.NextStart = open
+			k.AtLimit = k.Pending > 0
+		}
+	}
+	return nil
+}
+
+// KeyLimit gives one key limits of its own, or (Limits nil) takes them
+// away, so that the key follows the queue's key_limits again.
+type KeyLimit struct {
+	Key    string      `json:"key"`
+	Limits []api.Limit `json:"limits"`
+}
+
+// SetKeyLimits gives each key of ls the limits it names (its own, in
+// place of the queue's key_limits), or clears them (nil Limits). At most
+// slot.MaxKeyOverrides keys a call. The queue must keep limits per key
+// (key_limits): a key's own limits replace the queue's default for that
+// key. Bad input is a typed error naming the field (keys[2].limits[0].rate),
+// and nothing is written. One compare-and-set of each key's meter; the
+// key's starts already recorded stay, so the new limit holds from its
+// next start on, counted from the starts before it.
+func (e *Engine) SetKeyLimits(ctx context.Context, name string, ls []KeyLimit) ([]KeyInfo, error) {
+	switch {
+	case len(ls) == 0:
+		return nil, input.Invalid("invalid_keys", "keys", "give at least one key")
+	case len(ls) > slot.MaxKeyOverrides:
+		return nil, input.Invalid("too_many_keys", "keys", fmt.Sprintf("%d keys; one call sets at most %d", len(ls), slot.MaxKeyOverrides))
+	}
+	seen := map[string]bool{}
+	for i, kl := range ls {
+		prefix := fmt.Sprintf("keys[%d].", i)
+		if err := slot.ValidateKey(prefix+"key", kl.Key); err != nil {
+			return nil, err
+		}
+		if seen[kl.Key] {
+			return nil, input.Invalid("duplicate_key", prefix+"key", fmt.Sprintf("key %q is given twice", kl.Key))
+		}
+		seen[kl.Key] = true
+		if kl.Limits != nil && len(kl.Limits) == 0 {
+			return nil, input.Invalid("invalid_limit", prefix+"limits", "give a key at least one limit, or null to clear its own")
+		}
+		if err := slot.ValidateKeyLimits(kl.Limits, prefix); err != nil {
+			return nil, err
+		}
+	}
+	q, err := e.Queue(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !q.Config.Keyed() {
+		return nil, input.Invalid("not_keyed", "queue", fmt.Sprintf("queue %s keeps no limit per key: configure key_limits first (a key's own limits replace them for that key)", name))
+	}
+	for i, kl := range ls {
+		for _, l := range kl.Limits {
+			if t := tickOf(slot.Limits{l}); q.Config.Skew >= t {
+				return nil, input.Invalid("invalid_limit", fmt.Sprintf("keys[%d].limits", i),
+					fmt.Sprintf("%s allows a start every %s on average, not more than the queue's skew %s", l, t, q.Config.Skew))
+			}
+		}
+	}
+	out := make([]KeyInfo, len(ls))
+	for i, kl := range ls {
+		if err := e.setKeyLimits(ctx, q, kl); err != nil {
+			return nil, fmt.Errorf("set key limits of %s: %w", name, err)
+		}
+		if out[i], err = e.Key(ctx, name, kl.Key); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// tickOf is the shortest average time between starts ls allow.
+func tickOf(ls slot.Limits) time.Duration { return slot.Config{Limits: ls}.Tick() }
+
+func (e *Engine) setKeyLimits(ctx context.Context, q Queue, kl KeyLimit) error {
+	for try := 0; ; try++ {
+		m, err := e.readMeter(ctx, q, kl.Key)
+		if err != nil {
+			return err
+		}
+		if m.Version == 0 && kl.Limits == nil {
+			return nil // nothing to clear
+		}
+		m.Limits = slot.Limits(kl.Limits)
+		_, err = e.state.PutMeter(ctx, m, m.Version, m.Keep(q.Config.LimitsOf(m)))
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, ErrConflict) || try >= meterTries {
+			return fmt.Errorf("key %s: %w", kl.Key, err)
+		}
+	}
+}
+
