@@ -78,20 +78,21 @@ func Missed(s State, slotAt, at time.Time, ls Limits, skew time.Duration) bool {
 	return false
 }
 
-// The skew is one allowance, measured where the target sees the start,
-// shared by two sides: the gate lets a start through up to GateSkew
-// before its limits open, and a worker that wakes more than Wake after
-// the start the gate reserved for it gives that start up (Overslept).
-// Two starts then come at most GateSkew + Wake = skew closer than the
-// limit's arithmetic: an early start of the one, a late start of the
-// other.
+// The skew is one allowance, measured where the target sees the start:
+// a worker may start up to skew after the start the gate reserved for it
+// (Wake: the wake-up latency of a loaded host, and the clocks of
+// different hosts), and one that wakes later gives the start up
+// (Overslept). So the gate itself lets no start through before its
+// limits open (GateSkew is 0), and two starts never come more than the
+// skew closer than the limit's arithmetic: the one on time, the other
+// late by at most the skew.
 
-// Wake is the part of skew a worker may start after the start the gate
-// reserved: half of it.
-func Wake(skew time.Duration) time.Duration { return skew / 2 }
+// Wake is how long after the start the gate reserved a worker may still
+// start: the whole skew.
+func Wake(skew time.Duration) time.Duration { return skew }
 
-// GateSkew is the part of skew the gate lets a start through before its
-// limits open: what Wake leaves of it.
+// GateSkew is how long before its limits open the gate lets a start
+// through: none, as Wake takes the whole skew.
 func GateSkew(skew time.Duration) time.Duration { return skew - Wake(skew) }
 
 // Overslept reports whether a worker that passed the gate for a start at
