@@ -92,7 +92,7 @@ type env struct {
 	enqueue, worker, resume, admin *role
 }
 
-func (b *bench) newEnv(ctx context.Context, interval time.Duration, maxRunning int) (*env, error) {
+func (b *bench) newEnv(ctx context.Context, interval time.Duration, maxRunning int, keyLimits []api.Limit, keyCap int) (*env, error) {
 	b.seq++
 	name := fmt.Sprintf("costs-%d-%d", time.Now().Unix(), b.seq)
 	if err := b.cl.NewTable(ctx, name); err != nil {
@@ -122,7 +122,8 @@ func (b *bench) newEnv(ctx context.Context, interval time.Duration, maxRunning i
 	}
 	e.enqueue, e.worker, e.resume, e.admin = mk(), mk(), mk(), mk()
 	if _, err := engine.New(engine.Options{State: e.raw, Transport: e.enqueue.tr, Now: e.clock.Now, Lead: costLead}).
-		CreateQueue(ctx, "q", slot.Config{Interval: interval, Skew: b.skew, MaxRunning: maxRunning}); err != nil {
+		CreateQueue(ctx, "q", slot.Config{Interval: interval, Skew: b.skew, MaxRunning: maxRunning,
+			KeyLimits: keyLimits, KeyMaxRunning: keyCap}); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -191,6 +192,10 @@ type scenario struct {
 	// keyed gives each job a key of its own; maxRunning caps the queue.
 	keyed      bool
 	maxRunning int
+	// keyLimits gives each key a limit of its own, and keyCap its cap
+	// (slot.Config.KeyMaxRunning).
+	keyLimits []api.Limit
+	keyCap    int
 	// before runs before the jobs are enqueued, after once they are.
 	before, after func(ctx context.Context, e *env, accepted []engine.Accepted) error
 }
@@ -208,6 +213,10 @@ var scenarios = []scenario{
 		kind: "ok", keyed: true},
 	{name: "g", what: "as (a), on a queue with max_running 2", jobs: 6, interval: 1250 * time.Millisecond,
 		kind: "ok", maxRunning: 2},
+	{name: "h", what: "as (f), each key with a rate of its own (key_limits 1/1s)", jobs: 6, interval: 1250 * time.Millisecond,
+		kind: "ok", keyed: true, keyLimits: []api.Limit{{Rate: api.Rate{N: 1, Per: time.Second}}}},
+	{name: "i", what: "as (h), with no cap per key (key_max_running 0)", jobs: 6, interval: 1250 * time.Millisecond,
+		kind: "ok", keyed: true, keyLimits: []api.Limit{{Rate: api.Rate{N: 1, Per: time.Second}}}, keyCap: slot.NoKeyCap},
 }
 
 // backlog books the queue two hours ahead with one unbilled Take of 7,200
@@ -280,7 +289,7 @@ type result struct {
 }
 
 func (b *bench) measure(ctx context.Context, sc scenario) (result, error) {
-	e, err := b.newEnv(ctx, sc.interval, sc.maxRunning)
+	e, err := b.newEnv(ctx, sc.interval, sc.maxRunning, sc.keyLimits, sc.keyCap)
 	if err != nil {
 		return result{}, err
 	}
@@ -395,7 +404,7 @@ type fixed struct {
 }
 
 func (b *bench) fixedResume(ctx context.Context) (fixed, error) {
-	e, err := b.newEnv(ctx, time.Second, 0)
+	e, err := b.newEnv(ctx, time.Second, 0, nil, 0)
 	if err != nil {
 		return fixed{}, err
 	}
@@ -422,7 +431,7 @@ func (b *bench) throughput(ctx context.Context, runs int) (throughput, error) {
 	var tp throughput
 	for range runs {
 		for _, batch := range []bool{false, true} {
-			e, err := b.newEnv(ctx, time.Second, 0)
+			e, err := b.newEnv(ctx, time.Second, 0, nil, 0)
 			if err != nil {
 				return tp, err
 			}
