@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/slotq/slotq/internal/input"
@@ -410,7 +411,7 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 		}
 		after := slot.NextSlot(taken.State, ls, now) // where the line goes on
 		k := 0
-		var prev time.Time
+		var out []int // the scheduled jobs
 		for i, j := range jobs {
 			j.Ticket = taken.First + int64(i)
 			j.Scheduled = !inLine[i]
@@ -424,14 +425,23 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 				k++
 				continue
 			}
-			s := laterOf(j.Earliest(), pos)
+			j.SlotAt = laterOf(j.Earliest(), pos)
 			if keyAt != nil {
-				s = laterOf(s, keyAt[i])
+				j.SlotAt = laterOf(j.SlotAt, keyAt[i])
 			}
+			out = append(out, i)
+		}
+		// The call's scheduled jobs, in the order of their times, are an
+		// average start apart: each its time, or a tick after the one
+		// before it. (Jobs of several keys come in any order: a key's
+		// later job must not hold back another key's earlier one.)
+		slices.SortStableFunc(out, func(a, b int) int { return jobs[a].SlotAt.Compare(jobs[b].SlotAt) })
+		var prev time.Time
+		for _, i := range out {
 			if !prev.IsZero() {
-				s = laterOf(s, prev.Add(tick))
+				jobs[i].SlotAt = laterOf(jobs[i].SlotAt, prev.Add(tick))
 			}
-			j.SlotAt, prev = s, s
+			prev = jobs[i].SlotAt
 		}
 		q.State = taken.State
 		return ahead, nil
