@@ -80,6 +80,8 @@ bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Loca
 	@echo "the limit's other forms: a rate with a burst at 500 starts/s, a window, both on the embedded engine:"
 	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 500 --rate 500/1s --burst 5 --workers 16
 	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 100 --window 10/50ms --workers 16
+	@echo "keyed limits: 2,000 jobs over 50 keys, each key at 2/s, the queue at 200/s:"
+	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 250 --keys 50 --key-rate 2/1s --rate 200/1s --workers 32
 	$(GO) run ./cmd/slotq bench lanes
 	@echo "the demo's shape on the real adapters (internal/dev/awssim, 3 runs):"
 	@for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./internal/dev/awssim | grep -o 'figures: .*' || exit 1; done

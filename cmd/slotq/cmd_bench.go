@@ -79,6 +79,10 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 			strconv.Itoa(res.Retickets), strconv.Itoa(len(res.Missed)), human(p.P50), human(p.P99), human(p.P99Others),
 			human(p.Deciles[0]), human(p.Deciles[9]),
 			human(r.delay[1]), human(r.handler.Makespan), human(r.handler.Ideal), fmt.Sprintf("%.4f", r.handler.Ratio()))
+		if r.keys.Keys > 0 {
+			fmt.Fprintf(stdout, "%6s %d keys, busiest %d jobs: %d violations of a key's limit at the gate, %d between handler begins\n",
+				"", r.keys.Keys, r.keys.Busiest, r.keys.Gate, r.keys.Handler)
+		}
 		if r.verdict(stderr, fmt.Sprintf("slotq bench: run %d", i+1)) != exitOK {
 			code = exitFail
 		}
@@ -128,7 +132,7 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 	fmt.Fprintf(stdout, "lateness: handler begin − the slot_at the job's enqueue answered; p99 others: of the jobs that missed no slot;\n"+
 		"  deciles: median lateness of the first and the last tenth of those jobs' starts (a ratchet makes the last later)\n")
 	fmt.Fprintf(stdout, "missed: jobs whose worker came more than skew late for their start and gave the slot up (a new ticket)\n")
-	fmt.Fprintf(stdout, "ratio: makespan / ideal, ideal = (n−1)·interval\n")
+	fmt.Fprintf(stdout, "ratio: makespan / ideal, ideal = (n−1)·interval (the limit's arithmetic; with keys, the busiest key's under its own limit if longer)\n")
 	return code
 }
 
