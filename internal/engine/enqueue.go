@@ -371,11 +371,16 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 		// The slots the jobs would get were they all in line: a job
 		// whose not_before comes after its would-be slot is scheduled.
 		_, _, est := slot.Take(q.State, len(jobs), len(jobs), ls, now)
+		// A keyed job books a place of the line too, though it starts out
+		// of line: its slot is that place or its key's, whichever is
+		// later, so that enqueue's answer honours the queue's limit as
+		// well as its key's when the queue is the busier of the two.
 		inLine := make([]bool, len(jobs))
+		books := make([]bool, len(jobs))
 		line := 0
 		for i, j := range jobs {
-			if !keyed(i) && !j.Earliest().After(est[line]) {
-				inLine[i] = true
+			if keyed(i) || !j.Earliest().After(est[line]) {
+				inLine[i], books[i] = !keyed(i), true
 				line++
 			}
 		}
@@ -417,12 +422,12 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 			j.Scheduled = !inLine[i]
 			j.Detached = false // a new ticket puts it back in line
 			pos := after
-			if k < len(taken.Slots) {
+			if books[i] && k < len(taken.Slots) {
 				pos = taken.Slots[k]
+				k++
 			}
 			if inLine[i] {
 				j.SlotAt = pos
-				k++
 				continue
 			}
 			j.SlotAt = laterOf(j.Earliest(), pos)
