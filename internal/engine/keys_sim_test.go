@@ -232,3 +232,52 @@ func TestKeyOwnLimits(t *testing.T) {
 		}
 	})
 }
+
+// §5.15 at scale: 10,000 keys active on one queue at once, each with a
+// job and every tenth with a second, under the queue's rate. Every key keeps its limit, the queue
+// keeps its own, every job succeeds; and a day after the keys fall idle
+// nothing of them is left: no meter, no lane.
+func TestTenThousandKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 keys: not in -short")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 64})
+		defer s.stop()
+		cfg := slot.Config{
+			Rate: api.Rate{N: 1000, Per: time.Second}, Burst: 10, Skew: 200 * time.Microsecond,
+			KeyLimits: []api.Limit{{Rate: api.Rate{N: 1, Per: time.Second}}}, KeyMaxRunning: slot.NoKeyCap,
+		}
+		s.createQueue("wide", cfg)
+		const keys = 10_000
+		total := 0
+		for round := range 2 {
+			for from := 0; from < keys; from += 100 {
+				req := job.EnqueueRequest{Queue: "wide"}
+				for k := from; k < from+100; k++ {
+					if round == 1 && k%10 != 0 {
+						continue
+					}
+					total++
+					req.Jobs = append(req.Jobs, job.Spec{Kind: "lane", Key: fmt.Sprintf("k%05d", k), Payload: json.RawMessage(`{"ms":1}`)})
+				}
+				if _, err := s.eng.Enqueue(context.Background(), req); err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+			}
+		}
+		s.waitFinished("wide", 2*time.Hour)
+		checkKeyed(t, cfg, s.startsOf("wide"), s.runsOf("wide"))
+		if n := len(s.runsOf("wide")); n != total {
+			t.Fatalf("%d runs, want %d", n, total)
+		}
+		time.Sleep(slot.MeterGrace + time.Hour)
+		if m := s.store.Meters("wide"); len(m) != 0 {
+			t.Fatalf("%d meters left a day after the keys fell idle", len(m))
+		}
+		lanes, err := s.store.ListLanes(context.Background(), "wide")
+		if err != nil || len(lanes) != 0 {
+			t.Fatalf("%d lanes left (%v)", len(lanes), err)
+		}
+	})
+}
