@@ -372,5 +372,20 @@ func TestTemplateDefaultLimit(t *testing.T) {
 		if re.MatchString(v) != loads {
 			t.Errorf("DefaultLimit %q: AllowedPattern matches %v, Load %v", v, re.MatchString(v), err)
 		}
+		// The same words give every key a limit (DefaultKeyLimit).
+		delete(env, lambdafn.EnvDefaultLimit)
+		env[lambdafn.EnvDefaultKeyLimit] = v
+		cfg, err := lambdafn.Load(lambdafn.Admin, func(k string) string { return env[k] })
+		if (err == nil) != loads {
+			t.Fatalf("key limit %q: Load says %v, want it to load: %v", v, err, loads)
+		}
+		if err == nil && (v == "") != (len(cfg.Defaults.KeyLimits) == 0) {
+			t.Errorf("key limit %q: the defaults' key_limits are %v", v, cfg.Defaults.KeyLimits)
+		}
+		delete(env, lambdafn.EnvDefaultKeyLimit)
+	}
+	kp := loadTemplate(t).Parameters["DefaultKeyLimit"]
+	if d, _ := kp["Default"].(string); d != "" || kp["AllowedPattern"] != p["AllowedPattern"] {
+		t.Errorf("DefaultKeyLimit: default %q, pattern %v; want empty and DefaultLimit's", d, kp["AllowedPattern"])
 	}
 }

@@ -207,4 +207,3 @@ func (e *Engine) setKeyLimits(ctx context.Context, q Queue, kl KeyLimit) error {
 		}
 	}
 }
-

@@ -30,6 +30,10 @@ const (
 	// ("rate 10/1s burst 2; window 1000/1h"). Set, it takes the place of
 	// SLOTQ_DEFAULT_INTERVAL. Default empty: the interval.
 	EnvDefaultLimit = "SLOTQ_DEFAULT_LIMIT"
+	// EnvDefaultKeyLimit is the limit every key of a queue created without
+	// key_limits keeps beside the queue's, in the words of
+	// SLOTQ_DEFAULT_LIMIT. Default empty: none.
+	EnvDefaultKeyLimit = "SLOTQ_DEFAULT_KEY_LIMIT"
 	// EnvDefaultSkew is the skew of queues created without one (capped at
 	// a quarter of their interval), as a Go duration such as "10ms".
 	// Default slot.DefaultSkew.
@@ -95,10 +99,10 @@ type Spec struct {
 
 // The functions' specs.
 var (
-	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultLimit, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Enqueue = Spec{Function: "enqueue", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultLimit, EnvDefaultKeyLimit, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	Worker  = Spec{Function: "worker", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
 	Resume  = Spec{Function: "resume", Vars: []string{EnvTable, EnvQueueURL, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel}}
-	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDeadLetterQueueURL, EnvWorkerLogGroup, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultLimit, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
+	Admin   = Spec{Function: "admin", Vars: []string{EnvTable, EnvQueueURL, EnvDeadLetterQueueURL, EnvWorkerLogGroup, EnvWorkerTimeout, EnvLead, EnvMetricsNamespace, EnvMetricsDimension, EnvLogLevel, EnvDefaultInterval, EnvDefaultLimit, EnvDefaultKeyLimit, EnvDefaultSkew, EnvAllowedTargets, EnvAllowedNetworks}}
 	// Specs lists every function.
 	Specs = []Spec{Enqueue, Worker, Resume, Admin}
 )
@@ -120,7 +124,8 @@ type Config struct {
 	LogLevel string
 	// Defaults configures queues created without a configuration: the
 	// limit from SLOTQ_DEFAULT_LIMIT, else the interval from
-	// SLOTQ_DEFAULT_INTERVAL; skew from SLOTQ_DEFAULT_SKEW, targets from
+	// SLOTQ_DEFAULT_INTERVAL; key limits from SLOTQ_DEFAULT_KEY_LIMIT;
+	// skew from SLOTQ_DEFAULT_SKEW, targets from
 	// SLOTQ_ALLOWED_TARGETS, the rest slot's defaults.
 	Defaults slot.Config
 	// WorkerTimeout is the worker function's timeout
@@ -221,6 +226,18 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s %q: %v", name, v, err)
 			}
 			limit = &l
+		case EnvDefaultKeyLimit:
+			if v == "" {
+				break
+			}
+			ls, err := api.ParseLimits(v)
+			if err == nil {
+				err = slot.ValidateKeyLimits(ls, "")
+			}
+			if err != nil {
+				return c, fmt.Errorf("%s %q: %v", name, v, err)
+			}
+			c.Defaults.KeyLimits = ls
 		case EnvDefaultSkew:
 			if v == "" {
 				break

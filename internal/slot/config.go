@@ -232,6 +232,9 @@ func (c Config) Or(d Config) Config {
 	if c.TargetTimeout == 0 {
 		c.TargetTimeout = d.TargetTimeout
 	}
+	if c.KeyLimits == nil {
+		c.KeyLimits = d.KeyLimits
+	}
 	return c
 }
 

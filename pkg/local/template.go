@@ -10,6 +10,7 @@ import (
 	"github.com/slotq/slotq/internal/dev/samlocal"
 	"github.com/slotq/slotq/internal/lambdafn"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // FromTemplate reads a Stack from a SAM template such as template.yaml:
@@ -89,6 +90,16 @@ func FromTemplate(path string) (Stack, error) {
 			return s, fmt.Errorf("%s: parameter DefaultLimit: %w", path, err)
 		}
 		s.Defaults.Interval, s.Defaults.Rate, s.Defaults.Burst, s.Defaults.Window, s.Defaults.Limits = l.Interval, l.Rate, l.Burst, l.Window, l.Limits
+	}
+	if d, _ := t.Parameters["DefaultKeyLimit"]["Default"].(string); d != "" {
+		ls, err := api.ParseLimits(d)
+		if err == nil {
+			err = slot.ValidateKeyLimits(ls, "")
+		}
+		if err != nil {
+			return s, fmt.Errorf("%s: parameter DefaultKeyLimit: %w", path, err)
+		}
+		s.Defaults.KeyLimits = ls
 	}
 	return s, nil
 }
