@@ -3,10 +3,12 @@ package main
 import (
 	"net"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/pkg/api"
 )
@@ -141,5 +143,39 @@ func TestKeyFlagsRefusedBeforeSending(t *testing.T) {
 				t.Errorf("sent: %q", errOut)
 			}
 		})
+	}
+}
+
+// A key at its limit shows as such: with each key at one start an hour,
+// a key's second job waits for the key's next start, an hour ahead, and
+// stats count the key at its limit, while another key's job starts.
+func TestKeyAtLimit(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	c.ok("queues", "create", "hourly", "--interval", "10ms", "--key-rate", "1/1h")
+	for _, k := range []string{"busy", "busy", "other"} {
+		c.ok("enqueue", "hourly", "--kind", "echo", "--key", k)
+	}
+	testenv.WaitFor(t, "key busy at its limit", func() bool {
+		var k api.KeyInfo
+		c.okJSON(&k, "keys", "get", "hourly", "busy")
+		return k.AtLimit && k.NextStart.After(time.Now().Add(30*time.Minute))
+	})
+	out := c.ok("keys", "list", "hourly")
+	var busy string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "busy ") {
+			busy = line
+		}
+	}
+	if f := strings.Fields(busy); len(f) < 8 || f[len(f)-1] != "yes" || !strings.HasPrefix(f[len(f)-3], "in") {
+		t.Errorf("keys list: the busy key's line %q; want its next start ahead (in …) and at limit yes\n%s", busy, out)
+	}
+	var st engine.Stats
+	c.okJSON(&st, "queues", "stats", "hourly")
+	if st.Lanes.KeysAtLimit != 1 {
+		t.Errorf("stats: keys_at_limit %d, want 1 (busy)", st.Lanes.KeysAtLimit)
+	}
+	if s := c.ok("queues", "stats", "hourly"); !regexp.MustCompile(`(?m)^keys at their limit +1$`).MatchString(s) {
+		t.Errorf("stats does not show the key at its limit:\n%s", s)
 	}
 }
