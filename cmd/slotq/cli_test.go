@@ -228,7 +228,7 @@ func TestLaneCommands(t *testing.T) {
 	golden(t, "stats-lanes", c.ok("queues", "stats", "accounts"))
 	var st engine.Stats
 	c.okJSON(&st, "queues", "stats", "accounts")
-	if want := (engine.LaneFigures{Running: 1, KeysHeld: 1, KeysWaiting: 1, WaitingOnKeys: 1, WaitingForPlace: 1}); st.Lanes != want {
+	if want := (engine.LaneFigures{Running: 1, KeysHeld: 1, KeysWaiting: 1, WaitingOnKeys: 1, WaitingForPlace: 1, KeysAtLimit: -1}); st.Lanes != want {
 		t.Errorf("stats --json lanes %+v, want %+v", st.Lanes, want)
 	}
 	var q engine.Queue

@@ -59,9 +59,9 @@ func newQueuesListCmd(cn *conn) *cobra.Command {
 				return nil, nil, err
 			}
 			return out.Queues, func(w io.Writer) {
-				row(w, "QUEUE", "LIMITS", "SKEW", "MAX ATTEMPTS", "MAX RUNNING", "TARGETS", "PAUSED", "TICKETS", "STARTED", "CREATED")
+				row(w, "QUEUE", "LIMITS", "KEY LIMITS", "SKEW", "MAX ATTEMPTS", "MAX RUNNING", "TARGETS", "PAUSED", "TICKETS", "STARTED", "CREATED")
 				for _, q := range out.Queues {
-					row(w, q.Name, limits(q.Config), setting(q.Config.Skew), q.Config.MaxAttempts, maxRunning(q.Config.MaxRunning), len(q.Config.Targets),
+					row(w, q.Name, limits(q.Config), keyLimits(q.Config), setting(q.Config.Skew), q.Config.MaxAttempts, maxRunning(q.Config.MaxRunning), len(q.Config.Targets),
 						paused(q.State), q.State.Ticket, q.State.Current, ts(q.CreatedAt))
 				}
 			}, nil
@@ -168,6 +168,11 @@ func laneRows(w io.Writer, l api.LaneFigures, maxRunning int) {
 	row(w, "keys waiting", l.KeysWaiting)
 	row(w, "jobs waiting on keys", l.WaitingOnKeys)
 	row(w, "jobs waiting for a place", l.WaitingForPlace)
+	atLimit := "-" // no key_limits: no key has a limit to be at
+	if l.KeysAtLimit >= 0 {
+		atLimit = fmt.Sprint(l.KeysAtLimit)
+	}
+	row(w, "keys at their limit", atLimit)
 }
 
 // maxRunning prints a queue's MaxRunning: "-" for no cap.
@@ -185,6 +190,8 @@ func limits(c api.Config) string { return slot.Config(c).LimitList().String() }
 // configRows prints a queue's configuration, a setting a line.
 func configRows(w io.Writer, c api.Config) {
 	row(w, "limits", limits(c))
+	row(w, "key limits", keyLimits(c))
+	row(w, "key max running", keyMaxRunning(c))
 	row(w, "skew", setting(c.Skew))
 	row(w, "max attempts", c.MaxAttempts)
 	row(w, "max running", maxRunning(c.MaxRunning))
@@ -346,6 +353,7 @@ type configFlags struct {
 	limits                                                        *limitsValue
 	maxAttempts, maxRunning, burst                                *int
 	targets, networks                                             *string
+	keys                                                          *keyConfigFlags
 }
 
 // skewRule is the skew's rule, said the same way in the help, docs/usage.md
@@ -372,6 +380,7 @@ func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
 		targetTimeout: durationFlag(fs, "target-timeout", "bound of one run of an HTTP or Lambda target "+what),
 		targets:       fs.String("targets", "", "comma-separated HTTP and Lambda target `patterns` jobs may name "+what),
 		networks:      fs.String("allow-networks", "", "comma-separated CIDR `prefixes` HTTP targets may reach although private "+what),
+		keys:          newKeyConfigFlags(fs, strings.Contains(what, "unchanged")),
 	}
 	fs.Var(rateFlag{f.rate}, "rate", "at most N starts per period on average, a rate `N/PERIOD` such as 100/1m: the rate form of the queue's limit, with --burst "+what)
 	fs.Var(rateFlag{f.window}, "window", "no span shorter than the period holds more than N starts, a window `N/PERIOD` such as 5000/1h: the window form of the queue's limit "+what)
@@ -444,7 +453,7 @@ func (f *configFlags) check(op string, fs *pflag.FlagSet, whole bool) error {
 			}
 		}
 	}
-	return nil
+	return f.keys.check(op, fs)
 }
 
 // apply sets on cfg the settings given on the command line.
@@ -484,6 +493,7 @@ func (f *configFlags) apply(fs *pflag.FlagSet, cfg *api.Config) {
 			cfg.AllowNetworks = split(*f.networks)
 		}
 	}
+	f.keys.apply(fs, cfg)
 }
 
 // update is the change the command line asks for: the settings given, and
@@ -498,6 +508,9 @@ func (f *configFlags) update(fs *pflag.FlagSet) api.ConfigUpdate {
 	}
 	if fs.Changed("max-running") {
 		u.MaxRunning = &cfg.MaxRunning
+	}
+	if fs.Changed("key-max-running") {
+		u.KeyMaxRunning = &cfg.KeyMaxRunning
 	}
 	if fs.Changed("targets") {
 		t := append([]string{}, cfg.Targets...)
@@ -528,11 +541,15 @@ func newCreateCmd(cn *conn) *cobra.Command {
 			"The queue's limit takes one form: --interval (one start per duration), --rate with\n" +
 			"--burst (N starts per period on average, B more at once after an idle time), --window\n" +
 			"(no span shorter than the period holds more than N starts), or --limit, repeated, to\n" +
-			"keep up to 3 limits at once (docs/operations.md says which form fits which quota).",
+			"keep up to 3 limits at once (docs/operations.md says which form fits which quota).\n" +
+			"--key-interval, --key-rate with --key-burst, --key-window or --key-limit give every key of\n" +
+			"the queue's jobs a limit of its own, kept beside the queue's ('slotq keys set' gives one key\n" +
+			"another); --key-max-running 0 lets a key run any number of its jobs at once.",
 		Example: "  $ slotq queues create emails --interval 2s --max-attempts 5 --targets 'https://hooks.example.com/*'\n" +
 			"  $ slotq queues create crawls --rate 100/1m --burst 10\n" +
 			"  $ slotq queues create reports --window 5000/1h\n" +
-			"  $ slotq queues create api --limit 'rate 10/1s burst 2' --limit 'window 1000/1h'",
+			"  $ slotq queues create api --limit 'rate 10/1s burst 2' --limit 'window 1000/1h'\n" +
+			"  $ slotq queues create tenants --rate 200/1s --key-rate 5/1s --key-max-running 0",
 		Args: nArgs(1, 1),
 	}
 	cn = stackFlags(cmd, cn)
@@ -565,11 +582,13 @@ func newConfigureCmd(cn *conn) *cobra.Command {
 			"of a queue at a time). A setting given as zero is refused unless zero is a setting\n" +
 			"of its own (--max-running 0: no cap; --burst 0: none; --targets \"\": none).\n" +
 			"Any of --interval, --rate, --window and --limit replaces the queue's limit whole;\n" +
-			"--burst alone changes the burst of its rate.\n" +
+			"--burst alone changes the burst of its rate. Any of --key-interval, --key-rate,\n" +
+			"--key-window and --key-limit replaces the queue's key limits whole.\n" +
 			"Jobs that hold slots keep them; new tickets follow the new limit.",
 		Example: "  $ slotq queues configure emails --interval 1s --max-running 3\n" +
 			"  $ slotq queues configure crawls --burst 20\n" +
-			"  $ slotq queues configure api --limit 'rate 10/1s burst 2; window 1000/1h'",
+			"  $ slotq queues configure api --limit 'rate 10/1s burst 2; window 1000/1h'\n" +
+			"  $ slotq queues configure tenants --key-limit 'rate 5/1s burst 1; window 100/1h' --key-max-running 1",
 		Args: nArgs(1, 1),
 	}
 	cn = stackFlags(cmd, cn)

@@ -4,6 +4,7 @@
 //
 //	slotq queues list|create|configure|pause|resume|purge|delete|stats   operate queues
 //	slotq jobs list|get|cancel|retry                                     operate jobs
+//	slotq keys list|get|set|clear                                        a queue's keys and their limits
 //	slotq enqueue QUEUE (--kind K | --target T) [--payload JSON|@FILE|-] [--key KEY] [--wait]
 //	slotq redrive                       move the slot queue's dead letters back
 //
@@ -137,6 +138,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newQueuesCmd(),
 		newJobsCmd(),
+		newKeysCmd(),
 		grouped(groupOps, newEnqueueCmd(nil)),
 		grouped(groupOps, newRedriveCmd(nil)),
 		grouped(groupOps, newConsoleCmd()),

@@ -44,6 +44,8 @@ func TestWireTypes(t *testing.T) {
 		{metrics.Activity{}, api.Activity{}},
 		{engine.EnqueueResult{}, api.EnqueueResult{}},
 		{engine.RetryResult{}, api.RetryResult{}},
+		{engine.KeyInfo{}, api.KeyInfo{}},
+		{admin.KeyLimit{}, api.KeyLimit{}},
 		{lambdafn.Error{}, api.Error{}},
 	} {
 		s, w := shape(reflect.TypeOf(p.server)), shape(reflect.TypeOf(p.wire))
@@ -54,6 +56,10 @@ func TestWireTypes(t *testing.T) {
 	// Config travels by its own MarshalJSON on both sides; the fields
 	// are the same, which the conversion checks at compile time.
 	_ = slot.Config(api.Config{})
+	// The bounds the wire states are the server's.
+	if api.MaxKeyOverrides != slot.MaxKeyOverrides {
+		t.Errorf("api.MaxKeyOverrides %d, slot.MaxKeyOverrides %d", api.MaxKeyOverrides, slot.MaxKeyOverrides)
+	}
 }
 
 var marshaler = reflect.TypeFor[json.Marshaler]()

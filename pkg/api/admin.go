@@ -18,7 +18,14 @@ const (
 	OpRedrive   = "redrive"
 	OpReindex   = "reindex"
 	OpStarts    = "starts"
+	// Keys: a queue's keys with jobs, one key, keys' own limits.
+	OpListKeys     = "list_keys"
+	OpGetKey       = "get_key"
+	OpSetKeyLimits = "set_key_limits"
 )
+
+// MaxKeyOverrides is how many keys one set_key_limits call names.
+const MaxKeyOverrides = 100
 
 // AdminRequest is one operation of the admin function. Each operation
 // reads the fields its own documentation names and leaves the others
@@ -53,6 +60,42 @@ type AdminRequest struct {
 	Failed bool     `json:"failed,omitempty"`
 	UpTo   int64    `json:"up_to,omitempty"`
 	By     string   `json:"by,omitempty"`
+	// Key names the key of get_key; Keys gives, for set_key_limits, each
+	// key it names limits of its own or clears them (at most
+	// MaxKeyOverrides keys).
+	Key  string     `json:"key,omitempty"`
+	Keys []KeyLimit `json:"keys,omitempty"`
+}
+
+// KeyLimit gives one key of a queue with key_limits limits of its own
+// (up to three, each in any form of Limit), in place of the queue's
+// key_limits for that key; Limits nil clears them (on the wire,
+// "limits": null), so that the key follows the queue's again.
+type KeyLimit struct {
+	Key    string  `json:"key"`
+	Limits []Limit `json:"limits"`
+}
+
+// KeyInfo is what one key of a queue shows (list_keys, get_key,
+// set_key_limits).
+type KeyInfo struct {
+	Key string `json:"key"`
+	// Limits are the key's limits; Own says they are its own (set for
+	// this key), not the queue's key_limits.
+	Limits []Limit `json:"limits,omitempty"`
+	Own    bool    `json:"own,omitempty"`
+	// Pending counts the key's accepted jobs that have not ended (an
+	// upper bound); Held says one of them holds the key (it runs, or is
+	// about to); Waiting counts those parked on the key.
+	Pending int64 `json:"pending"`
+	Held    bool  `json:"held,omitempty"`
+	Waiting int   `json:"waiting,omitempty"`
+	// NextStart is the earliest start the key's limits allow its next
+	// job (zero: at once); AtLimit says it lies ahead while jobs wait.
+	NextStart time.Time `json:"next_start,omitzero"`
+	AtLimit   bool      `json:"at_limit,omitempty"`
+	// LastStart is the key's latest start.
+	LastStart time.Time `json:"last_start,omitzero"`
 }
 
 // AdminResponse is the admin function's answer: the fields its operation
@@ -81,5 +124,10 @@ type AdminResponse struct {
 	Starts      []Start `json:"starts,omitzero"`
 	More        bool    `json:"more,omitempty"`
 	StartsError string  `json:"starts_error,omitempty"`
-	Error       *Error  `json:"error,omitempty"`
+	// Keys answers list_keys (the queue's keys with jobs waiting or
+	// running, busiest first, at most 1000) and set_key_limits (each key
+	// as set); Key answers get_key.
+	Keys  []KeyInfo `json:"keys,omitzero"`
+	Key   *KeyInfo  `json:"key,omitempty"`
+	Error *Error    `json:"error,omitempty"`
 }

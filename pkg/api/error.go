@@ -44,6 +44,7 @@ const (
 	CodeInvalidRetention     = "invalid_retention"
 	CodeInvalidTargetTimeout = "invalid_target_timeout"
 	CodeInvalidMaxRunning    = "invalid_max_running"
+	CodeInvalidKeyMaxRunning = "invalid_key_max_running"
 	CodeInvalidNetwork       = "invalid_network"
 	CodeTooManyTargets       = "too_many_targets"
 	CodeTooManyNetworks      = "too_many_networks"
@@ -73,6 +74,14 @@ const (
 	CodeInvalidRetry      = "invalid_retry"
 	CodeInvalidRedrive    = "invalid_redrive"
 	CodeNoDeadLetterQueue = "no_dead_letter_queue"
+	// Keys' own limits (set_key_limits): no keys, more than
+	// MaxKeyOverrides, a key given twice, a key without limits (a list,
+	// or null to clear), a queue without key_limits.
+	CodeInvalidKeys   = "invalid_keys"
+	CodeTooManyKeys   = "too_many_keys"
+	CodeDuplicateKey  = "duplicate_key"
+	CodeMissingLimits = "missing_limits"
+	CodeNotKeyed      = "not_keyed"
 	// CodeInvalidWait is the client's own: EnqueueAndWait given a batch.
 	CodeInvalidWait = "invalid_wait"
 

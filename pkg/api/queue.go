@@ -66,6 +66,10 @@ type LaneFigures struct {
 	WaitingOnKeys int `json:"waiting_on_keys"`
 	// WaitingForPlace counts jobs parked for a running place.
 	WaitingForPlace int `json:"waiting_for_place"`
+	// KeysAtLimit counts, on a queue with key_limits, the keys with jobs
+	// waiting whose own limit holds their next start back (of the 1,000
+	// busiest); -1 on a queue without key_limits.
+	KeysAtLimit int `json:"keys_at_limit"`
 }
 
 // Activity is what a queue did over a recent window, read from its

@@ -184,3 +184,51 @@ func ExampleClient_ListJobs() {
 	// Output:
 	// done
 }
+
+// Give every key of a queue a limit of its own (each tenant at 5 a
+// second, the queue at 200), one key a higher one, and list the busy
+// keys with their limits.
+func ExampleClient_SetKeyLimits() {
+	endpoint, stop := runLocal()
+	defer stop()
+	c := client.NewFromConfig(aws.Config{}, client.WithEndpoint(endpoint))
+	ctx := context.Background()
+
+	_, err := c.CreateQueue(ctx, &client.CreateQueueInput{Queue: "tenants", Config: &api.Config{
+		Rate:      api.Rate{N: 200, Per: time.Second},
+		KeyLimits: []api.Limit{{Rate: api.Rate{N: 5, Per: time.Second}}},
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Paused, so the jobs wait and the list is the same on every run.
+	if _, err := c.PauseQueue(ctx, &client.PauseQueueInput{Queue: "tenants"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := c.Enqueue(ctx, &client.EnqueueInput{Queue: "tenants", Jobs: []api.Spec{
+		{Kind: "echo", Key: "acme"}, {Kind: "echo", Key: "acme"}, {Kind: "echo", Key: "globex"},
+	}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = c.SetKeyLimits(ctx, &client.SetKeyLimitsInput{Queue: "tenants", Keys: []api.KeyLimit{
+		{Key: "acme", Limits: []api.Limit{{Rate: api.Rate{N: 20, Per: time.Second}, Burst: 5}}},
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, err := c.ListKeys(ctx, &client.ListKeysInput{Queue: "tenants"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, k := range out.Keys {
+		fmt.Println(k.Key, k.Limits, "own:", k.Own, "pending:", k.Pending)
+	}
+	// Output:
+	// acme [rate 20/1s burst 5] own: true pending: 2
+	// globex [rate 5/1s] own: false pending: 1
+}

@@ -82,7 +82,7 @@ func TestLocalRuntimeLanes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Stats.Config.MaxRunning != 3 || st.Stats.Lanes != (api.LaneFigures{Running: 0}) {
+	if st.Stats.Config.MaxRunning != 3 || st.Stats.Lanes != (api.LaneFigures{Running: 0, KeysAtLimit: -1}) {
 		t.Errorf("stats: max_running %d, lanes %+v; want 3 and nothing running or waiting", st.Stats.Config.MaxRunning, st.Stats.Lanes)
 	}
 }

@@ -505,3 +505,73 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
+
+// ListKeysInput names a queue.
+type ListKeysInput struct {
+	Queue string
+}
+
+// ListKeysOutput holds the queue's keys with jobs waiting or running (and
+// those with limits of their own), busiest first (most pending), at most
+// 1,000: each key's limits (its own, or the queue's key_limits), its jobs
+// pending, held and waiting, and when its next start may come by its own
+// limits.
+type ListKeysOutput struct {
+	Keys []api.KeyInfo
+}
+
+// ListKeys lists a queue's busy keys. ErrQueueNotFound for a queue that
+// does not exist.
+func (c *Client) ListKeys(ctx context.Context, in *ListKeysInput, optFns ...func(*Options)) (*ListKeysOutput, error) {
+	res, err := c.admin(ctx, api.AdminRequest{Op: api.OpListKeys, Queue: in.Queue}, optFns)
+	if err != nil {
+		return nil, err
+	}
+	return &ListKeysOutput{Keys: res.Keys}, nil
+}
+
+// GetKeyInput names a key of a queue.
+type GetKeyInput struct {
+	Queue string
+	Key   string
+}
+
+// GetKeyOutput is what the key shows, also when it has no jobs.
+type GetKeyOutput struct {
+	Key api.KeyInfo
+}
+
+// GetKey returns one key of a queue: its limits, jobs and next start.
+func (c *Client) GetKey(ctx context.Context, in *GetKeyInput, optFns ...func(*Options)) (*GetKeyOutput, error) {
+	res, err := c.admin(ctx, api.AdminRequest{Op: api.OpGetKey, Queue: in.Queue, Key: in.Key}, optFns)
+	if err != nil {
+		return nil, err
+	}
+	return &GetKeyOutput{Key: deref(res.Key)}, nil
+}
+
+// SetKeyLimitsInput gives keys of a queue limits of their own, or clears
+// them: each of Keys names a key and its limits (up to three, each in any
+// form), or nil Limits to clear them, so that the key follows the
+// queue's key_limits again. At most api.MaxKeyOverrides keys a call; the
+// queue must have key_limits.
+type SetKeyLimitsInput struct {
+	Queue string
+	Keys  []api.KeyLimit
+}
+
+// SetKeyLimitsOutput holds each key as set, in the order given.
+type SetKeyLimitsOutput struct {
+	Keys []api.KeyInfo
+}
+
+// SetKeyLimits gives keys limits of their own or clears them. Bad input is
+// an *Error naming the value (keys[2].limits[0].rate), and no key is
+// changed. A key's starts already made count against its new limits.
+func (c *Client) SetKeyLimits(ctx context.Context, in *SetKeyLimitsInput, optFns ...func(*Options)) (*SetKeyLimitsOutput, error) {
+	res, err := c.admin(ctx, api.AdminRequest{Op: api.OpSetKeyLimits, Queue: in.Queue, Keys: in.Keys}, optFns)
+	if err != nil {
+		return nil, err
+	}
+	return &SetKeyLimitsOutput{Keys: res.Keys}, nil
+}

@@ -27,6 +27,8 @@ func TestOpRefusesUnusedFields(t *testing.T) {
 		{`{"op":"cancel","queue":"emails","job_id":"a","until":"2030-01-01T00:00:00Z"}`, "until"},
 		{`{"op":"create","queue":"other","reset":true}`, "reset"},
 		{`{"op":"delete","queue":"emails","config":{"interval":"1s"}}`, "config"},
+		{`{"op":"list_keys","queue":"emails","key":"a"}`, "key"},
+		{`{"op":"pause","queue":"emails","keys":[{"key":"a","limits":null}]}`, "keys"},
 	} {
 		res, err := h.Handle(ctx, json.RawMessage(tc.req))
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 var adminKeys = map[string]bool{
 	"op": true, "queue": true, "config": true, "until": true,
 	"job_id": true, "status": true, "after": true, "limit": true, "reset": true,
+	"key": true, "keys": true,
 }
 
 // requiredCodes are the errors whose field may name a value the request
@@ -22,6 +23,7 @@ var adminKeys = map[string]bool{
 var requiredCodes = map[string]bool{
 	"invalid_op": true, "invalid_queue": true, "missing_config": true, "invalid_id": true,
 	"queue_not_found": true, "job_not_found": true, "status_not_listed": true, "not_waiting": true,
+	"invalid_key": true, "invalid_keys": true,
 }
 
 // FuzzAdmin feeds the admin handler any body, through its real decoding,
@@ -41,6 +43,10 @@ func FuzzAdmin(f *testing.F) {
 		`{"OP":"stats","queue":"emails"}`,
 		`{"op":"get","queue":"emails","job_id":"welcome-42","x":1}`,
 		`{"op":"cancel","queue":"nope","job_id":"a"}`,
+		`{"op":"list_keys","queue":"emails"}`,
+		`{"op":"get_key","queue":"emails","key":"a b"}`,
+		`{"op":"set_key_limits","queue":"emails","keys":[{"key":"a","limits":[{"rate":"5/1s","burst":1}]},{"key":"b","limits":null}]}`,
+		`{"op":"set_key_limits","queue":"emails","keys":[{"key":"a","limits":[{"rate":"x"}]},{"key":"b"}]}`,
 		`[]`, `null`, `{"op":1}`,
 	} {
 		f.Add([]byte(s))

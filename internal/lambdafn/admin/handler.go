@@ -6,6 +6,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -39,6 +40,9 @@ type Admin interface {
 	Reindex(ctx context.Context) (engine.ReindexReport, error)
 	Retry(ctx context.Context, r engine.RetryRequest) (engine.RetryResult, error)
 	Redrive(ctx context.Context, dlq engine.DeadLetterQueue, limit int) (engine.RedriveReport, error)
+	Keys(ctx context.Context, name string) ([]engine.KeyInfo, error)
+	Key(ctx context.Context, name, key string) (engine.KeyInfo, error)
+	SetKeyLimits(ctx context.Context, name string, ls []engine.KeyLimit) ([]engine.KeyInfo, error)
 }
 
 var _ Admin = (*engine.Engine)(nil)
@@ -59,8 +63,9 @@ const (
 // Request is one admin operation.
 type Request struct {
 	// Op is create, configure, pause, resume, purge, delete, stats,
-	// starts, get, cancel, list, retry, redrive or reindex (once, after an
-	// upgrade that added the due index: engine.Reindex).
+	// starts, get, cancel, list, retry, redrive, list_keys, get_key,
+	// set_key_limits or reindex (once, after an upgrade that added the due
+	// index: engine.Reindex).
 	Op    string `json:"op"`
 	Queue string `json:"queue,omitempty"`
 	// Config holds the settings of create and configure. A setting left
@@ -104,6 +109,51 @@ type Request struct {
 	Failed bool     `json:"failed,omitempty"`
 	UpTo   int64    `json:"up_to,omitempty"`
 	By     string   `json:"by,omitempty"`
+	// Key names the key of get_key. Keys, for set_key_limits, gives each
+	// key it names limits of its own, or clears them (limits null), at
+	// most slot.MaxKeyOverrides keys a call.
+	Key  string     `json:"key,omitempty"`
+	Keys []KeyLimit `json:"keys,omitempty"`
+}
+
+// KeyLimit is one key of set_key_limits: {"key": "acme", "limits":
+// [{"rate": "20/1s"}]} gives key acme limits of its own, each in any form
+// of a queue's limits; {"key": "acme", "limits": null} clears them, so
+// that the key follows the queue's key_limits again. limits must be
+// given (a list or null): a key left without it is refused, not cleared.
+type KeyLimit engine.KeyLimit
+
+// UnmarshalJSON reads one key's limits strictly, by the rules of a
+// queue's key_limits (unknown fields, durations without units and bad
+// rates are refused), naming a bad value by its path ("limits[0].rate").
+func (k *KeyLimit) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Key    string          `json:"key"`
+		Limits json.RawMessage `json:"limits"`
+	}
+	if err := input.Decode(b, &w); err != nil {
+		return err
+	}
+	if len(w.Limits) == 0 {
+		return input.Invalid("missing_limits", "limits", "give limits: a list of the key's own limits, or null to clear them")
+	}
+	*k = KeyLimit{Key: w.Key}
+	if string(w.Limits) == "null" {
+		return nil
+	}
+	// The key's limits read as a queue's key_limits do.
+	var u slot.ConfigUpdate
+	if err := u.UnmarshalJSON(append(append([]byte(`{"key_limits":`), w.Limits...), '}')); err != nil {
+		var in *input.Error
+		if errors.As(err, &in) {
+			if rest, ok := strings.CutPrefix(in.Field, "key_limits"); ok {
+				return input.Invalid(in.Code, "limits"+rest, in.Message)
+			}
+		}
+		return err
+	}
+	k.Limits = *u.KeyLimits
+	return nil
 }
 
 // Response is the answer of one operation: the fields the operation fills,
@@ -132,6 +182,11 @@ type Response struct {
 	Reindexed *engine.ReindexReport `json:"reindexed,omitempty"`
 	Jobs      []job.Job             `json:"jobs,omitzero"`
 	Queues    []engine.Queue        `json:"queues,omitzero"`
+	// Keys answers list_keys (a queue's keys with jobs, busiest first, at
+	// most engine.MaxKeysListed) and set_key_limits (each key as set);
+	// Key answers get_key.
+	Keys []engine.KeyInfo `json:"keys,omitzero"`
+	Key  *engine.KeyInfo  `json:"key,omitempty"`
 	// Starts answers starts: the queue's starts from since on, by start
 	// time, read from the worker's log on the stack (the process's own
 	// starts locally); More says the answer stopped at its limit (ask
@@ -144,7 +199,7 @@ type Response struct {
 }
 
 // Ops lists the operations, for the error message of an unknown one.
-var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "starts", "get", "cancel", "list", "retry", "redrive", "reindex"}
+var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "starts", "get", "cancel", "list", "retry", "redrive", "list_keys", "get_key", "set_key_limits", "reindex"}
 
 // Handler translates admin requests into engine calls.
 type Handler struct {
@@ -187,20 +242,23 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (Response
 // request never does something other than what it seems to ask, such as
 // a reindex "of one queue" that reindexes all.
 var opFields = map[string][]string{
-	"create":    {"queue", "config"},
-	"configure": {"queue", "config", "reset"},
-	"pause":     {"queue", "until"},
-	"resume":    {"queue"},
-	"purge":     {"queue"},
-	"delete":    {"queue"},
-	"stats":     {"queue", "no_activity"},
-	"starts":    {"queue", "since", "limit"},
-	"get":       {"queue", "job_id"},
-	"cancel":    {"queue", "job_id"},
-	"list":      {"queue", "status", "after", "limit"},
-	"retry":     {"queue", "job_id", "job_ids", "failed", "after", "up_to", "limit", "by"},
-	"redrive":   {"queue", "limit"},
-	"reindex":   {},
+	"create":         {"queue", "config"},
+	"configure":      {"queue", "config", "reset"},
+	"pause":          {"queue", "until"},
+	"resume":         {"queue"},
+	"purge":          {"queue"},
+	"delete":         {"queue"},
+	"stats":          {"queue", "no_activity"},
+	"starts":         {"queue", "since", "limit"},
+	"get":            {"queue", "job_id"},
+	"cancel":         {"queue", "job_id"},
+	"list":           {"queue", "status", "after", "limit"},
+	"retry":          {"queue", "job_id", "job_ids", "failed", "after", "up_to", "limit", "by"},
+	"redrive":        {"queue", "limit"},
+	"list_keys":      {"queue"},
+	"get_key":        {"queue", "key"},
+	"set_key_limits": {"queue", "keys"},
+	"reindex":        {},
 }
 
 // unusedField refuses a field r's op does not read: a typed error naming
@@ -320,6 +378,19 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		}
 		jobs, err := h.Engine.Jobs(ctx, engine.ListRequest{Queue: r.Queue, Status: r.Status, After: r.After, Limit: r.Limit})
 		return Response{Jobs: nonNil(jobs)}, err
+	case "list_keys":
+		keys, err := h.Engine.Keys(ctx, r.Queue)
+		return Response{Keys: nonNil(keys)}, err
+	case "get_key":
+		k, err := h.Engine.Key(ctx, r.Queue, r.Key)
+		return Response{Key: &k}, err
+	case "set_key_limits":
+		ls := make([]engine.KeyLimit, len(r.Keys))
+		for i, k := range r.Keys {
+			ls[i] = engine.KeyLimit(k)
+		}
+		keys, err := h.Engine.SetKeyLimits(ctx, r.Queue, ls)
+		return Response{Keys: nonNil(keys)}, err
 	case "reindex":
 		rep, err := h.Engine.Reindex(ctx)
 		return Response{Reindexed: &rep}, err
