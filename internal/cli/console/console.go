@@ -152,7 +152,7 @@ func newServer(src Source, o Options) *server {
 	rand.Read(b)
 	s := &server{src: src, o: o, token: hex.EncodeToString(b), follow: newFollow(o.Follow), activity: map[string]activityRead{}}
 	s.pages = map[string]*template.Template{}
-	for _, p := range []string{"queues", "queue", "job", "confirm", "error"} {
+	for _, p := range []string{"queues", "queue", "key", "job", "confirm", "error"} {
 		s.pages[p] = template.Must(template.New("").Funcs(funcs).ParseFS(assets,
 			"templates/layout.html", "templates/parts.html", "templates/"+p+".html"))
 	}
@@ -169,6 +169,7 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /{$}", s.queues)
 	mux.HandleFunc("GET /queues/{queue}", s.named(s.queue))
 	mux.HandleFunc("GET /queues/{queue}/jobs/{id}", s.named(s.job))
+	mux.HandleFunc("GET /queues/{queue}/keys/{key}", s.named(s.key))
 	mux.HandleFunc("GET /queues/{queue}/confirm", s.named(s.confirm))
 	mux.HandleFunc("POST /queues/{queue}/actions/{action}", s.named(s.act))
 	mux.HandleFunc("POST /queues/{queue}/follow", s.named(s.followJobs))
