@@ -100,7 +100,7 @@ type timeline struct {
 	// Of is whose limits they are: "queue", or "key" on a key's page;
 	// Subject names whose starts they are ("queue emails").
 	Of                string
-	Subject string
+	Subject           string
 	Rule              string
 	RulerLabel        string
 	Starts            []start // in the window, in start order
