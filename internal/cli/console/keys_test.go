@@ -158,3 +158,34 @@ func TestKeyPageRefusals(t *testing.T) {
 		})
 	}
 }
+
+// list_keys reads every listed key's meter: a keyed queue's page asks it
+// at most once per keysEvery, however often it refreshes.
+func TestQueuePageKeysReadEvery(t *testing.T) {
+	f := newFake()
+	keyed(f)
+	f.keys["reports"] = []api.KeyInfo{{Key: "acme", Pending: 2}}
+	now := t0
+	h := newServer(f, Options{Name: "test", Now: func() time.Time { return now }}).handler()
+	asked := func() int {
+		n := 0
+		for _, c := range f.takeCalls() {
+			if strings.HasPrefix(c, "list_keys") {
+				n++
+			}
+		}
+		return n
+	}
+	for _, step := range []struct {
+		after time.Duration
+		want  int
+	}{{0, 1}, {5 * time.Second, 0}, {20 * time.Second, 0}, {10 * time.Second, 1}, {time.Second, 0}} {
+		now = now.Add(step.after)
+		if _, body := get(t, h, "/queues/reports?part=live"); !strings.Contains(body, `data-key="acme"`) {
+			t.Fatalf("at +%s the page lacks its keys", now.Sub(t0))
+		}
+		if n := asked(); n != step.want {
+			t.Errorf("at +%s: list_keys asked %d times, want %d", now.Sub(t0), n, step.want)
+		}
+	}
+}

@@ -121,6 +121,8 @@ type keysData struct {
 	// Rows are the busiest keys, Listed how many list_keys answered.
 	Rows   []api.KeyInfo
 	Listed int
+	// ReadAt is when they were read: at most every keysEvery.
+	ReadAt time.Time
 }
 
 // keyRunning says a queue's key_max_running in words.
@@ -180,7 +182,8 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 	if len(cfg.KeyLimits) > 0 {
 		d.Keys = &keysData{Limits: slot.Limits(cfg.KeyLimits).String(), MaxRunning: keyRunning(cfg.KeyMaxRunning),
 			AtLimit: st.Lanes.KeysAtLimit}
-		keys, err := s.src.Keys(ctx, name)
+		keys, at, err := s.busiest(ctx, name)
+		d.Keys.ReadAt = at
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list the queue's keys: %w", err))
 		}
