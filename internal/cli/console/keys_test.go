@@ -32,6 +32,9 @@ func TestQueuePageKeys(t *testing.T) {
 		f.keys["reports"] = append(f.keys["reports"], api.KeyInfo{Key: fmt.Sprintf("tenant-%02d", i),
 			Limits: f.queues["reports"].Config.KeyLimits, Pending: int64(30 - i)})
 	}
+	// Read at its limit, but that next start has passed by the page's
+	// time (the keys are read at most every keysEvery).
+	f.keys["reports"][2].NextStart, f.keys["reports"][2].AtLimit = t0.Add(5*time.Second), true
 	code, body := get(t, h, "/queues/reports")
 	if code != 200 {
 		t.Fatalf("queue page: %d\n%s", code, body)
@@ -43,6 +46,7 @@ func TestQueuePageKeys(t *testing.T) {
 		"The 20 busiest of 25 keys",
 		`<a href="/queues/reports/keys/acme">acme</a></td><td>rate 5/1s <b class="own">own</b></td><td class="num">40</td><td class="num">38</td><td>yes</td><td>14:00:11.000 (at its limit)</td>`,
 		`<a href="/queues/reports/keys/tenant-01">tenant-01</a></td><td>window 2/1s</td><td class="num">29</td><td class="num">0</td><td>no</td><td>now</td>`,
+		`<a href="/queues/reports/keys/tenant-02">tenant-02</a></td><td>window 2/1s</td><td class="num">28</td><td class="num">0</td><td>no</td><td>14:00:05.000</td>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("queue page lacks %q", want)
