@@ -95,6 +95,9 @@ type Start struct {
 	// At is when the attempt started: SlotAt plus the event's Lateness,
 	// after GateAt by the worker's wake-up (within the queue's skew).
 	At time.Time
+	// Key is the job's key ("" for a job without one): a key's starts
+	// are judged by the key's own limits.
+	Key string
 }
 
 // Figures are a queue's figures that resume reads on each run when

@@ -579,10 +579,10 @@ func (d *delivery) run(ctx context.Context) error {
 	now := e.now()
 	gap, hasGap := startGap(q.State, d.st, q.Config.Tick(), now)
 	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
-		Start: &Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, GateAt: j.StartedAt, At: now}})
+		Start: &Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, GateAt: j.StartedAt, At: now, Key: j.Key}})
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "gate_at", j.StartedAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(),
-		"attempt", j.Attempt, "target", j.What())
+		"attempt", j.Attempt, "target", j.What(), "key", j.Key)
 	if e.runner == nil {
 		return errors.New("no runner configured")
 	}

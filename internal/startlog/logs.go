@@ -58,6 +58,7 @@ type line struct {
 	GateAt     time.Time `json:"gate_at"`
 	LatenessMS int64     `json:"lateness_ms"`
 	Attempt    int       `json:"attempt"`
+	Key        string    `json:"key"`
 }
 
 // parse reads a start of queue from a log event's message; ok is false
@@ -71,7 +72,7 @@ func parse(msg string, at time.Time, queue string) (Start, bool) {
 	if l.Timestamp.IsZero() {
 		l.Timestamp = at
 	}
-	return Start{JobID: l.JobID, Ticket: l.Ticket, Attempt: l.Attempt, SlotAt: l.SlotAt, StartedAt: l.Timestamp, LatenessMS: l.LatenessMS, GateAt: l.GateAt}, true
+	return Start{JobID: l.JobID, Ticket: l.Ticket, Attempt: l.Attempt, SlotAt: l.SlotAt, StartedAt: l.Timestamp, LatenessMS: l.LatenessMS, GateAt: l.GateAt, Key: l.Key}, true
 }
 
 // Starts reads queue's starts from since on, by start time, at most

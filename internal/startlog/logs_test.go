@@ -146,7 +146,7 @@ func TestEngineStartLine(t *testing.T) {
 	if _, err := eng.CreateQueue(ctx, "emails.v2", slot.Config{Interval: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails.v2", Job: &job.Spec{ID: "welcome-42", Kind: "echo"}}); err != nil {
+	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails.v2", Job: &job.Spec{ID: "welcome-42", Kind: "echo", Key: "customer-7"}}); err != nil {
 		t.Fatal(err)
 	}
 	j, err := store.GetJob(ctx, job.Ref{Queue: "emails.v2", ID: "welcome-42"})
@@ -158,7 +158,7 @@ func TestEngineStartLine(t *testing.T) {
 	_ = eng.Work(wctx, j.Envelope()) // no runner: the attempt fails, after its start
 
 	want, _, _ := ring.Starts(ctx, "emails.v2", time.Time{}, 10)
-	if len(want) != 1 || want[0].JobID != "welcome-42" || want[0].Ticket != 1 || want[0].Attempt != 1 {
+	if len(want) != 1 || want[0].JobID != "welcome-42" || want[0].Ticket != 1 || want[0].Attempt != 1 || want[0].Key != "customer-7" {
 		t.Fatalf("the ring kept %+v", want)
 	}
 	var found []Start
@@ -184,7 +184,7 @@ func TestEngineStartLine(t *testing.T) {
 	}
 	s, w := found[0], want[0]
 	if s.JobID != w.JobID || s.Ticket != w.Ticket || s.Attempt != w.Attempt || !s.SlotAt.Equal(w.SlotAt) ||
-		s.LatenessMS != w.LatenessMS || s.StartedAt.Before(w.StartedAt) || s.StartedAt.Sub(w.StartedAt) > time.Second {
+		s.LatenessMS != w.LatenessMS || s.Key != w.Key || s.StartedAt.Before(w.StartedAt) || s.StartedAt.Sub(w.StartedAt) > time.Second {
 		t.Errorf("the line reads %+v, the engine reported %+v", s, w)
 	}
 	// Both carry the start the gate reserved, which the handler began at

@@ -52,6 +52,9 @@ type Start struct {
 	// StartedAt comes after it by the worker's wake-up. Zero for a line
 	// written before workers logged it.
 	GateAt time.Time `json:"gate_at,omitzero"`
+	// Key is the job's key (empty for a job without one, and for a line
+	// written before workers logged it).
+	Key string `json:"key,omitempty"`
 }
 
 // sortStarts orders starts by start time, then ticket.
@@ -100,7 +103,7 @@ func (r *Ring) Observe(_ context.Context, ev engine.Event) {
 	}
 	s := ev.Start
 	st := Start{JobID: s.JobID, Ticket: s.Ticket, Attempt: s.Attempt, SlotAt: s.SlotAt, StartedAt: s.At,
-		LatenessMS: s.At.Sub(s.SlotAt).Milliseconds(), GateAt: s.GateAt}
+		LatenessMS: s.At.Sub(s.SlotAt).Milliseconds(), GateAt: s.GateAt, Key: s.Key}
 	size := r.Size
 	if size <= 0 {
 		size = RingSize

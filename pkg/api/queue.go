@@ -105,6 +105,9 @@ type Start struct {
 	// after it by the worker's wake-up. Zero for starts logged by a
 	// worker older than this field.
 	GateAt time.Time `json:"gate_at,omitzero"`
+	// Key is the job's key: empty for a job without one, and for starts
+	// logged by a worker older than this field.
+	Key string `json:"key,omitempty"`
 }
 
 // ResumeReport is what a resume (of one queue, or a run of the resume

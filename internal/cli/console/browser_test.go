@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -357,6 +358,108 @@ func TestBrowser(t *testing.T) {
 	if dir := os.Getenv("SLOTQ_SCREENSHOTS"); dir != "" {
 		screenshots(t, ctx, s, dir)
 	}
+}
+
+// TestBrowserKeys drives a keyed queue's pages in Chromium against the
+// local runtime: its keys table (the key limit in words, the busiest
+// keys with a key's own limit marked, each a link), and a key's page
+// whose timeline draws that key's starts only, judged by its own limit.
+func TestBrowserKeys(t *testing.T) {
+	ctx := needBrowser(t)
+	s := startStack(t)
+	s.create(t, "tenants", api.Config{Interval: 50 * time.Millisecond,
+		KeyLimits: []api.Limit{{Interval: 300 * time.Millisecond}}, KeyMaxRunning: api.NoKeyCap})
+	if _, err := s.c.SetKeyLimits(t.Context(), &client.SetKeyLimitsInput{Queue: "tenants",
+		Keys: []api.KeyLimit{{Key: "acme", Limits: []api.Limit{{Window: api.Rate{N: 2, Per: time.Second}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	keyed := func(key string, ids ...string) []api.Spec {
+		specs := echo(ids...)
+		for i := range specs {
+			specs[i].Key = key
+		}
+		return specs
+	}
+	acme := s.run(t, "tenants", keyed("acme", "acme-1", "acme-2", "acme-3")...)
+	s.run(t, "tenants", keyed("zed", "zed-1", "zed-2")...)
+	// Jobs far ahead keep their keys busy while the pages are read.
+	later := time.Now().Add(10 * time.Minute)
+	var ahead []api.Spec
+	for _, sp := range append(keyed("zed", "zed-later-1", "zed-later-2"), keyed("acme", "acme-later")...) {
+		sp.NotBefore = &later
+		ahead = append(ahead, sp)
+	}
+	if _, err := s.c.Enqueue(t.Context(), &client.EnqueueInput{Queue: "tenants", Jobs: ahead}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("keys table", func(t *testing.T) {
+		var limits string
+		var rows []struct{ Key, Limit, Href string }
+		if err := chromedp.Run(ctx,
+			chromedp.Navigate(s.console+"/queues/tenants"),
+			chromedp.WaitVisible(`table.keys`),
+			chromedp.Text(`#key-limits`, &limits),
+			chromedp.Evaluate(`[...document.querySelectorAll("table.keys tbody tr")].map(r => ({Key: r.dataset.key,
+				Limit: r.cells[1].textContent, Href: r.querySelector("a").getAttribute("href")}))`, &rows),
+		); err != nil {
+			t.Fatal(err)
+		}
+		if limits != "interval 300ms" {
+			t.Errorf("the key limit reads %q, want interval 300ms", limits)
+		}
+		got := map[string]string{}
+		for _, r := range rows {
+			got[r.Key] = r.Limit
+			if r.Href != "/queues/tenants/keys/"+r.Key {
+				t.Errorf("key %s links to %q", r.Key, r.Href)
+			}
+		}
+		if got["zed"] != "interval 300ms" || got["acme"] != "window 2/1s own" || len(rows) != 2 {
+			t.Errorf("keys listed %+v, want zed (the queue's key limit) and acme (its own, marked)", rows)
+		}
+	})
+
+	t.Run("key timeline", func(t *testing.T) {
+		var svg struct {
+			Of, Bad string
+			Marks   []struct{ Job, Gate string }
+		}
+		var check string
+		if err := chromedp.Run(ctx,
+			chromedp.Navigate(s.console+"/queues/tenants?window=5m"),
+			chromedp.WaitVisible(`table.keys`),
+			chromedp.Click(`table.keys tr[data-key="acme"] a`),
+			chromedp.WaitVisible(`#key-limit`),
+			chromedp.Navigate(s.console+"/queues/tenants/keys/acme?window=5m"),
+			chromedp.WaitVisible(`#timeline`),
+			chromedp.Evaluate(`(() => { const s = document.getElementById("timeline");
+				return {Of: s.dataset.of, Bad: s.dataset.bad,
+					Marks: [...s.querySelectorAll("g.start")].map(g => ({Job: g.dataset.job, Gate: g.dataset.gate}))}; })()`, &svg),
+			chromedp.Text(`#spacing-check`, &check),
+		); err != nil {
+			t.Fatal(err)
+		}
+		if svg.Of != "key" {
+			t.Errorf("the key page's timeline is the %q's", svg.Of)
+		}
+		var ids []string
+		for _, m := range svg.Marks {
+			ids = append(ids, m.Job)
+			for _, j := range acme {
+				if gate, _ := time.Parse(time.RFC3339Nano, m.Gate); j.ID == m.Job && !gate.Equal(j.StartedAt) {
+					t.Errorf("%s's mark is at %s, want its record's started_at %s", m.Job, m.Gate, j.StartedAt.UTC().Format(time.RFC3339Nano))
+				}
+			}
+		}
+		slices.Sort(ids)
+		if strings.Join(ids, ",") != "acme-1,acme-2,acme-3" {
+			t.Errorf("the key's timeline draws %q, want acme's three starts only", ids)
+		}
+		if svg.Bad != "0" || !strings.Contains(check, "✓ No run of starts breaks at most 2 in any 1s") {
+			t.Errorf("the key's spacing check says %q (%s bad), want ✓ against its own limit", check, svg.Bad)
+		}
+	})
 }
 
 // screenshots writes the pages the README and docs/console.md show:

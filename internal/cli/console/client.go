@@ -94,6 +94,22 @@ func (s clientSource) Purge(ctx context.Context, queue string) (int, error) {
 	return out.Cancelled, nil
 }
 
+func (s clientSource) Keys(ctx context.Context, queue string) ([]api.KeyInfo, error) {
+	out, err := s.c.ListKeys(ctx, &client.ListKeysInput{Queue: queue})
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return out.Keys, nil
+}
+
+func (s clientSource) Key(ctx context.Context, queue, key string) (api.KeyInfo, error) {
+	out, err := s.c.GetKey(ctx, &client.GetKeyInput{Queue: queue, Key: key})
+	if err != nil {
+		return api.KeyInfo{}, notFound(err)
+	}
+	return out.Key, nil
+}
+
 // notFound adds ErrNotFound to the client's not-found errors.
 func notFound(err error) error {
 	if errors.Is(err, client.ErrQueueNotFound) || errors.Is(err, client.ErrJobNotFound) {

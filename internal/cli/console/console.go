@@ -106,6 +106,39 @@ type server struct {
 
 	mu       sync.Mutex
 	activity map[string]activityRead // by queue
+	keys     map[string]keysRead     // by queue
+}
+
+// keysRead is a keyed queue's busiest keys as last read, and when.
+type keysRead struct {
+	at   time.Time
+	keys []api.KeyInfo
+}
+
+// keysEvery is how often the console reads a keyed queue's keys:
+// list_keys reads each listed key's meter (up to 1,000 reads), so a page
+// refreshing every few seconds reads them at most this often.
+const keysEvery = 30 * time.Second
+
+// busiest returns a keyed queue's keys (list_keys), read at most once
+// per keysEvery whatever the number of pages and refreshes, and when
+// they were read.
+func (s *server) busiest(ctx context.Context, queue string) ([]api.KeyInfo, time.Time, error) {
+	now := s.o.Now()
+	s.mu.Lock()
+	last, ok := s.keys[queue]
+	s.mu.Unlock()
+	if ok && now.Sub(last.at) < keysEvery {
+		return last.keys, last.at, nil
+	}
+	keys, err := s.src.Keys(ctx, queue)
+	if err != nil {
+		return nil, now, err
+	}
+	s.mu.Lock()
+	s.keys[queue] = keysRead{at: now, keys: keys}
+	s.mu.Unlock()
+	return keys, now, nil
 }
 
 // activityRead is a queue's activity as last read, and when.
@@ -150,9 +183,9 @@ func newServer(src Source, o Options) *server {
 	o.defaults()
 	b := make([]byte, 16)
 	rand.Read(b)
-	s := &server{src: src, o: o, token: hex.EncodeToString(b), follow: newFollow(o.Follow), activity: map[string]activityRead{}}
+	s := &server{src: src, o: o, token: hex.EncodeToString(b), follow: newFollow(o.Follow), activity: map[string]activityRead{}, keys: map[string]keysRead{}}
 	s.pages = map[string]*template.Template{}
-	for _, p := range []string{"queues", "queue", "job", "confirm", "error"} {
+	for _, p := range []string{"queues", "queue", "key", "job", "confirm", "error"} {
 		s.pages[p] = template.Must(template.New("").Funcs(funcs).ParseFS(assets,
 			"templates/layout.html", "templates/parts.html", "templates/"+p+".html"))
 	}
@@ -169,6 +202,7 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /{$}", s.queues)
 	mux.HandleFunc("GET /queues/{queue}", s.named(s.queue))
 	mux.HandleFunc("GET /queues/{queue}/jobs/{id}", s.named(s.job))
+	mux.HandleFunc("GET /queues/{queue}/keys/{key}", s.named(s.key))
 	mux.HandleFunc("GET /queues/{queue}/confirm", s.named(s.confirm))
 	mux.HandleFunc("POST /queues/{queue}/actions/{action}", s.named(s.act))
 	mux.HandleFunc("POST /queues/{queue}/follow", s.named(s.followJobs))

@@ -16,13 +16,14 @@ type fakeSource struct {
 	queues map[string]*QueueStats
 	jobs   map[string]api.Job // by queue/id
 	starts map[string][]api.Start
+	keys   map[string][]api.KeyInfo // by queue, busiest first
 	calls  []string
 }
 
 var _ Source = (*fakeSource)(nil)
 
 func newFake() *fakeSource {
-	return &fakeSource{queues: map[string]*QueueStats{}, jobs: map[string]api.Job{}, starts: map[string][]api.Start{}}
+	return &fakeSource{queues: map[string]*QueueStats{}, jobs: map[string]api.Job{}, starts: map[string][]api.Start{}, keys: map[string][]api.KeyInfo{}}
 }
 
 func (f *fakeSource) addQueue(name string, cfg api.Config) *QueueStats {
@@ -144,6 +145,34 @@ func (f *fakeSource) Purge(_ context.Context, q string) (int, error) {
 	defer f.mu.Unlock()
 	f.record("purge %s", q)
 	return 3, nil
+}
+
+func (f *fakeSource) Keys(_ context.Context, q string) ([]api.KeyInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("list_keys %s", q)
+	if _, ok := f.queues[q]; !ok {
+		return nil, fmt.Errorf("list_keys %s: %w", q, ErrNotFound)
+	}
+	return f.keys[q], nil
+}
+
+func (f *fakeSource) Key(_ context.Context, q, key string) (api.KeyInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("get_key %s %s", q, key)
+	s, ok := f.queues[q]
+	if !ok {
+		return api.KeyInfo{}, fmt.Errorf("get_key %s: %w", q, ErrNotFound)
+	}
+	for _, k := range f.keys[q] {
+		if k.Key == key {
+			return k, nil
+		}
+	}
+	// A key without jobs follows the queue's key_limits, as the admin's
+	// get_key answers it.
+	return api.KeyInfo{Key: key, Limits: s.Config.KeyLimits}, nil
 }
 
 func (f *fakeSource) takeCalls() []string {

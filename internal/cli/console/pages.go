@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,6 +101,39 @@ type queueData struct {
 	Timeline timeline
 	Windows  []windowLink
 	Followed int
+	// Keys is set on a queue with key_limits.
+	Keys *keysData
+}
+
+// maxKeyRows is how many of the busiest keys the queue page lists: one
+// list_keys call answers up to 1,000.
+const maxKeyRows = 20
+
+// keysData is the keys part of a keyed queue's page.
+type keysData struct {
+	// Limits is the queue's key_limits in words; MaxRunning says how
+	// many jobs of a key run at once.
+	Limits     string
+	MaxRunning string
+	// AtLimit counts the keys whose own limit holds back their next
+	// start (stats' keys_at_limit).
+	AtLimit int
+	// Rows are the busiest keys, Listed how many list_keys answered.
+	Rows   []api.KeyInfo
+	Listed int
+	// ReadAt is when they were read: at most every keysEvery.
+	ReadAt time.Time
+}
+
+// keyRunning says a queue's key_max_running in words.
+func keyRunning(n int) string {
+	switch n {
+	case api.NoKeyCap:
+		return "no cap"
+	case 0, 1:
+		return "one at a time"
+	}
+	return fmt.Sprintf("at most %d at once", n)
 }
 
 type windowLink struct {
@@ -133,18 +167,8 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 	}
 	cfg := st.Config // the admin function answers it with its defaults filled
 	ls := slot.Config(cfg).LimitList()
-	auto, autoLabel := autoWindow(slot.Config(cfg).Tick()), "40 intervals"
-	if !ls.Plain() {
-		autoLabel = "40 average gaps"
-	}
-	window, asked := auto, r.URL.Query().Get("window")
-	if v, err := time.ParseDuration(asked); err == nil && v >= time.Second && v <= 24*time.Hour {
-		window = v
-	}
-	d.Windows = append(d.Windows, windowLink{Label: autoLabel + " (" + short(auto) + ")", Current: asked == ""})
-	for _, wd := range windows {
-		d.Windows = append(d.Windows, windowLink{Label: short(wd), Value: wd.String(), Current: asked != "" && wd == window})
-	}
+	var window time.Duration
+	window, d.Windows = windowOf(r, slot.Config(cfg).Tick(), ls.Plain())
 	// Every start of the window, from the worker's start lines; the
 	// jobs the console knows add what their records say (re-tickets).
 	logged, err := s.src.Starts(ctx, name, now.Add(-min(window, maxStartsBack)))
@@ -154,8 +178,97 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 	jobs, gate := s.follow.snapshot(name)
 	d.Followed = len(jobs)
 	d.Timeline = newTimeline(jobs, logged, gate, ls, cfg.Skew, window, now)
-	// Newest first in the page's table of starts.
+	d.Timeline.Subject = "queue " + name
+	if len(cfg.KeyLimits) > 0 {
+		d.Keys = &keysData{Limits: slot.Limits(cfg.KeyLimits).String(), MaxRunning: keyRunning(cfg.KeyMaxRunning),
+			AtLimit: st.Lanes.KeysAtLimit}
+		keys, at, err := s.busiest(ctx, name)
+		d.Keys.ReadAt = at
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list the queue's keys: %w", err))
+		}
+		d.Keys.Listed = len(keys)
+		d.Keys.Rows = keys[:min(len(keys), maxKeyRows)]
+	}
 	s.render(w, r, http.StatusOK, "queue", "Queue "+name, d, errors.Join(errs...))
+}
+
+// windowOf reads the page's window (?window=), or the automatic one of
+// a limit whose average gap is tick; the links to the others.
+func windowOf(r *http.Request, tick time.Duration, plain bool) (time.Duration, []windowLink) {
+	auto, autoLabel := autoWindow(tick), "40 intervals"
+	if !plain {
+		autoLabel = "40 average gaps"
+	}
+	window, asked := auto, r.URL.Query().Get("window")
+	if v, err := time.ParseDuration(asked); err == nil && v >= time.Second && v <= 24*time.Hour {
+		window = v
+	}
+	links := []windowLink{{Label: autoLabel + " (" + short(auto) + ")", Current: asked == ""}}
+	for _, wd := range windows {
+		links = append(links, windowLink{Label: short(wd), Value: wd.String(), Current: asked != "" && wd == window})
+	}
+	return window, links
+}
+
+// keyData is a key's page.
+type keyData struct {
+	Queue    string
+	Key      api.KeyInfo
+	Limits   string // the key's limits in words
+	Stats    QueueStats
+	Timeline timeline
+	Windows  []windowLink
+}
+
+// key shows one key of a keyed queue: its figures and its starts over a
+// window, judged by the key's own limits (its own, or the queue's
+// key_limits) as the queue page judges the queue's by the queue's.
+func (s *server) key(w http.ResponseWriter, r *http.Request) {
+	ctx, name, key := r.Context(), r.PathValue("queue"), r.PathValue("key")
+	if err := slot.ValidateKey("key", key); err != nil {
+		s.render(w, r, http.StatusBadRequest, "error", "Not a key", nil, err)
+		return
+	}
+	st, err := s.stats(ctx, name)
+	if err != nil {
+		s.fail(w, r, "Queue "+name, err)
+		return
+	}
+	cfg := st.Config
+	if len(cfg.KeyLimits) == 0 {
+		s.render(w, r, http.StatusNotFound, "error", "Key "+key, nil,
+			fmt.Errorf("queue %s has no key_limits: its keys keep no limit of their own", name))
+		return
+	}
+	ki, err := s.src.Key(ctx, name, key)
+	if err != nil {
+		s.fail(w, r, "Key "+key, err)
+		return
+	}
+	ls := slot.Limits(ki.Limits)
+	if len(ls) == 0 {
+		ls = slot.Limits(cfg.KeyLimits)
+	}
+	d := keyData{Queue: name, Key: ki, Limits: ls.String(), Stats: st}
+	var window time.Duration
+	window, d.Windows = windowOf(r, slot.Config{Limits: ls}.Tick(), ls.Plain())
+	now := s.o.Now()
+	var errs []error
+	if err := s.follow.refresh(ctx, s.src, name, now, s.o.Refresh); err != nil {
+		errs = append(errs, fmt.Errorf("read followed jobs: %w", err))
+	}
+	logged, err := s.src.Starts(ctx, name, now.Add(-min(window, maxStartsBack)))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("read the queue's starts: %w", err))
+	}
+	logged = slices.DeleteFunc(logged, func(l api.Start) bool { return l.Key != key })
+	jobs, _ := s.follow.snapshot(name)
+	jobs = slices.DeleteFunc(jobs, func(j api.Job) bool { return j.Key != key })
+	// The queue's gate samples are the queue's, not the key's: none here.
+	d.Timeline = newTimeline(jobs, logged, nil, ls, cfg.Skew, window, now)
+	d.Timeline.Of, d.Timeline.Subject = "key", "key "+key+" of queue "+name
+	s.render(w, r, http.StatusOK, "key", "Key "+key+" of "+name, d, errors.Join(errs...))
 }
 
 // jobData is the job page.
@@ -480,4 +593,11 @@ var funcs = template.FuncMap{
 	"secs": func(d time.Duration) int { return int(d / time.Second) },
 	// limits says a queue's limits in the words a user writes them.
 	"limits": func(c api.Config) string { return slot.Config(c).LimitList().String() },
+	// keylimits says a key's limits so: "-" for none.
+	"keylimits": func(ls []api.Limit) string {
+		if len(ls) == 0 {
+			return "—"
+		}
+		return slot.Limits(ls).String()
+	},
 }

@@ -42,6 +42,11 @@ type Source interface {
 	// Purge cancels every job of the queue that has not started and
 	// returns how many (admin purge).
 	Purge(ctx context.Context, queue string) (int, error)
+	// Keys lists a queue's keys with jobs waiting or running, busiest
+	// first (admin list_keys); Key reads one key (admin get_key). Both
+	// are for a queue with key_limits.
+	Keys(ctx context.Context, queue string) ([]api.KeyInfo, error)
+	Key(ctx context.Context, queue, key string) (api.KeyInfo, error)
 }
 
 // QueueStats is the answer of stats: the queue's counters and lanes, and

@@ -95,8 +95,12 @@ type timeline struct {
 	// rule is the least gap MinSpacing. Otherwise Rule says them in
 	// words ("rate 100/1m, burst 10", "at most 10 in any 1s") and the
 	// starts are judged by slot.Breaches.
-	Limits            slot.Limits
-	Plain             bool
+	Limits slot.Limits
+	Plain  bool
+	// Of is whose limits they are: "queue", or "key" on a key's page;
+	// Subject names whose starts they are ("queue emails").
+	Of                string
+	Subject           string
 	Rule              string
 	RulerLabel        string
 	Starts            []start // in the window, in start order
@@ -199,7 +203,7 @@ func (t *timeline) x(at time.Time) float64 {
 const maxStartsBack = time.Hour
 
 func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, ls slot.Limits, skew, window time.Duration, now time.Time) timeline {
-	t := timeline{To: now, From: now.Add(-window), Window: window, Skew: skew, Limits: ls, Plain: ls.Plain(), Rule: rule(ls)}
+	t := timeline{To: now, From: now.Add(-window), Window: window, Skew: skew, Limits: ls, Plain: ls.Plain(), Rule: rule(ls), Of: "queue"}
 	if t.Plain {
 		t.Interval = ls[0].Interval
 		t.MinSpacing = t.Interval - skew
