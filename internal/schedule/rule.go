@@ -114,3 +114,48 @@ func wallInstant(w time.Time, loc *time.Location) time.Time {
 	}
 	return hi.Truncate(time.Second)
 }
+
+// maxWalk bounds the occurrences Missed walks one at a time (a cron
+// schedule; an Every schedule's are counted by arithmetic).
+const maxWalk = 200_000
+
+// Missed reads the occurrences from from (inclusive, an occurrence) to now
+// (inclusive): the latest keep of them in order, how many there are, and
+// the first occurrence after now (zero: none). A cron schedule missed for
+// longer than maxWalk occurrences is read from a day before now; count
+// then says only those.
+func (r Rule) Missed(from, now time.Time, keep int) (kept []time.Time, count int64, next time.Time) {
+	if from.IsZero() || from.After(now) {
+		return nil, 0, from
+	}
+	if r.every > 0 {
+		count = int64(now.Sub(from)/r.every) + 1
+		last := from.Add(time.Duration(count-1) * r.every)
+		if !r.end.IsZero() && last.After(r.end) {
+			count = int64(r.end.Sub(from)/r.every) + 1
+			last = from.Add(time.Duration(count-1) * r.every)
+		}
+		n := min(int64(keep), count)
+		for i := n - 1; i >= 0; i-- {
+			kept = append(kept, last.Add(-time.Duration(i)*r.every))
+		}
+		return kept, count, r.Next(now)
+	}
+	t := from
+	for steps := 0; !t.IsZero() && !t.After(now); steps++ {
+		if steps == maxWalk {
+			kept, count, t = nil, 0, r.Next(now.Add(-24*time.Hour))
+			continue
+		}
+		count++
+		kept = append(kept, t)
+		if len(kept) > keep {
+			kept = kept[1:]
+		}
+		t = r.Next(t)
+	}
+	if keep == 0 {
+		kept = nil
+	}
+	return kept, count, t
+}

@@ -219,3 +219,37 @@ func parseCron(expr string) (cron.Schedule, error) {
 	}
 	return cronParser.Parse(e)
 }
+
+// Compile is s's Rule, without Validate's checks against a moment (a
+// stored schedule whose end has passed still compiles). It fails only
+// for what Validate refuses in any case: a bad expression or zone.
+func (s *Spec) Compile() (Rule, error) {
+	var r Rule
+	if s.Start != nil {
+		r.start = s.Start.UTC()
+	}
+	if s.End != nil {
+		r.end = s.End.UTC()
+	}
+	if s.Every != nil {
+		if d := time.Duration(*s.Every); d >= MinEvery {
+			r.every = d
+			return r, nil
+		}
+		return r, fmt.Errorf("every %s below %s", time.Duration(*s.Every), MinEvery)
+	}
+	loc := time.UTC
+	if s.TZ != "" {
+		l, err := loadZone(s.TZ)
+		if err != nil {
+			return r, err
+		}
+		loc = l
+	}
+	sched, err := parseCron(s.Cron)
+	if err != nil {
+		return r, err
+	}
+	r.cron, r.loc = sched, loc
+	return r, nil
+}
