@@ -110,6 +110,11 @@ type Options struct {
 	// that lands it on its time. Default DefaultScheduleLead (2m, for the
 	// stack's one-minute resume schedule).
 	ScheduleLead time.Duration
+	// Schedules keeps the queues' schedules. Default: State, if it
+	// implements ScheduleState (both stores do); a wrapper of State
+	// passes the store here. Without it the schedule operations fail
+	// with ErrNoSchedules.
+	Schedules ScheduleState
 }
 
 // Defaults of Options.

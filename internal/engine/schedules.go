@@ -118,11 +118,13 @@ type ScheduleState interface {
 
 // schedules is the store's ScheduleState, or ErrNoSchedules.
 func (e *Engine) schedules() (ScheduleState, error) {
-	s, ok := e.state.(ScheduleState)
-	if !ok {
-		return nil, ErrNoSchedules
+	if e.opts.Schedules != nil {
+		return e.opts.Schedules, nil
 	}
-	return s, nil
+	if s, ok := e.state.(ScheduleState); ok {
+		return s, nil
+	}
+	return nil, ErrNoSchedules
 }
 
 // scheduleLead is how far ahead occurrences are made.

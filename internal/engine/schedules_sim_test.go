@@ -91,6 +91,15 @@ func (c *crashSchedules) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool
 	return created, err
 }
 
+// schedulesOf is st if it keeps schedules (a wrapper of them), else
+// the store.
+func schedulesOf(st engine.State, store *memstore.Store) engine.ScheduleState {
+	if sc, ok := st.(engine.ScheduleState); ok {
+		return sc
+	}
+	return store
+}
+
 // schedCase is one schedule of the simulation and the daily occurrences
 // the package's daylight-saving rule gives it.
 type schedCase struct {

@@ -1,0 +1,147 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/schedule"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// TestScheduleMissedPolicy pauses a schedule of one occurrence a minute
+// for ten minutes and resumes it: of the ten occurrences that came
+// meanwhile, the pause cancelled the two made ahead, and eight were
+// missed: none makes none of them, latest the last, all every one; then
+// each goes on with the occurrences ahead.
+func TestScheduleMissedPolicy(t *testing.T) {
+	for _, c := range []struct {
+		policy schedule.Missed
+		missed int // occurrences made of those missed while paused
+	}{{schedule.MissedNone, 0}, {schedule.MissedLatest, 1}, {schedule.MissedAll, 8}} {
+		t.Run(string(c.policy), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newSim(t, simOptions{Workers: 2, Seed: 5})
+				defer s.stop()
+				ctx := context.Background()
+				s.createQueue("m", slot.Config{Interval: time.Second})
+				// Occurrences on the minute, half a minute from now.
+				time.Sleep(30 * time.Second)
+				every := slot.Duration(time.Minute)
+				sc, err := s.eng.CreateSchedule(ctx, "m", "tick", schedule.Spec{Every: &every, Missed: c.policy, Job: schedule.Job{Kind: "sim"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The create made the occurrences within the lead.
+				if sc.Made != 2 || !sc.Next.Equal(time.Now().Add(150*time.Second)) {
+					t.Fatalf("after create: made %d, next %s (now %s); want 2 made, next 2m30s ahead", sc.Made, sc.Next, time.Now())
+				}
+				time.Sleep(5 * time.Minute) // 4:30 after the create: 5 occurrences so far
+				paused, cancelled, err := s.eng.PauseSchedule(ctx, "m", "tick")
+				if err != nil || !paused.Paused {
+					t.Fatalf("pause: %+v %v", paused, err)
+				}
+				if cancelled != 2 {
+					t.Errorf("pause cancelled %d occurrences made ahead; want 2", cancelled)
+				}
+				time.Sleep(10 * time.Minute)
+				before := len(s.startsOf("m"))
+				if before != 5 {
+					t.Errorf("%d starts by the end of the pause; want the 5 before it (none of the 2 cancelled)", before)
+				}
+				if _, err := s.eng.ResumeSchedule(ctx, "m", "tick"); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(10 * time.Second)
+				got := len(s.startsOf("m")) - before
+				if got != c.missed {
+					t.Errorf("%s: %d missed occurrences started after the resume; want %d", c.policy, got, c.missed)
+				}
+				sc, err = s.eng.Schedule(ctx, "m", "tick")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := int64(8 - c.missed); sc.Skipped != want {
+					t.Errorf("skipped %d; want %d", sc.Skipped, want)
+				}
+				time.Sleep(3 * time.Minute)
+				if after := len(s.startsOf("m")) - before - got; after != 3 {
+					t.Errorf("%d starts in the 3 minutes after; want 3", after)
+				}
+			})
+		})
+	}
+}
+
+// TestScheduleRefusesBadInput: each bad request is a typed error naming
+// the full path of its field, and writes nothing.
+func TestScheduleRefusesBadInput(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{})})
+	ctx := context.Background()
+	if _, err := eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second, Targets: []string{"https://api.example.com/"}}); err != nil {
+		t.Fatal(err)
+	}
+	sec := slot.Duration(time.Second)
+	echo := schedule.Job{Kind: "echo"}
+	for _, c := range []struct {
+		name, queue, sched string
+		spec               schedule.Spec
+		field              string
+	}{
+		{"bad name", "q", "a b", schedule.Spec{Every: &sec, Job: echo}, "name"},
+		{"unknown zone", "q", "s", schedule.Spec{Cron: "0 8 * * *", TZ: "Nowhere/City", Job: echo}, "schedule.tz"},
+		{"never fires", "q", "s", schedule.Spec{Cron: "0 0 31 4 *", Job: echo}, "schedule.cron"},
+		{"target not allowed", "q", "s", schedule.Spec{Every: &sec, Job: schedule.Job{Target: "https://evil.example.net/x"}}, "schedule.job.target"},
+		{"no queue", "nope", "s", schedule.Spec{Every: &sec, Job: echo}, "queue"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := eng.CreateSchedule(ctx, c.queue, c.sched, c.spec)
+			var ie *input.Error
+			switch {
+			case errors.As(err, &ie):
+				if ie.Field != c.field {
+					t.Fatalf("field %q, want %q (%v)", ie.Field, c.field, err)
+				}
+			case c.field == "queue" && errors.Is(err, engine.ErrQueueNotFound):
+			default:
+				t.Fatalf("want a typed error on %s, got %v", c.field, err)
+			}
+		})
+	}
+	if got, _ := st.ListSchedules(ctx, "q"); len(got) != 0 {
+		t.Fatalf("refused creates wrote %d schedules", len(got))
+	}
+	if jobs := st.Jobs("q"); len(jobs) != 0 {
+		t.Fatalf("refused creates wrote %d jobs", len(jobs))
+	}
+	// A duplicate name is refused on name.
+	if _, err := eng.CreateSchedule(ctx, "q", "s", schedule.Spec{Every: &sec, Job: echo}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := eng.CreateSchedule(ctx, "q", "s", schedule.Spec{Every: &sec, Job: echo})
+	var ie *input.Error
+	if !errors.As(err, &ie) || ie.Field != "name" || ie.Code != "schedule_exists" {
+		t.Fatalf("a second create of s: %v; want schedule_exists on name", err)
+	}
+	// Deleting the queue takes its schedules: one created again has none.
+	if _, err := eng.DeleteQueue(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := eng.Schedules(ctx, "q"); err != nil || len(got) != 0 {
+		t.Fatalf("the queue created again lists %d schedules (%v); want none", len(got), err)
+	}
+	if _, err := eng.CreateSchedule(ctx, "q", "s", schedule.Spec{Every: &sec, Job: echo}); err != nil {
+		t.Fatalf("a schedule of the old queue's name stands in the way: %v", err)
+	}
+	_ = job.MaxBatch
+}
