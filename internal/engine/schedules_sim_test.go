@@ -130,7 +130,7 @@ func TestSchedulesWeek(t *testing.T) {
 		var crash *crashSchedules
 		s := newSim(t, simOptions{
 			Workers: 8, Seed: 31,
-			Transport: memstore.TransportOptions{Jitter: 5 * time.Millisecond, DuplicateRate: 0.05},
+			Transport: memstore.TransportOptions{Jitter: 5 * time.Millisecond, DuplicateRate: 0.05, WholeSeconds: true},
 			Wrap: func(st engine.State) engine.State {
 				crash = &crashSchedules{State: st, rate: 0.02, rnd: rand.New(rand.NewPCG(31, 1)), crashes: map[string]int{}}
 				return crash

@@ -198,3 +198,15 @@ func TestOccurrenceIDIsAJobID(t *testing.T) {
 		t.Fatalf("the longest name makes a bad job id: %v", err)
 	}
 }
+
+// TestZonesWithoutZoneinfo loads the zones from the embedded database
+// when the host has none (ZONEINFO pointing nowhere and no system files
+// read first: Go falls back to time/tzdata).
+func TestZonesWithoutZoneinfo(t *testing.T) {
+	t.Setenv("ZONEINFO", t.TempDir())
+	for _, z := range []string{"Europe/Paris", "America/New_York", "Asia/Kolkata"} {
+		if _, err := loadZone(z); err != nil {
+			t.Errorf("%s: %v", z, err)
+		}
+	}
+}
