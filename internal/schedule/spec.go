@@ -141,11 +141,11 @@ func (s *Spec) MissedPolicy() Missed {
 func (s *Spec) rule(now time.Time) (Rule, error) {
 	var r Rule
 	for _, t := range []struct {
-		field string
-		at    *time.Time
-	}{{"start", s.Start}, {"end", s.End}} {
+		code, field string
+		at          *time.Time
+	}{{"invalid_start", "start", s.Start}, {"invalid_end", "end", s.End}} {
 		if t.at != nil && (t.at.After(now.Add(job.MaxNotBefore)) || t.at.Before(now.Add(-job.MaxNotBefore))) {
-			return r, input.Invalid("invalid_"+t.field, t.field, t.field+" must lie within a year of now")
+			return r, input.Invalid(t.code, t.field, t.field+" must lie within a year of now")
 		}
 	}
 	if s.Start != nil {

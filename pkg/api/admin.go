@@ -53,6 +53,10 @@ type AdminRequest struct {
 	Failed bool     `json:"failed,omitempty"`
 	UpTo   int64    `json:"up_to,omitempty"`
 	By     string   `json:"by,omitempty"`
+	// Name names the schedule of the schedule ops; Schedule is
+	// create_schedule's rule and job.
+	Name     string        `json:"name,omitempty"`
+	Schedule *ScheduleSpec `json:"schedule,omitempty"`
 }
 
 // AdminResponse is the admin function's answer: the fields its operation
@@ -81,5 +85,9 @@ type AdminResponse struct {
 	Starts      []Start `json:"starts,omitzero"`
 	More        bool    `json:"more,omitempty"`
 	StartsError string  `json:"starts_error,omitempty"`
-	Error       *Error  `json:"error,omitempty"`
+	// Schedule answers the schedule ops on one schedule, Schedules
+	// list_schedules.
+	Schedule  *Schedule  `json:"schedule,omitempty"`
+	Schedules []Schedule `json:"schedules,omitzero"`
+	Error     *Error     `json:"error,omitempty"`
 }
