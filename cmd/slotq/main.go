@@ -137,6 +137,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newQueuesCmd(),
 		newJobsCmd(),
+		newSchedulesCmd(),
 		grouped(groupOps, newEnqueueCmd(nil)),
 		grouped(groupOps, newRedriveCmd(nil)),
 		grouped(groupOps, newConsoleCmd()),
