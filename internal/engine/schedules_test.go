@@ -145,3 +145,91 @@ func TestScheduleRefusesBadInput(t *testing.T) {
 	}
 	_ = job.MaxBatch
 }
+
+// countingSchedules counts the schedule calls and the queue and job
+// calls a resume run makes.
+type countingSchedules struct {
+	engine.State
+	sched engine.ScheduleState
+	calls map[string]int
+}
+
+func (c *countingSchedules) CreateSchedule(ctx context.Context, s engine.Schedule) error {
+	c.calls["CreateSchedule"]++
+	return c.sched.CreateSchedule(ctx, s)
+}
+
+func (c *countingSchedules) GetSchedule(ctx context.Context, q, n string) (engine.Schedule, error) {
+	c.calls["GetSchedule"]++
+	return c.sched.GetSchedule(ctx, q, n)
+}
+
+func (c *countingSchedules) ListSchedules(ctx context.Context, q string) ([]engine.Schedule, error) {
+	c.calls["ListSchedules"]++
+	return c.sched.ListSchedules(ctx, q)
+}
+
+func (c *countingSchedules) PutSchedule(ctx context.Context, s engine.Schedule, from int64) (engine.Schedule, error) {
+	c.calls["PutSchedule"]++
+	return c.sched.PutSchedule(ctx, s, from)
+}
+
+func (c *countingSchedules) DeleteSchedule(ctx context.Context, q, n string) error {
+	c.calls["DeleteSchedule"]++
+	return c.sched.DeleteSchedule(ctx, q, n)
+}
+
+func (c *countingSchedules) GetQueue(ctx context.Context, name string) (engine.Queue, error) {
+	c.calls["GetQueue"]++
+	return c.State.GetQueue(ctx, name)
+}
+
+func (c *countingSchedules) ListDue(ctx context.Context, before time.Time, limit int) ([]engine.DueEntry, error) {
+	c.calls["ListDue"]++
+	return c.State.ListDue(ctx, before, limit)
+}
+
+// A schedule with nothing due costs no call of a resume run: a day of
+// runs, once a minute, before its first occurrence reads the due index
+// (once a run, whatever the number of schedules) and nothing else; the
+// run a lead before it makes it with one read of the schedule, one of
+// the queue, and one write of the schedule besides the job's enqueue.
+func TestScheduleIdleCostsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New(memstore.Options{})
+		c := &countingSchedules{State: st, sched: st, calls: map[string]int{}}
+		eng := engine.New(engine.Options{State: c, Transport: memstore.NewTransport(memstore.TransportOptions{})})
+		ctx := context.Background()
+		if _, err := eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		day := slot.Duration(24 * time.Hour)
+		start := time.Now().Add(24 * time.Hour)
+		for _, name := range []string{"a", "b", "c"} {
+			if _, err := eng.CreateSchedule(ctx, "q", name, schedule.Spec{Every: &day, Start: &start, Job: schedule.Job{Kind: "k"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clear(c.calls)
+		runs := 0
+		for time.Now().Before(start.Add(-engine.DefaultScheduleLead - time.Minute)) {
+			time.Sleep(time.Minute)
+			if _, err := eng.Resume(ctx); err != nil {
+				t.Fatal(err)
+			}
+			runs++
+		}
+		if len(c.calls) != 1 || c.calls["ListDue"] != runs {
+			t.Fatalf("%d idle runs made calls %v; want only one ListDue a run", runs, c.calls)
+		}
+		clear(c.calls)
+		time.Sleep(2 * time.Minute)
+		rep, err := eng.Resume(ctx)
+		if err != nil || rep.Occurrences != 3 {
+			t.Fatalf("the run a lead before made %d occurrences (%v); want 3", rep.Occurrences, err)
+		}
+		if c.calls["GetSchedule"] != 3 || c.calls["PutSchedule"] != 3 {
+			t.Fatalf("the run that made 3 occurrences made calls %v; want a read and a write of each schedule", c.calls)
+		}
+	})
+}
