@@ -13,8 +13,8 @@ import (
 // occurrences makes n jobs the way a schedule does: it creates a
 // schedule every 1s of n occurrences (by the admin role, unbilled: a
 // schedule is created once and makes jobs for ever), starting far enough
-// ahead that the create makes none; moves the clock to the start less
-// the lead, plus a second; and runs the resume function once, as the
+// ahead that the create makes none; moves the clock to the last
+// occurrence less the lead, plus a second; and runs the resume function once, as the
 // stack's schedule would, which makes them all. The bill is what that run
 // did: the schedule's read and its advance, the queue's read, the
 // occurrences' enqueue (a read per id, the ticket, the records, the
@@ -31,7 +31,8 @@ func occurrences(ctx context.Context, e *env, n int) ([]engine.Accepted, error) 
 	if sc.Made != 0 {
 		return nil, fmt.Errorf("the create made %d occurrences, want none", sc.Made)
 	}
-	e.clock.jumpTo(start.Add(-engine.DefaultScheduleLead + time.Second))
+	// A lead before the last occurrence: the run makes all n.
+	e.clock.jumpTo(end.Add(-engine.DefaultScheduleLead + time.Second))
 	var rep engine.ResumeReport
 	if err := e.resume.call(func() (err error) { rep, err = e.resume.eng.Resume(ctx); return err }); err != nil {
 		return nil, err
