@@ -233,3 +233,41 @@ func TestScheduleIdleCostsNothing(t *testing.T) {
 		}
 	})
 }
+
+// An occurrence on a queue whose line is booked past its time waits its
+// turn: its job takes the line's next slot (its record keeps the
+// occurrence as not_before, and the later slot_at), starts at that slot
+// and not before, and keeps the schedule's key.
+func TestOccurrenceWaitsItsTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 2, Seed: 8})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("busy", slot.Config{Interval: time.Second})
+		s.enqueue("busy", 300, nil) // the line is booked five minutes ahead
+		every := slot.Duration(time.Minute)
+		sc, err := s.eng.CreateSchedule(ctx, "busy", "m", schedule.Spec{Every: &every, Job: schedule.Job{Kind: "sim", Key: "report"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := sc.Next.Add(-time.Minute) // the first occurrence the create made
+		id := schedule.OccurrenceID("m", first)
+		j, err := s.store.GetJob(ctx, job.Ref{Queue: "busy", ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !j.NotBefore.Equal(first) || !j.SlotAt.After(first) || j.Key != "report" {
+			t.Fatalf("occurrence %s: not_before %s, slot_at %s, key %q; want its time, a later slot, the key", id, j.NotBefore, j.SlotAt, j.Key)
+		}
+		time.Sleep(6 * time.Minute)
+		var at time.Time
+		for _, st := range s.startsOf("busy") {
+			if st.ID == id {
+				at = st.At
+			}
+		}
+		if at.IsZero() || at.Before(j.SlotAt) {
+			t.Fatalf("occurrence %s started at %s; want at its slot %s, after the line", id, at, j.SlotAt)
+		}
+	})
+}
