@@ -44,6 +44,9 @@ const (
 	CodeInvalidRetention     = "invalid_retention"
 	CodeInvalidTargetTimeout = "invalid_target_timeout"
 	CodeInvalidMaxRunning    = "invalid_max_running"
+	// CodeInvalidKeyMaxRunning: a key_max_running out of range (keyed
+	// limits).
+	CodeInvalidKeyMaxRunning = "invalid_key_max_running"
 	CodeInvalidNetwork       = "invalid_network"
 	CodeTooManyTargets       = "too_many_targets"
 	CodeTooManyNetworks      = "too_many_networks"
