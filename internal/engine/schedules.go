@@ -348,6 +348,23 @@ func (e *Engine) cancelAhead(ctx context.Context, s Schedule) int {
 	return n
 }
 
+// cancelIfStopped cancels the jobs of a batch of occurrences a pass made
+// but could not record, if the schedule was paused or deleted
+// meanwhile: a pause or delete cancels what the schedule made ahead, and
+// this batch may have been made after it looked.
+func (e *Engine) cancelIfStopped(ctx context.Context, st ScheduleState, queue, name string, times []time.Time) {
+	s, err := st.GetSchedule(ctx, queue, name)
+	if err != nil && !errors.Is(err, ErrScheduleNotFound) || err == nil && !s.Paused {
+		return
+	}
+	now := e.now()
+	for _, t := range times {
+		if t.After(now) {
+			_, _ = e.CancelJob(ctx, job.Ref{Queue: queue, ID: schedule.OccurrenceID(name, t)})
+		}
+	}
+}
+
 // runSchedules is a Resume run's work on the schedules due: a pass over
 // each (runSchedule). They need no queue lease: the occurrence ids and
 // each schedule's compare-and-set keep them once.
@@ -431,7 +448,11 @@ func (e *Engine) runSchedule(ctx context.Context, st ScheduleState, queue, name 
 		}
 		if s, err = st.PutSchedule(ctx, s, from); err != nil {
 			if errors.Is(err, ErrConflict) || errors.Is(err, ErrScheduleNotFound) {
-				return made, nil // another pass advanced it, or it was paused or deleted
+				// Another pass advanced it, or it was paused or
+				// deleted meanwhile: then the pause's own cancel may
+				// have run before this batch was made.
+				e.cancelIfStopped(ctx, st, queue, name, batch)
+				return made, nil
 			}
 			return made, fmt.Errorf("resume schedule %s/%s: %w", queue, name, err)
 		}

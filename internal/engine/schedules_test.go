@@ -271,3 +271,73 @@ func TestOccurrenceWaitsItsTurn(t *testing.T) {
 		}
 	})
 }
+
+// pauseInPut runs hook once, inside the first PutSchedule that advances a
+// schedule past occurrences it made, before that write lands.
+type pauseInPut struct {
+	engine.State
+	sched engine.ScheduleState
+	hook  func()
+	once  bool
+}
+
+func (p *pauseInPut) CreateSchedule(ctx context.Context, s engine.Schedule) error {
+	return p.sched.CreateSchedule(ctx, s)
+}
+
+func (p *pauseInPut) GetSchedule(ctx context.Context, q, n string) (engine.Schedule, error) {
+	return p.sched.GetSchedule(ctx, q, n)
+}
+
+func (p *pauseInPut) ListSchedules(ctx context.Context, q string) ([]engine.Schedule, error) {
+	return p.sched.ListSchedules(ctx, q)
+}
+
+func (p *pauseInPut) PutSchedule(ctx context.Context, s engine.Schedule, from int64) (engine.Schedule, error) {
+	if !p.once && s.Made > 0 && !s.Paused && p.hook != nil {
+		p.once = true
+		p.hook()
+	}
+	return p.sched.PutSchedule(ctx, s, from)
+}
+
+func (p *pauseInPut) DeleteSchedule(ctx context.Context, q, n string) error {
+	return p.sched.DeleteSchedule(ctx, q, n)
+}
+
+// A pause that lands while a resume pass is making occurrences (after
+// its enqueue, before it advances the schedule) still wins: once the pause
+// returned, none of the occurrences starts, those the pass made included.
+func TestPauseRacingAPass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var w *pauseInPut
+		s := newSim(t, simOptions{Workers: 2, Seed: 4, Wrap: func(st engine.State) engine.State {
+			w = &pauseInPut{State: st}
+			return w
+		}})
+		defer s.stop()
+		w.sched = s.store
+		ctx := context.Background()
+		s.createQueue("p", slot.Config{Interval: time.Second})
+		var pausedAt time.Time
+		w.hook = func() {
+			if _, _, err := s.eng.PauseSchedule(ctx, "p", "tick"); err != nil {
+				t.Errorf("pause: %v", err)
+			}
+			pausedAt = time.Now()
+		}
+		sec := slot.Duration(time.Second)
+		if _, err := s.eng.CreateSchedule(ctx, "p", "tick", schedule.Spec{Every: &sec, Job: schedule.Job{Kind: "sim"}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Minute)
+		if pausedAt.IsZero() {
+			t.Fatal("the pause never ran inside the pass")
+		}
+		for _, st := range s.startsOf("p") {
+			if st.At.After(pausedAt) {
+				t.Errorf("occurrence %s started at %s, after the pause returned at %s", st.ID, st.At, pausedAt)
+			}
+		}
+	})
+}
