@@ -110,20 +110,46 @@ type schedCase struct {
 	want []string
 }
 
-// TestSchedulesWeek runs schedules through a simulated span of time that
-// holds the autumn clock changes of Paris and New York (both on
-// 2000-10-29, the bubble's clock starting in 2000): an every-1s schedule
-// and cron schedules in the two zones, with three resume loops at once,
-// crashes around every step of a pass, duplicate and late deliveries.
-// Each occurrence becomes exactly one job, none is missed, each job
-// starts once, and start − occurrence stays within the queue's skew at
-// the 99th percentile. SLOTQ_SIM_WEEK=1 (make bench) runs a whole week
-// around the change; otherwise it runs the 12 hours around it.
+// TestSchedulesWeek runs schedules through simulated spans of time that
+// hold the clock changes of Paris and New York (the bubble's clock starts
+// in 2000: spring on 2000-03-26 in Paris and 2000-04-02 in New York,
+// autumn on 2000-10-29 in both): an every-1s schedule and cron schedules
+// in the two zones, with three resume loops at once, crashes around every
+// step of a pass, duplicate and late deliveries. Each occurrence becomes
+// exactly one job, none is missed, each job starts once, the clock
+// changes follow the package's rule, and start − occurrence stays within
+// the queue's skew at the 99th percentile. Each span is the 12 hours
+// around its change; SLOTQ_SIM_WEEK=1 (make bench) makes the autumn one a
+// whole week.
 func TestSchedulesWeek(t *testing.T) {
-	span, from := 12*time.Hour, "2000-10-28T20:00:00Z"
+	autumn, autumnSpan := "2000-10-28T20:00:00Z", 12*time.Hour
 	if os.Getenv("SLOTQ_SIM_WEEK") != "" {
-		span, from = 7*24*time.Hour, "2000-10-25T12:00:00Z"
+		autumn, autumnSpan = "2000-10-25T12:00:00Z", 7*24*time.Hour
 	}
+	for _, season := range []struct {
+		name, from string
+		span       time.Duration
+		// want are occurrences the clock change decides, by schedule.
+		want map[string][]string
+	}{
+		{"autumn", autumn, autumnSpan, map[string][]string{
+			// 02:30 comes twice that night in Paris, 01:30 in New
+			// York: once each, at its first instant (summer time).
+			"paris": {"2000-10-29T00:30:00Z"}, "newyork": {"2000-10-29T05:30:00Z"},
+		}},
+		{"spring Paris", "2000-03-25T20:00:00Z", 12 * time.Hour, map[string][]string{
+			// 02:30 does not come: at the end of the gap, 03:00 CEST.
+			"paris": {"2000-03-26T01:00:00Z"},
+		}},
+		{"spring New York", "2000-04-01T20:00:00Z", 12 * time.Hour, map[string][]string{
+			"newyork2": {"2000-04-02T07:00:00Z"},
+		}},
+	} {
+		t.Run(season.name, func(t *testing.T) { schedulesSpan(t, season.from, season.span, season.want) })
+	}
+}
+
+func schedulesSpan(t *testing.T, from string, span time.Duration, want map[string][]string) {
 	synctest.Test(t, func(t *testing.T) {
 		begin, _ := time.Parse(time.RFC3339, from)
 		time.Sleep(time.Until(begin)) // nothing runs yet: the bubble's clock jumps
@@ -165,13 +191,14 @@ func TestSchedulesWeek(t *testing.T) {
 		sec := slot.Duration(time.Second)
 		cases := []schedCase{
 			{queue: "every1s", spec: schedule.Spec{Every: &sec, Job: schedule.Job{Kind: "sim"}}},
-			{queue: "paris", spec: schedule.Spec{Cron: "30 2 * * *", TZ: "Europe/Paris", Job: schedule.Job{Kind: "sim"}},
-				// 02:30 comes twice that night: once, at its first instant (CEST).
-				want: []string{"2000-10-29T00:30:00Z"}},
+			{queue: "paris", spec: schedule.Spec{Cron: "30 2 * * *", TZ: "Europe/Paris", Job: schedule.Job{Kind: "sim"}}},
 			{queue: "paris5", spec: schedule.Spec{Cron: "0 */5 * * * *", TZ: "Europe/Paris", Job: schedule.Job{Kind: "sim"}}},
-			{queue: "newyork", spec: schedule.Spec{Cron: "30 1 * * *", TZ: "America/New_York", Job: schedule.Job{Kind: "sim"}},
-				want: []string{"2000-10-29T05:30:00Z"}},
+			{queue: "newyork", spec: schedule.Spec{Cron: "30 1 * * *", TZ: "America/New_York", Job: schedule.Job{Kind: "sim"}}},
+			{queue: "newyork2", spec: schedule.Spec{Cron: "30 2 * * *", TZ: "America/New_York", Job: schedule.Job{Kind: "sim"}}},
 			{queue: "newyork1m", spec: schedule.Spec{Cron: "* * * * *", TZ: "America/New_York", Job: schedule.Job{Kind: "sim"}}},
+		}
+		for i := range cases {
+			cases[i].want = want[cases[i].queue]
 		}
 		created := time.Now()
 		for _, c := range cases {
