@@ -139,6 +139,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newQueuesCmd(),
 		newJobsCmd(),
 		newKeysCmd(),
+		newSchedulesCmd(),
 		grouped(groupOps, newEnqueueCmd(nil)),
 		grouped(groupOps, newRedriveCmd(nil)),
 		grouped(groupOps, newConsoleCmd()),

@@ -25,6 +25,9 @@
 //	                                           holder_id, until, last, waiting,
 //	                                           pending, ttl, write_token,
 //	                                           due_pk, due_sk (while due)
+//	schedule      S#<queue>           S#<name> schedule (JSON), schedule_v, write_token,
+//	                                           due_pk, due_sk (while active;
+//	                                           schedules.go)
 //	job           J#<queue>#<job id>  job      queue, job_id, status, ticket, attempt,
 //	                                           queue_status = "<queue>#<status>"
 //	                                           (parked and failed jobs only),

@@ -103,7 +103,11 @@ func entryOf(m map[string]types.AttributeValue) (engine.DueEntry, bool, error) {
 	case strings.HasPrefix(pk, "L#") && strings.HasPrefix(sk, "K#"):
 		d.Kind, d.Queue, d.ID = engine.DueLane, strings.TrimPrefix(pk, "L#"), strings.TrimPrefix(sk, "K#")
 	default:
-		return d, false, nil
+		q, name, ok := scheduleEntry(pk, sk)
+		if !ok {
+			return d, false, nil
+		}
+		d.Kind, d.Queue, d.ID = engine.DueSchedule, q, name
 	}
 	return d, true, nil
 }

@@ -14,15 +14,18 @@
 //	Resume  ─ ListDue (the due index: what is due by now, any queue) ─
 //	          per queue with something due, under its lease: lift a timed
 //	          pause ─ re-ticket held jobs in line order (a bounded round
-//	          per run) ─ release due jobs ─ hand on keys past their lease
+//	          per run) ─ release due jobs ─ hand on keys past their lease;
+//	          per schedule due (schedules.go): enqueue its occurrences up
+//	          to a lead ahead ─ advance it by compare-and-set
 //
 // Every function in functions/ (through internal/lambdafn) and the local
 // runtime is a thin shell around one of these methods.
 //
 // Where it sits: in the middle of slotq's runtime, the packages at the
 // top of internal/ that the functions link. It imports internal/slot (the
-// gate's arithmetic, pure), internal/job, internal/attempt, internal/clock
-// and internal/input, and no AWS package; the stores and transports
+// gate's arithmetic, pure), internal/job, internal/attempt, internal/clock,
+// internal/schedule (a schedule's occurrences, pure) and internal/input,
+// and no AWS package; the stores and transports
 // (internal/memstore, internal/dynamostore, internal/sqstransport) import
 // it for its interfaces. Nothing under internal/dev (emulators, SAM
 // tooling, cost meters, test rigs) or internal/cli (console, timeline) is

@@ -103,6 +103,18 @@ type Options struct {
 	// with RecursiveLoop: Allow); the bound keeps a job that cannot start
 	// from circling for ever. Default DefaultMaxSendsBack.
 	MaxSendsBack int
+	// ScheduleLead is how long before its time a schedule's occurrence
+	// is made into a job (schedules.go): at least the resume function's
+	// period, plus room for a late or failed run, and at most the
+	// transport's MaxDelay, so the job is sent at once with the delay
+	// that lands it on its time. Default DefaultScheduleLead (2m, for the
+	// stack's one-minute resume schedule).
+	ScheduleLead time.Duration
+	// Schedules keeps the queues' schedules. Default: State, if it
+	// implements ScheduleState (both stores do); a wrapper of State
+	// passes the store here. Without it the schedule operations fail
+	// with ErrNoSchedules.
+	Schedules ScheduleState
 }
 
 // Defaults of Options.

@@ -35,6 +35,9 @@ type ResumeReport struct {
 	// Continued counts release rounds and due entries left for the next
 	// run (a pass, or the run, used its budget).
 	Continued int `json:"continued,omitempty"`
+	// Occurrences counts the schedules' occurrences the run made into
+	// jobs (schedules.go).
+	Occurrences int `json:"occurrences,omitempty"`
 	// Deferred counts queues this run did not reach before its deadline;
 	// their entries stay due, earliest first, for the next run.
 	Deferred int `json:"deferred,omitempty"`
@@ -113,7 +116,12 @@ func (e *Engine) Resume(ctx context.Context) (ResumeReport, error) {
 	// Queues in the order of their earliest entry.
 	var names []string
 	byQueue := map[string][]DueEntry{}
+	var schedules []DueEntry
 	for _, d := range due {
+		if d.Kind == DueSchedule {
+			schedules = append(schedules, d) // no queue pass: runSchedules
+			continue
+		}
 		if byQueue[d.Queue] == nil {
 			names = append(names, d.Queue)
 		}
@@ -132,6 +140,7 @@ func (e *Engine) Resume(ctx context.Context) (ResumeReport, error) {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, e.runSchedules(ctx, schedules, &rep)...)
 	if e.opts.Figures {
 		if err := e.figures(ctx); err != nil {
 			errs = append(errs, err)

@@ -113,6 +113,7 @@ func newSim(t *testing.T, o simOptions) *sim {
 	s.eng = engine.New(engine.Options{
 		State: st, Transport: s.tr, Runner: &dispatch.Dispatcher{Mux: mux},
 		Lease: o.Lease, Lead: o.Lead, Logger: slog.New(warnLog{s}), ResumeBudget: o.ResumeBudget,
+		Schedules: schedulesOf(st, s.store),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

@@ -42,6 +42,10 @@ func errorOf(err error) *Error {
 		return nil
 	case errors.As(err, &in):
 		return &Error{Code: in.Code, Field: in.Field, Message: in.Message}
+	case errors.Is(err, engine.ErrScheduleNotFound):
+		return &Error{Code: "schedule_not_found", Field: "name", Message: err.Error()}
+	case errors.Is(err, engine.ErrNoSchedules):
+		return &Error{Code: "no_schedules", Field: "op", Message: err.Error()}
 	case errors.Is(err, engine.ErrQueueNotFound):
 		return &Error{Code: "queue_not_found", Field: "queue", Message: err.Error()}
 	case errors.Is(err, engine.ErrQueueExists):

@@ -52,6 +52,8 @@ type Store struct {
 	due *dueIndex
 	// schema is the schema mark (engine.Schema).
 	schema engine.Schema
+	// schedules are the queues' schedules (schedules.go), made on first use.
+	schedules map[scheduleID]engine.Schedule
 }
 
 // Schema returns the schema mark.

@@ -60,6 +60,10 @@ type AdminRequest struct {
 	Failed bool     `json:"failed,omitempty"`
 	UpTo   int64    `json:"up_to,omitempty"`
 	By     string   `json:"by,omitempty"`
+	// Name names the schedule of the schedule ops; Schedule is
+	// create_schedule's rule and job.
+	Name     string        `json:"name,omitempty"`
+	Schedule *ScheduleSpec `json:"schedule,omitempty"`
 	// Key names the key of get_key; Keys gives, for set_key_limits, each
 	// key it names limits of its own or clears them (at most
 	// MaxKeyOverrides keys).
@@ -127,7 +131,11 @@ type AdminResponse struct {
 	// Keys answers list_keys (the queue's keys with jobs waiting or
 	// running, busiest first, at most 1000) and set_key_limits (each key
 	// as set); Key answers get_key.
-	Keys  []KeyInfo `json:"keys,omitzero"`
-	Key   *KeyInfo  `json:"key,omitempty"`
-	Error *Error    `json:"error,omitempty"`
+	Keys []KeyInfo `json:"keys,omitzero"`
+	Key  *KeyInfo  `json:"key,omitempty"`
+	// Schedule answers the schedule ops on one schedule, Schedules
+	// list_schedules.
+	Schedule  *Schedule  `json:"schedule,omitempty"`
+	Schedules []Schedule `json:"schedules,omitzero"`
+	Error     *Error     `json:"error,omitempty"`
 }

@@ -44,6 +44,8 @@ const (
 	CodeInvalidRetention     = "invalid_retention"
 	CodeInvalidTargetTimeout = "invalid_target_timeout"
 	CodeInvalidMaxRunning    = "invalid_max_running"
+	// CodeInvalidKeyMaxRunning: a key_max_running out of range (keyed
+	// limits).
 	CodeInvalidKeyMaxRunning = "invalid_key_max_running"
 	CodeInvalidNetwork       = "invalid_network"
 	CodeTooManyTargets       = "too_many_targets"
@@ -84,6 +86,23 @@ const (
 	CodeNotKeyed      = "not_keyed"
 	// CodeInvalidWait is the client's own: EnqueueAndWait given a batch.
 	CodeInvalidWait = "invalid_wait"
+
+	// Schedules.
+	CodeInvalidScheduleName = "invalid_schedule_name"
+	CodeMissingSchedule     = "missing_schedule"
+	CodeNoRule              = "no_rule"
+	CodeInvalidRule         = "invalid_rule"
+	CodeInvalidEvery        = "invalid_every"
+	CodeInvalidCron         = "invalid_cron"
+	CodeInvalidTZ           = "invalid_tz"
+	CodeUnknownTZ           = "unknown_tz"
+	CodeInvalidStart        = "invalid_start"
+	CodeInvalidEnd          = "invalid_end"
+	CodeInvalidMissed       = "invalid_missed"
+	CodeNeverFires          = "never_fires"
+	CodeScheduleExists      = "schedule_exists"
+	CodeScheduleNotFound    = "schedule_not_found"
+	CodeNoSchedules         = "no_schedules"
 
 	// What the request names.
 	CodeQueueNotFound = "queue_not_found"

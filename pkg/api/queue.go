@@ -128,6 +128,8 @@ type ResumeReport struct {
 	Busy      int `json:"busy,omitempty"`
 	Continued int `json:"continued,omitempty"`
 	Deferred  int `json:"deferred,omitempty"`
+	// Occurrences counts the schedules' occurrences made into jobs.
+	Occurrences int `json:"occurrences,omitempty"`
 	// Upgraded is what the run rewrote to bring the table's records to
 	// the current schema after an upgrade; IndexBuilding says the due
 	// index is still being built, so the run read nothing of it.

@@ -27,6 +27,9 @@ var (
 	// ErrNotAllowed: a job names a target its queue's allow-list does not
 	// allow, or an address its allow_networks does not (target_not_allowed).
 	ErrNotAllowed = errors.New("target not allowed")
+	// ErrScheduleNotFound: the queue has no schedule of that name
+	// (schedule_not_found).
+	ErrScheduleNotFound = errors.New("schedule not found")
 )
 
 // sentinels maps error codes to the sentinel errors.Is finds.
@@ -37,6 +40,7 @@ var sentinels = map[string]error{
 	api.CodeNotWaiting:       ErrNotWaiting,
 	api.CodeNotRetryable:     ErrNotRetryable,
 	api.CodeTargetNotAllowed: ErrNotAllowed,
+	api.CodeScheduleNotFound: ErrScheduleNotFound,
 }
 
 // Error is the function's refusal of a request as asked: bad input, a

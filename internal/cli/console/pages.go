@@ -101,6 +101,9 @@ type queueData struct {
 	Timeline timeline
 	Windows  []windowLink
 	Followed int
+	// Schedules are the queue's schedules with their next occurrences
+	// (schedules.go).
+	Schedules []scheduleRow
 	// Keys is set on a queue with key_limits.
 	Keys *keysData
 }
@@ -160,6 +163,9 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 			errs = append(errs, fmt.Errorf("list failed jobs: %w", err))
 		}
 		s.follow.seen(name, d.Failures...)
+	}
+	if d.Schedules, err = s.schedules(ctx, name); err != nil {
+		errs = append(errs, err)
 	}
 	now := s.o.Now()
 	if err := s.follow.refresh(ctx, s.src, name, now, s.o.Refresh); err != nil {

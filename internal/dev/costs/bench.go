@@ -198,6 +198,9 @@ type scenario struct {
 	keyCap    int
 	// before runs before the jobs are enqueued, after once they are.
 	before, after func(ctx context.Context, e *env, accepted []engine.Accepted) error
+	// make, if set, makes the jobs in the place of the enqueue calls
+	// (schedules.go's occurrences).
+	make func(ctx context.Context, e *env, n int) ([]engine.Accepted, error)
 }
 
 var scenarios = []scenario{
@@ -217,6 +220,8 @@ var scenarios = []scenario{
 		kind: "ok", keyed: true, keyLimits: []api.Limit{{Rate: api.Rate{N: 1, Per: time.Second}}}},
 	{name: "i", what: "as (h), with no cap per key (key_max_running 0)", jobs: 6, interval: 1250 * time.Millisecond,
 		kind: "ok", keyed: true, keyLimits: []api.Limit{{Rate: api.Rate{N: 1, Per: time.Second}}}, keyCap: slot.NoKeyCap},
+	{name: "j", what: "occurrence of a schedule every 1s, made by a resume run", jobs: 6, interval: 500 * time.Millisecond,
+		kind: "ok", make: occurrences},
 }
 
 // backlog books the queue two hours ahead with one unbilled Take of 7,200
@@ -312,7 +317,11 @@ func (b *bench) measure(ctx context.Context, sc scenario) (result, error) {
 		}
 		return sp
 	}
-	if sc.batch {
+	if sc.make != nil {
+		if acc, err = sc.make(ctx, e, sc.jobs); err != nil {
+			return result{}, err
+		}
+	} else if sc.batch {
 		req := job.EnqueueRequest{Queue: "q"}
 		for i := range sc.jobs {
 			req.Jobs = append(req.Jobs, spec(i))

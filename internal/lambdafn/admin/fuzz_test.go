@@ -15,6 +15,7 @@ var adminKeys = map[string]bool{
 	"op": true, "queue": true, "config": true, "until": true,
 	"job_id": true, "status": true, "after": true, "limit": true, "reset": true,
 	"key": true, "keys": true,
+	"name": true, "schedule": true, "by": true, "job_ids": true, "failed": true, "up_to": true, "since": true, "no_activity": true,
 }
 
 // requiredCodes are the errors whose field may name a value the request
@@ -24,6 +25,7 @@ var requiredCodes = map[string]bool{
 	"invalid_op": true, "invalid_queue": true, "missing_config": true, "invalid_id": true,
 	"queue_not_found": true, "job_not_found": true, "status_not_listed": true, "not_waiting": true,
 	"invalid_key": true, "invalid_keys": true,
+	"invalid_schedule_name": true, "schedule_not_found": true, "missing_schedule": true, "no_rule": true, "no_target": true,
 }
 
 // FuzzAdmin feeds the admin handler any body, through its real decoding,
@@ -47,6 +49,9 @@ func FuzzAdmin(f *testing.F) {
 		`{"op":"get_key","queue":"emails","key":"a b"}`,
 		`{"op":"set_key_limits","queue":"emails","keys":[{"key":"a","limits":[{"rate":"5/1s","burst":1}]},{"key":"b","limits":null}]}`,
 		`{"op":"set_key_limits","queue":"emails","keys":[{"key":"a","limits":[{"rate":"x"}]},{"key":"b"}]}`,
+		`{"op":"create_schedule","queue":"emails","name":"s","schedule":{"cron":"0 8 * * *","tz":"Europe/Paris","job":{"kind":"k"}}}`,
+		`{"op":"create_schedule","queue":"emails","name":"s","schedule":{"every":"1s","start":"2099-01-01T00:00:00Z","job":{"kind":"k"}}}`,
+		`{"op":"pause_schedule","queue":"emails","name":"s"}`,
 		`[]`, `null`, `{"op":1}`,
 	} {
 		f.Add([]byte(s))

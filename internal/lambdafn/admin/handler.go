@@ -18,6 +18,7 @@ import (
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/lambdafn"
 	"github.com/slotq/slotq/internal/metrics"
+	"github.com/slotq/slotq/internal/schedule"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/internal/startlog"
 )
@@ -65,7 +66,7 @@ type Request struct {
 	// Op is create, configure, pause, resume, purge, delete, stats,
 	// starts, get, cancel, list, retry, redrive, list_keys, get_key,
 	// set_key_limits or reindex (once, after an upgrade that added the due
-	// index: engine.Reindex).
+	// index: engine.Reindex), or one of ScheduleOps.
 	Op    string `json:"op"`
 	Queue string `json:"queue,omitempty"`
 	// Config holds the settings of create and configure. A setting left
@@ -109,6 +110,10 @@ type Request struct {
 	Failed bool     `json:"failed,omitempty"`
 	UpTo   int64    `json:"up_to,omitempty"`
 	By     string   `json:"by,omitempty"`
+	// Name names the schedule of the schedule ops (schedules.go);
+	// Schedule is create_schedule's rule and job.
+	Name     string         `json:"name,omitempty"`
+	Schedule *schedule.Spec `json:"schedule,omitempty"`
 	// Key names the key of get_key. Keys, for set_key_limits, gives each
 	// key it names limits of its own, or clears them (limits null), at
 	// most slot.MaxKeyOverrides keys a call.
@@ -195,11 +200,15 @@ type Response struct {
 	Starts      []startlog.Start `json:"starts,omitzero"`
 	More        bool             `json:"more,omitempty"`
 	StartsError string           `json:"starts_error,omitempty"`
-	Error       *lambdafn.Error  `json:"error,omitempty"`
+	// Schedule answers the schedule ops on one schedule, Schedules
+	// list_schedules.
+	Schedule  *engine.Schedule  `json:"schedule,omitempty"`
+	Schedules []engine.Schedule `json:"schedules,omitzero"`
+	Error     *lambdafn.Error   `json:"error,omitempty"`
 }
 
 // Ops lists the operations, for the error message of an unknown one.
-var Ops = []string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "starts", "get", "cancel", "list", "retry", "redrive", "list_keys", "get_key", "set_key_limits", "reindex"}
+var Ops = append([]string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "starts", "get", "cancel", "list", "retry", "redrive", "list_keys", "get_key", "set_key_limits", "reindex"}, ScheduleOps...)
 
 // Handler translates admin requests into engine calls.
 type Handler struct {
@@ -259,6 +268,13 @@ var opFields = map[string][]string{
 	"get_key":        {"queue", "key"},
 	"set_key_limits": {"queue", "keys"},
 	"reindex":        {},
+
+	"create_schedule": {"queue", "name", "schedule"},
+	"list_schedules":  {"queue"},
+	"get_schedule":    {"queue", "name"},
+	"pause_schedule":  {"queue", "name"},
+	"resume_schedule": {"queue", "name"},
+	"delete_schedule": {"queue", "name"},
 }
 
 // unusedField refuses a field r's op does not read: a typed error naming
@@ -394,6 +410,9 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 	case "reindex":
 		rep, err := h.Engine.Reindex(ctx)
 		return Response{Reindexed: &rep}, err
+	}
+	if slices.Contains(ScheduleOps, r.Op) {
+		return h.schedule(ctx, r)
 	}
 	return Response{}, input.Invalid("invalid_op", "op", fmt.Sprintf("op %q is not one of %v", r.Op, Ops))
 }

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/pkg/client"
+)
+
+// newSchedulesCmd is `slotq schedules VERB`: a queue's recurring
+// schedules (docs/schedules.md).
+func newSchedulesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "schedules <command>",
+		Short: "Create, list, pause, resume or delete a queue's recurring schedules",
+		Long: "Work with a queue's schedules: each occurrence of a schedule (every a period, or a cron\n" +
+			"expression in a time zone) becomes one job, released ahead so that it starts on its time\n" +
+			"through the queue's limit.",
+		GroupID: groupOps,
+		Example: "  $ slotq schedules create emails heartbeat --every 1s --kind echo\n" +
+			"  $ slotq schedules create reports morning --cron '0 8 * * *' --tz Europe/Paris --kind send-report\n" +
+			"  $ slotq schedules list reports\n" +
+			"  $ slotq schedules pause reports morning",
+	}
+	cn := connFlags(cmd.PersistentFlags())
+	return parent(cmd, newScheduleCreateCmd(cn), newSchedulesListCmd(cn),
+		newScheduleOpCmd(cn, "get", "Show a schedule: its rule, next occurrence and what it made", (*client.Client).GetSchedule),
+		newScheduleOpCmd(cn, "pause", "Pause a schedule (and cancel the occurrences it made ahead)", (*client.Client).PauseSchedule),
+		newScheduleOpCmd(cn, "resume", "Resume a schedule (missed occurrences follow its --missed policy)", (*client.Client).ResumeSchedule),
+		newScheduleOpCmd(cn, "delete", "Delete a schedule (and cancel the occurrences it made ahead)", (*client.Client).DeleteSchedule))
+}
+
+func newScheduleCreateCmd(cn *conn) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "create QUEUE NAME",
+		Short: "Create a schedule: --every a period or --cron an expression (--tz its zone), and the job",
+		Long: "Creates schedule NAME on QUEUE. Give --every (1s or more) or --cron (5 fields, or 6 with\n" +
+			"seconds first; read in --tz, default UTC), and the job: --kind or --target, with --payload and\n" +
+			"--key. Each occurrence becomes one job, id NAME:TIME, not_before its time.",
+		Args: nArgs(2, 2),
+	}
+	fs := cmd.Flags()
+	every := durationFlag(fs, "every", "a fixed period, 1s or more (occurrences on whole multiples of it since the Unix epoch, or from --start)")
+	var (
+		cronExpr = fs.String("cron", "", "a cron expression: 'minute hour day month weekday', or six fields with seconds first")
+		tz       = fs.String("tz", "", "the IANA time zone --cron is read in, such as Europe/Paris (default UTC)")
+		start    = fs.String("start", "", "the first time an occurrence may have (RFC 3339, or a duration from now)")
+		end      = fs.String("end", "", "the last time an occurrence may have (RFC 3339, or a duration from now)")
+		missed   = fs.String("missed", "", "what to do with occurrences missed while paused or down: none, latest (default) or all (up to 100)")
+		kind     = fs.String("kind", "", "the job's Go handler")
+		target   = fs.String("target", "", "the job's HTTP URL or Lambda function (lambda:NAME)")
+		payload  = fs.String("payload", "", "the job's JSON payload, @FILE to read it from a file, or - for stdin")
+		key      = fs.String("key", "", "the job's key: occurrences of one key run one at a time")
+	)
+	cn = stackFlags(cmd, cn)
+	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
+		c := newStackCmd(cmd, cn)
+		spec := api.ScheduleSpec{Cron: *cronExpr, TZ: *tz, Missed: *missed, Job: api.ScheduleJob{Kind: *kind, Target: *target, Key: *key}}
+		if c.given("every") {
+			d := api.Duration(*every)
+			spec.Every = &d
+		}
+		if c.given("every") == c.given("cron") {
+			return c.fail(&usageError{code: "no_rule", field: "schedule.every", msg: "give --every or --cron, one of them"})
+		}
+		now := time.Now()
+		for _, t := range []struct {
+			name, v string
+			to      **time.Time
+		}{{"start", *start, &spec.Start}, {"end", *end, &spec.End}} {
+			if t.v == "" {
+				continue
+			}
+			at, err := parseTime(t.name, t.v, now)
+			if err != nil {
+				return c.fail(err)
+			}
+			*t.to = &at
+		}
+		if *payload != "" {
+			b, err := readArg(*payload)
+			if err != nil {
+				return c.fail(usagef("--payload: %v", err))
+			}
+			if !json.Valid(b) {
+				return c.fail(usagef("--payload is not JSON"))
+			}
+			spec.Job.Payload = b
+		}
+		ctx := cmd.Context()
+		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			out, err := cl.CreateSchedule(ctx, &client.CreateScheduleInput{Queue: pos[0], Name: pos[1], Spec: spec})
+			if err != nil {
+				return nil, nil, err
+			}
+			return out.Schedule, scheduleRows(out.Schedule), nil
+		})
+	})
+	return cmd
+}
+
+func newSchedulesListCmd(cn *conn) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list QUEUE",
+		Short: "List a queue's schedules with their next occurrences",
+		Args:  nArgs(1, 1),
+	}
+	cn = stackFlags(cmd, cn)
+	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
+		c := newStackCmd(cmd, cn)
+		ctx := cmd.Context()
+		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			out, err := cl.ListSchedules(ctx, &client.ListSchedulesInput{Queue: pos[0]})
+			if err != nil {
+				return nil, nil, err
+			}
+			return out.Schedules, func(w io.Writer) {
+				row(w, "SCHEDULE", "RULE", "JOB", "PAUSED", "NEXT", "LAST", "MADE", "SKIPPED")
+				for _, s := range out.Schedules {
+					row(w, s.Name, rule(s.Spec), scheduleJob(s.Spec.Job), yesNo(s.Paused), ts(s.Next), ts(s.Last), s.Made, s.Skipped)
+				}
+			}, nil
+		})
+	})
+	return cmd
+}
+
+// newScheduleOpCmd is `slotq schedules VERB QUEUE NAME` for the calls on
+// one schedule.
+func newScheduleOpCmd(cn *conn, verb, short string, call func(*client.Client, context.Context, *client.ScheduleInput, ...func(*client.Options)) (*client.ScheduleOutput, error)) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   verb + " QUEUE NAME",
+		Short: short,
+		Args:  nArgs(2, 2),
+	}
+	cn = stackFlags(cmd, cn)
+	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
+		c := newStackCmd(cmd, cn)
+		ctx := cmd.Context()
+		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			out, err := call(cl, ctx, &client.ScheduleInput{Queue: pos[0], Name: pos[1]})
+			if err != nil {
+				return nil, nil, err
+			}
+			if verb == "delete" {
+				res := map[string]any{"queue": pos[0], "schedule": pos[1], "cancelled": out.Cancelled}
+				return res, func(w io.Writer) {
+					row(w, "deleted", pos[1])
+					row(w, "cancelled", out.Cancelled)
+				}, nil
+			}
+			print := scheduleRows(out.Schedule)
+			if verb == "pause" {
+				return out, func(w io.Writer) {
+					print(w)
+					row(w, "cancelled", out.Cancelled)
+				}, nil
+			}
+			return out.Schedule, print, nil
+		})
+	})
+	return cmd
+}
+
+// scheduleRows prints one schedule.
+func scheduleRows(s api.Schedule) func(io.Writer) {
+	return func(w io.Writer) {
+		row(w, "queue", s.Queue)
+		row(w, "schedule", s.Name)
+		row(w, "rule", rule(s.Spec))
+		if s.Spec.Start != nil {
+			row(w, "start", ts(*s.Spec.Start))
+		}
+		if s.Spec.End != nil {
+			row(w, "end", ts(*s.Spec.End))
+		}
+		row(w, "missed", orDash(s.Spec.Missed))
+		row(w, "job", scheduleJob(s.Spec.Job))
+		row(w, "paused", yesNo(s.Paused))
+		row(w, "next", ts(s.Next))
+		row(w, "last", ts(s.Last))
+		row(w, "made", s.Made)
+		row(w, "skipped", s.Skipped)
+		if s.Error != "" {
+			row(w, "error", s.Error)
+		}
+	}
+}
+
+// rule is a schedule's rule in words: "every 1s", "cron 0 8 * * * Europe/Paris".
+func rule(s api.ScheduleSpec) string {
+	if s.Every != nil {
+		return "every " + shortDuration(time.Duration(*s.Every))
+	}
+	tz := s.TZ
+	if tz == "" {
+		tz = "UTC"
+	}
+	return fmt.Sprintf("cron %s %s", s.Cron, tz)
+}
+
+func scheduleJob(j api.ScheduleJob) string {
+	s := "kind " + j.Kind
+	if j.Target != "" {
+		s = "target " + j.Target
+	}
+	if j.Key != "" {
+		s += " key " + j.Key
+	}
+	return s
+}
+

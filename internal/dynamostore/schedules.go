@@ -1,0 +1,182 @@
+package dynamostore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/internal/engine"
+)
+
+var _ engine.ScheduleState = (*Store)(nil)
+
+// A schedule (engine.Schedule) is one item, pk S#<queue>, sk S#<name>:
+// the schedule as JSON in schedule, its version in schedule_v (the
+// condition of every write), and, while it is due, due_pk and due_sk
+// (engine.ScheduleDue), written in the same PutItem, so the due index
+// holds one entry per active schedule and a write that advances it moves
+// the entry. A queue's schedules share their partition key, apart from
+// the queue's hot state item, so ListSchedules is one Query.
+const (
+	schedulePrefix = "S#"
+
+	attrSchedule  = "schedule"
+	attrScheduleV = "schedule_v"
+)
+
+func schedulePK(queue string) string { return schedulePrefix + queue }
+func scheduleSK(name string) string  { return schedulePrefix + name }
+
+// scheduleItem is s's item, due by engine.ScheduleDue, with write token
+// tok.
+func scheduleItem(s engine.Schedule, tok string) (map[string]types.AttributeValue, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	pk, sk := schedulePK(s.Queue), scheduleSK(s.Name)
+	m := key(pk, sk)
+	m[attrSchedule] = str(string(b))
+	m[attrScheduleV] = num(s.Version)
+	m[attrWriteToken] = str(tok)
+	setDue(m, pk, sk, engine.ScheduleDue(s))
+	return m, nil
+}
+
+func decodeSchedule(m map[string]types.AttributeValue) (engine.Schedule, error) {
+	it := &item{m: m}
+	raw := it.str(attrSchedule)
+	if it.err != nil {
+		return engine.Schedule{}, it.err
+	}
+	var s engine.Schedule
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return engine.Schedule{}, fmt.Errorf("decode schedule: %w", err)
+	}
+	return s, nil
+}
+
+// CreateSchedule writes s at version 1 with one PutItem on condition that
+// no item of its key exists. ErrScheduleExists.
+func (s *Store) CreateSchedule(ctx context.Context, sc engine.Schedule) error {
+	sc.Version = 1
+	tok := newToken()
+	m, err := scheduleItem(sc, tok)
+	if err != nil {
+		return fmt.Errorf("create schedule %s/%s: %w", sc.Queue, sc.Name, err)
+	}
+	e := newExpr()
+	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
+		Item: m, ConditionExpression: aws.String("attribute_not_exists(" + e.n(attrPK) + ")"),
+		ExpressionAttributeNames:            e.names,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok := conditionFailed(err); ok {
+		if hasToken(old, tok) {
+			return nil // this write, sent again after it landed
+		}
+		return fmt.Errorf("create schedule %s/%s: %w", sc.Queue, sc.Name, engine.ErrScheduleExists)
+	}
+	if err != nil {
+		return fmt.Errorf("create schedule %s/%s: %w", sc.Queue, sc.Name, err)
+	}
+	return nil
+}
+
+// GetSchedule reads a schedule strongly. ErrScheduleNotFound.
+func (s *Store) GetSchedule(ctx context.Context, queue, name string) (engine.Schedule, error) {
+	m, err := s.getItem(ctx, key(schedulePK(queue), scheduleSK(name)))
+	if err != nil {
+		return engine.Schedule{}, fmt.Errorf("schedule %s/%s: %w", queue, name, err)
+	}
+	if m == nil {
+		return engine.Schedule{}, fmt.Errorf("schedule %s/%s: %w", queue, name, engine.ErrScheduleNotFound)
+	}
+	sc, err := decodeSchedule(m)
+	if err != nil {
+		return engine.Schedule{}, fmt.Errorf("schedule %s/%s: %w", queue, name, err)
+	}
+	return sc, nil
+}
+
+// ListSchedules queries the queue's schedule partition, strongly, in name
+// order.
+func (s *Store) ListSchedules(ctx context.Context, queue string) ([]engine.Schedule, error) {
+	e := newExpr()
+	kc := e.n(attrPK) + " = " + e.v(":pk", str(schedulePK(queue))) + " AND begins_with(" + e.n(attrSK) + ", " + e.v(":sk", str(schedulePrefix)) + ")"
+	var out []engine.Schedule
+	var start map[string]types.AttributeValue
+	for {
+		page, err := s.query(ctx, &dynamodb.QueryInput{
+			KeyConditionExpression: &kc, ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+			ConsistentRead: aws.Bool(true), ExclusiveStartKey: start,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("schedules %s: %w", queue, err)
+		}
+		for _, m := range page.Items {
+			sc, err := decodeSchedule(m)
+			if err != nil {
+				return nil, fmt.Errorf("schedules %s: %w", queue, err)
+			}
+			out = append(out, sc)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		start = page.LastEvaluatedKey
+	}
+}
+
+// PutSchedule replaces a schedule with one PutItem on condition that its
+// version is still from. ErrConflict, or ErrScheduleNotFound when no item
+// is there (read from the item DynamoDB returns with the failure).
+func (s *Store) PutSchedule(ctx context.Context, sc engine.Schedule, from int64) (engine.Schedule, error) {
+	sc.Version = from + 1
+	tok := newToken()
+	m, err := scheduleItem(sc, tok)
+	if err != nil {
+		return engine.Schedule{}, fmt.Errorf("put schedule %s/%s: %w", sc.Queue, sc.Name, err)
+	}
+	e := newExpr()
+	cond := e.n(attrScheduleV) + " = " + e.v(":from", num(from))
+	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
+		Item: m, ConditionExpression: &cond,
+		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok := conditionFailed(err); ok {
+		switch {
+		case hasToken(old, tok):
+			return sc, nil // this write, sent again after it landed
+		case old == nil:
+			return engine.Schedule{}, fmt.Errorf("put schedule %s/%s: %w", sc.Queue, sc.Name, engine.ErrScheduleNotFound)
+		}
+		return engine.Schedule{}, fmt.Errorf("put schedule %s/%s: %w", sc.Queue, sc.Name, engine.ErrConflict)
+	}
+	if err != nil {
+		return engine.Schedule{}, fmt.Errorf("put schedule %s/%s: %w", sc.Queue, sc.Name, err)
+	}
+	return sc, nil
+}
+
+// DeleteSchedule deletes a schedule's item (and so its due entry).
+func (s *Store) DeleteSchedule(ctx context.Context, queue, name string) error {
+	if _, err := s.deleteItem(ctx, &dynamodb.DeleteItemInput{Key: key(schedulePK(queue), scheduleSK(name))}); err != nil {
+		return fmt.Errorf("delete schedule %s/%s: %w", queue, name, err)
+	}
+	return nil
+}
+
+// scheduleEntry reads the due entry of a schedule item's key.
+func scheduleEntry(pk, sk string) (queue, name string, ok bool) {
+	if !strings.HasPrefix(pk, schedulePrefix) || !strings.HasPrefix(sk, schedulePrefix) {
+		return "", "", false
+	}
+	return strings.TrimPrefix(pk, schedulePrefix), strings.TrimPrefix(sk, schedulePrefix), true
+}

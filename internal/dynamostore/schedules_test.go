@@ -1,0 +1,116 @@
+package dynamostore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/internal/dev/testenv"
+	"github.com/slotq/slotq/internal/dispatch"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/schedule"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/pkg/target"
+)
+
+// Eight resume runs at once, each its own engine on one DynamoDB Local
+// table, race for the same occurrences of three schedules: each
+// occurrence becomes one job, which starts once, and each schedule
+// advances once.
+func TestScheduleRaceOnDynamoDB(t *testing.T) {
+	st := newStore(t)
+	tr := memstore.NewTransport(memstore.TransportOptions{})
+	var mu sync.Mutex
+	starts := map[string]int{}
+	mux := target.NewMux()
+	mux.HandleFunc("tick", func(_ context.Context, j *api.Job) error {
+		mu.Lock()
+		starts[j.ID]++
+		mu.Unlock()
+		return nil
+	})
+	const lead = 2 * time.Second
+	newEngine := func() *engine.Engine {
+		return testenv.NewEngine(t, engine.Options{State: st, Transport: tr, Runner: &dispatch.Dispatcher{Mux: mux}, ScheduleLead: lead, Lead: 20 * time.Millisecond})
+	}
+	eng := newEngine()
+	testenv.RunWorkers(t, tr, 4, eng)
+	ctx := t.Context()
+	q := fmt.Sprintf("race-%d", time.Now().UnixNano())
+	if _, err := eng.CreateQueue(ctx, q, slot.Config{Interval: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	// One occurrence an hour from a start far enough ahead that the
+	// creates make nothing: the resume runs make the first.
+	hour := slot.Duration(time.Hour)
+	start := time.Now().Add(lead + 3*time.Second).Truncate(time.Second)
+	names := []string{"a", "b", "c"}
+	for _, name := range names {
+		sc, err := eng.CreateSchedule(ctx, q, name, schedule.Spec{Every: &hour, Start: &start, Job: schedule.Job{Kind: "tick"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Made != 0 {
+			t.Fatalf("the create of %s made %d occurrences; want 0", name, sc.Made)
+		}
+	}
+	time.Sleep(time.Until(start.Add(-lead + 100*time.Millisecond)))
+	runs := make([]*engine.Engine, 8)
+	for i := range runs {
+		runs[i] = newEngine()
+	}
+	var wg sync.WaitGroup
+	reports := make([]engine.ResumeReport, len(runs))
+	for i, r := range runs {
+		wg.Go(func() {
+			rep, err := r.Resume(ctx)
+			if err != nil {
+				t.Errorf("resume run %d: %v", i, err)
+			}
+			reports[i] = rep
+		})
+	}
+	wg.Wait()
+	made := 0
+	for _, rep := range reports {
+		made += rep.Occurrences
+	}
+	for _, name := range names {
+		sc, err := st.GetSchedule(ctx, q, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Made != 1 || sc.Version != 2 || !sc.Next.Equal(start.Add(time.Hour)) {
+			t.Errorf("schedule %s after the race: made %d, version %d, next %s; want made once, advanced once", name, sc.Made, sc.Version, sc.Next)
+		}
+	}
+	id := func(name string) string { return schedule.OccurrenceID(name, start) }
+	testenv.WaitFor(t, "each occurrence's start", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return starts[id("a")] > 0 && starts[id("b")] > 0 && starts[id("c")] > 0
+	})
+	// A duplicate start would come with the winner's; give stale
+	// messages of the losers time to be delivered and dropped.
+	time.Sleep(time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range names {
+		if n := starts[id(name)]; n != 1 {
+			t.Errorf("occurrence %s started %d times; want once", id(name), n)
+		}
+		if _, err := st.GetJob(ctx, job.Ref{Queue: q, ID: id(name)}); err != nil {
+			t.Errorf("occurrence %s: %v", id(name), err)
+		}
+	}
+	qq, _ := st.GetQueue(ctx, q)
+	t.Logf("8 runs made %d occurrences of 3 (the others found them made); tickets taken %d, messages sent %d", made, qq.State.Ticket, tr.Stats().Sent)
+	if made != len(names) {
+		t.Errorf("the runs reported %d occurrences made; want %d, one per schedule", made, len(names))
+	}
+}

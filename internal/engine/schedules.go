@@ -1,0 +1,531 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/schedule"
+)
+
+// Schedules: recurring rules on a queue whose occurrences become jobs
+// (docs/schedules.md). A schedule is one record in the store, in the due
+// index at DueAt, a lead (Options.ScheduleLead) before its next
+// occurrence. The resume run that finds it due makes every occurrence up
+// to a lead ahead of now into a job, by an ordinary enqueue with the
+// occurrence's id (schedule.OccurrenceID) and not_before its time, so
+// the job is sent with the delay that lands it on its millisecond and
+// passes the gate like any job; then one conditional write advances the
+// schedule from the occurrence it read to the one after those it made,
+// which moves its entry in the due index. A crash between the two leaves
+// the schedule where it was: the next run enqueues the same ids, which
+// answer with the jobs already made (nothing new is written), and
+// advances it. Of concurrent runs, the ids make one job per occurrence
+// and the condition lets one advance.
+
+// DueSchedule: a schedule's next occurrence comes within its lead
+// (ScheduleDue). ID is the schedule's name.
+const DueSchedule DueKind = "schedule"
+
+// Errors of schedules.
+var (
+	// ErrScheduleNotFound: no schedule of that queue and name.
+	ErrScheduleNotFound = errors.New("schedule not found")
+	// ErrScheduleExists: CreateSchedule found one of that name.
+	ErrScheduleExists = errors.New("schedule already exists")
+	// ErrNoSchedules: the state store keeps no schedules
+	// (ScheduleState).
+	ErrNoSchedules = errors.New("this store keeps no schedules")
+)
+
+// Defaults of schedules.
+const (
+	// DefaultScheduleLead is Options.ScheduleLead's default: two runs of
+	// the resume function's one-minute schedule, so an occurrence is
+	// made by the run a minute or two before it, and one run may be late
+	// or fail without making it late.
+	DefaultScheduleLead = 2 * time.Minute
+	// MaxOccurrencesPerPass bounds the occurrences one pass over a
+	// schedule makes; what is left stays due for the next run.
+	MaxOccurrencesPerPass = 500
+)
+
+// Schedule is a schedule as stored.
+type Schedule struct {
+	Queue string `json:"queue"`
+	Name  string `json:"name"`
+	// Gen is the generation of the queue it was created on: a queue
+	// deleted and created again under the name has none of its
+	// schedules.
+	Gen  int64         `json:"gen,omitempty"`
+	Spec schedule.Spec `json:"spec"`
+	// Paused: no occurrence is made until it is resumed; those whose
+	// time passes meanwhile follow the spec's missed policy.
+	Paused bool `json:"paused,omitempty"`
+	// Next is the first occurrence not made yet; zero once the schedule
+	// has ended (its end passed).
+	Next time.Time `json:"next,omitzero"`
+	// DueAt is when the resume function makes Next: a lead before it.
+	// Zero while paused or ended (ScheduleDue).
+	DueAt time.Time `json:"due_at,omitzero"`
+	// Last is the latest occurrence made; Made counts them and Skipped
+	// the missed ones the policy skipped.
+	Last    time.Time `json:"last,omitzero"`
+	Made    int64     `json:"made"`
+	Skipped int64     `json:"skipped,omitempty"`
+	// Error says why the last occurrence could not become a job (its
+	// kind unknown, its target no longer allowed): it was skipped.
+	Error string `json:"error,omitempty"`
+	// Version moves by one at each write (PutSchedule's condition).
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ScheduleDue is when the resume function must look at s: DueAt, unless
+// s is paused or ended. Zero: never (not in the due index).
+func ScheduleDue(s Schedule) time.Time {
+	if s.Paused || s.Next.IsZero() {
+		return time.Time{}
+	}
+	return s.DueAt
+}
+
+// ScheduleState is what schedules need from a state store, beside State.
+// internal/memstore and internal/dynamostore implement it; the
+// conformance suite (internal/dev/storetest) states the contract. A
+// store indexes each schedule at ScheduleDue in the same write
+// (DueSchedule entries of ListDue).
+type ScheduleState interface {
+	// CreateSchedule stores s at version 1. ErrScheduleExists if one of
+	// its queue and name is stored.
+	CreateSchedule(ctx context.Context, s Schedule) error
+	// GetSchedule reads a schedule strongly. ErrScheduleNotFound.
+	GetSchedule(ctx context.Context, queue, name string) (Schedule, error)
+	// ListSchedules returns a queue's schedules (of every generation), in
+	// name order.
+	ListSchedules(ctx context.Context, queue string) ([]Schedule, error)
+	// PutSchedule replaces a schedule if it is still at version from,
+	// storing it at from+1, and returns it as stored. ErrConflict if the
+	// version moved, ErrScheduleNotFound if it is gone. Of concurrent
+	// writers from one version, one wins.
+	PutSchedule(ctx context.Context, s Schedule, from int64) (Schedule, error)
+	// DeleteSchedule removes a schedule; none stored is no error.
+	DeleteSchedule(ctx context.Context, queue, name string) error
+}
+
+// schedules is the store's ScheduleState, or ErrNoSchedules.
+func (e *Engine) schedules() (ScheduleState, error) {
+	if e.opts.Schedules != nil {
+		return e.opts.Schedules, nil
+	}
+	if s, ok := e.state.(ScheduleState); ok {
+		return s, nil
+	}
+	return nil, ErrNoSchedules
+}
+
+// scheduleLead is how far ahead occurrences are made.
+func (e *Engine) scheduleLead() time.Duration {
+	if e.opts.ScheduleLead > 0 {
+		return e.opts.ScheduleLead
+	}
+	return DefaultScheduleLead
+}
+
+// dueAt is the time of s's entry in the due index for its Next.
+func (e *Engine) dueAt(next time.Time) time.Time {
+	if next.IsZero() {
+		return time.Time{}
+	}
+	return next.Add(-e.scheduleLead())
+}
+
+// ScheduleNotFoundError is the admin error for a schedule that does not
+// exist.
+type ScheduleNotFoundError struct{ Queue, Name string }
+
+func (e *ScheduleNotFoundError) Error() string {
+	return fmt.Sprintf("schedule %s not found on queue %s", e.Name, e.Queue)
+}
+
+// Is makes it ErrScheduleNotFound.
+func (e *ScheduleNotFoundError) Is(target error) bool { return target == ErrScheduleNotFound }
+
+// CreateSchedule checks spec and stores it as schedule name of queue, then
+// makes the occurrences that fall within the lead at once (so the first
+// ones need not wait for the resume function's next run). Bad input is an
+// *input.Error whose field is the full path ("name", "schedule.cron",
+// "schedule.job.target"), and nothing is written.
+func (e *Engine) CreateSchedule(ctx context.Context, queue, name string, spec schedule.Spec) (Schedule, error) {
+	st, err := e.schedules()
+	if err != nil {
+		return Schedule{}, err
+	}
+	if err := schedule.ValidateName(name); err != nil {
+		return Schedule{}, err
+	}
+	now := e.now()
+	rule, err := spec.Validate(now)
+	if err != nil {
+		var ie *input.Error
+		if errors.As(err, &ie) {
+			return Schedule{}, ie.At("schedule.")
+		}
+		return Schedule{}, err
+	}
+	q, err := e.Queue(ctx, queue)
+	if err != nil {
+		return Schedule{}, err
+	}
+	js := job.Spec{Kind: spec.Job.Kind, Target: spec.Job.Target, Payload: spec.Job.Payload, Key: spec.Job.Key}
+	if err := e.checkTargets(q.Config, job.EnqueueRequest{Queue: queue, Job: &js}, []job.Spec{js}); err != nil {
+		var ie *input.Error
+		if errors.As(err, &ie) {
+			c := *ie
+			c.Field = "schedule." + ie.Field // "job.kind" → "schedule.job.kind"
+			return Schedule{}, &c
+		}
+		return Schedule{}, err
+	}
+	// A start in the past: the schedule begins now, not with what it
+	// would have made since.
+	next := rule.Next(now)
+	s := Schedule{Queue: queue, Name: name, Gen: q.Gen, Spec: spec, Next: next, DueAt: e.dueAt(next), Version: 1, CreatedAt: now}
+	err = st.CreateSchedule(ctx, s)
+	if errors.Is(err, ErrScheduleExists) {
+		// One left by a deleted queue of the name gives way.
+		if old, gerr := st.GetSchedule(ctx, queue, name); gerr == nil && old.Gen != q.Gen {
+			if err = st.DeleteSchedule(ctx, queue, name); err == nil {
+				err = st.CreateSchedule(ctx, s)
+			}
+		}
+	}
+	if err != nil {
+		if errors.Is(err, ErrScheduleExists) {
+			return Schedule{}, input.Invalid("schedule_exists", "name", fmt.Sprintf("queue %s has a schedule %s already", queue, name))
+		}
+		return Schedule{}, fmt.Errorf("create schedule %s/%s: %w", queue, name, err)
+	}
+	if _, err := e.runSchedule(ctx, st, queue, name); err != nil {
+		e.log.WarnContext(ctx, "schedule created; its first occurrences are left to the resume function", "queue", queue, "schedule", name, "error", err.Error())
+	}
+	return e.Schedule(ctx, queue, name)
+}
+
+// Schedule reads one schedule of queue.
+func (e *Engine) Schedule(ctx context.Context, queue, name string) (Schedule, error) {
+	st, err := e.schedules()
+	if err != nil {
+		return Schedule{}, err
+	}
+	if err := schedule.ValidateName(name); err != nil {
+		return Schedule{}, err
+	}
+	q, err := e.Queue(ctx, queue)
+	if err != nil {
+		return Schedule{}, err
+	}
+	s, err := st.GetSchedule(ctx, queue, name)
+	if errors.Is(err, ErrScheduleNotFound) || err == nil && s.Gen != q.Gen {
+		return Schedule{}, &ScheduleNotFoundError{Queue: queue, Name: name}
+	}
+	if err != nil {
+		return Schedule{}, fmt.Errorf("schedule %s/%s: %w", queue, name, err)
+	}
+	return s, nil
+}
+
+// Schedules lists queue's schedules in name order.
+func (e *Engine) Schedules(ctx context.Context, queue string) ([]Schedule, error) {
+	st, err := e.schedules()
+	if err != nil {
+		return nil, err
+	}
+	q, err := e.Queue(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	all, err := st.ListSchedules(ctx, queue)
+	if err != nil {
+		return nil, fmt.Errorf("schedules %s: %w", queue, err)
+	}
+	out := []Schedule{}
+	for _, s := range all {
+		if s.Gen == q.Gen {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// PauseSchedule pauses a schedule: once it returns, no occurrence of it
+// starts any more. The occurrences made ahead of their time (up to the
+// lead) are cancelled; it returns the schedule and how many it
+// cancelled. Occurrences whose time passes while it is paused follow its
+// missed policy when it is resumed.
+func (e *Engine) PauseSchedule(ctx context.Context, queue, name string) (Schedule, int, error) {
+	s, err := e.changeSchedule(ctx, queue, name, func(s *Schedule) { s.Paused, s.DueAt = true, time.Time{} })
+	if err != nil {
+		return s, 0, err
+	}
+	return s, e.cancelAhead(ctx, s), nil
+}
+
+// ResumeSchedule lifts a schedule's pause and makes at once what is due:
+// the missed occurrences its policy keeps and those within the lead.
+func (e *Engine) ResumeSchedule(ctx context.Context, queue, name string) (Schedule, error) {
+	s, err := e.changeSchedule(ctx, queue, name, func(s *Schedule) { s.Paused, s.DueAt = false, e.dueAt(s.Next) })
+	if err != nil {
+		return s, err
+	}
+	st, _ := e.schedules()
+	if _, err := e.runSchedule(ctx, st, queue, name); err != nil {
+		return s, err
+	}
+	return e.Schedule(ctx, queue, name)
+}
+
+// DeleteSchedule removes a schedule and cancels the occurrences it made
+// ahead of their time; it returns how many it cancelled.
+func (e *Engine) DeleteSchedule(ctx context.Context, queue, name string) (int, error) {
+	s, err := e.Schedule(ctx, queue, name)
+	if err != nil {
+		return 0, err
+	}
+	st, _ := e.schedules()
+	if err := st.DeleteSchedule(ctx, queue, name); err != nil {
+		return 0, fmt.Errorf("delete schedule %s/%s: %w", queue, name, err)
+	}
+	return e.cancelAhead(ctx, s), nil
+}
+
+// changeSchedule applies change to a schedule by compare-and-set, reading
+// it again after a conflict.
+func (e *Engine) changeSchedule(ctx context.Context, queue, name string, change func(*Schedule)) (Schedule, error) {
+	st, err := e.schedules()
+	if err != nil {
+		return Schedule{}, err
+	}
+	for {
+		s, err := e.Schedule(ctx, queue, name)
+		if err != nil {
+			return s, err
+		}
+		from := s.Version
+		change(&s)
+		s, err = st.PutSchedule(ctx, s, from)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if errors.Is(err, ErrScheduleNotFound) {
+			return s, &ScheduleNotFoundError{Queue: queue, Name: name}
+		}
+		if err != nil {
+			return s, fmt.Errorf("schedule %s/%s: %w", queue, name, err)
+		}
+		return s, nil
+	}
+}
+
+// cancelAhead cancels the occurrences of s made ahead of their time (after
+// now, before its Next) that have not started, and counts them.
+func (e *Engine) cancelAhead(ctx context.Context, s Schedule) int {
+	rule, err := s.Spec.Compile()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	now := e.now()
+	for t := rule.Next(now); !t.IsZero() && (s.Next.IsZero() || t.Before(s.Next)) && t.Before(now.Add(e.scheduleLead()+time.Minute)); t = rule.Next(t) {
+		j, err := e.CancelJob(ctx, job.Ref{Queue: s.Queue, ID: schedule.OccurrenceID(s.Name, t)})
+		if err == nil && j.Status == job.Cancelled {
+			n++
+		}
+	}
+	return n
+}
+
+// cancelIfStopped cancels the jobs of a batch of occurrences a pass made
+// but could not record, if the schedule was paused or deleted
+// meanwhile: a pause or delete cancels what the schedule made ahead, and
+// this batch may have been made after it looked.
+func (e *Engine) cancelIfStopped(ctx context.Context, st ScheduleState, queue, name string, times []time.Time) {
+	s, err := st.GetSchedule(ctx, queue, name)
+	if err != nil && !errors.Is(err, ErrScheduleNotFound) || err == nil && !s.Paused {
+		return
+	}
+	now := e.now()
+	for _, t := range times {
+		if t.After(now) {
+			_, _ = e.CancelJob(ctx, job.Ref{Queue: queue, ID: schedule.OccurrenceID(name, t)})
+		}
+	}
+}
+
+// runSchedules is a Resume run's work on the schedules due: a pass over
+// each (runSchedule). They need no queue lease: the occurrence ids and
+// each schedule's compare-and-set keep them once.
+func (e *Engine) runSchedules(ctx context.Context, due []DueEntry, rep *ResumeReport) []error {
+	if len(due) == 0 {
+		return nil
+	}
+	st, err := e.schedules()
+	if err != nil {
+		return []error{fmt.Errorf("resume: %w", err)}
+	}
+	var errs []error
+	for _, d := range due {
+		if !e.fits(ctx, e.opts.RecordTimeout) {
+			rep.Deferred++
+			continue
+		}
+		n, err := e.runSchedule(ctx, st, d.Queue, d.ID)
+		rep.Occurrences += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// runSchedule is one pass over a schedule: it makes the occurrences from
+// its Next up to a lead ahead of now into jobs (the missed ones, whose
+// time passed, by its policy), MaxOccurrencesPerPass at most, and
+// advances it past them, a batch at a time: enqueue, then one
+// compare-and-set of the schedule from the version read. It returns how
+// many occurrences it made. A schedule that moved meanwhile (another
+// pass advanced it, a pause) is left to that writer.
+func (e *Engine) runSchedule(ctx context.Context, st ScheduleState, queue, name string) (int, error) {
+	s, err := st.GetSchedule(ctx, queue, name)
+	if errors.Is(err, ErrScheduleNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("resume schedule %s/%s: %w", queue, name, err)
+	}
+	now := e.now()
+	due := ScheduleDue(s)
+	if due.IsZero() || due.After(now) {
+		return 0, nil // moved on since its entry was read
+	}
+	q, err := e.state.GetQueue(ctx, queue)
+	if errors.Is(err, ErrQueueNotFound) || err == nil && q.Gen != s.Gen {
+		// Its queue was deleted: the schedule goes with it.
+		return 0, st.DeleteSchedule(ctx, queue, name)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("resume schedule %s/%s: %w", queue, name, err)
+	}
+	rule, err := s.Spec.Compile()
+	if err != nil {
+		return 0, fmt.Errorf("resume schedule %s/%s: %w", queue, name, err)
+	}
+	times, next, skipped := e.occurrences(s, rule, now)
+	made := 0
+	for len(times) > 0 {
+		n := min(len(times), job.MaxBatch)
+		batch := times[:n]
+		times = times[n:]
+		after := next
+		if len(times) > 0 {
+			after = times[0]
+		}
+		msg, err := e.makeOccurrences(ctx, s, batch)
+		if err != nil {
+			return made, fmt.Errorf("resume schedule %s/%s: %w", queue, name, err)
+		}
+		from := s.Version
+		s.Next, s.DueAt, s.Last, s.Error = after, e.dueAt(after), batch[n-1], msg
+		s.Made += int64(n)
+		s.Skipped += skipped
+		skipped = 0
+		if msg != "" {
+			s.Made -= int64(n)
+			s.Skipped += int64(n)
+		}
+		if s, err = st.PutSchedule(ctx, s, from); err != nil {
+			if errors.Is(err, ErrConflict) || errors.Is(err, ErrScheduleNotFound) {
+				// Another pass advanced it, or it was paused or
+				// deleted meanwhile: then the pause's own cancel may
+				// have run before this batch was made.
+				e.cancelIfStopped(ctx, st, queue, name, batch)
+				return made, nil
+			}
+			return made, fmt.Errorf("resume schedule %s/%s: %w", queue, name, err)
+		}
+		if msg == "" {
+			made += n
+		}
+	}
+	if !s.Next.Equal(next) || skipped > 0 {
+		// Nothing to make (all missed ones skipped, or the schedule
+		// ended): advance it alone.
+		from := s.Version
+		s.Next, s.DueAt = next, e.dueAt(next)
+		s.Skipped += skipped
+		if _, err := st.PutSchedule(ctx, s, from); err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrScheduleNotFound) {
+			return made, fmt.Errorf("resume schedule %s/%s: %w", queue, name, err)
+		}
+	}
+	if made > 0 {
+		e.log.InfoContext(ctx, "occurrences made", "queue", queue, "schedule", name, "occurrences", made, "next", next)
+	}
+	return made, nil
+}
+
+// occurrences are the times a pass over s makes at now, in order: the
+// missed ones (at or before now) its policy keeps, then those up to a
+// lead ahead, MaxOccurrencesPerPass at most; next, the first occurrence
+// the pass leaves; skipped, the missed ones the policy drops.
+func (e *Engine) occurrences(s Schedule, rule schedule.Rule, now time.Time) (times []time.Time, next time.Time, skipped int64) {
+	next = s.Next
+	if !next.IsZero() && !next.After(now) {
+		keep := 0
+		switch s.Spec.MissedPolicy() {
+		case schedule.MissedLatest:
+			keep = 1
+		case schedule.MissedAll:
+			keep = schedule.MaxMissed
+		}
+		var count int64
+		times, count, next = rule.Missed(next, now, keep)
+		skipped = count - int64(len(times))
+		// A job's not_before lies within a year of now.
+		for len(times) > 0 && times[0].Before(now.Add(-job.MaxNotBefore)) {
+			times, skipped = times[1:], skipped+1
+		}
+	}
+	horizon := now.Add(e.scheduleLead())
+	for !next.IsZero() && !next.After(horizon) && len(times) < MaxOccurrencesPerPass {
+		times = append(times, next)
+		next = rule.Next(next)
+	}
+	return times, next, skipped
+}
+
+// makeOccurrences enqueues the jobs of s's occurrences at times. An
+// occurrence made before (by a pass that crashed before advancing the
+// schedule, or a concurrent one) answers with its job, and nothing new is
+// written. A refusal of the job itself (its kind no longer known, its
+// target no longer allowed) is returned as msg, for the schedule's
+// record: those occurrences are skipped, not tried again every run.
+func (e *Engine) makeOccurrences(ctx context.Context, s Schedule, times []time.Time) (msg string, err error) {
+	specs := make([]job.Spec, len(times))
+	for i, t := range times {
+		nb := t
+		specs[i] = job.Spec{
+			ID: schedule.OccurrenceID(s.Name, t), Kind: s.Spec.Job.Kind, Target: s.Spec.Job.Target,
+			Payload: s.Spec.Job.Payload, Key: s.Spec.Job.Key, NotBefore: &nb,
+		}
+	}
+	_, err = e.Enqueue(ctx, job.EnqueueRequest{Queue: s.Queue, Jobs: specs})
+	var ie *input.Error
+	if errors.As(err, &ie) {
+		e.log.WarnContext(ctx, "schedule's occurrences refused; skipped", "queue", s.Queue, "schedule", s.Name, "error", ie.Error())
+		return ie.Error(), nil
+	}
+	return "", err
+}
