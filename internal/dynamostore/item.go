@@ -89,8 +89,13 @@ const (
 	// enqueued_at), and how many older events it dropped.
 	attrHistory        = "history"
 	attrHistoryDropped = "history_dropped"
-	attrTTL            = "ttl"
-	attrQueueStatus    = "queue_status"
+	// The job's W3C trace context (job.Job.TraceParent, TraceState) and
+	// its last attempt's span (job.Job.AttemptSpan), each only when set.
+	attrTraceParent = "traceparent"
+	attrTraceState  = "tracestate"
+	attrAttemptSpan = "attempt_span"
+	attrTTL         = "ttl"
+	attrQueueStatus = "queue_status"
 )
 
 // Sort keys and index names.
@@ -490,7 +495,7 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	}
 	for name, v := range map[string]string{
 		attrKind: j.Kind, attrTarget: j.Target, attrParkReason: string(j.ParkReason), attrLastError: j.LastError,
-		attrLaneKey: j.Key,
+		attrLaneKey: j.Key, attrTraceParent: j.TraceParent, attrTraceState: j.TraceState, attrAttemptSpan: j.AttemptSpan,
 	} {
 		if v != "" {
 			m[name] = str(v)
@@ -557,6 +562,10 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		FinishedAt: it.time(attrFinishedAt),
 		LastError:  it.str(attrLastError),
 		ExpiresAt:  it.time(attrExpiresAt),
+
+		TraceParent: it.str(attrTraceParent),
+		TraceState:  it.str(attrTraceState),
+		AttemptSpan: it.str(attrAttemptSpan),
 
 		HistoryDropped: int(it.int(attrHistoryDropped)),
 		ResultDropped:  int(it.int(attrResultDropped)),

@@ -13,6 +13,7 @@ func (j *Job) API() *api.Job {
 		Retickets: j.Retickets, SentBack: j.SentBack, RetryAt: j.RetryAt, Reruns: j.Reruns, RerunFrom: j.RerunFrom, ParkReason: j.ParkReason,
 		DueAt: j.DueAt, EnqueuedAt: j.EnqueuedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
 		LastError: j.LastError, Result: j.Result, ResultDropped: j.ResultDropped, ExpiresAt: j.ExpiresAt,
-		History: j.History, HistoryDropped: j.HistoryDropped,
+		History: j.History, HistoryDropped: j.HistoryDropped, TraceParent: j.TraceParent, TraceState: j.TraceState,
+		AttemptSpan: j.AttemptSpan,
 	}
 }

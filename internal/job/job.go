@@ -176,6 +176,17 @@ type Job struct {
 	// ones it no longer holds.
 	History        []Event `json:"history,omitempty"`
 	HistoryDropped int     `json:"history_dropped,omitempty"`
+	// TraceParent and TraceState are the W3C trace context the job
+	// carries (api.Job): its producer's, or, when the engine traces,
+	// its enqueue span's. Every attempt's span is a child of it; a
+	// target receives the attempt's context. They never change after
+	// enqueue: re-tickets, parking, retries and redrives keep them.
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
+	// AttemptSpan is the traceparent of the span of the job's last
+	// attempt (written with its claim): the next attempt's span links
+	// to it. Empty when the engine does not trace.
+	AttemptSpan string `json:"attempt_span,omitempty"`
 }
 
 // MaxResult bounds a job's Result: 32 KiB, so a record with the largest

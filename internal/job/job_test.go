@@ -118,6 +118,17 @@ func TestDecodeEnqueue(t *testing.T) {
 		{"not_before not a time", `{"queue":"q","job":{"kind":"k","not_before":"tomorrow"}}`, "invalid_time", "job.not_before"},
 		{"duplicate ids", `{"queue":"q","jobs":[{"id":"a","kind":"k"},{"id":"a","kind":"k"}]}`, "duplicate_id", "jobs[1].id"},
 		{"wrong type", `{"queue":7,"job":{"kind":"k"}}`, "invalid_type", "queue"},
+		{"traceparent short", `{"queue":"q","job":{"kind":"k","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"}}`, "invalid_traceparent", "job.traceparent"},
+		{"traceparent upper case", `{"queue":"q","job":{"kind":"k","traceparent":"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"}}`, "invalid_traceparent", "job.traceparent"},
+		{"traceparent zero trace id", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k"},{"kind":"k"},{"kind":"k","traceparent":"00-00000000000000000000000000000000-00f067aa0ba902b7-01"}]}`, "invalid_traceparent", "jobs[3].traceparent"},
+		{"traceparent zero span id", `{"queue":"q","job":{"kind":"k","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"}}`, "invalid_traceparent", "job.traceparent"},
+		{"traceparent version ff", `{"queue":"q","job":{"kind":"k","traceparent":"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`, "invalid_traceparent", "job.traceparent"},
+		{"traceparent 00 with more", `{"queue":"q","job":{"kind":"k","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x"}}`, "invalid_traceparent", "job.traceparent"},
+		{"traceparent later version glued", `{"queue":"q","job":{"kind":"k","traceparent":"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x"}}`, "invalid_traceparent", "job.traceparent"},
+		{"traceparent wrong type", `{"queue":"q","job":{"kind":"k","traceparent":7}}`, "invalid_type", "job.traceparent"},
+		{"tracestate alone", `{"queue":"q","job":{"kind":"k","tracestate":"rojo=1"}}`, "invalid_tracestate", "job.tracestate"},
+		{"tracestate malformed", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"no equals"}]}`, "invalid_tracestate", "jobs[1].tracestate"},
+		{"traceparent in another case", `{"queue":"q","job":{"kind":"k","TraceParent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`, "unknown_field", "job.TraceParent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,6 +194,8 @@ func FuzzDecodeEnqueue(f *testing.F) {
 	f.Add([]byte(`{"queue":"q","interval":"1h1h","jobs":[{"kind":"k"}]}`))
 	f.Add([]byte(`{"queue":"q","interval":"1ns","job":{"kind":"k"}}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"queue":"q","job":{"kind":"k","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"rojo=00f067aa0ba902b7"}}`))
+	f.Add([]byte(`{"queue":"q","jobs":[{"kind":"k","traceparent":"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra"},{"kind":"k","tracestate":"a=b"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := DecodeEnqueue(body, now)
 		if err != nil {
@@ -203,7 +216,8 @@ func FuzzDecodeEnqueue(f *testing.F) {
 
 var requestKeys = map[string]bool{
 	"queue": true, "interval": true, "job": true, "jobs": true,
-	"id": true, "kind": true, "target": true, "payload": true, "not_before": true,
+	"id": true, "kind": true, "target": true, "payload": true, "not_before": true, "key": true,
+	"traceparent": true, "tracestate": true,
 }
 
 // missingCodes are the errors whose field may name a value the input left
@@ -303,4 +317,25 @@ func parsePath(p string) ([]any, error) {
 		}
 	}
 	return steps, nil
+}
+
+// TestTraceContextAccepted holds the forms W3C Trace Context allows:
+// version 00, a later version with more after a dash, and a tracestate
+// beside a traceparent. The request keeps them as given.
+func TestTraceContextAccepted(t *testing.T) {
+	for _, tt := range []struct{ parent, state string }{
+		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""},
+		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"},
+		{"cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-the-future-holds", ""},
+	} {
+		body := fmt.Sprintf(`{"queue":"q","job":{"kind":"k","traceparent":%q,"tracestate":%q}}`, tt.parent, tt.state)
+		r, err := DecodeEnqueue([]byte(body), now)
+		if err != nil {
+			t.Errorf("%s: %v", body, err)
+			continue
+		}
+		if r.Job.TraceParent != tt.parent || r.Job.TraceState != tt.state {
+			t.Errorf("%s: kept %q, %q", body, r.Job.TraceParent, r.Job.TraceState)
+		}
+	}
 }

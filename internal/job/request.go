@@ -47,6 +47,11 @@ type Spec struct {
 	// lane: jobs of the queue with the same key never run at the same
 	// time, and start in ticket order (docs/guarantees.md §12).
 	Key string `json:"key,omitempty"`
+	// TraceParent and TraceState are the producer's W3C trace context
+	// (ValidateTraceParent, ValidateTraceState): the job's record keeps
+	// them, and its spans and target join that trace.
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 }
 
 // EnqueueRequest is what producers send to enqueue: one job or a batch.
@@ -147,6 +152,9 @@ func (s *Spec) Validate(now time.Time) *input.Error {
 		if err := slot.ValidateKey("key", s.Key); err != nil {
 			return err
 		}
+	}
+	if err := ValidateTraceContext(s.TraceParent, s.TraceState); err != nil {
+		return err
 	}
 	if len(s.Payload) > MaxPayload {
 		return input.Invalid("payload_too_large", "payload", fmt.Sprintf("payload is %d bytes; the most is %d", len(s.Payload), MaxPayload))

@@ -23,6 +23,14 @@ type Spec struct {
 	// Key, if set, makes jobs of the queue with this key run one at a
 	// time, in ticket order.
 	Key string `json:"key,omitempty"`
+	// TraceParent and TraceState are the producer's W3C trace context
+	// (the traceparent and tracestate headers' values): the job's
+	// record keeps them, its spans join that trace, and its target
+	// receives it (docs/tracing.md). A malformed one refuses the call
+	// (field job.traceparent or jobs[i].traceparent). The Go client
+	// fills them from its call's context.
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 }
 
 // EnqueueRequest is what the enqueue function takes: one job (Job) or a

@@ -205,6 +205,14 @@ type Job struct {
 	// MaxHistory events; HistoryDropped counts the older ones.
 	History        []Event `json:"history,omitempty"`
 	HistoryDropped int     `json:"history_dropped,omitempty"`
+	// TraceParent and TraceState are the W3C trace context the job
+	// carries: its producer's, or its enqueue span's when slotq traces.
+	// Its spans are in that trace (docs/tracing.md).
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
+	// AttemptSpan is the traceparent of the last attempt's span, when
+	// slotq traces: its span id finds the attempt in the trace.
+	AttemptSpan string `json:"attempt_span,omitempty"`
 }
 
 // RunAttempt is the attempt's number within its run: attempts since the

@@ -21,6 +21,8 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 			ParkReason: job.Far, DueAt: at(45 * time.Minute), EnqueuedAt: base,
 			StartedAt: at(-time.Minute), FinishedAt: at(-time.Second),
 			LastError: "boom", ExpiresAt: farFuture, Key: "acct/42:x@y_z.-", Detached: true,
+			TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", TraceState: "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
+			AttemptSpan: "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01",
 		}
 		bare := job.Job{Queue: name, ID: "bare", Kind: "k", Status: job.Queued, Ticket: 1,
 			SlotAt: base, Attempt: 1, EnqueuedAt: base}
