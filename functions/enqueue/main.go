@@ -8,12 +8,15 @@ import (
 
 	"github.com/slotq/slotq/internal/lambdafn"
 	"github.com/slotq/slotq/internal/lambdafn/enqueue"
+	"github.com/slotq/slotq/internal/tracing"
 )
 
 func main() {
 	cfg, awsCfg, log := lambdafn.Init(lambdafn.Enqueue)
+	tr := tracing.MustFromEnv(log)
+	cfg.Tracer = tr.Provider()
 	// Enqueue runs no targets. Without a runner it accepts every job kind:
 	// the worker's handlers are not known here.
 	h := &enqueue.Handler{Engine: cfg.Engine(awsCfg, nil, log), Metrics: cfg.Recorder(log)}
-	lambda.Start(h.Handle)
+	lambda.Start(tracing.Flushed(tr, h.Handle))
 }

@@ -9,12 +9,15 @@ import (
 
 	"github.com/slotq/slotq/internal/lambdafn"
 	"github.com/slotq/slotq/internal/lambdafn/resume"
+	"github.com/slotq/slotq/internal/tracing"
 )
 
 func main() {
 	cfg, awsCfg, log := lambdafn.Init(lambdafn.Resume)
+	tr := tracing.MustFromEnv(log)
+	cfg.Tracer = tr.Provider()
 	rec := cfg.Recorder(log)
 	cfg.Observer = rec
 	h := &resume.Handler{Engine: cfg.Engine(awsCfg, nil, log), Log: log, Metrics: rec}
-	lambda.Start(h.Handle)
+	lambda.Start(tracing.Flushed(tr, h.Handle))
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
@@ -77,3 +79,6 @@ func (d *Dispatcher) Run(ctx context.Context, j *job.Job, cfg slot.Config) error
 	}
 	return target.SkipRetry(fmt.Errorf("job %s: no kind and unknown target %q", j.ID, j.Target))
 }
+
+// w3c writes an attempt's trace context onto a target's request.
+var w3c propagation.TraceContext

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/slotq/slotq/internal/attempt"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
@@ -60,6 +62,9 @@ func (h *HTTP) Post(ctx context.Context, j *job.Job, cfg slot.Config) error {
 	req.Header.Set("Slotq-Job-Id", j.ID)
 	req.Header.Set("Slotq-Ticket", strconv.FormatInt(j.Ticket, 10))
 	req.Header.Set("Slotq-Attempt", strconv.Itoa(j.Attempt))
+	// The attempt's trace context (the target's call span, or the job's
+	// own when slotq does not trace): traceparent and tracestate.
+	w3c.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	c := h.Client
 	if c == nil {
 		c = h.guarded(cfg)

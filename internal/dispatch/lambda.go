@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/slotq/slotq/internal/attempt"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/pkg/target"
@@ -23,7 +25,9 @@ type LambdaAPI interface {
 var _ LambdaAPI = (*lambda.Client)(nil)
 
 // Lambda invokes another function synchronously with the job's event:
-// {"queue","job_id","ticket","attempt","slot_at","payload"}. Its response
+// {"queue","job_id","ticket","attempt","slot_at","payload"}, and, when
+// the attempt has a trace context, "traceparent" and "tracestate" (W3C
+// Trace Context, as an HTTP target's headers carry them). Its response
 // payload is the attempt's result (job.Job.Result). A function
 // error (FunctionError set) fails the attempt with the function's error
 // message, and is retried like any failure.
@@ -39,6 +43,12 @@ type LambdaEvent struct {
 	Attempt int             `json:"attempt"`
 	SlotAt  string          `json:"slot_at"`
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// TraceParent and TraceState are the attempt's W3C trace context
+	// (the target's call span, or the job's own when slotq does not
+	// trace); empty when it has none. A function joins the trace by
+	// extracting them with a TraceContext propagator.
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 }
 
 // FunctionName returns the function a target names: "lambda:NAME" gives
@@ -52,9 +62,12 @@ func FunctionName(target string) string {
 
 // Invoke runs one attempt of j.
 func (l *Lambda) Invoke(ctx context.Context, j *job.Job) error {
+	tc := propagation.MapCarrier{}
+	w3c.Inject(ctx, tc)
 	ev, err := json.Marshal(LambdaEvent{
 		Queue: j.Queue, JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt,
 		SlotAt: j.SlotAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Payload: j.Payload,
+		TraceParent: tc["traceparent"], TraceState: tc["tracestate"],
 	})
 	if err != nil {
 		return target.SkipRetry(fmt.Errorf("lambda target: %w", err))

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
@@ -115,6 +117,11 @@ type Options struct {
 	// passes the store here. Without it the schedule operations fail
 	// with ErrNoSchedules.
 	Schedules ScheduleState
+	// Tracer makes the engine's spans (trace.go): enqueue calls,
+	// attempts, targets' calls, resume runs. Default nil: no span is
+	// made, and a job's trace context only passes through to its target.
+	// internal/tracing builds one from the OTEL_* variables.
+	Tracer trace.TracerProvider
 }
 
 // Defaults of Options.
@@ -143,6 +150,8 @@ type Engine struct {
 	now       func() time.Time
 	defaults  slot.Config
 	opts      Options
+	// tracer makes spans; nil when Options.Tracer is.
+	tracer trace.Tracer
 	// schemaCurrent: this engine saw the table's schema mark at
 	// SchemaVersion (upgradeSchema reads it no more).
 	schemaCurrent atomic.Bool
@@ -184,10 +193,14 @@ func New(o Options) *Engine {
 	if o.MaxSendsBack <= 0 {
 		o.MaxSendsBack = DefaultMaxSendsBack
 	}
-	return &Engine{
+	e := &Engine{
 		state: o.State, transport: o.Transport, runner: o.Runner, log: o.Logger,
 		now: o.Now, defaults: o.Defaults.WithDefaults(), opts: o,
 	}
+	if o.Tracer != nil {
+		e.tracer = o.Tracer.Tracer(tracerName)
+	}
+	return e
 }
 
 // fits reports whether d leaves Margin before ctx's deadline.

@@ -45,7 +45,13 @@ type EnqueueResult struct {
 // and writes nothing. A batch gets a contiguous range of tickets. Jobs
 // whose slot is within the transport's reach are sent with their delay;
 // the others are parked for the resume function.
-func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueResult, error) {
+func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (res EnqueueResult, err error) {
+	ctx, end := e.traceEnqueue(ctx, &req)
+	defer func() { end(err) }()
+	return e.enqueue(ctx, req)
+}
+
+func (e *Engine) enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueResult, error) {
 	now := e.now()
 	if err := req.Validate(now); err != nil {
 		return EnqueueResult{}, err
@@ -133,6 +139,7 @@ func (e *Engine) newJobs(ctx context.Context, q Queue, specs []job.Spec, now tim
 		if j.ID == "" {
 			j.ID = job.NewID()
 		}
+		e.carryTrace(ctx, j, s)
 		if s.NotBefore != nil {
 			j.NotBefore = s.NotBefore.UTC()
 		}

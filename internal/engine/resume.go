@@ -86,7 +86,13 @@ func (r *ResumeReport) add(o ResumeReport) {
 // before its record is written, and a running attempt's message stays with
 // the transport until the attempt ends, coming back if its worker dies
 // (Work recovers the attempt: recoverIfLost).
-func (e *Engine) Resume(ctx context.Context) (ResumeReport, error) {
+func (e *Engine) Resume(ctx context.Context) (rep ResumeReport, err error) {
+	ctx, end := e.traceResume(ctx)
+	defer func() { end(&rep, err) }()
+	return e.resume(ctx)
+}
+
+func (e *Engine) resume(ctx context.Context) (ResumeReport, error) {
 	var rep ResumeReport
 	var errs []error
 	up, err := e.upgradeSchema(ctx)
@@ -134,7 +140,9 @@ func (e *Engine) Resume(ctx context.Context) (ResumeReport, error) {
 			break
 		}
 		rep.Queues++
-		r, err := e.resumeQueue(ctx, name, byQueue[name], holder)
+		rctx, end := e.traceRound(ctx, name)
+		r, err := e.resumeQueue(rctx, name, byQueue[name], holder)
+		end(r, err)
 		rep.add(r)
 		if err != nil {
 			errs = append(errs, err)

@@ -46,16 +46,23 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		if n, err := d.awaitGate(ctx); n == stop {
 			return err
 		}
-		if n, err := d.claim(ctx); n == stop {
+		actx := d.traceAttempt(ctx) // trace.go
+		if n, err := d.claim(actx); n == stop {
+			d.endAttempt(actx, OutcomeNotClaimed, err)
 			return err
 		}
-		switch n, err := d.sleepToStart(ctx); n {
+		switch n, err := d.sleepToStart(actx); n {
 		case stop:
+			d.endAttempt(actx, OutcomeMissed, err)
 			return err
 		case again:
+			d.endAttempt(actx, OutcomeMissed, nil)
 			continue // out of line and overslept: queued again for the next opening
 		}
-		return d.recordOutcome(ctx, d.run(ctx))
+		runErr := d.run(actx)
+		err := d.recordOutcome(actx, runErr)
+		d.endAttempt(actx, outcomeOf(runErr), errors.Join(runErr, err))
+		return err
 	}
 }
 
@@ -587,7 +594,9 @@ func (d *delivery) run(ctx context.Context) error {
 		return errors.New("no runner configured")
 	}
 	tctx, res := attempt.New(ctx)
+	tctx, endCall := d.traceCall(tctx, now)
 	runErr := e.runTarget(tctx, *j, q.Config)
+	endCall(runErr)
 	j.Result, j.ResultDropped = res.Take()
 	return runErr
 }

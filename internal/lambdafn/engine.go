@@ -93,6 +93,7 @@ func (c Config) Engine(awsCfg aws.Config, runner engine.Runner, log *slog.Logger
 		// Every queue's figures cost reads of each queue each run: they
 		// come with per-queue metrics only (docs/operations.md).
 		Figures: c.MetricsDimension != "",
+		Tracer:  c.Tracer,
 	})
 }
 

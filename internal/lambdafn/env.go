@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
@@ -141,6 +143,10 @@ type Config struct {
 	// Observer, if set, is the engine's (engine.Options.Observer): a
 	// function's main sets it to the Recorder its handler flushes.
 	Observer engine.Observer
+	// Tracer, if set, makes the engine's spans (engine.Options.Tracer):
+	// a function's main builds it from the OTEL_* variables
+	// (internal/tracing). Nil: no span is made.
+	Tracer trace.TracerProvider
 }
 
 // logGroupName is what CloudWatch Logs allows in a log group's name.

@@ -15,6 +15,7 @@ import (
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/lambdafn"
 	workerfn "github.com/slotq/slotq/internal/lambdafn/worker"
+	"github.com/slotq/slotq/internal/tracing"
 	"github.com/slotq/slotq/pkg/target"
 )
 
@@ -31,14 +32,15 @@ type Options struct {
 // Handler is the worker function's handler: an SQS batch of the slot
 // queue's messages in, the partial batch response out.
 type Handler struct {
-	h *workerfn.Handler
+	h       *workerfn.Handler
+	tracing *tracing.Tracing
 }
 
 // Handle runs a batch: each message's job starts at its slot, through
 // the queue's gate, and the messages to deliver again are listed in the
 // answer's BatchItemFailures.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return h.h.Handle(ctx, ev)
+	return tracing.Flushed(h.tracing, h.h.Handle)(ctx, ev)
 }
 
 // NewHandler returns the worker function's handler: it reads and checks
@@ -49,6 +51,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 // the built-in kinds (echo, sleep, fail) are added unless mux has a handler of that
 // name, as local.Run does; http(s) targets get a POST; Lambda targets an
 // Invoke through a client built here. A nil mux has the built-ins only.
+// Tracing follows the OTEL_* variables (docs/tracing.md): off unless
+// OTEL_TRACES_EXPORTER names an exporter; each attempt's span is in the
+// context a handler gets.
 //
 // Start calls it; call it yourself to wrap the handler, or to test your
 // main's wiring.
@@ -77,7 +82,15 @@ func NewHandler(ctx context.Context, mux *target.Mux, o Options) (*Handler, erro
 	}
 	rec := cfg.Recorder(o.Logger)
 	cfg.Observer = rec
-	return &Handler{h: &workerfn.Handler{Engine: cfg.Engine(awsCfg, runner, o.Logger), Log: o.Logger, Metrics: rec}}, nil
+	tr, err := tracing.FromEnv(ctx, tracing.Options{Getenv: o.Getenv})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Tracer = tr.Provider()
+	return &Handler{
+		h:       &workerfn.Handler{Engine: cfg.Engine(awsCfg, runner, o.Logger), Log: o.Logger, Metrics: rec},
+		tracing: tr,
+	}, nil
 }
 
 // Start is a worker function's main: it builds the handler with
