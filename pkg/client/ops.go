@@ -2,7 +2,10 @@ package client
 
 import (
 	"context"
+	"slices"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/slotq/slotq/pkg/api"
 )
@@ -26,7 +29,13 @@ type EnqueueOutput = api.EnqueueResult
 // set, so an enqueue that failed with a *FunctionError is safe to retry.
 // A queue that does not exist is created with Interval (or the stack's
 // default).
+//
+// When ctx carries a span (OpenTelemetry's trace.SpanContextFromContext),
+// each job that sets no TraceParent of its own takes its W3C trace
+// context: the job's spans join the caller's trace, and its target
+// receives it (docs/tracing.md). in is not changed.
 func (c *Client) Enqueue(ctx context.Context, in *EnqueueInput, optFns ...func(*Options)) (*EnqueueOutput, error) {
+	in = withTraceContext(ctx, in)
 	var res api.EnqueueResponse
 	if err := c.invoke(ctx, "enqueue", true, in, &res, func() *api.Error { return res.Error }, optFns); err != nil {
 		return nil, err
@@ -574,4 +583,36 @@ func (c *Client) SetKeyLimits(ctx context.Context, in *SetKeyLimitsInput, optFns
 		return nil, err
 	}
 	return &SetKeyLimitsOutput{Keys: res.Keys}, nil
+}
+
+// withTraceContext returns in with ctx's W3C trace context on each job
+// that has none: a copy, when there is any to add. It is W3C's form
+// whatever propagator the caller's process set globally: the enqueue
+// request's traceparent field is W3C's traceparent.
+func withTraceContext(ctx context.Context, in *EnqueueInput) *EnqueueInput {
+	if in == nil {
+		return in
+	}
+	tc := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, tc)
+	parent, state := tc["traceparent"], tc["tracestate"]
+	if parent == "" {
+		return in
+	}
+	set := func(s *api.Spec) {
+		if s.TraceParent == "" {
+			s.TraceParent, s.TraceState = parent, state
+		}
+	}
+	out := *in
+	if in.Job != nil {
+		j := *in.Job
+		set(&j)
+		out.Job = &j
+	}
+	out.Jobs = slices.Clone(in.Jobs)
+	for i := range out.Jobs {
+		set(&out.Jobs[i])
+	}
+	return &out
 }
