@@ -30,6 +30,7 @@ import (
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/internal/sqstransport"
 	"github.com/slotq/slotq/internal/startlog"
+	"github.com/slotq/slotq/internal/tracing"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 	"github.com/slotq/slotq/pkg/target"
@@ -96,6 +97,15 @@ type Options struct {
 	// serve it): pages over the admin function, on loopback only.
 	// Default "": none.
 	Console string
+	// Getenv reads the OTEL_* variables that turn tracing on, as on the
+	// stack (docs/tracing.md): OTEL_TRACES_EXPORTER=console prints each
+	// span to TraceOut, otlp sends them to a collector. Default
+	// os.Getenv. (The SDK reads its own, OTEL_BSP_* and the sampler's,
+	// from the process.)
+	Getenv func(string) string
+	// TraceOut receives the console exporter's spans, one JSON object a
+	// line. Default os.Stdout.
+	TraceOut io.Writer
 }
 
 // DefaultConsoleAddr is where `slotq local` serves the web console.
@@ -245,6 +255,15 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("local: %w", err)
 	}
+	tr, err := tracing.FromEnv(ctx, tracing.Options{Getenv: o.Getenv, Console: o.TraceOut, ServiceName: "slotq-local"})
+	if err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tr.Shutdown(sctx) // exports what is left
+	}()
 	view := newView(o.Out, o.JSON)
 	log := slog.New(&tap{next: o.Logger.Handler(), view: view})
 	workerfn.Builtin(o.Mux, log)
@@ -256,6 +275,7 @@ func Run(ctx context.Context, o Options) error {
 			// The live view and the summary show every queue's figures:
 			// locally, reading every queue each run costs nothing.
 			Figures: true,
+			Tracer:  tr.Provider(),
 		})
 	}
 	// As on the stack: enqueue and admin run no targets and accept every
