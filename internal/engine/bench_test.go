@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
@@ -27,18 +31,23 @@ var benchPayload = json.RawMessage(`{"n":1}`)
 // newBenchEngine returns an engine on memstore with queue "bench" at
 // benchInterval and a handler of kind benchKind that does nothing. now is
 // the engine's clock (nil: time.Now). Its lead is 0: a benchmark measures
-// the work path, not a sleep before each start.
-func newBenchEngine(b *testing.B, now func() time.Time) *engine.Engine {
+// the work path, not a sleep before each start. tracer, if not nil, is
+// the engine's (Options.Tracer).
+func newBenchEngine(b *testing.B, now func() time.Time, tracer ...trace.TracerProvider) *engine.Engine {
 	b.Helper()
 	mux := target.NewMux()
 	mux.HandleFunc(benchKind, func(context.Context, *api.Job) error { return nil })
-	e := engine.New(engine.Options{
+	o := engine.Options{
 		State:     memstore.New(memstore.Options{Now: now}),
 		Transport: memstore.NewTransport(memstore.TransportOptions{}),
 		Runner:    &dispatch.Dispatcher{Mux: mux},
 		Now:       now,
 		Lead:      -1, // none
-	})
+	}
+	for _, t := range tracer {
+		o.Tracer = t
+	}
+	e := engine.New(o)
 	if _, err := e.CreateQueue(b.Context(), "bench", slot.Config{Interval: benchInterval}); err != nil {
 		b.Fatal(err)
 	}
@@ -92,10 +101,29 @@ func BenchmarkEnqueueBatch100(b *testing.B) {
 // the outcome. The jobs are enqueued before the timer starts; then the
 // engine's clock jumps to each job's slot as its Work call begins, so no
 // Work call waits and none comes late.
-func BenchmarkWork(b *testing.B) {
+func BenchmarkWork(b *testing.B) { benchWork(b, nil, "") }
+
+// BenchmarkWorkTraced is BenchmarkWork with tracing, as the functions
+// run it with OTEL_TRACES_EXPORTER set: the SDK's provider with its
+// batcher, exporting to nowhere; each job carries a producer's
+// traceparent. BenchmarkWork is the same path with tracing off.
+func BenchmarkWorkTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	benchWork(b, tp, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+}
+
+// benchWork is BenchmarkWork with tracer as the engine's tracer provider
+// (nil: none) and traceparent on each job.
+func benchWork(b *testing.B, tracer trace.TracerProvider, traceparent string) {
 	var offset atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	e := newBenchEngine(b, now)
+	var e *engine.Engine
+	if tracer != nil {
+		e = newBenchEngine(b, now, tracer)
+	} else {
+		e = newBenchEngine(b, now)
+	}
 	ctx := b.Context()
 	// Its own queue at 1ms: a start within the skew (a quarter of the
 	// interval) of its reserved time is one the work path can make.
@@ -106,7 +134,7 @@ func BenchmarkWork(b *testing.B) {
 	envs := make([]job.Envelope, 0, b.N)
 	specs := make([]job.Spec, job.MaxBatch)
 	for i := range specs {
-		specs[i] = job.Spec{Kind: benchKind, Payload: benchPayload}
+		specs[i] = job.Spec{Kind: benchKind, Payload: benchPayload, TraceParent: traceparent}
 	}
 	for len(envs) < b.N {
 		k := min(b.N-len(envs), len(specs))
