@@ -11,7 +11,11 @@ import (
 	"github.com/slotq/slotq/pkg/api"
 )
 
-// Handler runs jobs of one kind.
+// Handler runs jobs of one kind. ctx ends at the queue's target
+// timeout, and carries the attempt's trace context: with tracing on
+// (docs/tracing.md), trace.SpanFromContext(ctx) is the span of the
+// target's call, a child of the job's attempt in its producer's trace;
+// with it off, the job's own context (j.TraceParent), if it has one.
 type Handler interface {
 	Handle(ctx context.Context, j *api.Job) error
 }
