@@ -21,6 +21,12 @@
 // Every function in functions/ (through internal/lambdafn) and the local
 // runtime is a thin shell around one of these methods.
 //
+// With Options.Tracer, each of these makes OpenTelemetry spans (trace.go):
+// an enqueue call, each attempt from the gate to its outcome, the
+// target's call, a resume run and its release rounds; a job's W3C trace
+// context rides in its record (job.Job.TraceParent) from its producer to
+// its target either way.
+//
 // Where it sits: in the middle of slotq's runtime, the packages at the
 // top of internal/ that the functions link. It imports internal/slot (the
 // gate's arithmetic, pure), internal/job, internal/attempt, internal/clock,
