@@ -28,7 +28,9 @@ func newLocalCmd() *cobra.Command {
 			"SQS when AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_SQS (or AWS_ENDPOINT_URL) are set, or with --aws.\n\n" +
 			"It shows a live view of starts, outcomes, retries and parks on stdout. The functions' own logs go\n" +
 			"to stderr at --log's level (warn): the built-in echo kind logs its payload at info, so its lines\n" +
-			"show with --log info (make run ARGS='--log info'), or as \"echo\" events with --json.",
+			"show with --log info (make run ARGS='--log info'), or as \"echo\" events with --json.\n\n" +
+			"Tracing follows the OTEL_* variables as on the stack: OTEL_TRACES_EXPORTER=console prints each\n" +
+			"span as a JSON line on stdout, otlp sends them to OTEL_EXPORTER_OTLP_ENDPOINT (docs/tracing.md).",
 		Example: "  $ slotq local --resume-every 1s\n" +
 			"  $ slotq local --log info 2>run.log      # a log 'slotq timeline --log run.log' reads",
 		Args: nArgs(0, 0),
@@ -85,7 +87,7 @@ func runLocal(ctx context.Context, stdout, stderr io.Writer, f localFlags) int {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	}
 	o := local.Options{Addr: f.addr, Concurrency: f.concurrency, Lease: f.lease, StackName: f.stackName, Console: f.console,
-		Logger: logger, Out: stdout, JSON: f.asJSON}
+		Logger: logger, Out: stdout, JSON: f.asJSON, TraceOut: stdout}
 	if _, err := os.Stat(f.tmpl); err == nil {
 		st, err := local.FromTemplate(f.tmpl)
 		if err != nil {
