@@ -186,9 +186,9 @@ func (d *delivery) traceAttempt(ctx context.Context) context.Context {
 	return actx
 }
 
-// endAttempt ends the attempt's span (ctx, from traceAttempt) with its
+// endAttemptSpan ends the attempt's span (ctx, from traceAttempt) with its
 // outcome; err is the step's error, if the step failed.
-func (d *delivery) endAttempt(ctx context.Context, outcome string, err error) {
+func (d *delivery) endAttemptSpan(ctx context.Context, outcome string, err error) {
 	if d.e.tracer == nil {
 		return
 	}

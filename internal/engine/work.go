@@ -48,20 +48,20 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		}
 		actx := d.traceAttempt(ctx) // trace.go
 		if n, err := d.claim(actx); n == stop {
-			d.endAttempt(actx, OutcomeNotClaimed, err)
+			d.endAttemptSpan(actx, OutcomeNotClaimed, err)
 			return err
 		}
 		switch n, err := d.sleepToStart(actx); n {
 		case stop:
-			d.endAttempt(actx, OutcomeMissed, err)
+			d.endAttemptSpan(actx, OutcomeMissed, err)
 			return err
 		case again:
-			d.endAttempt(actx, OutcomeMissed, nil)
+			d.endAttemptSpan(actx, OutcomeMissed, nil)
 			continue // out of line and overslept: queued again for the next opening
 		}
 		runErr := d.run(actx)
 		err := d.recordOutcome(actx, runErr)
-		d.endAttempt(actx, outcomeOf(runErr), errors.Join(runErr, err))
+		d.endAttemptSpan(actx, outcomeOf(runErr), errors.Join(runErr, err))
 		return err
 	}
 }
