@@ -390,3 +390,70 @@ func TestTemplateDefaultLimit(t *testing.T) {
 		t.Errorf("DefaultKeyLimit: default %q, pattern %v; want empty and DefaultLimit's", d, kp["AllowedPattern"])
 	}
 }
+
+// Tracing is off by default and costs nothing: with TracingEndpoint and
+// TracingLayerArn empty, the enqueue, worker and resume functions get
+// OTEL_TRACES_EXPORTER=none and no layer. Set, the endpoint turns the
+// OTLP exporter on for those three, and the layer is theirs; the admin
+// function, which makes no spans, gets neither.
+func TestTemplateTracing(t *testing.T) {
+	tmpl := loadTemplate(t)
+	for _, p := range []string{"TracingEndpoint", "TracingLayerArn"} {
+		if d, _ := tmpl.Parameters[p]["Default"].(string); d != "" {
+			t.Errorf("%s's default %q, want empty", p, d)
+		}
+	}
+	resolver := func(endpoint, layer string) samlocal.Resolver {
+		params := map[string]string{}
+		for name, p := range tmpl.Parameters {
+			params[name] = fmt.Sprint(p["Default"])
+			if p["Default"] == nil {
+				params[name] = ""
+			}
+		}
+		params["TracingEndpoint"], params["TracingLayerArn"] = endpoint, layer
+		return samlocal.Resolver{Params: params, Refs: map[string]string{}, Attrs: map[string]string{}, Conditions: tmpl.Conditions, Mappings: tmpl.Mappings}
+	}
+	const layer = "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1"
+	for _, tt := range []struct {
+		endpoint, layer, exporter string
+	}{
+		{"", "", "none"},
+		{"http://localhost:4318", layer, "otlp"},
+	} {
+		r := resolver(tt.endpoint, tt.layer)
+		for _, id := range []string{"EnqueueFunction", "WorkerFunction", "ResumeFunction", "AdminFunction"} {
+			f, err := tmpl.Function(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exporter, endpoint := "", ""
+			if v, ok := f.Env["OTEL_TRACES_EXPORTER"]; ok {
+				if exporter, err = r.String(v); err != nil {
+					t.Fatalf("%s: %v", id, err)
+				}
+			}
+			if v, ok := f.Env["OTEL_EXPORTER_OTLP_ENDPOINT"]; ok {
+				if endpoint, err = r.String(v); err != nil {
+					t.Fatalf("%s: %v", id, err)
+				}
+			}
+			want, wantEndpoint := tt.exporter, tt.endpoint
+			if id == "AdminFunction" {
+				want, wantEndpoint = "", ""
+			}
+			if exporter != want || endpoint != wantEndpoint {
+				t.Errorf("TracingEndpoint %q: %s has OTEL_TRACES_EXPORTER %q, OTEL_EXPORTER_OTLP_ENDPOINT %q; want %q, %q",
+					tt.endpoint, id, exporter, endpoint, want, wantEndpoint)
+			}
+			hasLayer, err := r.Condition("HasTracingLayer")
+			if err != nil {
+				t.Fatal(err)
+			}
+			layers := tmpl.Resources[id].Properties["Layers"]
+			if (layers != nil) != (id != "AdminFunction") || hasLayer != (tt.layer != "") {
+				t.Errorf("%s: Layers %v, HasTracingLayer %v with TracingLayerArn %q", id, layers, hasLayer, tt.layer)
+			}
+		}
+	}
+}
