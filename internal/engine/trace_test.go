@@ -298,3 +298,43 @@ func TestTraceWithoutProducerAndThroughPark(t *testing.T) {
 		}
 	})
 }
+
+// Jobs held by a pause keep their producer's context through the release
+// round that gives them new tickets after it.
+func TestTraceSurvivesReticket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := newTraced(t)
+		b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error { return nil }), Tracer: tr.tp}, nil)
+		ctx := context.Background()
+		if _, err := b.eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		specs := []job.Spec{{ID: "a", Kind: "k", TraceParent: tr.parent}, {ID: "b", Kind: "k", TraceParent: tr.parent, TraceState: "rojo=1"}}
+		before := map[string]job.Job{}
+		if _, err := b.eng.Pause(ctx, "q", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Jobs: specs}); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range specs {
+			before[s.ID] = b.job("q", s.ID)
+		}
+		time.Sleep(time.Hour) // their slots pass while the queue is paused
+		if _, err := b.eng.Unpause(ctx, "q"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.eng.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range specs {
+			j := b.job("q", s.ID)
+			if j.Ticket == before[s.ID].Ticket || j.Status != job.Queued {
+				t.Fatalf("%s: %s at ticket %d (was %d, %s); want queued at a new ticket", s.ID, j.Status, j.Ticket, before[s.ID].Ticket, before[s.ID].Status)
+			}
+			if j.TraceParent != s.TraceParent || j.TraceState != s.TraceState {
+				t.Errorf("%s after its re-ticket: %q, %q; want %q, %q", s.ID, j.TraceParent, j.TraceState, s.TraceParent, s.TraceState)
+			}
+		}
+	})
+}
