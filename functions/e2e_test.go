@@ -175,6 +175,11 @@ type answer struct {
 	Job       *accepted       `json:"job"`
 	Cancelled *int            `json:"cancelled"`
 	Reindexed map[string]any  `json:"reindexed"`
+	// The key and schedule ops' answers.
+	Keys      json.RawMessage `json:"keys"`
+	Key       json.RawMessage `json:"key"`
+	Schedule  json.RawMessage `json:"schedule"`
+	Schedules json.RawMessage `json:"schedules"`
 	// starts' answer.
 	Starts      *[]map[string]any `json:"starts"`
 	StartsError string            `json:"starts_error"`
@@ -231,6 +236,63 @@ func TestSampleEvents(t *testing.T) {
 		{"AdminFunction", "admin-create-window.json", func(t *testing.T, a answer) {
 			if a.Error != nil || !strings.Contains(string(a.Queue), `"window":"5000/1h"`) || strings.Contains(string(a.Queue), `"interval"`) {
 				t.Errorf("queue %s, error %+v", a.Queue, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-create-keyed.json", func(t *testing.T, a answer) {
+			if a.Error != nil || !strings.Contains(string(a.Queue), `"key_limits":[{"rate":"5/1s","burst":1},{"window":"100/1h"}]`) ||
+				!strings.Contains(string(a.Queue), `"key_max_running":0`) {
+				t.Errorf("queue %s, error %+v", a.Queue, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-configure-keys.json", func(t *testing.T, a answer) {
+			if a.Error != nil || !strings.Contains(string(a.Queue), `"key_limits":[{"rate":"2/1s"}]`) {
+				t.Errorf("queue %s, error %+v", a.Queue, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-set-key-limits.json", func(t *testing.T, a answer) {
+			if a.Error != nil || !strings.Contains(string(a.Keys), `"key":"acme"`) || !strings.Contains(string(a.Keys), `"own":true`) {
+				t.Errorf("keys %s, error %+v", a.Keys, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-list-keys.json", func(t *testing.T, a answer) {
+			// No job of the queue waits or runs: no key is listed.
+			if a.Error != nil || strings.Contains(string(a.Keys), `"key"`) {
+				t.Errorf("keys %s, error %+v", a.Keys, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-get-key.json", func(t *testing.T, a answer) {
+			if a.Error != nil || !strings.Contains(string(a.Key), `"key":"acme"`) || !strings.Contains(string(a.Key), `"rate":"20/1s"`) {
+				t.Errorf("key %s, error %+v", a.Key, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-create-schedule.json", func(t *testing.T, a answer) {
+			if a.Error != nil || !strings.Contains(string(a.Schedule), `"morning-report"`) {
+				t.Errorf("schedule %s, error %+v", a.Schedule, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-list-schedules.json", func(t *testing.T, a answer) {
+			if a.Error != nil || !strings.Contains(string(a.Schedules), `"morning-report"`) {
+				t.Errorf("schedules %s, error %+v", a.Schedules, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-get-schedule.json", func(t *testing.T, a answer) {
+			if a.Error != nil || !strings.Contains(string(a.Schedule), `"Europe/Paris"`) {
+				t.Errorf("schedule %s, error %+v", a.Schedule, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-pause-schedule.json", func(t *testing.T, a answer) {
+			if a.Error != nil || !strings.Contains(string(a.Schedule), `"paused":true`) {
+				t.Errorf("schedule %s, error %+v", a.Schedule, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-resume-schedule.json", func(t *testing.T, a answer) {
+			if a.Error != nil || strings.Contains(string(a.Schedule), `"paused":true`) {
+				t.Errorf("schedule %s, error %+v", a.Schedule, a.Error)
+			}
+		}},
+		{"AdminFunction", "admin-delete-schedule.json", func(t *testing.T, a answer) {
+			if a.Error != nil {
+				t.Errorf("error %+v", a.Error)
 			}
 		}},
 		{"EnqueueFunction", "enqueue.json", func(t *testing.T, a answer) {

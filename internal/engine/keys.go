@@ -29,7 +29,8 @@ type KeyInfo struct {
 	Held    bool  `json:"held,omitempty"`
 	Waiting int   `json:"waiting,omitempty"`
 	// NextStart is the earliest start the key's limits allow its next job
-	// (zero: at once); AtLimit says it lies ahead while jobs wait.
+	// (zero: at once); AtLimit says it lies ahead while jobs wait (pending
+	// jobs besides the one holding the key).
 	NextStart time.Time `json:"next_start,omitzero"`
 	AtLimit   bool      `json:"at_limit,omitempty"`
 	// LastStart is the key's latest start its meter holds.
@@ -113,7 +114,13 @@ func (e *Engine) fillKey(ctx context.Context, q Queue, k *KeyInfo, now time.Time
 	if len(ls) > 0 {
 		if open := slot.KeyOpen(m, ls, 0); open.After(now) {
 			k.NextStart = open
-			k.AtLimit = k.Pending > 0
+			// Jobs wait for it: pending, but for the one holding the key
+			// (it runs, or is about to).
+			waiting := k.Pending
+			if k.Held {
+				waiting--
+			}
+			k.AtLimit = waiting > 0
 		}
 	}
 	return nil
