@@ -215,4 +215,3 @@ func scheduleJob(j api.ScheduleJob) string {
 	}
 	return s
 }
-
