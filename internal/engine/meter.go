@@ -92,11 +92,14 @@ func (e *Engine) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, e
 	if err != nil {
 		return time.Time{}, err
 	}
-	return slot.KeyOpen(m, q.Config.LimitsOf(m), slot.GateSkew(q.Config.Skew)), nil
+	return slot.KeyOpen(m, q.Config.LimitsOf(m), 0), nil
 }
 
 // keyGate is the key's side of j's start at at, which the queue's gate
-// reserved: one compare-and-set of the key's meter (slot.KeyGate). On
+// reserved: one compare-and-set of the key's meter (slot.KeyGate). The
+// key lets no start through before its limits open: the skew is left to
+// the worker's wake-up, so a key's starts keep its limit within the skew
+// where the target sees them. On
 // KeyStart it returns the meter as it was before (prev) and as written.
 func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at time.Time) (v slot.KeyVerdict, open time.Time, prev, put slot.Meter, err error) {
 	for try := 0; ; try++ {
@@ -105,7 +108,7 @@ func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at time.Time)
 			return 0, time.Time{}, prev, put, err
 		}
 		ls := q.Config.LimitsOf(m)
-		next, v, open := slot.KeyGate(m, j.Ticket, ls, slot.GateSkew(q.Config.Skew), at)
+		next, v, open := slot.KeyGate(m, j.Ticket, ls, 0, at)
 		if v != slot.KeyStart {
 			return v, open, prev, put, nil
 		}
