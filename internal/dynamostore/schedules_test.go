@@ -59,7 +59,8 @@ func TestScheduleRaceOnDynamoDB(t *testing.T) {
 			t.Fatalf("the create of %s made %d occurrences; want 0", name, sc.Made)
 		}
 	}
-	time.Sleep(time.Until(start.Add(-lead + 100*time.Millisecond)))
+	due := start.Add(-lead + 100*time.Millisecond)
+	testenv.WaitFor(t, "the occurrences to come within the lead", func() bool { return time.Now().After(due) })
 	runs := make([]*engine.Engine, 8)
 	for i := range runs {
 		runs[i] = newEngine()
@@ -95,9 +96,9 @@ func TestScheduleRaceOnDynamoDB(t *testing.T) {
 		defer mu.Unlock()
 		return starts[id("a")] > 0 && starts[id("b")] > 0 && starts[id("c")] > 0
 	})
-	// A duplicate start would come with the winner's; give stale
-	// messages of the losers time to be delivered and dropped.
-	time.Sleep(time.Second)
+	// A duplicate start would come with the winner's: wait for every
+	// message, the losers' stale ones too, to be delivered and dropped.
+	testenv.WaitFor(t, "no message left to deliver", func() bool { return tr.Pending() == 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	for _, name := range names {

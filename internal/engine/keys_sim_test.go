@@ -238,9 +238,6 @@ func TestKeyOwnLimits(t *testing.T) {
 // keeps its own, every job succeeds; and a day after the keys fall idle
 // nothing of them is left: no meter, no lane.
 func TestTenThousandKeys(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10,000 keys: not in -short")
-	}
 	synctest.Test(t, func(t *testing.T) {
 		s := newSim(t, simOptions{Workers: 64})
 		defer s.stop()
