@@ -421,42 +421,49 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 			}
 			return nil, err
 		}
-		after := slot.NextSlot(taken.State, ls, now) // where the line goes on
-		k := 0
-		var out []int // the scheduled jobs
-		for i, j := range jobs {
-			j.Ticket = taken.First + int64(i)
-			j.Scheduled = !inLine[i]
-			j.Detached = false // a new ticket puts it back in line
-			pos := after
-			if books[i] && k < len(taken.Slots) {
-				pos = taken.Slots[k]
-				k++
-			}
-			if inLine[i] {
-				j.SlotAt = pos
-				continue
-			}
-			j.SlotAt = laterOf(j.Earliest(), pos)
-			if keyAt != nil {
-				j.SlotAt = laterOf(j.SlotAt, keyAt[i])
-			}
-			out = append(out, i)
-		}
-		// The call's scheduled jobs, in the order of their times, are an
-		// average start apart: each its time, or a tick after the one
-		// before it. (Jobs of several keys come in any order: a key's
-		// later job must not hold back another key's earlier one.)
-		slices.SortStableFunc(out, func(a, b int) int { return jobs[a].SlotAt.Compare(jobs[b].SlotAt) })
-		var prev time.Time
-		for _, i := range out {
-			if !prev.IsZero() {
-				jobs[i].SlotAt = laterOf(jobs[i].SlotAt, prev.Add(tick))
-			}
-			prev = jobs[i].SlotAt
-		}
+		setSlots(jobs, inLine, books, taken, slot.NextSlot(taken.State, ls, now), keyAt, tick)
 		q.State = taken.State
 		return ahead, nil
+	}
+}
+
+// setSlots gives jobs their tickets (from taken.First) and slots: a line
+// job its line slot; a scheduled one its not_before, its key's slot
+// (keyAt, if any) or the line place it booked (books), whichever is
+// latest, else where the line goes on (after). The call's scheduled
+// jobs, in the order of their times, are an average start (tick) apart:
+// each its time, or a tick after the one before it. (Jobs of several
+// keys come in any order: a key's later job must not hold back another
+// key's earlier one.)
+func setSlots(jobs []*job.Job, inLine, books []bool, taken Taken, after time.Time, keyAt []time.Time, tick time.Duration) {
+	k := 0
+	var out []int // the scheduled jobs
+	for i, j := range jobs {
+		j.Ticket = taken.First + int64(i)
+		j.Scheduled = !inLine[i]
+		j.Detached = false // a new ticket puts it back in line
+		pos := after
+		if books[i] && k < len(taken.Slots) {
+			pos = taken.Slots[k]
+			k++
+		}
+		if inLine[i] {
+			j.SlotAt = pos
+			continue
+		}
+		j.SlotAt = laterOf(j.Earliest(), pos)
+		if keyAt != nil {
+			j.SlotAt = laterOf(j.SlotAt, keyAt[i])
+		}
+		out = append(out, i)
+	}
+	slices.SortStableFunc(out, func(a, b int) int { return jobs[a].SlotAt.Compare(jobs[b].SlotAt) })
+	var prev time.Time
+	for _, i := range out {
+		if !prev.IsZero() {
+			jobs[i].SlotAt = laterOf(jobs[i].SlotAt, prev.Add(tick))
+		}
+		prev = jobs[i].SlotAt
 	}
 }
 
