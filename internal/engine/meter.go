@@ -86,13 +86,13 @@ func (e *Engine) keySlots(ctx context.Context, q Queue, jobs []*job.Job, ahead [
 }
 
 // keyOpen is when j's key lets its next start through at the earliest
-// (the gate's skew taken off): zero when it holds nothing back.
-func (e *Engine) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, error) {
+// (zero when it holds nothing back), and the meter it read.
+func (e *Engine) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, slot.Meter, error) {
 	m, err := e.readMeter(ctx, q, j.Key)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, m, err
 	}
-	return slot.KeyOpen(m, q.Config.LimitsOf(m), 0), nil
+	return slot.KeyOpen(m, q.Config.LimitsOf(m), 0), m, nil
 }
 
 // keyGate is the key's side of j's start at at, which the queue's gate
@@ -101,11 +101,15 @@ func (e *Engine) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, e
 // the worker's wake-up, so a key's starts keep its limit within the skew
 // where the target sees them. On
 // KeyStart it returns the meter as it was before (prev) and as written.
-func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at time.Time) (v slot.KeyVerdict, open time.Time, prev, put slot.Meter, err error) {
+//
+// m is the meter as the caller read it (awaitKey), the base of the first
+// try; a try that meets a newer one reads it again.
+func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at time.Time, m slot.Meter) (v slot.KeyVerdict, open time.Time, prev, put slot.Meter, err error) {
 	for try := 0; ; try++ {
-		m, err := e.readMeter(ctx, q, j.Key)
-		if err != nil {
-			return 0, time.Time{}, prev, put, err
+		if try > 0 {
+			if m, err = e.readMeter(ctx, q, j.Key); err != nil {
+				return 0, time.Time{}, prev, put, err
+			}
 		}
 		ls := q.Config.LimitsOf(m)
 		next, v, open := slot.KeyGate(m, j.Ticket, ls, 0, at)

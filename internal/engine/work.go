@@ -100,6 +100,10 @@ type delivery struct {
 	// start this try recorded on it (passKey), if any: a start given up
 	// takes it back (unstartKey).
 	keyPrev, keyPut slot.Meter
+	// meter is the job's key's meter as awaitKey last read it: the base
+	// of the key's compare-and-set in passKey, which reads it again only
+	// if it moved.
+	meter slot.Meter
 	// now is when this try came to the gate, at the start it asks for,
 	// and gr the request; st is the queue's state once the gate passed it.
 	now time.Time
@@ -341,7 +345,7 @@ func (d *delivery) decide(ctx context.Context) (next, error) {
 // through (a limit of the key's own: keyed), without a write: the key's
 // meter is read, and a job early for its key aims at the key's opening.
 func (d *delivery) awaitKey(ctx context.Context) (next, error) {
-	open, err := d.e.keyOpen(ctx, d.q, &d.j)
+	open, m, err := d.e.keyOpen(ctx, d.q, &d.j)
 	if err != nil {
 		return stop, fmt.Errorf("work %s: %w", d.env.Ref(), err)
 	}
@@ -349,6 +353,7 @@ func (d *delivery) awaitKey(ctx context.Context) (next, error) {
 		d.wake = open
 		return again, nil
 	}
+	d.meter = m
 	return proceed, nil
 }
 
@@ -363,7 +368,7 @@ func (d *delivery) passKey(ctx context.Context) (next, error) {
 	if !keyed(d.q, j) {
 		return proceed, nil
 	}
-	v, open, prev, put, err := e.keyGate(ctx, d.q, j, d.gr.Start())
+	v, open, prev, put, err := e.keyGate(ctx, d.q, j, d.gr.Start(), d.meter)
 	if err == nil && v == slot.KeyStart {
 		d.keyPrev, d.keyPut = prev, put
 		return proceed, nil
