@@ -60,6 +60,14 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			continue // out of line and overslept: queued again for the next opening
 		}
 		runErr := d.run(actx)
+		if errors.Is(runErr, errOverslept) {
+			if n, err := d.giveUpStart(actx, d.late); n == stop {
+				d.endAttemptSpan(actx, OutcomeMissed, err)
+				return err
+			}
+			d.endAttemptSpan(actx, OutcomeMissed, nil)
+			continue
+		}
 		err := d.recordOutcome(actx, runErr)
 		d.endAttemptSpan(actx, outcomeOf(runErr), errors.Join(runErr, err))
 		return err
@@ -110,6 +118,9 @@ type delivery struct {
 	at  time.Time
 	gr  GateRequest
 	st  slot.State
+	// late is how long after the reserved start the target's call came,
+	// when it came too late to be made (begin).
+	late time.Duration
 }
 
 // next is what a delivery's step leaves Work to do.
@@ -305,8 +316,10 @@ func (d *delivery) hold() next {
 	if d.turn = holdTurn(q, j, d.at); d.now.Before(d.turn) {
 		return again
 	}
+	// The gate is asked with no skew: it keeps the limits exactly, and
+	// the skew is left to the worker's wake-up (slot.Wake).
 	d.gr = GateRequest{
-		Queue: j.Queue, Ticket: j.Ticket, Limits: q.Config.LimitList(), Skew: slot.GateSkew(q.Config.Skew), Now: d.now, At: d.at,
+		Queue: j.Queue, Ticket: j.Ticket, Limits: q.Config.LimitList(), Now: d.now, At: d.at,
 		Scheduled: outOfLine(j), Seen: q.State,
 		MaxRunning: q.Config.MaxRunning, Until: d.at.Add(e.opts.Lease), Gen: j.Gen,
 	}
@@ -585,25 +598,44 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 
 // run begins the claimed attempt's target at the reserved start and
 // returns the attempt's error (nil: it succeeded). The target's result
-// goes into the record, written with the outcome (recordOutcome).
+// goes into the record, written with the outcome (recordOutcome). The
+// start is judged and recorded as the target is called (begin), in the
+// goroutine that calls it: a worker held up between its wake-up and the
+// call (descheduled, its goroutine not yet run) gives the start up
+// (errOverslept) rather than begin it late.
 func (d *delivery) run(ctx context.Context) error {
 	e, q, j := d.e, d.q, &d.j
+	if e.runner == nil {
+		return errors.New("no runner configured")
+	}
+	tctx, res := attempt.New(ctx)
+	tctx, endCall := d.traceCall(tctx, e.now())
+	runErr := e.runTarget(tctx, *j, q.Config, func() error { return d.begin(ctx) })
+	endCall(runErr)
+	j.Result, j.ResultDropped = res.Take()
+	return runErr
+}
+
+// errOverslept is run's error when the target was not called: its
+// worker came to the call more than Wake after the reserved start.
+var errOverslept = errors.New("overslept the reserved start")
+
+// begin judges the start as the target is about to be called, and records
+// it: the start event and log line carry the time the target was called.
+func (d *delivery) begin(ctx context.Context) error {
+	e, q, j := d.e, d.q, &d.j
 	now := e.now()
+	if at := d.gr.Start(); slot.Overslept(at, now, q.Config.Skew) {
+		d.late = now.Sub(at)
+		return errOverslept
+	}
 	gap, hasGap := startGap(q.State, d.st, q.Config.Tick(), now)
 	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
 		Start: &Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, GateAt: j.StartedAt, At: now, Key: j.Key}})
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "gate_at", j.StartedAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(),
 		"attempt", j.Attempt, "target", j.What(), "key", j.Key)
-	if e.runner == nil {
-		return errors.New("no runner configured")
-	}
-	tctx, res := attempt.New(ctx)
-	tctx, endCall := d.traceCall(tctx, now)
-	runErr := e.runTarget(tctx, *j, q.Config)
-	endCall(runErr)
-	j.Result, j.ResultDropped = res.Take()
-	return runErr
+	return nil
 }
 
 // recordOutcome records the attempt's outcome on a context of its own
@@ -810,11 +842,7 @@ func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
 		return time.Time{}
 	}
 	inFlight := int64(max(0, now.Sub(j.SlotAt))/q.Config.Tick()) + 1
-	open := slot.OpenAfter(st, q.Config.LimitList(), int(min(ahead, inFlight)))
-	if open.IsZero() {
-		return time.Time{}
-	}
-	return open.Add(-q.Config.Skew)
+	return slot.OpenAfter(st, q.Config.LimitList(), int(min(ahead, inFlight)))
 }
 
 // holdTurn is, for a job that holds for lower tickets (holdUntil), when
@@ -873,8 +901,8 @@ func GateDone(ctx context.Context) {
 // line jobs waiting for each opening, and a job out of line (scheduled,
 // or sent on by a lane) would meet one of them there every time and win
 // only by chance; this way it goes first, and the line job takes the next
-// opening. The quarter skew stays within the gate's allowance, so the
-// line's theoretical times do not move (no drift).
+// opening. The quarter skew stays within the skew a line job may start
+// after its due time without taking a new ticket (slot.Missed).
 func yieldTo(open time.Time, j *job.Job, cfg slot.Config) time.Time {
 	if outOfLine(j) {
 		return open
@@ -1067,7 +1095,7 @@ func (e *Engine) recordContext(ctx context.Context) (context.Context, context.Ca
 // context is not waited for past the timeout: its goroutine is left to
 // finish on its own, and the attempt fails (and is retried, so such a
 // target may run twice at once).
-func (e *Engine) runTarget(ctx context.Context, j job.Job, cfg slot.Config) error {
+func (e *Engine) runTarget(ctx context.Context, j job.Job, cfg slot.Config, begin func() error) error {
 	timeout := e.targetTimeout(cfg)
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -1078,6 +1106,10 @@ func (e *Engine) runTarget(ctx context.Context, j job.Job, cfg slot.Config) erro
 				done <- &PanicError{Value: v, Stack: debug.Stack()}
 			}
 		}()
+		if err := begin(); err != nil {
+			done <- err
+			return
+		}
 		done <- e.runner.Run(tctx, &j, cfg)
 	}()
 	select {

@@ -78,29 +78,22 @@ func Missed(s State, slotAt, at time.Time, ls Limits, skew time.Duration) bool {
 	return false
 }
 
-// The skew is the allowance for clocks and wake-ups, and both sides of a
-// start draw on it: the gate lets a start through up to GateSkew before
-// its limits open, and a worker may begin its target up to Wake after the
-// start the gate reserved for it (one that wakes later gives the start
-// up: Overslept). The gate's reserved starts keep every limit within the
-// skew; a target's start may come up to Wake after its reserved one.
-// (Giving the gate none of the skew, so that target starts too kept the
-// limits within it, broke the line's ticket order under injected faults:
-// docs/algorithm.md, open work.)
+// The skew is the allowance for clocks and wake-ups, and it is the
+// worker's: the engine's gate lets no start through before its limits
+// open (it asks with no skew), and a worker may begin its target up to
+// Wake after the start the gate reserved for it (one that comes later
+// gives the start up: Overslept). So the gate's reserved starts keep
+// every limit exactly, and the targets' starts keep them within the skew.
 
 // Wake is how long after the start the gate reserved a worker may still
 // begin its target: the skew.
 func Wake(skew time.Duration) time.Duration { return skew }
 
-// GateSkew is how long before its limits open the gate lets a start
-// through: the skew.
-func GateSkew(skew time.Duration) time.Duration { return skew }
-
 // Overslept reports whether a worker that passed the gate for a start at
 // at and woke at now must not start: it woke more than Wake(skew) after
 // at. The gate counted the start at at, and the next ticket may start at
-// at + interval − GateSkew(skew); a start later than at + Wake(skew) would
-// come closer to it than the spacing allows. Its slot is spent.
+// at + interval; a start later than at + Wake(skew) would come closer to
+// it than the spacing allows, beyond the skew. Its slot is spent.
 func Overslept(at, now time.Time, skew time.Duration) bool {
 	return now.Sub(at) > Wake(skew)
 }
