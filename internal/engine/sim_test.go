@@ -19,6 +19,7 @@ import (
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/target"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The simulation: an engine on memstore inside a testing/synctest bubble,
@@ -60,6 +61,8 @@ type simOptions struct {
 	// Wrap, when set, wraps the state the engine uses (around the
 	// chaos wrapper).
 	Wrap func(engine.State) engine.State
+	// Tracer is the engine's Tracer (nil: none).
+	Tracer trace.TracerProvider
 }
 
 type sim struct {
@@ -113,7 +116,7 @@ func newSim(t *testing.T, o simOptions) *sim {
 	s.eng = engine.New(engine.Options{
 		State: st, Transport: s.tr, Runner: &dispatch.Dispatcher{Mux: mux},
 		Lease: o.Lease, Lead: o.Lead, Logger: slog.New(warnLog{s}), ResumeBudget: o.ResumeBudget,
-		Schedules: schedulesOf(st, s.store),
+		Schedules: schedulesOf(st, s.store), Tracer: o.Tracer,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,6 +13,8 @@ import (
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // stallState stalls the worker of chosen gates: it sleeps before the gate
@@ -87,6 +90,9 @@ func TestOneStallMakesOneLateJob(t *testing.T) {
 		// readStall stalls the worker of ticket 100 as it reads the
 		// queue on waking, before it asks the gate for a start.
 		readStall time.Duration
+		// callStall stalls the worker of ticket 100 after it woke for
+		// its start, on its way to the target's call.
+		callStall time.Duration
 	}{
 		{name: "stall before the gate", iv: 10 * time.Millisecond, stalls: 1, stall: func(_ *rand.Rand, r engine.GateRequest) (time.Duration, time.Duration) {
 			if r.Ticket == 100 {
@@ -101,6 +107,7 @@ func TestOneStallMakesOneLateJob(t *testing.T) {
 			}
 			return 0, 0
 		}},
+		{name: "stall between waking and calling the target", iv: 10 * time.Millisecond, stalls: 1, callStall: 30 * time.Millisecond},
 		{name: "1% of gate writes take 20-50ms", iv: 10 * time.Millisecond, stall: func(rnd *rand.Rand, _ engine.GateRequest) (time.Duration, time.Duration) {
 			if rnd.Float64() >= 0.01 {
 				return 0, 0
@@ -123,7 +130,12 @@ func TestOneStallMakesOneLateJob(t *testing.T) {
 					defer rmu.Unlock()
 					return tt.stall(rnd, r)
 				}}
-				s := newSim(t, simOptions{Workers: 4, Wrap: func(in engine.State) engine.State {
+				var tracer trace.TracerProvider
+				if tt.callStall > 0 {
+					tracer = &callStaller{ticket: 100, d: tt.callStall}
+					st.stalled[100] = true
+				}
+				s := newSim(t, simOptions{Workers: 4, Tracer: tracer, Wrap: func(in engine.State) engine.State {
 					st.State = in
 					return st
 				}})
@@ -185,6 +197,40 @@ func TestOneStallMakesOneLateJob(t *testing.T) {
 			})
 		})
 	}
+}
+
+// callStaller is a tracer that stalls the worker of one ticket's first
+// attempt once, as the engine starts the span of its target's call: after
+// the worker woke for its start, before it calls the target (a worker
+// descheduled there). The attempt's span carries the ticket; the call's
+// span is its child.
+type callStaller struct {
+	noop.TracerProvider
+	ticket int64
+	d      time.Duration
+	once   sync.Once
+}
+
+type stallTicketKey struct{}
+
+func (c *callStaller) Tracer(string, ...trace.TracerOption) trace.Tracer { return stallTracer{c: c} }
+
+type stallTracer struct {
+	noop.Tracer
+	c *callStaller
+}
+
+func (s stallTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	cfg := trace.NewSpanStartConfig(opts...)
+	for _, kv := range cfg.Attributes() {
+		if kv.Key == "slotq.ticket" {
+			ctx = context.WithValue(ctx, stallTicketKey{}, kv.Value.AsInt64())
+		}
+	}
+	if strings.HasPrefix(name, "call ") && ctx.Value(stallTicketKey{}) == s.c.ticket {
+		s.c.once.Do(func() { time.Sleep(s.c.d) })
+	}
+	return s.Tracer.Start(ctx, name, opts...)
 }
 
 func hasEvent(j job.Job, k job.EventKind) bool {
