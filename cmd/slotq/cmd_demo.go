@@ -59,7 +59,7 @@ func demoFlags(fs *pflag.FlagSet, def demoConfig) *demoConfig {
 	fs.Var(rateFlag{&c.KeyRate}, "key-rate", "with --keys: each key's own limit as a rate `N/PERIOD` (such as 2/1s), kept beside the queue's; with --key-burst")
 	fs.IntVar(&c.KeyBurst, "key-burst", def.KeyBurst, "with --key-rate: how many starts of a key beyond one may come together after an idle time")
 	fs.Var(rateFlag{&c.KeyWindow}, "key-window", "with --keys: each key's own limit as a window `N/PERIOD`: at most N starts of a key in any PERIOD")
-	fs.IntVar(&c.KeyMaxRunning, "key-max-running", def.KeyMaxRunning, "how many jobs of one key run at once: 1 (one at a time) or 0 (no cap: the key's limit alone spaces them)")
+	fs.IntVar(&c.KeyMaxRunning, "key-max-running", def.KeyMaxRunning, fmt.Sprintf("how many jobs of one key run at once: 1 (one at a time) to %d, or 0 (no cap: the key's limit alone spaces them)", slot.MaxKeyRunning))
 	fs.DurationVar(&c.Skew, "skew", def.Skew, "the queue's skew: any j starts after a start come at least j·interval − skew after it (0: the default, min(2ms, interval/4))")
 	fs.DurationVar(&c.Jitter, "jitter", def.Jitter, "delay each delivery by a random extra up to this (the transport's jitter)")
 	fs.Uint64Var(&c.Seed, "seed", def.Seed, "seed for producer gaps, batch sizes and jitter")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,7 +140,7 @@ func newKeyConfigFlags(fs *pflag.FlagSet, change bool) *keyConfigFlags {
 	}
 	return &keyConfigFlags{
 		limits:     newLimitFlags(fs, "key-", "config.key_limits", "each key", "(key_limits, kept beside the queue's limit; "+limitsWhat+")"),
-		maxRunning: fs.Int("key-max-running", 0, "how many jobs of one key run at once: 1 (one at a time) or 0 (no cap: the key's limits alone space its jobs; needs key limits) ("+capWhat+")"),
+		maxRunning: fs.Int("key-max-running", 0, fmt.Sprintf("how many jobs of one key run at once: 1 (one at a time) to %d, or 0 (no cap: the key's limits alone space its jobs; needs key limits) (%s)", slot.MaxKeyRunning, capWhat)),
 	}
 }
 
@@ -147,9 +148,9 @@ func (f *keyConfigFlags) check(op string, fs *pflag.FlagSet) error {
 	if err := f.limits.check(op, fs); err != nil {
 		return err
 	}
-	if fs.Changed("key-max-running") && *f.maxRunning != 0 && *f.maxRunning != 1 {
+	if fs.Changed("key-max-running") && (*f.maxRunning < 0 || *f.maxRunning > slot.MaxKeyRunning) {
 		return &client.Error{Op: op, Code: "invalid_key_max_running", Field: "config.key_max_running",
-			Message: fmt.Sprintf("--key-max-running %d: key_max_running must be 1 (one job of a key at a time, the default) or 0 (no cap)", *f.maxRunning)}
+			Message: fmt.Sprintf("--key-max-running %d: key_max_running must be 1 to %d jobs of a key at once (1 is the default) or 0 (no cap)", *f.maxRunning, slot.MaxKeyRunning)}
 	}
 	return nil
 }
@@ -185,7 +186,7 @@ func keyMaxRunning(c api.Config) string {
 	if c.KeyMaxRunning == api.NoKeyCap {
 		return "- (no cap)"
 	}
-	return "1"
+	return strconv.Itoa(max(1, c.KeyMaxRunning))
 }
 
 // newKeysCmd is `slotq keys VERB`.

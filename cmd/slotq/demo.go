@@ -118,8 +118,8 @@ func (c demoConfig) validate() error {
 		return errors.New("--key-burst goes with --key-rate")
 	case !c.KeyRate.IsZero() && !c.KeyWindow.IsZero():
 		return errors.New("give one of --key-rate and --key-window")
-	case c.KeyMaxRunning != 0 && c.KeyMaxRunning != 1:
-		return errors.New("--key-max-running must be 1 (one job of a key at a time) or 0 (no cap)")
+	case c.KeyMaxRunning < 0 || c.KeyMaxRunning > slot.MaxKeyRunning:
+		return fmt.Errorf("--key-max-running must be 1 to %d jobs of a key at once, or 0 (no cap)", slot.MaxKeyRunning)
 	case c.Keys > 0 && c.KeyMaxRunning == 0 && len(c.keyLimits()) == 0:
 		return errors.New("--key-max-running 0 needs --key-rate or --key-window")
 	}

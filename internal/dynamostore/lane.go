@@ -32,7 +32,10 @@ const (
 	attrUntil        = "until"
 	attrLast         = "last"
 	attrWaiting      = "waiting"
-	attrPending      = "pending"
+	// attrMore holds a key's holders beyond the first (slot.Lane.More),
+	// under a key_max_running above one.
+	attrMore    = "more"
+	attrPending = "pending"
 	// attrAddToken is AddPending's write token, apart from the other
 	// writes' attrWriteToken: an add that lands between a PutLane and
 	// the SDK's retry of it (its answer lost) does not hide the put's
@@ -81,9 +84,13 @@ func laneKey(queue, key string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrPK: str(lanePK(queue)), attrSK: str(skLanePrefix + key)}
 }
 
-// laneTTL is the ttl of a lane written at now whose holder's lease ends
-// at until.
-func laneTTL(now, until time.Time) types.AttributeValue {
+// laneTTL is the ttl of lane l written at now: a while after its last
+// holder's lease ends.
+func laneTTL(now time.Time, l slot.Lane) types.AttributeValue {
+	until := l.Until
+	for _, h := range l.More {
+		until = later(until, h.Until)
+	}
 	return num(ttlSeconds(later(now, until).Add(laneKeep)))
 }
 
@@ -111,6 +118,43 @@ func encodeWaiting(ws []slot.Waiter) (string, error) {
 		b.WriteString(w.JobID)
 	}
 	return b.String(), nil
+}
+
+// encodeMore writes holders as one string, "ticket:until:id,…" (until in
+// Unix nanoseconds; the id last, as it may hold colons but no comma).
+func encodeMore(hs []slot.Hold) (string, error) {
+	var b strings.Builder
+	for i, h := range hs {
+		if h.JobID == "" || strings.ContainsRune(h.JobID, ',') {
+			return "", fmt.Errorf("holder %d: job id %q cannot be stored", i, h.JobID)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d:%d:%s", h.Ticket, h.Until.UnixNano(), h.JobID)
+	}
+	return b.String(), nil
+}
+
+func decodeMore(s string) ([]slot.Hold, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	out := make([]slot.Hold, len(parts))
+	for i, p := range parts {
+		f := strings.SplitN(p, ":", 3)
+		if len(f) != 3 || f[2] == "" {
+			return nil, fmt.Errorf("bad holder %q", p)
+		}
+		ticket, err1 := strconv.ParseInt(f[0], 10, 64)
+		until, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("bad holder %q", p)
+		}
+		out[i] = slot.Hold{Waiter: slot.Waiter{Ticket: ticket, JobID: f[2]}, Until: time.Unix(0, until).UTC()}
+	}
+	return out, nil
 }
 
 func decodeWaiting(s string) ([]slot.Waiter, error) {
@@ -161,8 +205,15 @@ func laneItem(l slot.Lane, v int64, tok string, now time.Time) (map[string]types
 		}
 		m[attrWaiting] = str(w)
 	}
+	if len(l.More) > 0 {
+		more, err := encodeMore(l.More)
+		if err != nil {
+			return nil, err
+		}
+		m[attrMore] = str(more)
+	}
 	m[attrPending] = num(l.Pending)
-	m[attrTTL] = laneTTL(now, l.Until)
+	m[attrTTL] = laneTTL(now, l)
 	m[attrAddToken] = str(tok)
 	return m, nil
 }
@@ -181,7 +232,7 @@ func decodeLane(m map[string]types.AttributeValue) (slot.Lane, error) {
 		Last:    it.int(attrLast),
 		Pending: it.int(attrPending),
 	}
-	waiting := it.str(attrWaiting)
+	waiting, more := it.str(attrWaiting), it.str(attrMore)
 	if it.err == nil && !strings.HasPrefix(sk, skLanePrefix) {
 		it.fail(attrSK, fmt.Errorf("%q is not a lane's", sk))
 	}
@@ -193,6 +244,9 @@ func decodeLane(m map[string]types.AttributeValue) (slot.Lane, error) {
 		return slot.Lane{}, fmt.Errorf("decode lane %s/%s: %w", l.Queue, l.Key, err)
 	}
 	l.Waiting = w
+	if l.More, err = decodeMore(more); err != nil {
+		return slot.Lane{}, fmt.Errorf("decode lane %s/%s: %w", l.Queue, l.Key, err)
+	}
 	return l, nil
 }
 
@@ -321,7 +375,7 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 		e.n(attrQueue) + " = " + e.v(":q", str(l.Queue)),
 		e.n(attrGen) + " = " + e.v(":g", num(l.Gen)),
 		e.n(attrVersion) + " = " + e.v(":v", num(v)),
-		e.n(attrTTL) + " = " + e.v(":ttl", laneTTL(now, l.Until)),
+		e.n(attrTTL) + " = " + e.v(":ttl", laneTTL(now, l)),
 		e.n(attrWriteToken) + " = " + e.v(":tok", str(tok)),
 	}
 	var remove []string
@@ -348,6 +402,11 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 	opt(attrUntil, ":until", !l.Until.IsZero(), timeNum(l.Until))
 	opt(attrLast, ":last", l.Last != 0, num(l.Last))
 	opt(attrWaiting, ":w", waiting != "", str(waiting))
+	more, err := encodeMore(l.More)
+	if err != nil {
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+	}
+	opt(attrMore, ":more", more != "", str(more))
 	// The lane is an entry of the due index (due.go) while it is due.
 	if dueSet, dueRemove := dueUpdate(e, lanePK(l.Queue), skLanePrefix+l.Key, engine.LaneDue(l)); dueSet != "" {
 		set = append(set, dueSet)
@@ -458,7 +517,7 @@ func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key str
 		upd := "ADD " + e.n(attrPending) + " " + e.v(":n", num(n)) +
 			" SET " + v + " = if_not_exists(" + v + ", " + e.v(":seed", num(laneSeed(now)+1)) + ")" +
 			", " + e.n(attrQueue) + " = " + e.v(":q", str(queue)) + ", " + g + " = " + e.v(":g", num(gen)) +
-			", " + e.n(attrTTL) + " = " + e.v(":ttl", laneTTL(now, time.Time{})) + ", " + wt + " = " + e.v(":tok", str(tok))
+			", " + e.n(attrTTL) + " = " + e.v(":ttl", laneTTL(now, slot.Lane{})) + ", " + wt + " = " + e.v(":tok", str(tok))
 		if key != "" {
 			upd += ", " + e.n(attrLaneKey) + " = " + e.v(":k", str(key))
 		}

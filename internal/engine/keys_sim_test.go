@@ -42,6 +42,15 @@ func TestGuaranteeKeyedLimits(t *testing.T) {
 			KeyLimits:     []api.Limit{{Rate: api.Rate{N: 2, Per: time.Second}}},
 			KeyMaxRunning: slot.NoKeyCap,
 		}},
+		{"rate per key, two at a time", slot.Config{
+			Rate: api.Rate{N: 20, Per: time.Second}, Burst: 2,
+			KeyLimits:     []api.Limit{{Rate: api.Rate{N: 4, Per: time.Second}, Burst: 1}},
+			KeyMaxRunning: 2,
+		}},
+		{"three at a time, no limit per key", slot.Config{
+			Interval:      40 * time.Millisecond,
+			KeyMaxRunning: 3,
+		}},
 		{"window per key under an interval", slot.Config{
 			Interval:      40 * time.Millisecond,
 			KeyLimits:     []api.Limit{{Window: api.Rate{N: 3, Per: 2 * time.Second}}},
@@ -148,6 +157,7 @@ func checkKeyed(t *testing.T, cfg slot.Config, starts []start, runs []run) {
 		byKey[r.Key] = append(byKey[r.Key], r)
 	}
 	ls := slot.Limits(cfg.KeyLimits)
+	most := 0 // the most runs of one key at once
 	for key, rs := range byKey {
 		slices.SortFunc(rs, func(a, b run) int { return a.Begin.Compare(b.Begin) })
 		begins := make([]time.Time, len(rs))
@@ -156,15 +166,48 @@ func checkKeyed(t *testing.T, cfg slot.Config, starts []start, runs []run) {
 			if i > 0 && r.Ticket <= rs[i-1].Ticket {
 				t.Fatalf("key %s: ticket %d began after ticket %d: not in ticket order", key, r.Ticket, rs[i-1].Ticket)
 			}
-			if i > 0 && cfg.KeyCap() == 1 && r.Begin.Before(rs[i-1].End) {
-				t.Fatalf("key %s: ticket %d began %v before ticket %d ended", key, r.Ticket, rs[i-1].End.Sub(r.Begin), rs[i-1].Ticket)
+		}
+		if c := cfg.KeyCap(); c > 0 {
+			n, at := mostAtOnce(rs)
+			if n > c {
+				t.Fatalf("key %s: %d runs at once at %v, above key_max_running %d", key, n, at, c)
 			}
+			most = max(most, n)
 		}
 		if b := slot.Breaches(ls, 0, begins); len(b) > 0 {
 			t.Fatalf("key %s: %d breaches of the key's %v among %d starts; first: starts %d and %d %v too close",
 				key, len(b), ls, len(begins), b[0].I, b[0].J, b[0].By)
 		}
 	}
+	if c := cfg.KeyCap(); c > 1 && most < c {
+		t.Fatalf("no key ran more than %d jobs at once under key_max_running %d: the test never used the cap", most, c)
+	}
+}
+
+// mostAtOnce is the most runs of rs under way at one moment, and when.
+// A run that ends as another begins does not overlap it.
+func mostAtOnce(rs []run) (int, time.Time) {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var es []edge
+	for _, r := range rs {
+		es = append(es, edge{r.Begin, 1}, edge{r.End, -1})
+	}
+	slices.SortFunc(es, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta // ends first
+	})
+	most, n, when := 0, 0, time.Time{}
+	for _, e := range es {
+		if n += e.delta; n > most {
+			most, when = n, e.at
+		}
+	}
+	return most, when
 }
 
 // §5.15: a key with limits of its own keeps them in place of the queue's

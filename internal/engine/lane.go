@@ -47,7 +47,7 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 		if err != nil {
 			return false, fmt.Errorf("key %s of %s: %w", j.Key, j.Ref(), err)
 		}
-		next, v, handed := slot.Arrive(l, w, now, e.opts.Lease)
+		next, v, handed := slot.Arrive(l, w, now, keyPlaces(*q), e.opts.Lease)
 		if !next.Equal(l) {
 			if _, err := e.state.PutLane(ctx, next, l.Version, 0); errors.Is(err, ErrConflict) {
 				continue
@@ -55,10 +55,8 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 				return false, fmt.Errorf("key %s of %s: %w", j.Key, j.Ref(), err)
 			}
 		}
-		if handed != nil {
-			// The holder's lease ran out: the first waiter has the key.
-			e.handKey(ctx, *q, j.Key, *handed)
-		}
+		// Holders' leases ran out: the first waiters have their places.
+		e.handKey(ctx, *q, j.Key, handed...)
 		switch v {
 		case slot.Acquired:
 			return true, nil
@@ -272,7 +270,7 @@ func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, ex
 			e.log.WarnContext(ctx, "key not handed on", "queue", q.Name, "key", j.Key, "job_id", j.ID, "error", err.Error())
 			return
 		}
-		next, handed := slot.Leave(l, w, now, e.opts.Lease)
+		next, handed := slot.Leave(l, w, now, keyPlaces(q), e.opts.Lease)
 		var delta int64
 		if exit == jobEnded && l.Pending > 0 {
 			// Never below 0: a count that missed j (its lane
@@ -287,9 +285,7 @@ func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, ex
 				return
 			}
 		}
-		if handed != nil {
-			e.handKey(ctx, q, j.Key, *handed)
-		}
+		e.handKey(ctx, q, j.Key, handed...)
 		return
 	}
 	e.log.WarnContext(ctx, "key not handed on: the lane kept changing", "queue", q.Name, "key", j.Key, "job_id", j.ID)
@@ -324,29 +320,37 @@ func (e *Engine) takeOffLanes(ctx context.Context, q Queue, j job.Job) {
 	e.leave(ctx, q, j, j.Ticket, jobEnded)
 }
 
-// handKey sends the job that was just given the key of lane key, and
-// gives the key on past waiters that no longer wait (cancelled ones).
-func (e *Engine) handKey(ctx context.Context, q Queue, key string, w slot.Waiter) {
-	for range laneTries {
+// handKey sends the jobs that were just given places on the key of lane
+// key, and gives the places on past waiters that no longer wait
+// (cancelled ones).
+func (e *Engine) handKey(ctx context.Context, q Queue, key string, ws ...slot.Waiter) {
+	for stale := 0; len(ws) > 0 && stale < laneTries; {
+		w := ws[0]
+		ws = ws[1:]
 		err := e.wake(ctx, q, w, key)
 		if !errors.Is(err, errStaleWaiter) {
 			if err != nil {
 				e.log.WarnContext(ctx, "key handed on but its job not sent", "queue", q.Name, "key", key, "job_id", w.JobID, "error", err.Error())
 			}
-			return
+			continue
 		}
-		// The key went to a job that no longer waits: hand it on.
-		var handed *slot.Waiter
+		// The place went to a job that no longer waits: hand it on.
+		stale++
+		var handed []slot.Waiter
 		err = e.updateLane(ctx, q, key, func(l slot.Lane) slot.Lane {
-			l, handed = slot.Leave(l, w, e.now(), e.opts.Lease)
+			l, handed = slot.Leave(l, w, e.now(), keyPlaces(q), e.opts.Lease)
 			return l
 		})
-		if err != nil || handed == nil {
+		if err != nil {
 			return
 		}
-		w = *handed
+		ws = append(ws, handed...)
 	}
 }
+
+// keyPlaces is how many jobs of one key of q may hold its lane at once:
+// its key_max_running (one unless the queue says otherwise).
+func keyPlaces(q Queue) int { return max(1, q.Config.KeyCap()) }
 
 // wake sends a job parked on a lane that was handed the key or a running
 // place: its message first, then its record as queued (as every release
@@ -491,38 +495,38 @@ func (e *Engine) reapPlaces(ctx context.Context, q Queue, l slot.Lane, now time.
 	return sent, nil
 }
 
-// reapKey hands on the key of lane l, whose holder's lease ran out: to
-// the holder itself if it still waits parked for it (keepHolder), else to
-// the first waiter.
+// reapKey hands on the places on the key of lane l whose holders' leases
+// ran out: the first holder's to itself if it still waits parked for it
+// (keepHolder), else to the first waiters.
 func (e *Engine) reapKey(ctx context.Context, q Queue, l slot.Lane, now time.Time) (sent int, _ error) {
-	if l.Held(now) {
+	if !l.Expired(now) && (l.Holding(now) >= keyPlaces(q) || len(l.Waiting) == 0) {
 		return 0, nil
 	}
-	if l.Holder.Ticket != 0 {
+	if l.Holder.Ticket != 0 && !now.Before(l.Until) {
 		if kept, sent := e.keepHolder(ctx, q, l, now); kept {
 			return sent, nil
 		}
 	}
-	var handed *slot.Waiter
+	var handed []slot.Waiter
 	err := e.updateLane(ctx, q, l.Key, func(l slot.Lane) slot.Lane {
-		l, handed = slot.Leave(l, slot.Waiter{}, e.now(), e.opts.Lease)
+		l, handed = slot.Leave(l, slot.Waiter{}, e.now(), keyPlaces(q), e.opts.Lease)
 		return l
 	})
 	if err != nil {
 		return 0, fmt.Errorf("resume %s: key %s: %w", q.Name, l.Key, err)
 	}
-	if handed == nil {
+	if len(handed) == 0 {
 		return 0, nil
 	}
 	if l.Holder.Ticket == slot.DeletedQueueTicket {
 		// Expected: a deleted generation's holder frees the key only
 		// by its lease.
-		e.log.InfoContext(ctx, "key free of a deleted queue's holder; handed on", "queue", q.Name, "key", l.Key, "to_ticket", handed.Ticket)
+		e.log.InfoContext(ctx, "key free of a deleted queue's holder; handed on", "queue", q.Name, "key", l.Key, "to_ticket", handed[0].Ticket)
 	} else {
-		e.log.WarnContext(ctx, "key's holder lease ran out; handed on", "queue", q.Name, "key", l.Key, "holder_ticket", l.Holder.Ticket, "to_ticket", handed.Ticket)
+		e.log.WarnContext(ctx, "key's holder lease ran out; handed on", "queue", q.Name, "key", l.Key, "holder_ticket", l.Holder.Ticket, "to_ticket", handed[0].Ticket)
 	}
-	e.handKey(ctx, q, l.Key, *handed)
-	return 1, nil
+	e.handKey(ctx, q, l.Key, handed...)
+	return len(handed), nil
 }
 
 // keepHolder keeps the key of lane l, whose lease ran out, with its
@@ -537,7 +541,7 @@ func (e *Engine) keepHolder(ctx context.Context, q Queue, l slot.Lane, now time.
 		return false, 0
 	}
 	err = e.updateLane(ctx, q, l.Key, func(cur slot.Lane) slot.Lane {
-		if kept = cur.Holder == l.Holder && !cur.Held(now); kept {
+		if kept = cur.Holder == l.Holder && !now.Before(cur.Until); kept {
 			cur.Until = now.Add(e.opts.Lease)
 		}
 		return cur

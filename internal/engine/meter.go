@@ -31,8 +31,14 @@ func (e *Engine) readMeter(ctx context.Context, q Queue, key string) (slot.Meter
 	return m.Fresh(q.Gen), nil
 }
 
-// keyed reports whether j's start keeps a limit of its key under q.
-func keyed(q Queue, j *job.Job) bool { return j.Key != "" && q.Config.Keyed() }
+// keyed reports whether j's start is recorded on its key's meter under
+// q: when the key has a limit of its own, or when more than one job of
+// the key may run at once (the meter's highest ticket started keeps the
+// key's starts in ticket order: two holders of the key go to the gate
+// at once, and the lower ticket must not start after the higher).
+func keyed(q Queue, j *job.Job) bool {
+	return j.Key != "" && (q.Config.Keyed() || q.Config.KeyCap() > 1)
+}
 
 // keySlots is the earliest start each keyed job of jobs may have by its
 // key's clock (slot.KeySlot), with ahead[i] jobs of its key before job i,

@@ -132,10 +132,11 @@ func LaneDue(l slot.Lane) time.Time {
 	if len(l.Waiting) == 0 {
 		return time.Time{}
 	}
-	if l.Until.IsZero() {
+	until := l.FirstUntil()
+	if until.IsZero() {
 		return time.Unix(0, 0).UTC() // at once: written before it was kept
 	}
-	return l.Until
+	return until
 }
 
 // GateError is Gate's answer when the gate said no.

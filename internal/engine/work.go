@@ -948,10 +948,7 @@ func (e *Engine) keepHold(ctx context.Context, j *job.Job, wake time.Time) {
 	until := laterOf(wake, e.now()).Add(e.opts.Lease)
 	q := Queue{Name: j.Queue, Gen: j.Gen}
 	if err := e.updateLane(ctx, q, j.Key, func(l slot.Lane) slot.Lane {
-		if l.Holder == w && l.Until.Before(until) {
-			l.Until = until
-		}
-		return l
+		return l.Extend(w, until)
 	}); err != nil {
 		e.log.WarnContext(ctx, "key's hold not kept while away", "queue", j.Queue, "job_id", j.ID, "key", j.Key, "error", err.Error())
 	}

@@ -133,5 +133,6 @@ func (s *Store) ListLanes(_ context.Context, queue string) ([]slot.Lane, error) 
 
 func cloneLane(l slot.Lane) slot.Lane {
 	l.Waiting = slices.Clone(l.Waiting)
+	l.More = slices.Clone(l.More)
 	return l
 }

@@ -192,7 +192,7 @@ func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
 		if n == 0 {
 			n = NoKeyCap // key_max_running 0: no cap
 		} else if n < 0 {
-			return input.Invalid("invalid_key_max_running", "key_max_running", "key_max_running must be 1 (the default: one job of a key at a time) or 0 (no cap)")
+			return input.Invalid("invalid_key_max_running", "key_max_running", fmt.Sprintf("key_max_running must be 1 to %d (1, one job of a key at a time, is the default) or 0 (no cap)", MaxKeyRunning))
 		}
 		v.KeyMaxRunning = &n
 	}

@@ -62,6 +62,10 @@ type Lane struct {
 	// died) and the next job takes it.
 	Holder Waiter    `json:"holder,omitzero"`
 	Until  time.Time `json:"until,omitzero"`
+	// More are the key's other holders, each until its lease, under a
+	// key_max_running above one: the key runs up to that many jobs at
+	// once, Holder and More together. Empty under the default of one.
+	More []Hold `json:"more,omitempty"`
 	// Last is the highest ticket that reached the lane. A lower ticket that
 	// reaches it later was overtaken by a later job of its key and takes a
 	// new ticket, so the key's jobs start in ticket order.
@@ -81,19 +85,64 @@ type Waiter struct {
 	JobID  string `json:"job_id"`
 }
 
+// Hold is one of a key's holders beyond the first (Lane.More): the job,
+// and the end of its lease.
+type Hold struct {
+	Waiter
+	Until time.Time `json:"until"`
+}
+
 // Held reports whether somebody holds the lane at now.
-func (l Lane) Held(now time.Time) bool { return l.Holder.Ticket != 0 && now.Before(l.Until) }
+func (l Lane) Held(now time.Time) bool { return l.Holding(now) > 0 }
+
+// Holding is how many jobs hold the lane at now (their leases running).
+func (l Lane) Holding(now time.Time) int {
+	n := 0
+	if l.Holder.Ticket != 0 && now.Before(l.Until) {
+		n++
+	}
+	for _, h := range l.More {
+		if now.Before(h.Until) {
+			n++
+		}
+	}
+	return n
+}
+
+// Expired reports whether a holder's lease has run out at now.
+func (l Lane) Expired(now time.Time) bool {
+	return l.Holder.Ticket != 0 && !now.Before(l.Until) || slices.ContainsFunc(l.More, func(h Hold) bool { return !now.Before(h.Until) })
+}
+
+// Holds reports whether w is among the lane's holders (its lease running
+// or not).
+func (l Lane) Holds(w Waiter) bool {
+	return l.Holder == w || slices.ContainsFunc(l.More, func(h Hold) bool { return h.Waiter == w })
+}
+
+// FirstUntil is the earliest end of a holder's lease, or of the Until
+// of the queue's own lane (zero: neither).
+func (l Lane) FirstUntil() time.Time {
+	first := l.Until // the queue's own lane keeps it without a holder
+	for _, h := range l.More {
+		if first.IsZero() || h.Until.Before(first) {
+			first = h.Until
+		}
+	}
+	return first
+}
 
 // Idle reports whether nobody holds the lane and nobody waits on it: a
 // lane that is idle and has no pending jobs may be deleted.
-func (l Lane) Idle() bool { return l.Holder.Ticket == 0 && len(l.Waiting) == 0 }
+func (l Lane) Idle() bool { return l.Holder.Ticket == 0 && len(l.More) == 0 && len(l.Waiting) == 0 }
 
 // Equal reports whether l and o are the same lane state: times compared
 // as instants, an empty waiting list the same as none.
 func (l Lane) Equal(o Lane) bool {
 	return l.Queue == o.Queue && l.Key == o.Key && l.Gen == o.Gen && l.Version == o.Version &&
 		l.Holder == o.Holder && l.Until.Equal(o.Until) && l.Last == o.Last && l.Pending == o.Pending &&
-		slices.Equal(l.Waiting, o.Waiting)
+		slices.Equal(l.Waiting, o.Waiting) &&
+		slices.EqualFunc(l.More, o.More, func(a, b Hold) bool { return a.Waiter == b.Waiter && a.Until.Equal(b.Until) })
 }
 
 // rest returns ws without its first element, as a new slice (nil when
@@ -129,6 +178,9 @@ func (l Lane) Fresh(gen int64) Lane {
 	if l.Holder.Ticket != 0 {
 		f.Holder, f.Until = Waiter{Ticket: DeletedQueueTicket, JobID: l.Holder.JobID}, l.Until
 	}
+	for _, h := range l.More {
+		f.More = append(f.More, Hold{Waiter: Waiter{Ticket: DeletedQueueTicket, JobID: h.JobID}, Until: h.Until})
+	}
 	return f
 }
 
@@ -141,9 +193,9 @@ const DeletedQueueTicket int64 = -1
 // Ahead is how many jobs of the lane wait before w: the holder (if it is
 // not w) and the waiters with a lower ticket.
 func (l Lane) Ahead(w Waiter, now time.Time) int {
-	n := 0
-	if l.Held(now) && l.Holder != w {
-		n++
+	n := l.Holding(now)
+	if l.Holds(w) && l.held(w, now) {
+		n--
 	}
 	for _, x := range l.Waiting {
 		if x.Ticket < w.Ticket {
@@ -185,40 +237,40 @@ func (v LaneVerdict) String() string {
 }
 
 // Arrive is the rule for a job w that reaches its key's lane at now, its
-// slot come. lease is how long a holder keeps the key without ending
-// (the worker's lease). It returns the lane after, the verdict and, when
-// the key passed from an expired holder to the first waiter, that waiter:
-// the caller hands the key to it (releases its parked job).
+// slot come. places is how many jobs of the key may hold it at once (the
+// queue's key_max_running, at least one); lease is how long a holder
+// keeps its place without ending (the worker's lease). It returns the
+// lane after, the verdict and the waiters that took places freed by
+// expired holders: the caller hands each its place (releases its parked
+// job).
 //
-// The holder arriving again (a duplicate delivery, a hand-back, the hand
-// off's own message) keeps the key, its lease renewed unless nearly all
+// A holder arriving again (a duplicate delivery, a hand-back, the hand
+// off's own message) keeps its place, its lease renewed unless nearly all
 // of it is left (a hand-off's message that comes at once): from each
 // arrival on, the holder has about the whole lease, and a worker's lease
 // outlasts the worker's own timeout, so a holder that runs is never
-// taken for dead. A free key goes to the first waiter, or,
-// with nobody waiting, to w if no later ticket reached the lane before it.
-func Arrive(l Lane, w Waiter, now time.Time, lease time.Duration) (next Lane, v LaneVerdict, handed *Waiter) {
-	if l.Holder == w {
-		if l.Until.Sub(now) < lease-lease/64 {
-			l.Until = now.Add(lease)
-		}
+// taken for dead. Free places go to the first waiters, then, with nobody
+// waiting, to w if no later ticket reached the lane before it.
+func Arrive(l Lane, w Waiter, now time.Time, places int, lease time.Duration) (next Lane, v LaneVerdict, handed []Waiter) {
+	if l.Holds(w) {
+		l = l.renew(w, now, lease)
 		return l, Acquired, nil
 	}
-	if !l.Held(now) && len(l.Waiting) > 0 {
-		head := l.Waiting[0]
-		l.Holder, l.Until, l.Waiting = head, now.Add(lease), rest(l.Waiting)
-		if head == w {
-			return l, Acquired, nil
+	l, handed = l.fill(now, places, lease)
+	if i := slices.Index(handed, w); i >= 0 {
+		if handed = slices.Delete(handed, i, i+1); len(handed) == 0 {
+			handed = nil
 		}
-		handed = &head
+		return l, Acquired, handed
 	}
 	switch {
 	case slices.Contains(l.Waiting, w):
 		return l, Wait, handed
 	case w.Ticket <= l.Last:
 		return l, Overtaken, handed
-	case !l.Held(now):
-		l.Holder, l.Until, l.Last = w, now.Add(lease), w.Ticket
+	case l.Holding(now) < max(1, places):
+		l = l.take(w, now, lease)
+		l.Last = w.Ticket
 		return l, Acquired, handed
 	case len(l.Waiting) >= MaxLaneWaiting:
 		return l, LaneFull, handed
@@ -229,26 +281,98 @@ func Arrive(l Lane, w Waiter, now time.Time, lease time.Duration) (next Lane, v 
 }
 
 // Leave is the rule for a job w whose attempt ended (or that gave up its
-// key: it was paused, passed or cancelled) at now. If w held the key, the
+// key: it was paused, passed or cancelled) at now. If w held a place, the
 // first waiter takes it with a fresh lease and is returned: the caller
-// hands it the key. A waiter that leaves is taken off the list. Leave
-// also hands on a key whose holder's lease has run out.
-func Leave(l Lane, w Waiter, now time.Time, lease time.Duration) (next Lane, handed *Waiter) {
+// hands it the place. A waiter that leaves is taken off the list. Leave
+// also hands on the places of holders whose leases have run out.
+func Leave(l Lane, w Waiter, now time.Time, places int, lease time.Duration) (next Lane, handed []Waiter) {
 	if l.Holder == w {
 		l.Holder, l.Until = Waiter{}, time.Time{}
+	}
+	if i := slices.IndexFunc(l.More, func(h Hold) bool { return h.Waiter == w }); i >= 0 {
+		l.More = slices.Delete(slices.Clone(l.More), i, i+1)
 	}
 	if slices.Contains(l.Waiting, w) {
 		l.Waiting = without(l.Waiting, w)
 	}
-	if !l.Held(now) {
-		l.Holder, l.Until = Waiter{}, time.Time{}
-		if len(l.Waiting) > 0 {
-			head := l.Waiting[0]
-			l.Holder, l.Until, l.Waiting = head, now.Add(lease), rest(l.Waiting)
-			return l, &head
+	return l.fill(now, places, lease)
+}
+
+// held reports whether w holds a place at now (its lease running).
+func (l Lane) held(w Waiter, now time.Time) bool {
+	if l.Holder == w {
+		return now.Before(l.Until)
+	}
+	for _, h := range l.More {
+		if h.Waiter == w {
+			return now.Before(h.Until)
 		}
 	}
-	return l, nil
+	return false
+}
+
+// Extend makes holder w's lease last until until at least.
+func (l Lane) Extend(w Waiter, until time.Time) Lane {
+	if l.Holder == w && l.Until.Before(until) {
+		l.Until = until
+	}
+	l.More = slices.Clone(l.More)
+	for i, h := range l.More {
+		if h.Waiter == w && h.Until.Before(until) {
+			l.More[i].Until = until
+		}
+	}
+	return l
+}
+
+// renew gives holder w a fresh lease, unless nearly all of it is left.
+func (l Lane) renew(w Waiter, now time.Time, lease time.Duration) Lane {
+	if l.Holder == w {
+		if l.Until.Sub(now) < lease-lease/64 {
+			l.Until = now.Add(lease)
+		}
+		return l
+	}
+	l.More = slices.Clone(l.More)
+	for i, h := range l.More {
+		if h.Waiter == w && h.Until.Sub(now) < lease-lease/64 {
+			l.More[i].Until = now.Add(lease)
+		}
+	}
+	return l
+}
+
+// fill drops the holders whose leases ran out at now and gives the free
+// places, up to places (at least one), to the first waiters, returned.
+func (l Lane) fill(now time.Time, places int, lease time.Duration) (Lane, []Waiter) {
+	if l.Holder.Ticket != 0 && !now.Before(l.Until) {
+		l.Holder, l.Until = Waiter{}, time.Time{}
+	}
+	if slices.ContainsFunc(l.More, func(h Hold) bool { return !now.Before(h.Until) }) {
+		l.More = slices.DeleteFunc(slices.Clone(l.More), func(h Hold) bool { return !now.Before(h.Until) })
+	}
+	if len(l.More) == 0 {
+		l.More = nil
+	}
+	var handed []Waiter
+	for len(l.Waiting) > 0 && l.Holding(now) < max(1, places) {
+		head := l.Waiting[0]
+		l.Waiting = rest(l.Waiting)
+		l = l.take(head, now, lease)
+		handed = append(handed, head)
+	}
+	return l, handed
+}
+
+// take gives w a place until now + lease: the first holder's if free,
+// else one of More.
+func (l Lane) take(w Waiter, now time.Time, lease time.Duration) Lane {
+	if l.Holder.Ticket == 0 {
+		l.Holder, l.Until = w, now.Add(lease)
+		return l
+	}
+	l.More = append(slices.Clone(l.More), Hold{Waiter: w, Until: now.Add(lease)})
+	return l
 }
 
 // Enter puts w among the lane's waiters in ticket order, unless it is

@@ -22,8 +22,10 @@ const (
 	// MaxKeyOverrides is how many keys one call may give a limit of their
 	// own (SetKeyLimits).
 	MaxKeyOverrides = 100
-	// MaxKeyRunning is the highest KeyMaxRunning.
-	MaxKeyRunning = 1
+	// MaxKeyRunning is the highest KeyMaxRunning: the key's lane keeps
+	// every holder (about 50 bytes each), and each of its writes pays
+	// for them.
+	MaxKeyRunning = 100
 	// NoKeyCap is the KeyMaxRunning of a queue whose keys may run any
 	// number of jobs at once (on the wire, key_max_running 0): the key's
 	// limit alone spaces them.
@@ -74,7 +76,7 @@ func (c Config) LimitsOf(m Meter) Limits {
 func (c Config) Keyed() bool { return len(c.KeyLimits) > 0 }
 
 // KeyCap is how many jobs of one key may run at once under c: 1 (the
-// default) or 0 for no cap (NoKeyCap).
+// default), up to MaxKeyRunning, or 0 for no cap (NoKeyCap).
 func (c Config) KeyCap() int {
 	switch {
 	case c.KeyMaxRunning == NoKeyCap:
@@ -126,6 +128,11 @@ func KeyGate(m Meter, ticket int64, ls Limits, skew time.Duration, at time.Time)
 		return m, KeyEarly, open
 	}
 	m.State = StartedScheduled(m.State, ls, at)
+	if len(ls) == 0 {
+		// A key with no limit (its meter keeps its order under a
+		// key_max_running above one): its latest start, for Keep.
+		m.State.LastStart = later(m.State.LastStart, at)
+	}
 	m.State.Current = max(m.State.Current, ticket)
 	return m, KeyStart, time.Time{}
 }
@@ -209,7 +216,7 @@ func (c Config) validateKeyLimits() error {
 	}
 	if c.KeyMaxRunning != NoKeyCap && (c.KeyMaxRunning < 0 || c.KeyMaxRunning > MaxKeyRunning) {
 		return input.Invalid("invalid_key_max_running", "key_max_running",
-			"key_max_running must be 1 (one job of a key at a time, the default) or 0 (no cap: the key's limit alone spaces its jobs)")
+			fmt.Sprintf("key_max_running must be 1 to %d jobs of a key at once (1, one at a time, is the default) or 0 (no cap: the key's limit alone spaces its jobs)", MaxKeyRunning))
 	}
 	if c.KeyMaxRunning == NoKeyCap && !c.Keyed() {
 		return input.Invalid("invalid_key_max_running", "key_max_running",

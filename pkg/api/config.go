@@ -48,8 +48,8 @@ type Config struct {
 	// A named key may have limits of its own instead (the admin's
 	// set_key_limits). None by default.
 	KeyLimits []Limit
-	// KeyMaxRunning is how many jobs of one key run at once: 0 means the
-	// default, one at a time; NoKeyCap means no cap (on the wire,
+	// KeyMaxRunning is how many jobs of one key run at once, 1 to 100: 0
+	// means the default, one at a time; NoKeyCap means no cap (on the wire,
 	// "key_max_running": 0), for a queue whose keys' limits alone space
 	// their jobs.
 	KeyMaxRunning int

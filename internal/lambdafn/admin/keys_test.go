@@ -226,7 +226,7 @@ func TestKeyLimitsConfigRefusals(t *testing.T) {
 		{`{"op":"create","queue":"t2","config":{"key_limits":[{"rate":"5/1s"},{"rate":"fast"}]}}`, "invalid_rate", "config.key_limits[1].rate"},
 		{`{"op":"create","queue":"t2","config":{"key_limits":[{"every":"1s"}]}}`, "unknown_field", "config.key_limits[0].every"},
 		{`{"op":"create","queue":"t2","config":{"key_max_running":0}}`, "invalid_key_max_running", "config.key_max_running"},
-		{`{"op":"create","queue":"t2","config":{"key_limits":[{"rate":"5/1s"}],"key_max_running":2}}`, "invalid_key_max_running", "config.key_max_running"},
+		{`{"op":"create","queue":"t2","config":{"key_limits":[{"rate":"5/1s"}],"key_max_running":101}}`, "invalid_key_max_running", "config.key_max_running"},
 		{`{"op":"configure","queue":"tenants","config":{"key_limits":[{"rate":"100/1m","burst":101}]}}`, "invalid_burst", "config.key_limits[0].burst"},
 		{`{"op":"configure","queue":"tenants","config":{"key_max_running":-1}}`, "invalid_key_max_running", "config.key_max_running"},
 	} {
