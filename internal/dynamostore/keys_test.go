@@ -34,7 +34,10 @@ func TestKeyedLimitsOnDynamoDB(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		cap  int
-	}{{"one at a time", 0}, {"no cap", slot.NoKeyCap}} {
+		// work is how long each job's handler works: long enough, under
+		// a cap above one, for a key's jobs to run at once.
+		work time.Duration
+	}{{"one at a time", 0, 0}, {"no cap", slot.NoKeyCap, 0}, {"two at a time", 2, 600 * time.Millisecond}} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
 			client := newClient(t, nil, fastRetries)
@@ -51,6 +54,7 @@ func TestKeyedLimitsOnDynamoDB(t *testing.T) {
 			)
 			runner := runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
 				b := begin{id: j.ID, key: j.Key, ticket: j.Ticket, attempt: j.Attempt, at: time.Now(), gate: j.StartedAt}
+				time.Sleep(c.work) // the job's work
 				b.end = time.Now()
 				mu.Lock()
 				begins = append(begins, b)
@@ -131,6 +135,7 @@ func TestKeyedLimitsOnDynamoDB(t *testing.T) {
 			if br := slot.Breaches(cfg.LimitList(), cfg.Skew+roundOff, all); len(br) > 0 {
 				t.Fatalf("%d breaches of the queue's %v; first: starts %d and %d %v too close", len(br), cfg.LimitList(), br[0].I, br[0].J, br[0].By)
 			}
+			most := 0 // the most jobs of one key that ran at once
 			for key, bs := range byKey {
 				at := make([]time.Time, len(bs))
 				for i, b := range bs {
@@ -138,14 +143,48 @@ func TestKeyedLimitsOnDynamoDB(t *testing.T) {
 					if i > 0 && b.ticket <= bs[i-1].ticket {
 						t.Fatalf("key %s: ticket %d began after ticket %d", key, b.ticket, bs[i-1].ticket)
 					}
-					if i > 0 && c.cap == 0 && b.at.Before(bs[i-1].end) {
-						t.Fatalf("key %s: ticket %d began before ticket %d ended", key, b.ticket, bs[i-1].ticket)
+				}
+				if limit := max(1, c.cap); c.cap != slot.NoKeyCap {
+					n := mostRunning(bs, func(b begin) (time.Time, time.Time) { return b.at, b.end })
+					if n > limit {
+						t.Fatalf("key %s: %d of its jobs ran at once, above its cap %d", key, n, limit)
 					}
+					most = max(most, n)
 				}
 				if br := slot.Breaches(cfg.KeyLimits, cfg.Skew+roundOff, at); len(br) > 0 {
 					t.Fatalf("key %s: %d breaches of %v; first: starts %d and %d %v too close", key, len(br), cfg.KeyLimits, br[0].I, br[0].J, br[0].By)
 				}
 			}
+			if c.cap > 1 && most < c.cap {
+				t.Fatalf("no key ran more than %d jobs at once under a cap of %d: the test never used it", most, c.cap)
+			}
 		})
 	}
+}
+
+// mostRunning is the most of xs under way at one moment, each from its
+// begin to its end as span gives them (one that ends as another begins
+// does not overlap it).
+func mostRunning[T any](xs []T, span func(T) (time.Time, time.Time)) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var es []edge
+	for _, x := range xs {
+		b, e := span(x)
+		es = append(es, edge{b, 1}, edge{e, -1})
+	}
+	slices.SortFunc(es, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	most, n := 0, 0
+	for _, e := range es {
+		n += e.delta
+		most = max(most, n)
+	}
+	return most
 }

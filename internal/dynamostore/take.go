@@ -73,7 +73,12 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 	}
 	f := formOf(r.Seen, r.Line, t, r.Now)
 	tok := newToken()
-	for range 6 {
+	// A refused take learns the state that refused it and picks its form
+	// from it: it fails again only if a gate moved the state meanwhile
+	// across the forms' boundary (last_start against the line's clock),
+	// which a busy queue whose starts keep pace with its bookings does
+	// at every gate. Hence more tries than one contention would need.
+	for range takeTries {
 		out, err := s.updateItem(ctx, takeInput(r, f, t, tok))
 		if old, ok := conditionFailed(err); ok {
 			old, st, k, err := s.refusedState(ctx, "take ticket", "take ticket "+r.Queue, r.Queue, r.Gen, old)
@@ -124,6 +129,10 @@ func takenFrom(m map[string]types.AttributeValue, r engine.TakeRequest, t time.D
 	}
 	return tk, nil
 }
+
+// takeTries bounds Take's tries: each refused one is a conditional write
+// DynamoDB bills as one.
+const takeTries = 20
 
 func takeInput(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) *dynamodb.UpdateItemInput {
 	e := newExpr()
