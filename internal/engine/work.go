@@ -336,7 +336,7 @@ func (d *delivery) decide(ctx context.Context) (next, error) {
 	q, j := d.q, &d.j
 	switch v, open := d.gr.Decide(q.State); {
 	case v == slot.Early:
-		d.wake, d.recheck = yieldTo(open, j, q.Config), outOfLine(j)
+		d.wake, d.recheck = open, outOfLine(j)
 		return again, nil
 	case (v == slot.Start || v == slot.Full) && j.Key != "" && !d.holding && q.Config.KeyCap() != 0:
 		return d.takeKey(ctx)
@@ -457,7 +457,7 @@ func (d *delivery) refused(ctx context.Context, gate *GateError) (next, error) {
 	switch gate.Verdict {
 	case slot.Early:
 		d.q.State = gate.State
-		d.wake, d.recheck = laterOf(yieldTo(gate.OpenAt, j, d.q.Config), holdUntil(d.q, j, d.at)), outOfLine(j)
+		d.wake, d.recheck = laterOf(gate.OpenAt, holdUntil(d.q, j, d.at)), outOfLine(j)
 	case slot.Full:
 		return d.waitForPlace(ctx)
 	case slot.Paused:
@@ -894,20 +894,6 @@ func GateDone(ctx context.Context) {
 	if fn, ok := ctx.Value(gateDoneKey{}).(func()); ok {
 		fn()
 	}
-}
-
-// yieldTo is when j tries a gate that opens at open: a line job a quarter
-// of the skew after it, others at it. A queue that runs behind has its
-// line jobs waiting for each opening, and a job out of line (scheduled,
-// or sent on by a lane) would meet one of them there every time and win
-// only by chance; this way it goes first, and the line job takes the next
-// opening. The quarter skew stays within the skew a line job may start
-// after its due time without taking a new ticket (slot.Missed).
-func yieldTo(open time.Time, j *job.Job, cfg slot.Config) time.Time {
-	if outOfLine(j) {
-		return open
-	}
-	return open.Add(cfg.Skew / 4)
 }
 
 // outOfLine reports whether j passes the gate by the spacing alone, not by
