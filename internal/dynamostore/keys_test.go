@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
@@ -145,7 +146,11 @@ func TestKeyedLimitsOnDynamoDB(t *testing.T) {
 					}
 				}
 				if limit := max(1, c.cap); c.cap != slot.NoKeyCap {
-					n := mostRunning(bs, func(b begin) (time.Time, time.Time) { return b.at, b.end })
+					spans := make([]timeline.Span, len(bs))
+					for i, b := range bs {
+						spans[i] = timeline.Span{Begin: b.at, End: b.end}
+					}
+					n := timeline.MostAtOnce(spans)
 					if n > limit {
 						t.Fatalf("key %s: %d of its jobs ran at once, above its cap %d", key, n, limit)
 					}
@@ -160,31 +165,4 @@ func TestKeyedLimitsOnDynamoDB(t *testing.T) {
 			}
 		})
 	}
-}
-
-// mostRunning is the most of xs under way at one moment, each from its
-// begin to its end as span gives them (one that ends as another begins
-// does not overlap it).
-func mostRunning[T any](xs []T, span func(T) (time.Time, time.Time)) int {
-	type edge struct {
-		at    time.Time
-		delta int
-	}
-	var es []edge
-	for _, x := range xs {
-		b, e := span(x)
-		es = append(es, edge{b, 1}, edge{e, -1})
-	}
-	slices.SortFunc(es, func(a, b edge) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
-		}
-		return a.delta - b.delta
-	})
-	most, n := 0, 0
-	for _, e := range es {
-		n += e.delta
-		most = max(most, n)
-	}
-	return most
 }

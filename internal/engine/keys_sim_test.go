@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -168,11 +169,14 @@ func checkKeyed(t *testing.T, cfg slot.Config, starts []start, runs []run) {
 			}
 		}
 		if c := cfg.KeyCap(); c > 0 {
-			n, at := mostAtOnce(rs)
-			if n > c {
-				t.Fatalf("key %s: %d runs at once at %v, above key_max_running %d", key, n, at, c)
+			spans := make([]timeline.Span, len(rs))
+			for i, r := range rs {
+				spans[i] = timeline.Span{Begin: r.Begin, End: r.End}
 			}
-			most = max(most, n)
+			if n := timeline.MostAtOnce(spans); n > c {
+				t.Fatalf("key %s: %d runs at once, above key_max_running %d", key, n, c)
+			}
+			most = max(most, timeline.MostAtOnce(spans))
 		}
 		if b := slot.Breaches(ls, 0, begins); len(b) > 0 {
 			t.Fatalf("key %s: %d breaches of the key's %v among %d starts; first: starts %d and %d %v too close",
@@ -182,32 +186,6 @@ func checkKeyed(t *testing.T, cfg slot.Config, starts []start, runs []run) {
 	if c := cfg.KeyCap(); c > 1 && most < c {
 		t.Fatalf("no key ran more than %d jobs at once under key_max_running %d: the test never used the cap", most, c)
 	}
-}
-
-// mostAtOnce is the most runs of rs under way at one moment, and when.
-// A run that ends as another begins does not overlap it.
-func mostAtOnce(rs []run) (int, time.Time) {
-	type edge struct {
-		at    time.Time
-		delta int
-	}
-	var es []edge
-	for _, r := range rs {
-		es = append(es, edge{r.Begin, 1}, edge{r.End, -1})
-	}
-	slices.SortFunc(es, func(a, b edge) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
-		}
-		return a.delta - b.delta // ends first
-	})
-	most, n, when := 0, 0, time.Time{}
-	for _, e := range es {
-		if n += e.delta; n > most {
-			most, when = n, e.at
-		}
-	}
-	return most, when
 }
 
 // §5.15: a key with limits of its own keeps them in place of the queue's
