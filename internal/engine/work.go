@@ -605,9 +605,6 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 // (errOverslept) rather than begin it late.
 func (d *delivery) run(ctx context.Context) error {
 	e, q, j := d.e, d.q, &d.j
-	if e.runner == nil {
-		return errors.New("no runner configured")
-	}
 	tctx, res := attempt.New(ctx)
 	tctx, endCall := d.traceCall(tctx, e.now())
 	runErr := e.runTarget(tctx, *j, q.Config, func() error { return d.begin(ctx) })
@@ -1091,6 +1088,10 @@ func (e *Engine) runTarget(ctx context.Context, j job.Job, cfg slot.Config, begi
 		}()
 		if err := begin(); err != nil {
 			done <- err
+			return
+		}
+		if e.runner == nil {
+			done <- errors.New("no runner configured") // after its start, as any failed attempt
 			return
 		}
 		done <- e.runner.Run(tctx, &j, cfg)

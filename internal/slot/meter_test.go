@@ -77,7 +77,7 @@ func TestKeyLimitValidation(t *testing.T) {
 		{`{"key_limits": [{"burst": 3}]}`, "key_limits[0]"},
 		{`{"key_limits": [{"rate": "1/1s"}, {"rate": "2/1s"}, {"rate": "3/1s"}, {"rate": "4/1s"}]}`, "key_limits"},
 		{`{"key_limits": [{"interval": "1ms"}], "skew": "5ms"}`, "key_limits[0]"},
-		{`{"key_max_running": 2, "key_limits": [{"rate": "1/1s"}]}`, "key_max_running"},
+		{`{"key_max_running": 101, "key_limits": [{"rate": "1/1s"}]}`, "key_max_running"},
 		{`{"key_max_running": -1}`, "key_max_running"},
 		{`{"key_max_running": 0}`, "key_max_running"},
 	} {
