@@ -190,11 +190,11 @@ func (l Lane) Fresh(gen int64) Lane {
 // is free once Until has passed.
 const DeletedQueueTicket int64 = -1
 
-// Ahead is how many jobs of the lane wait before w: the holder (if it is
-// not w) and the waiters with a lower ticket.
+// Ahead is how many jobs of the lane wait before w: the holders (but w)
+// and the waiters with a lower ticket.
 func (l Lane) Ahead(w Waiter, now time.Time) int {
 	n := l.Holding(now)
-	if l.Holds(w) && l.held(w, now) {
+	if l.held(w, now) {
 		n--
 	}
 	for _, x := range l.Waiting {
