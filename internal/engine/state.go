@@ -275,7 +275,8 @@ func (r GateRequest) Start() time.Time {
 
 // Started is the state after r passed the gate at state s: slot.Started,
 // or slot.StartedScheduled for a scheduled ticket, and under a cap the
-// ticket's running place (slot.Run).
+// ticket's running place (slot.Run); the answered ticket of a slow-down
+// no longer holds the others (slot.Answered).
 func (r GateRequest) Started(s slot.State) slot.State {
 	if r.Scheduled {
 		s = slot.StartedScheduled(s, r.LimitList(), r.Start())
@@ -285,7 +286,7 @@ func (r GateRequest) Started(s slot.State) slot.State {
 	if r.MaxRunning > 0 {
 		s = slot.Run(s, r.Ticket, r.Until, r.Now)
 	}
-	return s
+	return slot.Answered(s, r.Ticket)
 }
 
 // ListRequest lists jobs of one queue and status in ticket order.

@@ -144,6 +144,17 @@ type Config struct {
 	// KeyMaxRunning is how many jobs of one key run at once (KeyCap): 0
 	// is the default, one; NoKeyCap is no cap, which needs KeyLimits.
 	KeyMaxRunning int `json:"key_max_running,omitempty"`
+	// MaxSlowDowns bounds how often one job's target may answer "slow
+	// down" (attempt.RetryAfterError: an HTTP 429 or 503, a Lambda
+	// function's RetryAfterError, a Go handler's target.RetryAfter): a
+	// slow-down is not a failed attempt, and past this many the job
+	// fails with the last answer. 1 to MaxSlowDownsLimit; default
+	// DefaultMaxSlowDowns.
+	MaxSlowDowns int `json:"max_slow_downs,omitempty"`
+	// RetryAfterDefault is the slow-down of an answer that names no time
+	// (an HTTP 429 or 503 without a usable Retry-After), from 1ms to
+	// MaxSlowDown. Default DefaultRetryAfter.
+	RetryAfterDefault time.Duration `json:"retry_after_default,omitempty"`
 }
 
 // ZeroSetting says why a setting given explicitly as zero (field is its
@@ -166,6 +177,10 @@ func ZeroSetting(field string) *input.Error {
 		return input.Invalid("invalid_retention", field, fmt.Sprintf("retention must be between 1m and %s%s", MaxRetention, leaveOut))
 	case "target_timeout":
 		return input.Invalid("invalid_target_timeout", field, "target_timeout must be greater than 0 and at most 15m"+leaveOut)
+	case "max_slow_downs":
+		return input.Invalid("invalid_max_slow_downs", field, fmt.Sprintf("max_slow_downs must be between 1 and %d%s", MaxSlowDownsLimit, leaveOut))
+	case "retry_after_default":
+		return input.Invalid("invalid_retry_after_default", field, fmt.Sprintf(`retry_after_default must be between 1ms and %s, such as "2s"%s`, MaxSlowDown, leaveOut))
 	}
 	return nil
 }
@@ -197,6 +212,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.TargetTimeout == 0 {
 		c.TargetTimeout = DefaultTargetTimeout
+	}
+	if c.MaxSlowDowns == 0 {
+		c.MaxSlowDowns = DefaultMaxSlowDowns
+	}
+	if c.RetryAfterDefault == 0 {
+		c.RetryAfterDefault = DefaultRetryAfter
 	}
 	return c
 }
@@ -232,6 +253,12 @@ func (c Config) Or(d Config) Config {
 	if c.TargetTimeout == 0 {
 		c.TargetTimeout = d.TargetTimeout
 	}
+	if c.MaxSlowDowns == 0 {
+		c.MaxSlowDowns = d.MaxSlowDowns
+	}
+	if c.RetryAfterDefault == 0 {
+		c.RetryAfterDefault = d.RetryAfterDefault
+	}
 	if c.KeyLimits == nil {
 		c.KeyLimits = d.KeyLimits
 	}
@@ -261,6 +288,10 @@ func (c Config) Validate() error {
 		return input.Invalid("invalid_target_timeout", "target_timeout", "target_timeout must be between 0 and 15m")
 	case c.MaxRunning < 0 || c.MaxRunning > MaxRunningLimit:
 		return input.Invalid("invalid_max_running", "max_running", fmt.Sprintf("max_running must be between 0 (no cap) and %d", MaxRunningLimit))
+	case c.MaxSlowDowns < 1 || c.MaxSlowDowns > MaxSlowDownsLimit:
+		return input.Invalid("invalid_max_slow_downs", "max_slow_downs", fmt.Sprintf("max_slow_downs must be between 1 and %d", MaxSlowDownsLimit))
+	case c.RetryAfterDefault < time.Millisecond || c.RetryAfterDefault > MaxSlowDown:
+		return input.Invalid("invalid_retry_after_default", "retry_after_default", fmt.Sprintf("retry_after_default must be between 1ms and %s", MaxSlowDown))
 	}
 	if len(c.Targets) > MaxTargetPatterns {
 		return input.Invalid("too_many_targets", "targets", fmt.Sprintf("%d target patterns; the most is %d", len(c.Targets), MaxTargetPatterns))

@@ -104,6 +104,9 @@ type configJSON struct {
 	MaxRunning    *int         `json:"max_running,omitempty"`
 	KeyLimits     *[]limitJSON `json:"key_limits,omitempty"`
 	KeyMaxRunning *int         `json:"key_max_running,omitempty"`
+
+	MaxSlowDowns      *int      `json:"max_slow_downs,omitempty"`
+	RetryAfterDefault *Duration `json:"retry_after_default,omitempty"`
 }
 
 // MarshalJSON writes durations as strings and leaves zero settings out:
@@ -160,7 +163,7 @@ func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
 		return n, nil
 	}
 	var v ConfigUpdate
-	var errs [8]*input.Error
+	var errs [10]*input.Error
 	v.Interval, errs[0] = dur("interval", w.Interval)
 	v.Skew, errs[1] = dur("skew", w.Skew)
 	v.MaxAttempts, errs[2] = num("max_attempts", w.MaxAttempts)
@@ -169,6 +172,8 @@ func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
 	v.Retention, errs[5] = dur("retention", w.Retention)
 	v.TargetTimeout, errs[6] = dur("target_timeout", w.TargetTimeout)
 	v.MaxRunning, errs[7] = num("max_running", w.MaxRunning)
+	v.MaxSlowDowns, errs[8] = num("max_slow_downs", w.MaxSlowDowns)
+	v.RetryAfterDefault, errs[9] = dur("retry_after_default", w.RetryAfterDefault)
 	for _, err := range errs {
 		if err != nil {
 			return err

@@ -121,13 +121,16 @@ func (v KeyVerdict) String() string {
 // worker died between the key's record and its claim, or its duplicate
 // comes): a crash costs the key one more start's room, never a breach.
 func KeyGate(m Meter, ticket int64, ls Limits, skew time.Duration, at time.Time) (Meter, KeyVerdict, time.Time) {
-	if ticket < m.State.Current {
+	if ticket < m.State.Current && ticket != m.State.SlowTicket {
 		return m, KeyOvertaken, time.Time{}
+	}
+	if open := SlowOpen(m.State, ticket, ls, at); at.Before(open) {
+		return m, KeyEarly, open
 	}
 	if open := GateOpen(m.State, ls, skew); at.Before(open) {
 		return m, KeyEarly, open
 	}
-	m.State = StartedScheduled(m.State, ls, at)
+	m.State = Answered(StartedScheduled(m.State, ls, at), ticket)
 	if len(ls) == 0 {
 		// A key with no limit (its meter keeps its order under a
 		// key_max_running above one): its latest start, for Keep.

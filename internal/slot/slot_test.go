@@ -420,6 +420,7 @@ func TestConfigJSONRoundTripsEveryField(t *testing.T) {
 		Limits:        []api.Limit{{Interval: time.Second}, {Rate: api.Rate{N: 3, Per: 90 * time.Second}, Burst: 2}, {Window: api.Rate{N: 7, Per: 1500 * time.Millisecond}}},
 		KeyLimits:     []api.Limit{{Rate: api.Rate{N: 5, Per: time.Second}, Burst: 1}, {Window: api.Rate{N: 100, Per: time.Hour}}},
 		KeyMaxRunning: NoKeyCap,
+		MaxSlowDowns:  11, RetryAfterDefault: 1500 * time.Millisecond,
 	}
 	v := reflect.ValueOf(want)
 	for i := range v.NumField() {

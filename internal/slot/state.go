@@ -45,6 +45,16 @@ type State struct {
 	// under one interval or rate. The stores keep them; the wire does
 	// not carry them.
 	Marks []Mark `json:"-"`
+	// SlowUntil is when the queue's slow-down ends: a target answered
+	// "slow down" (SlowDown), and no start passes the gate before it.
+	// SlowDowns counts the slow-downs the queue's targets answered.
+	SlowUntil time.Time `json:"slow_until,omitzero"`
+	SlowDowns int64     `json:"slow_downs,omitempty"`
+	// SlowTicket is the ticket of the job that got the answer, and
+	// SlowHold how long the other tickets wait for it after SlowUntil:
+	// it starts first (SlowOpen). Zero once it has started.
+	SlowTicket int64     `json:"-"`
+	SlowHold   time.Time `json:"-"`
 }
 
 // RunningAt is how many of s.Running still run at now (their lease has
@@ -204,6 +214,9 @@ func GateScheduled(s State, ticket int64, ls Limits, skew time.Duration, now tim
 		return Purged, time.Time{}
 	case s.Paused:
 		return Paused, time.Time{}
+	}
+	if open := SlowOpen(s, ticket, ls, now); now.Before(open) {
+		return Early, open
 	}
 	if open := GateOpen(s, ls, skew); now.Before(open) {
 		return Early, open

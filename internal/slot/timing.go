@@ -46,7 +46,7 @@ func StartAt(want, now time.Time, lead, skew time.Duration) time.Time {
 // time a start moves nobody's opening: a burst's room is not counted as
 // the queue running ahead; for a window, its opening).
 func Due(s State, slotAt time.Time, ls Limits) time.Time {
-	due := slotAt
+	due := slowDue(s, slotAt)
 	for i, l := range ls {
 		m := s.mark(i)
 		switch {

@@ -33,6 +33,9 @@ type ConfigUpdate struct {
 	MaxRunning    *int
 	KeyLimits     *[]api.Limit
 	KeyMaxRunning *int
+
+	MaxSlowDowns      *int
+	RetryAfterDefault *time.Duration
 }
 
 // UpdateOf is the update that gives every setting of c that is not zero
@@ -68,6 +71,10 @@ func (u ConfigUpdate) Apply(c Config) Config {
 	set(&c.MaxBackoff, u.MaxBackoff)
 	set(&c.Retention, u.Retention)
 	set(&c.TargetTimeout, u.TargetTimeout)
+	set(&c.RetryAfterDefault, u.RetryAfterDefault)
+	if u.MaxSlowDowns != nil {
+		c.MaxSlowDowns = *u.MaxSlowDowns
+	}
 	if u.MaxAttempts != nil {
 		c.MaxAttempts = *u.MaxAttempts
 	}

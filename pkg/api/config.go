@@ -53,6 +53,13 @@ type Config struct {
 	// "key_max_running": 0), for a queue whose keys' limits alone space
 	// their jobs.
 	KeyMaxRunning int
+	// MaxSlowDowns bounds how often one job's target may answer "slow
+	// down" (an HTTP 429, target.RetryAfter): past it the job fails with
+	// the last answer. Default 20.
+	MaxSlowDowns int
+	// RetryAfterDefault is the slow-down of an answer that names no time
+	// (an HTTP 429 or 503 without Retry-After). Default 1s.
+	RetryAfterDefault time.Duration
 }
 
 // NoKeyCap is the KeyMaxRunning of a queue that lets a key run any number
@@ -84,6 +91,9 @@ type ConfigUpdate struct {
 	MaxRunning    *int
 	KeyLimits     *[]Limit
 	KeyMaxRunning *int
+	// MaxSlowDowns and RetryAfterDefault: see Config.
+	MaxSlowDowns      *int
+	RetryAfterDefault *time.Duration
 }
 
 // configJSON is Config and ConfigUpdate on the wire.
@@ -104,6 +114,9 @@ type configJSON struct {
 	MaxRunning    *int      `json:"max_running,omitempty"`
 	KeyLimits     *[]Limit  `json:"key_limits,omitempty"`
 	KeyMaxRunning *int      `json:"key_max_running,omitempty"`
+
+	MaxSlowDowns      *int      `json:"max_slow_downs,omitempty"`
+	RetryAfterDefault *Duration `json:"retry_after_default,omitempty"`
 }
 
 // Update is the update that gives every setting of c that is not zero (a
@@ -125,6 +138,7 @@ func (c Config) Update() ConfigUpdate {
 		Interval: dur(c.Interval), Skew: dur(c.Skew), MaxAttempts: num(c.MaxAttempts),
 		Backoff: dur(c.Backoff), MaxBackoff: dur(c.MaxBackoff), Retention: dur(c.Retention),
 		TargetTimeout: dur(c.TargetTimeout), MaxRunning: num(c.MaxRunning),
+		MaxSlowDowns: num(c.MaxSlowDowns), RetryAfterDefault: dur(c.RetryAfterDefault),
 	}
 	if !c.Rate.IsZero() {
 		u.Rate = &c.Rate
@@ -181,7 +195,10 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	}
 	*c = Config{
 		Interval: get(u.Interval), Skew: get(u.Skew), Backoff: get(u.Backoff), MaxBackoff: get(u.MaxBackoff),
-		Retention: get(u.Retention), TargetTimeout: get(u.TargetTimeout),
+		Retention: get(u.Retention), TargetTimeout: get(u.TargetTimeout), RetryAfterDefault: get(u.RetryAfterDefault),
+	}
+	if u.MaxSlowDowns != nil {
+		c.MaxSlowDowns = *u.MaxSlowDowns
 	}
 	if u.MaxAttempts != nil {
 		c.MaxAttempts = *u.MaxAttempts
@@ -231,6 +248,7 @@ func (u ConfigUpdate) MarshalJSON() ([]byte, error) {
 		Backoff: dur(u.Backoff), MaxBackoff: dur(u.MaxBackoff), Retention: dur(u.Retention),
 		Targets: u.Targets, AllowNetworks: u.AllowNetworks, TargetTimeout: dur(u.TargetTimeout),
 		MaxRunning: u.MaxRunning, KeyLimits: u.KeyLimits, KeyMaxRunning: keyCapOut(u.KeyMaxRunning),
+		MaxSlowDowns: u.MaxSlowDowns, RetryAfterDefault: dur(u.RetryAfterDefault),
 	})
 }
 
@@ -271,6 +289,7 @@ func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
 		Backoff: dur(w.Backoff), MaxBackoff: dur(w.MaxBackoff), Retention: dur(w.Retention),
 		Targets: w.Targets, AllowNetworks: w.AllowNetworks, TargetTimeout: dur(w.TargetTimeout),
 		MaxRunning: w.MaxRunning, KeyLimits: w.KeyLimits, KeyMaxRunning: keyCapIn(w.KeyMaxRunning),
+		MaxSlowDowns: w.MaxSlowDowns, RetryAfterDefault: dur(w.RetryAfterDefault),
 	}
 	return nil
 }

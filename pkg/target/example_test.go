@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/target"
@@ -38,4 +39,22 @@ func ExampleMux() {
 	// a: <nil> (retry: false)
 	// b: skip retry: no recipient (retry: false)
 	// c: skip retry: no handler for kind "sms.send" (retry: false)
+}
+
+// A handler whose API answers "too many requests" slows its queue down
+// instead of failing: the engine holds the queue's starts for the time
+// asked, then runs this job again first.
+func ExampleRetryAfter() {
+	mux := target.NewMux()
+	mux.HandleFunc("report.fetch", func(ctx context.Context, j *api.Job) error {
+		// Say the partner's API answered 429 with Retry-After: 30.
+		return target.RetryAfter(30 * time.Second)
+	})
+	err := mux.Run(context.Background(), &api.Job{ID: "a", Kind: "report.fetch"})
+	var ra *target.RetryAfterError
+	if errors.As(err, &ra) {
+		fmt.Println("slow down for", ra.Wait)
+	}
+	// Output:
+	// slow down for 30s
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/slotq/slotq/internal/attempt"
 	"github.com/slotq/slotq/pkg/api"
@@ -137,3 +138,18 @@ var ErrResultTooLarge = attempt.ErrResultTooLarge
 // ErrSkipRetry is what SkipRetry wraps: errors.Is(err, ErrSkipRetry)
 // tells an error that ends the job now.
 var ErrSkipRetry = attempt.ErrSkipRetry
+
+// RetryAfterError is a target's "slow down": see RetryAfter. Match it
+// with errors.As.
+type RetryAfterError = attempt.RetryAfterError
+
+// RetryAfter returns the error of a handler whose downstream asks to be
+// left alone for d (an API answered 429 Too Many Requests, say). The
+// attempt is not a failed one: nothing more of the job's queue starts
+// until d has passed (nothing more of its key, when the key has a limit
+// of its own), and then this job runs again first. A queue's
+// max_slow_downs bounds how often one job may be answered so; past it the
+// job fails with this error. d of zero or less takes the queue's
+// retry_after_default. A Go Lambda function that returns it unwrapped
+// is read the same way by a Lambda target (docs/usage.md).
+func RetryAfter(d time.Duration) error { return attempt.RetryAfter(d) }

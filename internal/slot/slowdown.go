@@ -1,0 +1,92 @@
+package slot
+
+import "time"
+
+// Slow down. A target may answer that it takes no more calls for a while
+// (an HTTP 429 with Retry-After, say). The engine records the answer on
+// the queue's state, or on the key's meter when the job's key has a limit
+// of its own (SlowDown): until SlowUntil no start passes that gate, and
+// after it the ticket that got the answer starts first, the others
+// waiting for it until SlowHold (its start's lease, so a job that never
+// comes back holds nobody for long). The limits' own marks are left as
+// they are: after the pause the first start finds the limits idle and
+// starts at once, and the next ones keep the limits' arithmetic, with no
+// catch-up beyond each form's own burst.
+
+// Bounds of a slow-down.
+const (
+	// MaxSlowDown is the longest slow-down one answer makes: a longer
+	// Retry-After is cut to it (the job asks again then, and counts one
+	// more slow-down towards its queue's max_slow_downs).
+	MaxSlowDown = 12 * time.Hour
+	// DefaultRetryAfter is the slow-down of an answer that names no time
+	// (an HTTP 429 without Retry-After), unless the queue's
+	// RetryAfterDefault says otherwise.
+	DefaultRetryAfter = time.Second
+	// DefaultMaxSlowDowns is how many slow-downs one job may be answered
+	// before it fails, unless the queue's MaxSlowDowns says otherwise.
+	DefaultMaxSlowDowns = 20
+	// MaxSlowDownsLimit is the highest MaxSlowDowns.
+	MaxSlowDownsLimit = 1000
+)
+
+// SlowDown returns s after a target answered ticket's job "slow down
+// until until", its start's lease ending at hold: the slow-down only
+// extends (SlowUntil is the later of the two), and the ticket of the
+// later answer is the one that starts first. SlowDowns counts it.
+func SlowDown(s State, ticket int64, until, hold time.Time) State {
+	s.SlowDowns++
+	if until.Before(s.SlowUntil) {
+		return s
+	}
+	s.SlowUntil, s.SlowTicket, s.SlowHold = until, ticket, later(hold, until)
+	return s
+}
+
+// SlowOpen is when ticket may start under s's slow-down, for a start
+// asked at at (zero: nothing holds it): SlowUntil; and after it, for any
+// ticket but the answered one while that one has not started, a tick of
+// ls later than at (no later than SlowHold), to look again.
+func SlowOpen(s State, ticket int64, ls Limits, at time.Time) time.Time {
+	if at.Before(s.SlowUntil) {
+		return s.SlowUntil
+	}
+	if s.SlowTicket == 0 || ticket == s.SlowTicket || !at.Before(s.SlowHold) {
+		return time.Time{}
+	}
+	tick := tickOf(ls)
+	if tick <= 0 {
+		tick = time.Millisecond
+	}
+	return earlier(at.Add(tick), s.SlowHold)
+}
+
+// Answered returns s after ticket started: if it was the answered ticket
+// of a slow-down, the others no longer wait for it.
+func Answered(s State, ticket int64) State {
+	if ticket != 0 && ticket == s.SlowTicket {
+		s.SlowTicket, s.SlowHold = 0, time.Time{}
+	}
+	return s
+}
+
+// Slowed reports whether s's slow-down holds starts back at now.
+func Slowed(s State, now time.Time) bool { return now.Before(s.SlowUntil) }
+
+// slowDue is slotAt, or the slow-down's end if later (see Due), and
+// while the answered ticket has not started, the end of the others' wait
+// for it: a ticket that passes the gate then passes at SlowHold.
+func slowDue(s State, slotAt time.Time) time.Time {
+	due := later(slotAt, s.SlowUntil)
+	if s.SlowTicket != 0 {
+		due = later(due, s.SlowHold)
+	}
+	return due
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
