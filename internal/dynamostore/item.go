@@ -68,6 +68,7 @@ const (
 	attrSentBack  = "sent_back"
 	attrReruns    = "reruns"
 	attrRerunFrom = "rerun_from"
+	attrSlowDowns = "slow_downs"
 	attrOrder     = "line_order"
 	// The job's result (JSON, at most job.MaxResult bytes), or the size
 	// of one too large to keep.
@@ -356,6 +357,7 @@ func decodeState(m map[string]types.AttributeValue) (slot.State, limitsKey, erro
 		Purged:      it.int(attrPurged),
 		Running:     it.running(attrRunning),
 	}
+	decodeSlow(&it, &s)
 	k := limitsKey{interval: it.dur(attrInterval), sig: it.str(attrLimits)}
 	marks := it.str(attrMarks)
 	if it.err != nil {
@@ -473,6 +475,7 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	m[attrAttempt] = num(int64(j.Attempt))
 	for name, n := range map[string]int{
 		attrRetickets: j.Retickets, attrSentBack: j.SentBack, attrReruns: j.Reruns, attrRerunFrom: j.RerunFrom, attrResultDropped: j.ResultDropped,
+		attrSlowDowns: j.SlowDowns,
 	} {
 		if n != 0 {
 			m[name] = num(int64(n))
@@ -555,6 +558,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		Order:      it.int(attrOrder),
 		Reruns:     int(it.int(attrReruns)),
 		RerunFrom:  int(it.int(attrRerunFrom)),
+		SlowDowns:  int(it.int(attrSlowDowns)),
 		ParkReason: job.ParkReason(it.str(attrParkReason)),
 		DueAt:      it.time(attrDueAt),
 		EnqueuedAt: it.time(attrEnqueuedAt),

@@ -231,6 +231,7 @@ func casGateInput(r engine.GateRequest, seen slot.State, tok string) *dynamodb.U
 	if r.MaxRunning > 0 {
 		remove = append(remove, capFormOf(seen, r).add(e, r, &cond, &upd)...)
 	}
+	remove = append(remove, slowGate(e, r, seen, &cond)...)
 	if len(remove) > 0 {
 		upd += " REMOVE " + strings.Join(remove, ", ")
 	}

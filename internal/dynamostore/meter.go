@@ -41,12 +41,18 @@ type meterJSON struct {
 	LastStart int64       `json:"last_start,omitempty"`
 	Marks     string      `json:"marks,omitempty"`
 	Limits    []api.Limit `json:"limits,omitempty"`
+	// The key's slow-down (slot.SlowDown), when its target answered one.
+	SlowUntil  int64 `json:"slow_until,omitempty"`
+	SlowTicket int64 `json:"slow_ticket,omitempty"`
+	SlowHold   int64 `json:"slow_hold,omitempty"`
+	SlowDowns  int64 `json:"slow_downs,omitempty"`
 }
 
 func encodeMeter(m slot.Meter) string {
 	b, _ := json.Marshal(meterJSON{ // numbers, strings and limits: cannot fail
 		Current: m.State.Current, LastStart: nanos(m.State.LastStart),
 		Marks: encodeMarks(m.State.Marks), Limits: m.Limits,
+		SlowUntil: nanos(m.State.SlowUntil), SlowTicket: m.State.SlowTicket, SlowHold: nanos(m.State.SlowHold), SlowDowns: m.State.SlowDowns,
 	})
 	return string(b)
 }
@@ -64,6 +70,7 @@ func decodeMeter(m map[string]types.AttributeValue) (slot.Meter, error) {
 		return mt, fmt.Errorf("meter %s/%s: %w", mt.Queue, mt.Key, err)
 	}
 	m0.State.Current, m0.State.LastStart = w.Current, fromNanos(w.LastStart)
+	m0.State.SlowUntil, m0.State.SlowTicket, m0.State.SlowHold, m0.State.SlowDowns = fromNanos(w.SlowUntil), w.SlowTicket, fromNanos(w.SlowHold), w.SlowDowns
 	marks, err := decodeMarks(w.Marks)
 	if err != nil {
 		return mt, fmt.Errorf("meter %s/%s: %w", mt.Queue, mt.Key, err)

@@ -279,6 +279,7 @@ func gateInput(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 	if r.MaxRunning > 0 {
 		remove = append(remove, capFormOf(seen, r).add(e, r, &cond, &upd)...)
 	}
+	remove = append(remove, slowGate(e, r, seen, &cond)...)
 	if len(remove) > 0 {
 		upd += " REMOVE " + strings.Join(remove, ", ")
 	}

@@ -92,13 +92,15 @@ func (e *Engine) keySlots(ctx context.Context, q Queue, jobs []*job.Job, ahead [
 }
 
 // keyOpen is when j's key lets its next start through at the earliest
-// (zero when it holds nothing back), and the meter it read.
+// (zero when it holds nothing back; a key's slow-down counts, see
+// slot.SlowOpen), and the meter it read.
 func (e *Engine) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, slot.Meter, error) {
 	m, err := e.readMeter(ctx, q, j.Key)
 	if err != nil {
 		return time.Time{}, m, err
 	}
-	return slot.KeyOpen(m, q.Config.LimitsOf(m), 0), m, nil
+	ls := q.Config.LimitsOf(m)
+	return laterOf(slot.KeyOpen(m, ls, 0), slot.SlowOpen(m.State, j.Ticket, ls, e.now())), m, nil
 }
 
 // keyGate is the key's side of j's start at at, which the queue's gate

@@ -52,6 +52,10 @@ const (
 	EventDeadLetter EventKind = "dead_letter"
 	// EventSucceeded: an attempt succeeded.
 	EventSucceeded EventKind = "succeeded"
+	// EventSlowDown: a job's target answered "slow down"
+	// (attempt.RetryAfterError): its queue, or its key, waits until the
+	// time asked, and the job runs again first then.
+	EventSlowDown EventKind = "slow_down"
 	// EventLifted: resume lifted a pause whose time had come.
 	EventLifted EventKind = "lifted"
 	// EventFigures: resume looked at a queue; Figures holds what it saw.

@@ -289,6 +289,18 @@ func (r GateRequest) Started(s slot.State) slot.State {
 	return slot.Answered(s, r.Ticket)
 }
 
+// SlowDownRequest is a target's "slow down" for a queue's state
+// (State.SlowDown): the ticket of the job that got the answer, the end of
+// the slow-down, and Hold, until when the queue's other tickets wait for
+// that job to start after it.
+type SlowDownRequest struct {
+	Queue  string
+	Gen    int64
+	Ticket int64
+	Until  time.Time
+	Hold   time.Time
+}
+
 // ListRequest lists jobs of one queue and status in ticket order.
 type ListRequest struct {
 	Queue string
@@ -357,6 +369,12 @@ type State interface {
 	// slot.Gate) or, if the queue has started a later ticket since, takes
 	// a new ticket.
 	Gate(ctx context.Context, r GateRequest) (slot.State, error)
+	// SlowDown records a target's "slow down" on the queue's state by
+	// slot.SlowDown, with one conditional write that only extends the
+	// slow-down (SlowUntil never moves back) and counts it, and returns
+	// the state after. ErrQueueNotFound, also when r.Gen is set and is not
+	// the queue's generation: a stale generation writes nothing.
+	SlowDown(ctx context.Context, r SlowDownRequest) (slot.State, error)
 
 	// CreateJobs stores new jobs. created[i] is false where a job of that
 	// key and generation (job.Job.Gen), or of a newer generation, existed

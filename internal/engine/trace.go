@@ -70,6 +70,9 @@ const (
 	// reserved; the target did not run, and the job took a new ticket
 	// or the next opening.
 	OutcomeMissed = "missed"
+	// OutcomeSlowedDown: the target answered "slow down"; the job waits
+	// at its ticket for the slow-down's end (not a failed attempt).
+	OutcomeSlowedDown = "slowed_down"
 )
 
 var w3c propagation.TraceContext
@@ -199,6 +202,9 @@ func (d *delivery) endAttemptSpan(ctx context.Context, outcome string, err error
 
 // outcomeOf is the outcome of an attempt whose target ended with runErr.
 func outcomeOf(runErr error) string {
+	if _, ok := slowDownOf(runErr); ok {
+		return OutcomeSlowedDown
+	}
 	if runErr != nil {
 		return OutcomeFailed
 	}

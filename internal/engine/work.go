@@ -1166,9 +1166,13 @@ func cut(s string, n int) string {
 }
 
 // recordOutcome records an attempt's outcome: succeeded, or, for a failed
-// attempt, a retry or the dead letter (retryOrDeadLetter).
+// attempt, a retry or the dead letter (retryOrDeadLetter); for a target's
+// "slow down", a wait at its ticket (slowDown).
 func (e *Engine) recordOutcome(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error) error {
 	now := e.now()
+	if ra, ok := slowDownOf(runErr); ok {
+		return e.slowDown(ctx, q, j, st, ra, now) // slowdown.go
+	}
 	if runErr != nil {
 		return e.retryOrDeadLetter(ctx, q, j, st, runErr, now)
 	}
@@ -1185,10 +1189,11 @@ func (e *Engine) recordOutcome(ctx context.Context, q Queue, j job.Job, st slot.
 
 // retryOrDeadLetter records a failed attempt: the job takes a new ticket
 // (retry), or fails for good when its error says so (attempt.ErrSkipRetry)
-// or its run used up the queue's max_attempts; then its record is the
+// or its slow-downs their bound (ErrSlowedDownTooOften), or its run used
+// up the queue's max_attempts; then its record is the
 // dead-letter record.
 func (e *Engine) retryOrDeadLetter(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error, now time.Time) error {
-	if !errors.Is(runErr, attempt.ErrSkipRetry) && j.RunAttempt() < q.Config.MaxAttempts {
+	if !errors.Is(runErr, attempt.ErrSkipRetry) && !errors.Is(runErr, ErrSlowedDownTooOften) && j.RunAttempt() < q.Config.MaxAttempts {
 		return e.retry(ctx, q, j, st, runErr, now)
 	}
 	from := j.Version()

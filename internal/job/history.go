@@ -30,6 +30,7 @@ const (
 	SucceededEvent = api.SucceededEvent
 	FailedEvent    = api.FailedEvent
 	CancelledEvent = api.CancelledEvent
+	SlowedDown     = api.SlowedDown
 )
 
 // History bounds: a record keeps its last MaxHistory events, each error
@@ -73,7 +74,7 @@ func cutString(s string, n int) string {
 var codes = map[EventKind]string{
 	Enqueued: "q", ParkedEvent: "p", Released: "r", Reticketed: "t", HandedBack: "h", Started: "s", SlotMissed: "m",
 	AttemptFailed: "x", Retried: "y", SucceededEvent: "d", FailedEvent: "f", CancelledEvent: "c",
-	Rerun: "a",
+	Rerun: "a", SlowedDown: "w",
 }
 
 var kinds = func() map[string]EventKind {

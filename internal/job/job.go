@@ -142,6 +142,11 @@ type Job struct {
 	// Retickets counts how often the job took a new ticket because it was
 	// passed or its queue was paused.
 	Retickets int `json:"retickets,omitempty"`
+	// SlowDowns counts the times the job's target answered "slow down"
+	// (attempt.RetryAfterError): not failed attempts, but bounded by the
+	// queue's max_slow_downs. A job answered so waits, out of line
+	// (Detached), at its ticket for the slow-down's end.
+	SlowDowns int `json:"slow_downs,omitempty"`
 	// Reruns counts how often the job was run again on request after it
 	// failed or was cancelled (a retry: engine.Retry), and RerunFrom is
 	// the Attempt it had reached then. Attempts keep counting across a

@@ -24,6 +24,7 @@ const (
 	HandedBack      = "HandedBack"      // messages sent again unstarted (the slot lay past the invocation)
 	MissedSlots     = "MissedSlots"     // jobs whose worker came too late for their start: they gave the slot up
 	PausesLifted    = "PausesLifted"    // timed pauses resume lifted
+	SlowDowns       = "SlowDowns"       // attempts a target answered "slow down" (429, RetryAfter): the queue or key waits
 	// Resume, once per queue per run, with engine.Options.Figures (the
 	// functions turn it on with a queue dimension): the queue's figures.
 	Waiting    = "Waiting"    // tickets not yet at the gate: queued + parked jobs (an upper bound)
@@ -64,6 +65,7 @@ var Metrics = []Metric{
 	{HandedBack, Count, "worker"},
 	{MissedSlots, Count, "worker"},
 	{PausesLifted, Count, "resume"},
+	{SlowDowns, Count, "worker"},
 	{Waiting, Count, "resume"},
 	{ParkedJobs, Count, "resume"},
 	{Queued, Count, "resume"},

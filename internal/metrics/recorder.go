@@ -73,6 +73,7 @@ var counters = map[engine.EventKind]string{
 	engine.EventDeadLetter:    DeadLetters,
 	engine.EventSucceeded:     Succeeded,
 	engine.EventLifted:        PausesLifted,
+	engine.EventSlowDown:      SlowDowns,
 }
 
 // Observe adds one engine event.

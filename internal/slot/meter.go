@@ -188,7 +188,7 @@ func (m Meter) Keep(ls Limits) time.Time {
 	if len(m.Limits) > 0 {
 		return time.Time{}
 	}
-	last := m.State.LastStart
+	last := later(m.State.LastStart, m.State.SlowHold)
 	for _, mk := range m.State.Marks {
 		last = later(last, mk.Last)
 	}

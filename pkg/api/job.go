@@ -113,6 +113,11 @@ const (
 	SucceededEvent EventKind = "succeeded"
 	FailedEvent    EventKind = "failed"
 	CancelledEvent EventKind = "cancelled"
+	// SlowedDown: the attempt's target answered "slow down" (an HTTP 429
+	// or 503, a RetryAfterError): not a failed attempt. DelayMs is the
+	// wait, Reason "queue" or "key" (what waits), Error the target's
+	// answer.
+	SlowedDown EventKind = "slowed_down"
 )
 
 // Event is one thing that happened to a job. Fields other than At and
@@ -181,6 +186,10 @@ type Job struct {
 	// full key); a start sets it to 0, and a job sent back too often
 	// fails rather than circle.
 	SentBack int `json:"sent_back,omitempty"`
+	// SlowDowns counts the times its target answered "slow down" (an
+	// HTTP 429, a RetryAfterError): not failed attempts; past its
+	// queue's max_slow_downs the job fails.
+	SlowDowns int `json:"slow_downs,omitempty"`
 	// RetryAt, after a failed attempt, is the end of its backoff: the
 	// next attempt starts no earlier.
 	RetryAt   time.Time `json:"retry_at,omitzero"`

@@ -24,6 +24,11 @@ type QueueState struct {
 	// Running holds a capped queue's running attempts: ticket → the end
 	// of the attempt's lease.
 	Running map[int64]time.Time `json:"running,omitempty"`
+	// SlowUntil is when the queue's slow-down ends: a target answered
+	// "slow down" (an HTTP 429 with Retry-After, say) and no job of the
+	// queue starts before it. SlowDowns counts those answers.
+	SlowUntil time.Time `json:"slow_until,omitzero"`
+	SlowDowns int64     `json:"slow_downs,omitempty"`
 }
 
 // Queue is a queue: its name, configuration and state.

@@ -1,0 +1,106 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// A target's slow-down (slot.SlowDown) lives on the queue's state item:
+// slow_until (ms), when the slow-down ends; slow_ticket, the ticket of
+// the job that got the answer, and slow_hold (ms), until when the others
+// wait for it to start, both removed by that ticket's gate; slow_downs,
+// the count. A queue never slowed down has none of them, and its gates
+// cost nothing more: the conditions below hold on absent attributes.
+const (
+	attrSlowUntil  = "slow_until"
+	attrSlowTicket = "slow_ticket"
+	attrSlowHold   = "slow_hold"
+	// attrSlowDowns ("slow_downs") counts them, as on a job item.
+)
+
+// decodeSlow reads the slow-down's attributes into s.
+func decodeSlow(it *item, s *slot.State) {
+	s.SlowUntil, s.SlowTicket, s.SlowHold = it.time(attrSlowUntil), it.int(attrSlowTicket), it.time(attrSlowHold)
+	s.SlowDowns = it.int(attrSlowDowns)
+}
+
+// SlowDown records a target's slow-down on the queue's state item with
+// one UpdateItem: slow_until, slow_ticket and slow_hold are set on
+// condition that the stored slow-down ends no later (it only extends),
+// and slow_downs counts the answer. When a later one is stored the
+// answer is only counted (a second UpdateItem, on that rare race).
+// ErrQueueNotFound, also for another generation than r.Gen: a stale
+// generation writes nothing.
+func (s *Store) SlowDown(ctx context.Context, r engine.SlowDownRequest) (slot.State, error) {
+	what := "slow down " + r.Queue
+	for _, extend := range []bool{true, false} {
+		out, err := s.updateItem(ctx, slowDownInput(r, extend))
+		if old, ok := conditionFailed(err); ok {
+			if old == nil || otherGen(old, r.Gen) {
+				return slot.State{}, notFound("slow down", r.Queue)
+			}
+			continue // a later slow-down is stored: count this one
+		}
+		if err != nil {
+			return slot.State{}, fmt.Errorf("%s: %w", what, err)
+		}
+		st, _, err := decodeState(out.Attributes)
+		if err != nil {
+			return slot.State{}, fmt.Errorf("%s: %w", what, err)
+		}
+		return st, nil
+	}
+	return slot.State{}, fmt.Errorf("%s: the queue state changed under the update", what)
+}
+
+// slowDownInput is SlowDown's UpdateItem: with extend, the one that sets
+// the slow-down; without, the one that only counts it.
+func slowDownInput(r engine.SlowDownRequest, extend bool) *dynamodb.UpdateItemInput {
+	e := newExpr()
+	cond := "attribute_exists(" + e.n(attrPK) + ")" + genCond(e, r.Gen)
+	upd := "ADD " + e.n(attrSlowDowns) + " " + e.v(":one", num(1))
+	if extend {
+		su := e.n(attrSlowUntil)
+		until := e.v(":until", timeNum(r.Until))
+		cond += " AND (attribute_not_exists(" + su + ") OR " + su + " <= " + until + ")"
+		hold := r.Hold
+		if hold.Before(r.Until) {
+			hold = r.Until
+		}
+		upd = "SET " + su + " = " + until + ", " + e.n(attrSlowTicket) + " = " + e.v(":st", num(r.Ticket)) +
+			", " + e.n(attrSlowHold) + " = " + e.v(":hold", timeNum(hold)) + " " + upd
+	}
+	return &dynamodb.UpdateItemInput{
+		Key:                                 stateKey(r.Queue),
+		UpdateExpression:                    &upd,
+		ConditionExpression:                 &cond,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           e.values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// slowGate adds the slow-down's part to a gate's condition (cond) and
+// update (remove): no start before slow_until; and while slow_ticket
+// waits, no other ticket before slow_hold. The answered ticket's own gate
+// (as seen says it is) removes slow_ticket and slow_hold, on condition
+// that they are still its own; one that did not see it is refused and
+// tried again on the item's state, which says so.
+func slowGate(e *expr, r engine.GateRequest, seen slot.State, cond *string) (remove []string) {
+	at := e.v(":slow_at", timeNum(r.Start()))
+	su, st, sh := e.n(attrSlowUntil), e.n(attrSlowTicket), e.n(attrSlowHold)
+	*cond += " AND (attribute_not_exists(" + su + ") OR " + su + " <= " + at + ")"
+	if seen.SlowTicket != 0 && seen.SlowTicket == r.Ticket {
+		*cond += " AND " + st + " = " + e.v(":slow_t", num(r.Ticket))
+		return []string{st, sh}
+	}
+	*cond += " AND (attribute_not_exists(" + st + ") OR " + sh + " <= " + at + ")"
+	return nil
+}
