@@ -100,7 +100,7 @@ func (e *Engine) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, s
 		return time.Time{}, m, err
 	}
 	ls := q.Config.LimitsOf(m)
-	return laterOf(slot.KeyOpen(m, ls, 0), slot.SlowOpen(m.State, j.Ticket, ls, e.now())), m, nil
+	return laterOf(slot.KeyOpen(m, ls, 0), slot.SlowOpen(m.State, j.Ticket, e.now())), m, nil
 }
 
 // keyGate is the key's side of j's start at at, which the queue's gate

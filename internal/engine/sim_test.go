@@ -71,6 +71,7 @@ type sim struct {
 	tr    *memstore.Transport
 	eng   *engine.Engine
 	chaos *chaosState
+	mux   *target.Mux // a test may register handlers of its own
 
 	mu       sync.Mutex
 	starts   []start
@@ -109,6 +110,7 @@ func newSim(t *testing.T, o simOptions) *sim {
 	mux := target.NewMux()
 	mux.HandleFunc("sim", s.handle)
 	mux.HandleFunc("lane", s.handleLane)
+	s.mux = mux
 	var st engine.State = s.chaos
 	if o.Wrap != nil {
 		st = o.Wrap(st)

@@ -53,7 +53,7 @@ func (e *Engine) slowDown(ctx context.Context, q Queue, j job.Job, st slot.State
 	}
 	wait := slowWait(q.Config, ra)
 	until := now.Add(wait)
-	what, err := e.slowDownAt(ctx, q, &j, until, until.Add(e.opts.Lease))
+	what, err := e.slowDownAt(ctx, q, &j, until)
 	if errors.Is(err, ErrQueueNotFound) {
 		return e.expireOfDeletedQueue(ctx, j)
 	}
@@ -77,12 +77,14 @@ func slowWait(cfg slot.Config, ra *attempt.RetryAfterError) time.Duration {
 	return min(wait, slot.MaxSlowDown)
 }
 
-// slowDownAt writes the slow-down until (the others waiting for j's
-// ticket until hold) where j's starts are counted: its key's meter when
-// its key has a limit of its own (a compare-and-set, as keyGate's), else
-// its queue's state (State.SlowDown). It says which: "key" or "queue".
-func (e *Engine) slowDownAt(ctx context.Context, q Queue, j *job.Job, until, hold time.Time) (string, error) {
+// slowDownAt writes the slow-down until where j's starts are counted:
+// its key's meter when its key has a limit of its own (a compare-and-set,
+// as keyGate's), else its queue's state (State.SlowDown). It says which:
+// "key" or "queue". The others wait for j's ticket a tick of the limit
+// after until, at least slowHoldFloor (slowHold).
+func (e *Engine) slowDownAt(ctx context.Context, q Queue, j *job.Job, until time.Time) (string, error) {
 	if !keyed(q, j) {
+		hold := e.slowHold(until, q.Config.Tick())
 		_, err := e.state.SlowDown(ctx, SlowDownRequest{Queue: j.Queue, Gen: j.Gen, Ticket: j.Ticket, Until: until, Hold: hold})
 		return "queue", err
 	}
@@ -92,12 +94,67 @@ func (e *Engine) slowDownAt(ctx context.Context, q Queue, j *job.Job, until, hol
 			return "key", err
 		}
 		next := m
+		hold := e.slowHold(until, q.Config.LimitsOf(m).Tick())
 		next.State = slot.SlowDown(m.State, j.Ticket, until, hold)
 		_, err = e.state.PutMeter(ctx, next, m.Version, next.Keep(q.Config.LimitsOf(next)))
 		if err == nil || !errors.Is(err, ErrConflict) || try >= meterTries {
 			return "key", err
 		}
 	}
+}
+
+// slowHold is how long after a slow-down's end (until) the others wait
+// for the answered job to start first: a tick of the limit (its next
+// start could not come sooner anyway), and at least two leads and
+// slowHoldFloor: the others go to the gate a lead before their start,
+// and the answered job's worker, woken a lead before until, must be
+// through the gate before them. A job that never comes back holds the
+// others no longer.
+func (e *Engine) slowHold(until time.Time, tick time.Duration) time.Time {
+	return until.Add(max(tick, 2*e.opts.Lead, slowHoldFloor))
+}
+
+// slowHoldFloor is the shortest wait for the answered job (slowHold).
+const slowHoldFloor = 100 * time.Millisecond
+
+// slowHeld reports whether the slow-down on the queue's state st holds
+// j's start at at.
+func slowHeld(st slot.State, j *job.Job, at time.Time) bool {
+	_, ok := heldBySlowDown(st, j.Ticket, at)
+	return ok
+}
+
+// heldBySlowDown reports whether the slow-down on st (the queue's state,
+// or a key's meter) holds ticket's start at at, and until when.
+func heldBySlowDown(st slot.State, ticket int64, at time.Time) (time.Time, bool) {
+	open := slot.SlowOpen(st, ticket, at)
+	return open, !open.IsZero()
+}
+
+// awaitSlowDown frees the worker of a job that a slow-down holds until
+// open: its message is sent again to come then (parked until then when
+// that is beyond the transport's reach), and this one is done with. A
+// worker that slept through the slow-down would hold its message, and
+// with as many held messages as workers the answered job's own message
+// would find no worker to go first. It costs a send, and no write, for
+// each job that meets the slow-down at its gate.
+func (d *delivery) awaitSlowDown(ctx context.Context, open time.Time) (next, error) {
+	e, j := d.e, &d.j
+	d.wake = open
+	if open.Sub(e.now()) > e.transport.MaxDelay() {
+		return stop, d.parkForGate(ctx)
+	}
+	if d.holding {
+		e.keepHold(ctx, j, open)
+	}
+	env := j.Envelope()
+	env.SentAt = e.now()
+	if err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: e.delayTo(open, env.SentAt)}}); err != nil {
+		// The message comes again from the transport instead.
+		return stop, fmt.Errorf("work %s: send again after its queue's slow-down: %w", j.Ref(), err)
+	}
+	e.log.DebugContext(ctx, "held by a slow-down", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "until", open)
+	return stop, nil
 }
 
 // requeueSlowed puts j, whose attempt was answered "slow down until

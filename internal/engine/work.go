@@ -335,6 +335,8 @@ func (d *delivery) hold() next {
 func (d *delivery) decide(ctx context.Context) (next, error) {
 	q, j := d.q, &d.j
 	switch v, open := d.gr.Decide(q.State); {
+	case v == slot.Early && slowHeld(q.State, j, d.at):
+		return d.awaitSlowDown(ctx, open) // slowdown.go
 	case v == slot.Early:
 		d.wake, d.recheck = open, outOfLine(j)
 		return again, nil
@@ -361,6 +363,9 @@ func (d *delivery) awaitKey(ctx context.Context) (next, error) {
 	open, m, err := d.e.keyOpen(ctx, d.q, &d.j)
 	if err != nil {
 		return stop, fmt.Errorf("work %s: %w", d.env.Ref(), err)
+	}
+	if until, ok := heldBySlowDown(m.State, d.j.Ticket, d.at); ok {
+		return d.awaitSlowDown(ctx, until) // slowdown.go
 	}
 	if d.at.Before(open) {
 		d.wake = open
@@ -457,6 +462,9 @@ func (d *delivery) refused(ctx context.Context, gate *GateError) (next, error) {
 	switch gate.Verdict {
 	case slot.Early:
 		d.q.State = gate.State
+		if slowHeld(gate.State, j, d.at) {
+			return d.awaitSlowDown(ctx, gate.OpenAt) // slowdown.go
+		}
 		d.wake, d.recheck = laterOf(gate.OpenAt, holdUntil(d.q, j, d.at)), outOfLine(j)
 	case slot.Full:
 		return d.waitForPlace(ctx)

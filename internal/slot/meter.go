@@ -124,7 +124,7 @@ func KeyGate(m Meter, ticket int64, ls Limits, skew time.Duration, at time.Time)
 	if ticket < m.State.Current && ticket != m.State.SlowTicket {
 		return m, KeyOvertaken, time.Time{}
 	}
-	if open := SlowOpen(m.State, ticket, ls, at); at.Before(open) {
+	if open := SlowOpen(m.State, ticket, at); at.Before(open) {
 		return m, KeyEarly, open
 	}
 	if open := GateOpen(m.State, ls, skew); at.Before(open) {

@@ -7,8 +7,9 @@ import "time"
 // the queue's state, or on the key's meter when the job's key has a limit
 // of its own (SlowDown): until SlowUntil no start passes that gate, and
 // after it the ticket that got the answer starts first, the others
-// waiting for it until SlowHold (its start's lease, so a job that never
-// comes back holds nobody for long). The limits' own marks are left as
+// waiting for it until SlowHold (a short while: the engine gives it a
+// tick of the limit, so a job that never comes back holds nobody for
+// long). The limits' own marks are left as
 // they are: after the pause the first start finds the limits idle and
 // starts at once, and the next ones keep the limits' arithmetic, with no
 // catch-up beyond each form's own burst.
@@ -45,20 +46,15 @@ func SlowDown(s State, ticket int64, until, hold time.Time) State {
 
 // SlowOpen is when ticket may start under s's slow-down, for a start
 // asked at at (zero: nothing holds it): SlowUntil; and after it, for any
-// ticket but the answered one while that one has not started, a tick of
-// ls later than at (no later than SlowHold), to look again.
-func SlowOpen(s State, ticket int64, ls Limits, at time.Time) time.Time {
+// ticket but the answered one while that one has not started, SlowHold.
+func SlowOpen(s State, ticket int64, at time.Time) time.Time {
 	if at.Before(s.SlowUntil) {
 		return s.SlowUntil
 	}
 	if s.SlowTicket == 0 || ticket == s.SlowTicket || !at.Before(s.SlowHold) {
 		return time.Time{}
 	}
-	tick := tickOf(ls)
-	if tick <= 0 {
-		tick = time.Millisecond
-	}
-	return earlier(at.Add(tick), s.SlowHold)
+	return s.SlowHold
 }
 
 // Answered returns s after ticket started: if it was the answered ticket
@@ -84,9 +80,6 @@ func slowDue(s State, slotAt time.Time) time.Time {
 	return due
 }
 
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
+// Tick is the longest emission interval of ls: how far apart its starts
+// come on average once a backlog formed.
+func (ls Limits) Tick() time.Duration { return tickOf(ls) }

@@ -215,7 +215,7 @@ func GateScheduled(s State, ticket int64, ls Limits, skew time.Duration, now tim
 	case s.Paused:
 		return Paused, time.Time{}
 	}
-	if open := SlowOpen(s, ticket, ls, now); now.Before(open) {
+	if open := SlowOpen(s, ticket, now); now.Before(open) {
 		return Early, open
 	}
 	if open := GateOpen(s, ls, skew); now.Before(open) {

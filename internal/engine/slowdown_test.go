@@ -1,0 +1,313 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/pkg/target"
+)
+
+// answer is one "slow down" a test's target gave: to which job, when,
+// for how long.
+type answer struct {
+	ID   string
+	Key  string
+	At   time.Time
+	Wait time.Duration
+}
+
+// slowTarget is a Go handler that records its starts in s and answers
+// "slow down" (target.RetryAfter) to the calls slow picks; the answers
+// it gave are in answers.
+type slowTarget struct {
+	s       *sim
+	slow    func(j *api.Job, calls int) (time.Duration, bool)
+	mu      sync.Mutex
+	calls   map[string]int
+	answers []answer
+}
+
+func (h *slowTarget) handle(_ context.Context, j *api.Job) error {
+	now := time.Now()
+	h.s.mu.Lock()
+	h.s.starts = append(h.s.starts, start{Queue: j.Queue, Gen: j.Gen, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: now})
+	h.s.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.calls == nil {
+		h.calls = map[string]int{}
+	}
+	h.calls[j.ID]++
+	if wait, ok := h.slow(j, h.calls[j.ID]); ok {
+		h.answers = append(h.answers, answer{ID: j.ID, Key: j.Key, At: now, Wait: wait})
+		return target.RetryAfter(wait)
+	}
+	return nil
+}
+
+func (h *slowTarget) given() []answer {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.answers)
+}
+
+// §5.16 Back-pressure: a target's "slow down". Many workers run a
+// backlog; one call is answered "slow down for 2 s". No start whose gate
+// was passed after the answer begins before those 2 s have passed (one
+// worker's answer stops the others' next starts); the answered job is
+// the first to pass the gate afterwards; it was not a failed attempt;
+// every job succeeds; and the starts keep the queue's limit throughout
+// (no catch-up beyond the form's own burst). With crashes the answered
+// job's worker may die on its way, so only the pause and the outcome
+// are checked.
+func TestGuaranteeSlowDown(t *testing.T) {
+	forms := []struct {
+		name string
+		cfg  slot.Config
+	}{
+		{"interval", slot.Config{Interval: 100 * time.Millisecond}},
+		{"rate with burst", slot.Config{Rate: api.Rate{N: 10, Per: time.Second}, Burst: 3}},
+		{"window", slot.Config{Window: api.Rate{N: 4, Per: 500 * time.Millisecond}}},
+	}
+	runs := []struct {
+		name   string
+		opts   simOptions
+		strict bool
+	}{
+		{"clean", simOptions{Workers: 8}, true},
+		{"jitter and duplicates", simOptions{Workers: 12, Transport: memstore.TransportOptions{Jitter: 300 * time.Millisecond, DuplicateRate: 0.3}}, true},
+		{"crashes, jitter and duplicates", simOptions{Workers: 12, CrashRate: 0.03, Seed: 5,
+			Transport: memstore.TransportOptions{Jitter: 300 * time.Millisecond, DuplicateRate: 0.3}}, false},
+	}
+	for _, f := range forms {
+		for _, r := range runs {
+			t.Run(f.name+"/"+r.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					s := newSim(t, r.opts)
+					defer s.stop()
+					cfg := f.cfg
+					cfg.Skew, cfg.MaxAttempts = 10*time.Millisecond, 20
+					s.createQueue("slow", cfg)
+					h := &slowTarget{s: s, slow: func(j *api.Job, calls int) (time.Duration, bool) {
+						return 2 * time.Second, j.ID == "j12" && calls == 1
+					}}
+					s.mux.HandleFunc("api", h.handle)
+					s.enqueue("slow", 40, func(i int, sp *job.Spec) { sp.Kind, sp.ID = "api", fmt.Sprintf("j%d", i) })
+					s.waitFinished("slow", time.Hour)
+
+					if failed := s.jobs("slow", job.Failed); len(failed) > 0 {
+						t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
+					}
+					ans := h.given()
+					if len(ans) != 1 {
+						t.Fatalf("%d answers given, want 1", len(ans))
+					}
+					a := ans[0]
+					checkPaused(t, s, "slow", a, func(start) bool { return true })
+					if r.strict {
+						checkFirstAfter(t, s, "slow", a)
+					}
+					checkSlowedRecord(t, s, "slow", a, 1, r.strict)
+					at := make([]time.Time, 0)
+					for _, st := range s.startsOf("slow") {
+						at = append(at, st.At)
+					}
+					if b := slot.Breaches(cfg.LimitList(), cfg.Skew, at); len(b) > 0 {
+						t.Fatalf("%d breaches of %v among %d starts; first: %+v", len(b), cfg.LimitList(), len(at), b[0])
+					}
+				})
+			})
+		}
+	}
+}
+
+// checkPaused fails if a start of queue that counts (of the slowed-down
+// queue, or key) began after answer a and before its wait ended, unless
+// its gate was passed before the answer (it was on its way already:
+// the gate reserves a start up to a lead ahead).
+func checkPaused(t *testing.T, s *sim, queue string, a answer, counts func(start) bool) {
+	t.Helper()
+	until := a.At.Add(a.Wait)
+	for _, st := range s.startsOf(queue) {
+		if !st.At.After(a.At) || !st.At.Before(until) || !counts(st) {
+			continue
+		}
+		if at, ok := s.chaos.gatedAt(run{Queue: st.Queue, Gen: st.Gen, Ticket: st.Ticket, Begin: st.At}); !ok || at.After(a.At) {
+			t.Fatalf("job %s (ticket %d) started at %v, %v after the answer to %s, whose wait was %v; its gate passed at %v",
+				st.ID, st.Ticket, st.At, st.At.Sub(a.At), a.ID, a.Wait, at)
+		}
+	}
+}
+
+// checkFirstAfter fails unless the answered job is the first of queue
+// to start, among the starts whose gate passed after the answer (a
+// start reserved before it may begin up to a lead later). Under a form
+// with a burst others may start at the same instant: the gate passed
+// them after it.
+func checkFirstAfter(t *testing.T, s *sim, queue string, a answer) {
+	t.Helper()
+	var after []start
+	var again time.Time
+	for _, st := range s.startsOf(queue) {
+		if !st.At.After(a.At) {
+			continue
+		}
+		if at, ok := s.chaos.gatedAt(run{Queue: st.Queue, Gen: st.Gen, Ticket: st.Ticket, Begin: st.At}); ok && !at.After(a.At) {
+			continue
+		}
+		if st.ID == a.ID && again.IsZero() {
+			again = st.At
+		}
+		after = append(after, st)
+	}
+	if again.IsZero() {
+		t.Fatalf("job %s did not start again after the answer", a.ID)
+	}
+	for _, st := range after {
+		if st.At.Before(again) {
+			t.Fatalf("after the answer to %s at %v (wait %v), job %s (ticket %d) started at %v, before it (%v)", a.ID, a.At, a.Wait, st.ID, st.Ticket, st.At, again)
+		}
+	}
+}
+
+// checkSlowedRecord fails unless the answered job succeeded with its
+// slow-downs counted and in its history, without a failed attempt
+// (strict: no crash may have cost it one).
+func checkSlowedRecord(t *testing.T, s *sim, queue string, a answer, n int, strict bool) {
+	t.Helper()
+	for _, j := range s.store.Jobs(queue) {
+		if j.ID != a.ID {
+			continue
+		}
+		events := 0
+		for _, ev := range j.History {
+			if ev.Kind == job.SlowedDown {
+				events++
+				if !strings.Contains(ev.Error, "retry after") || ev.DelayMs != a.Wait.Milliseconds() {
+					t.Errorf("slow-down event %+v: want the answer and its wait %v", ev, a.Wait)
+				}
+			}
+		}
+		if j.SlowDowns != n || events != min(n, job.MaxHistory) {
+			t.Errorf("job %s: slow_downs %d, %d slow-down events; want %d: %+v", j.ID, j.SlowDowns, events, n, j.History)
+		}
+		if strict && (j.Attempt != 1 || j.Status != job.Succeeded) {
+			t.Errorf("job %s: attempt %d, status %s; want attempt 1 succeeded (a slow-down is not a failed attempt)", j.ID, j.Attempt, j.Status)
+		}
+		return
+	}
+	t.Fatalf("job %s not found", a.ID)
+}
+
+// A key's "slow down" holds only that key, when keys have limits of
+// their own: the other keys' jobs go on starting during its wait, the
+// key's own do not, and the answered job is its key's first start after.
+func TestGuaranteeSlowDownKey(t *testing.T) {
+	runs := []struct {
+		name string
+		opts simOptions
+	}{
+		{"clean", simOptions{Workers: 8}},
+		{"jitter and duplicates", simOptions{Workers: 12, Transport: memstore.TransportOptions{Jitter: 300 * time.Millisecond, DuplicateRate: 0.3}}},
+	}
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newSim(t, r.opts)
+				defer s.stop()
+				cfg := slot.Config{
+					Interval: 50 * time.Millisecond, Skew: 5 * time.Millisecond, MaxAttempts: 20,
+					KeyLimits: []api.Limit{{Interval: 200 * time.Millisecond}}, KeyMaxRunning: slot.NoKeyCap,
+				}
+				s.createQueue("keyed", cfg)
+				h := &slowTarget{s: s, slow: func(j *api.Job, calls int) (time.Duration, bool) {
+					return 3 * time.Second, j.ID == "a3" && calls == 1
+				}}
+				s.mux.HandleFunc("api", h.handle)
+				keyOf := map[string]string{}
+				s.enqueue("keyed", 60, func(i int, sp *job.Spec) {
+					k := []string{"a", "b", "c"}[i%3]
+					sp.Kind, sp.Key, sp.ID = "api", k, fmt.Sprintf("%s%d", k, i/3)
+					keyOf[sp.ID] = k
+				})
+				s.waitFinished("keyed", time.Hour)
+				if failed := s.jobs("keyed", job.Failed); len(failed) > 0 {
+					t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
+				}
+				ans := h.given()
+				if len(ans) != 1 {
+					t.Fatalf("%d answers given, want 1", len(ans))
+				}
+				a := ans[0]
+				checkPaused(t, s, "keyed", a, func(st start) bool { return keyOf[st.ID] == "a" })
+				others, firstA := 0, ""
+				until := a.At.Add(a.Wait)
+				for _, st := range s.startsOf("keyed") {
+					if st.At.After(a.At) && st.At.Before(until) && keyOf[st.ID] != "a" {
+						others++
+					}
+					if firstA == "" && keyOf[st.ID] == "a" && !st.At.Before(until) {
+						firstA = st.ID
+					}
+				}
+				if others < 10 {
+					t.Errorf("%d starts of the other keys during key a's slow-down of %v: they should go on", others, a.Wait)
+				}
+				if firstA != a.ID {
+					t.Errorf("key a's first start after its slow-down was %s, want the answered job %s", firstA, a.ID)
+				}
+				checkSlowedRecord(t, s, "keyed", a, 1, true)
+				if q, err := s.eng.Queue(context.Background(), "keyed"); err != nil || !q.State.SlowUntil.IsZero() {
+					t.Errorf("the queue's state has a slow-down (%v, %v): a key's belongs to its key", q.State.SlowUntil, err)
+				}
+			})
+		})
+	}
+}
+
+// The bound: a job whose target always answers "slow down" fails after
+// the queue's max_slow_downs, with the last answer, without using one of
+// its attempts; the queue's other jobs succeed.
+func TestSlowDownBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 6, Transport: memstore.TransportOptions{Jitter: 100 * time.Millisecond, DuplicateRate: 0.3}})
+		defer s.stop()
+		s.createQueue("bound", slot.Config{Interval: 100 * time.Millisecond, MaxSlowDowns: 4})
+		h := &slowTarget{s: s, slow: func(j *api.Job, calls int) (time.Duration, bool) {
+			return 500 * time.Millisecond, j.ID == "never"
+		}}
+		s.mux.HandleFunc("api", h.handle)
+		s.enqueue("bound", 10, func(i int, sp *job.Spec) {
+			sp.Kind, sp.ID = "api", fmt.Sprintf("j%d", i)
+			if i == 3 {
+				sp.ID = "never"
+			}
+		})
+		s.waitFinished("bound", time.Hour)
+		failed := s.jobs("bound", job.Failed)
+		if len(failed) != 1 || failed[0].ID != "never" {
+			t.Fatalf("failed jobs %+v, want only the one always answered so", failed)
+		}
+		j := failed[0]
+		if j.SlowDowns != 4 || j.Attempt != 1 || !strings.Contains(j.LastError, engine.ErrSlowedDownTooOften.Error()) || !strings.Contains(j.LastError, "retry after 500ms") {
+			t.Fatalf("slow_downs %d, attempt %d, last error %q: want 4 slow-downs, attempt 1, and the last answer", j.SlowDowns, j.Attempt, j.LastError)
+		}
+		if n := len(h.given()); n != 5 {
+			t.Fatalf("%d answers, want 5 (four slow-downs, and the one past the bound)", n)
+		}
+		if ok := s.jobs("bound", job.Succeeded); len(ok) != 9 {
+			t.Fatalf("%d jobs succeeded, want 9", len(ok))
+		}
+	})
+}
