@@ -28,9 +28,13 @@ import (
 // HTTP posts a job's payload to its target URL with Content-Type
 // application/json and the headers Slotq-Queue, Slotq-Job-Id, Slotq-Ticket
 // and Slotq-Attempt. The response's status and body (up to MaxBody) are
-// the attempt's result (HTTPResult). A 2xx answer is success; a 3xx (redirects are not
-// followed) and a 4xx other than 408 and 429 fail the job without retry
-// (the request itself is wrong); anything else is retried.
+// the attempt's result (HTTPResult). A 2xx answer is success; a 429, and
+// a 503 that says when to come back (Retry-After), is a "slow down"
+// (attempt.RetryAfterError, its wait from the Retry-After header:
+// RetryAfterHeader; none or a malformed one takes the queue's
+// retry_after_default), not a failed attempt; a 3xx (redirects are not
+// followed) and a 4xx other than 408 fail the job without retry (the
+// request itself is wrong); anything else is retried.
 //
 // Its default client connects only to addresses the job's queue allows
 // (slot.Config.CheckAddr): the check runs on every connection, on the
@@ -84,6 +88,8 @@ func (h *HTTP) Post(ctx context.Context, j *job.Job, cfg slot.Config) error {
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
 		return nil
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
+		return httpSlowDown(resp.Status, resp.Header.Get("Retry-After"), snippet, time.Now()) // slowdown.go
 	case code >= 300 && code < 400:
 		return target.SkipRetry(fmt.Errorf("http target: %s: redirect to %q not followed", resp.Status, resp.Header.Get("Location")))
 	case code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests:

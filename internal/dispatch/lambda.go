@@ -30,7 +30,8 @@ var _ LambdaAPI = (*lambda.Client)(nil)
 // Trace Context, as an HTTP target's headers carry them). Its response
 // payload is the attempt's result (job.Job.Result). A function
 // error (FunctionError set) fails the attempt with the function's error
-// message, and is retried like any failure.
+// message, and is retried like any failure; one of errorType
+// RetryAfterError (LambdaRetryAfter) is a "slow down" instead.
 type Lambda struct {
 	API LambdaAPI
 }
@@ -86,6 +87,9 @@ func (l *Lambda) Invoke(ctx context.Context, j *job.Job) error {
 			ErrorType    string `json:"errorType"`
 		}
 		_ = json.Unmarshal(out.Payload, &fe)
+		if ra := lambdaSlowDown(FunctionName(j.Target), fe.ErrorType, fe.ErrorMessage); ra != nil {
+			return ra // slowdown.go
+		}
 		return fmt.Errorf("lambda target %s: %s: %s %s", FunctionName(j.Target), *out.FunctionError, fe.ErrorType, fe.ErrorMessage)
 	}
 	if len(out.Payload) > 0 {
