@@ -1,0 +1,263 @@
+package dynamostore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotq/slotq/internal/attempt"
+	"github.com/slotq/slotq/internal/dev/testenv"
+	"github.com/slotq/slotq/internal/dynamostore"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+)
+
+// slowStore is a store that notes when each slow-down was written: on
+// the queue's state, or on a key's meter.
+type slowStore struct {
+	*dynamostore.Store
+	mu      sync.Mutex
+	written []time.Time
+	onKeys  map[string]int64 // key → slow-downs its meter counts
+}
+
+func (s *slowStore) PutMeter(ctx context.Context, m slot.Meter, from int64, keep time.Time) (slot.Meter, error) {
+	out, err := s.Store.PutMeter(ctx, m, from, keep)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.onKeys == nil {
+		s.onKeys = map[string]int64{}
+	}
+	if err == nil && m.State.SlowDowns > s.onKeys[m.Key] {
+		s.onKeys[m.Key] = m.State.SlowDowns
+		s.written = append(s.written, time.Now())
+	}
+	return out, err
+}
+
+func (s *slowStore) SlowDown(ctx context.Context, r engine.SlowDownRequest) (slot.State, error) {
+	st, err := s.Store.SlowDown(ctx, r)
+	s.mu.Lock()
+	s.written = append(s.written, time.Now())
+	s.mu.Unlock()
+	return st, err
+}
+
+// slowBench runs a queue on DynamoDB Local with real concurrency: eight
+// workers, duplicate deliveries, a runner that answers "slow down" to
+// the calls slow picks and notes every begin.
+type slowBench struct {
+	t      *testing.T
+	st     *slowStore
+	eng    *engine.Engine
+	lead   time.Duration
+	mu     sync.Mutex
+	begins []slowBegin
+	calls  map[string]int
+}
+
+type slowBegin struct {
+	id, key string
+	at      time.Time
+	slowed  time.Duration // the wait answered, if any
+}
+
+func newSlowBench(t *testing.T, slow func(j *job.Job, calls int) (time.Duration, bool)) *slowBench {
+	client := newClient(t, nil, fastRetries)
+	b := &slowBench{t: t, st: &slowStore{Store: dynamostore.New(client, newTable(t, client), dynamostore.Options{})}, lead: 100 * time.Millisecond, calls: map[string]int{}}
+	runner := runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.calls[j.ID]++
+		wait, ok := slow(j, b.calls[j.ID])
+		if !ok {
+			wait = 0
+		}
+		b.begins = append(b.begins, slowBegin{id: j.ID, key: j.Key, at: time.Now(), slowed: wait})
+		if ok {
+			return attempt.RetryAfter(wait)
+		}
+		return nil
+	})
+	tr := memstore.NewTransport(memstore.TransportOptions{VisibilityTimeout: 2 * time.Second, DuplicateRate: 0.2, Seed: 7})
+	b.eng = testenv.NewEngine(t, engine.Options{State: b.st, Transport: tr, Runner: runner, NoAutoCreate: true,
+		Lease: 5 * time.Second, RecordGrace: time.Second, Lead: b.lead})
+	testenv.RunWorkers(t, tr, 8, b.eng)
+	return b
+}
+
+// finish waits until the jobs ids are all final, and returns them.
+func (b *slowBench) finish(queue string, ids []string) map[string]job.Job {
+	b.t.Helper()
+	out := map[string]job.Job{}
+	testenv.WaitFor(b.t, fmt.Sprintf("%d jobs final", len(ids)), func() bool {
+		for _, id := range ids {
+			j, err := b.st.GetJob(b.t.Context(), job.Ref{Queue: queue, ID: id})
+			if err != nil || !j.Status.Final() {
+				return false
+			}
+			out[id] = j
+		}
+		return true
+	})
+	return out
+}
+
+// slowed returns the begins in time order and the one answered "slow
+// down", with the time its slow-down was written.
+func (b *slowBench) slowed() ([]slowBegin, slowBegin, time.Time) {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bs := slices.Clone(b.begins)
+	slices.SortFunc(bs, func(x, y slowBegin) int { return x.at.Compare(y.at) })
+	var a slowBegin
+	for _, x := range bs {
+		if x.slowed > 0 {
+			a = x
+		}
+	}
+	b.st.mu.Lock()
+	defer b.st.mu.Unlock()
+	if a.id == "" || len(b.st.written) != 1 {
+		b.t.Fatalf("answered %+v, %d slow-downs written; want one", a, len(b.st.written))
+	}
+	return bs, a, b.st.written[0]
+}
+
+// checkHeld fails if a begin that counts came after the slow-down was
+// written (plus what was on its way then: a lead, and a skew for the
+// gate and one for the wake-up) and before its end; and unless the
+// answered job is the first that counts after the end.
+func checkHeld(t *testing.T, bs []slowBegin, a slowBegin, written time.Time, onWay time.Duration, counts func(slowBegin) bool) {
+	t.Helper()
+	until := a.at.Add(a.slowed)
+	first := ""
+	for _, x := range bs {
+		if !counts(x) {
+			continue
+		}
+		if x.at.After(written.Add(onWay)) && x.at.Before(until) {
+			t.Errorf("%s began %v after the slow-down (for %v) was written", x.id, x.at.Sub(written), a.slowed)
+		}
+		if first == "" && !x.at.Before(until) {
+			first = x.id
+		}
+	}
+	if first != a.id {
+		t.Errorf("the first begin after the slow-down's end was %s, want the answered job %s", first, a.id)
+	}
+}
+
+// TestSlowDownOnDynamoDB: on DynamoDB Local, with real concurrency, one
+// worker's "slow down for 2s" stops the other workers' next starts; the
+// answered job is the first to begin after; every job succeeds, the
+// answered one at its first attempt.
+func TestSlowDownOnDynamoDB(t *testing.T) {
+	b := newSlowBench(t, func(j *job.Job, calls int) (time.Duration, bool) {
+		return 2 * time.Second, j.ID == "j8" && calls == 1
+	})
+	const queue, n = "slow", 24
+	skew := 20 * time.Millisecond
+	if _, err := b.eng.CreateQueue(t.Context(), queue, slot.Config{Interval: 100 * time.Millisecond, Skew: skew}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("j%d", i))
+		if _, err := b.eng.Enqueue(t.Context(), job.EnqueueRequest{Queue: queue, Job: &job.Spec{ID: ids[i], Kind: "sim"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs := b.finish(queue, ids)
+	bs, a, written := b.slowed()
+	checkHeld(t, bs, a, written, b.lead+2*skew, func(slowBegin) bool { return true })
+	for id, j := range jobs {
+		if j.Status != job.Succeeded {
+			t.Errorf("%s: %s (%s)", id, j.Status, j.LastError)
+		}
+	}
+	if j := jobs[a.id]; j.SlowDowns != 1 || j.Attempt != 1 {
+		t.Errorf("the answered job: %d slow-downs, attempt %d; want 1 and 1", j.SlowDowns, j.Attempt)
+	}
+}
+
+// TestSlowDownKeyOnDynamoDB: a key with a limit of its own that is
+// answered "slow down" waits alone; the other keys' jobs go on.
+func TestSlowDownKeyOnDynamoDB(t *testing.T) {
+	b := newSlowBench(t, func(j *job.Job, calls int) (time.Duration, bool) {
+		return 2 * time.Second, j.ID == "a2" && calls == 1
+	})
+	const queue = "keyed"
+	skew := 20 * time.Millisecond
+	cfg := slot.Config{Interval: 50 * time.Millisecond, Skew: skew,
+		KeyLimits: []api.Limit{{Interval: 200 * time.Millisecond}}, KeyMaxRunning: slot.NoKeyCap}
+	if _, err := b.eng.CreateQueue(t.Context(), queue, cfg); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 36 {
+		k := []string{"a", "b", "c"}[i%3]
+		id := fmt.Sprintf("%s%d", k, i/3)
+		ids = append(ids, id)
+		if _, err := b.eng.Enqueue(t.Context(), job.EnqueueRequest{Queue: queue, Job: &job.Spec{ID: id, Kind: "sim", Key: k}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs := b.finish(queue, ids)
+	bs, a, written := b.slowed()
+	checkHeld(t, bs, a, written, b.lead+2*skew, func(x slowBegin) bool { return x.key == "a" })
+	others := 0
+	for _, x := range bs {
+		if x.key != "a" && x.at.After(written) && x.at.Before(a.at.Add(a.slowed)) {
+			others++
+		}
+	}
+	if others < 5 {
+		t.Errorf("%d begins of the other keys during key a's slow-down: they should go on", others)
+	}
+	for id, j := range jobs {
+		if j.Status != job.Succeeded {
+			t.Errorf("%s: %s (%s)", id, j.Status, j.LastError)
+		}
+	}
+}
+
+// TestSlowDownBoundOnDynamoDB: a job whose target always answers "slow
+// down" fails after the queue's max_slow_downs, with the last answer;
+// the others succeed.
+func TestSlowDownBoundOnDynamoDB(t *testing.T) {
+	b := newSlowBench(t, func(j *job.Job, calls int) (time.Duration, bool) {
+		return 300 * time.Millisecond, j.ID == "never"
+	})
+	const queue = "bound"
+	if _, err := b.eng.CreateQueue(t.Context(), queue, slot.Config{Interval: 100 * time.Millisecond, MaxSlowDowns: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"j0", "j1", "never", "j3", "j4"}
+	for _, id := range ids {
+		if _, err := b.eng.Enqueue(t.Context(), job.EnqueueRequest{Queue: queue, Job: &job.Spec{ID: id, Kind: "sim"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs := b.finish(queue, ids)
+	for id, j := range jobs {
+		want := job.Succeeded
+		if id == "never" {
+			want = job.Failed
+		}
+		if j.Status != want {
+			t.Errorf("%s: %s, want %s", id, j.Status, want)
+		}
+	}
+	if j := jobs["never"]; j.SlowDowns != 3 || j.Attempt != 1 || !strings.Contains(j.LastError, "retry after 300ms") {
+		t.Errorf("never: %d slow-downs, attempt %d, last error %q; want 3, 1 and the last answer", j.SlowDowns, j.Attempt, j.LastError)
+	}
+}
