@@ -234,7 +234,7 @@ func newKeysListCmd(cn *conn) *cobra.Command {
 			return keys, func(w io.Writer) {
 				row(w, "KEY", "LIMIT", "PENDING", "WAITING", "HELD", "NEXT START", "AT LIMIT")
 				for _, k := range keys {
-					row(w, k.Key, keyLimit(k), k.Pending, k.Waiting, yesNo(k.Held), nextStart(k.NextStart, now), yesNo(k.AtLimit))
+					row(w, k.Key, keyLimit(k), k.Pending, k.Waiting, yesNo(k.Held), nextStart(laterOf(k.NextStart, slowedTo(k.SlowUntil, now)), now), yesNo(k.AtLimit))
 				}
 			}, nil
 		})
@@ -283,6 +283,7 @@ func keyRows(queue string, k api.KeyInfo) func(io.Writer) {
 		row(w, "next start", nextStart(k.NextStart, now))
 		row(w, "at limit", yesNo(k.AtLimit))
 		row(w, "last start", ts(k.LastStart))
+		row(w, "slowed", slowed(k.SlowUntil, k.SlowDowns, now))
 	}
 }
 

@@ -106,6 +106,7 @@ func newStatsCmd(cn *conn) *cobra.Command {
 			return js, func(w io.Writer) {
 				row(w, "queue", s.Queue)
 				row(w, "paused", paused(s.State))
+				row(w, "slowed", slowed(s.State.SlowUntil, s.State.SlowDowns, time.Now()))
 				row(w, "waiting", s.Waiting)
 				row(w, "parked", s.Parked)
 				row(w, "failed", s.Failed)
@@ -198,6 +199,8 @@ func configRows(w io.Writer, c api.Config) {
 	row(w, "backoff", fmt.Sprintf("%s (at most %s)", setting(c.Backoff), setting(c.MaxBackoff)))
 	row(w, "retention", setting(c.Retention))
 	row(w, "target timeout", setting(c.TargetTimeout))
+	row(w, "max slow downs", orDash(numSetting(c.MaxSlowDowns)))
+	row(w, "retry after default", orDash(durSetting(c.RetryAfterDefault)))
 	row(w, "targets", orDash(strings.Join(c.Targets, ", ")))
 	row(w, "allow networks", orDash(strings.Join(c.AllowNetworks, ", ")))
 }
@@ -349,9 +352,10 @@ func confirmedCmd(cn *conn, cmd *cobra.Command, label, what string, do func(ctx 
 // configFlags are the settings of create and configure.
 type configFlags struct {
 	interval, skew, backoff, maxBackoff, retention, targetTimeout *time.Duration
+	retryAfterDefault                                             *time.Duration
 	rate, window                                                  *api.Rate
 	limits                                                        *limitsValue
-	maxAttempts, maxRunning, burst                                *int
+	maxAttempts, maxRunning, burst, maxSlowDowns                  *int
 	targets, networks                                             *string
 	keys                                                          *keyConfigFlags
 }
@@ -366,21 +370,23 @@ const skewDefault = "(default: the stack's DefaultSkew, 10ms, also on slotq loca
 
 func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
 	f := &configFlags{
-		interval:      durationFlag(fs, "interval", "least time between two starts, a `duration` of at least 1ms: the interval form of the queue's limit "+what),
-		rate:          new(api.Rate),
-		burst:         fs.Int("burst", 0, fmt.Sprintf("starts a rate lets through together after an idle time beyond the first (B+1 at once), 0 to %d; with --rate (alone on configure: the burst of the queue's rate) ", slot.MaxBurst)+what),
-		window:        new(api.Rate),
-		limits:        limitFlag(fs, "limit", fmt.Sprintf("a limit in `words`: 'interval 1s', 'rate 100/1m burst 10' or 'window 5000/1h'; repeat it to keep up to %d limits at once ", slot.MaxLimits)+what),
-		skew:          durationFlag(fs, "skew", "allowance for clock differences and wake-up latency, once per run of starts; "+skewRule+" "+skewWhat),
-		maxAttempts:   fs.Int("max-attempts", 0, "attempts a job gets, at least 1 "+what),
-		maxRunning:    fs.Int("max-running", 0, "most attempts of the queue that run at once, 0 for no cap "+what),
-		backoff:       durationFlag(fs, "backoff", "wait before the first retry, doubled each further attempt "+what),
-		maxBackoff:    durationFlag(fs, "max-backoff", "cap of the retry wait "+what),
-		retention:     durationFlag(fs, "retention", "how long finished and failed jobs are kept "+what),
-		targetTimeout: durationFlag(fs, "target-timeout", "bound of one run of an HTTP or Lambda target "+what),
-		targets:       fs.String("targets", "", "comma-separated HTTP and Lambda target `patterns` jobs may name "+what),
-		networks:      fs.String("allow-networks", "", "comma-separated CIDR `prefixes` HTTP targets may reach although private "+what),
-		keys:          newKeyConfigFlags(fs, strings.Contains(what, "unchanged")),
+		interval:          durationFlag(fs, "interval", "least time between two starts, a `duration` of at least 1ms: the interval form of the queue's limit "+what),
+		rate:              new(api.Rate),
+		burst:             fs.Int("burst", 0, fmt.Sprintf("starts a rate lets through together after an idle time beyond the first (B+1 at once), 0 to %d; with --rate (alone on configure: the burst of the queue's rate) ", slot.MaxBurst)+what),
+		window:            new(api.Rate),
+		limits:            limitFlag(fs, "limit", fmt.Sprintf("a limit in `words`: 'interval 1s', 'rate 100/1m burst 10' or 'window 5000/1h'; repeat it to keep up to %d limits at once ", slot.MaxLimits)+what),
+		skew:              durationFlag(fs, "skew", "allowance for clock differences and wake-up latency, once per run of starts; "+skewRule+" "+skewWhat),
+		maxAttempts:       fs.Int("max-attempts", 0, "attempts a job gets, at least 1 "+what),
+		maxRunning:        fs.Int("max-running", 0, "most attempts of the queue that run at once, 0 for no cap "+what),
+		backoff:           durationFlag(fs, "backoff", "wait before the first retry, doubled each further attempt "+what),
+		maxBackoff:        durationFlag(fs, "max-backoff", "cap of the retry wait "+what),
+		retention:         durationFlag(fs, "retention", "how long finished and failed jobs are kept "+what),
+		targetTimeout:     durationFlag(fs, "target-timeout", "bound of one run of an HTTP or Lambda target "+what),
+		maxSlowDowns:      fs.Int("max-slow-downs", 0, fmt.Sprintf("times one job's target may answer \"slow down\" (a 429, a RetryAfter error) before the job fails, 1 to %d (default %d) ", slot.MaxSlowDownsLimit, slot.DefaultMaxSlowDowns)+what),
+		retryAfterDefault: durationFlag(fs, "retry-after-default", fmt.Sprintf("how long the queue waits after a \"slow down\" that names no time (a 429 without Retry-After), 1ms to %s (default %s) ", slot.MaxSlowDown, slot.DefaultRetryAfter)+what),
+		targets:           fs.String("targets", "", "comma-separated HTTP and Lambda target `patterns` jobs may name "+what),
+		networks:          fs.String("allow-networks", "", "comma-separated CIDR `prefixes` HTTP targets may reach although private "+what),
+		keys:              newKeyConfigFlags(fs, strings.Contains(what, "unchanged")),
 	}
 	fs.Var(rateFlag{f.rate}, "rate", "at most N starts per period on average, a rate `N/PERIOD` such as 100/1m: the rate form of the queue's limit, with --burst "+what)
 	fs.Var(rateFlag{f.window}, "window", "no span shorter than the period holds more than N starts, a window `N/PERIOD` such as 5000/1h: the window form of the queue's limit "+what)
@@ -389,7 +395,7 @@ func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
 
 // configNames are the flags of configFlags.
 var configNames = []string{"interval", "rate", "burst", "window", "limit", "skew", "max-attempts", "max-running", "backoff", "max-backoff",
-	"retention", "target-timeout", "targets", "allow-networks"}
+	"retention", "target-timeout", "targets", "allow-networks", "max-slow-downs", "retry-after-default"}
 
 // check refuses a setting given on the command line as zero where zero
 // would be read as its default, with the error the admin function gives
@@ -487,6 +493,10 @@ func (f *configFlags) apply(fs *pflag.FlagSet, cfg *api.Config) {
 			cfg.Retention = *f.retention
 		case "target-timeout":
 			cfg.TargetTimeout = *f.targetTimeout
+		case "max-slow-downs":
+			cfg.MaxSlowDowns = *f.maxSlowDowns
+		case "retry-after-default":
+			cfg.RetryAfterDefault = *f.retryAfterDefault
 		case "targets":
 			cfg.Targets = split(*f.targets)
 		case "allow-networks":

@@ -35,6 +35,11 @@ type KeyInfo struct {
 	AtLimit   bool      `json:"at_limit,omitempty"`
 	// LastStart is the key's latest start its meter holds.
 	LastStart time.Time `json:"last_start,omitzero"`
+	// SlowUntil is when the key's slow-down ends (its target answered
+	// "slow down"; a key with a limit of its own waits alone), and
+	// SlowDowns counts those answers.
+	SlowUntil time.Time `json:"slow_until,omitzero"`
+	SlowDowns int64     `json:"slow_downs,omitempty"`
 }
 
 // MaxKeysListed is the most keys Keys returns in one answer, busiest first.
@@ -108,11 +113,12 @@ func (e *Engine) fillKey(ctx context.Context, q Queue, k *KeyInfo, now time.Time
 	ls := q.Config.LimitsOf(m)
 	k.Limits, k.Own = ls, len(m.Limits) > 0
 	k.LastStart = m.State.LastStart
+	k.SlowUntil, k.SlowDowns = m.State.SlowUntil, m.State.SlowDowns
 	for _, mk := range m.State.Marks {
 		k.LastStart = laterOf(k.LastStart, mk.Last)
 	}
 	if len(ls) > 0 {
-		if open := slot.KeyOpen(m, ls, 0); open.After(now) {
+		if open := laterOf(slot.KeyOpen(m, ls, 0), slot.SlowOpen(m.State, 0, now)); open.After(now) {
 			k.NextStart = open
 			// Jobs wait for it: pending, but for the one holding the key
 			// (it runs, or is about to).

@@ -100,6 +100,10 @@ type KeyInfo struct {
 	AtLimit   bool      `json:"at_limit,omitempty"`
 	// LastStart is the key's latest start.
 	LastStart time.Time `json:"last_start,omitzero"`
+	// SlowUntil is when the key's slow-down ends (its target answered
+	// "slow down"); SlowDowns counts those answers.
+	SlowUntil time.Time `json:"slow_until,omitzero"`
+	SlowDowns int64     `json:"slow_downs,omitempty"`
 }
 
 // AdminResponse is the admin function's answer: the fields its operation
