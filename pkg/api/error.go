@@ -43,7 +43,11 @@ const (
 	CodeInvalidBackoff       = "invalid_backoff"
 	CodeInvalidRetention     = "invalid_retention"
 	CodeInvalidTargetTimeout = "invalid_target_timeout"
-	CodeInvalidMaxRunning    = "invalid_max_running"
+	// CodeInvalidMaxSlowDowns and CodeInvalidRetryAfterDefault: a
+	// queue's max_slow_downs or retry_after_default is out of range.
+	CodeInvalidMaxSlowDowns      = "invalid_max_slow_downs"
+	CodeInvalidRetryAfterDefault = "invalid_retry_after_default"
+	CodeInvalidMaxRunning        = "invalid_max_running"
 	// CodeInvalidKeyMaxRunning: a key_max_running out of range (keyed
 	// limits).
 	CodeInvalidKeyMaxRunning = "invalid_key_max_running"
