@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/attempt"
+	"github.com/slotq/slotq/internal/dev/awsmeter"
 	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
@@ -259,5 +260,65 @@ func TestSlowDownBoundOnDynamoDB(t *testing.T) {
 	}
 	if j := jobs["never"]; j.SlowDowns != 3 || j.Attempt != 1 || !strings.Contains(j.LastError, "retry after 300ms") {
 		t.Errorf("never: %d slow-downs, attempt %d, last error %q; want 3, 1 and the last answer", j.SlowDowns, j.Attempt, j.LastError)
+	}
+}
+
+// TestSlowDownCostsNothingUnslowed: a queue whose target never answers
+// "slow down" writes what it wrote before slow-downs existed: one write
+// of the queue's state per enqueue call and per start (the gate), two
+// updates of each job's record (its claim and its outcome), and no
+// other write.
+func TestSlowDownCostsNothingUnslowed(t *testing.T) {
+	client := newClient(t, nil)
+	m := awsmeter.NewDynamoDB(client)
+	st := dynamostore.New(m, newTable(t, client), dynamostore.Options{})
+	runner := runFunc(func(context.Context, *job.Job, slot.Config) error { return nil })
+	tr := memstore.NewTransport(memstore.TransportOptions{Seed: 3})
+	eng := testenv.NewEngine(t, engine.Options{State: st, Transport: tr, Runner: runner, NoAutoCreate: true, Lead: 300 * time.Millisecond})
+	testenv.RunWorkers(t, tr, 1, eng)
+	const queue, n = "plain", 10
+	if _, err := eng.CreateQueue(t.Context(), queue, slot.Config{Interval: 500 * time.Millisecond, Skew: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	var specs []job.Spec
+	for i := range n {
+		specs = append(specs, job.Spec{ID: fmt.Sprintf("j%d", i), Kind: "sim"})
+	}
+	before := m.Counts()
+	if _, err := eng.Enqueue(t.Context(), job.EnqueueRequest{Queue: queue, Jobs: specs}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, "every job succeeded", func() bool {
+		for _, s := range specs {
+			j, err := st.GetJob(t.Context(), job.Ref{Queue: queue, ID: s.ID})
+			if err != nil || j.Status != job.Succeeded {
+				return false
+			}
+		}
+		return true
+	})
+	after := m.Counts()
+	writes := map[string]int64{}
+	for op, c := range after {
+		if strings.HasPrefix(op, "Get") || strings.HasPrefix(op, "Query") || strings.HasPrefix(op, "BatchGet") {
+			continue
+		}
+		if d := c.Calls - before[op].Calls; d != 0 {
+			writes[op] = d
+		}
+	}
+	t.Logf("writes for %d jobs: %v", n, writes)
+	for _, s := range specs {
+		j, _ := st.GetJob(t.Context(), job.Ref{Queue: queue, ID: s.ID})
+		if len(j.History) != 3 {
+			// A missed slot on a loaded host costs writes of its own.
+			t.Fatalf("%s did not run without trouble (enqueued, started, succeeded): %+v", j.ID, j.History)
+		}
+	}
+	if w := writes["UpdateItem state"]; w != n+1 {
+		t.Errorf("%d writes of the queue's state for %d jobs in one call, want %d (the take and a gate per job)", w, n, n+1)
+	}
+	if w := writes["UpdateItem job"] + writes["PutItem job"]; w != 3*n {
+		t.Errorf("%d writes of job records, want %d (its creation, its claim and its outcome each)", w, 3*n)
 	}
 }
