@@ -127,7 +127,8 @@ type Job struct {
 	// its lane (slot.Lane).
 	Key string `json:"key,omitempty"`
 	// Detached is set when the job waited, parked, for its key or for a
-	// running place: it left the line, so, like a scheduled job, it
+	// running place, or waits for the end of a slow-down its target
+	// answered: it left the line, so, like a scheduled job, it
 	// passes the gate by the queue's spacing alone and is never passed.
 	// A new ticket (a retry, a re-ticket) puts it back in line.
 	Detached bool `json:"detached,omitempty"`
