@@ -10,7 +10,7 @@ func (j *Job) API() *api.Job {
 		Queue: j.Queue, ID: j.ID, Gen: j.Gen, Kind: j.Kind, Target: j.Target, Payload: j.Payload,
 		Key: j.Key, Status: j.Status, Ticket: j.Ticket, Order: j.Order, SlotAt: j.SlotAt,
 		NotBefore: j.NotBefore, Scheduled: j.Scheduled, Detached: j.Detached, Attempt: j.Attempt,
-		Retickets: j.Retickets, SentBack: j.SentBack, RetryAt: j.RetryAt, Reruns: j.Reruns, RerunFrom: j.RerunFrom, ParkReason: j.ParkReason,
+		Retickets: j.Retickets, SentBack: j.SentBack, SlowDowns: j.SlowDowns, RetryAt: j.RetryAt, Reruns: j.Reruns, RerunFrom: j.RerunFrom, ParkReason: j.ParkReason,
 		DueAt: j.DueAt, EnqueuedAt: j.EnqueuedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
 		LastError: j.LastError, Result: j.Result, ResultDropped: j.ResultDropped, ExpiresAt: j.ExpiresAt,
 		History: j.History, HistoryDropped: j.HistoryDropped, TraceParent: j.TraceParent, TraceState: j.TraceState,
