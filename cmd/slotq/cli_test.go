@@ -413,6 +413,8 @@ func TestExitCodes(t *testing.T) {
 		{"configure skew 0s", []string{"queues", "configure", "emails", "--skew", "0s"}, 1, "slotq queues configure: invalid_skew (config.skew)"},
 		{"configure retention 0s", []string{"queues", "configure", "emails", "--retention", "0s"}, 1, "slotq queues configure: invalid_retention (config.retention)"},
 		{"create target-timeout 0s", []string{"queues", "create", "zero", "--target-timeout", "0s"}, 1, "slotq queues create: invalid_target_timeout (config.target_timeout)"},
+		{"create max-slow-downs 0", []string{"queues", "create", "zero", "--max-slow-downs", "0"}, 1, "slotq queues create: invalid_max_slow_downs (config.max_slow_downs)"},
+		{"configure retry-after-default 0s", []string{"queues", "configure", "zero", "--retry-after-default", "0s"}, 1, "slotq queues configure: invalid_retry_after_default (config.retry_after_default)"},
 		{"zero as json", []string{"queues", "configure", "emails", "--interval", "0s", "--json"}, 1, `{"error":{"code":"invalid_interval","field":"config.interval","message":`},
 		{"enqueue interval 0s", []string{"enqueue", "zero", "--kind", "echo", "--interval", "0s"}, 1, "slotq enqueue: invalid_interval (interval)"},
 		{"interval below the floor", []string{"queues", "create", "zero", "--interval", "999us"}, 1, "slotq queues create: invalid_interval (config.interval): interval must be at least 1ms: each start writes"},

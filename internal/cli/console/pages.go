@@ -574,6 +574,8 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
 	},
 	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+	// ahead reports whether t is still to come: a slow-down that holds.
+	"ahead": func(t time.Time) bool { return time.Now().Before(t) },
 	"path":    url.PathEscape,
 	"ms": func(p *float64) string {
 		if p == nil {

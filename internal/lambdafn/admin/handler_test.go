@@ -322,7 +322,8 @@ func TestConfigureKeepsWhatItLeavesOut(t *testing.T) {
 	c := do(`{"op":"configure","queue":"q","config":{"max_attempts":4}}`)
 	want := slot.Config{Interval: 750 * time.Millisecond, Skew: 5 * time.Millisecond, MaxAttempts: 4, Backoff: 2 * time.Second,
 		MaxBackoff: slot.DefaultMaxBackoff, Retention: slot.DefaultRetention, TargetTimeout: slot.DefaultTargetTimeout,
-		MaxRunning: 3, Targets: []string{"lambda:a"}, AllowNetworks: []string{}}
+		MaxRunning: 3, Targets: []string{"lambda:a"}, AllowNetworks: []string{},
+		MaxSlowDowns: slot.DefaultMaxSlowDowns, RetryAfterDefault: slot.DefaultRetryAfter}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("configure max_attempts:\n got %+v\nwant %+v", c, want)
 	}
