@@ -576,7 +576,7 @@ var funcs = template.FuncMap{
 	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 	// ahead reports whether t is still to come: a slow-down that holds.
 	"ahead": func(t time.Time) bool { return time.Now().Before(t) },
-	"path":    url.PathEscape,
+	"path":  url.PathEscape,
 	"ms": func(p *float64) string {
 		if p == nil {
 			return "—"
