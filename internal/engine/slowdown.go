@@ -78,27 +78,41 @@ func slowWait(cfg slot.Config, ra *attempt.RetryAfterError) time.Duration {
 }
 
 // slowDownAt writes the slow-down until where j's starts are counted:
-// its key's meter when its key has a limit of its own (a compare-and-set,
-// as keyGate's), else its queue's state (State.SlowDown). It says which:
-// "key" or "queue". The others wait for j's ticket a tick of the limit
-// after until, at least slowHoldFloor (slowHold).
+// its key's meter when its key has a limit of its own (slowKey), else
+// its queue's state (State.SlowDown). It says which: "key" or "queue".
+// The others wait for j's ticket a tick of the limit after until, at
+// least slowHoldFloor (slowHold).
 func (e *Engine) slowDownAt(ctx context.Context, q Queue, j *job.Job, until time.Time) (string, error) {
-	if !keyed(q, j) {
-		hold := e.slowHold(until, q.Config.Tick())
-		_, err := e.state.SlowDown(ctx, SlowDownRequest{Queue: j.Queue, Gen: j.Gen, Ticket: j.Ticket, Until: until, Hold: hold})
-		return "queue", err
+	if keyed(q, j) {
+		if ok, err := e.slowKey(ctx, q, j, until); ok || err != nil {
+			return "key", err
+		}
 	}
+	hold := e.slowHold(until, q.Config.Tick())
+	_, err := e.state.SlowDown(ctx, SlowDownRequest{Queue: j.Queue, Gen: j.Gen, Ticket: j.Ticket, Until: until, Hold: hold})
+	return "queue", err
+}
+
+// slowKey writes the slow-down until on j's key's meter, a
+// compare-and-set as keyGate's, if the key has a limit of its own (its
+// own, or the queue's key_limits); it reports whether it did. A key
+// without one (a meter that only keeps the order of a key_max_running
+// above one) leaves the slow-down to the queue.
+func (e *Engine) slowKey(ctx context.Context, q Queue, j *job.Job, until time.Time) (bool, error) {
 	for try := 0; ; try++ {
 		m, err := e.readMeter(ctx, q, j.Key)
 		if err != nil {
-			return "key", err
+			return false, err
+		}
+		ls := q.Config.LimitsOf(m)
+		if len(ls) == 0 {
+			return false, nil
 		}
 		next := m
-		hold := e.slowHold(until, q.Config.LimitsOf(m).Tick())
-		next.State = slot.SlowDown(m.State, j.Ticket, until, hold)
-		_, err = e.state.PutMeter(ctx, next, m.Version, next.Keep(q.Config.LimitsOf(next)))
+		next.State = slot.SlowDown(m.State, j.Ticket, until, e.slowHold(until, ls.Tick()))
+		_, err = e.state.PutMeter(ctx, next, m.Version, next.Keep(ls))
 		if err == nil || !errors.Is(err, ErrConflict) || try >= meterTries {
-			return "key", err
+			return err == nil, err
 		}
 	}
 }
