@@ -311,3 +311,34 @@ func TestSlowDownBound(t *testing.T) {
 		}
 	})
 }
+
+// A key without a limit of its own (only key_max_running above one) is
+// no place to slow down alone: its slow-down holds the queue.
+func TestSlowDownKeyWithoutLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 4})
+		defer s.stop()
+		s.createQueue("capped", slot.Config{Interval: 100 * time.Millisecond, KeyMaxRunning: 2})
+		h := &slowTarget{s: s, slow: func(j *api.Job, calls int) (time.Duration, bool) {
+			return time.Second, j.ID == "a1" && calls == 1
+		}}
+		s.mux.HandleFunc("api", h.handle)
+		s.enqueue("capped", 12, func(i int, sp *job.Spec) {
+			k := []string{"a", "b"}[i%2]
+			sp.Kind, sp.Key, sp.ID = "api", k, fmt.Sprintf("%s%d", k, i/2)
+		})
+		s.waitFinished("capped", time.Hour)
+		if failed := s.jobs("capped", job.Failed); len(failed) > 0 {
+			t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
+		}
+		ans := h.given()
+		if len(ans) != 1 {
+			t.Fatalf("%d answers, want 1", len(ans))
+		}
+		q, err := s.eng.Queue(context.Background(), "capped")
+		if err != nil || q.State.SlowDowns != 1 {
+			t.Fatalf("the queue's state counts %d slow-downs (%v), want 1", q.State.SlowDowns, err)
+		}
+		checkPaused(t, s, "capped", ans[0], func(start) bool { return true })
+	})
+}

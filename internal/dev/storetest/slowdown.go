@@ -92,6 +92,34 @@ func testSlowDown(t *testing.T, newState func(t *testing.T) engine.State) {
 	// once the hold is over; then the limit's arithmetic as before.
 	t.Run("HoldEnds", func(t *testing.T) { testSlowHoldEnds(t, newState(t)) })
 
+	// A key's slow-down is kept on its meter, and comes back as it was
+	// put; the key's side of the gate keeps it.
+	t.Run("Meter", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		ls := slot.Limits{{Interval: time.Second}}
+		m := slot.Meter{Queue: name, Key: "k", Gen: 2}
+		m, _, _ = slot.KeyGate(m, 4, ls, 0, at(0))
+		m.State = slot.SlowDown(m.State, 4, at(10*time.Second), at(11*time.Second))
+		if _, err := st.PutMeter(t.Context(), m, 0, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.GetMeter(t.Context(), name, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantSlow(t, "meter", got.State, at(10*time.Second), 4, 1)
+		if !got.State.SlowHold.Equal(at(11 * time.Second)) {
+			t.Fatalf("meter's slow hold %v, want %v", got.State.SlowHold, at(11*time.Second))
+		}
+		if _, v, open := slot.KeyGate(got, 5, ls, 0, at(5*time.Second)); v != slot.KeyEarly || !open.Equal(at(10*time.Second)) {
+			t.Fatalf("the key's gate during its slow-down: %v until %v", v, open)
+		}
+		if next, v, _ := slot.KeyGate(got, 4, ls, 0, at(10*time.Second)); v != slot.KeyStart || next.State.SlowTicket != 0 {
+			t.Fatalf("the answered ticket at the end: %v, slow ticket %d", v, next.State.SlowTicket)
+		}
+	})
+
 	t.Run("Gate", func(t *testing.T) {
 		forms := append([]struct {
 			name string
