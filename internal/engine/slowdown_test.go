@@ -212,14 +212,19 @@ func checkSlowedRecord(t *testing.T, s *sim, queue string, a answer, n int, stri
 
 // A key's "slow down" holds only that key, when keys have limits of
 // their own: the other keys' jobs go on starting during its wait, the
-// key's own do not, and the answered job is its key's first start after.
+// key's own do not, and the answered job is its key's first start after
+// (with crashes, which may cost it its way there, only the pause, the
+// other keys' starts and the outcome are checked).
 func TestGuaranteeSlowDownKey(t *testing.T) {
 	runs := []struct {
-		name string
-		opts simOptions
+		name   string
+		opts   simOptions
+		strict bool
 	}{
-		{"clean", simOptions{Workers: 8}},
-		{"jitter and duplicates", simOptions{Workers: 12, Transport: memstore.TransportOptions{Jitter: 300 * time.Millisecond, DuplicateRate: 0.3}}},
+		{"clean", simOptions{Workers: 8}, true},
+		{"jitter and duplicates", simOptions{Workers: 12, Transport: memstore.TransportOptions{Jitter: 300 * time.Millisecond, DuplicateRate: 0.3}}, true},
+		{"crashes, jitter and duplicates", simOptions{Workers: 12, CrashRate: 0.03, Seed: 4,
+			Transport: memstore.TransportOptions{Jitter: 300 * time.Millisecond, DuplicateRate: 0.3}}, false},
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
@@ -264,10 +269,10 @@ func TestGuaranteeSlowDownKey(t *testing.T) {
 				if others < 10 {
 					t.Errorf("%d starts of the other keys during key a's slow-down of %v: they should go on", others, a.Wait)
 				}
-				if firstA != a.ID {
+				if r.strict && firstA != a.ID {
 					t.Errorf("key a's first start after its slow-down was %s, want the answered job %s", firstA, a.ID)
 				}
-				checkSlowedRecord(t, s, "keyed", a, 1, true)
+				checkSlowedRecord(t, s, "keyed", a, 1, r.strict)
 				if q, err := s.eng.Queue(context.Background(), "keyed"); err != nil || !q.State.SlowUntil.IsZero() {
 					t.Errorf("the queue's state has a slow-down (%v, %v): a key's belongs to its key", q.State.SlowUntil, err)
 				}
