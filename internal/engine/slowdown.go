@@ -109,7 +109,7 @@ func (e *Engine) slowKey(ctx context.Context, q Queue, j *job.Job, until time.Ti
 			return false, nil
 		}
 		next := m
-		next.State = slot.SlowDown(m.State, j.Ticket, until, e.slowHold(until, ls.Tick()))
+		next.State = slot.SlowDown(m.State, j.Ticket, until, e.keyHold(until, ls.Tick()))
 		_, err = e.state.PutMeter(ctx, next, m.Version, next.Keep(ls))
 		if err == nil || !errors.Is(err, ErrConflict) || try >= meterTries {
 			return err == nil, err
@@ -126,6 +126,16 @@ func (e *Engine) slowKey(ctx context.Context, q Queue, j *job.Job, until time.Ti
 // others no longer.
 func (e *Engine) slowHold(until time.Time, tick time.Duration) time.Time {
 	return until.Add(max(tick, 2*e.opts.Lead, slowHoldFloor))
+}
+
+// keyHold is how long after a key's slow-down ends (until) the key's
+// other jobs wait for the answered one to start first: a lease. Unlike
+// a queue's answered job, a key's must still win an opening of its
+// queue, which the other keys' jobs take meanwhile, so a tick would not
+// do; the others look again every tick of the key's limit (awaitKeyed),
+// and a job that never comes back holds its key no longer than a lease.
+func (e *Engine) keyHold(until time.Time, tick time.Duration) time.Time {
+	return laterOf(until.Add(e.opts.Lease), e.slowHold(until, tick))
 }
 
 // slowHoldFloor is the shortest wait for the answered job (slowHold).
@@ -169,6 +179,25 @@ func (d *delivery) awaitSlowDown(ctx context.Context, open time.Time) (next, err
 	}
 	e.log.DebugContext(ctx, "held by a slow-down", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "until", open)
 	return stop, nil
+}
+
+// awaitKeyed is awaitSlowDown for a job whose key's slow-down (on meter
+// m) holds it until open: once the slow-down has ended and the key waits
+// for its answered job to start (keyHold), it looks again a tick of the
+// key's limit later rather than at the hold's end.
+func (d *delivery) awaitKeyed(ctx context.Context, m slot.Meter, open time.Time) (next, error) {
+	if !d.at.Before(m.State.SlowUntil) {
+		tick := max(d.q.Config.LimitsOf(m).Tick(), slowHoldFloor)
+		open = earlierOf(open, d.at.Add(tick))
+	}
+	return d.awaitSlowDown(ctx, open)
+}
+
+func earlierOf(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // requeueSlowed puts j, whose attempt was answered "slow down until

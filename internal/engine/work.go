@@ -365,7 +365,7 @@ func (d *delivery) awaitKey(ctx context.Context) (next, error) {
 		return stop, fmt.Errorf("work %s: %w", d.env.Ref(), err)
 	}
 	if until, ok := heldBySlowDown(m.State, d.j.Ticket, d.at); ok {
-		return d.awaitSlowDown(ctx, until) // slowdown.go
+		return d.awaitKeyed(ctx, m, until) // slowdown.go
 	}
 	if d.at.Before(open) {
 		d.wake = open
