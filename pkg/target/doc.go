@@ -2,7 +2,9 @@
 // job kinds to handlers, each given the job's record (api.Job) and a
 // context bounded by its queue's target_timeout. A handler's error fails
 // the attempt, which is retried with backoff (each retry a new ticket, so
-// retries keep the queue's rate); SkipRetry ends the job now; SetResult
+// retries keep the queue's rate); SkipRetry ends the job now; RetryAfter
+// slows the job's queue (or key) down for a while, not a failure, and
+// runs the job again first after it; SetResult
 // (or a ResultFunc) keeps a result on the job's record for its producer.
 //
 // pkg/worker runs a Mux as the stack's worker function on Lambda, and
