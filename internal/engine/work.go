@@ -235,7 +235,7 @@ func (d *delivery) tryGate(ctx context.Context) (next, error) {
 // back to the transport.
 func (d *delivery) waitForTurn(ctx context.Context) (next, error) {
 	e := d.e
-	wait := laterOf(d.wake.Add(-e.opts.Lead), d.turn).Sub(e.now())
+	wait := laterOf(d.wake.Add(-e.opts.Lead-aheadOfLine(&d.j, d.q.Config)), d.turn).Sub(e.now())
 	if wait <= 0 {
 		return proceed, nil
 	}
@@ -899,6 +899,21 @@ func GateDone(ctx context.Context) {
 	if fn, ok := ctx.Value(gateDoneKey{}).(func()); ok {
 		fn()
 	}
+}
+
+// aheadOfLine is how much sooner than Lead before its start j goes to the
+// gate: a quarter of the skew for a job out of line, none for a line job.
+// On a queue that runs behind, line jobs wait for every opening, and a
+// job out of line (scheduled, or sent on by a lane) would meet one of
+// them there each time and win only by chance; this way it comes to the
+// gate first, for the same start. (Making the line job come later
+// instead would make its start later, and every start after it, since
+// the gate lets none through early.)
+func aheadOfLine(j *job.Job, cfg slot.Config) time.Duration {
+	if outOfLine(j) {
+		return cfg.Skew / 4
+	}
+	return 0
 }
 
 // outOfLine reports whether j passes the gate by the spacing alone, not by
