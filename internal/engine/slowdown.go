@@ -138,8 +138,10 @@ func (e *Engine) keyHold(until time.Time, tick time.Duration) time.Time {
 	return laterOf(until.Add(e.opts.Lease), e.slowHold(until, tick))
 }
 
-// slowHoldFloor is the shortest wait for the answered job (slowHold).
-const slowHoldFloor = 100 * time.Millisecond
+// slowHoldFloor is the shortest wait for the answered job (slowHold): a
+// second, as the answered job's message may come late (SQS's delivery,
+// a busy store) and a lost one costs the others no more.
+const slowHoldFloor = time.Second
 
 // slowHeld reports whether the slow-down on the queue's state st holds
 // j's start at at.
