@@ -17,9 +17,16 @@ import (
 // queue's skew does not fit under is refused, naming the skew, rather
 // than changing the skew unasked.
 func (e *Engine) ChangeConfig(ctx context.Context, name string, u slot.ConfigUpdate) (Queue, error) {
+	q, _, err := e.Change(ctx, name, u)
+	return q, err
+}
+
+// Change is ChangeConfig, also saying what the change did to the jobs
+// already booked (Reconfigure).
+func (e *Engine) Change(ctx context.Context, name string, u slot.ConfigUpdate) (Queue, Reslot, error) {
 	q, err := e.Queue(ctx, name)
 	if err != nil {
-		return Queue{}, err
+		return Queue{}, Reslot{}, err
 	}
 	cfg := q.Config
 	if cfg.Targets == nil {
@@ -29,8 +36,8 @@ func (e *Engine) ChangeConfig(ctx context.Context, name string, u slot.ConfigUpd
 		cfg.AllowNetworks = []string{}
 	}
 	if u.Interval != nil && u.Skew == nil && cfg.Skew >= *u.Interval && *u.Interval >= slot.MinInterval {
-		return Queue{}, input.Invalid("invalid_skew", "config.skew", fmt.Sprintf(
+		return Queue{}, Reslot{}, input.Invalid("invalid_skew", "config.skew", fmt.Sprintf(
 			"the queue's skew %s must be less than the new interval %s: give a skew too", cfg.Skew, *u.Interval))
 	}
-	return e.Configure(ctx, name, u.Apply(cfg))
+	return e.Reconfigure(ctx, name, u.Apply(cfg))
 }
