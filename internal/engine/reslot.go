@@ -16,11 +16,13 @@ import (
 // queue's state (State.Reconfigure, slot.Reslot): the starts before it
 // kept the old limits, those after it keep the new ones, and none across
 // it breaks either. The same step books the waiting line jobs again under
-// the new limits, in ticket order, and configure then writes each job
-// whose slot moved (one write a job) and sends the ones whose new slot
-// came within the transport's reach, so that every waiting job's record
-// shows its new slot_at and an enqueue after the change is answered by
-// the new arithmetic.
+// the new limits, in ticket order, and configure then writes each parked
+// job whose slot moved (one write a job) and sends the ones whose new slot
+// came within the transport's reach, so that their records show their new
+// slot_at, and an enqueue after the change is answered by the new
+// arithmetic. Queued jobs (their messages on their way, within the
+// transport's reach) are not listed: they keep their slot_at and start at
+// it or at the gate's opening, whichever is later (see rebook).
 
 // Reslot says what a configure did to the jobs already booked.
 type Reslot struct {
@@ -80,7 +82,7 @@ func (e *Engine) Reconfigure(ctx context.Context, name string, cfg slot.Config) 
 	if err != nil {
 		return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
 	}
-	rep, err := e.moveAll(ctx, cfg, moves)
+	rep, err := e.moveAll(ctx, moves)
 	if err != nil {
 		return Queue{}, rep, fmt.Errorf("configure %s: %w", name, err)
 	}
@@ -98,11 +100,21 @@ type move struct {
 }
 
 // rebook lists the queue's waiting line jobs, stores cfg with the gate's
-// state for its limits and the line booked again (slot.Reslot), and
-// returns each listed job with its new slot. Tickets handed out after the
-// list get places too (the step counts every ticket up to the queue's
-// last): their jobs are listed again after the step and take them in
-// ticket order.
+// state for its limits and the line booked again, and returns each listed
+// job with its new slot. Only parked jobs are listed (queued ones are read
+// by id: see job.Status.Listed), so the step books, in ticket order:
+//
+//   - a place for each ticket between the last started and the first
+//     parked one: the queued jobs, whose messages are on their way for
+//     their slots (within the transport's reach), and tickets that left
+//     the line; their records keep their slot_at, and each starts at it or
+//     at the gate's opening, whichever is later;
+//   - the parked line jobs, from no earlier than the latest slot a queued
+//     one can hold (the first parked job's old slot, or the transport's
+//     reach), so no parked job comes to the gate before a queued one ahead
+//     of it;
+//   - a place for each ticket handed out after the list: their jobs are
+//     listed again after the step and take them in ticket order.
 func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, error) {
 	listed := q.State.Ticket
 	waiting, err := e.waitingLine(ctx, q, 0, listed)
@@ -116,10 +128,26 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, 
 	_, err = e.state.Reconfigure(ctx, ReconfigureRequest{Queue: q.Name, Gen: q.Gen, Config: cfg,
 		Reslot: func(st slot.State) (slot.State, error) {
 			line = slices.DeleteFunc(slices.Clone(waiting), func(j job.Job) bool { return j.Ticket <= st.Current })
+			next := slot.Seed(st, old, cfg.LimitList(), cfg.Skew)
+			now := e.now().Add(e.opts.Lead)
+			first := st.Ticket + 1
+			if len(line) > 0 {
+				first = line[0].Ticket
+			}
+			ahead := int(min(int64(MaxReslot), max(0, first-st.Current-1)))
+			next, _ = slot.Book(next, cfg.LimitList(), ahead, now)
+			from := now.Add(e.transport.MaxDelay())
+			if len(line) > 0 {
+				from = earlierOf(from, line[0].SlotAt)
+			}
+			if ahead > 0 && from.After(slot.NextSlot(next, cfg.LimitList(), now)) {
+				// A queued job may hold a slot up to from: the place at
+				// from stands for it, so the first parked one keeps the
+				// limit from it too.
+				next, _ = slot.Book(next, cfg.LimitList(), 1, from)
+			}
 			extra := int(max(0, st.Ticket-max(listed, st.Current)))
-			n := min(len(line)+extra, MaxReslot)
-			var next slot.State
-			next, slots = slot.Reslot(st, old, cfg.LimitList(), cfg.Skew, n, e.now().Add(e.opts.Lead))
+			next, slots = slot.Book(next, cfg.LimitList(), min(len(line)+extra, MaxReslot-ahead), laterOf(now, from))
 			boundary = st.Ticket
 			return next, nil
 		}})
@@ -142,42 +170,43 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, 
 	return moves, nil
 }
 
-// waitingLine lists the queue's jobs waiting in line with tickets in
-// (after, upto], in ticket order: queued jobs and jobs parked for a far
-// slot, for their gate or as unsent, that hold a place in the line (not
-// scheduled or detached). Jobs held by a pause take new tickets when
-// released, and jobs waiting for a key or a running place left the line.
-func (e *Engine) waitingLine(ctx context.Context, q Queue, after, upto int64) ([]job.Job, error) {
-	var out []job.Job
-	for _, s := range []job.Status{job.Queued, job.Parked} {
-		jobs, err := e.listAll(ctx, q, s)
-		if err != nil {
-			return nil, fmt.Errorf("list %s jobs: %w", s, err)
-		}
-		for _, j := range jobs {
-			if j.Ticket <= after || j.Ticket > upto || outOfLine(&j) {
-				continue
-			}
-			if j.Status == job.Parked && (j.ParkReason == job.PausedQueue || j.ParkReason.Waits()) {
-				continue
-			}
-			out = append(out, j)
-		}
+func earlierOf(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
 	}
-	slices.SortFunc(out, func(a, b job.Job) int { return int(a.Ticket - b.Ticket) })
+	return b
+}
+
+// waitingLine lists the queue's parked jobs waiting in line with tickets
+// in (after, upto], in ticket order: parked for a far slot, for their gate
+// or as unsent, holding a place in the line (not scheduled or detached).
+// Jobs held by a pause take new tickets when released, and jobs waiting
+// for a key or a running place left the line.
+func (e *Engine) waitingLine(ctx context.Context, q Queue, after, upto int64) ([]job.Job, error) {
+	jobs, err := e.listAll(ctx, q, job.Parked)
+	if err != nil {
+		return nil, fmt.Errorf("list parked jobs: %w", err)
+	}
+	var out []job.Job
+	for _, j := range jobs {
+		if j.Ticket <= after || j.Ticket > upto || outOfLine(&j) || j.ParkReason == job.PausedQueue || j.ParkReason.Waits() {
+			continue
+		}
+		out = append(out, j)
+	}
 	return out, nil
 }
 
 // moveAll writes each job of moves whose slot moved (moveJob) and says
 // how many did and by how much at most.
-func (e *Engine) moveAll(ctx context.Context, cfg slot.Config, moves []move) (Reslot, error) {
+func (e *Engine) moveAll(ctx context.Context, moves []move) (Reslot, error) {
 	var rep Reslot
 	for _, m := range moves {
 		shift := m.to.Sub(m.j.SlotAt).Abs()
 		if shift == 0 {
 			continue
 		}
-		moved, err := e.moveJob(ctx, cfg, m)
+		moved, err := e.moveJob(ctx, m)
 		if err != nil {
 			return rep, err
 		}
@@ -189,41 +218,29 @@ func (e *Engine) moveAll(ctx context.Context, cfg slot.Config, moves []move) (Re
 	return rep, nil
 }
 
-// moveJob gives a waiting job its new slot, as a park or a release would
-// place it: a job parked for a far slot or for its gate stays parked
-// until its new slot comes within the transport's reach, or is sent now
-// if it came; a queued job whose new slot lies earlier than its
-// message's by more than the skew is sent again for it (the message
-// already on its way arrives late, finds the job started, and is
-// dropped; if it comes first, the worker judges its lateness by the slot
-// it was sent for: see lateSlot). A queued job whose slot moved later
-// keeps its message: its worker finds the gate early and waits. A job
-// that moved meanwhile (it started, or was cancelled) is left alone.
-func (e *Engine) moveJob(ctx context.Context, cfg slot.Config, m move) (bool, error) {
+// moveJob gives a parked line job its new slot, as a park or a release
+// would place it: it stays parked until its new slot comes within the
+// transport's reach, or is sent now if it came (as unsent, for the resume
+// function to send, if the transport refuses). A job that moved meanwhile
+// (released, cancelled) is left alone.
+func (e *Engine) moveJob(ctx context.Context, m move) (bool, error) {
 	j, now := m.j, e.now()
-	from, was := j.Version(), j.SlotAt
+	from := j.Version()
 	j.SlotAt = m.to
-	var send bool
 	switch {
-	case j.Status == job.Parked && (j.ParkReason == job.Far || j.ParkReason == job.WaitGate):
-		if m.to.Sub(now) > e.transport.MaxDelay() {
-			j.DueAt = m.to.Add(-e.transport.MaxDelay())
-			break
-		}
-		j.Status, j.ParkReason, j.DueAt, send = job.Queued, "", time.Time{}, true
-	case j.Status == job.Queued:
-		send = m.to.Before(was.Add(-cfg.Skew))
-	}
-	if send {
+	case j.ParkReason == job.Unsent:
+		// The resume function sends it, for its slot.
+	case m.to.Sub(now) > e.transport.MaxDelay():
+		j.DueAt = m.to.Add(-e.transport.MaxDelay())
+	default:
 		env := j.Envelope()
 		env.SentAt = now
 		if err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: e.delayTo(j.SlotAt, now)}}); err != nil {
-			if from.Status == job.Parked {
-				j.Status, j.ParkReason, j.DueAt = job.Parked, job.Unsent, now // the resume function sends it
-			} // else its first message still comes: lateSlot keeps it from a re-ticket
-		} else if from.Status == job.Parked {
-			j.Record(job.Event{At: now, Kind: job.Released, Reason: "configure"})
+			j.ParkReason, j.DueAt = job.Unsent, now
+			break
 		}
+		j.Status, j.ParkReason, j.DueAt = job.Queued, "", time.Time{}
+		j.Record(job.Event{At: now, Kind: job.Released, Reason: "configure"})
 	}
 	err := e.state.UpdateJob(ctx, j, from)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
@@ -233,13 +250,4 @@ func (e *Engine) moveJob(ctx context.Context, cfg slot.Config, m move) (bool, er
 		return false, fmt.Errorf("move %s: %w", j.Ref(), err)
 	}
 	return true, nil
-}
-
-// lateSlot is the slot a worker judges its job's lateness by: the
-// record's, or the slot its message was sent for if that is later. A
-// configure that moved the job earlier while its message was on its way
-// made it late; that lateness is not the worker's, and re-ticketing the
-// job for it would send it to the end of the line.
-func lateSlot(j *job.Job, env job.Envelope) time.Time {
-	return laterOf(j.SlotAt, env.SlotAt)
 }

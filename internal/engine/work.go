@@ -347,8 +347,8 @@ func (d *delivery) decide(ctx context.Context) (next, error) {
 	case keyed(q, j):
 		return d.awaitKey(ctx)
 	}
-	if !outOfLine(j) && !d.writerLate && !missedBefore(j) && slot.Missed(q.State, lateSlot(j, d.env), d.at, q.Config.LimitList(), q.Config.Skew) {
-		late := d.at.Sub(slot.Due(q.State, lateSlot(j, d.env), q.Config.LimitList()))
+	if !outOfLine(j) && !d.writerLate && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.at, q.Config.LimitList(), q.Config.Skew) {
+		late := d.at.Sub(slot.Due(q.State, j.SlotAt, q.Config.LimitList()))
 		err := d.e.reticket(ctx, &d.q, &d.j, lateBy(late))
 		d.leaveKeyUnlessRunning(ctx)
 		return stop, err

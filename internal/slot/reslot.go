@@ -30,8 +30,9 @@ const MaxReplay = 4096
 // remembers of old, carried over to next (see above). Tickets, current,
 // pause, purge and running places are kept; the line's clock starts from
 // the gate's marks, so the waiting line tickets are booked again from
-// there (Reslot). Limits that did not change keep their marks; only the
-// line's side of them starts again.
+// there (Reslot), and the slot clock may move back: to the new limits'
+// slot of the last waiting ticket. Limits that did not change keep their
+// marks; only the line's side of them starts again.
 func Seed(s State, old, next Limits, skew time.Duration) State {
 	if old.Signature() == next.Signature() {
 		return rebook(s, next)
@@ -43,6 +44,12 @@ func Seed(s State, old, next Limits, skew time.Duration) State {
 	for i, l := range next {
 		out = out.withMark(i, seedMark(l, recent, floor))
 	}
+	if m := out.mark(0); m.Last.Before(s.LastStart) {
+		// The last start only moves forward (docs/guarantees.md §7): a
+		// later mark holds the next start back a little more, never less.
+		m.Last = s.LastStart
+		out = out.withMark(0, m)
+	}
 	return out
 }
 
@@ -50,10 +57,16 @@ func Seed(s State, old, next Limits, skew time.Duration) State {
 // state to store with the new limits and the slots of the n waiting line
 // tickets (as slot.Take gives them).
 func Reslot(s State, old, next Limits, skew time.Duration, n int, now time.Time) (State, []time.Time) {
-	s = Seed(s, old, next, skew)
+	return Book(Seed(s, old, next, skew), next, n, now)
+}
+
+// Book books n line places under ls at now, as Take does for n line
+// tickets, without handing out tickets: the state after and the places'
+// slots.
+func Book(s State, ls Limits, n int, now time.Time) (State, []time.Time) {
 	slots := make([]time.Time, n)
 	for k := range slots {
-		s, slots[k] = book(s, next, now)
+		s, slots[k] = book(s, ls, now)
 	}
 	return s, slots
 }

@@ -62,7 +62,11 @@ func checkReslot(t *testing.T, old, next Limits, skew time.Duration, seed uint64
 	st, _, _ = Take(st, waiting, waiting, old, now)
 	first := st.Ticket - waiting + 1
 	now = now.Add(time.Duration(rng.IntN(3)) * time.Millisecond)
+	prev := st
 	st, slots := Reslot(st, old, next, skew, waiting, now)
+	if st.LastStart.Before(prev.LastStart) || st.Ticket != prev.Ticket || st.Current != prev.Current {
+		t.Fatalf("seed %d: the state moved back: %+v -> %+v", seed, prev, st)
+	}
 	if len(slots) != waiting || !slices.IsSortedFunc(slots, time.Time.Compare) {
 		t.Fatalf("seed %d: %d slots, not in order: %v", seed, len(slots), slots)
 	}

@@ -1,0 +1,400 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+)
+
+// Reconfigure passes through the chaos wrapper: a configure books the
+// line again, so the slot clock it stores may lie before the one seen
+// (docs/guarantees.md §7); the rest only moves forward, as always.
+func (c *chaosState) Reconfigure(ctx context.Context, r engine.ReconfigureRequest) (slot.State, error) {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	q, err := c.State.GetQueue(ctx, r.Queue)
+	if err != nil {
+		return slot.State{}, err
+	}
+	st, err := c.State.Reconfigure(ctx, r)
+	if err == nil {
+		c.mu.Lock()
+		reconfiguredAt.Store(c, change{at: time.Now(), passes: len(c.passes)})
+		name := fmt.Sprintf("%s (generation %d)", r.Queue, q.Gen)
+		prev := c.seen[name]
+		prev.Clock = st.Clock
+		c.seen[name] = prev
+		c.mu.Unlock()
+		c.observe(r.Queue, q.Gen, st)
+	}
+	return st, err
+}
+
+// reconfiguredAt holds, per chaosState, its last Reconfigure that
+// landed (a change).
+var reconfiguredAt sync.Map
+
+// change is a Reconfigure that landed: when, and how many gate passes
+// came before it.
+type change struct {
+	at     time.Time
+	passes int
+}
+
+// changeOf is s's last Reconfigure that landed.
+func changeOf(t *testing.T, s *sim) change {
+	t.Helper()
+	c, ok := reconfiguredAt.Load(s.chaos)
+	if !ok {
+		t.Fatal("no Reconfigure landed")
+	}
+	return c.(change)
+}
+
+// gatedBefore reports whether st's start passed the gate before the
+// change c: its ticket's last pass before the start came before it.
+func gatedBefore(t *testing.T, s *sim, st start, c change) bool {
+	t.Helper()
+	s.chaos.mu.Lock()
+	defer s.chaos.mu.Unlock()
+	last := -1
+	for i, p := range s.chaos.passes {
+		if p.Queue == st.Queue && p.Gen == st.Gen && p.Ticket == st.Ticket && !p.At.After(st.At) {
+			last = i
+		}
+	}
+	if last < 0 {
+		t.Fatalf("ticket %d started at %v without passing the gate", st.Ticket, st.At)
+	}
+	return last < c.passes
+}
+
+// reslotCase is a limit change mid-backlog.
+type reslotCase struct {
+	name      string
+	old, next slot.Config
+}
+
+var reslotCases = []reslotCase{
+	{"interval faster", slot.Config{Interval: time.Second}, slot.Config{Interval: 300 * time.Millisecond}},
+	{"rate slower", slot.Config{Rate: api.Rate{N: 4, Per: time.Second}, Burst: 2}, slot.Config{Interval: 1500 * time.Millisecond}},
+	{"window to rate", slot.Config{Window: api.Rate{N: 4, Per: 2 * time.Second}}, slot.Config{Rate: api.Rate{N: 3, Per: time.Second}, Burst: 3}},
+	{"rate to two limits", slot.Config{Rate: api.Rate{N: 2, Per: time.Second}}, slot.Config{Limits: []api.Limit{
+		{Rate: api.Rate{N: 5, Per: time.Second}, Burst: 1}, {Window: api.Rate{N: 8, Per: 4 * time.Second}}}}},
+}
+
+// reach is the simulated transport's longest delay: jobs booked further
+// out than it are parked (and listed), the ones within it queued.
+const reach = 10 * time.Second
+
+// §5.16 (a) A limit changed while jobs wait, on the simulation of
+// TestGuaranteeSpacingEveryForm (many workers; jitter, duplicates and
+// crashes between gate, claim, run and record): a backlog starts under
+// one limit, configure changes it midway, and
+//
+//   - configure says how many booked jobs moved, and every waiting job's
+//     record shows its new slot_at: the waiting line's slots keep the new
+//     limit and follow it tightly (the next slot where the new limit
+//     opens, not the old one);
+//   - an enqueue after the change is answered by the new arithmetic;
+//   - the starts before the change and the first after it keep the old
+//     limit; the starts after it, with the starts before it that the new
+//     limit's period holds, keep the new one (slot.Breaches, the skew the
+//     one allowance);
+//   - no attempt begins twice, no line ticket starts after a higher one,
+//     every job succeeds, and without faults no job misses its slot
+//     after the change (a job the change moved earlier while its message
+//     was on its way is not late for it).
+func TestGuaranteeReslotMidBacklog(t *testing.T) {
+	runs := []struct {
+		name  string
+		opts  simOptions
+		clean bool
+	}{
+		{"clean", simOptions{Workers: 12, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach}}, true},
+		{"jitter and duplicates", simOptions{Workers: 16, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach, Jitter: 3 * time.Second, DuplicateRate: 0.3}}, false},
+		{"crashes, jitter and duplicates", simOptions{Workers: 16, CrashRate: 0.05, Seed: 9,
+			ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach, Jitter: 3 * time.Second, DuplicateRate: 0.3}}, false},
+	}
+	for _, c := range reslotCases {
+		for _, r := range runs {
+			t.Run(c.name+"/"+r.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { runReslot(t, c, r.opts, r.clean) })
+			})
+		}
+	}
+}
+
+func runReslot(t *testing.T, c reslotCase, opts simOptions, clean bool) {
+	s := newSim(t, opts)
+	defer s.stop()
+	old, next := withSkew(c.old), withSkew(c.next)
+	s.createQueue("reslot", old)
+	s.enqueue("reslot", 60, nil)
+	for len(s.startsOf("reslot")) < 15 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	changed, pre := time.Now(), waitingLine(s)
+	q, rep, err := s.eng.Reconfigure(context.Background(), "reslot", next)
+	if err != nil {
+		t.Fatalf("configure: %v", err)
+	}
+	moment := changeOf(t, s)
+	if q.Config.LimitList().Signature() != next.LimitList().Signature() {
+		t.Fatalf("configured limits %s, want %s", q.Config.LimitList(), next.LimitList())
+	}
+	waiting := checkWaitingSlots(t, s, pre, next, rep, clean)
+	added := s.enqueue("reslot", 1, nil).Jobs[0]
+	if len(waiting) > 0 {
+		slots := append(slices.Clone(waiting), added.SlotAt)
+		if b := slot.Breaches(next.LimitList(), 0, slots); len(b) > 0 || added.SlotAt.After(waiting[len(waiting)-1].Add(next.Tick()+time.Second)) {
+			t.Fatalf("an enqueue after the change got slot +%v after the waiting line's last +%v: not the new arithmetic (%v)",
+				added.SlotAt.Sub(changed), waiting[len(waiting)-1].Sub(changed), b)
+		}
+	}
+	s.waitFinished("reslot", 6*time.Hour)
+	starts := s.startsOf("reslot")
+	checkAcross(t, s, starts, moment, old, next)
+	checkSingleStart(t, starts)
+	checkLineOrder(t, starts)
+	if failed := s.jobs("reslot", job.Failed); len(failed) > 0 {
+		t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
+	}
+	if clean {
+		for _, j := range s.jobs("reslot", job.Succeeded) {
+			for _, ev := range j.History {
+				if ev.Kind == job.SlotMissed && !ev.At.Before(changed) {
+					t.Fatalf("job %s missed its slot without a fault (changed at %v): %+v", j.ID, changed, j.History)
+				}
+			}
+		}
+	}
+}
+
+func withSkew(c slot.Config) slot.Config {
+	c.Skew, c.MaxAttempts = 100*time.Millisecond, 10
+	return c
+}
+
+// waitingLine is the queue's line jobs that wait (queued or parked), by
+// ticket.
+func waitingLine(s *sim) []job.Job {
+	var line []job.Job
+	for _, j := range s.store.Jobs("reslot") {
+		if j.Status.Waiting() && !j.Scheduled && !j.Detached {
+			line = append(line, j)
+		}
+	}
+	return line
+}
+
+// checkWaitingSlots checks the records of the jobs that waited in line
+// (pre, read right before a configure to cfg that answered rep) right
+// after it. The ones that were parked (booked beyond the transport's
+// reach) and still wait at their ticket show their new slots: in ticket
+// order they keep cfg's limits and follow them tightly (each no later
+// than where cfg's limits open after the one before it, give or take a
+// tick), none before a queued job ahead of it, and rep counted no more
+// than waited. The queued ones (their messages on their way) keep theirs.
+// It returns the new slots.
+func checkWaitingSlots(t *testing.T, s *sim, pre []job.Job, cfg slot.Config, rep engine.Reslot, tight bool) []time.Time {
+	t.Helper()
+	now := map[string]job.Job{}
+	for _, j := range waitingLine(s) {
+		now[j.ID] = j
+	}
+	var slots []time.Time
+	var lastQueued time.Time
+	for _, was := range pre {
+		j, ok := now[was.ID]
+		if !ok || j.Ticket != was.Ticket {
+			continue // started, or took a new ticket, meanwhile
+		}
+		if was.Status == job.Queued {
+			if !j.SlotAt.Equal(was.SlotAt) {
+				t.Fatalf("queued job %s moved from %v to %v", j.ID, was.SlotAt, j.SlotAt)
+			}
+			lastQueued = laterOf(lastQueued, j.SlotAt)
+			continue
+		}
+		if j.SlotAt.Before(lastQueued) {
+			t.Fatalf("parked job %s (ticket %d) shows slot_at %v, before a queued job ahead of it (%v)", j.ID, j.Ticket, j.SlotAt, lastQueued)
+		}
+		slots = append(slots, j.SlotAt)
+	}
+	if rep.Moved > len(pre) {
+		t.Fatalf("configure moved %d booked jobs (max %dms); %d waited in line", rep.Moved, rep.MaxShiftMs, len(pre))
+	}
+	if b := slot.Breaches(cfg.LimitList(), 0, slots); len(b) > 0 {
+		t.Fatalf("the waiting jobs' slot_at break the new limit: %+v", b[0])
+	}
+	// A window's bookings count the starts before the change, which st
+	// does not hold: only the other forms are judged for tightness.
+	tight = tight && !slices.ContainsFunc(cfg.LimitList(), func(l api.Limit) bool { return !l.Window.IsZero() })
+	var st slot.State
+	for i := range slots {
+		if tight && i > 0 && slots[i].After(slot.NextSlot(st, cfg.LimitList(), slots[i-1]).Add(cfg.Tick())) {
+			t.Fatalf("parked job %d shows slot_at %v after the one before it: not the new limit's arithmetic", i, slots[i].Sub(slots[i-1]))
+		}
+		st, _, _ = slot.Take(st, 1, 1, cfg.LimitList(), slots[i])
+	}
+	t.Logf("configure moved %d of %d waiting jobs (%d parked), at most %dms", rep.Moved, len(pre), len(slots), rep.MaxShiftMs)
+	return slots
+}
+
+// checkAcross judges the starts of a queue whose limits changed from old
+// to next at changed: the starts before and the first after keep old;
+// the starts after, with the starts before that each limit of next holds
+// in its period, keep next.
+func checkAcross(t *testing.T, s *sim, starts []start, changed change, old, next slot.Config) {
+	t.Helper()
+	var before, after []time.Time
+	for _, st := range starts {
+		// A start is the old limit's if the gate passed it before the
+		// change: the gate reserves a start up to a lead ahead.
+		if gatedBefore(t, s, st, changed) {
+			before = append(before, st.At)
+		} else {
+			after = append(after, st.At)
+		}
+	}
+	if len(before) == 0 || len(after) == 0 {
+		t.Fatalf("%d starts before the change, %d after", len(before), len(after))
+	}
+	if b := slot.Breaches(old.LimitList(), old.Skew, append(slices.Clone(before), after[0])); len(b) > 0 {
+		t.Fatalf("the old limit breaks across the change: %+v", b[0])
+	}
+	last := before[len(before)-1]
+	for _, l := range next.LimitList() {
+		per := slot.Config{Limits: []api.Limit{l}}.Tick()
+		switch {
+		case !l.Window.IsZero():
+			per = l.Window.Per
+		case !l.Rate.IsZero():
+			per = l.Rate.Per
+		}
+		var held []time.Time
+		for _, s := range before {
+			if s.After(last.Add(-per)) {
+				held = append(held, s)
+			}
+		}
+		for _, b := range slot.Breaches(slot.Limits{l}, next.Skew, append(held, after...)) {
+			if b.J >= len(held) {
+				t.Fatalf("the new limit %s breaks across the change at %v: %+v (%d held before, %d after)\nheld %v\nafter %v", l, changed.at, b, len(held), len(after), held, after[:min(len(after), 8)])
+			}
+		}
+	}
+}
+
+// checkLineOrder fails if a line ticket started after a higher one.
+func checkLineOrder(t *testing.T, starts []start) {
+	t.Helper()
+	for i, a := range starts {
+		for _, b := range starts[i+1:] {
+			if a.Ticket > b.Ticket && b.At.After(a.At) {
+				t.Fatalf("ticket %d started at %v, after ticket %d at %v", b.Ticket, b.At, a.Ticket, a.At)
+			}
+		}
+	}
+}
+
+// A configure that dies midway (after its atomic step, having moved some
+// of the waiting jobs) leaves nothing lost and no limit broken; configure
+// run again finishes it: every waiting job's record shows the new slot.
+// Two configures at once: the later wins whole, and the waiting jobs'
+// slots follow its limit.
+func TestReslotCrashAndRace(t *testing.T) {
+	t.Run("crash", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var dying atomic.Int32
+			s := newSim(t, simOptions{Workers: 8, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach},
+				Wrap: func(st engine.State) engine.State { return &dieMoving{State: st, left: &dying} }})
+			defer s.stop()
+			old, next := withSkew(reslotCases[0].old), withSkew(reslotCases[0].next)
+			s.createQueue("reslot", old)
+			s.enqueue("reslot", 60, nil)
+			for len(s.startsOf("reslot")) < 10 {
+				time.Sleep(50 * time.Millisecond)
+			}
+			pre := waitingLine(s)
+			dying.Store(5) // the configure dies after moving 5 jobs
+			if _, _, err := s.eng.Reconfigure(context.Background(), "reslot", next); !errors.Is(err, errCrash) {
+				t.Fatalf("configure: %v, want the crash", err)
+			}
+			moment := changeOf(t, s)
+			if q, _ := s.eng.Queue(context.Background(), "reslot"); q.Config.LimitList().Signature() != next.LimitList().Signature() {
+				t.Fatalf("after the crash the queue is under %s, want %s (the atomic step came before)", q.Config.LimitList(), next.LimitList())
+			}
+			_, rep, err := s.eng.Reconfigure(context.Background(), "reslot", next)
+			if err != nil {
+				t.Fatalf("configure again: %v", err)
+			}
+			checkWaitingSlots(t, s, pre, next, rep, true)
+			s.waitFinished("reslot", 6*time.Hour)
+			starts := s.startsOf("reslot")
+			checkAcross(t, s, starts, moment, old, next)
+			checkSingleStart(t, starts)
+			if n := len(s.jobs("reslot", job.Succeeded)); n != 60 {
+				t.Fatalf("%d of 60 jobs succeeded", n)
+			}
+		})
+	})
+	t.Run("race", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newSim(t, simOptions{Workers: 8, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach}})
+			defer s.stop()
+			s.createQueue("reslot", withSkew(slot.Config{Interval: time.Second}))
+			s.enqueue("reslot", 60, nil)
+			for len(s.startsOf("reslot")) < 5 {
+				time.Sleep(50 * time.Millisecond)
+			}
+			pre := waitingLine(s)
+			var wg sync.WaitGroup
+			for _, iv := range []time.Duration{400 * time.Millisecond, 3 * time.Second} {
+				wg.Go(func() {
+					if _, _, err := s.eng.Reconfigure(context.Background(), "reslot", withSkew(slot.Config{Interval: iv})); err != nil {
+						t.Errorf("configure %v: %v", iv, err)
+					}
+				})
+			}
+			wg.Wait()
+			q, err := s.eng.Queue(context.Background(), "reslot")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkWaitingSlots(t, s, pre, q.Config, engine.Reslot{}, true)
+			s.waitFinished("reslot", 6*time.Hour)
+			checkSingleStart(t, s.startsOf("reslot"))
+		})
+	})
+}
+
+// dieMoving fails the configure's job writes (a job write that changes
+// the slot of a waiting job and nothing of its version) once left of them
+// have landed.
+type dieMoving struct {
+	engine.State
+	left *atomic.Int32
+}
+
+func (d *dieMoving) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
+	if j.Version() == from && d.left.Load() > 0 {
+		if d.left.Add(-1) == 0 {
+			return errCrash
+		}
+	}
+	return d.State.UpdateJob(ctx, j, from)
+}
