@@ -82,7 +82,7 @@ func (e *Engine) Reconfigure(ctx context.Context, name string, cfg slot.Config) 
 	if err != nil {
 		return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
 	}
-	rep, err := e.moveAll(ctx, moves)
+	rep, err := e.moveAll(ctx, cfg.Skew, moves)
 	if err != nil {
 		return Queue{}, rep, fmt.Errorf("configure %s: %w", name, err)
 	}
@@ -197,13 +197,16 @@ func (e *Engine) waitingLine(ctx context.Context, q Queue, after, upto int64) ([
 	return out, nil
 }
 
-// moveAll writes each job of moves whose slot moved (moveJob) and says
-// how many did and by how much at most.
-func (e *Engine) moveAll(ctx context.Context, moves []move) (Reslot, error) {
+// moveAll writes each job of moves whose slot moved by the skew or more
+// (moveJob) and says how many did and by how much at most. A smaller move
+// is not written: the record is on time within the skew, and a configure
+// that changes nothing of the limits moves nobody, though the time moved
+// on since the last one.
+func (e *Engine) moveAll(ctx context.Context, skew time.Duration, moves []move) (Reslot, error) {
 	var rep Reslot
 	for _, m := range moves {
 		shift := m.to.Sub(m.j.SlotAt).Abs()
-		if shift == 0 {
+		if shift == 0 || shift < skew {
 			continue
 		}
 		moved, err := e.moveJob(ctx, m)

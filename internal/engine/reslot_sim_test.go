@@ -183,7 +183,7 @@ func runReslot(t *testing.T, c reslotCase, opts simOptions, clean bool) {
 				room = max(room, l.Window.Per)
 			}
 		}
-		if b := slot.Breaches(next.LimitList(), 0, slots); len(b) > 0 || added.SlotAt.After(waiting[len(waiting)-1].Add(room+time.Second)) {
+		if b := slot.Breaches(next.LimitList(), next.Skew, slots); len(b) > 0 || added.SlotAt.After(waiting[len(waiting)-1].Add(room+time.Second)) {
 			t.Fatalf("an enqueue after the change got slot +%v after the waiting line's last +%v: not the new arithmetic (%v)",
 				added.SlotAt.Sub(changed), waiting[len(waiting)-1].Sub(changed), b)
 		}
@@ -230,7 +230,8 @@ func waitingLine(s *sim) []job.Job {
 // (pre, read right before a configure to cfg that answered rep) right
 // after it. The ones that were parked (booked beyond the transport's
 // reach) and still wait at their ticket show their new slots: in ticket
-// order they keep cfg's limits and follow them tightly (each no later
+// order they keep cfg's limits (within the skew: a move smaller than it
+// is not written) and follow them tightly (each no later
 // than where cfg's limits open after the one before it, give or take a
 // tick), none before a queued job ahead of it, and rep counted no more
 // than waited. The queued ones (their messages on their way) keep theirs.
@@ -266,7 +267,7 @@ func checkWaitingSlots(t *testing.T, s *sim, pre []job.Job, cfg slot.Config, rep
 	if rep.Moved > len(pre) {
 		t.Fatalf("configure moved %d booked jobs (max %dms); %d waited in line", rep.Moved, rep.MaxShiftMs, len(pre))
 	}
-	if b := slot.Breaches(cfg.LimitList(), 0, slots); len(b) > 0 {
+	if b := slot.Breaches(cfg.LimitList(), cfg.Skew, slots); len(b) > 0 {
 		t.Fatalf("the waiting jobs' slot_at break the new limit: %+v", b[0])
 	}
 	// A window's bookings count the starts before the change, which st

@@ -123,6 +123,9 @@ type AdminResponse struct {
 	Retried       *RetryResult   `json:"retried,omitempty"`
 	Redrive       *RedriveReport `json:"redrive,omitempty"`
 	Reindexed     *ReindexReport `json:"reindexed,omitempty"`
+	// Reslot answers configure: what the new limits did to the jobs
+	// already booked.
+	Reslot *Reslot `json:"reslot,omitempty"`
 	Jobs          []Job          `json:"jobs,omitzero"`
 	Queues        []Queue        `json:"queues,omitzero"`
 	// Starts answers starts: the queue's starts from since on, by start
