@@ -126,8 +126,8 @@ type AdminResponse struct {
 	// Reslot answers configure: what the new limits did to the jobs
 	// already booked.
 	Reslot *Reslot `json:"reslot,omitempty"`
-	Jobs          []Job          `json:"jobs,omitzero"`
-	Queues        []Queue        `json:"queues,omitzero"`
+	Jobs   []Job   `json:"jobs,omitzero"`
+	Queues []Queue `json:"queues,omitzero"`
 	// Starts answers starts: the queue's starts from since on, by start
 	// time; More says the answer stopped at its limit (ask again from
 	// the last start's StartedAt). StartsError says why they are missing

@@ -188,8 +188,8 @@ type Response struct {
 	// Reslot answers configure: how many booked jobs the new limits
 	// moved, and by how much at most.
 	Reslot *engine.Reslot `json:"reslot,omitempty"`
-	Jobs      []job.Job             `json:"jobs,omitzero"`
-	Queues    []engine.Queue        `json:"queues,omitzero"`
+	Jobs   []job.Job      `json:"jobs,omitzero"`
+	Queues []engine.Queue `json:"queues,omitzero"`
 	// Keys answers list_keys (a queue's keys with jobs, busiest first, at
 	// most engine.MaxKeysListed) and set_key_limits (each key as set);
 	// Key answers get_key.
