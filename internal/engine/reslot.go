@@ -254,3 +254,17 @@ func (e *Engine) moveJob(ctx context.Context, m move) (bool, error) {
 	}
 	return true, nil
 }
+
+// reslotMeter returns meter m of a queue under cfg with the key's own
+// limits set to own (nil: the queue's key limits): its limit state seeded
+// for the limits it keeps from then on (slot.Seed), so the key's starts
+// before the change and the first after it keep the old limits, and the
+// starts after it keep the new ones counting the recent starts before.
+func reslotMeter(cfg slot.Config, m slot.Meter, own slot.Limits) slot.Meter {
+	old := cfg.LimitsOf(m)
+	m.Limits = own
+	if next := cfg.LimitsOf(m); len(old) > 0 && len(next) > 0 {
+		m.State = slot.Seed(m.State, old, next, cfg.Skew)
+	}
+	return m
+}

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -432,4 +433,70 @@ func (d *dieMoving) UpdateJob(ctx context.Context, j job.Job, from job.Version) 
 		}
 	}
 	return d.State.UpdateJob(ctx, j, from)
+}
+
+// §5.16 (a) for a key's own limit: set_key_limits gives a key a slower
+// limit of its own while 30 of its jobs wait. The key's starts before the
+// change and the first after it keep the queue's key limit; the starts
+// after it, with those before that the new limit's period holds, keep the
+// new one; the queue keeps its own limit, and every job succeeds.
+func TestKeyLimitChangedMidBacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 8})
+		defer s.stop()
+		cfg := slot.Config{
+			Rate: api.Rate{N: 50, Per: time.Second}, Skew: 5 * time.Millisecond,
+			KeyLimits: []api.Limit{{Rate: api.Rate{N: 10, Per: time.Second}, Burst: 2}},
+		}
+		s.createQueue("own", cfg)
+		ctx := context.Background()
+		req := job.EnqueueRequest{Queue: "own"}
+		for range 30 {
+			req.Jobs = append(req.Jobs, job.Spec{Kind: "lane", Key: "k", Payload: json.RawMessage(`{"ms":1}`)})
+		}
+		if _, err := s.eng.Enqueue(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		for len(s.runsOf("own")) < 8 {
+			time.Sleep(time.Millisecond)
+		}
+		changed := time.Now()
+		slow := slot.Limits{{Interval: 400 * time.Millisecond}}
+		if _, err := s.eng.SetKeyLimits(ctx, "own", []engine.KeyLimit{{Key: "k", Limits: slow}}); err != nil {
+			t.Fatal(err)
+		}
+		s.waitFinished("own", time.Hour)
+		var before, after, all []time.Time
+		for _, r := range s.runsOf("own") {
+			all = append(all, r.Begin)
+			if r.Begin.Before(changed) {
+				before = append(before, r.Begin)
+			} else {
+				after = append(after, r.Begin)
+			}
+		}
+		if len(before) < 8 || len(after) == 0 {
+			t.Fatalf("%d starts before the change, %d after", len(before), len(after))
+		}
+		if b := slot.Breaches(slot.Limits(cfg.KeyLimits), cfg.Skew, append(slices.Clone(before), after[0])); len(b) > 0 {
+			t.Fatalf("the key's old limit breaks across the change: %+v", b[0])
+		}
+		var held []time.Time
+		for _, at := range before {
+			if at.After(before[len(before)-1].Add(-slow[0].Interval)) {
+				held = append(held, at)
+			}
+		}
+		for _, b := range slot.Breaches(slow, cfg.Skew, append(held, after...)) {
+			if b.J >= len(held) {
+				t.Fatalf("the key's new limit breaks across the change: %+v (%d held before)", b, len(held))
+			}
+		}
+		if b := slot.Breaches(cfg.LimitList(), cfg.Skew, all); len(b) > 0 {
+			t.Fatalf("the queue's limit broke: %+v", b[0])
+		}
+		if failed := s.jobs("own", job.Failed); len(failed) > 0 {
+			t.Fatalf("%d jobs failed", len(failed))
+		}
+	})
 }
