@@ -102,58 +102,35 @@ type move struct {
 // rebook lists the queue's waiting line jobs, stores cfg with the gate's
 // state for its limits and the line booked again, and returns each listed
 // job with its new slot. Only parked jobs are listed (queued ones are read
-// by id: see job.Status.Listed), so the step books, in ticket order:
-//
-//   - a place for each ticket between the last started and the first
-//     parked one: the queued jobs, whose messages are on their way for
-//     their slots (within the transport's reach), and tickets that left
-//     the line; their records keep their slot_at, and each starts at it or
-//     at the gate's opening, whichever is later;
-//   - the parked line jobs, from no earlier than the latest slot a queued
-//     one can hold (the first parked job's old slot, or the transport's
-//     reach), so no parked job comes to the gate before a queued one ahead
-//     of it;
-//   - a place for each ticket handed out after the list: their jobs are
-//     listed again after the step and take them in ticket order.
+// by id: see job.Status.Listed), so the step books a place for every
+// ticket of the line, in ticket order (rebookLine): the queued jobs, whose
+// messages are on their way for their slots (within the transport's
+// reach), keep their records' slot_at and start at it or at the gate's
+// opening, whichever is later; the parked line jobs get the places of
+// their tickets, from no earlier than the latest slot a queued one ahead
+// of them can hold; tickets handed out after the list get places too, and
+// their jobs are listed again after the step and take them.
 func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, error) {
 	listed := q.State.Ticket
 	waiting, err := e.waitingLine(ctx, q, 0, listed)
 	if err != nil {
 		return nil, err
 	}
-	var slots []time.Time
-	var line []job.Job
+	var places map[int64]time.Time
 	var boundary int64
 	old := q.Config.LimitList()
 	_, err = e.state.Reconfigure(ctx, ReconfigureRequest{Queue: q.Name, Gen: q.Gen, Config: cfg,
 		Reslot: func(st slot.State) (slot.State, error) {
-			line = slices.DeleteFunc(slices.Clone(waiting), func(j job.Job) bool { return j.Ticket <= st.Current })
+			line := slices.DeleteFunc(slices.Clone(waiting), func(j job.Job) bool { return j.Ticket <= st.Current })
 			next := slot.Seed(st, old, cfg.LimitList(), cfg.Skew)
-			now := e.now().Add(e.opts.Lead)
-			first := st.Ticket + 1
-			if len(line) > 0 {
-				first = line[0].Ticket
-			}
-			ahead := int(min(int64(MaxReslot), max(0, first-st.Current-1)))
-			next, _ = slot.Book(next, cfg.LimitList(), ahead, now)
-			from := now.Add(e.transport.MaxDelay())
-			if len(line) > 0 {
-				from = earlierOf(from, line[0].SlotAt)
-			}
-			if ahead > 0 && from.After(slot.NextSlot(next, cfg.LimitList(), now)) {
-				// A queued job may hold a slot up to from: the place at
-				// from stands for it, so the first parked one keeps the
-				// limit from it too.
-				next, _ = slot.Book(next, cfg.LimitList(), 1, from)
-			}
-			extra := int(max(0, st.Ticket-max(listed, st.Current)))
-			next, slots = slot.Book(next, cfg.LimitList(), min(len(line)+extra, MaxReslot-ahead), laterOf(now, from))
+			next, places = e.rebookLine(next, cfg.LimitList(), line, e.now().Add(e.opts.Lead))
 			boundary = st.Ticket
 			return next, nil
 		}})
 	if err != nil {
 		return nil, err
 	}
+	line := waiting
 	if boundary > listed {
 		late, err := e.waitingLine(ctx, q, listed, boundary)
 		if err != nil {
@@ -161,20 +138,46 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, 
 		}
 		line = append(line, late...)
 	}
-	moves := make([]move, 0, min(len(line), len(slots)))
-	for i, j := range line {
-		if i < len(slots) {
-			moves = append(moves, move{j: j, to: slots[i]})
+	var moves []move
+	for _, j := range line {
+		if at, ok := places[j.Ticket]; ok {
+			moves = append(moves, move{j: j, to: at})
 		}
 	}
 	return moves, nil
 }
 
-func earlierOf(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
+// rebookLine books the line of a queue at state s (seeded for ls) again at
+// now, a place per ticket from the one after current to the last, at most
+// MaxReslot: the tickets ahead of the first parked line job (queued jobs,
+// and tickets that left the line) from now; then, if a queued job can
+// hold a slot later than that (up to the transport's reach from now), a
+// place there standing for it; then every ticket from the first parked
+// one on. It returns the state after and the places of the tickets from
+// the first parked one on (line: the parked line jobs, by ticket).
+func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now time.Time) (slot.State, map[int64]time.Time) {
+	first := s.Ticket + 1
+	if len(line) > 0 {
+		first = line[0].Ticket
 	}
-	return b
+	ahead := int(min(int64(MaxReslot), max(0, first-s.Current-1)))
+	s, _ = slot.Book(s, ls, ahead, now)
+	// A queued job holds a slot no later than the transport's reach from
+	// now, nor than the first parked job's slot.
+	from, reach := now.Add(e.transport.MaxDelay()), true
+	if len(line) > 0 && line[0].SlotAt.Before(from) {
+		from, reach = line[0].SlotAt, false
+	}
+	if reach && ahead > 0 && from.After(slot.NextSlot(s, ls, now)) {
+		s, _ = slot.Book(s, ls, 1, from)
+	}
+	places := map[int64]time.Time{}
+	for t := first; t <= s.Ticket && ahead+len(places) < MaxReslot; t++ {
+		var at []time.Time
+		s, at = slot.Book(s, ls, 1, laterOf(now, from))
+		places[t] = at[0]
+	}
+	return s, places
 }
 
 // waitingLine lists the queue's parked jobs waiting in line with tickets
