@@ -107,6 +107,15 @@ func TestReslotOnDynamoDB(t *testing.T) {
 		}
 		return j
 	}
+	defer func() {
+		if t.Failed() {
+			for i := range total {
+				if j := get(i); j.Status != job.Succeeded {
+					t.Logf("%s: %s %s ticket %d slot %v due %v history %+v", j.ID, j.Status, j.ParkReason, j.Ticket, j.SlotAt, j.DueAt, j.History)
+				}
+			}
+		}
+	}()
 	testenv.WaitFor(t, fmt.Sprintf("%d jobs succeeded", total), func() bool {
 		for i := range total {
 			if get(i).Status != job.Succeeded {

@@ -60,12 +60,19 @@ const MaxReslot = 10_000
 // starts keep the new limits, as the gate keeps them); configure run again
 // moves them.
 func (e *Engine) Reconfigure(ctx context.Context, name string, cfg slot.Config) (Queue, Reslot, error) {
-	cfg, err := e.checkConfig(name, cfg)
+	return e.reconfigure(ctx, name, func(Queue) (slot.Config, error) { return cfg, nil })
+}
+
+// reconfigure is Reconfigure to the configuration to gives from the queue
+// as read: asked before the lease, so bad input writes nothing, and again
+// under it, so a change of some settings (Change) builds on the
+// configuration the configure before it wrote.
+func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (slot.Config, error)) (Queue, Reslot, error) {
+	q, err := e.Queue(ctx, name)
 	if err != nil {
 		return Queue{}, Reslot{}, err
 	}
-	q, err := e.Queue(ctx, name)
-	if err != nil {
+	if _, err := e.configFor(q, to); err != nil {
 		return Queue{}, Reslot{}, err
 	}
 	holder := newHolder()
@@ -78,6 +85,13 @@ func (e *Engine) Reconfigure(ctx context.Context, name string, cfg slot.Config) 
 			e.log.WarnContext(ctx, "configure: lease not released", "queue", name, "error", err)
 		}
 	}()
+	if q, err = e.Queue(ctx, name); err != nil {
+		return Queue{}, Reslot{}, err
+	}
+	cfg, err := e.configFor(q, to)
+	if err != nil {
+		return Queue{}, Reslot{}, err
+	}
 	moves, err := e.rebook(ctx, q, cfg)
 	if err != nil {
 		return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
@@ -91,6 +105,15 @@ func (e *Engine) Reconfigure(ctx context.Context, name string, cfg slot.Config) 
 		e.log.InfoContext(ctx, "configure moved booked jobs", "queue", name, "moved", rep.Moved, "max_shift_ms", rep.MaxShiftMs)
 	}
 	return q, rep, err
+}
+
+// configFor is the configuration to gives for q, checked (checkConfig).
+func (e *Engine) configFor(q Queue, to func(Queue) (slot.Config, error)) (slot.Config, error) {
+	cfg, err := to(q)
+	if err != nil {
+		return cfg, err
+	}
+	return e.checkConfig(q.Name, cfg)
 }
 
 // move is a waiting job and the slot the new limits give it.

@@ -352,8 +352,9 @@ func checkLineOrder(t *testing.T, starts []start) {
 // A configure that dies midway (after its atomic step, having moved some
 // of the waiting jobs) leaves nothing lost and no limit broken; configure
 // run again finishes it: every waiting job's record shows the new slot.
-// Two configures at once: the later wins whole, and the waiting jobs'
-// slots follow its limit.
+// Two configures at once take their turns: each builds on the settings
+// the one before it wrote, the later one's limit holds, and the waiting
+// jobs' slots follow it.
 func TestReslotCrashAndRace(t *testing.T) {
 	t.Run("crash", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -401,9 +402,14 @@ func TestReslotCrashAndRace(t *testing.T) {
 			}
 			pre := waitingLine(s)
 			var wg sync.WaitGroup
-			for _, iv := range []time.Duration{400 * time.Millisecond, 3 * time.Second} {
+			for i, iv := range []time.Duration{400 * time.Millisecond, 3 * time.Second} {
 				wg.Go(func() {
-					if _, _, err := s.eng.Reconfigure(context.Background(), "reslot", withSkew(slot.Config{Interval: iv})); err != nil {
+					u := slot.ConfigUpdate{Interval: &iv}
+					if i == 0 {
+						attempts := 7
+						u.MaxAttempts = &attempts
+					}
+					if _, _, err := s.eng.Change(context.Background(), "reslot", u); err != nil {
 						t.Errorf("configure %v: %v", iv, err)
 					}
 				})
@@ -412,6 +418,9 @@ func TestReslotCrashAndRace(t *testing.T) {
 			q, err := s.eng.Queue(context.Background(), "reslot")
 			if err != nil {
 				t.Fatal(err)
+			}
+			if q.Config.MaxAttempts != 7 {
+				t.Fatalf("max_attempts %d after two changes at once, one of them to 7: a change was lost", q.Config.MaxAttempts)
 			}
 			checkWaitingSlots(t, s, pre, q.Config, engine.Reslot{}, true)
 			s.waitFinished("reslot", 6*time.Hour)
