@@ -393,7 +393,10 @@ func TestReslotCrashAndRace(t *testing.T) {
 	})
 	t.Run("race", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			s := newSim(t, simOptions{Workers: 8, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach}})
+			// A lease taken slowly: each configure reads the queue before
+			// the other has written its change.
+			s := newSim(t, simOptions{Workers: 8, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach},
+				Wrap: func(st engine.State) engine.State { return slowLease{st} }})
 			defer s.stop()
 			s.createQueue("reslot", withSkew(slot.Config{Interval: time.Second}))
 			s.enqueue("reslot", 60, nil)
@@ -408,6 +411,9 @@ func TestReslotCrashAndRace(t *testing.T) {
 					if i == 0 {
 						attempts := 7
 						u.MaxAttempts = &attempts
+					} else {
+						backoff := 3 * time.Second
+						u.Backoff = &backoff
 					}
 					if _, _, err := s.eng.Change(context.Background(), "reslot", u); err != nil {
 						t.Errorf("configure %v: %v", iv, err)
@@ -419,10 +425,21 @@ func TestReslotCrashAndRace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if q.Config.MaxAttempts != 7 {
-				t.Fatalf("max_attempts %d after two changes at once, one of them to 7: a change was lost", q.Config.MaxAttempts)
+			if q.Config.MaxAttempts != 7 || q.Config.Backoff != 3*time.Second {
+				t.Fatalf("max_attempts %d, backoff %v after two changes at once, one to 7, the other to 3s: a change was lost", q.Config.MaxAttempts, q.Config.Backoff)
 			}
-			checkWaitingSlots(t, s, pre, q.Config, engine.Reslot{}, true)
+			// The jobs still parked show the later configure's slots (the
+			// ones the earlier sent on their way keep theirs).
+			var parked []job.Job
+			for _, j := range pre {
+				if now := s.jobs("reslot", job.Parked); slices.ContainsFunc(now, func(p job.Job) bool { return p.ID == j.ID && p.Ticket == j.Ticket }) {
+					parked = append(parked, j)
+				}
+			}
+			if len(parked) == 0 {
+				t.Fatal("no job waits parked after the configures")
+			}
+			checkWaitingSlots(t, s, parked, q.Config, engine.Reslot{}, false)
 			s.waitFinished("reslot", 6*time.Hour)
 			checkSingleStart(t, s.startsOf("reslot"))
 		})
@@ -510,4 +527,12 @@ func TestKeyLimitChangedMidBacklog(t *testing.T) {
 			t.Fatalf("%d jobs failed", len(failed))
 		}
 	})
+}
+
+// slowLease takes a queue's resume lease a second late.
+type slowLease struct{ engine.State }
+
+func (s slowLease) Lease(ctx context.Context, queue, holder string, until, now time.Time) (engine.Cursor, error) {
+	time.Sleep(time.Second)
+	return s.State.Lease(ctx, queue, holder, until, now)
 }
