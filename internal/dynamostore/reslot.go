@@ -23,7 +23,7 @@ func (s *Store) Reconfigure(ctx context.Context, r engine.ReconfigureRequest) (s
 	if err != nil {
 		return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
 	}
-	for range casTries {
+	for range reconfigureTries {
 		m, err := s.getItem(ctx, stateKey(r.Queue))
 		if err != nil {
 			return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
@@ -59,6 +59,11 @@ func (s *Store) Reconfigure(ctx context.Context, r engine.ReconfigureRequest) (s
 	}
 	return slot.State{}, fmt.Errorf("reconfigure %s: the queue state kept changing under the update", r.Queue)
 }
+
+// reconfigureTries bounds the transactions of one Reconfigure: on a busy
+// queue a gate lands between the read and the write now and then (each
+// try is a strong read and a transaction; the caller, configure, is rare).
+const reconfigureTries = 50
 
 // configUpdate sets the config item's configuration to cfg (JSON), if
 // the item exists.

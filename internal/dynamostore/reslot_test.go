@@ -47,7 +47,7 @@ func TestReslotOnDynamoDB(t *testing.T) {
 	ctx := t.Context()
 	client := newClient(t, nil, fastRetries)
 	log := &passLog{State: dynamostore.New(client, newTable(t, client), dynamostore.Options{}), passes: map[int64]string{}}
-	tr := memstore.NewTransport(memstore.TransportOptions{VisibilityTimeout: 2 * time.Second, DuplicateRate: 0.2, Seed: 9, MaxDelay: 2 * time.Second})
+	tr := memstore.NewTransport(memstore.TransportOptions{VisibilityTimeout: 2 * time.Second, DuplicateRate: 0.2, Seed: 9, MaxDelay: time.Second})
 	var mu sync.Mutex
 	var runs []job.Job
 	runner := runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
@@ -71,10 +71,21 @@ func TestReslotOnDynamoDB(t *testing.T) {
 	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: queue, Jobs: specs}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.RunWorkers(t, tr, 8, eng)
 	bg, stop := context.WithCancel(context.Background())
 	var bgwg sync.WaitGroup
 	defer func() { stop(); bgwg.Wait() }()
+	var workErrs []string
+	bgwg.Go(func() {
+		_ = tr.Run(bg, 8, func(ctx context.Context, env job.Envelope) error {
+			err := eng.Work(ctx, env)
+			if err != nil && ctx.Err() == nil {
+				mu.Lock()
+				workErrs = append(workErrs, fmt.Sprintf("%s: %v", env.JobID, err))
+				mu.Unlock()
+			}
+			return err
+		})
+	})
 	bgwg.Go(func() {
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
@@ -87,10 +98,10 @@ func TestReslotOnDynamoDB(t *testing.T) {
 			}
 		}
 	})
-	testenv.WaitFor(t, "10 jobs started", func() bool {
+	testenv.WaitFor(t, "5 jobs started", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(runs) >= 10
+		return len(runs) >= 5
 	})
 	_, rep, err := eng.Reconfigure(ctx, queue, next)
 	if err != nil {
@@ -109,6 +120,11 @@ func TestReslotOnDynamoDB(t *testing.T) {
 	}
 	defer func() {
 		if t.Failed() {
+			q, err := eng.Queue(ctx, queue)
+			t.Logf("queue %+v %v; transport holds %d: %+v", q.State, err, tr.Pending(), tr.Stats())
+			mu.Lock()
+			t.Logf("work errors: %v", workErrs)
+			mu.Unlock()
 			for i := range total {
 				if j := get(i); j.Status != job.Succeeded {
 					t.Logf("%s: %s %s ticket %d slot %v due %v history %+v", j.ID, j.Status, j.ParkReason, j.Ticket, j.SlotAt, j.DueAt, j.History)
