@@ -173,9 +173,10 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, 
 // rebookLine books the line of a queue at state s (seeded for ls) again at
 // now, a place per ticket from the one after current to the last, at most
 // MaxReslot: the tickets ahead of the first parked line job (queued jobs,
-// and tickets that left the line) from now; then, if a queued job can
-// hold a slot later than that (up to the transport's reach from now), a
-// place there standing for it; then every ticket from the first parked
+// and tickets that left the line) from now; then, if parked jobs follow
+// and a queued job can hold a slot later than that (up to the transport's
+// reach from now), a place there standing for it (with no parked job
+// behind them, the queued ones need none); then every ticket from the first parked
 // one on. It returns the state after and the places of the tickets from
 // the first parked one on (line: the parked line jobs, by ticket).
 func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now time.Time) (slot.State, map[int64]time.Time) {
@@ -191,7 +192,7 @@ func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now ti
 	if len(line) > 0 && line[0].SlotAt.Before(from) {
 		from, reach = line[0].SlotAt, false
 	}
-	if reach && ahead > 0 && from.After(slot.NextSlot(s, ls, now)) {
+	if reach && len(line) > 0 && ahead > 0 && from.After(slot.NextSlot(s, ls, now)) {
 		s, _ = slot.Book(s, ls, 1, from)
 	}
 	places := map[int64]time.Time{}

@@ -536,3 +536,22 @@ func (s slowLease) Lease(ctx context.Context, queue, holder string, until, now t
 	time.Sleep(time.Second)
 	return s.State.Lease(ctx, queue, holder, until, now)
 }
+
+// A configure of a queue whose waiting jobs are all on their way (none
+// parked) books nothing beyond them: an enqueue after it is answered
+// right behind them, not at the transport's reach.
+func TestReslotNothingParked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 4})
+		defer s.stop()
+		s.createQueue("reslot", withSkew(slot.Config{Interval: time.Second}))
+		s.enqueue("reslot", 5, nil)
+		if _, rep, err := s.eng.Reconfigure(context.Background(), "reslot", withSkew(slot.Config{Interval: 500 * time.Millisecond})); err != nil || rep.Moved != 0 {
+			t.Fatalf("configure: %+v, %v; want nothing moved", rep, err)
+		}
+		if at := s.enqueue("reslot", 1, nil).Jobs[0].SlotAt; at.After(time.Now().Add(10 * time.Second)) {
+			t.Fatalf("an enqueue after the change got slot +%v: booked beyond the waiting jobs", at.Sub(time.Now()))
+		}
+		s.waitFinished("reslot", time.Hour)
+	})
+}
