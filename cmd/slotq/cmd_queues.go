@@ -594,7 +594,9 @@ func newConfigureCmd(cn *conn) *cobra.Command {
 			"Any of --interval, --rate, --window and --limit replaces the queue's limit whole;\n" +
 			"--burst alone changes the burst of its rate. Any of --key-interval, --key-rate,\n" +
 			"--key-window and --key-limit replaces the queue's key limits whole.\n" +
-			"Jobs that hold slots keep them; new tickets follow the new limit.",
+			"A new limit applies from the change on: jobs parked beyond the transport's reach move to\n" +
+			"the slots it gives them ('moved' says how many, 'max shift' by how much at most), and\n" +
+			"jobs already on their way start at their slot or where the new limit opens, if later.",
 		Example: "  $ slotq queues configure emails --interval 1s --max-running 3\n" +
 			"  $ slotq queues configure crawls --burst 20\n" +
 			"  $ slotq queues configure api --limit 'rate 10/1s burst 2; window 1000/1h'\n" +
@@ -622,10 +624,22 @@ func newConfigureCmd(cn *conn) *cobra.Command {
 			if err != nil {
 				return nil, nil, err
 			}
-			return out.Queue, queueRows(out.Queue), nil
+			rows := queueRows(out.Queue)
+			return configured{Queue: out.Queue, Reslot: out.Reslot}, func(w io.Writer) {
+				rows(w)
+				row(w, "moved", fmt.Sprintf("%d booked jobs", out.Reslot.Moved))
+				row(w, "max shift", (time.Duration(out.Reslot.MaxShiftMs) * time.Millisecond).String())
+			}, nil
 		})
 	})
 	return cmd
+}
+
+// configured is configure's answer in --json: the queue, and what the
+// change did to the jobs already booked.
+type configured struct {
+	api.Queue
+	Reslot api.Reslot `json:"reslot"`
 }
 
 func newStartsCmd(cn *conn) *cobra.Command {

@@ -70,17 +70,11 @@ func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) 
 }
 
 // Configure replaces a queue's configuration; zero fields take
-// Options.Defaults. Jobs already holding slots keep them; new tickets follow
-// the new interval.
+// Options.Defaults. The jobs waiting in line move to the slots the new
+// limits give them (Reconfigure, which also says how many moved).
 func (e *Engine) Configure(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
-	cfg, err := e.checkConfig(name, cfg)
-	if err != nil {
-		return Queue{}, err
-	}
-	if err := e.state.SetConfig(ctx, name, cfg); err != nil {
-		return Queue{}, failure("configure", job.Ref{Queue: name}, err)
-	}
-	return e.Queue(ctx, name)
+	q, _, err := e.Reconfigure(ctx, name, cfg)
+	return q, err
 }
 
 // checkConfig validates a queue name and a configuration whose zero fields
@@ -175,15 +169,21 @@ func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error)
 // minute (and ctx) for a pass in progress to end. ErrLeaseHeld if it
 // does not.
 func (e *Engine) awaitLease(ctx context.Context, queue, holder string) error {
+	_, err := e.awaitCursor(ctx, queue, holder)
+	return err
+}
+
+// awaitCursor is awaitLease, returning the cursor the last holder left.
+func (e *Engine) awaitCursor(ctx context.Context, queue, holder string) (Cursor, error) {
 	wait := 50 * time.Millisecond
 	for give := e.now().Add(30 * time.Second); ; {
 		now := e.now()
-		_, err := e.state.Lease(ctx, queue, holder, e.leaseUntil(ctx, now), now)
+		cur, err := e.state.Lease(ctx, queue, holder, e.leaseUntil(ctx, now), now)
 		if !errors.Is(err, ErrLeaseHeld) || now.After(give) {
-			return err
+			return cur, err
 		}
 		if err := clock.Sleep(ctx, wait); err != nil {
-			return err
+			return Cursor{}, err
 		}
 		wait = min(2*wait, time.Second)
 	}

@@ -210,7 +210,7 @@ func (e *Engine) setKeyLimits(ctx context.Context, q Queue, kl KeyLimit) error {
 		if m.Version == 0 && kl.Limits == nil {
 			return nil // nothing to clear
 		}
-		m.Limits = slot.Limits(kl.Limits)
+		m = reslotMeter(q.Config, m, slot.Limits(kl.Limits))
 		_, err = e.state.PutMeter(ctx, m, m.Version, m.Keep(q.Config.LimitsOf(m)))
 		if err == nil {
 			return nil

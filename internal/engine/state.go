@@ -326,6 +326,14 @@ type State interface {
 	ListQueues(ctx context.Context) ([]Queue, error)
 	// SetConfig replaces a queue's configuration; the state is untouched.
 	SetConfig(ctx context.Context, name string, cfg slot.Config) error
+	// Reconfigure replaces a queue's configuration and, in the same
+	// atomic step, the limit state of its state item (LastStart, Clock,
+	// Marks) by r.Reslot of the state it holds: the ticket boundary of a
+	// limit change (see ReconfigureRequest). It returns the state as
+	// stored. ErrQueueNotFound, also when r.Gen is set and is not the
+	// queue's generation; r.Reslot's error as it returned it, with
+	// nothing written.
+	Reconfigure(ctx context.Context, r ReconfigureRequest) (slot.State, error)
 	// Pause sets the pause flag (and until, zero for none). Once it returns,
 	// Start fails with slot.Paused for this queue.
 	Pause(ctx context.Context, name string, until time.Time) (slot.State, error)

@@ -123,8 +123,11 @@ type AdminResponse struct {
 	Retried       *RetryResult   `json:"retried,omitempty"`
 	Redrive       *RedriveReport `json:"redrive,omitempty"`
 	Reindexed     *ReindexReport `json:"reindexed,omitempty"`
-	Jobs          []Job          `json:"jobs,omitzero"`
-	Queues        []Queue        `json:"queues,omitzero"`
+	// Reslot answers configure: what the new limits did to the jobs
+	// already booked.
+	Reslot *Reslot `json:"reslot,omitempty"`
+	Jobs   []Job   `json:"jobs,omitzero"`
+	Queues []Queue `json:"queues,omitzero"`
 	// Starts answers starts: the queue's starts from since on, by start
 	// time; More says the answer stopped at its limit (ask again from
 	// the last start's StartedAt). StartsError says why they are missing

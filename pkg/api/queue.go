@@ -168,6 +168,17 @@ type RetryResult struct {
 	UpTo      int64 `json:"up_to,omitempty"`
 }
 
+// Reslot is what configure did to the jobs already booked: the jobs
+// waiting in line beyond the transport's reach move to the slots the new
+// limits give them (docs/algorithm.md, "A limit changed while jobs wait").
+type Reslot struct {
+	// Moved is how many waiting jobs got a new slot_at.
+	Moved int `json:"moved"`
+	// MaxShiftMs is the largest move of one of them, earlier or later,
+	// in milliseconds.
+	MaxShiftMs int64 `json:"max_shift_ms"`
+}
+
 // ReindexReport is what a reindex rewrote.
 type ReindexReport struct {
 	Queues      int `json:"queues"`

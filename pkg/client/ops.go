@@ -91,14 +91,19 @@ type ConfigureQueueInput struct {
 	Config api.Config
 }
 
-// ConfigureQueueOutput is the queue as configured.
+// ConfigureQueueOutput is the queue as configured, and what the new
+// limits did to the jobs already booked.
 type ConfigureQueueOutput struct {
 	Queue api.Queue
+	// Reslot says how many waiting jobs moved to a new slot_at, and by
+	// how much at most.
+	Reslot api.Reslot
 }
 
 // ConfigureQueue changes a queue's configuration (Update) or replaces it
-// (Config). Jobs that hold slots keep them; new tickets follow the new
-// interval.
+// (Config). A new limit applies from the change on: the jobs waiting in
+// line beyond the transport's reach move to the slots it gives them
+// (Reslot says how many); an enqueue after it is answered by it.
 func (c *Client) ConfigureQueue(ctx context.Context, in *ConfigureQueueInput, optFns ...func(*Options)) (*ConfigureQueueOutput, error) {
 	req := api.AdminRequest{Op: "configure", Queue: in.Queue, Config: in.Update}
 	if in.Update == nil {
@@ -109,7 +114,7 @@ func (c *Client) ConfigureQueue(ctx context.Context, in *ConfigureQueueInput, op
 	if err != nil {
 		return nil, err
 	}
-	return &ConfigureQueueOutput{Queue: deref(res.Queue)}, nil
+	return &ConfigureQueueOutput{Queue: deref(res.Queue), Reslot: deref(res.Reslot)}, nil
 }
 
 // PauseQueueInput names the queue to pause.

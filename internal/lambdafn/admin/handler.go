@@ -26,8 +26,8 @@ import (
 // Admin is the engine calls the handler makes.
 type Admin interface {
 	CreateQueue(ctx context.Context, name string, cfg slot.Config) (engine.Queue, error)
-	Configure(ctx context.Context, name string, cfg slot.Config) (engine.Queue, error)
-	ChangeConfig(ctx context.Context, name string, u slot.ConfigUpdate) (engine.Queue, error)
+	Reconfigure(ctx context.Context, name string, cfg slot.Config) (engine.Queue, engine.Reslot, error)
+	Change(ctx context.Context, name string, u slot.ConfigUpdate) (engine.Queue, engine.Reslot, error)
 	Queue(ctx context.Context, name string) (engine.Queue, error)
 	Queues(ctx context.Context) ([]engine.Queue, error)
 	Pause(ctx context.Context, name string, until time.Time) (slot.State, error)
@@ -185,8 +185,11 @@ type Response struct {
 	Redrive *engine.RedriveReport `json:"redrive,omitempty"`
 	// Reindexed is reindex's report.
 	Reindexed *engine.ReindexReport `json:"reindexed,omitempty"`
-	Jobs      []job.Job             `json:"jobs,omitzero"`
-	Queues    []engine.Queue        `json:"queues,omitzero"`
+	// Reslot answers configure: how many booked jobs the new limits
+	// moved, and by how much at most.
+	Reslot *engine.Reslot `json:"reslot,omitempty"`
+	Jobs   []job.Job      `json:"jobs,omitzero"`
+	Queues []engine.Queue `json:"queues,omitzero"`
 	// Keys answers list_keys (a queue's keys with jobs, busiest first, at
 	// most engine.MaxKeysListed) and set_key_limits (each key as set);
 	// Key answers get_key.
@@ -327,11 +330,11 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 			return Response{}, input.Invalid("missing_config", "config", "configure needs a config object with the settings to change")
 		}
 		if r.Reset {
-			q, err := h.Engine.Configure(ctx, r.Queue, r.Config.Apply(slot.Config{}))
-			return Response{Queue: &q}, err
+			q, rep, err := h.Engine.Reconfigure(ctx, r.Queue, r.Config.Apply(slot.Config{}))
+			return Response{Queue: &q, Reslot: &rep}, err
 		}
-		q, err := h.Engine.ChangeConfig(ctx, r.Queue, *r.Config)
-		return Response{Queue: &q}, err
+		q, rep, err := h.Engine.Change(ctx, r.Queue, *r.Config)
+		return Response{Queue: &q, Reslot: &rep}, err
 	case "pause":
 		var until time.Time
 		if r.Until != nil {

@@ -1,0 +1,297 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// A limit changed while jobs wait. Configure writes the new configuration
+// and the gate's state for the new limits in one atomic step on the
+// queue's state (State.Reconfigure, slot.Reslot): the starts before it
+// kept the old limits, those after it keep the new ones, and none across
+// it breaks either. The same step books the waiting line jobs again under
+// the new limits, in ticket order, and configure then writes each parked
+// job whose slot moved (one write a job) and sends the ones whose new slot
+// came within the transport's reach, so that their records show their new
+// slot_at, and an enqueue after the change is answered by the new
+// arithmetic. Queued jobs (their messages on their way, within the
+// transport's reach) are not listed: they keep their slot_at and start at
+// it or at the gate's opening, whichever is later (see rebook).
+
+// Reslot says what a configure did to the jobs already booked.
+type Reslot struct {
+	// Moved is how many waiting jobs got a new slot_at.
+	Moved int `json:"moved"`
+	// MaxShiftMs is the largest move of one of them, earlier or later, in
+	// milliseconds.
+	MaxShiftMs int64 `json:"max_shift_ms"`
+}
+
+// ReconfigureRequest is a configure's atomic step: Config replaces the
+// queue's, and Reslot gives the limit state to store with it from the
+// state the store holds (it may be called again, on a newer state, if
+// the state changed under the write; its error is returned as it is,
+// and nothing is written).
+type ReconfigureRequest struct {
+	Queue  string
+	Gen    int64
+	Config slot.Config
+	Reslot func(slot.State) (slot.State, error)
+}
+
+// MaxReslot is the most waiting jobs one configure books again and
+// writes. The rest of a longer backlog keep the slot_at of their records
+// (the gate's state is the new limits' all the same, so no limit breaks)
+// and run again by configure: each configure moves the next MaxReslot.
+const MaxReslot = 10_000
+
+// Reconfigure replaces a queue's configuration (as Configure does) and
+// moves the jobs already booked to the slots the new limits give them. It
+// runs under the queue's resume lease, so a resume pass and another
+// configure of the queue never interleave with it: of two concurrent
+// configures the later one wins whole. A crash after the atomic step
+// leaves the records of some waiting jobs at their old slot_at (their
+// starts keep the new limits, as the gate keeps them); configure run again
+// moves them.
+func (e *Engine) Reconfigure(ctx context.Context, name string, cfg slot.Config) (Queue, Reslot, error) {
+	return e.reconfigure(ctx, name, func(Queue) (slot.Config, error) { return cfg, nil })
+}
+
+// reconfigure is Reconfigure to the configuration to gives from the queue
+// as read: asked before the lease, so bad input writes nothing, and again
+// under it, so a change of some settings (Change) builds on the
+// configuration the configure before it wrote.
+func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (slot.Config, error)) (Queue, Reslot, error) {
+	q, err := e.Queue(ctx, name)
+	if err != nil {
+		return Queue{}, Reslot{}, err
+	}
+	if _, err := e.configFor(q, to); err != nil {
+		return Queue{}, Reslot{}, err
+	}
+	holder := newHolder()
+	cur, err := e.awaitCursor(ctx, name, holder)
+	if err != nil {
+		return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
+	}
+	defer func() {
+		if err := e.state.ReleaseLease(context.WithoutCancel(ctx), name, holder, cur); err != nil {
+			e.log.WarnContext(ctx, "configure: lease not released", "queue", name, "error", err)
+		}
+	}()
+	if q, err = e.Queue(ctx, name); err != nil {
+		return Queue{}, Reslot{}, err
+	}
+	cfg, err := e.configFor(q, to)
+	if err != nil {
+		return Queue{}, Reslot{}, err
+	}
+	moves, err := e.rebook(ctx, q, cfg)
+	if err != nil {
+		return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
+	}
+	rep, err := e.moveAll(ctx, cfg.Skew, moves)
+	if err != nil {
+		return Queue{}, rep, fmt.Errorf("configure %s: %w", name, err)
+	}
+	q, err = e.Queue(ctx, name)
+	if rep.Moved > 0 {
+		e.log.InfoContext(ctx, "configure moved booked jobs", "queue", name, "moved", rep.Moved, "max_shift_ms", rep.MaxShiftMs)
+	}
+	return q, rep, err
+}
+
+// configFor is the configuration to gives for q, checked (checkConfig).
+func (e *Engine) configFor(q Queue, to func(Queue) (slot.Config, error)) (slot.Config, error) {
+	cfg, err := to(q)
+	if err != nil {
+		return cfg, err
+	}
+	return e.checkConfig(q.Name, cfg)
+}
+
+// move is a waiting job and the slot the new limits give it.
+type move struct {
+	j  job.Job
+	to time.Time
+}
+
+// rebook lists the queue's waiting line jobs, stores cfg with the gate's
+// state for its limits and the line booked again, and returns each listed
+// job with its new slot. Only parked jobs are listed (queued ones are read
+// by id: see job.Status.Listed), so the step books a place for every
+// ticket of the line, in ticket order (rebookLine): the queued jobs, whose
+// messages are on their way for their slots (within the transport's
+// reach), keep their records' slot_at and start at it or at the gate's
+// opening, whichever is later; the parked line jobs get the places of
+// their tickets, from no earlier than the latest slot a queued one ahead
+// of them can hold; tickets handed out after the list get places too, and
+// their jobs are listed again after the step and take them.
+func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, error) {
+	listed := q.State.Ticket
+	waiting, err := e.waitingLine(ctx, q, 0, listed)
+	if err != nil {
+		return nil, err
+	}
+	var places map[int64]time.Time
+	var boundary int64
+	old := q.Config.LimitList()
+	_, err = e.state.Reconfigure(ctx, ReconfigureRequest{Queue: q.Name, Gen: q.Gen, Config: cfg,
+		Reslot: func(st slot.State) (slot.State, error) {
+			line := slices.DeleteFunc(slices.Clone(waiting), func(j job.Job) bool { return j.Ticket <= st.Current })
+			next := slot.Seed(st, old, cfg.LimitList(), cfg.Skew)
+			next, places = e.rebookLine(next, cfg.LimitList(), line, e.now().Add(e.opts.Lead))
+			boundary = st.Ticket
+			return next, nil
+		}})
+	if err != nil {
+		return nil, err
+	}
+	line := waiting
+	if boundary > listed {
+		late, err := e.waitingLine(ctx, q, listed, boundary)
+		if err != nil {
+			return nil, err
+		}
+		line = append(line, late...)
+	}
+	var moves []move
+	for _, j := range line {
+		if at, ok := places[j.Ticket]; ok {
+			moves = append(moves, move{j: j, to: at})
+		}
+	}
+	return moves, nil
+}
+
+// rebookLine books the line of a queue at state s (seeded for ls) again at
+// now, a place per ticket from the one after current to the last, at most
+// MaxReslot: the tickets ahead of the first parked line job (queued jobs,
+// and tickets that left the line) from now; then, if parked jobs follow
+// and a queued job can hold a slot later than that (up to the transport's
+// reach from now), a place there standing for it (with no parked job
+// behind them, the queued ones need none); then every ticket from the first parked
+// one on. It returns the state after and the places of the tickets from
+// the first parked one on (line: the parked line jobs, by ticket).
+func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now time.Time) (slot.State, map[int64]time.Time) {
+	first := s.Ticket + 1
+	if len(line) > 0 {
+		first = line[0].Ticket
+	}
+	ahead := int(min(int64(MaxReslot), max(0, first-s.Current-1)))
+	s, _ = slot.Book(s, ls, ahead, now)
+	// A queued job holds a slot no later than the transport's reach from
+	// now, nor than the first parked job's slot.
+	from, reach := now.Add(e.transport.MaxDelay()), true
+	if len(line) > 0 && line[0].SlotAt.Before(from) {
+		from, reach = line[0].SlotAt, false
+	}
+	if reach && len(line) > 0 && ahead > 0 && from.After(slot.NextSlot(s, ls, now)) {
+		s, _ = slot.Book(s, ls, 1, from)
+	}
+	places := map[int64]time.Time{}
+	for t := first; t <= s.Ticket && ahead+len(places) < MaxReslot; t++ {
+		var at []time.Time
+		s, at = slot.Book(s, ls, 1, laterOf(now, from))
+		places[t] = at[0]
+	}
+	return s, places
+}
+
+// waitingLine lists the queue's parked jobs waiting in line with tickets
+// in (after, upto], in ticket order: parked for a far slot, for their gate
+// or as unsent, holding a place in the line (not scheduled or detached).
+// Jobs held by a pause take new tickets when released, and jobs waiting
+// for a key or a running place left the line.
+func (e *Engine) waitingLine(ctx context.Context, q Queue, after, upto int64) ([]job.Job, error) {
+	jobs, err := e.listAll(ctx, q, job.Parked)
+	if err != nil {
+		return nil, fmt.Errorf("list parked jobs: %w", err)
+	}
+	var out []job.Job
+	for _, j := range jobs {
+		if j.Ticket <= after || j.Ticket > upto || outOfLine(&j) || j.ParkReason == job.PausedQueue || j.ParkReason.Waits() {
+			continue
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// moveAll writes each job of moves whose slot moved by the skew or more
+// (moveJob) and says how many did and by how much at most. A smaller move
+// is not written: the record is on time within the skew, and a configure
+// that changes nothing of the limits moves nobody, though the time moved
+// on since the last one.
+func (e *Engine) moveAll(ctx context.Context, skew time.Duration, moves []move) (Reslot, error) {
+	var rep Reslot
+	for _, m := range moves {
+		shift := m.to.Sub(m.j.SlotAt).Abs()
+		if shift == 0 || shift < skew {
+			continue
+		}
+		moved, err := e.moveJob(ctx, m)
+		if err != nil {
+			return rep, err
+		}
+		if moved {
+			rep.Moved++
+			rep.MaxShiftMs = max(rep.MaxShiftMs, shift.Milliseconds())
+		}
+	}
+	return rep, nil
+}
+
+// moveJob gives a parked line job its new slot, as a park or a release
+// would place it: it stays parked until its new slot comes within the
+// transport's reach, or is sent now if it came (as unsent, for the resume
+// function to send, if the transport refuses). A job that moved meanwhile
+// (released, cancelled) is left alone.
+func (e *Engine) moveJob(ctx context.Context, m move) (bool, error) {
+	j, now := m.j, e.now()
+	from := j.Version()
+	j.SlotAt = m.to
+	switch {
+	case j.ParkReason == job.Unsent:
+		// The resume function sends it, for its slot.
+	case m.to.Sub(now) > e.transport.MaxDelay():
+		j.DueAt = m.to.Add(-e.transport.MaxDelay())
+	default:
+		env := j.Envelope()
+		env.SentAt = now
+		if err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: e.delayTo(j.SlotAt, now)}}); err != nil {
+			j.ParkReason, j.DueAt = job.Unsent, now
+			break
+		}
+		j.Status, j.ParkReason, j.DueAt = job.Queued, "", time.Time{}
+		j.Record(job.Event{At: now, Kind: job.Released, Reason: "configure"})
+	}
+	err := e.state.UpdateJob(ctx, j, from)
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("move %s: %w", j.Ref(), err)
+	}
+	return true, nil
+}
+
+// reslotMeter returns meter m of a queue under cfg with the key's own
+// limits set to own (nil: the queue's key limits): its limit state seeded
+// for the limits it keeps from then on (slot.Seed), so the key's starts
+// before the change and the first after it keep the old limits, and the
+// starts after it keep the new ones counting the recent starts before.
+func reslotMeter(cfg slot.Config, m slot.Meter, own slot.Limits) slot.Meter {
+	old := cfg.LimitsOf(m)
+	m.Limits = own
+	if next := cfg.LimitsOf(m); len(old) > 0 && len(next) > 0 {
+		m.State = slot.Seed(m.State, old, next, cfg.Skew)
+	}
+	return m
+}

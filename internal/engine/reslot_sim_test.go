@@ -1,0 +1,557 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+)
+
+// Reconfigure passes through the chaos wrapper: a configure books the
+// line again, so the slot clock it stores may lie before the one seen
+// (docs/guarantees.md §7); the rest only moves forward, as always.
+func (c *chaosState) Reconfigure(ctx context.Context, r engine.ReconfigureRequest) (slot.State, error) {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	q, err := c.State.GetQueue(ctx, r.Queue)
+	if err != nil {
+		return slot.State{}, err
+	}
+	st, err := c.State.Reconfigure(ctx, r)
+	if err == nil {
+		c.mu.Lock()
+		reconfiguredAt.Store(c, change{at: time.Now(), passes: len(c.passes)})
+		name := fmt.Sprintf("%s (generation %d)", r.Queue, q.Gen)
+		prev := c.seen[name]
+		prev.Clock = st.Clock
+		c.seen[name] = prev
+		c.mu.Unlock()
+		c.observe(r.Queue, q.Gen, st)
+	}
+	return st, err
+}
+
+// reconfiguredAt holds, per chaosState, its last Reconfigure that
+// landed (a change).
+var reconfiguredAt sync.Map
+
+// change is a Reconfigure that landed: when, and how many gate passes
+// came before it.
+type change struct {
+	at     time.Time
+	passes int
+}
+
+// changeOf is s's last Reconfigure that landed.
+func changeOf(t *testing.T, s *sim) change {
+	t.Helper()
+	c, ok := reconfiguredAt.Load(s.chaos)
+	if !ok {
+		t.Fatal("no Reconfigure landed")
+	}
+	return c.(change)
+}
+
+// gatedBefore reports whether st's start passed the gate before the
+// change c: its ticket's last pass before the start came before it.
+func gatedBefore(t *testing.T, s *sim, st start, c change) bool {
+	t.Helper()
+	s.chaos.mu.Lock()
+	defer s.chaos.mu.Unlock()
+	last := -1
+	for i, p := range s.chaos.passes {
+		if p.Queue == st.Queue && p.Gen == st.Gen && p.Ticket == st.Ticket && !p.At.After(st.At) {
+			last = i
+		}
+	}
+	if last < 0 {
+		t.Fatalf("ticket %d started at %v without passing the gate", st.Ticket, st.At)
+	}
+	return last < c.passes
+}
+
+// reslotCase is a limit change mid-backlog, or, with idle, right after
+// a run of starts, with the next jobs enqueued at once after it (so the
+// first of them starts where the gate opens).
+type reslotCase struct {
+	name      string
+	old, next slot.Config
+	idle      bool
+}
+
+var reslotCases = []reslotCase{
+	{"interval faster", slot.Config{Interval: time.Second}, slot.Config{Interval: 300 * time.Millisecond}, false},
+	{"rate slower", slot.Config{Rate: api.Rate{N: 4, Per: time.Second}, Burst: 2}, slot.Config{Interval: 1500 * time.Millisecond}, false},
+	{"window to rate", slot.Config{Window: api.Rate{N: 4, Per: 2 * time.Second}}, slot.Config{Rate: api.Rate{N: 3, Per: time.Second}, Burst: 3}, false},
+	{"rate to two limits", slot.Config{Rate: api.Rate{N: 2, Per: time.Second}}, slot.Config{Limits: []api.Limit{
+		{Rate: api.Rate{N: 5, Per: time.Second}, Burst: 1}, {Window: api.Rate{N: 8, Per: 4 * time.Second}}}}, false},
+	{"idle, faster", slot.Config{Interval: 2 * time.Second}, slot.Config{Rate: api.Rate{N: 5, Per: time.Second}, Burst: 2}, true},
+	{"idle, slower", slot.Config{Rate: api.Rate{N: 4, Per: time.Second}, Burst: 3}, slot.Config{Interval: 2 * time.Second}, true},
+	{"idle, to a window", slot.Config{Interval: 300 * time.Millisecond}, slot.Config{Window: api.Rate{N: 3, Per: 3 * time.Second}}, true},
+}
+
+// reach is the simulated transport's longest delay: jobs booked further
+// out than it are parked (and listed), the ones within it queued.
+const reach = 10 * time.Second
+
+// §5.16 (a) A limit changed while jobs wait, on the simulation of
+// TestGuaranteeSpacingEveryForm (many workers; jitter, duplicates and
+// crashes between gate, claim, run and record): a backlog starts under
+// one limit, configure changes it midway, and
+//
+//   - configure says how many booked jobs moved, and every waiting job's
+//     record shows its new slot_at: the waiting line's slots keep the new
+//     limit and follow it tightly (the next slot where the new limit
+//     opens, not the old one);
+//   - an enqueue after the change is answered by the new arithmetic;
+//   - the starts before the change and the first after it keep the old
+//     limit; the starts after it, with the starts before it that the new
+//     limit's period holds, keep the new one (slot.Breaches, the skew the
+//     one allowance);
+//   - no attempt begins twice, no line ticket starts after a higher one,
+//     every job succeeds, and without faults no job misses its slot
+//     after the change (a job the change moved earlier while its message
+//     was on its way is not late for it).
+func TestGuaranteeReslotMidBacklog(t *testing.T) {
+	runs := []struct {
+		name  string
+		opts  simOptions
+		clean bool
+	}{
+		{"clean", simOptions{Workers: 12, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach}}, true},
+		{"jitter and duplicates", simOptions{Workers: 16, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach, Jitter: 3 * time.Second, DuplicateRate: 0.3}}, false},
+		{"crashes, jitter and duplicates", simOptions{Workers: 16, CrashRate: 0.05, Seed: 9,
+			ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach, Jitter: 3 * time.Second, DuplicateRate: 0.3}}, false},
+	}
+	for _, c := range reslotCases {
+		for _, r := range runs {
+			t.Run(c.name+"/"+r.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { runReslot(t, c, r.opts, r.clean) })
+			})
+		}
+	}
+}
+
+func runReslot(t *testing.T, c reslotCase, opts simOptions, clean bool) {
+	s := newSim(t, opts)
+	defer s.stop()
+	old, next := withSkew(c.old), withSkew(c.next)
+	s.createQueue("reslot", old)
+	if c.idle {
+		s.enqueue("reslot", 10, nil)
+		s.waitFinished("reslot", time.Hour)
+	} else {
+		s.enqueue("reslot", 60, nil)
+	}
+	for len(s.startsOf("reslot")) < 10 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	changed, pre := time.Now(), waitingLine(s)
+	q, rep, err := s.eng.Reconfigure(context.Background(), "reslot", next)
+	if err != nil {
+		t.Fatalf("configure: %v", err)
+	}
+	moment := changeOf(t, s)
+	if q.Config.LimitList().Signature() != next.LimitList().Signature() {
+		t.Fatalf("configured limits %s, want %s", q.Config.LimitList(), next.LimitList())
+	}
+	waiting := checkWaitingSlots(t, s, pre, next, rep, clean)
+	if c.idle {
+		s.enqueue("reslot", 20, nil)
+	}
+	added := s.enqueue("reslot", 1, nil).Jobs[0]
+	if len(waiting) > 0 && clean {
+		// (With faults, re-tickets add queued jobs to the line's end, which
+		// take places after the waiting ones.)
+		slots := append(slices.Clone(waiting), added.SlotAt)
+		// Within a tick of the line's last (a window's period, which
+		// may hold the next start back that long), give or take a
+		// second: the old arithmetic of the slower changes would answer
+		// later.
+		room := next.Tick()
+		for _, l := range next.LimitList() {
+			if !l.Window.IsZero() {
+				room = max(room, l.Window.Per)
+			}
+		}
+		if b := slot.Breaches(next.LimitList(), next.Skew, slots); len(b) > 0 || added.SlotAt.After(waiting[len(waiting)-1].Add(room+time.Second)) {
+			t.Fatalf("an enqueue after the change got slot +%v after the waiting line's last +%v: not the new arithmetic (%v)",
+				added.SlotAt.Sub(changed), waiting[len(waiting)-1].Sub(changed), b)
+		}
+	}
+	s.waitFinished("reslot", 6*time.Hour)
+	starts := s.startsOf("reslot")
+	checkAcross(t, s, starts, moment, old, next)
+	checkSingleStart(t, starts)
+	if opts.CrashRate == 0 {
+		checkLineOrder(t, starts) // a crashed attempt runs again under its ticket
+	}
+	if failed := s.jobs("reslot", job.Failed); len(failed) > 0 {
+		t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
+	}
+	if clean {
+		for _, j := range s.jobs("reslot", job.Succeeded) {
+			for _, ev := range j.History {
+				if ev.Kind == job.SlotMissed && !ev.At.Before(changed) {
+					t.Fatalf("job %s missed its slot without a fault (changed at %v): %+v", j.ID, changed, j.History)
+				}
+			}
+		}
+	}
+}
+
+func withSkew(c slot.Config) slot.Config {
+	c.Skew, c.MaxAttempts = 100*time.Millisecond, 10
+	return c
+}
+
+// waitingLine is the queue's line jobs that wait (queued or parked), by
+// ticket.
+func waitingLine(s *sim) []job.Job {
+	var line []job.Job
+	for _, j := range s.store.Jobs("reslot") {
+		if j.Status.Waiting() && !j.Scheduled && !j.Detached {
+			line = append(line, j)
+		}
+	}
+	return line
+}
+
+// checkWaitingSlots checks the records of the jobs that waited in line
+// (pre, read right before a configure to cfg that answered rep) right
+// after it. The ones that were parked (booked beyond the transport's
+// reach) and still wait at their ticket show their new slots: in ticket
+// order they keep cfg's limits (within the skew: a move smaller than it
+// is not written) and follow them tightly (each no later
+// than where cfg's limits open after the one before it, give or take a
+// tick), none before a queued job ahead of it, and rep counted no more
+// than waited. The queued ones (their messages on their way) keep theirs.
+// It returns the new slots.
+func checkWaitingSlots(t *testing.T, s *sim, pre []job.Job, cfg slot.Config, rep engine.Reslot, tight bool) []time.Time {
+	t.Helper()
+	now := map[string]job.Job{}
+	for _, j := range waitingLine(s) {
+		now[j.ID] = j
+	}
+	var slots []time.Time
+	var lastQueued time.Time
+	for _, was := range pre {
+		j, ok := now[was.ID]
+		if !ok || j.Ticket != was.Ticket {
+			continue // started, or took a new ticket, meanwhile
+		}
+		if was.Status == job.Queued || j.Status == job.Queued && !releasedBy(j, "configure") {
+			// Queued before (or released by a resume pass before the
+			// configure took the queue's lease): its message is on its
+			// way for its slot.
+			if !j.SlotAt.Equal(was.SlotAt) {
+				t.Fatalf("queued job %s moved from %v to %v", j.ID, was.SlotAt, j.SlotAt)
+			}
+			lastQueued = laterOf(lastQueued, j.SlotAt)
+			continue
+		}
+		if j.SlotAt.Before(lastQueued) {
+			t.Fatalf("parked job %s (ticket %d) shows slot_at %v, before a queued job ahead of it (%v)", j.ID, j.Ticket, j.SlotAt, lastQueued)
+		}
+		slots = append(slots, j.SlotAt)
+	}
+	if rep.Moved > len(pre) {
+		t.Fatalf("configure moved %d booked jobs (max %dms); %d waited in line", rep.Moved, rep.MaxShiftMs, len(pre))
+	}
+	if b := slot.Breaches(cfg.LimitList(), cfg.Skew, slots); len(b) > 0 {
+		t.Fatalf("the waiting jobs' slot_at break the new limit: %+v", b[0])
+	}
+	// A window's bookings count the starts before the change, which st
+	// does not hold: only the other forms are judged for tightness.
+	tight = tight && !slices.ContainsFunc(cfg.LimitList(), func(l api.Limit) bool { return !l.Window.IsZero() })
+	var st slot.State
+	for i := range slots {
+		if tight && i > 0 && slots[i].After(slot.NextSlot(st, cfg.LimitList(), slots[i-1]).Add(cfg.Tick())) {
+			t.Fatalf("parked job %d shows slot_at %v after the one before it: not the new limit's arithmetic", i, slots[i].Sub(slots[i-1]))
+		}
+		st, _, _ = slot.Take(st, 1, 1, cfg.LimitList(), slots[i])
+	}
+	t.Logf("configure moved %d of %d waiting jobs (%d parked), at most %dms", rep.Moved, len(pre), len(slots), rep.MaxShiftMs)
+	return slots
+}
+
+// releasedBy reports whether j's history has a release for reason.
+func releasedBy(j job.Job, reason string) bool {
+	return slices.ContainsFunc(j.History, func(ev job.Event) bool { return ev.Kind == job.Released && ev.Reason == reason })
+}
+
+// checkAcross judges the starts of a queue whose limits changed from old
+// to next at changed: the starts before and the first after keep old;
+// the starts after, with the starts before that each limit of next holds
+// in its period, keep next.
+func checkAcross(t *testing.T, s *sim, starts []start, changed change, old, next slot.Config) {
+	t.Helper()
+	var before, after []time.Time
+	for _, st := range starts {
+		// A start is the old limit's if the gate passed it before the
+		// change: the gate reserves a start up to a lead ahead.
+		if gatedBefore(t, s, st, changed) {
+			before = append(before, st.At)
+		} else {
+			after = append(after, st.At)
+		}
+	}
+	if len(before) == 0 || len(after) == 0 {
+		t.Fatalf("%d starts before the change, %d after", len(before), len(after))
+	}
+	if b := slot.Breaches(old.LimitList(), old.Skew, append(slices.Clone(before), after[0])); len(b) > 0 {
+		t.Fatalf("the old limit breaks across the change: %+v", b[0])
+	}
+	last := before[len(before)-1]
+	for _, l := range next.LimitList() {
+		per := slot.Config{Limits: []api.Limit{l}}.Tick()
+		switch {
+		case !l.Window.IsZero():
+			per = l.Window.Per
+		case !l.Rate.IsZero():
+			per = l.Rate.Per
+		}
+		var held []time.Time
+		for _, s := range before {
+			if s.After(last.Add(-per)) {
+				held = append(held, s)
+			}
+		}
+		for _, b := range slot.Breaches(slot.Limits{l}, next.Skew, append(held, after...)) {
+			if b.J >= len(held) {
+				t.Fatalf("the new limit %s breaks across the change at %v: %+v (%d held before, %d after)\nheld %v\nafter %v", l, changed.at, b, len(held), len(after), held, after[:min(len(after), 8)])
+			}
+		}
+	}
+}
+
+// checkLineOrder fails if a line ticket started after a higher one.
+func checkLineOrder(t *testing.T, starts []start) {
+	t.Helper()
+	for i, a := range starts {
+		for _, b := range starts[i+1:] {
+			if a.Ticket > b.Ticket && b.At.After(a.At) {
+				t.Fatalf("ticket %d started at %v, after ticket %d at %v", b.Ticket, b.At, a.Ticket, a.At)
+			}
+		}
+	}
+}
+
+// A configure that dies midway (after its atomic step, having moved some
+// of the waiting jobs) leaves nothing lost and no limit broken; configure
+// run again finishes it: every waiting job's record shows the new slot.
+// Two configures at once take their turns: each builds on the settings
+// the one before it wrote, the later one's limit holds, and the waiting
+// jobs' slots follow it.
+func TestReslotCrashAndRace(t *testing.T) {
+	t.Run("crash", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var dying atomic.Int32
+			s := newSim(t, simOptions{Workers: 8, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach},
+				Wrap: func(st engine.State) engine.State { return &dieMoving{State: st, left: &dying} }})
+			defer s.stop()
+			old, next := withSkew(reslotCases[0].old), withSkew(reslotCases[0].next)
+			s.createQueue("reslot", old)
+			s.enqueue("reslot", 60, nil)
+			for len(s.startsOf("reslot")) < 10 {
+				time.Sleep(50 * time.Millisecond)
+			}
+			pre := waitingLine(s)
+			dying.Store(5) // the configure dies after moving 5 jobs
+			if _, _, err := s.eng.Reconfigure(context.Background(), "reslot", next); !errors.Is(err, errCrash) {
+				t.Fatalf("configure: %v, want the crash", err)
+			}
+			moment := changeOf(t, s)
+			if q, _ := s.eng.Queue(context.Background(), "reslot"); q.Config.LimitList().Signature() != next.LimitList().Signature() {
+				t.Fatalf("after the crash the queue is under %s, want %s (the atomic step came before)", q.Config.LimitList(), next.LimitList())
+			}
+			_, rep, err := s.eng.Reconfigure(context.Background(), "reslot", next)
+			if err != nil {
+				t.Fatalf("configure again: %v", err)
+			}
+			checkWaitingSlots(t, s, pre, next, rep, true)
+			s.waitFinished("reslot", 6*time.Hour)
+			starts := s.startsOf("reslot")
+			checkAcross(t, s, starts, moment, old, next)
+			checkSingleStart(t, starts)
+			if n := len(s.jobs("reslot", job.Succeeded)); n != 60 {
+				t.Fatalf("%d of 60 jobs succeeded", n)
+			}
+		})
+	})
+	t.Run("race", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// A lease taken slowly: each configure reads the queue before
+			// the other has written its change.
+			s := newSim(t, simOptions{Workers: 8, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach},
+				Wrap: func(st engine.State) engine.State { return slowLease{st} }})
+			defer s.stop()
+			s.createQueue("reslot", withSkew(slot.Config{Interval: time.Second}))
+			s.enqueue("reslot", 60, nil)
+			for len(s.startsOf("reslot")) < 5 {
+				time.Sleep(50 * time.Millisecond)
+			}
+			pre := waitingLine(s)
+			var wg sync.WaitGroup
+			for i, iv := range []time.Duration{400 * time.Millisecond, 3 * time.Second} {
+				wg.Go(func() {
+					u := slot.ConfigUpdate{Interval: &iv}
+					if i == 0 {
+						attempts := 7
+						u.MaxAttempts = &attempts
+					} else {
+						backoff := 3 * time.Second
+						u.Backoff = &backoff
+					}
+					if _, _, err := s.eng.Change(context.Background(), "reslot", u); err != nil {
+						t.Errorf("configure %v: %v", iv, err)
+					}
+				})
+			}
+			wg.Wait()
+			q, err := s.eng.Queue(context.Background(), "reslot")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q.Config.MaxAttempts != 7 || q.Config.Backoff != 3*time.Second {
+				t.Fatalf("max_attempts %d, backoff %v after two changes at once, one to 7, the other to 3s: a change was lost", q.Config.MaxAttempts, q.Config.Backoff)
+			}
+			// The jobs still parked show the later configure's slots (the
+			// ones the earlier sent on their way keep theirs).
+			var parked []job.Job
+			for _, j := range pre {
+				if now := s.jobs("reslot", job.Parked); slices.ContainsFunc(now, func(p job.Job) bool { return p.ID == j.ID && p.Ticket == j.Ticket }) {
+					parked = append(parked, j)
+				}
+			}
+			if len(parked) == 0 {
+				t.Fatal("no job waits parked after the configures")
+			}
+			checkWaitingSlots(t, s, parked, q.Config, engine.Reslot{}, false)
+			s.waitFinished("reslot", 6*time.Hour)
+			checkSingleStart(t, s.startsOf("reslot"))
+		})
+	})
+}
+
+// dieMoving fails the configure's job writes (a job write that changes
+// the slot of a waiting job and nothing of its version) once left of them
+// have landed.
+type dieMoving struct {
+	engine.State
+	left *atomic.Int32
+}
+
+func (d *dieMoving) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
+	if j.Version() == from && d.left.Load() > 0 {
+		if d.left.Add(-1) == 0 {
+			return errCrash
+		}
+	}
+	return d.State.UpdateJob(ctx, j, from)
+}
+
+// §5.16 (a) for a key's own limit: set_key_limits gives a key a slower
+// limit of its own while 30 of its jobs wait. The key's starts before the
+// change and the first after it keep the queue's key limit; the starts
+// after it, with those before that the new limit's period holds, keep the
+// new one; the queue keeps its own limit, and every job succeeds.
+func TestKeyLimitChangedMidBacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 8})
+		defer s.stop()
+		cfg := slot.Config{
+			Rate: api.Rate{N: 50, Per: time.Second}, Skew: 5 * time.Millisecond,
+			KeyLimits: []api.Limit{{Rate: api.Rate{N: 10, Per: time.Second}, Burst: 2}},
+		}
+		s.createQueue("own", cfg)
+		ctx := context.Background()
+		req := job.EnqueueRequest{Queue: "own"}
+		for range 30 {
+			req.Jobs = append(req.Jobs, job.Spec{Kind: "lane", Key: "k", Payload: json.RawMessage(`{"ms":1}`)})
+		}
+		if _, err := s.eng.Enqueue(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		for len(s.runsOf("own")) < 8 {
+			time.Sleep(time.Millisecond)
+		}
+		changed := time.Now()
+		slow := slot.Limits{{Interval: 400 * time.Millisecond}}
+		if _, err := s.eng.SetKeyLimits(ctx, "own", []engine.KeyLimit{{Key: "k", Limits: slow}}); err != nil {
+			t.Fatal(err)
+		}
+		s.waitFinished("own", time.Hour)
+		var before, after, all []time.Time
+		for _, r := range s.runsOf("own") {
+			all = append(all, r.Begin)
+			if r.Begin.Before(changed) {
+				before = append(before, r.Begin)
+			} else {
+				after = append(after, r.Begin)
+			}
+		}
+		if len(before) < 8 || len(after) == 0 {
+			t.Fatalf("%d starts before the change, %d after", len(before), len(after))
+		}
+		if b := slot.Breaches(slot.Limits(cfg.KeyLimits), cfg.Skew, append(slices.Clone(before), after[0])); len(b) > 0 {
+			t.Fatalf("the key's old limit breaks across the change: %+v", b[0])
+		}
+		var held []time.Time
+		for _, at := range before {
+			if at.After(before[len(before)-1].Add(-slow[0].Interval)) {
+				held = append(held, at)
+			}
+		}
+		for _, b := range slot.Breaches(slow, cfg.Skew, append(held, after...)) {
+			if b.J >= len(held) {
+				t.Fatalf("the key's new limit breaks across the change: %+v (%d held before)", b, len(held))
+			}
+		}
+		if b := slot.Breaches(cfg.LimitList(), cfg.Skew, all); len(b) > 0 {
+			t.Fatalf("the queue's limit broke: %+v", b[0])
+		}
+		if failed := s.jobs("own", job.Failed); len(failed) > 0 {
+			t.Fatalf("%d jobs failed", len(failed))
+		}
+	})
+}
+
+// slowLease takes a queue's resume lease a second late.
+type slowLease struct{ engine.State }
+
+func (s slowLease) Lease(ctx context.Context, queue, holder string, until, now time.Time) (engine.Cursor, error) {
+	time.Sleep(time.Second)
+	return s.State.Lease(ctx, queue, holder, until, now)
+}
+
+// A configure of a queue whose waiting jobs are all on their way (none
+// parked) books nothing beyond them: an enqueue after it is answered
+// right behind them, not at the transport's reach.
+func TestReslotNothingParked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 4})
+		defer s.stop()
+		s.createQueue("reslot", withSkew(slot.Config{Interval: time.Second}))
+		s.enqueue("reslot", 5, nil)
+		if _, rep, err := s.eng.Reconfigure(context.Background(), "reslot", withSkew(slot.Config{Interval: 500 * time.Millisecond})); err != nil || rep.Moved != 0 {
+			t.Fatalf("configure: %+v, %v; want nothing moved", rep, err)
+		}
+		if at := s.enqueue("reslot", 1, nil).Jobs[0].SlotAt; at.After(time.Now().Add(10 * time.Second)) {
+			t.Fatalf("an enqueue after the change got slot +%v: booked beyond the waiting jobs", at.Sub(time.Now()))
+		}
+		s.waitFinished("reslot", time.Hour)
+	})
+}

@@ -1,0 +1,29 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// Reconfigure replaces a queue's configuration and its limit state by
+// r.Reslot of the state it holds, under the store's lock.
+// ErrQueueNotFound.
+func (s *Store) Reconfigure(_ context.Context, r engine.ReconfigureRequest) (slot.State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[r.Queue]
+	if !ok || r.Gen != 0 && q.Gen != 0 && q.Gen != r.Gen {
+		return slot.State{}, notFound("reconfigure", r.Queue)
+	}
+	next, err := r.Reslot(copyState(q.State))
+	if err != nil {
+		return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
+	}
+	q.Config = r.Config
+	q.State.LastStart, q.State.Clock, q.State.Marks = next.LastStart, next.Clock, next.Marks
+	s.queues[r.Queue] = copyQueue(q)
+	return copyState(q.State), nil
+}
