@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -160,7 +161,14 @@ func checkKeyed(t *testing.T, cfg slot.Config, starts []start, runs []run) {
 	ls := slot.Limits(cfg.KeyLimits)
 	most := 0 // the most runs of one key at once
 	for key, rs := range byKey {
-		slices.SortFunc(rs, func(a, b run) int { return a.Begin.Compare(b.Begin) })
+		// Starts at one instant (a burst lets them) are in ticket order
+		// if their tickets are.
+		slices.SortFunc(rs, func(a, b run) int {
+			if c := a.Begin.Compare(b.Begin); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Ticket, b.Ticket)
+		})
 		begins := make([]time.Time, len(rs))
 		for i, r := range rs {
 			begins[i] = r.Begin
