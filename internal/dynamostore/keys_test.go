@@ -35,10 +35,10 @@ func TestKeyedLimitsOnDynamoDB(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		cap  int
-		// work is how long each job's handler works: long enough, under
-		// a cap above one, for a key's jobs to run at once.
-		work time.Duration
-	}{{"one at a time", 0, 0}, {"no cap", slot.NoKeyCap, 0}, {"two at a time", 2, 600 * time.Millisecond}} {
+		// hold: the first handlers wait until two jobs of one key run at
+		// once (release), so that a cap above one is seen used.
+		hold bool
+	}{{"one at a time", 0, false}, {"no cap", slot.NoKeyCap, false}, {"two at a time", 2, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
 			client := newClient(t, nil, fastRetries)
@@ -50,14 +50,29 @@ func TestKeyedLimitsOnDynamoDB(t *testing.T) {
 				at, end, gate time.Time
 			}
 			var (
-				mu     sync.Mutex
-				begins []begin
+				mu      sync.Mutex
+				begins  []begin
+				running = map[string]int{} // runs of each key under way
+				paired  bool               // two runs of one key were under way at once
+				release = make(chan struct{})
 			)
 			runner := runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
 				b := begin{id: j.ID, key: j.Key, ticket: j.Ticket, attempt: j.Attempt, at: time.Now(), gate: j.StartedAt}
-				time.Sleep(c.work) // the job's work
+				mu.Lock()
+				running[j.Key]++
+				paired = paired || running[j.Key] >= 2
+				mu.Unlock()
+				if c.hold {
+					// Bounded well inside the lease, so no run is taken
+					// for lost while it waits.
+					select {
+					case <-release:
+					case <-time.After(3 * time.Second):
+					}
+				}
 				b.end = time.Now()
 				mu.Lock()
+				running[j.Key]--
 				begins = append(begins, b)
 				mu.Unlock()
 				return nil
@@ -91,6 +106,14 @@ func TestKeyedLimitsOnDynamoDB(t *testing.T) {
 				})
 			}
 			wg.Wait()
+			if c.hold {
+				testenv.WaitFor(t, "two jobs of one key running at once", func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return paired
+				})
+				close(release)
+			}
 			total := producers * perProducer
 			defer func() {
 				if t.Failed() {

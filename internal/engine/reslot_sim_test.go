@@ -155,9 +155,7 @@ func runReslot(t *testing.T, c reslotCase, opts simOptions, clean bool) {
 	} else {
 		s.enqueue("reslot", 60, nil)
 	}
-	for len(s.startsOf("reslot")) < 10 {
-		time.Sleep(50 * time.Millisecond)
-	}
+	s.waitStarts("reslot", 10, time.Hour)
 	changed, pre := time.Now(), waitingLine(s)
 	q, rep, err := s.eng.Reconfigure(context.Background(), "reslot", next)
 	if err != nil {
@@ -365,9 +363,7 @@ func TestReslotCrashAndRace(t *testing.T) {
 			old, next := withSkew(reslotCases[0].old), withSkew(reslotCases[0].next)
 			s.createQueue("reslot", old)
 			s.enqueue("reslot", 60, nil)
-			for len(s.startsOf("reslot")) < 10 {
-				time.Sleep(50 * time.Millisecond)
-			}
+			s.waitStarts("reslot", 10, time.Hour)
 			pre := waitingLine(s)
 			dying.Store(5) // the configure dies after moving 5 jobs
 			if _, _, err := s.eng.Reconfigure(context.Background(), "reslot", next); !errors.Is(err, errCrash) {
@@ -400,9 +396,7 @@ func TestReslotCrashAndRace(t *testing.T) {
 			defer s.stop()
 			s.createQueue("reslot", withSkew(slot.Config{Interval: time.Second}))
 			s.enqueue("reslot", 60, nil)
-			for len(s.startsOf("reslot")) < 5 {
-				time.Sleep(50 * time.Millisecond)
-			}
+			s.waitStarts("reslot", 5, time.Hour)
 			pre := waitingLine(s)
 			var wg sync.WaitGroup
 			for i, iv := range []time.Duration{400 * time.Millisecond, 3 * time.Second} {

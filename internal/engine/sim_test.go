@@ -282,6 +282,19 @@ func (s *sim) waitFinished(queue string, limit time.Duration) {
 	s.t.Fatalf("queue %s: %d jobs not finished after %v", queue, s.unfinished(queue), limit)
 }
 
+// waitStarts advances fake time until queue has had n starts, or fails
+// after limit.
+func (s *sim) waitStarts(queue string, n int, limit time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(limit)
+	for len(s.startsOf(queue)) < n {
+		if !time.Now().Before(deadline) {
+			s.t.Fatalf("queue %s: %d starts after %v, want %d", queue, len(s.startsOf(queue)), limit, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (s *sim) unfinished(queue string) int {
 	n := 0
 	for _, j := range s.store.Jobs(queue) {
