@@ -9,12 +9,14 @@
 //
 //	Enqueue ─ Take tickets+slots ─ CreateJobs ─ Send (delay) or park
 //	Work    ─ a delivery's steps (work.go): read the record ─ wait for the
-//	          gate and pass it (reserving the start) ─ claim ─ sleep to
-//	          the start ─ run ─ record the outcome, or retry or dead-letter
+//	          gate and pass it, reserving the start (gate.go) ─ claim ─
+//	          sleep to the start ─ run (start.go) ─ record the outcome,
+//	          or retry or dead-letter (outcome.go)
 //	Resume  ─ ListDue (the due index: what is due by now, any queue) ─
-//	          per queue with something due, under its lease: lift a timed
-//	          pause ─ re-ticket held jobs in line order (a bounded round
-//	          per run) ─ release due jobs ─ hand on keys past their lease;
+//	          per queue with something due, under its lease (resume.go):
+//	          lift a timed pause ─ re-ticket held jobs in line order (a
+//	          bounded round per run) ─ release due jobs (release.go) ─
+//	          hand on keys past their lease (reap.go);
 //	          per schedule due (schedules.go): enqueue its occurrences up
 //	          to a lead ahead ─ advance it by compare-and-set
 //
@@ -36,4 +38,44 @@
 // it for its interfaces. Nothing under internal/dev (emulators, SAM
 // tooling, cost meters, test rigs) or internal/cli (console, timeline) is
 // imported by it. docs/algorithm.md explains the rules, with a glossary.
+//
+// The files, by part:
+//
+//	engine.go     Engine, Options, New; the Runner a target runs through
+//	state.go      the State interface, its requests and errors; the gate's
+//	              request (GateRequest.Decide)
+//	transport.go  the Transport interface
+//	schema.go     the record layout this engine writes
+//	enqueue.go    Enqueue: tickets, slots, records, messages
+//	work.go       Work: the delivery, its step machine, readRecord
+//	gate.go       the way to the gate and through it: wait for the turn,
+//	              the hold for lower tickets, the key's steps, decide,
+//	              pass, refused, parkForGate, OnGateDone
+//	start.go      claim, sleep to the start (or give it up), run the
+//	              target under its timeout; PanicError
+//	outcome.go    record the outcome: succeeded, retry or dead letter;
+//	              end the attempt
+//	recover.go    await a record; recover a lost attempt; expire the jobs
+//	              of a deleted or purged queue
+//	sendback.go   a job that does not start now: hand-back, park,
+//	              re-ticket; fail one sent back too often
+//	slowdown.go   a target's "slow down"
+//	lane.go       lanes: waiting on a key or a running place; LaneFigures
+//	handoff.go    handing a key or a place on as an attempt ends
+//	reap.go       the resume function's look at a due lane
+//	meter.go      keyed limits: a key's own meter
+//	resume.go     Resume: the pass per queue under its lease, pauses,
+//	              release rounds
+//	release.go    re-ticket held jobs in order; release due jobs
+//	reindex.go    Reindex: rebuild the due index
+//	schedules.go  schedules and their occurrences
+//	admin.go      queues: create, configure, pause, purge, delete, stats,
+//	              jobs, cancel
+//	change.go     ChangeConfig: change the settings given, keep the others
+//	reslot.go     re-slot waiting jobs after a limit changed
+//	keys.go       a queue's keys and their limits
+//	retry.go      Retry failed or cancelled jobs
+//	redrive.go    Redrive the dead-letter queue
+//	observe.go    Observer and its events
+//	trace.go      OpenTelemetry spans
 package engine
