@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -180,9 +179,9 @@ func pin(e *expr, seen, next slot.State) (cond, set string, remove []string) {
 	return strings.Join(conds, " AND "), strings.Join(sets, ", "), remove
 }
 
-// casTakeInput is Take by compare-and-set from state seen: the tickets by
+// casTakeExprs is Take by compare-and-set from state seen: the tickets by
 // ADD, the limit state by pin.
-func casTakeInput(r engine.TakeRequest, seen slot.State, tok string) *dynamodb.UpdateItemInput {
+func casTakeExprs(r engine.TakeRequest, seen slot.State, tok string) exprs {
 	next, _, _ := slot.Take(seen, r.N, r.Line, r.LimitList(), r.Now)
 	e := newExpr()
 	wt := e.n(attrWriteToken)
@@ -195,22 +194,14 @@ func casTakeInput(r engine.TakeRequest, seen slot.State, tok string) *dynamodb.U
 		upd += " REMOVE " + strings.Join(remove, ", ")
 	}
 	cond = limitCond(e, r.LimitList()) + " AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok) AND " + cond + genCond(e, r.Gen)
-	return &dynamodb.UpdateItemInput{
-		Key:                                 stateKey(r.Queue),
-		UpdateExpression:                    &upd,
-		ConditionExpression:                 &cond,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           e.values,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}
+	return e.build(upd, cond)
 }
 
-// casGateInput is Gate by compare-and-set from state seen, on which
+// casGateExprs is Gate by compare-and-set from state seen, on which
 // r.Decide said Start: the gate's conditions (not paused, not purged,
 // current ≤ ticket for a line ticket, the running cap), the limit state
 // pinned to seen's and moved to r.Started(seen).
-func casGateInput(r engine.GateRequest, seen slot.State, tok string) *dynamodb.UpdateItemInput {
+func casGateExprs(r engine.GateRequest, seen slot.State, tok string) exprs {
 	next := r.Started(seen)
 	e := newExpr()
 	wt := e.n(attrWriteToken)
@@ -235,15 +226,7 @@ func casGateInput(r engine.GateRequest, seen slot.State, tok string) *dynamodb.U
 	if len(remove) > 0 {
 		upd += " REMOVE " + strings.Join(remove, ", ")
 	}
-	return &dynamodb.UpdateItemInput{
-		Key:                                 stateKey(r.Queue),
-		UpdateExpression:                    &upd,
-		ConditionExpression:                 &cond,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           e.values,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}
+	return e.build(upd, cond)
 }
 
 // casTries bounds the sends of a compare-and-set take or gate: each
@@ -255,35 +238,23 @@ const casTries = 12
 // casTake is Take for limits the conditional forms do not cover.
 func (s *Store) casTake(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
 	seen := r.Seen
-	tok := newToken()
-	for range casTries {
-		out, err := s.updateItem(ctx, casTakeInput(r, seen, tok))
-		if old, ok := conditionFailed(err); ok {
-			old, st, k, err := s.refusedState(ctx, "take ticket", "take ticket "+r.Queue, r.Queue, r.Gen, old)
+	return writeState(ctx, s, stateWrite[engine.Taken]{
+		op: "take ticket", what: "take ticket " + r.Queue, queue: r.Queue, gen: r.Gen, limits: r.LimitList(), tries: casTries,
+		exprs: func(tok string) exprs { return casTakeExprs(r, seen, tok) },
+		after: func(m map[string]types.AttributeValue) (engine.Taken, error) {
+			// The item after a take from seen (or, sent again after it
+			// landed, the item it met, if nothing wrote since).
+			st, _, err := decodeState(m)
 			if err != nil {
-				return engine.Taken{}, err
+				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
 			}
-			if hasToken(old, tok) {
-				// The SDK retried this very take after it had landed
-				// from seen, and nothing wrote since.
-				return casTaken(r, seen, st)
-			}
-			if k != keyOf(r.LimitList()) {
-				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrLimitChanged)
-			}
+			return casTaken(r, seen, st)
+		},
+		refused: func(st slot.State) error {
 			seen = st
-			continue
-		}
-		if err != nil {
-			return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
-		}
-		st, _, err := decodeState(out.Attributes)
-		if err != nil {
-			return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
-		}
-		return casTaken(r, seen, st)
-	}
-	return engine.Taken{}, fmt.Errorf("take ticket %s: the queue state kept changing under the update", r.Queue)
+			return nil
+		},
+	})
 }
 
 // casTaken is the answer of a take that landed from state seen and left
@@ -298,51 +269,23 @@ func casTaken(r engine.TakeRequest, seen, after slot.State) (engine.Taken, error
 // casGate is Gate for limits the conditional forms do not cover.
 func (s *Store) casGate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
 	seen := r.Seen
-	tok := newToken()
-	for range casTries {
-		if v, _ := r.Decide(seen); v != slot.Start {
-			// seen, the caller's read, may be stale: only the item's
-			// own state refuses.
-			_, st, k, err := s.refusedState(ctx, "gate", fmt.Sprintf("gate %s ticket %d", r.Queue, r.Ticket), r.Queue, r.Gen, nil)
-			if err != nil {
-				return slot.State{}, err
-			}
-			if k != keyOf(r.LimitList()) {
-				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrLimitChanged)
-			}
-			if v, openAt := r.Decide(st); v != slot.Start {
-				return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: st}
+	return writeState(ctx, s, stateWrite[slot.State]{
+		op: "gate", what: fmt.Sprintf("gate %s ticket %d", r.Queue, r.Ticket), queue: r.Queue, gen: r.Gen, limits: r.LimitList(), tries: casTries,
+		exprs:  func(tok string) exprs { return casGateExprs(r, seen, tok) },
+		after:  gateAfter(r),
+		landed: func(st slot.State) bool { return landed(st, r) },
+		stale: func() bool {
+			v, _ := r.Decide(seen)
+			return v != slot.Start
+		},
+		refused: func(st slot.State) error {
+			if err := gateRefused(r, st); err != nil {
+				return err
 			}
 			seen = st
-		}
-		out, err := s.updateItem(ctx, casGateInput(r, seen, tok))
-		if old, ok := conditionFailed(err); ok {
-			old, st, k, err := s.refusedState(ctx, "gate", fmt.Sprintf("gate %s ticket %d", r.Queue, r.Ticket), r.Queue, r.Gen, old)
-			if err != nil {
-				return slot.State{}, err
-			}
-			if hasToken(old, tok) || landed(st, r) {
-				return st, nil
-			}
-			if k != keyOf(r.LimitList()) {
-				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrLimitChanged)
-			}
-			if v, openAt := r.Decide(st); v != slot.Start {
-				return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: st}
-			}
-			seen = st
-			continue
-		}
-		if err != nil {
-			return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
-		}
-		st, _, err := decodeState(out.Attributes)
-		if err != nil {
-			return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
-		}
-		return st, nil
-	}
-	return slot.State{}, fmt.Errorf("gate %s ticket %d: the queue state kept changing under the update", r.Queue, r.Ticket)
+			return nil
+		},
+	})
 }
 
 // refusedState reads the queue state a refused take or gate is decided

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/slot"
 )
@@ -23,9 +21,9 @@ func TestGateExpressionSize(t *testing.T) {
 	for i := range maxDropped + 5 {
 		seen.Running[math.MaxInt64-1-int64(i)] = now.Add(-time.Duration(i+1) * time.Nanosecond)
 	}
-	in := gateInput(r, time.Second, 0, true, seen, newToken())
-	cond, upd := aws.ToString(in.ConditionExpression), aws.ToString(in.UpdateExpression)
-	t.Logf("condition %d bytes, update %d bytes, %d names", len(cond), len(upd), len(in.ExpressionAttributeNames))
+	in := gateExprs(r, time.Second, 0, true, seen, newToken())
+	cond, upd := in.cond, in.update
+	t.Logf("condition %d bytes, update %d bytes, %d names", len(cond), len(upd), len(in.names))
 	if len(cond) > 4096 || len(upd) > 4096 {
 		t.Errorf("condition %d bytes, update %d bytes: DynamoDB takes 4,096 at most", len(cond), len(upd))
 	}

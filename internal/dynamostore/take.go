@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -72,35 +71,20 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 		return s.casTake(ctx, r)
 	}
 	f := formOf(r.Seen, r.Line, t, r.Now)
-	tok := newToken()
 	// A refused take learns the state that refused it and picks its form
 	// from it: it fails again only if a gate moved the state meanwhile
 	// across the forms' boundary (last_start against the line's clock),
 	// which a busy queue whose starts keep pace with its bookings does
 	// at every gate. Hence more tries than one contention would need.
-	for range takeTries {
-		out, err := s.updateItem(ctx, takeInput(r, f, t, tok))
-		if old, ok := conditionFailed(err); ok {
-			old, st, k, err := s.refusedState(ctx, "take ticket", "take ticket "+r.Queue, r.Queue, r.Gen, old)
-			if err != nil {
-				return engine.Taken{}, err
-			}
-			if hasToken(old, tok) {
-				// The SDK retried this very take after it had landed.
-				return takenFrom(old, r, t, burst)
-			}
-			if k != keyOf(ls) {
-				return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrLimitChanged)
-			}
+	return writeState(ctx, s, stateWrite[engine.Taken]{
+		op: "take ticket", what: "take ticket " + r.Queue, queue: r.Queue, gen: r.Gen, limits: ls, tries: takeTries,
+		exprs: func(tok string) exprs { return takeExprs(r, f, t, tok) },
+		after: func(m map[string]types.AttributeValue) (engine.Taken, error) { return takenFrom(m, r, t, burst) },
+		refused: func(st slot.State) error {
 			f = formOf(st, r.Line, t, r.Now)
-			continue
-		}
-		if err != nil {
-			return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, err)
-		}
-		return takenFrom(out.Attributes, r, t, burst)
-	}
-	return engine.Taken{}, fmt.Errorf("take ticket %s: the queue state kept changing under the update", r.Queue)
+			return nil
+		},
+	})
 }
 
 // takenFrom reads Take's answer from the state item right after it: the
@@ -130,11 +114,87 @@ func takenFrom(m map[string]types.AttributeValue, r engine.TakeRequest, t time.D
 	return tk, nil
 }
 
+// stateWrite is a take or a gate on a queue's state item, written in the
+// form the state last seen points to (a conditional form, or a
+// compare-and-set from that state) and, when refused, decided again on
+// the state the refusal sent back and tried again.
+type stateWrite[T any] struct {
+	op     string // notFound's word: "take ticket", "gate"
+	what   string // its errors' prefix
+	queue  string
+	gen    int64
+	limits slot.Limits
+	tries  int
+	// exprs is the write from the state last seen, carrying token tok.
+	exprs func(tok string) exprs
+	// after reads the answer from the item a write left.
+	after func(map[string]types.AttributeValue) (T, error)
+	// landed, if set, tells from the refusing state that this write had
+	// landed before (beyond its token, which the loop checks).
+	landed func(slot.State) bool
+	// stale, if set, reports that the state last seen refuses already:
+	// the write is decided on the item read afresh instead of being sent.
+	stale func() bool
+	// refused decides on st, the item's state that refused the write (or
+	// that stale sent for): an error ends the write, nil tries again from st.
+	refused func(st slot.State) error
+}
+
+// writeState runs w: one write while nothing else moved the state, and
+// at most w.tries. A refusal whose item carries this write's token (the
+// SDK sent it again after it landed), or that w.landed recognises, is
+// answered from that item; one from limits other than w.limits is
+// ErrLimitChanged; a missing queue, or one of another generation,
+// ErrQueueNotFound.
+func writeState[T any](ctx context.Context, s *Store, w stateWrite[T]) (T, error) {
+	var zero T
+	decide := func(st slot.State, k limitsKey) error {
+		if k != keyOf(w.limits) {
+			return fmt.Errorf("%s: %w", w.what, engine.ErrLimitChanged)
+		}
+		return w.refused(st)
+	}
+	tok := newToken()
+	for range w.tries {
+		if w.stale != nil && w.stale() {
+			// The caller's read may be stale: only the item's own state
+			// refuses.
+			_, st, k, err := s.refusedState(ctx, w.op, w.what, w.queue, w.gen, nil)
+			if err == nil {
+				err = decide(st, k)
+			}
+			if err != nil {
+				return zero, err
+			}
+		}
+		m, ok, err := s.updateIf(ctx, stateKey(w.queue), w.exprs(tok))
+		if err != nil {
+			return zero, fmt.Errorf("%s: %w", w.what, err)
+		}
+		if ok {
+			return w.after(m)
+		}
+		old, st, k, err := s.refusedState(ctx, w.op, w.what, w.queue, w.gen, m)
+		if err != nil {
+			return zero, err
+		}
+		if hasToken(old, tok) || (w.landed != nil && w.landed(st)) {
+			// The SDK sent this very write again after it had landed.
+			return w.after(old)
+		}
+		if err := decide(st, k); err != nil {
+			return zero, err
+		}
+	}
+	return zero, fmt.Errorf("%s: the queue state kept changing under the update", w.what)
+}
+
 // takeTries bounds Take's tries: each refused one is a conditional write
 // DynamoDB bills as one.
 const takeTries = 20
 
-func takeInput(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) *dynamodb.UpdateItemInput {
+// takeExprs is Take's write in form f.
+func takeExprs(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) exprs {
 	e := newExpr()
 	wt := e.n(attrWriteToken)
 	upd := "ADD " + e.n(attrTicket) + " " + e.v(":n", num(int64(r.N))) +
@@ -163,15 +223,7 @@ func takeInput(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) *
 				" AND (" + missing(last) + " OR " + last + " < " + nmi + ")"
 		}
 	}
-	return &dynamodb.UpdateItemInput{
-		Key:                                 stateKey(r.Queue),
-		UpdateExpression:                    &upd,
-		ConditionExpression:                 &cond,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           e.values,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}
+	return e.build(upd, cond)
 }
 
 // Gate applies r.Decide and r.Started with one conditional UpdateItem on
@@ -209,37 +261,39 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 	}
 	busy := isBusy(r.Seen, t, r.Start())
 	seen := r.Seen
-	tok := newToken()
-	for range 4 {
-		out, err := s.updateItem(ctx, gateInput(r, t, burst, busy, seen, tok))
-		if old, ok := conditionFailed(err); ok {
-			old, st, k, err := s.refusedState(ctx, "gate", fmt.Sprintf("gate %s ticket %d", r.Queue, r.Ticket), r.Queue, r.Gen, old)
-			if err != nil {
-				return slot.State{}, err
-			}
-			if hasToken(old, tok) || landed(st, r) {
-				// The SDK retried this very gate after it had landed.
-				return st, nil
-			}
-			if k != keyOf(ls) {
-				return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrLimitChanged)
-			}
-			if v, openAt := r.Decide(st); v != slot.Start {
-				return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: st}
+	return writeState(ctx, s, stateWrite[slot.State]{
+		op: "gate", what: fmt.Sprintf("gate %s ticket %d", r.Queue, r.Ticket), queue: r.Queue, gen: r.Gen, limits: ls, tries: 4,
+		exprs:  func(tok string) exprs { return gateExprs(r, t, burst, busy, seen, tok) },
+		after:  gateAfter(r),
+		landed: func(st slot.State) bool { return landed(st, r) },
+		refused: func(st slot.State) error {
+			if err := gateRefused(r, st); err != nil {
+				return err
 			}
 			busy, seen = isBusy(st, t, r.Start()), st
-			continue
-		}
-		if err != nil {
-			return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
-		}
-		st, _, err := decodeState(out.Attributes)
+			return nil
+		},
+	})
+}
+
+// gateAfter reads a gate's answer from the state item after it.
+func gateAfter(r engine.GateRequest) func(map[string]types.AttributeValue) (slot.State, error) {
+	return func(m map[string]types.AttributeValue) (slot.State, error) {
+		st, _, err := decodeState(m)
 		if err != nil {
 			return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, err)
 		}
 		return st, nil
 	}
-	return slot.State{}, fmt.Errorf("gate %s ticket %d: the queue state kept changing under the update", r.Queue, r.Ticket)
+}
+
+// gateRefused is the *engine.GateError of a gate that r.Decide refuses on
+// st, the item's state; nil if it says yes (another form holds).
+func gateRefused(r engine.GateRequest, st slot.State) error {
+	if v, openAt := r.Decide(st); v != slot.Start {
+		return &engine.GateError{Verdict: v, OpenAt: openAt, State: st}
+	}
+	return nil
 }
 
 // isBusy reports whether the gate's busy form applies to s at now: the
@@ -248,9 +302,9 @@ func isBusy(s slot.State, iv time.Duration, now time.Time) bool {
 	return !s.LastStart.IsZero() && !s.LastStart.Add(iv).Before(now)
 }
 
-// gateInput is the gate's UpdateItem in the busy or idle form and, under
+// gateExprs is the gate's UpdateItem in the busy or idle form and, under
 // a cap, the running form that state seen points to.
-func gateInput(r engine.GateRequest, iv time.Duration, burst int, busy bool, seen slot.State, tok string) *dynamodb.UpdateItemInput {
+func gateExprs(r engine.GateRequest, iv time.Duration, burst int, busy bool, seen slot.State, tok string) exprs {
 	e := newExpr()
 	wt, last := e.n(attrWriteToken), e.n(attrLastStart)
 	at := r.Start() // the reserved start: the spacing is the start's, not the write's
@@ -283,13 +337,5 @@ func gateInput(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 	if len(remove) > 0 {
 		upd += " REMOVE " + strings.Join(remove, ", ")
 	}
-	return &dynamodb.UpdateItemInput{
-		Key:                                 stateKey(r.Queue),
-		UpdateExpression:                    &upd,
-		ConditionExpression:                 &cond,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           e.values,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}
+	return e.build(upd, cond)
 }
