@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -38,24 +36,18 @@ func (s *Store) Lease(ctx context.Context, queue, holder string, until, now time
 	h := e.v(":h", str(holder))
 	cond := "attribute_not_exists(" + e.n(attrHolder) + ") OR " + e.n(attrHolder) + " = " + h +
 		" OR " + e.n(attrLeaseUntil) + " <= " + e.v(":now", timeNum(now))
-	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
-		Key: leaseKey(queue),
-		UpdateExpression: aws.String("SET " + e.n(attrHolder) + " = " + h + ", " +
-			e.n(attrLeaseUntil) + " = " + e.v(":u", timeNum(until)) + ", " +
-			e.n(attrTTL) + " = " + e.v(":ttl", num(ttlSeconds(until.Add(leaseKeep)))) +
-			" REMOVE " + e.n(attrReleasedBy)),
-		ConditionExpression:       &cond,
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.values,
-		ReturnValues:              types.ReturnValueAllNew,
-	})
-	if _, ok := conditionFailed(err); ok {
-		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, engine.ErrLeaseHeld)
-	}
+	upd := "SET " + e.n(attrHolder) + " = " + h + ", " +
+		e.n(attrLeaseUntil) + " = " + e.v(":u", timeNum(until)) + ", " +
+		e.n(attrTTL) + " = " + e.v(":ttl", num(ttlSeconds(until.Add(leaseKeep)))) +
+		" REMOVE " + e.n(attrReleasedBy)
+	m, ok, err := s.updateIf(ctx, leaseKey(queue), e.build(upd, cond))
 	if err != nil {
 		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, err)
 	}
-	it := &item{m: out.Attributes}
+	if !ok {
+		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, engine.ErrLeaseHeld)
+	}
+	it := &item{m: m}
 	c := engine.Cursor{Round: it.time(attrDueSK), Until: it.time(attrRoundUntil)}
 	if it.err != nil {
 		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, it.err)
@@ -84,23 +76,16 @@ func (s *Store) ReleaseLease(ctx context.Context, queue, holder string, c engine
 		remove += ", " + e.n(attrRoundUntil)
 	}
 	cond := e.n(attrHolder) + " = " + h
-	_, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
-		Key:                                 leaseKey(queue),
-		UpdateExpression:                    aws.String(set + remove),
-		ConditionExpression:                 &cond,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           e.values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if old, ok := conditionFailed(err); ok {
+	old, ok, err := s.updateIf(ctx, leaseKey(queue), e.build(set+remove, cond))
+	if err != nil {
+		return fmt.Errorf("release lease %s: %w", queue, err)
+	}
+	if !ok {
 		it := &item{m: old}
 		if old != nil && it.str(attrHolder) == "" && it.str(attrReleasedBy) == holder && it.time(attrDueSK).Equal(c.Round) {
 			return nil // our own release, sent again after it landed
 		}
 		return fmt.Errorf("release lease %s: %w", queue, engine.ErrLeaseHeld)
-	}
-	if err != nil {
-		return fmt.Errorf("release lease %s: %w", queue, err)
 	}
 	return nil
 }

@@ -7,9 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -133,23 +131,12 @@ func landed(s slot.State, r engine.GateRequest) bool {
 func (s *Store) EndRun(ctx context.Context, queue string, gen, ticket int64, until time.Time) error {
 	e := newExpr()
 	p := e.n(attrRunning) + "." + e.alias("#t", ticketKey(ticket))
-	_, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
-		Key:                                 stateKey(queue),
-		UpdateExpression:                    aws.String("REMOVE " + p),
-		ConditionExpression:                 aws.String(p + " >= " + e.v(":u", timeNum(until)) + genCond(e, gen)),
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           e.values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if old, ok := conditionFailed(err); ok {
-		old, err := s.orRead(ctx, stateKey(queue), old)
-		if err != nil {
-			return fmt.Errorf("end run %s ticket %d: %w", queue, ticket, err)
-		}
-		if old == nil {
+	old, ok, err := s.updateIf(ctx, stateKey(queue), e.build("REMOVE "+p, p+" >= "+e.v(":u", timeNum(until))+genCond(e, gen)))
+	if err == nil && !ok {
+		old, err = s.orRead(ctx, stateKey(queue), old)
+		if err == nil && old == nil {
 			return notFound("end run", queue)
 		}
-		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("end run %s ticket %d: %w", queue, ticket, err)
@@ -172,26 +159,15 @@ func (s *Store) Skip(ctx context.Context, queue string, ticket int64) (bool, err
 	if err != nil {
 		return false, fmt.Errorf("skip %s ticket %d: %w", queue, ticket, err)
 	}
-	_, err = s.updateItem(ctx, &dynamodb.UpdateItemInput{
-		Key:                                 stateKey(queue),
-		UpdateExpression:                    x.Update(),
-		ConditionExpression:                 x.Condition(),
-		ExpressionAttributeNames:            x.Names(),
-		ExpressionAttributeValues:           x.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if old, ok := conditionFailed(err); ok {
-		old, err := s.orRead(ctx, stateKey(queue), old)
-		if err != nil {
-			return false, fmt.Errorf("skip %s ticket %d: %w", queue, ticket, err)
-		}
-		if old == nil {
+	old, ok, err := s.updateIf(ctx, stateKey(queue), built(x))
+	if err == nil && !ok {
+		old, err = s.orRead(ctx, stateKey(queue), old)
+		if err == nil && old == nil {
 			return false, notFound("skip", queue)
 		}
-		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("skip %s ticket %d: %w", queue, ticket, err)
 	}
-	return true, nil
+	return ok, nil
 }

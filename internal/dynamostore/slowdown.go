@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/slot"
 )
@@ -40,17 +37,17 @@ func decodeSlow(it *item, s *slot.State) {
 func (s *Store) SlowDown(ctx context.Context, r engine.SlowDownRequest) (slot.State, error) {
 	what := "slow down " + r.Queue
 	for _, extend := range []bool{true, false} {
-		out, err := s.updateItem(ctx, slowDownInput(r, extend))
-		if old, ok := conditionFailed(err); ok {
-			if old == nil || otherGen(old, r.Gen) {
+		m, ok, err := s.updateIf(ctx, stateKey(r.Queue), slowDownExprs(r, extend))
+		if err != nil {
+			return slot.State{}, fmt.Errorf("%s: %w", what, err)
+		}
+		if !ok {
+			if m == nil || otherGen(m, r.Gen) {
 				return slot.State{}, notFound("slow down", r.Queue)
 			}
 			continue // a later slow-down is stored: count this one
 		}
-		if err != nil {
-			return slot.State{}, fmt.Errorf("%s: %w", what, err)
-		}
-		st, _, err := decodeState(out.Attributes)
+		st, _, err := decodeState(m)
 		if err != nil {
 			return slot.State{}, fmt.Errorf("%s: %w", what, err)
 		}
@@ -59,9 +56,9 @@ func (s *Store) SlowDown(ctx context.Context, r engine.SlowDownRequest) (slot.St
 	return slot.State{}, fmt.Errorf("%s: the queue state changed under the update", what)
 }
 
-// slowDownInput is SlowDown's UpdateItem: with extend, the one that sets
+// slowDownExprs is SlowDown's UpdateItem: with extend, the one that sets
 // the slow-down; without, the one that only counts it.
-func slowDownInput(r engine.SlowDownRequest, extend bool) *dynamodb.UpdateItemInput {
+func slowDownExprs(r engine.SlowDownRequest, extend bool) exprs {
 	e := newExpr()
 	cond := "attribute_exists(" + e.n(attrPK) + ")" + genCond(e, r.Gen)
 	upd := "ADD " + e.n(attrSlowDowns) + " " + e.v(":one", num(1))
@@ -76,15 +73,7 @@ func slowDownInput(r engine.SlowDownRequest, extend bool) *dynamodb.UpdateItemIn
 		upd = "SET " + su + " = " + until + ", " + e.n(attrSlowTicket) + " = " + e.v(":st", num(r.Ticket)) +
 			", " + e.n(attrSlowHold) + " = " + e.v(":hold", timeNum(hold)) + " " + upd
 	}
-	return &dynamodb.UpdateItemInput{
-		Key:                                 stateKey(r.Queue),
-		UpdateExpression:                    &upd,
-		ConditionExpression:                 &cond,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           e.values,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}
+	return e.build(upd, cond)
 }
 
 // slowGate adds the slow-down's part to a gate's condition (cond) and
