@@ -421,17 +421,13 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 	if counted {
 		cond += " AND " + countIs(e, true, delta)
 	}
-	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
-		Key:                                 laneKey(l.Queue, l.Key),
-		UpdateExpression:                    &upd,
-		ConditionExpression:                 &cond,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           e.values,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if old, ok := conditionFailed(err); ok {
-		if old, err = s.orRead(ctx, laneKey(l.Queue, l.Key), old); err != nil {
+	m, ok, err := s.updateIf(ctx, laneKey(l.Queue, l.Key), e.build(upd, cond))
+	if err != nil {
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+	}
+	if !ok {
+		old, err := s.orRead(ctx, laneKey(l.Queue, l.Key), m)
+		if err != nil {
 			return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
 		}
 		switch {
@@ -444,10 +440,7 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 		}
 		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
 	}
-	if err != nil {
-		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
-	}
-	stored, err := s.laneFrom(out.Attributes, "put lane", l.Queue, l.Key)
+	stored, err := s.laneFrom(m, "put lane", l.Queue, l.Key)
 	return stored, err == nil, err
 }
 
@@ -460,14 +453,11 @@ func (s *Store) deleteLane(ctx context.Context, l slot.Lane, from, delta int64) 
 	if from != 0 {
 		cond += " AND " + countIs(e, false, delta)
 	}
-	_, err := s.deleteItem(ctx, &dynamodb.DeleteItemInput{
-		Key:                                 laneKey(l.Queue, l.Key),
-		ConditionExpression:                 &cond,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           nonEmpty(e.values),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if old, ok := conditionFailed(err); ok {
+	old, ok, err := s.deleteIf(ctx, laneKey(l.Queue, l.Key), e.build("", cond))
+	if err != nil {
+		return false, fmt.Errorf("delete lane %s/%s: %w", l.Queue, l.Key, err)
+	}
+	if !ok {
 		if from != 0 {
 			if old, err = s.orRead(ctx, laneKey(l.Queue, l.Key), old); err != nil {
 				return false, fmt.Errorf("delete lane %s/%s: %w", l.Queue, l.Key, err)
@@ -478,19 +468,7 @@ func (s *Store) deleteLane(ctx context.Context, l slot.Lane, from, delta int64) 
 		}
 		return false, fmt.Errorf("delete lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
 	}
-	if err != nil {
-		return false, fmt.Errorf("delete lane %s/%s: %w", l.Queue, l.Key, err)
-	}
 	return true, nil
-}
-
-// nonEmpty returns values, or nil when there are none: DynamoDB refuses
-// an empty ExpressionAttributeValues.
-func nonEmpty(values map[string]types.AttributeValue) map[string]types.AttributeValue {
-	if len(values) == 0 {
-		return nil
-	}
-	return values
 }
 
 // AddPending adds n to the lane's pending count with one UpdateItem (ADD
@@ -522,17 +500,13 @@ func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key str
 			upd += ", " + e.n(attrLaneKey) + " = " + e.v(":k", str(key))
 		}
 		cond := "(attribute_not_exists(" + g + ") OR " + g + " = :g) AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok)"
-		out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
-			Key:                                 laneKey(queue, key),
-			UpdateExpression:                    &upd,
-			ConditionExpression:                 &cond,
-			ExpressionAttributeNames:            e.names,
-			ExpressionAttributeValues:           e.values,
-			ReturnValues:                        types.ReturnValueAllNew,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		if old, ok := conditionFailed(err); ok {
-			if old, err = s.orRead(ctx, laneKey(queue, key), old); err != nil {
+		m, ok, err := s.updateIf(ctx, laneKey(queue, key), e.build(upd, cond))
+		if err != nil {
+			return slot.Lane{}, fmt.Errorf("add pending %s/%s: %w", queue, key, err)
+		}
+		if !ok {
+			old, err := s.orRead(ctx, laneKey(queue, key), m)
+			if err != nil {
 				return slot.Lane{}, fmt.Errorf("add pending %s/%s: %w", queue, key, err)
 			}
 			if old == nil {
@@ -558,10 +532,7 @@ func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key str
 			}
 			continue
 		}
-		if err != nil {
-			return slot.Lane{}, fmt.Errorf("add pending %s/%s: %w", queue, key, err)
-		}
-		return s.laneFrom(out.Attributes, "add pending", queue, key)
+		return s.laneFrom(m, "add pending", queue, key)
 	}
 	return slot.Lane{}, fmt.Errorf("add pending %s/%s: the lane kept changing under the update", queue, key)
 }
@@ -607,9 +578,9 @@ func (s *Store) freshLane(ctx context.Context, old slot.Lane, gen, n int64, tok 
 	}
 	err = s.transact(ctx, []types.TransactWriteItem{
 		{ConditionCheck: &types.ConditionCheck{TableName: &s.table, Key: configKey(old.Queue),
-			ConditionExpression: &genIs, ExpressionAttributeNames: g.names, ExpressionAttributeValues: nonEmpty(g.values)}},
+			ConditionExpression: &genIs, ExpressionAttributeNames: g.names, ExpressionAttributeValues: orNil(g.values)}},
 		{Put: &types.Put{TableName: &s.table, Item: m, ConditionExpression: &cond,
-			ExpressionAttributeNames: e.names, ExpressionAttributeValues: nonEmpty(e.values),
+			ExpressionAttributeNames: e.names, ExpressionAttributeValues: orNil(e.values),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 	})
 	if reasons, ok := cancelReasons(err); ok {

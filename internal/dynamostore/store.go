@@ -283,21 +283,14 @@ func (s *Store) Pause(ctx context.Context, name string, until time.Time) (slot.S
 	if err != nil {
 		return slot.State{}, fmt.Errorf("pause %s: %w", name, err)
 	}
-	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
-		Key:                       stateKey(name),
-		UpdateExpression:          x.Update(),
-		ConditionExpression:       x.Condition(),
-		ExpressionAttributeNames:  x.Names(),
-		ExpressionAttributeValues: x.Values(),
-		ReturnValues:              types.ReturnValueAllNew,
-	})
-	if _, ok := conditionFailed(err); ok {
-		return slot.State{}, notFound("pause", name)
-	}
+	m, ok, err := s.updateIf(ctx, stateKey(name), built(x))
 	if err != nil {
 		return slot.State{}, fmt.Errorf("pause %s: %w", name, err)
 	}
-	st, _, err := decodeState(out.Attributes)
+	if !ok {
+		return slot.State{}, notFound("pause", name)
+	}
+	st, _, err := decodeState(m)
 	if err != nil {
 		return slot.State{}, fmt.Errorf("pause %s: %w", name, err)
 	}
@@ -312,20 +305,14 @@ func (s *Store) Purge(ctx context.Context, name string) (slot.State, error) {
 	if err != nil {
 		return slot.State{}, fmt.Errorf("purge %s: %w", name, err)
 	}
-	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
-		Key:                      stateKey(name),
-		UpdateExpression:         x.Update(),
-		ConditionExpression:      x.Condition(),
-		ExpressionAttributeNames: x.Names(),
-		ReturnValues:             types.ReturnValueAllNew,
-	})
-	if _, ok := conditionFailed(err); ok {
-		return slot.State{}, notFound("purge", name)
-	}
+	m, ok, err := s.updateIf(ctx, stateKey(name), built(x))
 	if err != nil {
 		return slot.State{}, fmt.Errorf("purge %s: %w", name, err)
 	}
-	st, _, err := decodeState(out.Attributes)
+	if !ok {
+		return slot.State{}, notFound("purge", name)
+	}
+	st, _, err := decodeState(m)
 	if err != nil {
 		return slot.State{}, fmt.Errorf("purge %s: %w", name, err)
 	}
@@ -345,27 +332,17 @@ func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bo
 	if err != nil {
 		return false, fmt.Errorf("unpause %s: %w", name, err)
 	}
-	_, err = s.updateItem(ctx, &dynamodb.UpdateItemInput{
-		Key:                                 stateKey(name),
-		UpdateExpression:                    x.Update(),
-		ConditionExpression:                 x.Condition(),
-		ExpressionAttributeNames:            x.Names(),
-		ExpressionAttributeValues:           x.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if old, ok := conditionFailed(err); ok {
-		if old, err = s.orRead(ctx, stateKey(name), old); err != nil {
-			return false, fmt.Errorf("unpause %s: %w", name, err)
-		}
-		if old == nil {
+	old, ok, err := s.updateIf(ctx, stateKey(name), built(x))
+	if err == nil && !ok {
+		old, err = s.orRead(ctx, stateKey(name), old)
+		if err == nil && old == nil {
 			return false, notFound("unpause", name)
 		}
-		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("unpause %s: %w", name, err)
 	}
-	return true, nil
+	return ok, nil
 }
 
 // DeleteQueue deletes the items of a queue (state, config, resume lease);
