@@ -62,18 +62,11 @@ func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, err
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", j.Ref(), err)
 	}
-	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
-		Item: jobItem(j, tok), ConditionExpression: x.Condition(),
-		ExpressionAttributeNames: x.Names(), ExpressionAttributeValues: x.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if old, ok := conditionFailed(err); ok {
-		return hasToken(old, tok), nil
-	}
+	old, ok, err := s.putIf(ctx, jobItem(j, tok), built(x))
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", j.Ref(), err)
 	}
-	return true, nil
+	return ok || hasToken(old, tok), nil
 }
 
 // replaceable is the condition that a job of generation gen may be
@@ -143,14 +136,11 @@ func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) erro
 	if err != nil {
 		return fmt.Errorf("update job %s: %w", k, err)
 	}
-	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
-		Item:                                jobItem(j, tok),
-		ConditionExpression:                 x.Condition(),
-		ExpressionAttributeNames:            x.Names(),
-		ExpressionAttributeValues:           x.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if old, ok := conditionFailed(err); ok {
+	old, ok, err := s.putIf(ctx, jobItem(j, tok), built(x))
+	if err != nil {
+		return fmt.Errorf("update job %s: %w", k, err)
+	}
+	if !ok {
 		old, err := s.orRead(ctx, jobKey(k), old)
 		if err != nil {
 			return fmt.Errorf("update job %s: %w", k, err)
@@ -162,9 +152,6 @@ func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) erro
 			return nil // the SDK retried this very update after it had landed
 		}
 		return fmt.Errorf("update job %s: %w", k, engine.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("update job %s: %w", k, err)
 	}
 	return nil
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -120,23 +118,12 @@ func (s *Store) PutMeter(ctx context.Context, m slot.Meter, from int64, keep tim
 		e = newExpr()
 		cond = e.n(attrVersion) + " = " + e.v(":from", num(from))
 	}
-	in := &dynamodb.PutItemInput{
-		Item: it, ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}
-	if len(e.values) > 0 {
-		in.ExpressionAttributeValues = e.values
-	}
-	_, err := s.putItem(ctx, in)
-	if old, ok := conditionFailed(err); ok {
-		if old := (&item{m: old}); old.str(attrWriteToken) == tok {
-			err = nil // a re-sent put whose first send landed
-		} else {
-			return slot.Meter{}, fmt.Errorf("put meter %s/%s at version %d: %w", m.Queue, m.Key, from, engine.ErrConflict)
-		}
-	}
+	old, ok, err := s.putIf(ctx, it, e.build("", cond))
 	if err != nil {
 		return slot.Meter{}, fmt.Errorf("put meter %s/%s: %w", m.Queue, m.Key, err)
+	}
+	if !ok && !hasToken(old, tok) { // a token: a re-sent put whose first send landed
+		return slot.Meter{}, fmt.Errorf("put meter %s/%s at version %d: %w", m.Queue, m.Key, from, engine.ErrConflict)
 	}
 	m.Version = next
 	return m, nil

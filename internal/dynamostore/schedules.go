@@ -71,19 +71,12 @@ func (s *Store) CreateSchedule(ctx context.Context, sc engine.Schedule) error {
 		return fmt.Errorf("create schedule %s/%s: %w", sc.Queue, sc.Name, err)
 	}
 	e := newExpr()
-	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
-		Item: m, ConditionExpression: aws.String("attribute_not_exists(" + e.n(attrPK) + ")"),
-		ExpressionAttributeNames:            e.names,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if old, ok := conditionFailed(err); ok {
-		if hasToken(old, tok) {
-			return nil // this write, sent again after it landed
-		}
-		return fmt.Errorf("create schedule %s/%s: %w", sc.Queue, sc.Name, engine.ErrScheduleExists)
-	}
+	old, ok, err := s.putIf(ctx, m, e.build("", "attribute_not_exists("+e.n(attrPK)+")"))
 	if err != nil {
 		return fmt.Errorf("create schedule %s/%s: %w", sc.Queue, sc.Name, err)
+	}
+	if !ok && !hasToken(old, tok) { // a token: this write, sent again after it landed
+		return fmt.Errorf("create schedule %s/%s: %w", sc.Queue, sc.Name, engine.ErrScheduleExists)
 	}
 	return nil
 }
@@ -145,12 +138,11 @@ func (s *Store) PutSchedule(ctx context.Context, sc engine.Schedule, from int64)
 	}
 	e := newExpr()
 	cond := e.n(attrScheduleV) + " = " + e.v(":from", num(from))
-	_, err = s.putItem(ctx, &dynamodb.PutItemInput{
-		Item: m, ConditionExpression: &cond,
-		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if old, ok := conditionFailed(err); ok {
+	old, ok, err := s.putIf(ctx, m, e.build("", cond))
+	if err != nil {
+		return engine.Schedule{}, fmt.Errorf("put schedule %s/%s: %w", sc.Queue, sc.Name, err)
+	}
+	if !ok {
 		switch {
 		case hasToken(old, tok):
 			return sc, nil // this write, sent again after it landed
@@ -158,9 +150,6 @@ func (s *Store) PutSchedule(ctx context.Context, sc engine.Schedule, from int64)
 			return engine.Schedule{}, fmt.Errorf("put schedule %s/%s: %w", sc.Queue, sc.Name, engine.ErrScheduleNotFound)
 		}
 		return engine.Schedule{}, fmt.Errorf("put schedule %s/%s: %w", sc.Queue, sc.Name, engine.ErrConflict)
-	}
-	if err != nil {
-		return engine.Schedule{}, fmt.Errorf("put schedule %s/%s: %w", sc.Queue, sc.Name, err)
 	}
 	return sc, nil
 }

@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/slotq/slotq/internal/engine"
 )
 
@@ -55,16 +51,12 @@ func (s *Store) PutSchema(ctx context.Context, sc, from engine.Schema) error {
 	if sc.After != "" {
 		m[attrAfter] = str(sc.After)
 	}
-	_, err := s.putItem(ctx, &dynamodb.PutItemInput{
-		Item: m, ConditionExpression: aws.String(cond),
-		ExpressionAttributeNames: e.names, ExpressionAttributeValues: nonEmpty(e.values),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureNone,
-	})
-	if _, ok := conditionFailed(err); ok {
-		return fmt.Errorf("put schema: %w", engine.ErrConflict)
-	}
+	_, ok, err := s.putIf(ctx, m, e.build("", cond))
 	if err != nil {
 		return fmt.Errorf("put schema: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("put schema: %w", engine.ErrConflict)
 	}
 	return nil
 }
