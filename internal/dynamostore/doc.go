@@ -187,7 +187,11 @@
 // engine.ErrQueueNotFound, ErrQueueExists, ErrJobNotFound, ErrConflict,
 // ErrLimitChanged or a *engine.GateError, read from the item DynamoDB
 // returns with the failure (ReturnValuesOnConditionCheckFailure ALL_OLD),
-// without another read. A missing table is ErrTableNotFound.
+// without another read. Every conditional write asks and reads that the
+// same way, through updateIf, putIf or deleteIf (update.go); a take or a
+// gate refused for a state that moved meanwhile is decided again on that
+// item and sent again by one loop, writeState (take.go). A missing table
+// is ErrTableNotFound.
 //
 // A write whose answer was lost (a connection reset) is sent again by the
 // SDK. For transactions DynamoDB recognises the retry by its
