@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/cli/timeline"
-	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -56,9 +55,10 @@ type aOp struct {
 
 func runAdminInFlight(t *testing.T, seed uint64) {
 	ctx := t.Context()
-	api := newClient(t, nil, fastRetries)
-	table := newTable(t, api)
-	st := dynamostore.New(api, table, dynamostore.Options{})
+	sim := newLocalSim(t, memstore.TransportOptions{
+		VisibilityTimeout: time.Second, Jitter: 20 * time.Millisecond, DuplicateRate: 0.2, Seed: seed,
+	})
+	st := sim.store
 	racer := &adminRacer{State: st}
 	var mu sync.Mutex
 	var runs []aRun
@@ -79,9 +79,7 @@ func runAdminInFlight(t *testing.T, seed uint64) {
 		}
 		return nil
 	})
-	tr := memstore.NewTransport(memstore.TransportOptions{
-		VisibilityTimeout: time.Second, Jitter: 20 * time.Millisecond, DuplicateRate: 0.2, Seed: seed,
-	})
+	tr := sim.tr
 	// A lead that covers DynamoDB Local's latency on a loaded host, so
 	// most jobs start at their slots (those that do not give them up).
 	const lead = 300 * time.Millisecond
@@ -102,27 +100,8 @@ func runAdminInFlight(t *testing.T, seed uint64) {
 		return q.Gen
 	}
 
-	bg, stop := context.WithCancel(context.Background())
-	var bgwg sync.WaitGroup
-	bgwg.Go(func() {
-		_ = tr.Run(bg, 8, func(ctx context.Context, env job.Envelope) error { return eng.Work(ctx, env) })
-	})
-	bgwg.Go(func() {
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-bg.Done():
-				return
-			case <-tick.C:
-				_, _ = eng.Resume(bg)
-			}
-		}
-	})
-	defer func() {
-		stop()
-		bgwg.Wait()
-	}()
+	sim.work(8, eng, nil)
+	sim.resumeEvery(200*time.Millisecond, eng, nil)
 
 	// The producer.
 	var accepted []string
@@ -295,8 +274,7 @@ func runAdminInFlight(t *testing.T, seed uint64) {
 		}
 	}
 	time.Sleep(500 * time.Millisecond) // duplicates still on their way start nothing
-	stop()
-	bgwg.Wait()
+	sim.stop()
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -117,8 +117,10 @@ type faultResult struct {
 func runFaults(t *testing.T, seed uint64) faultResult {
 	began := time.Now()
 	ctx := t.Context()
-	api := newClient(t, nil, fastRetries)
-	table := newTable(t, api)
+	sim := newLocalSim(t, memstore.TransportOptions{
+		VisibilityTimeout: 300 * time.Millisecond, Jitter: 20 * time.Millisecond, DuplicateRate: 0.2, Seed: seed,
+	})
+	api, table, tr := sim.api, sim.table, sim.tr
 	f := newFaultyDB(api, seed, 2,
 		faultRule{Op: "TransactWriteItems", Fault: faultConflict, Rate: 0.3},
 		faultRule{Op: "UpdateItem", If: onStateItem, Fault: faultConflict, Rate: fRate},
@@ -129,7 +131,7 @@ func runFaults(t *testing.T, seed uint64) faultResult {
 	)
 	rec := &recState{State: dynamostore.New(f, table, dynamostore.Options{})}
 	// clean reads the outcome without faults.
-	clean := dynamostore.New(api, table, dynamostore.Options{})
+	clean := sim.store
 
 	res := faultResult{faults: f, accepted: map[string]int64{}, cancelled: map[string]bool{}}
 	var mu sync.Mutex
@@ -152,9 +154,6 @@ func runFaults(t *testing.T, seed uint64) faultResult {
 		}
 		return nil
 	})
-	tr := memstore.NewTransport(memstore.TransportOptions{
-		VisibilityTimeout: 300 * time.Millisecond, Jitter: 20 * time.Millisecond, DuplicateRate: 0.2, Seed: seed,
-	})
 	newEngine := func() *engine.Engine {
 		return engine.New(engine.Options{State: rec, Transport: tr, Runner: runner, NoAutoCreate: true})
 	}
@@ -172,40 +171,13 @@ func runFaults(t *testing.T, seed uint64) faultResult {
 	f.mu.Unlock()
 
 	// Workers, and the schedule's resume every 150 ms.
-	bg, stop := context.WithCancel(context.Background())
-	var bgwg sync.WaitGroup
-	worker := newEngine()
 	var workErrs int
-	bgwg.Go(func() {
-		_ = tr.Run(bg, fWorkers, func(ctx context.Context, env job.Envelope) error {
-			err := worker.Work(ctx, env)
-			if err != nil {
-				mu.Lock()
-				workErrs++
-				mu.Unlock()
-			}
-			return err
-		})
+	sim.work(fWorkers, newEngine(), func(job.Envelope, error) {
+		mu.Lock()
+		workErrs++
+		mu.Unlock()
 	})
-	resumer := newEngine()
-	bgwg.Go(func() {
-		tick := time.NewTicker(150 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-bg.Done():
-				return
-			case <-tick.C:
-			}
-			if _, err := resumer.Resume(bg); err != nil && bg.Err() == nil {
-				callErr("resume", err)
-			}
-		}
-	})
-	defer func() {
-		stop()
-		bgwg.Wait()
-	}()
+	sim.resumeEvery(150*time.Millisecond, newEngine(), func(err error) { callErr("resume", err) })
 
 	// Producers, an admin who pauses once and rewrites the config (the
 	// same one) in transactions, and a canceller, all at once.
@@ -309,8 +281,7 @@ func runFaults(t *testing.T, seed uint64) faultResult {
 	// Let duplicate deliveries still on their way reach the workers: none
 	// may start anything.
 	time.Sleep(500 * time.Millisecond)
-	stop()
-	bgwg.Wait()
+	sim.stop()
 
 	res.final = map[string]job.Job{}
 	for id := range res.accepted {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/dev/testenv"
-	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -41,8 +40,8 @@ func TestKeyedLimitsOnDynamoDB(t *testing.T) {
 	}{{"one at a time", 0, false}, {"no cap", slot.NoKeyCap, false}, {"two at a time", 2, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
-			client := newClient(t, nil, fastRetries)
-			st := dynamostore.New(client, newTable(t, client), dynamostore.Options{})
+			sim := newLocalSim(t, memstore.TransportOptions{VisibilityTimeout: 2 * time.Second, DuplicateRate: 0.2, Seed: 5})
+			st, tr := sim.store, sim.tr
 			type begin struct {
 				id, key       string
 				ticket        int64
@@ -77,7 +76,6 @@ func TestKeyedLimitsOnDynamoDB(t *testing.T) {
 				mu.Unlock()
 				return nil
 			})
-			tr := memstore.NewTransport(memstore.TransportOptions{VisibilityTimeout: 2 * time.Second, DuplicateRate: 0.2, Seed: 5})
 			eng := testenv.NewEngine(t, engine.Options{State: st, Transport: tr, Runner: runner, NoAutoCreate: true, Lease: 5 * time.Second, RecordGrace: time.Second,
 				// The writes between the gate and the start (the key's
 				// meter, the claim) on a loaded DynamoDB Local.
@@ -91,7 +89,7 @@ func TestKeyedLimitsOnDynamoDB(t *testing.T) {
 			if _, err := eng.CreateQueue(ctx, queue, cfg); err != nil {
 				t.Fatal(err)
 			}
-			testenv.RunWorkers(t, tr, 8, eng)
+			sim.work(8, eng, nil)
 			var wg sync.WaitGroup
 			for p := range producers {
 				wg.Go(func() {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/dev/testenv"
-	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -45,9 +44,8 @@ func (p *passLog) Gate(ctx context.Context, r engine.GateRequest) (slot.State, e
 // parked jobs' records show their new slots; every job succeeds.
 func TestReslotOnDynamoDB(t *testing.T) {
 	ctx := t.Context()
-	client := newClient(t, nil, fastRetries)
-	log := &passLog{State: dynamostore.New(client, newTable(t, client), dynamostore.Options{}), passes: map[int64]string{}}
-	tr := memstore.NewTransport(memstore.TransportOptions{VisibilityTimeout: 2 * time.Second, DuplicateRate: 0.2, Seed: 9, MaxDelay: time.Second})
+	sim := newLocalSim(t, memstore.TransportOptions{VisibilityTimeout: 2 * time.Second, DuplicateRate: 0.2, Seed: 9, MaxDelay: time.Second})
+	log, tr := &passLog{State: sim.store, passes: map[int64]string{}}, sim.tr
 	var mu sync.Mutex
 	var runs []job.Job
 	runner := runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
@@ -71,33 +69,13 @@ func TestReslotOnDynamoDB(t *testing.T) {
 	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: queue, Jobs: specs}); err != nil {
 		t.Fatal(err)
 	}
-	bg, stop := context.WithCancel(context.Background())
-	var bgwg sync.WaitGroup
-	defer func() { stop(); bgwg.Wait() }()
 	var workErrs []string
-	bgwg.Go(func() {
-		_ = tr.Run(bg, 8, func(ctx context.Context, env job.Envelope) error {
-			err := eng.Work(ctx, env)
-			if err != nil && ctx.Err() == nil {
-				mu.Lock()
-				workErrs = append(workErrs, fmt.Sprintf("%s: %v", env.JobID, err))
-				mu.Unlock()
-			}
-			return err
-		})
+	sim.work(8, eng, func(env job.Envelope, err error) {
+		mu.Lock()
+		workErrs = append(workErrs, fmt.Sprintf("%s: %v", env.JobID, err))
+		mu.Unlock()
 	})
-	bgwg.Go(func() {
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-bg.Done():
-				return
-			case <-tick.C:
-				_, _ = eng.Resume(bg)
-			}
-		}
-	})
+	sim.resumeEvery(200*time.Millisecond, eng, nil)
 	testenv.WaitFor(t, "5 jobs started", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

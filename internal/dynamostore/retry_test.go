@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/dev/testenv"
-	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -24,8 +23,8 @@ import (
 // once; no two jobs share a ticket.
 func TestRetryConcurrent(t *testing.T) {
 	ctx := t.Context()
-	api := newClient(t, nil, fastRetries)
-	st := dynamostore.New(api, newTable(t, api), dynamostore.Options{})
+	sim := newLocalSim(t, memstore.TransportOptions{VisibilityTimeout: time.Second, DuplicateRate: 0.2, Seed: 3})
+	st, tr := sim.store, sim.tr
 	var mu sync.Mutex
 	started := map[string]int{} // id#attempt → starts
 	runner := runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
@@ -37,7 +36,6 @@ func TestRetryConcurrent(t *testing.T) {
 		}
 		return nil
 	})
-	tr := memstore.NewTransport(memstore.TransportOptions{VisibilityTimeout: time.Second, DuplicateRate: 0.2, Seed: 3})
 	// A losing retry's message waits RecordGrace for a record that never
 	// comes: keep it short.
 	eng := testenv.NewEngine(t, engine.Options{State: st, Transport: tr, Runner: runner, NoAutoCreate: true, Lease: 5 * time.Second, RecordGrace: time.Second})
@@ -48,7 +46,7 @@ func TestRetryConcurrent(t *testing.T) {
 	if _, err := eng.CreateQueue(ctx, queue, slot.Config{Interval: 100 * time.Millisecond, Skew: 75 * time.Millisecond, MaxAttempts: 1}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.RunWorkers(t, tr, 6, eng)
+	sim.work(6, eng, nil)
 	ids := make([]string, n)
 	req := job.EnqueueRequest{Queue: queue}
 	for i := range ids {

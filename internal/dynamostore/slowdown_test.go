@@ -71,8 +71,8 @@ type slowBegin struct {
 }
 
 func newSlowBench(t *testing.T, slow func(j *job.Job, calls int) (time.Duration, bool)) *slowBench {
-	client := newClient(t, nil, fastRetries)
-	b := &slowBench{t: t, st: &slowStore{Store: dynamostore.New(client, newTable(t, client), dynamostore.Options{})}, lead: 100 * time.Millisecond, calls: map[string]int{}}
+	sim := newLocalSim(t, memstore.TransportOptions{VisibilityTimeout: 2 * time.Second, DuplicateRate: 0.2, Seed: 7})
+	b := &slowBench{t: t, st: &slowStore{Store: sim.store}, lead: 100 * time.Millisecond, calls: map[string]int{}}
 	runner := runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -87,10 +87,9 @@ func newSlowBench(t *testing.T, slow func(j *job.Job, calls int) (time.Duration,
 		}
 		return nil
 	})
-	tr := memstore.NewTransport(memstore.TransportOptions{VisibilityTimeout: 2 * time.Second, DuplicateRate: 0.2, Seed: 7})
-	b.eng = testenv.NewEngine(t, engine.Options{State: b.st, Transport: tr, Runner: runner, NoAutoCreate: true,
+	b.eng = testenv.NewEngine(t, engine.Options{State: b.st, Transport: sim.tr, Runner: runner, NoAutoCreate: true,
 		Lease: 5 * time.Second, RecordGrace: time.Second, Lead: b.lead})
-	testenv.RunWorkers(t, tr, 8, b.eng)
+	sim.work(8, b.eng, nil)
 	return b
 }
 
