@@ -66,45 +66,38 @@ func ptr(s string) *string {
 	return &s
 }
 
+// condition is the part every conditional input shares: the
+// condition, the names and values of x's placeholders, and the item as
+// it stood sent back when the condition refuses the write.
+func (x exprs) condition() (*string, map[string]string, map[string]types.AttributeValue, types.ReturnValuesOnConditionCheckFailure) {
+	return ptr(x.cond), orNil(x.names), orNil(x.values), types.ReturnValuesOnConditionCheckFailureAllOld
+}
+
 // updateIf applies x to the item at key, if x's condition holds. ok, it
 // returns the item after the update; refused, the item as it stood (nil
 // when there was none, or the endpoint sent none back: see orRead).
 func (s *Store) updateIf(ctx context.Context, key map[string]types.AttributeValue, x exprs) (item map[string]types.AttributeValue, ok bool, err error) {
-	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
-		Key:                                 key,
-		UpdateExpression:                    ptr(x.update),
-		ConditionExpression:                 ptr(x.cond),
-		ExpressionAttributeNames:            orNil(x.names),
-		ExpressionAttributeValues:           orNil(x.values),
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	in := &dynamodb.UpdateItemInput{Key: key, UpdateExpression: ptr(x.update), ReturnValues: types.ReturnValueAllNew}
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure = x.condition()
+	out, err := s.updateItem(ctx, in)
 	return answer(out, err, func(o *dynamodb.UpdateItemOutput) map[string]types.AttributeValue { return o.Attributes })
 }
 
 // putIf writes item, if x's condition holds on the item it replaces.
 // Refused, it returns that item (nil as for updateIf).
 func (s *Store) putIf(ctx context.Context, item map[string]types.AttributeValue, x exprs) (old map[string]types.AttributeValue, ok bool, err error) {
-	out, err := s.putItem(ctx, &dynamodb.PutItemInput{
-		Item:                                item,
-		ConditionExpression:                 ptr(x.cond),
-		ExpressionAttributeNames:            orNil(x.names),
-		ExpressionAttributeValues:           orNil(x.values),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	in := &dynamodb.PutItemInput{Item: item}
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure = x.condition()
+	out, err := s.putItem(ctx, in)
 	return answer(out, err, func(*dynamodb.PutItemOutput) map[string]types.AttributeValue { return nil })
 }
 
 // deleteIf deletes the item at key, if x's condition holds. Refused, it
 // returns the item (nil as for updateIf).
 func (s *Store) deleteIf(ctx context.Context, key map[string]types.AttributeValue, x exprs) (old map[string]types.AttributeValue, ok bool, err error) {
-	out, err := s.deleteItem(ctx, &dynamodb.DeleteItemInput{
-		Key:                                 key,
-		ConditionExpression:                 ptr(x.cond),
-		ExpressionAttributeNames:            orNil(x.names),
-		ExpressionAttributeValues:           orNil(x.values),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	in := &dynamodb.DeleteItemInput{Key: key}
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure = x.condition()
+	out, err := s.deleteItem(ctx, in)
 	return answer(out, err, func(*dynamodb.DeleteItemOutput) map[string]types.AttributeValue { return nil })
 }
 
