@@ -58,6 +58,10 @@ check-emulators: ## Fail if an emulator a test started (moto_server, DynamoDB Lo
 docs: ## Write the CLI reference docs/cli.md from the commands' own help (cmd/slotq TestCLIReference holds it to them)
 	$(GO) run ./cmd/slotq reference > docs/cli.md
 
+.PHONY: schema
+schema: ## Write the JSON Schemas of the enqueue and admin functions' requests and answers, docs/schema/*.json, from pkg/api (internal/dev/apischema TestSchemaFiles holds them to it)
+	$(GO) run ./internal/dev/apischema/cmd/apischema docs/schema
+
 .PHONY: screenshots
 screenshots: ## Write the console's screenshots (docs/console-*.png) from its browser test against the local runtime (needs chromium)
 	SLOTQ_REQUIRE_BROWSER=1 SLOTQ_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowser$$' ./internal/cli/console
