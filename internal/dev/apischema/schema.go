@@ -51,8 +51,8 @@ var roots = []struct {
 // both an ECMA 262 and an RE2 regular expression, as JSON Schema asks.
 const (
 	// durationPattern is a Go duration with its unit ("500ms", "1h30m");
-	// a bare number is refused.
-	durationPattern = `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// a bare number, and a negative duration, are refused.
+	durationPattern = `^[+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
 	// ratePattern is N/PERIOD ("100/1m", "500/s").
 	ratePattern = `^\s*[0-9]+\s*/\s*(ms|s|m|h|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)\s*$`
 	// timePattern is an RFC 3339 date and time with its offset.
@@ -361,11 +361,13 @@ func isObject(name string) *jsonschema.Schema {
 	return &jsonschema.Schema{Required: []string{name}, Properties: props}
 }
 
-// forbid is a schema that refuses property name: its error names the
-// property's path.
-func forbid(name string) *jsonschema.Schema {
+// forbid is a schema that refuses the properties names: its error names
+// the property's path.
+func forbid(names ...string) *jsonschema.Schema {
 	props := jsonschema.NewProperties()
-	props.Set(name, jsonschema.FalseSchema)
+	for _, n := range names {
+		props.Set(n, jsonschema.FalseSchema)
+	}
 	return &jsonschema.Schema{Properties: props}
 }
 
@@ -421,7 +423,7 @@ var boundsOf = map[string]func(s *jsonschema.Schema){
 		missed.Enum = []any{api.MissedNone, api.MissedLatest, api.MissedAll}
 		// Every or cron, not both; tz goes with cron.
 		s.AnyOf = []*jsonschema.Schema{required("every"), required("cron")}
-		s.If, s.Then = required("every"), forbid("cron")
+		s.If, s.Then = required("every"), forbid("cron", "tz")
 	},
 	"KeyLimit": func(s *jsonschema.Schema) {
 		prop(s, "key").Pattern = keyPattern
@@ -466,6 +468,15 @@ func jobShape(s *jsonschema.Schema) {
 	s.If, s.Then = required("kind"), forbid("target")
 }
 
+// opRequires lists, by op, the fields besides queue it cannot go
+// without.
+var opRequires = map[string][]string{
+	api.OpConfigure: {"config"}, api.OpGet: {"job_id"}, api.OpCancel: {"job_id"},
+	api.OpGetKey: {"key"}, api.OpSetKeyLimits: {"keys"},
+	api.OpCreateSchedule: {"name", "schedule"}, api.OpGetSchedule: {"name"},
+	api.OpPauseSchedule: {"name"}, api.OpResumeSchedule: {"name"}, api.OpDeleteSchedule: {"name"},
+}
+
 // adminBounds gives each op the fields it reads (admin.OpFields): any
 // other is refused, as the function refuses it (unused_field), and the
 // ops on a queue require one.
@@ -499,7 +510,7 @@ func adminBounds(s *jsonschema.Schema) {
 		var req []string
 		for _, f := range fields {
 			switch {
-			case o == api.OpRetry && f == "job_id": // read only to refuse it
+			case o == api.OpRetry && f == "job_id", o == api.OpRedrive && f == "queue": // read only to refuse them
 				continue
 			case f == "limit":
 				props.Set(f, &jsonschema.Schema{Maximum: num(maxLimit[o])})
@@ -508,7 +519,7 @@ func adminBounds(s *jsonschema.Schema) {
 			default:
 				props.Set(f, jsonschema.TrueSchema)
 			}
-			if f == "queue" && o != api.OpList {
+			if f == "queue" && o != api.OpList || slices.Contains(opRequires[o], f) {
 				req = append(req, f)
 			}
 		}
