@@ -32,15 +32,15 @@ CONCURRENT ?= ^TestState$$/^(Take|Gate|Lanes|Skip|Due|Forms|Meters)$$/^(Concurre
 CONCURRENT_COUNT ?= 5
 
 .PHONY: setup
-setup: ## Check what the tests need (Java 17, npm, Chromium, make, git, moto_server, cfn-lint); as root install what is missing with apt-get, else print the command and stop; fetch DynamoDB Local
+setup: ## Check what the tests need (Java 17, npm, Chromium, make, git, moto_server, cfn-lint, boto3); as root install what is missing with apt-get, else print the command and stop; fetch DynamoDB Local and the TypeScript producer's packages (npm ci)
 	internal/dev/setup/setup.sh
 
 .PHONY: test
-test: setup ## First `make setup`, then run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS, Chromium for the console) and the example project's, then repeat the store's concurrency tests
+test: setup ## First `make setup`, then run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS, Chromium for the console, the Python and TypeScript producers) and the example project's, then repeat the store's concurrency tests
 	$(GO) vet $(PKGS)
 	$(MAKE) --no-print-directory lint-template
 	$(MAKE) --no-print-directory test-example
-	SLOTQ_REQUIRE_LOCAL_AWS=1 SLOTQ_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	SLOTQ_REQUIRE_LOCAL_AWS=1 SLOTQ_REQUIRE_BROWSER=1 SLOTQ_REQUIRE_PRODUCERS=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@echo "repeating the concurrency subtests on DynamoDB Local: -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)'"
 	@out=$$(SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -race -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)' -v ./internal/dynamostore 2>&1); rc=$$?; \
 	  grep -E -- '--- (PASS|FAIL|SKIP)|^(ok|FAIL|panic)|\.go:[0-9]+:' <<<"$$out"; \
