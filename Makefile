@@ -109,9 +109,21 @@ fmt: ## Format the code
 # build the same target for this machine. -s -w drop the symbol table and
 # DWARF: a smaller package to upload and load; panics still print their
 # stack trace.
+#
+# The bootstraps say what they were built from (the worker logs it at its
+# first invocation, as `slotq --version` prints it): the build records the
+# VCS revision itself where it can, and these -X values stand in where it
+# cannot (a git worktree, a copy without .git, -buildvcs=false).
 ARTIFACTS_DIR ?= .aws-sam/bootstrap
 LAMBDA_GOARCH ?= arm64
-LAMBDA_BUILD   = GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(ARTIFACTS_DIR)/bootstrap
+BUILDINFO      = github.com/slotq/slotq/internal/buildinfo
+BUILD_VERSION  = $(shell git describe --tags --exact-match --match 'v*' 2>/dev/null)
+BUILD_REVISION = $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_TIME     = $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null)
+BUILD_MODIFIED = $(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true)
+LAMBDA_LDFLAGS = -s -w -X $(BUILDINFO).Version=$(BUILD_VERSION) -X $(BUILDINFO).Revision=$(BUILD_REVISION) \
+                 -X $(BUILDINFO).Time=$(BUILD_TIME) -X $(BUILDINFO).Modified=$(BUILD_MODIFIED)
+LAMBDA_BUILD   = GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='$(LAMBDA_LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap
 
 .PHONY: build-EnqueueFunction build-WorkerFunction build-ResumeFunction build-AdminFunction
 build-EnqueueFunction: ## Build the enqueue function's bootstrap into ARTIFACTS_DIR (sam build)
