@@ -241,8 +241,9 @@ func (a *agreement) check(t *testing.T, fn string, body []byte) (schemaPaths []s
 
 // TestSchemaAgreement feeds the functions of the local runtime, and the
 // schemas of docs/schema, every request of events/, every request the
-// docs show and a table of bad requests: what one refuses the other
-// refuses, at the same field, and every answer fits its schema.
+// docs show, a table of bad requests and one of good requests that give
+// every field: what one refuses the other refuses, at the same field,
+// and every answer fits its schema.
 func TestSchemaAgreement(t *testing.T) {
 	a := &agreement{t: t, e: localtest.Start(t, local.Options{}), schemas: schemas(t)}
 	for _, setup := range []string{
@@ -270,6 +271,20 @@ func TestSchemaAgreement(t *testing.T) {
 				}
 				if tc.field != "" && got.field != tc.field {
 					t.Errorf("the function names %q; want %q", got.field, tc.field)
+				}
+			})
+		}
+	})
+
+	t.Run("good", func(t *testing.T) {
+		for _, tc := range goodRequests {
+			t.Run(tc.name, func(t *testing.T) {
+				fn := enqueueFn
+				if tc.admin {
+					fn = adminFn
+				}
+				if paths, _ := a.check(t, fn, []byte(tc.body)); paths != nil {
+					t.Errorf("the schema refuses %s at %v", tc.body, paths)
 				}
 			})
 		}

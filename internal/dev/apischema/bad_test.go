@@ -3,6 +3,7 @@ package apischema
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // badRequest is a request both the function and its schema refuse; field,
@@ -125,3 +126,33 @@ var badRequests = []badRequest{
 	{name: "missed unknown", admin: true, body: schedule(`{"every":"1h","missed":"sometimes","job":{"kind":"echo"}}`), field: "schedule.missed"},
 	{name: "schedule job of kind and target", admin: true, body: schedule(`{"every":"1h","job":{"kind":"echo","target":"https://example.com/"}}`), field: "schedule.job.target"},
 }
+
+// goodRequests give every field of the requests once: the schema accepts
+// each, and the function too (or refuses it for the state alone).
+var goodRequests = []badRequest{
+	{name: "a job with every field", body: `{"queue":"emails","interval":"2s","job":{"id":"good-1","kind":"echo","payload":{"to":"ada@example.com"},
+		"not_before":"` + soon + `","key":"ada@example.com","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"vendor=a1"}}`},
+	{name: "a batch", body: `{"queue":"emails","jobs":[{"target":"https://hooks.example.com/send","id":"good-2"},{"kind":"echo","not_before":null}]}`},
+	{name: "a queue with every setting", admin: true, body: create(`{"rate":"100/1m","burst":10,"skew":"1ms","max_attempts":5,"backoff":"2s","max_backoff":"1m",
+		"retention":"24h","targets":["https://hooks.example.com/*"],"allow_networks":["10.1.0.0/16"],"target_timeout":"10s","max_running":4,
+		"key_limits":[{"interval":"1s"},{"window":"100/1h"}],"key_max_running":2,"max_slow_downs":30,"retry_after_default":"2s"}`)},
+	{name: "limits", admin: true, body: `{"op":"configure","queue":"emails","reset":true,"config":{"limits":[{"rate":"10/1s","burst":2},{"window":"1000/1h"}]}}`},
+	{name: "pause until", admin: true, body: `{"op":"pause","queue":"emails","until":"` + soon + `"}`},
+	{name: "resume", admin: true, body: `{"op":"resume","queue":"emails"}`},
+	{name: "stats", admin: true, body: `{"op":"stats","queue":"emails","no_activity":true}`},
+	{name: "starts", admin: true, body: `{"op":"starts","queue":"emails","limit":10}`},
+	{name: "list failed", admin: true, body: `{"op":"list","queue":"emails","status":"failed","after":0,"limit":10}`},
+	{name: "list queues", admin: true, body: `{"op":"list"}`},
+	{name: "retry by ids", admin: true, body: `{"op":"retry","queue":"emails","job_ids":["good-1"],"by":"ops@example.com"}`},
+	{name: "retry failed", admin: true, body: `{"op":"retry","queue":"emails","failed":true,"after":0,"up_to":0,"limit":50}`},
+	{name: "keys", admin: true, body: `{"op":"set_key_limits","queue":"tenants","keys":[{"key":"acme","limits":[{"rate":"20/1s","burst":5}]},{"key":"globex","limits":null}]}`},
+	{name: "a key", admin: true, body: `{"op":"get_key","queue":"tenants","key":"acme"}`},
+	{name: "a schedule with every field", admin: true, body: `{"op":"create_schedule","queue":"emails","name":"nightly","schedule":{"cron":"0 7 * * *","tz":"Europe/Paris",
+		"start":"` + soon + `","missed":"all","job":{"kind":"echo","payload":{"report":"daily"},"key":"reports"}}}`},
+	{name: "a schedule every hour", admin: true, body: `{"op":"create_schedule","queue":"emails","name":"hourly","schedule":{"every":"1h","job":{"target":"https://hooks.example.com/tick"}}}`},
+	{name: "cancel", admin: true, body: `{"op":"cancel","queue":"emails","job_id":"good-2"}`},
+	{name: "redrive", admin: true, body: `{"op":"redrive","limit":10}`},
+}
+
+// soon is a time within the year the functions accept.
+var soon = time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
