@@ -121,9 +121,14 @@ BUILD_VERSION  = $(shell git describe --tags --exact-match --match 'v*' 2>/dev/n
 BUILD_REVISION = $(shell git rev-parse HEAD 2>/dev/null)
 BUILD_TIME     = $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null)
 BUILD_MODIFIED = $(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true)
-LAMBDA_LDFLAGS = -s -w -X $(BUILDINFO).Version=$(BUILD_VERSION) -X $(BUILDINFO).Revision=$(BUILD_REVISION) \
+BUILD_LDFLAGS  = -X $(BUILDINFO).Version=$(BUILD_VERSION) -X $(BUILDINFO).Revision=$(BUILD_REVISION) \
                  -X $(BUILDINFO).Time=$(BUILD_TIME) -X $(BUILDINFO).Modified=$(BUILD_MODIFIED)
+LAMBDA_LDFLAGS = -s -w $(BUILD_LDFLAGS)
 LAMBDA_BUILD   = GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='$(LAMBDA_LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap
+
+.PHONY: slotq
+slotq: ## Build the CLI into ./slotq; its --version names the commit it was built from
+	$(GO) build -ldflags='$(BUILD_LDFLAGS)' -o slotq ./cmd/slotq
 
 .PHONY: build-EnqueueFunction build-WorkerFunction build-ResumeFunction build-AdminFunction
 build-EnqueueFunction: ## Build the enqueue function's bootstrap into ARTIFACTS_DIR (sam build)
