@@ -128,10 +128,12 @@ func Generate(apiDir string) (map[string][]byte, error) {
 		if s.Definitions == nil {
 			s.Definitions = jsonschema.Definitions{}
 		}
+		// The mirrors' definitions go where the schema refers to them,
+		// and again until none is missing (Config refers to Limit).
 		for {
 			added := false
 			b, _ := json.Marshal(s)
-			for name, t := range map[string]reflect.Type{"Config": reflect.TypeFor[configWire](), "Limit": reflect.TypeFor[limitWire]()} {
+			for t, name := range wireNames {
 				if _, ok := s.Definitions[name]; !ok && bytes.Contains(b, []byte(`"#/$defs/`+name+`"`)) {
 					s.Definitions[name] = g.reflect(t)
 					added = true
@@ -145,9 +147,7 @@ func Generate(apiDir string) (map[string][]byte, error) {
 		for name, def := range s.Definitions {
 			g.fields(name, def)
 		}
-		if err := g.bounds(s); err != nil {
-			return nil, fmt.Errorf("%s: %w", root.file, err)
-		}
+		bounds(s, nameOf(root.t))
 		b, err := json.MarshalIndent(s, "", "  ")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", root.file, err)
@@ -371,31 +371,18 @@ func forbid(names ...string) *jsonschema.Schema {
 	return &jsonschema.Schema{Properties: props}
 }
 
-// bounds adds, to each definition and to the root, what the functions
-// check beyond the types: patterns, ranges, list lengths, the forms a
-// value takes and each admin op's fields.
-func (g *generator) bounds(root *jsonschema.Schema) error {
-	defs := map[string]*jsonschema.Schema{}
+// bounds adds, to each definition and to the root (of type name), what
+// the functions check beyond the types: patterns, ranges, list lengths,
+// the forms a value takes and each admin op's fields.
+func bounds(root *jsonschema.Schema, name string) {
+	if f, ok := boundsOf[name]; ok {
+		f(root)
+	}
 	for name, d := range root.Definitions {
-		defs[name] = d
-	}
-	defs[rootName(root)] = root
-	for name, s := range defs {
 		if f, ok := boundsOf[name]; ok {
-			f(s)
+			f(d)
 		}
 	}
-	return nil
-}
-
-// rootName is the name of the type a root schema describes.
-func rootName(root *jsonschema.Schema) string {
-	for _, r := range roots {
-		if BaseID+r.file == string(root.ID) {
-			return r.t.Name()
-		}
-	}
-	return ""
 }
 
 // boundsOf adds the functions' checks to the definition of each type.
