@@ -32,15 +32,15 @@ CONCURRENT ?= ^TestState$$/^(Take|Gate|Lanes|Skip|Due|Forms|Meters)$$/^(Concurre
 CONCURRENT_COUNT ?= 5
 
 .PHONY: setup
-setup: ## Check what the tests need (Java 17, npm, Chromium, make, git, moto_server, cfn-lint); as root install what is missing with apt-get, else print the command and stop; fetch DynamoDB Local
+setup: ## Check what the tests need (Java 17, npm, Chromium, make, git, moto_server, cfn-lint, boto3); as root install what is missing with apt-get, else print the command and stop; fetch DynamoDB Local and the TypeScript producer's packages (npm ci)
 	internal/dev/setup/setup.sh
 
 .PHONY: test
-test: setup ## First `make setup`, then run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS, Chromium for the console) and the example project's, then repeat the store's concurrency tests
+test: setup ## First `make setup`, then run every test with -race (starts DynamoDB Local for DynamoDB, moto_server for SQS, Chromium for the console, the Python and TypeScript producers) and the example project's, then repeat the store's concurrency tests
 	$(GO) vet $(PKGS)
 	$(MAKE) --no-print-directory lint-template
 	$(MAKE) --no-print-directory test-example
-	SLOTQ_REQUIRE_LOCAL_AWS=1 SLOTQ_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	SLOTQ_REQUIRE_LOCAL_AWS=1 SLOTQ_REQUIRE_BROWSER=1 SLOTQ_REQUIRE_PRODUCERS=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@echo "repeating the concurrency subtests on DynamoDB Local: -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)'"
 	@out=$$(SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -race -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)' -v ./internal/dynamostore 2>&1); rc=$$?; \
 	  grep -E -- '--- (PASS|FAIL|SKIP)|^(ok|FAIL|panic)|\.go:[0-9]+:' <<<"$$out"; \
@@ -57,6 +57,10 @@ check-emulators: ## Fail if an emulator a test started (moto_server, DynamoDB Lo
 .PHONY: docs
 docs: ## Write the CLI reference docs/cli.md from the commands' own help (cmd/slotq TestCLIReference holds it to them)
 	$(GO) run ./cmd/slotq reference > docs/cli.md
+
+.PHONY: schema
+schema: ## Write the JSON Schemas of the enqueue and admin functions' requests and answers, docs/schema/*.json, from pkg/api (internal/dev/apischema TestSchemaFiles holds them to it)
+	$(GO) run ./internal/dev/apischema/cmd/apischema docs/schema
 
 .PHONY: screenshots
 screenshots: ## Write the console's screenshots (docs/console-*.png) from its browser test against the local runtime (needs chromium)
@@ -105,9 +109,26 @@ fmt: ## Format the code
 # build the same target for this machine. -s -w drop the symbol table and
 # DWARF: a smaller package to upload and load; panics still print their
 # stack trace.
+#
+# The bootstraps say what they were built from (the worker logs it at its
+# first invocation, as `slotq --version` prints it): the build records the
+# VCS revision itself where it can, and these -X values stand in where it
+# cannot (a git worktree, a copy without .git, -buildvcs=false).
 ARTIFACTS_DIR ?= .aws-sam/bootstrap
 LAMBDA_GOARCH ?= arm64
-LAMBDA_BUILD   = GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(ARTIFACTS_DIR)/bootstrap
+BUILDINFO      = github.com/slotq/slotq/internal/buildinfo
+BUILD_VERSION  = $(shell git describe --tags --exact-match --match 'v*' 2>/dev/null)
+BUILD_REVISION = $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_TIME     = $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null)
+BUILD_MODIFIED = $(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true)
+BUILD_LDFLAGS  = -X $(BUILDINFO).Version=$(BUILD_VERSION) -X $(BUILDINFO).Revision=$(BUILD_REVISION) \
+                 -X $(BUILDINFO).Time=$(BUILD_TIME) -X $(BUILDINFO).Modified=$(BUILD_MODIFIED)
+LAMBDA_LDFLAGS = -s -w $(BUILD_LDFLAGS)
+LAMBDA_BUILD   = GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='$(LAMBDA_LDFLAGS)' -o $(ARTIFACTS_DIR)/bootstrap
+
+.PHONY: slotq
+slotq: ## Build the CLI into ./slotq; its --version names the commit it was built from
+	$(GO) build -ldflags='$(BUILD_LDFLAGS)' -o slotq ./cmd/slotq
 
 .PHONY: build-EnqueueFunction build-WorkerFunction build-ResumeFunction build-AdminFunction
 build-EnqueueFunction: ## Build the enqueue function's bootstrap into ARTIFACTS_DIR (sam build)

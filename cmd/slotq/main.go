@@ -38,11 +38,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/slotq/slotq/internal/buildinfo"
 )
 
 // Exit codes.
@@ -224,59 +225,7 @@ func nArgs(min, max int) cobra.PositionalArgs {
 	}
 }
 
-// version is the slotq module's version this binary was built from and,
-// when slotq is the main module, its VCS commit: "v0.4.0 (commit 1a2b3c4,
-// 2025-06-01T10:00:00Z)", or "(devel)" for a build of a work tree without
-// VCS information.
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(devel)"
-	}
-	return versionOf(info)
-}
-
-// versionOf is version's reading of info.
-func versionOf(info *debug.BuildInfo) string {
-	const module = "github.com/slotq/slotq"
-	if info.Main.Path != module {
-		// Run as a tool of another module (go tool slotq): its VCS
-		// settings are that module's, not slotq's.
-		for _, m := range info.Deps {
-			if m.Path == module {
-				if m.Replace != nil {
-					return m.Version + " => " + m.Replace.Path
-				}
-				return m.Version
-			}
-		}
-		return "(devel)"
-	}
-	v := info.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, at, dirty string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = ", modified"
-			}
-		}
-	}
-	if rev == "" {
-		return v
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if at != "" {
-		at = ", " + at
-	}
-	return fmt.Sprintf("%s (commit %s%s%s)", v, rev, at, dirty)
-}
+// version is the slotq module's version this binary was built from and
+// its VCS revision and time (buildinfo.String): "v0.4.0 (commit
+// 1a2b3c4d5e6f, 2025-06-01T10:00:00Z)".
+func version() string { return buildinfo.String() }

@@ -36,11 +36,14 @@ type Spec struct {
 // EnqueueRequest is what the enqueue function takes: one job (Job) or a
 // batch (Jobs, at most MaxBatch) for one queue.
 type EnqueueRequest struct {
+	// Queue is the queue's name (QueueNamePattern); the first enqueue to
+	// a queue that does not exist creates it.
 	Queue string `json:"queue"`
 	// Interval is used only when this call creates the queue.
 	Interval *Duration `json:"interval,omitempty"`
-	Job      *Spec     `json:"job,omitempty"`
-	Jobs     []Spec    `json:"jobs,omitempty"`
+	// Job is one job, or Jobs a batch of 1 to MaxBatch: give one of them.
+	Job  *Spec  `json:"job,omitempty"`
+	Jobs []Spec `json:"jobs,omitempty"`
 }
 
 // Specs returns the request's jobs, one or many.

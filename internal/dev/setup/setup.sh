@@ -13,8 +13,9 @@
 # and exits 1. SLOTQ_SETUP_NO_INSTALL=1 makes root behave as a user does:
 # print, never install.
 #
-# moto_server and cfn-lint come with the machine image's Python (pyenv):
-# the Makefile puts its shims on PATH; they cannot come from apt-get.
+# moto_server, cfn-lint and boto3 (the Python producer's) come with the
+# machine image's Python (pyenv): the Makefile puts its shims on PATH;
+# they cannot come from apt-get.
 #
 # Only shell builtins run before the verdict, so the check needs nothing
 # it checks for.
@@ -84,6 +85,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 [ -n "$check_only" ] && exit 0
+
+# The producers' examples (examples/producers), which the tests run:
+# boto3 comes with the machine image's Python; the TypeScript example's
+# packages come from npm, again only when its package-lock.json changed.
+if ! python3 -c 'import boto3' 2>/dev/null; then
+  echo "setup: the Python producer's test needs python3 with boto3: pip install boto3" >&2
+  exit 1
+fi
+ts=examples/producers/typescript
+if [ ! -e "$ts/node_modules/.package-lock.json" ] || [ "$ts/package-lock.json" -nt "$ts/node_modules/.package-lock.json" ]; then
+  npm ci --prefix "$ts" --no-audit --no-fund --loglevel=error >/dev/null
+fi
 
 # Fetch DynamoDB Local into the cache folder once, before the test binaries
 # start together (each would otherwise fetch its own copy).

@@ -19,7 +19,7 @@ const stopsWithin = time.Minute
 
 // tools are what the script looks for besides the browser; each test's
 // PATH holds stand-ins for some of them.
-var tools = []string{"make", "git", "java", "npm", "go", "moto_server", "cfn-lint"}
+var tools = []string{"make", "git", "java", "npm", "go", "moto_server", "cfn-lint", "python3"}
 
 // machine is a PATH of stand-in commands in a folder of its own: each
 // stand-in appends its name and arguments to calls and succeeds.
@@ -126,8 +126,9 @@ func TestMissingPythonTools(t *testing.T) {
 	}
 }
 
-// A machine with everything passes the check, and the full run fetches
-// DynamoDB Local, once, through go.
+// A machine with everything passes the check, and the full run checks
+// boto3, installs the TypeScript producer's packages and fetches DynamoDB
+// Local, once, through go.
 func TestCompleteMachineFetchesDynamoDBLocal(t *testing.T) {
 	m := newMachine(t, append(tools, "chromium", "apt-get")...)
 	if code, stderr, calls := m.run(nil, "--check"); code != 0 || calls != "" {
@@ -137,7 +138,10 @@ func TestCompleteMachineFetchesDynamoDBLocal(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
-	if want := "go run ./internal/dev/dynamolocal/cmd/dynamodb-local -fetch\n"; calls != want {
+	want := "python3 -c import boto3\n" +
+		"npm ci --prefix examples/producers/typescript --no-audit --no-fund --loglevel=error\n" +
+		"go run ./internal/dev/dynamolocal/cmd/dynamodb-local -fetch\n"
+	if calls != want {
 		t.Errorf("calls %q, want %q", calls, want)
 	}
 }
@@ -146,7 +150,7 @@ func TestCompleteMachineFetchesDynamoDBLocal(t *testing.T) {
 // update and the man folder the JRE's package writes to; then the fetch.
 // apt-get and mkdir are stand-ins: nothing is installed.
 func TestRootInstallsWithAptGet(t *testing.T) {
-	m := newMachine(t, "make", "git", "go", "moto_server", "cfn-lint", "mkdir")
+	m := newMachine(t, "make", "git", "go", "moto_server", "cfn-lint", "python3", "mkdir")
 	// apt-get install puts the stand-ins of the packages' commands on PATH.
 	chmod, err := exec.LookPath("chmod")
 	if err != nil {
@@ -165,6 +169,7 @@ func TestRootInstallsWithAptGet(t *testing.T) {
 	want := "mkdir -p /usr/share/man/man1\n" +
 		"apt-get update -qq\n" +
 		"apt-get install -y -qq openjdk-17-jre-headless nodejs npm chromium\n" +
+		"python3 -c import boto3\n" +
 		"go run ./internal/dev/dynamolocal/cmd/dynamodb-local -fetch\n"
 	if calls != want {
 		t.Errorf("calls:\n%s\nwant:\n%s", calls, want)

@@ -249,11 +249,12 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (Response
 	return res, nil
 }
 
-// opFields lists, per op, the request fields (by JSON name) it reads
+// OpFields lists, per op, the request fields (by JSON name) it reads
 // besides op: any other field given is refused (unusedField), so that a
 // request never does something other than what it seems to ask, such as
-// a reindex "of one queue" that reindexes all.
-var opFields = map[string][]string{
+// a reindex "of one queue" that reindexes all. The published schema of
+// the admin request gives each op these fields.
+var OpFields = map[string][]string{
 	"create":         {"queue", "config"},
 	"configure":      {"queue", "config", "reset"},
 	"pause":          {"queue", "until"},
@@ -283,7 +284,7 @@ var opFields = map[string][]string{
 // unusedField refuses a field r's op does not read: a typed error naming
 // it, before anything is written.
 func unusedField(r Request) error {
-	used, ok := opFields[r.Op]
+	used, ok := OpFields[r.Op]
 	if !ok {
 		return nil // an unknown op is refused by do
 	}

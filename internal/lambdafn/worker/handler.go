@@ -8,9 +8,11 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/slotq/slotq/internal/buildinfo"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/metrics"
 	"github.com/slotq/slotq/internal/sqstransport"
@@ -28,6 +30,9 @@ type Handler struct {
 	// Metrics, if set, is the engine's Observer: Handle flushes it after
 	// each batch (EMF lines through Log's output).
 	Metrics *metrics.Recorder
+
+	// first logs, once, what the worker was built from.
+	first sync.Once
 }
 
 // Handle works the batch's messages, queues at once and each queue's
@@ -38,6 +43,9 @@ type Handler struct {
 // target timeout and recording do not fit before it is handed back to the
 // queue unstarted.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	h.first.Do(func() {
+		h.Log.InfoContext(ctx, "slotq worker: first invocation", "version", buildinfo.String())
+	})
 	if h.Metrics != nil {
 		defer h.Metrics.Flush(ctx)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/slotq/slotq/internal/buildinfo"
 	"github.com/slotq/slotq/internal/dev/sample"
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/job"
@@ -89,6 +90,37 @@ func TestHandleSampleEvent(t *testing.T) {
 				t.Errorf("response %s lacks batchItemFailures", b)
 			}
 		})
+	}
+}
+
+// The first invocation logs what the worker was built from, as slotq
+// --version says it; later ones do not.
+func TestFirstInvocationLogsVersion(t *testing.T) {
+	ev := sampleEvent(t, "worker-sqs.json")
+	var out strings.Builder
+	h := &Handler{Engine: &fakeWorker{}, Log: slog.New(slog.NewJSONHandler(&out, nil))}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for range 2 {
+		if _, err := h.Handle(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lines []map[string]any
+	for line := range strings.Lines(out.String()) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if v, ok := m["version"]; ok {
+			lines = append(lines, m)
+			if v != buildinfo.String() {
+				t.Errorf("version %q, want %q", v, buildinfo.String())
+			}
+		}
+	}
+	if len(lines) != 1 {
+		t.Errorf("%d lines with the version in two invocations, want 1:\n%s", len(lines), out.String())
 	}
 }
 
