@@ -53,8 +53,8 @@ func TestWireTypes(t *testing.T) {
 			t.Errorf("%T and %T differ on the wire:\n server %s\n wire   %s", p.server, p.wire, s, w)
 		}
 	}
-	// Config travels by its own MarshalJSON on both sides; the fields
-	// are the same, which the conversion checks at compile time.
+	// slot.Config and job.Job are defined by api.Config and api.Job (one
+	// declaration of each field); Config travels by api's MarshalJSON.
 	_ = slot.Config(api.Config{})
 	// The bounds the wire states are the server's.
 	if api.MaxKeyOverrides != slot.MaxKeyOverrides {

@@ -66,96 +66,46 @@ func ValidateName(name string) error {
 	return nil
 }
 
-// Config is a queue's configuration. The zero value of each field means its
-// documented default, applied by WithDefaults (MaxRunning's default is
-// 0, no cap). In JSON a setting left out is its default, and one given as
-// zero is refused (ZeroSetting), never read as the default.
-type Config struct {
-	// Interval is the least time between two starts of the queue, from
-	// MinInterval to MaxInterval: the interval form of the queue's limit.
-	// Default DefaultInterval (or the stack's), unless Rate, Window or
-	// Limits gives the limit in another form.
-	Interval time.Duration `json:"interval"`
-	// Rate (N starts per period, with Burst) and Window (at most N starts
-	// in any period) give the queue's limit in the rate or window form,
-	// and Limits gives up to MaxLimits limits kept at once (api.Limit
-	// states each form's rule). At most one of Interval, Rate, Window and
-	// Limits is given; Burst goes with Rate. Limits() reads them as one
-	// list.
-	Rate   api.Rate    `json:"rate,omitzero"`
-	Burst  int         `json:"burst,omitempty"`
-	Window api.Rate    `json:"window,omitzero"`
-	Limits []api.Limit `json:"limits,omitempty"`
-	// Skew is the allowance for clock differences between hosts and
-	// wake-up latency: for any two starts i < j, start_j − start_i ≥
-	// (j − i)·Interval − Skew. It is a one-time allowance, not one per
-	// start: no run of starts goes faster than one per Interval. Default
-	// DefaultSkew (or the stack's), at most a quarter of the interval;
-	// must be less than Interval. Zero means the default; in JSON an
-	// explicit 0 is refused: give 1ns for none.
-	Skew time.Duration `json:"skew,omitempty"`
-	// MaxAttempts is how many attempts a job gets, 1 to MaxAttemptsLimit.
-	// Default 3.
-	MaxAttempts int `json:"max_attempts,omitempty"`
-	// Backoff is the delay before the first retry, doubled on each
-	// further attempt; more than 0. Default 1s.
-	Backoff time.Duration `json:"backoff,omitempty"`
-	// MaxBackoff caps the retry delay. Default 5m.
-	MaxBackoff time.Duration `json:"max_backoff,omitempty"`
-	// Retention is how long finished jobs (and dead-letter records) are
-	// kept. Default 7 days.
-	Retention time.Duration `json:"retention,omitempty"`
-	// Targets lists the HTTP and Lambda targets jobs of this queue may
-	// name (at most MaxTargetPatterns). An HTTP pattern is matched against
-	// the parsed URL, never as a string prefix:
-	// "SCHEME://HOST[:PORT][/PATH][*]" with SCHEME http or https; HOST a
-	// DNS name, "*.DOMAIN" (any subdomain), "*" (any host) or an IP
-	// address; PORT a number or "*" (absent: the scheme's default); PATH
-	// exact, or a prefix when the pattern ends in "*"; no path allows
-	// every path. A Lambda pattern is "lambda:NAME[:QUALIFIER]", a function
-	// ARN, or either ending in "*" after a non-empty name prefix. "*" alone
-	// is no pattern. Go handlers (job kinds) registered in the worker are
-	// always allowed. Default: none.
-	Targets []string `json:"targets,omitempty"`
-	// AllowNetworks lists address prefixes (CIDR, such as "10.1.0.0/16"
-	// or "127.0.0.1/32") that this queue's HTTP targets may reach although
-	// they are in a refused class: loopback, private, link-local,
-	// unique-local, metadata, unspecified, multicast, reserved (see
-	// AddrClass). The check is made on the target's IP host at enqueue and
-	// on every resolved address when the worker connects, by one rule
-	// (CheckAddr): an IPv6 address that carries an IPv4 address
-	// (::ffff:a.b.c.d, ::a.b.c.d, NAT64, 6to4, Teredo) is judged by that
-	// IPv4 address, so it is an IPv4 prefix that allows it; a prefix made
-	// only of such addresses is refused. At most MaxAllowNetworks.
-	// Default: none, so only public addresses.
-	AllowNetworks []string `json:"allow_networks,omitempty"`
-	// TargetTimeout bounds one run of an HTTP or Lambda target. Default 30s.
-	TargetTimeout time.Duration `json:"target_timeout,omitempty"`
-	// MaxRunning caps how many attempts of the queue run at once, checked
-	// in the same atomic step as the gate (State.Running); a job that
-	// finds every place taken waits, parked, until a finishing attempt
-	// hands it one. 0 (the default) is no cap; at most MaxRunningLimit.
-	MaxRunning int `json:"max_running,omitempty"`
-	// KeyLimits give every key of the queue's jobs a limit of its own (at
-	// most MaxLimits, each in any form), kept beside the queue's limit; a
-	// key's own limits (Meter.Limits) replace them for that key. None by
-	// default: keys then only run one at a time.
-	KeyLimits []api.Limit `json:"key_limits,omitempty"`
-	// KeyMaxRunning is how many jobs of one key run at once (KeyCap): 0
-	// is the default, one; NoKeyCap is no cap, which needs KeyLimits.
-	KeyMaxRunning int `json:"key_max_running,omitempty"`
-	// MaxSlowDowns bounds how often one job's target may answer "slow
-	// down" (attempt.RetryAfterError: an HTTP 429 or 503, a Lambda
-	// function's RetryAfterError, a Go handler's target.RetryAfter): a
-	// slow-down is not a failed attempt, and past this many the job
-	// fails with the last answer. 1 to MaxSlowDownsLimit; default
-	// DefaultMaxSlowDowns.
-	MaxSlowDowns int `json:"max_slow_downs,omitempty"`
-	// RetryAfterDefault is the slow-down of an answer that names no time
-	// (an HTTP 429 or 503 without a usable Retry-After), from 1ms to
-	// MaxSlowDown. Default DefaultRetryAfter.
-	RetryAfterDefault time.Duration `json:"retry_after_default,omitempty"`
-}
+// Config is a queue's configuration: api.Config's settings (the type is
+// defined by it, so a setting is declared once, in pkg/api, and its
+// update and wire form follow from it). The zero value of each field
+// means its documented default, applied by WithDefaults (MaxRunning's
+// default is 0, no cap). In JSON a setting left out is its default, and
+// one given as zero is refused (ZeroSetting), never read as the default.
+//
+// The rules slotq keeps on each setting, beside api.Config's words:
+//
+//   - Interval is from MinInterval to MaxInterval; default DefaultInterval
+//     (or the stack's), unless Rate, Window or Limits gives the limit in
+//     another form. Limits holds up to MaxLimits limits; at most one of
+//     Interval, Rate, Window and Limits is given, and Burst goes with
+//     Rate. Limits() reads them as one list.
+//   - Skew is a one-time allowance, not one per start: no run of starts
+//     goes faster than one per Interval. Default DefaultSkew (or the
+//     stack's), at most a quarter of the interval, less than Interval.
+//     In JSON an explicit 0 is refused: give 1ns for none.
+//   - MaxAttempts is 1 to MaxAttemptsLimit; Backoff more than 0;
+//     Retention from 1m to MaxRetention; TargetTimeout at most 15m.
+//   - Targets holds at most MaxTargetPatterns patterns, matched against
+//     the parsed target (ValidatePattern, CheckTarget), never as a string
+//     prefix; Go handlers (job kinds) registered in the worker are always
+//     allowed. AllowNetworks holds at most MaxAllowNetworks prefixes that
+//     HTTP targets may reach although they are in a refused class
+//     (AddrClass), checked on the target's IP host at enqueue and on every
+//     resolved address when the worker connects, by one rule (CheckAddr);
+//     a prefix made only of IPv6 addresses that carry an IPv4 address is
+//     refused (list the IPv4 prefix).
+//   - MaxRunning is checked in the same atomic step as the gate
+//     (State.Running); a job that finds every place taken waits, parked,
+//     until a finishing attempt hands it one. At most MaxRunningLimit.
+//   - KeyLimits hold at most MaxLimits limits, kept beside the queue's; a
+//     key's own limits (Meter.Limits) replace them for that key.
+//     KeyMaxRunning is KeyCap's; NoKeyCap needs KeyLimits.
+//   - MaxSlowDowns is 1 to MaxSlowDownsLimit (default
+//     DefaultMaxSlowDowns): a slow-down (attempt.RetryAfterError) is not a
+//     failed attempt. RetryAfterDefault is from 1ms to MaxSlowDown
+//     (default DefaultRetryAfter).
+type Config api.Config
 
 // ZeroSetting says why a setting given explicitly as zero (field is its
 // JSON name, such as "interval") is refused, or returns nil when zero is a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -84,29 +85,29 @@ func ParseDuration(s string) (time.Duration, error) {
 	return v, nil
 }
 
-// configJSON is Config (and ConfigUpdate) on the wire. Every setting is a
-// pointer, so that a setting left out is told from one given as zero, and
-// an empty list ("targets": [], none) from an absent one.
-type configJSON struct {
-	Interval      *Duration    `json:"interval,omitempty"`
-	Rate          *rateJSON    `json:"rate,omitempty"`
-	Burst         *int         `json:"burst,omitempty"`
-	Window        *rateJSON    `json:"window,omitempty"`
-	Limits        *[]limitJSON `json:"limits,omitempty"`
-	Skew          *Duration    `json:"skew,omitempty"`
-	MaxAttempts   *int         `json:"max_attempts,omitempty"`
-	Backoff       *Duration    `json:"backoff,omitempty"`
-	MaxBackoff    *Duration    `json:"max_backoff,omitempty"`
-	Retention     *Duration    `json:"retention,omitempty"`
-	Targets       *[]string    `json:"targets,omitempty"`
-	AllowNetworks *[]string    `json:"allow_networks,omitempty"`
-	TargetTimeout *Duration    `json:"target_timeout,omitempty"`
-	MaxRunning    *int         `json:"max_running,omitempty"`
-	KeyLimits     *[]limitJSON `json:"key_limits,omitempty"`
-	KeyMaxRunning *int         `json:"key_max_running,omitempty"`
+// configWire is ConfigUpdate on the wire as UnmarshalJSON reads it:
+// api.ConfigUpdate's fields and tags, each value of a type whose errors
+// name it (Duration, rateJSON, limitJSON). Every setting is a pointer,
+// so that a setting left out is told from one given as zero, and an
+// empty list ("targets": [], none) from an absent one.
+var configWire = wireOf(reflect.TypeFor[ConfigUpdate](), map[reflect.Type]reflect.Type{
+	reflect.TypeFor[*time.Duration](): reflect.TypeFor[*Duration](),
+	reflect.TypeFor[*api.Rate]():      reflect.TypeFor[*rateJSON](),
+	reflect.TypeFor[*[]api.Limit]():   reflect.TypeFor[*[]limitJSON](),
+})
 
-	MaxSlowDowns      *int      `json:"max_slow_downs,omitempty"`
-	RetryAfterDefault *Duration `json:"retry_after_default,omitempty"`
+// wireOf is struct type t with each field whose type is a key of as given
+// that type instead, with the same name and tag.
+func wireOf(t reflect.Type, as map[reflect.Type]reflect.Type) reflect.Type {
+	fields := make([]reflect.StructField, t.NumField())
+	for i := range fields {
+		f := t.Field(i)
+		if w, ok := as[f.Type]; ok {
+			f.Type = w
+		}
+		fields[i] = reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag}
+	}
+	return reflect.StructOf(fields)
 }
 
 // MarshalJSON writes durations as strings and leaves zero settings out:
@@ -138,62 +139,40 @@ func (u ConfigUpdate) MarshalJSON() ([]byte, error) { return api.ConfigUpdate(u)
 // Config.UnmarshalJSON: a setting left out (or null) is nil, one given as
 // zero is refused unless zero is a setting of its own (ZeroSetting).
 func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
-	var w configJSON
-	if err := input.Decode(b, &w); err != nil {
+	w := reflect.New(configWire).Elem()
+	if err := input.Decode(b, w.Addr().Interface()); err != nil {
 		return err
 	}
-	dur := func(field string, d *Duration) (*time.Duration, *input.Error) {
-		if d == nil {
-			return nil, nil
-		}
-		if *d == 0 {
-			if err := ZeroSetting(field); err != nil {
-				return nil, err
-			}
-		}
-		v := time.Duration(*d)
-		return &v, nil
-	}
-	num := func(field string, n *int) (*int, *input.Error) {
-		if n != nil && *n == 0 {
-			if err := ZeroSetting(field); err != nil {
-				return nil, err
-			}
-		}
-		return n, nil
-	}
 	var v ConfigUpdate
-	var errs [10]*input.Error
-	v.Interval, errs[0] = dur("interval", w.Interval)
-	v.Skew, errs[1] = dur("skew", w.Skew)
-	v.MaxAttempts, errs[2] = num("max_attempts", w.MaxAttempts)
-	v.Backoff, errs[3] = dur("backoff", w.Backoff)
-	v.MaxBackoff, errs[4] = dur("max_backoff", w.MaxBackoff)
-	v.Retention, errs[5] = dur("retention", w.Retention)
-	v.TargetTimeout, errs[6] = dur("target_timeout", w.TargetTimeout)
-	v.MaxRunning, errs[7] = num("max_running", w.MaxRunning)
-	v.MaxSlowDowns, errs[8] = num("max_slow_downs", w.MaxSlowDowns)
-	v.RetryAfterDefault, errs[9] = dur("retry_after_default", w.RetryAfterDefault)
-	for _, err := range errs {
-		if err != nil {
-			return err
+	vv := reflect.ValueOf(&v).Elem()
+	for i := range vv.NumField() {
+		f := w.Field(i)
+		if f.IsNil() {
+			continue
 		}
+		field, _, _ := strings.Cut(configWire.Field(i).Tag.Get("json"), ",")
+		switch x := f.Interface().(type) {
+		case *[]limitJSON:
+			ls, err := limitsOf(field, x)
+			if err != nil {
+				return err
+			}
+			vv.Field(i).Set(reflect.ValueOf(ls))
+			continue
+		case *Duration, *int:
+			if f.Elem().IsZero() {
+				if err := ZeroSetting(field); err != nil {
+					return err
+				}
+			}
+		}
+		vv.Field(i).Set(f.Convert(vv.Field(i).Type()))
 	}
 	if v.Interval != nil && *v.Interval < 0 {
 		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be at least %s", MinInterval))
 	}
-	v.Targets, v.AllowNetworks = w.Targets, w.AllowNetworks
-	v.Rate, v.Window = w.Rate.rate(), w.Window.rate()
-	v.Burst = w.Burst
-	var err *input.Error
-	if v.Limits, err = limitsOf("limits", w.Limits); err != nil {
-		return err
-	}
-	if v.KeyLimits, err = limitsOf("key_limits", w.KeyLimits); err != nil {
-		return err
-	}
-	if w.KeyMaxRunning != nil {
-		n := *w.KeyMaxRunning
+	if v.KeyMaxRunning != nil {
+		n := *v.KeyMaxRunning
 		if n == 0 {
 			n = NoKeyCap // key_max_running 0: no cap
 		} else if n < 0 {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"reflect"
 	"time"
 )
 
@@ -33,8 +34,24 @@ type Config struct {
 	// Retention is how long finished jobs are kept. Default 7 days.
 	Retention time.Duration
 	// Targets lists the HTTP and Lambda targets the queue's jobs may
-	// name; AllowNetworks the private address prefixes its HTTP targets
-	// may reach. Default none.
+	// name (at most 64 patterns); Go handlers (job kinds) are always
+	// allowed. An HTTP pattern is matched against the parsed URL, never as
+	// a string prefix: "SCHEME://HOST[:PORT][/PATH][*]" with SCHEME http
+	// or https; HOST a DNS name, "*.DOMAIN" (any subdomain), "*" (any
+	// host) or an IP address; PORT a number or "*" (absent: the scheme's
+	// default); PATH exact, or a prefix when the pattern ends in "*"; no
+	// path allows every path. A Lambda pattern is "lambda:NAME[:QUALIFIER]",
+	// a function ARN, or either ending in "*" after a non-empty name
+	// prefix. "*" alone is no pattern.
+	//
+	// AllowNetworks lists address prefixes (CIDR, such as "10.1.0.0/16";
+	// at most 32) that the queue's HTTP targets may reach although they
+	// are loopback, private, link-local, unique-local, metadata,
+	// unspecified, multicast or reserved; it is checked at enqueue and on
+	// every resolved address as the worker connects. An IPv6 address that
+	// carries an IPv4 address (::ffff:a.b.c.d, NAT64, 6to4, Teredo) is
+	// judged by that IPv4 address, so an IPv4 prefix allows it. Default
+	// none: public addresses only.
 	Targets       []string
 	AllowNetworks []string
 	// TargetTimeout bounds one run of an HTTP or Lambda target. Default
@@ -74,93 +91,61 @@ const NoKeyCap = -1
 // An update that gives any of Interval, Rate, Window or Limits replaces
 // the queue's limit whole (the forms it leaves out are cleared); one that
 // gives Burst alone changes the burst of the queue's rate.
+//
+// Its fields are Config's, each as a pointer, in the same order (a test
+// holds the two together), and their tags are the settings' names on the
+// wire: Config and ConfigUpdate both travel in this form, durations as
+// strings ("500ms").
 type ConfigUpdate struct {
-	Interval      *time.Duration
-	Rate          *Rate
-	Burst         *int
-	Window        *Rate
-	Limits        *[]Limit
-	Skew          *time.Duration
-	MaxAttempts   *int
-	Backoff       *time.Duration
-	MaxBackoff    *time.Duration
-	Retention     *time.Duration
-	Targets       *[]string
-	AllowNetworks *[]string
-	TargetTimeout *time.Duration
-	MaxRunning    *int
-	KeyLimits     *[]Limit
-	KeyMaxRunning *int
+	Interval      *time.Duration `json:"interval,omitempty"`
+	Rate          *Rate          `json:"rate,omitempty"`
+	Burst         *int           `json:"burst,omitempty"`
+	Window        *Rate          `json:"window,omitempty"`
+	Limits        *[]Limit       `json:"limits,omitempty"`
+	Skew          *time.Duration `json:"skew,omitempty"`
+	MaxAttempts   *int           `json:"max_attempts,omitempty"`
+	Backoff       *time.Duration `json:"backoff,omitempty"`
+	MaxBackoff    *time.Duration `json:"max_backoff,omitempty"`
+	Retention     *time.Duration `json:"retention,omitempty"`
+	Targets       *[]string      `json:"targets,omitempty"`
+	AllowNetworks *[]string      `json:"allow_networks,omitempty"`
+	TargetTimeout *time.Duration `json:"target_timeout,omitempty"`
+	MaxRunning    *int           `json:"max_running,omitempty"`
+	KeyLimits     *[]Limit       `json:"key_limits,omitempty"`
+	KeyMaxRunning *int           `json:"key_max_running,omitempty"`
 	// MaxSlowDowns and RetryAfterDefault: see Config.
-	MaxSlowDowns      *int
-	RetryAfterDefault *time.Duration
-}
-
-// configJSON is Config and ConfigUpdate on the wire.
-type configJSON struct {
-	Interval      *Duration `json:"interval,omitempty"`
-	Rate          *Rate     `json:"rate,omitempty"`
-	Burst         *int      `json:"burst,omitempty"`
-	Window        *Rate     `json:"window,omitempty"`
-	Limits        *[]Limit  `json:"limits,omitempty"`
-	Skew          *Duration `json:"skew,omitempty"`
-	MaxAttempts   *int      `json:"max_attempts,omitempty"`
-	Backoff       *Duration `json:"backoff,omitempty"`
-	MaxBackoff    *Duration `json:"max_backoff,omitempty"`
-	Retention     *Duration `json:"retention,omitempty"`
-	Targets       *[]string `json:"targets,omitempty"`
-	AllowNetworks *[]string `json:"allow_networks,omitempty"`
-	TargetTimeout *Duration `json:"target_timeout,omitempty"`
-	MaxRunning    *int      `json:"max_running,omitempty"`
-	KeyLimits     *[]Limit  `json:"key_limits,omitempty"`
-	KeyMaxRunning *int      `json:"key_max_running,omitempty"`
-
-	MaxSlowDowns      *int      `json:"max_slow_downs,omitempty"`
-	RetryAfterDefault *Duration `json:"retry_after_default,omitempty"`
+	MaxSlowDowns      *int           `json:"max_slow_downs,omitempty"`
+	RetryAfterDefault *time.Duration `json:"retry_after_default,omitempty"`
 }
 
 // Update is the update that gives every setting of c that is not zero (a
 // nil list is not given; an empty one is).
 func (c Config) Update() ConfigUpdate {
-	dur := func(d time.Duration) *time.Duration {
-		if d == 0 {
-			return nil
+	var u ConfigUpdate
+	cv, uv := reflect.ValueOf(c), reflect.ValueOf(&u).Elem()
+	for i := range cv.NumField() {
+		if f := cv.Field(i); !f.IsZero() {
+			p := reflect.New(f.Type())
+			p.Elem().Set(f)
+			uv.Field(i).Set(p)
 		}
-		return &d
-	}
-	num := func(n int) *int {
-		if n == 0 {
-			return nil
-		}
-		return &n
-	}
-	u := ConfigUpdate{
-		Interval: dur(c.Interval), Skew: dur(c.Skew), MaxAttempts: num(c.MaxAttempts),
-		Backoff: dur(c.Backoff), MaxBackoff: dur(c.MaxBackoff), Retention: dur(c.Retention),
-		TargetTimeout: dur(c.TargetTimeout), MaxRunning: num(c.MaxRunning),
-		MaxSlowDowns: num(c.MaxSlowDowns), RetryAfterDefault: dur(c.RetryAfterDefault),
-	}
-	if !c.Rate.IsZero() {
-		u.Rate = &c.Rate
-	}
-	u.Burst = num(c.Burst)
-	if !c.Window.IsZero() {
-		u.Window = &c.Window
-	}
-	if c.Limits != nil {
-		u.Limits = &c.Limits
-	}
-	if c.KeyLimits != nil {
-		u.KeyLimits = &c.KeyLimits
-	}
-	u.KeyMaxRunning = num(c.KeyMaxRunning)
-	if c.Targets != nil {
-		u.Targets = &c.Targets
-	}
-	if c.AllowNetworks != nil {
-		u.AllowNetworks = &c.AllowNetworks
 	}
 	return u
+}
+
+// Apply returns c with the settings u gives. Any of Interval, Rate,
+// Window and Limits replaces c's limit whole.
+func (u ConfigUpdate) Apply(c Config) Config {
+	if u.Interval != nil || u.Rate != nil || u.Window != nil || u.Limits != nil {
+		c.Interval, c.Rate, c.Burst, c.Window, c.Limits = 0, Rate{}, 0, Rate{}, nil
+	}
+	cv, uv := reflect.ValueOf(&c).Elem(), reflect.ValueOf(u)
+	for i := range uv.NumField() {
+		if p := uv.Field(i); !p.IsNil() {
+			cv.Field(i).Set(p.Elem())
+		}
+	}
+	return c
 }
 
 // MarshalJSON writes durations as strings and leaves zero settings out.
@@ -187,69 +172,40 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	if err := u.UnmarshalJSON(b); err != nil {
 		return err
 	}
-	get := func(d *time.Duration) time.Duration {
-		if d == nil {
-			return 0
-		}
-		return *d
-	}
-	*c = Config{
-		Interval: get(u.Interval), Skew: get(u.Skew), Backoff: get(u.Backoff), MaxBackoff: get(u.MaxBackoff),
-		Retention: get(u.Retention), TargetTimeout: get(u.TargetTimeout), RetryAfterDefault: get(u.RetryAfterDefault),
-	}
-	if u.MaxSlowDowns != nil {
-		c.MaxSlowDowns = *u.MaxSlowDowns
-	}
-	if u.MaxAttempts != nil {
-		c.MaxAttempts = *u.MaxAttempts
-	}
-	if u.MaxRunning != nil {
-		c.MaxRunning = *u.MaxRunning
-	}
-	if u.Rate != nil {
-		c.Rate = *u.Rate
-	}
-	if u.Burst != nil {
-		c.Burst = *u.Burst
-	}
-	if u.Window != nil {
-		c.Window = *u.Window
-	}
-	if u.Limits != nil {
-		c.Limits = *u.Limits
-	}
-	if u.KeyLimits != nil {
-		c.KeyLimits = *u.KeyLimits
-	}
-	if u.KeyMaxRunning != nil {
-		c.KeyMaxRunning = *u.KeyMaxRunning
-	}
-	if u.Targets != nil {
-		c.Targets = *u.Targets
-	}
-	if u.AllowNetworks != nil {
-		c.AllowNetworks = *u.AllowNetworks
-	}
+	*c = u.Apply(Config{})
 	return nil
+}
+
+// configWire is ConfigUpdate's form on the wire: its fields and tags,
+// with Duration for time.Duration (a string with its unit).
+var configWire = wireOf(reflect.TypeFor[ConfigUpdate](), map[reflect.Type]reflect.Type{
+	reflect.TypeFor[*time.Duration](): reflect.TypeFor[*Duration](),
+})
+
+// wireOf is struct type t with each field whose type is a key of as
+// given that type instead (same name, same tag): how a type with
+// time.Duration fields is written with durations as strings. Each
+// replacement must be convertible from and to the field's type.
+func wireOf(t reflect.Type, as map[reflect.Type]reflect.Type) reflect.Type {
+	fields := make([]reflect.StructField, t.NumField())
+	for i := range fields {
+		f := t.Field(i)
+		if w, ok := as[f.Type]; ok {
+			f.Type = w
+		}
+		fields[i] = reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag}
+	}
+	return reflect.StructOf(fields)
 }
 
 // MarshalJSON writes the settings u gives, durations as strings.
 func (u ConfigUpdate) MarshalJSON() ([]byte, error) {
-	dur := func(d *time.Duration) *Duration {
-		if d == nil {
-			return nil
-		}
-		v := Duration(*d)
-		return &v
+	u.KeyMaxRunning = keyCapOut(u.KeyMaxRunning)
+	uv, w := reflect.ValueOf(u), reflect.New(configWire).Elem()
+	for i := range uv.NumField() {
+		w.Field(i).Set(uv.Field(i).Convert(configWire.Field(i).Type))
 	}
-	return json.Marshal(configJSON{
-		Interval: dur(u.Interval), Rate: u.Rate, Burst: u.Burst, Window: u.Window, Limits: u.Limits,
-		Skew: dur(u.Skew), MaxAttempts: u.MaxAttempts,
-		Backoff: dur(u.Backoff), MaxBackoff: dur(u.MaxBackoff), Retention: dur(u.Retention),
-		Targets: u.Targets, AllowNetworks: u.AllowNetworks, TargetTimeout: dur(u.TargetTimeout),
-		MaxRunning: u.MaxRunning, KeyLimits: u.KeyLimits, KeyMaxRunning: keyCapOut(u.KeyMaxRunning),
-		MaxSlowDowns: u.MaxSlowDowns, RetryAfterDefault: dur(u.RetryAfterDefault),
-	})
+	return json.Marshal(w.Interface())
 }
 
 // keyCapOut is KeyMaxRunning on the wire (NoKeyCap is 0 there), and
@@ -272,24 +228,16 @@ func keyCapIn(n *int) *int {
 
 // UnmarshalJSON reads the settings an update gives.
 func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
-	var w configJSON
-	if err := json.Unmarshal(b, &w); err != nil {
+	w := reflect.New(configWire)
+	if err := json.Unmarshal(b, w.Interface()); err != nil {
 		return err
 	}
-	dur := func(d *Duration) *time.Duration {
-		if d == nil {
-			return nil
-		}
-		v := time.Duration(*d)
-		return &v
+	var v ConfigUpdate
+	vv := reflect.ValueOf(&v).Elem()
+	for i := range vv.NumField() {
+		vv.Field(i).Set(w.Elem().Field(i).Convert(vv.Field(i).Type()))
 	}
-	*u = ConfigUpdate{
-		Interval: dur(w.Interval), Rate: w.Rate, Burst: w.Burst, Window: w.Window, Limits: w.Limits,
-		Skew: dur(w.Skew), MaxAttempts: w.MaxAttempts,
-		Backoff: dur(w.Backoff), MaxBackoff: dur(w.MaxBackoff), Retention: dur(w.Retention),
-		Targets: w.Targets, AllowNetworks: w.AllowNetworks, TargetTimeout: dur(w.TargetTimeout),
-		MaxRunning: w.MaxRunning, KeyLimits: w.KeyLimits, KeyMaxRunning: keyCapIn(w.KeyMaxRunning),
-		MaxSlowDowns: w.MaxSlowDowns, RetryAfterDefault: dur(w.RetryAfterDefault),
-	}
+	v.KeyMaxRunning = keyCapIn(v.KeyMaxRunning)
+	*u = v
 	return nil
 }
