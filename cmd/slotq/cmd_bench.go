@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slotq/slotq/internal/cli/timeline"
+	"github.com/slotq/slotq/internal/dev/benchdoc"
 )
 
 // defaultBench is the workload of `slotq bench` (issue 2's benchmark):
@@ -33,19 +34,24 @@ func newBenchCmd() *cobra.Command {
 	cfg := demoFlags(cmd.Flags(), defaultBench)
 	runs := cmd.Flags().Int("runs", 5, "number of runs")
 	logLevel := logFlag(cmd.Flags())
+	out := docFlags(cmd.Flags())
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
-		return bench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, *runs, *logLevel)
+		return bench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, *runs, *logLevel, out.with(cmd))
 	})
 	cmd.AddCommand(newBenchLanesCmd())
 	return cmd
 }
 
-func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs int, logLevel string) int {
+func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs int, logLevel string, out docOut) int {
 	if code, ok := checkWorkload("bench", cfg, logLevel, stderr); !ok {
 		return code
 	}
 	if runs < 1 {
 		fmt.Fprintf(stderr, "slotq bench: --runs must be at least 1\n")
+		return exitUsage
+	}
+	if err := out.check(); err != nil {
+		fmt.Fprintf(stderr, "slotq bench: %v\n", err)
 		return exitUsage
 	}
 
@@ -58,11 +64,20 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 	}
 	fmt.Fprintf(stdout, "slotq bench: demo workload, %d producers × %d jobs, %s, %d workers%s, %d runs\n\n",
 		cfg.Producers, cfg.Jobs, cfg.limits(), cfg.Workers, hiccups, runs)
-	const row = "%6s %7s %11s %10s %11s %11s %7s %10s %10s %11s %11s %11s %17s %10s %10s %8s\n"
-	fmt.Fprintf(stdout, row, "run", "starts", "violations", "(handler)", "inversions", "re-tickets", "missed",
-		"late p50", "late p99", "p99 others", "1st decile", "10th decile", "gate→handler p99", "makespan", "ideal", "ratio")
+	header := []string{"run", "starts", "violations", "(handler)", "inversions", "re-tickets", "re-ticketed", "most/job", "missed",
+		"late p50", "late p99", "p99 others", "1st decile", "10th decile", "gate→handler p99", "makespan", "ideal", "ratio"}
+	const row = "%6s %7s %11s %10s %11s %11s %12s %9s %7s %10s %10s %11s %11s %11s %17s %10s %10s %8s\n"
+	printRow := func(cells []string) {
+		args := make([]any, len(cells))
+		for i, c := range cells {
+			args[i] = c
+		}
+		fmt.Fprintf(stdout, row, args...)
+	}
+	printRow(header)
 	code := exitOK
 	var reps []report
+	var rows [][]string
 	for i := range runs {
 		c := *cfg
 		c.Seed = cfg.Seed + uint64(i)
@@ -73,12 +88,14 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 		}
 		r := newReport(c, res)
 		reps = append(reps, r)
-		p := r.promise
-		fmt.Fprintf(stdout, row, strconv.Itoa(i+1), strconv.Itoa(r.handler.Starts),
+		p, rt := r.promise, r.retickets
+		rows = append(rows, []string{strconv.Itoa(i + 1), strconv.Itoa(r.handler.Starts),
 			strconv.Itoa(r.gate.Violations), strconv.Itoa(r.handler.Violations), strconv.Itoa(r.handler.Inversions),
-			strconv.Itoa(res.Retickets), strconv.Itoa(len(res.Missed)), human(p.P50), human(p.P99), human(p.P99Others),
+			strconv.Itoa(res.Retickets), fmt.Sprintf("%.1f %%", rt.Share()), strconv.Itoa(rt.Most),
+			strconv.Itoa(len(res.Missed)), human(p.P50), human(p.P99), human(p.P99Others),
 			human(p.Deciles[0]), human(p.Deciles[9]),
-			human(r.delay[1]), human(r.handler.Makespan), human(r.handler.Ideal), fmt.Sprintf("%.4f", r.handler.Ratio()))
+			human(r.delay[1]), human(r.handler.Makespan), human(r.handler.Ideal), fmt.Sprintf("%.4f", r.handler.Ratio())})
+		printRow(rows[len(rows)-1])
 		if r.keys.Keys > 0 {
 			fmt.Fprintf(stdout, "%6s %d keys, busiest %d jobs: %d violations of a key's limit at the gate, %d between handler begins\n",
 				"", r.keys.Keys, r.keys.Busiest, r.keys.Gate, r.keys.Handler)
@@ -105,18 +122,25 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 		slices.Sort(ns)
 		return strconv.Itoa(ns[(len(ns)-1)/2])
 	}
-	ratios := make([]float64, len(reps))
+	medFloat := func(f func(report) float64) float64 {
+		xs := make([]float64, len(reps))
+		for i, r := range reps {
+			xs[i] = f(r)
+		}
+		slices.Sort(xs)
+		return xs[(len(xs)-1)/2]
+	}
 	violations := 0
-	for i, r := range reps {
-		ratios[i] = r.handler.Ratio()
+	for _, r := range reps {
 		violations += r.gate.Violations
 	}
-	slices.Sort(ratios)
-	fmt.Fprintf(stdout, row, "median", "",
+	rows = append(rows, []string{"median", "",
 		medInt(func(r report) int { return r.gate.Violations }),
 		medInt(func(r report) int { return r.handler.Violations }),
 		medInt(func(r report) int { return r.handler.Inversions }),
 		medInt(func(r report) int { return r.res.Retickets }),
+		fmt.Sprintf("%.1f %%", medFloat(func(r report) float64 { return r.retickets.Share() })),
+		medInt(func(r report) int { return r.retickets.Most }),
 		medInt(func(r report) int { return len(r.res.Missed) }),
 		med(func(r report) time.Duration { return r.promise.P50 }),
 		med(func(r report) time.Duration { return r.promise.P99 }),
@@ -126,13 +150,23 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 		med(func(r report) time.Duration { return r.delay[1] }),
 		med(func(r report) time.Duration { return r.handler.Makespan }),
 		med(func(r report) time.Duration { return r.handler.Ideal }),
-		fmt.Sprintf("%.4f", ratios[(len(ratios)-1)/2]))
+		fmt.Sprintf("%.4f", medFloat(func(r report) float64 { return r.handler.Ratio() }))})
+	printRow(rows[len(rows)-1])
 	fmt.Fprintf(stdout, "\nspacing violations at the gate, all runs: %d (must be 0)\n", violations)
 	fmt.Fprintf(stdout, "violations: starts closer than interval − skew, timed at the gate; (handler): the same, timed as the handler began\n")
 	fmt.Fprintf(stdout, "lateness: handler begin − the slot_at the job's enqueue answered; p99 others: of the jobs that missed no slot;\n"+
 		"  deciles: median lateness of the first and the last tenth of those jobs' starts (a ratchet makes the last later)\n")
+	fmt.Fprintf(stdout, "re-ticketed: share of starts whose job took a new ticket first; most/job: the most new tickets one job took\n")
 	fmt.Fprintf(stdout, "missed: jobs whose worker came more than skew late for their start and gave the slot up (a new ticket)\n")
 	fmt.Fprintf(stdout, "ratio: makespan / ideal, ideal = (n−1)·interval (the limit's arithmetic; with keys, the busiest key's under its own limit if longer)\n")
+	if out.Doc != "" {
+		t := benchdoc.Table{Name: out.Table, Command: out.Command, Header: header, Rows: rows}
+		t.Header[2] = "violations at the gate"
+		if err := out.write(stdout, t); err != nil {
+			fmt.Fprintf(stderr, "slotq bench: %v\n", err)
+			return exitFail
+		}
+	}
 	return code
 }
 
@@ -211,19 +245,23 @@ func newBenchLanesCmd() *cobra.Command {
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "give up waiting for the jobs of a run after this (0: 2·ideal + 30s)")
 	runs := fs.Int("runs", 5, "number of runs")
 	logLevel := logFlag(fs)
+	out := docFlags(fs)
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
-		return benchLanes(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, *runs, *logLevel)
+		return benchLanes(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, *runs, *logLevel, out.with(cmd))
 	})
 	return cmd
 }
 
-func benchLanes(ctx context.Context, stdout, stderr io.Writer, c lanesConfig, runs int, logLevel string) int {
+func benchLanes(ctx context.Context, stdout, stderr io.Writer, c lanesConfig, runs int, logLevel string, out docOut) int {
 	usage := func(msg string) int {
 		fmt.Fprintf(stderr, "slotq bench lanes: %s\n", msg)
 		return exitUsage
 	}
 	if runs < 1 {
 		return usage("--runs must be at least 1")
+	}
+	if err := out.check(); err != nil {
+		return usage(err.Error())
 	}
 	logger, err := newLogger(logLevel, stderr)
 	if err != nil {
@@ -241,8 +279,18 @@ func benchLanes(ctx context.Context, stdout, stderr io.Writer, c lanesConfig, ru
 	fmt.Fprintf(stdout, "slotq bench lanes: %d keys × %d jobs, each running %g–%g intervals, interval %s%s, %d workers, %d runs\n\n",
 		c.Keys, c.Jobs, c.MinRun, c.MaxRun, c.Interval, capped, c.Workers, runs)
 	const row = "%6s %5s %9s %6s %10s %11s %8s %8s %10s %10s %10s %10s %8s\n"
-	fmt.Fprintf(stdout, row, "run", "jobs", "overlaps", "order", "reordered", "re-tickets", "max/key", "at once",
-		"late p50", "late p99", "makespan", "ideal", "ratio")
+	header := []string{"run", "jobs", "overlaps", "order", "reordered", "re-tickets", "max/key", "at once",
+		"late p50", "late p99", "makespan", "ideal", "ratio"}
+	var rows [][]string
+	printRow := func(cells ...string) {
+		rows = append(rows, cells)
+		args := make([]any, len(cells))
+		for i, c := range cells {
+			args[i] = c
+		}
+		fmt.Fprintf(stdout, row, args...)
+	}
+	printRow(header...)
 	code := exitOK
 	var reps []lanesReport
 	for i := range runs {
@@ -255,7 +303,7 @@ func benchLanes(ctx context.Context, stdout, stderr io.Writer, c lanesConfig, ru
 		}
 		r := newLanesReport(rc, res)
 		reps = append(reps, r)
-		fmt.Fprintf(stdout, row, strconv.Itoa(i+1), strconv.Itoa(len(res.Runs)), strconv.Itoa(r.Overlaps),
+		printRow(strconv.Itoa(i+1), strconv.Itoa(len(res.Runs)), strconv.Itoa(r.Overlaps),
 			strconv.Itoa(r.OrderViolations), strconv.Itoa(r.Reordered), strconv.Itoa(res.Retickets),
 			strconv.Itoa(r.PerKey), strconv.Itoa(r.Concurrent), human(r.LatenessP50), human(r.LatenessP99),
 			human(r.Makespan), human(r.Ideal), fmt.Sprintf("%.4f", r.Ratio()))
@@ -286,7 +334,7 @@ func benchLanes(ctx context.Context, stdout, stderr io.Writer, c lanesConfig, ru
 		ratios[i] = r.Ratio()
 	}
 	slices.Sort(ratios)
-	fmt.Fprintf(stdout, row, "median", medInt(func(r lanesReport) int { return len(r.res.Runs) }),
+	printRow("median", medInt(func(r lanesReport) int { return len(r.res.Runs) }),
 		medInt(func(r lanesReport) int { return r.Overlaps }),
 		medInt(func(r lanesReport) int { return r.OrderViolations }),
 		medInt(func(r lanesReport) int { return r.Reordered }),
@@ -307,5 +355,11 @@ func benchLanes(ctx context.Context, stdout, stderr io.Writer, c lanesConfig, ru
 	fmt.Fprintf(stdout, "reordered: runs that began after a run of their key accepted later (a passed job takes a new ticket behind them)\n")
 	fmt.Fprintf(stdout, "max/key: most runs of one key at once (must be 1); at once: most runs of the queue at once\n")
 	fmt.Fprintf(stdout, "lateness: handler begin − slot; ratio: makespan / ideal, ideal = max(longest key's total run time, (n−1)·interval)\n")
+	if out.Doc != "" {
+		if err := out.write(stdout, benchdoc.Table{Command: out.Command, Header: rows[0], Rows: rows[1:]}); err != nil {
+			fmt.Fprintf(stderr, "slotq bench lanes: %v\n", err)
+			return exitFail
+		}
+	}
 	return code
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/slotq/slotq/internal/dev/benchdoc"
 	"github.com/slotq/slotq/internal/dev/costs"
 )
 
@@ -25,6 +28,7 @@ func newCostsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&o.Template, "template", "template.yaml", "SAM template to read the functions' MemorySize and the stack's DefaultSkew from")
 	cmd.Flags().IntVar(&o.Runs, "runs", 3, "runs of each throughput measurement (the median is shown)")
 	verbose := cmd.Flags().BoolP("verbose", "v", false, "print each scenario's DynamoDB calls by function and operation to stderr")
+	doc := docFlags(cmd.Flags())
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		o.Progress = stderr
@@ -32,12 +36,28 @@ func newCostsCmd() *cobra.Command {
 			fmt.Fprintf(stderr, "slotq costs: --runs must be at least 1\n")
 			return exitUsage
 		}
+		out := doc.with(cmd)
+		if err := out.check(); err != nil {
+			fmt.Fprintf(stderr, "slotq costs: %v\n", err)
+			return exitUsage
+		}
+		var report bytes.Buffer
+		w := io.Writer(stdout)
+		if out.Doc != "" {
+			w = &report // printed below, as the doc holds it
+		}
 		if *verbose {
 			o.Calls = stderr
 		}
-		if err := costs.Run(cmd.Context(), stdout, o); err != nil {
+		if err := costs.Run(cmd.Context(), w, o); err != nil {
 			fmt.Fprintf(stderr, "slotq costs: %v\n", err)
 			return exitFail
+		}
+		if out.Doc != "" {
+			if err := out.write(stdout, benchdoc.Table{Command: out.Command, Body: report.String()}); err != nil {
+				fmt.Fprintf(stderr, "slotq costs: %v\n", err)
+				return exitFail
+			}
 		}
 		return exitOK
 	})

@@ -126,9 +126,9 @@ func demo(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, asJSON
 	r := newReport(*cfg, res)
 	if asJSON {
 		fmt.Fprintf(stderr, "slotq demo: %d starts, %d spacing violations at the gate (%d between handler begins), "+
-			"lateness p50 %s p99 %s, makespan ×%.4f of ideal, %d re-tickets\n",
+			"lateness p50 %s p99 %s, makespan ×%.4f of ideal, %d re-tickets (re-ticketed %s)\n",
 			r.handler.Starts, r.gate.Violations, r.handler.Violations, human(r.handler.LatenessP50),
-			human(r.handler.LatenessP99), r.handler.Ratio(), res.Retickets)
+			human(r.handler.LatenessP99), r.handler.Ratio(), res.Retickets, r.retickets)
 		if r.keys.Keys > 0 {
 			fmt.Fprintf(stderr, "slotq demo: %d keys, busiest %d jobs: %d violations of a key's limit at the gate (%d between handler begins)\n",
 				r.keys.Keys, r.keys.Busiest, r.keys.Gate, r.keys.Handler)
@@ -154,6 +154,40 @@ type report struct {
 	// keys are the figures of each key's own limit, when the run has
 	// keys with a limit.
 	keys keyFigures
+	// retickets are the run's re-tickets as its starts saw them.
+	retickets reticketFigures
+}
+
+// reticketFigures are a run's re-tickets seen from its starts: how many
+// starts came after their job took a new ticket, and the most new
+// tickets one job took before it started.
+type reticketFigures struct {
+	Reticketed, Starts, Most int
+}
+
+func newReticketFigures(starts []timeline.Start) reticketFigures {
+	f := reticketFigures{Starts: len(starts)}
+	for _, s := range starts {
+		if s.Retickets > 0 {
+			f.Reticketed++
+		}
+		f.Most = max(f.Most, s.Retickets)
+	}
+	return f
+}
+
+// Share is the share of starts whose job was re-ticketed first, in
+// percent.
+func (f reticketFigures) Share() float64 {
+	if f.Starts == 0 {
+		return 0
+	}
+	return 100 * float64(f.Reticketed) / float64(f.Starts)
+}
+
+// String writes the share and the most: "4.2 % of starts, most 2 of one job".
+func (f reticketFigures) String() string {
+	return fmt.Sprintf("%.1f %% of starts, most %d of one job", f.Share(), f.Most)
 }
 
 // keyFigures judge a run's starts key by key against the key's limit.
@@ -199,6 +233,8 @@ func newReport(cfg demoConfig, res demoResult) report {
 		delay:   [3]time.Duration{timeline.Percentile(d, 50), timeline.Percentile(d, 99), timeline.Percentile(d, 100)},
 		promise: newPromiseFigures(res),
 		keys:    newKeyFigures(cfg, res.Starts, res.Skew),
+
+		retickets: newReticketFigures(res.Starts),
 	}
 	// The binding limit's ideal: the queue's for all starts, or the
 	// busiest key's for its own, whichever is longer.
@@ -255,7 +291,7 @@ func (r report) print(w io.Writer) {
 		human(h.SpacingMin), human(h.SpacingP50), human(r.gate.SpacingMin))
 	fmt.Fprintf(w, "  lateness      p50 %s  p99 %s  max %s  (handler begin − slot)\n",
 		human(h.LatenessP50), human(h.LatenessP99), human(h.LatenessMax))
-	fmt.Fprintf(w, "  order         %d inversions, %d re-tickets\n", h.Inversions, res.Retickets)
+	fmt.Fprintf(w, "  order         %d inversions, %d re-tickets (re-ticketed %s)\n", h.Inversions, res.Retickets, r.retickets)
 	fmt.Fprintf(w, "  violations    %d at the gate, %d between handler begins (breaking the limit beyond the skew)\n",
 		r.gate.Violations, h.Violations)
 	if r.keys.Keys > 0 {

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/slotq/slotq/internal/dev/benchdoc"
+)
+
+// docOut says where a measuring command (bench, bench lanes, costs) writes
+// its table besides stdout: between the markers of Table in the Markdown
+// file Doc (internal/dev/benchdoc), as `make bench` does.
+type docOut struct {
+	Doc, Table string
+	// Command is the command line as the user gave it, without --doc and
+	// --table.
+	Command string
+}
+
+func docFlags(fs *pflag.FlagSet) *docOut {
+	var o docOut
+	fs.StringVar(&o.Doc, "doc", "", "also write the table between the <!-- bench:TABLE begin/end --> markers of this Markdown file (make bench)")
+	fs.StringVar(&o.Table, "table", "", "the table's name in --doc's markers")
+	return &o
+}
+
+// with returns o with the command that runs cmd as given: its path and
+// the flags set, --doc and --table left out.
+func (o *docOut) with(cmd *cobra.Command) docOut {
+	out := *o
+	words := []string{cmd.CommandPath()}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		switch {
+		case f.Name == "doc" || f.Name == "table":
+		case f.Value.Type() == "bool" && f.Value.String() == "true":
+			words = append(words, "--"+f.Name)
+		case f.Value.Type() == "bool":
+			words = append(words, "--"+f.Name+"=false")
+		default:
+			words = append(words, "--"+f.Name, f.Value.String())
+		}
+	})
+	out.Command = strings.Join(words, " ")
+	return out
+}
+
+func (o docOut) check() error {
+	if (o.Doc == "") != (o.Table == "") {
+		return errors.New("--doc and --table go together")
+	}
+	return nil
+}
+
+// write prints t as the doc holds it, with the host's load average now,
+// and writes it between its markers in Doc.
+func (o docOut) write(stdout io.Writer, t benchdoc.Table) error {
+	t.Name = o.Table
+	block := t.Markdown(time.Now(), benchdoc.LoadAverage())
+	fmt.Fprintf(stdout, "\nwritten to %s (table %s):\n\n%s", o.Doc, o.Table, block)
+	return benchdoc.Write(o.Doc, o.Table, block)
+}

@@ -1,0 +1,54 @@
+// Command benchdoc writes a table of figures read from stdin between the
+// markers of a Markdown doc (internal/dev/benchdoc), as `make bench` does
+// for the steps that are not slotq commands: the Go benchmarks' output
+// (-format gobench) and the lines of a test that logs its figures
+// (-format lines -prefix 'figures: '). What it reads it prints as it goes,
+// then the table as the doc holds it.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/slotq/slotq/internal/dev/benchdoc"
+)
+
+func main() {
+	doc := flag.String("doc", "", "the Markdown file to write the table into")
+	table := flag.String("table", "", "the table's name in the doc's markers")
+	command := flag.String("command", "", "the command that measured the figures, as the table shows it")
+	format := flag.String("format", "gobench", "what stdin holds: gobench (go test -bench output) or lines")
+	prefix := flag.String("prefix", "figures: ", "with -format lines: the lines to keep and what precedes their figures")
+	flag.Parse()
+	if *doc == "" || *table == "" || *command == "" {
+		fmt.Fprintln(os.Stderr, "benchdoc: -doc, -table and -command are needed")
+		os.Exit(2)
+	}
+	var t benchdoc.Table
+	var err error
+	switch *format {
+	case "gobench":
+		t, err = benchdoc.GoBench(os.Stdin, os.Stdout)
+	case "lines":
+		t, err = benchdoc.Lines(os.Stdin, os.Stdout, *prefix)
+	default:
+		err = fmt.Errorf("-format %q: want gobench or lines", *format)
+	}
+	if err == nil && len(t.Rows) == 0 {
+		err = fmt.Errorf("no figures on stdin")
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchdoc: %v\n", err)
+		os.Exit(1)
+	}
+	t.Name, t.Command = *table, *command
+	block := t.Markdown(time.Now(), benchdoc.LoadAverage())
+	io.WriteString(os.Stdout, "\nwritten to "+*doc+" (table "+*table+"):\n\n"+block)
+	if err := benchdoc.Write(*doc, *table, block); err != nil {
+		fmt.Fprintf(os.Stderr, "benchdoc: %v\n", err)
+		os.Exit(1)
+	}
+}

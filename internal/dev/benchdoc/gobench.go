@@ -1,0 +1,71 @@
+package benchdoc
+
+import (
+	"bufio"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// GoBench reads the output of `go test -bench` and returns its results as
+// a table: a row per benchmark, with its package, iterations and each
+// measure it reported (ns/op, B/op, allocs/op, and any of its own), in the
+// order they first came. Every line read is copied to echo.
+func GoBench(r io.Reader, echo io.Writer) (Table, error) {
+	type result struct {
+		pkg, name, n string
+		by           map[string]string
+	}
+	var (
+		rs    []result
+		units []string
+		pkg   string
+	)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		io.WriteString(echo, line+"\n")
+		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
+			pkg = p
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") || len(f)%2 != 0 {
+			continue
+		}
+		res := result{pkg: pkg, name: strings.TrimPrefix(f[0], "Benchmark"), n: f[1], by: map[string]string{}}
+		for i := 2; i+1 < len(f); i += 2 {
+			res.by[f[i+1]] = f[i]
+			if !slices.Contains(units, f[i+1]) {
+				units = append(units, f[i+1])
+			}
+		}
+		rs = append(rs, res)
+	}
+	t := Table{Header: append([]string{"package", "benchmark", "iterations"}, units...)}
+	for _, res := range rs {
+		row := []string{res.pkg, res.name, res.n}
+		for _, u := range units {
+			row = append(row, res.by[u])
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t, sc.Err()
+}
+
+// Lines reads lines and returns a table of those that hold prefix: a row
+// per such line, numbered, with what follows the prefix. Every line read
+// is copied to echo.
+func Lines(r io.Reader, echo io.Writer, prefix string) (Table, error) {
+	t := Table{Header: []string{"run", strings.TrimSuffix(strings.TrimSpace(prefix), ":")}}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		io.WriteString(echo, line+"\n")
+		if _, rest, ok := strings.Cut(line, prefix); ok {
+			t.Rows = append(t.Rows, []string{strconv.Itoa(len(t.Rows) + 1), strings.ReplaceAll(rest, "|", `\|`)})
+		}
+	}
+	return t, sc.Err()
+}
