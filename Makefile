@@ -76,20 +76,28 @@ DYNAMODB_PORT ?= 8000
 dynamodb-local: ## Run DynamoDB Local on 127.0.0.1:$(DYNAMODB_PORT) and print the environment that points the AWS SDK at it (needs Java 17)
 	$(GO) run ./internal/dev/dynamolocal/cmd/dynamodb-local -port $(DYNAMODB_PORT)
 
+# `make bench` writes each table it measures between the markers of its
+# name in docs/performance.md (and the cost report in docs/costs.md), with
+# the command and the host's load average (internal/dev/benchdoc): run it on
+# a quiet host, and commit the docs it leaves.
+PERF_DOC  ?= docs/performance.md
+COSTS_DOC ?= docs/costs.md
+GOBENCH    = $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./cmd/... ./pkg/... ./internal/...
+BENCHDOC   = $(GO) run ./internal/dev/benchdoc/cmd/benchdoc -doc $(PERF_DOC)
+
 .PHONY: bench
-bench: ## Run the benchmarks, the demo workload (embedded, then on DynamoDB Local + moto), the lanes workload (keys) and the cost report (docs/costs.md)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./cmd/... ./pkg/... ./internal/...
-	SLOTQ_SIM_WEEK=1 $(GO) test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/
-	$(GO) run ./cmd/slotq bench
-	@echo "the limit's other forms: a rate with a burst at 500 starts/s, a window, both on the embedded engine:"
-	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 500 --rate 500/1s --burst 5 --workers 16
-	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 100 --window 10/50ms --workers 16
-	@echo "keyed limits: 2,000 jobs over 50 keys, each key at 2/s, the queue at 200/s:"
-	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 250 --keys 50 --key-rate 2/1s --rate 200/1s --workers 32
-	$(GO) run ./cmd/slotq bench lanes
-	@echo "the demo's shape on the real adapters (internal/dev/awssim, 3 runs):"
-	@for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./internal/dev/awssim | grep -o 'figures: .*' || exit 1; done
-	$(GO) run ./cmd/slotq costs
+bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, lanes; embedded, then on DynamoDB Local + moto) and the cost report; write their tables into docs/performance.md and docs/costs.md
+	set -o pipefail; $(GOBENCH) | $(BENCHDOC) -table go -command "$(GOBENCH)"
+	set -o pipefail; SLOTQ_SIM_WEEK=1 $(GO) test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/ | \
+	  $(BENCHDOC) -table week -format lines -command "SLOTQ_SIM_WEEK=1 go test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/"
+	$(GO) run ./cmd/slotq bench --doc $(PERF_DOC) --table demo
+	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 500 --rate 500/1s --burst 5 --workers 16 --doc $(PERF_DOC) --table rate
+	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 100 --window 10/50ms --workers 16 --doc $(PERF_DOC) --table window
+	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 250 --keys 50 --key-rate 2/1s --rate 200/1s --workers 32 --doc $(PERF_DOC) --table keys
+	$(GO) run ./cmd/slotq bench lanes --doc $(PERF_DOC) --table lanes
+	set -o pipefail; for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./internal/dev/awssim | grep -o 'figures: .*' || exit 1; done | \
+	  $(BENCHDOC) -table awssim -format lines -command "SLOTQ_REQUIRE_LOCAL_AWS=1 go test -count=1 -run 'TestSimulation$$' -v ./internal/dev/awssim (3 times)"
+	$(GO) run ./cmd/slotq costs --doc $(COSTS_DOC) --table costs
 
 .PHONY: fuzz
 fuzz: ## Fuzz request decoding and slot invariants for a short while

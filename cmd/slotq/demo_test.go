@@ -238,9 +238,39 @@ func TestDemoSummary(t *testing.T) {
 	if n := strings.Count(out, "  late "); n != 4 {
 		t.Errorf("%d timeline lines, want 4:\n%s", n, out)
 	}
-	for _, want := range []string{"spacing", "lateness", "inversions", "re-tickets", "violations    0 at the gate", "makespan", "ideal"} {
+	for _, want := range []string{"spacing", "lateness", "inversions", "re-tickets", "% of starts, most ", "violations    0 at the gate", "makespan", "ideal"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestReticketFigures checks the re-ticket summary of a run's starts:
+// the share of starts that came after a re-ticket, and the most
+// re-tickets one job took, which a sum of re-tickets hides (one job
+// re-ticketed six times reads like six jobs re-ticketed once).
+func TestReticketFigures(t *testing.T) {
+	starts := func(retickets ...int) []timeline.Start {
+		var ss []timeline.Start
+		for i, n := range retickets {
+			ss = append(ss, timeline.Start{JobID: string(rune('a' + i)), Retickets: n})
+		}
+		return ss
+	}
+	for name, tt := range map[string]struct {
+		starts []timeline.Start
+		want   reticketFigures
+		text   string
+	}{
+		"none":               {nil, reticketFigures{}, "0.0 % of starts, most 0 of one job"},
+		"no re-ticket":       {starts(0, 0, 0), reticketFigures{Starts: 3}, "0.0 % of starts, most 0 of one job"},
+		"one job, often":     {starts(0, 6, 0, 0), reticketFigures{Reticketed: 1, Starts: 4, Most: 6}, "25.0 % of starts, most 6 of one job"},
+		"several, once":      {starts(1, 1, 1, 0, 0, 0, 0, 0), reticketFigures{Reticketed: 3, Starts: 8, Most: 1}, "37.5 % of starts, most 1 of one job"},
+		"mixed, all of them": {starts(2, 1, 3), reticketFigures{Reticketed: 3, Starts: 3, Most: 3}, "100.0 % of starts, most 3 of one job"},
+	} {
+		got := newReticketFigures(tt.starts)
+		if got != tt.want || got.String() != tt.text {
+			t.Errorf("%s: %+v %q; want %+v %q", name, got, got, tt.want, tt.text)
 		}
 	}
 }

@@ -188,7 +188,7 @@ func TestResumeScheduledWeek(t *testing.T) {
 		slices.Sort(release)
 		slices.Sort(start)
 		pct := func(ds []time.Duration, p int) time.Duration { return ds[min(len(ds)-1, len(ds)*p/100)] }
-		t.Logf("%d jobs over 7 days across %d queues: release lateness p99 %v, max %v; start − not_before p50 %v, p99 %v, max %v; re-tickets %d; unfinished %d",
+		t.Logf("figures: %d jobs over 7 days across %d queues: release lateness p99 %v, max %v; start − not_before p50 %v, p99 %v, max %v; re-tickets %d; unfinished %d",
 			len(start), queues, pct(release, 99), release[len(release)-1], pct(start, 50), pct(start, 99), start[len(start)-1], reticketed, unfinished)
 		if reticketed != 0 || unfinished != 0 || len(release) != queues*perQueue {
 			t.Errorf("re-tickets %d, unfinished %d, releases %d of %d jobs; want 0, 0 and one each", reticketed, unfinished, len(release), queues*perQueue)

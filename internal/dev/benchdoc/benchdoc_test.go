@@ -2,6 +2,7 @@ package benchdoc
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -106,5 +107,10 @@ func TestGoBench(t *testing.T) {
 	}
 	if !reflect.DeepEqual(tb, want) {
 		t.Fatalf("GoBench = %+v\nwant %+v", tb, want)
+	}
+	for _, bad := range []string{"--- FAIL: BenchmarkWork\n", "FAIL\texample.com/a\t1s\n", "panic: boom\n"} {
+		if _, err := GoBench(strings.NewReader(out+bad), io.Discard); err == nil {
+			t.Errorf("GoBench took output with %q", bad)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package benchdoc
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -11,7 +12,9 @@ import (
 // GoBench reads the output of `go test -bench` and returns its results as
 // a table: a row per benchmark, with its package, iterations and each
 // measure it reported (ns/op, B/op, allocs/op, and any of its own), in the
-// order they first came. Every line read is copied to echo.
+// order they first came. Every line read is copied to echo. Output that
+// reports a failure (a FAIL or panic line) is an error: its figures are
+// not written.
 func GoBench(r io.Reader, echo io.Writer) (Table, error) {
 	type result struct {
 		pkg, name, n string
@@ -21,11 +24,16 @@ func GoBench(r io.Reader, echo io.Writer) (Table, error) {
 		rs    []result
 		units []string
 		pkg   string
+		// failed is the first line that reports a failure.
+		failed string
 	)
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
 		io.WriteString(echo, line+"\n")
+		if failed == "" && (strings.HasPrefix(line, "FAIL") || strings.HasPrefix(line, "--- FAIL") || strings.HasPrefix(line, "panic:")) {
+			failed = line
+		}
 		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
 			pkg = p
 			continue
@@ -43,6 +51,12 @@ func GoBench(r io.Reader, echo io.Writer) (Table, error) {
 		}
 		rs = append(rs, res)
 	}
+	if err := sc.Err(); err != nil {
+		return Table{}, err
+	}
+	if failed != "" {
+		return Table{}, fmt.Errorf("the benchmarks failed (%q): no table written", failed)
+	}
 	t := Table{Header: append([]string{"package", "benchmark", "iterations"}, units...)}
 	for _, res := range rs {
 		row := []string{res.pkg, res.name, res.n}
@@ -51,7 +65,7 @@ func GoBench(r io.Reader, echo io.Writer) (Table, error) {
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	return t, sc.Err()
+	return t, nil
 }
 
 // Lines reads lines and returns a table of those that hold prefix: a row
