@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,32 @@ func TestGoBench(t *testing.T) {
 	for _, bad := range []string{"--- FAIL: BenchmarkWork\n", "FAIL\texample.com/a\t1s\n", "panic: boom\n"} {
 		if _, err := GoBench(strings.NewReader(out+bad), io.Discard); err == nil {
 			t.Errorf("GoBench took output with %q", bad)
+		}
+	}
+}
+
+// TestMakeBenchMarkers checks that every table `make bench` writes has
+// its markers in the doc it goes to, so that a long run does not fail at
+// its last step on a marker someone removed.
+func TestMakeBenchMarkers(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := map[string]string{"PERF_DOC": "docs/performance.md", "COSTS_DOC": "docs/costs.md", "BENCHDOC": "docs/performance.md"}
+	step := regexp.MustCompile(`\$\((PERF_DOC|COSTS_DOC|BENCHDOC)\)[^\n]*?-?-table (\S+)`)
+	found := step.FindAllStringSubmatch(string(mk), -1)
+	if len(found) < 9 {
+		t.Fatalf("found %d tables in the Makefile's bench steps; want the 9 it writes", len(found))
+	}
+	for _, m := range found {
+		doc, err := os.ReadFile(filepath.Join(root, docs[m[1]]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Replace(doc, m[2], "t"); err != nil {
+			t.Errorf("%s: %v", docs[m[1]], err)
 		}
 	}
 }
