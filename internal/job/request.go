@@ -3,7 +3,6 @@ package job
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"time"
@@ -30,29 +29,15 @@ var (
 	kindRE = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
 )
 
-// Spec is one job as a producer asks for it.
-type Spec struct {
-	// ID is optional; given, it makes enqueue idempotent per queue.
-	ID string `json:"id,omitempty"`
-	// Kind names a Go handler; Target an HTTP URL or a Lambda function
-	// ("lambda:NAME" or a function ARN). Exactly one is required.
-	Kind   string `json:"kind,omitempty"`
-	Target string `json:"target,omitempty"`
-	// Payload is any JSON value, passed to the target as is.
-	Payload json.RawMessage `json:"payload,omitempty"`
-	// NotBefore is the earliest time the job may start: an RFC 3339 time
-	// with its offset, within MaxNotBefore of now.
-	NotBefore *time.Time `json:"not_before,omitempty"`
-	// Key, if set ([A-Za-z0-9_.:/@-]{1,200}), makes the job one of a
-	// lane: jobs of the queue with the same key never run at the same
-	// time, and start in ticket order (docs/guarantees.md §12).
-	Key string `json:"key,omitempty"`
-	// TraceParent and TraceState are the producer's W3C trace context
-	// (ValidateTraceParent, ValidateTraceState): the job's record keeps
-	// them, and its spans and target join that trace.
-	TraceParent string `json:"traceparent,omitempty"`
-	TraceState  string `json:"tracestate,omitempty"`
-}
+// Spec is one job as a producer asks for it: api.Spec's fields (the type
+// is defined by it, so a field is declared once, in pkg/api), checked by
+// Validate: an ID makes enqueue idempotent per queue; exactly one of Kind
+// and Target; NotBefore within MaxNotBefore of now; Key
+// ([A-Za-z0-9_.:/@-]{1,200}) makes the job one of a lane (jobs of the
+// queue with the same key never run at the same time, and start in
+// ticket order); TraceParent and TraceState are checked by
+// ValidateTraceParent and ValidateTraceState.
+type Spec api.Spec
 
 // EnqueueRequest is what producers send to enqueue: one job or a batch.
 type EnqueueRequest struct {
