@@ -27,7 +27,10 @@ func newBenchCmd() *cobra.Command {
 		Short: "Run the demo workload several times and report spacing, lateness and makespan (bench lanes: keyed jobs)",
 		Long: "Runs the demo workload several times, silently, and reports per run and as medians:\n" +
 			"spacing violations (must be 0), lateness p50/p99, and the makespan against the\n" +
-			"ideal (n−1)·interval. Exits 1 if a run had a violation or left a job unfinished.\n" +
+			"ideal (n−1)·interval, and the share of starts re-ticketed with the most re-tickets of one\n" +
+			"job. Exits 1 if a run had a violation or left a job unfinished. With --doc and --table it\n" +
+			"also writes the table, with the command and the host's load average, between the\n" +
+			"<!-- bench:TABLE begin --> and <!-- bench:TABLE end --> markers of a Markdown file (make bench).\n" +
 			"'slotq bench lanes' does the same for keyed jobs and max_running.",
 		Args: nArgs(0, 0),
 	}
