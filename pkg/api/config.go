@@ -42,8 +42,8 @@ type Config struct {
 	// default); PATH exact, or a prefix when the pattern ends in "*"; no
 	// path allows every path. A Lambda pattern is "lambda:NAME[:QUALIFIER]",
 	// a function ARN, or either ending in "*" after a non-empty name
-	// prefix. "*" alone is no pattern.
-	//
+	// prefix. "*" alone is no pattern. Default none.
+	Targets []string
 	// AllowNetworks lists address prefixes (CIDR, such as "10.1.0.0/16";
 	// at most 32) that the queue's HTTP targets may reach although they
 	// are loopback, private, link-local, unique-local, metadata,
@@ -52,7 +52,6 @@ type Config struct {
 	// carries an IPv4 address (::ffff:a.b.c.d, NAT64, 6to4, Teredo) is
 	// judged by that IPv4 address, so an IPv4 prefix allows it. Default
 	// none: public addresses only.
-	Targets       []string
 	AllowNetworks []string
 	// TargetTimeout bounds one run of an HTTP or Lambda target. Default
 	// 30s.
