@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -317,6 +319,42 @@ func TestBar(t *testing.T) {
 	for _, tt := range tests {
 		if got := len([]rune(bar(tt.d, 10*time.Millisecond))); got != tt.want {
 			t.Errorf("bar(%v) has %d cells, want %d", tt.d, got, tt.want)
+		}
+	}
+}
+
+// TestBenchDoc runs `slotq bench --doc` twice, small, on a doc with its
+// markers: the doc then holds what the second run printed, between the
+// markers alone, with the command and the load average.
+func TestBenchDoc(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "perf.md")
+	before, after := "# Figures\n\nProse.\n\n<!-- bench:demo begin -->\n", "\n<!-- bench:demo end -->\n\nMore prose.\n"
+	if err := os.WriteFile(path, []byte(before+"old"+after), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var printed string
+	for range 2 {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), []string{"bench", "--runs", "1", "--producers", "1", "--jobs", "3", "--interval", "20ms", "--doc", path, "--table", "demo"}, &stdout, &stderr)
+		if code != exitOK {
+			t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+		}
+		_, block, ok := strings.Cut(stdout.String(), "written to "+path+" (table demo):\n\n")
+		if !ok {
+			t.Fatalf("bench printed no table:\n%s", stdout.String())
+		}
+		printed = block
+	}
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := before + strings.TrimRight(printed, "\n") + after; string(doc) != want {
+		t.Fatalf("doc:\n%s\nwant what the second run printed:\n%s", doc, want)
+	}
+	for _, want := range []string{"`slotq bench --interval 20ms --jobs 3 --producers 1 --runs 1` on ", ", load average ", "| re-ticketed | most/job |", "| median |"} {
+		if !strings.Contains(printed, want) {
+			t.Errorf("table lacks %q:\n%s", want, printed)
 		}
 	}
 }

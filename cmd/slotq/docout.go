@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -50,9 +51,21 @@ func (o *docOut) with(cmd *cobra.Command) docOut {
 	return out
 }
 
+// check refuses --doc without --table (or the other way round), and a doc
+// that cannot take the table, before anything is measured.
 func (o docOut) check() error {
 	if (o.Doc == "") != (o.Table == "") {
 		return errors.New("--doc and --table go together")
+	}
+	if o.Doc == "" {
+		return nil
+	}
+	doc, err := os.ReadFile(o.Doc)
+	if err != nil {
+		return err
+	}
+	if _, err := benchdoc.Replace(doc, o.Table, ""); err != nil {
+		return fmt.Errorf("%s: %w", o.Doc, err)
 	}
 	return nil
 }

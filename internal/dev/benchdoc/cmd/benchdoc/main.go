@@ -27,8 +27,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchdoc: -doc, -table and -command are needed")
 		os.Exit(2)
 	}
+	// A doc that cannot take the table fails before the step's run, not
+	// after it.
+	d, err := os.ReadFile(*doc)
+	if err == nil {
+		_, err = benchdoc.Replace(d, *table, "")
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchdoc: %s: %v\n", *doc, err)
+		os.Exit(1)
+	}
 	var t benchdoc.Table
-	var err error
 	switch *format {
 	case "gobench":
 		t, err = benchdoc.GoBench(os.Stdin, os.Stdout)
