@@ -141,3 +141,18 @@ func TestMakeBenchMarkers(t *testing.T) {
 		}
 	}
 }
+
+func TestLines(t *testing.T) {
+	out := "=== RUN   TestSimulation\n    sim_test.go:355: figures: 36 jobs | 4 workers\nok\nfigures: 36 jobs again\n"
+	tb, err := Lines(strings.NewReader(out), io.Discard, "figures: ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Table{Header: []string{"run", "figures"}, Rows: [][]string{{"1", `36 jobs \| 4 workers`}, {"2", "36 jobs again"}}}
+	if !reflect.DeepEqual(tb, want) {
+		t.Fatalf("Lines = %+v\nwant %+v", tb, want)
+	}
+	if _, err := Lines(strings.NewReader(out+"--- FAIL: TestSimulation (1.00s)\n"), io.Discard, "figures: "); err == nil {
+		t.Error("Lines took the output of a failed test")
+	}
+}

@@ -31,7 +31,7 @@ func GoBench(r io.Reader, echo io.Writer) (Table, error) {
 	for sc.Scan() {
 		line := sc.Text()
 		io.WriteString(echo, line+"\n")
-		if failed == "" && (strings.HasPrefix(line, "FAIL") || strings.HasPrefix(line, "--- FAIL") || strings.HasPrefix(line, "panic:")) {
+		if failed == "" && failure(line) {
 			failed = line
 		}
 		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
@@ -70,16 +70,25 @@ func GoBench(r io.Reader, echo io.Writer) (Table, error) {
 
 // Lines reads lines and returns a table of those that hold prefix: a row
 // per such line, numbered, with what follows the prefix. Every line read
-// is copied to echo.
+// is copied to echo. Output that reports a failure (a test's FAIL or a
+// panic) is an error, as for GoBench.
 func Lines(r io.Reader, echo io.Writer, prefix string) (Table, error) {
 	t := Table{Header: []string{"run", strings.TrimSuffix(strings.TrimSpace(prefix), ":")}}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
 		io.WriteString(echo, line+"\n")
+		if failure(line) {
+			return Table{}, fmt.Errorf("the step failed (%q): no table written", line)
+		}
 		if _, rest, ok := strings.Cut(line, prefix); ok {
 			t.Rows = append(t.Rows, []string{strconv.Itoa(len(t.Rows) + 1), strings.ReplaceAll(rest, "|", `\|`)})
 		}
 	}
 	return t, sc.Err()
+}
+
+// failure reports whether a line of go test's output reports a failure.
+func failure(line string) bool {
+	return strings.HasPrefix(line, "FAIL") || strings.HasPrefix(strings.TrimSpace(line), "--- FAIL") || strings.HasPrefix(line, "panic:")
 }
