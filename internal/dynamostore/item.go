@@ -27,6 +27,8 @@ const (
 	// Queue state item (the hot one).
 	attrTicket      = "ticket"
 	attrCurrent     = "current"
+	// The latest slot of a line ticket that started (slot.State.Front).
+	attrFront = "front"
 	attrClock       = "clock"
 	attrLastStart   = "last_start"
 	attrPaused      = "paused"
@@ -350,6 +352,7 @@ func decodeState(m map[string]types.AttributeValue) (slot.State, limitsKey, erro
 	s := slot.State{
 		Ticket:      it.int(attrTicket),
 		Current:     it.int(attrCurrent),
+		Front:       it.time(attrFront),
 		Clock:       it.time(attrClock),
 		LastStart:   it.time(attrLastStart),
 		Paused:      it.bool(attrPaused),

@@ -198,9 +198,9 @@ func casTakeExprs(r engine.TakeRequest, seen slot.State, tok string) exprs {
 }
 
 // casGateExprs is Gate by compare-and-set from state seen, on which
-// r.Decide said Start: the gate's conditions (not paused, not purged,
-// current ≤ ticket for a line ticket, the running cap), the limit state
-// pinned to seen's and moved to r.Started(seen).
+// r.Decide said Start: the gate's conditions (not paused, not purged, the
+// line's counters for a line ticket as lineMoves holds them, the running
+// cap), the limit state pinned to seen's and moved to r.Started(seen).
 func casGateExprs(r engine.GateRequest, seen slot.State, tok string) exprs {
 	next := r.Started(seen)
 	e := newExpr()
@@ -213,8 +213,8 @@ func casGateExprs(r engine.GateRequest, seen slot.State, tok string) exprs {
 		" AND " + pinned + genCond(e, r.Gen)
 	upd := "SET " + wt + " = :tok"
 	if !r.Scheduled {
-		cond += " AND " + e.n(attrCurrent) + " <= :t"
-		upd += ", " + e.n(attrCurrent) + " = :t"
+		upd += ", " + strings.TrimSuffix(lineMoves(e, r, seen, &cond), ", ")
+		upd = strings.TrimSuffix(upd, ", ")
 	}
 	if set != "" {
 		upd += ", " + set

@@ -66,7 +66,7 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 		return engine.Taken{}, fmt.Errorf("take ticket %s: want 0 ≤ line ≤ n and n ≥ 1, got n=%d line=%d", r.Queue, r.N, r.Line)
 	}
 	ls := r.LimitList()
-	t, burst, forms := gcra(ls)
+	t, _, forms := gcra(ls)
 	if !forms {
 		return s.casTake(ctx, r)
 	}
@@ -79,7 +79,9 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 	return writeState(ctx, s, stateWrite[engine.Taken]{
 		op: "take ticket", what: "take ticket " + r.Queue, queue: r.Queue, gen: r.Gen, limits: ls, tries: takeTries,
 		exprs: func(tok string) exprs { return takeExprs(r, f, t, tok) },
-		after: func(m map[string]types.AttributeValue) (engine.Taken, error) { return takenFrom(m, r, t, burst) },
+		after: func(m map[string]types.AttributeValue) (engine.Taken, error) {
+			return takenFrom(m, r, t, ls.BookedBurst(ls[0]))
+		},
 		refused: func(st slot.State) error {
 			f = formOf(st, r.Line, t, r.Now)
 			return nil
@@ -92,8 +94,9 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 // clock this take set, should another take have moved the clock since (an
 // SDK retry that met its own token). The clock is the theoretical time of
 // the last line ticket (for a rate with burst b, its slot is b emission
-// intervals t earlier, and never before the take's now).
-func takenFrom(m map[string]types.AttributeValue, r engine.TakeRequest, t time.Duration, burst int) (engine.Taken, error) {
+// intervals t earlier less the room the line keeps, booked, and never
+// before the take's now).
+func takenFrom(m map[string]types.AttributeValue, r engine.TakeRequest, t, booked time.Duration) (engine.Taken, error) {
 	st, _, err := decodeState(m)
 	it := item{m: m}
 	takeClock := it.time(attrTakeClock)
@@ -108,7 +111,7 @@ func takenFrom(m map[string]types.AttributeValue, r engine.TakeRequest, t time.D
 		tk.Slots = make([]time.Time, r.Line)
 		for k := range tk.Slots {
 			v := takeClock.Add(-time.Duration(r.Line-1-k) * t)
-			tk.Slots[k] = later(r.Now, v.Add(-time.Duration(burst)*t))
+			tk.Slots[k] = later(r.Now, v.Add(-booked))
 		}
 	}
 	return tk, nil
@@ -229,15 +232,20 @@ func takeExprs(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) e
 // Gate applies r.Decide and r.Started with one conditional UpdateItem on
 // the queue's state item, and nothing else: no transaction, no second
 // write. The condition is the gate (interval unchanged, not paused, not
-// purged, current ≤ ticket, last_start ≤ at − interval + skew, where at is
-// the start the gate reserves, r.Start); the update sets current = ticket
-// and moves last_start to max(last_start + interval, at) by one of two
-// forms, since one expression cannot take a maximum
-// (a scheduled ticket's gate leaves out current, in the condition and the
-// update):
+// purged, last_start ≤ at − interval + burst·interval, where at is the
+// start the gate reserves, r.Start; for a line ticket with its slot, the
+// line's front no further than the room past the slot: slot.Behind); the
+// update moves last_start to max(last_start + interval, rec), where rec
+// is the latest the start is recorded at (the deadline less the skew, not
+// before at), by one of two forms, since one expression cannot take a
+// maximum:
 //
-//   - busy, last_start ≥ at − interval: last_start = last_start + interval;
-//   - idle, last_start < at − interval (or none yet): last_start = at.
+//   - busy, last_start ≥ rec − interval: last_start = last_start + interval;
+//   - idle, last_start < rec − interval (or none yet): last_start = rec.
+//
+// A line ticket also moves current to itself and front to its slot where
+// they are higher, each by a form the state seen points to (a scheduled
+// ticket's gate moves neither).
 //
 // Under a running cap (r.MaxRunning > 0) the same write takes the
 // ticket's running place until r.Until, and its condition holds the cap
@@ -259,7 +267,7 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 	if !forms {
 		return s.casGate(ctx, r)
 	}
-	busy := isBusy(r.Seen, t, r.Start())
+	busy := isBusy(r.Seen, t, recorded(r))
 	seen := r.Seen
 	return writeState(ctx, s, stateWrite[slot.State]{
 		op: "gate", what: fmt.Sprintf("gate %s ticket %d", r.Queue, r.Ticket), queue: r.Queue, gen: r.Gen, limits: ls, tries: 4,
@@ -270,7 +278,7 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 			if err := gateRefused(r, st); err != nil {
 				return err
 			}
-			busy, seen = isBusy(st, t, r.Start()), st
+			busy, seen = isBusy(st, t, recorded(r)), st
 			return nil
 		},
 	})
@@ -296,10 +304,18 @@ func gateRefused(r engine.GateRequest, st slot.State) error {
 	return nil
 }
 
-// isBusy reports whether the gate's busy form applies to s at now: the
-// theoretical next start, last_start + interval, is not in the past.
-func isBusy(s slot.State, iv time.Duration, now time.Time) bool {
-	return !s.LastStart.IsZero() && !s.LastStart.Add(iv).Before(now)
+// isBusy reports whether the gate's busy form applies to s for a start
+// recorded at rec: the theoretical next start, last_start + interval, is
+// not before it.
+func isBusy(s slot.State, iv time.Duration, rec time.Time) bool {
+	return !s.LastStart.IsZero() && !s.LastStart.Add(iv).Before(rec)
+}
+
+// recorded is the time r's start is recorded at for the interval and rate
+// forms: its deadline less the skew, and not before the start it reserves
+// (slot.StartedBy).
+func recorded(r engine.GateRequest) time.Time {
+	return later(r.Start(), r.CallBy().Add(-r.Skew))
 }
 
 // gateExprs is the gate's UpdateItem in the busy or idle form and, under
@@ -308,7 +324,9 @@ func gateExprs(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 	e := newExpr()
 	wt, last := e.n(attrWriteToken), e.n(attrLastStart)
 	at := r.Start() // the reserved start: the spacing is the start's, not the write's
-	nmi := e.v(":nmi", timeNum(at.Add(-iv)))
+	rec := recorded(r)
+	nmi := e.v(":nmi", timeNum(rec.Add(-iv)))
+	open := e.v(":open", timeNum(at.Add(-iv+time.Duration(burst)*iv)))
 	cond := limitCond(e, r.LimitList()) +
 		" AND " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) +
 		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < " + e.v(":t", num(r.Ticket)) + ")" +
@@ -317,18 +335,15 @@ func gateExprs(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 	upd := "SET " + wt + " = :tok, "
 	var remove []string
 	if !r.Scheduled {
-		// A line ticket keeps ticket order and moves current; a
-		// scheduled one does neither (slot.GateScheduled).
-		cond += " AND " + e.n(attrCurrent) + " <= " + e.v(":t", num(r.Ticket))
-		upd += e.n(attrCurrent) + " = :t, "
+		upd += lineMoves(e, r, seen, &cond)
 	}
 	upd += last + " = "
 	if busy {
-		cond += " AND " + last + " BETWEEN " + nmi + " AND " + e.v(":open", timeNum(at.Add(r.Skew-iv+time.Duration(burst)*iv)))
+		cond += " AND " + last + " BETWEEN " + nmi + " AND " + open
 		upd += last + " + " + e.v(":step", durNum(iv))
 	} else {
-		cond += " AND (attribute_not_exists(" + last + ") OR " + last + " < " + nmi + ")"
-		upd += e.v(":now", timeNum(at))
+		cond += " AND (attribute_not_exists(" + last + ") OR (" + last + " < " + nmi + " AND " + last + " <= " + open + "))"
+		upd += e.v(":now", timeNum(rec))
 	}
 	if r.MaxRunning > 0 {
 		remove = append(remove, capFormOf(seen, r).add(e, r, &cond, &upd)...)
@@ -338,4 +353,33 @@ func gateExprs(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 		upd += " REMOVE " + strings.Join(remove, ", ")
 	}
 	return e.build(upd, cond)
+}
+
+// lineMoves adds to a line ticket's gate the conditions and updates of
+// the line's counters, each in the form the state seen points to, since
+// one expression cannot take a maximum: current moves to the ticket if
+// it is higher, and front to the ticket's slot if it is later; else the
+// condition keeps them at least as high (a refusal reads the item again
+// and picks the other form). A ticket with its slot is also held to
+// slot.Behind: the line's front no further past its slot than the room.
+func lineMoves(e *expr, r engine.GateRequest, seen slot.State, cond *string) string {
+	cur, t := e.n(attrCurrent), e.v(":t", num(r.Ticket))
+	upd := ""
+	if r.Ticket > seen.Current {
+		*cond += " AND " + cur + " < " + t
+		upd += cur + " = " + t + ", "
+	} else {
+		*cond += " AND " + cur + " >= " + t
+	}
+	if r.SlotAt.IsZero() {
+		return upd
+	}
+	front, at := e.n(attrFront), e.v(":slot", timeNum(r.SlotAt))
+	if r.SlotAt.After(seen.Front) {
+		*cond += " AND (attribute_not_exists(" + front + ") OR " + front + " < " + at + ")"
+		upd += front + " = " + at + ", "
+	} else {
+		*cond += " AND " + front + " BETWEEN " + at + " AND " + e.v(":behind", timeNum(r.SlotAt.Add(slot.LineRoom(r.LimitList(), r.Skew))))
+	}
+	return upd
 }

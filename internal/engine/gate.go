@@ -124,7 +124,7 @@ func (d *delivery) checkQueue(ctx context.Context) (next, error) {
 func (d *delivery) hold() next {
 	e, q, j := d.e, d.q, &d.j
 	d.now = e.now()
-	d.at = slot.StartAt(d.wake, d.now, e.opts.Lead, q.Config.Skew)
+	d.at = slot.StartAt(d.wake, d.now, e.opts.Lead)
 	if hold := holdUntil(q, j, d.at); d.at.Before(hold) {
 		d.wake = hold
 		return again
@@ -132,10 +132,14 @@ func (d *delivery) hold() next {
 	if d.turn = holdTurn(q, j, d.at); d.now.Before(d.turn) {
 		return again
 	}
-	// The gate is asked with no skew: it keeps the limits exactly, and
-	// the skew is left to the worker's wake-up (slot.Wake).
+	// The gate checks the limits at the reserved start and records its
+	// deadline: the worker may call its target until then, late by as
+	// much as the room of the queue's limits (slot.Deadline).
+	ls := q.Config.LimitList()
+	alone := !slot.BookedAfter(q.State, ls, j.SlotAt)
 	d.gr = GateRequest{
-		Queue: j.Queue, Ticket: j.Ticket, Limits: q.Config.LimitList(), Now: d.now, At: d.at,
+		Queue: j.Queue, Ticket: j.Ticket, Limits: ls, Skew: q.Config.Skew, Now: d.now, At: d.at, SlotAt: j.SlotAt,
+		Deadline:  slot.Deadline(q.State, ls, d.at, q.Config.Skew, alone),
 		Scheduled: outOfLine(j), Seen: q.State,
 		MaxRunning: q.Config.MaxRunning, Until: d.at.Add(e.opts.Lease), Gen: j.Gen,
 	}
@@ -145,12 +149,15 @@ func (d *delivery) hold() next {
 // decide answers from the queue's state just read where it can: waiting
 // for the gate's opening here saves a write that would fail (and still be
 // billed). A keyed job takes its key first; one that finds every running
-// place taken waits for one. A line job whose worker came too late for
-// its slot gives it up rather than push every start booked behind it; a
-// job out of line takes the opening it finds.
+// place taken waits for one. A line job whose start would move the line
+// beyond the room of the queue's limits (slot.Missed) gives its slot up
+// rather than push every start booked behind it; a job out of line takes
+// the opening it finds.
 func (d *delivery) decide(ctx context.Context) (next, error) {
 	q, j := d.q, &d.j
 	switch v, open := d.gr.Decide(q.State); {
+	case v == slot.Passed:
+		return d.passed(ctx)
 	case v == slot.Early && slowHeld(q.State, j, d.at):
 		return d.awaitSlowDown(ctx, open) // slowdown.go
 	case v == slot.Early:
@@ -163,7 +170,7 @@ func (d *delivery) decide(ctx context.Context) (next, error) {
 	case keyed(q, j):
 		return d.awaitKey(ctx)
 	}
-	if !outOfLine(j) && !d.writerLate && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.at, q.Config.LimitList(), q.Config.Skew) {
+	if !outOfLine(j) && !d.writerLate && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.gr.CallBy(), q.Config.LimitList(), q.Config.Skew) {
 		late := d.at.Sub(slot.Due(q.State, j.SlotAt, q.Config.LimitList()))
 		err := d.e.reticket(ctx, &d.q, &d.j, lateBy(late))
 		d.leaveKeyUnlessRunning(ctx)
@@ -202,7 +209,7 @@ func (d *delivery) passKey(ctx context.Context) (next, error) {
 	if !keyed(d.q, j) {
 		return proceed, nil
 	}
-	v, open, prev, put, err := e.keyGate(ctx, d.q, j, d.gr.Start(), d.meter)
+	v, open, prev, put, err := e.keyGate(ctx, d.q, j, d.gr.Start(), d.gr.CallBy(), d.meter)
 	if err == nil && v == slot.KeyStart {
 		d.keyPrev, d.keyPut = prev, put
 		return proceed, nil
@@ -292,19 +299,20 @@ func (d *delivery) refused(ctx context.Context, gate *GateError) (next, error) {
 		return stop, e.cancelPurged(ctx, d.q, *j)
 	case slot.Passed:
 		d.q.State = gate.State
-		cause := passedByLater
-		if late := max(e.now().Sub(d.at), d.now.Sub(d.wake)); late > d.q.Config.Skew && !outOfLine(j) {
-			// Passed while its own worker was late: it came to
-			// the gate after the start it wanted, or the gate
-			// answered after the start it reserved (a stall, a
-			// slow gate write). A missed slot.
-			cause = lateBy(late)
-		}
-		err := e.reticket(ctx, &d.q, j, cause)
-		d.leaveKeyUnlessRunning(ctx)
-		return stop, err
+		return d.passed(ctx)
 	}
 	return again, nil
+}
+
+// passed re-tickets a line job the queue overtook beyond the room of its
+// limits (slot.Behind): the queue started a later moment while this job's
+// worker was away (it came late, or its gate write landed late). A missed
+// slot: it takes a new ticket at the end of the line.
+func (d *delivery) passed(ctx context.Context) (next, error) {
+	late := max(0, d.e.now().Sub(d.j.SlotAt))
+	err := d.e.reticket(ctx, &d.q, &d.j, lateBy(late))
+	d.leaveKeyUnlessRunning(ctx)
+	return stop, err
 }
 
 // leaveKeyUnlessRunning gives up the key the job's ticket may hold after

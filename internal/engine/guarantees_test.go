@@ -522,3 +522,42 @@ func snapshot(t *testing.T, s *sim) stateSnapshot {
 	}
 	return snap
 }
+
+// checkSlotOrder fails if a line job (not in outOfLine) started before
+// its slot: starts follow slots. The tickets of one moment may start in
+// any order, and a worker late within its room keeps its start after jobs
+// of later slots started (docs/guarantees.md §8), so ticket order is not
+// asked; what a start must never do is come before the slot it was told.
+func checkSlotOrder(t *testing.T, starts []start, outOfLine map[string]bool) {
+	t.Helper()
+	for _, st := range starts {
+		if !outOfLine[st.ID] && st.At.Before(st.SlotAt) {
+			t.Fatalf("ticket %d (job %s) started at %v, %v before its slot", st.Ticket, st.ID, st.At, st.SlotAt.Sub(st.At))
+		}
+	}
+}
+
+// reticketed counts the re-tickets in the histories of jobs: starts a
+// clean run (no jitter, no crash) must not need.
+func reticketed(jobs []job.Job) int {
+	n := 0
+	for _, j := range jobs {
+		for _, ev := range j.History {
+			if ev.Kind == job.Reticketed {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// firstReticketed is the first of jobs whose history has a re-ticket, for
+// a failure's message.
+func firstReticketed(jobs []job.Job) job.Job {
+	for _, j := range jobs {
+		if reticketed([]job.Job{j}) > 0 {
+			return j
+		}
+	}
+	return job.Job{}
+}

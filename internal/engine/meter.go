@@ -104,15 +104,15 @@ func (e *Engine) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, s
 }
 
 // keyGate is the key's side of j's start at at, which the queue's gate
-// reserved: one compare-and-set of the key's meter (slot.KeyGate). The
-// key lets no start through before its limits open: the skew is left to
-// the worker's wake-up, so a key's starts keep its limit within the skew
-// where the target sees them. On
+// reserved with its worker's deadline: one compare-and-set of the key's
+// meter (slot.KeyGateBy). The key lets no start through before its limits
+// open, and records the deadline, so a key's starts keep its limit
+// wherever up to its deadline the worker calls the target. On
 // KeyStart it returns the meter as it was before (prev) and as written.
 //
 // m is the meter as the caller read it (awaitKey), the base of the first
 // try; a try that meets a newer one reads it again.
-func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at time.Time, m slot.Meter) (v slot.KeyVerdict, open time.Time, prev, put slot.Meter, err error) {
+func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at, deadline time.Time, m slot.Meter) (v slot.KeyVerdict, open time.Time, prev, put slot.Meter, err error) {
 	for try := 0; ; try++ {
 		if try > 0 {
 			if m, err = e.readMeter(ctx, q, j.Key); err != nil {
@@ -120,7 +120,7 @@ func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at time.Time,
 			}
 		}
 		ls := q.Config.LimitsOf(m)
-		next, v, open := slot.KeyGate(m, j.Ticket, ls, 0, at)
+		next, v, open := slot.KeyGateBy(m, j.Ticket, ls, 0, at, deadline)
 		if v != slot.KeyStart {
 			return v, open, prev, put, nil
 		}

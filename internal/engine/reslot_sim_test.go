@@ -335,16 +335,11 @@ func checkAcross(t *testing.T, s *sim, starts []start, changed change, old, next
 	}
 }
 
-// checkLineOrder fails if a line ticket started after a higher one.
+// checkLineOrder fails if a line job started before its slot
+// (checkSlotOrder).
 func checkLineOrder(t *testing.T, starts []start) {
 	t.Helper()
-	for i, a := range starts {
-		for _, b := range starts[i+1:] {
-			if a.Ticket > b.Ticket && b.At.After(a.At) {
-				t.Fatalf("ticket %d started at %v, after ticket %d at %v", b.Ticket, b.At, a.Ticket, a.At)
-			}
-		}
-	}
+	checkSlotOrder(t, starts, nil)
 }
 
 // A configure that dies midway (after its atomic step, having moved some

@@ -48,7 +48,7 @@ func (d *delivery) claim(ctx context.Context) (next, error) {
 func (d *delivery) sleepToStart(ctx context.Context) (next, error) {
 	at := d.gr.Start()
 	slept := clock.Sleep(ctx, at.Sub(d.e.now()))
-	if now := d.e.now(); slept != nil || slot.Overslept(at, now, d.q.Config.Skew) {
+	if now := d.e.now(); slept != nil || slot.Overslept(d.gr.CallBy(), now) {
 		return d.giveUpStart(ctx, max(0, now.Sub(at)))
 	}
 	return proceed, nil
@@ -129,7 +129,7 @@ var errOverslept = errors.New("overslept the reserved start")
 func (d *delivery) begin(ctx context.Context) error {
 	e, q, j := d.e, d.q, &d.j
 	now := e.now()
-	if at := d.gr.Start(); slot.Overslept(at, now, q.Config.Skew) {
+	if at := d.gr.Start(); slot.Overslept(d.gr.CallBy(), now) {
 		d.late = now.Sub(at)
 		return errOverslept
 	}

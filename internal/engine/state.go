@@ -215,12 +215,24 @@ type GateRequest struct {
 	// Limits and Interval are the queue's limits as in TakeRequest.
 	Limits   slot.Limits
 	Interval time.Duration
-	Skew     time.Duration
-	Now      time.Time
-	// At is the start the gate reserves: the spacing is checked, and the
-	// queue's theoretical last start moved, by At, not by Now (the gate is
-	// asked a lead before the start; see slot.StartAt). Zero: Now.
+	// Skew is the queue's skew: a window's gate counts over its period
+	// less the skew, and the marks record Deadline less the skew for the
+	// interval and rate forms (slot.StartedBy). It is no early
+	// allowance: the gate lets nothing through before its limits open.
+	Skew time.Duration
+	Now  time.Time
+	// At is the start the gate reserves: the limits are checked by At,
+	// not by Now (the gate is asked a lead before the start; see
+	// slot.StartAt). Zero: Now.
 	At time.Time
+	// SlotAt is the line ticket's slot (job.Job.SlotAt): a line ticket
+	// the queue overtook beyond the room (slot.Behind) is passed, and
+	// the start moves the queue's Front to it. Zero skips both.
+	SlotAt time.Time
+	// Deadline is the latest the worker may call its target
+	// (slot.Deadline): the marks record it, so any start in [At,
+	// Deadline] keeps every limit. Zero: At.
+	Deadline time.Time
 	// Scheduled says the ticket is a scheduled job's (job.Job.Scheduled):
 	// it took no place in the line, so ticket order does not apply and
 	// current does not move (slot.GateScheduled, slot.StartedScheduled).
@@ -250,6 +262,9 @@ func (r GateRequest) Decide(s slot.State) (slot.Verdict, time.Time) {
 	if r.Scheduled {
 		v, open = slot.GateScheduled(s, r.Ticket, r.LimitList(), r.Skew, r.Start())
 	}
+	if v == slot.Start && !r.Scheduled && slot.Behind(s, r.SlotAt, r.LimitList(), r.Skew) {
+		return slot.Passed, time.Time{}
+	}
 	if v == slot.Start && slot.CappedFor(s, r.MaxRunning, r.Ticket, r.Now) {
 		return slot.Full, time.Time{}
 	}
@@ -273,15 +288,24 @@ func (r GateRequest) Start() time.Time {
 	return r.At
 }
 
-// Started is the state after r passed the gate at state s: slot.Started,
-// or slot.StartedScheduled for a scheduled ticket, and under a cap the
-// ticket's running place (slot.Run); the answered ticket of a slow-down
-// no longer holds the others (slot.Answered).
+// CallBy is the deadline r's worker calls its target by: Deadline, or
+// Start if it is zero.
+func (r GateRequest) CallBy() time.Time {
+	if r.Deadline.IsZero() {
+		return r.Start()
+	}
+	return r.Deadline
+}
+
+// Started is the state after r passed the gate at state s: slot.StartedBy
+// (current moves only for a line ticket), and under a cap the ticket's
+// running place (slot.Run); the answered ticket of a slow-down no longer
+// holds the others (slot.Answered).
 func (r GateRequest) Started(s slot.State) slot.State {
 	if r.Scheduled {
-		s = slot.StartedScheduled(s, r.LimitList(), r.Start())
+		s = slot.StartedScheduledBy(s, r.LimitList(), r.Start(), r.CallBy(), r.Skew)
 	} else {
-		s = slot.Started(s, r.Ticket, r.LimitList(), r.Start())
+		s = slot.StartedBy(s, r.Ticket, r.LimitList(), r.SlotAt, r.Start(), r.CallBy(), r.Skew)
 	}
 	if r.MaxRunning > 0 {
 		s = slot.Run(s, r.Ticket, r.Until, r.Now)

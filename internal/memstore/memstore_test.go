@@ -477,7 +477,7 @@ func TestStoreAndTransportHour(t *testing.T) {
 			}
 			time.Sleep(time.Until(e.SlotAt))
 			now := time.Now()
-			_, err := st.Gate(ctx, engine.GateRequest{Queue: e.Queue, Ticket: e.Ticket, Interval: cfg.Interval, Now: now})
+			_, err := st.Gate(ctx, engine.GateRequest{Queue: e.Queue, Ticket: e.Ticket, Interval: cfg.Interval, Skew: cfg.Skew, Now: now, SlotAt: e.SlotAt})
 			if err == nil {
 				// The claim: of duplicate deliveries that passed, one wins.
 				j, gerr := st.GetJob(ctx, e.Ref())

@@ -10,7 +10,8 @@ import (
 )
 
 // Three producers take tickets on an idle queue with a 1s interval; the
-// gate then lets each ticket start at its slot, and not before.
+// gate then lets each ticket start at its slot, and not before: the skew
+// is no early allowance, it is part of each start's deadline.
 func Example() {
 	now := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
 	const interval, skew = time.Second, 10 * time.Millisecond
@@ -31,14 +32,16 @@ func Example() {
 	// took 1: first ticket 1 at +0s
 	// took 2: first ticket 2 at +1s
 	// took 1: first ticket 4 at +3s
-	// ticket 2 at +500ms: early, opens at +990ms
+	// ticket 2 at +500ms: early, opens at +1s
 	// ticket 2 at +1s: start
 }
 
 // A backlog's slots in each form of a limit: an interval, a rate with a
 // burst (Burst+1 at once after an idle time, then one per period/count),
 // and a window (its count at once, then the next when the first is a
-// period old).
+// period old). The line keeps slot.Room (2 ms) of every rate's burst and
+// every window's period for its starts' wake-ups: a worker that wakes
+// that late still starts without moving anyone.
 func ExampleTake_forms() {
 	now := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
 	for _, l := range []slot.Limit{
@@ -55,8 +58,8 @@ func ExampleTake_forms() {
 	}
 	// Output:
 	// interval 100ms:          +0s +100ms +200ms +300ms +400ms +500ms +600ms
-	// rate 10/1s burst 2:      +0s +0s +0s +100ms +200ms +300ms +400ms
-	// window 3/1s:             +0s +0s +0s +1s +1s +1s +2s
+	// rate 10/1s burst 2:      +0s +0s +2ms +102ms +202ms +302ms +402ms
+	// window 3/1s:             +0s +0s +0s +1.002s +1.002s +1.002s +2.004s
 }
 
 // A queue's configuration refuses bad input with an input.Error that names

@@ -127,16 +127,20 @@ func addRun(runs []Tally, t time.Time, per time.Duration) []Tally {
 	return out
 }
 
-// opens is the earliest start the gate allows for limit l with mark m,
-// skew left out: a start at at passes when at ≥ opens − skew (for a
-// window also at ≥ m.Last, so that its starts are recorded in order).
-// Zero when the limit holds nothing back.
-func opens(l Limit, m Mark) time.Time {
+// opens is the earliest start the gate allows for limit l with mark m
+// and the queue's skew. The rate and interval forms pass a start at at
+// when at ≥ the theoretical next start less the burst (GCRA, strictly:
+// the skew went into the deadline the mark records, see started). A
+// window counts the deadlines it recorded (which may lie ahead of at:
+// the tickets of one moment record theirs in any order) and passes a
+// start while fewer than N of them lie after at − (period − skew). Zero
+// when the limit holds nothing back.
+func opens(l Limit, m Mark, skew time.Duration) time.Time {
 	if !l.Window.IsZero() {
-		if m.Last.IsZero() {
+		if len(m.Starts) == 0 {
 			return time.Time{}
 		}
-		return windowOpen(m.Starts, l.Window.N, l.Window.Per, m.Last)
+		return windowOpen(m.Starts, l.Window.N, windowGatePer(l, skew), time.Time{})
 	}
 	if m.Last.IsZero() {
 		return time.Time{}
@@ -152,44 +156,57 @@ func opens(l Limit, m Mark) time.Time {
 func Opens(s State, ls Limits) time.Time {
 	var open time.Time
 	for i, l := range ls {
-		open = later(open, opens(l, s.mark(i)))
+		open = later(open, opens(l, s.mark(i), 0))
 	}
 	return open
 }
 
-// GateOpen is the earliest start the gate lets through at state s: its
-// limits' openings less skew, and for a window not before its latest
-// start.
+// GateOpen is the earliest start the gate lets through at state s under
+// ls for a queue whose skew is skew: the latest of its limits' openings
+// (opens).
 func GateOpen(s State, ls Limits, skew time.Duration) time.Time {
 	var open time.Time
 	for i, l := range ls {
-		m := s.mark(i)
-		o := opens(l, m)
-		if !o.IsZero() {
-			o = o.Add(-skew)
-		}
-		if !l.Window.IsZero() {
-			o = later(o, m.Last)
-		}
-		open = later(open, o)
+		open = later(open, opens(l, s.mark(i), skew))
 	}
 	return open
+}
+
+// windowGatePer is the span the gate counts a window's recorded
+// deadlines over: the period less the skew, the one allowance of the
+// window's rule (s_{i+N} − s_i ≥ period − skew).
+func windowGatePer(l Limit, skew time.Duration) time.Duration {
+	return max(l.Window.Per-skew, time.Nanosecond)
 }
 
 // started returns s after a start at at under ls: each limit's mark
 // moves (GCRA: Last to max(Last + T, at); a window: the start joins its
-// runs).
+// runs). It is startedBy with the deadline at and no skew.
 func started(s State, ls Limits, at time.Time) State {
+	return startedBy(s, ls, at, at, 0)
+}
+
+// startedBy returns s after a start reserved at at whose worker may begin
+// its target until deadline, under ls with the queue's skew: each mark
+// records the latest the start can be, so whenever in [at, deadline] it
+// comes, the limits hold. GCRA: Last to max(Last + T, deadline − skew)
+// (the skew is the rule's own allowance, spent here rather than at the
+// gate); a window: the deadline joins its runs.
+func startedBy(s State, ls Limits, at, deadline time.Time, skew time.Duration) State {
+	deadline = later(deadline, at)
 	for i, l := range ls {
 		m := s.mark(i)
 		switch {
 		case !l.Window.IsZero():
-			m.Starts = addRun(m.Starts, at, l.Window.Per)
-			m.Last = later(m.Last, at)
+			// Keep two periods: a start of an earlier moment may
+			// still come to the gate after this one recorded its
+			// deadline, and counts the runs before it.
+			m.Starts = addRun(m.Starts, deadline, 2*l.Window.Per+deadline.Sub(at))
+			m.Last = later(m.Last, deadline)
 		case m.Last.IsZero():
-			m.Last = at
+			m.Last = later(at, deadline.Add(-skew))
 		default:
-			m.Last = later(m.Last.Add(every(l)), at)
+			m.Last = later(m.Last.Add(every(l)), later(at, deadline.Add(-skew)))
 		}
 		s = s.withMark(i, m)
 	}
@@ -200,14 +217,15 @@ func started(s State, ls Limits, at time.Time) State {
 // ticket's slot: the earliest time every limit allows after the tickets
 // booked before it, and not before now.
 func book(s State, ls Limits, now time.Time) (State, time.Time) {
+	room := ls.Room()
 	at := now
 	for i, l := range ls {
-		at = later(at, earliest(l, s.mark(i), now))
+		at = later(at, earliest(l, s.mark(i), now, room))
 	}
 	for i, l := range ls {
 		m := s.mark(i)
 		if !l.Window.IsZero() {
-			m.Booked = addRun(m.Booked, at, l.Window.Per)
+			m.Booked = addRun(m.Booked, at, l.Window.Per+room)
 			m.Clock = at
 		} else {
 			c := later(m.Clock, m.Last)
@@ -223,21 +241,30 @@ func book(s State, ls Limits, now time.Time) (State, time.Time) {
 }
 
 // earliest is the earliest slot limit l with mark m gives the next line
-// ticket at now. For the interval and rate forms it follows the line's
-// theoretical clock and the theoretical last start, whichever is later
-// (a scheduled job's start moves the latter): C + T − B·T. For a window,
-// the bookings in its period: a slot that leaves room for one more.
-func earliest(l Limit, m Mark, now time.Time) time.Time {
+// ticket at now, keeping room for every start's wake-up (Limits.Room).
+// For the interval and rate forms it follows the line's theoretical
+// clock and the theoretical last start, whichever is later (a scheduled
+// job's start moves the latter): C + T − (B·T − room), the burst less
+// the room (a booking shaped to the limit less the jitter, so that a
+// start late by up to the room still keeps the limit). For a window, the
+// bookings in its period plus the room: a slot that leaves room for one
+// more.
+func earliest(l Limit, m Mark, now time.Time, room time.Duration) time.Time {
 	if !l.Window.IsZero() {
 		from := later(now, later(m.Clock, m.Last))
-		return windowOpen(m.Booked, l.Window.N, l.Window.Per, from)
+		return windowOpen(m.Booked, l.Window.N, l.Window.Per+room, from)
 	}
 	c := later(m.Clock, m.Last)
 	if c.IsZero() {
 		return now
 	}
-	t := every(l)
-	return later(now, c.Add(t-time.Duration(l.Burst)*t))
+	return later(now, c.Add(every(l)-bookedBurst(l, room)))
+}
+
+// bookedBurst is how much of a rate's burst (B·T) the line books: all of
+// it less the room, so that every start keeps room to be late in.
+func bookedBurst(l Limit, room time.Duration) time.Duration {
+	return max(0, time.Duration(l.Burst)*every(l)-room)
 }
 
 // OpenAfter is when the gate opens (as Opens) after k more starts, each
@@ -260,4 +287,13 @@ func OpenAfter(s State, ls Limits, k int) time.Time {
 		s = started(s, ls, at)
 	}
 	return Opens(s, ls)
+}
+
+// BookedBurst is how much of limit l's burst (B·T) the line of a queue
+// under ls books: all of it less the room the line keeps for every
+// start's wake-up (Limits.Room). A store that books by its own arithmetic
+// (internal/dynamostore's update expressions) places a slot this far
+// before the line's theoretical clock.
+func (ls Limits) BookedBurst(l Limit) time.Duration {
+	return bookedBurst(l, ls.Room())
 }

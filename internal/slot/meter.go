@@ -121,6 +121,13 @@ func (v KeyVerdict) String() string {
 // worker died between the key's record and its claim, or its duplicate
 // comes): a crash costs the key one more start's room, never a breach.
 func KeyGate(m Meter, ticket int64, ls Limits, skew time.Duration, at time.Time) (Meter, KeyVerdict, time.Time) {
+	return KeyGateBy(m, ticket, ls, skew, at, at)
+}
+
+// KeyGateBy is KeyGate for a start reserved at at whose worker may call
+// its target until deadline: the key's marks record the deadline, as the
+// queue's do (StartedBy), with skew the queue's.
+func KeyGateBy(m Meter, ticket int64, ls Limits, skew time.Duration, at, deadline time.Time) (Meter, KeyVerdict, time.Time) {
 	if ticket < m.State.Current && ticket != m.State.SlowTicket {
 		return m, KeyOvertaken, time.Time{}
 	}
@@ -130,11 +137,11 @@ func KeyGate(m Meter, ticket int64, ls Limits, skew time.Duration, at time.Time)
 	if open := GateOpen(m.State, ls, skew); at.Before(open) {
 		return m, KeyEarly, open
 	}
-	m.State = Answered(StartedScheduled(m.State, ls, at), ticket)
+	m.State = Answered(startedBy(m.State, ls, at, deadline, skew), ticket)
 	if len(ls) == 0 {
 		// A key with no limit (its meter keeps its order under a
 		// key_max_running above one): its latest start, for Keep.
-		m.State.LastStart = later(m.State.LastStart, at)
+		m.State.LastStart = later(m.State.LastStart, deadline)
 	}
 	m.State.Current = max(m.State.Current, ticket)
 	return m, KeyStart, time.Time{}

@@ -17,6 +17,11 @@ type State struct {
 	Ticket int64 `json:"ticket"`
 	// Current is the highest ticket that has started.
 	Current int64 `json:"current"`
+	// Front is the latest slot of a line ticket that started: a line
+	// ticket whose slot lies further behind it than its room (Behind)
+	// is passed, since the queue started a later moment beyond the room
+	// while it was away (its gate write landed late, say).
+	Front time.Time `json:"front,omitzero"`
 	// Clock is the slot of the last ticket that took a place in the line.
 	Clock time.Time `json:"clock,omitzero"`
 	// LastStart is the theoretical time of the last start: the gate opens
@@ -185,29 +190,33 @@ func (v Verdict) String() string {
 	return "unknown"
 }
 
-// Gate decides whether ticket may pass the gate at now. For Early it also
-// returns the earliest time the gate would open.
+// Gate decides whether ticket may pass the gate at now, for a queue
+// whose skew is skew. For Early it also returns the earliest time the
+// gate would open.
 //
-// A ticket equal to Current passes again (when the gate is open): the gate
-// and the claim of the job are two writes, and a worker that crashed
-// between them leaves the queue at the ticket and the job queued; the
-// job's next delivery goes through the gate again, which costs the queue
-// one more interval but keeps the spacing. The engine reads the job before
-// it does that, so a duplicate of a message whose job was claimed does not.
+// The gate keeps slot order, not ticket order: the tickets of one moment
+// (a burst's, a window's N) are interchangeable, and a line ticket is
+// never passed here for a later ticket having started (a late worker
+// keeps its place while its deadline holds; whether its start would move
+// the line is Missed, asked before the gate). So the gate lets a ticket
+// through when the queue is not paused, not purged past it, not slowed
+// for another ticket, and every limit allows a start at now.
+//
+// A ticket that passed before passes again (when the gate is open): the
+// gate and the claim of the job are two writes, and a worker that crashed
+// between them leaves the job queued; its next delivery goes through the
+// gate again, which costs the queue one more opening but keeps the
+// limits. The engine reads the job before it does that, so a duplicate of
+// a message whose job was claimed does not.
 func Gate(s State, ticket int64, ls Limits, skew time.Duration, now time.Time) (Verdict, time.Time) {
-	v, open := GateScheduled(s, ticket, ls, skew, now)
-	if (v == Start || v == Early) && ticket < s.Current {
-		return Passed, time.Time{}
-	}
-	return v, open
+	return GateScheduled(s, ticket, ls, skew, now)
 }
 
 // GateScheduled is the gate for the ticket of a scheduled job: one whose
 // not_before lay beyond the line when it took its ticket, so it took no
-// place in the line (see Take). Its turn is its slot, not its ticket:
-// purge, pause and the spacing apply, ticket order does not, so it is
-// never Passed. It starts at its not_before, or at the first moment after
-// it that the spacing allows.
+// place in the line (see Take). It is Gate: purge, pause and the limits
+// apply. It starts at its not_before, or at the first moment after it
+// that the limits allow.
 func GateScheduled(s State, ticket int64, ls Limits, skew time.Duration, now time.Time) (Verdict, time.Time) {
 	switch {
 	case ticket <= s.Purged:
@@ -225,20 +234,69 @@ func GateScheduled(s State, ticket int64, ls Limits, skew time.Duration, now tim
 }
 
 // Started returns the state after ticket passed the gate at now: current
-// moves to the ticket and each limit's mark by the start (for the
-// interval and rate forms the theoretical last start to
-// max(LastStart + T, now); the first start of a queue sets it to now).
+// moves to the ticket (if it is the highest started) and each limit's
+// mark by the start (for the interval and rate forms the theoretical last
+// start to max(LastStart + T, now); the first start of a queue sets it to
+// now).
 func Started(s State, ticket int64, ls Limits, now time.Time) State {
-	s.Current = max(s.Current, ticket)
-	return StartedScheduled(s, ls, now)
+	return StartedBy(s, ticket, ls, time.Time{}, now, now, 0)
 }
 
 // StartedScheduled returns the state after a scheduled ticket passed the
 // gate at now: the theoretical last start moves as in Started, and current
-// stays where it is. Current is the line's: moving it to a scheduled
-// ticket would pass every lower ticket still waiting in line.
+// stays where it is. Current is the line's highest started ticket.
 func StartedScheduled(s State, ls Limits, now time.Time) State {
 	return started(s, ls, now)
+}
+
+// StartedBy returns the state after line ticket passed the gate for a
+// start reserved at at whose worker may call its target until deadline
+// (Deadline), under ls with the queue's skew: every mark records the
+// latest the start may come (see startedBy), current moves to the ticket
+// if it is the highest started, and Front to its slot, slotAt, if it is
+// the latest (a zero slotAt leaves Front alone). A scheduled ticket's
+// start is StartedScheduledBy.
+func StartedBy(s State, ticket int64, ls Limits, slotAt, at, deadline time.Time, skew time.Duration) State {
+	s.Current = max(s.Current, ticket)
+	s.Front = later(s.Front, slotAt)
+	return startedBy(s, ls, at, deadline, skew)
+}
+
+// StartedScheduledBy is StartedBy for a scheduled (or detached) ticket:
+// current and Front stay where they are, they are the line's.
+func StartedScheduledBy(s State, ls Limits, at, deadline time.Time, skew time.Duration) State {
+	return startedBy(s, ls, at, deadline, skew)
+}
+
+// Behind reports whether the queue at state s started a line ticket of
+// a later moment, beyond the room of ls, than a line ticket whose slot is
+// slotAt: its Front lies after slotAt by more than the room (for the
+// interval and rate forms the burst B·T plus the skew, for a window the
+// room plus the skew; the least of them). Such a ticket is passed at the
+// gate: a start now would come behind the line's, out of slot order.
+func Behind(s State, slotAt time.Time, ls Limits, skew time.Duration) bool {
+	if slotAt.IsZero() || s.Front.IsZero() {
+		return false
+	}
+	return s.Front.After(slotAt.Add(LineRoom(ls, skew)))
+}
+
+// LineRoom is how far the line's front may lie past a line ticket's slot
+// before the ticket is passed (Behind): the least over ls of each limit's
+// room, for the interval and rate forms the burst B·T plus the skew, for
+// a window the room plus the skew.
+func LineRoom(ls Limits, skew time.Duration) time.Duration {
+	room := time.Duration(-1)
+	for _, l := range ls {
+		r := ls.Room() + skew
+		if l.Window.IsZero() {
+			r = time.Duration(l.Burst)*every(l) + skew
+		}
+		if room < 0 || r < room {
+			room = r
+		}
+	}
+	return max(room, 0)
 }
 
 // Position is the number of tickets ahead of ticket that may still start

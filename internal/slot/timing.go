@@ -20,24 +20,75 @@ import "time"
 // (template parameter SlotLead), from DynamoDB's write latency.
 const DefaultLead = 2 * time.Millisecond
 
+// Room is ρ, the wake-up allowance: how late after the moment the gate
+// reserved a worker may still call its target, at the least, without
+// breaking a limit. A Go timer on a loaded 2-core host wakes a
+// millisecond or two late; the gate gives every start this much and the
+// line books around it (Limits.Room), so a worker that wakes late keeps
+// its start instead of giving its slot up.
+const Room = 2 * time.Millisecond
+
+// Room is the room the line of a queue under ls keeps for each start:
+// Room when every rate's burst can spare it twice over (a rate books its
+// burst less the room, and a start on time then records no later than
+// its theoretical time) and for a window (which books N per period plus
+// the room); none under an interval or a burst smaller than that, where
+// the room is the skew alone: a start may come up to the skew after the
+// queue's theoretical next start, which moves nobody.
+func (ls Limits) Room() time.Duration {
+	for _, l := range ls {
+		if l.Window.IsZero() && time.Duration(l.Burst)*every(l) < 2*Room {
+			return 0
+		}
+	}
+	return Room
+}
+
 // StartAt is the start a worker asks the gate for, ready at now for a start
 // it wants at want (its slot, or the gate's opening): want itself while it
-// lies ahead. A worker past it asks for now + lead, the soonest its gate
-// and claim are surely behind it, if that is within skew of want; else,
-// while now is still within skew of want, for want + skew, the last start
-// that counts as on time (its writes may make it: if not, it oversleeps
-// and misses, as it would have anyway); else for now + lead, and it is
-// late.
-func StartAt(want, now time.Time, lead, skew time.Duration) time.Time {
-	switch {
-	case !now.After(want):
+// lies ahead; past it, now + lead, the soonest its gate and claim are
+// surely behind it. The gate keeps the limits at that moment, and the
+// deadline it records (Deadline) gives the worker room to be late in.
+func StartAt(want, now time.Time, lead time.Duration) time.Time {
+	if !now.After(want) {
 		return want
-	case !now.Add(lead).After(want.Add(skew)):
-		return now.Add(lead)
-	case now.Before(want.Add(skew)):
-		return want.Add(skew)
 	}
 	return now.Add(lead)
+}
+
+// Deadline is θ, the latest a worker whose start the gate reserved at at
+// may call its target, at state s under ls with the queue's skew. It is
+// at + the room (Limits.Room; Room itself for a start with nothing
+// booked behind it, alone, which moves nobody), or, when later, the
+// queue's theoretical next start plus the skew (for every rate and
+// interval: a start by then records no later than the line's own
+// theoretical time, so it costs no one anything). Under a window there is
+// no such free extension: a window's recorded deadline counts against the
+// starts a period later. The gate records θ on every mark (startedBy), so
+// any start in [at, θ] keeps every limit.
+func Deadline(s State, ls Limits, at time.Time, skew time.Duration, alone bool) time.Time {
+	room := ls.Room()
+	if alone {
+		room = max(room, Room)
+	}
+	theta := at.Add(room)
+	var free time.Time
+	for _, l := range ls {
+		if !l.Window.IsZero() {
+			return theta
+		}
+	}
+	for i, l := range ls {
+		m := s.mark(i)
+		g := at // a limit that never started gives nothing for free
+		if !m.Last.IsZero() {
+			g = m.Last.Add(every(l) + skew)
+		}
+		if free.IsZero() || g.Before(free) {
+			free = g
+		}
+	}
+	return later(theta, free)
 }
 
 // Due is the theoretical start of a line ticket whose slot is slotAt: its
@@ -51,7 +102,7 @@ func Due(s State, slotAt time.Time, ls Limits) time.Time {
 		m := s.mark(i)
 		switch {
 		case !l.Window.IsZero():
-			due = later(due, opens(l, m))
+			due = later(due, opens(l, m, 0))
 		case !m.Last.IsZero():
 			due = later(due, m.Last.Add(every(l)))
 		}
@@ -59,41 +110,59 @@ func Due(s State, slotAt time.Time, ls Limits) time.Time {
 	return due
 }
 
-// Missed reports whether a line ticket whose slot is slotAt has lost it,
-// when at is the soonest its worker can start: at lies more than skew
-// after the ticket's due start (Due), and the line has slots booked after
-// slotAt (Clock is later), which a start at at would push back, each of
-// them by as much. Such a ticket takes a new ticket at the end of the line
-// instead. With nothing booked behind it a late ticket starts late, which
-// moves nobody.
-func Missed(s State, slotAt, at time.Time, ls Limits, skew time.Duration) bool {
-	if at.Sub(Due(s, slotAt, ls)) <= skew {
+// Missed reports whether a line ticket whose slot is slotAt has lost it:
+// a start reserved for it with deadline would move the line, and the
+// line has slots booked after slotAt (some limit's Clock is later), which
+// would each start that much later. The line moves when the deadline
+// lies beyond a limit's room for the ticket: for the interval and rate
+// forms the later of its slot plus its burst (B·T: what the booking left
+// unused, the room included) and the queue's theoretical next start,
+// plus the skew; for a window its slot (or the window's opening) plus
+// the room and the skew. Such a ticket takes a new ticket at the end of
+// the line instead. With nothing booked behind it a late ticket starts
+// late, which moves nobody.
+func Missed(s State, slotAt, deadline time.Time, ls Limits, skew time.Duration) bool {
+	if !BookedAfter(s, ls, slotAt) {
 		return false
 	}
-	for i := range ls {
-		if s.mark(i).Clock.After(slotAt) {
+	base := slowDue(s, slotAt)
+	room := ls.Room()
+	for i, l := range ls {
+		m := s.mark(i)
+		var bound time.Time
+		if !l.Window.IsZero() {
+			bound = later(base, opens(l, m, skew)).Add(room + skew)
+		} else {
+			bound = base.Add(time.Duration(l.Burst) * every(l))
+			if !m.Last.IsZero() {
+				bound = later(bound, m.Last.Add(every(l)))
+			}
+			bound = bound.Add(skew)
+		}
+		if deadline.After(bound) {
 			return true
 		}
 	}
 	return false
 }
 
-// The skew is the allowance for clocks and wake-ups, and it is the
-// worker's: the engine's gate lets no start through before its limits
-// open (it asks with no skew), and a worker may begin its target up to
-// Wake after the start the gate reserved for it (one that comes later
-// gives the start up: Overslept). So the gate's reserved starts keep
-// every limit exactly, and the targets' starts keep them within the skew.
+// Overslept reports whether a worker whose start the gate reserved with
+// deadline must not start at now: it came after the deadline. The gate
+// recorded the start as late as the deadline and no later; a start after
+// it could come closer to the next than the limits allow. Its slot is
+// spent.
+func Overslept(deadline, now time.Time) bool {
+	return now.After(deadline)
+}
 
-// Wake is how long after the start the gate reserved a worker may still
-// begin its target: the skew.
-func Wake(skew time.Duration) time.Duration { return skew }
-
-// Overslept reports whether a worker that passed the gate for a start at
-// at and woke at now must not start: it woke more than Wake(skew) after
-// at. The gate counted the start at at, and the next ticket may start at
-// at + interval; a start later than at + Wake(skew) would come closer to
-// it than the spacing allows, beyond the skew. Its slot is spent.
-func Overslept(at, now time.Time, skew time.Duration) bool {
-	return now.Sub(at) > Wake(skew)
+// BookedAfter reports whether the line of a queue at state s under ls has
+// slots booked after slotAt: a start that moved the queue's opening would
+// make them later.
+func BookedAfter(s State, ls Limits, slotAt time.Time) bool {
+	for i := range ls {
+		if s.mark(i).Clock.After(slotAt) {
+			return true
+		}
+	}
+	return false
 }

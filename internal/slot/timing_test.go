@@ -1,14 +1,18 @@
 package slot
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/slotq/slotq/pkg/api"
 )
 
 func TestStartAt(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	ms := func(n float64) time.Time { return t0.Add(time.Duration(n * float64(time.Millisecond))) }
-	const lead, skew = 2 * time.Millisecond, 2 * time.Millisecond
+	const lead = 2 * time.Millisecond
 	tests := []struct {
 		name string
 		now  time.Time
@@ -16,20 +20,15 @@ func TestStartAt(t *testing.T) {
 	}{
 		{"a lead ahead: the start wanted", ms(-2), ms(0)},
 		{"just in time: the start wanted", ms(0), ms(0)},
-		{"late within the skew: the last start on time", ms(0.5), ms(2)},
-		{"late past the skew: a lead from now", ms(2.5), ms(4.5)},
+		{"late: a lead from now, never the start wanted plus the skew", ms(0.5), ms(2.5)},
+		{"later: a lead from now", ms(2.5), ms(4.5)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := StartAt(t0, tt.now, lead, skew); !got.Equal(tt.want) {
+			if got := StartAt(t0, tt.now, lead); !got.Equal(tt.want) {
 				t.Errorf("StartAt(%v) = %v, want %v", tt.now.Sub(t0), got.Sub(t0), tt.want.Sub(t0))
 			}
 		})
-	}
-	// With a lead shorter than the skew, a late worker that can still
-	// make it asks for a lead from now.
-	if got := StartAt(t0, ms(0.5), time.Millisecond, 3*time.Millisecond); !got.Equal(ms(1.5)) {
-		t.Errorf("short lead: %v, want 1.5ms", got.Sub(t0))
 	}
 }
 
@@ -55,13 +54,159 @@ func TestMissedAndOverslept(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Missed(tt.s, t0, tt.at, Every(iv), skew); got != tt.want {
-				t.Errorf("Missed = %v, want %v (due %v)", got, tt.want, Due(tt.s, t0, Every(iv)).Sub(t0))
+			d := Deadline(tt.s, Every(iv), tt.at, skew, false)
+			if got := Missed(tt.s, t0, d, Every(iv), skew); got != tt.want {
+				t.Errorf("Missed = %v, want %v (deadline %v)", got, tt.want, d.Sub(t0))
 			}
 		})
 	}
-	if w := Wake(skew); Overslept(t0, t0.Add(w), skew) || !Overslept(t0, t0.Add(w+1), skew) {
-		t.Error("Overslept: a wake within Wake(skew) of the start is on time, one past it is not")
+	if Overslept(t0, t0) || !Overslept(t0, t0.Add(1)) {
+		t.Error("Overslept: a call at the deadline is on time, one past it is not")
 	}
+}
 
+// rate500 is 500 starts a second with a burst of 5: T = 2 ms, B·T = 10
+// ms, room 2 ms.
+var rate500 = Limits{{Rate: api.Rate{N: 500, Per: time.Second}, Burst: 5}}
+
+// TestRoomAbsorbsLateness: under a rate, a worker late by up to its
+// burst's room keeps its start, and the next booked ticket still starts at
+// its own slot (the line did not move); a worker later than that would
+// move the line and is passed.
+func TestRoomAbsorbsLateness(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+	skew := 500 * time.Microsecond
+	if got := rate500.Room(); got != Room {
+		t.Fatalf("room of %s = %v, want %v", rate500, got, Room)
+	}
+	// A backlog: 40 line tickets booked at t0.
+	s, _, slots := Take(State{}, 40, 40, rate500, t0)
+	// The first 20 start on time, each at its slot.
+	for k := range 20 {
+		s = StartedBy(s, int64(k+1), rate500, slots[k], slots[k], Deadline(s, rate500, slots[k], skew, false), skew)
+	}
+	k := 20
+	for _, tt := range []struct {
+		late   time.Duration
+		missed bool
+	}{{0, false}, {ms(1), false}, {ms(5), false}, {ms(8) + skew, false}, {ms(9) + skew, true}} {
+		at := slots[k].Add(tt.late)
+		if v, _ := Gate(s, int64(k+1), rate500, skew, at); v != Start {
+			t.Fatalf("late %v: gate %v, want start", tt.late, v)
+		}
+		d := Deadline(s, rate500, at, skew, false)
+		if d.Sub(at) < Room && !tt.missed {
+			t.Errorf("late %v: room %v, want at least %v", tt.late, d.Sub(at), Room)
+		}
+		if got := Missed(s, slots[k], d, rate500, skew); got != tt.missed {
+			t.Errorf("late %v: Missed = %v, want %v", tt.late, got, tt.missed)
+		}
+		if tt.missed {
+			continue
+		}
+		// Started late within the room: the next ticket passes at its
+		// own slot.
+		next := StartedBy(s, int64(k+1), rate500, slots[k], at, d, skew)
+		if v, open := Gate(next, int64(k+2), rate500, skew, slots[k+1]); v != Start {
+			t.Errorf("late %v within the room moved the line: the next ticket's gate is %v until %v after its slot", tt.late, v, open.Sub(slots[k+1]))
+		}
+	}
+}
+
+// TestMomentInAnyOrder: the tickets booked for one moment reach the gate
+// in any order, and each starts: none is passed by another of its moment,
+// and the starts, each anywhere in its window [reserved, deadline], keep
+// every limit.
+func TestMomentInAnyOrder(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	skew := 500 * time.Microsecond
+	forms := map[string]Limits{
+		"rate with burst": rate500,
+		"window":          {{Window: api.Rate{N: 10, Per: 50 * time.Millisecond}}},
+		"rate and window": {{Rate: api.Rate{N: 500, Per: time.Second}, Burst: 9}, {Window: api.Rate{N: 10, Per: 40 * time.Millisecond}}},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for name, ls := range forms {
+		t.Run(name, func(t *testing.T) {
+			for round := range 50 {
+				const n = 60
+				s, _, slots := Take(State{}, n, n, ls, t0)
+				// Group the tickets by moment and let each moment's
+				// tickets come in a random order, each worker a
+				// little late within the room.
+				order := make([]int, n)
+				for i := range order {
+					order[i] = i
+				}
+				slices.SortStableFunc(order, func(a, b int) int { return slots[a].Compare(slots[b]) })
+				for i := 0; i < n; {
+					j := i
+					for j < n && slots[order[j]].Equal(slots[order[i]]) {
+						j++
+					}
+					rng.Shuffle(j-i, func(a, b int) { order[i+a], order[i+b] = order[i+b], order[i+a] })
+					i = j
+				}
+				var starts []time.Time
+				for _, k := range order {
+					at := slots[k].Add(time.Duration(rng.Int64N(int64(skew))))
+					if v, open := Gate(s, int64(k+1), ls, skew, at); v != Start {
+						t.Fatalf("round %d: ticket %d at its slot +%v: %v (open %v after its slot)", round, k+1, at.Sub(slots[k]), v, open.Sub(slots[k]))
+					}
+					d := Deadline(s, ls, at, skew, false)
+					if Missed(s, slots[k], d, ls, skew) || Behind(s, slots[k], ls, skew) {
+						t.Fatalf("round %d: ticket %d of its moment, late %v: missed", round, k+1, at.Sub(slots[k]))
+					}
+					s = StartedBy(s, int64(k+1), ls, slots[k], at, d, skew)
+					// The worker calls its target anywhere up to its
+					// deadline.
+					starts = append(starts, at.Add(time.Duration(rng.Int64N(int64(d.Sub(at))+1))))
+				}
+				if b := Breaches(ls, skew, starts); len(b) > 0 {
+					t.Fatalf("round %d: %d breaches, first %+v", round, len(b), b[0])
+				}
+			}
+		})
+	}
+}
+
+// FuzzDeadlineKeepsLimits: whatever order and lateness workers come in,
+// a start anywhere in [reserved, deadline] of a start the gate passed
+// keeps every limit within the skew.
+func FuzzDeadlineKeepsLimits(f *testing.F) {
+	f.Add(uint64(1), uint8(0))
+	f.Add(uint64(7), uint8(1))
+	f.Add(uint64(42), uint8(2))
+	f.Fuzz(func(t *testing.T, seed uint64, form uint8) {
+		lss := []Limits{
+			Every(10 * time.Millisecond),
+			rate500,
+			{{Window: api.Rate{N: 4, Per: 20 * time.Millisecond}}},
+			{{Rate: api.Rate{N: 100, Per: time.Second}, Burst: 3}, {Window: api.Rate{N: 3, Per: 25 * time.Millisecond}}},
+		}
+		ls := lss[int(form)%len(lss)]
+		rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b9))
+		t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+		skew := time.Duration(rng.Int64N(int64(time.Millisecond))) + 1
+		s := State{}
+		now := t0
+		var starts []time.Time
+		for k := range 200 {
+			now = now.Add(time.Duration(rng.Int64N(int64(3 * time.Millisecond))))
+			v, open := Gate(s, int64(k+1), ls, skew, now)
+			if v == Early {
+				now = open.Add(time.Duration(rng.Int64N(int64(2 * time.Millisecond))))
+				if v, _ = Gate(s, int64(k+1), ls, skew, now); v != Start {
+					t.Fatalf("gate at its opening: %v", v)
+				}
+			}
+			d := Deadline(s, ls, now, skew, rng.IntN(4) == 0)
+			s = StartedBy(s, int64(k+1), ls, time.Time{}, now, d, skew)
+			starts = append(starts, now.Add(time.Duration(rng.Int64N(int64(d.Sub(now))+1))))
+		}
+		if b := Breaches(ls, skew, starts); len(b) > 0 {
+			t.Fatalf("%s: %d breaches, first %+v", ls, len(b), b[0])
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // lineUp creates a queue, takes n line tickets at base and stores a queued
@@ -81,21 +82,24 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 		// The gate touches the queue alone; the claim is the job's write.
 		wantUnchanged(t, st, jobs[0])
 
-		// The theoretical last start: a start within skew of it moves it
-		// by one interval, not to now.
-		r := gateReq(name, 2, at(1100*time.Millisecond))
-		r.Skew = 200 * time.Millisecond
+		// The theoretical last start: a start whose deadline lies within
+		// the skew of it moves it by one interval, not to the deadline
+		// (the skew is spent on the deadline, never as an early start).
+		r := gateReq(name, 2, at(1200*time.Millisecond))
+		r.Skew, r.Deadline = 200*time.Millisecond, at(1350*time.Millisecond)
 		if s, err = st.Gate(t.Context(), r); err != nil {
-			t.Fatalf("Gate within skew: %v", err)
+			t.Fatalf("Gate with a deadline within skew: %v", err)
 		}
-		wantState(t, "state after an early start", s, slot.State{Ticket: 3, Current: 2, Clock: at(2 * interval), LastStart: at(1200 * time.Millisecond)})
+		wantState(t, "state after a start with room", s, slot.State{Ticket: 3, Current: 2, Clock: at(2 * interval), LastStart: at(1200 * time.Millisecond)})
 
-		// A late start moves it to now.
+		// A late start moves it to its deadline less the skew.
 		late := at(9 * time.Second)
-		if s, err = st.Gate(t.Context(), gateReq(name, 3, late)); err != nil {
+		r = gateReq(name, 3, late)
+		r.Skew, r.Deadline = 200*time.Millisecond, late.Add(300*time.Millisecond)
+		if s, err = st.Gate(t.Context(), r); err != nil {
 			t.Fatalf("late Gate: %v", err)
 		}
-		wantState(t, "state after a late start", s, slot.State{Ticket: 3, Current: 3, Clock: at(2 * interval), LastStart: late})
+		wantState(t, "state after a late start", s, slot.State{Ticket: 3, Current: 3, Clock: at(2 * interval), LastStart: late.Add(100 * time.Millisecond)})
 	})
 
 	// A gate asked ahead of its start reserves the start (GateRequest.At):
@@ -112,10 +116,10 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatalf("Gate reserving base: %v", err)
 		}
 		wantState(t, "state after reserving the first start", s, slot.State{Ticket: 4, Current: 1, Clock: at(3 * interval), LastStart: base})
-		// Busy by the reserved start: last start + interval (the start is
-		// early within skew).
+		// Busy by the reserved start: last start + interval (the start
+		// is reserved at its opening, its deadline within the skew).
 		r = gateReq(name, 2, at(950*time.Millisecond))
-		r.At, r.Skew = at(interval-5*time.Millisecond), 10*time.Millisecond // early within skew
+		r.At, r.Skew, r.Deadline = at(interval), 10*time.Millisecond, at(interval+8*time.Millisecond)
 		if s, err = st.Gate(ctx, r); err != nil {
 			t.Fatalf("Gate reserving +1s: %v", err)
 		}
@@ -175,31 +179,52 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Errorf("queue moved by an early gate: %+v", s)
 		}
 
-		// With skew the gate opens at last start + interval − skew.
-		r := gateReq(name, 2, at(600*time.Millisecond))
+		// The skew is no early allowance: with one the gate still opens
+		// at last start + interval.
+		r := gateReq(name, 2, at(800*time.Millisecond))
 		r.Skew = 300 * time.Millisecond
 		_, err = st.Gate(ctx, r)
 		ge = wantGate(t, "Gate with skew", err, slot.Early)
-		if want := at(700 * time.Millisecond); !ge.OpenAt.Equal(want) {
+		if want := at(interval); !ge.OpenAt.Equal(want) {
 			t.Errorf("OpenAt with skew = %v, want %v", ge.OpenAt, want)
 		}
-		r.Now = at(700 * time.Millisecond)
+		r.Now = at(interval)
 		if _, err := st.Gate(ctx, r); err != nil {
 			t.Errorf("Gate at OpenAt: %v", err)
 		}
 	})
 
+	// Slot order: a line ticket is passed when the queue started a
+	// ticket of a later moment beyond its room (its Front), not for a
+	// higher ticket alone.
 	t.Run("Passed", func(t *testing.T) {
 		st := newState(t)
 		ctx := t.Context()
-		name, _ := lineUp(t, st, 2)
-		if _, err := st.Gate(ctx, gateReq(name, 2, base)); err != nil {
+		name, jobs := lineUp(t, st, 3) // slots base, +1s, +2s
+		line := func(k int, now time.Time) engine.GateRequest {
+			r := gateReq(name, jobs[k].Ticket, now)
+			r.SlotAt = jobs[k].SlotAt
+			return r
+		}
+		if _, err := st.Gate(ctx, line(1, at(interval))); err != nil {
 			t.Fatal(err)
 		}
-		_, err := st.Gate(ctx, gateReq(name, 1, at(time.Minute)))
-		ge := wantGate(t, "Gate of a passed ticket", err, slot.Passed)
+		if s := getQueue(t, st, name).State; !s.Front.Equal(jobs[1].SlotAt) {
+			t.Errorf("Front = %v, want the started ticket's slot %v", s.Front, jobs[1].SlotAt)
+		}
+		_, err := st.Gate(ctx, line(0, at(time.Minute)))
+		ge := wantGate(t, "Gate of a ticket the queue overtook", err, slot.Passed)
 		if ge.State.Current != 2 {
 			t.Errorf("GateError.State.Current = %d, want 2", ge.State.Current)
+		}
+		// A ticket without its slot (a start the caller does not place)
+		// is not passed, and a lower ticket leaves current where it is.
+		s, err := st.Gate(ctx, gateReq(name, jobs[0].Ticket, at(time.Minute)))
+		if err != nil {
+			t.Fatalf("a lower ticket without a slot: %v", err)
+		}
+		if s.Current != 2 || !s.Front.Equal(jobs[1].SlotAt) {
+			t.Errorf("after a lower ticket: current %d, front %v; want 2, %v", s.Current, s.Front, jobs[1].SlotAt)
 		}
 	})
 
@@ -234,7 +259,9 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatal(err)
 		}
 		tk := take(t, st, name, 1, 1, base) // ticket 4, in line at base+2s
-		if _, err := st.Gate(ctx, gateReq(name, tk.First, at(2*interval))); err != nil {
+		r4 := gateReq(name, tk.First, at(2*interval))
+		r4.SlotAt = tk.Slots[0]
+		if _, err := st.Gate(ctx, r4); err != nil {
 			t.Fatal(err)
 		}
 		sched := func(now time.Time) engine.GateRequest {
@@ -251,7 +278,7 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 		if err != nil {
 			t.Fatalf("a scheduled ticket below current: %v", err)
 		}
-		want := slot.State{Ticket: 4, Current: 4, Clock: at(2 * interval), LastStart: at(3 * interval)}
+		want := slot.State{Ticket: 4, Current: 4, Front: at(2 * interval), Clock: at(2 * interval), LastStart: at(3 * interval)}
 		wantState(t, "state after a scheduled start", s, want)
 		wantState(t, "stored state", getQueue(t, st, name).State, want)
 
@@ -259,10 +286,12 @@ func testGate(t *testing.T, newState func(t *testing.T) engine.State) {
 		tk = take(t, st, name, 1, 1, at(3*interval))
 		_, err = st.Gate(ctx, gateReq(name, tk.First, at(3500*time.Millisecond)))
 		wantGate(t, "a line ticket after a scheduled start", err, slot.Early)
-		// The line ticket 2 is passed; scheduled 3 is not, whatever
-		// current is.
-		_, err = st.Gate(ctx, gateReq(name, 2, at(time.Hour)))
-		wantGate(t, "a line ticket below current", err, slot.Passed)
+		// The line ticket 2, whose slot the line's Front passed, is
+		// passed; scheduled 3 is not, whatever current is.
+		r2 := gateReq(name, 2, at(time.Hour))
+		r2.SlotAt = at(interval)
+		_, err = st.Gate(ctx, r2)
+		wantGate(t, "a line ticket the line overtook", err, slot.Passed)
 
 		if _, err := st.Pause(ctx, name, time.Time{}); err != nil {
 			t.Fatal(err)
@@ -724,8 +753,8 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 	})
 
 	// Many workers at the gate of a capped queue at once, each with a
-	// ticket the spacing would let through (a skew of n intervals lets n
-	// gates pass in any order; scheduled tickets leave out ticket order),
+	// ticket the limit would let through (a rate whose burst lets n gates
+	// pass together),
 	// so the cap alone decides: exactly max pass, and never more than max
 	// places are taken. Then places free up one at a time, and the rest
 	// race again.
@@ -735,10 +764,10 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 		const (
 			n   = 30
 			max = 3
-			iv  = time.Millisecond
 		)
-		name := newQueue(t, st, iv)
-		if _, err := st.Take(ctx, engine.TakeRequest{Queue: name, N: n, Interval: iv, Now: base}); err != nil {
+		ls := slot.Limits{{Rate: api.Rate{N: 1000, Per: time.Second}, Burst: 2 * n}}
+		name := newQueueUnder(t, st, ls)
+		if _, err := st.Take(ctx, engine.TakeRequest{Queue: name, N: n, Limits: ls, Now: base}); err != nil {
 			t.Fatal(err)
 		}
 		until := at(time.Hour)
@@ -750,7 +779,7 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 			for i, ticket := range tickets {
 				wg.Go(func() {
 					<-ready
-					r := engine.GateRequest{Queue: name, Ticket: ticket, Interval: iv, Skew: n * iv, Now: now,
+					r := engine.GateRequest{Queue: name, Ticket: ticket, Limits: ls, Now: now,
 						Scheduled: true, MaxRunning: max, Until: until, Seen: seen}
 					_, errs[i] = st.Gate(ctx, r)
 				})
@@ -813,7 +842,7 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 		// busy form, which does not fail as soon as one of them passes.)
 		now = until
 		until = now.Add(time.Hour)
-		if _, err := st.Gate(ctx, engine.GateRequest{Queue: name, Ticket: refused[0], Interval: iv, Now: now, Scheduled: true}); err != nil {
+		if _, err := st.Gate(ctx, engine.GateRequest{Queue: name, Ticket: refused[0], Limits: ls, Now: now, Scheduled: true}); err != nil {
 			t.Fatal(err)
 		}
 		passed, _ = race(refused[1:], now, getQueue(t, st, name).State)

@@ -198,6 +198,9 @@ func diffState(got, want slot.State) string {
 	if !got.LastStart.Equal(want.LastStart) {
 		d = append(d, fmt.Sprintf("LastStart: got %v, want %v", got.LastStart, want.LastStart))
 	}
+	if !got.Front.Equal(want.Front) {
+		d = append(d, fmt.Sprintf("Front: got %v, want %v", got.Front, want.Front))
+	}
 	if got.Paused != want.Paused {
 		d = append(d, fmt.Sprintf("Paused: got %v, want %v", got.Paused, want.Paused))
 	}
