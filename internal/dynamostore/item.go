@@ -25,10 +25,10 @@ const (
 	attrSK = "sk"
 
 	// Queue state item (the hot one).
-	attrTicket      = "ticket"
-	attrCurrent     = "current"
+	attrTicket  = "ticket"
+	attrCurrent = "current"
 	// The latest slot of a line ticket that started (slot.State.Front).
-	attrFront = "front"
+	attrFront       = "front"
 	attrClock       = "clock"
 	attrLastStart   = "last_start"
 	attrPaused      = "paused"
