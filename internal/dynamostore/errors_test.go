@@ -112,7 +112,9 @@ func TestConditionalFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := func(j job.Job, now time.Time) error {
-		_, err := st.Gate(ctx, engine.GateRequest{Queue: j.Queue, Ticket: j.Ticket, Interval: time.Second, Now: now})
+		// The line's slots are a second apart: a's the first.
+		slotAt := base.Add(time.Duration(j.Ticket-1) * time.Second)
+		_, err := st.Gate(ctx, engine.GateRequest{Queue: j.Queue, Ticket: j.Ticket, Interval: time.Second, Now: now, SlotAt: slotAt})
 		return err
 	}
 	if err := start(b, base); err != nil {

@@ -59,17 +59,17 @@ func TestGateRetryMeetsItsOwnPlace(t *testing.T) {
 	table := newTable(t, api)
 	clean := dynamostore.New(api, table, dynamostore.Options{})
 	newQueue(t, clean, "q", time.Millisecond)
-	req := func(ticket int64, until time.Time) engine.GateRequest {
-		return engine.GateRequest{Queue: "q", Ticket: ticket, Interval: time.Millisecond, Skew: time.Second, Now: base,
+	req := func(ticket int64, now, until time.Time) engine.GateRequest {
+		return engine.GateRequest{Queue: "q", Ticket: ticket, Interval: time.Millisecond, Now: now,
 			Scheduled: true, MaxRunning: 2, Until: until}
 	}
 	var otherErr error
 	f := newFaultyDB(api, 1, 0, faultRule{Op: "UpdateItem", If: onStateItem, Fault: faultLost, Rate: 1, N: 1, Then: func() {
-		_, otherErr = clean.Gate(t.Context(), req(2, base.Add(time.Hour)))
+		_, otherErr = clean.Gate(t.Context(), req(2, base.Add(time.Millisecond), base.Add(time.Hour)))
 	}})
 	st := dynamostore.New(f, table, dynamostore.Options{})
 	until := base.Add(time.Minute)
-	s, err := st.Gate(t.Context(), req(1, until))
+	s, err := st.Gate(t.Context(), req(1, base, until))
 	if err != nil || otherErr != nil {
 		t.Fatalf("gates: %v, %v", err, otherErr)
 	}
@@ -83,11 +83,11 @@ func TestGateRetryMeetsItsOwnPlace(t *testing.T) {
 	// redelivery whose first worker died before its claim): it takes its
 	// own place again, and no other.
 	later := until.Add(time.Second)
-	s, err = clean.Gate(t.Context(), req(1, later))
+	s, err = clean.Gate(t.Context(), req(1, base.Add(2*time.Millisecond), later))
 	if err != nil || len(s.Running) != 2 || !s.Running[1].Equal(later) {
 		t.Errorf("another start of ticket 1: running %v, %v; want its own place, until %v", s.Running, err, later)
 	}
-	_, err = clean.Gate(t.Context(), req(3, later))
+	_, err = clean.Gate(t.Context(), req(3, base.Add(3*time.Millisecond), later))
 	var ge *engine.GateError
 	if !errors.As(err, &ge) || ge.Verdict != slot.Full {
 		t.Errorf("ticket 3 with both places taken: %v, want slot.Full", err)

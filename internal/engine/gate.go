@@ -137,9 +137,20 @@ func (d *delivery) hold() next {
 	// much as the room of the queue's limits (slot.Deadline).
 	ls := q.Config.LimitList()
 	alone := !slot.BookedAfter(q.State, ls, j.SlotAt)
+	// A worker late for the start it wanted reserves that start itself
+	// while its deadline is still ahead (slot.Reserve): late within its
+	// room, it moves nobody.
+	var deadline time.Time
+	d.at, deadline = slot.Reserve(q.State, ls, d.wake, d.at, q.Config.Skew, alone)
+	slotAt := j.SlotAt
+	if missedBefore(j) {
+		// It missed a slot in this attempt already: it takes the
+		// openings it finds, not passed again for the line's front.
+		slotAt = time.Time{}
+	}
 	d.gr = GateRequest{
-		Queue: j.Queue, Ticket: j.Ticket, Limits: ls, Skew: q.Config.Skew, Now: d.now, At: d.at, SlotAt: j.SlotAt,
-		Deadline:  slot.Deadline(q.State, ls, d.at, q.Config.Skew, alone),
+		Queue: j.Queue, Ticket: j.Ticket, Limits: ls, Skew: q.Config.Skew, Now: d.now, At: d.at, SlotAt: slotAt,
+		Deadline:  deadline,
 		Scheduled: outOfLine(j), Seen: q.State,
 		MaxRunning: q.Config.MaxRunning, Until: d.at.Add(e.opts.Lease), Gen: j.Gen,
 	}

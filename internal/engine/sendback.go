@@ -148,7 +148,11 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job, cause retic
 		return e.cancelPurged(ctx, *q, orig)
 	}
 	j.Retickets++
-	j.SentBack++
+	if !cause.missed {
+		// A missed slot is no send-back toward failure: the job moved
+		// on to a slot of its own, and no job fails for missing slots.
+		j.SentBack++
+	}
 	ev := job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: old, Ticket: j.Ticket}
 	if cause.missed {
 		j.StartedAt = time.Time{}

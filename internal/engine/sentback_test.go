@@ -10,7 +10,9 @@ import (
 
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // A job the worker keeps sending back without starting (here: every
@@ -83,4 +85,52 @@ func TestSentBackClearedByStart(t *testing.T) {
 			t.Fatalf("after a failed attempt: %s, attempt %d, sent back %d; want queued, attempt 2, 0", j.Status, j.Attempt, j.SentBack)
 		}
 	})
+}
+
+// No job fails for missing its slot, however often: a transport that
+// delivers every message late, past the room of the queue's limit, makes
+// jobs miss their slots, and each takes a new ticket once an attempt (then
+// starts late, moving the line behind it, rather than circle the line), and
+// a missed slot is no send-back toward MaxSendsBack's bound. Every job
+// succeeds on its first attempt, re-ticketed at most twice.
+func TestMissedSlotsNeverFail(t *testing.T) {
+	forms := map[string]slot.Config{
+		"interval": {Interval: 20 * time.Millisecond},
+		"rate":     {Rate: api.Rate{N: 100, Per: time.Second}, Burst: 4},
+		"window":   {Window: api.Rate{N: 5, Per: 100 * time.Millisecond}},
+	}
+	for name, cfg := range forms {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newSim(t, simOptions{Workers: 8, Lead: time.Millisecond, MaxSendsBack: 1,
+					Transport: memstore.TransportOptions{Jitter: 200 * time.Millisecond, DuplicateRate: 0.2, Seed: 9}})
+				defer s.stop()
+				s.createQueue("late", cfg)
+				for range 10 {
+					s.enqueue("late", 6, nil)
+				}
+				s.waitFinished("late", time.Hour)
+				if failed := s.jobs("late", job.Failed); len(failed) > 0 {
+					t.Fatalf("%d jobs failed for missing slots; first: %s (%s)", len(failed), failed[0].ID, failed[0].LastError)
+				}
+				done := s.jobs("late", job.Succeeded)
+				if len(done) != 60 {
+					t.Fatalf("%d of 60 jobs succeeded", len(done))
+				}
+				missed := 0
+				for _, j := range done {
+					if j.Attempt != 1 {
+						t.Errorf("job %s ended at attempt %d: a missed slot is not an attempt", j.ID, j.Attempt)
+					}
+					if j.Retickets > 2 {
+						t.Errorf("job %s was re-ticketed %d times, want at most 2", j.ID, j.Retickets)
+					}
+					missed += j.Retickets
+				}
+				if missed == 0 {
+					t.Fatal("no job missed a slot: the transport's lateness tested nothing")
+				}
+			})
+		})
+	}
 }

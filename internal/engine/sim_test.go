@@ -63,6 +63,8 @@ type simOptions struct {
 	Wrap func(engine.State) engine.State
 	// Tracer is the engine's Tracer (nil: none).
 	Tracer trace.TracerProvider
+	// MaxSendsBack is the engine's (0: its default).
+	MaxSendsBack int
 }
 
 type sim struct {
@@ -118,7 +120,7 @@ func newSim(t *testing.T, o simOptions) *sim {
 	s.eng = engine.New(engine.Options{
 		State: st, Transport: s.tr, Runner: &dispatch.Dispatcher{Mux: mux},
 		Lease: o.Lease, Lead: o.Lead, Logger: slog.New(warnLog{s}), ResumeBudget: o.ResumeBudget,
-		Schedules: schedulesOf(st, s.store), Tracer: o.Tracer,
+		Schedules: schedulesOf(st, s.store), Tracer: o.Tracer, MaxSendsBack: o.MaxSendsBack,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

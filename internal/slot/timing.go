@@ -58,8 +58,9 @@ func StartAt(want, now time.Time, lead time.Duration) time.Time {
 
 // Deadline is θ, the latest a worker whose start the gate reserved at at
 // may call its target, at state s under ls with the queue's skew. It is
-// at + the room (Limits.Room; Room itself for a start with nothing
-// booked behind it, alone, which moves nobody), or, when later, the
+// at + the room (Limits.Room, and at least the skew, the rule's own
+// allowance; Room itself for a start with nothing booked behind it,
+// alone, which moves nobody), or, when later, the
 // queue's theoretical next start plus the skew (for every rate and
 // interval: a start by then records no later than the line's own
 // theoretical time, so it costs no one anything). Under a window there is
@@ -67,7 +68,7 @@ func StartAt(want, now time.Time, lead time.Duration) time.Time {
 // starts a period later. The gate records θ on every mark (startedBy), so
 // any start in [at, θ] keeps every limit.
 func Deadline(s State, ls Limits, at time.Time, skew time.Duration, alone bool) time.Time {
-	room := ls.Room()
+	room := max(ls.Room(), skew)
 	if alone {
 		room = max(room, Room)
 	}
@@ -165,4 +166,20 @@ func BookedAfter(s State, ls Limits, slotAt time.Time) bool {
 		}
 	}
 	return false
+}
+
+// Reserve is the start a worker ready at at asks the gate for, wanting
+// the start want, and its deadline: at with its own deadline, or, for a
+// worker late for want while want's deadline is still ahead of at, want
+// itself with want's deadline. So a worker late within its room reserves
+// the start it was given and moves nobody; one reserved at at would move
+// the line by its lateness.
+func Reserve(s State, ls Limits, want, at time.Time, skew time.Duration, alone bool) (time.Time, time.Time) {
+	deadline := Deadline(s, ls, at, skew, alone)
+	if !want.IsZero() && at.After(want) {
+		if dw := Deadline(s, ls, want, skew, alone); !dw.Before(at) {
+			return want, dw
+		}
+	}
+	return at, deadline
 }

@@ -54,7 +54,7 @@ func TestMissedAndOverslept(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Deadline(tt.s, Every(iv), tt.at, skew, false)
+			_, d := Reserve(tt.s, Every(iv), t0, tt.at, skew, false)
 			if got := Missed(tt.s, t0, d, Every(iv), skew); got != tt.want {
 				t.Errorf("Missed = %v, want %v (deadline %v)", got, tt.want, d.Sub(t0))
 			}
