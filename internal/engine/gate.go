@@ -137,6 +137,7 @@ func (d *delivery) hold() next {
 	// much as the room of the queue's limits (slot.Deadline).
 	ls := q.Config.LimitList()
 	alone := !slot.BookedAfter(q.State, ls, j.SlotAt)
+	d.alone = alone
 	// A worker late for the start it wanted reserves that start itself
 	// while its deadline is still ahead (slot.Reserve): late within its
 	// room, it moves nobody.

@@ -13,6 +13,7 @@ import (
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -316,6 +317,39 @@ func TestMissedOnceThenStartsLate(t *testing.T) {
 		}
 		if len(starts) != 5 {
 			t.Fatalf("%d starts, want 5", len(starts))
+		}
+	})
+}
+
+// An idle queue never re-tickets a lone job: three jobs half a second
+// apart on a queue at 200 a second, each alone in its line, and the
+// worker of the second wakes 5 ms late for its target's call (past its
+// deadline). It gives the start up and takes the next opening on its own
+// ticket: a lone job's late start moves nobody, and its place is the
+// line's end already.
+func TestIdleQueueNeverReticketsALoneJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tracer := &callStaller{ticket: 2, d: 5 * time.Millisecond}
+		s := newSim(t, simOptions{Workers: 2, Tracer: tracer})
+		defer s.stop()
+		s.createQueue("ff", slot.Config{Rate: api.Rate{N: 200, Per: time.Second}})
+		for range 3 {
+			s.enqueue("ff", 1, nil)
+			time.Sleep(500 * time.Millisecond)
+		}
+		s.waitFinished("ff", time.Minute)
+		stalled := false
+		for _, j := range s.jobs("ff", job.Succeeded) {
+			if j.Retickets != 0 || hasEvent(j, job.Reticketed) {
+				t.Errorf("lone job %s was re-ticketed: %+v", j.ID, j.History)
+			}
+			stalled = stalled || hasEvent(j, job.SlotMissed)
+		}
+		if n := len(s.jobs("ff", job.Succeeded)); n != 3 {
+			t.Fatalf("%d of 3 jobs succeeded", n)
+		}
+		if !stalled {
+			t.Fatal("no worker came past its deadline: the stall tested nothing")
 		}
 	})
 }

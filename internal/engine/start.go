@@ -58,9 +58,11 @@ func (d *delivery) sleepToStart(ctx context.Context) (next, error) {
 // worker woke late by late after its claim: the job goes back from
 // running to waiting, as if it had not passed the gate, and its slot is
 // spent (the gate counted it). A line job takes a new ticket at the end
-// of the line (reticket, lateBy), once an attempt; a job out of line, or
-// one that missed a slot already in this attempt, is queued again at its
-// ticket and goes to the gate again for the next opening (again). Its
+// of the line (reticket, lateBy), once an attempt; a job out of line, one
+// that missed a slot already in this attempt, or one with nothing booked
+// behind it (a lone job on an idle queue: its place is the line's end
+// already) is queued again at its ticket and goes to the gate again for
+// the next opening (again). Its
 // running place, if it took one, is freed; a line job leaves its key. The
 // writes are on a context of their own: a job left running would wait
 // for its lease.
@@ -78,7 +80,7 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 	q.State = d.st
 	e.unstartKey(rctx, q, d.keyPrev, d.keyPut)
 	d.keyPrev, d.keyPut = slot.Meter{}, slot.Meter{}
-	if !outOfLine(j) && !missedBefore(j) {
+	if !outOfLine(j) && !missedBefore(j) && !d.alone {
 		err := e.reticket(rctx, &q, j, lateBy(late))
 		e.endRun(rctx, q, ticket)
 		e.leaveUnlessRunning(rctx, q, *j, ticket)

@@ -116,6 +116,10 @@ type delivery struct {
 	// late is how long after the reserved start the target's call came,
 	// when it came too late to be made (begin).
 	late time.Duration
+	// alone: the line had nothing booked after the job's slot when it
+	// went to the gate; a start it gives up then costs it no place in
+	// the line (giveUpStart).
+	alone bool
 }
 
 // next is what a delivery's step leaves Work to do.
