@@ -358,10 +358,11 @@ func gateExprs(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 // lineMoves adds to a line ticket's gate the conditions and updates of
 // the line's counters, each in the form the state seen points to, since
 // one expression cannot take a maximum: current moves to the ticket if
-// it is higher, and front to the ticket's slot if it is later; else the
-// condition keeps them at least as high (a refusal reads the item again
-// and picks the other form). A ticket with its slot is also held to
-// slot.Behind: the line's front no further past its slot than the room.
+// it is higher, and front to the ticket's slot if it is later and the
+// start keeps its moment (slot.MovesFront); else the condition keeps
+// them at least as high (a refusal reads the item again and picks the
+// other form). A ticket with its slot is also held to slot.Behind: the
+// line's front no further past its slot than the room.
 func lineMoves(e *expr, r engine.GateRequest, seen slot.State, cond *string) string {
 	cur, t := e.n(attrCurrent), e.v(":t", num(r.Ticket))
 	upd := ""
@@ -375,11 +376,12 @@ func lineMoves(e *expr, r engine.GateRequest, seen slot.State, cond *string) str
 		return upd
 	}
 	front, at := e.n(attrFront), e.v(":slot", timeNum(r.SlotAt))
-	if r.SlotAt.After(seen.Front) {
+	if slot.MovesFront(r.SlotAt, r.Start(), r.LimitList(), r.Skew) && r.SlotAt.After(seen.Front) {
 		*cond += " AND (attribute_not_exists(" + front + ") OR " + front + " < " + at + ")"
 		upd += front + " = " + at + ", "
 	} else {
-		*cond += " AND " + front + " BETWEEN " + at + " AND " + e.v(":behind", timeNum(r.SlotAt.Add(slot.LineRoom(r.LimitList(), r.Skew))))
+		behind := e.v(":behind", timeNum(r.SlotAt.Add(slot.LineRoom(r.LimitList(), r.Skew))))
+		*cond += " AND (attribute_not_exists(" + front + ") OR " + front + " <= " + behind + ")"
 	}
 	return upd
 }

@@ -254,12 +254,24 @@ func StartedScheduled(s State, ls Limits, now time.Time) State {
 // (Deadline), under ls with the queue's skew: every mark records the
 // latest the start may come (see startedBy), current moves to the ticket
 // if it is the highest started, and Front to its slot, slotAt, if it is
-// the latest (a zero slotAt leaves Front alone). A scheduled ticket's
-// start is StartedScheduledBy.
+// the latest and the start keeps its moment (MovesFront; a zero slotAt
+// leaves Front alone). A scheduled ticket's start is StartedScheduledBy.
 func StartedBy(s State, ticket int64, ls Limits, slotAt, at, deadline time.Time, skew time.Duration) State {
 	s.Current = max(s.Current, ticket)
-	s.Front = later(s.Front, slotAt)
+	if MovesFront(slotAt, at, ls, skew) {
+		s.Front = later(s.Front, slotAt)
+	}
 	return startedBy(s, ls, at, deadline, skew)
+}
+
+// MovesFront reports whether a line ticket whose slot is slotAt, starting
+// at at, moves the line's Front to its slot: it starts within the room of
+// its slot (LineRoom), keeping its moment. A ticket that starts later (the
+// queue ran behind it: a slow-down, a pause, a late worker the line
+// waited for) starts at an opening of now, not of its slot, and passes
+// nobody whose slot lies before it.
+func MovesFront(slotAt, at time.Time, ls Limits, skew time.Duration) bool {
+	return !slotAt.IsZero() && !at.After(slotAt.Add(LineRoom(ls, skew)))
 }
 
 // StartedScheduledBy is StartedBy for a scheduled (or detached) ticket:

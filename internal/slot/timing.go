@@ -170,16 +170,13 @@ func BookedAfter(s State, ls Limits, slotAt time.Time) bool {
 
 // Reserve is the start a worker ready at at asks the gate for, wanting
 // the start want, and its deadline: at with its own deadline, or, for a
-// worker late for want while want's deadline is still ahead of at, want
-// itself with want's deadline. So a worker late within its room reserves
-// the start it was given and moves nobody; one reserved at at would move
-// the line by its lateness.
+// worker late for want by no more than its room (Limits.Room, at least
+// the skew), want itself with want's deadline. So a worker late within
+// its room reserves the start it was given and moves nobody; one
+// reserved at at would move the line by its lateness.
 func Reserve(s State, ls Limits, want, at time.Time, skew time.Duration, alone bool) (time.Time, time.Time) {
-	deadline := Deadline(s, ls, at, skew, alone)
-	if !want.IsZero() && at.After(want) {
-		if dw := Deadline(s, ls, want, skew, alone); !dw.Before(at) {
-			return want, dw
-		}
+	if !want.IsZero() && at.After(want) && !at.After(want.Add(max(ls.Room(), skew))) {
+		return want, Deadline(s, ls, want, skew, alone)
 	}
-	return at, deadline
+	return at, Deadline(s, ls, at, skew, alone)
 }
