@@ -457,3 +457,92 @@ func TestTemplateTracing(t *testing.T) {
 		}
 	}
 }
+
+// The tracing layer's collector sends to X-Ray by default, with the role
+// of the function it runs beside: with TracingLayerArn set (and
+// TracingXRay left "true") the enqueue, worker and resume roles may write
+// to X-Ray; without a layer, or with TracingXRay "false", no role may;
+// the admin function, which runs no layer, never.
+func TestTemplateTracingXRay(t *testing.T) {
+	tmpl := loadTemplate(t)
+	cfn := transform(t, filepath.Join(root, "template.yaml"))
+	// xrayGrants returns, per function, the conditions its role's X-Ray
+	// grants are under ("" for none: always).
+	xrayGrants := func(fn string) []string {
+		role := fn + "Role"
+		if fn == "WorkerFunction" {
+			role = "WorkerRole"
+		}
+		var conds []string
+		visit := func(cond string, doc any) {
+			for _, st := range asList(asMapAny(doc)["Statement"]) {
+				for _, a := range asList(asMapAny(st)["Action"]) {
+					if s, _ := a.(string); strings.HasPrefix(s, "xray:") {
+						conds = append(conds, cond)
+					}
+				}
+			}
+		}
+		unwrap := func(v any) (string, any) {
+			if args, ok := asMapAny(v)["Fn::If"].([]any); ok && len(args) == 3 {
+				return args[0].(string), args[1]
+			}
+			return "", v
+		}
+		props := cfn.Resources[role].Properties
+		for _, p := range asList(props["Policies"]) {
+			cond, p := unwrap(p)
+			visit(cond, asMapAny(p)["PolicyDocument"])
+		}
+		for _, arn := range asList(props["ManagedPolicyArns"]) {
+			cond, arn := unwrap(arn)
+			if ref, ok := asMapAny(arn)["Ref"].(string); ok {
+				if r := cfn.Resources[ref]; r.Type == "AWS::IAM::ManagedPolicy" {
+					visit(cond, r.Properties["PolicyDocument"])
+				}
+			}
+		}
+		return conds
+	}
+	params := func(layer, xray string) map[string]string {
+		out := map[string]string{}
+		for name, p := range tmpl.Parameters {
+			out[name] = ""
+			if p["Default"] != nil {
+				out[name] = fmt.Sprint(p["Default"])
+			}
+		}
+		out["TracingLayerArn"], out["TracingXRay"] = layer, xray
+		if layer != "" {
+			out["TracingEndpoint"] = "http://localhost:4318"
+		}
+		return out
+	}
+	const layer = "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1"
+	for _, tt := range []struct {
+		layer, xray string
+		granted     bool
+	}{
+		{"", "true", false},
+		{layer, "true", true},
+		{layer, "false", false},
+	} {
+		r := samlocal.Resolver{Params: params(tt.layer, tt.xray), Refs: map[string]string{}, Attrs: map[string]string{}, Conditions: tmpl.Conditions, Mappings: tmpl.Mappings}
+		for _, fn := range tmpl.Functions() {
+			granted := false
+			for _, cond := range xrayGrants(fn) {
+				on := true
+				if cond != "" {
+					var err error
+					if on, err = r.Condition(cond); err != nil {
+						t.Fatalf("%s: %v", cond, err)
+					}
+				}
+				granted = granted || on
+			}
+			if want := tt.granted && fn != "AdminFunction"; granted != want {
+				t.Errorf("TracingLayerArn %q, TracingXRay %s: %s's role may write to X-Ray: %v, want %v", tt.layer, tt.xray, fn, granted, want)
+			}
+		}
+	}
+}

@@ -55,10 +55,12 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) 
 	return created, nil
 }
 
-// createJob puts one job if its key is free or holds a job of another
-// generation (a deleted queue's), and reports whether it did.
+// createJob puts one job if its key is free, holds a job of another
+// generation (a deleted queue's) or an expired job (absent, though TTL has
+// not deleted it yet), and reports whether it did.
 func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, error) {
-	x, err := expression.NewBuilder().WithCondition(replaceable(j.Gen)).Build()
+	expired := expression.Name(attrExpiresAt).LessThanEqual(expression.Value(timeNum(s.now())))
+	x, err := expression.NewBuilder().WithCondition(replaceable(j.Gen).Or(expired)).Build()
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", j.Ref(), err)
 	}

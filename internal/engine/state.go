@@ -414,7 +414,9 @@ type State interface {
 	// older generation is replaced: it belonged to a deleted queue of the
 	// same name. Generations are ordered (a queue created again has a
 	// larger one), so an enqueue of a deleted generation that writes late
-	// never replaces the job of the queue created again.
+	// never replaces the job of the queue created again. An expired
+	// record (job.Job.Expired) is absent, as for GetJob, and is replaced
+	// whatever its generation: TTL deletes it only eventually.
 	CreateJobs(ctx context.Context, jobs []job.Job) (created []bool, err error)
 	// GetJob returns a job. ErrJobNotFound, also for an expired one.
 	GetJob(ctx context.Context, k job.Ref) (job.Job, error)

@@ -298,6 +298,7 @@ func (s *Store) CreateJobs(_ context.Context, jobs []job.Job) ([]bool, error) {
 			return nil, fmt.Errorf("create jobs: jobs[%d] has no queue or id", i)
 		}
 	}
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	created := make([]bool, len(jobs))
@@ -307,10 +308,11 @@ func (s *Store) CreateJobs(_ context.Context, jobs []job.Job) ([]bool, error) {
 			byID = make(map[string]job.Job)
 			s.jobs[j.Queue] = byID
 		}
-		if old, ok := byID[j.ID]; ok && (j.Gen == 0 || old.Gen != 0 && !engine.GenBefore(old.Gen, j.Gen)) {
+		if old, ok := byID[j.ID]; ok && !old.Expired(now) && (j.Gen == 0 || old.Gen != 0 && !engine.GenBefore(old.Gen, j.Gen)) {
 			// Its own generation's, or a newer one's: an enqueue of a
 			// deleted generation never replaces the job of the queue
-			// created again (generations are ordered).
+			// created again (generations are ordered). An expired job
+			// is absent, as GetJob says.
 			continue
 		}
 		byID[j.ID] = copyJob(j)

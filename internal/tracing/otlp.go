@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,10 @@ type otlpHTTP struct {
 
 var _ sdktrace.SpanExporter = (*otlpHTTP)(nil)
 
+// xrayHost matches X-Ray's own OTLP endpoints (xray.REGION.amazonaws.com,
+// and the .com.cn of China's regions).
+var xrayHost = regexp.MustCompile(`(?i)^xray\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$`)
+
 // defaultEndpoint is the OTLP/HTTP collector on the same host: where the
 // ADOT Lambda layer and a local collector listen.
 const defaultEndpoint = "http://localhost:4318"
@@ -64,8 +69,12 @@ func newOTLP(getenv func(string) string) (*otlpHTTP, error) {
 	default:
 		e.url = strings.TrimSuffix(v, "/") + "/v1/traces"
 	}
-	if u, err := url.Parse(e.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := url.Parse(e.url)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%s: %q is no http(s) URL", name, v)
+	}
+	if xrayHost.MatchString(u.Hostname()) {
+		return nil, fmt.Errorf("%s: %q is X-Ray's OTLP endpoint, which takes only requests signed with AWS credentials (SigV4), and slotq's exporter does not sign: send to a collector that does, such as the ADOT collector layer (http://localhost:4318)", name, v)
 	}
 	name, v = pick(EnvTracesHeaders, EnvHeaders)
 	for pair := range strings.SplitSeq(v, ",") {

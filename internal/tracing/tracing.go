@@ -24,6 +24,11 @@
 //	                       the resource (service.name defaults to the
 //	                       function's name)
 //	OTEL_SDK_DISABLED      true: no tracing, whatever else is set
+//	SLOTQ_TRACE_FLUSH_TIMEOUT
+//	                       slotq's own: how long a Lambda invocation
+//	                       waits for its spans to be exported before it
+//	                       returns (a Go duration, default 500ms; see
+//	                       Flushed)
 //
 // Unlike autoexport, an unset OTEL_TRACES_EXPORTER means none, not
 // otlp: slotq exports nothing, and costs nothing, unless asked to. The
@@ -45,6 +50,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
@@ -68,6 +75,7 @@ const (
 	EnvTracesTimeout     = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"
 	EnvCompression       = "OTEL_EXPORTER_OTLP_COMPRESSION"
 	EnvTracesCompression = "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"
+	EnvFlushTimeout      = "SLOTQ_TRACE_FLUSH_TIMEOUT"
 	envLambdaFunction    = "AWS_LAMBDA_FUNCTION_NAME"
 	envRegion            = "AWS_REGION"
 	protocolHTTPProtobuf = "http/protobuf"
@@ -86,12 +94,34 @@ type Options struct {
 	// OTEL_RESOURCE_ATTRIBUTES name none. Default the Lambda function's
 	// name (AWS_LAMBDA_FUNCTION_NAME), else "slotq".
 	ServiceName string
+	// Logger receives a warning when an invocation's spans could not be
+	// exported. Default: nothing is logged.
+	Logger *slog.Logger
 }
+
+// DefaultFlushTimeout bounds the export of an invocation's spans before
+// it returns (SLOTQ_TRACE_FLUSH_TIMEOUT). An export to the collector
+// beside the function (the ADOT layer on localhost) takes milliseconds;
+// the bound only matters when the collector does not answer, and then it
+// keeps an invocation's answer late by at most this much: well inside the
+// 7 s the worker keeps in hand after its targets and the enqueue
+// function's 15 s timeout. The exporter's own timeout
+// (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s) would not.
+const DefaultFlushTimeout = 500 * time.Millisecond
+
+// flushReserve is what a flush leaves of the invocation's time: Lambda
+// must still get the answer before the deadline.
+const flushReserve = 100 * time.Millisecond
 
 // Tracing is the tracer provider built from the environment, or nothing
 // when tracing is off. A nil *Tracing is off.
 type Tracing struct {
-	provider *sdktrace.TracerProvider
+	provider     *sdktrace.TracerProvider
+	flushTimeout time.Duration
+	log          *slog.Logger
+	// dropped counts the spans an exporter failed to send (the batch
+	// processor does not send them again).
+	dropped atomic.Int64
 }
 
 // FromEnv builds tracing as the OTEL_* variables say (see the package
@@ -106,6 +136,14 @@ func FromEnv(ctx context.Context, o Options) (*Tracing, error) {
 	}
 	if strings.EqualFold(strings.TrimSpace(o.Getenv(EnvDisabled)), "true") {
 		return &Tracing{}, nil
+	}
+	flushTimeout := DefaultFlushTimeout
+	if v := strings.TrimSpace(o.Getenv(EnvFlushTimeout)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%s: %q is no positive duration (such as 500ms)", EnvFlushTimeout, v)
+		}
+		flushTimeout = d
 	}
 	var exporters []sdktrace.SpanExporter
 	for name := range strings.SplitSeq(o.Getenv(EnvExporter), ",") {
@@ -136,18 +174,34 @@ func FromEnv(ctx context.Context, o Options) (*Tracing, error) {
 	if err != nil {
 		return nil, err
 	}
+	t := &Tracing{flushTimeout: flushTimeout, log: o.Logger}
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	for _, e := range exporters {
-		opts = append(opts, sdktrace.WithBatcher(e))
+		opts = append(opts, sdktrace.WithBatcher(counted{e, &t.dropped}))
 	}
-	return &Tracing{provider: sdktrace.NewTracerProvider(opts...)}, nil
+	t.provider = sdktrace.NewTracerProvider(opts...)
+	return t, nil
+}
+
+// counted is an exporter that counts the spans it failed to send.
+type counted struct {
+	sdktrace.SpanExporter
+	dropped *atomic.Int64
+}
+
+func (c counted) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := c.SpanExporter.ExportSpans(ctx, spans)
+	if err != nil {
+		c.dropped.Add(int64(len(spans)))
+	}
+	return err
 }
 
 // MustFromEnv is FromEnv for a function's main, at init: on a bad
 // variable it logs the error, naming it, and exits (Lambda reports the
 // init failure).
 func MustFromEnv(log *slog.Logger) *Tracing {
-	t, err := FromEnv(context.Background(), Options{})
+	t, err := FromEnv(context.Background(), Options{Logger: log})
 	if err != nil {
 		log.Error("bad tracing configuration", "error", err.Error())
 		os.Exit(1)
@@ -207,14 +261,43 @@ func (t *Tracing) Provider() trace.TracerProvider {
 // On reports whether spans are exported.
 func (t *Tracing) On() bool { return t != nil && t.provider != nil }
 
-// Flush exports the spans ended so far. A Lambda function calls it
-// before each invocation returns: a frozen function exports nothing, and
-// one that is never thawed again loses what it kept.
+// Flush exports the spans ended so far, waiting at most the flush
+// timeout (SLOTQ_TRACE_FLUSH_TIMEOUT) and never past ctx's deadline less
+// a moment for the answer. A Lambda function calls it before each
+// invocation returns: a frozen function exports nothing, and one that is
+// never thawed again loses what it kept. An error says the spans were not
+// all sent (Dropped counts those an exporter failed on).
 func (t *Tracing) Flush(ctx context.Context) error {
 	if !t.On() {
 		return nil
 	}
-	return t.provider.ForceFlush(ctx)
+	bound := t.flushTimeout
+	if bound <= 0 {
+		bound = DefaultFlushTimeout
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		bound = min(bound, time.Until(dl)-flushReserve)
+	}
+	if bound <= 0 {
+		// No time left: the spans stay queued for a later invocation.
+		return fmt.Errorf("flush spans: no time left before the invocation's deadline")
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	if err := t.provider.ForceFlush(ctx); err != nil {
+		return fmt.Errorf("flush spans within %v: %w", bound, err)
+	}
+	return nil
+}
+
+// Dropped returns how many spans an exporter failed to send since
+// tracing was built (a collector that refused them, or did not answer
+// within the flush's bound).
+func (t *Tracing) Dropped() int64 {
+	if !t.On() {
+		return 0
+	}
+	return t.dropped.Load()
 }
 
 // Shutdown flushes and stops the exporters.
@@ -227,15 +310,19 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 
 // Flushed wraps a Lambda handler so that each invocation's spans are
 // exported (Flush) before it returns; with tracing off it is h itself.
+// The flush is bounded (Flush) and never changes the invocation's
+// answer: a collector that is away or slow costs spans, counted and
+// logged as a warning (dropped_spans, the total so far), not the
+// invocation.
 func Flushed[E, R any](t *Tracing, h func(context.Context, E) (R, error)) func(context.Context, E) (R, error) {
 	if !t.On() {
 		return h
 	}
 	return func(ctx context.Context, ev E) (R, error) {
 		r, err := h(ctx, ev)
-		// A flush that fails (the collector is away) costs the spans,
-		// not the invocation.
-		_ = t.Flush(ctx)
+		if ferr := t.Flush(ctx); ferr != nil && t.log != nil {
+			t.log.WarnContext(ctx, "spans not exported", "error", ferr.Error(), "dropped_spans", t.Dropped())
+		}
 		return r, err
 	}
 }

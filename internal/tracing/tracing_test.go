@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -50,6 +52,9 @@ func TestBadVariables(t *testing.T) {
 		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "5s"}, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"},
 		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_HEADERS": "novalue"}, "OTEL_EXPORTER_OTLP_HEADERS"},
 		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}, "OTEL_EXPORTER_OTLP_COMPRESSION"},
+		// X-Ray's endpoint wants SigV4-signed requests: every export would be refused.
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "https://xray.eu-west-1.amazonaws.com"}, "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://XRAY.cn-north-1.amazonaws.com.cn/v1/traces"}, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
 	} {
 		_, err := tracing.FromEnv(t.Context(), tracing.Options{Getenv: envOf(tt.env)})
 		if err == nil || !strings.Contains(err.Error(), tt.name) {
@@ -176,5 +181,108 @@ func TestFlushed(t *testing.T) {
 	_, _ = h2(t.Context(), 1)
 	if calls != 1 {
 		t.Errorf("handler called %d times", calls)
+	}
+}
+
+// A collector that never answers holds an invocation up by at most the
+// flush's bound, not by the exporter's timeout (an hour here), and never
+// changes its answer: the span is counted as dropped, and a warning
+// says so.
+func TestFlushedCollectorNeverAnswers(t *testing.T) {
+	arrived := make(chan struct{}, 10)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	var logs testenv.Buffer
+	tr, err := tracing.FromEnv(t.Context(), tracing.Options{Getenv: envOf(map[string]string{
+		"OTEL_TRACES_EXPORTER":        "otlp",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL,
+		"OTEL_EXPORTER_OTLP_TIMEOUT":  "3600000",
+		"SLOTQ_TRACE_FLUSH_TIMEOUT":   "50ms",
+	}), Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = tr.Shutdown(ctx)
+	}()
+	h := tracing.Flushed(tr, func(ctx context.Context, ev string) (string, error) {
+		_, span := tr.Provider().Tracer("test").Start(ctx, "invocation "+ev)
+		span.End()
+		return "answer " + ev, errors.New("the handler's error")
+	})
+	type result struct {
+		r   string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := h(t.Context(), "e1")
+		done <- result{r, err}
+	}()
+	// Generous for a 50ms bound, and shorter than the batch processor's
+	// own export timeout (30 s), which an unbounded flush would wait for.
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the invocation did not return while the collector held its export: the flush is not bounded")
+	}
+	if res.r != "answer e1" || res.err == nil || res.err.Error() != "the handler's error" {
+		t.Errorf("Flushed handler answered %q, %v; want the handler's answer and error", res.r, res.err)
+	}
+	select {
+	case <-arrived:
+	default:
+		t.Error("the export never reached the collector")
+	}
+	// The cancelled export ends just after the flush returns.
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(time.Minute); tr.Dropped() != 1 && time.Now().Before(deadline); {
+		<-tick.C
+	}
+	if got := tr.Dropped(); got != 1 {
+		t.Errorf("Dropped() = %d, want 1 (the invocation's span)", got)
+	}
+	if !strings.Contains(logs.String(), `"msg":"spans not exported"`) || !strings.Contains(logs.String(), `"dropped_spans"`) {
+		t.Errorf("logs %q; want a warning with dropped_spans", logs.String())
+	}
+}
+
+// A flush leaves the invocation time to answer: with less than that left
+// before its deadline it sends nothing and returns at once.
+func TestFlushNoTimeLeft(t *testing.T) {
+	tr, err := tracing.FromEnv(t.Context(), tracing.Options{Getenv: envOf(map[string]string{
+		"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1",
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tr.Shutdown(context.Background()) }()
+	ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(time.Millisecond))
+	defer cancel()
+	if err := tr.Flush(ctx); err == nil || !strings.Contains(err.Error(), "no time left") {
+		t.Errorf("Flush with 1ms left: %v; want no time left", err)
+	}
+}
+
+func TestFlushTimeoutVariable(t *testing.T) {
+	for _, v := range []string{"500", "0s", "-1s", "soon"} {
+		_, err := tracing.FromEnv(t.Context(), tracing.Options{Getenv: envOf(map[string]string{
+			"OTEL_TRACES_EXPORTER": "console", "SLOTQ_TRACE_FLUSH_TIMEOUT": v,
+		}), Console: io.Discard})
+		if err == nil || !strings.Contains(err.Error(), "SLOTQ_TRACE_FLUSH_TIMEOUT") {
+			t.Errorf("SLOTQ_TRACE_FLUSH_TIMEOUT=%q: %v; want an error naming it", v, err)
+		}
 	}
 }

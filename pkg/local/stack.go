@@ -53,6 +53,6 @@ func StackDefaults() Stack {
 		VisibilityTimeout: 720 * time.Second, MaxReceiveCount: 5,
 		ResumeEvery: time.Minute, ResumeInput: `{"source":"slotq.schedule","action":"resume"}`, ResumeRetries: 2,
 		Defaults: api.Config{Interval: time.Second, Skew: 10 * time.Millisecond},
-		Lead:     50 * time.Millisecond,
+		Lead:     500 * time.Millisecond,
 	}
 }

@@ -82,7 +82,7 @@ func NewHandler(ctx context.Context, mux *target.Mux, o Options) (*Handler, erro
 	}
 	rec := cfg.Recorder(o.Logger)
 	cfg.Observer = rec
-	tr, err := tracing.FromEnv(ctx, tracing.Options{Getenv: o.Getenv})
+	tr, err := tracing.FromEnv(ctx, tracing.Options{Getenv: o.Getenv, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ const (
 	// lead is how long before a start its worker goes to the gate. It
 	// covers three calls to DynamoDB Local, whose p99 on a 2-core host
 	// loaded by other suites is about 175ms (its JVM waiting for a core),
-	// not DynamoDB's (the stack's SlotLead is 50ms).
+	// not DynamoDB's.
 	lead      = 300 * time.Millisecond
 	producers = 3
 	perProd   = 12 // jobs per producer: 36 in all

@@ -128,8 +128,8 @@ func TestMakeBenchMarkers(t *testing.T) {
 	docs := map[string]string{"PERF_DOC": "docs/performance.md", "COSTS_DOC": "docs/costs.md", "BENCHDOC": "docs/performance.md"}
 	step := regexp.MustCompile(`\$\((PERF_DOC|COSTS_DOC|BENCHDOC)\)[^\n]*?-?-table (\S+)`)
 	found := step.FindAllStringSubmatch(string(mk), -1)
-	if len(found) < 9 {
-		t.Fatalf("found %d tables in the Makefile's bench steps; want the 9 it writes", len(found))
+	if len(found) < 10 {
+		t.Fatalf("found %d tables in the Makefile's bench steps; want the 10 it writes", len(found))
 	}
 	for _, m := range found {
 		doc, err := os.ReadFile(filepath.Join(root, docs[m[1]]))
@@ -139,6 +139,20 @@ func TestMakeBenchMarkers(t *testing.T) {
 		if _, err := Replace(doc, m[2], "t"); err != nil {
 			t.Errorf("%s: %v", docs[m[1]], err)
 		}
+	}
+}
+
+func TestMarkdownLines(t *testing.T) {
+	out := "=== RUN   TestPrecisionTable\n    precision_test.go:62: table: | a | b |\n    precision_test.go:62: table: |---|---|\ntable: | 1 | 2 |\nok\n"
+	tb, err := MarkdownLines(strings.NewReader(out), io.Discard, "table: ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "| a | b |\n|---|---|\n| 1 | 2 |\n"; tb.Body != want || len(tb.Rows) != 0 {
+		t.Fatalf("MarkdownLines = %+v\nwant Body %q", tb, want)
+	}
+	if _, err := MarkdownLines(strings.NewReader(out+"--- FAIL: TestPrecisionTable (1.00s)\n"), io.Discard, "table: "); err == nil {
+		t.Error("MarkdownLines took the output of a failed test")
 	}
 }
 

@@ -92,3 +92,23 @@ func Lines(r io.Reader, echo io.Writer, prefix string) (Table, error) {
 func failure(line string) bool {
 	return strings.HasPrefix(line, "FAIL") || strings.HasPrefix(strings.TrimSpace(line), "--- FAIL") || strings.HasPrefix(line, "panic:")
 }
+
+// MarkdownLines reads lines and returns a table whose Body is what
+// follows prefix on the lines that hold it, in order: a test that logs a
+// Markdown table of its own, a line each. Every line read is copied to
+// echo; output that reports a failure is an error, as for Lines.
+func MarkdownLines(r io.Reader, echo io.Writer, prefix string) (Table, error) {
+	var t Table
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		io.WriteString(echo, line+"\n")
+		if failure(line) {
+			return Table{}, fmt.Errorf("the step failed (%q): no table written", line)
+		}
+		if _, rest, ok := strings.Cut(line, prefix); ok {
+			t.Body += rest + "\n"
+		}
+	}
+	return t, sc.Err()
+}

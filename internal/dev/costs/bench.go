@@ -132,7 +132,7 @@ func (b *bench) newEnv(ctx context.Context, interval time.Duration, maxRunning i
 // costLead is the engines' lead: long enough for three calls to DynamoDB
 // Local on a loaded host (p99 about 175ms), so that no job misses its
 // slot and the calls counted are those of a start that keeps it. The
-// stack's lead (SlotLead, 50ms) is DynamoDB's; the calls are the same.
+// stack's lead (SlotLead) is the same.
 const costLead = 500 * time.Millisecond
 
 // work runs the worker role's receive loop until ctx ends: the Lambda

@@ -335,6 +335,48 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 		getJob(t, st, name, "kept")
 	})
 
+	// An expired job is absent, whenever TTL gets to deleting it: its id
+	// can be enqueued again, and the new job replaces the old record
+	// (for a queue's own generation and for a later one alike).
+	t.Run("ExpiredIDReused", func(t *testing.T) {
+		st := newState(t)
+		ctx := t.Context()
+		name := queueName(t)
+		var olds, news []job.Job
+		for i, gen := range []int64{0, 3} {
+			old := newJob(name, fmt.Sprintf("old-gen%d", gen), int64(i+1), job.Succeeded)
+			old.Gen, old.FinishedAt, old.ExpiresAt = gen, longAgo, longAgo.Add(time.Hour)
+			olds = append(olds, old)
+			j := newJob(name, old.ID, int64(i+10), job.Parked)
+			j.Gen = gen
+			news = append(news, j)
+		}
+		live := newJob(name, "live", 5, job.Succeeded)
+		live.FinishedAt, live.ExpiresAt = base, farFuture
+		createJobs(t, st, append(olds, live)...)
+
+		created, err := st.CreateJobs(ctx, append(slices.Clone(news), newJob(name, "live", 20, job.Queued)))
+		if err != nil {
+			t.Fatalf("CreateJobs over expired records: %v", err)
+		}
+		if want := []bool{true, true, false}; !slices.Equal(created, want) {
+			t.Errorf("CreateJobs over two expired records and a live one = %v, want %v", created, want)
+		}
+		for _, want := range news {
+			if d := diffJob(getJob(t, st, name, want.ID), want); d != "" {
+				t.Errorf("GetJob(%s) after its expired id was reused: %s", want.ID, d)
+			}
+		}
+		if got := getJob(t, st, name, "live"); got.Ticket != live.Ticket {
+			t.Errorf("a live job's id was taken over: ticket %d, want %d", got.Ticket, live.Ticket)
+		}
+		// The new record carries no expiry of the old one.
+		got, err := st.ListJobs(ctx, engine.ListRequest{Queue: name, Status: job.Parked})
+		if err != nil || !equalTickets(got, 10) {
+			t.Errorf("ListJobs(parked) = %v, %v; want the reused id's ticket 10", tickets(got), err)
+		}
+	})
+
 	t.Run("Count", func(t *testing.T) {
 		st := newState(t)
 		ctx := t.Context()
