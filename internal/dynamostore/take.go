@@ -375,8 +375,9 @@ func lineMoves(e *expr, r engine.GateRequest, seen slot.State, cond *string) str
 	if r.SlotAt.IsZero() {
 		return upd
 	}
-	front, at := e.n(attrFront), e.v(":slot", timeNum(r.SlotAt))
+	front := e.n(attrFront)
 	if slot.MovesFront(r.SlotAt, r.Start(), r.LimitList(), r.Skew) && r.SlotAt.After(seen.Front) {
+		at := e.v(":slot", timeNum(r.SlotAt))
 		*cond += " AND (attribute_not_exists(" + front + ") OR " + front + " < " + at + ")"
 		upd += front + " = " + at + ", "
 	} else {
