@@ -183,7 +183,11 @@ func (c *conn) client(ctx context.Context) (*client.Client, error) {
 	if t.outputs != nil {
 		opts = append(opts, client.WithStackOutputs(t.outputs))
 	}
-	if t.endpoint != "" {
+	switch {
+	case t.endpoint != "" && c.profile != "":
+		// --profile signs the requests to the endpoint with its credentials.
+		opts = append(opts, func(o *client.Options) { o.BaseEndpoint = aws.String(t.endpoint) })
+	case t.endpoint != "":
 		opts = append(opts, client.WithEndpoint(t.endpoint))
 	}
 	opts = append(opts, func(o *client.Options) {
