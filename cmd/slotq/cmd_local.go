@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -151,7 +152,8 @@ func newInvokeCmd() *cobra.Command {
 		Long: "Invokes FUNCTION (EnqueueFunction, AdminFunction, …) with the JSON PAYLOAD (default {})\n" +
 			"and prints the answer: on the local runtime by default, on a deployed stack with --stack\n" +
 			"(EnqueueFunction and AdminFunction are then the stack's outputs EnqueueFunctionName and\n" +
-			"AdminFunctionName). Exits 1 on a function error.",
+			"AdminFunctionName). Exits 1 on a function error, and on an answer that refuses the call\n" +
+			"({\"error\": …}).",
 		Example: "  $ slotq invoke EnqueueFunction @events/enqueue.json\n" +
 			"  $ slotq invoke AdminFunction '{\"op\":\"list\"}' --stack slotq-prod",
 		Args: nArgs(1, 2),
@@ -189,6 +191,17 @@ func invokeFunction(ctx context.Context, c *stackCmd, args []string) int {
 	fmt.Fprintln(c.stdout, string(out.Payload))
 	if out.FunctionError != nil {
 		fmt.Fprintf(c.stderr, "slotq %s: function error (%s)\n", c.name, *out.FunctionError)
+		return exitFail
+	}
+	// A refusal ({"error": {…}}) is an answer, not a function error, but
+	// the call did nothing: a script must see it fail.
+	var refusal struct {
+		Error *struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(out.Payload, &refusal) == nil && refusal.Error != nil {
+		fmt.Fprintf(c.stderr, "slotq %s: refused (%s)\n", c.name, refusal.Error.Code)
 		return exitFail
 	}
 	return exitOK
