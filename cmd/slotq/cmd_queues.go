@@ -676,7 +676,11 @@ func newStartsCmd(cn *conn) *cobra.Command {
 			if err != nil {
 				return nil, nil, err
 			}
-			return out, func(w io.Writer) {
+			res := startsJSON{More: out.More, StartsError: out.StartsError, Starts: make([]startJSON, len(out.Starts))}
+			for i, s := range out.Starts {
+				res.Starts[i] = startJSON{Start: s, LatenessMS: ms(s.StartedAt.Sub(s.SlotAt))}
+			}
+			return res, func(w io.Writer) {
 				row(w, "TICKET", "JOB ID", "ATTEMPT", "SLOT AT", "STARTED", "LATE")
 				for _, s := range out.Starts {
 					row(w, s.Ticket, s.JobID, s.Attempt, ts(s.SlotAt), ts(s.StartedAt), human(s.StartedAt.Sub(s.SlotAt)))
@@ -692,6 +696,23 @@ func newStartsCmd(cn *conn) *cobra.Command {
 	})
 	return cmd
 }
+
+// startsJSON is what queues starts --json prints: the starts, each with
+// its exact lateness in milliseconds (the wire's lateness_ms is whole),
+// as the table shows it.
+type startsJSON struct {
+	Starts      []startJSON `json:"starts"`
+	More        bool        `json:"more"`
+	StartsError string      `json:"starts_error,omitempty"`
+}
+
+type startJSON struct {
+	api.Start
+	LatenessMS float64 `json:"lateness_ms"`
+}
+
+// ms is d in milliseconds, to the nanosecond.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // lastStart is the last start of a list, or the zero start.
 func lastStart(starts []api.Start) api.Start {

@@ -157,7 +157,8 @@ func newScheduleOpCmd(cn *conn, verb, short string, call func(*client.Client, co
 			}
 			print := scheduleRows(out.Schedule)
 			if verb == "pause" {
-				return out, func(w io.Writer) {
+				res := map[string]any{"schedule": out.Schedule, "cancelled": out.Cancelled}
+				return res, func(w io.Writer) {
 					print(w)
 					row(w, "cancelled", out.Cancelled)
 				}, nil

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/dev/testenv"
-	"github.com/slotq/slotq/pkg/api"
 )
 
 // get fetches url and returns its body, failing on anything but 200.
@@ -90,7 +89,7 @@ func TestStartsCommand(t *testing.T) {
 		c.ok("enqueue", "quick", "--kind", "echo", "--id", fmt.Sprintf("s%d", i), "--wait")
 	}
 	var out struct {
-		Starts []api.Start
+		Starts []startJSON `json:"starts"`
 	}
 	c.okJSON(&out, "queues", "starts", "quick", "--since", "5m")
 	if len(out.Starts) != 3 {
