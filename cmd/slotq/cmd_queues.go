@@ -84,7 +84,8 @@ func newStatsCmd(cn *conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats QUEUE",
 		Short: "Show a queue's figures: waiting, parked, failed, lag, backlog, lanes, recent activity",
-		Long: "Shows a queue's figures: jobs waiting (from its counters), parked and failed,\n" +
+		Long: "Shows a queue's figures: jobs waiting in line (from its counters: an upper bound, 0 once the\n" +
+			"line has run; scheduled jobs and jobs under key limits are out of line), parked and failed,\n" +
 			"how far its starts trail its line (lag), how far ahead the line is booked (backlog), its lanes\n" +
 			"(attempts running under max_running; keys held, keys with jobs waiting, jobs waiting on keys and\n" +
 			"for a running place), what it did over the last 15 minutes (starts, outcomes, start lateness,\n" +

@@ -391,7 +391,8 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 				line++
 			}
 		}
-		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Limits: ls, Now: now, Seen: q.State, Gen: q.Gen})
+		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Limits: ls, Now: now, Seen: q.State, Gen: q.Gen,
+			OutOfLine: !slices.Contains(inLine, true)})
 		if errors.Is(err, ErrLimitChanged) && try < 3 {
 			gen := q.Gen
 			if *q, err = e.state.GetQueue(ctx, q.Name); err != nil {
