@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/spf13/cobra"
 
+	"github.com/slotq/slotq/internal/cli/console"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/local"
 )
@@ -127,10 +130,27 @@ func runLocal(ctx context.Context, stdout, stderr io.Writer, f localFlags) int {
 		o.AWS = &cfg
 	}
 	if err := local.Run(ctx, o); err != nil {
-		fmt.Fprintf(stderr, "slotq local: %v\n", err)
+		fmt.Fprintf(stderr, "slotq local: %s\n", strings.TrimPrefix(err.Error(), "local: "))
+		if h := localHint(err, f); h != "" {
+			fmt.Fprintln(stderr, h)
+		}
 		return exitFail
 	}
 	return exitOK
+}
+
+// localHint says what to do about an error that stopped slotq local, or
+// "".
+func localHint(err error, f localFlags) string {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return fmt.Sprintf("Another program holds the address: is another slotq local (make run) running? Stop it, "+
+			"or give other addresses: --addr (now %s) for the Invoke API, --console (now %s; empty for none) for the console.", f.addr, f.console)
+	case errors.Is(err, console.ErrRemote):
+		return "The local runtime's console serves loopback only; for a console others reach, run " +
+			"'slotq console --allow-remote' (see slotq console --help)."
+	}
+	return ""
 }
 
 func split(s string) []string {

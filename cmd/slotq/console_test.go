@@ -76,7 +76,7 @@ func TestConsoleCommands(t *testing.T) {
 	}
 
 	c := cli{t: t, endpoint: p.url}
-	c.exits([]string{"console", "--addr", "0.0.0.0:0"}, exitUsage, "loopback")
+	c.exits([]string{"console", "--addr", "0.0.0.0:0"}, exitUsage, "give --allow-remote")
 	c.exits([]string{"console", "--refresh", "10ms"}, exitUsage, "--refresh must be at least 1s")
 }
 

@@ -310,7 +310,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.Console != "" {
 		if consoleLn, err = console.Listen(ctx, o.Console, false); err != nil {
 			_ = ln.Close()
-			return fmt.Errorf("local: console: %w", err)
+			return fmt.Errorf("local: %w", err) // "console: …"
 		}
 		ends.ConsoleURL = console.URL(consoleLn)
 		cl := client.NewFromConfig(aws.Config{}, client.WithEndpoint(ends.InvokeURL))
