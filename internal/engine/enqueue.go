@@ -337,7 +337,7 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 			}
 		}
 		if s.Kind != "" && kinds != nil && !kinds.Has(s.Kind) {
-			return input.Invalid("unknown_kind", prefix+"kind", fmt.Sprintf("no handler is registered for kind %q", s.Kind))
+			return input.Invalid("unknown_kind", prefix+"kind", fmt.Sprintf("no handler is registered for kind %q: register one in the worker's Mux (pkg/worker, local.Options.Mux), or use a built-in kind (echo, sleep, fail)", s.Kind))
 		}
 	}
 	return nil

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestUnknownKindRefused: on the local runtime, which runs the worker's
+// handlers, a job or a schedule of a kind no handler takes is refused at
+// enqueue (unknown_kind, with the full path of the field), and nothing is
+// written: no queue created by the enqueue, no schedule.
+func TestUnknownKindRefused(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	c.exits([]string{"enqueue", "reports", "--kind", "send-report"}, exitFail, "unknown_kind (job.kind)")
+	if _, errOut, code := c.run("queues", "stats", "reports"); code != exitFail || !strings.Contains(errOut, "queue_not_found") {
+		t.Errorf("the refused enqueue created its queue: exit %d %s", code, errOut)
+	}
+	c.ok("queues", "create", "reports", "--interval", "1s")
+	c.exits([]string{"schedules", "create", "reports", "morning", "--cron", "0 8 * * *", "--tz", "Europe/Paris", "--kind", "send-report"},
+		exitFail, "unknown_kind (schedule.job.kind)")
+	if out := c.ok("schedules", "list", "reports"); strings.Contains(out, "morning") {
+		t.Errorf("the refused schedule was created:\n%s", out)
+	}
+	c.ok("enqueue", "reports", "--kind", "echo", "--wait")
+}
