@@ -38,7 +38,7 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 		payload   = fs.String("payload", "", "the job's JSON payload, @FILE to read it from a file, or - for stdin")
 		id        = fs.String("id", "", "job id: enqueued once per queue however often it is sent (default: a random id)")
 		notBefore = fs.String("not-before", "", "earliest start: an RFC 3339 `time` or a duration from now (10m)")
-		key       = fs.String("key", "", "the job's key: jobs of the queue with the same key run one at a time, in ticket order (default: none)")
+		key       = fs.String("key", "", "the job's key: jobs of the queue with the same key start in ticket order, at most the queue's key_max_running at once (1 unless it says otherwise), under its key limits if it has some (default: none)")
 		interval  = durationFlag(fs, "interval", "interval of the queue if this call creates it, a `duration` of at least 1ms (default: the stack's)")
 	)
 	wait, timeout := waitFlags(cmd)

@@ -363,11 +363,11 @@ type configFlags struct {
 
 // skewRule is the skew's rule, said the same way in the help, docs/usage.md
 // and docs/operations.md (api.Config.Validate and WithDefaults).
-const skewRule = "less than the interval; 1ns for none"
+const skewRule = "less than the least average time between two starts the limit allows (the interval, or PERIOD/N of a rate or window); 1ns for none"
 
 // skewDefault is the skew of a queue created without one.
 const skewDefault = "(default: the stack's DefaultSkew, 10ms, also on slotq local and make run; " +
-	"capped at a quarter of the interval)"
+	"capped at a quarter of the least average time between two starts)"
 
 func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
 	f := &configFlags{
@@ -382,9 +382,9 @@ func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
 		backoff:           durationFlag(fs, "backoff", "wait before the first retry, doubled each further attempt "+what),
 		maxBackoff:        durationFlag(fs, "max-backoff", "cap of the retry wait "+what),
 		retention:         durationFlag(fs, "retention", "how long finished and failed jobs are kept "+what),
-		targetTimeout:     durationFlag(fs, "target-timeout", "bound of one run of an HTTP or Lambda target "+what),
-		maxSlowDowns:      fs.Int("max-slow-downs", 0, fmt.Sprintf("times one job's target may answer \"slow down\" (a 429, a RetryAfter error) before the job fails, 1 to %d (default %d) ", slot.MaxSlowDownsLimit, slot.DefaultMaxSlowDowns)+what),
-		retryAfterDefault: durationFlag(fs, "retry-after-default", fmt.Sprintf("how long the queue waits after a \"slow down\" that names no time (a 429 without Retry-After), 1ms to %s (default %s) ", slot.MaxSlowDown, slot.DefaultRetryAfter)+what),
+		targetTimeout:     durationFlag(fs, "target-timeout", "bound of one run of a target: a Go handler (on its context), an HTTP request or a Lambda invocation "+what),
+		maxSlowDowns:      fs.Int("max-slow-downs", 0, fmt.Sprintf("times one job's target may answer \"slow down\" (a 429, a RetryAfter error) before the job fails, 1 to %d; slotq's is %d ", slot.MaxSlowDownsLimit, slot.DefaultMaxSlowDowns)+what),
+		retryAfterDefault: durationFlag(fs, "retry-after-default", fmt.Sprintf("how long the queue waits after a \"slow down\" that names no time (a 429 without Retry-After), 1ms to %s; slotq's is %s ", slot.MaxSlowDown, slot.DefaultRetryAfter)+what),
 		targets:           fs.String("targets", "", "comma-separated HTTP and Lambda target `patterns` jobs may name "+what),
 		networks:          fs.String("allow-networks", "", "comma-separated CIDR `prefixes` HTTP targets may reach although private "+what),
 		keys:              newKeyConfigFlags(fs, strings.Contains(what, "unchanged")),
