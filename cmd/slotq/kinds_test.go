@@ -23,3 +23,20 @@ func TestUnknownKindRefused(t *testing.T) {
 	}
 	c.ok("enqueue", "reports", "--kind", "echo", "--wait")
 }
+
+// TestEnqueueIntervalKept: enqueue --interval sets the limit of a queue
+// the call creates; on a queue that exists under another limit it does
+// nothing, and the command says so (and how to change the limit).
+func TestEnqueueIntervalKept(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	c.ok("queues", "create", "rated", "--rate", "10/1s")
+	_, errOut, code := c.run("enqueue", "rated", "--kind", "echo", "--interval", "2s")
+	if code != exitOK || !strings.Contains(errOut, "keeps its limit (rate 10/1s)") || !strings.Contains(errOut, "slotq queues configure rated --interval 2s") {
+		t.Errorf("enqueue --interval on a rated queue: exit %d, stderr %q", code, errOut)
+	}
+	for range 2 { // creates it, then finds it under that interval
+		if _, errOut, code := c.run("enqueue", "spaced", "--kind", "echo", "--interval", "2s"); code != exitOK || errOut != "" {
+			t.Errorf("enqueue --interval 2s on a queue of 2s or none: exit %d, stderr %q", code, errOut)
+		}
+	}
+}
