@@ -28,6 +28,7 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 			waitExits,
 		Example: "  $ slotq enqueue emails --kind echo --id welcome-42 --payload '{\"to\":\"ada@example.com\"}'\n" +
 			"  $ slotq enqueue emails --kind echo --key ada@example.com\n" +
+			"  $ slotq queues create reports --interval 1s --targets 'https://hooks.example.com/*'   # a target the queue allows\n" +
 			"  $ slotq enqueue reports --target https://hooks.example.com/report --payload @report.json --wait",
 		Args:        nArgs(1, 1),
 		Annotations: map[string]string{"exit": exitStatus + "\nWith --wait: 3 the job failed or was cancelled, 4 --timeout came first."},

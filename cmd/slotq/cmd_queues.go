@@ -652,7 +652,7 @@ func newStartsCmd(cn *conn) *cobra.Command {
 			"They are read from the worker's start lines: its log group on a stack (CloudWatch Logs), the\n" +
 			"process on the local runtime. 'slotq timeline' draws them; so does 'slotq console'.",
 		Example: "  $ slotq queues starts emails --since 5m\n" +
-			"  $ slotq queues starts emails --since 2026-11-23T10:00:00Z --json",
+			"  $ slotq queues starts emails --since 30m --json   # or an RFC 3339 time, at most an hour back",
 		Args: nArgs(1, 1),
 	}
 	cn = stackFlags(cmd, cn)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 	"github.com/slotq/slotq/pkg/local"
 )
@@ -257,6 +258,10 @@ func hint(err error) string {
 	var u *unreachable
 	if errors.As(err, &u) {
 		return "Is the local runtime running? Start it with 'make run' or 'slotq local'; for a deployed stack give --stack NAME."
+	}
+	var e *client.Error
+	if errors.As(err, &e) && e.Code == api.CodeTargetNotAllowed {
+		return "Allow it with 'slotq queues configure QUEUE --targets PATTERN,…' (such as 'https://hooks.example.com/*'; give every pattern the queue keeps), and --allow-networks for a private or loopback address."
 	}
 	return ""
 }

@@ -333,7 +333,7 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 		if s.Target != "" {
 			if err := cfg.CheckTarget(s.Target); err != nil {
 				return input.Invalid("target_not_allowed", prefix+"target",
-					fmt.Sprintf("queue %s does not allow target %q: %v", req.Queue, s.Target, err))
+					fmt.Sprintf("queue %s does not allow target %q: %v; a queue allows the targets its config.targets match (configure), and a private or loopback address those its config.allow_networks hold", req.Queue, s.Target, err))
 			}
 		}
 		if s.Kind != "" && kinds != nil && !kinds.Has(s.Kind) {
