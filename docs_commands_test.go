@@ -2,6 +2,7 @@ package slotq_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -388,6 +389,34 @@ func TestMissing(t *testing.T) {
 	} {
 		if got := missing(c.want, out); got != c.miss {
 			t.Errorf("missing(%q) = %q, want %q", c.want, got, c.miss)
+		}
+	}
+}
+
+// TestDocsIndex holds docs/README.md, the order the docs test runs the
+// pages in, to its form: its entries numbered 1, 2, 3, … and every page
+// of docs/ listed.
+func TestDocsIndex(t *testing.T) {
+	b, err := os.ReadFile("docs/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, l := range strings.Split(string(b), "\n") {
+		m := regexp.MustCompile(`^(\d+)\. `).FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		n++
+		if m[1] != fmt.Sprint(n) {
+			t.Errorf("docs/README.md:%d: entry numbered %s, want %d", i+1, m[1], n)
+		}
+	}
+	listed := pagesInOrder(t)
+	all, _ := filepath.Glob("docs/*.md")
+	for _, p := range all {
+		if p != "docs/README.md" && !slices.Contains(listed, filepath.ToSlash(p)) {
+			t.Errorf("docs/README.md does not list %s", p)
 		}
 	}
 }
