@@ -141,9 +141,12 @@ func (e *Engine) observe(ctx context.Context, ev Event) {
 // exact; otherwise LastStart became now, and the previous lies between
 // seen.LastStart and now − interval: seen's is used (an upper bound; it
 // is exact unless another start slipped between the read and the gate).
+// A start of a burst (a rate's B+1 at once) comes before the previous
+// start's theoretical time, which runs ahead of the clock by up to the
+// burst: its gap is 0, as it started together with the one before.
 func startGap(seen, after slot.State, interval time.Duration, now time.Time) (time.Duration, bool) {
 	if after.LastStart.After(now) {
-		return now.Sub(after.LastStart.Add(-interval)), true
+		return max(0, now.Sub(after.LastStart.Add(-interval))), true
 	}
 	if seen.LastStart.IsZero() {
 		return 0, false
