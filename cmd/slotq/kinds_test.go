@@ -40,3 +40,14 @@ func TestEnqueueIntervalKept(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueExistsSaysItOnce: creating a queue that exists is refused
+// with one plain message, its operation named once.
+func TestQueueExistsSaysItOnce(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	c.ok("queues", "create", "reports", "--interval", "1s")
+	_, errOut, code := c.run("queues", "create", "reports", "--interval", "1s")
+	if code != exitFail || !strings.Contains(errOut, "queue_exists (queue)") || strings.Count(errOut, "create queue reports") != 1 {
+		t.Errorf("exit %d, stderr %q; want queue_exists, said once", code, errOut)
+	}
+}

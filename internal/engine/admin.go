@@ -63,7 +63,9 @@ func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) 
 		return Queue{}, err
 	}
 	q := Queue{Name: name, Gen: e.newGen(), Config: cfg, CreatedAt: e.now()}
-	if err := e.state.CreateQueue(ctx, q); err != nil {
+	if err := e.state.CreateQueue(ctx, q); errors.Is(err, ErrQueueExists) {
+		return Queue{}, err // the store's "create queue NAME: queue already exists"
+	} else if err != nil {
 		return Queue{}, fmt.Errorf("create queue %s: %w", name, err)
 	}
 	return q, nil
