@@ -111,6 +111,7 @@ var notRun = []struct{ prefix, why string }{
 	{"slotq demo", "runs a workload for tens of seconds (cmd/slotq's demo tests)"},
 	{"slotq bench", "runs a workload for tens of seconds (make bench)"},
 	{"slotq sam ", "builds the Lambda bootstraps (cmd/slotq's sam tests, examples/acme's test)"},
+	{"cd examples/producers/typescript && npm ci", "installs the npm packages (examples/producers' test runs it)"},
 }
 
 // envPrefix is the variables a command line sets for its command alone.
@@ -245,8 +246,8 @@ type runtime struct {
 
 // startRuntime starts slotq local on a free loopback port, its Invoke API
 // what the commands call (SLOTQ_ENDPOINT_URL), and stops it when t ends.
-// The commands run in a folder of their own, with ./slotq the build and
-// events/ the repository's samples.
+// The commands run in a folder of their own, with ./slotq the build, and
+// events/ and examples/ the repository's.
 func startRuntime(t *testing.T, bin, root string) *runtime {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -256,7 +257,7 @@ func startRuntime(t *testing.T, bin, root string) *runtime {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	dir := t.TempDir()
-	for name, target := range map[string]string{"slotq": filepath.Join(bin, "slotq"), "events": filepath.Join(root, "events")} {
+	for name, target := range map[string]string{"slotq": filepath.Join(bin, "slotq"), "events": filepath.Join(root, "events"), "examples": filepath.Join(root, "examples")} {
 		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
