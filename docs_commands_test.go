@@ -226,7 +226,7 @@ func blockCommands(lines []string, n int) []docCmd {
 		c := docCmd{line: n + i, text: l}
 		for strings.HasSuffix(strings.TrimRight(c.text, " "), "\\") && i+1 < len(lines) {
 			i++
-			c.text = strings.TrimSuffix(strings.TrimRight(c.text, " "), "\\") + " " + strings.TrimSpace(lines[i])
+			c.text = strings.TrimRight(strings.TrimSuffix(strings.TrimRight(c.text, " "), "\\"), " ") + " " + strings.TrimSpace(lines[i])
 		}
 		c.text = strings.ReplaceAll(c.text, "go run ./cmd/slotq ", "slotq ") // the same program, built once
 		c.skip = skipReason(strings.TrimSpace(c.text))
@@ -419,5 +419,40 @@ func TestDocsIndex(t *testing.T) {
 		if p != "docs/README.md" && !slices.Contains(listed, filepath.ToSlash(p)) {
 			t.Errorf("docs/README.md does not list %s", p)
 		}
+	}
+}
+
+// TestReadDocPage: a page's shell blocks become its commands (a
+// continued line joined, comments and other blocks left out, a `$`
+// block's output kept with its command), and a page that says its
+// commands follow another's names that page.
+func TestReadDocPage(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "docs", "p.md")
+	if err := os.MkdirAll(filepath.Dir(page), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	text := "# P\n\nThe commands on this page follow those of [the usage page](usage.md).\n\n" +
+		"```sh\n# a comment\nslotq queues create a \\\n    --interval 1s\nmake run   # not run\n```\n\n" +
+		"```go\nslotq not a command\n```\n\n" +
+		"```console\n$ slotq queues list\nNAME  LIMITS\na     …\n```\n"
+	if err := os.WriteFile(page, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := readDocPage(t, page)
+	if want := []string{filepath.ToSlash(filepath.Join(dir, "docs", "usage.md"))}; !slices.Equal(p.after, want) {
+		t.Errorf("after %v, want %v", p.after, want)
+	}
+	var got []string
+	for _, c := range p.cmds {
+		got = append(got, fmt.Sprintf("%d %s skip=%v want=%q", c.line, c.text, c.skip != "", c.want))
+	}
+	want := []string{
+		`7 slotq queues create a --interval 1s skip=false want=[]`,
+		`9 make run   # not run skip=true want=[]`,
+		`17 slotq queues list skip=false want=["NAME  LIMITS" "a     …"]`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("commands\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
