@@ -19,8 +19,11 @@ help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.%-]+:.*## / {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: ## Run the stack locally (embedded backend; DynamoDB/SQS if AWS_ENDPOINT_URL_* are set): Invoke API on 127.0.0.1:3001, web console on 127.0.0.1:3002, SQS event source, schedule; ARGS='--log info' logs echo payloads and start lines (slotq timeline --log)
-	$(GO) run ./cmd/slotq local $(ARGS)
+# `go run` would leave its program running when it is stopped (kill, as a
+# script stops `make run &`): build, then exec, so that the signal make
+# passes on reaches slotq local itself, which stops and frees its ports.
+run: ## Run the stack locally (embedded backend; DynamoDB/SQS if AWS_ENDPOINT_URL_* are set): Invoke API on 127.0.0.1:3001, web console on 127.0.0.1:3002, SQS event source, schedule; ARGS='--log info' logs echo payloads and start lines (slotq timeline --log); bin/slotq is the CLI it builds
+	$(GO) build -o bin/slotq ./cmd/slotq && exec bin/slotq local $(ARGS)
 
 .PHONY: demo
 demo: ## Run producers and workers on the embedded backend and show a live timeline of starts and a summary

@@ -55,7 +55,11 @@ func newConsoleCmd() *cobra.Command {
 			Auth: os.Getenv("SLOTQ_CONSOLE_AUTH"), AuthProxy: *proxy}
 		err = console.Run(ctx, console.FromClient(cl), *addr, o,
 			func(url string) { fmt.Fprintf(cmd.OutOrStdout(), "slotq console: %s (Ctrl-C stops it)\n", url) })
-		if errors.Is(err, console.ErrRemote) || errors.Is(err, console.ErrRemoteUnguarded) {
+		if errors.Is(err, console.ErrRemote) {
+			return c.fail(usagef("%s: give --allow-remote (with --allow-host, and SLOTQ_CONSOLE_AUTH or --auth-proxy) to serve it",
+				strings.TrimPrefix(err.Error(), "console: ")))
+		}
+		if errors.Is(err, console.ErrRemoteUnguarded) {
 			return c.fail(usagef("%s", strings.TrimPrefix(err.Error(), "console: ")))
 		}
 		if err != nil && ctx.Err() == nil {

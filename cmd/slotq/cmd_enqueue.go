@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -26,6 +28,7 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 			waitExits,
 		Example: "  $ slotq enqueue emails --kind echo --id welcome-42 --payload '{\"to\":\"ada@example.com\"}'\n" +
 			"  $ slotq enqueue emails --kind echo --key ada@example.com\n" +
+			"  $ slotq queues create reports --interval 1s --targets 'https://hooks.example.com/*'   # a target the queue allows\n" +
 			"  $ slotq enqueue reports --target https://hooks.example.com/report --payload @report.json --wait",
 		Args:        nArgs(1, 1),
 		Annotations: map[string]string{"exit": exitStatus + "\nWith --wait: 3 the job failed or was cancelled, 4 --timeout came first."},
@@ -38,8 +41,8 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 		payload   = fs.String("payload", "", "the job's JSON payload, @FILE to read it from a file, or - for stdin")
 		id        = fs.String("id", "", "job id: enqueued once per queue however often it is sent (default: a random id)")
 		notBefore = fs.String("not-before", "", "earliest start: an RFC 3339 `time` or a duration from now (10m)")
-		key       = fs.String("key", "", "the job's key: jobs of the queue with the same key run one at a time, in ticket order (default: none)")
-		interval  = durationFlag(fs, "interval", "interval of the queue if this call creates it, a `duration` of at least 1ms (default: the stack's)")
+		key       = fs.String("key", "", "the job's key: jobs of the queue with the same key start in ticket order, at most the queue's key_max_running at once (1 unless it says otherwise), under its key limits if it has some (default: none)")
+		interval  = durationFlag(fs, "interval", "interval of the queue if this call creates it, a `duration` of at least 1ms (default: the stack's); a queue that exists keeps its limit (queues create sets a rate or a window, queues configure changes it)")
 	)
 	wait, timeout := waitFlags(cmd)
 	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
@@ -83,6 +86,7 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 			if err != nil {
 				return c.fail(err)
 			}
+			c.noteKeptLimit(ctx, cl, in)
 			out, err := cl.Enqueue(ctx, in)
 			if err != nil {
 				return c.fail(c.conn.explain(err))
@@ -90,6 +94,7 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 			return c.waitJob(ctx, cl, out.Queue, out.Jobs[0].JobID, *timeout)
 		}
 		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+			c.noteKeptLimit(ctx, cl, in)
 			out, err := cl.Enqueue(ctx, in)
 			if err != nil {
 				return nil, nil, err
@@ -120,6 +125,25 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 		})
 	})
 	return cmd
+}
+
+// noteKeptLimit says, on stderr, that --interval will do nothing: the
+// queue exists under another limit, which an enqueue never changes (the
+// interval is the limit of a queue the call creates). It asks the stack
+// first; a queue that does not exist yet, or any error, says nothing.
+func (c *stackCmd) noteKeptLimit(ctx context.Context, cl *client.Client, in *client.EnqueueInput) {
+	if in.Interval == nil {
+		return
+	}
+	st, err := cl.GetStats(ctx, &client.GetStatsInput{Queue: in.Queue, NoActivity: true})
+	if err != nil {
+		return
+	}
+	cfg := st.Stats.Config
+	if have, want := limits(cfg), limits(api.Config{Interval: time.Duration(*in.Interval)}); have != want {
+		fmt.Fprintf(c.stderr, "slotq %s: queue %s exists, and keeps its limit (%s): --interval sets the limit of a queue the call creates only; change it with 'slotq queues configure %s --interval %s'\n",
+			c.name, in.Queue, have, in.Queue, time.Duration(*in.Interval))
+	}
 }
 
 // readArg reads a flag value that may be @FILE or - (stdin).

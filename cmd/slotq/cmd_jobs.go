@@ -318,6 +318,15 @@ func jobRows(j api.Job) func(io.Writer) {
 			row(w, "late", human(j.StartedAt.Sub(j.SlotAt)))
 		}
 		row(w, "finished", ts(j.FinishedAt))
+		if j.TraceParent != "" {
+			row(w, "traceparent", j.TraceParent)
+		}
+		if j.TraceState != "" {
+			row(w, "tracestate", j.TraceState)
+		}
+		if j.AttemptSpan != "" {
+			row(w, "attempt span", j.AttemptSpan)
+		}
 		if j.LastError != "" {
 			row(w, "last error", oneLine(j.LastError, 200))
 		}

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/spf13/cobra"
 
+	"github.com/slotq/slotq/internal/cli/console"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/local"
 )
@@ -126,10 +130,27 @@ func runLocal(ctx context.Context, stdout, stderr io.Writer, f localFlags) int {
 		o.AWS = &cfg
 	}
 	if err := local.Run(ctx, o); err != nil {
-		fmt.Fprintf(stderr, "slotq local: %v\n", err)
+		fmt.Fprintf(stderr, "slotq local: %s\n", strings.TrimPrefix(err.Error(), "local: "))
+		if h := localHint(err, f); h != "" {
+			fmt.Fprintln(stderr, h)
+		}
 		return exitFail
 	}
 	return exitOK
+}
+
+// localHint says what to do about an error that stopped slotq local, or
+// "".
+func localHint(err error, f localFlags) string {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return fmt.Sprintf("Another program holds the address: is another slotq local (make run) running? Stop it, "+
+			"or give other addresses: --addr (now %s) for the Invoke API, --console (now %s; empty for none) for the console.", f.addr, f.console)
+	case errors.Is(err, console.ErrRemote):
+		return "The local runtime's console serves loopback only; for a console others reach, run " +
+			"'slotq console --allow-remote' (see slotq console --help)."
+	}
+	return ""
 }
 
 func split(s string) []string {
@@ -151,7 +172,8 @@ func newInvokeCmd() *cobra.Command {
 		Long: "Invokes FUNCTION (EnqueueFunction, AdminFunction, …) with the JSON PAYLOAD (default {})\n" +
 			"and prints the answer: on the local runtime by default, on a deployed stack with --stack\n" +
 			"(EnqueueFunction and AdminFunction are then the stack's outputs EnqueueFunctionName and\n" +
-			"AdminFunctionName). Exits 1 on a function error.",
+			"AdminFunctionName). Exits 1 on a function error, and on an answer that refuses the call\n" +
+			"({\"error\": …}).",
 		Example: "  $ slotq invoke EnqueueFunction @events/enqueue.json\n" +
 			"  $ slotq invoke AdminFunction '{\"op\":\"list\"}' --stack slotq-prod",
 		Args: nArgs(1, 2),
@@ -189,6 +211,17 @@ func invokeFunction(ctx context.Context, c *stackCmd, args []string) int {
 	fmt.Fprintln(c.stdout, string(out.Payload))
 	if out.FunctionError != nil {
 		fmt.Fprintf(c.stderr, "slotq %s: function error (%s)\n", c.name, *out.FunctionError)
+		return exitFail
+	}
+	// A refusal ({"error": {…}}) is an answer, not a function error, but
+	// the call did nothing: a script must see it fail.
+	var refusal struct {
+		Error *struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(out.Payload, &refusal) == nil && refusal.Error != nil {
+		fmt.Fprintf(c.stderr, "slotq %s: refused (%s)\n", c.name, refusal.Error.Code)
 		return exitFail
 	}
 	return exitOK

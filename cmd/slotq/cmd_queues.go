@@ -84,7 +84,8 @@ func newStatsCmd(cn *conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats QUEUE",
 		Short: "Show a queue's figures: waiting, parked, failed, lag, backlog, lanes, recent activity",
-		Long: "Shows a queue's figures: jobs waiting (from its counters), parked and failed,\n" +
+		Long: "Shows a queue's figures: jobs waiting in line (from its counters: an upper bound, 0 once the\n" +
+			"line has run; scheduled jobs and jobs under key limits are out of line), parked and failed,\n" +
 			"how far its starts trail its line (lag), how far ahead the line is booked (backlog), its lanes\n" +
 			"(attempts running under max_running; keys held, keys with jobs waiting, jobs waiting on keys and\n" +
 			"for a running place), what it did over the last 15 minutes (starts, outcomes, start lateness,\n" +
@@ -362,11 +363,11 @@ type configFlags struct {
 
 // skewRule is the skew's rule, said the same way in the help, docs/usage.md
 // and docs/operations.md (api.Config.Validate and WithDefaults).
-const skewRule = "less than the interval; 1ns for none"
+const skewRule = "less than the least average time between two starts the limit allows (the interval, or PERIOD/N of a rate or window); 1ns for none"
 
 // skewDefault is the skew of a queue created without one.
 const skewDefault = "(default: the stack's DefaultSkew, 10ms, also on slotq local and make run; " +
-	"capped at a quarter of the interval)"
+	"capped at a quarter of the least average time between two starts)"
 
 func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
 	f := &configFlags{
@@ -381,9 +382,9 @@ func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
 		backoff:           durationFlag(fs, "backoff", "wait before the first retry, doubled each further attempt "+what),
 		maxBackoff:        durationFlag(fs, "max-backoff", "cap of the retry wait "+what),
 		retention:         durationFlag(fs, "retention", "how long finished and failed jobs are kept "+what),
-		targetTimeout:     durationFlag(fs, "target-timeout", "bound of one run of an HTTP or Lambda target "+what),
-		maxSlowDowns:      fs.Int("max-slow-downs", 0, fmt.Sprintf("times one job's target may answer \"slow down\" (a 429, a RetryAfter error) before the job fails, 1 to %d (default %d) ", slot.MaxSlowDownsLimit, slot.DefaultMaxSlowDowns)+what),
-		retryAfterDefault: durationFlag(fs, "retry-after-default", fmt.Sprintf("how long the queue waits after a \"slow down\" that names no time (a 429 without Retry-After), 1ms to %s (default %s) ", slot.MaxSlowDown, slot.DefaultRetryAfter)+what),
+		targetTimeout:     durationFlag(fs, "target-timeout", "bound of one run of a target: a Go handler (on its context), an HTTP request or a Lambda invocation "+what),
+		maxSlowDowns:      fs.Int("max-slow-downs", 0, fmt.Sprintf("times one job's target may answer \"slow down\" (a 429, a RetryAfter error) before the job fails, 1 to %d; slotq's is %d ", slot.MaxSlowDownsLimit, slot.DefaultMaxSlowDowns)+what),
+		retryAfterDefault: durationFlag(fs, "retry-after-default", fmt.Sprintf("how long the queue waits after a \"slow down\" that names no time (a 429 without Retry-After), 1ms to %s; slotq's is %s ", slot.MaxSlowDown, slot.DefaultRetryAfter)+what),
 		targets:           fs.String("targets", "", "comma-separated HTTP and Lambda target `patterns` jobs may name "+what),
 		networks:          fs.String("allow-networks", "", "comma-separated CIDR `prefixes` HTTP targets may reach although private "+what),
 		keys:              newKeyConfigFlags(fs, strings.Contains(what, "unchanged")),
@@ -651,7 +652,7 @@ func newStartsCmd(cn *conn) *cobra.Command {
 			"They are read from the worker's start lines: its log group on a stack (CloudWatch Logs), the\n" +
 			"process on the local runtime. 'slotq timeline' draws them; so does 'slotq console'.",
 		Example: "  $ slotq queues starts emails --since 5m\n" +
-			"  $ slotq queues starts emails --since 2026-11-23T10:00:00Z --json",
+			"  $ slotq queues starts emails --since 30m --json   # or an RFC 3339 time, at most an hour back",
 		Args: nArgs(1, 1),
 	}
 	cn = stackFlags(cmd, cn)
@@ -676,7 +677,11 @@ func newStartsCmd(cn *conn) *cobra.Command {
 			if err != nil {
 				return nil, nil, err
 			}
-			return out, func(w io.Writer) {
+			res := startsJSON{More: out.More, StartsError: out.StartsError, Starts: make([]startJSON, len(out.Starts))}
+			for i, s := range out.Starts {
+				res.Starts[i] = startJSON{Start: s, LatenessMS: ms(s.StartedAt.Sub(s.SlotAt))}
+			}
+			return res, func(w io.Writer) {
 				row(w, "TICKET", "JOB ID", "ATTEMPT", "SLOT AT", "STARTED", "LATE")
 				for _, s := range out.Starts {
 					row(w, s.Ticket, s.JobID, s.Attempt, ts(s.SlotAt), ts(s.StartedAt), human(s.StartedAt.Sub(s.SlotAt)))
@@ -692,6 +697,23 @@ func newStartsCmd(cn *conn) *cobra.Command {
 	})
 	return cmd
 }
+
+// startsJSON is what queues starts --json prints: the starts, each with
+// its exact lateness in milliseconds (the wire's lateness_ms is whole),
+// as the table shows it.
+type startsJSON struct {
+	Starts      []startJSON `json:"starts"`
+	More        bool        `json:"more"`
+	StartsError string      `json:"starts_error,omitempty"`
+}
+
+type startJSON struct {
+	api.Start
+	LatenessMS float64 `json:"lateness_ms"`
+}
+
+// ms is d in milliseconds, to the nanosecond.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // lastStart is the last start of a list, or the zero start.
 func lastStart(starts []api.Start) api.Start {

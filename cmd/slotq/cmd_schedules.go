@@ -56,7 +56,7 @@ func newScheduleCreateCmd(cn *conn) *cobra.Command {
 		kind     = fs.String("kind", "", "the job's Go handler")
 		target   = fs.String("target", "", "the job's HTTP URL or Lambda function (lambda:NAME)")
 		payload  = fs.String("payload", "", "the job's JSON payload, @FILE to read it from a file, or - for stdin")
-		key      = fs.String("key", "", "the job's key: occurrences of one key run one at a time")
+		key      = fs.String("key", "", "the job's key: occurrences of one key run as jobs of that key do (key_max_running at once, 1 by default; key limits)")
 	)
 	cn = stackFlags(cmd, cn)
 	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
@@ -157,7 +157,8 @@ func newScheduleOpCmd(cn *conn, verb, short string, call func(*client.Client, co
 			}
 			print := scheduleRows(out.Schedule)
 			if verb == "pause" {
-				return out, func(w io.Writer) {
+				res := map[string]any{"schedule": out.Schedule, "cancelled": out.Cancelled}
+				return res, func(w io.Writer) {
 					print(w)
 					row(w, "cancelled", out.Cancelled)
 				}, nil

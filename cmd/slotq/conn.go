@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 	"github.com/slotq/slotq/pkg/local"
 )
@@ -183,7 +184,11 @@ func (c *conn) client(ctx context.Context) (*client.Client, error) {
 	if t.outputs != nil {
 		opts = append(opts, client.WithStackOutputs(t.outputs))
 	}
-	if t.endpoint != "" {
+	switch {
+	case t.endpoint != "" && c.profile != "":
+		// --profile signs the requests to the endpoint with its credentials.
+		opts = append(opts, func(o *client.Options) { o.BaseEndpoint = aws.String(t.endpoint) })
+	case t.endpoint != "":
 		opts = append(opts, client.WithEndpoint(t.endpoint))
 	}
 	opts = append(opts, func(o *client.Options) {
@@ -253,6 +258,10 @@ func hint(err error) string {
 	var u *unreachable
 	if errors.As(err, &u) {
 		return "Is the local runtime running? Start it with 'make run' or 'slotq local'; for a deployed stack give --stack NAME."
+	}
+	var e *client.Error
+	if errors.As(err, &e) && e.Code == api.CodeTargetNotAllowed {
+		return "Allow it with 'slotq queues configure QUEUE --targets PATTERN,…' (such as 'https://hooks.example.com/*'; give every pattern the queue keeps), and --allow-networks for a private or loopback address."
 	}
 	return ""
 }

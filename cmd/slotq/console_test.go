@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/dev/testenv"
-	"github.com/slotq/slotq/pkg/api"
 )
 
 // get fetches url and returns its body, failing on anything but 200.
@@ -77,7 +76,7 @@ func TestConsoleCommands(t *testing.T) {
 	}
 
 	c := cli{t: t, endpoint: p.url}
-	c.exits([]string{"console", "--addr", "0.0.0.0:0"}, exitUsage, "loopback")
+	c.exits([]string{"console", "--addr", "0.0.0.0:0"}, exitUsage, "give --allow-remote")
 	c.exits([]string{"console", "--refresh", "10ms"}, exitUsage, "--refresh must be at least 1s")
 }
 
@@ -90,7 +89,7 @@ func TestStartsCommand(t *testing.T) {
 		c.ok("enqueue", "quick", "--kind", "echo", "--id", fmt.Sprintf("s%d", i), "--wait")
 	}
 	var out struct {
-		Starts []api.Start
+		Starts []startJSON `json:"starts"`
 	}
 	c.okJSON(&out, "queues", "starts", "quick", "--since", "5m")
 	if len(out.Starts) != 3 {

@@ -107,8 +107,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "slotq COMMAND",
-		Short: "Run jobs of named queues in time slots: at most one start per queue interval.",
-		Long: "Run jobs of named queues in time slots: at most one start per queue interval.\n\n" +
+		Short: "Run jobs of named queues in time slots, never faster than each queue's limit.",
+		Long: "Run jobs of named queues in time slots, never faster than each queue's limit: an interval,\n" +
+			"a rate with a burst, or a window (and, for keyed jobs, each key's).\n\n" +
 			"The queue and job commands talk to a stack: the local runtime (`slotq local`,\n" +
 			"`make run`) on " + DefaultEndpoint + " by default, another Invoke API with\n" +
 			"--endpoint-url, or a deployed stack with --stack NAME.",

@@ -74,7 +74,7 @@ func TestLocalScheduleEverySecond(t *testing.T) {
 		t.Errorf("schedules list:\n%s", list)
 	}
 	var starts struct {
-		Starts []api.Start `json:"Starts"`
+		Starts []startJSON `json:"starts"`
 	}
 	raw := slotqRun(t, p.url, "queues", "starts", "ticks", "--json")
 	if err := json.Unmarshal([]byte(raw), &starts); err != nil {

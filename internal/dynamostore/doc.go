@@ -90,9 +90,9 @@
 //
 // # Atomic steps
 //
-// Take is one UpdateItem: ADD ticket, and the slot clock set by one of
-// three conditional forms (line: clock + span; virtual: last_start + span;
-// idle: now + (line−1)·interval). Gate is one UpdateItem on the state item
+// Take is one UpdateItem: ticket (and line_ticket) moved by N, and the
+// slot clock set by one of three conditional forms (line: clock + span;
+// virtual: last_start + span; idle: now + (line−1)·interval). Gate is one UpdateItem on the state item
 // (busy: last_start + interval; idle: now), its condition the gate itself.
 // Each tries first the form the caller's last read of the queue
 // (TakeRequest.Seen, GateRequest.Seen) points to, and on a conditional

@@ -36,6 +36,10 @@ const (
 	attrInterval    = "interval"
 	attrTakeClock   = "take_clock"
 	attrPurged      = "purged"
+	// The last ticket of the last take that booked places in the line
+	// (slot.State.Line). A state item written before it was kept has
+	// none: its ticket stands in, the bound the stats gave then.
+	attrLine = "line_ticket"
 	// The attempts of a capped queue that run (slot.State.Running): a
 	// map of ticket (decimal) → end of the attempt's lease (ms). Absent
 	// until the queue's first capped start; empty once they all ended.
@@ -360,6 +364,10 @@ func decodeState(m map[string]types.AttributeValue) (slot.State, limitsKey, erro
 		Purged:      it.int(attrPurged),
 		Running:     it.running(attrRunning),
 	}
+	s.Line = s.Ticket
+	if _, ok := m[attrLine]; ok {
+		s.Line = it.int(attrLine)
+	}
 	decodeSlow(&it, &s)
 	k := limitsKey{interval: it.dur(attrInterval), sig: it.str(attrLimits)}
 	marks := it.str(attrMarks)
@@ -379,6 +387,7 @@ func newStateItem(name string, ls slot.Limits, gen int64) map[string]types.Attri
 	m := stateKey(name)
 	m[attrTicket] = num(0)
 	m[attrCurrent] = num(0)
+	m[attrLine] = num(0)
 	m[attrPaused] = boolean(false)
 	k := keyOf(ls)
 	m[attrInterval] = durNum(k.interval)

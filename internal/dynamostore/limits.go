@@ -180,13 +180,13 @@ func pin(e *expr, seen, next slot.State) (cond, set string, remove []string) {
 }
 
 // casTakeExprs is Take by compare-and-set from state seen: the tickets by
-// ADD, the limit state by pin.
+// ticketUpdate (an atomic counter), the limit state by pin.
 func casTakeExprs(r engine.TakeRequest, seen slot.State, tok string) exprs {
 	next, _, _ := slot.Take(seen, r.N, r.Line, r.LimitList(), r.Now)
 	e := newExpr()
 	wt := e.n(attrWriteToken)
 	cond, set, remove := pin(e, seen, next)
-	upd := "ADD " + e.n(attrTicket) + " " + e.v(":n", num(int64(r.N))) + " SET " + wt + " = " + e.v(":tok", str(tok))
+	upd := ticketUpdate(e, r) + ", " + wt + " = " + e.v(":tok", str(tok))
 	if set != "" {
 		upd += ", " + set
 	}

@@ -48,7 +48,7 @@ func formOf(s slot.State, line int, iv time.Duration, now time.Time) takeForm {
 	return takeVirtual
 }
 
-// Take applies slot.Take with one UpdateItem: ADD ticket :n is an atomic
+// Take applies slot.Take with one UpdateItem: ticket = ticket + :n is an atomic
 // counter, and the slot clock moves by one of three conditional forms,
 // because max(clock + interval, last_start + interval, now) cannot be
 // written as one update expression. Each form's condition says when it
@@ -196,12 +196,24 @@ func writeState[T any](ctx context.Context, s *Store, w stateWrite[T]) (T, error
 // DynamoDB bills as one.
 const takeTries = 20
 
+// ticketUpdate is a take's SET of its tickets: ticket moves by r.N and,
+// when some of them start in ticket order (r.MovesLine), line_ticket to
+// the new ticket. Both read the ticket before the update.
+func ticketUpdate(e *expr, r engine.TakeRequest) string {
+	t := e.n(attrTicket)
+	inc := "if_not_exists(" + t + ", " + e.v(":zero", num(0)) + ") + " + e.v(":n", num(int64(r.N)))
+	upd := "SET " + t + " = " + inc
+	if r.MovesLine() {
+		upd += ", " + e.n(attrLine) + " = " + inc
+	}
+	return upd
+}
+
 // takeExprs is Take's write in form f.
 func takeExprs(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) exprs {
 	e := newExpr()
 	wt := e.n(attrWriteToken)
-	upd := "ADD " + e.n(attrTicket) + " " + e.v(":n", num(int64(r.N))) +
-		" SET " + wt + " = " + e.v(":tok", str(tok))
+	upd := ticketUpdate(e, r) + ", " + wt + " = " + e.v(":tok", str(tok))
 	cond := limitCond(e, r.LimitList()) +
 		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok)" + genCond(e, r.Gen)
 	missing := func(a string) string { return "attribute_not_exists(" + a + ")" }

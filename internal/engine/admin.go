@@ -63,7 +63,9 @@ func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) 
 		return Queue{}, err
 	}
 	q := Queue{Name: name, Gen: e.newGen(), Config: cfg, CreatedAt: e.now()}
-	if err := e.state.CreateQueue(ctx, q); err != nil {
+	if err := e.state.CreateQueue(ctx, q); errors.Is(err, ErrQueueExists) {
+		return Queue{}, err // the store's "create queue NAME: queue already exists"
+	} else if err != nil {
 		return Queue{}, fmt.Errorf("create queue %s: %w", name, err)
 	}
 	return q, nil
@@ -263,10 +265,13 @@ type Stats struct {
 	Queue  string      `json:"queue"`
 	Config slot.Config `json:"config"`
 	State  slot.State  `json:"state"`
-	// Waiting counts the tickets handed out that have not reached the gate
-	// (ticket − current, less those a purge covered): the jobs that wait,
-	// queued or parked, plus tickets left behind by re-tickets. An upper
-	// bound of the queue's depth, read from its counters alone.
+	// Waiting counts the jobs in line that have not reached the gate
+	// (slot.Waiting: the line's last ticket − current, less those a
+	// purge covered), read from the queue's counters alone: an upper
+	// bound, since a cancelled job's ticket or one a re-ticket left
+	// behind still counts. Jobs out of line (scheduled ones, jobs under
+	// key limits) are not counted: Parked counts those parked, and
+	// Lanes those waiting on their keys.
 	Waiting int64 `json:"waiting"`
 	// Parked and Failed count jobs of those statuses (job.Status.Listed).
 	Parked int `json:"parked"`

@@ -333,11 +333,11 @@ func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []j
 		if s.Target != "" {
 			if err := cfg.CheckTarget(s.Target); err != nil {
 				return input.Invalid("target_not_allowed", prefix+"target",
-					fmt.Sprintf("queue %s does not allow target %q: %v", req.Queue, s.Target, err))
+					fmt.Sprintf("queue %s does not allow target %q: %v; a queue allows the targets its config.targets match (configure), and a private or loopback address those its config.allow_networks hold", req.Queue, s.Target, err))
 			}
 		}
 		if s.Kind != "" && kinds != nil && !kinds.Has(s.Kind) {
-			return input.Invalid("unknown_kind", prefix+"kind", fmt.Sprintf("no handler is registered for kind %q", s.Kind))
+			return input.Invalid("unknown_kind", prefix+"kind", fmt.Sprintf("no handler is registered for kind %q: register one in the worker's Mux (pkg/worker, local.Options.Mux), or use a built-in kind (echo, sleep, fail)", s.Kind))
 		}
 	}
 	return nil
@@ -391,7 +391,8 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 				line++
 			}
 		}
-		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Limits: ls, Now: now, Seen: q.State, Gen: q.Gen})
+		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Limits: ls, Now: now, Seen: q.State, Gen: q.Gen,
+			OutOfLine: !slices.Contains(inLine, true)})
 		if errors.Is(err, ErrLimitChanged) && try < 3 {
 			gen := q.Gen
 			if *q, err = e.state.GetQueue(ctx, q.Name); err != nil {

@@ -108,9 +108,8 @@ type Start struct {
 // Options.Figures is on, from the queue's counters, the parked jobs'
 // count and its lanes.
 type Figures struct {
-	// Waiting is Stats.Waiting: tickets handed out that have not reached
-	// the gate (queued or parked jobs, plus tickets re-tickets left
-	// behind): an upper bound of the backlog.
+	// Waiting is Stats.Waiting: jobs in line that have not reached the
+	// gate (an upper bound; jobs out of line are not counted).
 	Waiting int64
 	// Parked counts the queue's parked jobs (State.CountJobs); -1 if
 	// the count failed.
@@ -142,9 +141,12 @@ func (e *Engine) observe(ctx context.Context, ev Event) {
 // exact; otherwise LastStart became now, and the previous lies between
 // seen.LastStart and now − interval: seen's is used (an upper bound; it
 // is exact unless another start slipped between the read and the gate).
+// A start of a burst (a rate's B+1 at once) comes before the previous
+// start's theoretical time, which runs ahead of the clock by up to the
+// burst: its gap is 0, as it started together with the one before.
 func startGap(seen, after slot.State, interval time.Duration, now time.Time) (time.Duration, bool) {
 	if after.LastStart.After(now) {
-		return now.Sub(after.LastStart.Add(-interval)), true
+		return max(0, now.Sub(after.LastStart.Add(-interval))), true
 	}
 	if seen.LastStart.IsZero() {
 		return 0, false
@@ -153,7 +155,7 @@ func startGap(seen, after slot.State, interval time.Duration, now time.Time) (ti
 }
 
 // waiting is Stats.Waiting of a queue at state st.
-func waiting(st slot.State) int64 { return max(0, st.Ticket-max(st.Current, st.Purged)) }
+func waiting(st slot.State) int64 { return slot.Waiting(st) }
 
 // lag is how far q's starts trail its line at now (Stats.Lag).
 func lag(q Queue, now time.Time) time.Duration {

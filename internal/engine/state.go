@@ -188,7 +188,15 @@ type TakeRequest struct {
 	// of the old generation never takes a ticket of the new one. 0 skips
 	// the check.
 	Gen int64
+	// OutOfLine says that none of the tickets starts in ticket order,
+	// though Line of them book places (jobs under key limits start by
+	// their key's slot): the state's Line stays where it is.
+	OutOfLine bool
 }
+
+// MovesLine reports whether the take moves the state's Line to its last
+// ticket: some of its tickets start in ticket order.
+func (r TakeRequest) MovesLine() bool { return r.Line > 0 && !r.OutOfLine }
 
 // LimitList is r's limits: Limits, or the plain interval form of
 // Interval.

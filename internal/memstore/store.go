@@ -263,6 +263,9 @@ func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, err
 		return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrLimitChanged)
 	}
 	next, first, slots := slot.Take(q.State, r.N, r.Line, r.LimitList(), r.Now)
+	if r.MovesLine() {
+		next.Line = next.Ticket
+	}
 	q.State = next
 	s.queues[r.Queue] = q
 	return engine.Taken{First: first, Slots: slots, State: copyState(next)}, nil

@@ -29,7 +29,7 @@ const (
 	// functions turn it on with a queue dimension): the queue's figures.
 	Waiting    = "Waiting"    // tickets not yet at the gate: queued + parked jobs (an upper bound)
 	ParkedJobs = "ParkedJobs" // parked jobs (exact up to the resume budget; a lower bound above)
-	Queued     = "Queued"     // Waiting − ParkedJobs: queued jobs, an upper bound like Waiting
+	Queued     = "Queued"     // Waiting − ParkedJobs: the line's queued jobs, an estimate
 	Lag        = "Lag"        // ms, how far the queue's starts trail its line
 	// Resume, for queues with lanes (docs/guarantees.md §12): written only for a
 	// queue with max_running (Running) or with keys in use (the rest), so

@@ -22,6 +22,13 @@ type State struct {
 	// is passed, since the queue started a later moment beyond the room
 	// while it was away (its gate write landed late, say).
 	Front time.Time `json:"front,omitzero"`
+	// Line is the last ticket of the last take of jobs that start in
+	// ticket order (the gate moves Current to them): tickets after it
+	// are scheduled jobs and jobs under key limits, which Current never
+	// reaches, so the jobs waiting in line are at most Line − Current
+	// (Waiting). The stores keep it (engine.TakeRequest.MovesLine); the
+	// wire does not carry it.
+	Line int64 `json:"-"`
 	// Clock is the slot of the last ticket that took a place in the line.
 	Clock time.Time `json:"clock,omitzero"`
 	// LastStart is the theoretical time of the last start: the gate opens
@@ -310,6 +317,16 @@ func LineRoom(ls Limits, skew time.Duration) time.Duration {
 	}
 	return max(room, 0)
 }
+
+// Waiting is how many jobs of the line may still reach the gate: the
+// tickets after the last one the gate passed (or a purge covered) up to
+// the line's last (Line). It is an upper bound, read from the counters
+// alone: a ticket among them whose job was cancelled, left behind by a
+// re-ticket, or that took no place in the line (a scheduled or keyed job
+// booked in the same take) still counts; but jobs that never took a
+// place in the line are not counted, so a queue whose line is done shows
+// 0 however many such jobs it ran.
+func Waiting(s State) int64 { return max(0, s.Line-max(s.Current, s.Purged)) }
 
 // Position is the number of tickets ahead of ticket that may still start
 // before it: those handed out after the last ticket the gate passed and

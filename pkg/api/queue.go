@@ -46,8 +46,10 @@ type Stats struct {
 	Queue  string     `json:"queue"`
 	Config Config     `json:"config"`
 	State  QueueState `json:"state"`
-	// Waiting counts tickets handed out that have not reached the gate:
-	// an upper bound of the queue's depth.
+	// Waiting counts the jobs in line that have not reached the gate, from
+	// the queue's counters: an upper bound (a cancelled job's ticket still
+	// counts), 0 once the line has run. Jobs out of line (scheduled ones,
+	// jobs under key limits) are not in it; Parked counts those parked.
 	Waiting int64 `json:"waiting"`
 	// Parked and Failed count jobs of those statuses.
 	Parked int `json:"parked"`

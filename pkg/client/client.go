@@ -82,10 +82,17 @@ func WithStackOutputs(outputs map[string]string) func(*Options) {
 	}
 }
 
-// WithEndpoint sets Options.BaseEndpoint: the client calls the Invoke API
-// at url, such as the local runtime's "http://127.0.0.1:3001".
+// WithEndpoint points the client at the local runtime: it calls the
+// Invoke API at url, such as "http://127.0.0.1:3001", with unsigned
+// requests (the local runtime checks no signature), so it needs neither
+// credentials nor a region, whatever the aws.Config holds: a machine
+// without an AWS account works as the CLI does. To sign the requests to
+// an endpoint of your own, set Options.BaseEndpoint instead.
 func WithEndpoint(url string) func(*Options) {
-	return func(o *Options) { o.BaseEndpoint = aws.String(url) }
+	return func(o *Options) {
+		o.BaseEndpoint = aws.String(url)
+		o.Credentials = nil
+	}
 }
 
 // Client enqueues jobs and runs admin operations. It is safe for

@@ -278,8 +278,11 @@ func Run(ctx context.Context, o Options) error {
 			Tracer:  tr.Provider(),
 		})
 	}
-	// As on the stack: enqueue and admin run no targets and accept every
-	// kind; the worker runs them. The worker, resume and enqueue write
+	// As on the stack, enqueue and admin run no targets; the worker runs
+	// them. Unlike the stack's enqueue function, which cannot see the
+	// worker's handlers, these share the worker's Mux: a job or a
+	// schedule of a kind no handler takes is refused (unknown_kind) at
+	// enqueue, not failed when it comes to run. The worker, resume and enqueue write
 	// their metrics (EMF lines) through log, where the view reads them.
 	workMetrics, resumeMetrics, enqueueMetrics := newRecorder(log), newRecorder(log), newRecorder(log)
 	// The tally answers admin stats' recent activity, as CloudWatch
@@ -288,7 +291,7 @@ func Run(ctx context.Context, o Options) error {
 	// The ring answers admin starts, as the worker's log does on the
 	// stack.
 	starts := &startlog.Ring{}
-	eng := newEngine(nil, nil)
+	eng := newEngine(&dispatch.Dispatcher{Mux: o.Mux}, nil) // its kinds only: it runs nothing
 	resumeEng := newEngine(nil, engine.Observers{resumeMetrics, tally})
 	workEng := newEngine(&dispatch.Dispatcher{Mux: o.Mux, Lambda: be.lambda}, engine.Observers{workMetrics, tally, starts})
 	arn := func(name string) string { return "arn:aws:lambda:us-east-1:123456789012:function:" + name }
@@ -310,7 +313,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.Console != "" {
 		if consoleLn, err = console.Listen(ctx, o.Console, false); err != nil {
 			_ = ln.Close()
-			return fmt.Errorf("local: console: %w", err)
+			return fmt.Errorf("local: %w", err) // "console: …"
 		}
 		ends.ConsoleURL = console.URL(consoleLn)
 		cl := client.NewFromConfig(aws.Config{}, client.WithEndpoint(ends.InvokeURL))

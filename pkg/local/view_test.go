@@ -140,3 +140,25 @@ func TestViewLaneFigures(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryLateness: the summary prints a start's lateness as the
+// tables do (4.5ms, not 4ms or 5ms), and its JSON the exact figure.
+func TestSummaryLateness(t *testing.T) {
+	ctx := context.Background()
+	for _, asJSON := range []bool{false, true} {
+		var out bytes.Buffer
+		v := newView(&out, asJSON)
+		log := slog.New(&tap{next: slog.DiscardHandler, view: v})
+		rec := metrics.New(metrics.Options{Logger: log})
+		rec.Observe(ctx, engine.Event{Kind: engine.EventStart, Queue: "q", Lateness: 4500 * time.Microsecond})
+		rec.Flush(ctx)
+		out.Reset()
+		v.summary()
+		if want := "4.5ms"; !asJSON && !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+		if want := `"lateness_p50_ms":4.5`; asJSON && !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %s:\n%s", want, out.String())
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/slot"
 )
 
 func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
@@ -70,6 +71,44 @@ func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
 		c := take(t, st, name, 1, 1, base)
 		if c.First != 6 || !firstSlot(c).Equal(at(interval)) {
 			t.Errorf("line take after scheduled: First=%d FirstSlot=%v; want 6, %v", c.First, firstSlot(c), at(interval))
+		}
+	})
+
+	// The line's last ticket (slot.State.Line) moves with takes of jobs
+	// that start in ticket order, and stays where it is for those of
+	// scheduled jobs (no place booked) and of jobs under key limits
+	// (places booked, OutOfLine), under every limit form: it is what
+	// tells the stats the line's jobs from the others.
+	t.Run("LineTicket", func(t *testing.T) {
+		forms := append([]struct {
+			name string
+			ls   slot.Limits
+		}{{"interval", slot.Every(interval)}}, limitForms...)
+		for _, f := range forms {
+			t.Run(f.name, func(t *testing.T) {
+				st := newState(t)
+				name := newQueueUnder(t, st, f.ls)
+				if l := getQueue(t, st, name).State.Line; l != 0 {
+					t.Errorf("new queue: Line %d, want 0", l)
+				}
+				steps := []struct {
+					n, line   int
+					outOfLine bool
+					want      int64
+				}{{2, 0, false, 0}, {3, 1, false, 5}, {4, 0, false, 5}, {2, 2, true, 5}, {1, 1, false, 12}}
+				for i, s := range steps {
+					tk, err := st.Take(t.Context(), engine.TakeRequest{Queue: name, N: s.n, Line: s.line, OutOfLine: s.outOfLine, Limits: f.ls, Now: base})
+					if err != nil {
+						t.Fatalf("take %d: %v", i, err)
+					}
+					if tk.State.Line != s.want {
+						t.Errorf("take %d (n=%d line=%d): Line %d, want %d", i, s.n, s.line, tk.State.Line, s.want)
+					}
+					if l := getQueue(t, st, name).State.Line; l != s.want {
+						t.Errorf("take %d: stored Line %d, want %d", i, l, s.want)
+					}
+				}
+			})
 		}
 	})
 
