@@ -8,12 +8,16 @@ type QueueState struct {
 	// started.
 	Ticket  int64 `json:"ticket"`
 	Current int64 `json:"current"`
+	// Front is the latest slot of a line ticket that started within its
+	// room: a line ticket whose slot lies further behind it than the room
+	// of the queue's limits is passed (it takes a new ticket).
+	Front time.Time `json:"front,omitzero"`
 	// Clock is the theoretical time of the last ticket in the line (its
 	// slot, for the interval form).
 	Clock time.Time `json:"clock,omitzero"`
 	// LastStart is the theoretical time of the last start: the gate
-	// opens at LastStart + T − burst·T − skew (the interval form:
-	// LastStart + interval − skew).
+	// opens at LastStart + T − burst·T (the interval form: LastStart +
+	// interval).
 	LastStart time.Time `json:"last_start,omitzero"`
 	// Paused stops the gate; PausedUntil, if set, is when the pause
 	// lifts by itself.
