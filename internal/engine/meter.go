@@ -138,13 +138,15 @@ func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at, deadline 
 // which j gave up before its target began (its worker woke too late): the
 // meter goes back to prev, if no start was recorded on it since (it is
 // still at put's version). Else the start stays counted: stricter, never
-// looser.
+// looser. A meter of a later generation (j's queue was deleted and
+// created again) is the new queue's: the store leaves it alone.
 func (e *Engine) unstartKey(ctx context.Context, q Queue, prev, put slot.Meter) {
 	if put.Version == 0 {
 		return
 	}
 	ls := q.Config.LimitsOf(prev)
-	if _, err := e.state.PutMeter(ctx, prev, put.Version, prev.Keep(ls)); err != nil && !errors.Is(err, ErrConflict) {
+	_, err := e.state.PutMeter(ctx, prev, put.Version, prev.Keep(ls))
+	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrQueueNotFound) {
 		e.log.WarnContext(ctx, "key's unused start left counted", "queue", q.Name, "key", put.Key, "error", err.Error())
 	}
 }

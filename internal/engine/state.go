@@ -544,7 +544,10 @@ type State interface {
 	// ErrConflict if the version moved: of concurrent writers from one
 	// version, one wins. keep is when the meter stops holding anything
 	// back (slot.Meter.Keep): the store may drop it after that (a zero
-	// keep: never). One write of the key's own record, which shares no
-	// partition with the queue's state.
+	// keep: never). ErrQueueNotFound if the stored meter is of a later
+	// generation than m's (GenBefore): m is of a deleted queue, and the
+	// meter, the queue's created again under its name, is left as it is.
+	// One write of the key's own record, which shares no partition with
+	// the queue's state.
 	PutMeter(ctx context.Context, m slot.Meter, from int64, keep time.Time) (slot.Meter, error)
 }
