@@ -22,13 +22,17 @@ import (
 // jobs of that key write it, so a conflict is rare.
 const meterTries = 20
 
-// readMeter reads q's meter of key, as a meter of q's generation.
+// readMeter reads q's meter of key, as a meter of q's generation kept
+// under the limits the key has now (slot.Meter.Under): a configure that
+// changed the queue's key_limits seeds each key's meter for them when
+// the key is next read, with no write at the configure.
 func (e *Engine) readMeter(ctx context.Context, q Queue, key string) (slot.Meter, error) {
 	m, err := e.state.GetMeter(ctx, q.Name, key)
 	if err != nil {
 		return slot.Meter{}, fmt.Errorf("key %s: %w", key, err)
 	}
-	return m.Fresh(q.Gen), nil
+	m = m.Fresh(q.Gen)
+	return m.Under(q.Config.LimitsOf(m), q.Config.Skew), nil
 }
 
 // keyed reports whether j's start is recorded on its key's meter under

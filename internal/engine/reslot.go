@@ -288,10 +288,9 @@ func (e *Engine) moveJob(ctx context.Context, m move) (bool, error) {
 // before the change and the first after it keep the old limits, and the
 // starts after it keep the new ones counting the recent starts before.
 func reslotMeter(cfg slot.Config, m slot.Meter, own slot.Limits) slot.Meter {
-	old := cfg.LimitsOf(m)
-	m.Limits = own
-	if next := cfg.LimitsOf(m); len(old) > 0 && len(next) > 0 {
-		m.State = slot.Seed(m.State, old, next, cfg.Skew)
+	if m.KeptUnder == nil {
+		m.KeptUnder = append(slot.Limits{}, cfg.LimitsOf(m)...)
 	}
-	return m
+	m.Limits = own
+	return m.Under(cfg.LimitsOf(m), cfg.Skew)
 }

@@ -544,3 +544,43 @@ func TestReslotNothingParked(t *testing.T) {
 		s.waitFinished("reslot", time.Hour)
 	})
 }
+
+// configure that changes a queue's key_limits carries each key's meter
+// over to them, as set_key_limits does for one key: a limit kept through
+// the change (here the window of 3 a minute, with an interval added
+// before it) still counts the key's starts before the change, and so
+// does the new one. Three starts, a configure, three more jobs: the six
+// keep "3 a minute" between them.
+func TestConfigureKeyLimitsSeedsMeters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 4})
+		defer s.stop()
+		ctx := context.Background()
+		window := api.Limit{Window: api.Rate{N: 3, Per: time.Minute}}
+		cfg := slot.Config{Interval: 10 * time.Millisecond, Skew: 5 * time.Millisecond,
+			KeyLimits: []api.Limit{window}, KeyMaxRunning: slot.NoKeyCap}
+		s.createQueue("keyed", cfg)
+		spec := func(i int, sp *job.Spec) { sp.Key, sp.ID = "k", fmt.Sprintf("j%d", i) }
+		s.enqueue("keyed", 3, spec)
+		s.waitStarts("keyed", 3, time.Hour)
+		both := []api.Limit{{Interval: time.Second}, window}
+		if _, err := s.eng.ChangeConfig(ctx, "keyed", slot.ConfigUpdate{KeyLimits: &both}); err != nil {
+			t.Fatal(err)
+		}
+		s.enqueue("keyed", 3, func(i int, sp *job.Spec) { spec(i+3, sp) })
+		s.waitFinished("keyed", time.Hour)
+		var at []time.Time
+		for _, st := range s.startsOf("keyed") {
+			at = append(at, st.At)
+		}
+		if len(at) != 6 {
+			t.Fatalf("%d starts, want 6", len(at))
+		}
+		if b := slot.Breaches(slot.Limits{window}, cfg.Skew, at); len(b) > 0 {
+			t.Fatalf("the key's window %v breaks across the configure: %+v; starts %v", window, b[0], at)
+		}
+		if b := slot.Breaches(slot.Limits(both), cfg.Skew, at[2:]); len(b) > 0 {
+			t.Fatalf("the key's new limits break after the configure: %+v", b[0])
+		}
+	})
+}

@@ -50,6 +50,29 @@ type Meter struct {
 	// Limits are the key's own limits, set by a caller for this key
 	// (SetKeyLimits); nil follows the queue's KeyLimits.
 	Limits Limits `json:"limits,omitempty"`
+	// KeptUnder are the limits State's marks were kept under when the
+	// meter was written (Under): empty for none, nil when not known (a
+	// meter written before they were recorded, taken to be kept under
+	// the limits it is read for). A meter's marks are matched to its
+	// limits by position, so marks read under other limits than they
+	// were kept under must be seeded for them first.
+	KeptUnder Limits `json:"kept_under"`
+}
+
+// Under returns m as a meter kept under limits ls from now on, skew being
+// its queue's allowance: if its marks were kept under other limits (the
+// key's own or its queue's key_limits changed since it was written),
+// its state is seeded for ls (Seed), so that the key's starts before the
+// change and the first after it keep the old limits, and those after it
+// keep ls, counting the recent starts before — as a queue's state is
+// seeded when its own limits change. A limit that stays keeps its marks.
+// Every reader that may write the meter back reads it through Under.
+func (m Meter) Under(ls Limits, skew time.Duration) Meter {
+	if m.Version != 0 && m.KeptUnder != nil && len(ls) > 0 && m.KeptUnder.Signature() != ls.Signature() {
+		m.State = Seed(m.State, m.KeptUnder, ls, skew)
+	}
+	m.KeptUnder = append(Limits{}, ls...)
+	return m
 }
 
 // Fresh returns the meter as a new one of generation gen if it belongs to

@@ -58,6 +58,30 @@ func testMeters(t *testing.T, newState func(t *testing.T) engine.State) {
 		}
 	})
 
+	// A meter keeps the limits its marks were kept under as they were
+	// put: none (empty), some, or not known (nil, a meter written before
+	// they were recorded).
+	t.Run("KeptUnder", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		for _, tc := range []struct {
+			key  string
+			kept slot.Limits
+		}{
+			{"unknown", nil},
+			{"none", slot.Limits{}},
+			{"some", slot.Limits{{Interval: time.Second}, {Window: api.Rate{N: 3, Per: time.Minute}}}},
+		} {
+			if _, err := st.PutMeter(t.Context(), slot.Meter{Queue: name, Key: tc.key, Gen: 1, KeptUnder: tc.kept}, 0, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := st.GetMeter(t.Context(), name, tc.key)
+			if err != nil || (got.KeptUnder == nil) != (tc.kept == nil) || got.KeptUnder.Signature() != tc.kept.Signature() {
+				t.Fatalf("meter %s kept under %#v, read back %#v (%v)", tc.key, tc.kept, got.KeptUnder, err)
+			}
+		}
+	})
+
 	// A meter belongs to one generation of its queue: a write of an
 	// older generation (a deleted queue's late attempt) never lands on a
 	// newer one's meter, whatever version it names, and is told the
