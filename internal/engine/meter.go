@@ -124,7 +124,11 @@ func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at, deadline 
 			}
 		}
 		ls := q.Config.LimitsOf(m)
-		next, v, open := slot.KeyGateBy(m, j.Ticket, ls, 0, at, deadline)
+		gate := slot.KeyGateBy
+		if answeredAtTicket(j) {
+			gate = slot.KeyResumeBy // it keeps its place (slowdown.go)
+		}
+		next, v, open := gate(m, j.Ticket, ls, 0, at, deadline)
 		if v != slot.KeyStart {
 			return v, open, prev, put, nil
 		}

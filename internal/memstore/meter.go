@@ -88,6 +88,7 @@ func (s *Store) Meters(queue string) []slot.Meter {
 func cloneMeter(m slot.Meter) slot.Meter {
 	m.Limits = slices.Clone(m.Limits)
 	m.KeptUnder = slices.Clone(m.KeptUnder)
+	m.Answered = slices.Clone(m.Answered)
 	m.State.Marks = slices.Clone(m.State.Marks)
 	for i, mk := range m.State.Marks {
 		mk.Starts, mk.Booked = slices.Clone(mk.Starts), slices.Clone(mk.Booked)

@@ -60,7 +60,7 @@ func testMeters(t *testing.T, newState func(t *testing.T) engine.State) {
 
 	// A meter keeps the limits its marks were kept under as they were
 	// put: none (empty), some, or not known (nil, a meter written before
-	// they were recorded).
+	// they were recorded); and its answered tickets.
 	t.Run("KeptUnder", func(t *testing.T) {
 		st := newState(t)
 		name := queueName(t)
@@ -72,10 +72,14 @@ func testMeters(t *testing.T, newState func(t *testing.T) engine.State) {
 			{"none", slot.Limits{}},
 			{"some", slot.Limits{{Interval: time.Second}, {Window: api.Rate{N: 3, Per: time.Minute}}}},
 		} {
-			if _, err := st.PutMeter(t.Context(), slot.Meter{Queue: name, Key: tc.key, Gen: 1, KeptUnder: tc.kept}, 0, time.Time{}); err != nil {
+			answered := []int64{int64(len(tc.kept)), 7}
+			if _, err := st.PutMeter(t.Context(), slot.Meter{Queue: name, Key: tc.key, Gen: 1, KeptUnder: tc.kept, Answered: answered}, 0, time.Time{}); err != nil {
 				t.Fatal(err)
 			}
 			got, err := st.GetMeter(t.Context(), name, tc.key)
+			if !slices.Equal(got.Answered, answered) {
+				t.Fatalf("meter %s answered %v, read back %v", tc.key, answered, got.Answered)
+			}
 			if err != nil || (got.KeptUnder == nil) != (tc.kept == nil) || got.KeptUnder.Signature() != tc.kept.Signature() {
 				t.Fatalf("meter %s kept under %#v, read back %#v (%v)", tc.key, tc.kept, got.KeptUnder, err)
 			}
