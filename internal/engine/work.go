@@ -147,7 +147,7 @@ func (d *delivery) readRecord(ctx context.Context) (next, error) {
 	}
 	d.j = j
 	d.want = job.Version{Status: job.Queued, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}
-	if j.Version() == (job.Version{Status: job.Running, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}) {
+	if j.Version() == runningAt(d.want) {
 		return stop, e.recoverIfLost(ctx, j)
 	}
 	if j.Version() != d.want {
