@@ -76,12 +76,26 @@ func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (s
 		return Queue{}, Reslot{}, err
 	}
 	holder := newHolder()
-	cur, err := e.awaitCursor(ctx, name, holder)
+	// The cursor to leave: cur once the moves are written; until then
+	// one that has the next pass finish them (Cursor.Reslot), left also
+	// by a configure that fails midway. It is stored first thing under
+	// the lease (markReslot), which gives the lease up for a moment: a
+	// configure that loses it then waits for its turn again.
+	var cur, leave Cursor
+	for {
+		if cur, err = e.awaitCursor(ctx, name, holder); err != nil {
+			return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
+		}
+		if leave, err = e.markReslot(ctx, name, holder, cur); !errors.Is(err, ErrLeaseHeld) {
+			break
+		}
+	}
 	if err != nil {
 		return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
 	}
+	cur.Reslot = false // this configure books the whole line again
 	defer func() {
-		if err := e.state.ReleaseLease(context.WithoutCancel(ctx), name, holder, cur); err != nil {
+		if err := e.state.ReleaseLease(context.WithoutCancel(ctx), name, holder, leave); err != nil {
 			e.log.WarnContext(ctx, "configure: lease not released", "queue", name, "error", err)
 		}
 	}()
@@ -90,6 +104,7 @@ func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (s
 	}
 	cfg, err := e.configFor(q, to)
 	if err != nil {
+		leave = cur
 		return Queue{}, Reslot{}, err
 	}
 	moves, err := e.rebook(ctx, q, cfg)
@@ -100,11 +115,46 @@ func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (s
 	if err != nil {
 		return Queue{}, rep, fmt.Errorf("configure %s: %w", name, err)
 	}
+	leave = cur
 	q, err = e.Queue(ctx, name)
 	if rep.Moved > 0 {
 		e.log.InfoContext(ctx, "configure moved booked jobs", "queue", name, "moved", rep.Moved, "max_shift_ms", rep.MaxShiftMs)
 	}
 	return q, rep, err
+}
+
+// markReslot stores, under holder's lease of queue, cur with Reslot set
+// and due at once (the lease kept): should the configure die before its
+// moves are written, the resume function's next pass over the queue
+// finishes them (finishReslot) once the lease runs out. It returns the
+// cursor stored.
+func (e *Engine) markReslot(ctx context.Context, queue, holder string, cur Cursor) (Cursor, error) {
+	mark := cur
+	mark.Reslot = true
+	if mark.Round.IsZero() {
+		mark.Round = e.now()
+	}
+	if err := e.restartRound(ctx, queue, holder, mark, e.now()); err != nil {
+		return cur, err
+	}
+	return mark, nil
+}
+
+// finishReslot books q's waiting line again under its limits and moves
+// the parked jobs whose slot moved: what a configure that died midway
+// left undone (Cursor.Reslot). The resume function runs it under the
+// queue's lease, as configure runs its own.
+func (e *Engine) finishReslot(ctx context.Context, q Queue) error {
+	moves, err := e.rebook(ctx, q, q.Config)
+	if err != nil {
+		return fmt.Errorf("resume %s: finish configure: %w", q.Name, err)
+	}
+	rep, err := e.moveAll(ctx, q.Config.Skew, moves)
+	if err != nil {
+		return fmt.Errorf("resume %s: finish configure: %w", q.Name, err)
+	}
+	e.log.InfoContext(ctx, "configure finished by the resume function", "queue", q.Name, "moved", rep.Moved, "max_shift_ms", rep.MaxShiftMs)
+	return nil
 }
 
 // configFor is the configuration to gives for q, checked (checkConfig).

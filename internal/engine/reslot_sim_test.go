@@ -435,6 +435,45 @@ func TestReslotCrashAndRace(t *testing.T) {
 	})
 }
 
+// A configure that dies midway is finished by the resume function's next
+// pass over the queue, not only by another configure: once it ran, the
+// waiting jobs' records show the new limits' slots (a configure run again
+// moves none of them by a tick or more), and every job runs, keeping the
+// limits.
+func TestReslotCrashFinishedByResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var dying atomic.Int32
+		s := newSim(t, simOptions{Workers: 8, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach},
+			Wrap: func(st engine.State) engine.State { return &dieMoving{State: st, left: &dying} }})
+		defer s.stop()
+		old, next := withSkew(reslotCases[0].old), withSkew(reslotCases[0].next)
+		s.createQueue("reslot", old)
+		s.enqueue("reslot", 60, nil)
+		s.waitStarts("reslot", 10, time.Hour)
+		dying.Store(5) // the configure dies after moving 5 jobs
+		if _, _, err := s.eng.Reconfigure(context.Background(), "reslot", next); !errors.Is(err, errCrash) {
+			t.Fatalf("configure: %v, want the crash", err)
+		}
+		moment := changeOf(t, s)
+		time.Sleep(3 * time.Second) // a resume run
+		_, rep, err := s.eng.Reconfigure(context.Background(), "reslot", next)
+		if err != nil {
+			t.Fatalf("configure again: %v", err)
+		}
+		// Booked again later, the line may shift by less than a tick.
+		if shift := time.Duration(rep.MaxShiftMs) * time.Millisecond; shift >= next.Tick() {
+			t.Fatalf("a configure after the resume run moved %d waiting jobs, up to %v: the run left the crashed configure unfinished", rep.Moved, shift)
+		}
+		s.waitFinished("reslot", 6*time.Hour)
+		starts := s.startsOf("reslot")
+		checkAcross(t, s, starts, moment, old, next)
+		checkSingleStart(t, starts)
+		if n := len(s.jobs("reslot", job.Succeeded)); n != 60 {
+			t.Fatalf("%d of 60 jobs succeeded", n)
+		}
+	})
+}
+
 // dieMoving fails the configure's job writes (a job write that changes
 // the slot of a waiting job and nothing of its version) once left of them
 // have landed.

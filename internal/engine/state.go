@@ -62,6 +62,13 @@ type Cursor struct {
 	// enqueue that took its tickets while it was, may park a job after
 	// the unpause that started the round.
 	Until time.Time
+	// Reslot says a configure changed the queue's limits and may not
+	// have finished moving the jobs already booked (it died midway): the
+	// pass that takes the lease next books the waiting line again under
+	// the queue's limits and moves them (finishReslot), as configure run
+	// again would. A configure stores it, due at once (Round), before its
+	// atomic step, and takes it off once its moves are written.
+	Reslot bool
 }
 
 // DueKind says what an entry of the due index asks the resume function
