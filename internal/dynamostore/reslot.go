@@ -35,7 +35,7 @@ func (s *Store) Reconfigure(ctx context.Context, r engine.ReconfigureRequest) (s
 		if err != nil {
 			return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
 		}
-		next, err := r.Reslot(seen)
+		next, _, err := r.Reslot(seen)
 		if err != nil {
 			return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
 		}

@@ -35,14 +35,44 @@ type Reslot struct {
 
 // ReconfigureRequest is a configure's atomic step: Config replaces the
 // queue's, and Reslot gives the limit state to store with it from the
-// state the store holds (it may be called again, on a newer state, if
-// the state changed under the write; its error is returned as it is,
-// and nothing is written).
+// state the store holds, and what the change did to the queued jobs
+// (Rebooked, stored with Config, replacing the one before; nil: none).
+// Reslot may be called again, on a newer state, if the state changed
+// under the write; its error is returned as it is, and nothing is
+// written.
 type ReconfigureRequest struct {
 	Queue  string
 	Gen    int64
 	Config slot.Config
-	Reslot func(slot.State) (slot.State, error)
+	Reslot func(slot.State) (slot.State, *Rebooked, error)
+}
+
+// Rebooked is what a configure recorded about the queued jobs it booked
+// again under the new limits without writing them: the line tickets in
+// (After, Upto], whose messages are on their way for their old slots.
+// Their places are the bookings from Base, the gate's state seeded for
+// the new limits, at At (slot.Book), in ticket order. A queued job's
+// record is shown with the later of its slot_at and its place
+// (Queue.SlotOf), so it says when the job will really start, at no write
+// per job.
+type Rebooked struct {
+	After int64      `json:"after"`
+	Upto  int64      `json:"upto"`
+	At    time.Time  `json:"at"`
+	Base  slot.State `json:"base"`
+}
+
+// SlotOf is when j, a job of q, is due to start: its record's slot_at,
+// or for a queued line job that a configure booked again without writing
+// it (q.Rebooked), the later of that and the place the new limits give
+// its ticket — the start the gate will let it have.
+func (q Queue) SlotOf(j job.Job) time.Time {
+	r := q.Rebooked
+	if r == nil || j.Status != job.Queued || outOfLine(&j) || j.Ticket <= max(r.After, q.State.Current) || j.Ticket > r.Upto {
+		return j.SlotAt
+	}
+	_, at := slot.Book(r.Base, q.Config.LimitList(), int(j.Ticket-r.After), r.At)
+	return laterOf(j.SlotAt, at[len(at)-1])
 }
 
 // MaxReslot is the most waiting jobs one configure books again and
@@ -193,12 +223,13 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, 
 	var boundary int64
 	old := q.Config.LimitList()
 	_, err = e.state.Reconfigure(ctx, ReconfigureRequest{Queue: q.Name, Gen: q.Gen, Config: cfg,
-		Reslot: func(st slot.State) (slot.State, error) {
+		Reslot: func(st slot.State) (slot.State, *Rebooked, error) {
 			line := slices.DeleteFunc(slices.Clone(waiting), func(j job.Job) bool { return j.Ticket <= st.Current })
 			next := slot.Seed(st, old, cfg.LimitList(), cfg.Skew)
-			next, places = e.rebookLine(next, cfg.LimitList(), line, e.now().Add(e.opts.Lead))
+			var rec *Rebooked
+			next, places, rec = e.rebookLine(next, cfg.LimitList(), line, e.now().Add(e.opts.Lead))
 			boundary = st.Ticket
-			return next, nil
+			return next, rec, nil
 		}})
 	if err != nil {
 		return nil, err
@@ -227,14 +258,20 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, 
 // and a queued job can hold a slot later than that (up to the transport's
 // reach from now), a place there standing for it (with no parked job
 // behind them, the queued ones need none); then every ticket from the first parked
-// one on. It returns the state after and the places of the tickets from
-// the first parked one on (line: the parked line jobs, by ticket).
-func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now time.Time) (slot.State, map[int64]time.Time) {
+// one on. It returns the state after, the places of the tickets from
+// the first parked one on (line: the parked line jobs, by ticket), and
+// the record of the places booked for the tickets ahead of it (nil:
+// none), which their queued jobs are shown with.
+func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now time.Time) (slot.State, map[int64]time.Time, *Rebooked) {
 	first := s.Ticket + 1
 	if len(line) > 0 {
 		first = line[0].Ticket
 	}
 	ahead := int(min(int64(MaxReslot), max(0, first-s.Current-1)))
+	var rec *Rebooked
+	if ahead > 0 {
+		rec = &Rebooked{After: s.Current, Upto: s.Current + int64(ahead), At: now, Base: s}
+	}
 	s, _ = slot.Book(s, ls, ahead, now)
 	// A queued job holds a slot no later than the transport's reach from
 	// now, nor than the first parked job's slot.
@@ -251,7 +288,7 @@ func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now ti
 		s, at = slot.Book(s, ls, 1, laterOf(now, from))
 		places[t] = at[0]
 	}
-	return s, places
+	return s, places, rec
 }
 
 // waitingLine lists the queue's parked jobs waiting in line with tickets

@@ -623,3 +623,39 @@ func TestConfigureKeyLimitsSeedsMeters(t *testing.T) {
 		}
 	})
 }
+
+// A queued job's record shows when it will really start after a
+// configure, though configure writes none of the queued jobs: a queue
+// with an interval of 1 s and 12 jobs queued, configured to 2 s; right
+// after, the last job's record shows the start the new interval gives
+// it, and it starts then.
+func TestQueuedSlotAfterConfigure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 4})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("shown", slot.Config{Interval: time.Second, Skew: 5 * time.Millisecond})
+		s.enqueue("shown", 12, func(i int, sp *job.Spec) { sp.ID = fmt.Sprintf("j%d", i) })
+		iv := 2 * time.Second
+		if _, err := s.eng.ChangeConfig(ctx, "shown", slot.ConfigUpdate{Interval: &iv}); err != nil {
+			t.Fatal(err)
+		}
+		last, err := s.eng.Job(ctx, job.Ref{Queue: "shown", ID: "j11"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last.Status != job.Queued {
+			t.Fatalf("j11 is %s, want queued (its message on its way)", last.Status)
+		}
+		s.waitFinished("shown", time.Hour)
+		var began time.Time
+		for _, st := range s.startsOf("shown") {
+			if st.ID == "j11" {
+				began = st.At
+			}
+		}
+		if d := began.Sub(last.SlotAt).Abs(); d > 100*time.Millisecond {
+			t.Fatalf("right after the configure j11's record showed slot_at %v; it started at %v (%v apart)", last.SlotAt, began, d)
+		}
+	})
+}

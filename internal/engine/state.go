@@ -170,6 +170,9 @@ type Queue struct {
 	Config    slot.Config `json:"config"`
 	State     slot.State  `json:"state"`
 	CreatedAt time.Time   `json:"created_at"`
+	// Rebooked is what the last configure recorded about the queued jobs
+	// it booked again without writing them (nil: none): Queue.SlotOf.
+	Rebooked *Rebooked `json:"rebooked,omitempty"`
 }
 
 // TakeRequest asks for N tickets, of which the first Line take places in
