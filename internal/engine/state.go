@@ -171,8 +171,9 @@ type Queue struct {
 	State     slot.State  `json:"state"`
 	CreatedAt time.Time   `json:"created_at"`
 	// Rebooked is what the last configure recorded about the queued jobs
-	// it booked again without writing them (nil: none): Queue.SlotOf.
-	Rebooked *Rebooked `json:"rebooked,omitempty"`
+	// it booked again without writing them (nil: none): Queue.SlotOf. The
+	// stores keep it; it is no part of what slotq answers.
+	Rebooked *Rebooked `json:"-"`
 }
 
 // TakeRequest asks for N tickets, of which the first Line take places in
