@@ -25,6 +25,10 @@ const (
 // passes, short enough that a deleted queue's item goes.
 const leaseKeep = 24 * time.Hour
 
+// attrReslot marks, on the resume lease item, a configure whose moves
+// may be unfinished (engine.Cursor.Reslot): 1, or absent.
+const attrReslot = "reslot"
+
 func leaseKey(queue string) map[string]types.AttributeValue { return key(queuePK(queue), skResume) }
 
 // Lease takes queue's resume lease for holder until until with one
@@ -48,7 +52,7 @@ func (s *Store) Lease(ctx context.Context, queue, holder string, until, now time
 		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, engine.ErrLeaseHeld)
 	}
 	it := &item{m: m}
-	c := engine.Cursor{Round: it.time(attrDueSK), Until: it.time(attrRoundUntil)}
+	c := engine.Cursor{Round: it.time(attrDueSK), Until: it.time(attrRoundUntil), Reslot: it.int(attrReslot) == 1}
 	if it.err != nil {
 		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, it.err)
 	}
@@ -74,6 +78,11 @@ func (s *Store) ReleaseLease(ctx context.Context, queue, holder string, c engine
 		set += ", " + e.n(attrRoundUntil) + " = " + e.v(":ru", timeNum(c.Until))
 	} else {
 		remove += ", " + e.n(attrRoundUntil)
+	}
+	if c.Reslot {
+		set += ", " + e.n(attrReslot) + " = " + e.v(":reslot", num(1))
+	} else {
+		remove += ", " + e.n(attrReslot)
 	}
 	cond := e.n(attrHolder) + " = " + h
 	old, ok, err := s.updateIf(ctx, leaseKey(queue), e.build(set+remove, cond))

@@ -44,14 +44,24 @@ type meterJSON struct {
 	SlowTicket int64 `json:"slow_ticket,omitempty"`
 	SlowHold   int64 `json:"slow_hold,omitempty"`
 	SlowDowns  int64 `json:"slow_downs,omitempty"`
+	// The limits the marks were kept under (slot.Meter.KeptUnder): absent
+	// when not known, [] for none; and the answered tickets.
+	KeptUnder *[]api.Limit `json:"kept_under,omitempty"`
+	Answered  []int64      `json:"answered,omitempty"`
 }
 
 func encodeMeter(m slot.Meter) string {
-	b, _ := json.Marshal(meterJSON{ // numbers, strings and limits: cannot fail
+	w := meterJSON{
 		Current: m.State.Current, LastStart: nanos(m.State.LastStart),
 		Marks: encodeMarks(m.State.Marks), Limits: m.Limits,
 		SlowUntil: nanos(m.State.SlowUntil), SlowTicket: m.State.SlowTicket, SlowHold: nanos(m.State.SlowHold), SlowDowns: m.State.SlowDowns,
-	})
+		Answered: m.Answered,
+	}
+	if m.KeptUnder != nil {
+		kept := []api.Limit(m.KeptUnder)
+		w.KeptUnder = &kept
+	}
+	b, _ := json.Marshal(w) // numbers, strings and limits: cannot fail
 	return string(b)
 }
 
@@ -73,7 +83,10 @@ func decodeMeter(m map[string]types.AttributeValue) (slot.Meter, error) {
 	if err != nil {
 		return mt, fmt.Errorf("meter %s/%s: %w", mt.Queue, mt.Key, err)
 	}
-	m0.State.Marks, m0.Limits = marks, w.Limits
+	m0.State.Marks, m0.Limits, m0.Answered = marks, w.Limits, w.Answered
+	if w.KeptUnder != nil {
+		m0.KeptUnder = append(slot.Limits{}, *w.KeptUnder...)
+	}
 	return m0, nil
 }
 
@@ -97,7 +110,10 @@ func (s *Store) GetMeter(ctx context.Context, queue, key string) (slot.Meter, er
 // PutMeter writes the meter item whole with one PutItem on condition
 // that it is at version from (none for 0: a created meter continues from
 // laneSeed, so its versions never repeat after the TTL deleted an earlier
-// one). A re-sent put that meets its own write token landed.
+// one) and of m's generation or an older one (engine.GenBefore): a
+// meter of a later generation is the queue's created again under its
+// name, and a write of the deleted one is ErrQueueNotFound. A re-sent
+// put that meets its own write token landed.
 func (s *Store) PutMeter(ctx context.Context, m slot.Meter, from int64, keep time.Time) (slot.Meter, error) {
 	next := from + 1
 	if from == 0 {
@@ -116,15 +132,43 @@ func (s *Store) PutMeter(ctx context.Context, m slot.Meter, from int64, keep tim
 	cond := "attribute_not_exists(" + e.n(attrPK) + ")"
 	if from != 0 {
 		e = newExpr()
-		cond = e.n(attrVersion) + " = " + e.v(":from", num(from))
+		cond = e.n(attrVersion) + " = " + e.v(":from", num(from)) + notLaterGen(e, m.Gen)
 	}
 	old, ok, err := s.putIf(ctx, it, e.build("", cond))
 	if err != nil {
 		return slot.Meter{}, fmt.Errorf("put meter %s/%s: %w", m.Queue, m.Key, err)
 	}
-	if !ok && !hasToken(old, tok) { // a token: a re-sent put whose first send landed
+	switch {
+	case ok, hasToken(old, tok): // a token: a re-sent put whose first send landed
+	case laterGen((&item{m: old}).int(attrGen), m.Gen):
+		return slot.Meter{}, fmt.Errorf("put meter %s/%s of generation %d: %w", m.Queue, m.Key, m.Gen, engine.ErrQueueNotFound)
+	default:
 		return slot.Meter{}, fmt.Errorf("put meter %s/%s at version %d: %w", m.Queue, m.Key, from, engine.ErrConflict)
 	}
 	m.Version = next
 	return m, nil
+}
+
+// notLaterGen is the condition (" AND …") that an item's generation is
+// gen or an older one (engine.GenBefore; 0 stands for none and orders
+// nothing): a write of generation gen may replace it. Empty for gen 0.
+func notLaterGen(e *expr, gen int64) string {
+	if gen == 0 {
+		return ""
+	}
+	g, rnd := e.n(attrGen), e.v(":rnd_gen", num(engine.RandomGens))
+	older := g + " <= " + e.v(":gen", num(gen)) + " OR " + g + " >= " + rnd
+	if gen >= engine.RandomGens {
+		// A queue's random generation, from before they were ordered:
+		// any random one counts as older, no ordered one does.
+		older = g + " = " + e.v(":zero_gen", num(0)) + " OR " + g + " >= " + rnd
+	}
+	return " AND (attribute_not_exists(" + g + ") OR " + older + ")"
+}
+
+// laterGen reports whether an item of generation stored belongs to a
+// queue created after the one of generation gen (0 on either side: no
+// generation, which orders nothing).
+func laterGen(stored, gen int64) bool {
+	return stored != 0 && gen != 0 && stored != gen && !engine.GenBefore(stored, gen)
 }

@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -35,12 +36,12 @@ func (s *Store) Reconfigure(ctx context.Context, r engine.ReconfigureRequest) (s
 		if err != nil {
 			return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
 		}
-		next, err := r.Reslot(seen)
+		next, rec, err := r.Reslot(seen)
 		if err != nil {
 			return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
 		}
 		err = s.transact(ctx, []types.TransactWriteItem{
-			{Update: configUpdate(r.Queue, s.table, string(b))},
+			{Update: configUpdate(r.Queue, s.table, string(b), rec)},
 			{Update: reslotUpdate(r, s.table, seen, next, k)},
 		})
 		reasons, cancelled := cancelReasons(err)
@@ -65,12 +66,18 @@ func (s *Store) Reconfigure(ctx context.Context, r engine.ReconfigureRequest) (s
 // try is a strong read and a transaction; the caller, configure, is rare).
 const reconfigureTries = 50
 
-// configUpdate sets the config item's configuration to cfg (JSON), if
-// the item exists.
-func configUpdate(queue, table, cfg string) *types.Update {
+// configUpdate sets the config item's configuration to cfg (JSON) and
+// what the change did to the queued jobs to rec (none: removed), if the
+// item exists.
+func configUpdate(queue, table, cfg string, rec *engine.Rebooked) *types.Update {
 	e := newExpr()
 	cond := "attribute_exists(" + e.n(attrPK) + ")"
 	upd := "SET " + e.n(attrConfig) + " = " + e.v(":cfg", str(cfg))
+	if rec != nil {
+		upd += ", " + e.n(attrRebooked) + " = " + e.v(":rebooked", str(encodeRebooked(*rec)))
+	} else {
+		upd += " REMOVE " + e.n(attrRebooked)
+	}
 	return &types.Update{TableName: &table, Key: configKey(queue), UpdateExpression: &upd, ConditionExpression: &cond,
 		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values}
 }
@@ -108,4 +115,50 @@ func reslotUpdate(r engine.ReconfigureRequest, table string, seen, next slot.Sta
 	cond := strings.Join(conds, " AND ") + genCond(e, r.Gen)
 	return &types.Update{TableName: &table, Key: stateKey(r.Queue), UpdateExpression: &upd, ConditionExpression: &cond,
 		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values}
+}
+
+// attrRebooked is, on a queue's config item, what its last configure did
+// to the queued jobs (engine.Rebooked), as rebookedJSON.
+const attrRebooked = "rebooked"
+
+// rebookedJSON is attrRebooked's text: times in nanoseconds since 1970,
+// the base state's marks as the state item keeps them.
+type rebookedJSON struct {
+	After     int64  `json:"after"`
+	Upto      int64  `json:"upto"`
+	At        int64  `json:"at"`
+	Ticket    int64  `json:"ticket,omitempty"`
+	Current   int64  `json:"current,omitempty"`
+	LastStart int64  `json:"last_start,omitempty"`
+	Clock     int64  `json:"clock,omitempty"`
+	Marks     string `json:"marks,omitempty"`
+}
+
+func encodeRebooked(r engine.Rebooked) string {
+	b, _ := json.Marshal(rebookedJSON{ // numbers and strings: cannot fail
+		After: r.After, Upto: r.Upto, At: nanos(r.At), Ticket: r.Base.Ticket, Current: r.Base.Current,
+		LastStart: nanos(r.Base.LastStart), Clock: nanos(r.Base.Clock), Marks: encodeMarks(r.Base.Marks),
+	})
+	return string(b)
+}
+
+// decodeRebooked reads attrRebooked of a config item (nil: none).
+func decodeRebooked(m map[string]types.AttributeValue) (*engine.Rebooked, error) {
+	it := item{m: m}
+	text := it.str(attrRebooked)
+	if it.err != nil || text == "" {
+		return nil, it.err
+	}
+	var w rebookedJSON
+	if err := json.Unmarshal([]byte(text), &w); err != nil {
+		return nil, fmt.Errorf("rebooked: %w", err)
+	}
+	marks, err := decodeMarks(w.Marks)
+	if err != nil {
+		return nil, fmt.Errorf("rebooked: %w", err)
+	}
+	r := &engine.Rebooked{After: w.After, Upto: w.Upto, At: fromNanos(w.At)}
+	r.Base.Ticket, r.Base.Current = w.Ticket, w.Current
+	r.Base.LastStart, r.Base.Clock, r.Base.Marks = fromNanos(w.LastStart), fromNanos(w.Clock), marks
+	return r, nil
 }

@@ -140,7 +140,11 @@ func decodeQueue(cfgItem, stateItem map[string]types.AttributeValue) (engine.Que
 	if it.err != nil {
 		return engine.Queue{}, fmt.Errorf("queue %s: %w", name, it.err)
 	}
-	return engine.Queue{Name: name, Gen: gen, Config: cfg, State: st, CreatedAt: created}, nil
+	rec, err := decodeRebooked(cfgItem)
+	if err != nil {
+		return engine.Queue{}, fmt.Errorf("queue %s: %w", name, err)
+	}
+	return engine.Queue{Name: name, Gen: gen, Config: cfg, State: st, CreatedAt: created, Rebooked: rec}, nil
 }
 
 // ListQueues pages through IndexQueues (config items, in name order) and

@@ -339,6 +339,7 @@ func (e *Engine) Job(ctx context.Context, k job.Ref) (job.Job, error) {
 	if err != nil {
 		return j, failure("job", k, err)
 	}
+	j.SlotAt = q.SlotOf(j)
 	return j, nil
 }
 

@@ -2,13 +2,17 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/pkg/target"
 )
 
 // holdCreate is a State whose first CreateJobs waits for release: an
@@ -94,4 +98,65 @@ func TestGenBefore(t *testing.T) {
 			t.Errorf("GenBefore(%d, %d) = %v, want %v", tc.old, tc.gen, got, tc.want)
 		}
 	}
+}
+
+// An attempt of a deleted generation that is answered "slow down" leaves
+// the key's meter of the queue created again under the same name alone:
+// that queue's jobs of the key keep the key's limit, counted from their
+// own starts.
+func TestDeletedGenerationLeavesKeyMeter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 4})
+		defer s.stop()
+		ctx := context.Background()
+		const keyIv = 10 * time.Second
+		// No cap on a key's running jobs: the new queue's job of k need
+		// not wait for the old one's attempt to end.
+		cfg := slot.Config{Interval: 10 * time.Millisecond, Skew: 5 * time.Millisecond,
+			KeyLimits: []api.Limit{{Interval: keyIv}}, KeyMaxRunning: slot.NoKeyCap}
+		s.createQueue("gens", cfg)
+		started, release := make(chan struct{}), make(chan struct{})
+		s.mux.HandleFunc("hold", func(context.Context, *api.Job) error {
+			close(started)
+			<-release
+			return target.RetryAfter(50 * time.Millisecond)
+		})
+		// o0 runs; o1 (ticket 2 of key k) runs until the new queue's job
+		// of k has started, and is answered "slow down".
+		s.enqueue("gens", 2, func(i int, sp *job.Spec) {
+			sp.Key, sp.ID = "k", fmt.Sprintf("o%d", i)
+			if i == 1 {
+				sp.Kind = "hold"
+			}
+		})
+		<-started
+		if _, err := s.eng.DeleteQueue(ctx, "gens"); err != nil {
+			t.Fatal(err)
+		}
+		s.createQueue("gens", cfg)
+		s.enqueue("gens", 1, func(_ int, sp *job.Spec) { sp.Key, sp.ID = "k", "n1" })
+		s.waitStarts("gens", 2, time.Hour) // o0 and n1
+		before, err := s.store.GetMeter(ctx, "gens", "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		close(release)
+		time.Sleep(time.Second) // the old attempt's answer is recorded
+		after, err := s.store.GetMeter(ctx, "gens", "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Gen != before.Gen || after.Version != before.Version || !after.State.LastStart.Equal(before.State.LastStart) {
+			t.Fatalf("the new queue's meter of k changed under the deleted generation's slow-down:\nbefore %+v\nafter  %+v", before, after)
+		}
+		s.enqueue("gens", 1, func(_ int, sp *job.Spec) { sp.Key, sp.ID = "k", "n2" })
+		s.waitFinished("gens", time.Hour)
+		at := map[string]time.Time{}
+		for _, st := range s.startsOf("gens") {
+			at[st.ID] = st.At
+		}
+		if gap := at["n2"].Sub(at["n1"]); gap < keyIv-cfg.Skew {
+			t.Fatalf("n2 started %v after n1: the key's limit is one start every %v", gap, keyIv)
+		}
+	})
 }

@@ -22,13 +22,17 @@ import (
 // jobs of that key write it, so a conflict is rare.
 const meterTries = 20
 
-// readMeter reads q's meter of key, as a meter of q's generation.
+// readMeter reads q's meter of key, as a meter of q's generation kept
+// under the limits the key has now (slot.Meter.Under): a configure that
+// changed the queue's key_limits seeds each key's meter for them when
+// the key is next read, with no write at the configure.
 func (e *Engine) readMeter(ctx context.Context, q Queue, key string) (slot.Meter, error) {
 	m, err := e.state.GetMeter(ctx, q.Name, key)
 	if err != nil {
 		return slot.Meter{}, fmt.Errorf("key %s: %w", key, err)
 	}
-	return m.Fresh(q.Gen), nil
+	m = m.Fresh(q.Gen)
+	return m.Under(q.Config.LimitsOf(m), q.Config.Skew), nil
 }
 
 // keyed reports whether j's start is recorded on its key's meter under
@@ -120,7 +124,11 @@ func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at, deadline 
 			}
 		}
 		ls := q.Config.LimitsOf(m)
-		next, v, open := slot.KeyGateBy(m, j.Ticket, ls, 0, at, deadline)
+		gate := slot.KeyGateBy
+		if answeredAtTicket(j) {
+			gate = slot.KeyResumeBy // it keeps its place (slowdown.go)
+		}
+		next, v, open := gate(m, j.Ticket, ls, 0, at, deadline)
 		if v != slot.KeyStart {
 			return v, open, prev, put, nil
 		}
@@ -138,13 +146,15 @@ func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at, deadline 
 // which j gave up before its target began (its worker woke too late): the
 // meter goes back to prev, if no start was recorded on it since (it is
 // still at put's version). Else the start stays counted: stricter, never
-// looser.
+// looser. A meter of a later generation (j's queue was deleted and
+// created again) is the new queue's: the store leaves it alone.
 func (e *Engine) unstartKey(ctx context.Context, q Queue, prev, put slot.Meter) {
 	if put.Version == 0 {
 		return
 	}
 	ls := q.Config.LimitsOf(prev)
-	if _, err := e.state.PutMeter(ctx, prev, put.Version, prev.Keep(ls)); err != nil && !errors.Is(err, ErrConflict) {
+	_, err := e.state.PutMeter(ctx, prev, put.Version, prev.Keep(ls))
+	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrQueueNotFound) {
 		e.log.WarnContext(ctx, "key's unused start left counted", "queue", q.Name, "key", put.Key, "error", err.Error())
 	}
 }

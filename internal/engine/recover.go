@@ -172,7 +172,12 @@ func (e *Engine) cancelPurged(ctx context.Context, q Queue, j job.Job) error {
 
 // claimedMeanwhile reads the job again, strongly, and reports whether it is
 // no longer queued at want: someone else claimed (or cancelled) it, so this
-// message is done with.
+// delivery goes no further. A job claimed at want's attempt runs the
+// attempt this message carries (another delivery of it claimed it): the
+// message is that attempt's watchdog, and is kept, not done with
+// (recoverIfLost: ErrStillRunning within the lease), or the transport
+// would delete it and leave a running attempt that nothing recovers if
+// its worker dies.
 func (e *Engine) claimedMeanwhile(ctx context.Context, want job.Version, j *job.Job) (bool, error) {
 	fresh, err := e.state.GetJob(ctx, j.Ref())
 	if errors.Is(err, ErrJobNotFound) {
@@ -181,10 +186,20 @@ func (e *Engine) claimedMeanwhile(ctx context.Context, want job.Version, j *job.
 	if err != nil {
 		return false, fmt.Errorf("work %s: %w", j.Ref(), err)
 	}
+	if fresh.Version() == runningAt(want) {
+		return true, e.recoverIfLost(ctx, fresh)
+	}
 	if fresh.Version() != want {
 		e.log.DebugContext(ctx, "dropped duplicate delivery", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "status", fresh.Status)
 		return true, nil
 	}
 	*j = fresh
 	return false, nil
+}
+
+// runningAt is the version of a job whose attempt at want (a queued
+// job's version) was claimed: running at the same ticket and attempt.
+func runningAt(want job.Version) job.Version {
+	want.Status = job.Running
+	return want
 }

@@ -35,14 +35,44 @@ type Reslot struct {
 
 // ReconfigureRequest is a configure's atomic step: Config replaces the
 // queue's, and Reslot gives the limit state to store with it from the
-// state the store holds (it may be called again, on a newer state, if
-// the state changed under the write; its error is returned as it is,
-// and nothing is written).
+// state the store holds, and what the change did to the queued jobs
+// (Rebooked, stored with Config, replacing the one before; nil: none).
+// Reslot may be called again, on a newer state, if the state changed
+// under the write; its error is returned as it is, and nothing is
+// written.
 type ReconfigureRequest struct {
 	Queue  string
 	Gen    int64
 	Config slot.Config
-	Reslot func(slot.State) (slot.State, error)
+	Reslot func(slot.State) (slot.State, *Rebooked, error)
+}
+
+// Rebooked is what a configure recorded about the queued jobs it booked
+// again under the new limits without writing them: the line tickets in
+// (After, Upto], whose messages are on their way for their old slots.
+// Their places are the bookings from Base, the gate's state seeded for
+// the new limits, at At (slot.Book), in ticket order. A queued job's
+// record is shown with the later of its slot_at and its place
+// (Queue.SlotOf), so it says when the job will really start, at no write
+// per job.
+type Rebooked struct {
+	After int64      `json:"after"`
+	Upto  int64      `json:"upto"`
+	At    time.Time  `json:"at"`
+	Base  slot.State `json:"base"`
+}
+
+// SlotOf is when j, a job of q, is due to start: its record's slot_at,
+// or for a queued line job that a configure booked again without writing
+// it (q.Rebooked), the later of that and the place the new limits give
+// its ticket — the start the gate will let it have.
+func (q Queue) SlotOf(j job.Job) time.Time {
+	r := q.Rebooked
+	if r == nil || j.Status != job.Queued || outOfLine(&j) || j.Ticket <= max(r.After, q.State.Current) || j.Ticket > r.Upto {
+		return j.SlotAt
+	}
+	_, at := slot.Book(r.Base, q.Config.LimitList(), int(j.Ticket-r.After), r.At)
+	return laterOf(j.SlotAt, at[len(at)-1])
 }
 
 // MaxReslot is the most waiting jobs one configure books again and
@@ -76,12 +106,26 @@ func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (s
 		return Queue{}, Reslot{}, err
 	}
 	holder := newHolder()
-	cur, err := e.awaitCursor(ctx, name, holder)
+	// The cursor to leave: cur once the moves are written; until then
+	// one that has the next pass finish them (Cursor.Reslot), left also
+	// by a configure that fails midway. It is stored first thing under
+	// the lease (markReslot), which gives the lease up for a moment: a
+	// configure that loses it then waits for its turn again.
+	var cur, leave Cursor
+	for {
+		if cur, err = e.awaitCursor(ctx, name, holder); err != nil {
+			return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
+		}
+		if leave, err = e.markReslot(ctx, name, holder, cur); !errors.Is(err, ErrLeaseHeld) {
+			break
+		}
+	}
 	if err != nil {
 		return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
 	}
+	cur.Reslot = false // this configure books the whole line again
 	defer func() {
-		if err := e.state.ReleaseLease(context.WithoutCancel(ctx), name, holder, cur); err != nil {
+		if err := e.state.ReleaseLease(context.WithoutCancel(ctx), name, holder, leave); err != nil {
 			e.log.WarnContext(ctx, "configure: lease not released", "queue", name, "error", err)
 		}
 	}()
@@ -90,6 +134,7 @@ func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (s
 	}
 	cfg, err := e.configFor(q, to)
 	if err != nil {
+		leave = cur
 		return Queue{}, Reslot{}, err
 	}
 	moves, err := e.rebook(ctx, q, cfg)
@@ -100,11 +145,46 @@ func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (s
 	if err != nil {
 		return Queue{}, rep, fmt.Errorf("configure %s: %w", name, err)
 	}
+	leave = cur
 	q, err = e.Queue(ctx, name)
 	if rep.Moved > 0 {
 		e.log.InfoContext(ctx, "configure moved booked jobs", "queue", name, "moved", rep.Moved, "max_shift_ms", rep.MaxShiftMs)
 	}
 	return q, rep, err
+}
+
+// markReslot stores, under holder's lease of queue, cur with Reslot set
+// and due at once (the lease kept): should the configure die before its
+// moves are written, the resume function's next pass over the queue
+// finishes them (finishReslot) once the lease runs out. It returns the
+// cursor stored.
+func (e *Engine) markReslot(ctx context.Context, queue, holder string, cur Cursor) (Cursor, error) {
+	mark := cur
+	mark.Reslot = true
+	if mark.Round.IsZero() {
+		mark.Round = e.now()
+	}
+	if err := e.restartRound(ctx, queue, holder, mark, e.now()); err != nil {
+		return cur, err
+	}
+	return mark, nil
+}
+
+// finishReslot books q's waiting line again under its limits and moves
+// the parked jobs whose slot moved: what a configure that died midway
+// left undone (Cursor.Reslot). The resume function runs it under the
+// queue's lease, as configure runs its own.
+func (e *Engine) finishReslot(ctx context.Context, q Queue) error {
+	moves, err := e.rebook(ctx, q, q.Config)
+	if err != nil {
+		return fmt.Errorf("resume %s: finish configure: %w", q.Name, err)
+	}
+	rep, err := e.moveAll(ctx, q.Config.Skew, moves)
+	if err != nil {
+		return fmt.Errorf("resume %s: finish configure: %w", q.Name, err)
+	}
+	e.log.InfoContext(ctx, "configure finished by the resume function", "queue", q.Name, "moved", rep.Moved, "max_shift_ms", rep.MaxShiftMs)
+	return nil
 }
 
 // configFor is the configuration to gives for q, checked (checkConfig).
@@ -143,12 +223,13 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, 
 	var boundary int64
 	old := q.Config.LimitList()
 	_, err = e.state.Reconfigure(ctx, ReconfigureRequest{Queue: q.Name, Gen: q.Gen, Config: cfg,
-		Reslot: func(st slot.State) (slot.State, error) {
+		Reslot: func(st slot.State) (slot.State, *Rebooked, error) {
 			line := slices.DeleteFunc(slices.Clone(waiting), func(j job.Job) bool { return j.Ticket <= st.Current })
 			next := slot.Seed(st, old, cfg.LimitList(), cfg.Skew)
-			next, places = e.rebookLine(next, cfg.LimitList(), line, e.now().Add(e.opts.Lead))
+			var rec *Rebooked
+			next, places, rec = e.rebookLine(next, cfg.LimitList(), line, e.now().Add(e.opts.Lead))
 			boundary = st.Ticket
-			return next, nil
+			return next, rec, nil
 		}})
 	if err != nil {
 		return nil, err
@@ -177,14 +258,20 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, 
 // and a queued job can hold a slot later than that (up to the transport's
 // reach from now), a place there standing for it (with no parked job
 // behind them, the queued ones need none); then every ticket from the first parked
-// one on. It returns the state after and the places of the tickets from
-// the first parked one on (line: the parked line jobs, by ticket).
-func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now time.Time) (slot.State, map[int64]time.Time) {
+// one on. It returns the state after, the places of the tickets from
+// the first parked one on (line: the parked line jobs, by ticket), and
+// the record of the places booked for the tickets ahead of it (nil:
+// none), which their queued jobs are shown with.
+func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now time.Time) (slot.State, map[int64]time.Time, *Rebooked) {
 	first := s.Ticket + 1
 	if len(line) > 0 {
 		first = line[0].Ticket
 	}
 	ahead := int(min(int64(MaxReslot), max(0, first-s.Current-1)))
+	var rec *Rebooked
+	if ahead > 0 {
+		rec = &Rebooked{After: s.Current, Upto: s.Current + int64(ahead), At: now, Base: s}
+	}
 	s, _ = slot.Book(s, ls, ahead, now)
 	// A queued job holds a slot no later than the transport's reach from
 	// now, nor than the first parked job's slot.
@@ -201,7 +288,7 @@ func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now ti
 		s, at = slot.Book(s, ls, 1, laterOf(now, from))
 		places[t] = at[0]
 	}
-	return s, places
+	return s, places, rec
 }
 
 // waitingLine lists the queue's parked jobs waiting in line with tickets
@@ -288,10 +375,9 @@ func (e *Engine) moveJob(ctx context.Context, m move) (bool, error) {
 // before the change and the first after it keep the old limits, and the
 // starts after it keep the new ones counting the recent starts before.
 func reslotMeter(cfg slot.Config, m slot.Meter, own slot.Limits) slot.Meter {
-	old := cfg.LimitsOf(m)
-	m.Limits = own
-	if next := cfg.LimitsOf(m); len(old) > 0 && len(next) > 0 {
-		m.State = slot.Seed(m.State, old, next, cfg.Skew)
+	if m.KeptUnder == nil {
+		m.KeptUnder = append(slot.Limits{}, cfg.LimitsOf(m)...)
 	}
-	return m
+	m.Limits = own
+	return m.Under(cfg.LimitsOf(m), cfg.Skew)
 }

@@ -435,6 +435,45 @@ func TestReslotCrashAndRace(t *testing.T) {
 	})
 }
 
+// A configure that dies midway is finished by the resume function's next
+// pass over the queue, not only by another configure: once it ran, the
+// waiting jobs' records show the new limits' slots (a configure run again
+// moves none of them by a tick or more), and every job runs, keeping the
+// limits.
+func TestReslotCrashFinishedByResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var dying atomic.Int32
+		s := newSim(t, simOptions{Workers: 8, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach},
+			Wrap: func(st engine.State) engine.State { return &dieMoving{State: st, left: &dying} }})
+		defer s.stop()
+		old, next := withSkew(reslotCases[0].old), withSkew(reslotCases[0].next)
+		s.createQueue("reslot", old)
+		s.enqueue("reslot", 60, nil)
+		s.waitStarts("reslot", 10, time.Hour)
+		dying.Store(5) // the configure dies after moving 5 jobs
+		if _, _, err := s.eng.Reconfigure(context.Background(), "reslot", next); !errors.Is(err, errCrash) {
+			t.Fatalf("configure: %v, want the crash", err)
+		}
+		moment := changeOf(t, s)
+		time.Sleep(3 * time.Second) // a resume run
+		_, rep, err := s.eng.Reconfigure(context.Background(), "reslot", next)
+		if err != nil {
+			t.Fatalf("configure again: %v", err)
+		}
+		// Booked again later, the line may shift by less than a tick.
+		if shift := time.Duration(rep.MaxShiftMs) * time.Millisecond; shift >= next.Tick() {
+			t.Fatalf("a configure after the resume run moved %d waiting jobs, up to %v: the run left the crashed configure unfinished", rep.Moved, shift)
+		}
+		s.waitFinished("reslot", 6*time.Hour)
+		starts := s.startsOf("reslot")
+		checkAcross(t, s, starts, moment, old, next)
+		checkSingleStart(t, starts)
+		if n := len(s.jobs("reslot", job.Succeeded)); n != 60 {
+			t.Fatalf("%d of 60 jobs succeeded", n)
+		}
+	})
+}
+
 // dieMoving fails the configure's job writes (a job write that changes
 // the slot of a waiting job and nothing of its version) once left of them
 // have landed.
@@ -542,5 +581,81 @@ func TestReslotNothingParked(t *testing.T) {
 			t.Fatalf("an enqueue after the change got slot +%v: booked beyond the waiting jobs", at.Sub(time.Now()))
 		}
 		s.waitFinished("reslot", time.Hour)
+	})
+}
+
+// configure that changes a queue's key_limits carries each key's meter
+// over to them, as set_key_limits does for one key: a limit kept through
+// the change (here the window of 3 a minute, with an interval added
+// before it) still counts the key's starts before the change, and so
+// does the new one. Three starts, a configure, three more jobs: the six
+// keep "3 a minute" between them.
+func TestConfigureKeyLimitsSeedsMeters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 4})
+		defer s.stop()
+		ctx := context.Background()
+		window := api.Limit{Window: api.Rate{N: 3, Per: time.Minute}}
+		cfg := slot.Config{Interval: 10 * time.Millisecond, Skew: 5 * time.Millisecond,
+			KeyLimits: []api.Limit{window}, KeyMaxRunning: slot.NoKeyCap}
+		s.createQueue("keyed", cfg)
+		spec := func(i int, sp *job.Spec) { sp.Key, sp.ID = "k", fmt.Sprintf("j%d", i) }
+		s.enqueue("keyed", 3, spec)
+		s.waitStarts("keyed", 3, time.Hour)
+		both := []api.Limit{{Interval: time.Second}, window}
+		if _, err := s.eng.ChangeConfig(ctx, "keyed", slot.ConfigUpdate{KeyLimits: &both}); err != nil {
+			t.Fatal(err)
+		}
+		s.enqueue("keyed", 3, func(i int, sp *job.Spec) { spec(i+3, sp) })
+		s.waitFinished("keyed", time.Hour)
+		var at []time.Time
+		for _, st := range s.startsOf("keyed") {
+			at = append(at, st.At)
+		}
+		if len(at) != 6 {
+			t.Fatalf("%d starts, want 6", len(at))
+		}
+		if b := slot.Breaches(slot.Limits{window}, cfg.Skew, at); len(b) > 0 {
+			t.Fatalf("the key's window %v breaks across the configure: %+v; starts %v", window, b[0], at)
+		}
+		if b := slot.Breaches(slot.Limits(both), cfg.Skew, at[2:]); len(b) > 0 {
+			t.Fatalf("the key's new limits break after the configure: %+v", b[0])
+		}
+	})
+}
+
+// A queued job's record shows when it will really start after a
+// configure, though configure writes none of the queued jobs: a queue
+// with an interval of 1 s and 12 jobs queued, configured to 2 s; right
+// after, the last job's record shows the start the new interval gives
+// it, and it starts then.
+func TestQueuedSlotAfterConfigure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 4})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("shown", slot.Config{Interval: time.Second, Skew: 5 * time.Millisecond})
+		s.enqueue("shown", 12, func(i int, sp *job.Spec) { sp.ID = fmt.Sprintf("j%d", i) })
+		iv := 2 * time.Second
+		if _, err := s.eng.ChangeConfig(ctx, "shown", slot.ConfigUpdate{Interval: &iv}); err != nil {
+			t.Fatal(err)
+		}
+		last, err := s.eng.Job(ctx, job.Ref{Queue: "shown", ID: "j11"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last.Status != job.Queued {
+			t.Fatalf("j11 is %s, want queued (its message on its way)", last.Status)
+		}
+		s.waitFinished("shown", time.Hour)
+		var began time.Time
+		for _, st := range s.startsOf("shown") {
+			if st.ID == "j11" {
+				began = st.At
+			}
+		}
+		if d := began.Sub(last.SlotAt).Abs(); d > 100*time.Millisecond {
+			t.Fatalf("right after the configure j11's record showed slot_at %v; it started at %v (%v apart)", last.SlotAt, began, d)
+		}
 	})
 }

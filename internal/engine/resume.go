@@ -257,6 +257,15 @@ func (e *Engine) resumeQueue(ctx context.Context, name string, due []DueEntry, h
 			return rep, err
 		}
 	}
+	if cur.Reslot {
+		if err := e.finishReslot(ctx, q); err != nil {
+			return rep, err
+		}
+		cur.Reslot = false
+		if q, err = e.state.GetQueue(ctx, name); err != nil {
+			return rep, fmt.Errorf("resume %s: %w", name, err)
+		}
+	}
 	cur, err = e.actOnDue(ctx, &q, due, cur, &rep, now)
 	return rep, err
 }

@@ -108,8 +108,7 @@ func (e *Engine) slowKey(ctx context.Context, q Queue, j *job.Job, until time.Ti
 		if len(ls) == 0 {
 			return false, nil
 		}
-		next := m
-		next.State = slot.SlowDown(m.State, j.Ticket, until, e.keyHold(until, ls.Tick()))
+		next := m.SlowDown(j.Ticket, until, e.keyHold(until, ls.Tick()), e.now())
 		_, err = e.state.PutMeter(ctx, next, m.Version, next.Keep(ls))
 		if err == nil || !errors.Is(err, ErrConflict) || try >= meterTries {
 			return err == nil, err
@@ -234,6 +233,25 @@ func (e *Engine) requeueSlowed(ctx context.Context, q Queue, j job.Job, st slot.
 	e.log.WarnContext(ctx, "slowed down by its target", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket,
 		"key", j.Key, "slowed", what, "until", until, "slow_downs", j.SlowDowns, "answer", answerOf(ra))
 	return nil
+}
+
+// answeredAtTicket reports whether j's last slow-down answered an attempt
+// at the ticket j holds now (no new ticket since): that ticket started on
+// its key in order, and keeps its place after the wait
+// (slot.KeyResume), though later tickets of its key started meanwhile.
+func answeredAtTicket(j *job.Job) bool {
+	if j.SlowDowns == 0 {
+		return false
+	}
+	for i := len(j.History) - 1; i >= 0; i-- {
+		switch j.History[i].Kind {
+		case job.SlowedDown:
+			return true
+		case job.Enqueued, job.Retried, job.Reticketed, job.Rerun:
+			return false
+		}
+	}
+	return false
 }
 
 // answerOf is the target's answer ra carries, for the job's history: its

@@ -347,3 +347,125 @@ func TestSlowDownKeyWithoutLimit(t *testing.T) {
 		checkPaused(t, s, "capped", ans[0], func(start) bool { return true })
 	})
 }
+
+// A job answered "slow down" keeps its place among its key's jobs,
+// though a later job of its key started while it ran: on a queue whose
+// keys run two jobs at once and have no limit of their own, a0 runs, a1
+// of its key starts, a0 is answered. After the wait a0 starts first, at
+// its own ticket.
+func TestSlowDownKeepsPlaceOnKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 4})
+		defer s.stop()
+		s.createQueue("two", slot.Config{Interval: 100 * time.Millisecond, Skew: 5 * time.Millisecond, KeyMaxRunning: 2})
+		a1, answered := make(chan struct{}), make(chan time.Time, 1)
+		s.mux.HandleFunc("api", func(_ context.Context, j *api.Job) error {
+			now := time.Now()
+			s.mu.Lock()
+			s.starts = append(s.starts, start{Queue: j.Queue, Gen: j.Gen, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: now})
+			s.mu.Unlock()
+			switch {
+			case j.ID == "a1":
+				close(a1)
+				time.Sleep(5 * time.Second) // still running when a0 is answered
+			case j.ID == "a0" && len(answered) == 0 && cap(answered) == 1:
+				<-a1
+				answered <- time.Now()
+				return target.RetryAfter(time.Second)
+			}
+			return nil
+		})
+		res := s.enqueue("two", 6, func(i int, sp *job.Spec) {
+			sp.Kind, sp.Key, sp.ID = "api", "a", fmt.Sprintf("a%d", i)
+			if i >= 2 {
+				sp.Key, sp.ID = "b", fmt.Sprintf("b%d", i)
+			}
+		})
+		s.waitFinished("two", time.Hour)
+		if failed := s.jobs("two", job.Failed); len(failed) > 0 {
+			t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
+		}
+		at := <-answered
+		end := at.Add(time.Second)
+		var after []start
+		for _, st := range s.startsOf("two") {
+			if !st.At.Before(end) {
+				after = append(after, st)
+			}
+		}
+		if len(after) == 0 || after[0].ID != "a0" {
+			t.Fatalf("the first start after the slow-down was %+v, want a0's", after)
+		}
+		if want := res.Jobs[0].Ticket; after[0].Ticket != want {
+			t.Errorf("a0 started again at ticket %d, want its own %d", after[0].Ticket, want)
+		}
+		if late := after[0].At.Sub(end); late > 100*time.Millisecond {
+			t.Errorf("a0 started %v after the slow-down ended", late)
+		}
+	})
+}
+
+// With a limit per key, two running jobs of one key both answered "slow
+// down" both keep their places: after the wait each starts again at its
+// own ticket, before the key's later jobs.
+func TestSlowDownKeepsPlacesOfTwo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 6})
+		defer s.stop()
+		s.createQueue("two", slot.Config{Interval: 10 * time.Millisecond, Skew: 5 * time.Millisecond,
+			KeyLimits: []api.Limit{{Interval: 100 * time.Millisecond}}, KeyMaxRunning: 2})
+		var mu sync.Mutex
+		running, calls := 0, map[string]int{}
+		both := make(chan struct{})
+		s.mux.HandleFunc("api", func(_ context.Context, j *api.Job) error {
+			s.mu.Lock()
+			s.starts = append(s.starts, start{Queue: j.Queue, Gen: j.Gen, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: time.Now()})
+			s.mu.Unlock()
+			if j.ID != "a0" && j.ID != "a1" {
+				return nil
+			}
+			mu.Lock()
+			calls[j.ID]++
+			first := calls[j.ID] == 1
+			if first {
+				if running++; running == 2 {
+					close(both)
+				}
+			}
+			mu.Unlock()
+			if !first {
+				return nil
+			}
+			<-both // both run: each is answered
+			return target.RetryAfter(time.Second)
+		})
+		res := s.enqueue("two", 8, func(i int, sp *job.Spec) {
+			sp.Kind, sp.Key, sp.ID = "api", "a", fmt.Sprintf("a%d", i)
+			if i >= 4 {
+				sp.Key, sp.ID = "b", fmt.Sprintf("b%d", i)
+			}
+		})
+		s.waitFinished("two", time.Hour)
+		if failed := s.jobs("two", job.Failed); len(failed) > 0 {
+			t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
+		}
+		var ofA []start
+		for _, st := range s.startsOf("two") {
+			if strings.HasPrefix(st.ID, "a") {
+				ofA = append(ofA, st)
+			}
+		}
+		// a0, a1 (answered), then a0 and a1 again, then a2, a3.
+		if len(ofA) != 6 {
+			t.Fatalf("%d starts of key a, want 6: %+v", len(ofA), ofA)
+		}
+		for _, st := range ofA[2:4] {
+			if st.ID != "a0" && st.ID != "a1" {
+				t.Fatalf("key a's starts after the slow-down: %+v; want a0 and a1 first", ofA[2:])
+			}
+			if want := res.Jobs[st.ID[1]-'0'].Ticket; st.Ticket != want {
+				t.Errorf("%s started again at ticket %d, want its own %d", st.ID, st.Ticket, want)
+			}
+		}
+	})
+}

@@ -62,6 +62,13 @@ type Cursor struct {
 	// enqueue that took its tickets while it was, may park a job after
 	// the unpause that started the round.
 	Until time.Time
+	// Reslot says a configure changed the queue's limits and may not
+	// have finished moving the jobs already booked (it died midway): the
+	// pass that takes the lease next books the waiting line again under
+	// the queue's limits and moves them (finishReslot), as configure run
+	// again would. A configure stores it, due at once (Round), before its
+	// atomic step, and takes it off once its moves are written.
+	Reslot bool
 }
 
 // DueKind says what an entry of the due index asks the resume function
@@ -163,6 +170,10 @@ type Queue struct {
 	Config    slot.Config `json:"config"`
 	State     slot.State  `json:"state"`
 	CreatedAt time.Time   `json:"created_at"`
+	// Rebooked is what the last configure recorded about the queued jobs
+	// it booked again without writing them (nil: none): Queue.SlotOf. The
+	// stores keep it; it is no part of what slotq answers.
+	Rebooked *Rebooked `json:"-"`
 }
 
 // TakeRequest asks for N tickets, of which the first Line take places in
@@ -544,7 +555,10 @@ type State interface {
 	// ErrConflict if the version moved: of concurrent writers from one
 	// version, one wins. keep is when the meter stops holding anything
 	// back (slot.Meter.Keep): the store may drop it after that (a zero
-	// keep: never). One write of the key's own record, which shares no
-	// partition with the queue's state.
+	// keep: never). ErrQueueNotFound if the stored meter is of a later
+	// generation than m's (GenBefore): m is of a deleted queue, and the
+	// meter, the queue's created again under its name, is left as it is.
+	// One write of the key's own record, which shares no partition with
+	// the queue's state.
 	PutMeter(ctx context.Context, m slot.Meter, from int64, keep time.Time) (slot.Meter, error)
 }

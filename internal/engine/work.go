@@ -44,6 +44,11 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		actx := d.traceAttempt(ctx) // trace.go
 		if n, err := d.claim(actx); n == stop {
 			d.endAttemptSpan(actx, OutcomeNotClaimed, err)
+			if err == nil {
+				// Lost the claim: if to another delivery of this
+				// message, the message is its attempt's watchdog.
+				_, err = e.claimedMeanwhile(ctx, d.want, &d.j)
+			}
 			return err
 		}
 		switch n, err := d.sleepToStart(actx); n {
@@ -147,7 +152,7 @@ func (d *delivery) readRecord(ctx context.Context) (next, error) {
 	}
 	d.j = j
 	d.want = job.Version{Status: job.Queued, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}
-	if j.Version() == (job.Version{Status: job.Running, Ticket: env.Ticket, Attempt: env.Attempt, Gen: env.Gen}) {
+	if j.Version() == runningAt(d.want) {
 		return stop, e.recoverIfLost(ctx, j)
 	}
 	if j.Version() != d.want {

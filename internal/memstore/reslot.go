@@ -18,11 +18,11 @@ func (s *Store) Reconfigure(_ context.Context, r engine.ReconfigureRequest) (slo
 	if !ok || r.Gen != 0 && q.Gen != 0 && q.Gen != r.Gen {
 		return slot.State{}, notFound("reconfigure", r.Queue)
 	}
-	next, err := r.Reslot(copyState(q.State))
+	next, rec, err := r.Reslot(copyState(q.State))
 	if err != nil {
 		return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
 	}
-	q.Config = r.Config
+	q.Config, q.Rebooked = r.Config, rec
 	q.State.LastStart, q.State.Clock, q.State.Marks = next.LastStart, next.Clock, next.Marks
 	s.queues[r.Queue] = copyQueue(q)
 	return copyState(q.State), nil

@@ -426,6 +426,11 @@ func notFound(op, name string) error {
 func copyQueue(q engine.Queue) engine.Queue {
 	q.Config.Targets = slices.Clone(q.Config.Targets)
 	q.State = copyState(q.State)
+	if q.Rebooked != nil {
+		r := *q.Rebooked
+		r.Base = copyState(r.Base)
+		q.Rebooked = &r
+	}
 	return q
 }
 

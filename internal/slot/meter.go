@@ -2,6 +2,7 @@ package slot
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/slotq/slotq/internal/input"
@@ -50,6 +51,52 @@ type Meter struct {
 	// Limits are the key's own limits, set by a caller for this key
 	// (SetKeyLimits); nil follows the queue's KeyLimits.
 	Limits Limits `json:"limits,omitempty"`
+	// KeptUnder are the limits State's marks were kept under when the
+	// meter was written (Under): empty for none, nil when not known (a
+	// meter written before they were recorded, taken to be kept under
+	// the limits it is read for). A meter's marks are matched to its
+	// limits by position, so marks read under other limits than they
+	// were kept under must be seeded for them first.
+	KeptUnder Limits `json:"kept_under"`
+	// Answered are the key's tickets answered "slow down" that have not
+	// started again since (SlowDown): each keeps its place, and the
+	// lowest of them is the one the key's other jobs wait for
+	// (State.SlowTicket). At most one per job of the key running at once.
+	Answered []int64 `json:"answered,omitempty"`
+}
+
+// SlowDown returns m after a target answered ticket's job of the key
+// "slow down until until", at now, its start's lease ending at hold
+// (slot.SlowDown on its state): the key's other jobs wait for every
+// ticket answered so, lowest first, until hold at the latest. Answers
+// whose wait ended before now keep no place.
+func (m Meter) SlowDown(ticket int64, until, hold, now time.Time) Meter {
+	if !now.Before(m.State.SlowHold) {
+		m.Answered = nil
+	}
+	prev := m.State.SlowHold
+	m.State = SlowDown(m.State, ticket, until, hold)
+	if !slices.Contains(m.Answered, ticket) {
+		m.Answered = append(slices.Clone(m.Answered), ticket)
+	}
+	m.State.SlowTicket, m.State.SlowHold = slices.Min(m.Answered), later(later(prev, hold), m.State.SlowHold)
+	return m
+}
+
+// Under returns m as a meter kept under limits ls from now on, skew being
+// its queue's allowance: if its marks were kept under other limits (the
+// key's own or its queue's key_limits changed since it was written),
+// its state is seeded for ls (Seed), so that the key's starts before the
+// change and the first after it keep the old limits, and those after it
+// keep ls, counting the recent starts before — as a queue's state is
+// seeded when its own limits change. A limit that stays keeps its marks.
+// Every reader that may write the meter back reads it through Under.
+func (m Meter) Under(ls Limits, skew time.Duration) Meter {
+	if m.Version != 0 && m.KeptUnder != nil && len(ls) > 0 && m.KeptUnder.Signature() != ls.Signature() {
+		m.State = Seed(m.State, m.KeptUnder, ls, skew)
+	}
+	m.KeptUnder = append(Limits{}, ls...)
+	return m
 }
 
 // Fresh returns the meter as a new one of generation gen if it belongs to
@@ -128,7 +175,20 @@ func KeyGate(m Meter, ticket int64, ls Limits, skew time.Duration, at time.Time)
 // its target until deadline: the key's marks record the deadline, as the
 // queue's do (StartedBy), with skew the queue's.
 func KeyGateBy(m Meter, ticket int64, ls Limits, skew time.Duration, at, deadline time.Time) (Meter, KeyVerdict, time.Time) {
-	if ticket < m.State.Current && ticket != m.State.SlowTicket {
+	return keyGate(m, ticket, false, ls, skew, at, deadline)
+}
+
+// KeyResumeBy is KeyGateBy for a ticket that started on the key before
+// and was answered "slow down" since: it started in ticket order then,
+// and keeps its place after the wait, though later tickets of the key
+// started meanwhile (a key that runs more than one job at once). It is
+// never overtaken; the key's limits and slow-down hold it as any start.
+func KeyResumeBy(m Meter, ticket int64, ls Limits, skew time.Duration, at, deadline time.Time) (Meter, KeyVerdict, time.Time) {
+	return keyGate(m, ticket, true, ls, skew, at, deadline)
+}
+
+func keyGate(m Meter, ticket int64, resumed bool, ls Limits, skew time.Duration, at, deadline time.Time) (Meter, KeyVerdict, time.Time) {
+	if ticket < m.State.Current && ticket != m.State.SlowTicket && !resumed {
 		return m, KeyOvertaken, time.Time{}
 	}
 	if open := SlowOpen(m.State, ticket, at); at.Before(open) {
@@ -137,7 +197,18 @@ func KeyGateBy(m Meter, ticket int64, ls Limits, skew time.Duration, at, deadlin
 	if open := GateOpen(m.State, ls, skew); at.Before(open) {
 		return m, KeyEarly, open
 	}
+	prev := m.State
 	m.State = Answered(startedBy(m.State, ls, at, deadline, skew), ticket)
+	m.Answered = slices.DeleteFunc(slices.Clone(m.Answered), func(t int64) bool { return t == ticket })
+	switch {
+	case len(m.Answered) == 0:
+		m.Answered = nil
+	case !at.Before(prev.SlowHold):
+		m.Answered = nil // their wait is over: they kept no place
+	case m.State.SlowTicket == 0:
+		// The next answered ticket is the one the others wait for.
+		m.State.SlowTicket, m.State.SlowHold = slices.Min(m.Answered), prev.SlowHold
+	}
 	if len(ls) == 0 {
 		// A key with no limit (its meter keeps its order under a
 		// key_max_running above one): its latest start, for Keep.

@@ -43,6 +43,29 @@ func testLease(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatalf("Lease by b after release = %+v, %v; want the cursor a left, %+v", c, err, want)
 		}
 	})
+	// The cursor's mark of an unfinished configure is handed on with it,
+	// and taken off by a release without it.
+	t.Run("Reslot", func(t *testing.T) {
+		st := newState(t)
+		q := queueName(t)
+		ctx := t.Context()
+		for _, c := range []engine.Cursor{{Round: at(time.Second), Reslot: true}, {Round: at(time.Second)}, {}} {
+			if _, err := st.Lease(ctx, q, "h1", at(time.Minute), at(0)); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.ReleaseLease(ctx, q, "h1", c); err != nil {
+				t.Fatal(err)
+			}
+			got, err := st.Lease(ctx, q, "h2", at(time.Minute), at(0))
+			if err != nil || got.Reslot != c.Reslot || !got.Round.Equal(c.Round) {
+				t.Fatalf("cursor handed on = %+v, %v; want %+v", got, err, c)
+			}
+			if err := st.ReleaseLease(ctx, q, "h2", c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
 	t.Run("Expiry", func(t *testing.T) {
 		st := newState(t)
 		q := queueName(t)

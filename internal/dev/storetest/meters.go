@@ -58,6 +58,67 @@ func testMeters(t *testing.T, newState func(t *testing.T) engine.State) {
 		}
 	})
 
+	// A meter keeps the limits its marks were kept under as they were
+	// put: none (empty), some, or not known (nil, a meter written before
+	// they were recorded); and its answered tickets.
+	t.Run("KeptUnder", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		for _, tc := range []struct {
+			key  string
+			kept slot.Limits
+		}{
+			{"unknown", nil},
+			{"none", slot.Limits{}},
+			{"some", slot.Limits{{Interval: time.Second}, {Window: api.Rate{N: 3, Per: time.Minute}}}},
+		} {
+			answered := []int64{int64(len(tc.kept)), 7}
+			if _, err := st.PutMeter(t.Context(), slot.Meter{Queue: name, Key: tc.key, Gen: 1, KeptUnder: tc.kept, Answered: answered}, 0, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := st.GetMeter(t.Context(), name, tc.key)
+			if !slices.Equal(got.Answered, answered) {
+				t.Fatalf("meter %s answered %v, read back %v", tc.key, answered, got.Answered)
+			}
+			if err != nil || (got.KeptUnder == nil) != (tc.kept == nil) || got.KeptUnder.Signature() != tc.kept.Signature() {
+				t.Fatalf("meter %s kept under %#v, read back %#v (%v)", tc.key, tc.kept, got.KeptUnder, err)
+			}
+		}
+	})
+
+	// A meter belongs to one generation of its queue: a write of an
+	// older generation (a deleted queue's late attempt) never lands on a
+	// newer one's meter, whatever version it names, and is told the
+	// queue is gone; the newer generation's writes replace an older
+	// one's meter.
+	t.Run("Generations", func(t *testing.T) {
+		st := newState(t)
+		name := queueName(t)
+		const oldGen, newGen = int64(1000) << 8, int64(2000) << 8
+		ls := slot.Limits{{Interval: 10 * time.Second}}
+		old, _, _ := slot.KeyGate(slot.Meter{Queue: name, Key: "k", Gen: oldGen}, 1, ls, 0, at(0))
+		old, err := st.PutMeter(t.Context(), old, 0, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur, _, _ := slot.KeyGate(old.Fresh(newGen), 1, ls, 0, at(time.Minute))
+		cur, err = st.PutMeter(t.Context(), cur, old.Version, time.Time{})
+		if err != nil || cur.Gen != newGen {
+			t.Fatalf("the new generation's PutMeter over the old one's meter = %+v, %v", cur, err)
+		}
+		// What a late attempt of the old generation writes: the meter it
+		// read, as a meter of its own generation, at the version it read.
+		late := cur.Fresh(oldGen)
+		late.State = slot.SlowDown(late.State, 2, at(time.Minute+time.Second), at(time.Minute+2*time.Second))
+		if _, err := st.PutMeter(t.Context(), late, cur.Version, time.Time{}); !errors.Is(err, engine.ErrQueueNotFound) {
+			t.Fatalf("PutMeter of the old generation over the new one's meter: %v, want ErrQueueNotFound", err)
+		}
+		got, err := st.GetMeter(t.Context(), name, "k")
+		if err != nil || got.Gen != newGen || got.Version != cur.Version || !got.State.LastStart.Equal(cur.State.LastStart) || !got.State.SlowUntil.IsZero() {
+			t.Fatalf("the new generation's meter after the old one's write = %+v, %v; want %+v", got, err, cur)
+		}
+	})
+
 	// Workers that race to record starts on one key's meter, each by
 	// compare-and-set from what it read (as the engine's key gate does),
 	// record starts that keep the key's limit, none lost: the meter's

@@ -28,10 +28,13 @@ func testReconfigure(t *testing.T, newState func(t *testing.T) engine.State) {
 		cfg.Limits = limitForms[2].ls
 		var seen slot.State
 		var want slot.State
-		got, err := st.Reconfigure(ctx, engine.ReconfigureRequest{Queue: name, Gen: q.Gen, Config: cfg, Reslot: func(s slot.State) (slot.State, error) {
+		var rec engine.Rebooked
+		got, err := st.Reconfigure(ctx, engine.ReconfigureRequest{Queue: name, Gen: q.Gen, Config: cfg, Reslot: func(s slot.State) (slot.State, *engine.Rebooked, error) {
 			seen = s
-			want, _ = slot.Reslot(s, old, cfg.Limits, cfg.Skew, 5, at(time.Second))
-			return want, nil
+			base := slot.Seed(s, old, cfg.Limits, cfg.Skew)
+			rec = engine.Rebooked{After: s.Current, Upto: s.Current + 5, At: at(time.Second), Base: base}
+			want, _ = slot.Book(base, cfg.Limits, 5, at(time.Second))
+			return want, &rec, nil
 		}})
 		if err != nil {
 			t.Fatalf("Reconfigure: %v", err)
@@ -42,6 +45,12 @@ func testReconfigure(t *testing.T, newState func(t *testing.T) engine.State) {
 		wantState(t, "state after Reconfigure", after.State, want)
 		if !sameConfig(after.Config, cfg) {
 			t.Errorf("Config = %+v, want %+v", after.Config, cfg)
+		}
+		// What the change did to the queued jobs is stored with it.
+		if r := after.Rebooked; r == nil || r.After != rec.After || r.Upto != rec.Upto || !r.At.Equal(rec.At) {
+			t.Errorf("Rebooked = %+v, want %+v", r, rec)
+		} else {
+			wantState(t, "Rebooked's base", r.Base, rec.Base)
 		}
 		_, err = st.Take(ctx, engine.TakeRequest{Queue: name, N: 1, Line: 1, Limits: old, Now: base})
 		wantErr(t, "Take under the old limits", err, engine.ErrLimitChanged)
@@ -62,12 +71,12 @@ func testReconfigure(t *testing.T, newState func(t *testing.T) engine.State) {
 		cfg := q.Config
 		cfg.Limits = limitForms[0].ls
 		boom := errors.New("boom")
-		_, err := st.Reconfigure(ctx, engine.ReconfigureRequest{Queue: name, Config: cfg, Reslot: func(s slot.State) (slot.State, error) { return s, boom }})
+		_, err := st.Reconfigure(ctx, engine.ReconfigureRequest{Queue: name, Config: cfg, Reslot: func(s slot.State) (slot.State, *engine.Rebooked, error) { return s, nil, boom }})
 		wantErr(t, "Reconfigure whose Reslot fails", err, boom)
 		if after := getQueue(t, st, name); !sameConfig(after.Config, q.Config) {
 			t.Errorf("a refused Reconfigure wrote the config: %+v", after.Config)
 		}
-		noop := func(s slot.State) (slot.State, error) { return s, nil }
+		noop := func(s slot.State) (slot.State, *engine.Rebooked, error) { return s, nil, nil }
 		_, err = st.Reconfigure(ctx, engine.ReconfigureRequest{Queue: queueName(t), Config: cfg, Reslot: noop})
 		wantErr(t, "Reconfigure of a missing queue", err, engine.ErrQueueNotFound)
 		if q.Gen != 0 {
@@ -102,10 +111,10 @@ func testReconfigure(t *testing.T, newState func(t *testing.T) engine.State) {
 			})
 		}
 		var calls int
-		_, err := st.Reconfigure(ctx, engine.ReconfigureRequest{Queue: name, Config: cfg, Reslot: func(s slot.State) (slot.State, error) {
+		_, err := st.Reconfigure(ctx, engine.ReconfigureRequest{Queue: name, Config: cfg, Reslot: func(s slot.State) (slot.State, *engine.Rebooked, error) {
 			calls++
 			out, _ := slot.Reslot(s, old, next, cfg.Skew, int(s.Ticket-s.Current), base)
-			return out, nil
+			return out, nil, nil
 		}})
 		if err != nil {
 			t.Fatalf("Reconfigure: %v", err)
