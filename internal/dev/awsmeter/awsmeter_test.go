@@ -153,3 +153,21 @@ func TestSQS(t *testing.T) {
 		t.Errorf("usage = %+v, want %+v", got, want)
 	}
 }
+
+// TestDynamoDBLabels: a request under a label counts under its operation
+// and under "label: operation"; one without, under its operation alone.
+func TestDynamoDBLabels(t *testing.T) {
+	ctx := context.Background()
+	d := awsmeter.NewDynamoDB(&fakeDB{})
+	_, _ = d.UpdateItem(awsmeter.WithLabel(ctx, "gate"), &dynamodb.UpdateItemInput{Key: key("state")})
+	_, _ = d.UpdateItem(awsmeter.WithLabel(ctx, "take"), &dynamodb.UpdateItemInput{Key: key("state")})
+	_, _ = d.UpdateItem(awsmeter.WithLabel(ctx, "gate"), &dynamodb.UpdateItemInput{Key: key("state")})
+	_, _ = d.PutItem(ctx, &dynamodb.PutItemInput{Item: key("job")})
+	want := map[string]awsmeter.Count{"gate: UpdateItem state": {Calls: 2}, "take: UpdateItem state": {Calls: 1}}
+	if got := d.Labelled(); !maps.Equal(got, want) {
+		t.Errorf("Labelled() = %v, want %v", got, want)
+	}
+	if got := d.Counts()["UpdateItem state"]; got.Calls != 3 {
+		t.Errorf("UpdateItem state counted %d times, want 3", got.Calls)
+	}
+}

@@ -39,6 +39,27 @@ type DynamoDB struct {
 	dynamostore.DynamoDBAPI
 	mu     sync.Mutex
 	counts map[string]Count
+	// labelled counts the requests made under a context of WithLabel,
+	// by "label: operation".
+	labelled map[string]Count
+}
+
+type labelKey struct{}
+
+// WithLabel returns ctx with label on it: the requests a DynamoDB passes
+// on under it are counted also by "label: operation" (Labelled), so a
+// caller that wraps the store's steps can tell whose writes an item took
+// ("gate: UpdateItem state" against "take: UpdateItem state").
+func WithLabel(ctx context.Context, label string) context.Context {
+	return context.WithValue(ctx, labelKey{}, label)
+}
+
+// Labelled returns a snapshot of the counts of the requests made under a
+// label (WithLabel), by "label: operation".
+func (d *DynamoDB) Labelled() map[string]Count {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.labelled)
 }
 
 // NewDynamoDB wraps api.
@@ -61,7 +82,7 @@ func (d *DynamoDB) Total() Count {
 	return t
 }
 
-func (d *DynamoDB) count(op string, err error) {
+func (d *DynamoDB) count(ctx context.Context, op string, err error) {
 	c := Count{Calls: 1}
 	var ccf *types.ConditionalCheckFailedException
 	var tce *types.TransactionCanceledException
@@ -73,35 +94,45 @@ func (d *DynamoDB) count(op string, err error) {
 	if d.counts == nil {
 		d.counts = map[string]Count{}
 	}
-	old := d.counts[op]
-	d.counts[op] = Count{Calls: old.Calls + c.Calls, CondFailed: old.CondFailed + c.CondFailed}
+	add(d.counts, op, c)
+	if label, ok := ctx.Value(labelKey{}).(string); ok {
+		if d.labelled == nil {
+			d.labelled = map[string]Count{}
+		}
+		add(d.labelled, label+": "+op, c)
+	}
+}
+
+func add(m map[string]Count, op string, c Count) {
+	old := m[op]
+	m[op] = Count{Calls: old.Calls + c.Calls, CondFailed: old.CondFailed + c.CondFailed}
 }
 
 // GetItem counts a read.
 func (d *DynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	out, err := d.DynamoDBAPI.GetItem(ctx, in, o...)
-	d.count(single("GetItem", in.Key), err)
+	d.count(ctx, single("GetItem", in.Key), err)
 	return out, err
 }
 
 // PutItem counts a put.
 func (d *DynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	out, err := d.DynamoDBAPI.PutItem(ctx, in, o...)
-	d.count(single("PutItem", in.Item), err)
+	d.count(ctx, single("PutItem", in.Item), err)
 	return out, err
 }
 
 // UpdateItem counts an update.
 func (d *DynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	out, err := d.DynamoDBAPI.UpdateItem(ctx, in, o...)
-	d.count(single("UpdateItem", in.Key), err)
+	d.count(ctx, single("UpdateItem", in.Key), err)
 	return out, err
 }
 
 // DeleteItem counts a delete.
 func (d *DynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	out, err := d.DynamoDBAPI.DeleteItem(ctx, in, o...)
-	d.count(single("DeleteItem", in.Key), err)
+	d.count(ctx, single("DeleteItem", in.Key), err)
 	return out, err
 }
 
@@ -113,7 +144,7 @@ func (d *DynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func
 	if in.Select == types.SelectCount {
 		op += " count"
 	}
-	d.count(op, err)
+	d.count(ctx, op, err)
 	return out, err
 }
 
@@ -127,7 +158,7 @@ func (d *DynamoDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemIn
 		}
 	}
 	slices.Sort(kinds)
-	d.count("BatchGetItem "+strings.Join(slices.Compact(kinds), "+"), err)
+	d.count(ctx, "BatchGetItem "+strings.Join(slices.Compact(kinds), "+"), err)
 	return out, err
 }
 
@@ -148,7 +179,7 @@ func (d *DynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 			acts = append(acts, "check "+itemKind(it.ConditionCheck.Key))
 		}
 	}
-	d.count("TransactWriteItems "+strings.Join(acts, ", "), err)
+	d.count(ctx, "TransactWriteItems "+strings.Join(acts, ", "), err)
 	return out, err
 }
 

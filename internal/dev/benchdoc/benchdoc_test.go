@@ -170,3 +170,24 @@ func TestLines(t *testing.T) {
 		t.Error("Lines took the output of a failed test")
 	}
 }
+
+func TestCells(t *testing.T) {
+	out := "=== RUN   TestCeiling\n    ceiling_test.go:1: figures: rate=50/1s; kept=yes | no\nnoise\nfigures: rate=100/1s; kept=no\n"
+	tb, err := Cells(strings.NewReader(out), io.Discard, "figures: ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Table{Header: []string{"rate", "kept"}, Rows: [][]string{{"50/1s", `yes \| no`}, {"100/1s", "no"}}}
+	if !reflect.DeepEqual(tb, want) {
+		t.Fatalf("Cells = %+v\nwant %+v", tb, want)
+	}
+	for name, bad := range map[string]string{
+		"other cells": out + "figures: rate=200/1s; workers=3\n",
+		"no name":     "figures: 50/1s\n",
+		"failed":      out + "--- FAIL: TestCeiling (1.00s)\n",
+	} {
+		if _, err := Cells(strings.NewReader(bad), io.Discard, "figures: "); err == nil {
+			t.Errorf("%s: Cells took %q", name, bad)
+		}
+	}
+}

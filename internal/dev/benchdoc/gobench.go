@@ -112,3 +112,40 @@ func MarkdownLines(r io.Reader, echo io.Writer, prefix string) (Table, error) {
 	}
 	return t, sc.Err()
 }
+
+// Cells reads the lines that hold prefix, as Lines does, each a row of
+// named cells after the prefix: "name=value; name=value". The names of the
+// first row are the header; every row must name the same cells in the
+// same order. Every line read is copied to echo; a failure is an error, as
+// in Lines.
+func Cells(r io.Reader, echo io.Writer, prefix string) (Table, error) {
+	var t Table
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		io.WriteString(echo, line+"\n")
+		if failure(line) {
+			return Table{}, fmt.Errorf("the step failed (%q): no table written", line)
+		}
+		_, rest, ok := strings.Cut(line, prefix)
+		if !ok {
+			continue
+		}
+		var names, row []string
+		for cell := range strings.SplitSeq(rest, "; ") {
+			name, value, ok := strings.Cut(cell, "=")
+			if !ok {
+				return Table{}, fmt.Errorf("cell %q of %q: want name=value", cell, line)
+			}
+			names = append(names, strings.TrimSpace(name))
+			row = append(row, strings.ReplaceAll(strings.TrimSpace(value), "|", `\|`))
+		}
+		if t.Header == nil {
+			t.Header = names
+		} else if !slices.Equal(names, t.Header) {
+			return Table{}, fmt.Errorf("row %d names its cells %q; the first row %q", len(t.Rows)+1, names, t.Header)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t, sc.Err()
+}

@@ -3,7 +3,8 @@
 // for the steps that are not slotq commands: the Go benchmarks' output
 // (-format gobench) and the lines of a test that logs its figures
 // (-format lines -prefix 'figures: '), or a table a test logs a line at a
-// time (-format markdown -prefix 'table: '). What it reads it prints as it goes,
+// time (-format markdown -prefix 'table: '), or of named cells, a column
+// each (-format cells: "figures: rate=50/1s; batch=1"). What it reads it prints as it goes,
 // then the table as the doc holds it.
 package main
 
@@ -21,7 +22,7 @@ func main() {
 	doc := flag.String("doc", "", "the Markdown file to write the table into")
 	table := flag.String("table", "", "the table's name in the doc's markers")
 	command := flag.String("command", "", "the command that measured the figures, as the table shows it")
-	format := flag.String("format", "gobench", "what stdin holds: gobench (go test -bench output), lines (a row per line) or markdown (a test's own table, a line each)")
+	format := flag.String("format", "gobench", "what stdin holds: gobench (go test -bench output), lines (a row per line), markdown (a test's own table, a line each) or cells (lines of name=value; name=value: a column each)")
 	prefix := flag.String("prefix", "figures: ", "with -format lines: the lines to keep and what precedes their figures")
 	flag.Parse()
 	if *doc == "" || *table == "" || *command == "" {
@@ -46,8 +47,10 @@ func main() {
 		t, err = benchdoc.Lines(os.Stdin, os.Stdout, *prefix)
 	case "markdown":
 		t, err = benchdoc.MarkdownLines(os.Stdin, os.Stdout, *prefix)
+	case "cells":
+		t, err = benchdoc.Cells(os.Stdin, os.Stdout, *prefix)
 	default:
-		err = fmt.Errorf("-format %q: want gobench, lines or markdown", *format)
+		err = fmt.Errorf("-format %q: want gobench, lines, markdown or cells", *format)
 	}
 	if err == nil && len(t.Rows) == 0 && t.Body == "" {
 		err = fmt.Errorf("no figures on stdin")
