@@ -73,7 +73,9 @@ type ceilingRun struct {
 	retickets, reticketed      int
 	// again counts handler runs beyond a job's first (a lost attempt
 	// retried: slotq is at-least-once).
-	again         int
+	again int
+	// unstarted counts the jobs not started when the run stopped waiting.
+	unstarted     int
 	mostRetickets int
 	breaches      int
 	enqueueCalls  int64
@@ -114,6 +116,8 @@ func (r ceilingRun) cells() string {
 		fmt.Sprintf("most re-tickets of a job=%d", r.mostRetickets),
 		fmt.Sprintf("breaches (skew %v)=%d", r.skew, r.breaches),
 		fmt.Sprintf("runs again=%d", r.again),
+		fmt.Sprintf("enqueue calls=%d", r.enqueueCalls),
+		fmt.Sprintf("take writes per call=%.2f", float64(r.takeWrites)/float64(max(1, r.enqueueCalls))),
 		fmt.Sprintf("take writes per start=%s", per(r.takeWrites)),
 		fmt.Sprintf("gate writes per start=%s", per(r.gateWrites)),
 		fmt.Sprintf("other writes per start=%s", per(r.otherWrites)),
