@@ -89,7 +89,7 @@ GOBENCH    = $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./
 BENCHDOC   = $(GO) run ./internal/dev/benchdoc/cmd/benchdoc -doc $(PERF_DOC)
 
 .PHONY: bench
-bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, lanes; embedded, then on DynamoDB Local + moto) and the cost report; write their tables into docs/performance.md and docs/costs.md
+bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, lanes; embedded, then on DynamoDB Local + moto), one queue's ceiling on DynamoDB Local and the cost report; write their tables into docs/performance.md and docs/costs.md
 	set -o pipefail; $(GOBENCH) | $(BENCHDOC) -table go -command "$(GOBENCH)"
 	set -o pipefail; SLOTQ_SIM_WEEK=1 $(GO) test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/ | \
 	  $(BENCHDOC) -table week -format lines -command "SLOTQ_SIM_WEEK=1 go test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/"
