@@ -1,7 +1,10 @@
 package schedule
 
 import (
+	"archive/zip"
 	"errors"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -156,6 +159,14 @@ func TestValidateRefuses(t *testing.T) {
 		{"tz with every", Spec{Every: &sec, TZ: "Europe/Paris", Job: echo}, "tz"},
 		{"unknown zone", Spec{Cron: "0 8 * * *", TZ: "Mars/Olympus", Job: echo}, "tz"},
 		{"local zone", Spec{Cron: "0 8 * * *", TZ: "Local", Job: echo}, "tz"},
+		// The host's files that load as zones but are no IANA zone: on
+		// Lambda they would mean something else, or nothing.
+		{"localtime", Spec{Cron: "0 8 * * *", TZ: "localtime", Job: echo}, "tz"},
+		{"posixrules", Spec{Cron: "0 8 * * *", TZ: "posixrules", Job: echo}, "tz"},
+		{"posix copy", Spec{Cron: "0 8 * * *", TZ: "posix/Europe/Paris", Job: echo}, "tz"},
+		{"right copy", Spec{Cron: "0 8 * * *", TZ: "right/UTC", Job: echo}, "tz"},
+		{"a path", Spec{Cron: "0 8 * * *", TZ: "/etc/localtime", Job: echo}, "tz"},
+		{"lower case", Spec{Cron: "0 8 * * *", TZ: "europe/paris", Job: echo}, "tz"},
 		{"bad cron", Spec{Cron: "61 * * * *", Job: echo}, "cron"},
 		{"seven fields", Spec{Cron: "0 0 0 * * * *", Job: echo}, "cron"},
 		{"four fields", Spec{Cron: "0 * * *", Job: echo}, "cron"},
@@ -208,5 +219,24 @@ func TestZonesWithoutZoneinfo(t *testing.T) {
 		if _, err := loadZone(z); err != nil {
 			t.Errorf("%s: %v", z, err)
 		}
+	}
+}
+
+// Every zone of the IANA database Go carries (the names in GOROOT's
+// zoneinfo.zip, links included) is taken, so the form loadZone asks of a
+// name refuses none of them.
+func TestEveryIANAZoneLoads(t *testing.T) {
+	z, err := zip.OpenReader(filepath.Join(runtime.GOROOT(), "lib", "time", "zoneinfo.zip"))
+	if err != nil {
+		t.Skipf("no zone database to list: %v", err)
+	}
+	defer z.Close()
+	for _, f := range z.File {
+		if _, err := loadZone(f.Name); err != nil {
+			t.Errorf("%s: %v", f.Name, err)
+		}
+	}
+	if len(z.File) < 300 {
+		t.Errorf("%d zones listed; want the whole database", len(z.File))
 	}
 }

@@ -113,6 +113,7 @@ func TestHostileSchedulesWriteNothing(t *testing.T) {
 		{"bad cron", sched(`{"cron":"0 25 * * *",` + echo + `}`), "invalid_cron", "schedule.cron"},
 		{"never fires", sched(`{"cron":"0 0 30 2 *",` + echo + `}`), "never_fires", "schedule.cron"},
 		{"unknown zone", sched(`{"cron":"0 8 * * *","tz":"Europe/Atlantis",` + echo + `}`), "unknown_tz", "schedule.tz"},
+		{"the host's zone", sched(`{"cron":"0 8 * * *","tz":"localtime",` + echo + `}`), "unknown_tz", "schedule.tz"},
 		{"tz with every", sched(`{"every":"1m","tz":"Europe/Paris",` + echo + `}`), "invalid_tz", "schedule.tz"},
 		{"end before start", sched(fmt.Sprintf(`{"every":"1m","start":%q,"end":%q,`+echo+`}`, soon(48*time.Hour), soon(24*time.Hour))), "invalid_end", "schedule.end"},
 		{"start too far", sched(fmt.Sprintf(`{"every":"1m","start":%q,`+echo+`}`, soon(400*24*time.Hour))), "invalid_start", "schedule.start"},
