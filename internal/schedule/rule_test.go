@@ -142,6 +142,63 @@ func TestEvery(t *testing.T) {
 	}
 }
 
+// An every schedule whose start or period carries a fraction of a
+// millisecond (a start of time.Now().Add(90 * time.Second)) has whole
+// millisecond occurrences, each after the one before: Next of an
+// occurrence is the one after it, never itself. Missed counts and keeps
+// the occurrences Next walks.
+func TestEveryOffTheMillisecond(t *testing.T) {
+	now := utc("2026-05-01T10:00:00Z")
+	for _, c := range []struct {
+		name  string
+		start time.Duration // after now; 0: none (the epoch)
+		every time.Duration
+	}{
+		{"start with nanoseconds", 90*time.Second + 123456789, time.Second},
+		{"start half a millisecond in", 90*time.Second + 500*time.Microsecond, time.Minute},
+		{"period off the millisecond", 0, time.Second + 500*time.Microsecond},
+		{"both", 7*time.Second + 999999, 1500*time.Millisecond + 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sp := Spec{Every: ptr(slot.Duration(c.every))}
+			start := now.Add(c.start)
+			if c.start != 0 {
+				sp.Start = &start
+			}
+			r := mustRule(t, sp, now)
+			var walked []time.Time
+			for o := r.Next(now); len(walked) < 50; o = r.Next(o) {
+				switch {
+				case o.IsZero():
+					t.Fatalf("no occurrence after %v", walked)
+				case len(walked) > 0 && !o.After(walked[len(walked)-1]):
+					t.Fatalf("Next(%s) = %s: not after it", walked[len(walked)-1].Format(time.RFC3339Nano), o.Format(time.RFC3339Nano))
+				case !o.Equal(o.Truncate(time.Millisecond)):
+					t.Fatalf("occurrence %s not a whole millisecond", o.Format(time.RFC3339Nano))
+				case c.start != 0 && o.Before(start):
+					t.Fatalf("occurrence %s before the start %s", o.Format(time.RFC3339Nano), start.Format(time.RFC3339Nano))
+				}
+				if k := len(walked); k > 0 {
+					// The period between, to within the millisecond
+					// occurrences are rounded to.
+					if gap := o.Sub(walked[k-1]); gap < c.every-time.Millisecond || gap > c.every+time.Millisecond {
+						t.Fatalf("occurrences %v apart; want %v", gap, c.every)
+					}
+				}
+				walked = append(walked, o)
+			}
+			kept, count, next := r.Missed(walked[3], walked[40], 5)
+			if count != 38 || !next.Equal(walked[41]) || len(kept) != 5 || !kept[0].Equal(walked[36]) || !kept[4].Equal(walked[40]) {
+				t.Fatalf("Missed(%d..%d) = %v, %d, %s; want the 5 last of 38, next %s", 3, 40, kept, count, next, walked[41])
+			}
+			// From between two occurrences, up to one.
+			if kept, count, _ := r.Missed(walked[3].Add(-time.Millisecond), walked[4], 1); count != 2 || len(kept) != 1 || !kept[0].Equal(walked[4]) {
+				t.Fatalf("Missed from just before an occurrence = %v, %d", kept, count)
+			}
+		})
+	}
+}
+
 func TestValidateRefuses(t *testing.T) {
 	now := utc("2026-05-01T10:00:00Z")
 	sec, milli, long := slot.Duration(time.Second), slot.Duration(500*time.Millisecond), slot.Duration(400*24*time.Hour)
