@@ -341,3 +341,58 @@ func TestPauseRacingAPass(t *testing.T) {
 		}
 	})
 }
+
+// TestScheduleOffTheMillisecond: an every schedule whose start carries a
+// fraction of a millisecond (what a client's time.Now().Add(90s) sends),
+// or whose period is not a whole number of milliseconds, makes one job
+// per occurrence, each starting at its own time, and skips none.
+func TestScheduleOffTheMillisecond(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		start time.Duration
+		every time.Duration
+	}{
+		{"start", 90*time.Second + 123456789, 10 * time.Second},
+		{"period", 0, 10*time.Second + 500*time.Microsecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newSim(t, simOptions{Workers: 2, Seed: 3})
+				defer s.stop()
+				ctx := context.Background()
+				s.createQueue("b", slot.Config{Interval: time.Second})
+				every := slot.Duration(c.every)
+				spec := schedule.Spec{Every: &every, Job: schedule.Job{Kind: "sim"}}
+				if c.start != 0 {
+					start := time.Now().Add(c.start)
+					spec.Start = &start
+				}
+				begin := time.Now()
+				if _, err := s.eng.CreateSchedule(ctx, "b", "beat", spec); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(5 * time.Minute)
+				sc, err := s.eng.Schedule(ctx, "b", "beat")
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The occurrences in the 5 minutes, after the start.
+				want := int((5*time.Minute - c.start) / c.every)
+				starts := s.startsOf("b")
+				if len(starts) < want-1 || len(starts) > want+1 || sc.Skipped != 0 || sc.Error != "" {
+					t.Fatalf("%d starts in 5m (made %d, skipped %d, error %q); want about %d", len(starts), sc.Made, sc.Skipped, sc.Error, want)
+				}
+				ids := map[string]bool{}
+				for _, st := range starts {
+					if ids[st.ID] {
+						t.Fatalf("occurrence %s started twice", st.ID)
+					}
+					ids[st.ID] = true
+					if st.At.Before(begin.Add(c.start)) {
+						t.Fatalf("%s started at %s, before the start", st.ID, st.At)
+					}
+				}
+			})
+		})
+	}
+}
