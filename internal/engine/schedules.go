@@ -521,7 +521,7 @@ func (e *Engine) makeOccurrences(ctx context.Context, s Schedule, times []time.T
 			Payload: s.Spec.Job.Payload, Key: s.Spec.Job.Key, NotBefore: &nb,
 		}
 	}
-	_, err = e.Enqueue(ctx, job.EnqueueRequest{Queue: s.Queue, Jobs: specs})
+	_, err = e.Enqueue(ctx, job.EnqueueRequest{Queue: s.Queue, Jobs: specs, Occurrences: true})
 	var ie *input.Error
 	if errors.As(err, &ie) {
 		e.log.WarnContext(ctx, "schedule's occurrences refused; skipped", "queue", s.Queue, "schedule", s.Name, "error", ie.Error())

@@ -396,3 +396,38 @@ func TestScheduleOffTheMillisecond(t *testing.T) {
 		})
 	}
 }
+
+// TestOccurrenceIDReserved: a producer's job under the id of a schedule's
+// occurrence not made yet is refused (a typed error on its id, nothing
+// written), so the schedule makes its own job at that time, of its own
+// kind, and counts it made once.
+func TestOccurrenceIDReserved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 2, Seed: 4})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("f", slot.Config{Interval: time.Second})
+		every := slot.Duration(10 * time.Minute)
+		start := time.Now().Add(5 * time.Minute)
+		if _, err := s.eng.CreateSchedule(ctx, "f", "beat", schedule.Spec{Every: &every, Start: &start, Job: schedule.Job{Kind: "sim"}}); err != nil {
+			t.Fatal(err)
+		}
+		id := schedule.OccurrenceID("beat", start)
+		_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "f", Jobs: []job.Spec{{ID: "mine", Kind: "sim"}, {ID: id, Kind: "sim", Payload: []byte(`{"forged":true}`)}}})
+		var ie *input.Error
+		if !errors.As(err, &ie) || ie.Code != "reserved_id" || ie.Field != "jobs[1].id" {
+			t.Fatalf("a producer's job under %s: %v; want reserved_id on jobs[1].id", id, err)
+		}
+		if _, err := s.eng.Job(ctx, job.Ref{Queue: "f", ID: "mine"}); !errors.Is(err, engine.ErrJobNotFound) {
+			t.Fatalf("the refused batch wrote its first job: %v", err)
+		}
+		time.Sleep(6 * time.Minute)
+		j, err := s.eng.Job(ctx, job.Ref{Queue: "f", ID: id})
+		if err != nil || j.Kind != "sim" || len(j.Payload) != 0 || j.Status != job.Succeeded {
+			t.Fatalf("occurrence %s: %+v, %v; want the schedule's own job, run", id, j, err)
+		}
+		if sc, err := s.eng.Schedule(ctx, "f", "beat"); err != nil || sc.Made != 1 {
+			t.Fatalf("schedule made %d, %v; want 1", sc.Made, err)
+		}
+	})
+}

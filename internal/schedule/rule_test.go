@@ -11,6 +11,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
 )
 
@@ -264,6 +265,14 @@ func TestOccurrenceIDIsAJobID(t *testing.T) {
 	}
 	if err := validJobID(OccurrenceID(long, time.Now())); err != nil {
 		t.Fatalf("the longest name makes a bad job id: %v", err)
+	}
+	// Every occurrence's id has the form producers may not give.
+	for _, name := range []string{"n", long, "morning-report_v2.eu"} {
+		for _, at := range []time.Time{time.Unix(0, 0), time.Now(), utc("2199-12-31T23:59:59Z").Add(999 * time.Millisecond)} {
+			if id := OccurrenceID(name, at); !job.IsOccurrenceID(id) {
+				t.Fatalf("occurrence id %q is not of the reserved form", id)
+			}
+		}
 	}
 }
 

@@ -59,10 +59,13 @@ const (
 	CodeInvalidSince         = "invalid_since"
 
 	// Jobs.
-	CodeNoJobs           = "no_jobs"
-	CodeTooManyJobs      = "too_many_jobs"
-	CodeInvalidID        = "invalid_id"
-	CodeDuplicateID      = "duplicate_id"
+	CodeNoJobs      = "no_jobs"
+	CodeTooManyJobs = "too_many_jobs"
+	CodeInvalidID   = "invalid_id"
+	CodeDuplicateID = "duplicate_id"
+	// CodeReservedID: a job id of a schedule's occurrence's form
+	// (NAME:TIME), which only schedules make.
+	CodeReservedID       = "reserved_id"
 	CodeNoTarget         = "no_target"
 	CodeInvalidTarget    = "invalid_target"
 	CodeInvalidKind      = "invalid_kind"
