@@ -181,3 +181,27 @@ func (r Rule) Missed(from, now time.Time, keep int) (kept []time.Time, count int
 	}
 	return kept, count, t
 }
+
+// paceWeek is the span over which Pace counts a cron schedule's
+// occurrences: its longest common pattern (the days of the week).
+const paceWeek = 7 * 24 * time.Hour
+
+// Pace is how fast r makes occurrences in the long run: n of them per
+// span. An every schedule's is one per period; a cron schedule's is
+// counted from after over a week (or over its first 100,000, for one
+// that fires that often). Zero n: fewer than two occurrences in the
+// week, which no queue's limit is slower than.
+func (r Rule) Pace(after time.Time) (n int64, span time.Duration) {
+	if r.every > 0 {
+		return 1, r.every
+	}
+	first := r.Next(after)
+	if first.IsZero() {
+		return 0, 0
+	}
+	last := first
+	for t := r.Next(first); !t.IsZero() && t.Sub(first) <= paceWeek && n < 100_000; t = r.Next(t) {
+		last, n = t, n+1
+	}
+	return n, last.Sub(first)
+}

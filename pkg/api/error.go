@@ -112,8 +112,11 @@ const (
 	CodeInvalidMissed       = "invalid_missed"
 	CodeNeverFires          = "never_fires"
 	CodeScheduleExists      = "schedule_exists"
-	CodeScheduleNotFound    = "schedule_not_found"
-	CodeNoSchedules         = "no_schedules"
+	// CodeScheduleTooFast: a schedule that makes jobs faster than its
+	// queue's limit (or its key's) starts them.
+	CodeScheduleTooFast  = "schedule_too_fast"
+	CodeScheduleNotFound = "schedule_not_found"
+	CodeNoSchedules      = "no_schedules"
 
 	// What the request names.
 	CodeQueueNotFound = "queue_not_found"
