@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -44,6 +45,8 @@ type meterJSON struct {
 	SlowTicket int64 `json:"slow_ticket,omitempty"`
 	SlowHold   int64 `json:"slow_hold,omitempty"`
 	SlowDowns  int64 `json:"slow_downs,omitempty"`
+	// SlowSeen is slot.State.SlowSeen, its empty tail left out.
+	SlowSeen []string `json:"slow_seen,omitempty"`
 }
 
 func encodeMeter(m slot.Meter) string {
@@ -51,6 +54,7 @@ func encodeMeter(m slot.Meter) string {
 		Current: m.State.Current, LastStart: nanos(m.State.LastStart),
 		Marks: encodeMarks(m.State.Marks), Limits: m.Limits,
 		SlowUntil: nanos(m.State.SlowUntil), SlowTicket: m.State.SlowTicket, SlowHold: nanos(m.State.SlowHold), SlowDowns: m.State.SlowDowns,
+		SlowSeen: seenList(m.State.SlowSeen),
 	})
 	return string(b)
 }
@@ -69,12 +73,25 @@ func decodeMeter(m map[string]types.AttributeValue) (slot.Meter, error) {
 	}
 	m0.State.Current, m0.State.LastStart = w.Current, fromNanos(w.LastStart)
 	m0.State.SlowUntil, m0.State.SlowTicket, m0.State.SlowHold, m0.State.SlowDowns = fromNanos(w.SlowUntil), w.SlowTicket, fromNanos(w.SlowHold), w.SlowDowns
+	copy(m0.State.SlowSeen[:], w.SlowSeen)
 	marks, err := decodeMarks(w.Marks)
 	if err != nil {
 		return mt, fmt.Errorf("meter %s/%s: %w", mt.Queue, mt.Key, err)
 	}
 	m0.State.Marks, m0.Limits = marks, w.Limits
 	return m0, nil
+}
+
+// seenList is seen without its empty tail (nil if all are empty).
+func seenList(seen [slot.SlowSeenSlots]string) []string {
+	n := len(seen)
+	for n > 0 && seen[n-1] == "" {
+		n--
+	}
+	if n == 0 {
+		return nil
+	}
+	return slices.Clone(seen[:n])
 }
 
 // GetMeter reads queue's meter of key with a strongly consistent GetItem;
