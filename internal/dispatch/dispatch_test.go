@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -250,5 +251,25 @@ func TestHTTPTargetJudgesEmbeddedIPv4(t *testing.T) {
 	url := "http://[::ffff:127.0.0.1]:" + port + "/"
 	if err := h.Post(context.Background(), &job.Job{Queue: "q", ID: "j", Ticket: 1, Attempt: 1, Target: url}, v4); err != nil || hits != 1 || v4.CheckTarget(url) != nil {
 		t.Errorf("%s with allow_networks [127.0.0.1/32]: Post %v (hits %d), enqueue check %v; want both allowed", url, err, hits, v4.CheckTarget(url))
+	}
+}
+
+// A failed attempt's error carries up to 1 KiB of what the target
+// answered, cut on a rune boundary: the history keeps that much, and the
+// text stays readable.
+func TestHTTPTargetErrorKeepsTheAnswer(t *testing.T) {
+	answer := strings.Repeat("€", 2000) // 3 bytes each: 1 KiB falls inside one
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, answer)
+	}))
+	defer srv.Close()
+	err := (&dispatch.Dispatcher{}).Run(context.Background(), &job.Job{Queue: "q", ID: "j1", Target: srv.URL + "/hook"}, cfg)
+	if err == nil {
+		t.Fatal("a 502 did not fail")
+	}
+	_, body, _ := strings.Cut(err.Error(), "502 Bad Gateway: ")
+	if !utf8.ValidString(body) || !strings.HasPrefix(answer, body) || len(body) < 1024-utf8.UTFMax || len(body) > 1024 {
+		t.Fatalf("the error carries %d bytes of the answer (valid text %v); want up to 1 KiB of it, cut on a rune boundary", len(body), utf8.ValidString(body))
 	}
 }

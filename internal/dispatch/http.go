@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/propagation"
 
@@ -84,7 +85,7 @@ func (h *HTTP) Post(ctx context.Context, j *job.Job, cfg slot.Config) error {
 	defer resp.Body.Close()
 	got, _ := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
 	_ = attempt.SetResult(ctx, httpResult(resp, got))
-	snippet := got[:min(len(got), 512)]
+	snippet := answerStart(got)
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
 		return nil
@@ -97,6 +98,24 @@ func (h *HTTP) Post(ctx context.Context, j *job.Job, cfg slot.Config) error {
 	default:
 		return fmt.Errorf("http target: %s: %s", resp.Status, bytes.TrimSpace(snippet))
 	}
+}
+
+// maxAnswer bounds the start of a response body a failed or slowed
+// attempt's error carries: what a job's history keeps of it
+// (job.MaxEventError).
+const maxAnswer = job.MaxEventError
+
+// answerStart is the start of body an error carries: up to maxAnswer
+// bytes, cut on a rune boundary so the text stays readable.
+func answerStart(body []byte) []byte {
+	n := len(body)
+	if n > maxAnswer {
+		n = maxAnswer
+		for n > 0 && !utf8.RuneStart(body[n]) {
+			n--
+		}
+	}
+	return body[:n]
 }
 
 // MaxBody bounds the response body an HTTP target keeps as the job's

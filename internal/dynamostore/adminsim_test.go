@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/cli/timeline"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -256,7 +257,7 @@ func runAdminInFlight(t *testing.T, seed uint64) {
 	mu.Lock()
 	ids := append(slices.Clone(accepted), tail...)
 	mu.Unlock()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); ; time.Sleep(200 * time.Millisecond) {
 		left := []string{}
 		for _, id := range ids {
 			j, err := st.GetJob(ctx, job.Ref{Queue: queue, ID: id})
@@ -270,10 +271,12 @@ func runAdminInFlight(t *testing.T, seed uint64) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs not ended after a minute: %v", len(left), len(ids), left)
+			t.Fatalf("%d of %d jobs not ended after %v: %v", len(left), len(ids), testenv.Patience, left)
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // duplicates still on their way start nothing
+	// Duplicates still on their way start nothing: every message sent
+	// is handled before the runs are judged.
+	testenv.WaitFor(t, "every message handled", func() bool { return tr.Pending() == 0 })
 	sim.stop()
 
 	mu.Lock()

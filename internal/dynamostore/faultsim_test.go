@@ -279,9 +279,9 @@ func runFaults(t *testing.T, seed uint64) faultResult {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// Let duplicate deliveries still on their way reach the workers: none
-	// may start anything.
-	time.Sleep(500 * time.Millisecond)
+	// Let duplicate deliveries still on their way reach the workers (none
+	// may start anything): every message sent is handled.
+	testenv.WaitFor(t, "every message handled", func() bool { return tr.Pending() == 0 })
 	sim.stop()
 
 	res.final = map[string]job.Job{}

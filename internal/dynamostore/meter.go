@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -48,6 +49,8 @@ type meterJSON struct {
 	// when not known, [] for none; and the answered tickets.
 	KeptUnder *[]api.Limit `json:"kept_under,omitempty"`
 	Answered  []int64      `json:"answered,omitempty"`
+	// SlowSeen is slot.State.SlowSeen, its empty tail left out.
+	SlowSeen []string `json:"slow_seen,omitempty"`
 }
 
 func encodeMeter(m slot.Meter) string {
@@ -55,7 +58,7 @@ func encodeMeter(m slot.Meter) string {
 		Current: m.State.Current, LastStart: nanos(m.State.LastStart),
 		Marks: encodeMarks(m.State.Marks), Limits: m.Limits,
 		SlowUntil: nanos(m.State.SlowUntil), SlowTicket: m.State.SlowTicket, SlowHold: nanos(m.State.SlowHold), SlowDowns: m.State.SlowDowns,
-		Answered: m.Answered,
+		Answered: m.Answered, SlowSeen: seenList(m.State.SlowSeen),
 	}
 	if m.KeptUnder != nil {
 		kept := []api.Limit(m.KeptUnder)
@@ -79,6 +82,7 @@ func decodeMeter(m map[string]types.AttributeValue) (slot.Meter, error) {
 	}
 	m0.State.Current, m0.State.LastStart = w.Current, fromNanos(w.LastStart)
 	m0.State.SlowUntil, m0.State.SlowTicket, m0.State.SlowHold, m0.State.SlowDowns = fromNanos(w.SlowUntil), w.SlowTicket, fromNanos(w.SlowHold), w.SlowDowns
+	copy(m0.State.SlowSeen[:], w.SlowSeen)
 	marks, err := decodeMarks(w.Marks)
 	if err != nil {
 		return mt, fmt.Errorf("meter %s/%s: %w", mt.Queue, mt.Key, err)
@@ -88,6 +92,18 @@ func decodeMeter(m map[string]types.AttributeValue) (slot.Meter, error) {
 		m0.KeptUnder = append(slot.Limits{}, *w.KeptUnder...)
 	}
 	return m0, nil
+}
+
+// seenList is seen without its empty tail (nil if all are empty).
+func seenList(seen [slot.SlowSeenSlots]string) []string {
+	n := len(seen)
+	for n > 0 && seen[n-1] == "" {
+		n--
+	}
+	if n == 0 {
+		return nil
+	}
+	return slices.Clone(seen[:n])
 }
 
 // GetMeter reads queue's meter of key with a strongly consistent GetItem;

@@ -118,7 +118,9 @@ func TestRetryConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	waitAll(job.Succeeded)
-	time.Sleep(time.Second) // late duplicates
+	// Late duplicates: every message sent (duplicates and a losing
+	// retry's included) handled, so none can start a job after the count.
+	testenv.WaitFor(t, "every message handled", func() bool { return tr.Pending() == 0 })
 
 	tickets := map[int64]string{}
 	for _, id := range ids {

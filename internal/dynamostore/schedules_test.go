@@ -115,3 +115,74 @@ func TestScheduleRaceOnDynamoDB(t *testing.T) {
 		t.Errorf("the runs reported %d occurrences made; want %d, one per schedule", made, len(names))
 	}
 }
+
+// On DynamoDB Local, a pause and a resume at once: the pause cancels the
+// occurrences made ahead and goes back to the first of them; the resume
+// makes them again (their cancelled jobs wait again under their ids), and
+// each starts once.
+func TestSchedulePauseResumeOnDynamoDB(t *testing.T) {
+	st := newStore(t)
+	tr := memstore.NewTransport(memstore.TransportOptions{})
+	var mu sync.Mutex
+	starts := map[string]int{}
+	mux := target.NewMux()
+	mux.HandleFunc("tick", func(_ context.Context, j *api.Job) error {
+		mu.Lock()
+		starts[j.ID]++
+		mu.Unlock()
+		return nil
+	})
+	eng := testenv.NewEngine(t, engine.Options{State: st, Transport: tr, Runner: &dispatch.Dispatcher{Mux: mux}, ScheduleLead: 20 * time.Second, Lead: 20 * time.Millisecond})
+	testenv.RunWorkers(t, tr, 2, eng)
+	ctx := t.Context()
+	q := fmt.Sprintf("pause-%d", time.Now().UnixNano())
+	if _, err := eng.CreateQueue(ctx, q, slot.Config{Interval: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	every := slot.Duration(2 * time.Second)
+	start := time.Now().Add(5 * time.Second)
+	sc, err := eng.CreateSchedule(ctx, q, "beat", schedule.Spec{Every: &every, Start: &start, Job: schedule.Job{Kind: "tick"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := sc.Made
+	paused, cancelled, err := eng.PauseSchedule(ctx, q, "beat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cancelled == 0 || int64(cancelled) != made || paused.Made != 0 || !paused.Next.Equal(sc.Last.Add(-time.Duration(made-1)*2*time.Second)) {
+		t.Fatalf("made %d up to %s; the pause cancelled %d and left made %d, next %s; want all cancelled, the schedule back to the first", made, sc.Last, cancelled, paused.Made, paused.Next)
+	}
+	resumed, err := eng.ResumeSchedule(ctx, q, "beat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Made < made {
+		t.Fatalf("the resume made %d; want at least the %d cancelled", resumed.Made, made)
+	}
+	var ids []string
+	for k := range made {
+		ids = append(ids, schedule.OccurrenceID("beat", paused.Next.Add(time.Duration(k)*2*time.Second)))
+	}
+	testenv.WaitFor(t, "the cancelled occurrences' starts", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range ids {
+			if starts[id] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if _, _, err := eng.PauseSchedule(ctx, q, "beat"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, "no message left to deliver", func() bool { return tr.Pending() == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if starts[id] != 1 {
+			t.Errorf("occurrence %s started %d times; want once", id, starts[id])
+		}
+	}
+}

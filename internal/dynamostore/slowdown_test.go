@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/slotq/slotq/internal/attempt"
 	"github.com/slotq/slotq/internal/dev/awsmeter"
 	"github.com/slotq/slotq/internal/dev/testenv"
@@ -337,5 +339,73 @@ func TestSlowDownCostsNothingUnslowed(t *testing.T) {
 	}
 	if w := writes["UpdateItem job"] + writes["PutItem job"]; w != 3*n {
 		t.Errorf("%d writes of job records, want %d (its creation, its claim and its outcome each)", w, 3*n)
+	}
+}
+
+// TestSlowDownCountedOnceOnDynamoDB: a slow-down's write lands and its
+// answer is lost; the SDK sends it again. The queue's slow_downs counts
+// the answer once, also when another job's answer lands between the two
+// sends (each ticket's last answer is remembered apart).
+func TestSlowDownCountedOnceOnDynamoDB(t *testing.T) {
+	slowWrite := func(in any) bool {
+		u, ok := in.(*dynamodb.UpdateItemInput)
+		if !ok {
+			return false
+		}
+		for _, name := range u.ExpressionAttributeNames {
+			if name == "slow_downs" {
+				return true
+			}
+		}
+		return false
+	}
+	api := newClient(t, nil, fastRetries)
+	table := newTable(t, api)
+	clean := dynamostore.New(api, table, dynamostore.Options{})
+	newQueue(t, clean, "q", time.Second)
+	q, err := clean.GetQueue(t.Context(), "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func(ticket int64, until time.Duration) engine.SlowDownRequest {
+		return engine.SlowDownRequest{Queue: "q", Gen: q.Gen, Ticket: ticket, Until: base.Add(until), Hold: base.Add(until + time.Second),
+			Answer: fmt.Sprintf("%d.1.0", ticket)}
+	}
+	for _, c := range []struct {
+		name    string
+		between bool // another job's answer lands before the retry
+	}{{"alone", false}, {"another answer between", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			before, err := clean.GetQueue(t.Context(), "q")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ticket := before.State.SlowDowns*10 + 3
+			rule := faultRule{Op: "UpdateItem", If: slowWrite, Fault: faultLost, Rate: 1, N: 1}
+			want := int64(1)
+			if c.between {
+				want = 2
+				rule.Then = func() {
+					if _, err := clean.SlowDown(t.Context(), req(ticket+1, 20*time.Second)); err != nil {
+						t.Errorf("the answer between: %v", err)
+					}
+				}
+			}
+			f := newFaultyDB(api, 1, 0, rule)
+			st := dynamostore.New(f, table, dynamostore.Options{})
+			if _, err := st.SlowDown(t.Context(), req(ticket, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if f.Injected("UpdateItem", faultLost) != 1 || f.Attempts("UpdateItem") < 2 {
+				t.Fatalf("faults %s, %d attempts; want the first answer lost and a retry", f, f.Attempts("UpdateItem"))
+			}
+			after, err := clean.GetQueue(t.Context(), "q")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := after.State.SlowDowns - before.State.SlowDowns; got != want {
+				t.Errorf("slow_downs moved by %d for %d answers; want each counted once", got, want)
+			}
+		})
 	}
 }

@@ -443,6 +443,12 @@ const MaxList = 1000
 
 // CancelJob cancels a waiting job. ErrNotWaiting if it started or ended.
 func (e *Engine) CancelJob(ctx context.Context, k job.Ref) (job.Job, error) {
+	return e.cancelJob(ctx, k, "")
+}
+
+// cancelJob is CancelJob, its history's cancel event giving reason (""
+// on request).
+func (e *Engine) cancelJob(ctx context.Context, k job.Ref, reason string) (job.Job, error) {
 	if err := checkRef(k); err != nil {
 		return job.Job{}, err
 	}
@@ -458,7 +464,7 @@ func (e *Engine) CancelJob(ctx context.Context, k job.Ref) (job.Job, error) {
 		if !j.Status.Waiting() {
 			return j, fmt.Errorf("cancel %s: %w", k, ErrNotWaiting)
 		}
-		err = e.cancel(ctx, q.Config, j)
+		err = e.cancelFor(ctx, q.Config, j, reason)
 		if errors.Is(err, ErrConflict) {
 			continue // it moved (re-ticketed, say); look again
 		}
@@ -471,9 +477,14 @@ func (e *Engine) CancelJob(ctx context.Context, k job.Ref) (job.Job, error) {
 }
 
 func (e *Engine) cancel(ctx context.Context, cfg slot.Config, j job.Job) error {
+	return e.cancelFor(ctx, cfg, j, "")
+}
+
+// cancelFor is cancel, its history's event giving reason.
+func (e *Engine) cancelFor(ctx context.Context, cfg slot.Config, j job.Job, reason string) error {
 	from := j.Version()
 	now := e.now()
 	j.Status, j.FinishedAt, j.ExpiresAt, j.ParkReason, j.DueAt = job.Cancelled, now, now.Add(cfg.Retention), "", time.Time{}
-	j.Record(job.Event{At: now, Kind: job.CancelledEvent})
+	j.Record(job.Event{At: now, Kind: job.CancelledEvent, Reason: reason})
 	return e.state.UpdateJob(ctx, j, from)
 }

@@ -231,14 +231,24 @@ func (e *Engine) checkRetry(r *RetryRequest) error {
 // whose record moved meanwhile is skipped (its ticket stays unused, its
 // message is dropped as stale, its key's count is given back).
 func (e *Engine) rerun(ctx context.Context, q Queue, read []job.Job, by string) (done []*job.Job, skipped int, err error) {
+	return e.runAgain(ctx, q, read, by, true)
+}
+
+// runAgain is rerun; without again, the jobs are put back to waiting as
+// they were before a cancel (a schedule's resume making again what its
+// pause cancelled): an attempt they never began is not counted, nor a
+// rerun.
+func (e *Engine) runAgain(ctx context.Context, q Queue, read []job.Job, by string, again bool) (done []*job.Job, skipped int, err error) {
 	jobs := make([]*job.Job, len(read))
 	from := make([]job.Version, len(read))
 	for i := range read {
 		j := read[i]
 		from[i] = j.Version()
-		j.Reruns++
-		j.RerunFrom = j.Attempt
-		j.Attempt++
+		if again {
+			j.Reruns++
+			j.RerunFrom = j.Attempt
+			j.Attempt++
+		}
 		j.StartedAt, j.FinishedAt, j.ExpiresAt = time.Time{}, time.Time{}, time.Time{}
 		j.Result, j.ResultDropped = nil, 0
 		j.RetryAt = time.Time{} // run again on request: now, not after a backoff

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
+	"strconv"
 	"time"
 
 	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/schedule"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Schedules: recurring rules on a queue whose occurrences become jobs
@@ -180,6 +185,9 @@ func (e *Engine) CreateSchedule(ctx context.Context, queue, name string, spec sc
 	if err != nil {
 		return Schedule{}, err
 	}
+	if err := checkPace(q, spec, rule, now); err != nil {
+		return Schedule{}, err
+	}
 	js := job.Spec{Kind: spec.Job.Kind, Target: spec.Job.Target, Payload: spec.Job.Payload, Key: spec.Job.Key}
 	if err := e.checkTargets(q.Config, job.EnqueueRequest{Queue: queue, Job: &js}, []job.Spec{js}); err != nil {
 		var ie *input.Error
@@ -213,6 +221,63 @@ func (e *Engine) CreateSchedule(ctx context.Context, queue, name string, spec sc
 		e.log.WarnContext(ctx, "schedule created; its first occurrences are left to the resume function", "queue", queue, "schedule", name, "error", err.Error())
 	}
 	return e.Schedule(ctx, queue, name)
+}
+
+// checkPace refuses a schedule that makes jobs faster than its queue's
+// limits let them start (and its key's, for a job with a key): its
+// backlog would grow without end, each job waiting longer than the one
+// before. A schedule exactly as fast as a limit is kept. The error
+// names the rule's field and both paces.
+func checkPace(q Queue, spec schedule.Spec, rule schedule.Rule, now time.Time) *input.Error {
+	n, span := rule.Pace(now)
+	if n == 0 {
+		return nil
+	}
+	check := func(ls slot.Limits, whose string) *input.Error {
+		for _, l := range ls {
+			count, per := int64(1), l.Interval
+			switch {
+			case !l.Rate.IsZero():
+				count, per = int64(l.Rate.N), l.Rate.Per
+			case !l.Window.IsZero():
+				count, per = int64(l.Window.N), l.Window.Per
+			}
+			if per <= 0 {
+				continue
+			}
+			// n per span faster than count per per: n·per > count·span,
+			// exactly (the products pass int64's range).
+			fast := new(big.Int).Mul(big.NewInt(n), big.NewInt(int64(per)))
+			if fast.Cmp(new(big.Int).Mul(big.NewInt(count), big.NewInt(int64(span)))) <= 0 {
+				continue
+			}
+			field, rule := "schedule.cron", fmt.Sprintf("cron %q", spec.Cron)
+			if spec.Every != nil {
+				field, rule = "schedule.every", "every "+api.FormatPeriod(time.Duration(*spec.Every))
+			}
+			return input.Invalid("schedule_too_fast", field, fmt.Sprintf(
+				"%s makes %s jobs a day, faster than %s's limit %s starts them (%s a day): its backlog would grow without end. Give a schedule no faster than the limit, or raise the limit first",
+				rule, perDay(n, span), whose, l, perDay(count, per)))
+		}
+		return nil
+	}
+	if err := check(q.Config.LimitList(), "queue "+q.Name); err != nil {
+		return err
+	}
+	if spec.Job.Key != "" {
+		return check(slot.Limits(q.Config.KeyLimits), fmt.Sprintf("key %s of queue %s", spec.Job.Key, q.Name))
+	}
+	return nil
+}
+
+// perDay writes n per span as a number a day: whole from 100 up
+// ("86400"), else to three figures ("0.714").
+func perDay(n int64, span time.Duration) string {
+	v := float64(n) * float64(24*time.Hour) / float64(span)
+	if v >= 100 {
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // Schedule reads one schedule of queue.
@@ -263,16 +328,33 @@ func (e *Engine) Schedules(ctx context.Context, queue string) ([]Schedule, error
 
 // PauseSchedule pauses a schedule: once it returns, no occurrence of it
 // starts any more. The occurrences made ahead of their time (up to the
-// lead) are cancelled; it returns the schedule and how many it
-// cancelled. Occurrences whose time passes while it is paused follow its
-// missed policy when it is resumed.
+// lead) are cancelled, and the schedule goes back to the first of them:
+// they are no longer counted made, and its resume makes them again (the
+// jobs the pause cancelled wait again under their ids) unless their time
+// passed meanwhile, when its missed policy says. It returns the schedule
+// and how many occurrences it cancelled.
 func (e *Engine) PauseSchedule(ctx context.Context, queue, name string) (Schedule, int, error) {
 	s, err := e.changeSchedule(ctx, queue, name, func(s *Schedule) { s.Paused, s.DueAt = true, time.Time{} })
 	if err != nil {
 		return s, 0, err
 	}
-	return s, e.cancelAhead(ctx, s), nil
+	n, first := e.cancelAhead(ctx, s, reasonPaused)
+	if n == 0 {
+		return s, 0, nil
+	}
+	s, err = e.changeSchedule(ctx, queue, name, func(s *Schedule) {
+		// Resumed meanwhile: its pass made from where it was, the
+		// cancelled ones with it.
+		if s.Paused && (s.Next.IsZero() || first.Before(s.Next)) {
+			s.Next, s.Made = first, s.Made-int64(n)
+		}
+	})
+	return s, n, err
 }
+
+// reasonPaused is the reason in the history of an occurrence's job that
+// its schedule's pause cancelled: the resume makes it again.
+const reasonPaused = "schedule paused"
 
 // ResumeSchedule lifts a schedule's pause and makes at once what is due:
 // the missed occurrences its policy keeps and those within the lead.
@@ -299,7 +381,8 @@ func (e *Engine) DeleteSchedule(ctx context.Context, queue, name string) (int, e
 	if err := st.DeleteSchedule(ctx, queue, name); err != nil {
 		return 0, fmt.Errorf("delete schedule %s/%s: %w", queue, name, err)
 	}
-	return e.cancelAhead(ctx, s), nil
+	n, _ := e.cancelAhead(ctx, s, "schedule deleted")
+	return n, nil
 }
 
 // changeSchedule applies change to a schedule by compare-and-set, reading
@@ -331,36 +414,44 @@ func (e *Engine) changeSchedule(ctx context.Context, queue, name string, change 
 }
 
 // cancelAhead cancels the occurrences of s made ahead of their time (after
-// now, before its Next) that have not started, and counts them.
-func (e *Engine) cancelAhead(ctx context.Context, s Schedule) int {
+// now, before its Next) that have not started, their histories giving
+// reason; it counts them and returns the first.
+func (e *Engine) cancelAhead(ctx context.Context, s Schedule, reason string) (n int, first time.Time) {
 	rule, err := s.Spec.Compile()
 	if err != nil {
-		return 0
+		return 0, time.Time{}
 	}
-	n := 0
 	now := e.now()
 	for t := rule.Next(now); !t.IsZero() && (s.Next.IsZero() || t.Before(s.Next)) && t.Before(now.Add(e.scheduleLead()+time.Minute)); t = rule.Next(t) {
-		j, err := e.CancelJob(ctx, job.Ref{Queue: s.Queue, ID: schedule.OccurrenceID(s.Name, t)})
+		j, err := e.cancelJob(ctx, job.Ref{Queue: s.Queue, ID: schedule.OccurrenceID(s.Name, t)}, reason)
 		if err == nil && j.Status == job.Cancelled {
+			if n == 0 {
+				first = t
+			}
 			n++
 		}
 	}
-	return n
+	return n, first
 }
 
 // cancelIfStopped cancels the jobs of a batch of occurrences a pass made
 // but could not record, if the schedule was paused or deleted
 // meanwhile: a pause or delete cancels what the schedule made ahead, and
-// this batch may have been made after it looked.
+// this batch may have been made after it looked. The pause went back to
+// before the batch, so a resume makes these again.
 func (e *Engine) cancelIfStopped(ctx context.Context, st ScheduleState, queue, name string, times []time.Time) {
 	s, err := st.GetSchedule(ctx, queue, name)
 	if err != nil && !errors.Is(err, ErrScheduleNotFound) || err == nil && !s.Paused {
 		return
 	}
+	reason := reasonPaused
+	if err != nil {
+		reason = "schedule deleted"
+	}
 	now := e.now()
 	for _, t := range times {
 		if t.After(now) {
-			_, _ = e.CancelJob(ctx, job.Ref{Queue: queue, ID: schedule.OccurrenceID(name, t)})
+			_, _ = e.cancelJob(ctx, job.Ref{Queue: queue, ID: schedule.OccurrenceID(name, t)}, reason)
 		}
 	}
 }
@@ -521,11 +612,45 @@ func (e *Engine) makeOccurrences(ctx context.Context, s Schedule, times []time.T
 			Payload: s.Spec.Job.Payload, Key: s.Spec.Job.Key, NotBefore: &nb,
 		}
 	}
-	_, err = e.Enqueue(ctx, job.EnqueueRequest{Queue: s.Queue, Jobs: specs})
+	res, err := e.Enqueue(ctx, job.EnqueueRequest{Queue: s.Queue, Jobs: specs, Occurrences: true})
 	var ie *input.Error
 	if errors.As(err, &ie) {
 		e.log.WarnContext(ctx, "schedule's occurrences refused; skipped", "queue", s.Queue, "schedule", s.Name, "error", ie.Error())
 		return ie.Error(), nil
 	}
-	return "", err
+	if err != nil {
+		return "", err
+	}
+	return "", e.makeAgain(ctx, s, res)
+}
+
+// makeAgain puts back to waiting the occurrences of an enqueue (res)
+// that were made before and cancelled by the schedule's pause: the pause
+// went back to before them, and this pass makes them.
+func (e *Engine) makeAgain(ctx context.Context, s Schedule, res EnqueueResult) error {
+	var again []job.Job
+	var q Queue
+	for _, a := range res.Jobs {
+		if !a.Existing || a.Status != job.Cancelled {
+			continue
+		}
+		if q.Name == "" {
+			var err error
+			if q, err = e.Queue(ctx, s.Queue); err != nil {
+				return err
+			}
+		}
+		j, err := e.getJob(ctx, q, job.Ref{Queue: s.Queue, ID: a.JobID})
+		if err != nil {
+			return fmt.Errorf("occurrence %s: %w", a.JobID, err)
+		}
+		if n := len(j.History); j.Status == job.Cancelled && n > 0 && j.History[n-1].Kind == job.CancelledEvent && j.History[n-1].Reason == reasonPaused {
+			again = append(again, j)
+		}
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	_, _, err := e.runAgain(ctx, q, again, "schedule:"+s.Name, false)
+	return err
 }

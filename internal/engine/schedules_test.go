@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,18 +14,20 @@ import (
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/schedule"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // TestScheduleMissedPolicy pauses a schedule of one occurrence a minute
-// for ten minutes and resumes it: of the ten occurrences that came
-// meanwhile, the pause cancelled the two made ahead, and eight were
-// missed: none makes none of them, latest the last, all every one; then
-// each goes on with the occurrences ahead.
+// for ten minutes and resumes it: the pause cancelled the two made ahead
+// and went back to the first of them, so the ten occurrences of the
+// pause were missed: none makes none of them, latest the last, all every
+// one (the two cancelled made again); then each goes on with the
+// occurrences ahead.
 func TestScheduleMissedPolicy(t *testing.T) {
 	for _, c := range []struct {
 		policy schedule.Missed
 		missed int // occurrences made of those missed while paused
-	}{{schedule.MissedNone, 0}, {schedule.MissedLatest, 1}, {schedule.MissedAll, 8}} {
+	}{{schedule.MissedNone, 0}, {schedule.MissedLatest, 1}, {schedule.MissedAll, 10}} {
 		t.Run(string(c.policy), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := newSim(t, simOptions{Workers: 2, Seed: 5})
@@ -58,7 +61,7 @@ func TestScheduleMissedPolicy(t *testing.T) {
 				if _, err := s.eng.ResumeSchedule(ctx, "m", "tick"); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(10 * time.Second)
+				time.Sleep(20 * time.Second) // the queue starts one a second
 				got := len(s.startsOf("m")) - before
 				if got != c.missed {
 					t.Errorf("%s: %d missed occurrences started after the resume; want %d", c.policy, got, c.missed)
@@ -67,7 +70,7 @@ func TestScheduleMissedPolicy(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want := int64(8 - c.missed); sc.Skipped != want {
+				if want := int64(10 - c.missed); sc.Skipped != want {
 					t.Errorf("skipped %d; want %d", sc.Skipped, want)
 				}
 				time.Sleep(3 * time.Minute)
@@ -338,6 +341,216 @@ func TestPauseRacingAPass(t *testing.T) {
 			if st.At.After(pausedAt) {
 				t.Errorf("occurrence %s started at %s, after the pause returned at %s", st.ID, st.At, pausedAt)
 			}
+		}
+	})
+}
+
+// TestScheduleOffTheMillisecond: an every schedule whose start carries a
+// fraction of a millisecond (what a client's time.Now().Add(90s) sends),
+// or whose period is not a whole number of milliseconds, makes one job
+// per occurrence, each starting at its own time, and skips none.
+func TestScheduleOffTheMillisecond(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		start time.Duration
+		every time.Duration
+	}{
+		{"start", 90*time.Second + 123456789, 10 * time.Second},
+		{"period", 0, 10*time.Second + 500*time.Microsecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newSim(t, simOptions{Workers: 2, Seed: 3})
+				defer s.stop()
+				ctx := context.Background()
+				s.createQueue("b", slot.Config{Interval: time.Second})
+				every := slot.Duration(c.every)
+				spec := schedule.Spec{Every: &every, Job: schedule.Job{Kind: "sim"}}
+				if c.start != 0 {
+					start := time.Now().Add(c.start)
+					spec.Start = &start
+				}
+				begin := time.Now()
+				if _, err := s.eng.CreateSchedule(ctx, "b", "beat", spec); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(5 * time.Minute)
+				sc, err := s.eng.Schedule(ctx, "b", "beat")
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The occurrences in the 5 minutes, after the start.
+				want := int((5*time.Minute - c.start) / c.every)
+				starts := s.startsOf("b")
+				if len(starts) < want-1 || len(starts) > want+1 || sc.Skipped != 0 || sc.Error != "" {
+					t.Fatalf("%d starts in 5m (made %d, skipped %d, error %q); want about %d", len(starts), sc.Made, sc.Skipped, sc.Error, want)
+				}
+				ids := map[string]bool{}
+				for _, st := range starts {
+					if ids[st.ID] {
+						t.Fatalf("occurrence %s started twice", st.ID)
+					}
+					ids[st.ID] = true
+					if st.At.Before(begin.Add(c.start)) {
+						t.Fatalf("%s started at %s, before the start", st.ID, st.At)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestOccurrenceIDReserved: a producer's job under the id of a schedule's
+// occurrence not made yet is refused (a typed error on its id, nothing
+// written), so the schedule makes its own job at that time, of its own
+// kind, and counts it made once.
+func TestOccurrenceIDReserved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 2, Seed: 4})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("f", slot.Config{Interval: time.Second})
+		every := slot.Duration(10 * time.Minute)
+		start := time.Now().Add(5 * time.Minute)
+		if _, err := s.eng.CreateSchedule(ctx, "f", "beat", schedule.Spec{Every: &every, Start: &start, Job: schedule.Job{Kind: "sim"}}); err != nil {
+			t.Fatal(err)
+		}
+		id := schedule.OccurrenceID("beat", start)
+		_, err := s.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "f", Jobs: []job.Spec{{ID: "mine", Kind: "sim"}, {ID: id, Kind: "sim", Payload: []byte(`{"forged":true}`)}}})
+		var ie *input.Error
+		if !errors.As(err, &ie) || ie.Code != "reserved_id" || ie.Field != "jobs[1].id" {
+			t.Fatalf("a producer's job under %s: %v; want reserved_id on jobs[1].id", id, err)
+		}
+		if _, err := s.eng.Job(ctx, job.Ref{Queue: "f", ID: "mine"}); !errors.Is(err, engine.ErrJobNotFound) {
+			t.Fatalf("the refused batch wrote its first job: %v", err)
+		}
+		time.Sleep(6 * time.Minute)
+		j, err := s.eng.Job(ctx, job.Ref{Queue: "f", ID: id})
+		if err != nil || j.Kind != "sim" || len(j.Payload) != 0 || j.Status != job.Succeeded {
+			t.Fatalf("occurrence %s: %+v, %v; want the schedule's own job, run", id, j, err)
+		}
+		if sc, err := s.eng.Schedule(ctx, "f", "beat"); err != nil || sc.Made != 1 {
+			t.Fatalf("schedule made %d, %v; want 1", sc.Made, err)
+		}
+	})
+}
+
+// TestScheduleFasterThanItsQueue: a schedule that makes jobs faster than
+// its queue's limit (or its key's) starts them is refused, naming its
+// rule's field and both paces, and writes nothing; one as fast as the
+// limit, or slower, is taken.
+func TestScheduleFasterThanItsQueue(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{})})
+	ctx := context.Background()
+	for name, cfg := range map[string]slot.Config{
+		"daily":  {Interval: 24 * time.Hour},
+		"rate":   {Rate: api.Rate{N: 10, Per: time.Minute}},
+		"window": {Limits: []api.Limit{{Interval: time.Millisecond}, {Window: api.Rate{N: 20, Per: 24 * time.Hour}}}},
+		"keyed":  {Interval: time.Millisecond, KeyLimits: []api.Limit{{Interval: time.Minute}}},
+	} {
+		if _, err := eng.CreateQueue(ctx, name, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dur := func(d time.Duration) *slot.Duration { v := slot.Duration(d); return &v }
+	sim := schedule.Job{Kind: "sim"}
+	for _, c := range []struct {
+		name, queue string
+		spec        schedule.Spec
+		field       string   // "": taken
+		says        []string // what the refusal names
+	}{
+		{"every second, one a day", "daily", schedule.Spec{Every: dur(time.Second), Job: sim}, "schedule.every", []string{"every 1s", "86400 jobs a day", "queue daily", "interval 24h", "(1 a day)"}},
+		{"every day, one a day", "daily", schedule.Spec{Every: dur(24 * time.Hour), Job: sim}, "", nil},
+		{"cron every second, 10 a minute", "rate", schedule.Spec{Cron: "* * * * * *", Job: sim}, "schedule.cron", []string{`cron "* * * * * *"`, "rate 10/1m", "(14400 a day)"}},
+		{"cron every 6s, 10 a minute", "rate", schedule.Spec{Cron: "*/6 * * * * *", Job: sim}, "", nil},
+		{"weekday mornings, 20 a day", "window", schedule.Spec{Cron: "*/5 9-10 * * 1-5", Job: sim}, "", nil},
+		{"every hour, 20 a day", "window", schedule.Spec{Cron: "*/30 * * * *", Job: sim}, "schedule.cron", []string{"48 jobs a day", "window 20/24h"}},
+		{"a key's limit", "keyed", schedule.Spec{Every: dur(time.Second), Job: schedule.Job{Kind: "sim", Key: "k"}}, "schedule.every", []string{"key k of queue keyed", "interval 1m"}},
+		{"no key", "keyed", schedule.Spec{Every: dur(time.Second), Job: sim}, "", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, before := st.Contents()
+			_, err := eng.CreateSchedule(ctx, c.queue, "s", c.spec)
+			if c.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if _, err := eng.DeleteSchedule(ctx, c.queue, "s"); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ie *input.Error
+			if !errors.As(err, &ie) || ie.Code != "schedule_too_fast" || ie.Field != c.field {
+				t.Fatalf("got %v; want schedule_too_fast on %s", err, c.field)
+			}
+			for _, w := range c.says {
+				if !strings.Contains(ie.Message, w) {
+					t.Errorf("the refusal %q does not say %q", ie.Message, w)
+				}
+			}
+			if got, _ := st.ListSchedules(ctx, c.queue); len(got) != 0 {
+				t.Fatalf("the refusal wrote %d schedules", len(got))
+			}
+			if _, after := st.Contents(); len(after) != len(before) {
+				t.Fatalf("the refusal wrote %d jobs", len(after)-len(before))
+			}
+		})
+	}
+}
+
+// TestSchedulePauseKeepsMadeAhead: a pause of one second does not lose
+// the occurrences made ahead of it. The pause cancels them (none starts
+// while paused), and the resume makes them again: every occurrence from
+// the create on starts once, and the schedule counts each made once.
+func TestSchedulePauseKeepsMadeAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 2, Seed: 6})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("p", slot.Config{Interval: time.Second})
+		every := slot.Duration(10 * time.Second)
+		time.Sleep(5 * time.Second) // occurrences on the 10 s, 5 s from now
+		if _, err := s.eng.CreateSchedule(ctx, "p", "beat", schedule.Spec{Every: &every, Job: schedule.Job{Kind: "sim"}}); err != nil {
+			t.Fatal(err)
+		}
+		first := time.Now().Add(5 * time.Second)
+		time.Sleep(30 * time.Second)
+		_, cancelled, err := s.eng.PauseSchedule(ctx, "p", "beat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cancelled < 5 {
+			t.Fatalf("the pause cancelled %d occurrences made ahead; want those made within the lead", cancelled)
+		}
+		time.Sleep(time.Second)
+		if _, err := s.eng.ResumeSchedule(ctx, "p", "beat"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Minute)
+		last := time.Now().Add(-5 * time.Second)
+		started := map[string]int{}
+		for _, st := range s.startsOf("p") {
+			started[st.ID]++
+		}
+		n := 0
+		for at := first; !at.After(last); at = at.Add(10 * time.Second) {
+			n++
+			if id := schedule.OccurrenceID("beat", at); started[id] != 1 {
+				t.Errorf("occurrence %s started %d times; want once", id, started[id])
+			}
+		}
+		sc, err := s.eng.Schedule(ctx, "p", "beat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Made: every occurrence from the first to the last made (some
+		// ahead of now), once.
+		if want := int64(sc.Last.Sub(first)/(10*time.Second)) + 1; sc.Made != want || sc.Skipped != 0 || len(started) != n {
+			t.Errorf("%d occurrences started (%d by %s); the schedule counts %d made up to %s, %d skipped; want %d made, none skipped",
+				len(started), n, last.Format(time.TimeOnly), sc.Made, sc.Last.Format(time.TimeOnly), sc.Skipped, want)
 		}
 	})
 }

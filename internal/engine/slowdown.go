@@ -89,9 +89,15 @@ func (e *Engine) slowDownAt(ctx context.Context, q Queue, j *job.Job, until time
 		}
 	}
 	hold := e.slowHold(until, q.Config.Tick())
-	_, err := e.state.SlowDown(ctx, SlowDownRequest{Queue: j.Queue, Gen: j.Gen, Ticket: j.Ticket, Until: until, Hold: hold})
+	_, err := e.state.SlowDown(ctx, SlowDownRequest{Queue: j.Queue, Gen: j.Gen, Ticket: j.Ticket, Until: until, Hold: hold, Answer: slowAnswer(j)})
 	return "queue", err
 }
+
+// slowAnswer names the slow-down j's attempt was answered: its ticket,
+// attempt and the slow-downs it had before. A write of it that landed
+// and is sent again (the SDK's retry, a retry after a conflict) finds
+// it counted (slot.SlowCounted).
+func slowAnswer(j *job.Job) string { return fmt.Sprintf("%d.%d.%d", j.Ticket, j.Attempt, j.SlowDowns) }
 
 // slowKey writes the slow-down until on j's key's meter, a
 // compare-and-set as keyGate's, if the key has a limit of its own (its
@@ -108,7 +114,11 @@ func (e *Engine) slowKey(ctx context.Context, q Queue, j *job.Job, until time.Ti
 		if len(ls) == 0 {
 			return false, nil
 		}
-		next := m.SlowDown(j.Ticket, until, e.keyHold(until, ls.Tick()), e.now())
+		answer := slowAnswer(j)
+		if slot.SlowCounted(m.State, j.Ticket, answer) {
+			return true, nil // a write of it landed, its answer lost
+		}
+		next := m.SlowDown(j.Ticket, until, e.keyHold(until, ls.Tick()), e.now(), answer)
 		_, err = e.state.PutMeter(ctx, next, m.Version, next.Keep(ls))
 		if err == nil || !errors.Is(err, ErrConflict) || try >= meterTries {
 			return err == nil, err

@@ -465,6 +465,58 @@ func TestSlowDownKeepsPlacesOfTwo(t *testing.T) {
 			}
 			if want := res.Jobs[st.ID[1]-'0'].Ticket; st.Ticket != want {
 				t.Errorf("%s started again at ticket %d, want its own %d", st.ID, st.Ticket, want)
+
+// lostMeterPut is a state whose first put of a key's slow-down lands and
+// answers ErrConflict, as a store's write sent again after it landed may
+// when another write came between.
+type lostMeterPut struct {
+	engine.State
+	mu   sync.Mutex
+	lost bool
+}
+
+func (l *lostMeterPut) PutMeter(ctx context.Context, m slot.Meter, from int64, keep time.Time) (slot.Meter, error) {
+	out, err := l.State.PutMeter(ctx, m, from, keep)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil && !l.lost && m.State.SlowDowns > 0 {
+		l.lost = true
+		return slot.Meter{}, fmt.Errorf("put meter: %w", engine.ErrConflict)
+	}
+	return out, err
+}
+
+// TestSlowDownKeyCountedOnce: a key's slow-down whose write landed but
+// answered a conflict is read again and found counted: the key's meter
+// counts the one answer once, and the job its one slow-down.
+func TestSlowDownKeyCountedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var lost *lostMeterPut
+		s := newSim(t, simOptions{Workers: 4, Wrap: func(st engine.State) engine.State {
+			lost = &lostMeterPut{State: st}
+			return lost
+		}})
+		defer s.stop()
+		s.createQueue("kc", slot.Config{Interval: 50 * time.Millisecond, KeyLimits: []api.Limit{{Interval: 200 * time.Millisecond}}})
+		h := &slowTarget{s: s, slow: func(j *api.Job, calls int) (time.Duration, bool) {
+			return time.Second, j.ID == "a1" && calls == 1
+		}}
+		s.mux.HandleFunc("api", h.handle)
+		s.enqueue("kc", 4, func(i int, sp *job.Spec) { sp.Kind, sp.Key, sp.ID = "api", "a", fmt.Sprintf("a%d", i) })
+		s.waitFinished("kc", time.Hour)
+		if !lost.lost {
+			t.Fatal("no put of the key's slow-down met the lost answer")
+		}
+		m, err := s.store.GetMeter(context.Background(), "kc", "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.State.SlowDowns != 1 || len(h.given()) != 1 {
+			t.Errorf("the key's meter counts %d slow-downs for %d answers; want 1", m.State.SlowDowns, len(h.given()))
+		}
+		for _, j := range s.jobs("kc", job.Succeeded) {
+			if want := map[bool]int{true: 1}[j.ID == "a1"]; j.SlowDowns != want {
+				t.Errorf("%s: %d slow-downs; want %d", j.ID, j.SlowDowns, want)
 			}
 		}
 	})

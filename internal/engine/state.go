@@ -342,6 +342,10 @@ type SlowDownRequest struct {
 	Ticket int64
 	Until  time.Time
 	Hold   time.Time
+	// Answer names the answer (slowAnswer): a state that counted it
+	// (slot.SlowCounted) counts it no more, so a request sent again
+	// after it landed leaves the count as it was.
+	Answer string
 }
 
 // ListRequest lists jobs of one queue and status in ticket order.

@@ -34,12 +34,13 @@ const (
 )
 
 // History bounds: a record keeps its last MaxHistory events, each error
-// cut to MaxEventError bytes (the job's LastError keeps more), so a
-// job's history stays a few hundred bytes at most; a job that runs
+// (a failed attempt's, a target's "slow down" answer) cut to
+// MaxEventError bytes on a rune boundary (the job's LastError keeps
+// more), so a job's history stays about 10 KiB at most; a job that runs
 // without trouble stores three events in about 30 bytes.
 const (
 	MaxHistory    = api.MaxHistory
-	MaxEventError = 64
+	MaxEventError = 1 << 10
 )
 
 // Event is one thing that happened to a job (api.Event).

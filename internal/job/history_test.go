@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slotq/slotq/internal/job"
 )
@@ -52,7 +53,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 // Record keeps the last MaxHistory events and cuts errors.
 func TestRecordBound(t *testing.T) {
 	var j job.Job
-	long := strings.Repeat("é", 100)
+	long := strings.Repeat("é", job.MaxEventError)
 	for i := range 25 {
 		j.Record(job.Event{Kind: job.AttemptFailed, Attempt: i + 1, Error: long})
 	}
@@ -72,5 +73,43 @@ func TestRecordBound(t *testing.T) {
 	j.Record(job.Event{Kind: job.CancelledEvent})
 	if c.History[len(c.History)-1].Kind == job.CancelledEvent {
 		t.Error("Record changed a copy's history")
+	}
+}
+
+// An event keeps up to 1 KiB of its error, whole when it
+// fits, cut on a rune boundary when not: what the target answered stays
+// readable text.
+func TestRecordKeepsTheAnswer(t *testing.T) {
+	const kib = 1024
+	for _, tc := range []struct {
+		name, err string
+		whole     bool
+	}{
+		{"fits", strings.Repeat("x", kib), true},
+		{"runes of 3 bytes", strings.Repeat("€", kib), false},
+		{"runes of 2 bytes after one of 1", "a" + strings.Repeat("é", kib), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var j job.Job
+			j.Record(job.Event{Kind: job.AttemptFailed, Error: tc.err})
+			got := j.History[0].Error
+			if tc.whole {
+				if got != tc.err {
+					t.Fatalf("an error of %d bytes kept as %d", len(tc.err), len(got))
+				}
+				return
+			}
+			kept, ok := strings.CutSuffix(got, "…")
+			if !ok || !utf8.ValidString(kept) || !strings.HasPrefix(tc.err, kept) {
+				t.Fatalf("kept %q…: not a cut of the answer on a rune boundary", kept[max(0, len(kept)-8):])
+			}
+			if len(kept) > kib || len(kept) < kib-utf8.UTFMax {
+				t.Fatalf("kept %d bytes; want up to %d, cut on a rune boundary", len(kept), kib)
+			}
+			h, err := job.DecodeHistory(job.EncodeHistory(j.History, time.Time{}), time.Time{})
+			if err != nil || h[0].Error != got {
+				t.Fatalf("the stored form read back %d bytes, %v", len(h[0].Error), err)
+			}
+		})
 	}
 }

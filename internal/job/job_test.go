@@ -94,6 +94,9 @@ func TestDecodeEnqueue(t *testing.T) {
 		{"not_before year 1", `{"queue":"q","job":{"kind":"k","not_before":"0001-01-01T00:00:00Z"}}`, "invalid_time", "job.not_before"},
 		{"id wrong type", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k"},{"kind":"k"},{"id":5,"kind":"k"}]}`, "invalid_type", "jobs[3].id"},
 		{"bad id", `{"queue":"q","jobs":[{"kind":"k"},{"id":"a/b","kind":"k"}]}`, "invalid_id", "jobs[1].id"},
+		{"a schedule's occurrence's id", `{"queue":"q","jobs":[{"kind":"k"},{"id":"beat:2026-11-25T07:00:00.000Z","kind":"k"}]}`, "reserved_id", "jobs[1].id"},
+		{"an occurrence's id, one job", `{"queue":"q","job":{"id":"morning_v2.eu:2026-01-01T08:00:00.123Z","kind":"k"}}`, "reserved_id", "job.id"},
+		{"the occurrence id field", `{"queue":"q","occurrences":true,"job":{"id":"beat:2026-11-25T07:00:00.000Z","kind":"k"}}`, "unknown_field", "occurrences"},
 		{"job null and jobs empty", `{"queue":"q","job":null,"jobs":[]}`, "no_jobs", "jobs"},
 		{"queue null", `{"queue":null,"job":{"kind":"k"}}`, "invalid_type", "queue"},
 		{"body an array", `[]`, "invalid_type", "body"},
@@ -337,5 +340,23 @@ func TestTraceContextAccepted(t *testing.T) {
 		if r.Job.TraceParent != tt.parent || r.Job.TraceState != tt.state {
 			t.Errorf("%s: kept %q, %q", body, r.Job.TraceParent, r.Job.TraceState)
 		}
+	}
+}
+
+// Ids close to an occurrence's form but not of it stay a producer's; the
+// form itself is a schedule's own enqueue's (Occurrences).
+func TestOccurrenceIDsReserved(t *testing.T) {
+	for _, id := range []string{"beat:2026-11-25", "beat:2026-11-25T07:00:00Z", "beat:2026-11-25T07:00:00.000Z:x", "order-2026-11-25T07:00:00.000Z", "beat:2026-11-25T07:00:00.000-0100"} {
+		r := EnqueueRequest{Queue: "q", Job: &Spec{ID: id, Kind: "k"}}
+		if IsOccurrenceID(id) {
+			t.Errorf("%s taken for an occurrence's id", id)
+		}
+		if err := r.Validate(now); err != nil {
+			t.Errorf("%s refused: %v", id, err)
+		}
+	}
+	own := EnqueueRequest{Queue: "q", Jobs: []Spec{{ID: "beat:2026-11-25T07:00:00.000Z", Kind: "k"}}, Occurrences: true}
+	if err := own.Validate(now); err != nil {
+		t.Errorf("a schedule's own enqueue refused: %v", err)
 	}
 }

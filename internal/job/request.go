@@ -25,8 +25,12 @@ const (
 )
 
 var (
-	idRE   = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
-	kindRE = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
+	idRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+	// occurrenceRE is the form of a schedule's occurrence's id
+	// (schedule.OccurrenceID): the schedule's name, a colon, the
+	// occurrence's time in UTC to the millisecond.
+	occurrenceRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,80}:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
+	kindRE       = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
 )
 
 // Spec is one job as a producer asks for it: api.Spec's fields (the type
@@ -47,6 +51,25 @@ type EnqueueRequest struct {
 	Interval *slot.Duration `json:"interval,omitempty"`
 	Job      *Spec          `json:"job,omitempty"`
 	Jobs     []Spec         `json:"jobs,omitempty"`
+	// Occurrences marks a schedule's own enqueue of its occurrences: only
+	// it may give ids of an occurrence's form (IsOccurrenceID). It is
+	// never read from a request.
+	Occurrences bool `json:"-"`
+}
+
+// IsOccurrenceID reports whether id has the form of a schedule's
+// occurrence's id, NAME:TIME ("beat:2026-11-25T07:00:00.000Z"). Such ids
+// are the schedules' own: a producer's job under one would be taken for
+// the occurrence (the schedule would count it made, and run the
+// producer's kind and payload in its place).
+func IsOccurrenceID(id string) bool { return occurrenceRE.MatchString(id) }
+
+// reserved refuses an id of an occurrence's form in a producer's request.
+func (r *EnqueueRequest) reserved(field, id string) *input.Error {
+	if r.Occurrences || !IsOccurrenceID(id) {
+		return nil
+	}
+	return input.Invalid("reserved_id", field, fmt.Sprintf("id %q has the form of a schedule's occurrence (NAME:TIME, such as beat:2026-11-25T07:00:00.000Z), which only schedules make: give another id", truncate(id, 140)))
 }
 
 // Specs returns the request's jobs, one or many.
@@ -88,6 +111,9 @@ func (r *EnqueueRequest) Validate(now time.Time) error {
 		if err := r.Job.Validate(now); err != nil {
 			return err.At("job.")
 		}
+		if err := r.reserved("job.id", r.Job.ID); err != nil {
+			return err
+		}
 		return nil
 	}
 	seen := make(map[string]int, len(r.Jobs))
@@ -95,6 +121,9 @@ func (r *EnqueueRequest) Validate(now time.Time) error {
 		prefix := fmt.Sprintf("jobs[%d].", i)
 		if err := r.Jobs[i].Validate(now); err != nil {
 			return err.At(prefix)
+		}
+		if err := r.reserved(prefix+"id", r.Jobs[i].ID); err != nil {
+			return err
 		}
 		if id := r.Jobs[i].ID; id != "" {
 			if j, dup := seen[id]; dup {

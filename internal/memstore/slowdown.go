@@ -16,7 +16,7 @@ func (s *Store) SlowDown(_ context.Context, r engine.SlowDownRequest) (slot.Stat
 	if !ok || r.Gen != 0 && q.Gen != 0 && q.Gen != r.Gen {
 		return slot.State{}, notFound("slow down", r.Queue)
 	}
-	q.State = slot.SlowDown(q.State, r.Ticket, r.Until, r.Hold)
+	q.State = slot.SlowDown(q.State, r.Ticket, r.Until, r.Hold, r.Answer)
 	s.queues[r.Queue] = q
 	return copyState(q.State), nil
 }

@@ -27,7 +27,7 @@ func (r Rule) Next(after time.Time) time.Time {
 	}
 	var t time.Time
 	if r.every > 0 {
-		t = r.nextEvery(after)
+		t = r.occurrence(r.index(after))
 	} else {
 		t = r.nextCron(after)
 	}
@@ -37,18 +37,39 @@ func (r Rule) Next(after time.Time) time.Time {
 	return t
 }
 
-// nextEvery counts periods from the start, or from the Unix epoch.
-func (r Rule) nextEvery(after time.Time) time.Time {
-	anchor := r.start
-	if anchor.IsZero() {
-		anchor = time.Unix(0, 0).UTC()
+// anchor is what an Every schedule counts periods from: its start, or
+// the Unix epoch.
+func (r Rule) anchor() time.Time {
+	if r.start.IsZero() {
+		return time.Unix(0, 0).UTC()
 	}
-	if after.Before(anchor) {
-		return anchor
+	return r.start
+}
+
+// occurrence is an Every schedule's occurrence number k (0 is the
+// anchor's): anchor + k·every, rounded up to the millisecond. Rounded
+// up, so that no occurrence comes before the start, and each is its own
+// whole millisecond, whatever fraction of one the start or the period
+// carries: a period is at least MinEvery, so two never round to one.
+func (r Rule) occurrence(k int64) time.Time {
+	t := r.anchor().Add(time.Duration(k) * r.every)
+	if c := t.Truncate(time.Millisecond); !c.Equal(t) {
+		return c.Add(time.Millisecond)
 	}
-	k := after.Sub(anchor)/r.every + 1
+	return t
+}
+
+// index is the number of an Every schedule's first occurrence strictly
+// after after. An occurrence, a time rounded up to the millisecond, lies
+// after after exactly when the time before rounding lies after after's
+// millisecond (after rounded down).
+func (r Rule) index(after time.Time) int64 {
+	d := after.Truncate(time.Millisecond).Sub(r.anchor())
+	if d < 0 {
+		return 0
+	}
 	// Sub saturates past 292 years; a year is MaxEvery's bound.
-	return anchor.Add(k * r.every).Truncate(time.Millisecond)
+	return int64(d/r.every) + 1
 }
 
 // nextCron asks the cron schedule in UTC, where wall time has no gaps or
@@ -129,15 +150,16 @@ func (r Rule) Missed(from, now time.Time, keep int) (kept []time.Time, count int
 		return nil, 0, from
 	}
 	if r.every > 0 {
-		count = int64(now.Sub(from)/r.every) + 1
-		last := from.Add(time.Duration(count-1) * r.every)
-		if !r.end.IsZero() && last.After(r.end) {
-			count = int64(r.end.Sub(from)/r.every) + 1
-			last = from.Add(time.Duration(count-1) * r.every)
+		first, last := r.index(from.Add(-time.Nanosecond)), r.index(now)-1
+		if !r.end.IsZero() {
+			last = min(last, r.index(r.end)-1)
 		}
-		n := min(int64(keep), count)
-		for i := n - 1; i >= 0; i-- {
-			kept = append(kept, last.Add(-time.Duration(i)*r.every))
+		if last < first {
+			return nil, 0, r.Next(now)
+		}
+		count = last - first + 1
+		for k := last - min(int64(keep), count) + 1; k <= last; k++ {
+			kept = append(kept, r.occurrence(k))
 		}
 		return kept, count, r.Next(now)
 	}
@@ -158,4 +180,28 @@ func (r Rule) Missed(from, now time.Time, keep int) (kept []time.Time, count int
 		kept = nil
 	}
 	return kept, count, t
+}
+
+// paceWeek is the span over which Pace counts a cron schedule's
+// occurrences: its longest common pattern (the days of the week).
+const paceWeek = 7 * 24 * time.Hour
+
+// Pace is how fast r makes occurrences in the long run: n of them per
+// span. An every schedule's is one per period; a cron schedule's is
+// counted from after over a week (or over its first 100,000, for one
+// that fires that often). Zero n: fewer than two occurrences in the
+// week, which no queue's limit is slower than.
+func (r Rule) Pace(after time.Time) (n int64, span time.Duration) {
+	if r.every > 0 {
+		return 1, r.every
+	}
+	first := r.Next(after)
+	if first.IsZero() {
+		return 0, 0
+	}
+	last := first
+	for t := r.Next(first); !t.IsZero() && t.Sub(first) <= paceWeek && n < 100_000; t = r.Next(t) {
+		last, n = t, n+1
+	}
+	return n, last.Sub(first)
 }

@@ -1,13 +1,17 @@
 package schedule
 
 import (
+	"archive/zip"
 	"errors"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
 	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
 )
 
@@ -139,6 +143,63 @@ func TestEvery(t *testing.T) {
 	}
 }
 
+// An every schedule whose start or period carries a fraction of a
+// millisecond (a start of time.Now().Add(90 * time.Second)) has whole
+// millisecond occurrences, each after the one before: Next of an
+// occurrence is the one after it, never itself. Missed counts and keeps
+// the occurrences Next walks.
+func TestEveryOffTheMillisecond(t *testing.T) {
+	now := utc("2026-05-01T10:00:00Z")
+	for _, c := range []struct {
+		name  string
+		start time.Duration // after now; 0: none (the epoch)
+		every time.Duration
+	}{
+		{"start with nanoseconds", 90*time.Second + 123456789, time.Second},
+		{"start half a millisecond in", 90*time.Second + 500*time.Microsecond, time.Minute},
+		{"period off the millisecond", 0, time.Second + 500*time.Microsecond},
+		{"both", 7*time.Second + 999999, 1500*time.Millisecond + 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sp := Spec{Every: ptr(slot.Duration(c.every))}
+			start := now.Add(c.start)
+			if c.start != 0 {
+				sp.Start = &start
+			}
+			r := mustRule(t, sp, now)
+			var walked []time.Time
+			for o := r.Next(now); len(walked) < 50; o = r.Next(o) {
+				switch {
+				case o.IsZero():
+					t.Fatalf("no occurrence after %v", walked)
+				case len(walked) > 0 && !o.After(walked[len(walked)-1]):
+					t.Fatalf("Next(%s) = %s: not after it", walked[len(walked)-1].Format(time.RFC3339Nano), o.Format(time.RFC3339Nano))
+				case !o.Equal(o.Truncate(time.Millisecond)):
+					t.Fatalf("occurrence %s not a whole millisecond", o.Format(time.RFC3339Nano))
+				case c.start != 0 && o.Before(start):
+					t.Fatalf("occurrence %s before the start %s", o.Format(time.RFC3339Nano), start.Format(time.RFC3339Nano))
+				}
+				if k := len(walked); k > 0 {
+					// The period between, to within the millisecond
+					// occurrences are rounded to.
+					if gap := o.Sub(walked[k-1]); gap < c.every-time.Millisecond || gap > c.every+time.Millisecond {
+						t.Fatalf("occurrences %v apart; want %v", gap, c.every)
+					}
+				}
+				walked = append(walked, o)
+			}
+			kept, count, next := r.Missed(walked[3], walked[40], 5)
+			if count != 38 || !next.Equal(walked[41]) || len(kept) != 5 || !kept[0].Equal(walked[36]) || !kept[4].Equal(walked[40]) {
+				t.Fatalf("Missed(%d..%d) = %v, %d, %s; want the 5 last of 38, next %s", 3, 40, kept, count, next, walked[41])
+			}
+			// From between two occurrences, up to one.
+			if kept, count, _ := r.Missed(walked[3].Add(-time.Millisecond), walked[4], 1); count != 2 || len(kept) != 1 || !kept[0].Equal(walked[4]) {
+				t.Fatalf("Missed from just before an occurrence = %v, %d", kept, count)
+			}
+		})
+	}
+}
+
 func TestValidateRefuses(t *testing.T) {
 	now := utc("2026-05-01T10:00:00Z")
 	sec, milli, long := slot.Duration(time.Second), slot.Duration(500*time.Millisecond), slot.Duration(400*24*time.Hour)
@@ -156,6 +217,14 @@ func TestValidateRefuses(t *testing.T) {
 		{"tz with every", Spec{Every: &sec, TZ: "Europe/Paris", Job: echo}, "tz"},
 		{"unknown zone", Spec{Cron: "0 8 * * *", TZ: "Mars/Olympus", Job: echo}, "tz"},
 		{"local zone", Spec{Cron: "0 8 * * *", TZ: "Local", Job: echo}, "tz"},
+		// The host's files that load as zones but are no IANA zone: on
+		// Lambda they would mean something else, or nothing.
+		{"localtime", Spec{Cron: "0 8 * * *", TZ: "localtime", Job: echo}, "tz"},
+		{"posixrules", Spec{Cron: "0 8 * * *", TZ: "posixrules", Job: echo}, "tz"},
+		{"posix copy", Spec{Cron: "0 8 * * *", TZ: "posix/Europe/Paris", Job: echo}, "tz"},
+		{"right copy", Spec{Cron: "0 8 * * *", TZ: "right/UTC", Job: echo}, "tz"},
+		{"a path", Spec{Cron: "0 8 * * *", TZ: "/etc/localtime", Job: echo}, "tz"},
+		{"lower case", Spec{Cron: "0 8 * * *", TZ: "europe/paris", Job: echo}, "tz"},
 		{"bad cron", Spec{Cron: "61 * * * *", Job: echo}, "cron"},
 		{"seven fields", Spec{Cron: "0 0 0 * * * *", Job: echo}, "cron"},
 		{"four fields", Spec{Cron: "0 * * *", Job: echo}, "cron"},
@@ -197,6 +266,14 @@ func TestOccurrenceIDIsAJobID(t *testing.T) {
 	if err := validJobID(OccurrenceID(long, time.Now())); err != nil {
 		t.Fatalf("the longest name makes a bad job id: %v", err)
 	}
+	// Every occurrence's id has the form producers may not give.
+	for _, name := range []string{"n", long, "morning-report_v2.eu"} {
+		for _, at := range []time.Time{time.Unix(0, 0), time.Now(), utc("2199-12-31T23:59:59Z").Add(999 * time.Millisecond)} {
+			if id := OccurrenceID(name, at); !job.IsOccurrenceID(id) {
+				t.Fatalf("occurrence id %q is not of the reserved form", id)
+			}
+		}
+	}
 }
 
 // TestZonesWithoutZoneinfo loads the zones from the embedded database
@@ -208,5 +285,24 @@ func TestZonesWithoutZoneinfo(t *testing.T) {
 		if _, err := loadZone(z); err != nil {
 			t.Errorf("%s: %v", z, err)
 		}
+	}
+}
+
+// Every zone of the IANA database Go carries (the names in GOROOT's
+// zoneinfo.zip, links included) is taken, so the form loadZone asks of a
+// name refuses none of them.
+func TestEveryIANAZoneLoads(t *testing.T) {
+	z, err := zip.OpenReader(filepath.Join(runtime.GOROOT(), "lib", "time", "zoneinfo.zip"))
+	if err != nil {
+		t.Skipf("no zone database to list: %v", err)
+	}
+	defer z.Close()
+	for _, f := range z.File {
+		if _, err := loadZone(f.Name); err != nil {
+			t.Errorf("%s: %v", f.Name, err)
+		}
+	}
+	if len(z.File) < 300 {
+		t.Errorf("%d zones listed; want the whole database", len(z.File))
 	}
 }

@@ -191,12 +191,33 @@ func (s *Spec) rule(now time.Time) (Rule, error) {
 
 // loadZone reads an IANA zone. The functions that parse schedules import
 // time/tzdata, so zones load on a host without a zoneinfo database (as
-// Lambda's provided.al2023 may be); "Local" is refused, being the host's.
+// Lambda's provided.al2023 may be). A name that only the host gives a
+// meaning to is refused: "Local" and "localtime" (the host's zone),
+// "posixrules", the "posix/" and "right/" copies, a path. Every part of
+// an IANA name begins with a capital letter ("America/Argentina/Salta",
+// "Etc/GMT+5"); the host's own files do not.
 func loadZone(name string) (*time.Location, error) {
-	if name == "Local" || strings.HasPrefix(name, "/") {
+	if name == "Local" || !ianaName(name) {
 		return nil, fmt.Errorf("not an IANA zone name")
 	}
 	return time.LoadLocation(name)
+}
+
+// ianaName reports whether name has the form of an IANA zone's name:
+// parts separated by "/", each a capital letter then letters, digits,
+// "_", "+" or "-".
+func ianaName(name string) bool {
+	for part := range strings.SplitSeq(name, "/") {
+		if part == "" || part[0] < 'A' || part[0] > 'Z' {
+			return false
+		}
+		for _, c := range part {
+			if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '+' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -48,42 +46,11 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return bad(fmt.Sprintf("want a duration string such as \"5s\" or \"500ms\", got %s", input.JSONKind(b)))
 }
 
-// Units of a duration string, largest first.
-var durationUnits = []string{"h", "m", "s", "ms", "us", "ns"}
-
 // ParseDuration reads a duration string as time.ParseDuration does
 // ("1h30m", "500ms", "-2s"), more strictly: each unit at most once and the
-// largest first, so "1h1h" and "30m1h" are refused rather than added up.
-// A bare "0" is the zero duration. "µs" and "μs" are "us".
-func ParseDuration(s string) (time.Duration, error) {
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration such as \"500ms\" or \"1h30m\" (at most %s)", input.Truncate(s, 40), time.Duration(math.MaxInt64))
-	}
-	last, lastUnit := -1, ""
-	for rest := strings.TrimLeft(s, "+-"); rest != ""; {
-		rest = strings.TrimLeft(rest, "0123456789.")
-		n := strings.IndexAny(rest, "0123456789.")
-		if n < 0 {
-			n = len(rest)
-		}
-		unit := rest[:n]
-		rest = rest[n:]
-		if unit == "" { // "0"
-			break
-		}
-		norm := strings.NewReplacer("µ", "u", "μ", "u").Replace(unit)
-		rank := slices.Index(durationUnits, norm)
-		switch {
-		case rank == last:
-			return 0, fmt.Errorf("%q gives the unit %s twice; give each unit once, such as \"1h30m\"", input.Truncate(s, 40), unit)
-		case rank < last:
-			return 0, fmt.Errorf("%q gives %s after %s; give the largest unit first, such as \"1h30m\"", input.Truncate(s, 40), unit, lastUnit)
-		}
-		last, lastUnit = rank, unit
-	}
-	return v, nil
-}
+// largest first, so "1h1h" and "30m1h" are refused rather than added up
+// (api.ParseDuration).
+func ParseDuration(s string) (time.Duration, error) { return api.ParseDuration(s) }
 
 // configWire is ConfigUpdate on the wire as UnmarshalJSON reads it:
 // api.ConfigUpdate's fields and tags, each value of a type whose errors
@@ -189,6 +156,10 @@ func (u *ConfigUpdate) UnmarshalJSON(b []byte) error {
 func limitsOf(field string, w *[]limitJSON) (*[]api.Limit, *input.Error) {
 	if w == nil {
 		return nil, nil
+	}
+	if len(*w) == 0 && field == "limits" {
+		// Not "the default": a queue's limit is given whole or left out.
+		return nil, input.Invalid("invalid_limit", field, fmt.Sprintf("limits is an empty list; give 1 to %d limits, or leave limits out for the default (interval %s)", MaxLimits, DefaultInterval))
 	}
 	ls := make([]api.Limit, len(*w))
 	for i, l := range *w {

@@ -69,13 +69,14 @@ type Meter struct {
 // "slow down until until", at now, its start's lease ending at hold
 // (slot.SlowDown on its state): the key's other jobs wait for every
 // ticket answered so, lowest first, until hold at the latest. Answers
-// whose wait ended before now keep no place.
-func (m Meter) SlowDown(ticket int64, until, hold, now time.Time) Meter {
+// whose wait ended before now keep no place. answer names the answer, so
+// that it is counted once (SlowDown).
+func (m Meter) SlowDown(ticket int64, until, hold, now time.Time, answer string) Meter {
 	if !now.Before(m.State.SlowHold) {
 		m.Answered = nil
 	}
 	prev := m.State.SlowHold
-	m.State = SlowDown(m.State, ticket, until, hold)
+	m.State = SlowDown(m.State, ticket, until, hold, answer)
 	if !slices.Contains(m.Answered, ticket) {
 		m.Answered = append(slices.Clone(m.Answered), ticket)
 	}

@@ -31,11 +31,35 @@ const (
 	MaxSlowDownsLimit = 1000
 )
 
+// SlowSeenSlots is how many answers a state remembers (State.SlowSeen),
+// one per ticket modulo it: the answers of as many jobs at once.
+const SlowSeenSlots = 8
+
+// SlowSeenSlot is the slot of State.SlowSeen that remembers ticket's
+// answers.
+func SlowSeenSlot(ticket int64) int {
+	return int((ticket%SlowSeenSlots + SlowSeenSlots) % SlowSeenSlots)
+}
+
+// SlowCounted reports whether s counted answer (a SlowDown of ticket's
+// job) already: a write of it that landed, sent again.
+func SlowCounted(s State, ticket int64, answer string) bool {
+	return answer != "" && s.SlowSeen[SlowSeenSlot(ticket)] == answer
+}
+
 // SlowDown returns s after a target answered ticket's job "slow down
 // until until", its start's lease ending at hold: the slow-down only
 // extends (SlowUntil is the later of the two), and the ticket of the
-// later answer is the one that starts first. SlowDowns counts it.
-func SlowDown(s State, ticket int64, until, hold time.Time) State {
+// later answer is the one that starts first. SlowDowns counts it once:
+// answer names it (its job's ticket, attempt and slow-downs before it),
+// and s, having counted it (SlowCounted), is returned as it is.
+func SlowDown(s State, ticket int64, until, hold time.Time, answer string) State {
+	if SlowCounted(s, ticket, answer) {
+		return s
+	}
+	if answer != "" {
+		s.SlowSeen[SlowSeenSlot(ticket)] = answer
+	}
 	s.SlowDowns++
 	if until.Before(s.SlowUntil) {
 		return s

@@ -11,11 +11,11 @@ import (
 func TestSlowDown(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	s := SlowDown(State{}, 7, at(10*time.Second), at(11*time.Second))
+	s := SlowDown(State{}, 7, at(10*time.Second), at(11*time.Second), "")
 	if !s.SlowUntil.Equal(at(10*time.Second)) || s.SlowTicket != 7 || s.SlowDowns != 1 {
 		t.Fatalf("first: %+v", s)
 	}
-	if got := SlowDown(s, 9, at(5*time.Second), at(6*time.Second)); !got.SlowUntil.Equal(s.SlowUntil) || got.SlowTicket != 7 || got.SlowDowns != 2 {
+	if got := SlowDown(s, 9, at(5*time.Second), at(6*time.Second), ""); !got.SlowUntil.Equal(s.SlowUntil) || got.SlowTicket != 7 || got.SlowDowns != 2 {
 		t.Fatalf("a sooner end moved the slow-down: %+v", got)
 	}
 	for _, tt := range []struct {
@@ -48,7 +48,7 @@ func TestSlowDown(t *testing.T) {
 	// answered ticket has not started.
 	ls := Every(time.Second)
 	st := State{LastStart: at(0), Clock: at(20 * time.Second)}
-	st = SlowDown(st, 1, at(10*time.Second), at(11*time.Second))
+	st = SlowDown(st, 1, at(10*time.Second), at(11*time.Second), "")
 	if d := Due(st, at(2*time.Second), ls); !d.Equal(at(11 * time.Second)) {
 		t.Fatalf("Due during the hold = +%v, want +11s", d.Sub(t0))
 	}
@@ -86,5 +86,24 @@ func TestSlowDownConfig(t *testing.T) {
 	c := Config{}.WithDefaults()
 	if c.MaxSlowDowns != DefaultMaxSlowDowns || c.RetryAfterDefault != DefaultRetryAfter || c.Validate() != nil {
 		t.Fatalf("defaults %d %v: %v", c.MaxSlowDowns, c.RetryAfterDefault, c.Validate())
+	}
+}
+
+// An answer is counted once, whatever other tickets' answers came
+// between; the tickets of one slot (eight apart) take it in turn.
+func TestSlowDownCountsAnAnswerOnce(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := SlowDown(State{}, 3, t0.Add(time.Second), t0.Add(2*time.Second), "3.1.0")
+	s = SlowDown(s, 4, t0.Add(time.Second), t0.Add(2*time.Second), "4.1.0")
+	s = SlowDown(s, 3, t0.Add(time.Second), t0.Add(2*time.Second), "3.1.0")
+	if s.SlowDowns != 2 || !SlowCounted(s, 3, "3.1.0") || SlowCounted(s, 3, "3.1.1") {
+		t.Fatalf("%d counted, seen %q; want 2", s.SlowDowns, s.SlowSeen)
+	}
+	s = SlowDown(s, 3+SlowSeenSlots, t0.Add(time.Second), t0.Add(2*time.Second), "11.1.0")
+	if s.SlowDowns != 3 || SlowCounted(s, 3, "3.1.0") {
+		t.Fatalf("ticket 11 in ticket 3's slot: %d counted, seen %q", s.SlowDowns, s.SlowSeen)
+	}
+	if s = SlowDown(s, 5, t0, t0, ""); s.SlowDowns != 4 {
+		t.Fatalf("an answer without a name: %d counted; want 4", s.SlowDowns)
 	}
 }

@@ -67,6 +67,10 @@ type State struct {
 	// it starts first (SlowOpen). Zero once it has started.
 	SlowTicket int64     `json:"-"`
 	SlowHold   time.Time `json:"-"`
+	// SlowSeen remembers the answers SlowDowns counted last, one per
+	// ticket modulo SlowSeenSlots, so that a write of one sent again
+	// (a retry of a write that landed) counts it once.
+	SlowSeen [SlowSeenSlots]string `json:"-"`
 }
 
 // RunningAt is how many of s.Running still run at now (their lease has

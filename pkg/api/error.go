@@ -59,10 +59,13 @@ const (
 	CodeInvalidSince         = "invalid_since"
 
 	// Jobs.
-	CodeNoJobs           = "no_jobs"
-	CodeTooManyJobs      = "too_many_jobs"
-	CodeInvalidID        = "invalid_id"
-	CodeDuplicateID      = "duplicate_id"
+	CodeNoJobs      = "no_jobs"
+	CodeTooManyJobs = "too_many_jobs"
+	CodeInvalidID   = "invalid_id"
+	CodeDuplicateID = "duplicate_id"
+	// CodeReservedID: a job id of a schedule's occurrence's form
+	// (NAME:TIME), which only schedules make.
+	CodeReservedID       = "reserved_id"
 	CodeNoTarget         = "no_target"
 	CodeInvalidTarget    = "invalid_target"
 	CodeInvalidKind      = "invalid_kind"
@@ -109,8 +112,11 @@ const (
 	CodeInvalidMissed       = "invalid_missed"
 	CodeNeverFires          = "never_fires"
 	CodeScheduleExists      = "schedule_exists"
-	CodeScheduleNotFound    = "schedule_not_found"
-	CodeNoSchedules         = "no_schedules"
+	// CodeScheduleTooFast: a schedule that makes jobs faster than its
+	// queue's limit (or its key's) starts them.
+	CodeScheduleTooFast  = "schedule_too_fast"
+	CodeScheduleNotFound = "schedule_not_found"
+	CodeNoSchedules      = "no_schedules"
 
 	// What the request names.
 	CodeQueueNotFound = "queue_not_found"

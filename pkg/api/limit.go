@@ -34,8 +34,10 @@ func (r Rate) Every() time.Duration {
 }
 
 // ParseRate reads "N/PER": N a positive integer, PER a duration with its
-// unit ("1s", "1m", "1h30m") or a bare unit ("s", "m", "h"). A PER
-// without a unit ("100/60") is refused: 60 could be seconds or minutes.
+// unit ("1s", "1m", "1h30m"), each unit once and the largest first
+// (ParseDuration), or a bare unit ("s", "m", "h"). A PER without a unit
+// ("100/60") is refused: 60 could be seconds or minutes, and so is a
+// repeated unit ("100/1h1h"), which is not added up.
 func ParseRate(s string) (Rate, error) {
 	n, per, ok := strings.Cut(strings.TrimSpace(s), "/")
 	if !ok {
@@ -50,9 +52,12 @@ func ParseRate(s string) (Rate, error) {
 	case "ms", "s", "m", "h":
 		per = "1" + per
 	}
-	d, err := time.ParseDuration(per)
-	if err != nil {
+	if _, err := time.ParseDuration(per); err != nil {
 		return Rate{}, fmt.Errorf("%q: the period after the slash must be a duration with its unit, such as \"1s\", \"1m\" or \"1h\"", trunc(s))
+	}
+	d, err := ParseDuration(per)
+	if err != nil {
+		return Rate{}, fmt.Errorf("%q: the period after the slash: %w", trunc(s), err)
 	}
 	return Rate{N: count, Per: d}, nil
 }
@@ -149,8 +154,14 @@ func ParseLimit(s string) (Limit, error) {
 	var err error
 	switch form := words[0]; {
 	case form == "interval" && len(words) == 2:
-		l.Interval, err = time.ParseDuration(words[1])
-		if err != nil || l.Interval <= 0 {
+		if _, err := time.ParseDuration(words[1]); err != nil {
+			return Limit{}, fmt.Errorf("%q: the interval must be a duration with its unit, such as \"interval 1s\"", trunc(s))
+		}
+		l.Interval, err = ParseDuration(words[1])
+		if err != nil {
+			return Limit{}, fmt.Errorf("%q: %w", trunc(s), err)
+		}
+		if l.Interval <= 0 {
 			return Limit{}, fmt.Errorf("%q: the interval must be a duration with its unit, such as \"interval 1s\"", trunc(s))
 		}
 	case form == "rate" && (len(words) == 2 || len(words) == 4 && words[2] == "burst"):

@@ -111,6 +111,10 @@ type Options struct {
 // DefaultConsoleAddr is where `slotq local` serves the web console.
 const DefaultConsoleAddr = console.DefaultAddr
 
+// consoleTimeouts are the console server's (console.DefaultTimeouts where
+// zero); tests shorten them.
+var consoleTimeouts console.Timeouts
+
 // Endpoints tell where the running stack is.
 type Endpoints struct {
 	// InvokeURL is the Invoke API's base URL (AWS_ENDPOINT_URL_LAMBDA).
@@ -317,7 +321,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		ends.ConsoleURL = console.URL(consoleLn)
 		cl := client.NewFromConfig(aws.Config{}, client.WithEndpoint(ends.InvokeURL))
-		consoleSrv := &http.Server{Handler: console.New(console.FromClient(cl), console.Options{Name: "local", Logger: log}), ReadHeaderTimeout: 10 * time.Second}
+		consoleSrv := console.Server(console.New(console.FromClient(cl), console.Options{Name: "local", Logger: log}), consoleTimeouts)
 		go func() { _ = consoleSrv.Serve(consoleLn) }()
 		defer func() { _ = consoleSrv.Close() }()
 	}

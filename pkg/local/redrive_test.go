@@ -42,9 +42,13 @@ func TestRedriveWhileRunning(t *testing.T) {
 	c := startRedriveStack(t)
 	var acc any
 	c.call(local.EnqueueFunction, map[string]any{"queue": "slow", "job": map[string]any{"id": "s2", "kind": "sleep", "payload": map[string]int{"ms": 3000}}}, &acc)
-	time.Sleep(1500 * time.Millisecond) // the watchdog is in the dead-letter list by now
+	// Redrive until the watchdog reaches the dead-letter list: a redrive
+	// of an empty list receives nothing and changes nothing.
 	var rep redriveAnswer
-	c.call(local.AdminFunction, map[string]any{"op": "redrive"}, &rep)
+	testenv.WaitFor(t, "the watchdog in the dead-letter list", func() bool {
+		c.call(local.AdminFunction, map[string]any{"op": "redrive"}, &rep)
+		return rep.Redrive.Received > 0
+	})
 	if r := rep.Redrive; r.Received != 1 || r.Redriven != 1 {
 		t.Errorf("redrive %+v; want the running job's message sent back", r)
 	}

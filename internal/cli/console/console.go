@@ -69,6 +69,8 @@ type Options struct {
 	// its users (an OAuth2 proxy, an identity-aware load balancer), so
 	// Run accepts AllowRemote without Auth.
 	AuthProxy bool
+	// Timeouts are Run's server's (Server). Default DefaultTimeouts.
+	Timeouts Timeouts
 	// Logger receives the errors of the admin calls. Default: none.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -303,14 +305,44 @@ var ErrRemote = errors.New("the console can pause, cancel and purge: it listens 
 // names to serve or without an authentication.
 var ErrRemoteUnguarded = errors.New("remote access needs the host names to serve (--allow-host) and a login: SLOTQ_CONSOLE_AUTH=user:password, or --auth-proxy behind a proxy that authenticates")
 
-// Server timeouts: a client that sends its request slowly, or holds an
-// idle connection, is cut off instead of holding the console's
-// connections.
-var (
-	readTimeout  = 15 * time.Second
-	writeTimeout = time.Minute // a page waits for a few admin calls
-	idleTimeout  = time.Minute
-)
+// Timeouts are the console server's: a client that sends its request
+// slowly (its header or its body a byte at a time), or holds an idle
+// connection, is cut off instead of holding the console's connections.
+// A zero field is DefaultTimeouts'.
+type Timeouts struct {
+	// ReadHeader bounds the reading of a request's header.
+	ReadHeader time.Duration
+	// Read bounds the reading of a whole request, its body included.
+	Read time.Duration
+	// Write bounds the writing of an answer: a page waits for a few
+	// admin calls.
+	Write time.Duration
+	// Idle bounds the wait for the next request on a kept-alive
+	// connection.
+	Idle time.Duration
+}
+
+// DefaultTimeouts are the console server's timeouts by default.
+var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 15 * time.Second, Write: time.Minute, Idle: time.Minute}
+
+func (t Timeouts) withDefaults() Timeouts {
+	d := DefaultTimeouts
+	for _, f := range []struct{ v, def *time.Duration }{{&t.ReadHeader, &d.ReadHeader}, {&t.Read, &d.Read}, {&t.Write, &d.Write}, {&t.Idle, &d.Idle}} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	t.ReadHeader = min(t.ReadHeader, t.Read)
+	return t
+}
+
+// Server is the HTTP server of the console h with t's timeouts: what Run
+// serves, and what a runtime that serves the console beside other things
+// (pkg/local) serves, so neither leaves a slow client a connection.
+func Server(h http.Handler, t Timeouts) *http.Server {
+	t = t.withDefaults()
+	return &http.Server{Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle}
+}
 
 // check refuses Options that would expose the console unguarded.
 func (o *Options) check() error {
@@ -363,8 +395,7 @@ func Run(ctx context.Context, src Source, addr string, o Options, ready func(url
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: New(src, o), ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout: readTimeout, WriteTimeout: writeTimeout, IdleTimeout: idleTimeout}
+	srv := Server(New(src, o), o.Timeouts)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	if ready != nil {

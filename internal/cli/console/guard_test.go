@@ -103,11 +103,11 @@ func TestConfirmFocus(t *testing.T) {
 // A client that sends its request a byte at a time is cut off by the
 // read timeout instead of holding a connection for as long as it likes.
 func TestSlowRequestCutOff(t *testing.T) {
-	defer func(d time.Duration) { readTimeout = d }(readTimeout)
-	readTimeout = 300 * time.Millisecond
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- Run(t.Context(), newFake(), "127.0.0.1:0", Options{}, func(u string) { urls <- u }) }()
+	go func() {
+		done <- Run(t.Context(), newFake(), "127.0.0.1:0", Options{Timeouts: Timeouts{Read: 300 * time.Millisecond}}, func(u string) { urls <- u })
+	}()
 	u := <-urls
 	conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/"))
 	if err != nil {

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/dev/awssim"
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
@@ -235,8 +239,9 @@ func runSim(t *testing.T, duplicate bool) simResult {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	// Let duplicates still in flight reach the workers: none may start.
-	time.Sleep(1500 * time.Millisecond)
+	// Let duplicates still in flight reach the workers (none may start):
+	// the slot queue holds no message, visible, in flight or delayed.
+	testenv.WaitFor(t, "the slot queue to empty", func() bool { return queueEmpty(t, cl.SQS, url) })
 	stopWorkers()
 	wg.Wait()
 
@@ -405,4 +410,25 @@ func TestSimulationDuplicates(t *testing.T) {
 		t.Errorf("workers handled %d deliveries for %d jobs sent twice: the copies did not arrive", res.works, len(res.accepted))
 	}
 	check(t, res)
+}
+
+// queueEmpty reports whether the queue at url holds no message: moto
+// reads its three counts at slightly different moments, so an empty
+// answer counts only when a second read agrees.
+func queueEmpty(t *testing.T, c *sqs.Client, url string) bool {
+	t.Helper()
+	for range 2 {
+		out, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
+				types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+		if err != nil {
+			t.Fatalf("queue attributes: %v", err)
+		}
+		for _, v := range out.Attributes {
+			if v != "0" {
+				return false
+			}
+		}
+	}
+	return true
 }

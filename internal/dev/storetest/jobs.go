@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,15 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 			LastError: "boom", ExpiresAt: farFuture, Key: "acct/42:x@y_z.-", Detached: true,
 			TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", TraceState: "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
 			AttemptSpan: "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01",
+		}
+		// A full history, each event with a target's answer of the most
+		// an event keeps (commas, line breaks and runes of 3 bytes in it).
+		answer := strings.Repeat("€, ok\n", job.MaxEventError/5)
+		for i := range job.MaxHistory + 2 {
+			full.Record(job.Event{Kind: job.AttemptFailed, At: at(time.Duration(i) * time.Second), Attempt: i + 1, Error: answer})
+		}
+		if e := full.History[0].Error; len(e) < job.MaxEventError-3 {
+			t.Fatalf("an event kept %d bytes of the answer; want up to %d", len(e), job.MaxEventError)
 		}
 		bare := job.Job{Queue: name, ID: "bare", Kind: "k", Status: job.Queued, Ticket: 1,
 			SlotAt: base, Attempt: 1, EnqueuedAt: base}

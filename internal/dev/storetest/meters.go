@@ -109,7 +109,7 @@ func testMeters(t *testing.T, newState func(t *testing.T) engine.State) {
 		// What a late attempt of the old generation writes: the meter it
 		// read, as a meter of its own generation, at the version it read.
 		late := cur.Fresh(oldGen)
-		late.State = slot.SlowDown(late.State, 2, at(time.Minute+time.Second), at(time.Minute+2*time.Second))
+		late.State = slot.SlowDown(late.State, 2, at(time.Minute+time.Second), at(time.Minute+2*time.Second), "2.1.0")
 		if _, err := st.PutMeter(t.Context(), late, cur.Version, time.Time{}); !errors.Is(err, engine.ErrQueueNotFound) {
 			t.Fatalf("PutMeter of the old generation over the new one's meter: %v, want ErrQueueNotFound", err)
 		}

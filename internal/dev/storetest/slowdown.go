@@ -47,6 +47,27 @@ func testSlowDown(t *testing.T, newState func(t *testing.T) engine.State) {
 		wantSlow(t, "read back", getQueue(t, st, name).State, at(20*time.Second), 5, 3)
 	})
 
+	// An answer is counted once: its write sent again (a retry of one
+	// that landed) finds it counted and changes nothing, also after
+	// other answers of other tickets were counted meanwhile; an answer
+	// of its job after it is counted.
+	t.Run("CountedOnce", func(t *testing.T) {
+		st := newState(t)
+		name := newQueue(t, st, interval)
+		gen := getQueue(t, st, name).Gen
+		a := engine.SlowDownRequest{Queue: name, Gen: gen, Ticket: 3, Until: at(10 * time.Second), Hold: at(11 * time.Second), Answer: "3.1.0"}
+		wantSlow(t, "first", slowDown(t, st, a), at(10*time.Second), 3, 1)
+		wantSlow(t, "sent again", slowDown(t, st, a), at(10*time.Second), 3, 1)
+		b := engine.SlowDownRequest{Queue: name, Gen: gen, Ticket: 4, Until: at(20 * time.Second), Hold: at(21 * time.Second), Answer: "4.1.0"}
+		wantSlow(t, "another ticket's", slowDown(t, st, b), at(20*time.Second), 4, 2)
+		wantSlow(t, "the first sent again after it", slowDown(t, st, a), at(20*time.Second), 4, 2)
+		wantSlow(t, "the second sent again", slowDown(t, st, b), at(20*time.Second), 4, 2)
+		next := a
+		next.Until, next.Hold, next.Answer = at(30*time.Second), at(31*time.Second), "3.1.1"
+		wantSlow(t, "the first job's next answer", slowDown(t, st, next), at(30*time.Second), 3, 3)
+		wantSlow(t, "read back", getQueue(t, st, name).State, at(30*time.Second), 3, 3)
+	})
+
 	// A stale generation, or a queue that is gone, writes nothing.
 	t.Run("Generations", func(t *testing.T) {
 		st := newState(t)
@@ -100,7 +121,7 @@ func testSlowDown(t *testing.T, newState func(t *testing.T) engine.State) {
 		ls := slot.Limits{{Interval: time.Second}}
 		m := slot.Meter{Queue: name, Key: "k", Gen: 2}
 		m, _, _ = slot.KeyGate(m, 4, ls, 0, at(0))
-		m.State = slot.SlowDown(m.State, 4, at(10*time.Second), at(11*time.Second))
+		m.State = slot.SlowDown(m.State, 4, at(10*time.Second), at(11*time.Second), "4.1.0")
 		if _, err := st.PutMeter(t.Context(), m, 0, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
@@ -109,6 +130,9 @@ func testSlowDown(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatal(err)
 		}
 		wantSlow(t, "meter", got.State, at(10*time.Second), 4, 1)
+		if !slot.SlowCounted(got.State, 4, "4.1.0") {
+			t.Fatalf("the meter read back forgot the answer it counted: %q", got.State.SlowSeen)
+		}
 		if !got.State.SlowHold.Equal(at(11 * time.Second)) {
 			t.Fatalf("meter's slow hold %v, want %v", got.State.SlowHold, at(11*time.Second))
 		}

@@ -180,6 +180,9 @@ func diffJob(got, want job.Job) string {
 	check("AttemptSpan", got.AttemptSpan == want.AttemptSpan, got.AttemptSpan, want.AttemptSpan)
 	check("Result", bytes.Equal(got.Result, want.Result), string(got.Result), string(want.Result))
 	check("ResultDropped", got.ResultDropped == want.ResultDropped, got.ResultDropped, want.ResultDropped)
+	gh, wh := job.EncodeHistory(got.History, want.EnqueuedAt), job.EncodeHistory(want.History, want.EnqueuedAt)
+	check("History", gh == wh, gh, wh)
+	check("HistoryDropped", got.HistoryDropped == want.HistoryDropped, got.HistoryDropped, want.HistoryDropped)
 	return strings.Join(d, "; ")
 }
 

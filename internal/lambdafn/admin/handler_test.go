@@ -533,6 +533,10 @@ func TestConfigureLimitForms(t *testing.T) {
 		`{"op":"configure","queue":"q","config":{"burst":5}}`:                                    "config.burst",
 		`{"op":"configure","queue":"q","config":{"rate":"1/1s","burst":-1}}`:                     "config.burst",
 		`{"op":"configure","queue":"q","config":{"limits":[{"window":"5/1s"},{"rate":"0/1s"}]}}`: "config.limits[1].rate",
+		// A repeated unit is refused, not added up to 100/2h.
+		`{"op":"configure","queue":"q","config":{"rate":"100/1h1h"}}`: "config.rate",
+		// An empty list is not the default: refused, the limit kept.
+		`{"op":"configure","queue":"q","config":{"limits":[]}}`: "config.limits",
 	} {
 		if _, bad := do(body); bad == nil || bad.Error.Field != field {
 			t.Errorf("%s: %+v, want an error on %s", body, bad, field)

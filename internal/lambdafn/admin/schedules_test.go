@@ -93,6 +93,9 @@ func TestHostileSchedulesWriteNothing(t *testing.T) {
 	if _, err := eng.CreateQueue(ctx, "emails", slot.Config{Interval: time.Second, Targets: []string{"https://hooks.example.com/*"}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := eng.CreateQueue(ctx, "slow", slot.Config{Interval: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
 	h := &Handler{Engine: eng}
 	sched := func(s string) string {
 		return fmt.Sprintf(`{"op":"create_schedule","queue":"emails","name":"s","schedule":%s}`, s)
@@ -113,7 +116,9 @@ func TestHostileSchedulesWriteNothing(t *testing.T) {
 		{"bad cron", sched(`{"cron":"0 25 * * *",` + echo + `}`), "invalid_cron", "schedule.cron"},
 		{"never fires", sched(`{"cron":"0 0 30 2 *",` + echo + `}`), "never_fires", "schedule.cron"},
 		{"unknown zone", sched(`{"cron":"0 8 * * *","tz":"Europe/Atlantis",` + echo + `}`), "unknown_tz", "schedule.tz"},
+		{"the host's zone", sched(`{"cron":"0 8 * * *","tz":"localtime",` + echo + `}`), "unknown_tz", "schedule.tz"},
 		{"tz with every", sched(`{"every":"1m","tz":"Europe/Paris",` + echo + `}`), "invalid_tz", "schedule.tz"},
+		{"faster than the queue", `{"op":"create_schedule","queue":"slow","name":"s","schedule":{"every":"1s",` + echo + `}}`, "schedule_too_fast", "schedule.every"},
 		{"end before start", sched(fmt.Sprintf(`{"every":"1m","start":%q,"end":%q,`+echo+`}`, soon(48*time.Hour), soon(24*time.Hour))), "invalid_end", "schedule.end"},
 		{"start too far", sched(fmt.Sprintf(`{"every":"1m","start":%q,`+echo+`}`, soon(400*24*time.Hour))), "invalid_start", "schedule.start"},
 		{"start not a time", sched(`{"every":"1m","start":"tomorrow",` + echo + `}`), "invalid_time", "schedule.start"},
