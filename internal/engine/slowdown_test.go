@@ -465,6 +465,10 @@ func TestSlowDownKeepsPlacesOfTwo(t *testing.T) {
 			}
 			if want := res.Jobs[st.ID[1]-'0'].Ticket; st.Ticket != want {
 				t.Errorf("%s started again at ticket %d, want its own %d", st.ID, st.Ticket, want)
+			}
+		}
+	})
+}
 
 // lostMeterPut is a state whose first put of a key's slow-down lands and
 // answers ErrConflict, as a store's write sent again after it landed may
