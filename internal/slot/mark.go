@@ -217,7 +217,12 @@ func startedBy(s State, ls Limits, at, deadline time.Time, skew time.Duration) S
 // ticket's slot: the earliest time every limit allows after the tickets
 // booked before it, and not before now.
 func book(s State, ls Limits, now time.Time) (State, time.Time) {
-	room := ls.Room()
+	return bookWith(s, ls, now, ls.Room())
+}
+
+// bookWith is book keeping room for each start instead of the limits'
+// own (Limits.Room).
+func bookWith(s State, ls Limits, now time.Time, room time.Duration) (State, time.Time) {
 	at := now
 	for i, l := range ls {
 		at = later(at, earliest(l, s.mark(i), now, room))
@@ -296,4 +301,23 @@ func OpenAfter(s State, ls Limits, k int) time.Time {
 // before the line's theoretical clock.
 func (ls Limits) BookedBurst(l Limit) time.Duration {
 	return bookedBurst(l, ls.Room())
+}
+
+// Ideal is the least span n starts can take under ls: the span of an
+// idle queue's first n slots, the form's own arithmetic with no room kept
+// for wake-ups. Makespans are judged against it.
+func Ideal(ls Limits, n int) time.Duration {
+	if n < 2 {
+		return 0
+	}
+	t0 := time.Unix(0, 0)
+	var s State
+	var first, last time.Time
+	for k := range n {
+		s, last = bookWith(s, ls, t0, 0)
+		if k == 0 {
+			first = last
+		}
+	}
+	return last.Sub(first)
 }

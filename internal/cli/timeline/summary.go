@@ -152,9 +152,7 @@ func Ideal(ls slot.Limits, n int) time.Duration {
 	if n < 2 {
 		return 0
 	}
-	t0 := time.Unix(0, 0)
-	_, _, slots := slot.Take(slot.State{}, n, n, ls, t0)
-	return slots[n-1].Sub(slots[0])
+	return slot.Ideal(ls, n)
 }
 
 // AtGate returns a copy of starts timed by the gate instead of the
