@@ -81,7 +81,8 @@ type Config struct {
 	// jobs do; 1 to MaxBookAhead each, 0 (left out) for no bound. A job
 	// beyond a bound waits, accepted, for its booking: highest Priority
 	// first, then round-robin across keys by their weight, then ticket
-	// order (docs/algorithm.md, "The booking horizon").
+	// order. Not yet kept: slotq checks and stores both, and still books
+	// every job at enqueue.
 	BookAhead    int
 	KeyBookAhead int
 }

@@ -35,7 +35,8 @@ type Spec struct {
 	// beyond the queue's book_ahead or key_book_ahead wait for a slot:
 	// MinPriority (1) is booked first, MaxPriority (5) last; 0, left
 	// out, is DefaultPriority (3). A job that holds a slot keeps it
-	// whatever the priorities of jobs that come after it.
+	// whatever the priorities of jobs that come after it. Not yet kept:
+	// slotq stores it, and still books every job at enqueue.
 	Priority int `json:"priority,omitempty"`
 }
 
