@@ -458,7 +458,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 		name, fn, payload, code, field string
 	}{
 		{"sample", "EnqueueFunction", string(sample(t, "enqueue-bad.json")), "invalid_interval", "interval"},
-		{"unknown field", "EnqueueFunction", `{"queue":"emails","job":{"kind":"k","priority":3}}`, "unknown_field", "job.priority"},
+		{"unknown field", "EnqueueFunction", `{"queue":"emails","job":{"kind":"k","urgency":3}}`, "unknown_field", "job.urgency"},
 		{"wrong type", "EnqueueFunction", `{"queue":"emails","jobs":{"kind":"k"}}`, "invalid_type", "jobs"},
 		{"target not allowed", "EnqueueFunction", `{"queue":"emails","job":{"target":"https://evil.example.com/"}}`, "target_not_allowed", "job.target"},
 		{"one bad job spoils the batch", "EnqueueFunction", `{"queue":"emails","jobs":[{"kind":"k"},{"kind":"k","payload":{"a":1},"not_before":"1999-01-01T00:00:00Z"}]}`, "invalid_not_before", "jobs[1].not_before"},

@@ -42,6 +42,7 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 		id        = fs.String("id", "", "job id: enqueued once per queue however often it is sent (default: a random id)")
 		notBefore = fs.String("not-before", "", "earliest start: an RFC 3339 `time` or a duration from now (10m)")
 		key       = fs.String("key", "", "the job's key: jobs of the queue with the same key start in ticket order, at most the queue's key_max_running at once (1 unless it says otherwise), under its key limits if it has some (default: none)")
+		priority  = fs.Int("priority", 0, fmt.Sprintf("the job's priority in the queue's waiting room (a queue with a book-ahead bound): %d is booked first, %d last (default %d)", api.MinPriority, api.MaxPriority, api.DefaultPriority))
 		interval  = durationFlag(fs, "interval", "interval of the queue if this call creates it, a `duration` of at least 1ms (default: the stack's); a queue that exists keeps its limit (queues create sets a rate or a window, queues configure changes it)")
 	)
 	wait, timeout := waitFlags(cmd)
@@ -55,7 +56,10 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 			// The enqueue function's own refusal, said before the call.
 			return c.fail(&usageError{code: "no_target", field: "job.kind", msg: "give --kind (a Go handler) or --target (URL or lambda:NAME)"})
 		}
-		spec := api.Spec{ID: *id, Kind: *kind, Target: *target, Key: *key}
+		spec := api.Spec{ID: *id, Kind: *kind, Target: *target, Key: *key, Priority: *priority}
+		if c.given("priority") && *priority == 0 {
+			return c.fail(&usageError{code: "invalid_priority", field: "job.priority", msg: fmt.Sprintf("priority must be %d to %d; leave --priority out for %d", api.MinPriority, api.MaxPriority, api.DefaultPriority)})
+		}
 		if *payload != "" {
 			b, err := readArg(*payload)
 			if err != nil {

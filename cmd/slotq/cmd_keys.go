@@ -284,6 +284,9 @@ func keyRows(queue string, k api.KeyInfo) func(io.Writer) {
 		row(w, "at limit", yesNo(k.AtLimit))
 		row(w, "last start", ts(k.LastStart))
 		row(w, "slowed", slowed(k.SlowUntil, k.SlowDowns, now))
+		if k.Weight > 0 {
+			row(w, "weight", k.Weight)
+		}
 	}
 }
 
@@ -322,16 +325,24 @@ func newKeysSetCmd(cn *conn) *cobra.Command {
 		Args: nArgs(2, 2),
 	}
 	lf := newLimitFlags(cmd.Flags(), "", "keys[0].limits", "the key", "(one form of --interval, --rate, --window and --limit)")
+	weight := cmd.Flags().Int("weight", 0, fmt.Sprintf("the key's weight in the queue's waiting room: its bookings each round of the round-robin across keys, 1 to %d (default 1); alone, it keeps the key's limits", api.MaxWeight))
 	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
 		c := newStackCmd(cmd, cn)
 		ctx := cmd.Context()
-		if !lf.given(c.flags) {
-			return c.fail(usagef("give the key's limits: --interval, --rate (with --burst), --window or --limit ('slotq keys clear' takes them away)"))
+		kl := api.KeyLimit{Key: pos[1]}
+		if c.flags.Changed("weight") {
+			kl.Weight = weight
 		}
-		if err := lf.check("keys set", c.flags); err != nil {
-			return c.fail(err)
+		if !lf.given(c.flags) && kl.Weight == nil {
+			return c.fail(usagef("give the key's limits: --interval, --rate (with --burst), --window or --limit ('slotq keys clear' takes them away), or its --weight"))
 		}
-		return setKey(c, ctx, cn, pos[0], api.KeyLimit{Key: pos[1], Limits: lf.list(c.flags)})
+		if lf.given(c.flags) {
+			if err := lf.check("keys set", c.flags); err != nil {
+				return c.fail(err)
+			}
+			kl.Limits = lf.list(c.flags)
+		}
+		return setKey(c, ctx, cn, pos[0], kl)
 	})
 	return cmd
 }

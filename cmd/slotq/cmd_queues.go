@@ -202,6 +202,9 @@ func configRows(w io.Writer, c api.Config) {
 	row(w, "target timeout", setting(c.TargetTimeout))
 	row(w, "max slow downs", orDash(numSetting(c.MaxSlowDowns)))
 	row(w, "retry after default", orDash(durSetting(c.RetryAfterDefault)))
+	if c.BookAhead > 0 || c.KeyBookAhead > 0 {
+		row(w, "book ahead", fmt.Sprintf("%s (a key: %s)", orDash(numSetting(c.BookAhead)), orDash(numSetting(c.KeyBookAhead))))
+	}
 	row(w, "targets", orDash(strings.Join(c.Targets, ", ")))
 	row(w, "allow networks", orDash(strings.Join(c.AllowNetworks, ", ")))
 }
@@ -357,6 +360,7 @@ type configFlags struct {
 	rate, window                                                  *api.Rate
 	limits                                                        *limitsValue
 	maxAttempts, maxRunning, burst, maxSlowDowns                  *int
+	bookAhead, keyBookAhead                                       *int
 	targets, networks                                             *string
 	keys                                                          *keyConfigFlags
 }
@@ -385,6 +389,8 @@ func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
 		targetTimeout:     durationFlag(fs, "target-timeout", "bound of one run of a target: a Go handler (on its context), an HTTP request or a Lambda invocation "+what),
 		maxSlowDowns:      fs.Int("max-slow-downs", 0, fmt.Sprintf("times one job's target may answer \"slow down\" (a 429, a RetryAfter error) before the job fails, 1 to %d; slotq's is %d ", slot.MaxSlowDownsLimit, slot.DefaultMaxSlowDowns)+what),
 		retryAfterDefault: durationFlag(fs, "retry-after-default", fmt.Sprintf("how long the queue waits after a \"slow down\" that names no time (a 429 without Retry-After), 1ms to %s; slotq's is %s ", slot.MaxSlowDown, slot.DefaultRetryAfter)+what),
+		bookAhead:         fs.Int("book-ahead", 0, fmt.Sprintf("most jobs of the queue that hold a slot at once, 1 to %d; the others wait for one, by priority and key (default: no bound) ", slot.MaxBookAhead)+what),
+		keyBookAhead:      fs.Int("key-book-ahead", 0, fmt.Sprintf("most jobs of one key that hold a slot at once, 1 to %d (default: no bound) ", slot.MaxBookAhead)+what),
 		targets:           fs.String("targets", "", "comma-separated HTTP and Lambda target `patterns` jobs may name "+what),
 		networks:          fs.String("allow-networks", "", "comma-separated CIDR `prefixes` HTTP targets may reach although private "+what),
 		keys:              newKeyConfigFlags(fs, strings.Contains(what, "unchanged")),
@@ -396,7 +402,7 @@ func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
 
 // configNames are the flags of configFlags.
 var configNames = []string{"interval", "rate", "burst", "window", "limit", "skew", "max-attempts", "max-running", "backoff", "max-backoff",
-	"retention", "target-timeout", "targets", "allow-networks", "max-slow-downs", "retry-after-default"}
+	"retention", "target-timeout", "targets", "allow-networks", "max-slow-downs", "retry-after-default", "book-ahead", "key-book-ahead"}
 
 // check refuses a setting given on the command line as zero where zero
 // would be read as its default, with the error the admin function gives
@@ -498,6 +504,10 @@ func (f *configFlags) apply(fs *pflag.FlagSet, cfg *api.Config) {
 			cfg.MaxSlowDowns = *f.maxSlowDowns
 		case "retry-after-default":
 			cfg.RetryAfterDefault = *f.retryAfterDefault
+		case "book-ahead":
+			cfg.BookAhead = *f.bookAhead
+		case "key-book-ahead":
+			cfg.KeyBookAhead = *f.keyBookAhead
 		case "targets":
 			cfg.Targets = split(*f.targets)
 		case "allow-networks":

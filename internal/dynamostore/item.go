@@ -76,6 +76,7 @@ const (
 	attrRerunFrom = "rerun_from"
 	attrSlowDowns = "slow_downs"
 	attrOrder     = "line_order"
+	attrPriority  = "priority"
 	// The job's result (JSON, at most job.MaxResult bytes), or the size
 	// of one too large to keep.
 	attrResult        = "result"
@@ -487,7 +488,7 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	m[attrAttempt] = num(int64(j.Attempt))
 	for name, n := range map[string]int{
 		attrRetickets: j.Retickets, attrSentBack: j.SentBack, attrReruns: j.Reruns, attrRerunFrom: j.RerunFrom, attrResultDropped: j.ResultDropped,
-		attrSlowDowns: j.SlowDowns,
+		attrSlowDowns: j.SlowDowns, attrPriority: j.Priority,
 	} {
 		if n != 0 {
 			m[name] = num(int64(n))
@@ -571,6 +572,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		Reruns:     int(it.int(attrReruns)),
 		RerunFrom:  int(it.int(attrRerunFrom)),
 		SlowDowns:  int(it.int(attrSlowDowns)),
+		Priority:   int(it.int(attrPriority)),
 		ParkReason: job.ParkReason(it.str(attrParkReason)),
 		DueAt:      it.time(attrDueAt),
 		EnqueuedAt: it.time(attrEnqueuedAt),

@@ -51,6 +51,8 @@ type meterJSON struct {
 	Answered  []int64      `json:"answered,omitempty"`
 	// SlowSeen is slot.State.SlowSeen, its empty tail left out.
 	SlowSeen []string `json:"slow_seen,omitempty"`
+	// The key's weight in the waiting room (slot.Meter.Weight).
+	Weight int `json:"weight,omitempty"`
 }
 
 func encodeMeter(m slot.Meter) string {
@@ -58,7 +60,7 @@ func encodeMeter(m slot.Meter) string {
 		Current: m.State.Current, LastStart: nanos(m.State.LastStart),
 		Marks: encodeMarks(m.State.Marks), Limits: m.Limits,
 		SlowUntil: nanos(m.State.SlowUntil), SlowTicket: m.State.SlowTicket, SlowHold: nanos(m.State.SlowHold), SlowDowns: m.State.SlowDowns,
-		Answered: m.Answered, SlowSeen: seenList(m.State.SlowSeen),
+		Answered: m.Answered, SlowSeen: seenList(m.State.SlowSeen), Weight: m.Weight,
 	}
 	if m.KeptUnder != nil {
 		kept := []api.Limit(m.KeptUnder)
@@ -87,7 +89,7 @@ func decodeMeter(m map[string]types.AttributeValue) (slot.Meter, error) {
 	if err != nil {
 		return mt, fmt.Errorf("meter %s/%s: %w", mt.Queue, mt.Key, err)
 	}
-	m0.State.Marks, m0.Limits, m0.Answered = marks, w.Limits, w.Answered
+	m0.State.Marks, m0.Limits, m0.Answered, m0.Weight = marks, w.Limits, w.Answered, w.Weight
 	if w.KeptUnder != nil {
 		m0.KeptUnder = append(slot.Limits{}, *w.KeptUnder...)
 	}

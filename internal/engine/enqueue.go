@@ -134,7 +134,7 @@ func (e *Engine) newJobs(ctx context.Context, q Queue, specs []job.Spec, now tim
 		}
 		j := &job.Job{
 			Queue: q.Name, Gen: q.Gen, ID: s.ID, Kind: s.Kind, Target: s.Target, Payload: s.Payload,
-			Key: s.Key, Attempt: 1, EnqueuedAt: now,
+			Key: s.Key, Attempt: 1, EnqueuedAt: now, Priority: s.Priority,
 		}
 		if j.ID == "" {
 			j.ID = job.NewID()

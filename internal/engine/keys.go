@@ -40,6 +40,9 @@ type KeyInfo struct {
 	// SlowDowns counts those answers.
 	SlowUntil time.Time `json:"slow_until,omitzero"`
 	SlowDowns int64     `json:"slow_downs,omitempty"`
+	// Weight is the key's weight in the waiting room (slot.Meter.Weight),
+	// when it was given one; absent is 1.
+	Weight int `json:"weight,omitempty"`
 }
 
 // MaxKeysListed is the most keys Keys returns in one answer, busiest first.
@@ -111,7 +114,7 @@ func (e *Engine) fillKey(ctx context.Context, q Queue, k *KeyInfo, now time.Time
 		return err
 	}
 	ls := q.Config.LimitsOf(m)
-	k.Limits, k.Own = ls, len(m.Limits) > 0
+	k.Limits, k.Own, k.Weight = ls, len(m.Limits) > 0, m.Weight
 	k.LastStart = m.State.LastStart
 	k.SlowUntil, k.SlowDowns = m.State.SlowUntil, m.State.SlowDowns
 	for _, mk := range m.State.Marks {
@@ -134,9 +137,14 @@ func (e *Engine) fillKey(ctx context.Context, q Queue, k *KeyInfo, now time.Time
 
 // KeyLimit gives one key limits of its own, or (Limits nil) takes them
 // away, so that the key follows the queue's key_limits again.
+//
+// Weight, given (1 to api.MaxWeight), sets the key's weight in the
+// waiting room (slot.Meter.Weight); an entry that gives one keeps the
+// key's limits when it gives none (Limits nil).
 type KeyLimit struct {
 	Key    string      `json:"key"`
 	Limits []api.Limit `json:"limits"`
+	Weight *int        `json:"weight,omitempty"`
 }
 
 // SetKeyLimits gives each key of ls the limits it names (its own, in
@@ -170,12 +178,16 @@ func (e *Engine) SetKeyLimits(ctx context.Context, name string, ls []KeyLimit) (
 		if err := slot.ValidateKeyLimits(kl.Limits, prefix); err != nil {
 			return nil, err
 		}
+		if w := kl.Weight; w != nil && (*w < 1 || *w > api.MaxWeight) {
+			return nil, input.Invalid("invalid_weight", prefix+"weight", fmt.Sprintf("a key's weight must be between 1 and %d", api.MaxWeight))
+		}
 	}
 	q, err := e.Queue(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	if !q.Config.Keyed() {
+	limits := slices.ContainsFunc(ls, func(kl KeyLimit) bool { return kl.Limits != nil || kl.Weight == nil })
+	if limits && !q.Config.Keyed() {
 		return nil, input.Invalid("not_keyed", "queue", fmt.Sprintf("queue %s keeps no limit per key: configure key_limits first (a key's own limits replace them for that key)", name))
 	}
 	for i, kl := range ls {
@@ -207,10 +219,16 @@ func (e *Engine) setKeyLimits(ctx context.Context, q Queue, kl KeyLimit) error {
 		if err != nil {
 			return err
 		}
-		if m.Version == 0 && kl.Limits == nil {
+		own := slot.Limits(kl.Limits)
+		if kl.Weight != nil {
+			m.Weight = *kl.Weight
+			if own == nil {
+				own = m.Limits // a weight alone keeps the key's limits
+			}
+		} else if m.Version == 0 && own == nil {
 			return nil // nothing to clear
 		}
-		m = reslotMeter(q.Config, m, slot.Limits(kl.Limits))
+		m = reslotMeter(q.Config, m, own)
 		_, err = e.state.PutMeter(ctx, m, m.Version, m.Keep(q.Config.LimitsOf(m)))
 		if err == nil {
 			return nil

@@ -74,8 +74,8 @@ func TestDecodeEnqueue(t *testing.T) {
 		{"malformed JSON", `{"queue":`, "malformed_json", "body"},
 		{"empty body", ``, "malformed_json", "body"},
 		{"unknown field", `{"queue":"q","job":{"kind":"k"},"colour":1}`, "unknown_field", "colour"},
-		{"unknown job field", `{"queue":"q","job":{"kind":"k","priority":1}}`, "unknown_field", "job.priority"},
-		{"unknown field in a batch job", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k"},{"kind":"k","priority":1}]}`, "unknown_field", "jobs[2].priority"},
+		{"unknown job field", `{"queue":"q","job":{"kind":"k","urgency":1}}`, "unknown_field", "job.urgency"},
+		{"unknown field in a batch job", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k"},{"kind":"k","urgency":1}]}`, "unknown_field", "jobs[2].urgency"},
 		{"key in upper case", `{"QUEUE":"q","job":{"kind":"k"}}`, "unknown_field", "QUEUE"},
 		{"job key in another case", `{"queue":"q","Job":{"kind":"k"}}`, "unknown_field", "Job"},
 		{"nested key in upper case", `{"queue":"q","job":{"KIND":"k"}}`, "unknown_field", "job.KIND"},
@@ -131,6 +131,9 @@ func TestDecodeEnqueue(t *testing.T) {
 		{"traceparent wrong type", `{"queue":"q","job":{"kind":"k","traceparent":7}}`, "invalid_type", "job.traceparent"},
 		{"tracestate alone", `{"queue":"q","job":{"kind":"k","tracestate":"rojo=1"}}`, "invalid_tracestate", "job.tracestate"},
 		{"tracestate malformed", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"no equals"}]}`, "invalid_tracestate", "jobs[1].tracestate"},
+		{"priority over", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k"},{"kind":"k","priority":6}]}`, "invalid_priority", "jobs[2].priority"},
+		{"priority negative", `{"queue":"q","job":{"kind":"k","priority":-1}}`, "invalid_priority", "job.priority"},
+		{"priority a string", `{"queue":"q","job":{"kind":"k","priority":"high"}}`, "invalid_type", "job.priority"},
 		{"traceparent in another case", `{"queue":"q","job":{"kind":"k","TraceParent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`, "unknown_field", "job.TraceParent"},
 	}
 	for _, tt := range tests {

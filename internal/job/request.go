@@ -170,6 +170,9 @@ func (s *Spec) Validate(now time.Time) *input.Error {
 	if err := ValidateTraceContext(s.TraceParent, s.TraceState); err != nil {
 		return err
 	}
+	if s.Priority < 0 || s.Priority > api.MaxPriority {
+		return input.Invalid("invalid_priority", "priority", fmt.Sprintf("priority must be %d (booked first) to %d (last); leave it out for %d", api.MinPriority, api.MaxPriority, api.DefaultPriority))
+	}
 	if len(s.Payload) > MaxPayload {
 		return input.Invalid("payload_too_large", "payload", fmt.Sprintf("payload is %d bytes; the most is %d", len(s.Payload), MaxPayload))
 	}

@@ -53,6 +53,8 @@ const (
 	// capped queue is an entry of about 20 bytes on its hot state item,
 	// which every enqueue and start writes whole.
 	MaxRunningLimit = 100
+	// MaxBookAhead is the highest BookAhead and KeyBookAhead.
+	MaxBookAhead = api.MaxBookAhead
 	// MaxRetention is the longest retention.
 	MaxRetention = 366 * 24 * time.Hour
 )
@@ -105,6 +107,8 @@ func ValidateName(name string) error {
 //     DefaultMaxSlowDowns): a slow-down (attempt.RetryAfterError) is not a
 //     failed attempt. RetryAfterDefault is from 1ms to MaxSlowDown
 //     (default DefaultRetryAfter).
+//   - BookAhead and KeyBookAhead are 1 to MaxBookAhead, or 0 for no
+//     bound; in JSON an explicit 0 is refused (leave it out).
 type Config api.Config
 
 // ZeroSetting says why a setting given explicitly as zero (field is its
@@ -129,6 +133,8 @@ func ZeroSetting(field string) *input.Error {
 		return input.Invalid("invalid_target_timeout", field, "target_timeout must be greater than 0 and at most 15m"+leaveOut)
 	case "max_slow_downs":
 		return input.Invalid("invalid_max_slow_downs", field, fmt.Sprintf("max_slow_downs must be between 1 and %d%s", MaxSlowDownsLimit, leaveOut))
+	case "book_ahead", "key_book_ahead":
+		return input.Invalid("invalid_book_ahead", field, fmt.Sprintf("%s must be between 1 and %d; leave it out for no bound", field, MaxBookAhead))
 	case "retry_after_default":
 		return input.Invalid("invalid_retry_after_default", field, fmt.Sprintf(`retry_after_default must be between 1ms and %s, such as "2s"%s`, MaxSlowDown, leaveOut))
 	}
@@ -212,6 +218,12 @@ func (c Config) Or(d Config) Config {
 	if c.KeyLimits == nil {
 		c.KeyLimits = d.KeyLimits
 	}
+	if c.BookAhead == 0 {
+		c.BookAhead = d.BookAhead
+	}
+	if c.KeyBookAhead == 0 {
+		c.KeyBookAhead = d.KeyBookAhead
+	}
 	return c
 }
 
@@ -240,6 +252,10 @@ func (c Config) Validate() error {
 		return input.Invalid("invalid_max_running", "max_running", fmt.Sprintf("max_running must be between 0 (no cap) and %d", MaxRunningLimit))
 	case c.MaxSlowDowns < 1 || c.MaxSlowDowns > MaxSlowDownsLimit:
 		return input.Invalid("invalid_max_slow_downs", "max_slow_downs", fmt.Sprintf("max_slow_downs must be between 1 and %d", MaxSlowDownsLimit))
+	case c.BookAhead < 0 || c.BookAhead > MaxBookAhead:
+		return input.Invalid("invalid_book_ahead", "book_ahead", fmt.Sprintf("book_ahead must be between 1 and %d, or left out for no bound", MaxBookAhead))
+	case c.KeyBookAhead < 0 || c.KeyBookAhead > MaxBookAhead:
+		return input.Invalid("invalid_book_ahead", "key_book_ahead", fmt.Sprintf("key_book_ahead must be between 1 and %d, or left out for no bound", MaxBookAhead))
 	case c.RetryAfterDefault < time.Millisecond || c.RetryAfterDefault > MaxSlowDown:
 		return input.Invalid("invalid_retry_after_default", "retry_after_default", fmt.Sprintf("retry_after_default must be between 1ms and %s", MaxSlowDown))
 	}

@@ -63,6 +63,10 @@ type Meter struct {
 	// lowest of them is the one the key's other jobs wait for
 	// (State.SlowTicket). At most one per job of the key running at once.
 	Answered []int64 `json:"answered,omitempty"`
+	// Weight is the key's weight in the queue's waiting room, set by a
+	// caller (SetKeyLimits): the key is booked that many jobs each round
+	// of the round-robin across keys; 0 is 1.
+	Weight int `json:"weight,omitempty"`
 }
 
 // SlowDown returns m after a target answered ticket's job of the key
@@ -264,7 +268,7 @@ const MeterGrace = 24 * time.Hour
 // when it holds nothing back any more. A meter with limits of its own is
 // kept.
 func (m Meter) Keep(ls Limits) time.Time {
-	if len(m.Limits) > 0 {
+	if len(m.Limits) > 0 || m.Weight > 0 {
 		return time.Time{}
 	}
 	last := later(m.State.LastStart, m.State.SlowHold)

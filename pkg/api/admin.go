@@ -75,10 +75,20 @@ type AdminRequest struct {
 // (up to three, each in any form of Limit), in place of the queue's
 // key_limits for that key; Limits nil clears them (on the wire,
 // "limits": null), so that the key follows the queue's again.
+//
+// Weight, given, sets the key's weight in the queue's waiting room: a
+// key of weight w is booked w jobs each round of the round-robin across
+// keys (1 to MaxWeight; a key never given one has weight 1). An entry
+// that gives a weight may leave limits out: the key's limits stay as
+// they are.
 type KeyLimit struct {
 	Key    string  `json:"key"`
 	Limits []Limit `json:"limits"`
+	Weight *int    `json:"weight,omitempty"`
 }
+
+// MaxWeight is the highest weight of a key (KeyLimit.Weight).
+const MaxWeight = 1000
 
 // KeyInfo is what one key of a queue shows (list_keys, get_key,
 // set_key_limits).
@@ -104,6 +114,9 @@ type KeyInfo struct {
 	// "slow down"); SlowDowns counts those answers.
 	SlowUntil time.Time `json:"slow_until,omitzero"`
 	SlowDowns int64     `json:"slow_downs,omitempty"`
+	// Weight is the key's weight in the waiting room, when it was given
+	// one (KeyLimit.Weight); absent is 1.
+	Weight int `json:"weight,omitempty"`
 }
 
 // AdminResponse is the admin function's answer: the fields its operation

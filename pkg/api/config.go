@@ -76,7 +76,19 @@ type Config struct {
 	// RetryAfterDefault is the slow-down of an answer that names no time
 	// (an HTTP 429 or 503 without Retry-After). Default 1s.
 	RetryAfterDefault time.Duration
+	// BookAhead bounds how many of the queue's jobs hold a slot at once
+	// (booked, not yet started), and KeyBookAhead how many of one key's
+	// jobs do; 1 to MaxBookAhead each, 0 (left out) for no bound. A job
+	// beyond a bound waits, accepted, for its booking: highest Priority
+	// first, then round-robin across keys by their weight, then ticket
+	// order. Not yet kept: slotq checks and stores both, and still books
+	// every job at enqueue.
+	BookAhead    int
+	KeyBookAhead int
 }
+
+// MaxBookAhead is the highest BookAhead and KeyBookAhead.
+const MaxBookAhead = 100000
 
 // NoKeyCap is the KeyMaxRunning of a queue that lets a key run any number
 // of its jobs at once: "key_max_running": 0 on the wire.
@@ -115,6 +127,9 @@ type ConfigUpdate struct {
 	// MaxSlowDowns and RetryAfterDefault: see Config.
 	MaxSlowDowns      *int           `json:"max_slow_downs,omitempty"`
 	RetryAfterDefault *time.Duration `json:"retry_after_default,omitempty"`
+	// BookAhead and KeyBookAhead: see Config.
+	BookAhead    *int `json:"book_ahead,omitempty"`
+	KeyBookAhead *int `json:"key_book_ahead,omitempty"`
 }
 
 // Update is the update that gives every setting of c that is not zero (a

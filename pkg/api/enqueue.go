@@ -31,7 +31,21 @@ type Spec struct {
 	// fills them from its call's context.
 	TraceParent string `json:"traceparent,omitempty"`
 	TraceState  string `json:"tracestate,omitempty"`
+	// Priority orders the job in its queue's waiting room, where jobs
+	// beyond the queue's book_ahead or key_book_ahead wait for a slot:
+	// MinPriority (1) is booked first, MaxPriority (5) last; 0, left
+	// out, is DefaultPriority (3). A job that holds a slot keeps it
+	// whatever the priorities of jobs that come after it. Not yet kept:
+	// slotq stores it, and still books every job at enqueue.
+	Priority int `json:"priority,omitempty"`
 }
+
+// The priorities of a job (Spec.Priority).
+const (
+	MinPriority     = 1
+	MaxPriority     = 5
+	DefaultPriority = 3
+)
 
 // EnqueueRequest is what the enqueue function takes: one job (Job) or a
 // batch (Jobs, at most MaxBatch) for one queue.

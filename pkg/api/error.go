@@ -47,7 +47,10 @@ const (
 	// queue's max_slow_downs or retry_after_default is out of range.
 	CodeInvalidMaxSlowDowns      = "invalid_max_slow_downs"
 	CodeInvalidRetryAfterDefault = "invalid_retry_after_default"
-	CodeInvalidMaxRunning        = "invalid_max_running"
+	// CodeInvalidBookAhead: a queue's book_ahead or key_book_ahead is
+	// out of range (1 to MaxBookAhead, or left out).
+	CodeInvalidBookAhead  = "invalid_book_ahead"
+	CodeInvalidMaxRunning = "invalid_max_running"
 	// CodeInvalidKeyMaxRunning: a key_max_running out of range (keyed
 	// limits).
 	CodeInvalidKeyMaxRunning = "invalid_key_max_running"
@@ -77,16 +80,19 @@ const (
 	// form (Spec.TraceParent).
 	CodeInvalidTraceParent = "invalid_traceparent"
 	CodeInvalidTraceState  = "invalid_tracestate"
-	CodeTargetNotAllowed   = "target_not_allowed"
-	CodeInvalidStatus      = "invalid_status"
-	CodeStatusNotListed    = "status_not_listed"
-	CodeInvalidAfter       = "invalid_after"
-	CodeInvalidLimit       = "invalid_limit"
-	CodeInvalidUpTo        = "invalid_up_to"
-	CodeInvalidBy          = "invalid_by"
-	CodeInvalidRetry       = "invalid_retry"
-	CodeInvalidRedrive     = "invalid_redrive"
-	CodeNoDeadLetterQueue  = "no_dead_letter_queue"
+	// CodeInvalidPriority: a job's priority is outside MinPriority to
+	// MaxPriority.
+	CodeInvalidPriority   = "invalid_priority"
+	CodeTargetNotAllowed  = "target_not_allowed"
+	CodeInvalidStatus     = "invalid_status"
+	CodeStatusNotListed   = "status_not_listed"
+	CodeInvalidAfter      = "invalid_after"
+	CodeInvalidLimit      = "invalid_limit"
+	CodeInvalidUpTo       = "invalid_up_to"
+	CodeInvalidBy         = "invalid_by"
+	CodeInvalidRetry      = "invalid_retry"
+	CodeInvalidRedrive    = "invalid_redrive"
+	CodeNoDeadLetterQueue = "no_dead_letter_queue"
 	// Keys' own limits (set_key_limits): no keys, more than
 	// MaxKeyOverrides, a key given twice, a key without limits (a list,
 	// or null to clear), a queue without key_limits.
@@ -95,6 +101,8 @@ const (
 	CodeDuplicateKey  = "duplicate_key"
 	CodeMissingLimits = "missing_limits"
 	CodeNotKeyed      = "not_keyed"
+	// CodeInvalidWeight: a key's weight is outside 1 to MaxWeight.
+	CodeInvalidWeight = "invalid_weight"
 	// CodeInvalidWait is the client's own: EnqueueAndWait given a batch.
 	CodeInvalidWait = "invalid_wait"
 

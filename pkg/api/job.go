@@ -222,6 +222,9 @@ type Job struct {
 	// AttemptSpan is the traceparent of the last attempt's span, when
 	// slotq traces: its span id finds the attempt in the trace.
 	AttemptSpan string `json:"attempt_span,omitempty"`
+	// Priority is the job's priority in its queue's waiting room
+	// (Spec.Priority); 0 is DefaultPriority.
+	Priority int `json:"priority,omitempty"`
 }
 
 // RunAttempt is the attempt's number within its run: attempts since the

@@ -88,6 +88,8 @@ type configWire struct {
 	KeyMaxRunning     *int          `json:"key_max_running,omitempty"`
 	MaxSlowDowns      *int          `json:"max_slow_downs,omitempty"`
 	RetryAfterDefault *api.Duration `json:"retry_after_default,omitempty"`
+	BookAhead         *int          `json:"book_ahead,omitempty"`
+	KeyBookAhead      *int          `json:"key_book_ahead,omitempty"`
 }
 
 type limitWire struct {
@@ -403,6 +405,8 @@ var boundsOf = map[string]func(s *jsonschema.Schema){
 		tp := prop(s, "traceparent")
 		tp.Pattern, tp.MaxLength = traceParentPattern, u64(128)
 		prop(s, "tracestate").MaxLength = u64(512)
+		p := prop(s, "priority")
+		p.Minimum, p.Maximum = num(api.MinPriority), num(api.MaxPriority)
 	},
 	"ScheduleJob": jobShape,
 	"ScheduleSpec": func(s *jsonschema.Schema) {
@@ -416,6 +420,11 @@ var boundsOf = map[string]func(s *jsonschema.Schema){
 		prop(s, "key").Pattern = keyPattern
 		prop(s, "limits").MinItems = u64(1)
 		prop(s, "limits").MaxItems = u64(slot.MaxLimits)
+		w := prop(s, "weight")
+		w.Minimum, w.Maximum = num(1), num(api.MaxWeight)
+		// Limits (a list, or null to clear them), or a weight alone.
+		s.Required = []string{"key"}
+		s.AnyOf = []*jsonschema.Schema{required("limits"), required("weight")}
 	},
 	"Config": func(s *jsonschema.Schema) {
 		ranged := func(name string, lo, hi int) {
@@ -427,6 +436,8 @@ var boundsOf = map[string]func(s *jsonschema.Schema){
 		ranged("key_max_running", 0, slot.MaxRunningLimit)
 		ranged("max_slow_downs", 1, slot.MaxSlowDownsLimit)
 		ranged("burst", 0, slot.MaxBurst)
+		ranged("book_ahead", 1, slot.MaxBookAhead)
+		ranged("key_book_ahead", 1, slot.MaxBookAhead)
 		prop(s, "limits").MaxItems = u64(slot.MaxLimits)
 		prop(s, "key_limits").MaxItems = u64(slot.MaxLimits)
 		prop(s, "targets").MaxItems = u64(slot.MaxTargetPatterns)

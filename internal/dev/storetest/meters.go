@@ -28,7 +28,7 @@ func testMeters(t *testing.T, newState func(t *testing.T) engine.State) {
 		st := newState(t)
 		name := queueName(t)
 		ls := slot.Limits{{Window: api.Rate{N: 2, Per: time.Second}}}
-		m := slot.Meter{Queue: name, Key: "k", Gen: 3, Limits: slot.Limits{{Rate: api.Rate{N: 5, Per: time.Second}, Burst: 1}}}
+		m := slot.Meter{Queue: name, Key: "k", Gen: 3, Limits: slot.Limits{{Rate: api.Rate{N: 5, Per: time.Second}, Burst: 1}}, Weight: 4}
 		m, _, _ = slot.KeyGate(m, 4, ls, 0, at(0))
 		m, _, _ = slot.KeyGate(m, 6, ls, 0, at(time.Millisecond))
 		put, err := st.PutMeter(t.Context(), m, 0, time.Time{})
@@ -43,7 +43,7 @@ func testMeters(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatal(err)
 		}
 		if got.Version != put.Version || got.Gen != 3 || got.State.Current != 6 || !got.State.LastStart.Equal(m.State.LastStart) ||
-			!slices.Equal(got.Limits, m.Limits) || len(got.State.Marks) != len(m.State.Marks) {
+			!slices.Equal(got.Limits, m.Limits) || len(got.State.Marks) != len(m.State.Marks) || got.Weight != 4 {
 			t.Fatalf("GetMeter = %+v\nput %+v", got, m)
 		}
 		if open, want := slot.KeyOpen(got, ls, 0), slot.KeyOpen(m, ls, 0); !open.Equal(want) {

@@ -183,6 +183,7 @@ func diffJob(got, want job.Job) string {
 	gh, wh := job.EncodeHistory(got.History, want.EnqueuedAt), job.EncodeHistory(want.History, want.EnqueuedAt)
 	check("History", gh == wh, gh, wh)
 	check("HistoryDropped", got.HistoryDropped == want.HistoryDropped, got.HistoryDropped, want.HistoryDropped)
+	check("Priority", got.Priority == want.Priority, got.Priority, want.Priority)
 	return strings.Join(d, "; ")
 }
 

@@ -135,15 +135,16 @@ func (k *KeyLimit) UnmarshalJSON(b []byte) error {
 	var w struct {
 		Key    string          `json:"key"`
 		Limits json.RawMessage `json:"limits"`
+		Weight *int            `json:"weight"`
 	}
 	if err := input.Decode(b, &w); err != nil {
 		return err
 	}
-	if len(w.Limits) == 0 {
-		return input.Invalid("missing_limits", "limits", "give limits: a list of the key's own limits, or null to clear them")
+	if len(w.Limits) == 0 && w.Weight == nil {
+		return input.Invalid("missing_limits", "limits", "give limits: a list of the key's own limits, or null to clear them (or a weight alone, to keep them)")
 	}
-	*k = KeyLimit{Key: w.Key}
-	if string(w.Limits) == "null" {
+	*k = KeyLimit{Key: w.Key, Weight: w.Weight}
+	if len(w.Limits) == 0 || string(w.Limits) == "null" {
 		return nil
 	}
 	// The key's limits read as a queue's key_limits do.

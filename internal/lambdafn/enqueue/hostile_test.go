@@ -85,7 +85,7 @@ func TestHostileEnqueueWritesNothing(t *testing.T) {
 		{"Job", `{"queue":"fresh","Job":{"kind":"k"}}`, "unknown_field", "Job"},
 		{"job.KIND", in("fresh", `{"KIND":"k"}`), "unknown_field", "job.KIND"},
 		{"jobs[2].Payload", batch("strict", ok, ok, `{"kind":"k","Payload":1}`), "unknown_field", "jobs[2].Payload"},
-		{"jobs[1].priority", batch("strict", ok, `{"kind":"k","priority":9}`), "unknown_field", "jobs[1].priority"},
+		{"jobs[1].priority", batch("strict", ok, `{"kind":"k","priority":9}`), "invalid_priority", "jobs[1].priority"},
 		{"key with a dot", in("strict", `{"kind":"k","a.b":1}`), "unknown_field", `job["a.b"]`},
 		{"queue twice", `{"queue":"strict","queue":"other","job":{"kind":"k"}}`, "duplicate_field", "queue"},
 		{"kind twice", in("strict", `{"kind":"k","kind":"j"}`), "duplicate_field", "job.kind"},
