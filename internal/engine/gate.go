@@ -138,17 +138,20 @@ func (d *delivery) hold() next {
 	ls := q.Config.LimitList()
 	alone := !slot.BookedAfter(q.State, ls, j.SlotAt)
 	d.alone = alone
-	// A worker late for the start it wanted reserves that start itself
-	// while its deadline is still ahead (slot.Reserve): late within its
-	// room, it moves nobody.
-	var deadline time.Time
-	d.at, deadline = slot.Reserve(q.State, ls, d.wake, d.at, q.Config.Skew, alone)
-	slotAt := j.SlotAt
+	// A late worker reserves the latest start that keeps its line
+	// ticket's place (slot.Reserve): late within the room, it moves
+	// nobody.
+	slotAt, lineSlot := j.SlotAt, j.SlotAt
 	if missedBefore(j) {
 		// It missed a slot in this attempt already: it takes the
 		// openings it finds, not passed again for the line's front.
-		slotAt = time.Time{}
+		slotAt, lineSlot = time.Time{}, time.Time{}
 	}
+	if outOfLine(j) {
+		lineSlot = time.Time{}
+	}
+	var deadline time.Time
+	d.at, deadline = slot.Reserve(q.State, ls, d.wake, d.now, d.at, lineSlot, q.Config.Skew, alone)
 	d.gr = GateRequest{
 		Queue: j.Queue, Ticket: j.Ticket, Limits: ls, Skew: q.Config.Skew, Now: d.now, At: d.at, SlotAt: slotAt,
 		Deadline:  deadline,

@@ -169,15 +169,29 @@ func BookedAfter(s State, ls Limits, slotAt time.Time) bool {
 	return false
 }
 
-// Reserve is the start a worker ready at at asks the gate for, wanting
-// the start want, and its deadline: at with its own deadline, or, for a
-// worker late for want by no more than its room (Limits.Room, at least
-// the skew), want itself with want's deadline. So a worker late within
-// its room reserves the start it was given and moves nobody; one
-// reserved at at would move the line by its lateness.
-func Reserve(s State, ls Limits, want, at time.Time, skew time.Duration, alone bool) (time.Time, time.Time) {
-	if !want.IsZero() && at.After(want) && !at.After(want.Add(max(ls.Room(), skew))) {
+// Reserve is the start a worker ready at now asks the gate for, wanting
+// the start want, and its deadline. On time (now by want) it reserves at
+// (StartAt: want itself). A late worker reserves at, now plus the lead,
+// unless that start's deadline would miss the slot of its line ticket
+// (Missed, slotAt; zero for a ticket out of line); then the latest start
+// that keeps its place: halfway to at, now, or, ready within its room
+// (Limits.Room, at least the skew), want itself with want's deadline,
+// which moves nobody. The lead is the time the worker's writes may take,
+// so a start closer than at leaves them less of it: the worker calls its
+// target by its deadline or not at all (Overslept). A worker that no
+// start keeps in its place reserves at and is passed.
+func Reserve(s State, ls Limits, want, now, at, slotAt time.Time, skew time.Duration, alone bool) (time.Time, time.Time) {
+	deadline := Deadline(s, ls, at, skew, alone)
+	if !now.After(want) || slotAt.IsZero() || !Missed(s, slotAt, deadline, ls, skew) {
+		return at, deadline
+	}
+	for _, x := range []time.Time{now.Add(at.Sub(now) / 2), now} {
+		if d := Deadline(s, ls, x, skew, alone); !Missed(s, slotAt, d, ls, skew) {
+			return x, d
+		}
+	}
+	if !now.After(want.Add(max(ls.Room(), skew))) {
 		return want, Deadline(s, ls, want, skew, alone)
 	}
-	return at, Deadline(s, ls, at, skew, alone)
+	return at, deadline
 }

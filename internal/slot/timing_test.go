@@ -54,7 +54,7 @@ func TestMissedAndOverslept(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, d := Reserve(tt.s, Every(iv), t0, tt.at, skew, false)
+			_, d := Reserve(tt.s, Every(iv), t0, tt.at, tt.at, t0, skew, false)
 			if got := Missed(tt.s, t0, d, Every(iv), skew); got != tt.want {
 				t.Errorf("Missed = %v, want %v (deadline %v)", got, tt.want, d.Sub(t0))
 			}
@@ -209,4 +209,36 @@ func FuzzDeadlineKeepsLimits(f *testing.F) {
 			t.Fatalf("%s: %d breaches, first %+v", ls, len(b), b[0])
 		}
 	})
+}
+
+// TestReserveKeepsThePlaceWithinTheRoom: a worker ready up to its room
+// after its slot, with slots booked behind it, reserves a start that
+// keeps its place (not Missed), though its earliest start with the lead
+// added (StartAt) would miss it under a window: the lead is the time its
+// writes may take, not lateness. A worker ready beyond the room of a
+// window is passed.
+func TestReserveKeepsThePlaceWithinTheRoom(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	skew, lead := 500*time.Microsecond, 2*time.Millisecond
+	window := Limits{{Window: api.Rate{N: 10, Per: 50 * time.Millisecond}}}
+	for name, ls := range map[string]Limits{"rate with burst": rate500, "window": window} {
+		s, _, slots := Take(State{}, 30, 30, ls, t0)
+		slotAt := slots[len(slots)/2]
+		for _, late := range []time.Duration{0, time.Millisecond, Room} {
+			now := slotAt.Add(late)
+			at, d := Reserve(s, ls, slotAt, now, StartAt(slotAt, now, lead), slotAt, skew, false)
+			if Missed(s, slotAt, d, ls, skew) {
+				t.Errorf("%s, ready %v late: reserved %v after its slot, deadline %v after it: missed", name, late, at.Sub(slotAt), d.Sub(slotAt))
+			}
+			if at.Before(slotAt) || d.Before(now) {
+				t.Errorf("%s, ready %v late: reserved %v, deadline %v after its slot", name, late, at.Sub(slotAt), d.Sub(slotAt))
+			}
+		}
+	}
+	s, _, slots := Take(State{}, 30, 30, window, t0)
+	slotAt := slots[len(slots)/2]
+	now := slotAt.Add(Room + skew + time.Microsecond)
+	if _, d := Reserve(s, window, slotAt, now, StartAt(slotAt, now, lead), slotAt, skew, false); !Missed(s, slotAt, d, window, skew) {
+		t.Errorf("window, ready %v late: kept its place beyond the room (deadline %v after its slot)", now.Sub(slotAt), d.Sub(slotAt))
+	}
 }
