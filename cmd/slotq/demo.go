@@ -431,19 +431,13 @@ func (h *hiccupState) Gate(ctx context.Context, r engine.GateRequest) (slot.Stat
 }
 
 // waitDone polls the store until every job of the queue is final. It polls
-// seldom: each poll takes the store's lock, which the gate needs too.
+// seldom and copies nothing (memstore.AllFinal): each poll takes the
+// store's lock, which the gate needs too.
 func waitDone(ctx context.Context, store *memstore.Store, queue string) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		done := true
-		for _, j := range store.Jobs(queue) {
-			if !j.Status.Final() {
-				done = false
-				break
-			}
-		}
-		if done {
+		if store.AllFinal(queue) {
 			return nil
 		}
 		select {

@@ -402,6 +402,20 @@ func (s *Store) Jobs(queue string) []job.Job {
 	return out
 }
 
+// AllFinal reports whether every job of one queue has reached a final
+// status. It copies nothing, so a caller may poll it while workers run:
+// the store's lock is held for a scan of the statuses alone.
+func (s *Store) AllFinal(queue string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range s.jobs[queue] {
+		if !j.Status.Final() {
+			return false
+		}
+	}
+	return true
+}
+
 // CountJobs counts the unexpired jobs of one queue, generation and status.
 func (s *Store) CountJobs(_ context.Context, queue string, gen int64, status job.Status) (int, error) {
 	if !status.Listed() {
