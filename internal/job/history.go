@@ -153,7 +153,14 @@ func DecodeHistory(s string, base time.Time) ([]Event, error) {
 	return h, nil
 }
 
+// lineBreaks turns line breaks into spaces (oneLine); built once, since
+// a Replacer is costly to build and safe to share.
+var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
+
 // oneLine is s with line breaks as spaces.
 func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return lineBreaks.Replace(s)
 }
