@@ -95,7 +95,11 @@ bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, 
 	  $(BENCHDOC) -table week -format lines -command "SLOTQ_SIM_WEEK=1 go test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/"
 	$(GO) run ./cmd/slotq bench --doc $(PERF_DOC) --table demo
 	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 500 --rate 500/1s --burst 5 --workers 16 --doc $(PERF_DOC) --table rate
+	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 1000 --rate 1000/1s --burst 10 --workers 32 --doc $(PERF_DOC) --table rate1000
 	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 100 --window 10/50ms --workers 16 --doc $(PERF_DOC) --table window
+	sh -c 'while :; do :; done' & b1=$$!; sh -c 'while :; do :; done' & b2=$$!; trap 'kill $$b1 $$b2' EXIT; \
+	  $(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 500 --rate 500/1s --burst 5 --workers 16 --doc $(PERF_DOC) --table busy \
+	  --note 'with two busy loops beside it (sh -c "while :; do :; done", twice)'
 	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 250 --keys 50 --key-rate 2/1s --rate 200/1s --workers 32 --doc $(PERF_DOC) --table keys
 	$(GO) run ./cmd/slotq bench lanes --doc $(PERF_DOC) --table lanes
 	set -o pipefail; for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./internal/dev/awssim | grep -o 'figures: .*' || exit 1; done | \

@@ -19,6 +19,9 @@ import (
 // file Doc (internal/dev/benchdoc), as `make bench` does.
 type docOut struct {
 	Doc, Table string
+	// Note is a line written under the table: what the command line
+	// does not show, such as what ran beside it.
+	Note string
 	// Command is the command line as the user gave it, without --doc and
 	// --table.
 	Command string
@@ -28,6 +31,7 @@ func docFlags(fs *pflag.FlagSet) *docOut {
 	var o docOut
 	fs.StringVar(&o.Doc, "doc", "", "also write the table between the <!-- bench:TABLE begin/end --> markers of this Markdown file (make bench)")
 	fs.StringVar(&o.Table, "table", "", "the table's name in --doc's markers")
+	fs.StringVar(&o.Note, "note", "", "with --doc: a line written under the table (what ran beside the measurement)")
 	return &o
 }
 
@@ -38,7 +42,7 @@ func (o *docOut) with(cmd *cobra.Command) docOut {
 	words := []string{cmd.CommandPath()}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		switch {
-		case f.Name == "doc" || f.Name == "table":
+		case f.Name == "doc" || f.Name == "table" || f.Name == "note":
 		case f.Value.Type() == "bool" && f.Value.String() == "true":
 			words = append(words, "--"+f.Name)
 		case f.Value.Type() == "bool":
@@ -74,6 +78,9 @@ func (o docOut) check() error {
 // and writes it between its markers in Doc.
 func (o docOut) write(stdout io.Writer, t benchdoc.Table) error {
 	t.Name = o.Table
+	if o.Note != "" {
+		t.Notes = append(t.Notes, o.Note)
+	}
 	block := t.Markdown(time.Now(), benchdoc.LoadAverage())
 	fmt.Fprintf(stdout, "\nwritten to %s (table %s):\n\n%s", o.Doc, o.Table, block)
 	return benchdoc.Write(o.Doc, o.Table, block)
