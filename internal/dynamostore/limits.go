@@ -182,7 +182,7 @@ func pin(e *expr, seen, next slot.State) (cond, set string, remove []string) {
 // casTakeExprs is Take by compare-and-set from state seen: the tickets by
 // ticketUpdate (an atomic counter), the limit state by pin.
 func casTakeExprs(r engine.TakeRequest, seen slot.State, tok string) exprs {
-	next, _, _ := slot.Take(seen, r.N, r.Line, r.LimitList(), r.Now)
+	next, _, _ := slot.Take(seen, r.N, r.Line, r.LimitList(), r.Skew, r.Now)
 	e := newExpr()
 	wt := e.n(attrWriteToken)
 	cond, set, remove := pin(e, seen, next)
@@ -262,7 +262,7 @@ func (s *Store) casTake(ctx context.Context, r engine.TakeRequest) (engine.Taken
 // slot.Take gives from seen.
 func casTaken(r engine.TakeRequest, seen, after slot.State) (engine.Taken, error) {
 	seen.Ticket = after.Ticket - int64(r.N)
-	_, first, slots := slot.Take(seen, r.N, r.Line, r.LimitList(), r.Now)
+	_, first, slots := slot.Take(seen, r.N, r.Line, r.LimitList(), r.Skew, r.Now)
 	return engine.Taken{First: first, Slots: slots, State: after}, nil
 }
 

@@ -70,7 +70,7 @@ func TestTakeMatchesSlotTake(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: Take: %v", i, err)
 		}
-		next, first, slots := slot.Take(model, n, line, slot.Every(iv), now)
+		next, first, slots := slot.Take(model, n, line, slot.Every(iv), 0, now)
 		if tk.First != first || !slices.EqualFunc(tk.Slots, slots, time.Time.Equal) || !sameState(tk.State, next) {
 			t.Fatalf("step %d: Take(n=%d, line=%d, now=%v) = %d %v %+v; slot.Take says %d %v %+v",
 				i, n, line, now, tk.First, tk.Slots, tk.State, first, slots, next)

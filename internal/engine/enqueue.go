@@ -377,7 +377,7 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 		keyed := func(i int) bool { return q.Config.Keyed() && jobs[i].Key != "" }
 		// The slots the jobs would get were they all in line: a job
 		// whose not_before comes after its would-be slot is scheduled.
-		_, _, est := slot.Take(q.State, len(jobs), len(jobs), ls, now)
+		_, _, est := slot.Take(q.State, len(jobs), len(jobs), ls, q.Config.Skew, now)
 		// A keyed job books a place of the line too, though it starts out
 		// of line: its slot is that place or its key's, whichever is
 		// later, so that enqueue's answer honours the queue's limit as
@@ -391,7 +391,7 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 				line++
 			}
 		}
-		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Limits: ls, Now: now, Seen: q.State, Gen: q.Gen,
+		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Limits: ls, Skew: q.Config.Skew, Now: now, Seen: q.State, Gen: q.Gen,
 			OutOfLine: !slices.Contains(inLine, true)})
 		if errors.Is(err, ErrLimitChanged) && try < 3 {
 			gen := q.Gen
@@ -422,7 +422,7 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 			}
 			return nil, err
 		}
-		setSlots(jobs, inLine, books, taken, slot.NextSlot(taken.State, ls, now), keyAt, tick)
+		setSlots(jobs, inLine, books, taken, slot.NextSlot(taken.State, ls, q.Config.Skew, now), keyAt, tick)
 		q.State = taken.State
 		return ahead, nil
 	}

@@ -71,7 +71,7 @@ func (q Queue) SlotOf(j job.Job) time.Time {
 	if r == nil || j.Status != job.Queued || outOfLine(&j) || j.Ticket <= max(r.After, q.State.Current) || j.Ticket > r.Upto {
 		return j.SlotAt
 	}
-	_, at := slot.Book(r.Base, q.Config.LimitList(), int(j.Ticket-r.After), r.At)
+	_, at := slot.Book(r.Base, q.Config.LimitList(), 0, int(j.Ticket-r.After), r.At)
 	return laterOf(j.SlotAt, at[len(at)-1])
 }
 
@@ -261,7 +261,9 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, 
 // one on. It returns the state after, the places of the tickets from
 // the first parked one on (line: the parked line jobs, by ticket), and
 // the record of the places booked for the tickets ahead of it (nil:
-// none), which their queued jobs are shown with.
+// none), which their queued jobs are shown with. It books with no skew
+// (slot.Book), a window a skew looser than a take would: Queue.SlotOf
+// shows a queued job's place by the same booking.
 func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now time.Time) (slot.State, map[int64]time.Time, *Rebooked) {
 	first := s.Ticket + 1
 	if len(line) > 0 {
@@ -272,20 +274,20 @@ func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now ti
 	if ahead > 0 {
 		rec = &Rebooked{After: s.Current, Upto: s.Current + int64(ahead), At: now, Base: s}
 	}
-	s, _ = slot.Book(s, ls, ahead, now)
+	s, _ = slot.Book(s, ls, 0, ahead, now)
 	// A queued job holds a slot no later than the transport's reach from
 	// now, nor than the first parked job's slot.
 	from, reach := now.Add(e.transport.MaxDelay()), true
 	if len(line) > 0 && line[0].SlotAt.Before(from) {
 		from, reach = line[0].SlotAt, false
 	}
-	if reach && len(line) > 0 && ahead > 0 && from.After(slot.NextSlot(s, ls, now)) {
-		s, _ = slot.Book(s, ls, 1, from)
+	if reach && len(line) > 0 && ahead > 0 && from.After(slot.NextSlot(s, ls, 0, now)) {
+		s, _ = slot.Book(s, ls, 0, 1, from)
 	}
 	places := map[int64]time.Time{}
 	for t := first; t <= s.Ticket && ahead+len(places) < MaxReslot; t++ {
 		var at []time.Time
-		s, at = slot.Book(s, ls, 1, laterOf(now, from))
+		s, at = slot.Book(s, ls, 0, 1, laterOf(now, from))
 		places[t] = at[0]
 	}
 	return s, places, rec

@@ -276,10 +276,10 @@ func checkWaitingSlots(t *testing.T, s *sim, pre []job.Job, cfg slot.Config, rep
 	tight = tight && !slices.ContainsFunc(cfg.LimitList(), func(l api.Limit) bool { return !l.Window.IsZero() })
 	var st slot.State
 	for i := range slots {
-		if tight && i > 0 && slots[i].After(slot.NextSlot(st, cfg.LimitList(), slots[i-1]).Add(cfg.Tick())) {
+		if tight && i > 0 && slots[i].After(slot.NextSlot(st, cfg.LimitList(), 0, slots[i-1]).Add(cfg.Tick())) {
 			t.Fatalf("parked job %d shows slot_at %v after the one before it: not the new limit's arithmetic", i, slots[i].Sub(slots[i-1]))
 		}
-		st, _, _ = slot.Take(st, 1, 1, cfg.LimitList(), slots[i])
+		st, _, _ = slot.Take(st, 1, 1, cfg.LimitList(), 0, slots[i])
 	}
 	t.Logf("configure moved %d of %d waiting jobs (%d parked), at most %dms", rep.Moved, len(pre), len(slots), rep.MaxShiftMs)
 	return slots

@@ -188,7 +188,11 @@ type TakeRequest struct {
 	// are not the queue's: ErrLimitChanged.
 	Limits   slot.Limits
 	Interval time.Duration
-	Now      time.Time
+	// Skew is the queue's skew, which the gate allows a window's count:
+	// a window books as tightly as its gate opens (slot.Take). Zero books
+	// a window a skew looser, never tighter.
+	Skew time.Duration
+	Now  time.Time
 	// Seen is the queue state the caller read last, a hint only: a store
 	// whose atomic step comes in several conditional forms tries the one
 	// Seen says first. Zero is fine.

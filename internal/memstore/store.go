@@ -262,7 +262,7 @@ func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, err
 	if q.Config.LimitList().Signature() != r.LimitList().Signature() {
 		return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrLimitChanged)
 	}
-	next, first, slots := slot.Take(q.State, r.N, r.Line, r.LimitList(), r.Now)
+	next, first, slots := slot.Take(q.State, r.N, r.Line, r.LimitList(), r.Skew, r.Now)
 	if r.MovesLine() {
 		next.Line = next.Ticket
 	}

@@ -19,7 +19,7 @@ func Example() {
 	for _, n := range []int{1, 2, 1} {
 		var first int64
 		var slots []time.Time
-		s, first, slots = slot.Take(s, n, n, slot.Every(interval), now)
+		s, first, slots = slot.Take(s, n, n, slot.Every(interval), 0, now)
 		fmt.Printf("took %d: first ticket %d at +%v\n", n, first, slots[0].Sub(now))
 	}
 
@@ -49,7 +49,7 @@ func ExampleTake_forms() {
 		{Rate: api.Rate{N: 10, Per: time.Second}, Burst: 2},
 		{Window: api.Rate{N: 3, Per: time.Second}},
 	} {
-		_, _, slots := slot.Take(slot.State{}, 7, 7, slot.Limits{l}, now)
+		_, _, slots := slot.Take(slot.State{}, 7, 7, slot.Limits{l}, 0, now)
 		fmt.Printf("%-24s", l.String()+":")
 		for _, at := range slots {
 			fmt.Printf(" +%v", at.Sub(now))

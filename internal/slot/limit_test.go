@@ -68,7 +68,7 @@ func simulateGate(t *testing.T, ls Limits, skew time.Duration, seed uint64) ([]t
 		n := 1 + rng.IntN(10)
 		var first int64
 		var slots []time.Time
-		st, first, slots = Take(st, n, n, ls, now)
+		st, first, slots = Take(st, n, n, ls, 0, now)
 		for k, at := range slots {
 			queue = append(queue, try{at: at.Add(jitter()), ticket: first + int64(k), slot: at})
 			if rng.IntN(10) == 0 {
@@ -112,7 +112,7 @@ func simulateGate(t *testing.T, ls Limits, skew time.Duration, seed uint64) ([]t
 		case Passed:
 			var first int64
 			var slots []time.Time
-			st, first, slots = Take(st, 1, 1, ls, at)
+			st, first, slots = Take(st, 1, 1, ls, 0, at)
 			done[x.ticket] = true
 			queue = append(queue, try{at: slots[0].Add(jitter()), ticket: first, slot: slots[0]})
 		default:
@@ -129,7 +129,7 @@ func TestBacklogSlotsPassTheGate(t *testing.T) {
 	const skew = time.Millisecond
 	for name, ls := range forms {
 		t.Run(name, func(t *testing.T) {
-			st, first, slots := Take(State{}, 300, 300, ls, t0)
+			st, first, slots := Take(State{}, 300, 300, ls, 0, t0)
 			for k, at := range slots {
 				v, open := Gate(st, first+int64(k), ls, skew, at)
 				if v != Start {

@@ -216,21 +216,21 @@ func startedBy(s State, ls Limits, at, deadline time.Time, skew time.Duration) S
 // book returns s after one more line ticket was booked at now, and the
 // ticket's slot: the earliest time every limit allows after the tickets
 // booked before it, and not before now.
-func book(s State, ls Limits, now time.Time) (State, time.Time) {
-	return bookWith(s, ls, now, ls.Room())
+func book(s State, ls Limits, skew time.Duration, now time.Time) (State, time.Time) {
+	return bookWith(s, ls, now, ls.Room(), skew)
 }
 
 // bookWith is book keeping room for each start instead of the limits'
-// own (Limits.Room).
-func bookWith(s State, ls Limits, now time.Time, room time.Duration) (State, time.Time) {
+// own (Limits.Room), for a queue whose skew is skew.
+func bookWith(s State, ls Limits, now time.Time, room, skew time.Duration) (State, time.Time) {
 	at := now
 	for i, l := range ls {
-		at = later(at, earliest(l, s.mark(i), now, room))
+		at = later(at, earliest(l, s.mark(i), now, room, skew))
 	}
 	for i, l := range ls {
 		m := s.mark(i)
 		if !l.Window.IsZero() {
-			m.Booked = addRun(m.Booked, at, l.Window.Per+room)
+			m.Booked = addRun(m.Booked, at, bookedPer(l, room, skew))
 			m.Clock = at
 		} else {
 			c := later(m.Clock, m.Last)
@@ -254,16 +254,26 @@ func bookWith(s State, ls Limits, now time.Time, room time.Duration) (State, tim
 // start late by up to the room still keeps the limit). For a window, the
 // bookings in its period plus the room: a slot that leaves room for one
 // more.
-func earliest(l Limit, m Mark, now time.Time, room time.Duration) time.Time {
+func earliest(l Limit, m Mark, now time.Time, room, skew time.Duration) time.Time {
 	if !l.Window.IsZero() {
 		from := later(now, later(m.Clock, m.Last))
-		return windowOpen(m.Booked, l.Window.N, l.Window.Per+room, from)
+		return windowOpen(m.Booked, l.Window.N, bookedPer(l, room, skew), from)
 	}
 	c := later(m.Clock, m.Last)
 	if c.IsZero() {
 		return now
 	}
 	return later(now, c.Add(every(l)-bookedBurst(l, room)))
+}
+
+// bookedPer is the span over which window l books its N: its period
+// plus the deadline's room (at least the skew: slot.Deadline) less the
+// skew. The gate counts the deadlines of the starts over the period less
+// the skew (windowGatePer), so a moment whose starts kept their slots
+// opens the next window exactly at the next moment's slot: the booking
+// is as tight as the gate, and no looser.
+func bookedPer(l Limit, room, skew time.Duration) time.Duration {
+	return l.Window.Per + max(room, skew) - skew
 }
 
 // bookedBurst is how much of a rate's burst (B·T) the line books: all of
@@ -314,7 +324,7 @@ func Ideal(ls Limits, n int) time.Duration {
 	var s State
 	var first, last time.Time
 	for k := range n {
-		s, last = bookWith(s, ls, t0, 0)
+		s, last = bookWith(s, ls, t0, 0, 0)
 		if k == 0 {
 			first = last
 		}

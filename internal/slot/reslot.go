@@ -57,16 +57,16 @@ func Seed(s State, old, next Limits, skew time.Duration) State {
 // state to store with the new limits and the slots of the n waiting line
 // tickets (as slot.Take gives them).
 func Reslot(s State, old, next Limits, skew time.Duration, n int, now time.Time) (State, []time.Time) {
-	return Book(Seed(s, old, next, skew), next, n, now)
+	return Book(Seed(s, old, next, skew), next, skew, n, now)
 }
 
 // Book books n line places under ls at now, as Take does for n line
 // tickets, without handing out tickets: the state after and the places'
 // slots.
-func Book(s State, ls Limits, n int, now time.Time) (State, []time.Time) {
+func Book(s State, ls Limits, skew time.Duration, n int, now time.Time) (State, []time.Time) {
 	slots := make([]time.Time, n)
 	for k := range slots {
-		s, slots[k] = book(s, ls, now)
+		s, slots[k] = book(s, ls, skew, now)
 	}
 	return s, slots
 }

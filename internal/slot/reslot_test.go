@@ -59,7 +59,7 @@ func checkReslot(t *testing.T, old, next Limits, skew time.Duration, seed uint64
 	rng := rand.New(rand.NewPCG(seed, 11))
 	st, before, now := history(rng, old, skew)
 	const waiting = 40
-	st, _, _ = Take(st, waiting, waiting, old, now)
+	st, _, _ = Take(st, waiting, waiting, old, 0, now)
 	first := st.Ticket - waiting + 1
 	now = now.Add(time.Duration(rng.IntN(3)) * time.Millisecond)
 	prev := st
@@ -131,7 +131,7 @@ func history(rng *rand.Rand, ls Limits, skew time.Duration) (State, []time.Time,
 		case 1:
 			now = now.Add(time.Duration(rng.IntN(int(tick))))
 		}
-		st, _, _ = Take(st, 1, 1, ls, now)
+		st, _, _ = Take(st, 1, 1, ls, 0, now)
 		at := later(now, GateOpen(st, ls, skew))
 		st = Started(st, int64(k+1), ls, at)
 		starts = append(starts, at)
@@ -170,13 +170,13 @@ func TestReslotSameLimitsKeepsTheGate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 5))
 			st, _, now := history(rng, ls, skew)
-			st, _, _ = Take(st, 10, 10, ls, now)
+			st, _, _ = Take(st, 10, 10, ls, 0, now)
 			got, slots := Reslot(st, ls, ls, skew, 10, now)
 			if !GateOpen(got, ls, skew).Equal(GateOpen(st, ls, skew)) {
 				t.Fatalf("the gate's opening moved: %v, was %v", GateOpen(got, ls, skew), GateOpen(st, ls, skew))
 			}
 			again, slots2 := Reslot(got, ls, ls, skew, 10, now)
-			if !slices.Equal(slots2, slots) || !NextSlot(again, ls, now).Equal(NextSlot(got, ls, now)) {
+			if !slices.Equal(slots2, slots) || !NextSlot(again, ls, 0, now).Equal(NextSlot(got, ls, 0, now)) {
 				t.Fatalf("a second reslot moved slots: %v, were %v", rel(slots2), rel(slots))
 			}
 		})

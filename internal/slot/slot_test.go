@@ -28,7 +28,7 @@ func TestNextSlot(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := NextSlot(tt.st, Every(time.Second), tt.now); !got.Equal(tt.want) {
+			if got := NextSlot(tt.st, Every(time.Second), 0, tt.now); !got.Equal(tt.want) {
 				t.Fatalf("NextSlot = %v, want %v", got, tt.want)
 			}
 		})
@@ -51,7 +51,7 @@ func TestTake(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			next, first, slots := Take(tt.st, tt.n, tt.line, Every(time.Second), t0)
+			next, first, slots := Take(tt.st, tt.n, tt.line, Every(time.Second), 0, t0)
 			var slot time.Time
 			if len(slots) > 0 {
 				slot = slots[0]
@@ -329,7 +329,7 @@ func FuzzTake(f *testing.F) {
 			line := int(ops[i+1]) % (n + 1)
 			now = now.Add(time.Duration(ops[i+1]) * time.Millisecond * 7)
 			prev := st
-			next, first, slots := Take(st, n, line, Every(iv), now)
+			next, first, slots := Take(st, n, line, Every(iv), 0, now)
 			if first != prev.Ticket+1 || next.Ticket != prev.Ticket+int64(n) {
 				t.Fatalf("tickets not contiguous: %+v -> %+v first %d", prev, next, first)
 			}

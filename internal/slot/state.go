@@ -134,10 +134,11 @@ func Ended(s State, ticket int64) State {
 }
 
 // NextSlot is the slot the next ticket in line would get at now under
-// ls: the earliest every limit allows after the tickets booked before it
-// and the theoretical last starts, and not before now.
-func NextSlot(s State, ls Limits, now time.Time) time.Time {
-	_, at := book(s, ls, now)
+// ls, for a queue whose skew is skew: the earliest every limit allows
+// after the tickets booked before it and the theoretical last starts, and
+// not before now.
+func NextSlot(s State, ls Limits, skew time.Duration, now time.Time) time.Time {
+	_, at := book(s, ls, skew, now)
 	return at
 }
 
@@ -146,16 +147,18 @@ func NextSlot(s State, ls Limits, now time.Time) time.Time {
 // returns the new state, the first ticket and the line's slots, one per
 // line ticket: for the interval form one interval apart; for a rate with
 // burst B, B+1 at once after an idle time, then one per T; for a window
-// of N, N at once, then the next when the first is a period old.
+// of N, N at once, then the next when the first is a period old. skew is
+// the queue's skew, which the gate allows a window's count (see
+// bookedPer).
 //
 // This is the rule every state implementation applies atomically.
-func Take(s State, n, line int, ls Limits, now time.Time) (next State, first int64, slots []time.Time) {
+func Take(s State, n, line int, ls Limits, skew time.Duration, now time.Time) (next State, first int64, slots []time.Time) {
 	first = s.Ticket + 1
 	s.Ticket += int64(n)
 	if line > 0 {
 		slots = make([]time.Time, line)
 		for k := range slots {
-			s, slots[k] = book(s, ls, now)
+			s, slots[k] = book(s, ls, skew, now)
 		}
 	}
 	return s, first, slots

@@ -171,18 +171,27 @@ func BookedAfter(s State, ls Limits, slotAt time.Time) bool {
 
 // Reserve is the start a worker ready at now asks the gate for, wanting
 // the start want, and its deadline. On time (now by want) it reserves at
-// (StartAt: want itself). A late worker reserves at, now plus the lead,
-// unless that start's deadline would miss the slot of its line ticket
-// (Missed, slotAt; zero for a ticket out of line); then the latest start
-// that keeps its place: halfway to at, now, or, ready within its room
-// (Limits.Room, at least the skew), want itself with want's deadline,
-// which moves nobody. The lead is the time the worker's writes may take,
-// so a start closer than at leaves them less of it: the worker calls its
-// target by its deadline or not at all (Overslept). A worker that no
-// start keeps in its place reserves at and is passed.
+// (StartAt: want itself). A worker late by less than its room (Limits.Room,
+// at least the skew) less half its lead reserves want itself, with want's
+// deadline: it moves nobody, and half the lead is left for its writes.
+// Any other late worker reserves the latest start that keeps its line
+// ticket's place (its deadline not Missed; slotAt is the ticket's slot,
+// zero for a ticket out of line): at, now plus the lead; halfway to it;
+// now; or, ready within its room, want. The lead is the time the
+// worker's writes may take, so a start closer than at leaves them less of
+// it: the worker calls its target by its deadline or not at all
+// (Overslept). A worker that no start keeps in its place reserves at and
+// is passed.
 func Reserve(s State, ls Limits, want, now, at, slotAt time.Time, skew time.Duration, alone bool) (time.Time, time.Time) {
 	deadline := Deadline(s, ls, at, skew, alone)
-	if !now.After(want) || slotAt.IsZero() || !Missed(s, slotAt, deadline, ls, skew) {
+	if !now.After(want) {
+		return at, deadline
+	}
+	room := want.Add(max(ls.Room(), skew))
+	if !now.Add(at.Sub(now) / 2).After(room) {
+		return want, Deadline(s, ls, want, skew, alone)
+	}
+	if slotAt.IsZero() || !Missed(s, slotAt, deadline, ls, skew) {
 		return at, deadline
 	}
 	for _, x := range []time.Time{now.Add(at.Sub(now) / 2), now} {
@@ -190,7 +199,7 @@ func Reserve(s State, ls Limits, want, now, at, slotAt time.Time, skew time.Dura
 			return x, d
 		}
 	}
-	if !now.After(want.Add(max(ls.Room(), skew))) {
+	if !now.After(room) {
 		return want, Deadline(s, ls, want, skew, alone)
 	}
 	return at, deadline

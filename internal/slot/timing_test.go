@@ -81,7 +81,7 @@ func TestRoomAbsorbsLateness(t *testing.T) {
 		t.Fatalf("room of %s = %v, want %v", rate500, got, Room)
 	}
 	// A backlog: 40 line tickets booked at t0.
-	s, _, slots := Take(State{}, 40, 40, rate500, t0)
+	s, _, slots := Take(State{}, 40, 40, rate500, skew, t0)
 	// The first 20 start on time, each at its slot.
 	for k := range 20 {
 		s = StartedBy(s, int64(k+1), rate500, slots[k], slots[k], Deadline(s, rate500, slots[k], skew, false), skew)
@@ -131,7 +131,7 @@ func TestMomentInAnyOrder(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for round := range 50 {
 				const n = 60
-				s, _, slots := Take(State{}, n, n, ls, t0)
+				s, _, slots := Take(State{}, n, n, ls, skew, t0)
 				// Group the tickets by moment and let each moment's
 				// tickets come in a random order, each worker a
 				// little late within the room.
@@ -150,11 +150,13 @@ func TestMomentInAnyOrder(t *testing.T) {
 				}
 				var starts []time.Time
 				for _, k := range order {
-					at := slots[k].Add(time.Duration(rng.Int64N(int64(skew))))
+					// Its worker is ready up to the skew late and
+					// reserves as the engine's does.
+					now := slots[k].Add(time.Duration(rng.Int64N(int64(skew))))
+					at, d := Reserve(s, ls, slots[k], now, StartAt(slots[k], now, DefaultLead), slots[k], skew, false)
 					if v, open := Gate(s, int64(k+1), ls, skew, at); v != Start {
-						t.Fatalf("round %d: ticket %d at its slot +%v: %v (open %v after its slot)", round, k+1, at.Sub(slots[k]), v, open.Sub(slots[k]))
+						t.Fatalf("round %d: ticket %d ready at its slot +%v, reserved +%v: %v (open %v after its slot)", round, k+1, now.Sub(slots[k]), at.Sub(slots[k]), v, open.Sub(slots[k]))
 					}
-					d := Deadline(s, ls, at, skew, false)
 					if Missed(s, slots[k], d, ls, skew) || Behind(s, slots[k], ls, skew) {
 						t.Fatalf("round %d: ticket %d of its moment, late %v: missed", round, k+1, at.Sub(slots[k]))
 					}
@@ -222,7 +224,7 @@ func TestReserveKeepsThePlaceWithinTheRoom(t *testing.T) {
 	skew, lead := 500*time.Microsecond, 2*time.Millisecond
 	window := Limits{{Window: api.Rate{N: 10, Per: 50 * time.Millisecond}}}
 	for name, ls := range map[string]Limits{"rate with burst": rate500, "window": window} {
-		s, _, slots := Take(State{}, 30, 30, ls, t0)
+		s, _, slots := Take(State{}, 30, 30, ls, skew, t0)
 		slotAt := slots[len(slots)/2]
 		for _, late := range []time.Duration{0, time.Millisecond, Room} {
 			now := slotAt.Add(late)
@@ -235,10 +237,36 @@ func TestReserveKeepsThePlaceWithinTheRoom(t *testing.T) {
 			}
 		}
 	}
-	s, _, slots := Take(State{}, 30, 30, window, t0)
+	s, _, slots := Take(State{}, 30, 30, window, skew, t0)
 	slotAt := slots[len(slots)/2]
 	now := slotAt.Add(Room + skew + time.Microsecond)
 	if _, d := Reserve(s, window, slotAt, now, StartAt(slotAt, now, lead), slotAt, skew, false); !Missed(s, slotAt, d, window, skew) {
 		t.Errorf("window, ready %v late: kept its place beyond the room (deadline %v after its slot)", now.Sub(slotAt), d.Sub(slotAt))
+	}
+}
+
+// TestWindowBooksAsTightAsItsGate: a window books its moments its period
+// plus the room less the skew apart, where its gate opens after a moment
+// that kept its slots, not a skew later (each moment would cost the
+// queue a skew); with no skew, its period plus the room.
+func TestWindowBooksAsTightAsItsGate(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	window := Limits{{Window: api.Rate{N: 10, Per: 50 * time.Millisecond}}}
+	for _, skew := range []time.Duration{0, 1250 * time.Microsecond} {
+		s, _, slots := Take(State{}, 30, 30, window, skew, t0)
+		for k, at := range slots {
+			want := t0.Add(time.Duration(k/10) * (50*time.Millisecond + Room - skew))
+			if !at.Equal(want) {
+				t.Fatalf("skew %v: ticket %d booked %v after the first, want %v", skew, k+1, at.Sub(t0), want.Sub(t0))
+			}
+		}
+		// The first moment starts at its slot: the gate opens at the
+		// second's.
+		for k := range 10 {
+			s = StartedBy(s, int64(k+1), window, slots[k], slots[k], Deadline(s, window, slots[k], skew, false), skew)
+		}
+		if open := GateOpen(s, window, skew); !open.Equal(slots[10]) {
+			t.Errorf("skew %v: the gate opens %v after the first moment, the second is booked %v after it", skew, open.Sub(t0), slots[10].Sub(t0))
+		}
 	}
 }

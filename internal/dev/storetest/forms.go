@@ -71,7 +71,7 @@ func testForms(t *testing.T, newState func(t *testing.T) engine.State) {
 					}
 					slots = append(slots, taken[i].Slots...)
 				}
-				_, _, want := slot.Take(slot.State{}, total, total, f.ls, base)
+				_, _, want := slot.Take(slot.State{}, total, total, f.ls, 0, base)
 				slices.SortFunc(slots, time.Time.Compare)
 				if !slices.EqualFunc(slots, want, time.Time.Equal) {
 					t.Fatalf("slots of %d concurrent takes:\n got %v\nwant %v", callers, rel(slots), rel(want))

@@ -33,7 +33,7 @@ func testReconfigure(t *testing.T, newState func(t *testing.T) engine.State) {
 			seen = s
 			base := slot.Seed(s, old, cfg.Limits, cfg.Skew)
 			rec = engine.Rebooked{After: s.Current, Upto: s.Current + 5, At: at(time.Second), Base: base}
-			want, _ = slot.Book(base, cfg.Limits, 5, at(time.Second))
+			want, _ = slot.Book(base, cfg.Limits, 0, 5, at(time.Second))
 			return want, &rec, nil
 		}})
 		if err != nil {
@@ -58,7 +58,7 @@ func testReconfigure(t *testing.T, newState func(t *testing.T) engine.State) {
 		if err != nil {
 			t.Fatalf("Take under the new limits: %v", err)
 		}
-		if _, _, slots := slot.Take(want, 1, 1, cfg.Limits, at(time.Second)); !next.Slots[0].Equal(slots[0]) {
+		if _, _, slots := slot.Take(want, 1, 1, cfg.Limits, 0, at(time.Second)); !next.Slots[0].Equal(slots[0]) {
 			t.Errorf("the first take after: slot %s, want %s (the new arithmetic from the stored state)", next.Slots[0].Sub(base), slots[0].Sub(base))
 		}
 	})
