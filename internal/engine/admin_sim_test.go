@@ -365,16 +365,14 @@ func runAdminSim(t *testing.T, o simOptions) (int, map[string]int) {
 
 	// The producer: batches of keyed, unkeyed and scheduled jobs; some
 	// fail their first attempts.
-	prod := rand.New(rand.NewPCG(o.Seed, 4))
 	produced := make(chan struct{})
 	pctx, stopProducer := context.WithCancel(ctx)
 	defer func() { stopProducer(); <-produced }()
 	go func() {
 		defer close(produced)
 		n := 0
-		for range 60 {
-			req := job.EnqueueRequest{Queue: a.queue}
-			for range 1 + prod.IntN(4) {
+		produce(pctx, 1, 60, o.Seed, 4, func(_, _ int, prod *rand.Rand) time.Duration {
+			err := s.enqueueSome(a.queue, prod, func() job.Spec {
 				key := ""
 				if prod.IntN(3) > 0 {
 					key = fmt.Sprintf("k%d", prod.IntN(4))
@@ -389,18 +387,14 @@ func runAdminSim(t *testing.T, o simOptions) (int, map[string]int) {
 					s.failFor[sp.ID] = 1 + prod.IntN(2)
 					s.mu.Unlock()
 				}
-				req.Jobs = append(req.Jobs, sp)
 				n++
-			}
-			if _, err := s.eng.Enqueue(ctx, req); err != nil && !errors.Is(err, engine.ErrQueueNotFound) && !errors.Is(err, errCrash) {
+				return sp
+			})
+			if err != nil && !errors.Is(err, engine.ErrQueueNotFound) && !errors.Is(err, errCrash) {
 				t.Errorf("enqueue: %v", err)
 			}
-			select {
-			case <-pctx.Done():
-				return
-			case <-time.After(time.Duration(100+prod.IntN(900)) * time.Millisecond):
-			}
-		}
+			return time.Duration(100+prod.IntN(900)) * time.Millisecond
+		})
 	}()
 	pace := rand.New(rand.NewPCG(o.Seed, 5))
 	for range 30 {

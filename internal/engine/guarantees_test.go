@@ -56,9 +56,7 @@ func checkSingleStart(t *testing.T, starts []start) {
 // §5.1 Position: every accepted job gets a ticket; per queue tickets are
 // unique and increase in acceptance order; a batch gets a contiguous range.
 func TestGuaranteePosition(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{})
-		defer s.stop()
+	inSim(t, simOptions{}, func(t *testing.T, s *sim) {
 		s.createQueue("pos", slot.Config{Interval: time.Millisecond})
 		const producers, calls = 20, 10
 		results := make([][]engine.EnqueueResult, producers)
@@ -106,9 +104,7 @@ func TestGuaranteePosition(t *testing.T) {
 // queue was paused gets a new ticket and slot that its status shows, and
 // starts then.
 func TestGuaranteeExpectedStart(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 3})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 3}, func(t *testing.T, s *sim) {
 		s.createQueue("eta", slot.Config{Interval: 2 * time.Second})
 		first := s.enqueue("eta", 5, nil)
 		for i, a := range first.Jobs {
@@ -161,45 +157,19 @@ func TestGuaranteeExpectedStart(t *testing.T) {
 // spacing rule (no burst after a late start, whatever the skew), and no
 // attempt begins twice.
 func TestGuaranteeSpacingAndSingleStart(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		opts  simOptions
-		chaos bool
-	}{
-		{"clean", simOptions{Workers: 8}, false},
-		{"jitter and duplicates", simOptions{Workers: 16, Transport: memstore.TransportOptions{Jitter: 3 * time.Second, DuplicateRate: 0.3}}, false},
-		{"crashes, jitter and duplicates", simOptions{Workers: 16, CrashRate: 0.05, Seed: 3,
-			Transport: memstore.TransportOptions{Jitter: 3 * time.Second, DuplicateRate: 0.3}}, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := newSim(t, tc.opts)
-				defer s.stop()
-				const interval, skew = time.Second, 100 * time.Millisecond
-				s.createQueue("spaced", slot.Config{Interval: interval, Skew: skew, MaxAttempts: 10})
-				var wg sync.WaitGroup
-				for p := range 10 {
-					wg.Go(func() {
-						for c := range 5 {
-							s.enqueue("spaced", 1+(p*c)%4, nil)
-							time.Sleep(time.Duration(p*37+c*11) * time.Millisecond)
-						}
-					})
-				}
-				wg.Wait()
-				s.waitFinished("spaced", 6*time.Hour)
-				starts := s.startsOf("spaced")
-				if len(starts) == 0 {
-					t.Fatal("nothing started")
-				}
-				checkSpacing(t, starts, interval, skew)
-				checkSingleStart(t, starts)
-				if failed := s.jobs("spaced", job.Failed); len(failed) > 0 {
-					t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
-				}
-			})
-		})
-	}
+	eachRun(t, nil, faultRuns(8, 16, 3*time.Second, 0.05, 3, nil), func(t *testing.T, s *sim, _ slot.Config, _ simRun) {
+		const interval, skew = time.Second, 100 * time.Millisecond
+		s.createQueue("spaced", slot.Config{Interval: interval, Skew: skew, MaxAttempts: 10})
+		produceSteadily(func(p, c int) { s.enqueue("spaced", 1+(p*c)%4, nil) })
+		s.waitFinished("spaced", 6*time.Hour)
+		starts := s.startsOf("spaced")
+		if len(starts) == 0 {
+			t.Fatal("nothing started")
+		}
+		checkSpacing(t, starts, interval, skew)
+		checkSingleStart(t, starts)
+		s.checkNoneFailed("spaced")
+	})
 }
 
 // §5.5 Nothing lost: with crashes at every step (between a message and its
@@ -258,9 +228,7 @@ func TestGuaranteeNothingLost(t *testing.T) {
 // resumed; parked jobs keep their relative order; a pause with until is
 // lifted by the resume schedule by itself.
 func TestGuaranteePause(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 8, Transport: memstore.TransportOptions{Jitter: 200 * time.Millisecond}})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 8, Transport: memstore.TransportOptions{Jitter: 200 * time.Millisecond}}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		s.createQueue("p", slot.Config{Interval: time.Second})
 		res := s.enqueue("p", 30, nil)
@@ -306,9 +274,7 @@ func TestGuaranteePause(t *testing.T) {
 // only move forward. chaosState checks every state it sees; this test
 // drives a busy, jittery, paused-and-resumed run through it.
 func TestGuaranteeNoTimeTravel(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 8, CrashRate: 0.05, Transport: memstore.TransportOptions{Jitter: 2 * time.Second, DuplicateRate: 0.2}})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 8, CrashRate: 0.05, Transport: memstore.TransportOptions{Jitter: 2 * time.Second, DuplicateRate: 0.2}}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		s.createQueue("tt", slot.Config{Interval: 300 * time.Millisecond})
 		var wg sync.WaitGroup
@@ -392,9 +358,7 @@ func TestGuaranteePassedReticket(t *testing.T) {
 // §5.9 Far future without hops: a job may ask for not_before a year ahead;
 // it is parked, released once with an exact delay, and starts on time.
 func TestGuaranteeFarFuture(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{ResumeEvery: 10 * time.Minute})
-		defer s.stop()
+	inSim(t, simOptions{ResumeEvery: 10 * time.Minute}, func(t *testing.T, s *sim) {
 		s.createQueue("far", slot.Config{Interval: time.Second})
 		at := time.Now().Add(365 * 24 * time.Hour).Truncate(time.Millisecond).Add(123 * time.Millisecond)
 		a := s.enqueue("far", 1, func(_ int, sp *job.Spec) { sp.NotBefore = &at }).Jobs[0]
@@ -422,9 +386,7 @@ func TestGuaranteeFarFuture(t *testing.T) {
 // §5.10 Bad input: each case returns an *input.Error naming the field
 // and writes nothing: queues, jobs and the transport are as they were.
 func TestGuaranteeBadInputWritesNothing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{})
-		defer s.stop()
+	inSim(t, simOptions{}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		s.createQueue("strict", slot.Config{Interval: time.Second, Targets: []string{"https://ok.example.com/*"}})
 		s.enqueue("strict", 2, nil)

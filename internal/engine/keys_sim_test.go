@@ -9,13 +9,11 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
-	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 )
@@ -31,10 +29,7 @@ import (
 // succeeds.
 func TestGuaranteeKeyedLimits(t *testing.T) {
 	skew := 10 * time.Millisecond
-	forms := []struct {
-		name string
-		cfg  slot.Config
-	}{
+	forms := []simForm{
 		{"rate per key, one at a time", slot.Config{
 			Rate: api.Rate{N: 20, Per: time.Second}, Burst: 2,
 			KeyLimits: []api.Limit{{Rate: api.Rate{N: 2, Per: time.Second}, Burst: 1}},
@@ -59,77 +54,55 @@ func TestGuaranteeKeyedLimits(t *testing.T) {
 			KeyMaxRunning: slot.NoKeyCap,
 		}},
 	}
-	runs := []struct {
-		name   string
-		opts   simOptions
-		pauses bool // an admin pauses and resumes the queue meanwhile
-	}{
-		{"clean", simOptions{Workers: 16}, false},
-		{"jitter and duplicates", simOptions{Workers: 24, Transport: memstore.TransportOptions{Jitter: 2 * time.Second, DuplicateRate: 0.3}}, false},
-		{"crashes, jitter, duplicates and pauses", simOptions{Workers: 24, CrashRate: 0.04, Seed: 9,
-			Transport: memstore.TransportOptions{Jitter: 2 * time.Second, DuplicateRate: 0.3}}, true},
-	}
-	for _, f := range forms {
-		for _, r := range runs {
-			t.Run(f.name+"/"+r.name, func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					s := newSim(t, r.opts)
-					defer s.stop()
-					cfg := f.cfg
-					cfg.Skew, cfg.MaxAttempts = skew, 20
-					s.createQueue("keyed", cfg)
-					const keys, producers, calls = 12, 8, 6
-					var wg sync.WaitGroup
-					for p := range producers {
-						wg.Go(func() {
-							rnd := rand.New(rand.NewPCG(uint64(p), 3))
-							for range calls {
-								req := job.EnqueueRequest{Queue: "keyed"}
-								for range 1 + rnd.IntN(4) {
-									req.Jobs = append(req.Jobs, job.Spec{
-										Kind: "lane", Key: fmt.Sprintf("k%d", rnd.IntN(keys)),
-										Payload: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, 100+rnd.IntN(900))),
-									})
-								}
-								if _, err := s.eng.Enqueue(context.Background(), req); err != nil {
-									t.Errorf("enqueue: %v", err)
-									return
-								}
-								time.Sleep(time.Duration(rnd.IntN(700)) * time.Millisecond)
-							}
-						})
-					}
-					if r.pauses {
-						wg.Go(func() {
-							for range 4 {
-								time.Sleep(1500 * time.Millisecond)
-								if _, err := s.eng.Pause(context.Background(), "keyed", time.Time{}); err != nil {
-									t.Errorf("pause: %v", err)
-								}
-								time.Sleep(2 * time.Second)
-								// A crash in the chaos may fail a release round:
-								// the admin tries again, as an operator would.
-								for try := 0; ; try++ {
-									_, err := s.eng.Unpause(context.Background(), "keyed")
-									if err == nil {
-										break
-									}
-									if try == 20 {
-										t.Errorf("resume: %v", err)
-										break
-									}
-								}
-							}
-						})
-					}
-					wg.Wait()
-					s.waitFinished("keyed", 6*time.Hour)
-					checkKeyed(t, cfg, s.startsOf("keyed"), s.runsOf("keyed"))
-					if failed := s.jobs("keyed", job.Failed); len(failed) > 0 {
-						t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
-					}
-				})
+	runs := faultRuns(16, 24, 2*time.Second, 0.04, 9, nil)
+	runs[2].name = "crashes, jitter, duplicates and pauses" // an admin pauses and resumes the queue meanwhile
+	eachRun(t, forms, runs, func(t *testing.T, s *sim, cfg slot.Config, r simRun) {
+		cfg.Skew, cfg.MaxAttempts = skew, 20
+		s.createQueue("keyed", cfg)
+		var admin sync.WaitGroup
+		if r.opts.CrashRate > 0 {
+			admin.Go(func() { pauseAndResume(t, s, "keyed") })
+		}
+		const keys, producers, calls = 12, 8, 6
+		produce(context.Background(), producers, calls, 0, 3, func(_, _ int, rnd *rand.Rand) time.Duration {
+			err := s.enqueueSome("keyed", rnd, func() job.Spec {
+				return job.Spec{
+					Kind: "lane", Key: fmt.Sprintf("k%d", rnd.IntN(keys)),
+					Payload: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, 100+rnd.IntN(900))),
+				}
 			})
+			if err != nil {
+				t.Errorf("enqueue: %v", err)
+			}
+			return time.Duration(rnd.IntN(700)) * time.Millisecond
+		})
+		admin.Wait()
+		s.waitFinished("keyed", 6*time.Hour)
+		checkKeyed(t, cfg, s.startsOf("keyed"), s.runsOf("keyed"))
+		s.checkNoneFailed("keyed")
+	})
+}
+
+// pauseAndResume pauses queue and resumes it four times, as an admin
+// would while its jobs run.
+func pauseAndResume(t *testing.T, s *sim, queue string) {
+	for range 4 {
+		time.Sleep(1500 * time.Millisecond)
+		if _, err := s.eng.Pause(context.Background(), queue, time.Time{}); err != nil {
+			t.Errorf("pause: %v", err)
+		}
+		time.Sleep(2 * time.Second)
+		// A crash in the chaos may fail a release round: the admin
+		// tries again, as an operator would.
+		for try := 0; ; try++ {
+			_, err := s.eng.Unpause(context.Background(), queue)
+			if err == nil {
+				break
+			}
+			if try == 20 {
+				t.Errorf("resume: %v", err)
+				break
+			}
 		}
 	}
 }
@@ -142,18 +115,8 @@ func TestGuaranteeKeyedLimits(t *testing.T) {
 // before the limits open.
 func checkKeyed(t *testing.T, cfg slot.Config, starts []start, runs []run) {
 	t.Helper()
-	if len(starts) == 0 {
-		t.Fatal("nothing started")
-	}
+	checkLimits(t, cfg.LimitList(), 0, starts)
 	checkSingleStart(t, starts)
-	at := make([]time.Time, len(starts))
-	for i, st := range starts {
-		at[i] = st.At
-	}
-	if b := slot.Breaches(cfg.LimitList(), 0, at); len(b) > 0 {
-		t.Fatalf("%d breaches of the queue's %v among %d starts; first: starts %d and %d %v too close",
-			len(b), cfg.LimitList(), len(starts), b[0].I, b[0].J, b[0].By)
-	}
 	byKey := map[string][]run{}
 	for _, r := range runs {
 		byKey[r.Key] = append(byKey[r.Key], r)
@@ -200,9 +163,7 @@ func checkKeyed(t *testing.T, cfg slot.Config, starts []start, runs []run) {
 // key_limits, the other keys keep the queue's; Keys lists the keys with
 // jobs, each with its limits and whether they are its own.
 func TestKeyOwnLimits(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 8})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 8}, func(t *testing.T, s *sim) {
 		cfg := slot.Config{
 			Rate: api.Rate{N: 50, Per: time.Second}, Skew: 5 * time.Millisecond,
 			KeyLimits: []api.Limit{{Rate: api.Rate{N: 10, Per: time.Second}}},
@@ -270,9 +231,7 @@ func TestKeyOwnLimits(t *testing.T) {
 // keeps its own, every job succeeds; and a day after the keys fall idle
 // nothing of them is left: no meter, no lane.
 func TestTenThousandKeys(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 64})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 64}, func(t *testing.T, s *sim) {
 		cfg := slot.Config{
 			Rate: api.Rate{N: 1000, Per: time.Second}, Burst: 10, Skew: 200 * time.Microsecond,
 			KeyLimits: []api.Limit{{Rate: api.Rate{N: 1, Per: time.Second}}}, KeyMaxRunning: slot.NoKeyCap,

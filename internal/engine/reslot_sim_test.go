@@ -125,20 +125,13 @@ const reach = 10 * time.Second
 //     after the change (a job the change moved earlier while its message
 //     was on its way is not late for it).
 func TestGuaranteeReslotMidBacklog(t *testing.T) {
-	runs := []struct {
-		name  string
-		opts  simOptions
-		clean bool
-	}{
-		{"clean", simOptions{Workers: 12, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach}}, true},
-		{"jitter and duplicates", simOptions{Workers: 16, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach, Jitter: 3 * time.Second, DuplicateRate: 0.3}}, false},
-		{"crashes, jitter and duplicates", simOptions{Workers: 16, CrashRate: 0.05, Seed: 9,
-			ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach, Jitter: 3 * time.Second, DuplicateRate: 0.3}}, false},
-	}
+	runs := faultRuns(12, 16, 3*time.Second, 0.05, 9, func(o *simOptions) {
+		o.ResumeEvery, o.Transport.MaxDelay = 2*time.Second, reach
+	})
 	for _, c := range reslotCases {
 		for _, r := range runs {
 			t.Run(c.name+"/"+r.name, func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) { runReslot(t, c, r.opts, r.clean) })
+				synctest.Test(t, func(t *testing.T) { runReslot(t, c, r.opts, r.clean()) })
 			})
 		}
 	}
@@ -196,9 +189,7 @@ func runReslot(t *testing.T, c reslotCase, opts simOptions, clean bool) {
 	if opts.CrashRate == 0 {
 		checkLineOrder(t, starts) // a crashed attempt runs again under its ticket
 	}
-	if failed := s.jobs("reslot", job.Failed); len(failed) > 0 {
-		t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
-	}
+	s.checkNoneFailed("reslot")
 	if clean {
 		for _, j := range s.jobs("reslot", job.Succeeded) {
 			for _, ev := range j.History {
@@ -350,21 +341,8 @@ func checkLineOrder(t *testing.T, starts []start) {
 // jobs' slots follow it.
 func TestReslotCrashAndRace(t *testing.T) {
 	t.Run("crash", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			var dying atomic.Int32
-			s := newSim(t, simOptions{Workers: 8, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach},
-				Wrap: func(st engine.State) engine.State { return &dieMoving{State: st, left: &dying} }})
-			defer s.stop()
+		inDyingReslot(t, func(t *testing.T, s *sim, pre []job.Job, moment change) {
 			old, next := withSkew(reslotCases[0].old), withSkew(reslotCases[0].next)
-			s.createQueue("reslot", old)
-			s.enqueue("reslot", 60, nil)
-			s.waitStarts("reslot", 10, time.Hour)
-			pre := waitingLine(s)
-			dying.Store(5) // the configure dies after moving 5 jobs
-			if _, _, err := s.eng.Reconfigure(context.Background(), "reslot", next); !errors.Is(err, errCrash) {
-				t.Fatalf("configure: %v, want the crash", err)
-			}
-			moment := changeOf(t, s)
 			if q, _ := s.eng.Queue(context.Background(), "reslot"); q.Config.LimitList().Signature() != next.LimitList().Signature() {
 				t.Fatalf("after the crash the queue is under %s, want %s (the atomic step came before)", q.Config.LimitList(), next.LimitList())
 			}
@@ -441,20 +419,8 @@ func TestReslotCrashAndRace(t *testing.T) {
 // moves none of them by a tick or more), and every job runs, keeping the
 // limits.
 func TestReslotCrashFinishedByResume(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var dying atomic.Int32
-		s := newSim(t, simOptions{Workers: 8, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach},
-			Wrap: func(st engine.State) engine.State { return &dieMoving{State: st, left: &dying} }})
-		defer s.stop()
+	inDyingReslot(t, func(t *testing.T, s *sim, _ []job.Job, moment change) {
 		old, next := withSkew(reslotCases[0].old), withSkew(reslotCases[0].next)
-		s.createQueue("reslot", old)
-		s.enqueue("reslot", 60, nil)
-		s.waitStarts("reslot", 10, time.Hour)
-		dying.Store(5) // the configure dies after moving 5 jobs
-		if _, _, err := s.eng.Reconfigure(context.Background(), "reslot", next); !errors.Is(err, errCrash) {
-			t.Fatalf("configure: %v, want the crash", err)
-		}
-		moment := changeOf(t, s)
 		time.Sleep(3 * time.Second) // a resume run
 		_, rep, err := s.eng.Reconfigure(context.Background(), "reslot", next)
 		if err != nil {
@@ -471,6 +437,29 @@ func TestReslotCrashFinishedByResume(t *testing.T) {
 		if n := len(s.jobs("reslot", job.Succeeded)); n != 60 {
 			t.Fatalf("%d of 60 jobs succeeded", n)
 		}
+	})
+}
+
+// inDyingReslot runs body in a simulation whose configure from
+// reslotCases[0]'s old limit to its next died after its atomic step,
+// having moved 5 of the waiting jobs: 60 jobs were enqueued, and 10 had
+// started. pre is the waiting line right before the configure, moment
+// the change it made.
+func inDyingReslot(t *testing.T, body func(t *testing.T, s *sim, pre []job.Job, moment change)) {
+	var dying atomic.Int32
+	o := simOptions{Workers: 8, ResumeEvery: 2 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach},
+		Wrap: func(st engine.State) engine.State { return &dieMoving{State: st, left: &dying} }}
+	inSim(t, o, func(t *testing.T, s *sim) {
+		old, next := withSkew(reslotCases[0].old), withSkew(reslotCases[0].next)
+		s.createQueue("reslot", old)
+		s.enqueue("reslot", 60, nil)
+		s.waitStarts("reslot", 10, time.Hour)
+		pre := waitingLine(s)
+		dying.Store(5) // the configure dies after moving 5 jobs
+		if _, _, err := s.eng.Reconfigure(context.Background(), "reslot", next); !errors.Is(err, errCrash) {
+			t.Fatalf("configure: %v, want the crash", err)
+		}
+		body(t, s, pre, changeOf(t, s))
 	})
 }
 
@@ -497,9 +486,7 @@ func (d *dieMoving) UpdateJob(ctx context.Context, j job.Job, from job.Version) 
 // after it, with those before that the new limit's period holds, keep the
 // new one; the queue keeps its own limit, and every job succeeds.
 func TestKeyLimitChangedMidBacklog(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 8})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 8}, func(t *testing.T, s *sim) {
 		cfg := slot.Config{
 			Rate: api.Rate{N: 50, Per: time.Second}, Skew: 5 * time.Millisecond,
 			KeyLimits: []api.Limit{{Rate: api.Rate{N: 10, Per: time.Second}, Burst: 2}},
@@ -569,9 +556,7 @@ func (s slowLease) Lease(ctx context.Context, queue, holder string, until, now t
 // parked) books nothing beyond them: an enqueue after it is answered
 // right behind them, not at the transport's reach.
 func TestReslotNothingParked(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 4})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 4}, func(t *testing.T, s *sim) {
 		s.createQueue("reslot", withSkew(slot.Config{Interval: time.Second}))
 		s.enqueue("reslot", 5, nil)
 		if _, rep, err := s.eng.Reconfigure(context.Background(), "reslot", withSkew(slot.Config{Interval: 500 * time.Millisecond})); err != nil || rep.Moved != 0 {
@@ -591,9 +576,7 @@ func TestReslotNothingParked(t *testing.T) {
 // does the new one. Three starts, a configure, three more jobs: the six
 // keep "3 a minute" between them.
 func TestConfigureKeyLimitsSeedsMeters(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 4})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 4}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		window := api.Limit{Window: api.Rate{N: 3, Per: time.Minute}}
 		cfg := slot.Config{Interval: 10 * time.Millisecond, Skew: 5 * time.Millisecond,
@@ -630,9 +613,7 @@ func TestConfigureKeyLimitsSeedsMeters(t *testing.T) {
 // after, the last job's record shows the start the new interval gives
 // it, and it starts then.
 func TestQueuedSlotAfterConfigure(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 4})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 4}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		s.createQueue("shown", slot.Config{Interval: time.Second, Skew: 5 * time.Millisecond})
 		s.enqueue("shown", 12, func(i int, sp *job.Spec) { sp.ID = fmt.Sprintf("j%d", i) })

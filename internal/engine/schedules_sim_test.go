@@ -176,16 +176,7 @@ func schedulesSpan(t *testing.T, from string, span time.Duration, want map[strin
 		for _, off := range []time.Duration{20 * time.Second, 41 * time.Second} {
 			loops.Go(func() {
 				time.Sleep(off)
-				tick := time.NewTicker(time.Minute)
-				defer tick.Stop()
-				for {
-					select {
-					case <-ctx.Done():
-						return
-					case <-tick.C:
-						_, _ = s.eng.Resume(ctx)
-					}
-				}
+				resumeEvery(ctx, s.eng, time.Minute)
 			})
 		}
 		sec := slot.Duration(time.Second)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/slotq/slotq/internal/dispatch"
@@ -135,19 +136,23 @@ func newSim(t *testing.T, o simOptions) *sim {
 			return err
 		})
 	})
-	s.done.Go(func() {
-		tick := time.NewTicker(o.ResumeEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				_, _ = s.eng.Resume(ctx)
-			}
-		}
-	})
+	s.done.Go(func() { resumeEvery(ctx, s.eng, o.ResumeEvery) })
 	return s
+}
+
+// resumeEvery runs eng's resume function every period until ctx ends, as
+// its schedule would.
+func resumeEvery(ctx context.Context, eng *engine.Engine, period time.Duration) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			_, _ = eng.Resume(ctx)
+		}
+	}
 }
 
 func (s *sim) stop() {
@@ -176,14 +181,19 @@ func (h warnLog) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h warnLog) WithGroup(string) slog.Handler      { return h }
 
 func (s *sim) handle(ctx context.Context, j *api.Job) error {
-	s.mu.Lock()
-	s.starts = append(s.starts, start{Queue: j.Queue, Gen: j.Gen, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: time.Now()})
-	fail := j.Attempt <= s.failFor[j.ID]
-	s.mu.Unlock()
-	if fail {
+	if s.recordStart(j, time.Now()) {
 		return fmt.Errorf("attempt %d of %s fails on purpose", j.Attempt, j.ID)
 	}
 	return nil
+}
+
+// recordStart notes j's start at at, and reports whether this attempt is
+// one of the job's first failFor, which fail on purpose.
+func (s *sim) recordStart(j *api.Job, at time.Time) (fail bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.starts = append(s.starts, start{Queue: j.Queue, Gen: j.Gen, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: at})
+	return j.Attempt <= s.failFor[j.ID]
 }
 
 // run is one run of a "lane" job: its begin and end.
@@ -207,10 +217,7 @@ func (s *sim) handleLane(ctx context.Context, j *api.Job) error {
 		return err
 	}
 	begin := time.Now()
-	s.mu.Lock()
-	s.starts = append(s.starts, start{Queue: j.Queue, Gen: j.Gen, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: begin})
-	fail := j.Attempt <= s.failFor[j.ID]
-	s.mu.Unlock()
+	fail := s.recordStart(j, begin)
 	time.Sleep(time.Duration(p.Ms) * time.Millisecond)
 	s.mu.Lock()
 	s.runs = append(s.runs, run{Queue: j.Queue, Gen: j.Gen, Key: j.Key, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, Begin: begin, End: time.Now()})
@@ -322,6 +329,140 @@ func (s *sim) createQueue(name string, cfg slot.Config) {
 	s.t.Helper()
 	if _, err := s.eng.CreateQueue(context.Background(), name, cfg); err != nil {
 		s.t.Fatal(err)
+	}
+}
+
+// simRun is one run of a simulation: a name for the subtest and the
+// faults its options bring.
+type simRun struct {
+	name string
+	opts simOptions
+}
+
+// faultRuns are the three runs a guarantee is checked in: clean, with
+// workers workers; with more workers through the transport's jitter and
+// 30% duplicate deliveries; and with crashes at crashRate (seeded with
+// seed) besides. tune, when set, adjusts each run's options.
+func faultRuns(workers, more int, jitter time.Duration, crashRate float64, seed uint64, tune func(*simOptions)) []simRun {
+	noisy := memstore.TransportOptions{Jitter: jitter, DuplicateRate: 0.3}
+	runs := []simRun{
+		{"clean", simOptions{Workers: workers}},
+		{"jitter and duplicates", simOptions{Workers: more, Transport: noisy}},
+		{"crashes, jitter and duplicates", simOptions{Workers: more, CrashRate: crashRate, Seed: seed, Transport: noisy}},
+	}
+	if tune != nil {
+		for i := range runs {
+			tune(&runs[i].opts)
+		}
+	}
+	return runs
+}
+
+// clean reports whether the run has no fault: no crash, no jitter, no
+// duplicate.
+func (r simRun) clean() bool {
+	return r.opts.CrashRate == 0 && r.opts.Transport.Jitter == 0 && r.opts.Transport.DuplicateRate == 0
+}
+
+// simForm is a queue's limits a simulation runs under, by name.
+type simForm struct {
+	name string
+	cfg  slot.Config
+}
+
+// eachRun runs body in a simulation of its own for each form under each
+// run, as subtests named "form/run"; cfg is the form's configuration.
+// Without forms, the subtests are the runs, and cfg is zero.
+func eachRun(t *testing.T, forms []simForm, runs []simRun, body func(t *testing.T, s *sim, cfg slot.Config, r simRun)) {
+	if len(forms) == 0 {
+		forms = []simForm{{}}
+	}
+	for _, f := range forms {
+		for _, r := range runs {
+			name := r.name
+			if f.name != "" {
+				name = f.name + "/" + r.name
+			}
+			t.Run(name, func(t *testing.T) {
+				inSim(t, r.opts, func(t *testing.T, s *sim) { body(t, s, f.cfg, r) })
+			})
+		}
+	}
+}
+
+// inSim runs body in a simulation with options o, in a synctest bubble
+// (t is the bubble's), and stops the simulation when body returns.
+func inSim(t *testing.T, o simOptions, body func(t *testing.T, s *sim)) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, o)
+		defer s.stop()
+		body(t, s)
+	})
+}
+
+// produce runs n producers at once, and returns when all are done or ctx
+// ends: producer p makes calls calls of call (c the call, rnd the
+// producer's own random source, seeded with seed+p and stream), each
+// followed by the pause call returns.
+func produce(ctx context.Context, n, calls int, seed, stream uint64, call func(p, c int, rnd *rand.Rand) time.Duration) {
+	var wg sync.WaitGroup
+	for p := range n {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(seed+uint64(p), stream))
+			for c := range calls {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(call(p, c, rnd)):
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// produceSteadily runs ten producers of five calls of call each, at a
+// steady pace of their own (producer p waits p*37+c*11 ms after its call
+// c).
+func produceSteadily(call func(p, c int)) {
+	produce(context.Background(), 10, 5, 0, 0, func(p, c int, _ *rand.Rand) time.Duration {
+		call(p, c)
+		return time.Duration(p*37+c*11) * time.Millisecond
+	})
+}
+
+// enqueueSome enqueues 1 to 4 jobs in one call, each built by spec (rnd
+// draws the count, spec may draw more), and returns the enqueue's error.
+func (s *sim) enqueueSome(queue string, rnd *rand.Rand, spec func() job.Spec) error {
+	req := job.EnqueueRequest{Queue: queue}
+	for range 1 + rnd.IntN(4) {
+		req.Jobs = append(req.Jobs, spec())
+	}
+	_, err := s.eng.Enqueue(context.Background(), req)
+	return err
+}
+
+// checkNoneFailed fails if a job of queue failed.
+func (s *sim) checkNoneFailed(queue string) {
+	s.t.Helper()
+	if failed := s.jobs(queue, job.Failed); len(failed) > 0 {
+		s.t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
+	}
+}
+
+// checkLimits fails if starts break limits, the skew the one allowance.
+func checkLimits(t *testing.T, limits slot.Limits, skew time.Duration, starts []start) {
+	t.Helper()
+	if len(starts) == 0 {
+		t.Fatal("nothing started")
+	}
+	at := make([]time.Time, len(starts))
+	for i, st := range starts {
+		at[i] = st.At
+	}
+	if b := slot.Breaches(limits, skew, at); len(b) > 0 {
+		t.Fatalf("%d breaches of %v among %d starts; first: starts %d and %d %v too close",
+			len(b), limits, len(starts), b[0].I, b[0].J, b[0].By)
 	}
 }
 

@@ -40,9 +40,7 @@ type slowTarget struct {
 
 func (h *slowTarget) handle(_ context.Context, j *api.Job) error {
 	now := time.Now()
-	h.s.mu.Lock()
-	h.s.starts = append(h.s.starts, start{Queue: j.Queue, Gen: j.Gen, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: now})
-	h.s.mu.Unlock()
+	h.s.recordStart(j, now)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.calls == nil {
@@ -72,64 +70,53 @@ func (h *slowTarget) given() []answer {
 // job's worker may die on its way, so only the pause and the outcome
 // are checked.
 func TestGuaranteeSlowDown(t *testing.T) {
-	forms := []struct {
-		name string
-		cfg  slot.Config
-	}{
+	forms := []simForm{
 		{"interval", slot.Config{Interval: 100 * time.Millisecond}},
 		{"rate with burst", slot.Config{Rate: api.Rate{N: 10, Per: time.Second}, Burst: 3}},
 		{"window", slot.Config{Window: api.Rate{N: 4, Per: 500 * time.Millisecond}}},
 	}
-	runs := []struct {
-		name   string
-		opts   simOptions
-		strict bool
-	}{
-		{"clean", simOptions{Workers: 8}, true},
-		{"jitter and duplicates", simOptions{Workers: 12, Transport: memstore.TransportOptions{Jitter: 300 * time.Millisecond, DuplicateRate: 0.3}}, true},
-		{"crashes, jitter and duplicates", simOptions{Workers: 12, CrashRate: 0.03, Seed: 5,
-			Transport: memstore.TransportOptions{Jitter: 300 * time.Millisecond, DuplicateRate: 0.3}}, false},
-	}
-	for _, f := range forms {
-		for _, r := range runs {
-			t.Run(f.name+"/"+r.name, func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					s := newSim(t, r.opts)
-					defer s.stop()
-					cfg := f.cfg
-					cfg.Skew, cfg.MaxAttempts = 10*time.Millisecond, 20
-					s.createQueue("slow", cfg)
-					h := &slowTarget{s: s, slow: func(j *api.Job, calls int) (time.Duration, bool) {
-						return 2 * time.Second, j.ID == "j12" && calls == 1
-					}}
-					s.mux.HandleFunc("api", h.handle)
-					s.enqueue("slow", 40, func(i int, sp *job.Spec) { sp.Kind, sp.ID = "api", fmt.Sprintf("j%d", i) })
-					s.waitFinished("slow", time.Hour)
-
-					if failed := s.jobs("slow", job.Failed); len(failed) > 0 {
-						t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
-					}
-					ans := h.given()
-					if len(ans) != 1 {
-						t.Fatalf("%d answers given, want 1", len(ans))
-					}
-					a := ans[0]
-					checkPaused(t, s, "slow", a, func(start) bool { return true })
-					if r.strict {
-						checkFirstAfter(t, s, "slow", a)
-					}
-					checkSlowedRecord(t, s, "slow", a, 1, r.strict)
-					at := make([]time.Time, 0)
-					for _, st := range s.startsOf("slow") {
-						at = append(at, st.At)
-					}
-					if b := slot.Breaches(cfg.LimitList(), cfg.Skew, at); len(b) > 0 {
-						t.Fatalf("%d breaches of %v among %d starts; first: %+v", len(b), cfg.LimitList(), len(at), b[0])
-					}
-				})
-			})
+	eachRun(t, forms, slowDownRuns(5), func(t *testing.T, s *sim, cfg slot.Config, r simRun) {
+		cfg.Skew, cfg.MaxAttempts = 10*time.Millisecond, 20
+		s.createQueue("slow", cfg)
+		strict := r.opts.CrashRate == 0
+		a := s.slowOnce("slow", 40, 2*time.Second, "j12", func(i int, sp *job.Spec) { sp.ID = fmt.Sprintf("j%d", i) })
+		checkPaused(t, s, "slow", a, func(start) bool { return true })
+		if strict {
+			checkFirstAfter(t, s, "slow", a)
 		}
+		checkSlowedRecord(t, s, "slow", a, 1, strict)
+		checkLimits(t, cfg.LimitList(), cfg.Skew, s.startsOf("slow"))
+	})
+}
+
+// slowDownRuns are the runs of the slow-down guarantees (crashes seeded
+// with seed). With crashes the answered job's worker may die on its way,
+// so only what holds through a crash is checked then.
+func slowDownRuns(seed uint64) []simRun {
+	return faultRuns(8, 12, 300*time.Millisecond, 0.03, seed, nil)
+}
+
+// slowOnce runs n "api" jobs of queue (mod names them) through a target
+// that answers the first call of job id "slow down for wait", until all
+// are final; it fails unless all succeeded and the one answer was given,
+// and returns it.
+func (s *sim) slowOnce(queue string, n int, wait time.Duration, id string, mod func(i int, sp *job.Spec)) answer {
+	s.t.Helper()
+	h := &slowTarget{s: s, slow: func(j *api.Job, calls int) (time.Duration, bool) {
+		return wait, j.ID == id && calls == 1
+	}}
+	s.mux.HandleFunc("api", h.handle)
+	s.enqueue(queue, n, func(i int, sp *job.Spec) {
+		sp.Kind = "api"
+		mod(i, sp)
+	})
+	s.waitFinished(queue, time.Hour)
+	s.checkNoneFailed(queue)
+	ans := h.given()
+	if len(ans) != 1 {
+		s.t.Fatalf("%d answers given, want 1", len(ans))
 	}
+	return ans[0]
 }
 
 // checkPaused fails if a start of queue that counts (of the slowed-down
@@ -216,78 +203,48 @@ func checkSlowedRecord(t *testing.T, s *sim, queue string, a answer, n int, stri
 // (with crashes, which may cost it its way there, only the pause, the
 // other keys' starts and the outcome are checked).
 func TestGuaranteeSlowDownKey(t *testing.T) {
-	runs := []struct {
-		name   string
-		opts   simOptions
-		strict bool
-	}{
-		{"clean", simOptions{Workers: 8}, true},
-		{"jitter and duplicates", simOptions{Workers: 12, Transport: memstore.TransportOptions{Jitter: 300 * time.Millisecond, DuplicateRate: 0.3}}, true},
-		{"crashes, jitter and duplicates", simOptions{Workers: 12, CrashRate: 0.03, Seed: 4,
-			Transport: memstore.TransportOptions{Jitter: 300 * time.Millisecond, DuplicateRate: 0.3}}, false},
-	}
-	for _, r := range runs {
-		t.Run(r.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := newSim(t, r.opts)
-				defer s.stop()
-				cfg := slot.Config{
-					Interval: 50 * time.Millisecond, Skew: 5 * time.Millisecond, MaxAttempts: 20,
-					KeyLimits: []api.Limit{{Interval: 200 * time.Millisecond}}, KeyMaxRunning: slot.NoKeyCap,
-				}
-				s.createQueue("keyed", cfg)
-				h := &slowTarget{s: s, slow: func(j *api.Job, calls int) (time.Duration, bool) {
-					return 3 * time.Second, j.ID == "a3" && calls == 1
-				}}
-				s.mux.HandleFunc("api", h.handle)
-				keyOf := map[string]string{}
-				s.enqueue("keyed", 60, func(i int, sp *job.Spec) {
-					k := []string{"a", "b", "c"}[i%3]
-					sp.Kind, sp.Key, sp.ID = "api", k, fmt.Sprintf("%s%d", k, i/3)
-					keyOf[sp.ID] = k
-				})
-				s.waitFinished("keyed", time.Hour)
-				if failed := s.jobs("keyed", job.Failed); len(failed) > 0 {
-					t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
-				}
-				ans := h.given()
-				if len(ans) != 1 {
-					t.Fatalf("%d answers given, want 1", len(ans))
-				}
-				a := ans[0]
-				checkPaused(t, s, "keyed", a, func(st start) bool { return keyOf[st.ID] == "a" })
-				others, firstA := 0, ""
-				until := a.At.Add(a.Wait)
-				for _, st := range s.startsOf("keyed") {
-					if st.At.After(a.At) && st.At.Before(until) && keyOf[st.ID] != "a" {
-						others++
-					}
-					if firstA == "" && keyOf[st.ID] == "a" && !st.At.Before(until) {
-						firstA = st.ID
-					}
-				}
-				if others < 10 {
-					t.Errorf("%d starts of the other keys during key a's slow-down of %v: they should go on", others, a.Wait)
-				}
-				if r.strict && firstA != a.ID {
-					t.Errorf("key a's first start after its slow-down was %s, want the answered job %s", firstA, a.ID)
-				}
-				checkSlowedRecord(t, s, "keyed", a, 1, r.strict)
-				if q, err := s.eng.Queue(context.Background(), "keyed"); err != nil || !q.State.SlowUntil.IsZero() {
-					t.Errorf("the queue's state has a slow-down (%v, %v): a key's belongs to its key", q.State.SlowUntil, err)
-				}
-			})
+	eachRun(t, nil, slowDownRuns(4), func(t *testing.T, s *sim, _ slot.Config, r simRun) {
+		cfg := slot.Config{
+			Interval: 50 * time.Millisecond, Skew: 5 * time.Millisecond, MaxAttempts: 20,
+			KeyLimits: []api.Limit{{Interval: 200 * time.Millisecond}}, KeyMaxRunning: slot.NoKeyCap,
+		}
+		s.createQueue("keyed", cfg)
+		keyOf := map[string]string{}
+		a := s.slowOnce("keyed", 60, 3*time.Second, "a3", func(i int, sp *job.Spec) {
+			k := []string{"a", "b", "c"}[i%3]
+			sp.Key, sp.ID = k, fmt.Sprintf("%s%d", k, i/3)
+			keyOf[sp.ID] = k
 		})
-	}
+		strict := r.opts.CrashRate == 0
+		checkPaused(t, s, "keyed", a, func(st start) bool { return keyOf[st.ID] == "a" })
+		others, firstA := 0, ""
+		until := a.At.Add(a.Wait)
+		for _, st := range s.startsOf("keyed") {
+			if st.At.After(a.At) && st.At.Before(until) && keyOf[st.ID] != "a" {
+				others++
+			}
+			if firstA == "" && keyOf[st.ID] == "a" && !st.At.Before(until) {
+				firstA = st.ID
+			}
+		}
+		if others < 10 {
+			t.Errorf("%d starts of the other keys during key a's slow-down of %v: they should go on", others, a.Wait)
+		}
+		if strict && firstA != a.ID {
+			t.Errorf("key a's first start after its slow-down was %s, want the answered job %s", firstA, a.ID)
+		}
+		checkSlowedRecord(t, s, "keyed", a, 1, strict)
+		if q, err := s.eng.Queue(context.Background(), "keyed"); err != nil || !q.State.SlowUntil.IsZero() {
+			t.Errorf("the queue's state has a slow-down (%v, %v): a key's belongs to its key", q.State.SlowUntil, err)
+		}
+	})
 }
 
 // The bound: a job whose target always answers "slow down" fails after
 // the queue's max_slow_downs, with the last answer, without using one of
 // its attempts; the queue's other jobs succeed.
 func TestSlowDownBound(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 6, Transport: memstore.TransportOptions{Jitter: 100 * time.Millisecond, DuplicateRate: 0.3}})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 6, Transport: memstore.TransportOptions{Jitter: 100 * time.Millisecond, DuplicateRate: 0.3}}, func(t *testing.T, s *sim) {
 		s.createQueue("bound", slot.Config{Interval: 100 * time.Millisecond, MaxSlowDowns: 4})
 		h := &slowTarget{s: s, slow: func(j *api.Job, calls int) (time.Duration, bool) {
 			return 500 * time.Millisecond, j.ID == "never"
@@ -320,31 +277,17 @@ func TestSlowDownBound(t *testing.T) {
 // A key without a limit of its own (only key_max_running above one) is
 // no place to slow down alone: its slow-down holds the queue.
 func TestSlowDownKeyWithoutLimit(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 4})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 4}, func(t *testing.T, s *sim) {
 		s.createQueue("capped", slot.Config{Interval: 100 * time.Millisecond, KeyMaxRunning: 2})
-		h := &slowTarget{s: s, slow: func(j *api.Job, calls int) (time.Duration, bool) {
-			return time.Second, j.ID == "a1" && calls == 1
-		}}
-		s.mux.HandleFunc("api", h.handle)
-		s.enqueue("capped", 12, func(i int, sp *job.Spec) {
+		a := s.slowOnce("capped", 12, time.Second, "a1", func(i int, sp *job.Spec) {
 			k := []string{"a", "b"}[i%2]
-			sp.Kind, sp.Key, sp.ID = "api", k, fmt.Sprintf("%s%d", k, i/2)
+			sp.Key, sp.ID = k, fmt.Sprintf("%s%d", k, i/2)
 		})
-		s.waitFinished("capped", time.Hour)
-		if failed := s.jobs("capped", job.Failed); len(failed) > 0 {
-			t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
-		}
-		ans := h.given()
-		if len(ans) != 1 {
-			t.Fatalf("%d answers, want 1", len(ans))
-		}
 		q, err := s.eng.Queue(context.Background(), "capped")
 		if err != nil || q.State.SlowDowns != 1 {
 			t.Fatalf("the queue's state counts %d slow-downs (%v), want 1", q.State.SlowDowns, err)
 		}
-		checkPaused(t, s, "capped", ans[0], func(start) bool { return true })
+		checkPaused(t, s, "capped", a, func(start) bool { return true })
 	})
 }
 
@@ -354,16 +297,11 @@ func TestSlowDownKeyWithoutLimit(t *testing.T) {
 // of its key starts, a0 is answered. After the wait a0 starts first, at
 // its own ticket.
 func TestSlowDownKeepsPlaceOnKey(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 4})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 4}, func(t *testing.T, s *sim) {
 		s.createQueue("two", slot.Config{Interval: 100 * time.Millisecond, Skew: 5 * time.Millisecond, KeyMaxRunning: 2})
 		a1, answered := make(chan struct{}), make(chan time.Time, 1)
 		s.mux.HandleFunc("api", func(_ context.Context, j *api.Job) error {
-			now := time.Now()
-			s.mu.Lock()
-			s.starts = append(s.starts, start{Queue: j.Queue, Gen: j.Gen, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: now})
-			s.mu.Unlock()
+			s.recordStart(j, time.Now())
 			switch {
 			case j.ID == "a1":
 				close(a1)
@@ -382,9 +320,7 @@ func TestSlowDownKeepsPlaceOnKey(t *testing.T) {
 			}
 		})
 		s.waitFinished("two", time.Hour)
-		if failed := s.jobs("two", job.Failed); len(failed) > 0 {
-			t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
-		}
+		s.checkNoneFailed("two")
 		at := <-answered
 		end := at.Add(time.Second)
 		var after []start
@@ -409,18 +345,14 @@ func TestSlowDownKeepsPlaceOnKey(t *testing.T) {
 // down" both keep their places: after the wait each starts again at its
 // own ticket, before the key's later jobs.
 func TestSlowDownKeepsPlacesOfTwo(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 6})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 6}, func(t *testing.T, s *sim) {
 		s.createQueue("two", slot.Config{Interval: 10 * time.Millisecond, Skew: 5 * time.Millisecond,
 			KeyLimits: []api.Limit{{Interval: 100 * time.Millisecond}}, KeyMaxRunning: 2})
 		var mu sync.Mutex
 		running, calls := 0, map[string]int{}
 		both := make(chan struct{})
 		s.mux.HandleFunc("api", func(_ context.Context, j *api.Job) error {
-			s.mu.Lock()
-			s.starts = append(s.starts, start{Queue: j.Queue, Gen: j.Gen, ID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, At: time.Now()})
-			s.mu.Unlock()
+			s.recordStart(j, time.Now())
 			if j.ID != "a0" && j.ID != "a1" {
 				return nil
 			}
@@ -446,9 +378,7 @@ func TestSlowDownKeepsPlacesOfTwo(t *testing.T) {
 			}
 		})
 		s.waitFinished("two", time.Hour)
-		if failed := s.jobs("two", job.Failed); len(failed) > 0 {
-			t.Fatalf("%d jobs failed; first: %+v", len(failed), failed[0])
-		}
+		s.checkNoneFailed("two")
 		var ofA []start
 		for _, st := range s.startsOf("two") {
 			if strings.HasPrefix(st.ID, "a") {
