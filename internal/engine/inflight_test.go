@@ -236,6 +236,25 @@ func parking(op string, j *job.Job) bool {
 	return op == "UpdateJob" && j.Status == job.Parked && j.ParkReason == job.PausedQueue
 }
 
+// pausedWithHook is a bench whose state is an adminHook (returned), with
+// one job enqueued on queue "q" (one start a second) and the queue
+// paused; it returns the job's message and the count of its target's
+// runs.
+func pausedWithHook(t *testing.T) (*workBench, *adminHook, job.Envelope, *int) {
+	t.Helper()
+	ran := 0
+	h := &adminHook{}
+	b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error {
+		ran++
+		return nil
+	})}, func(st engine.State) engine.State { h.State = st; return h })
+	env := b.enqueue("q", slot.Config{Interval: time.Second})
+	if _, err := b.eng.Pause(context.Background(), "q", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	return b, h, env, &ran
+}
+
 // Purge and delete land between the gate's "paused" and the job's park:
 // the purge's list of parked jobs misses it. The purged job never runs
 // (it was re-ticketed past the purge by the resume), and the deleted
@@ -244,17 +263,8 @@ func TestAdminBetweenGateAndPark(t *testing.T) {
 	for _, op := range []string{"purge", "delete"} {
 		t.Run(op, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ran := 0
-				h := &adminHook{}
-				b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error {
-					ran++
-					return nil
-				})}, func(st engine.State) engine.State { h.State = st; return h })
+				b, h, env, ran := pausedWithHook(t)
 				ctx := context.Background()
-				env := b.enqueue("q", slot.Config{Interval: time.Second})
-				if _, err := b.eng.Pause(ctx, "q", time.Time{}); err != nil {
-					t.Fatal(err)
-				}
 				h.arm(parking, func() {
 					var err error
 					if op == "purge" {
@@ -279,8 +289,8 @@ func TestAdminBetweenGateAndPark(t *testing.T) {
 					t.Fatal(err)
 				}
 				drain(t, b, time.Minute)
-				if j := b.job("q", "j1"); ran != 0 || j.Status != job.Cancelled {
-					t.Fatalf("the purged job ran %d times and is %s, want cancelled, never run", ran, j.Status)
+				if j := b.job("q", "j1"); *ran != 0 || j.Status != job.Cancelled {
+					t.Fatalf("the purged job ran %d times and is %s, want cancelled, never run", *ran, j.Status)
 				}
 			})
 		})
@@ -292,17 +302,8 @@ func TestAdminBetweenGateAndPark(t *testing.T) {
 // purged job past the purge.
 func TestPurgeDuringResumeRound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ran := 0
-		h := &adminHook{}
-		b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error {
-			ran++
-			return nil
-		})}, func(st engine.State) engine.State { h.State = st; return h })
+		b, h, env, ran := pausedWithHook(t)
 		ctx := context.Background()
-		env := b.enqueue("q", slot.Config{Interval: time.Second})
-		if _, err := b.eng.Pause(ctx, "q", time.Time{}); err != nil {
-			t.Fatal(err)
-		}
 		if err := b.eng.Work(ctx, env); err != nil { // parks j1
 			t.Fatalf("Work: %v", err)
 		}
@@ -320,8 +321,8 @@ func TestPurgeDuringResumeRound(t *testing.T) {
 			t.Fatal(err)
 		}
 		drain(t, b, time.Minute)
-		if j := b.job("q", "j1"); ran != 0 || j.Status != job.Cancelled {
-			t.Fatalf("the purged job ran %d times and is %s (ticket %d), want cancelled, never run", ran, j.Status, j.Ticket)
+		if j := b.job("q", "j1"); *ran != 0 || j.Status != job.Cancelled {
+			t.Fatalf("the purged job ran %d times and is %s (ticket %d), want cancelled, never run", *ran, j.Status, j.Ticket)
 		}
 	})
 }
