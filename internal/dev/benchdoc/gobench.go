@@ -74,18 +74,35 @@ func GoBench(r io.Reader, echo io.Writer) (Table, error) {
 // panic) is an error, as for GoBench.
 func Lines(r io.Reader, echo io.Writer, prefix string) (Table, error) {
 	t := Table{Header: []string{"run", strings.TrimSuffix(strings.TrimSpace(prefix), ":")}}
+	err := eachLine(r, echo, prefix, func(_, rest string) error {
+		t.Rows = append(t.Rows, []string{strconv.Itoa(len(t.Rows) + 1), strings.ReplaceAll(rest, "|", `\|`)})
+		return nil
+	})
+	if err != nil {
+		return Table{}, err
+	}
+	return t, nil
+}
+
+// eachLine reads lines, copies every one to echo, and calls row with
+// each line that holds prefix and what follows the prefix on it. A line
+// that reports a failure (a test's FAIL or a panic) ends the reading
+// with an error, as an error of row does.
+func eachLine(r io.Reader, echo io.Writer, prefix string, row func(line, rest string) error) error {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
 		io.WriteString(echo, line+"\n")
 		if failure(line) {
-			return Table{}, fmt.Errorf("the step failed (%q): no table written", line)
+			return fmt.Errorf("the step failed (%q): no table written", line)
 		}
 		if _, rest, ok := strings.Cut(line, prefix); ok {
-			t.Rows = append(t.Rows, []string{strconv.Itoa(len(t.Rows) + 1), strings.ReplaceAll(rest, "|", `\|`)})
+			if err := row(line, rest); err != nil {
+				return err
+			}
 		}
 	}
-	return t, sc.Err()
+	return sc.Err()
 }
 
 // failure reports whether a line of go test's output reports a failure.
@@ -99,18 +116,14 @@ func failure(line string) bool {
 // echo; output that reports a failure is an error, as for Lines.
 func MarkdownLines(r io.Reader, echo io.Writer, prefix string) (Table, error) {
 	var t Table
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		io.WriteString(echo, line+"\n")
-		if failure(line) {
-			return Table{}, fmt.Errorf("the step failed (%q): no table written", line)
-		}
-		if _, rest, ok := strings.Cut(line, prefix); ok {
-			t.Body += rest + "\n"
-		}
+	err := eachLine(r, echo, prefix, func(_, rest string) error {
+		t.Body += rest + "\n"
+		return nil
+	})
+	if err != nil {
+		return Table{}, err
 	}
-	return t, sc.Err()
+	return t, nil
 }
 
 // Cells reads the lines that hold prefix, as Lines does, each a row of
@@ -120,22 +133,12 @@ func MarkdownLines(r io.Reader, echo io.Writer, prefix string) (Table, error) {
 // in Lines.
 func Cells(r io.Reader, echo io.Writer, prefix string) (Table, error) {
 	var t Table
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		io.WriteString(echo, line+"\n")
-		if failure(line) {
-			return Table{}, fmt.Errorf("the step failed (%q): no table written", line)
-		}
-		_, rest, ok := strings.Cut(line, prefix)
-		if !ok {
-			continue
-		}
+	err := eachLine(r, echo, prefix, func(line, rest string) error {
 		var names, row []string
 		for cell := range strings.SplitSeq(rest, "; ") {
 			name, value, ok := strings.Cut(cell, "=")
 			if !ok {
-				return Table{}, fmt.Errorf("cell %q of %q: want name=value", cell, line)
+				return fmt.Errorf("cell %q of %q: want name=value", cell, line)
 			}
 			names = append(names, strings.TrimSpace(name))
 			row = append(row, strings.ReplaceAll(strings.TrimSpace(value), "|", `\|`))
@@ -143,9 +146,13 @@ func Cells(r io.Reader, echo io.Writer, prefix string) (Table, error) {
 		if t.Header == nil {
 			t.Header = names
 		} else if !slices.Equal(names, t.Header) {
-			return Table{}, fmt.Errorf("row %d names its cells %q; the first row %q", len(t.Rows)+1, names, t.Header)
+			return fmt.Errorf("row %d names its cells %q; the first row %q", len(t.Rows)+1, names, t.Header)
 		}
 		t.Rows = append(t.Rows, row)
+		return nil
+	})
+	if err != nil {
+		return Table{}, err
 	}
-	return t, sc.Err()
+	return t, nil
 }
