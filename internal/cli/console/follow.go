@@ -2,8 +2,12 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -179,4 +183,52 @@ func (f *follow) refresh(ctx context.Context, src Source, queue string, now time
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// maxFollowIDs caps the ids one follow request names.
+const maxFollowIDs = 500
+
+// followJobs adds job ids to the queue's timeline: ids separated by
+// spaces, commas or lines, or the JSON `slotq enqueue --json` prints.
+func (s *server) followJobs(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "slotq console: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if r.PostForm.Get("token") != s.token {
+		http.Error(w, "slotq console: this form is not from this console (reload the page)", http.StatusForbidden)
+		return
+	}
+	queue := r.PathValue("queue")
+	ids := idsOf(r.PostForm.Get("ids"))
+	if len(ids) > maxFollowIDs {
+		ids = ids[:maxFollowIDs]
+	}
+	s.follow.add(queue, ids...)
+	http.Redirect(w, r, "/queues/"+url.PathEscape(queue)+"?done=follow", http.StatusSeeOther)
+}
+
+// idsOf reads job ids: an enqueue answer's JSON ({"jobs":[{"job_id"…}]},
+// one or several), or ids separated by spaces, commas or lines.
+func idsOf(text string) []string {
+	var ids []string
+	dec := json.NewDecoder(strings.NewReader(text))
+	for {
+		var ans struct {
+			Jobs []struct {
+				ID string `json:"job_id"`
+			} `json:"jobs"`
+		}
+		if dec.Decode(&ans) != nil {
+			break
+		}
+		for _, j := range ans.Jobs {
+			ids = append(ids, j.ID)
+		}
+	}
+	if len(ids) > 0 {
+		return ids
+	}
+	return strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
 }
