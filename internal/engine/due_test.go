@@ -86,9 +86,7 @@ func TestResumeScheduledInAnyOrder(t *testing.T) {
 // accepted: order comes from the line order a job took at enqueue, which
 // no re-ticket rewrites. Listed by ticket, it came out c, d, a, b.
 func TestResumeRepauseKeepsOrder(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 2, ResumeBudget: 2, Seed: 6})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 2, ResumeBudget: 2, Seed: 6}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		s.createQueue("rp", slot.Config{Interval: time.Second})
 		if _, err := s.eng.Pause(ctx, "rp", time.Time{}); err != nil {
@@ -204,9 +202,7 @@ func TestResumeScheduledWeek(t *testing.T) {
 // resume function cancels it instead of giving it a new ticket, so it
 // never starts after the purge.
 func TestResumeCancelsPurgedTickets(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 1, Seed: 3})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 1, Seed: 3}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		s.createQueue("pg", slot.Config{Interval: time.Second})
 		nb := time.Now().Add(20 * time.Minute)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -17,9 +16,7 @@ import (
 // a job's priority, a key's weight. Bad values are typed errors naming
 // the full path, and nothing is written; good ones are kept.
 func TestFairShareSettings(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 1})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 1}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		field := func(err error) string {
 			var in *input.Error

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -105,9 +104,7 @@ func TestGenBefore(t *testing.T) {
 // that queue's jobs of the key keep the key's limit, counted from their
 // own starts.
 func TestDeletedGenerationLeavesKeyMeter(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 4})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 4}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		const keyIv = 10 * time.Second
 		// No cap on a key's running jobs: the new queue's job of k need

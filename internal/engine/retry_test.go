@@ -122,9 +122,7 @@ func TestRetryDeadLetterRunsThroughTheGate(t *testing.T) {
 // Refused retries answer a typed error naming the field, and write
 // nothing; a cancelled job may be run again.
 func TestRetryRefusedWritesNothing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Seed: 12})
-		defer s.stop()
+	inSim(t, simOptions{Seed: 12}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		s.createQueue("q", slot.Config{Interval: 100 * time.Millisecond, MaxAttempts: 1})
 		s.failing(1, "f")
@@ -436,9 +434,7 @@ func deleteQ(ctx context.Context, eng *engine.Engine) error {
 // key: it never runs beside the job holding it, and the key's lane ends
 // clean (nothing held, nothing pending).
 func TestRetryKeyedDeadLetter(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Seed: 15, Workers: 4})
-		defer s.stop()
+	inSim(t, simOptions{Seed: 15, Workers: 4}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		s.createQueue("q", slot.Config{Interval: 100 * time.Millisecond, Skew: time.Millisecond, MaxAttempts: 1})
 		s.failing(1, "k1")

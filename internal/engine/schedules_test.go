@@ -29,9 +29,7 @@ func TestScheduleMissedPolicy(t *testing.T) {
 		missed int // occurrences made of those missed while paused
 	}{{schedule.MissedNone, 0}, {schedule.MissedLatest, 1}, {schedule.MissedAll, 10}} {
 		t.Run(string(c.policy), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := newSim(t, simOptions{Workers: 2, Seed: 5})
-				defer s.stop()
+			inSim(t, simOptions{Workers: 2, Seed: 5}, func(t *testing.T, s *sim) {
 				ctx := context.Background()
 				s.createQueue("m", slot.Config{Interval: time.Second})
 				// Occurrences on the minute, half a minute from now.
@@ -242,9 +240,7 @@ func TestScheduleIdleCostsNothing(t *testing.T) {
 // occurrence as not_before, and the later slot_at), starts at that slot
 // and not before, and keeps the schedule's key.
 func TestOccurrenceWaitsItsTurn(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 2, Seed: 8})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 2, Seed: 8}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		s.createQueue("busy", slot.Config{Interval: time.Second})
 		s.enqueue("busy", 300, nil) // the line is booked five minutes ahead
@@ -359,9 +355,7 @@ func TestScheduleOffTheMillisecond(t *testing.T) {
 		{"period", 0, 10*time.Second + 500*time.Microsecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := newSim(t, simOptions{Workers: 2, Seed: 3})
-				defer s.stop()
+			inSim(t, simOptions{Workers: 2, Seed: 3}, func(t *testing.T, s *sim) {
 				ctx := context.Background()
 				s.createQueue("b", slot.Config{Interval: time.Second})
 				every := slot.Duration(c.every)
@@ -405,9 +399,7 @@ func TestScheduleOffTheMillisecond(t *testing.T) {
 // written), so the schedule makes its own job at that time, of its own
 // kind, and counts it made once.
 func TestOccurrenceIDReserved(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 2, Seed: 4})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 2, Seed: 4}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		s.createQueue("f", slot.Config{Interval: time.Second})
 		every := slot.Duration(10 * time.Minute)
@@ -506,9 +498,7 @@ func TestScheduleFasterThanItsQueue(t *testing.T) {
 // while paused), and the resume makes them again: every occurrence from
 // the create on starts once, and the schedule counts each made once.
 func TestSchedulePauseKeepsMadeAhead(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Workers: 2, Seed: 6})
-		defer s.stop()
+	inSim(t, simOptions{Workers: 2, Seed: 6}, func(t *testing.T, s *sim) {
 		ctx := context.Background()
 		s.createQueue("p", slot.Config{Interval: time.Second})
 		every := slot.Duration(10 * time.Second)

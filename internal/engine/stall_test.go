@@ -263,9 +263,7 @@ func (s slowCreate) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, err
 // intervals: the first job starts 30ms late, the others after it as the
 // spacing allows, none re-ticketed.
 func TestWriterLateStartsLate(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Wrap: func(in engine.State) engine.State { return slowCreate{in, 30 * time.Millisecond} }})
-		defer s.stop()
+	inSim(t, simOptions{Wrap: func(in engine.State) engine.State { return slowCreate{in, 30 * time.Millisecond} }}, func(t *testing.T, s *sim) {
 		const iv = 100 * time.Millisecond
 		s.createQueue("w", slot.Config{Interval: iv})
 		res := s.enqueue("w", 4, nil)
@@ -293,9 +291,7 @@ func TestWriterLateStartsLate(t *testing.T) {
 // Every delivery here comes 30ms late on a line at 100ms intervals: each
 // job misses once, goes to the end of the line, and starts there, late.
 func TestMissedOnceThenStartsLate(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := newSim(t, simOptions{Lead: slot.DefaultLead, Transport: memstore.TransportOptions{Jitter: 30 * time.Millisecond}})
-		defer s.stop()
+	inSim(t, simOptions{Lead: slot.DefaultLead, Transport: memstore.TransportOptions{Jitter: 30 * time.Millisecond}}, func(t *testing.T, s *sim) {
 		s.createQueue("m", slot.Config{Interval: 100 * time.Millisecond})
 		s.enqueue("m", 5, nil)
 		s.waitFinished("m", time.Hour)
