@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -23,10 +22,8 @@ import (
 // allows) on its first ticket. Walking parked jobs by ticket, a budget a
 // minute, re-ticketed 456 of them, up to 46 h late.
 func TestResumeScheduledInAnyOrder(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inSim(t, simOptions{Workers: 4, Seed: 16}, func(t *testing.T, s *sim) {
 		const n, interval = 5000, time.Second
-		s := newSim(t, simOptions{Workers: 4, Seed: 16})
-		defer s.stop()
 		s.createQueue("appts", slot.Config{Interval: interval})
 		r := rand.New(rand.NewPCG(16, 1))
 		notBefore := map[string]time.Time{}
@@ -146,10 +143,8 @@ func TestResumeScheduledWeek(t *testing.T) {
 	if os.Getenv("SLOTQ_SIM_WEEK") == "" {
 		t.Skip("set SLOTQ_SIM_WEEK=1 (make bench) to run the week's simulation")
 	}
-	synctest.Test(t, func(t *testing.T) {
+	inSim(t, simOptions{Workers: 8, Seed: 7}, func(t *testing.T, s *sim) {
 		const queues, perQueue, interval = 100, 1000, time.Second
-		s := newSim(t, simOptions{Workers: 8, Seed: 7})
-		defer s.stop()
 		r := rand.New(rand.NewPCG(7, 7))
 		now := time.Now()
 		notBefore := map[job.Ref]time.Time{}

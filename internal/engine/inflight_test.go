@@ -48,10 +48,8 @@ func laneSpec(id, key string, d time.Duration) job.Spec {
 // attempt ends, its end started the new queue's lane afresh as its own,
 // dropping the new holder, and the next job of K ran beside it).
 func TestDeleteKeepsKeysApart(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inSim(t, simOptions{Workers: 4, Seed: 31}, func(t *testing.T, s *sim) {
 		const iv = 100 * time.Millisecond
-		s := newSim(t, simOptions{Workers: 4, Seed: 31})
-		defer s.stop()
 		ctx := context.Background()
 		cfg := slot.Config{Interval: iv, Skew: time.Millisecond}
 		s.createQueue("q", cfg)

@@ -116,10 +116,8 @@ func TestGuaranteeLanes(t *testing.T) {
 			tc := tc
 			tc.o.Seed += uint64(seed) * 100
 			t.Run(fmt.Sprintf("%s/seed %d", tc.name, tc.o.Seed), func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
+				inSim(t, tc.o, func(t *testing.T, s *sim) {
 					const iv = 100 * time.Millisecond
-					s := newSim(t, tc.o)
-					defer s.stop()
 					// Crashes may lose attempts; enough of them that none fails.
 					s.createQueue("lanes", slot.Config{Interval: iv, Skew: time.Millisecond, MaxRunning: tc.maxRunning, MaxAttempts: 10})
 					total := enqueueKeyed(s, "lanes", 6, 10, iv, tc.o.Seed)
@@ -182,11 +180,9 @@ var lanesSeeds = 10
 // ticket): the hand-off is measured from the later of the job's park and
 // the key's last release before the hand-off.
 func TestLaneHandOffIsImmediate(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inSim(t, simOptions{Workers: 16, Seed: 9, ResumeEvery: time.Hour}, func(t *testing.T, s *sim) {
 		const iv = 100 * time.Millisecond
 		const keys = 2 // a slot per key every 2 intervals, runs of 2.25 on average: many wait
-		s := newSim(t, simOptions{Workers: 16, Seed: 9, ResumeEvery: time.Hour})
-		defer s.stop()
 		s.createQueue("handoff", slot.Config{Interval: iv, Skew: time.Millisecond})
 		enqueueKeyed(s, "handoff", keys, 8, iv, 9)
 		s.waitFinished("handoff", time.Hour)
@@ -313,10 +309,8 @@ func (s *sim) waitFinishedOrDump(queue string, limit time.Duration) {
 // A job cancelled while it waits for a running place leaves the list of
 // waiters, and the place goes to the next one.
 func TestLaneCancelledWaiterLeavesPlaces(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inSim(t, simOptions{Workers: 4, Seed: 21}, func(t *testing.T, s *sim) {
 		const iv = 100 * time.Millisecond
-		s := newSim(t, simOptions{Workers: 4, Seed: 21})
-		defer s.stop()
 		s.createQueue("cap", slot.Config{Interval: iv, Skew: time.Millisecond, MaxRunning: 1})
 		s.enqueue("cap", 3, func(i int, sp *job.Spec) {
 			sp.Kind, sp.ID = "lane", fmt.Sprintf("c%d", i)

@@ -55,10 +55,8 @@ func (s *sim) get(queue, id string) job.Job {
 // its first rerun attempt and succeeds on the second), its attempts keep
 // counting, and its history names who asked.
 func TestRetryDeadLetterRunsThroughTheGate(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inSim(t, simOptions{Seed: 11}, func(t *testing.T, s *sim) {
 		const iv = 100 * time.Millisecond
-		s := newSim(t, simOptions{Seed: 11})
-		defer s.stop()
 		ctx := context.Background()
 		s.createQueue("q", slot.Config{Interval: iv, Skew: time.Millisecond, MaxAttempts: 2, Backoff: iv})
 		s.failing(3, "d1") // attempts 1, 2 (the first run) and 3 fail
@@ -221,10 +219,8 @@ func TestRetryRefusedWritesNothing(t *testing.T) {
 // tickets lie above the retry's up_to) are not run again by the same
 // retry, so it ends.
 func TestRetryFailedInPages(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inSim(t, simOptions{Seed: 13, Workers: 8}, func(t *testing.T, s *sim) {
 		const n, again = 1000, 7
-		s := newSim(t, simOptions{Seed: 13, Workers: 8})
-		defer s.stop()
 		ctx := context.Background()
 		s.createQueue("q", slot.Config{Interval: time.Millisecond, Skew: time.Microsecond, MaxAttempts: 1})
 		ids := make([]string, n)

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/slotq/slotq/internal/job"
@@ -16,10 +15,8 @@ import (
 // first). It is never passed nor re-ticketed: not at the gate, and not
 // when the resume function releases it from far away.
 func TestScheduledStartsAtNotBefore(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inSim(t, simOptions{Workers: 4}, func(t *testing.T, s *sim) {
 		const interval = time.Second
-		s := newSim(t, simOptions{Workers: 4})
-		defer s.stop()
 		s.createQueue("sched", slot.Config{Interval: interval})
 		ctx := context.Background()
 
