@@ -25,15 +25,7 @@ import (
 func TestScheduleRaceOnDynamoDB(t *testing.T) {
 	st := newStore(t)
 	tr := memstore.NewTransport(memstore.TransportOptions{})
-	var mu sync.Mutex
-	starts := map[string]int{}
-	mux := target.NewMux()
-	mux.HandleFunc("tick", func(_ context.Context, j *api.Job) error {
-		mu.Lock()
-		starts[j.ID]++
-		mu.Unlock()
-		return nil
-	})
+	mux, ticks := tickMux()
 	const lead = 2 * time.Second
 	newEngine := func() *engine.Engine {
 		return testenv.NewEngine(t, engine.Options{State: st, Transport: tr, Runner: &dispatch.Dispatcher{Mux: mux}, ScheduleLead: lead, Lead: 20 * time.Millisecond})
@@ -92,17 +84,13 @@ func TestScheduleRaceOnDynamoDB(t *testing.T) {
 	}
 	id := func(name string) string { return schedule.OccurrenceID(name, start) }
 	testenv.WaitFor(t, "each occurrence's start", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return starts[id("a")] > 0 && starts[id("b")] > 0 && starts[id("c")] > 0
+		return ticks.started(id("a")) > 0 && ticks.started(id("b")) > 0 && ticks.started(id("c")) > 0
 	})
 	// A duplicate start would come with the winner's: wait for every
 	// message, the losers' stale ones too, to be delivered and dropped.
 	testenv.WaitFor(t, "no message left to deliver", func() bool { return tr.Pending() == 0 })
-	mu.Lock()
-	defer mu.Unlock()
 	for _, name := range names {
-		if n := starts[id(name)]; n != 1 {
+		if n := ticks.started(id(name)); n != 1 {
 			t.Errorf("occurrence %s started %d times; want once", id(name), n)
 		}
 		if _, err := st.GetJob(ctx, job.Ref{Queue: q, ID: id(name)}); err != nil {
@@ -123,15 +111,7 @@ func TestScheduleRaceOnDynamoDB(t *testing.T) {
 func TestSchedulePauseResumeOnDynamoDB(t *testing.T) {
 	st := newStore(t)
 	tr := memstore.NewTransport(memstore.TransportOptions{})
-	var mu sync.Mutex
-	starts := map[string]int{}
-	mux := target.NewMux()
-	mux.HandleFunc("tick", func(_ context.Context, j *api.Job) error {
-		mu.Lock()
-		starts[j.ID]++
-		mu.Unlock()
-		return nil
-	})
+	mux, ticks := tickMux()
 	eng := testenv.NewEngine(t, engine.Options{State: st, Transport: tr, Runner: &dispatch.Dispatcher{Mux: mux}, ScheduleLead: 20 * time.Second, Lead: 20 * time.Millisecond})
 	testenv.RunWorkers(t, tr, 2, eng)
 	ctx := t.Context()
@@ -165,10 +145,8 @@ func TestSchedulePauseResumeOnDynamoDB(t *testing.T) {
 		ids = append(ids, schedule.OccurrenceID("beat", paused.Next.Add(time.Duration(k)*2*time.Second)))
 	}
 	testenv.WaitFor(t, "the cancelled occurrences' starts", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
 		for _, id := range ids {
-			if starts[id] == 0 {
+			if ticks.started(id) == 0 {
 				return false
 			}
 		}
@@ -178,11 +156,36 @@ func TestSchedulePauseResumeOnDynamoDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, "no message left to deliver", func() bool { return tr.Pending() == 0 })
-	mu.Lock()
-	defer mu.Unlock()
 	for _, id := range ids {
-		if starts[id] != 1 {
-			t.Errorf("occurrence %s started %d times; want once", id, starts[id])
+		if n := ticks.started(id); n != 1 {
+			t.Errorf("occurrence %s started %d times; want once", id, n)
 		}
 	}
+}
+
+// ticks counts the starts of each "tick" job.
+type ticks struct {
+	mu     sync.Mutex
+	starts map[string]int
+}
+
+// tickMux is a mux whose "tick" handler counts its starts in the ticks
+// it returns.
+func tickMux() (*target.Mux, *ticks) {
+	c := &ticks{starts: map[string]int{}}
+	mux := target.NewMux()
+	mux.HandleFunc("tick", func(_ context.Context, j *api.Job) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.starts[j.ID]++
+		return nil
+	})
+	return mux, c
+}
+
+// started is how many times job id started.
+func (c *ticks) started(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.starts[id]
 }
