@@ -33,6 +33,49 @@ func newHandler() (*Handler, *engine.Engine) {
 	return &Handler{Engine: eng, Defaults: slot.Config{Interval: 3 * time.Second}}, eng
 }
 
+// wantRefused handles body and fails unless h answers the error code on
+// field (an error of the function itself is fatal).
+func wantRefused(t *testing.T, h *Handler, body, code, field string) Response {
+	t.Helper()
+	r, err := h.Handle(context.Background(), json.RawMessage(body))
+	if err != nil {
+		t.Fatalf("function error %v; want an error answer", err)
+	}
+	if r.Error == nil || r.Error.Code != code || r.Error.Field != field {
+		t.Fatalf("got %+v, want %s on %s", r.Error, code, field)
+	}
+	return r
+}
+
+// wantRefusedWritingNothing is wantRefused for a call that must also
+// write nothing (contents reads what the stores hold, the same before
+// and after) and answer in words, not Go.
+func wantRefusedWritingNothing(t *testing.T, h *Handler, body, code, field string, contents func() any) {
+	t.Helper()
+	before := contents()
+	r := wantRefused(t, h, body, code, field)
+	if strings.Contains(r.Error.Message, "slot.") || strings.Contains(r.Error.Message, "json:") {
+		t.Errorf("message %q speaks Go", r.Error.Message)
+	}
+	if after := contents(); !reflect.DeepEqual(before, after) {
+		t.Errorf("a refused call wrote:\nbefore %+v\nafter  %+v", before, after)
+	}
+}
+
+// handleSample handles sample event name and fails unless h answers it
+// without an error.
+func handleSample(t *testing.T, h *Handler, name string) Response {
+	t.Helper()
+	r, err := h.Handle(context.Background(), event(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Error != nil {
+		t.Fatalf("error %+v", r.Error)
+	}
+	return r
+}
+
 // The sample events, in the order an operator would use them.
 func TestHandleSampleEvents(t *testing.T) {
 	h, eng := newHandler()
@@ -132,16 +175,7 @@ func TestHandleSampleEvents(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		t.Run(s.event, func(t *testing.T) {
-			r, err := h.Handle(ctx, event(t, s.event))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Error != nil {
-				t.Fatalf("error %+v", r.Error)
-			}
-			s.check(t, r)
-		})
+		t.Run(s.event, func(t *testing.T) { s.check(t, handleSample(t, h, s.event)) })
 	}
 	if _, err := eng.Queue(ctx, "emails"); err == nil {
 		t.Error("the queue survived delete")
@@ -194,13 +228,7 @@ func TestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := h.Handle(ctx, json.RawMessage(tt.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Error == nil || r.Error.Code != tt.code || r.Error.Field != tt.field {
-				t.Errorf("got %+v, want %s on %s", r.Error, tt.code, tt.field)
-			}
+			wantRefused(t, h, tt.body, tt.code, tt.field)
 		})
 	}
 }
@@ -487,13 +515,7 @@ func TestCreateLimitForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := h.Handle(ctx, json.RawMessage(`{"op":"create","queue":"bad","config":`+tt.config+`}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Error == nil || r.Error.Code != tt.code || r.Error.Field != tt.field {
-				t.Errorf("got %+v, want %s on %s", r.Error, tt.code, tt.field)
-			}
+			wantRefused(t, h, `{"op":"create","queue":"bad","config":`+tt.config+`}`, tt.code, tt.field)
 		})
 	}
 	after, err := eng.Queues(ctx)

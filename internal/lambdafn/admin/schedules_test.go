@@ -63,16 +63,7 @@ func TestScheduleSampleEvents(t *testing.T) {
 		}},
 	}
 	for _, s := range steps {
-		t.Run(s.event, func(t *testing.T) {
-			r, err := h.Handle(ctx, event(t, s.event))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Error != nil {
-				t.Fatalf("error %+v", r.Error)
-			}
-			s.check(t, r)
-		})
+		t.Run(s.event, func(t *testing.T) { s.check(t, handleSample(t, h, s.event)) })
 	}
 	if ss, err := eng.Schedules(ctx, "reports"); err != nil || len(ss) != 0 {
 		t.Errorf("after delete: %+v, %v", ss, err)
