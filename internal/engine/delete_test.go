@@ -18,11 +18,7 @@ import (
 // listed, and expire — also a running one whose worker died.
 func TestDeleteQueueStartsClean(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ran := 0
-		b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error {
-			ran++
-			return nil
-		})}, nil)
+		b, ran := newCountingBench(t, engine.Options{}, nil)
 		ctx := context.Background()
 		cfg := slot.Config{Interval: time.Second}
 		oldEnv := b.enqueue("gone", cfg) // j1, queued
@@ -80,7 +76,7 @@ func TestDeleteQueueStartsClean(t *testing.T) {
 		if err := b.eng.Work(ctx, oldEnv); err != nil {
 			t.Fatalf("Work(old j1): %v", err)
 		}
-		if ran != 0 {
+		if *ran != 0 {
 			t.Fatalf("the old j1's message ran a job")
 		}
 		if got := b.job("gone", "j1"); got.Version() != newJ1.Version() {
@@ -89,8 +85,8 @@ func TestDeleteQueueStartsClean(t *testing.T) {
 		if err := b.eng.Work(ctx, newJ1.Envelope()); err != nil {
 			t.Fatalf("Work(new j1): %v", err)
 		}
-		if got := b.job("gone", "j1"); got.Status != job.Succeeded || ran != 1 {
-			t.Fatalf("the new j1 ended %s after %d runs; want succeeded, once", got.Status, ran)
+		if got := b.job("gone", "j1"); got.Status != job.Succeeded || *ran != 1 {
+			t.Fatalf("the new j1 ended %s after %d runs; want succeeded, once", got.Status, *ran)
 		}
 
 		// j3's message comes back after the lease: its attempt is lost, and

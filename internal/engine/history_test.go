@@ -58,16 +58,13 @@ func TestHistory(t *testing.T) {
 		if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Jobs: []job.Spec{{ID: "j", Kind: "k"}}}); err != nil {
 			t.Fatal(err)
 		}
-		wctx, stop := context.WithCancel(ctx)
-		done := make(chan error)
-		go func() { done <- tr.Run(wctx, 1, eng.Work) }()
+		stop := workOne(tr, eng)
 		time.Sleep(time.Minute)
 		if _, err := eng.Resume(ctx); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Minute)
 		stop()
-		<-done
 
 		j, err := eng.Job(ctx, job.Ref{Queue: "q", ID: "j"})
 		if err != nil {
@@ -118,12 +115,9 @@ func TestHistoryBound(t *testing.T) {
 		if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Jobs: []job.Spec{{ID: "j", Kind: "k"}}}); err != nil {
 			t.Fatal(err)
 		}
-		wctx, stop := context.WithCancel(ctx)
-		done := make(chan error)
-		go func() { done <- tr.Run(wctx, 1, eng.Work) }()
+		stop := workOne(tr, eng)
 		time.Sleep(10 * time.Minute)
 		stop()
-		<-done
 		j, err := eng.Job(ctx, job.Ref{Queue: "q", ID: "j"})
 		if err != nil {
 			t.Fatal(err)
@@ -203,4 +197,13 @@ type keep struct {
 func (k *keep) Send(ctx context.Context, msgs []engine.Message) error {
 	k.msgs = append(k.msgs, msgs...)
 	return k.Transport.Send(ctx, msgs)
+}
+
+// workOne runs one of tr's workers into eng until the stop it returns,
+// which waits for the worker to end.
+func workOne(tr *memstore.Transport, eng *engine.Engine) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- tr.Run(ctx, 1, eng.Work) }()
+	return func() { cancel(); <-done }
 }

@@ -240,17 +240,13 @@ func parking(op string, j *job.Job) bool {
 // runs.
 func pausedWithHook(t *testing.T) (*workBench, *adminHook, job.Envelope, *int) {
 	t.Helper()
-	ran := 0
 	h := &adminHook{}
-	b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error {
-		ran++
-		return nil
-	})}, func(st engine.State) engine.State { h.State = st; return h })
+	b, ran := newCountingBench(t, engine.Options{}, func(st engine.State) engine.State { h.State = st; return h })
 	env := b.enqueue("q", slot.Config{Interval: time.Second})
 	if _, err := b.eng.Pause(context.Background(), "q", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	return b, h, env, &ran
+	return b, h, env, ran
 }
 
 // Purge and delete land between the gate's "paused" and the job's park:

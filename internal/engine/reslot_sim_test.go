@@ -351,13 +351,7 @@ func TestReslotCrashAndRace(t *testing.T) {
 				t.Fatalf("configure again: %v", err)
 			}
 			checkWaitingSlots(t, s, pre, next, rep, true)
-			s.waitFinished("reslot", 6*time.Hour)
-			starts := s.startsOf("reslot")
-			checkAcross(t, s, starts, moment, old, next)
-			checkSingleStart(t, starts)
-			if n := len(s.jobs("reslot", job.Succeeded)); n != 60 {
-				t.Fatalf("%d of 60 jobs succeeded", n)
-			}
+			checkDyingReslotEnd(t, s, moment, old, next)
 		})
 	})
 	t.Run("race", func(t *testing.T) {
@@ -430,13 +424,7 @@ func TestReslotCrashFinishedByResume(t *testing.T) {
 		if shift := time.Duration(rep.MaxShiftMs) * time.Millisecond; shift >= next.Tick() {
 			t.Fatalf("a configure after the resume run moved %d waiting jobs, up to %v: the run left the crashed configure unfinished", rep.Moved, shift)
 		}
-		s.waitFinished("reslot", 6*time.Hour)
-		starts := s.startsOf("reslot")
-		checkAcross(t, s, starts, moment, old, next)
-		checkSingleStart(t, starts)
-		if n := len(s.jobs("reslot", job.Succeeded)); n != 60 {
-			t.Fatalf("%d of 60 jobs succeeded", n)
-		}
+		checkDyingReslotEnd(t, s, moment, old, next)
 	})
 }
 
@@ -461,6 +449,20 @@ func inDyingReslot(t *testing.T, body func(t *testing.T, s *sim, pre []job.Job, 
 		}
 		body(t, s, pre, changeOf(t, s))
 	})
+}
+
+// checkDyingReslotEnd waits until the 60 jobs of inDyingReslot are
+// final, and fails unless the limits held across the change moment (old,
+// then next), no attempt began twice and every job succeeded.
+func checkDyingReslotEnd(t *testing.T, s *sim, moment change, old, next slot.Config) {
+	t.Helper()
+	s.waitFinished("reslot", 6*time.Hour)
+	starts := s.startsOf("reslot")
+	checkAcross(t, s, starts, moment, old, next)
+	checkSingleStart(t, starts)
+	if n := len(s.jobs("reslot", job.Succeeded)); n != 60 {
+		t.Fatalf("%d of 60 jobs succeeded", n)
+	}
 }
 
 // dieMoving fails the configure's job writes (a job write that changes

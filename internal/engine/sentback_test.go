@@ -23,11 +23,7 @@ import (
 // do not add up.
 func TestSentBackBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ran := 0
-		b := newWorkBench(t, engine.Options{MaxSendsBack: 3, Runner: runFunc(func(context.Context, *job.Job, slot.Config) error {
-			ran++
-			return nil
-		})}, nil)
+		b, ran := newCountingBench(t, engine.Options{MaxSendsBack: 3}, nil)
 		env := b.enqueue("circle", slot.Config{Interval: time.Second, TargetTimeout: 30 * time.Second})
 		short := func() context.Context {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second) // never fits a 30s target
@@ -49,8 +45,8 @@ func TestSentBackBound(t *testing.T) {
 			t.Fatalf("Work: %v", err)
 		}
 		j := b.job("circle", "j1")
-		if j.Status != job.Failed || !strings.Contains(j.LastError, engine.ErrSentBackTooOften.Error()) || ran != 0 {
-			t.Fatalf("after %d sends: %s (%q), ran %d; want failed with %q, never run", j.SentBack, j.Status, j.LastError, ran, engine.ErrSentBackTooOften)
+		if j.Status != job.Failed || !strings.Contains(j.LastError, engine.ErrSentBackTooOften.Error()) || *ran != 0 {
+			t.Fatalf("after %d sends: %s (%q), ran %d; want failed with %q, never run", j.SentBack, j.Status, j.LastError, *ran, engine.ErrSentBackTooOften)
 		}
 		if b.tr.Stats().Sent != sent {
 			t.Error("the failed job was sent again")

@@ -313,14 +313,7 @@ func TestSlowDownKeepsPlaceOnKey(t *testing.T) {
 			}
 			return nil
 		})
-		res := s.enqueue("two", 6, func(i int, sp *job.Spec) {
-			sp.Kind, sp.Key, sp.ID = "api", "a", fmt.Sprintf("a%d", i)
-			if i >= 2 {
-				sp.Key, sp.ID = "b", fmt.Sprintf("b%d", i)
-			}
-		})
-		s.waitFinished("two", time.Hour)
-		s.checkNoneFailed("two")
+		res := s.runKeysAB("two", 6, 2)
 		at := <-answered
 		end := at.Add(time.Second)
 		var after []start
@@ -371,14 +364,7 @@ func TestSlowDownKeepsPlacesOfTwo(t *testing.T) {
 			<-both // both run: each is answered
 			return target.RetryAfter(time.Second)
 		})
-		res := s.enqueue("two", 8, func(i int, sp *job.Spec) {
-			sp.Kind, sp.Key, sp.ID = "api", "a", fmt.Sprintf("a%d", i)
-			if i >= 4 {
-				sp.Key, sp.ID = "b", fmt.Sprintf("b%d", i)
-			}
-		})
-		s.waitFinished("two", time.Hour)
-		s.checkNoneFailed("two")
+		res := s.runKeysAB("two", 8, 4)
 		var ofA []start
 		for _, st := range s.startsOf("two") {
 			if strings.HasPrefix(st.ID, "a") {
@@ -398,6 +384,22 @@ func TestSlowDownKeepsPlacesOfTwo(t *testing.T) {
 			}
 		}
 	})
+}
+
+// runKeysAB runs n "api" jobs of queue until all are final and fails
+// unless all succeeded: the first ofA of key a (a0, a1…), the rest of
+// key b (b<i>).
+func (s *sim) runKeysAB(queue string, n, ofA int) engine.EnqueueResult {
+	s.t.Helper()
+	res := s.enqueue(queue, n, func(i int, sp *job.Spec) {
+		sp.Kind, sp.Key, sp.ID = "api", "a", fmt.Sprintf("a%d", i)
+		if i >= ofA {
+			sp.Key, sp.ID = "b", fmt.Sprintf("b%d", i)
+		}
+	})
+	s.waitFinished(queue, time.Hour)
+	s.checkNoneFailed(queue)
+	return res
 }
 
 // lostMeterPut is a state whose first put of a key's slow-down lands and

@@ -249,18 +249,26 @@ func TestTraceHTTPTargetGetsTraceparent(t *testing.T) {
 	}
 }
 
+// newTracedBench is a work bench that traces to tr, whose target
+// succeeds, with queue "q" (one start a second) created.
+func newTracedBench(t *testing.T) (*traced, *workBench) {
+	t.Helper()
+	tr := newTraced(t)
+	b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error { return nil }), Tracer: tr.tp}, nil)
+	if _, err := b.eng.CreateQueue(context.Background(), "q", slot.Config{Interval: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	return tr, b
+}
+
 // A job enqueued without a trace context, while the engine traces, takes
 // its enqueue span's: its attempts are in the enqueue's trace. Parked far
 // ahead, it keeps it through the resume run that releases it, which has
 // a span per queue's release round.
 func TestTraceWithoutProducerAndThroughPark(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := newTraced(t)
-		b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error { return nil }), Tracer: tr.tp}, nil)
+		tr, b := newTracedBench(t)
 		ctx := context.Background()
-		if _, err := b.eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second}); err != nil {
-			t.Fatal(err)
-		}
 		nb := time.Now().Add(time.Hour)
 		if _, err := b.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "q", Job: &job.Spec{ID: "j1", Kind: "k", NotBefore: &nb}}); err != nil {
 			t.Fatal(err)
@@ -303,12 +311,8 @@ func TestTraceWithoutProducerAndThroughPark(t *testing.T) {
 // round that gives them new tickets after it.
 func TestTraceSurvivesReticket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := newTraced(t)
-		b := newWorkBench(t, engine.Options{Runner: runFunc(func(context.Context, *job.Job, slot.Config) error { return nil }), Tracer: tr.tp}, nil)
+		tr, b := newTracedBench(t)
 		ctx := context.Background()
-		if _, err := b.eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second}); err != nil {
-			t.Fatal(err)
-		}
 		specs := []job.Spec{{ID: "a", Kind: "k", TraceParent: tr.parent}, {ID: "b", Kind: "k", TraceParent: tr.parent, TraceState: "rojo=1"}}
 		before := map[string]job.Job{}
 		if _, err := b.eng.Pause(ctx, "q", time.Time{}); err != nil {

@@ -54,6 +54,18 @@ func newWorkBench(t *testing.T, o engine.Options, wrap func(engine.State) engine
 	return b
 }
 
+// newCountingBench is newWorkBench with a target that succeeds and
+// counts its runs in the int it returns.
+func newCountingBench(t *testing.T, o engine.Options, wrap func(engine.State) engine.State) (*workBench, *int) {
+	t.Helper()
+	ran := 0
+	o.Runner = runFunc(func(context.Context, *job.Job, slot.Config) error {
+		ran++
+		return nil
+	})
+	return newWorkBench(t, o, wrap), &ran
+}
+
 // enqueue creates queue q with cfg and enqueues one job of kind "k",
 // returning the envelope its message carries.
 // A queue without a skew of its own gets a generous one: the worker is
