@@ -15,13 +15,22 @@ import (
 // limitForms are the limit forms the suite races, beside the plain
 // interval every other subtest uses: one rate with a burst (the
 // conditional forms), a window and a rate with a window (compare-and-set).
-var limitForms = []struct {
-	name string
-	ls   slot.Limits
-}{
+var limitForms = []limitForm{
 	{"rate", slot.Limits{{Rate: api.Rate{N: 100, Per: time.Second}, Burst: 3}}},
 	{"window", slot.Limits{{Window: api.Rate{N: 4, Per: 50 * time.Millisecond}}}},
 	{"rate-and-window", slot.Limits{{Rate: api.Rate{N: 200, Per: time.Second}, Burst: 2}, {Window: api.Rate{N: 6, Per: 100 * time.Millisecond}}}},
+}
+
+// limitForm is a queue's limits, by name.
+type limitForm struct {
+	name string
+	ls   slot.Limits
+}
+
+// everyForm is the plain interval and limitForms: every form a queue's
+// limit takes.
+func everyForm() []limitForm {
+	return append([]limitForm{{"interval", slot.Every(interval)}}, limitForms...)
 }
 
 // newQueueUnder creates a queue under limits ls and returns its name.

@@ -145,11 +145,7 @@ func testSlowDown(t *testing.T, newState func(t *testing.T) engine.State) {
 	})
 
 	t.Run("Gate", func(t *testing.T) {
-		forms := append([]struct {
-			name string
-			ls   slot.Limits
-		}{{"interval", slot.Every(interval)}}, limitForms...)
-		for _, f := range forms {
+		for _, f := range everyForm() {
 			t.Run(f.name, func(t *testing.T) {
 				testSlowGate(t, newState(t), f.ls)
 			})

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/engine"
-	"github.com/slotq/slotq/internal/slot"
 )
 
 func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
@@ -80,11 +79,7 @@ func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
 	// (places booked, OutOfLine), under every limit form: it is what
 	// tells the stats the line's jobs from the others.
 	t.Run("LineTicket", func(t *testing.T) {
-		forms := append([]struct {
-			name string
-			ls   slot.Limits
-		}{{"interval", slot.Every(interval)}}, limitForms...)
-		for _, f := range forms {
+		for _, f := range everyForm() {
 			t.Run(f.name, func(t *testing.T) {
 				st := newState(t)
 				name := newQueueUnder(t, st, f.ls)
