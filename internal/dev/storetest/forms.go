@@ -60,19 +60,14 @@ func testForms(t *testing.T, newState func(t *testing.T) engine.State) {
 				const callers = 12
 				taken := make([]engine.Taken, callers)
 				errs := make([]error, callers)
-				var wg sync.WaitGroup
-				ready := make(chan struct{})
 				total := 0
 				for i := range callers {
-					n := 1 + i%3
-					total += n
-					wg.Go(func() {
-						<-ready
-						taken[i], errs[i] = st.Take(t.Context(), engine.TakeRequest{Queue: name, N: n, Line: n, Limits: f.ls, Now: base})
-					})
+					total += 1 + i%3
 				}
-				close(ready)
-				wg.Wait()
+				atOnce(callers, func(i int) {
+					n := 1 + i%3
+					taken[i], errs[i] = st.Take(t.Context(), engine.TakeRequest{Queue: name, N: n, Line: n, Limits: f.ls, Now: base})
+				})
 				var slots []time.Time
 				for i, err := range errs {
 					if err != nil {
@@ -108,47 +103,40 @@ func testForms(t *testing.T, newState func(t *testing.T) engine.State) {
 				}
 				var mu sync.Mutex
 				var starts, deadlines []time.Time
-				var wg sync.WaitGroup
-				ready := make(chan struct{})
-				for k := range 2 * n {
+				atOnce(2*n, func(k int) {
 					ticket, slotAt := tk.First+int64(k%n), tk.Slots[k%n]
 					if k >= n && k%3 != 0 {
-						continue // a duplicate for every third ticket
+						return // a duplicate for every third ticket
 					}
 					// Some ask before their slot (a duplicate woken early, a
 					// clock ahead): the gate alone must hold them back.
 					early := []time.Duration{0, time.Millisecond, 7 * time.Millisecond, 40 * time.Millisecond}[k%4]
-					wg.Go(func() {
-						<-ready
-						at := slotAt.Add(-early)
-						for range 50 {
-							// Each gate records a deadline a room after
-							// the start it reserves: its worker may call
-							// its target anywhere up to it.
-							r := engine.GateRequest{Queue: name, Ticket: ticket, Limits: f.ls, Skew: skew, Now: at, At: at,
-								Deadline: at.Add(slot.Room), SlotAt: slotAt}
-							_, err := st.Gate(t.Context(), r)
-							var ge *engine.GateError
-							switch {
-							case err == nil:
-								mu.Lock()
-								starts, deadlines = append(starts, at), append(deadlines, r.Deadline)
-								mu.Unlock()
-								return
-							case errors.As(err, &ge) && ge.Verdict == slot.Early:
-								at = ge.OpenAt
-							case errors.As(err, &ge) && ge.Verdict == slot.Passed:
-								return
-							default:
-								t.Errorf("ticket %d: %v", ticket, err)
-								return
-							}
+					at := slotAt.Add(-early)
+					for range 50 {
+						// Each gate records a deadline a room after
+						// the start it reserves: its worker may call
+						// its target anywhere up to it.
+						r := engine.GateRequest{Queue: name, Ticket: ticket, Limits: f.ls, Skew: skew, Now: at, At: at,
+							Deadline: at.Add(slot.Room), SlotAt: slotAt}
+						_, err := st.Gate(t.Context(), r)
+						var ge *engine.GateError
+						switch {
+						case err == nil:
+							mu.Lock()
+							starts, deadlines = append(starts, at), append(deadlines, r.Deadline)
+							mu.Unlock()
+							return
+						case errors.As(err, &ge) && ge.Verdict == slot.Early:
+							at = ge.OpenAt
+						case errors.As(err, &ge) && ge.Verdict == slot.Passed:
+							return
+						default:
+							t.Errorf("ticket %d: %v", ticket, err)
+							return
 						}
-						t.Errorf("ticket %d: still early after 50 tries", ticket)
-					})
-				}
-				close(ready)
-				wg.Wait()
+					}
+					t.Errorf("ticket %d: still early after 50 tries", ticket)
+				})
 				if len(starts) == 0 {
 					t.Fatal("no gate passed")
 				}

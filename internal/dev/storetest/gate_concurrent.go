@@ -21,16 +21,7 @@ func testGateConcurrent(t *testing.T, newState func(t *testing.T) engine.State) 
 	concurrent := func(t *testing.T, st engine.State, name string, tickets []int64) {
 		t.Helper()
 		errs := make([]error, len(tickets))
-		var wg sync.WaitGroup
-		ready := make(chan struct{})
-		for i := range tickets {
-			wg.Go(func() {
-				<-ready
-				_, errs[i] = st.Gate(t.Context(), gateReq(name, tickets[i], base))
-			})
-		}
-		close(ready)
-		wg.Wait()
+		atOnce(len(tickets), func(i int) { _, errs[i] = st.Gate(t.Context(), gateReq(name, tickets[i], base)) })
 		winner := -1
 		for i, err := range errs {
 			var ge *engine.GateError
@@ -76,16 +67,7 @@ func testGateConcurrent(t *testing.T, newState func(t *testing.T) engine.State) 
 		_, jobs := lineUp(t, st, 1)
 		const copies = 20
 		errs := make([]error, copies)
-		var wg sync.WaitGroup
-		ready := make(chan struct{})
-		for i := range copies {
-			wg.Go(func() {
-				<-ready
-				errs[i] = claim(t.Context(), st, jobs[0], base)
-			})
-		}
-		close(ready)
-		wg.Wait()
+		atOnce(copies, func(i int) { errs[i] = claim(t.Context(), st, jobs[0], base) })
 		wins := 0
 		for i, err := range errs {
 			switch {

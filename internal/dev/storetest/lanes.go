@@ -171,19 +171,12 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 				t.Fatalf("lane at version %d, want %d", lane.Version, from)
 			}
 			errs := make([]error, writers)
-			var wg sync.WaitGroup
-			ready := make(chan struct{})
-			for i := range writers {
-				wg.Go(func() {
-					<-ready
-					l := lane
-					l.Holder = slot.Waiter{Ticket: 100*round + int64(i) + 1, JobID: fmt.Sprintf("w%d", i)}
-					l.Until, l.Last = at(time.Minute), l.Holder.Ticket
-					_, errs[i] = st.PutLane(t.Context(), l, from, 1)
-				})
-			}
-			close(ready)
-			wg.Wait()
+			atOnce(writers, func(i int) {
+				l := lane
+				l.Holder = slot.Waiter{Ticket: 100*round + int64(i) + 1, JobID: fmt.Sprintf("w%d", i)}
+				l.Until, l.Last = at(time.Minute), l.Holder.Ticket
+				_, errs[i] = st.PutLane(t.Context(), l, from, 1)
+			})
 			winner := -1
 			for i, err := range errs {
 				switch {
@@ -221,16 +214,7 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 		before := putLane(t, st, slot.Lane{Queue: name, Key: "k", Gen: 3, Holder: slot.Waiter{Ticket: 1, JobID: "a"}, Until: at(time.Minute), Last: 1}, 0, 0)
 		answers := make([]slot.Lane, adders)
 		errs := make([]error, adders)
-		var wg sync.WaitGroup
-		ready := make(chan struct{})
-		for i := range adders {
-			wg.Go(func() {
-				<-ready
-				answers[i], errs[i] = st.AddPending(t.Context(), name, 3, "k", 1)
-			})
-		}
-		close(ready)
-		wg.Wait()
+		atOnce(adders, func(i int) { answers[i], errs[i] = st.AddPending(t.Context(), name, 3, "k", 1) })
 		var pendings []int64
 		for i, err := range errs {
 			if err != nil {

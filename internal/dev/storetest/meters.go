@@ -133,49 +133,42 @@ func testMeters(t *testing.T, newState func(t *testing.T) engine.State) {
 					mu     sync.Mutex
 					starts []time.Time
 					order  []int64
-					wg     sync.WaitGroup
 				)
-				ready := make(chan struct{})
-				for i := range callers {
+				atOnce(callers, func(i int) {
 					ticket := int64(i + 1)
-					wg.Go(func() {
-						<-ready
-						for try := 0; try < 200; try++ {
-							m, err := st.GetMeter(t.Context(), name, "k")
-							if err != nil {
-								t.Error(err)
-								return
-							}
-							start := slot.KeyOpen(m, f.ls, 0)
-							if start.Before(base) {
-								start = base
-							}
-							next, v, _ := slot.KeyGate(m, ticket, f.ls, 0, start)
-							if v == slot.KeyOvertaken {
-								return
-							}
-							if v != slot.KeyStart {
-								t.Errorf("ticket %d at the key's opening %v: %v", ticket, start, v)
-								return
-							}
-							_, err = st.PutMeter(t.Context(), next, m.Version, time.Time{})
-							if errors.Is(err, engine.ErrConflict) {
-								continue
-							}
-							if err != nil {
-								t.Error(err)
-								return
-							}
-							mu.Lock()
-							starts, order = append(starts, start), append(order, ticket)
-							mu.Unlock()
+					for try := 0; try < 200; try++ {
+						m, err := st.GetMeter(t.Context(), name, "k")
+						if err != nil {
+							t.Error(err)
 							return
 						}
-						t.Errorf("ticket %d: no write landed in 200 tries", ticket)
-					})
-				}
-				close(ready)
-				wg.Wait()
+						start := slot.KeyOpen(m, f.ls, 0)
+						if start.Before(base) {
+							start = base
+						}
+						next, v, _ := slot.KeyGate(m, ticket, f.ls, 0, start)
+						if v == slot.KeyOvertaken {
+							return
+						}
+						if v != slot.KeyStart {
+							t.Errorf("ticket %d at the key's opening %v: %v", ticket, start, v)
+							return
+						}
+						_, err = st.PutMeter(t.Context(), next, m.Version, time.Time{})
+						if errors.Is(err, engine.ErrConflict) {
+							continue
+						}
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						starts, order = append(starts, start), append(order, ticket)
+						mu.Unlock()
+						return
+					}
+					t.Errorf("ticket %d: no write landed in 200 tries", ticket)
+				})
 				if len(starts) == 0 {
 					t.Fatal("no start was recorded")
 				}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -271,18 +270,11 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 		race := func(tickets []int64, now time.Time, seen slot.State) (passed, refused []int64) {
 			t.Helper()
 			errs := make([]error, len(tickets))
-			var wg sync.WaitGroup
-			ready := make(chan struct{})
-			for i, ticket := range tickets {
-				wg.Go(func() {
-					<-ready
-					r := engine.GateRequest{Queue: name, Ticket: ticket, Limits: ls, Now: now,
-						Scheduled: true, MaxRunning: max, Until: until, Seen: seen}
-					_, errs[i] = st.Gate(ctx, r)
-				})
-			}
-			close(ready)
-			wg.Wait()
+			atOnce(len(tickets), func(i int) {
+				r := engine.GateRequest{Queue: name, Ticket: tickets[i], Limits: ls, Now: now,
+					Scheduled: true, MaxRunning: max, Until: until, Seen: seen}
+				_, errs[i] = st.Gate(ctx, r)
+			})
 			for i, err := range errs {
 				var ge *engine.GateError
 				switch {

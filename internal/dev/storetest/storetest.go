@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,4 +259,20 @@ func firstSlot(tk engine.Taken) time.Time {
 		return time.Time{}
 	}
 	return tk.Slots[0]
+}
+
+// atOnce runs call(i) for each i below n, each on a goroutine of its
+// own, all let go at once (callers racing for one write), and returns
+// when all have returned.
+func atOnce(n int, call func(i int)) {
+	var wg sync.WaitGroup
+	ready := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-ready
+			call(i)
+		})
+	}
+	close(ready)
+	wg.Wait()
 }

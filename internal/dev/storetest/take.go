@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -126,20 +125,15 @@ func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
 			err     error
 		}
 		results := make([]result, callers)
-		var wg sync.WaitGroup
-		ready := make(chan struct{})
 		for i := range callers {
 			n := 1 + i%3
-			line := i % (n + 1)
-			results[i] = result{n: n, line: line}
-			wg.Go(func() {
-				<-ready
-				results[i].taken, results[i].err = st.Take(t.Context(), engine.TakeRequest{
-					Queue: name, N: n, Line: line, Interval: interval, Now: base})
-			})
+			results[i] = result{n: n, line: i % (n + 1)}
 		}
-		close(ready)
-		wg.Wait()
+		atOnce(callers, func(i int) {
+			r := &results[i]
+			r.taken, r.err = st.Take(t.Context(), engine.TakeRequest{
+				Queue: name, N: r.n, Line: r.line, Interval: interval, Now: base})
+		})
 
 		total, lineTotal := 0, 0
 		owner := map[int64]int{}
