@@ -283,7 +283,7 @@ func (e *Engine) countPendingLanes(ctx context.Context, q Queue, jobs []*job.Job
 
 // queueFor returns the request's queue. If it does not exist and
 // auto-creation is on, it returns the queue it would create, with the
-// defaults (and the request's interval), and fresh set: nothing is
+// defaults (and the request's limit), and fresh set: nothing is
 // written yet.
 func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue, fresh bool, err error) {
 	q, err = e.state.GetQueue(ctx, req.Queue)
@@ -296,9 +296,9 @@ func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue,
 		return q, false, &NotFoundError{Queue: req.Queue}
 	}
 	cfg := e.defaults
-	if req.Interval != nil {
-		cfg.Interval = time.Duration(*req.Interval)
-		cfg.Skew = min(cfg.Skew, cfg.Interval/4)
+	if l, ok := req.Limit(); ok {
+		cfg.Interval, cfg.Rate, cfg.Burst, cfg.Window, cfg.Limits = l.Interval, l.Rate, l.Burst, l.Window, nil
+		cfg.Skew = min(cfg.Skew, cfg.Tick()/4)
 	}
 	err = cfg.Validate()
 	if err == nil {

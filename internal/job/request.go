@@ -46,9 +46,13 @@ type Spec api.Spec
 // EnqueueRequest is what producers send to enqueue: one job or a batch.
 type EnqueueRequest struct {
 	Queue string `json:"queue"`
-	// Interval is used only when this call creates the queue: a duration
-	// string from slot.MinInterval to slot.MaxInterval.
+	// Interval, Rate (with Burst) and Window are the limit of the queue
+	// if this call creates it, in one form (api.EnqueueRequest): checked
+	// always, read only when the call creates the queue.
 	Interval *slot.Duration `json:"interval,omitempty"`
+	Rate     *slot.WireRate `json:"rate,omitempty"`
+	Burst    *int           `json:"burst,omitempty"`
+	Window   *slot.WireRate `json:"window,omitempty"`
 	Job      *Spec          `json:"job,omitempty"`
 	Jobs     []Spec         `json:"jobs,omitempty"`
 	// Occurrences marks a schedule's own enqueue of its occurrences: only
@@ -96,8 +100,8 @@ func (r *EnqueueRequest) Validate(now time.Time) error {
 	if err := slot.ValidateName(r.Queue); err != nil {
 		return err
 	}
-	if r.Interval != nil && (time.Duration(*r.Interval) < slot.MinInterval || time.Duration(*r.Interval) > slot.MaxInterval) {
-		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be between %s and %s", slot.MinInterval, slot.MaxInterval))
+	if err := r.validateLimit(); err != nil {
+		return err
 	}
 	switch {
 	case r.Job != nil && r.Jobs != nil:
@@ -133,6 +137,46 @@ func (r *EnqueueRequest) Validate(now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// Limit returns the limit the request gives the queue it creates, and
+// whether it gives one.
+func (r *EnqueueRequest) Limit() (slot.Limit, bool) {
+	var l slot.Limit
+	if r.Interval != nil {
+		l.Interval = time.Duration(*r.Interval)
+	}
+	if v := r.Rate.Rate(); v != nil {
+		l.Rate = *v
+	}
+	if v := r.Window.Rate(); v != nil {
+		l.Window = *v
+	}
+	if r.Burst != nil {
+		l.Burst = *r.Burst
+	}
+	return l, r.Interval != nil || r.Rate != nil || r.Window != nil || r.Burst != nil
+}
+
+// validateLimit checks the limit the request gives as a queue's
+// configuration is checked: one form, a burst only with a rate, counts
+// and periods in range.
+func (r *EnqueueRequest) validateLimit() error {
+	l, given := r.Limit()
+	if !given {
+		return nil
+	}
+	switch {
+	case r.Window != nil && (r.Interval != nil || r.Rate != nil):
+		return input.Invalid("invalid_limit", "window", "the limit of the queue a call creates takes one form: give one of interval, rate (with burst) and window")
+	case r.Rate != nil && r.Interval != nil:
+		return input.Invalid("invalid_limit", "rate", "the limit of the queue a call creates takes one form: give one of interval, rate (with burst) and window")
+	case r.Burst != nil && r.Rate == nil:
+		return input.Invalid("invalid_burst", "burst", "burst goes with a rate, such as \"rate\": \"100/1m\", \"burst\": 10")
+	case r.Interval != nil && l.Interval <= 0:
+		return input.Invalid("invalid_interval", "interval", fmt.Sprintf("interval must be between %s and %s", slot.MinInterval, slot.MaxInterval))
+	}
+	return slot.ValidateLimit(l, "")
 }
 
 // ValidateID checks a job id: [A-Za-z0-9_.:-]{1,128}.

@@ -54,12 +54,12 @@ func ParseDuration(s string) (time.Duration, error) { return api.ParseDuration(s
 
 // configWire is ConfigUpdate on the wire as UnmarshalJSON reads it:
 // api.ConfigUpdate's fields and tags, each value of a type whose errors
-// name it (Duration, rateJSON, limitJSON). Every setting is a pointer,
+// name it (Duration, WireRate, limitJSON). Every setting is a pointer,
 // so that a setting left out is told from one given as zero, and an
 // empty list ("targets": [], none) from an absent one.
 var configWire = wireOf(reflect.TypeFor[ConfigUpdate](), map[reflect.Type]reflect.Type{
 	reflect.TypeFor[*time.Duration](): reflect.TypeFor[*Duration](),
-	reflect.TypeFor[*api.Rate]():      reflect.TypeFor[*rateJSON](),
+	reflect.TypeFor[*api.Rate]():      reflect.TypeFor[*WireRate](),
 	reflect.TypeFor[*[]api.Limit]():   reflect.TypeFor[*[]limitJSON](),
 })
 
@@ -170,21 +170,25 @@ func limitsOf(field string, w *[]limitJSON) (*[]api.Limit, *input.Error) {
 		if l.Interval != nil {
 			ls[i].Interval = time.Duration(*l.Interval)
 		}
-		if r := l.Rate.rate(); r != nil {
+		if r := l.Rate.Rate(); r != nil {
 			ls[i].Rate = *r
 		}
-		if r := l.Window.rate(); r != nil {
+		if r := l.Window.Rate(); r != nil {
 			ls[i].Window = *r
 		}
 	}
 	return &ls, nil
 }
 
-// rateJSON is an api.Rate on the wire ("100/1m"), whose errors name the
-// value (code invalid_rate).
-type rateJSON api.Rate
+// WireRate is an api.Rate on the wire ("100/1m"), whose errors name the
+// value (code invalid_rate): how a request that gives a rate or a window
+// reads it.
+type WireRate api.Rate
 
-func (r *rateJSON) UnmarshalJSON(b []byte) error {
+// MarshalJSON writes r as api.Rate does ("100/1m").
+func (r WireRate) MarshalJSON() ([]byte, error) { return api.Rate(r).MarshalJSON() }
+
+func (r *WireRate) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(bytes.TrimSpace(b), &s); err != nil {
 		return &input.Error{Code: "invalid_rate", Message: fmt.Sprintf("want a rate string such as \"100/1m\", got %s", input.JSONKind(b))}
@@ -193,11 +197,12 @@ func (r *rateJSON) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return &input.Error{Code: "invalid_rate", Message: err.Error()}
 	}
-	*r = rateJSON(v)
+	*r = WireRate(v)
 	return nil
 }
 
-func (r *rateJSON) rate() *api.Rate {
+// Rate returns r as an api.Rate; nil for nil.
+func (r *WireRate) Rate() *api.Rate {
 	if r == nil {
 		return nil
 	}
@@ -209,9 +214,9 @@ func (r *rateJSON) rate() *api.Rate {
 // errors name the value: "limits[1].burst").
 type limitJSON struct {
 	Interval *Duration `json:"interval,omitempty"`
-	Rate     *rateJSON `json:"rate,omitempty"`
+	Rate     *WireRate `json:"rate,omitempty"`
 	Burst    *int      `json:"burst,omitempty"`
-	Window   *rateJSON `json:"window,omitempty"`
+	Window   *WireRate `json:"window,omitempty"`
 }
 
 func deref(n *int) int {

@@ -53,8 +53,17 @@ type EnqueueRequest struct {
 	// Queue is the queue's name (QueueNamePattern); the first enqueue to
 	// a queue that does not exist creates it.
 	Queue string `json:"queue"`
-	// Interval is used only when this call creates the queue.
+	// Interval, Rate (with Burst) and Window give the limit of the queue
+	// if this call creates it, in one form (as Config's settings of the
+	// same names; at most one of Interval, Rate and Window, and Burst
+	// only with Rate); left out, it takes the stack's default limit. A
+	// queue that exists keeps its own limit whatever the call gives (the
+	// admin's configure changes it): they are read only when the call
+	// creates the queue, though they are always checked.
 	Interval *Duration `json:"interval,omitempty"`
+	Rate     *Rate     `json:"rate,omitempty"`
+	Burst    *int      `json:"burst,omitempty"`
+	Window   *Rate     `json:"window,omitempty"`
 	// Job is one job, or Jobs a batch of 1 to MaxBatch: give one of them.
 	Job  *Spec  `json:"job,omitempty"`
 	Jobs []Spec `json:"jobs,omitempty"`

@@ -38,6 +38,14 @@ var badRequests = []badRequest{
 	{name: "unknown field", body: `{"queue":"emails","job":{"kind":"echo"},"priority":1}`, field: "priority"},
 	{name: "unknown job field", body: `{"queue":"emails","job":{"kind":"echo","delay":5}}`, field: "job.delay"},
 	{name: "field in another case", body: `{"Queue":"emails","job":{"kind":"echo"}}`, field: "Queue"},
+	// Enqueue: the limit of the queue the call creates.
+	{name: "interval and rate", body: `{"queue":"fresh","interval":"1s","rate":"10/1s","job":{"kind":"echo"}}`, field: "rate"},
+	{name: "rate and window", body: `{"queue":"fresh","rate":"10/1s","window":"100/1h","job":{"kind":"echo"}}`, field: "window"},
+	{name: "interval and window", body: `{"queue":"fresh","interval":"1s","rate":null,"window":"100/1h","job":{"kind":"echo"}}`, field: "window"},
+	{name: "burst without rate", body: `{"queue":"fresh","burst":3,"job":{"kind":"echo"}}`, field: "burst"},
+	{name: "burst with a null rate", body: `{"queue":"fresh","interval":"1s","rate":null,"burst":0,"job":{"kind":"echo"}}`, field: "burst"},
+	{name: "burst over its bound", body: `{"queue":"fresh","rate":"10/1s","burst":101,"job":{"kind":"echo"}}`, field: "burst"},
+	{name: "rate not a rate", body: `{"queue":"fresh","rate":"often","job":{"kind":"echo"}}`, field: "rate"},
 	{name: "queue name with a space", body: `{"queue":"bad name","job":{"kind":"echo"}}`, field: "queue"},
 	{name: "queue name too long", body: `{"queue":"` + strings.Repeat("q", 81) + `","job":{"kind":"echo"}}`, field: "queue"},
 	{name: "queue empty", body: `{"queue":"","job":{"kind":"echo"}}`, field: "queue"},
@@ -137,6 +145,8 @@ var badRequests = []badRequest{
 var goodRequests = []badRequest{
 	{name: "a job with every field", body: `{"queue":"emails","interval":"2s","job":{"id":"good-1","kind":"echo","payload":{"to":"ada@example.com"},
 		"not_before":"` + soon + `","key":"ada@example.com","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"vendor=a1","priority":1}}`},
+	{name: "a job on a queue it creates with a rate", body: `{"queue":"rated","rate":"100/1m","burst":10,"window":null,"job":{"kind":"echo"}}`},
+	{name: "a job on a queue it creates with a window", body: `{"queue":"windowed","window":"5000/1h","interval":null,"burst":null,"jobs":[{"kind":"echo"}]}`},
 	{name: "a batch", body: `{"queue":"emails","jobs":[{"target":"https://hooks.example.com/send","id":"good-2"},{"kind":"echo","not_before":null}]}`},
 	{name: "a queue with every setting", admin: true, body: create(`{"rate":"100/1m","burst":10,"skew":"1ms","max_attempts":5,"backoff":"2s","max_backoff":"1m",
 		"retention":"24h","targets":["https://hooks.example.com/*"],"allow_networks":["10.1.0.0/16"],"target_timeout":"10s","max_running":4,

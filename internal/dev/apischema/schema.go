@@ -363,6 +363,24 @@ func isObject(name string) *jsonschema.Schema {
 	return &jsonschema.Schema{Required: []string{name}, Properties: props}
 }
 
+// given matches an instance that gives property name a value other
+// than null (which the functions read as absent).
+func given(name string) *jsonschema.Schema {
+	props := jsonschema.NewProperties()
+	props.Set(name, &jsonschema.Schema{Not: &jsonschema.Schema{Type: "null"}})
+	return &jsonschema.Schema{Required: []string{name}, Properties: props}
+}
+
+// nulls is a schema that refuses a value other than null for the
+// properties names: its error names the property's path.
+func nulls(names ...string) *jsonschema.Schema {
+	props := jsonschema.NewProperties()
+	for _, n := range names {
+		props.Set(n, &jsonschema.Schema{Type: "null"})
+	}
+	return &jsonschema.Schema{Properties: props}
+}
+
 // forbid is a schema that refuses the properties names: its error names
 // the property's path.
 func forbid(names ...string) *jsonschema.Schema {
@@ -398,6 +416,16 @@ var boundsOf = map[string]func(s *jsonschema.Schema){
 		arr.Set("jobs", &jsonschema.Schema{Type: "array"})
 		s.AnyOf = []*jsonschema.Schema{isObject("job"), {Required: []string{"jobs"}, Properties: arr}}
 		s.If, s.Then = isObject("job"), forbid("jobs")
+		// The limit of a queue the call creates takes one form; burst
+		// goes with a rate. Each refusal names the field the function
+		// names.
+		b := prop(s, "burst")
+		b.Minimum, b.Maximum = num(0), num(slot.MaxBurst)
+		s.AllOf = []*jsonschema.Schema{
+			{If: &jsonschema.Schema{AnyOf: []*jsonschema.Schema{given("interval"), given("rate")}}, Then: nulls("window")},
+			{If: given("interval"), Then: nulls("rate")},
+			{If: &jsonschema.Schema{Not: given("rate")}, Then: nulls("burst")},
+		}
 	},
 	"Spec": func(s *jsonschema.Schema) {
 		prop(s, "id").Pattern = idPattern

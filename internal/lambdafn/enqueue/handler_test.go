@@ -4,12 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/slotq/slotq/internal/dev/sample"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 func event(t *testing.T, name string) json.RawMessage { return sample.Event(t, name) }
@@ -113,5 +119,56 @@ func TestInternalErrorIsFunctionError(t *testing.T) {
 	_, err := h.Handle(context.Background(), event(t, "enqueue.json"))
 	if !errors.Is(err, boom) {
 		t.Errorf("got %v, want %v", err, boom)
+	}
+}
+
+// TestEnqueueCreatesWithLimit: the call that creates a queue gives it the
+// limit it names, in any form (interval; rate with burst; window),
+// instead of the stack's default limit (here a list of two), and a skew
+// of at most a quarter of the limit's least average time between starts.
+// A queue that exists keeps its own limit, whatever a later call gives.
+func TestEnqueueCreatesWithLimit(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{}),
+		Defaults: slot.Config{Limits: []slot.Limit{{Interval: 2 * time.Second}, {Window: api.Rate{N: 100, Per: time.Hour}}}, Skew: 10 * time.Millisecond}})
+	h := &Handler{Engine: eng}
+	for _, tt := range []struct {
+		name, limit string
+		want        slot.Limits
+		skew        time.Duration
+	}{
+		{"interval", `"interval":"4ms"`, slot.Limits{{Interval: 4 * time.Millisecond}}, time.Millisecond},
+		{"rate", `"rate":"100/1s"`, slot.Limits{{Rate: api.Rate{N: 100, Per: time.Second}}}, 2500 * time.Microsecond},
+		{"rate and burst", `"rate":"10/1m","burst":4`, slot.Limits{{Rate: api.Rate{N: 10, Per: time.Minute}, Burst: 4}}, 10 * time.Millisecond},
+		{"window", `"window":"5000/1h"`, slot.Limits{{Window: api.Rate{N: 5000, Per: time.Hour}}}, 10 * time.Millisecond},
+		{"none", ``, slot.Limits{{Interval: 2 * time.Second}, {Window: api.Rate{N: 100, Per: time.Hour}}}, 10 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			q := strings.ReplaceAll(tt.name, " ", "-")
+			body := fmt.Sprintf(`{"queue":%q,%s,"job":{"kind":"k"}}`, q, tt.limit)
+			if tt.limit == "" {
+				body = fmt.Sprintf(`{"queue":%q,"job":{"kind":"k"}}`, q)
+			}
+			if resp, err := h.Handle(ctx, json.RawMessage(body)); err != nil || resp.Error != nil {
+				t.Fatalf("%s: %v %+v", body, err, resp.Error)
+			}
+			got, err := eng.Queue(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ls := got.Config.LimitList(); !reflect.DeepEqual(ls, tt.want) || got.Config.Skew != tt.skew {
+				t.Errorf("created with %s: limits %v skew %v; want %v skew %v", tt.limit, ls, got.Config.Skew, tt.want, tt.skew)
+			}
+			// Another limit on the queue that now exists: accepted, and
+			// the queue keeps its own.
+			again := fmt.Sprintf(`{"queue":%q,"window":"3/1m","job":{"kind":"k"}}`, q)
+			if resp, err := h.Handle(ctx, json.RawMessage(again)); err != nil || resp.Error != nil {
+				t.Fatalf("%s: %v %+v", again, err, resp.Error)
+			}
+			if kept, _ := eng.Queue(ctx, q); !reflect.DeepEqual(kept.Config, got.Config) {
+				t.Errorf("an enqueue changed the queue's configuration:\nbefore %+v\nafter  %+v", got.Config, kept.Config)
+			}
+		})
 	}
 }
