@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 )
@@ -23,7 +26,9 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 		Short: "Enqueue a job on a queue and print its ticket, slot and position",
 		Long: "Enqueues one job (a kind, or a target) on QUEUE and prints its ticket, slot and position;\n" +
 			"with --key, also how many jobs of its key are ahead of it (it starts after they end).\n" +
-			"A queue that does not exist is created (with --interval, or the stack's default).\n" +
+			"A queue that does not exist is created, with the limit --interval, --rate (with --burst) or --window\n" +
+			"gives, or the stack's default limit; a queue that exists keeps its own limit (the command says so when\n" +
+			"the flag differs from it; 'slotq queues configure' changes it).\n" +
 			"With --wait, waits for the job to end and prints its record and result instead:\n" +
 			waitExits,
 		Example: "  $ slotq enqueue emails --kind echo --id welcome-42 --payload '{\"to\":\"ada@example.com\"}'\n" +
@@ -43,8 +48,13 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 		notBefore = fs.String("not-before", "", "earliest start: an RFC 3339 `time` or a duration from now (10m)")
 		key       = fs.String("key", "", "the job's key: jobs of the queue with the same key start in ticket order, at most the queue's key_max_running at once (1 unless it says otherwise), under its key limits if it has some (default: none)")
 		priority  = fs.Int("priority", 0, fmt.Sprintf("the job's priority in the queue's waiting room (a queue with a book-ahead bound): %d is booked first, %d last (default %d)", api.MinPriority, api.MaxPriority, api.DefaultPriority))
-		interval  = durationFlag(fs, "interval", "interval of the queue if this call creates it, a `duration` of at least 1ms (default: the stack's); a queue that exists keeps its limit (queues create sets a rate or a window, queues configure changes it)")
+		interval  = durationFlag(fs, "interval", "the limit of the queue if this call creates it: one start per `duration`, at least 1ms (default: the stack's limit); a queue that exists keeps its own")
+		rate      = new(api.Rate)
+		burst     = fs.Int("burst", 0, fmt.Sprintf("with --rate: starts the rate lets through together after an idle time beyond the first, 0 to %d", slot.MaxBurst))
+		window    = new(api.Rate)
 	)
+	fs.Var(rateFlag{rate}, "rate", "the limit of the queue if this call creates it as a rate `N/PERIOD` such as 100/1m (at most N starts per PERIOD on average), with --burst; a queue that exists keeps its own")
+	fs.Var(rateFlag{window}, "window", "the limit of the queue if this call creates it as a window `N/PERIOD` such as 5000/1h (at most N starts in any PERIOD); a queue that exists keeps its own")
 	wait, timeout := waitFlags(cmd)
 	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
 		c := newStackCmd(cmd, cn)
@@ -78,12 +88,8 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 			spec.NotBefore = &t
 		}
 		in := &client.EnqueueInput{Queue: pos[0], Job: &spec}
-		if c.given("interval") {
-			if *interval == 0 {
-				return c.fail(zeroSetting("enqueue", "", "interval"))
-			}
-			d := api.Duration(*interval)
-			in.Interval = &d
+		if err := c.createLimit(in, *interval, *rate, *burst, *window); err != nil {
+			return c.fail(err)
 		}
 		if *wait {
 			cl, err := c.conn.client(ctx)
@@ -131,23 +137,104 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 	return cmd
 }
 
-// noteKeptLimit says, on stderr, that --interval will do nothing: the
-// queue exists under another limit, which an enqueue never changes (the
-// interval is the limit of a queue the call creates). It asks the stack
-// first; a queue that does not exist yet, or any error, says nothing.
+// createLimit puts on in the limit --interval, --rate (with --burst) or
+// --window gives the queue if the call creates it, refusing before the
+// call what the enqueue function would refuse (two forms, a burst without
+// a rate, a value out of range), with its code and field.
+func (c *stackCmd) createLimit(in *client.EnqueueInput, interval time.Duration, rate api.Rate, burst int, window api.Rate) error {
+	var forms []string
+	for _, name := range []string{"interval", "rate", "window"} {
+		if c.given(name) {
+			forms = append(forms, "--"+name)
+		}
+	}
+	switch {
+	case len(forms) > 1:
+		return usagef("give one of --interval, --rate (with --burst) and --window, not %s: each gives the limit of the queue the call creates", strings.Join(forms, " and "))
+	case c.given("burst") && !c.given("rate"):
+		return usagef("--burst goes with --rate, such as --rate 100/1m --burst 10")
+	case c.given("interval") && interval == 0:
+		return zeroSetting("enqueue", "", "interval")
+	}
+	var l api.Limit
+	flag := ""
+	switch {
+	case c.given("interval"):
+		l.Interval, flag = interval, "--interval "+interval.String()
+		d := api.Duration(interval)
+		in.Interval = &d
+	case c.given("rate"):
+		l.Rate, l.Burst, flag = rate, burst, "--rate "+rate.String()
+		in.Rate = &rate
+		if c.given("burst") {
+			in.Burst = &burst
+		}
+	case c.given("window"):
+		l.Window, flag = window, "--window "+window.String()
+		in.Window = &window
+	default:
+		return nil
+	}
+	if err := slot.ValidateLimit(l, ""); err != nil {
+		var e *input.Error
+		if !errors.As(err, &e) {
+			return err
+		}
+		if e.Field == "burst" {
+			flag = fmt.Sprintf("--burst %d", burst)
+		}
+		return &client.Error{Op: "enqueue", Code: e.Code, Field: e.Field, Message: flag + ": " + e.Message}
+	}
+	return nil
+}
+
+// createFlags are the flags that give in's limit, as the user writes them.
+func createFlags(in *client.EnqueueInput) string {
+	switch {
+	case in.Interval != nil:
+		return "--interval " + time.Duration(*in.Interval).String()
+	case in.Rate != nil && in.Burst != nil:
+		return fmt.Sprintf("--rate %s --burst %d", in.Rate, *in.Burst)
+	case in.Rate != nil:
+		return "--rate " + in.Rate.String()
+	case in.Window != nil:
+		return "--window " + in.Window.String()
+	}
+	return ""
+}
+
+// noteKeptLimit says, on stderr, that --interval, --rate or --window will
+// do nothing: the queue exists under another limit, which an enqueue
+// never changes (the flag is the limit of a queue the call creates). It
+// asks the stack first; a queue that does not exist yet, or any error,
+// says nothing.
 func (c *stackCmd) noteKeptLimit(ctx context.Context, cl *client.Client, in *client.EnqueueInput) {
-	if in.Interval == nil {
+	flags := createFlags(in)
+	if flags == "" {
 		return
 	}
 	st, err := cl.GetStats(ctx, &client.GetStatsInput{Queue: in.Queue, NoActivity: true})
 	if err != nil {
 		return
 	}
-	cfg := st.Stats.Config
-	if have, want := limits(cfg), limits(api.Config{Interval: time.Duration(*in.Interval)}); have != want {
-		fmt.Fprintf(c.stderr, "slotq %s: queue %s exists, and keeps its limit (%s): --interval sets the limit of a queue the call creates only; change it with 'slotq queues configure %s --interval %s'\n",
-			c.name, in.Queue, have, in.Queue, time.Duration(*in.Interval))
+	want := api.Config{Rate: deref(in.Rate), Window: deref(in.Window), Burst: deref(in.Burst)}
+	if in.Interval != nil {
+		want.Interval = time.Duration(*in.Interval)
 	}
+	if have, want := limits(st.Stats.Config), limits(want); have != want {
+		flag, _, _ := strings.Cut(strings.TrimPrefix(flags, "--"), " ")
+		fmt.Fprintf(c.stderr, "slotq %s: queue %s exists, and keeps its limit (%s): --%s sets the limit of a queue the call creates only; change it with 'slotq queues configure %s %s'\n",
+			c.name, in.Queue, have, flag, in.Queue, flags)
+	}
+}
+
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
+	}
+	return v
 }
 
 // readArg reads a flag value that may be @FILE or - (stdin).
