@@ -249,12 +249,10 @@ func TestLaneCommands(t *testing.T) {
 // (not_retryable), and a refused call runs none of the jobs it named.
 func TestRetryCommand(t *testing.T) {
 	c := cli{t: t, endpoint: runLocalRuntime(t)}
-	// Enqueued while paused, then started 300ms apart, so each job's first
-	// retry takes its ticket before the next job starts (a loaded host's
-	// worker takes far less than that to record a failure) and the
-	// failed jobs' order below is the same on every run. The skew is one
-	// a loaded host's worker keeps within: one that wakes later gives its
-	// slot up for a new ticket.
+	// Enqueued while paused, then started 300ms apart. The failed jobs'
+	// order (their last tickets) is the order their retries and missed
+	// slots took tickets in, which a loaded host changes: it is read from
+	// the stack below, not assumed.
 	c.ok("queues", "create", "flaky", "--interval", "300ms", "--skew", "250ms", "--max-attempts", "2", "--backoff", "10ms")
 	c.ok("queues", "pause", "flaky")
 	for i := range 5 {
@@ -284,25 +282,47 @@ func TestRetryCommand(t *testing.T) {
 	if j := status("f0"); j.Status != job.Failed || j.Reruns != 0 {
 		t.Fatalf("f0 after a refused retry: %s, %d reruns; want failed, none", j.Status, j.Reruns)
 	}
+	// The failed jobs, in the order retry --failed pages through them:
+	// f0 is retried by id first, the others by pages of two.
+	var failed struct {
+		Jobs []job.Job `json:"jobs"`
+	}
+	c.okJSON(&failed, "jobs", "list", "flaky", "--status", "failed", "--limit", "10")
+	var order []string
+	for _, j := range failed.Jobs {
+		if j.ID != "f0" {
+			order = append(order, j.ID)
+		}
+	}
+	if len(order) != 4 {
+		t.Fatalf("failed jobs besides f0: %v; want f1 to f4", order)
+	}
 	// A rerun's ticket is the queue's next one: what the others took
 	// before depends on slots a loaded worker missed (each a new
-	// ticket), so the goldens mask the numbers and the order is checked
-	// here.
+	// ticket), and which failed jobs a page holds on the order above, so
+	// the goldens mask the numbers and the pages' ids, and both are
+	// checked here.
 	ticketRE := regexp.MustCompile(`(?m)^(f\d)( +)(\d+)`)
 	masked := func(out string) string {
 		return regexp.MustCompile(`--(after|up-to) \d+`).ReplaceAllString(ticketRE.ReplaceAllString(out, "${1}${2}N"), "--$1 N")
 	}
+	idRE := regexp.MustCompile(`(?m)^f\d `)
 	var tickets []int
 	retried := c.ok("jobs", "retry", "flaky", "f0", "--by", "ops@example.com")
 	golden(t, "jobs-retry", masked(retried))
 	first := c.ok("jobs", "retry", "flaky", "--failed", "--limit", "2", "--pages", "1", "--by", "ops@example.com")
-	golden(t, "jobs-retry-failed", masked(first))
+	golden(t, "jobs-retry-failed", idRE.ReplaceAllString(masked(first), "fN "))
+	var ids []string
 	for _, m := range ticketRE.FindAllStringSubmatch(retried+first, -1) {
 		n, _ := strconv.Atoi(m[3])
 		tickets = append(tickets, n)
+		ids = append(ids, m[1])
+	}
+	if want := append([]string{"f0"}, order[:2]...); !slices.Equal(ids, want) {
+		t.Errorf("the reruns were %v; want %v (f0, then the first page of the failed jobs in their order)", ids, want)
 	}
 	if len(tickets) != 3 || !slices.IsSorted(tickets) || tickets[0] == tickets[1] || tickets[1] == tickets[2] {
-		t.Errorf("the reruns f0, f1, f2 took tickets %v; want three new ones in that order", tickets)
+		t.Errorf("the reruns %v took tickets %v; want three new ones in that order", ids, tickets)
 	}
 	more := regexp.MustCompile(`more: --after (\d+) --up-to (\d+)`).FindStringSubmatch(first)
 	if more == nil {
@@ -314,8 +334,8 @@ func TestRetryCommand(t *testing.T) {
 		Pages     int               `json:"pages"`
 	}
 	c.okJSON(&res, "jobs", "retry", "flaky", "--failed", "--limit", "2", "--after", more[1], "--up-to", more[2], "--by", "ops@example.com")
-	if len(res.Jobs) != 2 || res.Pages != 2 || res.NextAfter != 0 || res.Jobs[0].JobID != "f3" || res.Jobs[1].JobID != "f4" {
-		t.Errorf("retry --failed from the first page's cursor: %+v; want f3 and f4 in 2 pages (the second empty)", res)
+	if len(res.Jobs) != 2 || res.Pages != 2 || res.NextAfter != 0 || res.Jobs[0].JobID != order[2] || res.Jobs[1].JobID != order[3] {
+		t.Errorf("retry --failed from the first page's cursor: %+v; want %v in 2 pages (the second empty)", res, order[2:])
 	}
 	c.ok("queues", "resume", "flaky")
 	waitAll(job.Succeeded, "f0", "f1", "f2", "f3", "f4", "waits")
