@@ -3,6 +3,7 @@ package precision_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -58,16 +59,43 @@ func TestLeadMonotone(t *testing.T) {
 	}
 }
 
-// TestPrecisionTable prints the table docs/performance.md holds (make
-// bench writes it there: go test -run TestPrecisionTable -v), a line
-// each: 200,000 jobs a cell, at the stack's default skew of 10 ms. The
-// runs are seeded: the table is the same on every host.
-func TestPrecisionTable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the table's runs")
+// TestTable: the table docs/performance.md holds (cmd/precision prints
+// it, make bench writes it there) has a column per lead and a row per
+// scenario, each cell a share and a wait, and the same runs make the same
+// table: it is seeded, so every host prints the doc's.
+func TestTable(t *testing.T) {
+	table := precision.Table(2000, 10*time.Millisecond)
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 2+len(precision.Scenarios) {
+		t.Fatalf("%d lines, want a header, its rule and %d scenarios:\n%s", len(lines), len(precision.Scenarios), table)
 	}
-	for line := range strings.SplitSeq(strings.TrimSpace(precision.Table(200000, 10*time.Millisecond)), "\n") {
-		t.Log("table: " + line)
+	cell := regexp.MustCompile(`^\d+\.\d\d% \(\d+\.\d\d s\)$`)
+	if n := strings.Count(lines[1], "---"); n != 1+len(precision.Leads) {
+		t.Errorf("the header's rule %q has %d columns, want %d", lines[1], n, 1+len(precision.Leads))
+	}
+	for i, line := range lines {
+		if i == 1 {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) != 1+len(precision.Leads) {
+			t.Errorf("line %d has %d cells, want a name and %d leads: %q", i, len(cells), len(precision.Leads), line)
+			continue
+		}
+		if i == 0 {
+			continue
+		}
+		if sc := precision.Scenarios[i-2]; cells[0] != sc.Name {
+			t.Errorf("row %d is %q, want scenario %q", i-2, cells[0], sc.Name)
+		}
+		for _, c := range cells[1:] {
+			if !cell.MatchString(c) {
+				t.Errorf("%s: cell %q is not a share and a wait", cells[0], c)
+			}
+		}
+	}
+	if again := precision.Table(2000, 10*time.Millisecond); again != table {
+		t.Errorf("two runs of the same table differ:\n%s\n%s", table, again)
 	}
 }
 
