@@ -106,8 +106,8 @@ bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, 
 	  $(BENCHDOC) -table awssim -format lines -command "SLOTQ_REQUIRE_LOCAL_AWS=1 go test -count=1 -run 'TestSimulation$$' -v ./internal/dev/awssim (3 times)"
 	set -o pipefail; $(GO) run ./internal/dev/precision/cmd/precision | \
 	  $(BENCHDOC) -table precision -format markdown -prefix '' -command "go run ./internal/dev/precision/cmd/precision"
-	set -o pipefail; SLOTQ_CEILING=1 SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -timeout 30m -run '^TestCeiling$$' -v ./internal/dev/awssim | \
-	  $(BENCHDOC) -table ceiling -format cells -command "SLOTQ_CEILING=1 go test -count=1 -run '^TestCeiling$$' -v ./internal/dev/awssim"
+	set -o pipefail; $(GO) run ./internal/dev/awssim/cmd/ceiling | \
+	  $(BENCHDOC) -table ceiling -format cells -command "go run ./internal/dev/awssim/cmd/ceiling"
 	$(GO) run ./cmd/slotq costs --doc $(COSTS_DOC) --table costs
 
 .PHONY: fuzz
