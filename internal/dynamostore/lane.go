@@ -99,8 +99,9 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// GetLane reads queue's lane of key with a strongly consistent GetItem; a
-// lane with no item is returned at Version 0.
+// GetLane reads queue's lane of key with a strongly consistent GetItem,
+// and the waiters of its tail, if it has one (laneWithTail); a lane with
+// no item is returned at Version 0.
 func (s *Store) GetLane(ctx context.Context, queue, key string) (slot.Lane, error) {
 	m, err := s.getItem(ctx, laneKey(queue, key))
 	if err != nil {
@@ -109,7 +110,7 @@ func (s *Store) GetLane(ctx context.Context, queue, key string) (slot.Lane, erro
 	if len(m) == 0 {
 		return slot.Lane{Queue: queue, Key: key}, nil
 	}
-	l, err := decodeLane(m)
+	l, _, err := s.laneWithTail(ctx, queue, key, m)
 	if err != nil {
 		return slot.Lane{}, fmt.Errorf("get lane %s/%s: %w", queue, key, err)
 	}
@@ -118,7 +119,7 @@ func (s *Store) GetLane(ctx context.Context, queue, key string) (slot.Lane, erro
 
 // ListLanes queries the queue's lane partition key (L#<queue>) for the
 // sort keys that begin with K#, strongly consistent, page by page: every
-// lane, in key order.
+// lane, in key order, each with the waiters of its tail (laneWithTail).
 func (s *Store) ListLanes(ctx context.Context, queue string) ([]slot.Lane, error) {
 	e := newExpr()
 	kc := e.n(attrPK) + " = " + e.v(":pk", str(lanePK(queue))) +
@@ -140,6 +141,11 @@ func (s *Store) ListLanes(ctx context.Context, queue string) ([]slot.Lane, error
 			l, err := decodeLane(m)
 			if err != nil {
 				return nil, fmt.Errorf("list lanes %s: %w", queue, err)
+			}
+			if epoch, _, _ := tailRef(m); epoch != 0 {
+				if l, _, err = s.laneWithTail(ctx, queue, l.Key, m); err != nil {
+					return nil, fmt.Errorf("list lanes %s: %w", queue, err)
+				}
 			}
 			out = append(out, l)
 		}

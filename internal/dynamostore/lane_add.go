@@ -53,7 +53,7 @@ func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key str
 			}
 			if hasAddToken(old, tok) {
 				// The SDK sent this very add again after it had landed.
-				return s.laneFrom(old, "add pending", queue, key)
+				return s.laneFrom(ctx, old, "add pending", queue, key)
 			}
 			l, err := decodeLane(old)
 			if err != nil {
@@ -71,7 +71,7 @@ func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key str
 			}
 			continue
 		}
-		return s.laneFrom(m, "add pending", queue, key)
+		return s.laneFrom(ctx, m, "add pending", queue, key)
 	}
 	return slot.Lane{}, fmt.Errorf("add pending %s/%s: the lane kept changing under the update", queue, key)
 }
@@ -81,8 +81,10 @@ func hasAddToken(m map[string]types.AttributeValue, tok string) bool {
 	return ok && v.Value == tok
 }
 
-func (s *Store) laneFrom(m map[string]types.AttributeValue, op, queue, key string) (slot.Lane, error) {
-	l, err := decodeLane(m)
+// laneFrom is the lane of item m, which a write answered, with the
+// waiters of its tail.
+func (s *Store) laneFrom(ctx context.Context, m map[string]types.AttributeValue, op, queue, key string) (slot.Lane, error) {
+	l, _, err := s.laneWithTail(ctx, queue, key, m)
 	if err != nil {
 		return slot.Lane{}, fmt.Errorf("%s %s/%s: %w", op, queue, key, err)
 	}

@@ -136,21 +136,31 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 	if strings.ContainsRune(l.Holder.JobID, ',') {
 		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: holder: job id %q cannot be stored", l.Queue, l.Key, l.Holder.JobID)
 	}
-	waiting, err := encodeWaiting(l.Waiting)
+	if _, err := encodeWaiting(l.Waiting); err != nil {
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+	}
+	more, err := encodeMore(l.More)
 	if err != nil {
 		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
 	}
+	stored, at, err := s.storedTail(ctx, l.Queue, l.Key, from)
+	if err != nil {
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+	}
+	if !at {
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
+	}
+	plan := planTail(l.Waiting, stored, v)
+	waiting, _ := encodeWaiting(plan.inline)
 	held := l.Holder != (slot.Waiter{})
 	opt(attrHolderTicket, ":ht", held, num(l.Holder.Ticket))
 	opt(attrHolderID, ":hid", held, str(l.Holder.JobID))
 	opt(attrUntil, ":until", !l.Until.IsZero(), timeNum(l.Until))
 	opt(attrLast, ":last", l.Last != 0, num(l.Last))
 	opt(attrWaiting, ":w", waiting != "", str(waiting))
-	more, err := encodeMore(l.More)
-	if err != nil {
-		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
-	}
 	opt(attrMore, ":more", more != "", str(more))
+	opt(attrTailEpoch, ":te", plan.next.epoch != 0, num(plan.next.epoch))
+	opt(attrTailAfter, ":ta", plan.next.after != "", str(plan.next.after))
 	// The lane is an entry of the due index (due.go) while it is due.
 	if dueSet, dueRemove := dueUpdate(e, lanePK(l.Queue), skLanePrefix+l.Key, engine.LaneDue(l)); dueSet != "" {
 		set = append(set, dueSet)
@@ -165,6 +175,23 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 	if counted {
 		cond += " AND " + countIs(e, true, delta)
 	}
+	// refused decides on the lane item as it stood when the write was
+	// refused.
+	refused := func(old map[string]types.AttributeValue) (slot.Lane, bool, error) {
+		switch {
+		case hasToken(old, tok):
+			// The SDK sent this very update again after it had landed.
+			s.tails.put(l.Queue, l.Key, v, plan.next)
+			stored, err := s.laneFrom(ctx, old, "put lane", l.Queue, l.Key)
+			return stored, err == nil, err
+		case counted && old != nil && atVersion(old, from):
+			return slot.Lane{}, false, nil // refused for the count
+		}
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
+	}
+	if len(plan.puts)+len(plan.dels) > 0 {
+		return s.writeLaneTail(ctx, l, v, delta, plan, e.build(upd, cond), refused)
+	}
 	m, ok, err := s.updateIf(ctx, laneKey(l.Queue, l.Key), e.build(upd, cond))
 	if err != nil {
 		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
@@ -174,18 +201,48 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 		if err != nil {
 			return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
 		}
-		switch {
-		case hasToken(old, tok):
-			// The SDK sent this very update again after it had landed.
-			stored, err := s.laneFrom(old, "put lane", l.Queue, l.Key)
-			return stored, err == nil, err
-		case counted && old != nil && atVersion(old, from):
-			return slot.Lane{}, false, nil // refused for the count
-		}
-		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
+		return refused(old)
 	}
-	stored, err := s.laneFrom(m, "put lane", l.Queue, l.Key)
-	return stored, err == nil, err
+	s.tails.put(l.Queue, l.Key, v, plan.next)
+	out, err := s.laneFrom(ctx, m, "put lane", l.Queue, l.Key)
+	return out, err == nil, err
+}
+
+// writeLaneTail is writeLane's write of a lane whose tail items change:
+// the lane's update x and the tail's puts and deletes of plan, in one
+// transaction. A transaction answers no item, so the lane as stored is
+// read after it (one small GetItem); if another write came first since,
+// the answer is l at version v with the pending count as l had it plus
+// delta.
+func (s *Store) writeLaneTail(ctx context.Context, l slot.Lane, v, delta int64, plan tailPlan, x exprs,
+	refused func(map[string]types.AttributeValue) (slot.Lane, bool, error)) (slot.Lane, bool, error) {
+	lk := laneKey(l.Queue, l.Key)
+	upd := &types.Update{TableName: &s.table, Key: lk, UpdateExpression: ptr(x.update)}
+	upd.ConditionExpression, upd.ExpressionAttributeNames, upd.ExpressionAttributeValues, upd.ReturnValuesOnConditionCheckFailure = x.condition()
+	items := append([]types.TransactWriteItem{{Update: upd}}, s.tailWrites(l.Queue, l.Key, plan, num(ttlSeconds(s.now().Add(laneKeep))))...)
+	err := s.transact(ctx, items)
+	if reasons, ok := cancelReasons(err); ok {
+		if len(reasons) > 0 && code(reasons[0]) == reasonConditional {
+			old, err := s.orRead(ctx, lk, reasons[0].Item)
+			if err != nil {
+				return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+			}
+			return refused(old)
+		}
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, txError(err, reasons))
+	}
+	if err != nil {
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
+	}
+	s.tails.put(l.Queue, l.Key, v, plan.next)
+	m, err := s.getItem(ctx, lk)
+	if err == nil && m != nil && atVersion(m, v) {
+		out, err := s.laneFrom(ctx, m, "put lane", l.Queue, l.Key)
+		return out, err == nil, err
+	}
+	out := l
+	out.Version, out.Pending = v, l.Pending+delta
+	return out, true, nil
 }
 
 // deleteLane is PutLane's DeleteItem: on condition v = from and, from a

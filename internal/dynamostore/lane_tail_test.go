@@ -1,0 +1,199 @@
+package dynamostore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/slotq/slotq/internal/dev/awssim"
+	"github.com/slotq/slotq/internal/dynamostore"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// maxLaneItem is the most a lane item takes, as docs/dynamodb.md states
+// it, whatever the number of its waiters (for a key and job ids of up to
+// 128 characters, one holder): one write unit.
+const maxLaneItem = 1024
+
+// longID is a job id of the longest kind (128 characters) for waiter i.
+func longID(i int) string { return fmt.Sprintf("%s-%07d", strings.Repeat("j", 120), i) }
+
+// laneLease is the holders' lease in these tests: long enough that no
+// hold runs out while they run.
+const laneLease = time.Hour
+
+// arriveAt applies slot.Arrive for w to queue q's lane of key on st, as
+// the engine does, until its write lands, and returns the verdict and the
+// lane as it read it and as written.
+func arriveAt(t testing.TB, st engine.State, key string, w slot.Waiter) (slot.LaneVerdict, slot.Lane, slot.Lane) {
+	t.Helper()
+	for range 200 {
+		l, err := st.GetLane(context.Background(), "q", key)
+		if err != nil {
+			t.Error(err)
+			return 0, l, l
+		}
+		next, v, _ := slot.Arrive(l, w, base, 1, laneLease)
+		if next.Equal(l) {
+			return v, l, next
+		}
+		stored, err := st.PutLane(context.Background(), next, l.Version, 0)
+		if err == nil {
+			return v, l, stored
+		}
+		if !errorsIsConflict(err) {
+			t.Error(err)
+			return 0, l, l
+		}
+	}
+	t.Errorf("arrival of %v: the lane kept changing", w)
+	return 0, slot.Lane{}, slot.Lane{}
+}
+
+// handOff applies slot.Leave for the lane's holder (its attempt ended),
+// as the engine does, until its write lands. It returns the holder after
+// (zero: nobody held the key) and the version written.
+func handOff(t testing.TB, st engine.State, key string) (slot.Waiter, int64, bool) {
+	t.Helper()
+	for range 200 {
+		l, err := st.GetLane(context.Background(), "q", key)
+		if err != nil {
+			t.Error(err)
+			return slot.Waiter{}, 0, false
+		}
+		if l.Holder.Ticket == 0 {
+			return slot.Waiter{}, 0, len(l.Waiting) == 0
+		}
+		next, _ := slot.Leave(l, l.Holder, base, 1, laneLease)
+		stored, err := st.PutLane(context.Background(), next, l.Version, 0)
+		if err == nil {
+			return next.Holder, stored.Version, false
+		}
+		if !errorsIsConflict(err) {
+			t.Error(err)
+			return slot.Waiter{}, 0, false
+		}
+	}
+	t.Error("hand-off: the lane kept changing")
+	return slot.Waiter{}, 0, false
+}
+
+func errorsIsConflict(err error) bool { return err != nil && strings.Contains(err.Error(), engine.ErrConflict.Error()) }
+
+// laneItemSize reads the lane item of key with the plain client and
+// measures it as DynamoDB bills it.
+func laneItemSize(t testing.TB, client *dynamodb.Client, table, key string) int {
+	t.Helper()
+	out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName:      aws.String(table),
+		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "L#q"}, "sk": &types.AttributeValueMemberS{Value: "K#" + key}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil || out.Item == nil {
+		t.Fatalf("read the lane item: %v", err)
+	}
+	return awssim.ItemSize(out.Item)
+}
+
+// TestLaneWaitersSize: a key with 1,000 jobs waiting, each with an id of
+// 128 characters, arriving one by one as the engine parks them, keeps its
+// lane item under maxLaneItem (one write unit) all along; GetLane gives
+// them back in ticket order, from this Store and from a new one (another
+// process, which reads the tail); and they are handed the key in ticket
+// order. What an arrival and a hand-off cost is logged (go test -v), and
+// docs/dynamodb.md and docs/costs.md quote it.
+func TestLaneWaitersSize(t *testing.T) {
+	client := newClient(t, nil)
+	table := newTable(t, client)
+	plain := dynamostore.New(client, table, dynamostore.Options{})
+	// The last 100 arrivals and the hand-offs go through a store that
+	// bills its calls (reading each item before and after a write, which
+	// is slow), the rest through a plain one.
+	billed := awssim.NewBilled(client)
+	st := dynamostore.New(billed, table, dynamostore.Options{})
+	const waiters = slot.MaxLaneWaiting
+	holder := slot.Waiter{Ticket: 1, JobID: longID(0)}
+	if v, _, _ := arriveAt(t, plain, "k", holder); v != slot.Acquired {
+		t.Fatalf("the first job: %v, want acquired", v)
+	}
+	largest := 0
+	var arrivals awssim.Bill
+	for i := 1; i <= waiters; i++ {
+		by := plain
+		if i > waiters-100 {
+			by = st
+		}
+		if i == waiters-100+1 {
+			if _, err := st.GetLane(t.Context(), "q", "k"); err != nil { // what the plain store wrote
+				t.Fatal(err)
+			}
+		}
+		before := billed.Bill()
+		if v, _, _ := arriveAt(t, by, "k", slot.Waiter{Ticket: int64(i + 1), JobID: longID(i)}); v != slot.Wait {
+			t.Fatalf("waiter %d: %v, want wait", i, v)
+		}
+		arrivals = add(arrivals, billed.Bill().Sub(before))
+		if i%50 == 0 {
+			largest = max(largest, laneItemSize(t, client, table, "k"))
+		}
+	}
+	t.Logf("lane item with %d waiters: at most %d bytes (%d write unit(s) a write)", waiters, largest, (largest+1023)/1024)
+	if largest > maxLaneItem {
+		t.Errorf("the lane item took %d bytes with up to %d waiters, above the %d docs/dynamodb.md states", largest, waiters, maxLaneItem)
+	}
+	logBill(t, "an arrival (of the last 100)", arrivals, 100)
+
+	want := make([]slot.Waiter, waiters)
+	for i := range want {
+		want[i] = slot.Waiter{Ticket: int64(i + 2), JobID: longID(i + 1)}
+	}
+	otherBill := awssim.NewBilled(client)
+	other := dynamostore.New(otherBill, table, dynamostore.Options{})
+	for _, c := range []struct {
+		name string
+		st   *dynamostore.Store
+	}{{"this store", st}, {"another store", other}} {
+		l, err := c.st.GetLane(t.Context(), "q", "k")
+		if err != nil || !slices.Equal(l.Waiting, want) || l.Holder != holder {
+			t.Fatalf("GetLane from %s: %v, holder %v and %d waiters; want %v and the %d in ticket order", c.name, err, l.Holder, len(l.Waiting), holder, waiters)
+		}
+	}
+	logBill(t, "a read of the lane by another process", otherBill.Bill(), 1)
+
+	var handOffs awssim.Bill
+	const hands = 100
+	for i := range hands {
+		before := billed.Bill()
+		next, _, _ := handOff(t, st, "k")
+		handOffs = add(handOffs, billed.Bill().Sub(before))
+		if next != want[i] {
+			t.Fatalf("hand-off %d went to %v, want %v (ticket order)", i, next, want[i])
+		}
+	}
+	logBill(t, "a hand-off", handOffs, hands)
+	if size := laneItemSize(t, client, table, "k"); size > maxLaneItem {
+		t.Errorf("after %d hand-offs the lane item takes %d bytes, above %d", hands, size, maxLaneItem)
+	}
+	if l, err := other.GetLane(t.Context(), "q", "k"); err != nil || l.Holder != want[hands-1] || !slices.Equal(l.Waiting, want[hands:]) {
+		t.Errorf("GetLane after the hand-offs: %v, holder %v and %d waiters; want %v and the %d after it", err, l.Holder, len(l.Waiting), want[hands-1], waiters-hands)
+	}
+}
+
+func add(a, b awssim.Bill) awssim.Bill {
+	return awssim.Bill{Calls: a.Calls + b.Calls, ReadUnits: a.ReadUnits + b.ReadUnits, WriteUnits: a.WriteUnits + b.WriteUnits,
+		IndexWrites: a.IndexWrites + b.IndexWrites, FailedWrites: a.FailedWrites + b.FailedWrites}
+}
+
+func logBill(t *testing.T, what string, b awssim.Bill, n int) {
+	t.Helper()
+	t.Logf("%s: %.1f calls, %.1f write units, %.1f read units", what,
+		float64(b.Calls)/float64(n), b.WriteUnits/float64(n), b.ReadUnits/float64(n))
+}
