@@ -86,7 +86,9 @@ func handOff(t testing.TB, st engine.State, key string) (slot.Waiter, int64, boo
 	return slot.Waiter{}, 0, false
 }
 
-func errorsIsConflict(err error) bool { return err != nil && strings.Contains(err.Error(), engine.ErrConflict.Error()) }
+func errorsIsConflict(err error) bool {
+	return err != nil && strings.Contains(err.Error(), engine.ErrConflict.Error())
+}
 
 // laneItemSize reads the lane item of key with the plain client and
 // measures it as DynamoDB bills it.
