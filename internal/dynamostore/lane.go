@@ -142,7 +142,7 @@ func (s *Store) ListLanes(ctx context.Context, queue string) ([]slot.Lane, error
 			if err != nil {
 				return nil, fmt.Errorf("list lanes %s: %w", queue, err)
 			}
-			if epoch, _, _ := tailRef(m); epoch != 0 {
+			if ref, _ := tailRef(m); ref.epoch != 0 {
 				if l, _, err = s.laneWithTail(ctx, queue, l.Key, m); err != nil {
 					return nil, fmt.Errorf("list lanes %s: %w", queue, err)
 				}

@@ -161,6 +161,8 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 	opt(attrMore, ":more", more != "", str(more))
 	opt(attrTailEpoch, ":te", plan.next.epoch != 0, num(plan.next.epoch))
 	opt(attrTailAfter, ":ta", plan.next.after != "", str(plan.next.after))
+	opt(attrTailN, ":tn", plan.next.epoch != 0, num(int64(len(plan.next.ws))))
+	opt(attrTailDels, ":td", plan.next.dels != 0, num(plan.next.dels))
 	// The lane is an entry of the due index (due.go) while it is due.
 	if dueSet, dueRemove := dueUpdate(e, lanePK(l.Queue), skLanePrefix+l.Key, engine.LaneDue(l)); dueSet != "" {
 		set = append(set, dueSet)

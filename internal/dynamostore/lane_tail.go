@@ -45,6 +45,10 @@ const (
 	// left from the front (absent: none did), which the live ones follow.
 	attrTailEpoch = "tail"
 	attrTailAfter = "tail_after"
+	// attrTailN counts the tail's items, attrTailDels the writes that
+	// deleted some (laneWithTail says why).
+	attrTailN    = "tail_n"
+	attrTailDels = "tail_dels"
 
 	// inlineBudget is the most bytes of waiters a lane item keeps inline
 	// (its waiting string) when it has a tail: three waiters with ids of
@@ -61,6 +65,7 @@ const (
 type tail struct {
 	epoch int64
 	after string
+	dels  int64
 	ws    []slot.Waiter
 }
 
@@ -78,14 +83,22 @@ func tailable(w slot.Waiter) bool {
 	return w.Ticket > 0 && w.JobID != "" && !strings.ContainsRune(w.JobID, ',')
 }
 
-// tailRef reads the tail's epoch and front from a lane item.
-func tailRef(m map[string]types.AttributeValue) (epoch int64, after string, err error) {
+// tailRef is what a lane item says of its tail.
+type tailHead struct {
+	epoch int64
+	after string
+	// n counts the tail's items; dels the writes that deleted some.
+	n, dels int64
+}
+
+// tailRef reads the tail's epoch, front and counts from a lane item.
+func tailRef(m map[string]types.AttributeValue) (tailHead, error) {
 	it := item{m: m}
-	epoch, after = it.int(attrTailEpoch), it.str(attrTailAfter)
+	h := tailHead{epoch: it.int(attrTailEpoch), after: it.str(attrTailAfter), n: it.int(attrTailN), dels: it.int(attrTailDels)}
 	if it.err != nil {
-		return 0, "", fmt.Errorf("decode lane: %w", it.err)
+		return tailHead{}, fmt.Errorf("decode lane: %w", it.err)
 	}
-	return epoch, after, nil
+	return h, nil
 }
 
 // waiterFromSK reads a waiter back from its sort key.
@@ -150,22 +163,26 @@ const tailTries = 8
 
 // laneWithTail completes m, a lane item just read, with its tail: as
 // known for its version (tailCache), or read with a Query, after which
-// the lane item is read again. If it is at the same version, no write
-// changed the tail in between (every write of a tail moves the version,
-// in the same transaction), and the lane read again, with the tail, is
-// the answer; otherwise the read starts over from it. The lane item read
-// again may have moved on by adds to pending only, which leave the tail.
+// the lane item is read again. Tail items are put and deleted only by
+// writes that also write the lane item, but the Query is no snapshot: it
+// sees each item as it stands when it gets to it. So the read is taken
+// only if, between the two reads of the lane item, its tail kept its
+// epoch and lost no item from its middle (tail_dels: items that left
+// from the front only fall behind tail_after): every item the Query saw
+// past the second read's tail_after is then still there, and if they
+// are as many as that read's tail_n, they are all there is. Otherwise
+// the read starts over from the second read.
 func (s *Store) laneWithTail(ctx context.Context, queue, key string, m map[string]types.AttributeValue) (slot.Lane, tail, error) {
 	for range tailTries {
 		l, err := decodeLane(m)
 		if err != nil {
 			return slot.Lane{}, tail{}, err
 		}
-		epoch, after, err := tailRef(m)
+		ref, err := tailRef(m)
 		if err != nil {
 			return slot.Lane{}, tail{}, err
 		}
-		if epoch == 0 {
+		if ref.epoch == 0 {
 			t := tail{}
 			s.tails.put(queue, key, l.Version, t)
 			return l, t, nil
@@ -174,7 +191,7 @@ func (s *Store) laneWithTail(ctx context.Context, queue, key string, m map[strin
 			l.Waiting = append(l.Waiting, t.ws...)
 			return l, t, nil
 		}
-		ws, err := s.queryTail(ctx, queue, key, epoch, after)
+		ws, err := s.queryTail(ctx, queue, key, ref.epoch, ref.after)
 		if err != nil {
 			return slot.Lane{}, tail{}, err
 		}
@@ -185,14 +202,21 @@ func (s *Store) laneWithTail(ctx context.Context, queue, key string, m map[strin
 		if again == nil {
 			return slot.Lane{Queue: queue, Key: key}, tail{}, nil
 		}
-		if atVersion(again, l.Version) {
-			if l, err = decodeLane(again); err != nil {
-				return slot.Lane{}, tail{}, err
+		now, err := tailRef(again)
+		if err != nil {
+			return slot.Lane{}, tail{}, err
+		}
+		if now.epoch == ref.epoch && now.dels == ref.dels {
+			live := slices.DeleteFunc(ws, func(w slot.Waiter) bool { return waiterSK(ref.epoch, w) <= now.after })
+			if int64(len(live)) == now.n {
+				if l, err = decodeLane(again); err != nil {
+					return slot.Lane{}, tail{}, err
+				}
+				t := tail{epoch: now.epoch, after: now.after, dels: now.dels, ws: live}
+				s.tails.put(queue, key, l.Version, t)
+				l.Waiting = append(l.Waiting, live...)
+				return l, t, nil
 			}
-			t := tail{epoch: epoch, after: after, ws: ws}
-			s.tails.put(queue, key, l.Version, t)
-			l.Waiting = append(l.Waiting, ws...)
-			return l, t, nil
 		}
 		m = again
 	}
@@ -292,9 +316,9 @@ func planTail(ws []slot.Waiter, old tail, v int64) tailPlan {
 	if best == n {
 		return p // no tail: the epoch, and every item of it, is dropped
 	}
-	p.next = tail{epoch: epoch, after: old.after, ws: ws[best:]}
+	p.next = tail{epoch: epoch, after: old.after, dels: old.dels, ws: ws[best:]}
 	if old.epoch == 0 {
-		p.next.after = ""
+		p.next.after, p.next.dels = "", 0
 	}
 	inNew := make(map[slot.Waiter]bool, n-best)
 	for _, w := range ws[best:] {
@@ -311,6 +335,9 @@ func planTail(ws []slot.Waiter, old tail, v int64) tailPlan {
 		default:
 			p.dels = append(p.dels, w)
 		}
+	}
+	if len(p.dels) > 0 {
+		p.next.dels++
 	}
 	return p
 }

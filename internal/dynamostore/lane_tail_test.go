@@ -1,10 +1,13 @@
 package dynamostore_test
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,7 +42,7 @@ func arriveAt(t testing.TB, st engine.State, key string, w slot.Waiter) (slot.La
 		l, err := st.GetLane(context.Background(), "q", key)
 		if err != nil {
 			t.Error(err)
-			return 0, l, l
+			return -1, l, l
 		}
 		next, v, _ := slot.Arrive(l, w, base, 1, laneLease)
 		if next.Equal(l) {
@@ -49,13 +52,13 @@ func arriveAt(t testing.TB, st engine.State, key string, w slot.Waiter) (slot.La
 		if err == nil {
 			return v, l, stored
 		}
-		if !errorsIsConflict(err) {
+		if !errors.Is(err, engine.ErrConflict) {
 			t.Error(err)
-			return 0, l, l
+			return -1, l, l
 		}
 	}
 	t.Errorf("arrival of %v: the lane kept changing", w)
-	return 0, slot.Lane{}, slot.Lane{}
+	return -1, slot.Lane{}, slot.Lane{}
 }
 
 // handOff applies slot.Leave for the lane's holder (its attempt ended),
@@ -77,17 +80,13 @@ func handOff(t testing.TB, st engine.State, key string) (slot.Waiter, int64, boo
 		if err == nil {
 			return next.Holder, stored.Version, false
 		}
-		if !errorsIsConflict(err) {
+		if !errors.Is(err, engine.ErrConflict) {
 			t.Error(err)
 			return slot.Waiter{}, 0, false
 		}
 	}
 	t.Error("hand-off: the lane kept changing")
 	return slot.Waiter{}, 0, false
-}
-
-func errorsIsConflict(err error) bool {
-	return err != nil && strings.Contains(err.Error(), engine.ErrConflict.Error())
 }
 
 // laneItemSize reads the lane item of key with the plain client and
@@ -186,6 +185,105 @@ func TestLaneWaitersSize(t *testing.T) {
 	}
 	if l, err := other.GetLane(t.Context(), "q", "k"); err != nil || l.Holder != want[hands-1] || !slices.Equal(l.Waiting, want[hands:]) {
 		t.Errorf("GetLane after the hand-offs: %v, holder %v and %d waiters; want %v and the %d after it", err, l.Holder, len(l.Waiting), want[hands-1], waiters-hands)
+	}
+}
+
+// TestLaneHandOffOrder: jobs of one key arrive at its lane at once from
+// several processes (Stores, two goroutines on each), with ids of 128
+// characters, while the holder of the moment hands the key on as soon as
+// it has it, on DynamoDB Local. Every job that waited or took the key
+// holds it once, in ticket order (the order of the lane's versions), and
+// the lane item stays under maxLaneItem.
+func TestLaneHandOffOrder(t *testing.T) {
+	client := newClient(t, nil)
+	table := newTable(t, client)
+	const (
+		jobs     = 240
+		arrivers = 6
+	)
+	type hold struct {
+		version int64
+		w       slot.Waiter
+	}
+	var (
+		mu       sync.Mutex
+		holds    []hold
+		accepted []slot.Waiter
+		largest  int
+	)
+	arrived := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	stores := make([]*dynamostore.Store, arrivers/2)
+	for i := range stores {
+		stores[i] = dynamostore.New(client, table, dynamostore.Options{})
+	}
+	for g := range arrivers {
+		wg.Go(func() {
+			for i := g; i < jobs; i += arrivers {
+				w := slot.Waiter{Ticket: int64(i + 1), JobID: longID(i)}
+				v, read, stored := arriveAt(t, stores[g/2], "k", w)
+				mu.Lock()
+				switch v {
+				case slot.Acquired:
+					accepted = append(accepted, w)
+					if !read.Holds(w) {
+						holds = append(holds, hold{stored.Version, w})
+					}
+				case slot.Wait:
+					accepted = append(accepted, w)
+				}
+				mu.Unlock()
+				arrived <- struct{}{}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	handing := dynamostore.New(client, table, dynamostore.Options{})
+	finished := false
+	for n := 0; ; n++ {
+		next, version, idle := handOff(t, handing, "k")
+		if t.Failed() {
+			break
+		}
+		if next.Ticket != 0 {
+			mu.Lock()
+			holds = append(holds, hold{version, next})
+			mu.Unlock()
+		} else if idle || version == 0 {
+			if finished {
+				break
+			}
+			// Nobody holds the key: wait for the next arrival.
+			select {
+			case <-arrived:
+			case <-done:
+				finished = true
+			case <-time.After(time.Minute):
+				t.Fatal("no arrival for a minute")
+			}
+		}
+		if n%10 == 0 {
+			largest = max(largest, laneItemSize(t, client, table, "k"))
+		}
+	}
+	<-done
+	slices.SortFunc(holds, func(a, b hold) int { return cmp.Compare(a.version, b.version) })
+	var order []slot.Waiter
+	for i, h := range holds {
+		if i > 0 && h.w.Ticket <= holds[i-1].w.Ticket {
+			t.Errorf("the key went to ticket %d after ticket %d", h.w.Ticket, holds[i-1].w.Ticket)
+		}
+		order = append(order, h.w)
+	}
+	slices.SortFunc(accepted, func(a, b slot.Waiter) int { return cmp.Compare(a.Ticket, b.Ticket) })
+	if !slices.Equal(order, accepted) {
+		t.Errorf("%d jobs held the key, %d waited or took it; want the same, each once", len(order), len(accepted))
+	}
+	t.Logf("%d of %d jobs held the key in ticket order (the rest were overtaken); lane item at most %d bytes", len(order), jobs, largest)
+	if largest > maxLaneItem {
+		t.Errorf("the lane item took %d bytes, above %d", largest, maxLaneItem)
 	}
 }
 
