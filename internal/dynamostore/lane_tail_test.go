@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -296,4 +298,171 @@ func logBill(t *testing.T, what string, b awssim.Bill, n int) {
 	t.Helper()
 	t.Logf("%s: %.1f calls, %.1f write units, %.1f read units", what,
 		float64(b.Calls)/float64(n), b.WriteUnits/float64(n), b.ReadUnits/float64(n))
+}
+
+// TestLaneTailModel: a queue's own lane (where jobs wait for a running
+// place, in ticket order) takes waiters in and out anywhere in its list
+// (slot.Enter, slot.Remove, slot.Pop), some with ids of 128 characters,
+// long enough to keep a tail; after each write, GetLane from another
+// Store (which reads the tail) gives back the list a model of it holds.
+func TestLaneTailModel(t *testing.T) {
+	client := newClient(t, nil)
+	table := newTable(t, client)
+	st := dynamostore.New(client, table, dynamostore.Options{})
+	rng := rand.New(rand.NewPCG(7, 42))
+	var model slot.Lane
+	change := func(what string, f func(slot.Lane) slot.Lane) {
+		t.Helper()
+		l, err := st.GetLane(t.Context(), "q", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := f(l)
+		if _, err := st.PutLane(t.Context(), next, l.Version, 0); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		model = f(model)
+		got, err := dynamostore.New(client, table, dynamostore.Options{}).GetLane(t.Context(), "q", "")
+		if err != nil || !slices.Equal(got.Waiting, model.Waiting) {
+			t.Fatalf("after %s: GetLane = %d waiters, %v; want the model's %d:\n got %v\nwant %v", what, len(got.Waiting), err, len(model.Waiting), got.Waiting, model.Waiting)
+		}
+	}
+	used := map[int64]bool{}
+	for i := range 300 {
+		switch op := rng.IntN(10); {
+		case op < 6 || len(model.Waiting) == 0:
+			tk := rng.Int64N(2000) + 1
+			if used[tk] {
+				continue
+			}
+			used[tk] = true
+			id := fmt.Sprintf("j%d", tk)
+			if rng.IntN(4) > 0 {
+				id = longID(int(tk))
+			}
+			w := slot.Waiter{Ticket: tk, JobID: id}
+			change(fmt.Sprintf("op %d: enter %d", i, tk), func(l slot.Lane) slot.Lane { return slot.Enter(l, w) })
+		case op < 8:
+			w := model.Waiting[rng.IntN(len(model.Waiting))]
+			change(fmt.Sprintf("op %d: remove %d", i, w.Ticket), func(l slot.Lane) slot.Lane { return slot.Remove(l, w) })
+		default:
+			change(fmt.Sprintf("op %d: pop", i), func(l slot.Lane) slot.Lane { l, _, _ = slot.Pop(l); return l })
+		}
+	}
+	t.Logf("%d waiters at the end", len(model.Waiting))
+}
+
+// TestLaneOldShape: a lane an earlier release wrote, with all its 1,000
+// waiters inline (about 136 KB), is read as it is, and its writes move
+// its waiters into their own items, at most 50 a write, until the item
+// is back under maxLaneItem; the key goes on in ticket order all along.
+func TestLaneOldShape(t *testing.T) {
+	client := newClient(t, nil)
+	table := newTable(t, client)
+	const waiters = slot.MaxLaneWaiting
+	var enc []string
+	want := make([]slot.Waiter, waiters)
+	for i := range want {
+		want[i] = slot.Waiter{Ticket: int64(i + 2), JobID: longID(i + 1)}
+		enc = append(enc, fmt.Sprintf("%d:%s", want[i].Ticket, want[i].JobID))
+	}
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
+	holder := slot.Waiter{Ticket: 1, JobID: longID(0)}
+	old := map[string]types.AttributeValue{
+		"pk": s("L#q"), "sk": s("K#k"), "queue": s("q"), "lane_key": s("k"), "gen": n(0), "v": n(1000),
+		"holder_ticket": n(holder.Ticket), "holder_id": s(holder.JobID), "until": n(base.Add(laneLease).UnixMilli()),
+		"last": n(waiters + 1), "waiting": s(strings.Join(enc, ",")), "pending": n(waiters + 1),
+		"ttl": n(base.Add(40 * 24 * time.Hour).Unix()),
+	}
+	if _, err := client.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: old}); err != nil {
+		t.Fatal(err)
+	}
+	st := dynamostore.New(client, table, dynamostore.Options{})
+	if l, err := st.GetLane(t.Context(), "q", "k"); err != nil || l.Holder != holder || !slices.Equal(l.Waiting, want) || l.Version != 1000 {
+		t.Fatalf("GetLane of the old lane: %v, holder %v, %d waiters, version %d; want %v and the %d at version 1000", err, l.Holder, len(l.Waiting), l.Version, holder, waiters)
+	}
+	size := laneItemSize(t, client, table, "k")
+	t.Logf("the old lane item: %d bytes", size)
+	writes := 0
+	for i := 0; size > maxLaneItem; i++ {
+		next, _, _ := handOff(t, st, "k")
+		if next != want[i] {
+			t.Fatalf("hand-off %d went to %v, want %v", i, next, want[i])
+		}
+		writes++
+		smaller := laneItemSize(t, client, table, "k")
+		if smaller >= size {
+			t.Fatalf("hand-off %d left the lane item at %d bytes, from %d", i, smaller, size)
+		}
+		size = smaller
+	}
+	t.Logf("under %d bytes after %d writes", maxLaneItem, writes)
+	if writes > waiters/50+1 {
+		t.Errorf("%d writes to move %d waiters, want at most %d", writes, waiters, waiters/50+1)
+	}
+	if l, err := dynamostore.New(client, table, dynamostore.Options{}).GetLane(t.Context(), "q", "k"); err != nil || !slices.Equal(l.Waiting, want[writes:]) {
+		t.Errorf("GetLane after: %v, %d waiters; want the %d after the hand-offs", err, len(l.Waiting), waiters-writes)
+	}
+}
+
+// afterQuery is a DynamoDB client that runs then once, after the first
+// Query it passes on has its answer.
+type afterQuery struct {
+	dynamostore.DynamoDBAPI
+	once sync.Once
+	then func()
+}
+
+func (a *afterQuery) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := a.DynamoDBAPI.Query(ctx, in, o...)
+	a.once.Do(a.then)
+	return out, err
+}
+
+// TestLaneTailReadRace: a write that lands while another process reads a
+// lane's tail (between its Query and its second read of the lane item)
+// does not make the read mix the two states: a waiter taken from the
+// middle of the tail, and one that arrived at its end, show in the read
+// as in the lane.
+func TestLaneTailReadRace(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(l slot.Lane) slot.Lane
+	}{
+		{"RemovedFromMiddle", func(l slot.Lane) slot.Lane { return slot.Remove(l, l.Waiting[len(l.Waiting)-3]) }},
+		{"Arrived", func(l slot.Lane) slot.Lane {
+			l, _, _ = slot.Arrive(l, slot.Waiter{Ticket: l.Last + 1, JobID: longID(int(l.Last))}, base, 1, laneLease)
+			return l
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := newClient(t, nil)
+			table := newTable(t, client)
+			st := dynamostore.New(client, table, dynamostore.Options{})
+			for i := range 12 {
+				arriveAt(t, st, "k", slot.Waiter{Ticket: int64(i + 1), JobID: longID(i)})
+			}
+			var want slot.Lane
+			racing := &afterQuery{DynamoDBAPI: client, then: func() {
+				l, err := st.GetLane(t.Context(), "q", "k")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if want, err = st.PutLane(t.Context(), tc.change(l), l.Version, 0); err != nil {
+					t.Error(err)
+				}
+			}}
+			got, err := dynamostore.New(racing, table, dynamostore.Options{}).GetLane(t.Context(), "q", "k")
+			if err != nil || want.Version == 0 {
+				t.Fatalf("GetLane: %v (the write between: version %d)", err, want.Version)
+			}
+			if !slices.Equal(got.Waiting, want.Waiting) {
+				t.Errorf("GetLane read %d waiters, the lane has %d:\n got %v\nwant %v", len(got.Waiting), len(want.Waiting), got.Waiting, want.Waiting)
+			}
+		})
+	}
 }
