@@ -149,7 +149,7 @@ func decodeLane(m map[string]types.AttributeValue) (slot.Lane, error) {
 	if it.err != nil {
 		return slot.Lane{}, fmt.Errorf("decode lane: %w", it.err)
 	}
-	w, err := decodeWaiting(waiting)
+	w, err := decodeWaiting(strings.TrimPrefix(waiting, tailMark))
 	if err != nil {
 		return slot.Lane{}, fmt.Errorf("decode lane %s/%s: %w", l.Queue, l.Key, err)
 	}

@@ -152,6 +152,9 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 	}
 	plan := planTail(l.Waiting, stored, v)
 	waiting, _ := encodeWaiting(plan.inline)
+	if plan.next.epoch != 0 {
+		waiting = tailMark + waiting
+	}
 	held := l.Holder != (slot.Waiter{})
 	opt(attrHolderTicket, ":ht", held, num(l.Holder.Ticket))
 	opt(attrHolderID, ":hid", held, str(l.Holder.JobID))

@@ -38,8 +38,15 @@ import (
 // A lane written by an earlier release keeps every waiter inline and no
 // tail: it is read as it is, and each of its writes moves up to
 // maxTailOps waiters into the tail, until its item is back under the
-// budget.
+// budget. The other way round, an earlier release cannot read a tail: a
+// lane that has one begins its waiting string with tailMark, which an
+// earlier release's decoding refuses, so while both run (during an
+// update) it fails on such a lane, and its job comes back later, rather
+// than write the lane back without its tail.
 const (
+	// tailMark begins the waiting string of a lane that has a tail.
+	tailMark = "~"
+
 	// attrTailEpoch is the epoch of the lane's tail items (absent: the
 	// tail is empty); attrTailAfter the sort key of the last one that
 	// left from the front (absent: none did), which the live ones follow.
