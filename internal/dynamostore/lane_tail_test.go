@@ -24,8 +24,10 @@ import (
 )
 
 // maxLaneItem is the most a lane item takes, as docs/dynamodb.md states
-// it, whatever the number of its waiters (for a key and job ids of up to
-// 128 characters, one holder): one write unit.
+// it, whatever the number of its waiters: one write unit (for job ids of
+// up to 128 characters, one holder, and a queue name and key of up to 80
+// characters each: each of their characters counts twice, and the test's
+// are one long).
 const maxLaneItem = 1024
 
 // longID is a job id of the longest kind (128 characters) for waiter i.
@@ -153,6 +155,14 @@ func TestLaneWaitersSize(t *testing.T) {
 		t.Errorf("the lane item took %d bytes with up to %d waiters, above the %d docs/dynamodb.md states", largest, waiters, maxLaneItem)
 	}
 	logBill(t, "an arrival (of the last 100)", arrivals, 100)
+	items, err := client.Query(t.Context(), &dynamodb.QueryInput{TableName: aws.String(table),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "W#q#k"}},
+		Limit:                     aws.Int32(1)})
+	if err != nil || len(items.Items) != 1 {
+		t.Fatalf("query a waiter's item: %v", err)
+	}
+	t.Logf("a waiter's own item: %d bytes", awssim.ItemSize(items.Items[0]))
 
 	want := make([]slot.Waiter, waiters)
 	for i := range want {
