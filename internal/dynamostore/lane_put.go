@@ -164,7 +164,6 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 	opt(attrMore, ":more", more != "", str(more))
 	opt(attrTailEpoch, ":te", plan.next.epoch != 0, num(plan.next.epoch))
 	opt(attrTailAfter, ":ta", plan.next.after != "", str(plan.next.after))
-	opt(attrTailN, ":tn", plan.next.epoch != 0, num(int64(len(plan.next.ws))))
 	opt(attrTailDels, ":td", plan.next.dels != 0, num(plan.next.dels))
 	// The lane is an entry of the due index (due.go) while it is due.
 	if dueSet, dueRemove := dueUpdate(e, lanePK(l.Queue), skLanePrefix+l.Key, engine.LaneDue(l)); dueSet != "" {
@@ -224,7 +223,7 @@ func (s *Store) writeLaneTail(ctx context.Context, l slot.Lane, v, delta int64, 
 	lk := laneKey(l.Queue, l.Key)
 	upd := &types.Update{TableName: &s.table, Key: lk, UpdateExpression: ptr(x.update)}
 	upd.ConditionExpression, upd.ExpressionAttributeNames, upd.ExpressionAttributeValues, upd.ReturnValuesOnConditionCheckFailure = x.condition()
-	items := append([]types.TransactWriteItem{{Update: upd}}, s.tailWrites(l.Queue, l.Key, plan, num(ttlSeconds(s.now().Add(laneKeep))))...)
+	items := append([]types.TransactWriteItem{{Update: upd}}, s.tailWrites(l.Queue, l.Key, plan, v, num(ttlSeconds(s.now().Add(laneKeep))))...)
 	err := s.transact(ctx, items)
 	if reasons, ok := cancelReasons(err); ok {
 		if len(reasons) > 0 && code(reasons[0]) == reasonConditional {

@@ -20,7 +20,7 @@ import (
 // string, up to inlineBudget bytes, and the rest, its tail, one item
 // each:
 //
-//	pk W#<queue>#<key>   sk W#<epoch>#<ticket>#<job id>   ttl
+//	pk W#<queue>#<key>   sk W#<epoch>#<ticket>#<job id>   v, ttl
 //
 // (epoch and ticket as 16 hex digits, so the sort key orders a tail by
 // ticket). GetLane returns the inline waiters followed by the tail, read
@@ -52,9 +52,8 @@ const (
 	// left from the front (absent: none did), which the live ones follow.
 	attrTailEpoch = "tail"
 	attrTailAfter = "tail_after"
-	// attrTailN counts the tail's items, attrTailDels the writes that
-	// deleted some (laneWithTail says why).
-	attrTailN    = "tail_n"
+	// attrTailDels counts the writes that deleted some of the tail's
+	// items (laneWithTail says why).
 	attrTailDels = "tail_dels"
 
 	// inlineBudget is the most bytes of waiters a lane item keeps inline
@@ -90,18 +89,18 @@ func tailable(w slot.Waiter) bool {
 	return w.Ticket > 0 && w.JobID != "" && !strings.ContainsRune(w.JobID, ',')
 }
 
-// tailRef is what a lane item says of its tail.
+// tailHead is what a lane item says of its tail.
 type tailHead struct {
 	epoch int64
 	after string
-	// n counts the tail's items; dels the writes that deleted some.
-	n, dels int64
+	// dels counts the writes that deleted some of its items.
+	dels int64
 }
 
-// tailRef reads the tail's epoch, front and counts from a lane item.
+// tailRef reads the tail's epoch, front and deletions from a lane item.
 func tailRef(m map[string]types.AttributeValue) (tailHead, error) {
 	it := item{m: m}
-	h := tailHead{epoch: it.int(attrTailEpoch), after: it.str(attrTailAfter), n: it.int(attrTailN), dels: it.int(attrTailDels)}
+	h := tailHead{epoch: it.int(attrTailEpoch), after: it.str(attrTailAfter), dels: it.int(attrTailDels)}
 	if it.err != nil {
 		return tailHead{}, fmt.Errorf("decode lane: %w", it.err)
 	}
@@ -121,9 +120,16 @@ func waiterFromSK(sk string) (slot.Waiter, error) {
 	return slot.Waiter{Ticket: t, JobID: f[3]}, nil
 }
 
-// queryTail reads the live items of the tail of queue's lane of key:
-// strongly consistent, page by page, in ticket order.
-func (s *Store) queryTail(ctx context.Context, queue, key string, epoch int64, after string) ([]slot.Waiter, error) {
+// putWaiter is a tail item as read: its waiter, and the version of the
+// lane write that put it.
+type putWaiter struct {
+	w slot.Waiter
+	v int64
+}
+
+// queryTail reads the items of the tail of queue's lane of key after
+// after: strongly consistent, page by page, in ticket order.
+func (s *Store) queryTail(ctx context.Context, queue, key string, epoch int64, after string) ([]putWaiter, error) {
 	prefix := epochPrefix(epoch)
 	lo := prefix
 	if after != "" {
@@ -133,7 +139,7 @@ func (s *Store) queryTail(ctx context.Context, queue, key string, epoch int64, a
 	e := newExpr()
 	kc := e.n(attrPK) + " = " + e.v(":pk", str(tailPK(queue, key))) +
 		" AND " + e.n(attrSK) + " BETWEEN " + e.v(":lo", str(lo)) + " AND " + e.v(":hi", str(hi))
-	var out []slot.Waiter
+	var out []putWaiter
 	var start map[string]types.AttributeValue
 	for {
 		res, err := s.query(ctx, &dynamodb.QueryInput{
@@ -147,7 +153,11 @@ func (s *Store) queryTail(ctx context.Context, queue, key string, epoch int64, a
 			return nil, err
 		}
 		for _, m := range res.Items {
-			sk := (&item{m: m}).str(attrSK)
+			it := item{m: m}
+			sk, v := it.str(attrSK), it.int(attrVersion)
+			if it.err != nil {
+				return nil, fmt.Errorf("decode lane waiter: %w", it.err)
+			}
 			if sk == after {
 				continue // BETWEEN includes it; it left
 			}
@@ -155,7 +165,7 @@ func (s *Store) queryTail(ctx context.Context, queue, key string, epoch int64, a
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, w)
+			out = append(out, putWaiter{w: w, v: v})
 		}
 		if len(res.LastEvaluatedKey) == 0 {
 			return out, nil
@@ -172,13 +182,16 @@ const tailTries = 8
 // known for its version (tailCache), or read with a Query, after which
 // the lane item is read again. Tail items are put and deleted only by
 // writes that also write the lane item, but the Query is no snapshot: it
-// sees each item as it stands when it gets to it. So the read is taken
-// only if, between the two reads of the lane item, its tail kept its
-// epoch and lost no item from its middle (tail_dels: items that left
-// from the front only fall behind tail_after): every item the Query saw
-// past the second read's tail_after is then still there, and if they
-// are as many as that read's tail_n, they are all there is. Otherwise
-// the read starts over from the second read.
+// sees each item as it stands when it gets to it. If, between the two
+// reads of the lane item, the tail kept its epoch and lost no item
+// (tail_dels counts the writes that delete some; items that left from
+// the front only fall behind tail_after, where they stay), every item of
+// the tail at m's version was there all along, and the Query saw it;
+// what else it saw was put since, by writes of later versions, which
+// each item records. So the items of m's version or earlier are m's
+// tail, and m with them is the answer, a lane as it stood. A deletion
+// meanwhile (rare: a job taken from the middle of the tail) makes the
+// read start over from the second read.
 func (s *Store) laneWithTail(ctx context.Context, queue, key string, m map[string]types.AttributeValue) (slot.Lane, tail, error) {
 	for range tailTries {
 		l, err := decodeLane(m)
@@ -198,7 +211,7 @@ func (s *Store) laneWithTail(ctx context.Context, queue, key string, m map[strin
 			l.Waiting = append(l.Waiting, t.ws...)
 			return l, t, nil
 		}
-		ws, err := s.queryTail(ctx, queue, key, ref.epoch, ref.after)
+		read, err := s.queryTail(ctx, queue, key, ref.epoch, ref.after)
 		if err != nil {
 			return slot.Lane{}, tail{}, err
 		}
@@ -214,16 +227,16 @@ func (s *Store) laneWithTail(ctx context.Context, queue, key string, m map[strin
 			return slot.Lane{}, tail{}, err
 		}
 		if now.epoch == ref.epoch && now.dels == ref.dels {
-			live := slices.DeleteFunc(ws, func(w slot.Waiter) bool { return waiterSK(ref.epoch, w) <= now.after })
-			if int64(len(live)) == now.n {
-				if l, err = decodeLane(again); err != nil {
-					return slot.Lane{}, tail{}, err
+			var ws []slot.Waiter
+			for _, p := range read {
+				if p.v <= l.Version {
+					ws = append(ws, p.w)
 				}
-				t := tail{epoch: now.epoch, after: now.after, dels: now.dels, ws: live}
-				s.tails.put(queue, key, l.Version, t)
-				l.Waiting = append(l.Waiting, live...)
-				return l, t, nil
 			}
+			t := tail{epoch: ref.epoch, after: ref.after, dels: ref.dels, ws: ws}
+			s.tails.put(queue, key, l.Version, t)
+			l.Waiting = append(l.Waiting, ws...)
+			return l, t, nil
 		}
 		m = again
 	}
@@ -350,12 +363,13 @@ func planTail(ws []slot.Waiter, old tail, v int64) tailPlan {
 }
 
 // tailWrites are the transaction's actions on the tail items of plan p.
-func (s *Store) tailWrites(queue, laneKey string, p tailPlan, ttl types.AttributeValue) []types.TransactWriteItem {
+// Each item put records v, the version of the lane write that puts it.
+func (s *Store) tailWrites(queue, laneKey string, p tailPlan, v int64, ttl types.AttributeValue) []types.TransactWriteItem {
 	pk := tailPK(queue, laneKey)
 	var out []types.TransactWriteItem
 	for _, w := range p.puts {
 		out = append(out, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: map[string]types.AttributeValue{
-			attrPK: str(pk), attrSK: str(waiterSK(p.next.epoch, w)), attrTTL: ttl}}})
+			attrPK: str(pk), attrSK: str(waiterSK(p.next.epoch, w)), attrVersion: num(v), attrTTL: ttl}}})
 	}
 	for _, w := range p.dels {
 		out = append(out, types.TransactWriteItem{Delete: &types.Delete{TableName: &s.table, Key: key(pk, waiterSK(p.next.epoch, w))}})

@@ -97,13 +97,27 @@ func handOff(t testing.TB, st engine.State, key string) (slot.Waiter, int64, boo
 // measures it as DynamoDB bills it.
 func laneItemSize(t testing.TB, client *dynamodb.Client, table, key string) int {
 	t.Helper()
+	n := laneItemSizeOr0(t, client, table, key)
+	if n == 0 {
+		t.Fatal("no lane item")
+	}
+	return n
+}
+
+// laneItemSizeOr0 is laneItemSize, 0 when there is no lane item (an idle
+// lane with no pending jobs is deleted).
+func laneItemSizeOr0(t testing.TB, client *dynamodb.Client, table, key string) int {
+	t.Helper()
 	out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName:      aws.String(table),
 		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "L#q"}, "sk": &types.AttributeValueMemberS{Value: "K#" + key}},
 		ConsistentRead: aws.Bool(true),
 	})
-	if err != nil || out.Item == nil {
+	if err != nil {
 		t.Fatalf("read the lane item: %v", err)
+	}
+	if out.Item == nil {
+		return 0
 	}
 	return awssim.ItemSize(out.Item)
 }
@@ -277,7 +291,7 @@ func TestLaneHandOffOrder(t *testing.T) {
 			}
 		}
 		if n%10 == 0 {
-			largest = max(largest, laneItemSize(t, client, table, "k"))
+			largest = max(largest, laneItemSizeOr0(t, client, table, "k"))
 		}
 	}
 	<-done
@@ -418,25 +432,25 @@ func TestLaneOldShape(t *testing.T) {
 	}
 }
 
-// afterQuery is a DynamoDB client that runs then once, after the first
-// Query it passes on has its answer.
-type afterQuery struct {
+// beforeQuery is a DynamoDB client that runs first once, before it
+// passes the first Query on.
+type beforeQuery struct {
 	dynamostore.DynamoDBAPI
-	once sync.Once
-	then func()
+	once  sync.Once
+	first func()
 }
 
-func (a *afterQuery) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	out, err := a.DynamoDBAPI.Query(ctx, in, o...)
-	a.once.Do(a.then)
-	return out, err
+func (b *beforeQuery) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	b.once.Do(b.first)
+	return b.DynamoDBAPI.Query(ctx, in, o...)
 }
 
 // TestLaneTailReadRace: a write that lands while another process reads a
-// lane's tail (between its Query and its second read of the lane item)
-// does not make the read mix the two states: a waiter taken from the
-// middle of the tail, and one that arrived at its end, show in the read
-// as in the lane.
+// lane's tail (between its first read of the lane item and its Query)
+// does not make the read mix the two states: the read gives the lane as
+// it stood before the write or after it, waiters and version together,
+// whether the write took a waiter from the middle of the tail or added
+// one at its end.
 func TestLaneTailReadRace(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -455,8 +469,12 @@ func TestLaneTailReadRace(t *testing.T) {
 			for i := range 12 {
 				arriveAt(t, st, "k", slot.Waiter{Ticket: int64(i + 1), JobID: longID(i)})
 			}
+			before, err := st.GetLane(t.Context(), "q", "k")
+			if err != nil {
+				t.Fatal(err)
+			}
 			var want slot.Lane
-			racing := &afterQuery{DynamoDBAPI: client, then: func() {
+			racing := &beforeQuery{DynamoDBAPI: client, first: func() {
 				l, err := st.GetLane(t.Context(), "q", "k")
 				if err != nil {
 					t.Error(err)
@@ -470,9 +488,15 @@ func TestLaneTailReadRace(t *testing.T) {
 			if err != nil || want.Version == 0 {
 				t.Fatalf("GetLane: %v (the write between: version %d)", err, want.Version)
 			}
-			if !slices.Equal(got.Waiting, want.Waiting) {
-				t.Errorf("GetLane read %d waiters, the lane has %d:\n got %v\nwant %v", len(got.Waiting), len(want.Waiting), got.Waiting, want.Waiting)
+			for _, l := range []slot.Lane{before, want} {
+				if got.Version == l.Version && !slices.Equal(got.Waiting, l.Waiting) {
+					t.Errorf("GetLane read %d waiters at version %d, which had %d:\n got %v\nwant %v", len(got.Waiting), got.Version, len(l.Waiting), got.Waiting, l.Waiting)
+				}
 			}
+			if got.Version != before.Version && got.Version != want.Version {
+				t.Errorf("GetLane read version %d, neither %d before the write nor %d after", got.Version, before.Version, want.Version)
+			}
+			t.Logf("read version %d: before the write %d, after %d", got.Version, before.Version, want.Version)
 		})
 	}
 }
