@@ -25,10 +25,10 @@
 //	                                           holder_id, until, last, waiting,
 //	                                           pending, ttl, write_token,
 //	                                           due_pk, due_sk (while due),
-//	                                           tail, tail_after, tail_n,
-//	                                           tail_dels (with a tail)
+//	                                           tail, tail_after, tail_dels
+//	                                           (with a tail)
 //	lane waiter   W#<queue>#<key>     W#<epoch>#<ticket>#<job id>
-//	                                           ttl (a waiter of a lane's tail)
+//	                                           v, ttl (a waiter of a lane's tail)
 //	schedule      S#<queue>           S#<name> schedule (JSON), schedule_v, write_token,
 //	                                           due_pk, due_sk (while active;
 //	                                           schedules.go)
