@@ -24,7 +24,11 @@
 //	lane          L#<queue>           K#<key>  queue, lane_key, gen, v, holder_ticket,
 //	                                           holder_id, until, last, waiting,
 //	                                           pending, ttl, write_token,
-//	                                           due_pk, due_sk (while due)
+//	                                           due_pk, due_sk (while due),
+//	                                           tail, tail_after, tail_dels
+//	                                           (with a tail)
+//	lane waiter   W#<queue>#<key>     W#<epoch>#<ticket>#<job id>
+//	                                           v, ttl (a waiter of a lane's tail)
 //	schedule      S#<queue>           S#<name> schedule (JSON), schedule_v, write_token,
 //	                                           due_pk, due_sk (while active;
 //	                                           schedules.go)
@@ -98,8 +102,9 @@
 // (TakeRequest.Seen, GateRequest.Seen) points to, and on a conditional
 // failure reads the right one from the item DynamoDB returns. The claim
 // that follows a gate is an UpdateJob of the job item. Only CreateQueue,
-// SetConfig and DeleteQueue use transactions. The method docs say why each
-// is slot.Take, slot.Gate and slot.Started.
+// SetConfig and DeleteQueue use transactions on a queue's items (and
+// lanes, off the hot item, to start one afresh or write its tail). The
+// method docs say why each is slot.Take, slot.Gate and slot.Started.
 //
 // # The running cap
 //
@@ -134,9 +139,14 @@
 // A lane (slot.Lane: the job that holds a key and the jobs waiting for
 // it) is one small item of its own, never the hot state item, under the
 // queue's lane partition key (L#<queue>), not the state item's: about 100
-// bytes and 40 a waiter, the waiters kept as one string
-// ("ticket:id,ticket:id"), so a lane write costs one write unit up to
-// about 25 waiters. Every change but the pending count's is a
+// bytes and up to 512 bytes of waiters, kept as one string
+// ("ticket:id,ticket:id"); the waiters past those, its tail, are one item
+// each under a partition key of the lane's own (lane_tail.go), so a lane
+// write costs one write unit however many wait. The files are by part:
+// lane.go (the item's key, ttl and seed; GetLane, ListLanes),
+// lane_item.go (its encoding), lane_put.go (PutLane), lane_add.go
+// (AddPending, a lane started afresh) and lane_tail.go (the tail: its
+// layout, reads and writes). Every change but the pending count's is a
 // compare-and-set on its version v: GetLane is a strongly consistent
 // GetItem; PutLane an UpdateItem on condition v = from (no item for 0)
 // that SETs the lane's fields and v and ADDs the caller's delta to
@@ -216,7 +226,9 @@
 //
 // # Consistency
 //
-// GetQueue, GetJob, GetLane and ListLanes read strongly consistently. ListJobs, CountJobs and
+// GetQueue, GetJob, GetLane and ListLanes read strongly consistently (a
+// lane's tail with a Query checked against the lane item read again:
+// lane_tail.go). ListJobs, CountJobs and
 // ListQueues read global secondary indexes, which are eventually
 // consistent: a change of a moment ago may not show yet.
 //

@@ -16,8 +16,9 @@ const MaxKeyLen = 200
 // MaxLaneWaiting is the most jobs one lane keeps waiting (parked on it): a
 // key's, or a queue's own for its running places. A job that finds its
 // lane this full is handed back to the transport and comes again later
-// (racing writers may take a lane a little past it). It bounds the lane's record, whose every write costs
-// its size (about 40 bytes a waiter).
+// (racing writers may take a lane a little past it). It bounds what a
+// read of the lane returns: a store may keep the lane's record small, as
+// DynamoDB's does, but a read still carries every waiter.
 const MaxLaneWaiting = 1000
 
 var keyRE = regexp.MustCompile(`^[A-Za-z0-9_.:/@-]{1,200}$`)

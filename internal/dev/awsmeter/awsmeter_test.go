@@ -82,6 +82,10 @@ func TestDynamoDBOperations(t *testing.T) {
 			_, err := api.DeleteItem(ctx, &dynamodb.DeleteItemInput{Key: key("K#")})
 			return err
 		}},
+		{"DeleteItem lane waiter", func(api dynamostore.DynamoDBAPI) error {
+			_, err := api.DeleteItem(ctx, &dynamodb.DeleteItemInput{Key: key("W#0000000000000007#000000000000002a#job-1")})
+			return err
+		}},
 		{"Query table", func(api dynamostore.DynamoDBAPI) error {
 			_, err := api.Query(ctx, &dynamodb.QueryInput{})
 			return err

@@ -185,7 +185,8 @@ func (d *DynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 
 // single names a single-item request: the SDK operation and the item's
 // sort key ("state", "config", "resume" or "job" in slotq's table; "lane"
-// for every lane, whose sort key is K#<key>).
+// for every lane, whose sort key is K#<key>; "lane waiter" for every
+// waiter kept in an item of its own, whose sort key is W#<epoch>#…).
 func single(operation string, key map[string]types.AttributeValue) string {
 	return operation + " " + itemKind(key)
 }
@@ -194,6 +195,9 @@ func itemKind(key map[string]types.AttributeValue) string {
 	if sk, ok := key["sk"].(*types.AttributeValueMemberS); ok {
 		if strings.HasPrefix(sk.Value, "K#") {
 			return "lane"
+		}
+		if strings.HasPrefix(sk.Value, "W#") {
+			return "lane waiter"
 		}
 		return sk.Value
 	}
