@@ -122,11 +122,25 @@ func reslotUpdate(r engine.ReconfigureRequest, table string, seen, next slot.Sta
 const attrRebooked = "rebooked"
 
 // rebookedJSON is attrRebooked's text: times in nanoseconds since 1970,
-// the base state's marks as the state item keeps them.
+// the base states' marks as the state item keeps them. Line is the parked
+// line's places (none in a record written before they were kept).
 type rebookedJSON struct {
-	After     int64  `json:"after"`
-	Upto      int64  `json:"upto"`
-	At        int64  `json:"at"`
+	After int64 `json:"after"`
+	Upto  int64 `json:"upto"`
+	At    int64 `json:"at"`
+	baseJSON
+	Line *lineJSON `json:"line,omitempty"`
+}
+
+type lineJSON struct {
+	First int64    `json:"first"`
+	Last  int64    `json:"last"`
+	From  int64    `json:"from"`
+	Base  baseJSON `json:"base"`
+}
+
+// baseJSON is a booking's base state: what the line's booking reads.
+type baseJSON struct {
 	Ticket    int64  `json:"ticket,omitempty"`
 	Current   int64  `json:"current,omitempty"`
 	LastStart int64  `json:"last_start,omitempty"`
@@ -134,18 +148,35 @@ type rebookedJSON struct {
 	Marks     string `json:"marks,omitempty"`
 }
 
+func baseOf(s slot.State) baseJSON {
+	return baseJSON{Ticket: s.Ticket, Current: s.Current, LastStart: nanos(s.LastStart), Clock: nanos(s.Clock), Marks: encodeMarks(s.Marks)}
+}
+
+func (b baseJSON) state() (slot.State, error) {
+	marks, err := decodeMarks(b.Marks)
+	if err != nil {
+		return slot.State{}, err
+	}
+	var s slot.State
+	s.Ticket, s.Current = b.Ticket, b.Current
+	s.LastStart, s.Clock, s.Marks = fromNanos(b.LastStart), fromNanos(b.Clock), marks
+	return s, nil
+}
+
 func encodeRebooked(r engine.Rebooked) string {
-	b, _ := json.Marshal(rebookedJSON{ // numbers and strings: cannot fail
-		After: r.After, Upto: r.Upto, At: nanos(r.At), Ticket: r.Base.Ticket, Current: r.Base.Current,
-		LastStart: nanos(r.Base.LastStart), Clock: nanos(r.Base.Clock), Marks: encodeMarks(r.Base.Marks),
-	})
+	w := rebookedJSON{After: r.After, Upto: r.Upto, At: nanos(r.At), baseJSON: baseOf(r.Base)}
+	if r.First != 0 {
+		w.Line = &lineJSON{First: r.First, Last: r.Last, From: nanos(r.From), Base: baseOf(r.LineBase)}
+	}
+	b, _ := json.Marshal(w) // numbers and strings: cannot fail
 	return string(b)
 }
 
-// decodeRebooked reads attrRebooked of a config item (nil: none).
-func decodeRebooked(m map[string]types.AttributeValue) (*engine.Rebooked, error) {
+// decodeRebooked reads attribute attr of a config item as a Rebooked
+// (nil: none).
+func decodeRebooked(m map[string]types.AttributeValue, attr string) (*engine.Rebooked, error) {
 	it := item{m: m}
-	text := it.str(attrRebooked)
+	text := it.str(attr)
 	if it.err != nil || text == "" {
 		return nil, it.err
 	}
@@ -153,12 +184,16 @@ func decodeRebooked(m map[string]types.AttributeValue) (*engine.Rebooked, error)
 	if err := json.Unmarshal([]byte(text), &w); err != nil {
 		return nil, fmt.Errorf("rebooked: %w", err)
 	}
-	marks, err := decodeMarks(w.Marks)
+	base, err := w.baseJSON.state()
 	if err != nil {
 		return nil, fmt.Errorf("rebooked: %w", err)
 	}
-	r := &engine.Rebooked{After: w.After, Upto: w.Upto, At: fromNanos(w.At)}
-	r.Base.Ticket, r.Base.Current = w.Ticket, w.Current
-	r.Base.LastStart, r.Base.Clock, r.Base.Marks = fromNanos(w.LastStart), fromNanos(w.Clock), marks
+	r := &engine.Rebooked{After: w.After, Upto: w.Upto, At: fromNanos(w.At), Base: base}
+	if w.Line != nil {
+		if r.LineBase, err = w.Line.Base.state(); err != nil {
+			return nil, fmt.Errorf("rebooked: %w", err)
+		}
+		r.First, r.Last, r.From = w.Line.First, w.Line.Last, fromNanos(w.Line.From)
+	}
 	return r, nil
 }

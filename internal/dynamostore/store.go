@@ -142,7 +142,7 @@ func decodeQueue(cfgItem, stateItem map[string]types.AttributeValue) (engine.Que
 	if it.err != nil {
 		return engine.Queue{}, fmt.Errorf("queue %s: %w", name, it.err)
 	}
-	rec, err := decodeRebooked(cfgItem)
+	rec, err := decodeRebooked(cfgItem, attrRebooked)
 	if err != nil {
 		return engine.Queue{}, fmt.Errorf("queue %s: %w", name, err)
 	}

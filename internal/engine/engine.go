@@ -71,6 +71,13 @@ type Options struct {
 	// round re-tickets; what is left is the next run's, earliest first.
 	// Default 500.
 	ResumeBudget int
+	// MoveBudget caps the waiting jobs one configure writes to the
+	// slots its new limits give them (moveAll), and those one resume pass
+	// writes for a configure left unfinished: configure answers once it
+	// wrote that many (or its context's deadline comes near: see
+	// moveReserve), saying how many remain, and the resume function
+	// moves the rest, MoveBudget a pass. Default DefaultMoveBudget.
+	MoveBudget int
 	// Figures makes each Resume run also read every queue and publish
 	// its figures (EventFigures: waiting, parked, lag, lanes): a
 	// ListQueues, and a count of parked jobs and a list of lanes per
@@ -133,6 +140,9 @@ const (
 	// timeout of a slot's wait, a re-ticket per late worker, a come-again
 	// a second while a key's list is full, for minutes).
 	DefaultMaxSendsBack = 500
+	// DefaultMoveBudget is Options.MoveBudget's default: a few seconds
+	// of single-item writes, well inside the admin function's minute.
+	DefaultMoveBudget = 500
 	// DefaultMargin is Options.Margin's default.
 	DefaultMargin = 2 * time.Second
 	// MinWorkerTimeout is the shortest worker timeout that holds a
@@ -182,6 +192,9 @@ func New(o Options) *Engine {
 	}
 	if o.ResumeBudget <= 0 {
 		o.ResumeBudget = 500
+	}
+	if o.MoveBudget <= 0 {
+		o.MoveBudget = DefaultMoveBudget
 	}
 	if o.Margin == 0 {
 		o.Margin = DefaultMargin

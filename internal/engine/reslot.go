@@ -22,7 +22,11 @@ import (
 // slot_at, and an enqueue after the change is answered by the new
 // arithmetic. Queued jobs (their messages on their way, within the
 // transport's reach) are not listed: they keep their slot_at and start at
-// it or at the gate's opening, whichever is later (see rebook).
+// it or at the gate's opening, whichever is later (see rebook). The step
+// records each parked job's new place (Rebooked), so the writes after it
+// are bounded (Options.MoveBudget): configure answers with what it moved
+// and what remains, and the resume function writes the rest from the
+// record; until then a record is shown with its place.
 
 // Reslot says what a configure did to the jobs already booked.
 type Reslot struct {
@@ -31,6 +35,11 @@ type Reslot struct {
 	// MaxShiftMs is the largest move of one of them, earlier or later, in
 	// milliseconds.
 	MaxShiftMs int64 `json:"max_shift_ms"`
+	// Remaining is how many waiting jobs are still to be moved when the
+	// budget ran out (Options.MoveBudget): the resume function moves them
+	// within a minute or so, and until then each is shown with its new
+	// slot (Queue.SlotOf). Their starts keep the new limits all the same.
+	Remaining int `json:"remaining"`
 }
 
 // ReconfigureRequest is a configure's atomic step: Config replaces the
@@ -55,31 +64,95 @@ type ReconfigureRequest struct {
 // record is shown with the later of its slot_at and its place
 // (Queue.SlotOf), so it says when the job will really start, at no write
 // per job.
+//
+// It also records the places of the parked line jobs, which configure
+// writes after the step (moveAll): tickets First to Last, booked one at a
+// time at From from LineBase (Rebooked.Places). Their moves are keyed by
+// it, so a configure that stops within its budget, or dies, leaves its
+// rest to the resume function (finishReslot) with nothing to decide
+// again, and each job's shown slot is its place until its record is
+// written (Queue.SlotOf). First 0: no parked job was booked.
 type Rebooked struct {
-	After int64      `json:"after"`
-	Upto  int64      `json:"upto"`
-	At    time.Time  `json:"at"`
-	Base  slot.State `json:"base"`
+	After    int64      `json:"after"`
+	Upto     int64      `json:"upto"`
+	At       time.Time  `json:"at"`
+	Base     slot.State `json:"base"`
+	First    int64      `json:"first,omitempty"`
+	Last     int64      `json:"last,omitempty"`
+	From     time.Time  `json:"from"`
+	LineBase slot.State `json:"line_base"`
 }
 
-// SlotOf is when j, a job of q, is due to start: its record's slot_at,
-// or for a queued line job that a configure booked again without writing
-// it (q.Rebooked), the later of that and the place the new limits give
-// its ticket — the start the gate will let it have.
+// Places returns the places r booked for the parked line's tickets,
+// First to Last, under ls (nil: none).
+func (r *Rebooked) Places(ls slot.Limits) map[int64]time.Time {
+	if r == nil || r.First == 0 {
+		return nil
+	}
+	places := make(map[int64]time.Time, r.Last-r.First+1)
+	s := r.LineBase
+	for t := r.First; t <= r.Last; t++ {
+		var at []time.Time
+		s, at = slot.Book(s, ls, 0, 1, r.From)
+		places[t] = at[0]
+	}
+	return places
+}
+
+// place is the place r booked for a parked line job's ticket t under ls
+// (ok false: none).
+func (r *Rebooked) place(ls slot.Limits, t int64) (time.Time, bool) {
+	if r == nil || r.First == 0 || t < r.First || t > r.Last {
+		return time.Time{}, false
+	}
+	_, at := slot.Book(r.LineBase, ls, 0, int(t-r.First+1), r.From)
+	return at[len(at)-1], true
+}
+
+// SlotOf is when j, a job of q, is due to start: its record's slot_at;
+// for a queued line job that a configure booked again without writing it
+// (q.Rebooked), the later of that and the place the new limits give its
+// ticket — the start the gate will let it have; for a parked line job the
+// configure booked, the place it booked, which its record gets when its
+// move is written (at once, or by the resume function when the
+// configure's budget ran out).
 func (q Queue) SlotOf(j job.Job) time.Time {
 	r := q.Rebooked
-	if r == nil || j.Status != job.Queued || outOfLine(&j) || j.Ticket <= max(r.After, q.State.Current) || j.Ticket > r.Upto {
+	if r == nil || !inLine(&j) {
+		return j.SlotAt
+	}
+	if j.Status == job.Parked {
+		if at, ok := r.place(q.Config.LimitList(), j.Ticket); ok {
+			return at
+		}
+		return j.SlotAt
+	}
+	if j.Status != job.Queued || j.Ticket <= max(r.After, q.State.Current) || j.Ticket > r.Upto {
 		return j.SlotAt
 	}
 	_, at := slot.Book(r.Base, q.Config.LimitList(), 0, int(j.Ticket-r.After), r.At)
 	return laterOf(j.SlotAt, at[len(at)-1])
 }
 
-// MaxReslot is the most waiting jobs one configure books again and
-// writes. The rest of a longer backlog keep the slot_at of their records
-// (the gate's state is the new limits' all the same, so no limit breaks)
-// and run again by configure: each configure moves the next MaxReslot.
+// inLine reports whether j holds a place in its queue's waiting line:
+// not scheduled or detached, not held by a pause (it takes a new ticket
+// when released) and not waiting for a key or a running place (it left
+// the line).
+func inLine(j *job.Job) bool {
+	return !outOfLine(j) && j.ParkReason != job.PausedQueue && !j.ParkReason.Waits()
+}
+
+// MaxReslot is the most waiting jobs one configure books again. The rest
+// of a longer backlog keep the slot_at of their records (the gate's state
+// is the new limits' all the same, so no limit breaks) and run again by
+// configure: each configure books the next MaxReslot.
 const MaxReslot = 10_000
+
+// moveReserve is the time a configure (or a resume pass finishing one)
+// keeps in hand before its context's deadline: it writes no more moves
+// once less is left, and leaves them to the resume function, so that it
+// releases the queue's lease and answers within its invocation.
+const moveReserve = 10 * time.Second
 
 // Reconfigure replaces a queue's configuration (as Configure does) and
 // moves the jobs already booked to the slots the new limits give them. It
@@ -87,8 +160,9 @@ const MaxReslot = 10_000
 // configure of the queue never interleave with it: of two concurrent
 // configures the later one wins whole. A crash after the atomic step
 // leaves the records of some waiting jobs at their old slot_at (their
-// starts keep the new limits, as the gate keeps them); configure run again
-// moves them.
+// starts keep the new limits, as the gate keeps them); the resume
+// function's next pass over the queue moves them, as it moves those a
+// configure left when its budget ran out (Reslot.Remaining).
 func (e *Engine) Reconfigure(ctx context.Context, name string, cfg slot.Config) (Queue, Reslot, error) {
 	return e.reconfigure(ctx, name, func(Queue) (slot.Config, error) { return cfg, nil })
 }
@@ -137,18 +211,20 @@ func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (s
 		leave = cur
 		return Queue{}, Reslot{}, err
 	}
-	moves, err := e.rebook(ctx, q, cfg)
+	rec, line, err := e.rebook(ctx, q, cfg)
 	if err != nil {
 		return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
 	}
-	rep, err := e.moveAll(ctx, cfg.Skew, moves)
+	rep, err := e.moveAll(ctx, cfg, rec, line)
 	if err != nil {
 		return Queue{}, rep, fmt.Errorf("configure %s: %w", name, err)
 	}
-	leave = cur
+	if rep.Remaining == 0 {
+		leave = cur
+	}
 	q, err = e.Queue(ctx, name)
-	if rep.Moved > 0 {
-		e.log.InfoContext(ctx, "configure moved booked jobs", "queue", name, "moved", rep.Moved, "max_shift_ms", rep.MaxShiftMs)
+	if rep.Moved > 0 || rep.Remaining > 0 {
+		e.log.InfoContext(ctx, "configure moved booked jobs", "queue", name, "moved", rep.Moved, "max_shift_ms", rep.MaxShiftMs, "remaining", rep.Remaining)
 	}
 	return q, rep, err
 }
@@ -170,21 +246,29 @@ func (e *Engine) markReslot(ctx context.Context, queue, holder string, cur Curso
 	return mark, nil
 }
 
-// finishReslot books q's waiting line again under its limits and moves
-// the parked jobs whose slot moved: what a configure that died midway
-// left undone (Cursor.Reslot). The resume function runs it under the
-// queue's lease, as configure runs its own.
-func (e *Engine) finishReslot(ctx context.Context, q Queue) error {
-	moves, err := e.rebook(ctx, q, q.Config)
-	if err != nil {
-		return fmt.Errorf("resume %s: finish configure: %w", q.Name, err)
+// finishReslot moves the parked jobs that the last configure of q booked
+// again (q.Rebooked) and did not move: what a configure left when its
+// budget ran out, or when it died midway (Cursor.Reslot). The places are
+// the ones the configure recorded, so nothing is decided again and the
+// queue's state is not written; a job moved already is on its place and
+// is not written again. The resume function runs it under the queue's
+// lease, as configure runs its own, and within the same budget: it
+// reports how many remain for its next pass.
+func (e *Engine) finishReslot(ctx context.Context, q Queue) (Reslot, error) {
+	r := q.Rebooked
+	if r == nil || r.First == 0 {
+		return Reslot{}, nil // the configure died before its step, or booked no parked job
 	}
-	rep, err := e.moveAll(ctx, q.Config.Skew, moves)
+	line, err := e.waitingLine(ctx, q, r.First-1, r.Last)
 	if err != nil {
-		return fmt.Errorf("resume %s: finish configure: %w", q.Name, err)
+		return Reslot{}, fmt.Errorf("resume %s: finish configure: %w", q.Name, err)
 	}
-	e.log.InfoContext(ctx, "configure finished by the resume function", "queue", q.Name, "moved", rep.Moved, "max_shift_ms", rep.MaxShiftMs)
-	return nil
+	rep, err := e.moveAll(ctx, q.Config, r, line)
+	if err != nil {
+		return rep, fmt.Errorf("resume %s: finish configure: %w", q.Name, err)
+	}
+	e.log.InfoContext(ctx, "configure finished by the resume function", "queue", q.Name, "moved", rep.Moved, "max_shift_ms", rep.MaxShiftMs, "remaining", rep.Remaining)
+	return rep, nil
 }
 
 // configFor is the configuration to gives for q, checked (checkConfig).
@@ -196,15 +280,10 @@ func (e *Engine) configFor(q Queue, to func(Queue) (slot.Config, error)) (slot.C
 	return e.checkConfig(q.Name, cfg)
 }
 
-// move is a waiting job and the slot the new limits give it.
-type move struct {
-	j  job.Job
-	to time.Time
-}
-
 // rebook lists the queue's waiting line jobs, stores cfg with the gate's
-// state for its limits and the line booked again, and returns each listed
-// job with its new slot. Only parked jobs are listed (queued ones are read
+// state for its limits and the line booked again, and returns the record
+// of the places booked (nil: none) and the parked line jobs listed, in
+// ticket order. Only parked jobs are listed (queued ones are read
 // by id: see job.Status.Listed), so the step books a place for every
 // ticket of the line, in ticket order (rebookLine): the queued jobs, whose
 // messages are on their way for their slots (within the transport's
@@ -213,42 +292,35 @@ type move struct {
 // their tickets, from no earlier than the latest slot a queued one ahead
 // of them can hold; tickets handed out after the list get places too, and
 // their jobs are listed again after the step and take them.
-func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, error) {
+func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) (*Rebooked, []job.Job, error) {
 	listed := q.State.Ticket
 	waiting, err := e.waitingLine(ctx, q, 0, listed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var places map[int64]time.Time
+	var rec *Rebooked
 	var boundary int64
 	old := q.Config.LimitList()
 	_, err = e.state.Reconfigure(ctx, ReconfigureRequest{Queue: q.Name, Gen: q.Gen, Config: cfg,
 		Reslot: func(st slot.State) (slot.State, *Rebooked, error) {
 			line := slices.DeleteFunc(slices.Clone(waiting), func(j job.Job) bool { return j.Ticket <= st.Current })
 			next := slot.Seed(st, old, cfg.LimitList(), cfg.Skew)
-			var rec *Rebooked
-			next, places, rec = e.rebookLine(next, cfg.LimitList(), line, e.now().Add(e.opts.Lead))
+			next, rec = e.rebookLine(next, cfg.LimitList(), line, e.now().Add(e.opts.Lead))
 			boundary = st.Ticket
 			return next, rec, nil
 		}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	line := waiting
 	if boundary > listed {
 		late, err := e.waitingLine(ctx, q, listed, boundary)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		line = append(line, late...)
 	}
-	var moves []move
-	for _, j := range line {
-		if at, ok := places[j.Ticket]; ok {
-			moves = append(moves, move{j: j, to: at})
-		}
-	}
-	return moves, nil
+	return rec, line, nil
 }
 
 // rebookLine books the line of a queue at state s (seeded for ls) again at
@@ -258,22 +330,20 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) ([]move, 
 // and a queued job can hold a slot later than that (up to the transport's
 // reach from now), a place there standing for it (with no parked job
 // behind them, the queued ones need none); then every ticket from the first parked
-// one on. It returns the state after, the places of the tickets from
-// the first parked one on (line: the parked line jobs, by ticket), and
-// the record of the places booked for the tickets ahead of it (nil:
-// none), which their queued jobs are shown with. It books with no skew
-// (slot.Book), a window a skew looser than a take would: Queue.SlotOf
-// shows a queued job's place by the same booking.
-func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now time.Time) (slot.State, map[int64]time.Time, *Rebooked) {
+// one on (line: the parked line jobs, by ticket). It returns the state
+// after and the record of the places booked (nil: none): those of the
+// tickets ahead of the first parked one, which their queued jobs are
+// shown with, and those of the tickets from it on, which the parked ones
+// are moved to. It books with no skew (slot.Book), a window a skew looser
+// than a take would: Queue.SlotOf and Rebooked.Places give the places by
+// the same booking.
+func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now time.Time) (slot.State, *Rebooked) {
 	first := s.Ticket + 1
 	if len(line) > 0 {
 		first = line[0].Ticket
 	}
 	ahead := int(min(int64(MaxReslot), max(0, first-s.Current-1)))
-	var rec *Rebooked
-	if ahead > 0 {
-		rec = &Rebooked{After: s.Current, Upto: s.Current + int64(ahead), At: now, Base: s}
-	}
+	rec := &Rebooked{After: s.Current, Upto: s.Current + int64(ahead), At: now, Base: s}
 	s, _ = slot.Book(s, ls, 0, ahead, now)
 	// A queued job holds a slot no later than the transport's reach from
 	// now, nor than the first parked job's slot.
@@ -284,13 +354,14 @@ func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now ti
 	if reach && len(line) > 0 && ahead > 0 && from.After(slot.NextSlot(s, ls, 0, now)) {
 		s, _ = slot.Book(s, ls, 0, 1, from)
 	}
-	places := map[int64]time.Time{}
-	for t := first; t <= s.Ticket && ahead+len(places) < MaxReslot; t++ {
-		var at []time.Time
-		s, at = slot.Book(s, ls, 0, 1, laterOf(now, from))
-		places[t] = at[0]
+	if last := min(s.Ticket, first+int64(MaxReslot-ahead)-1); last >= first {
+		rec.First, rec.Last, rec.From, rec.LineBase = first, last, laterOf(now, from), s
+		s, _ = slot.Book(s, ls, 0, int(last-first+1), rec.From)
 	}
-	return s, places, rec
+	if ahead == 0 && rec.First == 0 {
+		return s, nil
+	}
+	return s, rec
 }
 
 // waitingLine lists the queue's parked jobs waiting in line with tickets
@@ -305,7 +376,7 @@ func (e *Engine) waitingLine(ctx context.Context, q Queue, after, upto int64) ([
 	}
 	var out []job.Job
 	for _, j := range jobs {
-		if j.Ticket <= after || j.Ticket > upto || outOfLine(&j) || j.ParkReason == job.PausedQueue || j.ParkReason.Waits() {
+		if j.Ticket <= after || j.Ticket > upto || !inLine(&j) {
 			continue
 		}
 		out = append(out, j)
@@ -313,20 +384,32 @@ func (e *Engine) waitingLine(ctx context.Context, q Queue, after, upto int64) ([
 	return out, nil
 }
 
-// moveAll writes each job of moves whose slot moved by the skew or more
-// (moveJob) and says how many did and by how much at most. A smaller move
-// is not written: the record is on time within the skew, and a configure
-// that changes nothing of the limits moves nobody, though the time moved
-// on since the last one.
-func (e *Engine) moveAll(ctx context.Context, skew time.Duration, moves []move) (Reslot, error) {
+// moveAll writes each parked line job of line (by ticket) whose place in
+// rec (under cfg's limits) is the skew or more from its slot_at to its
+// place (moveJob), and says how many it wrote and by how much at most. A
+// smaller move is not written: the record is on time within the skew,
+// and a configure that changes nothing of the limits moves nobody, though
+// the time moved on since the last one; a job moved already is on its
+// place. It writes at most Options.MoveBudget, and none once its context's
+// deadline is less than moveReserve away: the moves left are counted in
+// Remaining, for the resume function.
+func (e *Engine) moveAll(ctx context.Context, cfg slot.Config, rec *Rebooked, line []job.Job) (Reslot, error) {
 	var rep Reslot
-	for _, m := range moves {
-		shift := m.to.Sub(m.j.SlotAt).Abs()
-		if shift == 0 || shift < skew {
+	places := rec.Places(cfg.LimitList())
+	deadline, bounded := ctx.Deadline()
+	for i, j := range line {
+		to, ok := places[j.Ticket]
+		shift := to.Sub(j.SlotAt).Abs()
+		if !ok || shift == 0 || shift < cfg.Skew {
 			continue
 		}
-		moved, err := e.moveJob(ctx, m)
+		if rep.Moved >= e.opts.MoveBudget || bounded && time.Until(deadline) < moveReserve {
+			rep.Remaining++
+			continue
+		}
+		moved, err := e.moveJob(ctx, j, to)
 		if err != nil {
+			rep.Remaining += len(line) - i // an upper bound
 			return rep, err
 		}
 		if moved {
@@ -342,15 +425,15 @@ func (e *Engine) moveAll(ctx context.Context, skew time.Duration, moves []move) 
 // transport's reach, or is sent now if it came (as unsent, for the resume
 // function to send, if the transport refuses). A job that moved meanwhile
 // (released, cancelled) is left alone.
-func (e *Engine) moveJob(ctx context.Context, m move) (bool, error) {
-	j, now := m.j, e.now()
+func (e *Engine) moveJob(ctx context.Context, j job.Job, to time.Time) (bool, error) {
+	now := e.now()
 	from := j.Version()
-	j.SlotAt = m.to
+	j.SlotAt = to
 	switch {
 	case j.ParkReason == job.Unsent:
 		// The resume function sends it, for its slot.
-	case m.to.Sub(now) > e.transport.MaxDelay():
-		j.DueAt = m.to.Add(-e.transport.MaxDelay())
+	case to.Sub(now) > e.transport.MaxDelay():
+		j.DueAt = to.Add(-e.transport.MaxDelay())
 	default:
 		env := j.Envelope()
 		env.SentAt = now

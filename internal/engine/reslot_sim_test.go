@@ -642,3 +642,63 @@ func TestQueuedSlotAfterConfigure(t *testing.T) {
 		}
 	})
 }
+
+// A configure with more parked jobs to move than its budget answers at
+// once with what it moved and what remains, and the resume function moves
+// the rest from what the configure recorded: right after the configure
+// every waiting job's record shows the slot it then starts at, the
+// resume runs bring every parked record to it, and every job runs once.
+func TestConfigureWithinBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const budget, total = 7, 60
+		s := newSim(t, simOptions{Workers: 4, MoveBudget: budget, ResumeEvery: 5 * time.Second, Transport: memstore.TransportOptions{MaxDelay: reach}})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("budget", slot.Config{Interval: time.Second, Skew: 5 * time.Millisecond})
+		s.enqueue("budget", total, func(i int, sp *job.Spec) { sp.ID = fmt.Sprintf("j%02d", i) })
+		parked := len(s.jobs("budget", job.Parked))
+		iv := 2 * time.Second
+		_, rep, err := s.eng.Change(ctx, "budget", slot.ConfigUpdate{Interval: &iv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Moved != budget || rep.Moved+rep.Remaining != parked {
+			t.Fatalf("configure answered %+v with a budget of %d and %d jobs parked: want %d moved and the rest remaining", rep, budget, parked, budget)
+		}
+		shown := map[string]time.Time{}
+		for i := range total {
+			id := fmt.Sprintf("j%02d", i)
+			j, err := s.eng.Job(ctx, job.Ref{Queue: "budget", ID: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			shown[id] = j.SlotAt
+		}
+		// The resume runs move the rest: every parked record comes to
+		// the slot shown for it.
+		unmoved := func() (n int) {
+			for _, j := range s.jobs("budget", job.Parked) {
+				if j.SlotAt.Sub(shown[j.ID]).Abs() > 5*time.Millisecond {
+					n++
+				}
+			}
+			return n
+		}
+		for give := time.Now().Add(time.Minute); unmoved() > 0; time.Sleep(time.Second) {
+			if time.Now().After(give) {
+				t.Fatalf("a minute of resume runs after the configure, %d parked records are not at the slot shown for them", unmoved())
+			}
+		}
+		s.waitFinished("budget", time.Hour)
+		starts := s.startsOf("budget")
+		checkSingleStart(t, starts)
+		for _, st := range starts {
+			if d := st.At.Sub(shown[st.ID]).Abs(); d > 100*time.Millisecond {
+				t.Fatalf("right after the configure %s was shown with slot %v; it started at %v (%v apart)", st.ID, shown[st.ID], st.At, d)
+			}
+		}
+		if n := len(s.jobs("budget", job.Succeeded)); n != total {
+			t.Fatalf("%d of %d jobs succeeded", n, total)
+		}
+	})
+}

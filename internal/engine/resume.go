@@ -257,16 +257,25 @@ func (e *Engine) resumeQueue(ctx context.Context, name string, due []DueEntry, h
 			return rep, err
 		}
 	}
+	reslotLeft := false
 	if cur.Reslot {
-		if err := e.finishReslot(ctx, q); err != nil {
+		moves, err := e.finishReslot(ctx, q)
+		if err != nil {
 			return rep, err
 		}
-		cur.Reslot = false
+		cur.Reslot, reslotLeft = false, moves.Remaining > 0
 		if q, err = e.state.GetQueue(ctx, name); err != nil {
 			return rep, fmt.Errorf("resume %s: %w", name, err)
 		}
 	}
 	cur, err = e.actOnDue(ctx, &q, due, cur, &rep, now)
+	if reslotLeft {
+		// Moves left past the budget: the next pass goes on with them.
+		cur.Reslot = true
+		if cur.Round.IsZero() || cur.Round.After(now) {
+			cur.Round = now
+		}
+	}
 	return rep, err
 }
 

@@ -66,6 +66,8 @@ type simOptions struct {
 	Tracer trace.TracerProvider
 	// MaxSendsBack is the engine's (0: its default).
 	MaxSendsBack int
+	// MoveBudget is engine.Options.MoveBudget (0: its default).
+	MoveBudget int
 }
 
 type sim struct {
@@ -122,6 +124,7 @@ func newSim(t *testing.T, o simOptions) *sim {
 		State: st, Transport: s.tr, Runner: &dispatch.Dispatcher{Mux: mux},
 		Lease: o.Lease, Lead: o.Lead, Logger: slog.New(warnLog{s}), ResumeBudget: o.ResumeBudget,
 		Schedules: schedulesOf(st, s.store), Tracer: o.Tracer, MaxSendsBack: o.MaxSendsBack,
+		MoveBudget: o.MoveBudget,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

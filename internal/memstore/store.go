@@ -442,7 +442,7 @@ func copyQueue(q engine.Queue) engine.Queue {
 	q.State = copyState(q.State)
 	if q.Rebooked != nil {
 		r := *q.Rebooked
-		r.Base = copyState(r.Base)
+		r.Base, r.LineBase = copyState(r.Base), copyState(r.LineBase)
 		q.Rebooked = &r
 	}
 	return q
