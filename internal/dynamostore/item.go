@@ -442,11 +442,12 @@ func configItem(name string, gen int64, cfg slot.Config, created time.Time) (map
 	return m, nil
 }
 
-// decodeConfig reads a config item: name, configuration, creation time.
-func decodeConfig(m map[string]types.AttributeValue) (string, slot.Config, time.Time, error) {
+// decodeConfig reads a config item: name, configuration (from attribute
+// attr: see configAttrs), creation time.
+func decodeConfig(m map[string]types.AttributeValue, attr string) (string, slot.Config, time.Time, error) {
 	it := item{m: m}
 	name := it.str(attrQueue)
-	raw := it.str(attrConfig)
+	raw := it.str(attr)
 	created := it.time(attrCreatedAt)
 	if it.err != nil {
 		return "", slot.Config{}, time.Time{}, fmt.Errorf("decode queue config: %w", it.err)

@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -12,23 +13,72 @@ import (
 	"github.com/slotq/slotq/internal/slot"
 )
 
-// Reconfigure replaces the config item and, in the same transaction,
-// moves the state item's limit state to r.Reslot of the state it holds:
-// the state item's ticket, current, limits and limit state (last_start,
-// clock, marks) are pinned to the values read, so a take or a gate that
-// lands between the read and the write makes the transaction fail, and
-// it is decided again on a new strong read. Two writes of a transaction
-// each (the step is rare: configure). ErrQueueNotFound.
+// A configure changes two items, the queue's config item and its hot
+// state item, and holds no transaction on the state item: a transaction
+// there makes every take and gate that meets it in flight fail with
+// TransactionConflictException (and wait, and miss its slot), and is
+// itself cancelled by every one of them that lands first. Instead:
+//
+//  1. the change is staged on the config item beside the configuration
+//     it replaces (next_config, next_rebooked, next_change: the change's
+//     number, one more than the state item's);
+//  2. one conditional write of the state item makes it: the limit state
+//     for the new limits, pinned to the state read (as a compare-and-set
+//     take or gate is), and config_change set to the change's number;
+//  3. the config item takes the staged configuration as its own (change),
+//     which a reader does not wait for.
+//
+// A reader takes the configuration the state item's config_change names
+// (decodeQueue): the config item's own, or the staged one once the state
+// item says the change was made. A change staged and never made (a
+// configure that died between 1 and 2) is never read; one made and not
+// yet taken over (between 2 and 3) is read from the stage, and the next
+// configure takes it over first (settle). The state item's write is
+// refused only by a take or gate that landed after the read, and is then
+// decided again on the item DynamoDB sends back; the takes and gates
+// themselves never fail because of a configure.
+const (
+	// attrConfigChange is, on a state item, the number of the last
+	// configuration change made (absent: 0), and on a config item the
+	// number of the change whose configuration attrConfig holds.
+	attrConfigChange = "config_change"
+	attrNextConfig   = "next_config"
+	attrNextRebooked = "next_rebooked"
+	attrNextChange   = "next_change"
+)
+
+// errChangeUnseen: a state item names a configuration change its config
+// item, as read, does not hold (the read of the two items straddled the
+// change's writes): read again.
+var errChangeUnseen = errors.New("configuration change not yet visible")
+
+// Reconfigure replaces the queue's configuration and moves the state
+// item's limit state to r.Reslot of the state it holds, as the steps
+// above make it: the state item's ticket, current, limits and limit state
+// (last_start, clock, marks) are pinned to the values read, so a take or a
+// gate that lands between the read and the write makes the write fail,
+// and it is decided again on the item as it then stood. ErrQueueNotFound.
 func (s *Store) Reconfigure(ctx context.Context, r engine.ReconfigureRequest) (slot.State, error) {
 	b, err := r.Config.MarshalJSON()
 	if err != nil {
 		return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
 	}
+	cfgItem, err := s.getItem(ctx, configKey(r.Queue))
+	if err != nil {
+		return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
+	}
+	m, err := s.getItem(ctx, stateKey(r.Queue))
+	if err != nil {
+		return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
+	}
+	if len(m) == 0 || len(cfgItem) == 0 || otherGen(m, r.Gen) || otherGen(cfgItem, r.Gen) {
+		return slot.State{}, notFound("reconfigure", r.Queue)
+	}
+	if err := s.settle(ctx, r.Queue, cfgItem, m); err != nil {
+		return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
+	}
+	tok, staged := newToken(), ""
 	for range reconfigureTries {
-		m, err := s.getItem(ctx, stateKey(r.Queue))
-		if err != nil {
-			return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
-		}
 		if len(m) == 0 || otherGen(m, r.Gen) {
 			return slot.State{}, notFound("reconfigure", r.Queue)
 		}
@@ -36,55 +86,128 @@ func (s *Store) Reconfigure(ctx context.Context, r engine.ReconfigureRequest) (s
 		if err != nil {
 			return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
 		}
+		it := item{m: m}
+		change := it.int(attrConfigChange) + 1
+		if it.err != nil {
+			return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, it.err)
+		}
 		next, rec, err := r.Reslot(seen)
 		if err != nil {
 			return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
 		}
-		err = s.transact(ctx, []types.TransactWriteItem{
-			{Update: configUpdate(r.Queue, s.table, string(b), rec)},
-			{Update: reslotUpdate(r, s.table, seen, next, k)},
-		})
-		reasons, cancelled := cancelReasons(err)
-		switch {
-		case err == nil:
-			seen.LastStart, seen.Clock, seen.Marks = next.LastStart, next.Clock, next.Marks
-			return seen, nil
-		case cancelled && len(reasons) == 2 && code(reasons[0]) == reasonConditional:
-			return slot.State{}, notFound("reconfigure", r.Queue)
-		case cancelled && len(reasons) == 2 && code(reasons[1]) == reasonConditional:
-			continue // the state moved since the read
-		case cancelled:
-			return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, txError(err, reasons))
+		key := fmt.Sprint(change)
+		if rec != nil {
+			key += " " + encodeRebooked(*rec)
 		}
-		return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
+		if key != staged {
+			if _, ok, err := s.updateIf(ctx, configKey(r.Queue), stageUpdate(r, string(b), rec, change)); err != nil {
+				return slot.State{}, fmt.Errorf("reconfigure %s: stage: %w", r.Queue, err)
+			} else if !ok {
+				return slot.State{}, notFound("reconfigure", r.Queue)
+			}
+			staged = key
+		}
+		old, ok, err := s.updateIf(ctx, stateKey(r.Queue), reslotExprs(r, seen, next, k, change, tok))
+		if err != nil {
+			return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
+		}
+		if !ok {
+			if old, err = s.orRead(ctx, stateKey(r.Queue), old); err != nil {
+				return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
+			}
+			if len(old) == 0 || !hasToken(old, tok) && (&item{m: old}).int(attrConfigChange) != change {
+				m = old // the state moved since the read: decide again
+				continue
+			}
+			// The SDK sent this very write again after it had landed
+			// (under the queue's lease no other configure makes a
+			// change of this number).
+		}
+		// Made: the config item takes it over. A failure here leaves it
+		// staged, which readers take all the same (settle finishes it).
+		_ = s.adopt(ctx, r.Queue, string(b), rec, change)
+		seen.LastStart, seen.Clock, seen.Marks = next.LastStart, next.Clock, next.Marks
+		return seen, nil
 	}
 	return slot.State{}, fmt.Errorf("reconfigure %s: the queue state kept changing under the update", r.Queue)
 }
 
-// reconfigureTries bounds the transactions of one Reconfigure: on a busy
-// queue a gate lands between the read and the write now and then (each
-// try is a strong read and a transaction; the caller, configure, is rare).
+// reconfigureTries bounds the state item's writes of one Reconfigure: on
+// a busy queue a take or gate lands between the read and the write now
+// and then (each try is one conditional write, decided again on the item
+// a refusal sends back).
 const reconfigureTries = 50
 
-// configUpdate sets the config item's configuration to cfg (JSON) and
-// what the change did to the queued jobs to rec (none: removed), if the
-// item exists.
-func configUpdate(queue, table, cfg string, rec *engine.Rebooked) *types.Update {
+// stageUpdate stages configuration cfg (JSON) and what the change did to
+// the queued jobs (rec; nil: none) as change number change on the config
+// item, if it exists and is of r's generation.
+func stageUpdate(r engine.ReconfigureRequest, cfg string, rec *engine.Rebooked, change int64) exprs {
 	e := newExpr()
-	cond := "attribute_exists(" + e.n(attrPK) + ")"
-	upd := "SET " + e.n(attrConfig) + " = " + e.v(":cfg", str(cfg))
+	cond := "attribute_exists(" + e.n(attrPK) + ")" + genCond(e, r.Gen)
+	upd := "SET " + e.n(attrNextConfig) + " = " + e.v(":cfg", str(cfg)) + ", " + e.n(attrNextChange) + " = " + e.v(":change", num(change))
 	if rec != nil {
-		upd += ", " + e.n(attrRebooked) + " = " + e.v(":rebooked", str(encodeRebooked(*rec)))
+		upd += ", " + e.n(attrNextRebooked) + " = " + e.v(":rebooked", str(encodeRebooked(*rec)))
 	} else {
-		upd += " REMOVE " + e.n(attrRebooked)
+		upd += " REMOVE " + e.n(attrNextRebooked)
 	}
-	return &types.Update{TableName: &table, Key: configKey(queue), UpdateExpression: &upd, ConditionExpression: &cond,
-		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values}
+	return e.build(upd, cond)
 }
 
-// reslotUpdate moves the state item from seen (under limits k) to next
-// under r's limits.
-func reslotUpdate(r engine.ReconfigureRequest, table string, seen, next slot.State, k limitsKey) *types.Update {
+// adopt makes change number change, staged and made, the config item's
+// own: configuration cfg (JSON), rec what it did to the queued jobs.
+func (s *Store) adopt(ctx context.Context, queue, cfg string, rec *engine.Rebooked, change int64) error {
+	e := newExpr()
+	cond := e.n(attrNextChange) + " = " + e.v(":change", num(change))
+	upd := "SET " + e.n(attrConfig) + " = " + e.v(":cfg", str(cfg)) + ", " + e.n(attrConfigChange) + " = :change"
+	if rec != nil {
+		upd += ", " + e.n(attrRebooked) + " = " + e.v(":rebooked", str(encodeRebooked(*rec)))
+	}
+	upd += " REMOVE " + e.n(attrNextConfig) + ", " + e.n(attrNextChange) + ", " + e.n(attrNextRebooked)
+	if rec == nil {
+		upd += ", " + e.n(attrRebooked)
+	}
+	_, _, err := s.updateIf(ctx, configKey(queue), e.build(upd, cond))
+	return err
+}
+
+// settle makes a change the state item says was made, and the config
+// item holds only staged (a configure died before adopt), the config
+// item's own, so that a new change can be staged.
+func (s *Store) settle(ctx context.Context, queue string, cfgItem, stateItem map[string]types.AttributeValue) error {
+	st, c := item{m: stateItem}, item{m: cfgItem}
+	made, own, next := st.int(attrConfigChange), c.int(attrConfigChange), c.int(attrNextChange)
+	if err := errors.Join(st.err, c.err); err != nil || made == own || next != made {
+		return err
+	}
+	rec, err := decodeRebooked(cfgItem, attrNextRebooked)
+	if err != nil {
+		return err
+	}
+	return s.adopt(ctx, queue, c.str(attrNextConfig), rec, made)
+}
+
+// configAttrs are the config item's attributes that hold the queue's
+// configuration and rebooked record as of the state item's change:
+// its own, or the staged change once made. errChangeUnseen when it holds
+// neither.
+func configAttrs(cfgItem, stateItem map[string]types.AttributeValue) (cfg, rebooked string, err error) {
+	st, c := item{m: stateItem}, item{m: cfgItem}
+	made, own, next := st.int(attrConfigChange), c.int(attrConfigChange), c.int(attrNextChange)
+	if err := errors.Join(st.err, c.err); err != nil {
+		return "", "", err
+	}
+	switch made {
+	case own:
+		return attrConfig, attrRebooked, nil
+	case next:
+		return attrNextConfig, attrNextRebooked, nil
+	}
+	return "", "", fmt.Errorf("state at change %d, config item at %d (staged %d): %w", made, own, next, errChangeUnseen)
+}
+
+// reslotExprs moves the state item from seen (under limits k) to next
+// under r's limits, as change number change, if it still holds seen.
+func reslotExprs(r engine.ReconfigureRequest, seen, next slot.State, k limitsKey, change int64, tok string) exprs {
 	e := newExpr()
 	pinned, set, remove := pin(e, seen, next)
 	conds := []string{
@@ -98,8 +221,17 @@ func reslotUpdate(r engine.ReconfigureRequest, table string, seen, next slot.Sta
 	} else {
 		conds = append(conds, e.n(attrLimits)+" = "+e.v(":was_lim", str(k.sig)))
 	}
+	if change == 1 {
+		conds = append(conds, "attribute_not_exists("+e.n(attrConfigChange)+")")
+	} else {
+		conds = append(conds, e.n(attrConfigChange)+" = "+e.v(":was_change", num(change-1)))
+	}
 	nk := keyOf(r.Config.LimitList())
-	sets := []string{e.n(attrInterval) + " = " + e.v(":iv", durNum(nk.interval)), e.n(attrWriteToken) + " = " + e.v(":tok", str(newToken()))}
+	sets := []string{
+		e.n(attrInterval) + " = " + e.v(":iv", durNum(nk.interval)),
+		e.n(attrWriteToken) + " = " + e.v(":tok", str(tok)),
+		e.n(attrConfigChange) + " = " + e.v(":change", num(change)),
+	}
 	if set != "" {
 		sets = append(sets, set)
 	}
@@ -112,9 +244,7 @@ func reslotUpdate(r engine.ReconfigureRequest, table string, seen, next slot.Sta
 	if len(remove) > 0 {
 		upd += " REMOVE " + strings.Join(remove, ", ")
 	}
-	cond := strings.Join(conds, " AND ") + genCond(e, r.Gen)
-	return &types.Update{TableName: &table, Key: stateKey(r.Queue), UpdateExpression: &upd, ConditionExpression: &cond,
-		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values}
+	return e.build(upd, strings.Join(conds, " AND ")+genCond(e, r.Gen))
 }
 
 // attrRebooked is, on a queue's config item, what its last configure did

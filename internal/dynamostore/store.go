@@ -103,33 +103,51 @@ func (s *Store) GetQueue(ctx context.Context, name string) (engine.Queue, error)
 	if err != nil {
 		return engine.Queue{}, fmt.Errorf("get queue %s: %w", name, err)
 	}
-	out, err := s.query(ctx, &dynamodb.QueryInput{
-		KeyConditionExpression:    x.KeyCondition(),
-		ExpressionAttributeNames:  x.Names(),
-		ExpressionAttributeValues: x.Values(),
-		ConsistentRead:            aws.Bool(true),
-	})
-	if err != nil {
-		return engine.Queue{}, fmt.Errorf("get queue %s: %w", name, err)
-	}
-	var stateItem, cfgItem map[string]types.AttributeValue
-	for _, m := range out.Items {
-		it := item{m: m}
-		switch it.str(attrSK) {
-		case skState:
-			stateItem = m
-		case skConfig:
-			cfgItem = m
+	for try := 0; ; try++ {
+		out, err := s.query(ctx, &dynamodb.QueryInput{
+			KeyConditionExpression:    x.KeyCondition(),
+			ExpressionAttributeNames:  x.Names(),
+			ExpressionAttributeValues: x.Values(),
+			ConsistentRead:            aws.Bool(true),
+		})
+		if err != nil {
+			return engine.Queue{}, fmt.Errorf("get queue %s: %w", name, err)
 		}
+		var stateItem, cfgItem map[string]types.AttributeValue
+		for _, m := range out.Items {
+			it := item{m: m}
+			switch it.str(attrSK) {
+			case skState:
+				stateItem = m
+			case skConfig:
+				cfgItem = m
+			}
+		}
+		if stateItem == nil || cfgItem == nil {
+			return engine.Queue{}, notFound("get queue", name)
+		}
+		q, err := decodeQueue(cfgItem, stateItem)
+		if errors.Is(err, errChangeUnseen) && try < unseenTries {
+			continue // the query read the items across a configure's writes
+		}
+		return q, err
 	}
-	if stateItem == nil || cfgItem == nil {
-		return engine.Queue{}, notFound("get queue", name)
-	}
-	return decodeQueue(cfgItem, stateItem)
 }
 
+// unseenTries bounds the reads again of a queue whose two items were read
+// across a configure's writes (errChangeUnseen): the config item's write
+// lands before the state item's, so a read after the state item's sees
+// both.
+const unseenTries = 5
+
+// decodeQueue reads a queue from its config and state items, with the
+// configuration the state item's last change names (configAttrs).
 func decodeQueue(cfgItem, stateItem map[string]types.AttributeValue) (engine.Queue, error) {
-	name, cfg, created, err := decodeConfig(cfgItem)
+	cfgAttr, rebookedAttr, err := configAttrs(cfgItem, stateItem)
+	if err != nil {
+		return engine.Queue{}, fmt.Errorf("queue %s: %w", (&item{m: cfgItem}).str(attrQueue), err)
+	}
+	name, cfg, created, err := decodeConfig(cfgItem, cfgAttr)
 	if err != nil {
 		return engine.Queue{}, err
 	}
@@ -142,7 +160,7 @@ func decodeQueue(cfgItem, stateItem map[string]types.AttributeValue) (engine.Que
 	if it.err != nil {
 		return engine.Queue{}, fmt.Errorf("queue %s: %w", name, it.err)
 	}
-	rec, err := decodeRebooked(cfgItem, attrRebooked)
+	rec, err := decodeRebooked(cfgItem, rebookedAttr)
 	if err != nil {
 		return engine.Queue{}, fmt.Errorf("queue %s: %w", name, err)
 	}
@@ -216,6 +234,13 @@ func (s *Store) ListQueues(ctx context.Context) ([]engine.Queue, error) {
 			continue // deleted since the index answered
 		}
 		q, err := decodeQueue(m, st)
+		if errors.Is(err, errChangeUnseen) {
+			// The index lags a configure: read the queue itself.
+			q, err = s.GetQueue(ctx, it.str(attrQueue))
+			if errors.Is(err, engine.ErrQueueNotFound) {
+				continue
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list queues: %w", err)
 		}

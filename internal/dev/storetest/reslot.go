@@ -33,7 +33,9 @@ func testReconfigure(t *testing.T, newState func(t *testing.T) engine.State) {
 			seen = s
 			base := slot.Seed(s, old, cfg.Limits, cfg.Skew)
 			rec = engine.Rebooked{After: s.Current, Upto: s.Current + 5, At: at(time.Second), Base: base}
-			want, _ = slot.Book(base, cfg.Limits, 0, 5, at(time.Second))
+			line, _ := slot.Book(base, cfg.Limits, 0, 5, at(time.Second))
+			rec.First, rec.Last, rec.From, rec.LineBase = s.Current+6, s.Current+8, at(2*time.Second), line
+			want, _ = slot.Book(line, cfg.Limits, 0, 3, at(2*time.Second))
 			return want, &rec, nil
 		}})
 		if err != nil {
@@ -51,6 +53,10 @@ func testReconfigure(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Errorf("Rebooked = %+v, want %+v", r, rec)
 		} else {
 			wantState(t, "Rebooked's base", r.Base, rec.Base)
+			if r.First != rec.First || r.Last != rec.Last || !r.From.Equal(rec.From) {
+				t.Errorf("Rebooked's line = %d..%d from %v, want %d..%d from %v", r.First, r.Last, r.From, rec.First, rec.Last, rec.From)
+			}
+			wantState(t, "Rebooked's line base", r.LineBase, rec.LineBase)
 		}
 		_, err = st.Take(ctx, engine.TakeRequest{Queue: name, N: 1, Line: 1, Limits: old, Now: base})
 		wantErr(t, "Take under the old limits", err, engine.ErrLimitChanged)
