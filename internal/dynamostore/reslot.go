@@ -134,9 +134,10 @@ func (s *Store) Reconfigure(ctx context.Context, r engine.ReconfigureRequest) (s
 
 // reconfigureTries bounds the state item's writes of one Reconfigure: on
 // a busy queue a take or gate lands between the read and the write now
-// and then (each try is one conditional write, decided again on the item
-// a refusal sends back).
-const reconfigureTries = 50
+// and then (each try is one conditional write, decided again at once on
+// the item a refusal sends back; at 200 takes and starts a second and a
+// write's round trip of 10 ms, about one try in eight lands).
+const reconfigureTries = 200
 
 // stageUpdate stages configuration cfg (JSON) and what the change did to
 // the queued jobs (rec; nil: none) as change number change on the config
