@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -216,6 +217,12 @@ func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (s
 		return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
 	}
 	rep, err := e.moveAll(ctx, cfg, rec, line)
+	if err == nil && cfg.Keyed() {
+		// The keys' jobs wait out of line, on their keys' clocks.
+		next := q
+		next.Config = cfg
+		err = e.moveKeyed(ctx, next, nil, &rep)
+	}
 	if err != nil {
 		return Queue{}, rep, fmt.Errorf("configure %s: %w", name, err)
 	}
@@ -255,15 +262,18 @@ func (e *Engine) markReslot(ctx context.Context, queue, holder string, cur Curso
 // lease, as configure runs its own, and within the same budget: it
 // reports how many remain for its next pass.
 func (e *Engine) finishReslot(ctx context.Context, q Queue) (Reslot, error) {
-	r := q.Rebooked
-	if r == nil || r.First == 0 {
-		return Reslot{}, nil // the configure died before its step, or booked no parked job
+	var rep Reslot
+	var err error
+	if r := q.Rebooked; r != nil && r.First != 0 { // else the configure died before its step, or booked no parked job
+		var line []job.Job
+		if line, err = e.waitingLine(ctx, q, r.First-1, r.Last); err != nil {
+			return Reslot{}, fmt.Errorf("resume %s: finish configure: %w", q.Name, err)
+		}
+		rep, err = e.moveAll(ctx, q.Config, r, line)
 	}
-	line, err := e.waitingLine(ctx, q, r.First-1, r.Last)
-	if err != nil {
-		return Reslot{}, fmt.Errorf("resume %s: finish configure: %w", q.Name, err)
+	if err == nil {
+		err = e.moveKeyed(ctx, q, nil, &rep)
 	}
-	rep, err := e.moveAll(ctx, q.Config, r, line)
 	if err != nil {
 		return rep, fmt.Errorf("resume %s: finish configure: %w", q.Name, err)
 	}
@@ -465,4 +475,71 @@ func reslotMeter(cfg slot.Config, m slot.Meter, own slot.Limits) slot.Meter {
 	}
 	m.Limits = own
 	return m.Under(cfg.LimitsOf(m), cfg.Skew)
+}
+
+// moveKeyed moves the parked jobs of q's keys (of keys, when given) to
+// the slots their keys' limits now give them, as enqueue would book
+// them: a configure that changed key_limits, or set_key_limits, changes
+// each key's clock (its meter, seeded for the new limits when read), and
+// a job parked for its key's old clock would wait for it, or start
+// before its record says. A key's parked jobs are its last, by ticket
+// (the ones beyond the transport's reach), so each has the key's other
+// jobs not ended ahead of it (its lane's pending count), less those
+// parked behind it; the holder that started is on the meter already.
+// Within rep's budget (moveAll): the moves past it are counted in
+// rep.Remaining.
+func (e *Engine) moveKeyed(ctx context.Context, q Queue, keys map[string]bool, rep *Reslot) error {
+	if !q.Config.Keyed() {
+		return nil
+	}
+	parked, err := e.listAll(ctx, q, job.Parked)
+	if err != nil {
+		return fmt.Errorf("list parked jobs: %w", err)
+	}
+	byKey := map[string][]job.Job{}
+	for _, j := range parked {
+		if j.Key != "" && j.Scheduled && !j.Detached && (j.ParkReason == job.Far || j.ParkReason == job.Unsent) && (keys == nil || keys[j.Key]) {
+			byKey[j.Key] = append(byKey[j.Key], j)
+		}
+	}
+	deadline, bounded := ctx.Deadline()
+	for _, key := range slices.Sorted(maps.Keys(byKey)) {
+		js := byKey[key]
+		m, err := e.readMeter(ctx, q, key)
+		if err != nil {
+			return err
+		}
+		l, err := e.state.GetLane(ctx, q.Name, key)
+		if err != nil {
+			return fmt.Errorf("key %s: %w", key, err)
+		}
+		ahead := int64(0)
+		if l.Gen == q.Gen {
+			ahead = max(0, l.Pending-int64(len(js)))
+			if h := l.Holder.Ticket; h > 0 && h == m.State.Current {
+				ahead = max(0, ahead-1) // the holder started: its start is on the meter
+			}
+		}
+		now := e.now().Add(e.opts.Lead)
+		for i, j := range js {
+			to := laterOf(j.Earliest(), slot.KeySlot(m, q.Config.LimitsOf(m), ahead+int64(i), now))
+			shift := to.Sub(j.SlotAt).Abs()
+			if shift == 0 || shift < q.Config.Skew {
+				continue
+			}
+			if rep.Moved >= e.opts.MoveBudget || bounded && time.Until(deadline) < moveReserve {
+				rep.Remaining++
+				continue
+			}
+			moved, err := e.moveJob(ctx, j, to)
+			if err != nil {
+				return err
+			}
+			if moved {
+				rep.Moved++
+				rep.MaxShiftMs = max(rep.MaxShiftMs, shift.Milliseconds())
+			}
+		}
+	}
+	return nil
 }

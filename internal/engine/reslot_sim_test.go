@@ -702,3 +702,57 @@ func TestConfigureWithinBudget(t *testing.T) {
 		}
 	})
 }
+
+// configure that changes a queue's key_limits moves the keys' parked jobs
+// to the slots the new limits give them: a key whose ten jobs are booked
+// 10 s apart (most parked, beyond the transport's reach), configured to
+// one start a second, runs them a second apart from the change on, each
+// at the slot its record shows right after the configure.
+func TestConfigureKeyLimitsMovesParkedJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The resume function releases a parked job once its slot comes
+		// within the transport's reach: it runs often enough for this
+		// reach.
+		s := newSim(t, simOptions{Workers: 4, ResumeEvery: time.Second, Transport: memstore.TransportOptions{MaxDelay: reach}})
+		defer s.stop()
+		ctx := context.Background()
+		cfg := slot.Config{Interval: 10 * time.Millisecond, Skew: 5 * time.Millisecond,
+			KeyLimits: []api.Limit{{Interval: 10 * time.Second}}}
+		s.createQueue("keyed", cfg)
+		const total = 10
+		s.enqueue("keyed", total, func(i int, sp *job.Spec) { sp.Key, sp.ID = "k", fmt.Sprintf("j%d", i) })
+		parked := len(s.jobs("keyed", job.Parked))
+		if parked < total/2 {
+			t.Fatalf("%d of %d jobs parked; the test needs most beyond the transport's reach", parked, total)
+		}
+		changed := time.Now()
+		faster := []api.Limit{{Interval: time.Second}}
+		_, rep, err := s.eng.Change(ctx, "keyed", slot.ConfigUpdate{KeyLimits: &faster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Moved != parked || rep.Remaining != 0 {
+			t.Errorf("configure answered %+v; %d of the key's jobs were parked", rep, parked)
+		}
+		shown := map[string]time.Time{}
+		for i := range total {
+			id := fmt.Sprintf("j%d", i)
+			j, err := s.eng.Job(ctx, job.Ref{Queue: "keyed", ID: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			shown[id] = j.SlotAt
+		}
+		s.waitFinished("keyed", time.Hour)
+		starts := s.startsOf("keyed")
+		checkSingleStart(t, starts)
+		if last := starts[len(starts)-1].At; last.Sub(changed) > time.Duration(total+1)*time.Second {
+			t.Errorf("the key's last job started %v after the change to one start a second: its parked jobs kept their old slots", last.Sub(changed))
+		}
+		for _, st := range starts {
+			if d := st.At.Sub(shown[st.ID]).Abs(); d > 100*time.Millisecond {
+				t.Errorf("right after the configure %s was shown with slot %v; it started at %v (%v apart)", st.ID, shown[st.ID], st.At, d)
+			}
+		}
+	})
+}
