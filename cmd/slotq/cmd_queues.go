@@ -640,6 +640,9 @@ func newConfigureCmd(cn *conn) *cobra.Command {
 				rows(w)
 				row(w, "moved", fmt.Sprintf("%d booked jobs", out.Reslot.Moved))
 				row(w, "max shift", (time.Duration(out.Reslot.MaxShiftMs) * time.Millisecond).String())
+				if out.Reslot.Remaining > 0 {
+					row(w, "remaining", fmt.Sprintf("%d booked jobs, moved in the background by the resume function", out.Reslot.Remaining))
+				}
 			}, nil
 		})
 	})

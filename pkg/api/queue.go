@@ -183,6 +183,13 @@ type Reslot struct {
 	// MaxShiftMs is the largest move of one of them, earlier or later,
 	// in milliseconds.
 	MaxShiftMs int64 `json:"max_shift_ms"`
+	// Remaining is how many waiting jobs were still to be moved when
+	// configure answered: one configure writes a bounded number of moves
+	// (500 by default, fewer near its deadline), and the resume function
+	// moves the rest in the background, within a minute or so. Until a
+	// job is moved, get shows it with its new slot_at, and its start
+	// keeps the new limits all the same.
+	Remaining int `json:"remaining"`
 }
 
 // ReindexReport is what a reindex rewrote.

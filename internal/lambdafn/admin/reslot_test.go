@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/pkg/api"
 )
@@ -55,4 +56,92 @@ func TestConfigureMovesBookedJobs(t *testing.T) {
 	if again.Reslot == nil || again.Reslot.Moved != 0 {
 		t.Fatalf("the same limit again moved %+v; want none", again.Reslot)
 	}
+}
+
+// configure near its invocation's deadline answers at once: it books the
+// jobs again and writes none of their moves, saying how many remain, and
+// each job's get shows its new slot_at all the same; the resume function's
+// next run moves them.
+func TestConfigureNearItsDeadline(t *testing.T) {
+	h, eng := newHandler()
+	ctx := context.Background()
+	if _, err := h.Handle(ctx, json.RawMessage(`{"op":"create","queue":"slow","config":{"interval":"1m","targets":["lambda:x"]}}`)); err != nil {
+		t.Fatal(err)
+	}
+	specs := make([]job.Spec, 40)
+	for i := range specs {
+		specs[i] = job.Spec{ID: fmt.Sprintf("j%02d", i), Kind: "echo"}
+	}
+	res, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "slow", Jobs: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := res.Jobs[len(res.Jobs)-1]
+	// Five seconds left: less than configure keeps in hand for its
+	// answer.
+	near, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	r, err := h.Handle(near, json.RawMessage(`{"op":"configure","queue":"slow","config":{"interval":"10s"}}`))
+	if err != nil || r.Error != nil {
+		t.Fatalf("configure: %v %+v", err, r.Error)
+	}
+	if r.Reslot == nil || r.Reslot.Moved != 0 || r.Reslot.Remaining < 20 {
+		t.Fatalf("configure near its deadline answered %+v; want nothing moved and the 24 or so parked jobs remaining", r.Reslot)
+	}
+	b, _ := json.Marshal(r)
+	if !strings.Contains(string(b), `"remaining":`) {
+		t.Fatalf("the answer on the wire says nothing of what remains: %s", b)
+	}
+	shown := func(id string) time.Time {
+		r, err := h.Handle(ctx, json.RawMessage(`{"op":"get","queue":"slow","job_id":"`+id+`"}`))
+		if err != nil || r.Job == nil {
+			t.Fatalf("get: %v %+v", err, r.Error)
+		}
+		return r.Job.SlotAt
+	}
+	if at := shown(last.JobID); !at.Before(last.SlotAt.Add(-15 * time.Minute)) {
+		t.Fatalf("the last job shows slot_at %v after the change, %v before it: not its new slot", at, last.SlotAt)
+	}
+	parked, err := eng.Jobs(ctx, engine.ListRequest{Queue: "slow", Status: job.Parked, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Time{}
+	for _, p := range parked {
+		want[p.ID] = shown(p.ID)
+	}
+	if _, err := eng.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for id, at := range want {
+		j, err := eng.Job(ctx, job.Ref{Queue: "slow", ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.SlotAt.Equal(at) {
+			moved++
+		}
+	}
+	list, err := eng.Jobs(ctx, engine.ListRequest{Queue: "slow", Status: job.Parked, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list {
+		if !p.SlotAt.Equal(want[p.ID]) {
+			t.Fatalf("after a resume run %s's record has slot_at %v; %v was shown for it", p.ID, p.SlotAt, want[p.ID])
+		}
+	}
+	if moved != len(want) {
+		t.Fatalf("%d of %d jobs show the slot_at shown for them before the resume run", moved, len(want))
+	}
+}
+
+func do(t *testing.T, h *Handler, body string) Response {
+	t.Helper()
+	r, err := h.Handle(context.Background(), json.RawMessage(body))
+	if err != nil || r.Error != nil {
+		t.Fatalf("%s: %v %+v", body, err, r.Error)
+	}
+	return r
 }
