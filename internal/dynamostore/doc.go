@@ -103,8 +103,10 @@
 // failure reads the right one from the item DynamoDB returns. The claim
 // that follows a gate is an UpdateJob of the job item. Only CreateQueue,
 // SetConfig and DeleteQueue use transactions on a queue's items (and
-// lanes, off the hot item, to start one afresh or write its tail). The
-// method docs say why each is slot.Take, slot.Gate and slot.Started.
+// lanes, off the hot item, to start one afresh or write its tail);
+// Reconfigure makes its change with one conditional write of the state
+// item (reslot.go). The method docs say why each is slot.Take, slot.Gate
+// and slot.Started.
 //
 // # The running cap
 //
