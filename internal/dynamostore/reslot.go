@@ -261,6 +261,7 @@ type rebookedJSON struct {
 	At    int64 `json:"at"`
 	baseJSON
 	Line *lineJSON `json:"line,omitempty"`
+	Keys bool      `json:"keys,omitempty"`
 }
 
 type lineJSON struct {
@@ -295,7 +296,7 @@ func (b baseJSON) state() (slot.State, error) {
 }
 
 func encodeRebooked(r engine.Rebooked) string {
-	w := rebookedJSON{After: r.After, Upto: r.Upto, At: nanos(r.At), baseJSON: baseOf(r.Base)}
+	w := rebookedJSON{After: r.After, Upto: r.Upto, At: nanos(r.At), baseJSON: baseOf(r.Base), Keys: r.Keys}
 	if r.First != 0 {
 		w.Line = &lineJSON{First: r.First, Last: r.Last, From: nanos(r.From), Base: baseOf(r.LineBase)}
 	}
@@ -319,7 +320,7 @@ func decodeRebooked(m map[string]types.AttributeValue, attr string) (*engine.Reb
 	if err != nil {
 		return nil, fmt.Errorf("rebooked: %w", err)
 	}
-	r := &engine.Rebooked{After: w.After, Upto: w.Upto, At: fromNanos(w.At), Base: base}
+	r := &engine.Rebooked{After: w.After, Upto: w.Upto, At: fromNanos(w.At), Base: base, Keys: w.Keys}
 	if w.Line != nil {
 		if r.LineBase, err = w.Line.Base.state(); err != nil {
 			return nil, fmt.Errorf("rebooked: %w", err)

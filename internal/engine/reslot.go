@@ -72,7 +72,9 @@ type ReconfigureRequest struct {
 // it, so a configure that stops within its budget, or dies, leaves its
 // rest to the resume function (finishReslot) with nothing to decide
 // again, and each job's shown slot is its place until its record is
-// written (Queue.SlotOf). First 0: no parked job was booked.
+// written (Queue.SlotOf). First 0: no parked job was booked. Keys says
+// the change gave the queue's keys new limits: their parked jobs move to
+// their keys' new clocks (moveKeyed).
 type Rebooked struct {
 	After    int64      `json:"after"`
 	Upto     int64      `json:"upto"`
@@ -82,6 +84,7 @@ type Rebooked struct {
 	Last     int64      `json:"last,omitempty"`
 	From     time.Time  `json:"from"`
 	LineBase slot.State `json:"line_base"`
+	Keys     bool       `json:"keys,omitempty"`
 }
 
 // Places returns the places r booked for the parked line's tickets,
@@ -217,7 +220,7 @@ func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (s
 		return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
 	}
 	rep, err := e.moveAll(ctx, cfg, rec, line)
-	if err == nil && cfg.Keyed() {
+	if err == nil && rec != nil && rec.Keys {
 		// The keys' jobs wait out of line, on their keys' clocks.
 		next := q
 		next.Config = cfg
@@ -271,7 +274,7 @@ func (e *Engine) finishReslot(ctx context.Context, q Queue) (Reslot, error) {
 		}
 		rep, err = e.moveAll(ctx, q.Config, r, line)
 	}
-	if err == nil {
+	if r := q.Rebooked; err == nil && r != nil && r.Keys {
 		err = e.moveKeyed(ctx, q, nil, &rep)
 	}
 	if err != nil {
@@ -311,11 +314,19 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) (*Rebooke
 	var rec *Rebooked
 	var boundary int64
 	old := q.Config.LimitList()
+	keys := cfg.Keyed() && slot.Limits(cfg.KeyLimits).Signature() != slot.Limits(q.Config.KeyLimits).Signature()
 	_, err = e.state.Reconfigure(ctx, ReconfigureRequest{Queue: q.Name, Gen: q.Gen, Config: cfg,
 		Reslot: func(st slot.State) (slot.State, *Rebooked, error) {
 			line := slices.DeleteFunc(slices.Clone(waiting), func(j job.Job) bool { return j.Ticket <= st.Current })
 			next := slot.Seed(st, old, cfg.LimitList(), cfg.Skew)
-			next, rec = e.rebookLine(next, cfg.LimitList(), line, e.now().Add(e.opts.Lead))
+			now := e.now().Add(e.opts.Lead)
+			next, rec = e.rebookLine(next, cfg.LimitList(), line, now)
+			if keys {
+				if rec == nil {
+					rec = &Rebooked{After: st.Current, Upto: st.Current, At: now, Base: next}
+				}
+				rec.Keys = true
+			}
 			boundary = st.Ticket
 			return next, rec, nil
 		}})
@@ -479,8 +490,7 @@ func reslotMeter(cfg slot.Config, m slot.Meter, own slot.Limits) slot.Meter {
 
 // moveKeyed moves the parked jobs of q's keys (of keys, when given) to
 // the slots their keys' limits now give them, as enqueue would book
-// them: a configure that changed key_limits, or set_key_limits, changes
-// each key's clock (its meter, seeded for the new limits when read), and
+// them: a configure that changed key_limits changes each key's clock (its meter, seeded for the new limits when read), and
 // a job parked for its key's old clock would wait for it, or start
 // before its record says. A key's parked jobs are its last, by ticket
 // (the ones beyond the transport's reach), so each has the key's other

@@ -34,7 +34,7 @@ func testReconfigure(t *testing.T, newState func(t *testing.T) engine.State) {
 			base := slot.Seed(s, old, cfg.Limits, cfg.Skew)
 			rec = engine.Rebooked{After: s.Current, Upto: s.Current + 5, At: at(time.Second), Base: base}
 			line, _ := slot.Book(base, cfg.Limits, 0, 5, at(time.Second))
-			rec.First, rec.Last, rec.From, rec.LineBase = s.Current+6, s.Current+8, at(2*time.Second), line
+			rec.First, rec.Last, rec.From, rec.LineBase, rec.Keys = s.Current+6, s.Current+8, at(2*time.Second), line, true
 			want, _ = slot.Book(line, cfg.Limits, 0, 3, at(2*time.Second))
 			return want, &rec, nil
 		}})
@@ -53,8 +53,8 @@ func testReconfigure(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Errorf("Rebooked = %+v, want %+v", r, rec)
 		} else {
 			wantState(t, "Rebooked's base", r.Base, rec.Base)
-			if r.First != rec.First || r.Last != rec.Last || !r.From.Equal(rec.From) {
-				t.Errorf("Rebooked's line = %d..%d from %v, want %d..%d from %v", r.First, r.Last, r.From, rec.First, rec.Last, rec.From)
+			if r.First != rec.First || r.Last != rec.Last || !r.From.Equal(rec.From) || r.Keys != rec.Keys {
+				t.Errorf("Rebooked's line = %d..%d from %v (keys %t), want %d..%d from %v (keys %t)", r.First, r.Last, r.From, r.Keys, rec.First, rec.Last, rec.From, rec.Keys)
 			}
 			wantState(t, "Rebooked's line base", r.LineBase, rec.LineBase)
 		}
