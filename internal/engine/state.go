@@ -63,11 +63,12 @@ type Cursor struct {
 	// the unpause that started the round.
 	Until time.Time
 	// Reslot says a configure changed the queue's limits and may not
-	// have finished moving the jobs already booked (it died midway): the
-	// pass that takes the lease next books the waiting line again under
-	// the queue's limits and moves them (finishReslot), as configure run
-	// again would. A configure stores it, due at once (Round), before its
-	// atomic step, and takes it off once its moves are written.
+	// have finished moving the jobs already booked (its budget ran out,
+	// or it died midway): the pass that takes the lease next moves them
+	// to the places the change recorded (finishReslot), within the same
+	// budget, and keeps it while some remain. A configure stores it, due
+	// at once (Round), before its atomic step, and takes it off once its
+	// moves are all written.
 	Reslot bool
 }
 
