@@ -78,7 +78,9 @@ func TestGuaranteeKeyedLimits(t *testing.T) {
 		})
 		admin.Wait()
 		s.waitFinished("keyed", 6*time.Hour)
-		checkKeyed(t, cfg, s.startsOf("keyed"), s.runsOf("keyed"))
+		// With crashes and pauses a key may never come to fill its cap:
+		// whether one did is judged on the runs without them.
+		checkKeyed(t, cfg, s.startsOf("keyed"), s.runsOf("keyed"), r.opts.CrashRate == 0)
 		s.checkNoneFailed("keyed")
 	})
 }
@@ -109,11 +111,12 @@ func pauseAndResume(t *testing.T, s *sim, queue string) {
 
 // checkKeyed fails if starts break the queue's limits or a key's, if a
 // key's runs began out of ticket order or, under a cap of one, overlap,
-// or if an attempt began twice. The limits are judged with no allowance:
+// or if an attempt began twice; with wantCap, also if no key ever filled
+// a cap above one (the run never tried it). The limits are judged with no allowance:
 // the bubble's clock has no wake-up latency, so a worker calls its target
 // at the very start the gate reserved, and the gate lets no start through
 // before the limits open.
-func checkKeyed(t *testing.T, cfg slot.Config, starts []start, runs []run) {
+func checkKeyed(t *testing.T, cfg slot.Config, starts []start, runs []run, wantCap bool) {
 	t.Helper()
 	checkLimits(t, cfg.LimitList(), 0, starts)
 	checkSingleStart(t, starts)
@@ -154,7 +157,7 @@ func checkKeyed(t *testing.T, cfg slot.Config, starts []start, runs []run) {
 				key, len(b), ls, len(begins), b[0].I, b[0].J, b[0].By)
 		}
 	}
-	if c := cfg.KeyCap(); c > 1 && most < c {
+	if c := cfg.KeyCap(); wantCap && c > 1 && most < c {
 		t.Fatalf("no key ran more than %d jobs at once under key_max_running %d: the test never used the cap", most, c)
 	}
 }
@@ -255,7 +258,7 @@ func TestTenThousandKeys(t *testing.T) {
 			}
 		}
 		s.waitFinished("wide", 2*time.Hour)
-		checkKeyed(t, cfg, s.startsOf("wide"), s.runsOf("wide"))
+		checkKeyed(t, cfg, s.startsOf("wide"), s.runsOf("wide"), true)
 		if n := len(s.runsOf("wide")); n != total {
 			t.Fatalf("%d runs, want %d", n, total)
 		}

@@ -725,7 +725,9 @@ func TestConfigureKeyLimitsMovesParkedJobs(t *testing.T) {
 		if parked < total/2 {
 			t.Fatalf("%d of %d jobs parked; the test needs most beyond the transport's reach", parked, total)
 		}
-		changed := time.Now()
+		// The key's first job starts at once: the change comes after it,
+		// so the key's meter holds a start to space the moved jobs from.
+		s.waitStarts("keyed", 1, time.Minute)
 		faster := []api.Limit{{Interval: time.Second}}
 		_, rep, err := s.eng.Change(ctx, "keyed", slot.ConfigUpdate{KeyLimits: &faster})
 		if err != nil {
@@ -746,8 +748,12 @@ func TestConfigureKeyLimitsMovesParkedJobs(t *testing.T) {
 		s.waitFinished("keyed", time.Hour)
 		starts := s.startsOf("keyed")
 		checkSingleStart(t, starts)
-		if last := starts[len(starts)-1].At; last.Sub(changed) > time.Duration(total+1)*time.Second {
-			t.Errorf("the key's last job started %v after the change to one start a second: its parked jobs kept their old slots", last.Sub(changed))
+		// No pair of starts across the change breaks the old limit: the
+		// second job waits out the first's 10 s, and the rest follow a
+		// second apart (unmoved, the last would start 90 s after the first).
+		bound := starts[0].At.Add(10*time.Second + time.Duration(total-2)*time.Second + time.Second)
+		if last := starts[len(starts)-1].At; last.After(bound) {
+			t.Errorf("the key's last job started %v after the first, after the change to one start a second: its parked jobs kept their old slots", last.Sub(starts[0].At))
 		}
 		for _, st := range starts {
 			if d := st.At.Sub(shown[st.ID]).Abs(); d > 100*time.Millisecond {
