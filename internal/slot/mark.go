@@ -267,13 +267,14 @@ func earliest(l Limit, m Mark, now time.Time, room, skew time.Duration) time.Tim
 }
 
 // bookedPer is the span over which window l books its N: its period
-// plus the deadline's room (at least the skew: slot.Deadline) less the
-// skew. The gate counts the deadlines of the starts over the period less
-// the skew (windowGatePer), so a moment whose starts kept their slots
-// opens the next window exactly at the next moment's slot: the booking
-// is as tight as the gate, and no looser.
+// plus the deadline's room (at least the skew: slot.Deadline). The gate
+// counts the deadlines of the starts over the period less the skew
+// (windowGatePer), so the next moment is booked a skew after the gate
+// opens for it: that skew absorbs a start of this moment reserved late
+// within its room (Missed), which would otherwise hold every later moment
+// back by its lateness, one after the other.
 func bookedPer(l Limit, room, skew time.Duration) time.Duration {
-	return l.Window.Per + max(room, skew) - skew
+	return l.Window.Per + max(room, skew)
 }
 
 // bookedBurst is how much of a rate's burst (B·T) the line books: all of

@@ -119,9 +119,12 @@ func Due(s State, slotAt time.Time, ls Limits) time.Time {
 // lies beyond a limit's room for the ticket: for the interval and rate
 // forms the later of its slot plus its burst (B·T: what the booking left
 // unused, the room included) and the queue's theoretical next start,
-// plus the skew; for a window its slot (or the window's opening) plus
-// the room and the skew. Such a ticket takes a new ticket at the end of
-// the line instead. With nothing booked behind it a late ticket starts
+// plus the skew; for a window the deadline of a start at its slot (or at
+// the window's opening) plus the skew: a window books its next moment a
+// skew after the gate opens past this one's deadlines (bookedPer), and
+// that skew absorbs a deadline this much later without holding the next
+// moment back. Such a ticket takes a new ticket at the end of the line
+// instead. With nothing booked behind it a late ticket starts
 // late, which moves nobody.
 func Missed(s State, slotAt, deadline time.Time, ls Limits, skew time.Duration) bool {
 	if !BookedAfter(s, ls, slotAt) {
@@ -133,7 +136,7 @@ func Missed(s State, slotAt, deadline time.Time, ls Limits, skew time.Duration) 
 		m := s.mark(i)
 		var bound time.Time
 		if !l.Window.IsZero() {
-			bound = later(base, opens(l, m, skew)).Add(room + skew)
+			bound = later(base, opens(l, m, skew)).Add(max(room, skew) + skew)
 		} else {
 			bound = base.Add(time.Duration(l.Burst) * every(l))
 			if !m.Last.IsZero() {

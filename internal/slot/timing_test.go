@@ -245,28 +245,33 @@ func TestReserveKeepsThePlaceWithinTheRoom(t *testing.T) {
 	}
 }
 
-// TestWindowBooksAsTightAsItsGate: a window books its moments its period
-// plus the room less the skew apart, where its gate opens after a moment
-// that kept its slots, not a skew later (each moment would cost the
-// queue a skew); with no skew, its period plus the room.
-func TestWindowBooksAsTightAsItsGate(t *testing.T) {
+// TestWindowLatenessDoesNotCarryOver: a window books its moments its
+// period plus the room apart, a skew after its gate opens past a moment
+// that kept its slots. That skew absorbs a moment whose starts came as
+// late as Missed allows: the next moment still opens at its slot, so a
+// late start never holds every later moment back (booked a skew tighter,
+// each such moment would add its lateness to all after it).
+func TestWindowLatenessDoesNotCarryOver(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	window := Limits{{Window: api.Rate{N: 10, Per: 50 * time.Millisecond}}}
-	for _, skew := range []time.Duration{0, 1250 * time.Microsecond} {
-		s, _, slots := Take(State{}, 30, 30, window, skew, t0)
-		for k, at := range slots {
-			want := t0.Add(time.Duration(k/10) * (50*time.Millisecond + Room - skew))
-			if !at.Equal(want) {
-				t.Fatalf("skew %v: ticket %d booked %v after the first, want %v", skew, k+1, at.Sub(t0), want.Sub(t0))
-			}
+	skew := 1250 * time.Microsecond
+	s, _, slots := Take(State{}, 30, 30, window, skew, t0)
+	for k, at := range slots {
+		if want := t0.Add(time.Duration(k/10) * (50*time.Millisecond + Room)); !at.Equal(want) {
+			t.Fatalf("ticket %d booked %v after the first, want %v", k+1, at.Sub(t0), want.Sub(t0))
 		}
-		// The first moment starts at its slot: the gate opens at the
-		// second's.
-		for k := range 10 {
-			s = StartedBy(s, int64(k+1), window, slots[k], slots[k], Deadline(s, window, slots[k], skew, false), skew)
+	}
+	// Every start of the first moment reserved as late as it may keep
+	// its place: its deadline a skew past the on-time one.
+	late := slots[0].Add(skew)
+	for k := range 10 {
+		d := Deadline(s, window, late, skew, false)
+		if Missed(s, slots[k], d, window, skew) {
+			t.Fatalf("ticket %d reserved %v late: missed", k+1, late.Sub(slots[k]))
 		}
-		if open := GateOpen(s, window, skew); !open.Equal(slots[10]) {
-			t.Errorf("skew %v: the gate opens %v after the first moment, the second is booked %v after it", skew, open.Sub(t0), slots[10].Sub(t0))
-		}
+		s = StartedBy(s, int64(k+1), window, slots[k], late, d, skew)
+	}
+	if open := GateOpen(s, window, skew); open.After(slots[10]) {
+		t.Errorf("the second moment opens %v after its slot: the first's lateness carried over", open.Sub(slots[10]))
 	}
 }
