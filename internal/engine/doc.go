@@ -67,7 +67,11 @@
 //	resume.go     Resume: the pass per queue under its lease, pauses,
 //	              release rounds
 //	release.go    re-ticket held jobs in order; release due jobs
-//	reindex.go    Reindex: rebuild the due index
+//	urgency.go    a resume run's order and time: the most urgent due
+//	              entries first, a wave at a time, its backlog
+//	reindex.go    Reindex and the rebuild of the records for the due
+//	              index, resumable from the schema mark's cursor
+//	schema.go     the schema mark: does the table need a rebuild
 //	schedules.go  schedules and their occurrences
 //	admin.go      queues: create, configure, pause, purge, delete, stats,
 //	              jobs, cancel

@@ -125,13 +125,18 @@ func (r *Recorder) Accepted(queue string, n int) {
 }
 
 // Resumed records a resume run's own figures, for the stack rather than
-// a queue: its backlog (ResumeBacklog, every run, 0 included, so that an
-// alarm sees the backlog clear), and, while a rebuild of the records is
-// under way, the queues it has left (ReindexQueuesLeft; 0 once over).
+// a queue: its backlog (ResumeBacklog), when it left one, and, while a
+// rebuild of the records is under way, the queues it has left
+// (ReindexQueuesLeft; 0 once over). A run that left nothing and rebuilt
+// nothing publishes nothing, so an idle stack pays for no metric; an
+// alarm on the backlog treats the missing data as none.
 func (r *Recorder) Resumed(rep engine.ResumeReport) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.stack = map[string][]float64{ResumeBacklog: {float64(rep.Backlog)}}
+	r.stack = map[string][]float64{}
+	if rep.Backlog > 0 {
+		r.stack[ResumeBacklog] = []float64{float64(rep.Backlog)}
+	}
 	if p := rep.Reindex; p != nil {
 		r.stack[ReindexQueuesLeft] = []float64{float64(p.QueuesLeft)}
 	}

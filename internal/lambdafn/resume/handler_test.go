@@ -155,3 +155,19 @@ func TestHandlePublishesBacklogAndReindex(t *testing.T) {
 		t.Errorf("resume done logged %v; want its backlog and the reindex progress", done)
 	}
 }
+
+// A run that left no backlog and rebuilt nothing publishes no stack
+// metric: an idle stack pays for none.
+func TestHandleIdlePublishesNothing(t *testing.T) {
+	var logs strings.Builder
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	rec := metrics.New(metrics.Options{Logger: log})
+	eng := testenv.NewEngine(t, engine.Options{State: memstore.New(memstore.Options{}), Observer: rec})
+	h := &Handler{Engine: eng, Log: log, Metrics: rec}
+	if _, err := h.Handle(context.Background(), json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), `"_aws"`) {
+		t.Errorf("an idle run published metrics:\n%s", logs.String())
+	}
+}
