@@ -30,14 +30,14 @@ type ResumeReport struct {
 	Held int `json:"held,omitempty"`
 	// Busy counts queues another pass held (their lease was taken).
 	Busy int `json:"busy,omitempty"`
-	// Continued counts release rounds and due entries left for the next
-	// run (a pass, or the run, used its budget).
+	// Continued counts release rounds left for the next run (a pass used
+	// its ResumeBudget), and the run's read when it filled ResumeRead.
 	Continued int `json:"continued,omitempty"`
 	// Occurrences counts the schedules' occurrences the run made into
 	// jobs (schedules.go).
 	Occurrences int `json:"occurrences,omitempty"`
-	// Deferred counts queues this run did not reach before its deadline;
-	// their entries stay due, earliest first, for the next run.
+	// Deferred counts the queues and schedules with due entries this run
+	// did not reach before its deadline; they stay due for the next run.
 	Deferred int `json:"deferred,omitempty"`
 	// Backlog counts the due entries the run read and did not act on:
 	// its time (the invocation's deadline, less what it keeps in hand)
@@ -66,8 +66,9 @@ func (r *ResumeReport) add(o ResumeReport) {
 }
 
 // Resume is what the schedule calls, once a minute. It reads the due
-// index (State.ListDue): up to ResumeBudget entries due by now, of every
-// queue, earliest first. For each queue that has some, under the queue's
+// index (State.ListDue): up to ResumeRead entries due by now, of every
+// queue, and acts on them most urgent first for as long as ctx's deadline
+// allows (actOnAll). For each queue that has some, under the queue's
 // resume lease, it lifts the pause whose paused_until came and starts its
 // release round; runs a due round, which re-tickets the jobs the pause
 // held in line order (job.Job.LineOrder) and sends them; releases parked
@@ -85,8 +86,10 @@ func (r *ResumeReport) add(o ResumeReport) {
 // round due for the next run; since a re-ticket takes a job out of the
 // held ones for good (it keeps its line order should a pause hold it
 // again), the next pass starts from the first job still held. Entries
-// past the run's budget, or of queues the run's deadline left (Margin),
-// stay due, earliest first.
+// the run's deadline left stay due (its Backlog), and the next run finds
+// them first. A rebuild of the records under way (an upgrade, Reindex)
+// goes on after the due work, with at least a share of the run kept for
+// it (rebuildShare).
 //
 // Queued and running jobs need no sweep: a queued job's message is sent
 // before its record is written, and a running attempt's message stays with

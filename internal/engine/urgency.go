@@ -85,8 +85,9 @@ func (e *Engine) actOnAll(ctx context.Context, due []DueEntry, b runBudget, rep 
 			}
 			byQueue[d.Queue] = append(byQueue[d.Queue], d)
 		}
-		// Schedules first: an occurrence is due a short lead before its
-		// time, a parked job a transport's reach before its slot.
+		// The wave's schedules first: an occurrence is due a short lead
+		// before its time, a parked job a transport's reach before its
+		// slot, so a schedule in a wave is among its most urgent.
 		for _, d := range schedules {
 			if !b.dueFits() {
 				left = append(left, d)
@@ -111,14 +112,16 @@ func (e *Engine) actOnAll(ctx context.Context, due []DueEntry, b runBudget, rep 
 	}
 	rep.Queues = len(acted)
 	rep.Backlog += len(left)
+	// A queue counts once, a schedule each.
 	deferred := map[DueEntry]bool{}
 	for _, d := range left {
-		if d.Kind != DueSchedule {
-			d = DueEntry{Queue: d.Queue}
+		k := DueEntry{Queue: d.Queue}
+		if d.Kind == DueSchedule {
+			k = DueEntry{Kind: d.Kind, Queue: d.Queue, ID: d.ID}
 		}
-		deferred[DueEntry{Kind: d.Kind, Queue: d.Queue, ID: d.ID}] = true
+		deferred[k] = true
 	}
-	rep.Deferred = len(deferred)
+	rep.Deferred += len(deferred)
 	if rep.Backlog > 0 {
 		e.log.InfoContext(ctx, "resume run's time is up: due entries left for the next run, the least urgent", "backlog", rep.Backlog)
 	}
