@@ -49,14 +49,6 @@ type ReindexProgress struct {
 	Lanes int64 `json:"lanes"`
 }
 
-func (r *ReindexReport) add(o ReindexReport) {
-	r.Queues += o.Queues
-	r.Jobs += o.Jobs
-	r.Lanes += o.Lanes
-	r.TimedPauses += o.TimedPauses
-	r.Progress = o.Progress
-}
-
 // errMarkMoved: another run wrote the schema mark since this one read it;
 // it steps the rebuild, this one stops.
 var errMarkMoved = errors.New("schema mark moved")
