@@ -131,6 +131,7 @@ func TestRebuildKilledEachRunOnDynamoDB(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !sc.Pending() {
+			t.Logf("rebuilt over %d killed runs: %v jobs rewritten after each", run, append(jobs, sc.Jobs))
 			if run < 3 {
 				t.Fatalf("over after %d runs: the work was meant to exceed two", run)
 			}

@@ -77,6 +77,7 @@ func TestRebuildOverRunsBesideDueWork(t *testing.T) {
 				t.Fatalf("run %d: no progress (%v jobs rewritten after each run)", run, jobs)
 			}
 			if p.Done {
+				t.Logf("rebuilt over %d runs: %v jobs rewritten after each", run, jobs)
 				if run < 2 {
 					t.Fatalf("over after %d runs (%v): the work was meant to exceed a run", run, jobs)
 				}
