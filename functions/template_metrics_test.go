@@ -174,7 +174,12 @@ func TestTemplateAlarms(t *testing.T) {
 		}
 		checkActions(t, id, p)
 	}
-	for _, want := range []string{"LagAlarm", "JobFailuresAlarm", "DeadLetterAlarm", "WorkerErrorsAlarm", "WorkerThrottlesAlarm",
+	// The resume run's backlog is the stack's (metrics.Recorder.Resumed
+	// writes it under no dimension): its alarm names none.
+	if p := get(get(res, "ResumeBacklogAlarm"), "Properties"); p != nil && get(p, "Dimensions") != nil {
+		t.Errorf("ResumeBacklogAlarm has Dimensions; ResumeBacklog is published for the stack, under none")
+	}
+	for _, want := range []string{"LagAlarm", "ResumeBacklogAlarm", "JobFailuresAlarm", "DeadLetterAlarm", "WorkerErrorsAlarm", "WorkerThrottlesAlarm",
 		"WorkerDurationAlarm", "ResumeErrorsAlarm", "ResumeMissedAlarm", "EnqueueErrorsAlarm", "EnqueueThrottlesAlarm",
 		"AdminErrorsAlarm", "AdminThrottlesAlarm", "TableThrottlesAlarm", "TableErrorsAlarm", "RecursionAlarm"} {
 		if !slices.Contains(alarms, want) {

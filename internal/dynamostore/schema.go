@@ -16,6 +16,16 @@ const (
 
 	attrSchemaVersion = "schema_version"
 	attrAfter         = "after"
+	// A rebuild's cursor and counts (engine.Schema).
+	attrRebuild    = "rebuild"
+	attrInQueue    = "in_queue"
+	attrInTicket   = "in_ticket"
+	attrInLanes    = "in_lanes"
+	attrInKey      = "in_key"
+	attrDoneQueues = "done_queues"
+	attrDoneJobs   = "done_jobs"
+	attrDoneLanes  = "done_lanes"
+	attrSchemaSeq  = "seq"
 )
 
 // Schema reads the schema mark (strongly); a zero Schema if there is none.
@@ -25,7 +35,12 @@ func (s *Store) Schema(ctx context.Context) (engine.Schema, error) {
 		return engine.Schema{}, fmt.Errorf("schema: %w", err)
 	}
 	it := &item{m: m}
-	sc := engine.Schema{Version: int(it.int(attrSchemaVersion)), After: it.str(attrAfter)}
+	sc := engine.Schema{
+		Version: int(it.int(attrSchemaVersion)), Rebuild: it.int(attrRebuild) == 1, After: it.str(attrAfter),
+		Queue: it.str(attrInQueue), Ticket: it.int(attrInTicket), Lanes: it.int(attrInLanes) == 1, Key: it.str(attrInKey),
+		Queues: int(it.int(attrDoneQueues)), Jobs: it.int(attrDoneJobs), LanesDone: it.int(attrDoneLanes),
+		Seq: it.int(attrSchemaSeq),
+	}
 	if it.err != nil {
 		return engine.Schema{}, fmt.Errorf("schema: %w", it.err)
 	}
@@ -33,7 +48,8 @@ func (s *Store) Schema(ctx context.Context) (engine.Schema, error) {
 }
 
 // PutSchema writes the mark if it is still from, with one conditional
-// PutItem. ErrConflict.
+// PutItem: on its version and its count of writes (seq), or, for a mark
+// written before seq was kept, its after. ErrConflict.
 func (s *Store) PutSchema(ctx context.Context, sc, from engine.Schema) error {
 	e := newExpr()
 	// A zero from is no mark at all, or one at version 0.
@@ -41,15 +57,26 @@ func (s *Store) PutSchema(ctx context.Context, sc, from engine.Schema) error {
 	if from.Version == 0 {
 		cond = "(attribute_not_exists(" + e.n(attrSchemaVersion) + ") OR " + cond + ")"
 	}
-	if from.After == "" {
-		cond += " AND attribute_not_exists(" + e.n(attrAfter) + ")"
-	} else {
-		cond += " AND " + e.n(attrAfter) + " = " + e.v(":fa", str(from.After))
+	switch {
+	case from.Seq != 0:
+		cond += " AND " + e.n(attrSchemaSeq) + " = " + e.v(":fs", num(from.Seq))
+	case from.After == "":
+		cond += " AND attribute_not_exists(" + e.n(attrSchemaSeq) + ") AND attribute_not_exists(" + e.n(attrAfter) + ")"
+	default:
+		cond += " AND attribute_not_exists(" + e.n(attrSchemaSeq) + ") AND " + e.n(attrAfter) + " = " + e.v(":fa", str(from.After))
 	}
 	m := key(pkSchema, skSchema)
 	m[attrSchemaVersion] = num(int64(sc.Version))
-	if sc.After != "" {
-		m[attrAfter] = str(sc.After)
+	for name, v := range map[string]string{attrAfter: sc.After, attrInQueue: sc.Queue, attrInKey: sc.Key} {
+		if v != "" {
+			m[name] = str(v)
+		}
+	}
+	for name, v := range map[string]int64{attrInTicket: sc.Ticket, attrDoneQueues: int64(sc.Queues), attrDoneJobs: sc.Jobs,
+		attrDoneLanes: sc.LanesDone, attrSchemaSeq: sc.Seq, attrRebuild: flag(sc.Rebuild), attrInLanes: flag(sc.Lanes)} {
+		if v != 0 {
+			m[name] = num(v)
+		}
 	}
 	_, ok, err := s.putIf(ctx, m, e.build("", cond))
 	if err != nil {
@@ -59,4 +86,12 @@ func (s *Store) PutSchema(ctx context.Context, sc, from engine.Schema) error {
 		return fmt.Errorf("put schema: %w", engine.ErrConflict)
 	}
 	return nil
+}
+
+// flag is a bool as a number attribute (0 is left out).
+func flag(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -45,7 +45,8 @@
 //	state.go      the State interface, its requests and errors; the gate's
 //	              request (GateRequest.Decide)
 //	transport.go  the Transport interface
-//	schema.go     the record layout this engine writes
+//	schema.go     the record layout this engine writes; does the table
+//	              need a rebuild (the schema mark)
 //	enqueue.go    Enqueue: tickets, slots, records, messages
 //	work.go       Work: the delivery, its step machine, readRecord
 //	gate.go       the way to the gate and through it: wait for the turn,
@@ -67,7 +68,10 @@
 //	resume.go     Resume: the pass per queue under its lease, pauses,
 //	              release rounds
 //	release.go    re-ticket held jobs in order; release due jobs
-//	reindex.go    Reindex: rebuild the due index
+//	urgency.go    a resume run's order and time: the most urgent due
+//	              entries first, a wave at a time, its backlog
+//	reindex.go    Reindex and the rebuild of the records for the due
+//	              index, resumable from the schema mark's cursor
 //	schedules.go  schedules and their occurrences
 //	admin.go      queues: create, configure, pause, purge, delete, stats,
 //	              jobs, cancel

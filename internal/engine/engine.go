@@ -66,9 +66,8 @@ type Options struct {
 	// a writer takes from sending a message to writing its record,
 	// retries included. Default 20s.
 	RecordGrace time.Duration
-	// ResumeBudget caps the due entries one Resume run reads
-	// (State.ListDue), and the held jobs one pass of a queue's release
-	// round re-tickets; what is left is the next run's, earliest first.
+	// ResumeBudget caps the held jobs one pass of a queue's release
+	// round re-tickets; what is left is the next pass's, in line order.
 	// Default 500.
 	ResumeBudget int
 	// MoveBudget caps the waiting jobs one configure writes to the
@@ -78,6 +77,12 @@ type Options struct {
 	// moveReserve), saying how many remain, and the resume function
 	// moves the rest, MoveBudget a pass. Default DefaultMoveBudget.
 	MoveBudget int
+	// ResumeRead caps the due entries one Resume run reads
+	// (State.ListDue, which pages through the index to fill it),
+	// earliest first. The run acts on them most urgent first for as long
+	// as its deadline allows; what it leaves is its backlog
+	// (ResumeReport.Backlog), the next run's. Default DefaultResumeRead.
+	ResumeRead int
 	// Figures makes each Resume run also read every queue and publish
 	// its figures (EventFigures: waiting, parked, lag, lanes): a
 	// ListQueues, and a count of parked jobs and a list of lanes per
@@ -143,6 +148,11 @@ const (
 	// DefaultMoveBudget is Options.MoveBudget's default: a few seconds
 	// of single-item writes, well inside the admin function's minute.
 	DefaultMoveBudget = 500
+	// DefaultResumeRead is Options.ResumeRead's default: far more due
+	// entries than a run of a minute can act on, so that the run sees
+	// the most urgent of a backlog (an index's page holds thousands of
+	// keys: a read of them all costs a few read units).
+	DefaultResumeRead = 10000
 	// DefaultMargin is Options.Margin's default.
 	DefaultMargin = 2 * time.Second
 	// MinWorkerTimeout is the shortest worker timeout that holds a
@@ -162,9 +172,10 @@ type Engine struct {
 	opts      Options
 	// tracer makes spans; nil when Options.Tracer is.
 	tracer trace.Tracer
-	// schemaCurrent: this engine saw the table's schema mark at
-	// SchemaVersion (upgradeSchema reads it no more).
-	schemaCurrent atomic.Bool
+	// schemaSeen is when this engine last saw the table's schema mark
+	// asking for no rebuild (Unix ns; 0: never): rebuildDue reads it
+	// again only schemaRecheck later.
+	schemaSeen atomic.Int64
 }
 
 // New returns an Engine.
@@ -195,6 +206,9 @@ func New(o Options) *Engine {
 	}
 	if o.MoveBudget <= 0 {
 		o.MoveBudget = DefaultMoveBudget
+	}
+	if o.ResumeRead <= 0 {
+		o.ResumeRead = DefaultResumeRead
 	}
 	if o.Margin == 0 {
 		o.Margin = DefaultMargin

@@ -4,76 +4,241 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/slotq/slotq/internal/job"
 )
 
-// ReindexReport says what Reindex rewrote.
+// reindexPage is how many parked jobs (or lanes) a rebuild rewrites
+// between two writes of its cursor in the schema mark: a run killed at
+// its timeout loses at most one page of work, never the queue's.
+const reindexPage = 100
+
+// ReindexReport says what one call of a rebuild (Reindex, or a resume
+// run's share of it) rewrote, and how far the rebuild is.
 type ReindexReport struct {
+	// Queues counts the queues this call finished.
 	Queues int `json:"queues"`
 	// Jobs counts parked jobs rewritten; Lanes lanes with a holder or
 	// waiters rewritten.
 	Jobs  int `json:"jobs"`
 	Lanes int `json:"lanes"`
-	// TimedPauses counts queues paused with a paused_until, which Reindex
-	// leaves alone (see Reindex).
+	// TimedPauses counts queues paused with a paused_until, which the
+	// rebuild leaves alone (see Reindex).
 	TimedPauses int `json:"timed_pauses,omitempty"`
+	// Progress is how far the rebuild is after this call.
+	Progress ReindexProgress `json:"progress"`
 }
+
+// ReindexProgress is how far a rebuild of the records is, over all the
+// runs that stepped it (the schema mark keeps it).
+type ReindexProgress struct {
+	// Done: the rebuild is over (or none was pending).
+	Done bool `json:"done"`
+	// QueuesDone counts the queues rebuilt; QueuesLeft those still to do,
+	// Queue among them.
+	QueuesDone int `json:"queues_done"`
+	QueuesLeft int `json:"queues_left"`
+	// Queue is the queue the rebuild is inside of, and Ticket the last
+	// ticket of its parked jobs rewritten.
+	Queue  string `json:"queue,omitempty"`
+	Ticket int64  `json:"ticket,omitempty"`
+	// Jobs and Lanes count what the rebuild rewrote so far.
+	Jobs  int64 `json:"jobs"`
+	Lanes int64 `json:"lanes"`
+}
+
+// errMarkMoved: another run wrote the schema mark since this one read it;
+// it steps the rebuild, this one stops.
+var errMarkMoved = errors.New("schema mark moved")
 
 // Reindex writes every record that may be due again, as it is, so that
 // its store puts it in the due index: for a table whose records were
-// written before the due index existed (an upgrade). It walks every queue:
-// its parked jobs (each rewritten at its version: a job that moved meanwhile
-// was written by a writer that indexed it) and its lanes with a holder or
-// waiters (a compare-and-set at their version). It does not touch a
-// queue's pause: a queue paused with a paused_until from before is counted
-// in TimedPauses, and lifts when it is resumed or paused again by hand.
-// It costs a read and a write per parked job and lane, once. The resume
-// function does the same by itself, a page of queues a run, on a table
-// whose schema mark is older than SchemaVersion (upgradeSchema).
+// written before the due index existed (an upgrade), or to repair one.
+// It walks every queue in name order: its parked jobs by ticket (each
+// rewritten at its version: a job that moved meanwhile was written by a
+// writer that indexed it) and its lanes with a holder or waiters (a
+// compare-and-set at their version). It does not touch a queue's pause: a
+// queue paused with a paused_until from before is counted in TimedPauses,
+// and lifts when it is resumed or paused again by hand. It costs a read
+// and a write per parked job and lane, once.
+//
+// It is the same rebuild the resume function steps by itself on a table
+// whose schema mark asks for one (rebuild): Reindex asks for one if none
+// is under way, then steps it as far as ctx's deadline allows, and
+// answers how far it is (Progress). Calling it again, or the resume runs
+// that follow, goes on from there: the cursor is in the schema mark,
+// written every reindexPage records.
 func (e *Engine) Reindex(ctx context.Context) (ReindexReport, error) {
-	var rep ReindexReport
-	queues, err := e.state.ListQueues(ctx)
+	mark, err := e.state.Schema(ctx)
+	if err != nil {
+		return ReindexReport{}, fmt.Errorf("reindex: %w", err)
+	}
+	if !mark.Pending() {
+		next := Schema{Version: mark.Version, Rebuild: true, Seq: mark.Seq + 1}
+		if err := e.state.PutSchema(ctx, next, mark); err != nil && !errors.Is(err, ErrConflict) {
+			return ReindexReport{}, fmt.Errorf("reindex: %w", err)
+		}
+		e.schemaSeen.Store(0)
+	}
+	rep, err := e.rebuild(ctx, func() bool { return !e.fits(ctx, e.opts.RecordTimeout) })
 	if err != nil {
 		return rep, fmt.Errorf("reindex: %w", err)
-	}
-	for _, q := range queues {
-		if err := e.reindexQueue(ctx, q, &rep); err != nil {
-			return rep, err
-		}
 	}
 	return rep, nil
 }
 
-// reindexQueue rewrites q's parked jobs and busy lanes (Reindex) and
-// counts them in rep.
-func (e *Engine) reindexQueue(ctx context.Context, q Queue, rep *ReindexReport) error {
-	rep.Queues++
-	if q.State.Paused && !q.State.PausedUntil.IsZero() {
-		rep.TimedPauses++
-	}
-	parked, err := e.listAll(ctx, q, job.Parked)
+// rebuild steps the rebuild the schema mark asks for, from its cursor,
+// until it is over or stop says the caller's time is up, writing the
+// cursor every page. A mark that asks for none answers Done. Two calls at
+// once are harmless: each rewrite is at its record's version, and the
+// cursor is written by compare-and-set, so the call that loses stops
+// (errMarkMoved is no error to its caller).
+func (e *Engine) rebuild(ctx context.Context, stop func() bool) (rep ReindexReport, _ error) {
+	mark, err := e.state.Schema(ctx)
 	if err != nil {
-		return fmt.Errorf("reindex %s: %w", q.Name, err)
+		return rep, err
 	}
-	for _, j := range parked {
-		if err := e.state.UpdateJob(ctx, j, j.Version()); err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrJobNotFound) {
-			return fmt.Errorf("reindex %s: %w", q.Name, err)
+	if !mark.Pending() {
+		rep.Progress.Done = true
+		return rep, nil
+	}
+	queues, err := e.state.ListQueues(ctx)
+	if err != nil {
+		return rep, err
+	}
+	slices.SortFunc(queues, func(a, b Queue) int { return strings.Compare(a.Name, b.Name) })
+	w := &rebuilder{e: e, mark: mark, rep: &rep}
+	defer func() { rep.Progress = w.progress(queues) }()
+	for _, q := range queues {
+		if q.Name <= mark.After {
+			continue
 		}
-		rep.Jobs++
+		done, err := w.queue(ctx, q, stop)
+		if errors.Is(err, errMarkMoved) {
+			return rep, nil
+		}
+		if err != nil || !done {
+			return rep, err
+		}
+	}
+	// Over: the mark says so, and keeps what the rebuild rewrote.
+	next := Schema{Version: SchemaVersion, Queues: w.mark.Queues, Jobs: w.mark.Jobs, LanesDone: w.mark.LanesDone}
+	if err := w.save(ctx, next); err != nil {
+		if errors.Is(err, errMarkMoved) {
+			return rep, nil
+		}
+		return rep, err
+	}
+	e.schemaSeen.Store(e.now().UnixNano())
+	e.log.InfoContext(ctx, "records rebuilt for the due index", "schema_version", SchemaVersion,
+		"queues", next.Queues, "jobs", next.Jobs, "lanes", next.LanesDone)
+	return rep, nil
+}
+
+// rebuilder is one call's walk of a rebuild: the mark as last written.
+type rebuilder struct {
+	e    *Engine
+	mark Schema
+	rep  *ReindexReport
+}
+
+// save writes next as the mark if it is still the one last written.
+func (w *rebuilder) save(ctx context.Context, next Schema) error {
+	next.Seq = w.mark.Seq + 1
+	err := w.e.state.PutSchema(ctx, next, w.mark)
+	if errors.Is(err, ErrConflict) {
+		return errMarkMoved
+	}
+	if err != nil {
+		return err
+	}
+	w.mark = next
+	return nil
+}
+
+// queue rewrites q's parked jobs from the cursor, a page at a time, then
+// its busy lanes, and marks q rebuilt. done is false when stop cut it
+// short (the cursor is saved).
+func (w *rebuilder) queue(ctx context.Context, q Queue, stop func() bool) (done bool, _ error) {
+	e := w.e
+	cur := w.mark
+	if cur.Queue != q.Name {
+		cur.Queue, cur.Ticket, cur.Lanes, cur.Key = q.Name, 0, false, ""
+		if q.State.Paused && !q.State.PausedUntil.IsZero() {
+			w.rep.TimedPauses++
+		}
+	}
+	for !cur.Lanes {
+		if stop() {
+			return false, w.save(ctx, cur)
+		}
+		page, err := e.state.ListJobs(ctx, ListRequest{Queue: q.Name, Gen: q.Gen, Status: job.Parked, After: cur.Ticket, Limit: reindexPage})
+		if err != nil {
+			return false, fmt.Errorf("reindex %s: %w", q.Name, err)
+		}
+		for _, j := range page {
+			if err := e.state.UpdateJob(ctx, j, j.Version()); err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrJobNotFound) {
+				return false, fmt.Errorf("reindex %s: %w", q.Name, err)
+			}
+			cur.Ticket = j.Ticket
+		}
+		cur.Jobs += int64(len(page))
+		w.rep.Jobs += len(page)
+		cur.Lanes = len(page) < reindexPage
+		if err := w.save(ctx, cur); err != nil {
+			return false, err
+		}
+	}
+	if stop() {
+		return false, nil
 	}
 	lanes, err := e.state.ListLanes(ctx, q.Name)
 	if err != nil {
-		return fmt.Errorf("reindex %s: %w", q.Name, err)
+		return false, fmt.Errorf("reindex %s: %w", q.Name, err)
 	}
+	n := 0
 	for _, l := range lanes {
-		if l.Idle() {
+		if l.Key <= cur.Key && cur.Key != "" || l.Idle() {
 			continue
 		}
-		if _, err := e.state.PutLane(ctx, l, l.Version, 0); err != nil && !errors.Is(err, ErrConflict) {
-			return fmt.Errorf("reindex %s: key %s: %w", q.Name, l.Key, err)
+		if n == reindexPage {
+			if err := w.save(ctx, cur); err != nil {
+				return false, err
+			}
+			if stop() {
+				return false, nil
+			}
+			n = 0
 		}
-		rep.Lanes++
+		if _, err := e.state.PutLane(ctx, l, l.Version, 0); err != nil && !errors.Is(err, ErrConflict) {
+			return false, fmt.Errorf("reindex %s: key %s: %w", q.Name, l.Key, err)
+		}
+		cur.Key = l.Key
+		cur.LanesDone++
+		w.rep.Lanes++
+		n++
 	}
-	return nil
+	next := Schema{Version: cur.Version, Rebuild: cur.Rebuild, After: q.Name,
+		Queues: cur.Queues + 1, Jobs: cur.Jobs, LanesDone: cur.LanesDone}
+	if err := w.save(ctx, next); err != nil {
+		return false, err
+	}
+	w.rep.Queues++
+	return true, nil
+}
+
+// progress says how far the mark's rebuild is, of queues.
+func (w *rebuilder) progress(queues []Queue) ReindexProgress {
+	m := w.mark
+	p := ReindexProgress{Done: !m.Pending(), QueuesDone: m.Queues, Queue: m.Queue, Ticket: m.Ticket, Jobs: m.Jobs, Lanes: m.LanesDone}
+	if !p.Done {
+		for _, q := range queues {
+			if q.Name > m.After {
+				p.QueuesLeft++
+			}
+		}
+	}
+	return p
 }

@@ -86,7 +86,12 @@ func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, re
 // left alone: its entry moved with it.
 func (e *Engine) releaseDue(ctx context.Context, q *Queue, ids []string, rep *ResumeReport, now time.Time) error {
 	var stale, due, later, gate []*job.Job
-	for _, id := range ids {
+	for i, id := range ids {
+		if !e.fits(ctx, e.opts.RecordTimeout) {
+			// The run's time is up: the rest stay due (its backlog).
+			rep.Backlog += len(ids) - i
+			break
+		}
 		j, err := e.state.GetJob(ctx, job.Ref{Queue: q.Name, ID: id})
 		if errors.Is(err, ErrJobNotFound) {
 			continue

@@ -30,19 +30,26 @@ type ResumeReport struct {
 	Held int `json:"held,omitempty"`
 	// Busy counts queues another pass held (their lease was taken).
 	Busy int `json:"busy,omitempty"`
-	// Continued counts release rounds and due entries left for the next
-	// run (a pass, or the run, used its budget).
+	// Continued counts release rounds left for the next run (a pass used
+	// its ResumeBudget), and the run's read when it filled ResumeRead.
 	Continued int `json:"continued,omitempty"`
 	// Occurrences counts the schedules' occurrences the run made into
 	// jobs (schedules.go).
 	Occurrences int `json:"occurrences,omitempty"`
-	// Deferred counts queues this run did not reach before its deadline;
-	// their entries stay due, earliest first, for the next run.
+	// Deferred counts the queues and schedules with due entries this run
+	// did not reach before its deadline; they stay due for the next run.
 	Deferred int `json:"deferred,omitempty"`
-	// Upgraded is what the run rewrote to bring a table from an older
-	// schema to SchemaVersion (upgradeSchema); nil when there was nothing
-	// to do.
+	// Backlog counts the due entries the run read and did not act on:
+	// its time (the invocation's deadline, less what it keeps in hand)
+	// ran out first. It acts on what is due most urgent first (urgency),
+	// so these are the entries whose slots come last.
+	Backlog int `json:"backlog,omitempty"`
+	// Upgraded is what the run rewrote of a rebuild of the records
+	// (rebuild: a table from an older schema, or a Reindex asked); nil
+	// when it rewrote nothing.
 	Upgraded *ReindexReport `json:"upgraded,omitempty"`
+	// Reindex is how far that rebuild is, while one is under way.
+	Reindex *ReindexProgress `json:"reindex,omitempty"`
 	// IndexBuilding: the due index is still being built (an upgrade that
 	// added it), so the run read nothing of it; the next runs will.
 	IndexBuilding bool `json:"index_building,omitempty"`
@@ -55,11 +62,13 @@ func (r *ResumeReport) add(o ResumeReport) {
 	r.Held += o.Held
 	r.Busy += o.Busy
 	r.Continued += o.Continued
+	r.Backlog += o.Backlog
 }
 
 // Resume is what the schedule calls, once a minute. It reads the due
-// index (State.ListDue): up to ResumeBudget entries due by now, of every
-// queue, earliest first. For each queue that has some, under the queue's
+// index (State.ListDue): up to ResumeRead entries due by now, of every
+// queue, and acts on them most urgent first for as long as ctx's deadline
+// allows (actOnAll). For each queue that has some, under the queue's
 // resume lease, it lifts the pause whose paused_until came and starts its
 // release round; runs a due round, which re-tickets the jobs the pause
 // held in line order (job.Job.LineOrder) and sends them; releases parked
@@ -77,8 +86,10 @@ func (r *ResumeReport) add(o ResumeReport) {
 // round due for the next run; since a re-ticket takes a job out of the
 // held ones for good (it keeps its line order should a pause hold it
 // again), the next pass starts from the first job still held. Entries
-// past the run's budget, or of queues the run's deadline left (Margin),
-// stay due, earliest first.
+// the run's deadline left stay due (its Backlog), and the next run finds
+// them first. A rebuild of the records under way (an upgrade, Reindex)
+// goes on after the due work, with at least a share of the run kept for
+// it (rebuildShare).
 //
 // Queued and running jobs need no sweep: a queued job's message is sent
 // before its record is written, and a running attempt's message stays with
@@ -93,61 +104,42 @@ func (e *Engine) Resume(ctx context.Context) (rep ResumeReport, err error) {
 func (e *Engine) resume(ctx context.Context) (ResumeReport, error) {
 	var rep ResumeReport
 	var errs []error
-	up, err := e.upgradeSchema(ctx)
-	if up != nil && up.Queues > 0 {
-		rep.Upgraded = up
-	}
+	rebuilding, err := e.rebuildDue(ctx)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("resume: %w", err))
 	}
+	b := e.newRunBudget(ctx, rebuilding)
 	now := e.now()
-	due, err := e.state.ListDue(ctx, now, e.opts.ResumeBudget)
-	if errors.Is(err, ErrIndexNotReady) {
+	due, err := e.state.ListDue(ctx, now, e.opts.ResumeRead)
+	switch {
+	case errors.Is(err, ErrIndexNotReady):
 		// A table upgraded with the due index, which DynamoDB still
 		// builds: nothing of it can be read yet. What is due waits for
-		// a later run; nothing is lost.
+		// a later run; nothing is lost. The rebuild takes the run.
 		e.log.InfoContext(ctx, "due index still being built: nothing due read this run")
 		rep.IndexBuilding = true
-		return rep, errors.Join(errs...)
-	}
-	if err != nil {
-		return rep, errors.Join(append(errs, fmt.Errorf("resume: %w", err))...)
-	}
-	rep.Due = len(due)
-	if len(due) == e.opts.ResumeBudget {
-		rep.Continued++
-	}
-	// Queues in the order of their earliest entry.
-	var names []string
-	byQueue := map[string][]DueEntry{}
-	var schedules []DueEntry
-	for _, d := range due {
-		if d.Kind == DueSchedule {
-			schedules = append(schedules, d) // no queue pass: runSchedules
-			continue
+	case err != nil:
+		errs = append(errs, fmt.Errorf("resume: %w", err))
+	default:
+		rep.Due = len(due)
+		if len(due) == e.opts.ResumeRead {
+			rep.Continued++
 		}
-		if byQueue[d.Queue] == nil {
-			names = append(names, d.Queue)
-		}
-		byQueue[d.Queue] = append(byQueue[d.Queue], d)
+		errs = append(errs, e.actOnAll(ctx, due, b, &rep)...)
 	}
-	holder := newHolder()
-	for i, name := range names {
-		if !e.fits(ctx, e.opts.RecordTimeout) {
-			rep.Deferred = len(names) - i
-			break
+	if rebuilding {
+		// After the due work, with what is left of the run (at least
+		// its share): the cursor it leaves survives a timeout.
+		r, err := e.rebuild(ctx, b.rebuildStop)
+		if r.Queues+r.Jobs+r.Lanes > 0 {
+			rep.Upgraded = &r
 		}
-		rep.Queues++
-		rctx, end := e.traceRound(ctx, name)
-		r, err := e.resumeQueue(rctx, name, byQueue[name], holder)
-		end(r, err)
-		rep.add(r)
+		rep.Reindex = &r.Progress
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("resume: rebuild: %w", err))
 		}
 	}
-	errs = append(errs, e.runSchedules(ctx, schedules, &rep)...)
-	if e.opts.Figures {
+	if e.opts.Figures && !rep.IndexBuilding {
 		if err := e.figures(ctx); err != nil {
 			errs = append(errs, err)
 		}

@@ -471,6 +471,7 @@ func (e *Engine) runSchedules(ctx context.Context, due []DueEntry, rep *ResumeRe
 	for _, d := range due {
 		if !e.fits(ctx, e.opts.RecordTimeout) {
 			rep.Deferred++
+			rep.Backlog++
 			continue
 		}
 		n, err := e.runSchedule(ctx, st, d.Queue, d.ID)

@@ -45,10 +45,34 @@ type Schema struct {
 	// Version is the layout the records are in; 0 for a table without a
 	// mark (created before marks were kept, or new and empty).
 	Version int
+	// Rebuild says a rebuild of the records at Version was asked
+	// (Reindex) and is under way. A mark older than SchemaVersion needs
+	// one without asking.
+	Rebuild bool
 	// After is the name of the last queue a rebuild brought to the
 	// current layout: the next run goes on after it.
 	After string
+	// Queue, if set, is the queue after After that the rebuild is
+	// inside of: its parked jobs up to ticket Ticket are rewritten and,
+	// once Lanes, its lanes up to key Key. A run killed at its timeout
+	// loses no more than the page it was writing.
+	Queue  string
+	Ticket int64
+	Lanes  bool
+	Key    string
+	// Queues, Jobs and LanesDone count what the rebuild rewrote so far,
+	// over all its runs.
+	Queues    int
+	Jobs      int64
+	LanesDone int64
+	// Seq counts the mark's writes: PutSchema's compare-and-set is on
+	// it, so of two runs stepping the same rebuild one writes each page.
+	Seq int64
 }
+
+// Pending reports whether the mark asks for a rebuild: it is older than
+// SchemaVersion, or a rebuild was asked at it.
+func (s Schema) Pending() bool { return s.Version < SchemaVersion || s.Rebuild }
 
 // Cursor is what a queue's resume lease keeps between passes: whether a
 // round of releases of the jobs a pause held is due (see Resume).

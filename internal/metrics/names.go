@@ -39,6 +39,9 @@ const (
 	KeysWaiting     = "KeysWaiting"     // keys with jobs parked on them
 	WaitingOnKeys   = "WaitingOnKeys"   // jobs parked waiting for their key
 	WaitingForPlace = "WaitingForPlace" // jobs parked waiting for a running place
+	// Resume, per stack (one line a run, no queue).
+	ResumeBacklog     = "ResumeBacklog"     // due entries a run read and left for the next (its time ran out)
+	ReindexQueuesLeft = "ReindexQueuesLeft" // queues a rebuild of the records still has to do, while one is under way
 	// Enqueue.
 	JobsAccepted = "JobsAccepted" // new jobs accepted
 	JobsRefused  = "JobsRefused"  // requests refused, by Code
@@ -75,6 +78,8 @@ var Metrics = []Metric{
 	{KeysWaiting, Count, "resume"},
 	{WaitingOnKeys, Count, "resume"},
 	{WaitingForPlace, Count, "resume"},
+	{ResumeBacklog, Count, "resume"},
+	{ReindexQueuesLeft, Count, "resume"},
 	{JobsAccepted, Count, "enqueue"},
 	{JobsRefused, Count, "enqueue"},
 }

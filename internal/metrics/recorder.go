@@ -42,6 +42,9 @@ type Recorder struct {
 	mu      sync.Mutex
 	queues  map[string]map[string][]float64
 	refused map[string]float64
+	// stack holds the run's own figures (Resumed), published without a
+	// queue.
+	stack map[string][]float64
 }
 
 var _ engine.Observer = (*Recorder)(nil)
@@ -121,6 +124,24 @@ func (r *Recorder) Accepted(queue string, n int) {
 	add(r.queue(queue), JobsAccepted, float64(n))
 }
 
+// Resumed records a resume run's own figures, for the stack rather than
+// a queue: its backlog (ResumeBacklog), when it left one, and, while a
+// rebuild of the records is under way, the queues it has left
+// (ReindexQueuesLeft; 0 once over). A run that left nothing and rebuilt
+// nothing publishes nothing, so an idle stack pays for no metric; an
+// alarm on the backlog treats the missing data as none.
+func (r *Recorder) Resumed(rep engine.ResumeReport) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stack = map[string][]float64{}
+	if rep.Backlog > 0 {
+		r.stack[ResumeBacklog] = []float64{float64(rep.Backlog)}
+	}
+	if p := rep.Reindex; p != nil {
+		r.stack[ReindexQueuesLeft] = []float64{float64(p.QueuesLeft)}
+	}
+}
+
 // Refused adds a request refused with code (lambdafn.Error's code).
 func (r *Recorder) Refused(code string) {
 	r.mu.Lock()
@@ -170,7 +191,8 @@ func (r *Recorder) Flush(ctx context.Context) {
 func (r *Recorder) Lines() []Line {
 	r.mu.Lock()
 	queues, refused := r.queues, r.refused
-	r.queues, r.refused = map[string]map[string][]float64{}, map[string]float64{}
+	stack := r.stack
+	r.queues, r.refused, r.stack = map[string]map[string][]float64{}, map[string]float64{}, nil
 	r.mu.Unlock()
 	now := r.o.Now()
 	var lines []Line
@@ -188,6 +210,14 @@ func (r *Recorder) Lines() []Line {
 			l.Dimensions = map[string]string{r.o.Dimension: name}
 		}
 		lines = append(lines, l)
+	}
+	if len(stack) > 0 {
+		lines = append(lines, Line{
+			Namespace: r.o.Namespace, Time: now,
+			DimensionSets: [][]string{{}},
+			Names:         order(stack),
+			Values:        stack,
+		})
 	}
 	for _, code := range slices.Sorted(maps.Keys(refused)) {
 		lines = append(lines, Line{

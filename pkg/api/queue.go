@@ -141,11 +141,16 @@ type ResumeReport struct {
 	Deferred  int `json:"deferred,omitempty"`
 	// Occurrences counts the schedules' occurrences made into jobs.
 	Occurrences int `json:"occurrences,omitempty"`
-	// Upgraded is what the run rewrote to bring the table's records to
-	// the current schema after an upgrade; IndexBuilding says the due
-	// index is still being built, so the run read nothing of it.
-	Upgraded      *ReindexReport `json:"upgraded,omitempty"`
-	IndexBuilding bool           `json:"index_building,omitempty"`
+	// Backlog counts the due entries read and not acted on: the run's
+	// time ran out first (it acts on the most urgent first).
+	Backlog int `json:"backlog,omitempty"`
+	// Upgraded is what the run rewrote of a rebuild of the records (after
+	// an upgrade, or a reindex asked), Reindex how far that rebuild is
+	// while one is under way; IndexBuilding says the due index is still
+	// being built, so the run read nothing of it.
+	Upgraded      *ReindexReport   `json:"upgraded,omitempty"`
+	Reindex       *ReindexProgress `json:"reindex,omitempty"`
+	IndexBuilding bool             `json:"index_building,omitempty"`
 }
 
 // RedriveReport is what a redrive did with the dead-letter queue's
@@ -192,10 +197,27 @@ type Reslot struct {
 	Remaining int `json:"remaining"`
 }
 
-// ReindexReport is what a reindex rewrote.
+// ReindexReport is what one call of a reindex (or a resume run's share
+// of one) rewrote: queues finished, parked jobs and busy lanes written
+// again, timed pauses left alone; and how far the reindex is.
 type ReindexReport struct {
-	Queues      int `json:"queues"`
-	Jobs        int `json:"jobs"`
-	Lanes       int `json:"lanes"`
-	TimedPauses int `json:"timed_pauses,omitempty"`
+	Queues      int             `json:"queues"`
+	Jobs        int             `json:"jobs"`
+	Lanes       int             `json:"lanes"`
+	TimedPauses int             `json:"timed_pauses,omitempty"`
+	Progress    ReindexProgress `json:"progress"`
+}
+
+// ReindexProgress is how far a reindex is, over every call that stepped
+// it: done, or the queues done and left, the queue it is inside of and
+// the last ticket of that queue's parked jobs written again, and what it
+// wrote so far.
+type ReindexProgress struct {
+	Done       bool   `json:"done"`
+	QueuesDone int    `json:"queues_done"`
+	QueuesLeft int    `json:"queues_left"`
+	Queue      string `json:"queue,omitempty"`
+	Ticket     int64  `json:"ticket,omitempty"`
+	Jobs       int64  `json:"jobs"`
+	Lanes      int64  `json:"lanes"`
 }

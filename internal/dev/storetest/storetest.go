@@ -44,6 +44,7 @@ func Run(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Schedules", func(t *testing.T) { testSchedules(t, newState) })
 	t.Run("SlowDown", func(t *testing.T) { testSlowDown(t, newState) })
 	t.Run("Reconfigure", func(t *testing.T) { testReconfigure(t, newState) })
+	t.Run("Schema", func(t *testing.T) { testSchema(t, newState) })
 }
 
 // base is the suite's fixed "now"; every time passed in derives from it.

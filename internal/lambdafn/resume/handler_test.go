@@ -95,7 +95,7 @@ func TestHandleWritesMetrics(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatal(err)
 		}
-		if m["msg"] == metrics.Message {
+		if m["msg"] == metrics.Message && m["Queue"] != nil {
 			line = m
 		}
 	}
@@ -108,5 +108,66 @@ func TestHandleWritesMetrics(t *testing.T) {
 		if line[k] != want {
 			t.Errorf("%s = %v, want %v (%v)", k, line[k], want, line)
 		}
+	}
+}
+
+// backlogged is a resume run that left due entries and steps a rebuild.
+type backlogged struct{}
+
+func (backlogged) Resume(context.Context) (engine.ResumeReport, error) {
+	return engine.ResumeReport{Due: 10, Released: 3, Backlog: 7,
+		Reindex: &engine.ReindexProgress{QueuesDone: 2, QueuesLeft: 3, Queue: "big", Ticket: 4200, Jobs: 4200}}, nil
+}
+
+// A run's backlog and the progress of a rebuild under way are logged and
+// published as metrics of the stack (no queue, no dimension), so that an
+// alarm sees them.
+func TestHandlePublishesBacklogAndReindex(t *testing.T) {
+	var logs strings.Builder
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	rec := metrics.New(metrics.Options{Logger: log, Dimension: metrics.DefaultDimension})
+	h := &Handler{Engine: backlogged{}, Log: log, Metrics: rec}
+	if _, err := h.Handle(context.Background(), json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	var emf, done map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		switch m["msg"] {
+		case metrics.Message:
+			emf = m
+		case "resume done":
+			done = m
+		}
+	}
+	if emf == nil || emf[metrics.ResumeBacklog] != 7.0 || emf[metrics.ReindexQueuesLeft] != 3.0 || emf["Queue"] != nil {
+		t.Fatalf("stack EMF line %v; want ResumeBacklog 7, ReindexQueuesLeft 3, no queue", emf)
+	}
+	dims := emf["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"]
+	if b, _ := json.Marshal(dims); string(b) != "[[]]" {
+		t.Errorf("stack metrics published under dimensions %s, want none", b)
+	}
+	re, _ := done["reindex"].(map[string]any)
+	if done == nil || done["backlog"] != 7.0 || re == nil || re["queues_left"] != 3.0 || re["queue"] != "big" {
+		t.Errorf("resume done logged %v; want its backlog and the reindex progress", done)
+	}
+}
+
+// A run that left no backlog and rebuilt nothing publishes no stack
+// metric: an idle stack pays for none.
+func TestHandleIdlePublishesNothing(t *testing.T) {
+	var logs strings.Builder
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	rec := metrics.New(metrics.Options{Logger: log})
+	eng := testenv.NewEngine(t, engine.Options{State: memstore.New(memstore.Options{}), Observer: rec})
+	h := &Handler{Engine: eng, Log: log, Metrics: rec}
+	if _, err := h.Handle(context.Background(), json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), `"_aws"`) {
+		t.Errorf("an idle run published metrics:\n%s", logs.String())
 	}
 }

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// resumeWave is how many due entries, in urgency order, a Resume run acts
+// on between two looks at its time: each queue with entries among them
+// gets one pass (its lease, its queue read). A run's time runs out at
+// most a wave short of the most urgent order.
+const resumeWave = 50
+
+// urgency is the latest time the resume function can act on d without
+// a slot being missed because of it:
+//   - a parked job's slot (its entry is due a transport's reach before
+//     it; for a job whose message was refused, or that waits on a lane,
+//     its slot is no later);
+//   - a schedule's occurrence (its entry is due a lead before it);
+//   - a timed pause's end, a release round, a lane whose holder's lease
+//     ran out: at once, since starts wait for them.
+func (e *Engine) urgency(d DueEntry) time.Time {
+	switch d.Kind {
+	case DueJob:
+		return d.At.Add(e.transport.MaxDelay())
+	case DueSchedule:
+		return d.At.Add(e.scheduleLead())
+	default:
+		return d.At
+	}
+}
+
+// runBudget is a Resume run's time: the due work goes on while it fits
+// (keeping, while a rebuild is under way, a share of the run for it);
+// the rebuild goes on while the run fits.
+type runBudget struct {
+	e    *Engine
+	ctx  context.Context
+	keep time.Duration
+}
+
+// newRunBudget measures the run's time from ctx's deadline.
+func (e *Engine) newRunBudget(ctx context.Context, rebuilding bool) runBudget {
+	b := runBudget{e: e, ctx: ctx}
+	if d, ok := ctx.Deadline(); ok && rebuilding {
+		left := time.Until(d) - e.opts.RecordTimeout - e.opts.Margin
+		b.keep = max(0, left/rebuildShare)
+	}
+	return b
+}
+
+// dueFits reports whether the due work may go on.
+func (b runBudget) dueFits() bool { return b.e.fits(b.ctx, b.e.opts.RecordTimeout+b.keep) }
+
+// rebuildStop reports whether the rebuild must stop.
+func (b runBudget) rebuildStop() bool { return !b.e.fits(b.ctx, b.e.opts.RecordTimeout) }
+
+// actOnAll acts on due, most urgent first (urgency), a wave at a time:
+// each queue with entries in the wave gets a pass under its lease, in
+// the order of its most urgent entry, and each schedule its turn. When
+// the run's time is up, what is left is counted in the run's backlog.
+func (e *Engine) actOnAll(ctx context.Context, due []DueEntry, b runBudget, rep *ResumeReport) []error {
+	slices.SortStableFunc(due, func(a, b DueEntry) int { return e.urgency(a).Compare(e.urgency(b)) })
+	holder := newHolder()
+	var errs []error
+	acted := map[string]bool{}
+	var left []DueEntry
+	for start := 0; start < len(due); start += resumeWave {
+		wave := due[start:min(start+resumeWave, len(due))]
+		if !b.dueFits() {
+			left = append(left, due[start:]...)
+			break
+		}
+		var names []string
+		byQueue := map[string][]DueEntry{}
+		var schedules []DueEntry
+		for _, d := range wave {
+			if d.Kind == DueSchedule {
+				schedules = append(schedules, d) // no queue pass: runSchedules
+				continue
+			}
+			if byQueue[d.Queue] == nil {
+				names = append(names, d.Queue)
+			}
+			byQueue[d.Queue] = append(byQueue[d.Queue], d)
+		}
+		// The wave's schedules first: an occurrence is due a short lead
+		// before its time, a parked job a transport's reach before its
+		// slot, so a schedule in a wave is among its most urgent.
+		for _, d := range schedules {
+			if !b.dueFits() {
+				left = append(left, d)
+				continue
+			}
+			errs = append(errs, e.runSchedules(ctx, []DueEntry{d}, rep)...)
+		}
+		for _, name := range names {
+			if !b.dueFits() {
+				left = append(left, byQueue[name]...)
+				continue
+			}
+			acted[name] = true
+			rctx, end := e.traceRound(ctx, name)
+			r, err := e.resumeQueue(rctx, name, byQueue[name], holder)
+			end(r, err)
+			rep.add(r)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	rep.Queues = len(acted)
+	rep.Backlog += len(left)
+	// A queue counts once, a schedule each.
+	deferred := map[DueEntry]bool{}
+	for _, d := range left {
+		k := DueEntry{Queue: d.Queue}
+		if d.Kind == DueSchedule {
+			k = DueEntry{Kind: d.Kind, Queue: d.Queue, ID: d.ID}
+		}
+		deferred[k] = true
+	}
+	rep.Deferred += len(deferred)
+	if rep.Backlog > 0 {
+		e.log.InfoContext(ctx, "resume run's time is up: due entries left for the next run, the least urgent", "backlog", rep.Backlog)
+	}
+	return errs
+}
