@@ -33,6 +33,12 @@ type Accepted struct {
 	// Existing is true when a job of this id was accepted before; the
 	// answer is that job's, and nothing new was written.
 	Existing bool `json:"existing,omitempty"`
+	// Waiting and EstimatedStartAt are, for a job accepted into the
+	// waiting room (Status api.StatusWaiting), its place among the
+	// waiting (of its key, if it has one: an upper bound) and an
+	// estimate of its start (waitroom.go).
+	Waiting          int64      `json:"waiting,omitempty"`
+	EstimatedStartAt *time.Time `json:"estimated_start_at,omitempty"`
 }
 
 // EnqueueResult answers an enqueue call, job by job in request order.

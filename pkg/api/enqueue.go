@@ -93,7 +93,21 @@ type Accepted struct {
 	// Existing: a job of this id was accepted before; the answer is
 	// that job's, and nothing new was written.
 	Existing bool `json:"existing,omitempty"`
+	// Waiting, for a job accepted into its queue's waiting room (Status
+	// StatusWaiting: beyond its book_ahead or key_book_ahead), is its
+	// place among the jobs waiting, 1 first (of its key, if it has one;
+	// an upper bound), and EstimatedStartAt an estimate of its start,
+	// not a promise: it gets its slot when it is booked. Absent for a
+	// booked job, whose answer is as without a waiting room.
+	Waiting          int64      `json:"waiting,omitempty"`
+	EstimatedStartAt *time.Time `json:"estimated_start_at,omitempty"`
 }
+
+// StatusWaiting is the status an enqueue answer (Accepted) gives a job
+// accepted into its queue's waiting room: it has a ticket and a place,
+// no slot yet. Its record is parked, park_reason waiting_room, until it
+// is booked.
+const StatusWaiting Status = "waiting"
 
 // EnqueueResult is the enqueue function's answer, job by job in request
 // order.
