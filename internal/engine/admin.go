@@ -164,7 +164,11 @@ func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error)
 	if _, err := e.state.Unpause(ctx, name, time.Time{}); err != nil {
 		return ResumeReport{}, failure("resume", job.Ref{Queue: name}, err)
 	}
-	return e.resumeQueue(ctx, name, nil, holder)
+	rep, err := e.resumeQueue(ctx, name, nil, holder)
+	if q, qerr := e.state.GetQueue(ctx, name); err == nil && qerr == nil && q.Config.Bounded() {
+		e.bookNext(ctx, q) // the room waited with the queue
+	}
+	return rep, err
 }
 
 // awaitLease takes queue's resume lease for holder, waiting up to half a
@@ -209,6 +213,7 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("purge %s: %w", name, err)
 	}
+	var free []int64
 	for _, j := range parked {
 		if j.Ticket > st.Purged {
 			continue // parked after the purge
@@ -220,6 +225,12 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 			return 0, fmt.Errorf("purge %s: %w", name, err)
 		}
 		e.takeOffLanes(ctx, q, j) // off its lanes, and no longer pending on its key
+		if j.Booking != 0 && !inRoom(&j) {
+			free = append(free, j.Booking)
+		}
+	}
+	if len(free) > 0 {
+		e.bookNext(ctx, q, free...)
 	}
 	return int(max(0, st.Purged-st.Current)), nil
 }
@@ -472,6 +483,7 @@ func (e *Engine) cancelJob(ctx context.Context, k job.Ref, reason string) (job.J
 			return j, failure("cancel", k, err)
 		}
 		e.takeOffLanes(ctx, q, j)
+		e.freeBooking(ctx, q, j)
 		return e.getJob(ctx, q, k)
 	}
 }
