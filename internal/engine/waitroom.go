@@ -165,9 +165,13 @@ func (e *Engine) bookFrom(ctx context.Context, q Queue, settle bool, free ...int
 		if !changed && len(chosen) == 0 && !settle {
 			return nil
 		}
-		h.CheckAt = time.Time{}
-		if h.Waiting > 0 {
+		// The resume function looks again while jobs wait, and after
+		// bookings whose jobs' writes a crash may cut off.
+		switch {
+		case h.Waiting > 0 || len(chosen) > 0 || settle && e.bookedSince(h, now.Add(-e.opts.RecordGrace)):
 			h.CheckAt = now.Add(roomCheck)
+		case settle:
+			h.CheckAt = time.Time{}
 		}
 		if _, err := e.state.PutHorizon(ctx, h, from); err != nil {
 			if errors.Is(err, ErrConflict) && try < 20 {
@@ -182,6 +186,16 @@ func (e *Engine) bookFrom(ctx context.Context, q Queue, settle bool, free ...int
 		}
 		return nil
 	}
+}
+
+// bookedSince reports whether h holds a booking made after t.
+func (e *Engine) bookedSince(h slot.Horizon, t time.Time) bool {
+	for _, b := range h.Booked {
+		if b.At.After(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // listRoom lists q's waiting room: its parked jobs that wait in it.
