@@ -79,9 +79,11 @@ func (r *EnqueueRequest) Specs() []Spec {
 
 // Accepted is one job an enqueue (or a retry) accepted.
 type Accepted struct {
-	JobID  string    `json:"job_id"`
-	Ticket int64     `json:"ticket"`
-	SlotAt time.Time `json:"slot_at"`
+	JobID  string `json:"job_id"`
+	Ticket int64  `json:"ticket"`
+	// SlotAt is the job's slot; left out for a job accepted into the
+	// waiting room, which gets its slot when it is booked.
+	SlotAt time.Time `json:"slot_at,omitzero"`
 	// Position is, when the job was accepted, the number of tickets
 	// ahead of it that may still start before it: an upper bound.
 	Position int64  `json:"position"`
