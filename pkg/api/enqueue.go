@@ -35,8 +35,7 @@ type Spec struct {
 	// beyond the queue's book_ahead or key_book_ahead wait for a slot:
 	// MinPriority (1) is booked first, MaxPriority (5) last; 0, left
 	// out, is DefaultPriority (3). A job that holds a slot keeps it
-	// whatever the priorities of jobs that come after it. Not yet kept:
-	// slotq stores it, and still books every job at enqueue.
+	// whatever the priorities of jobs that come after it.
 	Priority int `json:"priority,omitempty"`
 }
 
