@@ -115,6 +115,7 @@ func newStatsCmd(cn *conn) *cobra.Command {
 				row(w, "backlog", human(time.Duration(s.Backlog)))
 				activityRows(w, out.Activity, out.ActivityError)
 				laneRows(w, s.Lanes, s.Config.MaxRunning)
+				roomRows(w, s.Room)
 				row(w, "tickets", s.State.Ticket)
 				row(w, "started", s.State.Current)
 				row(w, "last start", ts(s.State.LastStart))

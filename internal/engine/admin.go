@@ -11,6 +11,7 @@ import (
 	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // ErrNotWaiting: the job cannot be cancelled because it started or ended.
@@ -296,6 +297,9 @@ type Stats struct {
 	// Lanes: attempts running under the queue's MaxRunning, keys held and
 	// keys with jobs waiting on them (docs/guarantees.md §12).
 	Lanes LaneFigures `json:"lanes"`
+	// Room, for a bounded queue, counts its bookings and waiting room
+	// (waitroom.go).
+	Room *api.RoomFigures `json:"room,omitempty"`
 }
 
 // Stats returns a queue's counts, lag and state.
@@ -329,6 +333,9 @@ func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
 			}
 		}
 	}
+	if s.Room, err = e.roomFigures(ctx, q); err != nil {
+		return s, fmt.Errorf("stats %s: %w", name, err)
+	}
 	s.Lag = slot.Duration(lag(q, now))
 	if st.Clock.After(now) {
 		s.Backlog = slot.Duration(st.Clock.Sub(now))
@@ -351,6 +358,11 @@ func (e *Engine) Job(ctx context.Context, k job.Ref) (job.Job, error) {
 		return j, failure("job", k, err)
 	}
 	j.SlotAt = q.SlotOf(j)
+	if inRoom(&j) {
+		if j.Room, err = e.roomPlace(ctx, q, j); err != nil {
+			return j, failure("job", k, err)
+		}
+	}
 	return j, nil
 }
 

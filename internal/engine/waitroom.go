@@ -377,3 +377,64 @@ func (e *Engine) answerWaiting(a *Accepted, q Queue, j *job.Job, ahead, keyAhead
 	est := laterOf(next.Add(time.Duration(place-1)*q.Config.Tick()), j.Earliest())
 	a.EstimatedStartAt = &est
 }
+
+// roomFigures counts a bounded queue's bookings and waiting room (nil for
+// a queue without a bound and nothing waiting): one read of the horizon
+// and one list of the queue's parked jobs.
+func (e *Engine) roomFigures(ctx context.Context, q Queue) (*api.RoomFigures, error) {
+	h, err := e.readHorizon(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if !q.Config.Bounded() && h.Waiting == 0 && len(h.Booked) == 0 {
+		return nil, nil
+	}
+	room, err := e.listRoom(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	f := &api.RoomFigures{Booked: len(h.Booked), Waiting: len(room)}
+	for _, j := range room {
+		f.ByPriority[slot.PriorityOf(j.Priority)-1]++
+	}
+	return f, nil
+}
+
+// roomPlace is where j, a job of q's waiting room, stands there: its
+// place among its key's waiting jobs by the room's order (priority, then
+// ticket), and an estimate of its start: the queue's next opening and a
+// tick for each job booked before it — those of a higher priority, then
+// its key's ahead of it and, of each other key of its priority, as many
+// as the round-robin books before it.
+func (e *Engine) roomPlace(ctx context.Context, q Queue, j job.Job) (*api.RoomPlace, error) {
+	room, err := e.listRoom(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	p := slot.PriorityOf(j.Priority)
+	var place, before, mine int64 // mine: its key's of p ahead of it
+	same := map[string]int64{}    // other keys' waiting jobs of p
+	for _, o := range room {
+		op := slot.PriorityOf(o.Priority)
+		switch {
+		case o.ID == j.ID:
+		case op < p:
+			before++
+			if o.Key == j.Key {
+				place++
+			}
+		case op == p && o.Key == j.Key && o.Ticket < j.Ticket:
+			place++
+			mine++
+		case op == p && o.Key != j.Key:
+			same[o.Key]++
+		}
+	}
+	for _, n := range same {
+		before += min(n, mine+1)
+	}
+	before += mine
+	next := slot.NextSlot(q.State, q.Config.LimitList(), q.Config.Skew, e.now().Add(e.opts.Lead))
+	est := laterOf(next.Add(time.Duration(before)*q.Config.Tick()), j.Earliest())
+	return &api.RoomPlace{Place: place + 1, Key: j.Key, Priority: p, EstimatedStartAt: est}, nil
+}

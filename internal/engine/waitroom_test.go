@@ -236,3 +236,42 @@ func waitingRoomChaos(t *testing.T, seed uint64) {
 	}
 	t.Logf("at most %d jobs held a booking at once", r.w.maxBooked)
 }
+
+// What the waiting room shows: a waiting job's place among its key's
+// waiting jobs (by priority, then ticket) and an estimate of its start;
+// a queue's bookings and its room by priority. Nothing starts: the queue
+// is paused, and its room waits with it.
+func TestWaitingRoomShown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 1})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("shown", slot.Config{Interval: time.Second, BookAhead: 2})
+		if _, err := s.eng.Pause(ctx, "shown", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		a := s.enqueue("shown", 5, func(i int, sp *job.Spec) { sp.Key = "A" })
+		b := s.enqueue("shown", 3, func(i int, sp *job.Spec) { sp.Key = "B"; sp.Priority = 4 - i })
+		st, err := s.eng.Stats(ctx, "shown")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := st.Room; r == nil || r.Booked != 2 || r.Waiting != 6 || r.ByPriority != [api.MaxPriority]int{0, 1, 4, 1, 0} {
+			t.Fatalf("Stats.Room = %+v, want 2 booked, 6 waiting: 1 of priority 2, 4 of 3, 1 of 4", r)
+		}
+		// A's jobs 3 to 5 wait, 1st to 3rd of A; B's of priority 2 is
+		// the first of B, before its ticket-earlier job of priority 4.
+		for _, c := range []struct {
+			id    string
+			place int64
+		}{{a.Jobs[2].JobID, 1}, {a.Jobs[4].JobID, 3}, {b.Jobs[2].JobID, 1}, {b.Jobs[0].JobID, 3}} {
+			j, err := s.eng.Job(ctx, job.Ref{Queue: "shown", ID: c.id})
+			if err != nil || j.Room == nil || j.Room.Place != c.place || j.Room.EstimatedStartAt.Before(time.Now()) {
+				t.Fatalf("Job(%s).Room = %+v, %v; want place %d and an estimate ahead", c.id, j.Room, err, c.place)
+			}
+		}
+		if j, _ := s.eng.Job(ctx, job.Ref{Queue: "shown", ID: a.Jobs[0].JobID}); j.Room != nil {
+			t.Fatalf("a booked job shows a place in the room: %+v", j.Room)
+		}
+	})
+}

@@ -237,6 +237,24 @@ type Job struct {
 	// horizon, on a queue with book_ahead or key_book_ahead: set while
 	// it holds a slot of the horizon (or held it, once started).
 	Booking int64 `json:"booking,omitempty"`
+	// Room is, for a job in its queue's waiting room, where it stands
+	// there, as get answers it (read when asked; not stored).
+	Room *RoomPlace `json:"room,omitempty"`
+}
+
+// RoomPlace is where a job stands in its queue's waiting room.
+type RoomPlace struct {
+	// Place is its place among the waiting jobs of its key (of the jobs
+	// without a key, for one without), 1 first, by the room's order:
+	// priority, then ticket.
+	Place    int64  `json:"place"`
+	Key      string `json:"key,omitempty"`
+	Priority int    `json:"priority"`
+	// EstimatedStartAt is an estimate, not a promise: the queue's next
+	// opening after its bookings, and one tick for each job the room
+	// books before this one (by priority and round-robin). Its slot comes
+	// when it is booked.
+	EstimatedStartAt time.Time `json:"estimated_start_at"`
 }
 
 // RunAttempt is the attempt's number within its run: attempts since the
