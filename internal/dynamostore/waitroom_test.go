@@ -136,7 +136,7 @@ func TestWaitingRoomConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range 10 {
 				req := job.EnqueueRequest{Queue: "room"}
-				for k := range 3 {
+				for k := range 2 {
 					req.Jobs = append(req.Jobs, job.Spec{Kind: "k", Key: fmt.Sprintf("k%d", (p+i+k)%4), Priority: 1 + (i+k)%5})
 				}
 				res, err := eng.Enqueue(ctx, req)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
+	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
@@ -35,6 +37,26 @@ import (
 // roomCheck is how often the resume function looks at a queue's waiting
 // room while jobs wait in it.
 const roomCheck = time.Minute
+
+// maxHorizonTries bounds the compare-and-sets one booking step tries on
+// a horizon that others write meanwhile; what it leaves undone is the
+// resume function's look's.
+const maxHorizonTries = 30
+
+// horizonBackoff waits before the next try of a refused compare-and-set
+// of a horizon: a random while, longer each try, so that the workers of
+// a busy queue that all free and book at once do not meet again.
+func horizonBackoff(ctx context.Context, try int) error {
+	return clock.Sleep(ctx, time.Duration(rand.Int64N(int64(min(try+1, 10))*int64(2*time.Millisecond))))
+}
+
+// checkBy makes h's look due roomCheck from now at the latest: a look
+// already due sooner stays, so that a busy room does not put it off.
+func checkBy(h *slot.Horizon, now time.Time) {
+	if at := now.Add(roomCheck); h.CheckAt.IsZero() || h.CheckAt.After(at) {
+		h.CheckAt = at
+	}
+}
 
 // inRoom reports whether j waits in its queue's waiting room.
 func inRoom(j *job.Job) bool { return j.Status == job.Parked && j.ParkReason == job.Room }
@@ -98,10 +120,13 @@ func (e *Engine) admit(ctx context.Context, q Queue, jobs []*job.Job) (keyAhead,
 		if in > 0 {
 			h.Waiting += in
 			h.LastIn = now
-			h.CheckAt = laterOf(h.CheckAt, now.Add(roomCheck))
+			checkBy(&h, now)
 		}
 		_, err = e.state.PutHorizon(ctx, h, from)
-		if errors.Is(err, ErrConflict) && try < 20 {
+		if errors.Is(err, ErrConflict) && try < maxHorizonTries {
+			if err := horizonBackoff(ctx, try); err != nil {
+				return nil, nil, false, err
+			}
 			continue
 		}
 		if err != nil {
@@ -167,14 +192,21 @@ func (e *Engine) bookFrom(ctx context.Context, q Queue, settle bool, free ...int
 		}
 		// The resume function looks again while jobs wait, and after
 		// bookings whose jobs' writes a crash may cut off.
-		switch {
-		case h.Waiting > 0 || len(chosen) > 0 || settle && e.bookedSince(h, now.Add(-e.opts.RecordGrace)):
+		// The look comes no later than roomCheck from now; the look
+		// itself sets the next one.
+		switch need := h.Waiting > 0 || len(chosen) > 0 || settle && e.bookedSince(h, now.Add(-e.opts.RecordGrace)); {
+		case settle && need:
 			h.CheckAt = now.Add(roomCheck)
 		case settle:
 			h.CheckAt = time.Time{}
+		case need:
+			checkBy(&h, now)
 		}
 		if _, err := e.state.PutHorizon(ctx, h, from); err != nil {
-			if errors.Is(err, ErrConflict) && try < 20 {
+			if errors.Is(err, ErrConflict) && try < maxHorizonTries {
+				if err := horizonBackoff(ctx, try); err != nil {
+					return err
+				}
 				continue
 			}
 			return fmt.Errorf("book from the waiting room: %w", err)
