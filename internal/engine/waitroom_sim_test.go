@@ -234,7 +234,7 @@ func (r *roomSim) enqueueRoom(queue, key string, prio, n int) engine.EnqueueResu
 // verify checks what the watch saw, and that every start of a booked job
 // came at the slot its booking was told (unless a pause re-ticketed it,
 // or it waited on a lane: a pause moves what it holds, and a lane sends
-// on a job it held at the next opening), inside its room if room is set (a worker
+// on a job it held at the next opening), within room of it if room is set (a worker
 // that died after the gate is redelivered later than that).
 func (r *roomSim) verify(room time.Duration) {
 	r.t.Helper()
@@ -261,7 +261,7 @@ func (r *roomSim) verify(room time.Duration) {
 				r.t.Errorf("job %s: booked for %v, started for %v: a booked job moved", s.ID, told.SlotAt, s.SlotAt)
 			}
 		}
-		if room > 0 && (s.At.Before(s.SlotAt) || s.At.After(s.SlotAt.Add(room))) {
+		if room > 0 && (s.At.Before(s.SlotAt.Add(-room)) || s.At.After(s.SlotAt.Add(room))) {
 			r.t.Errorf("job %s started at %v, its slot %v (room %v)", s.ID, s.At, s.SlotAt, room)
 		}
 	}
