@@ -278,3 +278,48 @@ func TestWaitingRoomShown(t *testing.T) {
 		}
 	})
 }
+
+// A configure that changes the queue's limit moves the booked jobs as a
+// limit change does (§12b), and leaves the waiting room's jobs waiting,
+// without a slot; one that changes a bound moves nothing. All run after.
+func TestWaitingRoomConfigure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 2})
+		defer s.stop()
+		ctx := context.Background()
+		cfg := slot.Config{Interval: time.Second, BookAhead: 2}
+		s.createQueue("conf", cfg)
+		res := s.enqueue("conf", 6, nil)
+		cfg.Interval = 500 * time.Millisecond
+		if _, err := s.eng.Configure(ctx, "conf", cfg); err != nil {
+			t.Fatal(err)
+		}
+		booked := map[string]time.Time{}
+		for _, a := range res.Jobs {
+			j, err := s.eng.Job(ctx, job.Ref{Queue: "conf", ID: a.JobID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waits := j.Status == job.Parked && j.ParkReason == job.Room
+			if waits != (a.Status == api.StatusWaiting) || waits && !j.SlotAt.IsZero() {
+				t.Fatalf("after a configure, job %s is %s (%s) with slot %v; it was answered %s", a.JobID, j.Status, j.ParkReason, j.SlotAt, a.Status)
+			}
+			if !waits {
+				booked[j.ID] = j.SlotAt
+			}
+		}
+		cfg.BookAhead = 3
+		if _, err := s.eng.Configure(ctx, "conf", cfg); err != nil {
+			t.Fatal(err)
+		}
+		for id, at := range booked {
+			if j, _ := s.eng.Job(ctx, job.Ref{Queue: "conf", ID: id}); !j.SlotAt.Equal(at) {
+				t.Fatalf("a change of book_ahead moved booked job %s from %v to %v", id, at, j.SlotAt)
+			}
+		}
+		s.waitFinished("conf", time.Minute)
+		if n := len(s.jobs("conf", job.Succeeded)); n != 6 {
+			t.Fatalf("%d of 6 jobs succeeded", n)
+		}
+	})
+}
