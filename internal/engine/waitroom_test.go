@@ -323,3 +323,42 @@ func TestWaitingRoomConfigure(t *testing.T) {
 		}
 	})
 }
+
+// Keys under limits of their own and a key bound: a waiting job, once
+// booked, gets its key's slot as an enqueue gives it (after the key's
+// bookings ahead of it, not after every job of its key accepted before
+// it), starts there, and every key's starts keep its limit.
+func TestWaitingRoomKeyedLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := slot.Config{Interval: 5 * time.Millisecond, KeyBookAhead: 2, KeyLimits: []api.Limit{{Interval: 40 * time.Millisecond}}}
+		r := newRoomSim(t, simOptions{Workers: 3, Seed: 5, Transport: memstore.TransportOptions{Jitter: time.Millisecond, DuplicateRate: 0.1}}, "keyed", cfg, 0)
+		defer r.stop()
+		for _, k := range []string{"A", "B", "C"} {
+			r.enqueueRoom("keyed", k, 0, 8)
+		}
+		r.waitFinished("keyed", time.Minute)
+		// A keyed job passes its key's gate after the queue's: it starts
+		// a little after its slot (without the bound, jobs of a key
+		// waiting on its lane start far later); it is not moved.
+		skew := cfg.WithDefaults().Skew
+		r.verify(0)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		last := map[string]time.Time{}
+		for _, s := range r.starts {
+			j, _ := r.store.GetJob(context.Background(), job.Ref{Queue: "keyed", ID: s.ID})
+			if prev, ok := last[j.Key]; ok && s.At.Sub(prev) < 40*time.Millisecond-skew {
+				t.Errorf("key %s started %v after its last start, its limit 40ms", j.Key, s.At.Sub(prev))
+			}
+			last[j.Key] = s.At
+		}
+		if len(r.starts) != 24 {
+			t.Fatalf("%d starts, want 24", len(r.starts))
+		}
+		// 8 jobs a key one every 40 ms: about 280 ms, not a key's whole
+		// backlog of waits per booking.
+		if end := r.starts[len(r.starts)-1].At; end.Sub(r.starts[0].At) > 400*time.Millisecond {
+			t.Errorf("the last start came %v after the first, want about 280ms", end.Sub(r.starts[0].At))
+		}
+	})
+}
