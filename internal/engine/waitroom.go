@@ -386,9 +386,9 @@ func (e *Engine) checkRoom(ctx context.Context, q Queue) error {
 			return err
 		}
 	}
-	if !q.Config.Bounded() && h.Waiting == 0 && len(h.Booked) == 0 {
-		return nil
-	}
+	// Settled even for a queue without a bound (configured off, or a
+	// queue deleted and created again without one): the look books what
+	// still waits, and leaves the horizon due no more.
 	return e.bookFrom(ctx, q, true, stale...)
 }
 

@@ -289,6 +289,10 @@ func TestWaitingRoomConfigure(t *testing.T) {
 		ctx := context.Background()
 		cfg := slot.Config{Interval: time.Second, BookAhead: 2}
 		s.createQueue("conf", cfg)
+		// Paused, nothing starts and nothing is booked meanwhile.
+		if _, err := s.eng.Pause(ctx, "conf", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
 		res := s.enqueue("conf", 6, nil)
 		cfg.Interval = 500 * time.Millisecond
 		if _, err := s.eng.Configure(ctx, "conf", cfg); err != nil {
@@ -316,6 +320,12 @@ func TestWaitingRoomConfigure(t *testing.T) {
 			if j, _ := s.eng.Job(ctx, job.Ref{Queue: "conf", ID: id}); !j.SlotAt.Equal(at) {
 				t.Fatalf("a change of book_ahead moved booked job %s from %v to %v", id, at, j.SlotAt)
 			}
+		}
+		for {
+			if _, err := s.eng.Unpause(ctx, "conf"); err == nil {
+				break
+			}
+			time.Sleep(time.Second)
 		}
 		s.waitFinished("conf", time.Minute)
 		if n := len(s.jobs("conf", job.Succeeded)); n != 6 {
