@@ -272,6 +272,8 @@ func parkedWhy(j api.Job) string {
 		return "waiting for key " + j.Key
 	case j.ParkReason == api.WaitPlace:
 		return "waiting for a running place"
+	case j.ParkReason == api.Room:
+		return "in the waiting room, for its booking"
 	case j.ParkReason == api.WaitGate && !j.DueAt.IsZero():
 		return "waiting for its gate to open, released " + ts(j.DueAt)
 	case j.DueAt.IsZero():
@@ -297,6 +299,9 @@ func jobRows(j api.Job) func(io.Writer) {
 			row(w, "key", j.Key)
 		}
 		row(w, "status", j.Status)
+		if j.Room != nil {
+			row(w, "waiting", roomLine(*j.Room, time.Now()))
+		}
 		row(w, "ticket", j.Ticket)
 		row(w, "slot at", ts(j.SlotAt))
 		row(w, "attempt", j.Attempt)

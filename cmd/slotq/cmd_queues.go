@@ -115,6 +115,7 @@ func newStatsCmd(cn *conn) *cobra.Command {
 				row(w, "backlog", human(time.Duration(s.Backlog)))
 				activityRows(w, out.Activity, out.ActivityError)
 				laneRows(w, s.Lanes, s.Config.MaxRunning)
+				roomRows(w, s.Room)
 				row(w, "tickets", s.State.Ticket)
 				row(w, "started", s.State.Current)
 				row(w, "last start", ts(s.State.LastStart))
@@ -389,8 +390,8 @@ func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
 		targetTimeout:     durationFlag(fs, "target-timeout", "bound of one run of a target: a Go handler (on its context), an HTTP request or a Lambda invocation "+what),
 		maxSlowDowns:      fs.Int("max-slow-downs", 0, fmt.Sprintf("times one job's target may answer \"slow down\" (a 429, a RetryAfter error) before the job fails, 1 to %d; slotq's is %d ", slot.MaxSlowDownsLimit, slot.DefaultMaxSlowDowns)+what),
 		retryAfterDefault: durationFlag(fs, "retry-after-default", fmt.Sprintf("how long the queue waits after a \"slow down\" that names no time (a 429 without Retry-After), 1ms to %s; slotq's is %s ", slot.MaxSlowDown, slot.DefaultRetryAfter)+what),
-		bookAhead:         fs.Int("book-ahead", 0, fmt.Sprintf("most jobs of the queue that hold a slot at once, 1 to %d (stored, not yet kept: every job is booked at enqueue) ", slot.MaxBookAhead)+what),
-		keyBookAhead:      fs.Int("key-book-ahead", 0, fmt.Sprintf("most jobs of one key that hold a slot at once, 1 to %d (stored, not yet kept) ", slot.MaxBookAhead)+what),
+		bookAhead:         fs.Int("book-ahead", 0, fmt.Sprintf("most jobs of the queue that hold a slot at once, 1 to %d (a job beyond it waits in the waiting room, booked as slots free up) ", slot.MaxBookAhead)+what),
+		keyBookAhead:      fs.Int("key-book-ahead", 0, fmt.Sprintf("most jobs of one key that hold a slot at once, 1 to %d (as book-ahead, per key) ", slot.MaxBookAhead)+what),
 		targets:           fs.String("targets", "", "comma-separated HTTP and Lambda target `patterns` jobs may name "+what),
 		networks:          fs.String("allow-networks", "", "comma-separated CIDR `prefixes` HTTP targets may reach although private "+what),
 		keys:              newKeyConfigFlags(fs, strings.Contains(what, "unchanged")),

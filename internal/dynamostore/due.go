@@ -100,6 +100,8 @@ func entryOf(m map[string]types.AttributeValue) (engine.DueEntry, bool, error) {
 		d.Kind, d.Queue = engine.DueLift, strings.TrimPrefix(pk, "Q#")
 	case strings.HasPrefix(pk, "Q#") && sk == skResume:
 		d.Kind, d.Queue = engine.DueRound, strings.TrimPrefix(pk, "Q#")
+	case strings.HasPrefix(pk, "W#") && sk == skRoom:
+		d.Kind, d.Queue = engine.DueRoom, strings.TrimPrefix(pk, "W#")
 	case strings.HasPrefix(pk, "L#") && strings.HasPrefix(sk, "K#"):
 		d.Kind, d.Queue, d.ID = engine.DueLane, strings.TrimPrefix(pk, "L#"), strings.TrimPrefix(sk, "K#")
 	default:

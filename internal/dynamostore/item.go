@@ -77,6 +77,9 @@ const (
 	attrSlowDowns = "slow_downs"
 	attrOrder     = "line_order"
 	attrPriority  = "priority"
+	// The job's booking in its queue's horizon (job.Job.Booking), only
+	// when it has one.
+	attrBooking = "booking"
 	// The job's result (JSON, at most job.MaxResult bytes), or the size
 	// of one too large to keep.
 	attrResult        = "result"
@@ -487,6 +490,9 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 		m[attrDueSK] = num(j.LineOrder())
 	}
 	m[attrAttempt] = num(int64(j.Attempt))
+	if j.Booking != 0 {
+		m[attrBooking] = num(j.Booking)
+	}
 	for name, n := range map[string]int{
 		attrRetickets: j.Retickets, attrSentBack: j.SentBack, attrReruns: j.Reruns, attrRerunFrom: j.RerunFrom, attrResultDropped: j.ResultDropped,
 		attrSlowDowns: j.SlowDowns, attrPriority: j.Priority,
@@ -574,6 +580,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		RerunFrom:  int(it.int(attrRerunFrom)),
 		SlowDowns:  int(it.int(attrSlowDowns)),
 		Priority:   int(it.int(attrPriority)),
+		Booking:    it.int(attrBooking),
 		ParkReason: job.ParkReason(it.str(attrParkReason)),
 		DueAt:      it.time(attrDueAt),
 		EnqueuedAt: it.time(attrEnqueuedAt),

@@ -11,6 +11,7 @@ import (
 	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // ErrNotWaiting: the job cannot be cancelled because it started or ended.
@@ -164,7 +165,11 @@ func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error)
 	if _, err := e.state.Unpause(ctx, name, time.Time{}); err != nil {
 		return ResumeReport{}, failure("resume", job.Ref{Queue: name}, err)
 	}
-	return e.resumeQueue(ctx, name, nil, holder)
+	rep, err := e.resumeQueue(ctx, name, nil, holder)
+	if q, qerr := e.state.GetQueue(ctx, name); err == nil && qerr == nil && q.Config.Bounded() {
+		e.bookNext(ctx, q) // the room waited with the queue
+	}
+	return rep, err
 }
 
 // awaitLease takes queue's resume lease for holder, waiting up to half a
@@ -209,6 +214,7 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("purge %s: %w", name, err)
 	}
+	var free []int64
 	for _, j := range parked {
 		if j.Ticket > st.Purged {
 			continue // parked after the purge
@@ -220,6 +226,12 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 			return 0, fmt.Errorf("purge %s: %w", name, err)
 		}
 		e.takeOffLanes(ctx, q, j) // off its lanes, and no longer pending on its key
+		if j.Booking != 0 && !inRoom(&j) {
+			free = append(free, j.Booking)
+		}
+	}
+	if len(free) > 0 {
+		e.bookNext(ctx, q, free...)
 	}
 	return int(max(0, st.Purged-st.Current)), nil
 }
@@ -285,6 +297,9 @@ type Stats struct {
 	// Lanes: attempts running under the queue's MaxRunning, keys held and
 	// keys with jobs waiting on them (docs/guarantees.md §12).
 	Lanes LaneFigures `json:"lanes"`
+	// Room, for a bounded queue, counts its bookings and waiting room
+	// (waitroom.go).
+	Room *api.RoomFigures `json:"room,omitempty"`
 }
 
 // Stats returns a queue's counts, lag and state.
@@ -318,6 +333,9 @@ func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
 			}
 		}
 	}
+	if s.Room, err = e.roomFigures(ctx, q); err != nil {
+		return s, fmt.Errorf("stats %s: %w", name, err)
+	}
 	s.Lag = slot.Duration(lag(q, now))
 	if st.Clock.After(now) {
 		s.Backlog = slot.Duration(st.Clock.Sub(now))
@@ -340,6 +358,11 @@ func (e *Engine) Job(ctx context.Context, k job.Ref) (job.Job, error) {
 		return j, failure("job", k, err)
 	}
 	j.SlotAt = q.SlotOf(j)
+	if inRoom(&j) {
+		if j.Room, err = e.roomPlace(ctx, q, j); err != nil {
+			return j, failure("job", k, err)
+		}
+	}
 	return j, nil
 }
 
@@ -472,6 +495,7 @@ func (e *Engine) cancelJob(ctx context.Context, k job.Ref, reason string) (job.J
 			return j, failure("cancel", k, err)
 		}
 		e.takeOffLanes(ctx, q, j)
+		e.freeBooking(ctx, q, j)
 		return e.getJob(ctx, q, k)
 	}
 }

@@ -78,6 +78,8 @@
 //	change.go     ChangeConfig: change the settings given, keep the others
 //	reslot.go     re-slot waiting jobs after a limit changed
 //	keys.go       a queue's keys and their limits
+//	waitroom.go   the booking horizon and the waiting room: admit beyond
+//	              the bounds, book by slot.BookNext as bookings free up
 //	retry.go      Retry failed or cancelled jobs
 //	redrive.go    Redrive the dead-letter queue
 //	observe.go    Observer and its events

@@ -14,9 +14,11 @@ import (
 
 // Accepted is the answer for one enqueued job.
 type Accepted struct {
-	JobID  string    `json:"job_id"`
-	Ticket int64     `json:"ticket"`
-	SlotAt time.Time `json:"slot_at"`
+	JobID  string `json:"job_id"`
+	Ticket int64  `json:"ticket"`
+	// SlotAt is the job's slot; none (left out) for a job accepted into
+	// the waiting room, which gets its slot when it is booked.
+	SlotAt time.Time `json:"slot_at,omitzero"`
 	// Position is, when the job was accepted, the number of tickets ahead
 	// of it that may still start before it (slot.Position): an upper
 	// bound, since a cancelled job's ticket, a ticket a re-ticket left
@@ -33,6 +35,12 @@ type Accepted struct {
 	// Existing is true when a job of this id was accepted before; the
 	// answer is that job's, and nothing new was written.
 	Existing bool `json:"existing,omitempty"`
+	// Waiting and EstimatedStartAt are, for a job accepted into the
+	// waiting room (Status api.StatusWaiting), its place among the
+	// waiting (of its key, if it has one: an upper bound) and an
+	// estimate of its start (waitroom.go).
+	Waiting          int64      `json:"waiting,omitempty"`
+	EstimatedStartAt *time.Time `json:"estimated_start_at,omitempty"`
 }
 
 // EnqueueResult answers an enqueue call, job by job in request order.
@@ -69,7 +77,14 @@ func (e *Engine) enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	if len(newJobs) == 0 {
 		return res, nil
 	}
-	ahead, err := e.ticketsAndCounts(ctx, &q, newJobs)
+	var keyAhead, place []int64
+	var spare bool
+	if q.Config.Bounded() {
+		if keyAhead, place, spare, err = e.admit(ctx, q, newJobs); err != nil {
+			return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
+		}
+	}
+	ahead, err := e.ticketsAndCounts(ctx, &q, newJobs, keyAhead)
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
@@ -87,6 +102,12 @@ func (e *Engine) enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 		if res.Jobs[at[k]], err = e.answerNew(ctx, q, j, created[k], ahead[k]); err != nil {
 			return EnqueueResult{}, err
 		}
+		if created[k] && inRoom(j) {
+			e.answerWaiting(&res.Jobs[at[k]], q, j, ahead[k], keyAhead[k], place[k])
+		}
+	}
+	if spare {
+		e.bookNext(ctx, q)
 	}
 	e.log.DebugContext(ctx, "enqueued", "queue", q.Name, "jobs", len(newJobs), "first_ticket", newJobs[0].Ticket)
 	return res, nil
@@ -224,19 +245,20 @@ func answerExisting(j *job.Job, st slot.State) Accepted {
 	return a
 }
 
-// ticketsAndCounts gives jobs their tickets and slots (assign) and counts
+// ticketsAndCounts gives jobs their tickets and slots (assign; on a
+// bounded queue, keyAhead as assignBooked takes it) and counts
 // them as pending on their keys' lanes (countPending), returning for each
 // the jobs of its key ahead of it. On a queue with keyed limits the count
 // comes right after the take (assignKeyed): a job's place among its key's
 // jobs gives its key's slot.
-func (e *Engine) ticketsAndCounts(ctx context.Context, q *Queue, jobs []*job.Job) ([]int64, error) {
+func (e *Engine) ticketsAndCounts(ctx context.Context, q *Queue, jobs []*job.Job, keyAhead []int64) ([]int64, error) {
 	if !q.Config.Keyed() {
 		if err := e.assign(ctx, q, jobs); err != nil {
 			return nil, err
 		}
 		return e.countPending(ctx, *q, jobs)
 	}
-	return e.assignKeyed(ctx, q, jobs, true)
+	return e.assignBooked(ctx, q, jobs, true, keyAhead)
 }
 
 // countPending counts jobs (in ticket order) as pending on their keys'
@@ -371,6 +393,16 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 // ticket for a job counted already) a job's place is behind every job of
 // its key.
 func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, count bool) ([]int64, error) {
+	return e.assignBooked(ctx, q, jobs, count, nil)
+}
+
+// assignBooked is assignKeyed for the jobs of a bounded queue
+// (waitroom.go): a job that waits in the waiting room (job.Room) takes a
+// ticket and no slot, no place in the line; and, with keyAhead, a keyed
+// job's place among its key's jobs is the number of them booked before
+// it (keyAhead[i]), not those accepted before it, since the waiting ones
+// hold no slot.
+func (e *Engine) assignBooked(ctx context.Context, q *Queue, jobs []*job.Job, count bool, keyAhead []int64) ([]int64, error) {
 	for try := 0; ; try++ {
 		now := e.now().Add(e.opts.Lead)
 		ls, tick := q.Config.LimitList(), q.Config.Tick()
@@ -386,6 +418,9 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 		books := make([]bool, len(jobs))
 		line := 0
 		for i, j := range jobs {
+			if j.ParkReason == job.Room {
+				continue
+			}
 			if keyed(i) || !j.Earliest().After(est[line]) {
 				inLine[i], books[i] = !keyed(i), true
 				line++
@@ -416,6 +451,9 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 			}
 		}
 		keyAt, err := e.keySlots(ctx, *q, jobs, ahead, lanes, now)
+		if keyAhead != nil {
+			keyAt, err = e.keySlots(ctx, *q, jobs, keyAhead, nil, now)
+		}
 		if err != nil {
 			if count {
 				e.uncountLost(ctx, *q, jobs, make([]bool, len(jobs)))
@@ -443,6 +481,10 @@ func setSlots(jobs []*job.Job, inLine, books []bool, taken Taken, after time.Tim
 		j.Ticket = taken.First + int64(i)
 		j.Scheduled = !inLine[i]
 		j.Detached = false // a new ticket puts it back in line
+		if j.ParkReason == job.Room {
+			j.SlotAt, j.Scheduled = time.Time{}, false // no slot until it is booked
+			continue
+		}
 		pos := after
 		if books[i] && k < len(taken.Slots) {
 			pos = taken.Slots[k]
@@ -473,6 +515,11 @@ func setSlots(jobs []*job.Job, inLine, books []bool, taken Taken, after time.Tim
 // transport's reach, queued otherwise.
 func (e *Engine) place(j *job.Job, st slot.State) {
 	now := e.now()
+	if j.ParkReason == job.Room {
+		j.Status, j.DueAt = job.Parked, time.Time{}
+		j.Record(job.Event{At: now, Kind: job.ParkedEvent, Reason: string(job.Room)})
+		return
+	}
 	j.ParkReason, j.DueAt = "", time.Time{}
 	switch {
 	case st.Paused:

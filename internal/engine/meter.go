@@ -61,7 +61,7 @@ func (e *Engine) keySlots(ctx context.Context, q Queue, jobs []*job.Job, ahead [
 	others := map[string]int64{}
 	out := make([]time.Time, len(jobs))
 	for i, j := range jobs {
-		if j.Key == "" {
+		if j.Key == "" || j.ParkReason == job.Room {
 			continue
 		}
 		m, ok := meters[j.Key]

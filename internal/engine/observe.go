@@ -58,6 +58,8 @@ const (
 	EventSlowDown EventKind = "slow_down"
 	// EventLifted: resume lifted a pause whose time had come.
 	EventLifted EventKind = "lifted"
+	// EventBooked: a job of the waiting room was booked (waitroom.go).
+	EventBooked EventKind = "booked"
 	// EventFigures: resume looked at a queue; Figures holds what it saw.
 	EventFigures EventKind = "figures"
 )

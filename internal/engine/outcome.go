@@ -120,7 +120,16 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	// The backoff is the record's, not the take's alone: a pause that
 	// parks the job keeps it (job.Earliest).
 	j.RetryAt = now.Add(q.Config.RetryDelay(j.RunAttempt()))
-	err := e.assign(ctx, &q, []*job.Job{&j})
+	// On a bounded queue the retry goes through the waiting room like a
+	// new job: booked at once if the bounds leave room and nobody waits.
+	var keyAhead []int64
+	spare, err := false, error(nil)
+	if q.Config.Bounded() {
+		keyAhead, _, spare, err = e.admit(ctx, q, []*job.Job{&j})
+	}
+	if err == nil {
+		_, err = e.assignBooked(ctx, &q, []*job.Job{&j}, false, keyAhead)
+	}
 	if errors.Is(err, ErrQueueNotFound) {
 		// The queue was deleted (and perhaps created again) while the
 		// attempt ran: the job ends with its generation, and its retry
@@ -146,6 +155,9 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 		return nil
 	}
 	e.endAttempt(ctx, q, st, j, ran.Ticket, jobGoesOn)
+	if spare {
+		e.bookNext(ctx, q)
+	}
 	e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
 	e.observe(ctx, Event{Kind: EventRetry, Queue: j.Queue})
 	e.log.WarnContext(ctx, "attempt failed; retrying", "queue", j.Queue, "job_id", j.ID,

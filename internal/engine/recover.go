@@ -80,6 +80,7 @@ func (e *Engine) recoverIfLost(ctx context.Context, j job.Job) error {
 	e.log.WarnContext(ctx, "attempt lost", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "started_at", j.StartedAt)
 	rctx, cancel := e.recordContext(ctx)
 	defer cancel()
+	e.freeBooking(rctx, q, j) // its worker may have died before freeing it
 	return e.recordOutcome(rctx, q, j, q.State, errors.New("attempt lost: its worker stopped before recording an outcome"))
 }
 
@@ -166,6 +167,7 @@ func (e *Engine) cancelPurged(ctx context.Context, q Queue, j job.Job) error {
 		return fmt.Errorf("work %s: cancel purged job: %w", j.Ref(), err)
 	}
 	e.takeOffLanes(ctx, q, j)
+	e.freeBooking(ctx, q, j)
 	e.log.InfoContext(ctx, "cancelled by purge", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
 	return nil
 }

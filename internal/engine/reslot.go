@@ -140,10 +140,11 @@ func (q Queue) SlotOf(j job.Job) time.Time {
 
 // inLine reports whether j holds a place in its queue's waiting line:
 // not scheduled or detached, not held by a pause (it takes a new ticket
-// when released) and not waiting for a key or a running place (it left
-// the line).
+// when released), not waiting for a key or a running place (it left
+// the line) and not in the waiting room (it holds no slot yet:
+// waitroom.go).
 func inLine(j *job.Job) bool {
-	return !outOfLine(j) && j.ParkReason != job.PausedQueue && !j.ParkReason.Waits()
+	return !outOfLine(j) && j.ParkReason != job.PausedQueue && !j.ParkReason.Waits() && !inRoom(j)
 }
 
 // MaxReslot is the most waiting jobs one configure books again. The rest

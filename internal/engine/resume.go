@@ -304,12 +304,15 @@ func (e *Engine) liftPause(ctx context.Context, q *Queue, holder string, until t
 func (e *Engine) actOnDue(ctx context.Context, q *Queue, due []DueEntry, cur Cursor, rep *ResumeReport, now time.Time) (Cursor, error) {
 	var jobs []string
 	var lanes []string
+	room := false
 	for _, d := range due {
 		switch d.Kind {
 		case DueJob:
 			jobs = append(jobs, d.ID)
 		case DueLane:
 			lanes = append(lanes, d.ID)
+		case DueRoom:
+			room = true
 		}
 	}
 	var err error
@@ -338,6 +341,14 @@ func (e *Engine) actOnDue(ctx context.Context, q *Queue, due []DueEntry, cur Cur
 	}
 	if rep.Released > 0 {
 		e.observe(ctx, Event{Kind: EventRelease, Queue: q.Name, Count: rep.Released})
+	}
+	if room {
+		// Jobs wait in the room: book what a crash left waiting
+		// (waitroom.go). A paused queue's room waits with it; the look
+		// comes again.
+		if err := e.checkRoom(ctx, *q); err != nil {
+			return cur, fmt.Errorf("resume %s: waiting room: %w", q.Name, err)
+		}
 	}
 	// Hand-offs observe their own releases (wake).
 	rep.Released += handed
@@ -401,6 +412,15 @@ func (e *Engine) forget(ctx context.Context, q Queue, due []DueEntry) error {
 				err = e.cancel(ctx, q.Config, j)
 			}
 			if err != nil && !errors.Is(err, ErrJobNotFound) && !errors.Is(err, ErrConflict) {
+				errs = append(errs, err)
+			}
+		case DueRoom:
+			h, err := e.state.GetHorizon(ctx, q.Name)
+			if err == nil && !h.CheckAt.IsZero() {
+				h.CheckAt = time.Time{}
+				_, err = e.state.PutHorizon(ctx, h, h.Version)
+			}
+			if err != nil && !errors.Is(err, ErrConflict) {
 				errs = append(errs, err)
 			}
 		case DueLane:

@@ -254,7 +254,19 @@ func (e *Engine) runAgain(ctx context.Context, q Queue, read []job.Job, by strin
 		j.RetryAt = time.Time{} // run again on request: now, not after a backoff
 		jobs[i] = &j
 	}
-	if err := e.assign(ctx, &q, jobs); err != nil {
+	// On a bounded queue they go through the waiting room like new jobs
+	// (waitroom.go).
+	var keyAhead []int64
+	spare := false
+	if q.Config.Bounded() {
+		if keyAhead, _, spare, err = e.admit(ctx, q, jobs); err != nil {
+			return nil, 0, failure("retry", job.Ref{Queue: q.Name}, err)
+		}
+		if spare {
+			defer e.bookNext(ctx, q)
+		}
+	}
+	if _, err := e.assignBooked(ctx, &q, jobs, false, keyAhead); err != nil {
 		return nil, 0, failure("retry", job.Ref{Queue: q.Name}, err)
 	}
 	now := e.now()

@@ -36,6 +36,7 @@ func (e *Engine) failSentBack(ctx context.Context, j job.Job) error {
 		return fmt.Errorf("fail %s: %w", j.Ref(), err)
 	}
 	e.takeOffLanes(ctx, q, j)
+	e.freeBooking(ctx, q, j)
 	e.observe(ctx, Event{Kind: EventDeadLetter, Queue: j.Queue})
 	e.log.ErrorContext(ctx, "job failed", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "error", runErr)
 	return nil

@@ -114,6 +114,10 @@ const (
 	// key, or jobs wait on the queue's own lane for a running place
 	// (LaneDue). ID is the lane's key.
 	DueLane DueKind = "lane"
+	// DueRoom: jobs wait in a queue's waiting room, and the resume
+	// function looks at it (HorizonDue): it books what a crash left
+	// waiting and frees what a crash left booked (waitroom.go).
+	DueRoom DueKind = "room"
 )
 
 // DueEntry is one entry of the due index: something the resume function
@@ -170,6 +174,10 @@ func LaneDue(l slot.Lane) time.Time {
 	}
 	return until
 }
+
+// HorizonDue is when the resume function looks at a queue's waiting room
+// (slot.Horizon.CheckAt; zero: never).
+func HorizonDue(h slot.Horizon) time.Time { return h.CheckAt }
 
 // GateError is Gate's answer when the gate said no.
 type GateError struct {
@@ -594,4 +602,18 @@ type State interface {
 	// One write of the key's own record, which shares no partition with
 	// the queue's state.
 	PutMeter(ctx context.Context, m slot.Meter, from int64, keep time.Time) (slot.Meter, error)
+
+	// GetHorizon reads a queue's booking horizon (slot.Horizon),
+	// strongly. One never written is returned with Version 0 and only
+	// Queue set. A horizon's versions never repeat, as a lane's do not
+	// (see GetLane).
+	GetHorizon(ctx context.Context, queue string) (slot.Horizon, error)
+	// PutHorizon stores h if the stored horizon is still at version from
+	// (0: none is stored) and returns it as stored, at the next version,
+	// with its due entry (HorizonDue) in the same write. ErrConflict if
+	// the version moved: of concurrent writers from one version, one
+	// wins. ErrQueueNotFound if the stored horizon is of a later
+	// generation than h's (GenBefore). One write of the horizon's own
+	// record, which shares no partition with the queue's state.
+	PutHorizon(ctx context.Context, h slot.Horizon, from int64) (slot.Horizon, error)
 }

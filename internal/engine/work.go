@@ -51,6 +51,9 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 			}
 			return err
 		}
+		// Started: its booking is freed and the waiting room books its
+		// next job meanwhile (waitroom.go).
+		defer e.freeAfterStart(ctx, d.q, d.j)()
 		switch n, err := d.sleepToStart(actx); n {
 		case stop:
 			d.endAttemptSpan(actx, OutcomeMissed, err)

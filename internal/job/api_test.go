@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // TestAPI checks that API copies every field: a job with each field set
@@ -22,6 +24,8 @@ func TestAPI(t *testing.T) {
 			f.Set(reflect.ValueOf(json.RawMessage(`{"n":` + string(rune('0'+i%10)) + `}`)))
 		case []Event:
 			f.Set(reflect.ValueOf([]Event{{At: at, Kind: Started, Attempt: 1, LatenessMs: 3}}))
+		case *api.RoomPlace:
+			f.Set(reflect.ValueOf(&api.RoomPlace{Place: 3, Key: "k", Priority: 2, EstimatedStartAt: at}))
 		default:
 			switch f.Kind() {
 			case reflect.String:

@@ -31,6 +31,7 @@ const (
 	FailedEvent    = api.FailedEvent
 	CancelledEvent = api.CancelledEvent
 	SlowedDown     = api.SlowedDown
+	BookedEvent    = api.BookedEvent
 )
 
 // History bounds: a record keeps its last MaxHistory events, each error

@@ -79,6 +79,7 @@ const (
 	WaitKey     = api.WaitKey
 	WaitPlace   = api.WaitPlace
 	WaitGate    = api.WaitGate
+	Room        = api.Room
 )
 
 // Job is the record of one job: api.Job's fields (the type is defined by

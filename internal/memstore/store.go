@@ -47,6 +47,10 @@ type Store struct {
 	// version any has had.
 	meters   map[laneID]meterRec
 	meterTop int64
+	// horizons are the queues' booking horizons (slot.Horizon), and
+	// horizonTop the highest version any has had.
+	horizons   map[string]slot.Horizon
+	horizonTop int64
 	// due is the due index over the records above (engine.DueEntry),
 	// kept in the same step as each write.
 	due *dueIndex
@@ -243,6 +247,7 @@ func (s *Store) DeleteQueue(_ context.Context, name string) error {
 	delete(s.leases, name)
 	s.due.set(dueID{engine.DueLift, name, ""}, time.Time{})
 	s.due.set(dueID{engine.DueRound, name, ""}, time.Time{})
+	s.due.set(roomDueID(name), time.Time{})
 	return nil
 }
 

@@ -81,14 +81,19 @@ type Config struct {
 	// jobs do; 1 to MaxBookAhead each, 0 (left out) for no bound. A job
 	// beyond a bound waits, accepted, for its booking: highest Priority
 	// first, then round-robin across keys by their weight, then ticket
-	// order. Not yet kept: slotq checks and stores both, and still books
-	// every job at enqueue.
+	// order. A booked job keeps its slot whatever comes after it; a
+	// change of a bound applies to bookings after it and moves nothing
+	// booked.
 	BookAhead    int
 	KeyBookAhead int
 }
 
-// MaxBookAhead is the highest BookAhead and KeyBookAhead.
-const MaxBookAhead = 100000
+// MaxBookAhead is the highest BookAhead and KeyBookAhead. A queue's
+// bookings are kept in one record (about 80 bytes each, in one DynamoDB
+// item of at most 400 KB), so the bookings a queue holds at once (its
+// BookAhead, or KeyBookAhead times the keys booking at once) should stay
+// within a few thousand.
+const MaxBookAhead = 2000
 
 // NoKeyCap is the KeyMaxRunning of a queue that lets a key run any number
 // of its jobs at once: "key_max_running": 0 on the wire.

@@ -35,8 +35,7 @@ type Spec struct {
 	// beyond the queue's book_ahead or key_book_ahead wait for a slot:
 	// MinPriority (1) is booked first, MaxPriority (5) last; 0, left
 	// out, is DefaultPriority (3). A job that holds a slot keeps it
-	// whatever the priorities of jobs that come after it. Not yet kept:
-	// slotq stores it, and still books every job at enqueue.
+	// whatever the priorities of jobs that come after it.
 	Priority int `json:"priority,omitempty"`
 }
 
@@ -79,9 +78,11 @@ func (r *EnqueueRequest) Specs() []Spec {
 
 // Accepted is one job an enqueue (or a retry) accepted.
 type Accepted struct {
-	JobID  string    `json:"job_id"`
-	Ticket int64     `json:"ticket"`
-	SlotAt time.Time `json:"slot_at"`
+	JobID  string `json:"job_id"`
+	Ticket int64  `json:"ticket"`
+	// SlotAt is the job's slot; left out for a job accepted into the
+	// waiting room, which gets its slot when it is booked.
+	SlotAt time.Time `json:"slot_at,omitzero"`
 	// Position is, when the job was accepted, the number of tickets
 	// ahead of it that may still start before it: an upper bound.
 	Position int64  `json:"position"`
@@ -93,7 +94,21 @@ type Accepted struct {
 	// Existing: a job of this id was accepted before; the answer is
 	// that job's, and nothing new was written.
 	Existing bool `json:"existing,omitempty"`
+	// Waiting, for a job accepted into its queue's waiting room (Status
+	// StatusWaiting: beyond its book_ahead or key_book_ahead), is its
+	// place among the jobs waiting, 1 first (of its key, if it has one;
+	// an upper bound), and EstimatedStartAt an estimate of its start,
+	// not a promise: it gets its slot when it is booked. Absent for a
+	// booked job, whose answer is as without a waiting room.
+	Waiting          int64      `json:"waiting,omitempty"`
+	EstimatedStartAt *time.Time `json:"estimated_start_at,omitempty"`
 }
+
+// StatusWaiting is the status an enqueue answer (Accepted) gives a job
+// accepted into its queue's waiting room: it has a ticket and a place,
+// no slot yet. Its record is parked, park_reason waiting_room, until it
+// is booked.
+const StatusWaiting Status = "waiting"
 
 // EnqueueResult is the enqueue function's answer, job by job in request
 // order.

@@ -72,6 +72,11 @@ const (
 	// WaitGate: its queue's gate opens for it further away than SQS can
 	// delay; the resume function sends it once, in time.
 	WaitGate ParkReason = "gate"
+	// Room: it waits in its queue's waiting room, without a slot, for
+	// the queue's booking horizon (book_ahead, key_book_ahead) to book
+	// it; its ticket keeps its place, and it is booked by priority, then
+	// round-robin across keys, then ticket.
+	Room ParkReason = "waiting_room"
 )
 
 // Waits reports whether r parks a job on its key or a running place:
@@ -118,6 +123,9 @@ const (
 	// wait, Reason "queue" or "key" (what waits), Error the target's
 	// answer.
 	SlowedDown EventKind = "slowed_down"
+	// BookedEvent: booked from the waiting room, with Ticket and its
+	// slot from then on a promise.
+	BookedEvent EventKind = "booked"
 )
 
 // Event is one thing that happened to a job. Fields other than At and
@@ -225,6 +233,28 @@ type Job struct {
 	// Priority is the job's priority in its queue's waiting room
 	// (Spec.Priority); 0 is DefaultPriority.
 	Priority int `json:"priority,omitempty"`
+	// Booking is the number of the job's booking in its queue's booking
+	// horizon, on a queue with book_ahead or key_book_ahead: set while
+	// it holds a slot of the horizon (or held it, once started).
+	Booking int64 `json:"booking,omitempty"`
+	// Room is, for a job in its queue's waiting room, where it stands
+	// there, as get answers it (read when asked; not stored).
+	Room *RoomPlace `json:"room,omitempty"`
+}
+
+// RoomPlace is where a job stands in its queue's waiting room.
+type RoomPlace struct {
+	// Place is its place among the waiting jobs of its key (of the jobs
+	// without a key, for one without), 1 first, by the room's order:
+	// priority, then ticket.
+	Place    int64  `json:"place"`
+	Key      string `json:"key,omitempty"`
+	Priority int    `json:"priority"`
+	// EstimatedStartAt is an estimate, not a promise: the queue's next
+	// opening after its bookings, and one tick for each job the room
+	// books before this one (by priority and round-robin). Its slot comes
+	// when it is booked.
+	EstimatedStartAt time.Time `json:"estimated_start_at"`
 }
 
 // RunAttempt is the attempt's number within its run: attempts since the

@@ -63,6 +63,20 @@ type Stats struct {
 	Lag     Duration    `json:"lag"`
 	Backlog Duration    `json:"backlog"`
 	Lanes   LaneFigures `json:"lanes"`
+	// Room, for a queue with book_ahead or key_book_ahead, counts its
+	// booking horizon and its waiting room.
+	Room *RoomFigures `json:"room,omitempty"`
+}
+
+// RoomFigures count a bounded queue's bookings and waiting room.
+type RoomFigures struct {
+	// Booked counts the jobs that hold a slot of the horizon (booked,
+	// not started).
+	Booked int `json:"booked"`
+	// Waiting counts the jobs in the waiting room, and ByPriority those
+	// of each priority, 1 first.
+	Waiting    int              `json:"waiting"`
+	ByPriority [MaxPriority]int `json:"by_priority"`
 }
 
 // LaneFigures count a queue's keys and running places.

@@ -227,14 +227,17 @@ func (g *generator) mapType(t reflect.Type) *jsonschema.Schema {
 		for _, s := range api.Statuses {
 			vals = append(vals, string(s))
 		}
+		// An enqueue answer's status of a job accepted into the
+		// waiting room (its record is parked, waiting_room).
+		vals = append(vals, string(api.StatusWaiting))
 		return enum(vals...)
 	case reflect.TypeFor[api.ParkReason]():
-		return enum(string(api.Far), string(api.PausedQueue), string(api.Unsent), string(api.WaitKey), string(api.WaitPlace), string(api.WaitGate))
+		return enum(string(api.Far), string(api.PausedQueue), string(api.Unsent), string(api.WaitKey), string(api.WaitPlace), string(api.WaitGate), string(api.Room))
 	case reflect.TypeFor[api.EventKind]():
 		return enum(string(api.Enqueued), string(api.ParkedEvent), string(api.Released), string(api.Reticketed),
 			string(api.SlotMissed), string(api.HandedBack), string(api.Started), string(api.AttemptFailed),
 			string(api.Retried), string(api.Rerun), string(api.SucceededEvent), string(api.FailedEvent),
-			string(api.CancelledEvent), string(api.SlowedDown))
+			string(api.CancelledEvent), string(api.SlowedDown), string(api.BookedEvent))
 	}
 	if t.Kind() == reflect.Struct {
 		g.structs[nameOf(t)] = t

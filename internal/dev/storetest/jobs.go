@@ -25,6 +25,7 @@ func testJobs(t *testing.T, newState func(t *testing.T) engine.State) {
 			TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", TraceState: "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
 			AttemptSpan: "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01",
 			Priority:    1,
+			Booking:     7,
 		}
 		// A full history, each event with a target's answer of the most
 		// an event keeps (commas, line breaks and runes of 3 bytes in it).

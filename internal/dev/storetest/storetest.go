@@ -41,6 +41,7 @@ func Run(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Due", func(t *testing.T) { testDue(t, newState) })
 	t.Run("Forms", func(t *testing.T) { testForms(t, newState) })
 	t.Run("Meters", func(t *testing.T) { testMeters(t, newState) })
+	t.Run("Horizons", func(t *testing.T) { testHorizons(t, newState) })
 	t.Run("Schedules", func(t *testing.T) { testSchedules(t, newState) })
 	t.Run("SlowDown", func(t *testing.T) { testSlowDown(t, newState) })
 	t.Run("Reconfigure", func(t *testing.T) { testReconfigure(t, newState) })
@@ -186,6 +187,7 @@ func diffJob(got, want job.Job) string {
 	check("History", gh == wh, gh, wh)
 	check("HistoryDropped", got.HistoryDropped == want.HistoryDropped, got.HistoryDropped, want.HistoryDropped)
 	check("Priority", got.Priority == want.Priority, got.Priority, want.Priority)
+	check("Booking", got.Booking == want.Booking, got.Booking, want.Booking)
 	return strings.Join(d, "; ")
 }
 

@@ -1,0 +1,472 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/slotq/slotq/internal/clock"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+)
+
+// The booking horizon and the waiting room. A queue with book_ahead or
+// key_book_ahead (slot.Config.Bounded) keeps its bookings in its horizon
+// (slot.Horizon, a record of its own): a job is booked — given its ticket
+// in the line and its slot, a promise — only while the bounds leave room
+// for it; one beyond them is accepted into the waiting room: parked
+// (job.Room) with a ticket for its place and no slot. As a booked job
+// starts, or ends without starting (cancelled, purged, failed), its
+// booking is freed and the room books its next jobs by slot.BookNext
+// (priority, then round-robin by weight across keys, then ticket), each
+// exactly as an enqueue books a job (assign), and sends it on.
+//
+// The writes, in the order that keeps the bounds at every moment: a
+// booking is entered in the horizon (a compare-and-set) before its job is
+// written, and freed after its job left it; freeing is by the booking's
+// number, so it is idempotent. A job is booked once: the job's write is
+// conditional on its version, and a booking whose job was booked by
+// another (or cancelled meanwhile) is freed. What a crash leaves — a
+// booking whose job was never written, a job whose booking was never
+// freed, a room nobody books from — the resume function finds through
+// the horizon's due entry (checkRoom).
+
+// roomCheck is how often the resume function looks at a queue's waiting
+// room while jobs wait in it.
+const roomCheck = time.Minute
+
+// maxHorizonTries bounds the compare-and-sets one booking step tries on
+// a horizon that others write meanwhile; what it leaves undone is the
+// resume function's look's.
+const maxHorizonTries = 30
+
+// horizonBackoff waits before the next try of a refused compare-and-set
+// of a horizon: a random while, longer each try, so that the workers of
+// a busy queue that all free and book at once do not meet again.
+func horizonBackoff(ctx context.Context, try int) error {
+	return clock.Sleep(ctx, time.Duration(rand.Int64N(int64(min(try+1, 10))*int64(2*time.Millisecond))))
+}
+
+// checkBy makes h's look due roomCheck from now at the latest: a look
+// already due sooner stays, so that a busy room does not put it off.
+func checkBy(h *slot.Horizon, now time.Time) {
+	if at := now.Add(roomCheck); h.CheckAt.IsZero() || h.CheckAt.After(at) {
+		h.CheckAt = at
+	}
+}
+
+// inRoom reports whether j waits in its queue's waiting room.
+func inRoom(j *job.Job) bool { return j.Status == job.Parked && j.ParkReason == job.Room }
+
+// readHorizon reads q's horizon; one of another generation (a deleted
+// queue's) reads as empty, at its version.
+func (e *Engine) readHorizon(ctx context.Context, q Queue) (slot.Horizon, error) {
+	h, err := e.state.GetHorizon(ctx, q.Name)
+	if err != nil {
+		return h, fmt.Errorf("horizon %s: %w", q.Name, err)
+	}
+	if h.Gen != q.Gen {
+		h = slot.Horizon{Queue: q.Name, Gen: q.Gen, Version: h.Version}
+	}
+	return h.Clone(), nil
+}
+
+// bookable is the latest earliest start (not_before, a retry's backoff)
+// of a job the room books at now: one the transport can carry to its
+// slot. A job that may not start before then waits without holding a
+// place of the horizon.
+func (e *Engine) bookable(now time.Time) time.Time { return now.Add(e.transport.MaxDelay()) }
+
+// admit decides, for the new jobs of a bounded queue in request order,
+// which are booked at once and which go into the waiting room
+// (job.Room), and enters the bookings in q's horizon: a job is booked at
+// once only while the room is empty (the waiting come first) and the
+// bounds leave room for it. It returns, for each job, the jobs of its key
+// booked before it and not started (a booked job's key's slot follows
+// them), for each waiting one its place among the waiting (of the
+// queue), and spare: the bounds left room for one that waits (the room
+// books by its rule then). One write, on the horizon.
+func (e *Engine) admit(ctx context.Context, q Queue, jobs []*job.Job) (keyAhead, place []int64, spare bool, err error) {
+	for try := 0; ; try++ {
+		h, err := e.readHorizon(ctx, q)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		from, now := h.Version, e.now()
+		kb := h.KeyBooked()
+		spare = false
+		keyAhead, place = make([]int64, len(jobs)), make([]int64, len(jobs))
+		waiting := h.Waiting > 0
+		var in int64
+		for i, j := range jobs {
+			j.Booking, j.ParkReason = 0, ""
+			r := slot.WaitRoom{Booked: len(h.Booked), KeyBooked: kb}
+			if !waiting && q.Config.Fits(r, j.Key) && !j.Earliest().After(e.bookable(now)) {
+				keyAhead[i] = int64(kb[j.Key])
+				j.Booking = h.Book(j.Key, j.ID, now)
+				kb[j.Key]++
+				continue
+			}
+			waiting = true
+			j.ParkReason = job.Room
+			in++
+			place[i] = h.Waiting + in
+			keyAhead[i] = int64(kb[j.Key])
+			spare = spare || q.Config.Fits(r, j.Key)
+		}
+		if in > 0 {
+			h.Waiting += in
+			h.LastIn = now
+			checkBy(&h, now)
+		}
+		_, err = e.state.PutHorizon(ctx, h, from)
+		if errors.Is(err, ErrConflict) && try < maxHorizonTries {
+			if err := horizonBackoff(ctx, try); err != nil {
+				return nil, nil, false, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("admit: %w", err)
+		}
+		return keyAhead, place, spare, nil
+	}
+}
+
+// bookNext frees the bookings free (of jobs that started or ended) and
+// books from q's waiting room what the bounds then leave room for, by
+// slot.BookNext: one write on the horizon, then each booked job's own
+// (book). Nothing is booked while the queue is paused: the room waits
+// too. Errors are logged: a booking left undone is the resume function's
+// (checkRoom).
+func (e *Engine) bookNext(ctx context.Context, q Queue, free ...int64) {
+	if err := e.bookFrom(ctx, q, false, free...); err != nil {
+		e.log.WarnContext(ctx, "waiting room: booking left to the resume function", "queue", q.Name, "error", err.Error())
+	}
+}
+
+// bookFrom is bookNext; settle also counts the room's waiting jobs
+// afresh (the resume function's look).
+func (e *Engine) bookFrom(ctx context.Context, q Queue, settle bool, free ...int64) error {
+	for try := 0; ; try++ {
+		fresh, err := e.state.GetQueue(ctx, q.Name)
+		if err != nil {
+			return err
+		}
+		if fresh.Gen != q.Gen {
+			return nil // deleted: its jobs end with their generation
+		}
+		q = fresh
+		h, err := e.readHorizon(ctx, q)
+		if err != nil {
+			return err
+		}
+		from, now := h.Version, e.now()
+		changed := false
+		for _, s := range free {
+			changed = h.Free(s) || changed
+		}
+		var chosen []*job.Job
+		var keyAhead []int64
+		if (h.Waiting > 0 || settle) && !q.State.Paused {
+			room, err := e.listRoom(ctx, q)
+			if err != nil {
+				return err
+			}
+			if chosen, keyAhead, err = e.choose(ctx, q, &h, room, now); err != nil {
+				return err
+			}
+			if settle || len(room) == len(chosen) {
+				// What the list shows is the room, once every record
+				// written before LastIn shows in it.
+				if now.Sub(h.LastIn) > e.opts.RecordGrace {
+					h.Waiting = int64(len(room) - len(chosen))
+				}
+			}
+		}
+		if !changed && len(chosen) == 0 && !settle {
+			return nil
+		}
+		// The resume function looks again while jobs wait, and after
+		// bookings whose jobs' writes a crash may cut off.
+		// The look comes no later than roomCheck from now; the look
+		// itself sets the next one.
+		switch need := h.Waiting > 0 || len(chosen) > 0 || settle && e.bookedSince(h, now.Add(-e.opts.RecordGrace)); {
+		case settle && need:
+			h.CheckAt = now.Add(roomCheck)
+		case settle:
+			h.CheckAt = time.Time{}
+		case need:
+			checkBy(&h, now)
+		}
+		if _, err := e.state.PutHorizon(ctx, h, from); err != nil {
+			if errors.Is(err, ErrConflict) && try < maxHorizonTries {
+				if err := horizonBackoff(ctx, try); err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("book from the waiting room: %w", err)
+		}
+		for i, j := range chosen {
+			if err := e.book(ctx, q, j, keyAhead[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// bookedSince reports whether h holds a booking made after t.
+func (e *Engine) bookedSince(h slot.Horizon, t time.Time) bool {
+	for _, b := range h.Booked {
+		if b.At.After(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// listRoom lists q's waiting room: its parked jobs that wait in it.
+func (e *Engine) listRoom(ctx context.Context, q Queue) ([]job.Job, error) {
+	parked, err := e.listAll(ctx, q, job.Parked)
+	if err != nil {
+		return nil, fmt.Errorf("list the waiting room of %s: %w", q.Name, err)
+	}
+	var room []job.Job
+	for _, j := range parked {
+		if inRoom(&j) {
+			room = append(room, j)
+		}
+	}
+	return room, nil
+}
+
+// choose picks from room, by slot.BookNext, the jobs to book now, enters
+// their bookings in h (and the round-robin's turns), and returns them
+// with, for each, the jobs of its key booked before it. A job h holds a
+// booking for already (its booker's write may still be on its way) is
+// not chosen again, nor one a purge covered.
+func (e *Engine) choose(ctx context.Context, q Queue, h *slot.Horizon, room []job.Job, now time.Time) ([]*job.Job, []int64, error) {
+	byTicket := map[int64]*job.Job{}
+	var waiting []slot.WaitingJob
+	weights := map[string]int{}
+	for i := range room {
+		j := &room[i]
+		if h.Holds(j.ID) || j.Ticket <= q.State.Purged {
+			continue
+		}
+		if _, ok := weights[j.Key]; !ok {
+			weights[j.Key] = 0
+		}
+		byTicket[j.Ticket] = j
+		waiting = append(waiting, slot.WaitingJob{Ticket: j.Ticket, Key: j.Key, Priority: j.Priority, NotBefore: j.Earliest()})
+	}
+	if len(waiting) == 0 {
+		return nil, nil, nil
+	}
+	if len(weights) > 1 {
+		for k := range weights {
+			if k == "" {
+				continue
+			}
+			m, err := e.readMeter(ctx, q, k)
+			if err != nil {
+				return nil, nil, err
+			}
+			weights[k] = m.Weight
+		}
+	}
+	picked, r := slot.BookNext(q.Config, e.bookable(now), h.Room(weights), waiting, len(waiting))
+	kb := h.KeyBooked()
+	chosen := make([]*job.Job, len(picked))
+	keyAhead := make([]int64, len(picked))
+	for i, w := range picked {
+		j := byTicket[w.Ticket]
+		keyAhead[i] = int64(kb[j.Key])
+		kb[j.Key]++
+		j.Booking = h.Book(j.Key, j.ID, now)
+		chosen[i] = j
+	}
+	h.Turns = r.Turns
+	h.Waiting = max(0, h.Waiting-int64(len(picked)))
+	return chosen, keyAhead, nil
+}
+
+// book books j, a job of the waiting room whose booking (j.Booking) is in
+// the horizon, as an enqueue books a job: a new ticket in the line and
+// its slot by the queue's and its key's limits (keyAhead: its key's jobs
+// booked before it), then its message and its record. If its record moved
+// meanwhile (cancelled, or booked by another), the booking is freed.
+func (e *Engine) book(ctx context.Context, q Queue, j *job.Job, keyAhead int64) error {
+	from, seq := j.Version(), j.Booking
+	j.ParkReason, j.DueAt = "", time.Time{}
+	if _, err := e.assignBooked(ctx, &q, []*job.Job{j}, false, []int64{keyAhead}); err != nil {
+		return fmt.Errorf("book %s: %w", j.Ref(), err)
+	}
+	j.Record(job.Event{At: e.now(), Kind: job.BookedEvent, Ticket: j.Ticket})
+	e.place(j, q.State)
+	e.sendQueued(ctx, []*job.Job{j})
+	err := e.state.UpdateJob(ctx, *j, from)
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
+		// Cancelled, purged or booked by another since it was listed:
+		// this booking holds nothing.
+		e.bookNext(ctx, q, seq)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("book %s: %w", j.Ref(), err)
+	}
+	e.observe(ctx, Event{Kind: EventBooked, Queue: j.Queue})
+	return nil
+}
+
+// freeBooking frees j's booking, if it holds one, and books the room's
+// next jobs: j started, or ended without starting.
+func (e *Engine) freeBooking(ctx context.Context, q Queue, j job.Job) {
+	if j.Booking != 0 && !inRoom(&j) {
+		e.bookNext(ctx, q, j.Booking)
+	}
+}
+
+// freeAfterStart frees, beside the attempt, the booking of a job that
+// started: its worker books the room's next job while it sleeps to the
+// start and runs the target, on a context of its own. The returned func
+// waits for it.
+func (e *Engine) freeAfterStart(ctx context.Context, q Queue, j job.Job) (wait func()) {
+	if j.Booking == 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rctx, cancel := e.recordContext(ctx)
+		defer cancel()
+		e.bookNext(rctx, q, j.Booking)
+	}()
+	return func() { <-done }
+}
+
+// checkRoom is the resume function's look at a queue's waiting room (a
+// DueRoom entry): it frees the bookings a crash left (a job that never
+// got its booking's write, or started or ended without freeing it),
+// books whatever the bounds leave room for, and counts the room afresh.
+func (e *Engine) checkRoom(ctx context.Context, q Queue) error {
+	h, err := e.readHorizon(ctx, q)
+	if err != nil {
+		return err
+	}
+	now := e.now()
+	var stale []int64
+	var redo []*job.Job
+	for seq, b := range h.Booked {
+		if now.Sub(b.At) <= e.opts.RecordGrace {
+			continue // its booker may still be writing
+		}
+		j, err := e.state.GetJob(ctx, job.Ref{Queue: q.Name, ID: b.ID})
+		switch {
+		case errors.Is(err, ErrJobNotFound):
+			stale = append(stale, seq)
+		case err != nil:
+			return err
+		case j.Gen != q.Gen || j.Booking != seq && !inRoom(&j) || j.Status != job.Queued && j.Status != job.Parked:
+			stale = append(stale, seq)
+		case inRoom(&j):
+			// Its booking was entered, its record never written.
+			j.Booking = seq
+			redo = append(redo, &j)
+		}
+	}
+	kb := h.KeyBooked()
+	for _, j := range redo {
+		if err := e.book(ctx, q, j, int64(max(0, kb[j.Key]-1))); err != nil {
+			return err
+		}
+	}
+	// Settled even for a queue without a bound (configured off, or a
+	// queue deleted and created again without one): the look books what
+	// still waits, and leaves the horizon due no more.
+	return e.bookFrom(ctx, q, true, stale...)
+}
+
+// answerWaiting completes a's answer for j, accepted into the waiting
+// room: status waiting, its place among the waiting (of its key: the
+// jobs of its key ahead of it, ahead, less those booked, keyAhead; else
+// of the queue, place) and an estimate of its start: the queue's next
+// opening after everything booked, and a tick for each job waiting
+// ahead of it. It is an estimate: priorities, keys' turns and limits, and
+// cancellations move it; the promise is the slot its booking gives.
+func (e *Engine) answerWaiting(a *Accepted, q Queue, j *job.Job, ahead, keyAhead, place int64) {
+	a.Status = api.StatusWaiting
+	a.Waiting = max(1, place)
+	if j.Key != "" {
+		a.Waiting = max(1, ahead-keyAhead+1)
+	}
+	next := slot.NextSlot(q.State, q.Config.LimitList(), q.Config.Skew, e.now().Add(e.opts.Lead))
+	est := laterOf(next.Add(time.Duration(place-1)*q.Config.Tick()), j.Earliest())
+	a.EstimatedStartAt = &est
+}
+
+// roomFigures counts a bounded queue's bookings and waiting room (nil for
+// a queue without a bound and nothing waiting): one read of the horizon
+// and one list of the queue's parked jobs.
+func (e *Engine) roomFigures(ctx context.Context, q Queue) (*api.RoomFigures, error) {
+	h, err := e.readHorizon(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if !q.Config.Bounded() && h.Waiting == 0 && len(h.Booked) == 0 {
+		return nil, nil
+	}
+	room, err := e.listRoom(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	f := &api.RoomFigures{Booked: len(h.Booked), Waiting: len(room)}
+	for _, j := range room {
+		f.ByPriority[slot.PriorityOf(j.Priority)-1]++
+	}
+	return f, nil
+}
+
+// roomPlace is where j, a job of q's waiting room, stands there: its
+// place among its key's waiting jobs by the room's order (priority, then
+// ticket), and an estimate of its start: the queue's next opening and a
+// tick for each job booked before it — those of a higher priority, then
+// its key's ahead of it and, of each other key of its priority, as many
+// as the round-robin books before it.
+func (e *Engine) roomPlace(ctx context.Context, q Queue, j job.Job) (*api.RoomPlace, error) {
+	room, err := e.listRoom(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	p := slot.PriorityOf(j.Priority)
+	var place, before, mine int64 // mine: its key's of p ahead of it
+	same := map[string]int64{}    // other keys' waiting jobs of p
+	for _, o := range room {
+		op := slot.PriorityOf(o.Priority)
+		switch {
+		case o.ID == j.ID:
+		case op < p:
+			before++
+			if o.Key == j.Key {
+				place++
+			}
+		case op == p && o.Key == j.Key && o.Ticket < j.Ticket:
+			place++
+			mine++
+		case op == p && o.Key != j.Key:
+			same[o.Key]++
+		}
+	}
+	for _, n := range same {
+		before += min(n, mine+1)
+	}
+	before += mine
+	next := slot.NextSlot(q.State, q.Config.LimitList(), q.Config.Skew, e.now().Add(e.opts.Lead))
+	est := laterOf(next.Add(time.Duration(before)*q.Config.Tick()), j.Earliest())
+	return &api.RoomPlace{Place: place + 1, Key: j.Key, Priority: p, EstimatedStartAt: est}, nil
+}

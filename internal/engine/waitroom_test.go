@@ -1,0 +1,374 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+)
+
+// The waiting room books by its rule: a queue that holds 2 bookings at
+// once, three keys with a backlog (A of weight 2) and, later, three jobs
+// of priority 1. Workers get each message with jitter, some twice. The
+// priority-1 jobs are booked before any other waiting job; while all
+// three keys wait, every round books A twice and B and C once; within a
+// key, ticket order; no booked job moves; each job runs once.
+func TestWaitingRoomBooksByRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := slot.Config{Interval: 10 * time.Millisecond, BookAhead: 2}
+		r := newRoomSim(t, simOptions{Workers: 2, Seed: 3, Transport: memstore.TransportOptions{Jitter: time.Millisecond, DuplicateRate: 0.1}}, "fair", cfg, 0)
+		defer r.stop()
+		ctx := context.Background()
+		two := 2
+		if _, err := r.eng.SetKeyLimits(ctx, "fair", []engine.KeyLimit{{Key: "A", Weight: &two}}); err != nil {
+			t.Fatal(err)
+		}
+		first := r.enqueueRoom("fair", "A", 0, 12)
+		for i, a := range first.Jobs {
+			if waits := a.Status == api.StatusWaiting; waits != (i >= 2) {
+				t.Fatalf("job %d of A answered %+v: want the first 2 booked, the rest waiting", i, a)
+			}
+			if i >= 2 && (a.Waiting != int64(i-1) || a.EstimatedStartAt == nil || !a.SlotAt.IsZero()) {
+				t.Fatalf("waiting job %d of A answered %+v: want its place %d among its key's, an estimate, no slot", i, a, i-1)
+			}
+		}
+		r.enqueueRoom("fair", "B", 0, 6)
+		r.enqueueRoom("fair", "C", 0, 6)
+		time.Sleep(55 * time.Millisecond)
+		r.enqueueRoom("fair", "D", 1, 3)
+		r.waitFinished("fair", time.Minute)
+		r.verify(cfg.WithDefaults().Skew)
+
+		r.mu.Lock()
+		runs := map[string]int{}
+		for _, s := range r.starts {
+			runs[s.ID]++
+		}
+		r.mu.Unlock()
+		if len(runs) != 27 {
+			t.Fatalf("%d jobs ran, want 27", len(runs))
+		}
+		for id, n := range runs {
+			if n != 1 {
+				t.Errorf("job %s ran %d times", id, n)
+			}
+		}
+		r.w.mu.Lock()
+		booked := r.w.booked
+		r.w.mu.Unlock()
+		var order string
+		for _, b := range booked {
+			order += b.Key
+		}
+		t.Logf("booked from the room: %s", order)
+		// The three of D, one after the other: once they came, each
+		// booking was theirs (the watch checks each against the room).
+		firstD, lastD := -1, -1
+		for i, b := range booked {
+			if b.Key == "D" {
+				lastD = max(lastD, i)
+				if firstD < 0 {
+					firstD = i
+				}
+			}
+		}
+		if firstD < 0 || lastD-firstD != 2 {
+			t.Fatalf("the jobs of priority 1 were not booked one after the other: %s", order)
+		}
+		// While A, B and C all wait: A twice, B once, C once a round.
+		left := map[string]int{"A": 10, "B": 6, "C": 6}
+		var rr []string
+		for _, b := range booked {
+			if b.Key == "D" {
+				continue
+			}
+			rr = append(rr, b.Key)
+			if left[b.Key]--; left[b.Key] == 0 {
+				break
+			}
+		}
+		for i := 0; i+4 <= len(rr)-1; i++ {
+			n := map[string]int{}
+			for _, k := range rr[i : i+4] {
+				n[k]++
+			}
+			if n["A"] != 2 || n["B"] != 1 || n["C"] != 1 {
+				t.Fatalf("bookings %d–%d while all keys waited are %v, want A twice, B and C once (weights 2, 1, 1): %s", i+1, i+4, rr[i:i+4], order)
+			}
+		}
+	})
+}
+
+// The waiting room under chaos: workers that die between any two steps
+// (after the horizon's write too), deliveries late and twice, failed
+// attempts retried through the room, a pause, a configure that lowers
+// the bound, and cancels of waiting and booked jobs. The bounds hold
+// after every write, no booked job moves, the room books by priority
+// and ticket, and every job ends: succeeded, or cancelled on request.
+func TestWaitingRoomChaos(t *testing.T) {
+	for _, seed := range []uint64{1, 2} {
+		t.Run("", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { waitingRoomChaos(t, seed) })
+		})
+	}
+}
+
+func waitingRoomChaos(t *testing.T, seed uint64) {
+	cfg := slot.Config{Interval: 5 * time.Millisecond, BookAhead: 6, KeyBookAhead: 2}
+	r := newRoomSim(t, simOptions{Workers: 4, Seed: seed, CrashRate: 0.02,
+		Transport: memstore.TransportOptions{Jitter: 2 * time.Millisecond, DuplicateRate: 0.1}}, "chaos", cfg, 0.05)
+	defer r.stop()
+	ctx := context.Background()
+	var ids []string
+	for round := range 6 {
+		for k := range 4 {
+			// A producer whose call failed (its enqueue died after the
+			// horizon's write) calls again.
+			for {
+				req := job.EnqueueRequest{Queue: "chaos"}
+				for range 8 {
+					req.Jobs = append(req.Jobs, job.Spec{Kind: "room", Key: string(rune('a' + k)), Priority: 1 + (round+k)%5})
+				}
+				res, err := r.eng.Enqueue(ctx, req)
+				if err != nil {
+					continue
+				}
+				for _, a := range res.Jobs {
+					ids = append(ids, a.JobID)
+				}
+				break
+			}
+		}
+		if round == 1 {
+			r.sim.mu.Lock()
+			for _, id := range ids[:10] {
+				r.failFor[id] = 1
+			}
+			r.sim.mu.Unlock()
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	// Cancel some: waiting ones and booked ones alike.
+	cancelled := map[string]bool{}
+	for _, id := range ids[len(ids)-40 : len(ids)-30] {
+		if _, err := r.eng.CancelJob(ctx, job.Ref{Queue: "chaos", ID: id}); err == nil {
+			cancelled[id] = true
+		}
+	}
+	if _, err := r.eng.Pause(ctx, "chaos", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	cfg.BookAhead = 4
+	if _, err := r.eng.Configure(ctx, "chaos", cfg); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := r.eng.Unpause(ctx, "chaos"); err == nil {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	r.w.mu.Lock()
+	r.w.cfg.BookAhead = 6 // the jobs booked before the configure keep their bookings
+	r.w.mu.Unlock()
+	deadline := time.Now().Add(2 * time.Hour)
+	for r.unfinished("chaos") > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Second)
+	}
+	if n := r.unfinished("chaos"); n > 0 {
+		for _, j := range r.store.Jobs("chaos") {
+			if !j.Status.Final() {
+				t.Logf("unfinished: %+v", j)
+			}
+		}
+		h, _ := r.store.GetHorizon(ctx, "chaos")
+		t.Fatalf("%d jobs not finished after 2h; horizon %+v", n, h)
+	}
+	r.verify(0)
+
+	ran := map[string]bool{}
+	r.mu.Lock()
+	for _, s := range r.starts {
+		ran[s.ID] = true
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		j, err := r.store.GetJob(ctx, job.Ref{Queue: "chaos", ID: id})
+		switch {
+		case err != nil:
+			t.Fatalf("job %s: %v", id, err)
+		case cancelled[id] && j.Status == job.Cancelled:
+		case j.Status == job.Failed && j.LastError != "":
+			// Its attempts ran out: the failures on purpose and
+			// attempts lost with their workers count.
+		case j.Status != job.Succeeded || !ran[id]:
+			t.Errorf("job %s ended %s (ran %v), want succeeded", id, j.Status, ran[id])
+		}
+	}
+	// A booking a crash left behind holds a place only until the room
+	// needs it: a job that waits has the resume function look, and it
+	// frees the bookings whose jobs left.
+	h, _ := r.store.GetHorizon(ctx, "chaos")
+	if len(h.Booked) > 0 {
+		t.Logf("%d bookings left by crashes", len(h.Booked))
+		keys := map[string]bool{}
+		for _, b := range h.Booked {
+			keys[b.Key] = true
+		}
+		for k := range keys {
+			for {
+				if _, err := r.eng.Enqueue(ctx, job.EnqueueRequest{Queue: "chaos", Jobs: []job.Spec{{Kind: "room", Key: k}, {Kind: "room", Key: k}, {Kind: "room", Key: k}}}); err == nil {
+					break
+				}
+			}
+		}
+		r.waitFinished("chaos", 10*time.Minute)
+	}
+	h, _ = r.store.GetHorizon(ctx, "chaos")
+	for seq, b := range h.Booked {
+		if j, err := r.store.GetJob(ctx, job.Ref{Queue: "chaos", ID: b.ID}); err == nil && !j.Status.Final() {
+			t.Errorf("booking %d of job %s, %s, left in the horizon", seq, b.ID, j.Status)
+		}
+	}
+	t.Logf("at most %d jobs held a booking at once", r.w.maxBooked)
+}
+
+// What the waiting room shows: a waiting job's place among its key's
+// waiting jobs (by priority, then ticket) and an estimate of its start;
+// a queue's bookings and its room by priority. Nothing starts: the queue
+// is paused, and its room waits with it.
+func TestWaitingRoomShown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 1})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("shown", slot.Config{Interval: time.Second, BookAhead: 2})
+		if _, err := s.eng.Pause(ctx, "shown", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		a := s.enqueue("shown", 5, func(i int, sp *job.Spec) { sp.Key = "A" })
+		b := s.enqueue("shown", 3, func(i int, sp *job.Spec) { sp.Key = "B"; sp.Priority = 4 - i })
+		st, err := s.eng.Stats(ctx, "shown")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := st.Room; r == nil || r.Booked != 2 || r.Waiting != 6 || r.ByPriority != [api.MaxPriority]int{0, 1, 4, 1, 0} {
+			t.Fatalf("Stats.Room = %+v, want 2 booked, 6 waiting: 1 of priority 2, 4 of 3, 1 of 4", r)
+		}
+		// A's jobs 3 to 5 wait, 1st to 3rd of A; B's of priority 2 is
+		// the first of B, before its ticket-earlier job of priority 4.
+		for _, c := range []struct {
+			id    string
+			place int64
+		}{{a.Jobs[2].JobID, 1}, {a.Jobs[4].JobID, 3}, {b.Jobs[2].JobID, 1}, {b.Jobs[0].JobID, 3}} {
+			j, err := s.eng.Job(ctx, job.Ref{Queue: "shown", ID: c.id})
+			if err != nil || j.Room == nil || j.Room.Place != c.place || j.Room.EstimatedStartAt.Before(time.Now()) {
+				t.Fatalf("Job(%s).Room = %+v, %v; want place %d and an estimate ahead", c.id, j.Room, err, c.place)
+			}
+		}
+		if j, _ := s.eng.Job(ctx, job.Ref{Queue: "shown", ID: a.Jobs[0].JobID}); j.Room != nil {
+			t.Fatalf("a booked job shows a place in the room: %+v", j.Room)
+		}
+	})
+}
+
+// A configure that changes the queue's limit moves the booked jobs as a
+// limit change does (§12b), and leaves the waiting room's jobs waiting,
+// without a slot; one that changes a bound moves nothing. All run after.
+func TestWaitingRoomConfigure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 2})
+		defer s.stop()
+		ctx := context.Background()
+		cfg := slot.Config{Interval: time.Second, BookAhead: 2}
+		s.createQueue("conf", cfg)
+		// Paused, nothing starts and nothing is booked meanwhile.
+		if _, err := s.eng.Pause(ctx, "conf", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		res := s.enqueue("conf", 6, nil)
+		cfg.Interval = 500 * time.Millisecond
+		if _, err := s.eng.Configure(ctx, "conf", cfg); err != nil {
+			t.Fatal(err)
+		}
+		booked := map[string]time.Time{}
+		for _, a := range res.Jobs {
+			j, err := s.eng.Job(ctx, job.Ref{Queue: "conf", ID: a.JobID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waits := j.Status == job.Parked && j.ParkReason == job.Room
+			if waits != (a.Status == api.StatusWaiting) || waits && !j.SlotAt.IsZero() {
+				t.Fatalf("after a configure, job %s is %s (%s) with slot %v; it was answered %s", a.JobID, j.Status, j.ParkReason, j.SlotAt, a.Status)
+			}
+			if !waits {
+				booked[j.ID] = j.SlotAt
+			}
+		}
+		cfg.BookAhead = 3
+		if _, err := s.eng.Configure(ctx, "conf", cfg); err != nil {
+			t.Fatal(err)
+		}
+		for id, at := range booked {
+			if j, _ := s.eng.Job(ctx, job.Ref{Queue: "conf", ID: id}); !j.SlotAt.Equal(at) {
+				t.Fatalf("a change of book_ahead moved booked job %s from %v to %v", id, at, j.SlotAt)
+			}
+		}
+		for {
+			if _, err := s.eng.Unpause(ctx, "conf"); err == nil {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		s.waitFinished("conf", time.Minute)
+		if n := len(s.jobs("conf", job.Succeeded)); n != 6 {
+			t.Fatalf("%d of 6 jobs succeeded", n)
+		}
+	})
+}
+
+// Keys under limits of their own and a key bound: a waiting job, once
+// booked, gets its key's slot as an enqueue gives it (after the key's
+// bookings ahead of it, not after every job of its key accepted before
+// it), starts there, and every key's starts keep its limit.
+func TestWaitingRoomKeyedLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := slot.Config{Interval: 5 * time.Millisecond, KeyBookAhead: 2, KeyLimits: []api.Limit{{Interval: 40 * time.Millisecond}}}
+		r := newRoomSim(t, simOptions{Workers: 3, Seed: 5, Transport: memstore.TransportOptions{Jitter: time.Millisecond, DuplicateRate: 0.1}}, "keyed", cfg, 0)
+		defer r.stop()
+		for _, k := range []string{"A", "B", "C"} {
+			r.enqueueRoom("keyed", k, 0, 8)
+		}
+		r.waitFinished("keyed", time.Minute)
+		// A keyed job passes its key's gate after the queue's: it starts
+		// a little after its slot (without the bound, jobs of a key
+		// waiting on its lane start far later); it is not moved.
+		skew := cfg.WithDefaults().Skew
+		r.verify(0)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		last := map[string]time.Time{}
+		for _, s := range r.starts {
+			j, _ := r.store.GetJob(context.Background(), job.Ref{Queue: "keyed", ID: s.ID})
+			if prev, ok := last[j.Key]; ok && s.At.Sub(prev) < 40*time.Millisecond-skew {
+				t.Errorf("key %s started %v after its last start, its limit 40ms", j.Key, s.At.Sub(prev))
+			}
+			last[j.Key] = s.At
+		}
+		if len(r.starts) != 24 {
+			t.Fatalf("%d starts, want 24", len(r.starts))
+		}
+		// 8 jobs a key one every 40 ms: about 280 ms, not a key's whole
+		// backlog of waits per booking.
+		if end := r.starts[len(r.starts)-1].At; end.Sub(r.starts[0].At) > 400*time.Millisecond {
+			t.Errorf("the last start came %v after the first, want about 280ms", end.Sub(r.starts[0].At))
+		}
+	})
+}
