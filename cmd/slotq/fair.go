@@ -125,7 +125,9 @@ type bookingState struct {
 
 func (b *bookingState) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
 	err := b.State.UpdateJob(ctx, j, from)
-	if err != nil || j.Status != job.Queued || len(j.History) == 0 || j.History[len(j.History)-1].Kind != job.BookedEvent {
+	// The write that books a job ends its history with the booked event,
+	// whether it sends the job (queued) or parks it for its key or gate.
+	if err != nil || len(j.History) == 0 || j.History[len(j.History)-1].Kind != job.BookedEvent {
 		return err
 	}
 	now := time.Now()
