@@ -41,7 +41,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
 		return bench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, *runs, *logLevel, out.with(cmd))
 	})
-	cmd.AddCommand(newBenchLanesCmd())
+	cmd.AddCommand(newBenchLanesCmd(), newBenchFairCmd())
 	return cmd
 }
 

@@ -27,6 +27,7 @@ func newCostsCmd() *cobra.Command {
 	var o costs.Options
 	cmd.Flags().StringVar(&o.Template, "template", "template.yaml", "SAM template to read the functions' MemorySize and the stack's DefaultSkew from")
 	cmd.Flags().IntVar(&o.Runs, "runs", 3, "runs of each throughput measurement (the median is shown)")
+	cmd.Flags().StringSliceVar(&o.Scenarios, "scenarios", nil, "measure only these scenarios (such as a,k; default: all)")
 	verbose := cmd.Flags().BoolP("verbose", "v", false, "print each scenario's DynamoDB calls by function and operation to stderr")
 	doc := docFlags(cmd.Flags())
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {

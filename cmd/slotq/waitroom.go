@@ -67,4 +67,21 @@ func roomRows(w io.Writer, f *api.RoomFigures) {
 		in += " (" + strings.Join(by, ", ") + ")"
 	}
 	row(w, "in waiting room", in)
+	if len(f.Keys) > 0 {
+		row(w, "busiest keys waiting", roomKeys(f.Keys))
+	}
+}
+
+// roomKeys writes the busiest keys of a waiting room: "A 3,995, k01 10,
+// (no key) 2".
+func roomKeys(keys []api.RoomKey) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		name := k.Key
+		if name == "" {
+			name = "(no key)"
+		}
+		parts[i] = name + " " + thousands(int64(k.Waiting))
+	}
+	return strings.Join(parts, ", ")
 }

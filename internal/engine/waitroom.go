@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/slotq/slotq/internal/clock"
@@ -426,10 +428,26 @@ func (e *Engine) roomFigures(ctx context.Context, q Queue) (*api.RoomFigures, er
 		return nil, err
 	}
 	f := &api.RoomFigures{Booked: len(h.Booked), Waiting: len(room)}
+	byKey := map[string]int{}
 	for _, j := range room {
 		f.ByPriority[slot.PriorityOf(j.Priority)-1]++
+		byKey[j.Key]++
 	}
+	f.Keys = busiestInRoom(byKey)
 	return f, nil
+}
+
+// busiestInRoom lists the keys of byKey (jobs waiting by key) with the
+// most jobs, most first, then by name: at most api.MaxRoomKeys.
+func busiestInRoom(byKey map[string]int) []api.RoomKey {
+	keys := make([]api.RoomKey, 0, len(byKey))
+	for k, n := range byKey {
+		keys = append(keys, api.RoomKey{Key: k, Waiting: n})
+	}
+	slices.SortFunc(keys, func(a, b api.RoomKey) int {
+		return cmp.Or(cmp.Compare(b.Waiting, a.Waiting), cmp.Compare(a.Key, b.Key))
+	})
+	return keys[:min(len(keys), api.MaxRoomKeys)]
 }
 
 // roomPlace is where j, a job of q's waiting room, stands there: its

@@ -77,6 +77,20 @@ type RoomFigures struct {
 	// of each priority, 1 first.
 	Waiting    int              `json:"waiting"`
 	ByPriority [MaxPriority]int `json:"by_priority"`
+	// Keys are the busiest keys of the waiting room: those with the most
+	// jobs waiting, most first, then by name, at most MaxRoomKeys (the
+	// jobs without a key count as the key "").
+	Keys []RoomKey `json:"keys,omitempty"`
+}
+
+// MaxRoomKeys is how many of its busiest keys RoomFigures lists.
+const MaxRoomKeys = 10
+
+// RoomKey is one key of a waiting room and how many of its jobs wait
+// there.
+type RoomKey struct {
+	Key     string `json:"key"`
+	Waiting int    `json:"waiting"`
 }
 
 // LaneFigures count a queue's keys and running places.

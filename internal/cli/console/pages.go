@@ -104,6 +104,41 @@ type queueData struct {
 	Schedules []scheduleRow
 	// Keys is set on a queue with key_limits.
 	Keys *keysData
+	// Room is set on a queue with a booking horizon (book_ahead,
+	// key_book_ahead) or jobs in its waiting room.
+	Room *roomData
+}
+
+// roomData is the waiting room part of a queue's page, beside its
+// timeline.
+type roomData struct {
+	// Booked counts the jobs holding a slot of the horizon, BookAhead and
+	// KeyBookAhead are the bounds (0: none), Waiting the jobs in the room.
+	Booked, BookAhead, KeyBookAhead, Waiting int
+	// Priorities are the room's jobs by priority, 1 first, those with
+	// jobs only.
+	Priorities []priorityRow
+	// Keys are its busiest keys, most jobs first.
+	Keys []api.RoomKey
+}
+
+type priorityRow struct{ Priority, Jobs int }
+
+// newRoomData is the room part of the page of a queue whose stats are st,
+// nil for a queue without a room.
+func newRoomData(st api.Stats) *roomData {
+	f := st.Room
+	if f == nil {
+		return nil
+	}
+	d := &roomData{Booked: f.Booked, BookAhead: st.Config.BookAhead, KeyBookAhead: st.Config.KeyBookAhead,
+		Waiting: f.Waiting, Keys: f.Keys}
+	for i, n := range f.ByPriority {
+		if n > 0 {
+			d.Priorities = append(d.Priorities, priorityRow{Priority: i + 1, Jobs: n})
+		}
+	}
+	return d
 }
 
 // maxKeyRows is how many of the busiest keys the queue page lists: one
@@ -151,7 +186,7 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.follow.sample(name, st.State)
-	d := queueData{Queue: name, Stats: st}
+	d := queueData{Queue: name, Stats: st, Room: newRoomData(st.Stats)}
 	var errs []error
 	if st.Failed > 0 {
 		// The first page by ticket: the admin function lists no newest

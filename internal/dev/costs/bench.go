@@ -92,7 +92,9 @@ type env struct {
 	enqueue, worker, resume, admin *role
 }
 
-func (b *bench) newEnv(ctx context.Context, interval time.Duration, maxRunning int, keyLimits []api.Limit, keyCap int) (*env, error) {
+// newEnv makes a scenario's table and queue; cfg is the queue's
+// configuration beyond its interval and the bench's skew.
+func (b *bench) newEnv(ctx context.Context, interval time.Duration, cfg slot.Config) (*env, error) {
 	b.seq++
 	name := fmt.Sprintf("costs-%d-%d", time.Now().Unix(), b.seq)
 	if err := b.cl.NewTable(ctx, name); err != nil {
@@ -102,6 +104,7 @@ func (b *bench) newEnv(ctx context.Context, interval time.Duration, maxRunning i
 	if err != nil {
 		return nil, err
 	}
+	cfg.Interval, cfg.Skew = interval, b.skew
 	e := &env{name: name, url: url, clock: &clock{}, mux: target.NewMux()}
 	e.mux.HandleFunc("ok", func(context.Context, *api.Job) error { return nil })
 	e.mux.HandleFunc("flaky", func(_ context.Context, j *api.Job) error {
@@ -122,8 +125,7 @@ func (b *bench) newEnv(ctx context.Context, interval time.Duration, maxRunning i
 	}
 	e.enqueue, e.worker, e.resume, e.admin = mk(), mk(), mk(), mk()
 	if _, err := engine.New(engine.Options{State: e.raw, Transport: e.enqueue.tr, Now: e.clock.Now, Lead: costLead}).
-		CreateQueue(ctx, "q", slot.Config{Interval: interval, Skew: b.skew, MaxRunning: maxRunning,
-			KeyLimits: keyLimits, KeyMaxRunning: keyCap}); err != nil {
+		CreateQueue(ctx, "q", cfg); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -196,6 +198,9 @@ type scenario struct {
 	// (slot.Config.KeyMaxRunning).
 	keyLimits []api.Limit
 	keyCap    int
+	// bookAhead is the queue's book_ahead: jobs beyond it wait in the
+	// waiting room until a booked job starts.
+	bookAhead int
 	// before runs before the jobs are enqueued, after once they are.
 	before, after func(ctx context.Context, e *env, accepted []engine.Accepted) error
 	// make, if set, makes the jobs in the place of the enqueue calls
@@ -222,6 +227,19 @@ var scenarios = []scenario{
 		kind: "ok", keyed: true, keyLimits: []api.Limit{{Rate: api.Rate{N: 1, Per: time.Second}}}, keyCap: slot.NoKeyCap},
 	{name: "j", what: "occurrence of a schedule every 1s, made by a resume run", jobs: 6, interval: 500 * time.Millisecond,
 		kind: "ok", make: occurrences},
+	{name: "k", what: "as (a), waited in the waiting room (book_ahead 1: each job after the first booked as the one before starts)",
+		jobs: 6, interval: 1250 * time.Millisecond, kind: "ok", bookAhead: 1, after: waited},
+}
+
+// waited checks that every job after the first was accepted into the
+// waiting room: status waiting, no slot.
+func waited(_ context.Context, _ *env, acc []engine.Accepted) error {
+	for i, a := range acc {
+		if i > 0 && (a.Status != api.StatusWaiting || !a.SlotAt.IsZero()) {
+			return fmt.Errorf("job %s is %s (slot %v), want waiting without a slot", a.JobID, a.Status, a.SlotAt)
+		}
+	}
+	return nil
 }
 
 // backlog books the queue two hours ahead with one unbilled Take of 7,200
@@ -294,7 +312,8 @@ type result struct {
 }
 
 func (b *bench) measure(ctx context.Context, sc scenario) (result, error) {
-	e, err := b.newEnv(ctx, sc.interval, sc.maxRunning, sc.keyLimits, sc.keyCap)
+	e, err := b.newEnv(ctx, sc.interval, slot.Config{MaxRunning: sc.maxRunning, KeyLimits: sc.keyLimits,
+		KeyMaxRunning: sc.keyCap, BookAhead: sc.bookAhead})
 	if err != nil {
 		return result{}, err
 	}
@@ -413,7 +432,7 @@ type fixed struct {
 }
 
 func (b *bench) fixedResume(ctx context.Context) (fixed, error) {
-	e, err := b.newEnv(ctx, time.Second, 0, nil, 0)
+	e, err := b.newEnv(ctx, time.Second, slot.Config{})
 	if err != nil {
 		return fixed{}, err
 	}
@@ -440,7 +459,7 @@ func (b *bench) throughput(ctx context.Context, runs int) (throughput, error) {
 	var tp throughput
 	for range runs {
 		for _, batch := range []bool{false, true} {
-			e, err := b.newEnv(ctx, time.Second, 0, nil, 0)
+			e, err := b.newEnv(ctx, time.Second, slot.Config{})
 			if err != nil {
 				return tp, err
 			}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
@@ -34,6 +35,9 @@ type Options struct {
 	// Calls, if set, gets each scenario's DynamoDB calls by function and
 	// operation. Default: nothing.
 	Calls io.Writer
+	// Scenarios, if set, are the names of the scenarios to measure (such
+	// as "a", "k"); the others are left out of the report. Default: all.
+	Scenarios []string
 }
 
 // Timeout bounds a whole Run.
@@ -43,6 +47,11 @@ const Timeout = 10 * time.Minute
 // process's AWS environment at them, measures every scenario and writes
 // the report (Markdown tables) to w.
 func Run(ctx context.Context, w io.Writer, o Options) error {
+	for _, name := range o.Scenarios {
+		if !slices.ContainsFunc(scenarios, func(sc scenario) bool { return sc.name == name }) {
+			return fmt.Errorf("no scenario %q", name)
+		}
+	}
 	if o.Template == "" {
 		o.Template = "template.yaml"
 	}
@@ -83,6 +92,9 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	}
 	var results []result
 	for _, sc := range scenarios {
+		if len(o.Scenarios) > 0 && !slices.Contains(o.Scenarios, sc.name) {
+			continue
+		}
 		fmt.Fprintf(progress, "scenario %s …\n", sc.name)
 		r, err := b.measure(ctx, sc)
 		if err != nil {

@@ -1,0 +1,421 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/slotq/slotq/internal/cli/timeline"
+	"github.com/slotq/slotq/internal/dispatch"
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
+	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/pkg/target"
+)
+
+// fairConfig is one run of `slotq bench fair`: one heavy key enqueues a
+// flood at once, late keys come a while after with a few jobs each, then
+// urgent jobs of priority 1.
+type fairConfig struct {
+	Queue string
+	// Rate (with Burst) is the queue's limit.
+	Rate  api.Rate
+	Burst int
+	// BookAhead and KeyBookAhead are the queue's bounds (0: none, every
+	// job booked at enqueue, as a queue without a bound).
+	BookAhead, KeyBookAhead int
+	// KeyMaxRunning is the queue's key_max_running (0: the default, one
+	// job of a key at a time).
+	KeyMaxRunning int
+	// Heavy is how many jobs key A enqueues at once.
+	Heavy int
+	// LateKeys each enqueue LateJobs jobs, LateAfter after A's flood.
+	LateKeys, LateJobs int
+	LateAfter          time.Duration
+	// Urgent jobs of priority 1, of key UrgentKey ("" : no key), come
+	// UrgentAfter after A's flood.
+	Urgent      int
+	UrgentKey   string
+	UrgentAfter time.Duration
+	Workers     int
+	Seed        uint64
+	// Timeout bounds the wait for all jobs (0: 2·ideal + 30s).
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// defaultFair is the workload of `slotq bench fair`.
+var defaultFair = fairConfig{
+	Queue: "fair", Rate: api.Rate{N: 200, Per: time.Second}, KeyBookAhead: 5, KeyMaxRunning: slot.MaxKeyRunning,
+	Heavy: 4000, LateKeys: 20, LateJobs: 10, LateAfter: time.Second,
+	Urgent: 50, UrgentKey: "A", UrgentAfter: 2 * time.Second, Workers: 32, Seed: 1,
+}
+
+// heavyKey is the key of the flood.
+const heavyKey = "A"
+
+func (c fairConfig) validate() error {
+	switch {
+	case c.Rate.IsZero():
+		return errors.New("--rate must be given")
+	case c.Heavy < 0 || c.LateKeys < 0 || c.LateJobs < 0 || c.Urgent < 0:
+		return errors.New("--heavy, --late-keys, --late-jobs and --urgent must not be negative")
+	case c.total() == 0:
+		return errors.New("the workload has no job: give --heavy, --late-keys with --late-jobs, or --urgent")
+	case c.LateAfter < 0 || c.UrgentAfter < 0:
+		return errors.New("--late-after and --urgent-after must not be negative")
+	case c.Workers < 1:
+		return errors.New("--workers must be at least 1")
+	case c.Timeout < 0:
+		return errors.New("--timeout must not be negative")
+	case c.KeyMaxRunning < 1 || c.KeyMaxRunning > slot.MaxKeyRunning:
+		return fmt.Errorf("--key-max-running must be 1 to %d", slot.MaxKeyRunning)
+	}
+	if err := c.queueConfig().WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("the queue: %w", err)
+	}
+	return slot.ValidateName(c.Queue)
+}
+
+func (c fairConfig) queueConfig() slot.Config {
+	return slot.Config{Rate: c.Rate, Burst: c.Burst, BookAhead: c.BookAhead, KeyBookAhead: c.KeyBookAhead, KeyMaxRunning: c.KeyMaxRunning}
+}
+
+func (c fairConfig) limits() slot.Limits { return c.queueConfig().LimitList() }
+
+func (c fairConfig) total() int { return c.Heavy + c.LateKeys*c.LateJobs + c.Urgent }
+
+// lateKey names late key i.
+func lateKey(i int) string { return fmt.Sprintf("k%02d", i+1) }
+
+// fairResult is what a run of the fair workload saw.
+type fairResult struct {
+	Skew   time.Duration
+	Starts []timeline.Start
+	// Enqueued is when each job's enqueue call was made; Keys each job's
+	// key and Urgent the urgent jobs.
+	Enqueued map[string]time.Time
+	Keys     map[string]string
+	Urgent   map[string]bool
+	// Booked is when each job got its slot (its enqueue, or its booking
+	// from the waiting room), and Told the slot_at it was told then.
+	Booked, Told map[string]time.Time
+	// Waited counts the jobs accepted into the waiting room.
+	Waited int
+	// Unfinished, StartedTwice and Unstarted count accepted jobs not
+	// succeeded, run more than once, never run.
+	Unfinished, StartedTwice, Unstarted int
+}
+
+// bookingState records, as the engine writes them, the jobs booked from
+// the waiting room: when, and the slot_at their booking gave.
+type bookingState struct {
+	engine.State
+	mu     sync.Mutex
+	booked map[string]time.Time
+	told   map[string]time.Time
+}
+
+func (b *bookingState) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
+	err := b.State.UpdateJob(ctx, j, from)
+	// The write that books a job ends its history with the booked event,
+	// whether it sends the job (queued) or parks it for its key or gate.
+	if err != nil || len(j.History) == 0 || j.History[len(j.History)-1].Kind != job.BookedEvent {
+		return err
+	}
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.booked[j.ID]; !ok {
+		b.booked[j.ID], b.told[j.ID] = now, j.SlotAt
+	}
+	return nil
+}
+
+// runFair runs the fair workload on the embedded backend and returns what
+// it saw, every goroutine it started returned.
+func runFair(ctx context.Context, cfg fairConfig) (fairResult, error) {
+	if err := cfg.validate(); err != nil {
+		return fairResult{}, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 2*timeline.Ideal(cfg.limits(), cfg.total()) + 30*time.Second
+	}
+	var (
+		mu     sync.Mutex
+		starts []timeline.Start
+	)
+	mux := target.NewMux()
+	mux.HandleFunc(demoKind, func(ctx context.Context, j *api.Job) error {
+		at := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		starts = append(starts, timeline.Start{Queue: j.Queue, Key: j.Key, Ticket: j.Ticket, SlotAt: j.SlotAt, JobID: j.ID,
+			Worker: workerFrom(ctx), At: at, Gate: j.StartedAt, Retickets: j.Retickets})
+		return nil
+	})
+	store := memstore.New(memstore.Options{})
+	transport := memstore.NewTransport(memstore.TransportOptions{Seed: cfg.Seed})
+	state := &bookingState{State: store, booked: map[string]time.Time{}, told: map[string]time.Time{}}
+	eng := engine.New(engine.Options{State: state, Transport: transport, Runner: &dispatch.Dispatcher{Mux: mux}, Logger: cfg.Logger})
+	q, err := eng.CreateQueue(ctx, cfg.Queue, cfg.queueConfig())
+	if err != nil {
+		return fairResult{}, err
+	}
+	res := fairResult{Skew: q.Config.Skew, Enqueued: map[string]time.Time{}, Keys: map[string]string{},
+		Urgent: map[string]bool{}, Booked: map[string]time.Time{}, Told: map[string]time.Time{}}
+
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	runCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWorkers()
+	defer context.AfterFunc(ctx, stopWorkers)()
+	ids := make(chan string, cfg.Workers)
+	for i := range cfg.Workers {
+		ids <- fmt.Sprintf("w%d", i+1)
+	}
+	bg := runEmbedded(runCtx, eng, transport, cfg.Workers, cfg.Logger, func(ctx context.Context, env job.Envelope) error {
+		id := <-ids
+		defer func() { ids <- id }()
+		return eng.Work(context.WithValue(ctx, workerKey{}, id), env)
+	})
+
+	var accepted []string
+	enqueue := func(key string, n, priority int) error {
+		for n > 0 {
+			k := min(n, job.MaxBatch)
+			req := job.EnqueueRequest{Queue: cfg.Queue}
+			for range k {
+				req.Jobs = append(req.Jobs, job.Spec{Kind: demoKind, Key: key, Priority: priority, Payload: json.RawMessage(`{}`)})
+			}
+			at := time.Now()
+			out, err := eng.Enqueue(ctx, req)
+			if err != nil {
+				return err
+			}
+			for _, a := range out.Jobs {
+				accepted = append(accepted, a.JobID)
+				res.Enqueued[a.JobID], res.Keys[a.JobID] = at, key
+				res.Urgent[a.JobID] = priority == api.MinPriority
+				if a.Status == api.StatusWaiting {
+					res.Waited++
+					continue
+				}
+				res.Booked[a.JobID], res.Told[a.JobID] = at, a.SlotAt
+			}
+			n -= k
+		}
+		return nil
+	}
+	begin := time.Now()
+	sleepUntil := func(t time.Time) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(t)):
+		}
+	}
+	err = enqueue(heavyKey, cfg.Heavy, 0)
+	if err == nil {
+		sleepUntil(begin.Add(cfg.LateAfter))
+		for i := range cfg.LateKeys {
+			if err = enqueue(lateKey(i), cfg.LateJobs, 0); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		sleepUntil(begin.Add(cfg.UrgentAfter))
+		err = enqueue(cfg.UrgentKey, cfg.Urgent, api.MinPriority)
+	}
+	if err == nil {
+		err = waitDone(ctx, store, cfg.Queue)
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			err = nil // reported as unfinished jobs
+		}
+	}
+	stopWorkers()
+	bg.Wait()
+
+	mu.Lock()
+	res.Starts = starts
+	mu.Unlock()
+	state.mu.Lock()
+	for id, at := range state.booked {
+		if _, ok := res.Booked[id]; !ok {
+			res.Booked[id], res.Told[id] = at, state.told[id]
+		}
+	}
+	state.mu.Unlock()
+	runs := map[string]int{}
+	for _, s := range res.Starts {
+		runs[s.JobID]++
+	}
+	for _, id := range accepted {
+		j, gerr := eng.Job(context.WithoutCancel(ctx), job.Ref{Queue: cfg.Queue, ID: id})
+		if gerr != nil {
+			return res, gerr
+		}
+		if j.Status != job.Succeeded {
+			res.Unfinished++
+		}
+		switch runs[id] {
+		case 0:
+			res.Unstarted++
+		case 1:
+		default:
+			res.StartedTwice++
+		}
+	}
+	return res, err
+}
+
+// fairReport scores a run of the fair workload.
+type fairReport struct {
+	// Jobs counts the accepted jobs, Waited those that went into the
+	// waiting room.
+	Jobs, Waited int
+	// LateFirst is, for each late key, its first start after its
+	// enqueue: p50 and p99 over the keys.
+	LateFirstP50, LateFirstP99 time.Duration
+	// UrgentBooked is the urgent jobs' wait from their enqueue to their
+	// booking, UrgentStart to their start (p50, p99).
+	UrgentBookedP50, UrgentBookedP99 time.Duration
+	UrgentStartP50, UrgentStartP99   time.Duration
+	// HeavyMakespan is key A's first start to its last; Ideal what the
+	// queue's limit allows for all the jobs' starts.
+	HeavyMakespan, Ideal time.Duration
+	// Violations counts starts that broke the queue's limit, timed as the
+	// handler began and at the gate.
+	Violations, GateViolations int
+	// Told is each start against the slot_at its job was told when it was
+	// booked (p50, p99, max); Untold counts starts of a job with no
+	// booking seen.
+	ToldP50, ToldP99, ToldMax time.Duration
+	Untold                    int
+	// Reticketed counts jobs that took a new ticket after their booking
+	// (their worker came too late for their slot): they start on a slot
+	// they were not told.
+	Reticketed int
+	// Lost counts accepted jobs that did not succeed or never ran; Twice
+	// those that ran more than once.
+	Lost, Twice int
+}
+
+// Ratio is HeavyMakespan / Ideal.
+func (r fairReport) Ratio() float64 {
+	if r.Ideal <= 0 {
+		return 0
+	}
+	return float64(r.HeavyMakespan) / float64(r.Ideal)
+}
+
+func newFairReport(cfg fairConfig, res fairResult) fairReport {
+	r := fairReport{Jobs: len(res.Enqueued), Waited: res.Waited, Lost: max(res.Unfinished, res.Unstarted), Twice: res.StartedTwice}
+	sorted := timeline.Sorted(res.Starts)
+	first := map[string]time.Time{}
+	var heavyFirst, heavyLast time.Time
+	var urgentStart, told []time.Duration
+	seen := map[string]bool{}
+	for _, s := range sorted {
+		if seen[s.JobID] {
+			continue
+		}
+		seen[s.JobID] = true
+		key := res.Keys[s.JobID]
+		if _, ok := first[key]; !ok {
+			first[key] = s.At
+		}
+		if key == heavyKey && !res.Urgent[s.JobID] {
+			if heavyFirst.IsZero() {
+				heavyFirst = s.At
+			}
+			heavyLast = s.At
+		}
+		if res.Urgent[s.JobID] {
+			urgentStart = append(urgentStart, s.At.Sub(res.Enqueued[s.JobID]))
+		}
+		if s.Retickets > 0 {
+			r.Reticketed++
+		}
+		if at, ok := res.Told[s.JobID]; ok {
+			told = append(told, s.At.Sub(at))
+		} else {
+			r.Untold++
+		}
+	}
+	var late []time.Duration
+	for i := range cfg.LateKeys {
+		k := lateKey(i)
+		var enq time.Time
+		for id, key := range res.Keys {
+			if key == k && (enq.IsZero() || res.Enqueued[id].Before(enq)) {
+				enq = res.Enqueued[id]
+			}
+		}
+		if at, ok := first[k]; ok {
+			late = append(late, at.Sub(enq))
+		}
+	}
+	var urgentBooked []time.Duration
+	for id := range res.Urgent {
+		if !res.Urgent[id] {
+			continue
+		}
+		if at, ok := res.Booked[id]; ok {
+			urgentBooked = append(urgentBooked, at.Sub(res.Enqueued[id]))
+		}
+	}
+	pc := func(ds []time.Duration, p float64) time.Duration {
+		if len(ds) == 0 {
+			return 0
+		}
+		return timeline.Percentile(ds, p)
+	}
+	r.LateFirstP50, r.LateFirstP99 = pc(late, 50), pc(late, 99)
+	r.UrgentBookedP50, r.UrgentBookedP99 = pc(urgentBooked, 50), pc(urgentBooked, 99)
+	r.UrgentStartP50, r.UrgentStartP99 = pc(urgentStart, 50), pc(urgentStart, 99)
+	r.ToldP50, r.ToldP99 = pc(told, 50), pc(told, 99)
+	if len(told) > 0 {
+		r.ToldMax = slices.Max(told)
+	}
+	r.HeavyMakespan = heavyLast.Sub(heavyFirst)
+	r.Ideal = timeline.Ideal(cfg.limits(), len(seen))
+	r.Violations = timeline.Summarize(res.Starts, cfg.limits(), res.Skew).Violations
+	r.GateViolations = timeline.Summarize(timeline.AtGate(res.Starts), cfg.limits(), res.Skew).Violations
+	return r
+}
+
+// problems are what fails a run: a start that broke the queue's limit at
+// the gate, a job lost or run twice, a start whose booking was not seen.
+// The figures against their goals (a late key's first start within 1s, the
+// makespan within 1.02× of the ideal, starts within 2ms of their slot) are
+// reported, not failed: they are wall-clock figures of a shared host.
+func (r fairReport) problems() []string {
+	var p []string
+	if r.GateViolations > 0 {
+		p = append(p, fmt.Sprintf("%d violations of the queue's limit at the gate", r.GateViolations))
+	}
+	if r.Lost > 0 {
+		p = append(p, fmt.Sprintf("%d of %d jobs lost (not finished, or never run)", r.Lost, r.Jobs))
+	}
+	if r.Twice > 0 {
+		p = append(p, fmt.Sprintf("%d jobs ran more than once", r.Twice))
+	}
+	if r.Untold > 0 {
+		p = append(p, fmt.Sprintf("%d jobs started without a booking", r.Untold))
+	}
+	if r.Jobs == 0 {
+		p = append(p, "no job was enqueued")
+	}
+	return p
+}
