@@ -44,6 +44,9 @@
 //	engine.go     Engine, Options, New; the Runner a target runs through
 //	state.go      the State interface, its requests and errors; the gate's
 //	              request (GateRequest.Decide)
+//	due.go        the schema mark's record (Schema, Cursor) and the due
+//	              index: when the resume function looks at a job, a
+//	              queue, a lane or a waiting room
 //	transport.go  the Transport interface
 //	schema.go     the record layout this engine writes; does the table
 //	              need a rebuild (the schema mark)

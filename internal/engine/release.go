@@ -113,11 +113,8 @@ func (e *Engine) releaseDue(ctx context.Context, q *Queue, ids []string, rep *Re
 				return err
 			}
 		case q.State.Paused:
-			from := j.Version()
-			j.ParkReason, j.DueAt = job.PausedQueue, time.Time{}
-			j.Record(job.Event{At: now, Kind: job.ParkedEvent, Reason: string(job.PausedQueue)})
-			if err := e.state.UpdateJob(ctx, j, from); err != nil && !errors.Is(err, ErrConflict) {
-				return fmt.Errorf("resume %s: hold %s: %w", q.Name, j.ID, err)
+			if err := e.holdForRound(ctx, q.Name, j, now); err != nil {
+				return err
 			}
 			rep.Held++
 		case j.ParkReason == job.WaitGate && !(j.Ticket <= q.State.Current && !j.Scheduled && !j.Detached):
@@ -147,16 +144,7 @@ func (e *Engine) releaseDue(ctx context.Context, q *Queue, ids []string, rep *Re
 	if err := e.releaseToGate(ctx, q.Name, gate); err != nil {
 		return err
 	}
-	for _, j := range gate {
-		if j.Status == job.Queued {
-			rep.Released++
-		}
-	}
-	for _, j := range due {
-		if j.Status == job.Queued {
-			rep.Released++
-		}
-	}
+	rep.Released += queued(gate) + queued(due)
 	for _, j := range later {
 		from := j.Version()
 		j.ParkReason, j.DueAt = job.Far, j.SlotAt.Add(-e.transport.MaxDelay())
@@ -165,6 +153,29 @@ func (e *Engine) releaseDue(ctx context.Context, q *Queue, ids []string, rep *Re
 		}
 	}
 	return nil
+}
+
+// holdForRound parks j, due on a paused queue, for the queue's next
+// release round.
+func (e *Engine) holdForRound(ctx context.Context, queue string, j job.Job, now time.Time) error {
+	from := j.Version()
+	j.ParkReason, j.DueAt = job.PausedQueue, time.Time{}
+	j.Record(job.Event{At: now, Kind: job.ParkedEvent, Reason: string(job.PausedQueue)})
+	if err := e.state.UpdateJob(ctx, j, from); err != nil && !errors.Is(err, ErrConflict) {
+		return fmt.Errorf("resume %s: hold %s: %w", queue, j.ID, err)
+	}
+	return nil
+}
+
+// queued counts the jobs among js that were written queued.
+func queued(js []*job.Job) int {
+	n := 0
+	for _, j := range js {
+		if j.Status == job.Queued {
+			n++
+		}
+	}
+	return n
 }
 
 // releaseToGate sends jobs parked until their gate opens (job.WaitGate),
