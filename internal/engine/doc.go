@@ -17,7 +17,7 @@
 //	          lift a timed pause ─ re-ticket held jobs in line order (a
 //	          bounded round per run) ─ release due jobs (release.go) ─
 //	          hand on keys past their lease (reap.go);
-//	          per schedule due (schedules.go): enqueue its occurrences up
+//	          per schedule due (schedules_run.go): enqueue its occurrences up
 //	          to a lead ahead ─ advance it by compare-and-set
 //
 // Every function in functions/ (through internal/lambdafn) and the local
@@ -75,7 +75,8 @@
 //	              entries first, a wave at a time, its backlog
 //	reindex.go    Reindex and the rebuild of the records for the due
 //	              index, resumable from the schema mark's cursor
-//	schedules.go  schedules and their occurrences
+//	schedules.go  schedules: create, read, pause, resume, delete
+//	schedules_run.go  the resume function's pass: their occurrences
 //	admin.go      queues: create, configure, pause, purge, delete, stats,
 //	              jobs, cancel
 //	change.go     ChangeConfig: change the settings given, keep the others
