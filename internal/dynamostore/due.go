@@ -17,6 +17,7 @@ import (
 
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
 )
 
 // The due index (engine.DueEntry) is IndexDue, a sparse global secondary
@@ -60,6 +61,13 @@ func dueShard(pk, sk string) string {
 
 // heldPK is the partition of queue's jobs of generation gen a pause holds.
 func heldPK(queue string, gen int64) string { return "H#" + queue + "#" + strconv.FormatInt(gen, 10) }
+
+// roomPK is the partition of the jobs of queue's waiting room, of
+// generation gen, priority p and key k (engine.JobInRoom), in ticket
+// order: a booking from the room reads one key's head.
+func roomPK(queue string, gen int64, p int, k string) string {
+	return "R#" + queue + "#" + strconv.FormatInt(gen, 10) + "#" + strconv.Itoa(p) + "#" + k
+}
 
 // setDue sets m's due attributes for an entry due at at (none for zero).
 func setDue(m map[string]types.AttributeValue, pk, sk string, at time.Time) {
@@ -202,13 +210,49 @@ func (s *Store) ListHeld(ctx context.Context, queue string, gen int64, limit int
 	}
 	e := newExpr()
 	kc := e.n(attrDuePK) + " = " + e.v(":p", str(heldPK(queue, gen)))
+	jobs, err := s.readPart(ctx, e, kc, limit, func(j job.Job) bool { return engine.JobHeld(j) && j.Gen == gen })
+	if err != nil {
+		return nil, fmt.Errorf("list held %s: %w", queue, err)
+	}
+	slices.SortStableFunc(jobs, func(a, b job.Job) int {
+		return cmp.Or(cmp.Compare(a.LineOrder(), b.LineOrder()), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}
+
+// ListRoom queries the partition of IndexDue of one priority and key of
+// r's queue's waiting room (roomPK) from ticket r.After on for its first
+// r.Limit jobs, then reads them (BatchGetItem, strongly): a job that has
+// left the room by then is left out.
+func (s *Store) ListRoom(ctx context.Context, r engine.RoomRequest) ([]job.Job, error) {
+	if r.Limit <= 0 {
+		return nil, fmt.Errorf("list room %s: limit %d", r.Queue, r.Limit)
+	}
+	e := newExpr()
+	kc := e.n(attrDuePK) + " = " + e.v(":p", str(roomPK(r.Queue, r.Gen, slot.PriorityOf(r.Priority), r.Key))) +
+		" AND " + e.n(attrDueSK) + " > " + e.v(":a", num(r.After))
+	jobs, err := s.readPart(ctx, e, kc, r.Limit, func(j job.Job) bool { return engine.JobInRoom(j) && j.Gen == r.Gen })
+	if err != nil {
+		return nil, fmt.Errorf("list room %s: %w", r.Queue, err)
+	}
+	slices.SortStableFunc(jobs, func(a, b job.Job) int {
+		return cmp.Or(cmp.Compare(a.Ticket, b.Ticket), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}
+
+// readPart queries IndexDue by the key condition kc for up to limit
+// entries of jobs, reads the jobs strongly (BatchGetItem, 100 a call),
+// and returns the unexpired ones that keep says are still what the
+// index entry stood for.
+func (s *Store) readPart(ctx context.Context, e *expr, kc string, limit int, keep func(job.Job) bool) ([]job.Job, error) {
 	var keys []map[string]types.AttributeValue
 	err := s.queryDue(ctx, e, kc, limit, func(m map[string]types.AttributeValue) (bool, error) {
 		keys = append(keys, map[string]types.AttributeValue{attrPK: m[attrPK], attrSK: m[attrSK]})
 		return true, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list held %s: %w", queue, err)
+		return nil, err
 	}
 	byPK := map[string]map[string]types.AttributeValue{}
 	for rest := keys; len(rest) > 0; {
@@ -220,7 +264,7 @@ func (s *Store) ListHeld(ctx context.Context, queue string, gen int64, limit int
 				RequestItems: map[string]types.KeysAndAttributes{s.table: {Keys: batch, ConsistentRead: aws.Bool(true)}},
 			})
 			if err != nil {
-				return nil, fmt.Errorf("list held %s: %w", queue, err)
+				return nil, err
 			}
 			for _, m := range out.Responses[s.table] {
 				byPK[(&item{m: m}).str(attrPK)] = m
@@ -228,7 +272,7 @@ func (s *Store) ListHeld(ctx context.Context, queue string, gen int64, limit int
 			batch = out.UnprocessedKeys[s.table].Keys
 			if len(batch) > 0 {
 				if err := backoff(ctx, 2); err != nil {
-					return nil, fmt.Errorf("list held %s: %w", queue, err)
+					return nil, err
 				}
 			}
 		}
@@ -242,14 +286,11 @@ func (s *Store) ListHeld(ctx context.Context, queue string, gen int64, limit int
 		}
 		j, err := decodeJob(m)
 		if err != nil {
-			return nil, fmt.Errorf("list held %s: %w", queue, err)
+			return nil, err
 		}
-		if engine.JobHeld(j) && j.Gen == gen && !j.Expired(now) {
+		if keep(j) && !j.Expired(now) {
 			jobs = append(jobs, j)
 		}
 	}
-	slices.SortStableFunc(jobs, func(a, b job.Job) int {
-		return cmp.Or(cmp.Compare(a.LineOrder(), b.LineOrder()), cmp.Compare(a.ID, b.ID))
-	})
 	return jobs, nil
 }

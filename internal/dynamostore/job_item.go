@@ -10,6 +10,7 @@ import (
 
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
 )
 
 // A job's record: its item, written and read.
@@ -37,9 +38,13 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	// pause in its queue's partition, in line order.
 	pk, sk := jobPK(j.Queue, j.ID), skJob
 	setDue(m, pk, sk, engine.JobDue(j))
-	if engine.JobHeld(j) {
+	switch {
+	case engine.JobHeld(j):
 		m[attrDuePK] = str(heldPK(j.Queue, j.Gen))
 		m[attrDueSK] = num(j.LineOrder())
+	case engine.JobInRoom(j):
+		m[attrDuePK] = str(roomPK(j.Queue, j.Gen, slot.PriorityOf(j.Priority), j.Key))
+		m[attrDueSK] = num(j.Ticket)
 	}
 	m[attrAttempt] = num(int64(j.Attempt))
 	if j.Booking != 0 {

@@ -117,6 +117,12 @@ func JobDue(j job.Job) time.Time {
 // not by time.
 func JobHeld(j job.Job) bool { return j.Status == job.Parked && j.ParkReason == job.PausedQueue }
 
+// JobInRoom reports whether j waits in its queue's waiting room: parked
+// with job.Room, with a ticket for its place and no slot. The stores keep
+// such jobs in an index by queue, generation, priority
+// (slot.PriorityOf) and key, in ticket order (State.ListRoom).
+func JobInRoom(j job.Job) bool { return j.Status == job.Parked && j.ParkReason == job.Room }
+
 // QueueDue is when the resume function lifts a queue's timed pause (zero:
 // never).
 func QueueDue(s slot.State) time.Time {

@@ -11,10 +11,12 @@ import (
 //
 //	1  the first stack: no due index (a table without a mark counts as it)
 //	2  the due index: parked jobs, held jobs and busy lanes carry its keys
+//	3  the waiting room's jobs carry its keys too, by queue, priority and
+//	   key in ticket order (State.ListRoom)
 //
 // A resume run that finds an older mark brings the records to this
 // layout (rebuild) and then writes the mark.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // schemaRecheck is how long an engine that saw the schema mark asking
 // for no rebuild goes without reading it again: a rebuild asked later

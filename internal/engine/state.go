@@ -257,6 +257,23 @@ type ListRequest struct {
 	Limit int
 }
 
+// RoomRequest lists the jobs of one queue's waiting room of one priority
+// and key (State.ListRoom) in ticket order.
+type RoomRequest struct {
+	Queue string
+	// Gen is the queue's generation: only its jobs are listed.
+	Gen int64
+	// Priority is the jobs' priority as the room orders it
+	// (slot.PriorityOf: 1 to api.MaxPriority) and Key their key ("" for
+	// none).
+	Priority int
+	Key      string
+	// After lists tickets greater than After (0: from the start).
+	After int64
+	// Limit caps the answer; it must be at least 1.
+	Limit int
+}
+
 // State is what the engine needs from a state store. internal/memstore and
 // internal/dynamostore implement it; internal/dev/storetest states the contract as tests.
 // Every method is safe for concurrent use by many processes.
@@ -349,6 +366,12 @@ type State interface {
 	// ticket ascending, without expired ones. Only statuses that are
 	// job.Status.Listed are served; others are ErrNotListed.
 	ListJobs(ctx context.Context, r ListRequest) ([]job.Job, error)
+	// ListRoom returns up to r.Limit unexpired jobs of the waiting room
+	// (JobInRoom) of one queue, generation, priority and key, by ticket
+	// ascending: what the room books next reads one key's head without
+	// listing the room. Like ListDue, it may lag the records for a
+	// moment; the caller's conditional write on the job decides.
+	ListRoom(ctx context.Context, r RoomRequest) ([]job.Job, error)
 	// CountJobs counts jobs of one queue, generation and status, as
 	// ListJobs lists.
 	CountJobs(ctx context.Context, queue string, gen int64, status job.Status) (int, error)

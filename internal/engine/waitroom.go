@@ -61,7 +61,7 @@ func checkBy(h *slot.Horizon, now time.Time) {
 }
 
 // inRoom reports whether j waits in its queue's waiting room.
-func inRoom(j *job.Job) bool { return j.Status == job.Parked && j.ParkReason == job.Room }
+func inRoom(j *job.Job) bool { return JobInRoom(*j) }
 
 // readHorizon reads q's horizon; one of another generation (a deleted
 // queue's) reads as empty, at its version.
@@ -114,13 +114,13 @@ func (e *Engine) admit(ctx context.Context, q Queue, jobs []*job.Job) (keyAhead,
 			}
 			waiting = true
 			j.ParkReason = job.Room
+			h.Enter(j.Priority, j.Key)
 			in++
-			place[i] = h.Waiting + in
+			place[i] = h.Waiting
 			keyAhead[i] = int64(kb[j.Key])
 			spare = spare || q.Config.Fits(r, j.Key)
 		}
 		if in > 0 {
-			h.Waiting += in
 			h.LastIn = now
 			checkBy(&h, now)
 		}
@@ -174,19 +174,8 @@ func (e *Engine) bookFrom(ctx context.Context, q Queue, settle bool, free ...int
 		var chosen []*job.Job
 		var keyAhead []int64
 		if (h.Waiting > 0 || settle) && !q.State.Paused {
-			room, err := e.listRoom(ctx, q)
-			if err != nil {
+			if chosen, keyAhead, err = e.chooseFrom(ctx, q, &h, settle, now); err != nil {
 				return err
-			}
-			if chosen, keyAhead, err = e.choose(ctx, q, &h, room, now); err != nil {
-				return err
-			}
-			if settle || len(room) == len(chosen) {
-				// What the list shows is the room, once every record
-				// written before LastIn shows in it.
-				if now.Sub(h.LastIn) > e.opts.RecordGrace {
-					h.Waiting = int64(len(room) - len(chosen))
-				}
 			}
 		}
 		if !changed && len(chosen) == 0 && !settle {
@@ -230,6 +219,145 @@ func (e *Engine) bookedSince(h slot.Horizon, t time.Time) bool {
 		}
 	}
 	return false
+}
+
+// chooseFrom chooses the jobs to book now (choose) from the heads of the
+// room's keys that h counts (roomHeads): a few small reads, whatever the
+// room holds. A look of the resume function (settle), or a horizon that
+// does not count its room by key yet (Counted), reads the whole room
+// instead, and counts it afresh once every record written before LastIn
+// shows in the list.
+func (e *Engine) chooseFrom(ctx context.Context, q Queue, h *slot.Horizon, settle bool, now time.Time) ([]*job.Job, []int64, error) {
+	if !settle && h.Counted() {
+		heads, err := e.roomHeads(ctx, q, h, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		return e.choose(ctx, q, h, heads, now)
+	}
+	room, err := e.listRoom(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	chosen, keyAhead, err := e.choose(ctx, q, h, room, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	if now.Sub(h.LastIn) > e.opts.RecordGrace {
+		var counted [api.MaxPriority]map[string]int64
+		picked := map[string]bool{}
+		for _, j := range chosen {
+			picked[j.ID] = true
+		}
+		for _, j := range room {
+			if picked[j.ID] || h.Holds(j.ID) || j.Ticket <= q.State.Purged {
+				continue
+			}
+			p := slot.PriorityOf(j.Priority) - 1
+			if counted[p] == nil {
+				counted[p] = map[string]int64{}
+			}
+			counted[p][j.Key]++
+		}
+		h.Recount(counted)
+	}
+	return chosen, keyAhead, nil
+}
+
+// roomHeads reads, by the room's order, the first jobs of each key h
+// counts in the room that its bound leaves room for (State.ListRoom):
+// by priority, and within one the keys from the round-robin's turn on,
+// until they are more keys with a job to book than the queue's bound
+// leaves room for; of each key as many as its bound and the queue's
+// leave room for, and as many more as it holds bookings (a booked job
+// shows in the room until its booker's write lands). A key that has
+// fewer jobs in the room than counted (cancelled, purged) is counted
+// afresh, once every record written before LastIn shows.
+func (e *Engine) roomHeads(ctx context.Context, q Queue, h *slot.Horizon, now time.Time) ([]job.Job, error) {
+	c := q.Config
+	free := -1 // the queue's room under BookAhead; -1: no bound
+	if c.BookAhead > 0 {
+		if free = c.BookAhead - len(h.Booked); free <= 0 {
+			return nil, nil
+		}
+	}
+	kb := h.KeyBooked()
+	held := map[string]bool{}
+	for _, b := range h.Booked {
+		held[b.ID] = true
+	}
+	settled := now.Sub(h.LastIn) > e.opts.RecordGrace
+	var heads []job.Job
+	keys := 0 // keys with a job to book, the turn's own left out
+	for p := 1; p <= api.MaxPriority; p++ {
+		turn := h.Turns[p-1].Key
+		for _, k := range turnOrder(h.Keys[p-1], turn) {
+			if free >= 0 && keys >= free {
+				return heads, nil
+			}
+			limit := min(h.Keys[p-1][k], maxHeads)
+			if free >= 0 {
+				limit = min(limit, int64(free))
+			}
+			if c.KeyBookAhead > 0 {
+				if limit = min(limit, int64(c.KeyBookAhead-kb[k])); limit <= 0 {
+					continue
+				}
+			}
+			limit += int64(kb[k])
+			got, err := e.state.ListRoom(ctx, RoomRequest{Queue: q.Name, Gen: q.Gen, Priority: p, Key: k, Limit: int(limit)})
+			if err != nil {
+				return nil, fmt.Errorf("read the waiting room of %s: %w", q.Name, err)
+			}
+			var waiting int64
+			due := false
+			for _, j := range got {
+				if held[j.ID] || j.Ticket <= q.State.Purged {
+					continue
+				}
+				waiting++
+				heads = append(heads, j)
+				due = due || !j.Earliest().After(e.bookable(now))
+			}
+			if int64(len(got)) < limit && settled {
+				h.Count(p, k, waiting)
+			}
+			if due && k != turn {
+				keys++
+			}
+		}
+	}
+	return heads, nil
+}
+
+// maxHeads bounds the jobs of one key a booking reads (a queue whose
+// bounds were configured off books its room in steps of it).
+const maxHeads = 500
+
+// turnOrder is the keys of counts in the order the round-robin visits
+// them from the key whose turn it was: that key first, then the keys
+// after it by name, then those before it.
+func turnOrder(counts map[string]int64, turn string) []string {
+	keys := make([]string, 0, len(counts))
+	for k, n := range counts {
+		if n > 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	i, found := slices.BinarySearch(keys, turn)
+	out := make([]string, 0, len(keys))
+	if found {
+		out = append(out, turn)
+		i++
+	}
+	out = append(out, keys[i:]...)
+	for _, k := range keys[:i] {
+		if k != turn {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // listRoom lists q's waiting room: its parked jobs that wait in it.
@@ -294,7 +422,9 @@ func (e *Engine) choose(ctx context.Context, q Queue, h *slot.Horizon, room []jo
 		chosen[i] = j
 	}
 	h.Turns = r.Turns
-	h.Waiting = max(0, h.Waiting-int64(len(picked)))
+	for _, j := range chosen {
+		h.Leave(j.Priority, j.Key)
+	}
 	return chosen, keyAhead, nil
 }
 

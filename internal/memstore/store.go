@@ -52,8 +52,10 @@ type Store struct {
 	horizons   map[string]slot.Horizon
 	horizonTop int64
 	// due is the due index over the records above (engine.DueEntry),
-	// kept in the same step as each write.
-	due *dueIndex
+	// kept in the same step as each write, and room the waiting rooms'
+	// index over the jobs.
+	due  *dueIndex
+	room roomIndex
 	// schema is the schema mark (engine.Schema).
 	schema engine.Schema
 	// schedules are the queues' schedules (schedules.go), made on first use.
@@ -98,6 +100,7 @@ func New(opts Options) *Store {
 		lanes:  make(map[laneID]slot.Lane),
 		meters: make(map[laneID]meterRec),
 		due:    newDueIndex(),
+		room:   roomIndex{},
 		// An embedded store is new: its records are of the current
 		// layout from the start.
 		schema: engine.Schema{Version: engine.SchemaVersion},
@@ -323,8 +326,13 @@ func (s *Store) CreateJobs(_ context.Context, jobs []job.Job) ([]bool, error) {
 			// is absent, as GetJob says.
 			continue
 		}
+		var was *job.Job
+		if old, ok := byID[j.ID]; ok {
+			was = &old
+		}
 		byID[j.ID] = copyJob(j)
 		s.due.set(jobDueID(j), engine.JobDue(j))
+		s.room.set(was, j)
 		created[i] = true
 	}
 	return created, nil
@@ -360,6 +368,7 @@ func (s *Store) UpdateJob(_ context.Context, j job.Job, from job.Version) error 
 	}
 	s.jobs[j.Queue][j.ID] = copyJob(j)
 	s.due.set(jobDueID(j), engine.JobDue(j))
+	s.room.set(&old, j)
 	return nil
 }
 

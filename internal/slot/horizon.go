@@ -39,6 +39,11 @@ type Horizon struct {
 	// for a crash the resume function repairs (a cancelled waiting job
 	// leaves it high until then).
 	Waiting int64 `json:"waiting,omitempty"`
+	// Keys counts the same by priority (Keys[p-1]) and key: the keys a
+	// booking reads the heads of (one small read each), without listing
+	// the room. Like Waiting it is a hint, never low: a read that finds
+	// fewer of a key's jobs than counted corrects it (Count).
+	Keys [api.MaxPriority]map[string]int64 `json:"keys"`
 	// LastIn is when the last job went into the room: a look at the room
 	// counts what it lists only once every record written by then shows.
 	LastIn time.Time `json:"last_in,omitzero"`
@@ -54,10 +59,64 @@ type Booking struct {
 	At  time.Time `json:"at"`
 }
 
-// Clone returns h with a map of its own.
+// Clone returns h with maps of its own.
 func (h Horizon) Clone() Horizon {
 	h.Booked = maps.Clone(h.Booked)
+	for p := range h.Keys {
+		h.Keys[p] = maps.Clone(h.Keys[p])
+	}
 	return h
+}
+
+// Counted reports whether h counts its waiting jobs by priority and key
+// (Keys): a horizon written before it did has only Waiting, and its room
+// is read whole until a look counts it (Recount).
+func (h Horizon) Counted() bool {
+	for _, m := range h.Keys {
+		if len(m) > 0 {
+			return true
+		}
+	}
+	return h.Waiting == 0
+}
+
+// Enter counts a job of priority p (PriorityOf) and key k into the room.
+// h must own its maps (Clone).
+func (h *Horizon) Enter(p int, k string) {
+	h.Count(p, k, h.Keys[PriorityOf(p)-1][k]+1)
+}
+
+// Leave counts a job of priority p and key k out of the room (booked, or
+// gone); a count at 0 stays there. h must own its maps (Clone).
+func (h *Horizon) Leave(p int, k string) {
+	h.Count(p, k, h.Keys[PriorityOf(p)-1][k]-1)
+}
+
+// Count sets the count of priority p and key k to n (0 or less removes
+// it) and moves Waiting by as much. h must own its maps (Clone).
+func (h *Horizon) Count(p int, k string, n int64) {
+	m := &h.Keys[PriorityOf(p)-1]
+	n = max(0, n)
+	h.Waiting = max(0, h.Waiting+n-(*m)[k])
+	if n == 0 {
+		delete(*m, k)
+		return
+	}
+	if *m == nil {
+		*m = map[string]int64{}
+	}
+	(*m)[k] = n
+}
+
+// Recount sets every count to what was counted (by priority, then key)
+// and Waiting to their sum: a look that read the whole room.
+func (h *Horizon) Recount(counted [api.MaxPriority]map[string]int64) {
+	h.Keys, h.Waiting = [api.MaxPriority]map[string]int64{}, 0
+	for p, m := range counted {
+		for k, n := range m {
+			h.Count(p+1, k, n)
+		}
+	}
 }
 
 // Room is what BookNext needs of h, with the keys' weights.

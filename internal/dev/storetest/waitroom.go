@@ -2,11 +2,13 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
 )
 
@@ -86,6 +88,80 @@ func testHorizons(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Fatal(err)
 		}
 		wantRoomDue(t, st, epoch.Add(time.Hour), name, nil)
+	})
+
+	// The waiting room's jobs are listed by queue, generation, priority
+	// and key, in ticket order, from a ticket on; a job leaves the list
+	// as it leaves the room, and no job of another part, generation or
+	// status is in it.
+	t.Run("ListRoom", func(t *testing.T) {
+		st := newState(t)
+		q := newQueue(t, st, interval)
+		gen := getQueue(t, st, q).Gen
+		room := func(id, key string, ticket int64, priority int) job.Job {
+			j := parkedAt(q, id, ticket, job.Room, time.Time{})
+			j.Gen, j.Key, j.Priority = gen, key, priority
+			return j
+		}
+		a3, a1, a2 := room("a3", "A", 30, 0), room("a1", "A", 10, 3), room("a2", "A", 20, 0)
+		urgent := room("u", "A", 5, 1)
+		b := room("b", "B", 15, 0)
+		none := room("n", "", 16, 0)
+		old := room("old", "A", 1, 0)
+		old.Gen = gen + 1
+		lane := parkedAt(q, "lane", 2, job.WaitKey, time.Time{})
+		lane.Gen, lane.Key = gen, "A"
+		createJobs(t, st, a3, a1, a2, urgent, b, none, old, lane)
+		list := func(p int, key string, after int64, limit int) []string {
+			t.Helper()
+			got, err := st.ListRoom(t.Context(), engine.RoomRequest{Queue: q, Gen: gen, Priority: p, Key: key, After: after, Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, j := range got {
+				out = append(out, j.ID)
+			}
+			return out
+		}
+		for _, c := range []struct {
+			name  string
+			p     int
+			key   string
+			after int64
+			limit int
+			want  []string
+		}{
+			{"priority 3, key A", 3, "A", 0, 10, []string{"a1", "a2", "a3"}},
+			{"limit", 3, "A", 0, 2, []string{"a1", "a2"}},
+			{"after", 3, "A", 10, 10, []string{"a2", "a3"}},
+			{"priority 1", 1, "A", 0, 10, []string{"u"}},
+			{"key B", 3, "B", 0, 10, []string{"b"}},
+			{"no key", 3, "", 0, 10, []string{"n"}},
+			{"empty part", 2, "A", 0, 10, nil},
+		} {
+			if got := list(c.p, c.key, c.after, c.limit); !slices.Equal(got, c.want) {
+				t.Errorf("%s: ListRoom = %v, want %v", c.name, got, c.want)
+			}
+		}
+		// Booked: a1 leaves the room (queued with a new ticket).
+		booked := a1
+		booked.Status, booked.ParkReason, booked.Ticket = job.Queued, "", 100
+		if err := st.UpdateJob(t.Context(), booked, a1.Version()); err != nil {
+			t.Fatal(err)
+		}
+		// Cancelled: a3 leaves it too.
+		cancelled := a3
+		cancelled.Status, cancelled.ParkReason = job.Cancelled, ""
+		if err := st.UpdateJob(t.Context(), cancelled, a3.Version()); err != nil {
+			t.Fatal(err)
+		}
+		if got := list(3, "A", 0, 10); !slices.Equal(got, []string{"a2"}) {
+			t.Errorf("after a1 was booked and a3 cancelled: ListRoom = %v, want [a2]", got)
+		}
+		if _, err := st.ListRoom(t.Context(), engine.RoomRequest{Queue: q, Gen: gen, Priority: 3, Key: "A"}); err == nil {
+			t.Error("ListRoom with no limit: no error")
+		}
 	})
 
 	// Of concurrent bookers from one version, one wins: every booking

@@ -1,0 +1,117 @@
+package engine_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/slot"
+)
+
+// roomReads counts what bookings read of the waiting room: the jobs the
+// per-key reads (ListRoom) answered, and those the listings of the
+// queue's parked jobs (the whole room) answered.
+type roomReads struct {
+	engine.State
+	mu            sync.Mutex
+	heads, listed int
+	headCalls     int
+}
+
+func (r *roomReads) ListRoom(ctx context.Context, q engine.RoomRequest) ([]job.Job, error) {
+	got, err := r.State.ListRoom(ctx, q)
+	r.mu.Lock()
+	r.heads += len(got)
+	r.headCalls++
+	r.mu.Unlock()
+	return got, err
+}
+
+func (r *roomReads) ListJobs(ctx context.Context, q engine.ListRequest) ([]job.Job, error) {
+	got, err := r.State.ListJobs(ctx, q)
+	if q.Status == job.Parked {
+		r.mu.Lock()
+		r.listed += len(got)
+		r.mu.Unlock()
+	}
+	return got, err
+}
+
+// A booking reads the first jobs of the keys it may book from, never
+// the whole room: a heavy key's backlog costs each booking the read of
+// its first few jobs, however long it is. Waiting jobs cancelled under
+// the room's counts (a hint that is then too high) leave the room
+// booking the rest: every job left runs once, and the room's count
+// ends at nothing.
+func TestWaitingRoomReadsHeads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reads := &roomReads{}
+		s := newSim(t, simOptions{Workers: 4, Seed: 9, Wrap: func(st engine.State) engine.State { reads.State = st; return reads }})
+		defer s.stop()
+		ctx := context.Background()
+		const heavy, light = 400, 5
+		s.createQueue("heads", slot.Config{Interval: time.Millisecond, KeyBookAhead: 2})
+		if _, err := s.eng.Pause(ctx, "heads", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		a := s.enqueue("heads", heavy, func(_ int, sp *job.Spec) { sp.Key = "A" })
+		for _, k := range []string{"B", "C", "D"} {
+			s.enqueue("heads", light, func(_ int, sp *job.Spec) { sp.Key = k })
+		}
+		// Ten of A's waiting jobs cancelled while the queue is paused:
+		// the room counts them still.
+		for _, acc := range a.Jobs[100:110] {
+			if _, err := s.eng.CancelJob(ctx, job.Ref{Queue: "heads", ID: acc.JobID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.eng.Unpause(ctx, "heads"); err != nil {
+			t.Fatal(err)
+		}
+		s.waitFinished("heads", 10*time.Minute)
+		// The resume function's look counts the room afresh: nothing
+		// waits, whatever the counts said.
+		time.Sleep(3 * time.Minute)
+		h, err := s.store.GetHorizon(ctx, "heads")
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted := 0
+		for _, m := range h.Keys {
+			counted += len(m)
+		}
+		if h.Waiting != 0 || counted != 0 {
+			t.Errorf("the room's counts after everything ran: %d waiting, %v", h.Waiting, h.Keys)
+		}
+		s.stop()
+		runs := map[string]int{}
+		s.mu.Lock()
+		for _, st := range s.starts {
+			runs[st.ID]++
+		}
+		s.mu.Unlock()
+		if want := heavy + 3*light - 10; len(runs) != want {
+			t.Fatalf("%d jobs ran, want %d", len(runs), want)
+		}
+		for id, n := range runs {
+			if n != 1 {
+				t.Errorf("job %s ran %d times", id, n)
+			}
+		}
+		reads.mu.Lock()
+		defer reads.mu.Unlock()
+		// A booking step reads, of each of the four keys under its
+		// bound, at most its bound and its bookings: 4 jobs. The whole
+		// room, read once a booking, would be about heavy²/2.
+		jobs := heavy + 3*light
+		if reads.heads > 16*jobs || reads.listed > 4*jobs {
+			t.Errorf("bookings read %d jobs by key (%d reads) and listed %d of the room for %d jobs: want at most %d and %d",
+				reads.heads, reads.headCalls, reads.listed, jobs, 16*jobs, 4*jobs)
+		}
+		t.Logf("read %d jobs by key in %d reads, listed %d", reads.heads, reads.headCalls, reads.listed)
+	})
+}
