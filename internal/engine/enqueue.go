@@ -258,7 +258,7 @@ func (e *Engine) ticketsAndCounts(ctx context.Context, q *Queue, jobs []*job.Job
 		}
 		return e.countPending(ctx, *q, jobs)
 	}
-	return e.assignBooked(ctx, q, jobs, true, keyAhead)
+	return e.assignBooked(ctx, q, jobs, true, keyAhead, time.Time{})
 }
 
 // countPending counts jobs (in ticket order) as pending on their keys'
@@ -393,7 +393,7 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 // ticket for a job counted already) a job's place is behind every job of
 // its key.
 func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, count bool) ([]int64, error) {
-	return e.assignBooked(ctx, q, jobs, count, nil)
+	return e.assignBooked(ctx, q, jobs, count, nil, time.Time{})
 }
 
 // assignBooked is assignKeyed for the jobs of a bounded queue
@@ -401,10 +401,10 @@ func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, cou
 // ticket and no slot, no place in the line; and, with keyAhead, a keyed
 // job's place among its key's jobs is the number of them booked before
 // it (keyAhead[i]), not those accepted before it, since the waiting ones
-// hold no slot.
-func (e *Engine) assignBooked(ctx context.Context, q *Queue, jobs []*job.Job, count bool, keyAhead []int64) ([]int64, error) {
+// hold no slot. No slot comes before after (zero: none).
+func (e *Engine) assignBooked(ctx context.Context, q *Queue, jobs []*job.Job, count bool, keyAhead []int64, after time.Time) ([]int64, error) {
 	for try := 0; ; try++ {
-		now := e.now().Add(e.opts.Lead)
+		now := laterOf(e.now().Add(e.opts.Lead), after)
 		ls, tick := q.Config.LimitList(), q.Config.Tick()
 		keyed := func(i int) bool { return q.Config.Keyed() && jobs[i].Key != "" }
 		// The slots the jobs would get were they all in line: a job

@@ -128,7 +128,7 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 		keyAhead, _, spare, err = e.admit(ctx, q, []*job.Job{&j})
 	}
 	if err == nil {
-		_, err = e.assignBooked(ctx, &q, []*job.Job{&j}, false, keyAhead)
+		_, err = e.assignBooked(ctx, &q, []*job.Job{&j}, false, keyAhead, time.Time{})
 	}
 	if errors.Is(err, ErrQueueNotFound) {
 		// The queue was deleted (and perhaps created again) while the

@@ -266,7 +266,7 @@ func (e *Engine) runAgain(ctx context.Context, q Queue, read []job.Job, by strin
 			defer e.bookNext(ctx, q)
 		}
 	}
-	if _, err := e.assignBooked(ctx, &q, jobs, false, keyAhead); err != nil {
+	if _, err := e.assignBooked(ctx, &q, jobs, false, keyAhead, time.Time{}); err != nil {
 		return nil, 0, failure("retry", job.Ref{Queue: q.Name}, err)
 	}
 	now := e.now()

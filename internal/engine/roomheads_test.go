@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
 )
 
@@ -113,5 +115,45 @@ func TestWaitingRoomReadsHeads(t *testing.T) {
 				reads.heads, reads.headCalls, reads.listed, jobs, 16*jobs, 4*jobs)
 		}
 		t.Logf("read %d jobs by key in %d reads, listed %d", reads.heads, reads.headCalls, reads.listed)
+	})
+}
+
+// A job booked from the waiting room is told a slot its start can keep,
+// even when the line runs late: workers come late (a delivery up to 1ms
+// later than usual, the first starts later still), the queue's limit
+// holds the jobs behind them back, and a booking that followed the
+// line's clock alone would tell each next job a slot the line has
+// already left behind, the lateness carried on from booking to booking.
+// Every job booked from the room (its booking after the three enqueue
+// booked) starts within that 1ms and the skew of the slot it was told,
+// or takes a new ticket.
+func TestWaitingRoomBooksReachableSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := slot.Config{Interval: 10 * time.Millisecond, KeyBookAhead: 3, KeyMaxRunning: 5}
+		r := newRoomSim(t, simOptions{Workers: 4, Seed: 21, Lead: 2 * time.Millisecond,
+			Transport: memstore.TransportOptions{Jitter: time.Millisecond}}, "late", cfg, 0)
+		defer r.stop()
+		r.enqueueRoom("late", "A", 0, 60)
+		r.waitFinished("late", time.Minute)
+		r.verify(0)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.w.mu.Lock()
+		defer r.w.mu.Unlock()
+		late, room := 0, time.Millisecond+cfg.WithDefaults().Skew
+		for _, s := range r.starts {
+			told, ok := r.w.told[fmt.Sprintf("%s#%d", s.ID, s.Booking)]
+			if !ok || s.Booking <= int64(cfg.KeyBookAhead) || s.Retickets != told.Retickets {
+				continue
+			}
+			if s.At.After(told.SlotAt.Add(room)) {
+				if late++; late <= 3 {
+					t.Errorf("job %s (booking %d) started %v after the slot it was told", s.ID, s.Booking, s.At.Sub(told.SlotAt))
+				}
+			}
+		}
+		if late > 0 {
+			t.Errorf("%d jobs booked from the room started later than %v after the slot they were told", late, room)
+		}
 	})
 }

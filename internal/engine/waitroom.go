@@ -202,8 +202,9 @@ func (e *Engine) bookFrom(ctx context.Context, q Queue, settle bool, free ...int
 			}
 			return fmt.Errorf("book from the waiting room: %w", err)
 		}
+		ahead := len(h.Booked) - len(chosen)
 		for i, j := range chosen {
-			if err := e.book(ctx, q, j, keyAhead[i]); err != nil {
+			if err := e.book(ctx, q, j, keyAhead[i], ahead+i); err != nil {
 				return err
 			}
 		}
@@ -433,10 +434,17 @@ func (e *Engine) choose(ctx context.Context, q Queue, h *slot.Horizon, room []jo
 // its slot by the queue's and its key's limits (keyAhead: its key's jobs
 // booked before it), then its message and its record. If its record moved
 // meanwhile (cancelled, or booked by another), the booking is freed.
-func (e *Engine) book(ctx context.Context, q Queue, j *job.Job, keyAhead int64) error {
+//
+// ahead counts the queue's jobs booked before it and not started: its
+// slot comes no sooner than the queue's limits let them all start after
+// the last start (slot.NextSlotAfter). The room books as the line moves,
+// so a line that runs late would otherwise tell the job a slot its
+// start cannot keep.
+func (e *Engine) book(ctx context.Context, q Queue, j *job.Job, keyAhead int64, ahead int) error {
 	from, seq := j.Version(), j.Booking
 	j.ParkReason, j.DueAt = "", time.Time{}
-	if _, err := e.assignBooked(ctx, &q, []*job.Job{j}, false, []int64{keyAhead}); err != nil {
+	after := slot.NextSlotAfter(q.State, q.Config.LimitList(), q.Config.Skew, ahead, e.now().Add(e.opts.Lead))
+	if _, err := e.assignBooked(ctx, &q, []*job.Job{j}, false, []int64{keyAhead}, after); err != nil {
 		return fmt.Errorf("book %s: %w", j.Ref(), err)
 	}
 	j.Record(job.Event{At: e.now(), Kind: job.BookedEvent, Ticket: j.Ticket})
@@ -514,7 +522,7 @@ func (e *Engine) checkRoom(ctx context.Context, q Queue) error {
 	}
 	kb := h.KeyBooked()
 	for _, j := range redo {
-		if err := e.book(ctx, q, j, int64(max(0, kb[j.Key]-1))); err != nil {
+		if err := e.book(ctx, q, j, int64(max(0, kb[j.Key]-1)), len(h.Booked)-1); err != nil {
 			return err
 		}
 	}

@@ -142,6 +142,24 @@ func NextSlot(s State, ls Limits, skew time.Duration, now time.Time) time.Time {
 	return at
 }
 
+// NextSlotAfter is NextSlot for a ticket that n line tickets booked
+// before it and not started yet precede: under each interval or rate
+// limit, no sooner than its opening after n more starts from its last
+// start. A line that runs late (its last start after the slots it
+// booked: a late worker the line waited for) gives a slot that its
+// start can keep, where its clock alone would give one the gate cannot.
+func NextSlotAfter(s State, ls Limits, skew time.Duration, n int, now time.Time) time.Time {
+	for i, l := range ls {
+		m := s.mark(i)
+		if !l.Window.IsZero() || m.Last.IsZero() {
+			continue
+		}
+		m.Clock = later(m.Clock, m.Last.Add(time.Duration(n)*every(l)))
+		s = s.withMark(i, m)
+	}
+	return NextSlot(s, ls, skew, now)
+}
+
 // Take hands out n tickets of which the first line take a place in the line
 // (the rest are scheduled jobs that keep the slot clock where it is). It
 // returns the new state, the first ticket and the line's slots, one per
