@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/slotq/slotq/internal/cli/timeline"
-	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -189,17 +188,10 @@ type demoResult struct {
 	// Starts holds one record per handler call, in the order they were
 	// recorded.
 	Starts []timeline.Start
-	// Enqueued counts accepted jobs; Succeeded those that ended succeeded.
-	Enqueued, Succeeded int
-	// Unfinished counts accepted jobs that had not succeeded when the run
-	// ended (timeout or interrupt).
-	Unfinished int
-	// StartedTwice counts jobs whose handler ran more than once; Unstarted
-	// accepted jobs whose handler never ran.
-	StartedTwice, Unstarted int
-	// Retickets is the sum of the jobs' re-ticket counts, as the engine
-	// recorded them (job.Job.Retickets).
-	Retickets int
+	// Enqueued counts accepted jobs.
+	Enqueued int
+	// jobCounts is what the accepted jobs came to.
+	jobCounts
 	// Promised is each accepted job's slot_at as its enqueue answered it.
 	Promised map[string]time.Time
 	// Missed holds the jobs that gave a slot up because their worker came
@@ -207,14 +199,6 @@ type demoResult struct {
 	Missed map[string]bool
 	// Transport is what the embedded transport did.
 	Transport memstore.TransportStats
-}
-
-// workerKey is the context key of the worker id.
-type workerKey struct{}
-
-func workerFrom(ctx context.Context) string {
-	w, _ := ctx.Value(workerKey{}).(string)
-	return w
 }
 
 // demoPayload is what a demo job carries.
@@ -241,85 +225,64 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 		cfg.Timeout = 2*cfg.ideal() + 30*time.Second
 	}
 
-	var (
-		mu     sync.Mutex
-		starts []timeline.Start
-	)
+	var starts startLog
 	mux := target.NewMux()
 	mux.HandleFunc(demoKind, func(ctx context.Context, j *api.Job) error {
 		at := time.Now() // first: the start is when the handler begins
 		var p demoPayload
 		_ = json.Unmarshal(j.Payload, &p)
-		s := timeline.Start{
-			Queue: j.Queue, Key: j.Key, Ticket: j.Ticket, SlotAt: j.SlotAt, JobID: j.ID,
-			Producer: p.Producer, Worker: workerFrom(ctx), At: at, Gate: j.StartedAt, Retickets: j.Retickets,
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		starts = append(starts, s)
-		if onStart != nil {
-			onStart(s, j)
-		}
+		s := handlerStart(ctx, j, at)
+		s.Producer = p.Producer
+		starts.add(s, func() {
+			if onStart != nil {
+				onStart(s, j)
+			}
+		})
 		return nil
 	})
 
-	store := memstore.New(memstore.Options{})
-	transport := memstore.NewTransport(memstore.TransportOptions{Jitter: cfg.Jitter, Seed: cfg.Seed})
-	var state engine.State = store
-	hiccups := &hiccupState{State: store, slowGates: cfg.SlowGates, rnd: rand.New(rand.NewPCG(cfg.Seed, 22))}
-	if cfg.Stall > 0 || cfg.SlowGates > 0 {
-		state = hiccups
-	}
-	eng := engine.New(engine.Options{
-		State: state, Transport: transport, Runner: &dispatch.Dispatcher{Mux: mux}, Logger: cfg.Logger, Lead: cfg.Lead,
+	var hiccups *hiccupState
+	w, err := newWorkload(ctx, workloadOptions{
+		Queue: cfg.Queue, Config: cfg.queueConfig(), Workers: cfg.Workers, Timeout: cfg.Timeout, Logger: cfg.Logger,
+		Mux: mux, Seed: cfg.Seed, Jitter: cfg.Jitter, Lead: cfg.Lead,
+		State: func(store *memstore.Store) engine.State {
+			hiccups = &hiccupState{State: store, slowGates: cfg.SlowGates, rnd: rand.New(rand.NewPCG(cfg.Seed, 22))}
+			if cfg.Stall > 0 || cfg.SlowGates > 0 {
+				return hiccups
+			}
+			return store
+		},
 	})
-	q, err := eng.CreateQueue(ctx, cfg.Queue, cfg.queueConfig())
 	if err != nil {
 		return demoResult{}, err
 	}
 
-	res := demoResult{Begin: time.Now(), Skew: q.Config.Skew}
+	res := demoResult{Begin: time.Now(), Skew: w.skew}
 	if cfg.Stall > 0 {
 		hiccups.stallAt(res.Begin.Add(timeline.Ideal(cfg.limits(), cfg.total())/2), cfg.Stall)
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	// The workers stop with the run, but carry no deadline: an embedded
-	// worker is not a Lambda invocation with a time limit, and a deadline
-	// would make Work hand back every job whose target timeout it cannot
-	// fit before it.
-	runCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWorkers()
-	defer context.AfterFunc(ctx, stopWorkers)()
-
-	// The workers: each delivery runs under a free worker id, so the ids
-	// name the Workers concurrent invocations.
-	ids := make(chan string, cfg.Workers)
-	for i := range cfg.Workers {
-		ids <- fmt.Sprintf("w%d", i+1)
-	}
-	bg := runEmbedded(runCtx, eng, transport, cfg.Workers, cfg.Logger, func(ctx context.Context, env job.Envelope) error {
-		id := <-ids
-		defer func() { ids <- id }()
-		return eng.Work(context.WithValue(ctx, workerKey{}, id), env)
+	var accepted []string
+	err = w.run(ctx, func(ctx context.Context) error {
+		var promised map[string]time.Time
+		var err error
+		accepted, promised, err = produce(ctx, w.eng, cfg)
+		res.Enqueued, res.Promised = len(accepted), promised
+		return err
 	})
 
-	accepted, promised, err := produce(ctx, eng, cfg)
-	res.Enqueued, res.Promised = len(accepted), promised
-	if err == nil {
-		err = waitDone(ctx, store, cfg.Queue)
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			err = nil // reported as unfinished jobs
+	res.Starts = starts.all()
+	res.Transport = w.transport.Stats()
+	cerr := res.count(context.WithoutCancel(ctx), w.eng, cfg.Queue, accepted, startsOf(res.Starts), func(j job.Job) {
+		for _, ev := range j.History {
+			if ev.Kind == job.SlotMissed {
+				if res.Missed == nil {
+					res.Missed = map[string]bool{}
+				}
+				res.Missed[j.ID] = true
+			}
 		}
-	}
-	stopWorkers()
-	bg.Wait()
-
-	mu.Lock()
-	res.Starts = starts
-	mu.Unlock()
-	res.Transport = transport.Stats()
-	if cerr := res.check(context.WithoutCancel(ctx), eng, cfg.Queue, accepted); err == nil {
+	})
+	if err == nil {
 		err = cerr
 	}
 	return res, err
@@ -428,95 +391,4 @@ func (h *hiccupState) Gate(ctx context.Context, r engine.GateRequest) (slot.Stat
 	st, err := h.State.Gate(ctx, r)
 	time.Sleep(after)
 	return st, err
-}
-
-// waitDone polls the store until every job of the queue is final. It polls
-// seldom and copies nothing (memstore.AllFinal): each poll takes the
-// store's lock, which the gate needs too.
-func waitDone(ctx context.Context, store *memstore.Store, queue string) error {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if store.AllFinal(queue) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-// check reads every accepted job back from the engine: its final status
-// and its re-tickets; and matches the starts against the jobs.
-func (r *demoResult) check(ctx context.Context, eng *engine.Engine, queue string, accepted []string) error {
-	runs := make(map[string]int, len(r.Starts))
-	for _, s := range r.Starts {
-		runs[s.JobID]++
-	}
-	for _, id := range accepted {
-		j, err := eng.Job(ctx, job.Ref{Queue: queue, ID: id})
-		if err != nil {
-			return err
-		}
-		r.Retickets += j.Retickets
-		for _, ev := range j.History {
-			if ev.Kind == job.SlotMissed {
-				if r.Missed == nil {
-					r.Missed = map[string]bool{}
-				}
-				r.Missed[id] = true
-			}
-		}
-		if j.Status == job.Succeeded {
-			r.Succeeded++
-		} else {
-			r.Unfinished++
-		}
-		switch runs[id] {
-		case 0:
-			r.Unstarted++
-		case 1:
-		default:
-			r.StartedTwice++
-		}
-	}
-	return nil
-}
-
-// runEmbedded runs what AWS runs after deployment, on the embedded
-// backend, until runCtx ends: workers taking the transport's messages
-// through work (eng.Work, or a wrapper of it), and the resume function
-// once a minute, as the schedule does. Wait on the group it returns.
-func runEmbedded(runCtx context.Context, eng *engine.Engine, transport *memstore.Transport, workers int, log *slog.Logger,
-	work func(context.Context, job.Envelope) error) *sync.WaitGroup {
-	var bg sync.WaitGroup
-	bg.Go(func() {
-		err := transport.Run(runCtx, workers, func(ctx context.Context, env job.Envelope) error {
-			err := work(ctx, env)
-			if err != nil && runCtx.Err() == nil {
-				log.WarnContext(ctx, "work failed; the message will be delivered again", "queue", env.Queue, "job_id", env.JobID, "error", err)
-			}
-			return err
-		})
-		if err != nil {
-			log.Error("transport stopped", "error", err)
-		}
-	})
-	bg.Go(func() {
-		tick := time.NewTicker(time.Minute)
-		defer tick.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-tick.C:
-				if _, err := eng.Resume(runCtx); err != nil && runCtx.Err() == nil {
-					log.Error("resume", "error", err)
-				}
-			}
-		}
-	})
-	return &bg
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/cli/timeline"
-	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -109,9 +108,8 @@ type fairResult struct {
 	Booked, Told map[string]time.Time
 	// Waited counts the jobs accepted into the waiting room.
 	Waited int
-	// Unfinished, StartedTwice and Unstarted count accepted jobs not
-	// succeeded, run more than once, never run.
-	Unfinished, StartedTwice, Unstarted int
+	// jobCounts is what the accepted jobs came to.
+	jobCounts
 }
 
 // bookingState records, as the engine writes them, the jobs booked from
@@ -151,47 +149,26 @@ func runFair(ctx context.Context, cfg fairConfig) (fairResult, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 2*timeline.Ideal(cfg.limits(), cfg.total()) + 30*time.Second
 	}
-	var (
-		mu     sync.Mutex
-		starts []timeline.Start
-	)
+	var starts startLog
 	mux := target.NewMux()
 	mux.HandleFunc(demoKind, func(ctx context.Context, j *api.Job) error {
-		at := time.Now()
-		mu.Lock()
-		defer mu.Unlock()
-		starts = append(starts, timeline.Start{Queue: j.Queue, Key: j.Key, Ticket: j.Ticket, SlotAt: j.SlotAt, JobID: j.ID,
-			Worker: workerFrom(ctx), At: at, Gate: j.StartedAt, Retickets: j.Retickets})
+		starts.add(handlerStart(ctx, j, time.Now()), nil)
 		return nil
 	})
-	store := memstore.New(memstore.Options{})
-	transport := memstore.NewTransport(memstore.TransportOptions{Seed: cfg.Seed})
-	state := &bookingState{State: store, booked: map[string]time.Time{}, told: map[string]time.Time{}}
-	eng := engine.New(engine.Options{State: state, Transport: transport, Runner: &dispatch.Dispatcher{Mux: mux}, Logger: cfg.Logger})
-	q, err := eng.CreateQueue(ctx, cfg.Queue, cfg.queueConfig())
+	state := &bookingState{booked: map[string]time.Time{}, told: map[string]time.Time{}}
+	w, err := newWorkload(ctx, workloadOptions{
+		Queue: cfg.Queue, Config: cfg.queueConfig(), Workers: cfg.Workers, Timeout: cfg.Timeout, Logger: cfg.Logger,
+		Mux: mux, Seed: cfg.Seed,
+		State: func(store *memstore.Store) engine.State { state.State = store; return state },
+	})
 	if err != nil {
 		return fairResult{}, err
 	}
-	res := fairResult{Skew: q.Config.Skew, Enqueued: map[string]time.Time{}, Keys: map[string]string{},
+	res := fairResult{Skew: w.skew, Enqueued: map[string]time.Time{}, Keys: map[string]string{},
 		Urgent: map[string]bool{}, Booked: map[string]time.Time{}, Told: map[string]time.Time{}}
 
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	runCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWorkers()
-	defer context.AfterFunc(ctx, stopWorkers)()
-	ids := make(chan string, cfg.Workers)
-	for i := range cfg.Workers {
-		ids <- fmt.Sprintf("w%d", i+1)
-	}
-	bg := runEmbedded(runCtx, eng, transport, cfg.Workers, cfg.Logger, func(ctx context.Context, env job.Envelope) error {
-		id := <-ids
-		defer func() { ids <- id }()
-		return eng.Work(context.WithValue(ctx, workerKey{}, id), env)
-	})
-
 	var accepted []string
-	enqueue := func(key string, n, priority int) error {
+	enqueue := func(ctx context.Context, key string, n, priority int) error {
 		for n > 0 {
 			k := min(n, job.MaxBatch)
 			req := job.EnqueueRequest{Queue: cfg.Queue}
@@ -199,7 +176,7 @@ func runFair(ctx context.Context, cfg fairConfig) (fairResult, error) {
 				req.Jobs = append(req.Jobs, job.Spec{Kind: demoKind, Key: key, Priority: priority, Payload: json.RawMessage(`{}`)})
 			}
 			at := time.Now()
-			out, err := eng.Enqueue(ctx, req)
+			out, err := w.eng.Enqueue(ctx, req)
 			if err != nil {
 				return err
 			}
@@ -217,38 +194,28 @@ func runFair(ctx context.Context, cfg fairConfig) (fairResult, error) {
 		}
 		return nil
 	}
-	begin := time.Now()
-	sleepUntil := func(t time.Time) {
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Until(t)):
-		}
-	}
-	err = enqueue(heavyKey, cfg.Heavy, 0)
-	if err == nil {
-		sleepUntil(begin.Add(cfg.LateAfter))
-		for i := range cfg.LateKeys {
-			if err = enqueue(lateKey(i), cfg.LateJobs, 0); err != nil {
-				break
+	err = w.run(ctx, func(ctx context.Context) error {
+		begin := time.Now()
+		sleepUntil := func(t time.Time) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Until(t)):
 			}
 		}
-	}
-	if err == nil {
-		sleepUntil(begin.Add(cfg.UrgentAfter))
-		err = enqueue(cfg.UrgentKey, cfg.Urgent, api.MinPriority)
-	}
-	if err == nil {
-		err = waitDone(ctx, store, cfg.Queue)
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			err = nil // reported as unfinished jobs
+		if err := enqueue(ctx, heavyKey, cfg.Heavy, 0); err != nil {
+			return err
 		}
-	}
-	stopWorkers()
-	bg.Wait()
+		sleepUntil(begin.Add(cfg.LateAfter))
+		for i := range cfg.LateKeys {
+			if err := enqueue(ctx, lateKey(i), cfg.LateJobs, 0); err != nil {
+				return err
+			}
+		}
+		sleepUntil(begin.Add(cfg.UrgentAfter))
+		return enqueue(ctx, cfg.UrgentKey, cfg.Urgent, api.MinPriority)
+	})
 
-	mu.Lock()
-	res.Starts = starts
-	mu.Unlock()
+	res.Starts = starts.all()
 	state.mu.Lock()
 	for id, at := range state.booked {
 		if _, ok := res.Booked[id]; !ok {
@@ -256,25 +223,8 @@ func runFair(ctx context.Context, cfg fairConfig) (fairResult, error) {
 		}
 	}
 	state.mu.Unlock()
-	runs := map[string]int{}
-	for _, s := range res.Starts {
-		runs[s.JobID]++
-	}
-	for _, id := range accepted {
-		j, gerr := eng.Job(context.WithoutCancel(ctx), job.Ref{Queue: cfg.Queue, ID: id})
-		if gerr != nil {
-			return res, gerr
-		}
-		if j.Status != job.Succeeded {
-			res.Unfinished++
-		}
-		switch runs[id] {
-		case 0:
-			res.Unstarted++
-		case 1:
-		default:
-			res.StartedTwice++
-		}
+	if cerr := res.count(context.WithoutCancel(ctx), w.eng, cfg.Queue, accepted, startsOf(res.Starts), nil); cerr != nil {
+		return res, cerr
 	}
 	return res, err
 }

@@ -14,10 +14,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/cli/timeline"
-	"github.com/slotq/slotq/internal/dispatch"
-	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
-	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/target"
@@ -88,10 +85,12 @@ type laneRun struct {
 type lanesResult struct {
 	Runs []laneRun
 	// Work is each key's total run time, as asked.
-	Work                               map[string]time.Duration
-	Skew                               time.Duration
-	Enqueued, Succeeded, Unfinished    int
-	StartedTwice, Unstarted, Retickets int
+	Work map[string]time.Duration
+	Skew time.Duration
+	// Enqueued counts accepted jobs.
+	Enqueued int
+	// jobCounts is what the accepted jobs came to.
+	jobCounts
 }
 
 // runLanes runs the lanes workload on the embedded backend as runDemo runs
@@ -155,59 +154,36 @@ func runLanes(ctx context.Context, cfg lanesConfig) (lanesResult, error) {
 		return nil
 	})
 
-	store := memstore.New(memstore.Options{})
-	transport := memstore.NewTransport(memstore.TransportOptions{Seed: cfg.Seed})
-	eng := engine.New(engine.Options{State: store, Transport: transport, Runner: &dispatch.Dispatcher{Mux: mux}, Logger: cfg.Logger})
-	q, err := eng.CreateQueue(ctx, cfg.Queue, slot.Config{Interval: cfg.Interval, MaxRunning: cfg.MaxRunning})
+	w, err := newWorkload(ctx, workloadOptions{
+		Queue: cfg.Queue, Config: slot.Config{Interval: cfg.Interval, MaxRunning: cfg.MaxRunning},
+		Workers: cfg.Workers, Timeout: cfg.Timeout, Logger: cfg.Logger, Mux: mux, Seed: cfg.Seed,
+	})
 	if err != nil {
 		return lanesResult{}, err
 	}
-	res.Skew = q.Config.Skew
+	res.Skew = w.skew
 
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	// As runDemo's: the workers stop with the run but carry no deadline.
-	runCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWorkers()
-	defer context.AfterFunc(ctx, stopWorkers)()
-	bg := runEmbedded(runCtx, eng, transport, cfg.Workers, cfg.Logger, eng.Work)
-
-	for i := 0; i < len(specs) && err == nil; i += cfg.Batch {
-		var out engine.EnqueueResult
-		out, err = eng.Enqueue(ctx, job.EnqueueRequest{Queue: cfg.Queue, Jobs: specs[i:min(i+cfg.Batch, len(specs))]})
-		res.Enqueued += len(out.Jobs)
-	}
-	if err == nil {
-		err = waitDone(ctx, store, cfg.Queue)
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			err = nil // reported as unfinished jobs
+	err = w.run(ctx, func(ctx context.Context) error {
+		for i := 0; i < len(specs); i += cfg.Batch {
+			out, err := w.eng.Enqueue(ctx, job.EnqueueRequest{Queue: cfg.Queue, Jobs: specs[i:min(i+cfg.Batch, len(specs))]})
+			res.Enqueued += len(out.Jobs)
+			if err != nil {
+				return err
+			}
 		}
-	}
-	stopWorkers()
-	bg.Wait()
+		return nil
+	})
 
 	ran := map[string]int{}
+	ids := make([]string, res.Enqueued)
 	for _, r := range res.Runs {
 		ran[r.ID]++
 	}
-	for _, s := range specs[:res.Enqueued] {
-		j, jerr := eng.Job(context.WithoutCancel(ctx), job.Ref{Queue: cfg.Queue, ID: s.ID})
-		if jerr != nil {
-			return res, errors.Join(err, jerr)
-		}
-		res.Retickets += j.Retickets
-		if j.Status == job.Succeeded {
-			res.Succeeded++
-		} else {
-			res.Unfinished++
-		}
-		switch ran[s.ID] {
-		case 0:
-			res.Unstarted++
-		case 1:
-		default:
-			res.StartedTwice++
-		}
+	for i, s := range specs[:res.Enqueued] {
+		ids[i] = s.ID
+	}
+	if cerr := res.count(context.WithoutCancel(ctx), w.eng, cfg.Queue, ids, ran, nil); cerr != nil {
+		return res, errors.Join(err, cerr)
 	}
 	return res, err
 }
