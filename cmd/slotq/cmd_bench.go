@@ -49,13 +49,8 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 	if code, ok := checkWorkload("bench", cfg, logLevel, stderr); !ok {
 		return code
 	}
-	if runs < 1 {
-		fmt.Fprintf(stderr, "slotq bench: --runs must be at least 1\n")
-		return exitUsage
-	}
-	if err := out.check(); err != nil {
-		fmt.Fprintf(stderr, "slotq bench: %v\n", err)
-		return exitUsage
+	if code, ok := out.checkRuns("bench", runs, stderr); !ok {
+		return code
 	}
 
 	hiccups := ""
@@ -162,15 +157,9 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 	fmt.Fprintf(stdout, "re-ticketed: share of starts whose job took a new ticket first; most/job: the most new tickets one job took\n")
 	fmt.Fprintf(stdout, "missed: jobs whose worker came more than skew late for their start and gave the slot up (a new ticket)\n")
 	fmt.Fprintf(stdout, "ratio: makespan / ideal, ideal = (n−1)·interval (the limit's arithmetic; with keys, the busiest key's under its own limit if longer)\n")
-	if out.Doc != "" {
-		t := benchdoc.Table{Name: out.Table, Command: out.Command, Header: header, Rows: rows}
-		t.Header[2] = "violations at the gate"
-		if err := out.write(stdout, t); err != nil {
-			fmt.Fprintf(stderr, "slotq bench: %v\n", err)
-			return exitFail
-		}
-	}
-	return code
+	header = slices.Clone(header)
+	header[2] = "violations at the gate"
+	return out.finish("bench", stdout, stderr, benchdoc.Table{Command: out.Command, Header: header, Rows: rows}, code)
 }
 
 // promiseFigures is a run's lateness against the slot_at each job was
@@ -256,23 +245,11 @@ func newBenchLanesCmd() *cobra.Command {
 }
 
 func benchLanes(ctx context.Context, stdout, stderr io.Writer, c lanesConfig, runs int, logLevel string, out docOut) int {
-	usage := func(msg string) int {
-		fmt.Fprintf(stderr, "slotq bench lanes: %s\n", msg)
-		return exitUsage
+	if code, ok := out.checkRuns("bench lanes", runs, stderr); !ok {
+		return code
 	}
-	if runs < 1 {
-		return usage("--runs must be at least 1")
-	}
-	if err := out.check(); err != nil {
-		return usage(err.Error())
-	}
-	logger, err := newLogger(logLevel, stderr)
-	if err != nil {
-		return usage(err.Error())
-	}
-	c.Logger = logger
-	if err := c.validate(); err != nil {
-		return usage(err.Error())
+	if code, ok := setLogger("bench lanes", logLevel, stderr, &c.Logger, func() error { return c.validate() }); !ok {
+		return code
 	}
 
 	capped := ""
@@ -358,11 +335,5 @@ func benchLanes(ctx context.Context, stdout, stderr io.Writer, c lanesConfig, ru
 	fmt.Fprintf(stdout, "reordered: runs that began after a run of their key accepted later (a passed job takes a new ticket behind them)\n")
 	fmt.Fprintf(stdout, "max/key: most runs of one key at once (must be 1); at once: most runs of the queue at once\n")
 	fmt.Fprintf(stdout, "lateness: handler begin − slot; ratio: makespan / ideal, ideal = max(longest key's total run time, (n−1)·interval)\n")
-	if out.Doc != "" {
-		if err := out.write(stdout, benchdoc.Table{Command: out.Command, Header: rows[0], Rows: rows[1:]}); err != nil {
-			fmt.Fprintf(stderr, "slotq bench lanes: %v\n", err)
-			return exitFail
-		}
-	}
-	return code
+	return out.finish("bench lanes", stdout, stderr, benchdoc.Table{Command: out.Command, Header: rows[0], Rows: rows[1:]}, code)
 }

@@ -71,23 +71,11 @@ func (r fairReport) row(run string) []string {
 }
 
 func benchFair(ctx context.Context, stdout, stderr io.Writer, c fairConfig, runs int, logLevel string, out docOut) int {
-	usage := func(msg string) int {
-		fmt.Fprintf(stderr, "slotq bench fair: %s\n", msg)
-		return exitUsage
+	if code, ok := out.checkRuns("bench fair", runs, stderr); !ok {
+		return code
 	}
-	if runs < 1 {
-		return usage("--runs must be at least 1")
-	}
-	if err := out.check(); err != nil {
-		return usage(err.Error())
-	}
-	logger, err := newLogger(logLevel, stderr)
-	if err != nil {
-		return usage(err.Error())
-	}
-	c.Logger = logger
-	if err := c.validate(); err != nil {
-		return usage(err.Error())
+	if code, ok := setLogger("bench fair", logLevel, stderr, &c.Logger, func() error { return c.validate() }); !ok {
+		return code
 	}
 	bound := "no bound (every job booked at enqueue)"
 	switch {
@@ -133,13 +121,7 @@ func benchFair(ctx context.Context, stdout, stderr io.Writer, c fairConfig, runs
 	fmt.Fprintf(stdout, "start − told slot: the handler's begin against the slot_at the job was told when booked, at enqueue or from the waiting room (goal p99 ≤ 2ms);\n"+
 		"  re-ticketed: jobs whose worker came too late for their slot and took a new ticket (they start on a slot they were not told)\n")
 	fmt.Fprintf(stdout, "lost: accepted jobs not succeeded or never run; twice: jobs run more than once (both must be 0)\n")
-	if out.Doc != "" {
-		if err := out.write(stdout, benchdoc.Table{Command: out.Command, Header: fairHeader, Rows: rows}); err != nil {
-			fmt.Fprintf(stderr, "slotq bench fair: %v\n", err)
-			return exitFail
-		}
-	}
-	return code
+	return out.finish("bench fair", stdout, stderr, benchdoc.Table{Command: out.Command, Header: fairHeader, Rows: rows}, code)
 }
 
 // tableWriter prints rows under a header, each cell as wide as its

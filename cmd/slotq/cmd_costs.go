@@ -33,14 +33,9 @@ func newCostsCmd() *cobra.Command {
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		o.Progress = stderr
-		if o.Runs < 1 {
-			fmt.Fprintf(stderr, "slotq costs: --runs must be at least 1\n")
-			return exitUsage
-		}
 		out := doc.with(cmd)
-		if err := out.check(); err != nil {
-			fmt.Fprintf(stderr, "slotq costs: %v\n", err)
-			return exitUsage
+		if code, ok := out.checkRuns("costs", o.Runs, stderr); !ok {
+			return code
 		}
 		var report bytes.Buffer
 		w := io.Writer(stdout)
@@ -54,13 +49,7 @@ func newCostsCmd() *cobra.Command {
 			fmt.Fprintf(stderr, "slotq costs: %v\n", err)
 			return exitFail
 		}
-		if out.Doc != "" {
-			if err := out.write(stdout, benchdoc.Table{Command: out.Command, Body: report.String()}); err != nil {
-				fmt.Fprintf(stderr, "slotq costs: %v\n", err)
-				return exitFail
-			}
-		}
-		return exitOK
+		return out.finish("costs", stdout, stderr, benchdoc.Table{Command: out.Command, Body: report.String()}, exitOK)
 	})
 	return cmd
 }

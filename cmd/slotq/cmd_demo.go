@@ -23,13 +23,20 @@ import (
 // the command ends with code.
 func checkWorkload(name string, cfg *demoConfig, logLevel string, stderr io.Writer) (code int, ok bool) {
 	cfg.IntervalSet = cfg.flags != nil && cfg.flags.Changed("interval")
-	logger, err := newLogger(logLevel, stderr)
+	return setLogger(name, logLevel, stderr, &cfg.Logger, func() error { return cfg.validate() })
+}
+
+// setLogger builds the logger of a command that runs a workload, at
+// --log's level, into *logger, then checks the workload with validate.
+// When ok is false the command ends with code.
+func setLogger(name, logLevel string, stderr io.Writer, logger **slog.Logger, validate func() error) (code int, ok bool) {
+	l, err := newLogger(logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "slotq %s: %v\n", name, err)
 		return exitUsage, false
 	}
-	cfg.Logger = logger
-	if err := cfg.validate(); err != nil {
+	*logger = l
+	if err := validate(); err != nil {
 		fmt.Fprintf(stderr, "slotq %s: %v\n", name, err)
 		return exitUsage, false
 	}

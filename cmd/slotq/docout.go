@@ -85,3 +85,32 @@ func (o docOut) write(stdout io.Writer, t benchdoc.Table) error {
 	fmt.Fprintf(stdout, "\nwritten to %s (table %s):\n\n%s", o.Doc, o.Table, block)
 	return benchdoc.Write(o.Doc, o.Table, block)
 }
+
+// checkRuns refuses, before anything is measured, fewer than one run and
+// a --doc and --table that cannot take the table (check), saying why on
+// stderr. name is the command ("bench lanes"). When ok is false the
+// command ends with code.
+func (o docOut) checkRuns(name string, runs int, stderr io.Writer) (code int, ok bool) {
+	if runs < 1 {
+		fmt.Fprintf(stderr, "slotq %s: --runs must be at least 1\n", name)
+		return exitUsage, false
+	}
+	if err := o.check(); err != nil {
+		fmt.Fprintf(stderr, "slotq %s: %v\n", name, err)
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
+// finish ends a measuring command whose exit code is code: it writes t
+// to Doc if --doc was given (write), and fails if it could not.
+func (o docOut) finish(name string, stdout, stderr io.Writer, t benchdoc.Table, code int) int {
+	if o.Doc == "" {
+		return code
+	}
+	if err := o.write(stdout, t); err != nil {
+		fmt.Fprintf(stderr, "slotq %s: %v\n", name, err)
+		return exitFail
+	}
+	return code
+}
