@@ -44,6 +44,14 @@ type stackCmd struct {
 	stdout, stderr io.Writer
 }
 
+// stackRunE is the RunE of a command on a stack: body gets the command
+// as a stackCmd, its context and its arguments.
+func stackRunE(cn *conn, body func(c *stackCmd, ctx context.Context, pos []string) int) func(*cobra.Command, []string) error {
+	return runE(func(cmd *cobra.Command, pos []string) int {
+		return body(newStackCmd(cmd, cn), cmd.Context(), pos)
+	})
+}
+
 func newStackCmd(cmd *cobra.Command, cn *conn) *stackCmd {
 	return &stackCmd{name: cmdName(cmd), flags: cmd.Flags(), conn: cn, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr()}
 }
@@ -137,6 +145,21 @@ func (c *stackCmd) run(ctx context.Context, do func(cl *client.Client) (result a
 	}
 	c.print(res, print)
 	return exitOK
+}
+
+// call runs op, one call of the client such as (*client.Client).GetJob,
+// with in, as run does: show gives what to print of its answer, the
+// --json answer and the table.
+func call[I, O any](c *stackCmd, ctx context.Context, op func(*client.Client, context.Context, *I, ...func(*client.Options)) (*O, error),
+	in *I, show func(out *O) (result any, print func(w io.Writer))) int {
+	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		out, err := op(cl, ctx, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		res, print := show(out)
+		return res, print, nil
+	})
 }
 
 // print writes res as JSON with --json, else the table print writes.

@@ -56,9 +56,7 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 	fs.Var(rateFlag{rate}, "rate", "the limit of the queue if this call creates it as a rate `N/PERIOD` such as 100/1m (at most N starts per PERIOD on average), with --burst; a queue that exists keeps its own")
 	fs.Var(rateFlag{window}, "window", "the limit of the queue if this call creates it as a window `N/PERIOD` such as 5000/1h (at most N starts in any PERIOD); a queue that exists keeps its own")
 	wait, timeout := waitFlags(cmd)
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		if err := c.checkWait(*wait, *timeout); err != nil {
 			return c.fail(err)
 		}

@@ -44,14 +44,8 @@ func newJobsListCmd(cn *conn) *cobra.Command {
 	status := cmd.Flags().String("status", string(api.Parked), "parked or failed")
 	after := cmd.Flags().Int64("after", 0, "list tickets after this `ticket` (the next page)")
 	limit := cmd.Flags().Int("limit", 100, "most jobs to list")
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.ListJobs(ctx, &client.ListJobsInput{Queue: pos[0], Status: api.Status(*status), After: *after, Limit: *limit})
-			if err != nil {
-				return nil, nil, err
-			}
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
+		return call(c, ctx, (*client.Client).ListJobs, &client.ListJobsInput{Queue: pos[0], Status: api.Status(*status), After: *after, Limit: *limit}, func(out *client.ListJobsOutput) (any, func(io.Writer)) {
 			res := struct {
 				Jobs      []api.Job `json:"jobs"`
 				NextAfter int64     `json:"next_after,omitempty"`
@@ -68,7 +62,7 @@ func newJobsListCmd(cn *conn) *cobra.Command {
 				if out.NextAfter != 0 {
 					fmt.Fprintf(w, "more: --after %d\n", out.NextAfter)
 				}
-			}, nil
+			}
 		})
 	})
 	return cmd
@@ -103,9 +97,7 @@ func newJobsGetCmd(cn *conn) *cobra.Command {
 		Annotations: map[string]string{"exit": exitStatus + "\nWith --wait: 3 the job failed or was cancelled, 4 --timeout came first."},
 	}
 	wait, timeout := waitFlags(cmd)
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		if err := c.checkWait(*wait, *timeout); err != nil {
 			return c.fail(err)
 		}
@@ -116,12 +108,8 @@ func newJobsGetCmd(cn *conn) *cobra.Command {
 			}
 			return c.waitJob(ctx, cl, pos[0], pos[1], *timeout)
 		}
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.GetJob(ctx, &client.GetJobInput{Queue: pos[0], JobID: pos[1]})
-			if err != nil {
-				return nil, nil, err
-			}
-			return out.Job, jobRows(out.Job), nil
+		return call(c, ctx, (*client.Client).GetJob, &client.GetJobInput{Queue: pos[0], JobID: pos[1]}, func(out *client.GetJobOutput) (any, func(io.Writer)) {
+			return out.Job, jobRows(out.Job)
 		})
 	})
 	return cmd
@@ -134,15 +122,9 @@ func newJobsCancelCmd(cn *conn) *cobra.Command {
 		Long:  "Cancels job ID of QUEUE if it has not started (code not_waiting if it has).",
 		Args:  nArgs(2, 2),
 	}
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.CancelJob(ctx, &client.CancelJobInput{Queue: pos[0], JobID: pos[1]})
-			if err != nil {
-				return nil, nil, err
-			}
-			return out.Job, jobRows(out.Job), nil
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
+		return call(c, ctx, (*client.Client).CancelJob, &client.CancelJobInput{Queue: pos[0], JobID: pos[1]}, func(out *client.CancelJobOutput) (any, func(io.Writer)) {
+			return out.Job, jobRows(out.Job)
 		})
 	})
 	return cmd
@@ -167,9 +149,7 @@ func newJobsRetryCmd(cn *conn) *cobra.Command {
 	after := cmd.Flags().Int64("after", 0, "with --failed, go on after this `ticket` (as a stopped run printed)")
 	upTo := cmd.Flags().Int64("up-to", 0, "with --failed, only jobs whose ticket is at most this `ticket` (as a stopped run printed; 0: the queue's ticket now)")
 	by := cmd.Flags().String("by", defaultBy(), "who asks, recorded in each job's history")
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		if *failed == (len(pos) > 1) {
 			if *failed {
 				return c.fail(usagef("give job ids or --failed, not both"))
@@ -241,14 +221,8 @@ func newRedriveCmd(cn *conn) *cobra.Command {
 	}
 	cn = stackFlags(cmd, cn)
 	limit := cmd.Flags().Int("limit", engine.DefaultRedrive, "most messages to receive in this call, at most 1000")
-	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.Redrive(ctx, &client.RedriveInput{Limit: *limit})
-			if err != nil {
-				return nil, nil, err
-			}
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, _ []string) int {
+		return call(c, ctx, (*client.Client).Redrive, &client.RedriveInput{Limit: *limit}, func(out *client.RedriveOutput) (any, func(io.Writer)) {
 			r := out.Report
 			return r, func(w io.Writer) {
 				row(w, "received", r.Received)
@@ -258,7 +232,7 @@ func newRedriveCmd(cn *conn) *cobra.Command {
 				if r.More {
 					row(w, "more", "run it again: the limit was reached")
 				}
-			}, nil
+			}
 		})
 	})
 	return cmd

@@ -218,14 +218,8 @@ func newKeysListCmd(cn *conn) *cobra.Command {
 			"limit (its next start lies ahead while jobs wait).",
 		Args: nArgs(1, 1),
 	}
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.ListKeys(ctx, &client.ListKeysInput{Queue: pos[0]})
-			if err != nil {
-				return nil, nil, err
-			}
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
+		return call(c, ctx, (*client.Client).ListKeys, &client.ListKeysInput{Queue: pos[0]}, func(out *client.ListKeysOutput) (any, func(io.Writer)) {
 			keys := out.Keys
 			if keys == nil {
 				keys = []api.KeyInfo{}
@@ -236,7 +230,7 @@ func newKeysListCmd(cn *conn) *cobra.Command {
 				for _, k := range keys {
 					row(w, k.Key, keyLimit(k), k.Pending, k.Waiting, yesNo(k.Held), nextStart(laterOf(k.NextStart, slowedTo(k.SlowUntil, now)), now), yesNo(k.AtLimit))
 				}
-			}, nil
+			}
 		})
 	})
 	return cmd
@@ -297,15 +291,9 @@ func newKeysGetCmd(cn *conn) *cobra.Command {
 		Long:  "Shows KEY of QUEUE, also when it has no jobs: its limits, jobs and next start.",
 		Args:  nArgs(2, 2),
 	}
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.GetKey(ctx, &client.GetKeyInput{Queue: pos[0], Key: pos[1]})
-			if err != nil {
-				return nil, nil, err
-			}
-			return out.Key, keyRows(pos[0], out.Key), nil
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
+		return call(c, ctx, (*client.Client).GetKey, &client.GetKeyInput{Queue: pos[0], Key: pos[1]}, func(out *client.GetKeyOutput) (any, func(io.Writer)) {
+			return out.Key, keyRows(pos[0], out.Key)
 		})
 	})
 	return cmd
@@ -326,9 +314,7 @@ func newKeysSetCmd(cn *conn) *cobra.Command {
 	}
 	lf := newLimitFlags(cmd.Flags(), "", "keys[0].limits", "the key", "(one form of --interval, --rate, --window and --limit)")
 	weight := cmd.Flags().Int("weight", 0, fmt.Sprintf("the key's weight in the queue's waiting room: its bookings each round of the round-robin across keys, 1 to %d (default 1); alone, it keeps the key's limits", api.MaxWeight))
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		kl := api.KeyLimit{Key: pos[1]}
 		if c.flags.Changed("weight") {
 			kl.Weight = weight
@@ -364,15 +350,11 @@ func newKeysClearCmd(cn *conn) *cobra.Command {
 // setKey gives one key its limits, or clears them (nil), and prints the
 // key as set.
 func setKey(c *stackCmd, ctx context.Context, _ *conn, queue string, kl api.KeyLimit) int {
-	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-		out, err := cl.SetKeyLimits(ctx, &client.SetKeyLimitsInput{Queue: queue, Keys: []api.KeyLimit{kl}})
-		if err != nil {
-			return nil, nil, err
-		}
+	return call(c, ctx, (*client.Client).SetKeyLimits, &client.SetKeyLimitsInput{Queue: queue, Keys: []api.KeyLimit{kl}}, func(out *client.SetKeyLimitsOutput) (any, func(io.Writer)) {
 		var k api.KeyInfo
 		if len(out.Keys) > 0 {
 			k = out.Keys[0]
 		}
-		return k, keyRows(queue, k), nil
+		return k, keyRows(queue, k)
 	})
 }

@@ -53,18 +53,14 @@ func newQueuesListCmd(cn *conn) *cobra.Command {
 			c.name = "queues list"
 		}
 		ctx := cmd.Context()
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.ListQueues(ctx, &client.ListQueuesInput{})
-			if err != nil {
-				return nil, nil, err
-			}
+		return call(c, ctx, (*client.Client).ListQueues, &client.ListQueuesInput{}, func(out *client.ListQueuesOutput) (any, func(io.Writer)) {
 			return out.Queues, func(w io.Writer) {
 				row(w, "QUEUE", "LIMITS", "KEY LIMITS", "SKEW", "MAX ATTEMPTS", "MAX RUNNING", "TARGETS", "PAUSED", "TICKETS", "STARTED", "CREATED")
 				for _, q := range out.Queues {
 					row(w, q.Name, limits(q.Config), keyLimits(q.Config), setting(q.Config.Skew), q.Config.MaxAttempts, maxRunning(q.Config.MaxRunning), len(q.Config.Targets),
 						paused(q.State), q.State.Ticket, q.State.Current, ts(q.CreatedAt))
 				}
-			}, nil
+			}
 		})
 	})
 	return cmd
@@ -94,14 +90,8 @@ func newStatsCmd(cn *conn) *cobra.Command {
 		Args: nArgs(1, 1),
 	}
 	cn = stackFlags(cmd, cn)
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.GetStats(ctx, &client.GetStatsInput{Queue: pos[0]})
-			if err != nil {
-				return nil, nil, err
-			}
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
+		return call(c, ctx, (*client.Client).GetStats, &client.GetStatsInput{Queue: pos[0]}, func(out *client.GetStatsOutput) (any, func(io.Writer)) {
 			s := out.Stats
 			js := statsJSON{Stats: s, Activity: out.Activity, ActivityError: out.ActivityError}
 			return js, func(w io.Writer) {
@@ -120,7 +110,7 @@ func newStatsCmd(cn *conn) *cobra.Command {
 				row(w, "started", s.State.Current)
 				row(w, "last start", ts(s.State.LastStart))
 				configRows(w, s.Config)
-			}, nil
+			}
 		})
 	})
 	return cmd
@@ -223,9 +213,7 @@ func newPauseCmd(cn *conn) *cobra.Command {
 	cn = stackFlags(cmd, cn)
 	cmd.Flags().StringVar(&until, "until", "", "lift the pause at this RFC 3339 `time`")
 	forD := durationFlag(cmd.Flags(), "for", "lift the pause after this long, a `duration` such as 90m")
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		in := &client.PauseQueueInput{Queue: pos[0]}
 		switch {
 		case until != "" && c.given("for"):
@@ -241,15 +229,11 @@ func newPauseCmd(cn *conn) *cobra.Command {
 		case *forD > 0:
 			in.Until = time.Now().Add(*forD)
 		}
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.PauseQueue(ctx, in)
-			if err != nil {
-				return nil, nil, err
-			}
+		return call(c, ctx, (*client.Client).PauseQueue, in, func(out *client.PauseQueueOutput) (any, func(io.Writer)) {
 			return out.State, func(w io.Writer) {
 				row(w, "queue", pos[0])
 				row(w, "paused", paused(out.State))
-			}, nil
+			}
 		})
 	})
 	return cmd
@@ -263,14 +247,8 @@ func newResumeCmd(cn *conn) *cobra.Command {
 		Args:  nArgs(1, 1),
 	}
 	cn = stackFlags(cmd, cn)
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.ResumeQueue(ctx, &client.ResumeQueueInput{Queue: pos[0]})
-			if err != nil {
-				return nil, nil, err
-			}
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
+		return call(c, ctx, (*client.Client).ResumeQueue, &client.ResumeQueueInput{Queue: pos[0]}, func(out *client.ResumeQueueOutput) (any, func(io.Writer)) {
 			r := out.Report
 			return r, func(w io.Writer) {
 				row(w, "queue", pos[0])
@@ -279,7 +257,7 @@ func newResumeCmd(cn *conn) *cobra.Command {
 				if r.Continued > 0 {
 					row(w, "left for the schedule", "yes (more parked jobs than one pass takes)")
 				}
-			}, nil
+			}
 		})
 	})
 	return cmd
@@ -336,9 +314,7 @@ func confirmedCmd(cn *conn, cmd *cobra.Command, label, what string, do func(ctx 
 	cmd.Args = nArgs(1, 1)
 	cn = stackFlags(cmd, cn)
 	yes := yesFlag(cmd)
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		if err := c.confirm(*yes, fmt.Sprintf(what, pos[0])); err != nil {
 			return c.fail(err)
 		}
@@ -576,20 +552,14 @@ func newCreateCmd(cn *conn) *cobra.Command {
 	}
 	cn = stackFlags(cmd, cn)
 	cf := newConfigFlags(cmd.Flags(), "(default: the stack's or slotq's)", skewDefault)
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		if err := cf.check("create", c.flags, true); err != nil {
 			return c.fail(err)
 		}
 		var cfg api.Config
 		cf.apply(c.flags, &cfg)
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.CreateQueue(ctx, &client.CreateQueueInput{Queue: pos[0], Config: &cfg})
-			if err != nil {
-				return nil, nil, err
-			}
-			return out.Queue, queueRows(out.Queue), nil
+		return call(c, ctx, (*client.Client).CreateQueue, &client.CreateQueueInput{Queue: pos[0], Config: &cfg}, func(out *client.CreateQueueOutput) (any, func(io.Writer)) {
+			return out.Queue, queueRows(out.Queue)
 		})
 	})
 	return cmd
@@ -618,9 +588,7 @@ func newConfigureCmd(cn *conn) *cobra.Command {
 	cn = stackFlags(cmd, cn)
 	cf := newConfigFlags(cmd.Flags(), "(default: unchanged)", "(default: unchanged)")
 	reset := cmd.Flags().Bool("reset", false, "start from the defaults instead of the queue's settings")
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		if err := cf.check("configure", c.flags, *reset); err != nil {
 			return c.fail(err)
 		}
@@ -631,11 +599,7 @@ func newConfigureCmd(cn *conn) *cobra.Command {
 			u := cf.update(c.flags)
 			in.Update = &u
 		}
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.ConfigureQueue(ctx, in)
-			if err != nil {
-				return nil, nil, err
-			}
+		return call(c, ctx, (*client.Client).ConfigureQueue, in, func(out *client.ConfigureQueueOutput) (any, func(io.Writer)) {
 			rows := queueRows(out.Queue)
 			return configured{Queue: out.Queue, Reslot: out.Reslot}, func(w io.Writer) {
 				rows(w)
@@ -644,7 +608,7 @@ func newConfigureCmd(cn *conn) *cobra.Command {
 				if out.Reslot.Remaining > 0 {
 					row(w, "remaining", fmt.Sprintf("%d booked jobs, moved in the background by the resume function", out.Reslot.Remaining))
 				}
-			}, nil
+			}
 		})
 	})
 	return cmd
@@ -686,11 +650,7 @@ func newStartsCmd(cn *conn) *cobra.Command {
 			}
 		}
 		ctx := cmd.Context()
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.ListStarts(ctx, in)
-			if err != nil {
-				return nil, nil, err
-			}
+		return call(c, ctx, (*client.Client).ListStarts, in, func(out *client.ListStartsOutput) (any, func(io.Writer)) {
 			res := startsJSON{More: out.More, StartsError: out.StartsError, Starts: make([]startJSON, len(out.Starts))}
 			for i, s := range out.Starts {
 				res.Starts[i] = startJSON{Start: s, LatenessMS: ms(s.StartedAt.Sub(s.SlotAt))}
@@ -706,7 +666,7 @@ func newStartsCmd(cn *conn) *cobra.Command {
 				if out.StartsError != "" {
 					fmt.Fprintf(w, "starts not read: %s\n", out.StartsError)
 				}
-			}, nil
+			}
 		})
 	})
 	return cmd

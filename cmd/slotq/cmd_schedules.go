@@ -94,12 +94,8 @@ func newScheduleCreateCmd(cn *conn) *cobra.Command {
 			spec.Job.Payload = b
 		}
 		ctx := cmd.Context()
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.CreateSchedule(ctx, &client.CreateScheduleInput{Queue: pos[0], Name: pos[1], Spec: spec})
-			if err != nil {
-				return nil, nil, err
-			}
-			return out.Schedule, scheduleRows(out.Schedule), nil
+		return call(c, ctx, (*client.Client).CreateSchedule, &client.CreateScheduleInput{Queue: pos[0], Name: pos[1], Spec: spec}, func(out *client.ScheduleOutput) (any, func(io.Writer)) {
+			return out.Schedule, scheduleRows(out.Schedule)
 		})
 	})
 	return cmd
@@ -112,20 +108,14 @@ func newSchedulesListCmd(cn *conn) *cobra.Command {
 		Args:  nArgs(1, 1),
 	}
 	cn = stackFlags(cmd, cn)
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := cl.ListSchedules(ctx, &client.ListSchedulesInput{Queue: pos[0]})
-			if err != nil {
-				return nil, nil, err
-			}
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
+		return call(c, ctx, (*client.Client).ListSchedules, &client.ListSchedulesInput{Queue: pos[0]}, func(out *client.ListSchedulesOutput) (any, func(io.Writer)) {
 			return out.Schedules, func(w io.Writer) {
 				row(w, "SCHEDULE", "RULE", "JOB", "PAUSED", "NEXT", "LAST", "MADE", "SKIPPED")
 				for _, s := range out.Schedules {
 					row(w, s.Name, rule(s.Spec), scheduleJob(s.Spec.Job), yesNo(s.Paused), ts(s.Next), ts(s.Last), s.Made, s.Skipped)
 				}
-			}, nil
+			}
 		})
 	})
 	return cmd
@@ -133,27 +123,21 @@ func newSchedulesListCmd(cn *conn) *cobra.Command {
 
 // newScheduleOpCmd is `slotq schedules VERB QUEUE NAME` for the calls on
 // one schedule.
-func newScheduleOpCmd(cn *conn, verb, short string, call func(*client.Client, context.Context, *client.ScheduleInput, ...func(*client.Options)) (*client.ScheduleOutput, error)) *cobra.Command {
+func newScheduleOpCmd(cn *conn, verb, short string, op func(*client.Client, context.Context, *client.ScheduleInput, ...func(*client.Options)) (*client.ScheduleOutput, error)) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   verb + " QUEUE NAME",
 		Short: short,
 		Args:  nArgs(2, 2),
 	}
 	cn = stackFlags(cmd, cn)
-	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
-		c := newStackCmd(cmd, cn)
-		ctx := cmd.Context()
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
-			out, err := call(cl, ctx, &client.ScheduleInput{Queue: pos[0], Name: pos[1]})
-			if err != nil {
-				return nil, nil, err
-			}
+	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
+		return call(c, ctx, op, &client.ScheduleInput{Queue: pos[0], Name: pos[1]}, func(out *client.ScheduleOutput) (any, func(io.Writer)) {
 			if verb == "delete" {
 				res := map[string]any{"queue": pos[0], "schedule": pos[1], "cancelled": out.Cancelled}
 				return res, func(w io.Writer) {
 					row(w, "deleted", pos[1])
 					row(w, "cancelled", out.Cancelled)
-				}, nil
+				}
 			}
 			print := scheduleRows(out.Schedule)
 			if verb == "pause" {
@@ -161,9 +145,9 @@ func newScheduleOpCmd(cn *conn, verb, short string, call func(*client.Client, co
 				return res, func(w io.Writer) {
 					print(w)
 					row(w, "cancelled", out.Cancelled)
-				}, nil
+				}
 			}
-			return out.Schedule, print, nil
+			return out.Schedule, print
 		})
 	})
 	return cmd
