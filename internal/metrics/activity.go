@@ -13,26 +13,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
 	"github.com/slotq/slotq/internal/engine"
-	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Activity is what a queue did over a recent window, read back from its
 // metrics: what `slotq queues stats` shows beside the queue's counters. Counts
 // are sums over the window; lateness is start − slot, in milliseconds,
 // absent when nothing started.
-type Activity struct {
-	Window          slot.Duration `json:"window"`
-	Starts          int64         `json:"starts"`
-	Succeeded       int64         `json:"succeeded"`
-	AttemptFailures int64         `json:"attempt_failures"`
-	Retries         int64         `json:"retries"`
-	DeadLetters     int64         `json:"dead_letters"`
-	Reticketed      int64         `json:"reticketed"`
-	HandedBack      int64         `json:"handed_back"`
-	LatenessP50     *float64      `json:"lateness_p50_ms,omitempty"`
-	LatenessP99     *float64      `json:"lateness_p99_ms,omitempty"`
-	LatenessMax     *float64      `json:"lateness_max_ms,omitempty"`
-}
+type Activity api.Activity
 
 // counts lists Activity's counted metrics with their fields.
 func (a *Activity) counts() map[string]*int64 {
@@ -86,7 +74,7 @@ func (c *CloudWatch) Activity(ctx context.Context, queue string, window time.Dur
 		dim = DefaultDimension
 	}
 	end := now().Truncate(time.Minute).Add(time.Minute)
-	a := Activity{Window: slot.Duration(window)}
+	a := Activity{Window: api.Duration(window)}
 	stat := func(id, name, stat string) types.MetricDataQuery {
 		return types.MetricDataQuery{
 			Id: aws.String(id),
@@ -215,7 +203,7 @@ func (t *Tally) Observe(_ context.Context, ev engine.Event) {
 // TallyWindow).
 func (t *Tally) Activity(_ context.Context, queue string, window time.Duration) (Activity, error) {
 	window = min(window, TallyWindow)
-	a := Activity{Window: slot.Duration(window)}
+	a := Activity{Window: api.Duration(window)}
 	counts := a.counts()
 	var lateness []float64
 	t.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Reader reads a queue's starts from since on, by start time, at most
@@ -36,26 +37,8 @@ func (u Unavailable) Starts(context.Context, string, time.Time, int) ([]Start, b
 }
 
 // Start is one start of a job's attempt, as the admin function's starts
-// operation answers it.
-type Start struct {
-	JobID   string `json:"job_id"`
-	Ticket  int64  `json:"ticket"`
-	Attempt int    `json:"attempt"`
-	// SlotAt is the slot the attempt started in; StartedAt when it
-	// started, and LatenessMS the difference in whole milliseconds
-	// (negative for a start within the skew before its slot).
-	SlotAt     time.Time `json:"slot_at"`
-	StartedAt  time.Time `json:"started_at"`
-	LatenessMS int64     `json:"lateness_ms"`
-	// GateAt is the start the gate reserved for the attempt (the job
-	// record's started_at): the time the spacing guarantee counts by.
-	// StartedAt comes after it by the worker's wake-up. Zero for a line
-	// written before workers logged it.
-	GateAt time.Time `json:"gate_at,omitzero"`
-	// Key is the job's key (empty for a job without one, and for a line
-	// written before workers logged it).
-	Key string `json:"key,omitempty"`
-}
+// operation answers it: api.Start, the wire type users read it with.
+type Start api.Start
 
 // sortStarts orders starts by start time, then ticket.
 func sortStarts(s []Start) {

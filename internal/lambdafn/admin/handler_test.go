@@ -307,7 +307,7 @@ func TestStatsActivity(t *testing.T) {
 		if queue != "q" || window != metrics.DefaultWindow {
 			t.Errorf("read activity of %q over %v", queue, window)
 		}
-		return metrics.Activity{Window: slot.Duration(window), Starts: 7, DeadLetters: 1, LatenessP50: &p50}, nil
+		return metrics.Activity{Window: api.Duration(window), Starts: 7, DeadLetters: 1, LatenessP50: &p50}, nil
 	})
 	r, err := h.Handle(ctx, json.RawMessage(`{"op":"stats","queue":"q"}`))
 	if err != nil || r.Stats == nil || r.Activity == nil || r.Activity.Starts != 7 || *r.Activity.LatenessP50 != 4 {
