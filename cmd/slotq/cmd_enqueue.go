@@ -69,12 +69,9 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 			return c.fail(&usageError{code: "invalid_priority", field: "job.priority", msg: fmt.Sprintf("priority must be %d to %d; leave --priority out for %d", api.MinPriority, api.MaxPriority, api.DefaultPriority)})
 		}
 		if *payload != "" {
-			b, err := readArg(*payload)
+			b, err := readPayload(*payload)
 			if err != nil {
-				return c.fail(usagef("--payload: %v", err))
-			}
-			if !json.Valid(b) {
-				return c.fail(usagef("--payload is not JSON"))
+				return c.fail(err)
 			}
 			spec.Payload = b
 		}
@@ -233,6 +230,18 @@ func deref[T any](p *T) T {
 		v = *p
 	}
 	return v
+}
+
+// readPayload reads --payload (readArg), which must be JSON.
+func readPayload(v string) (json.RawMessage, error) {
+	b, err := readArg(v)
+	if err != nil {
+		return nil, usagef("--payload: %v", err)
+	}
+	if !json.Valid(b) {
+		return nil, usagef("--payload is not JSON")
+	}
+	return b, nil
 }
 
 // readArg reads a flag value that may be @FILE or - (stdin).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -84,12 +83,9 @@ func newScheduleCreateCmd(cn *conn) *cobra.Command {
 			*t.to = &at
 		}
 		if *payload != "" {
-			b, err := readArg(*payload)
+			b, err := readPayload(*payload)
 			if err != nil {
-				return c.fail(usagef("--payload: %v", err))
-			}
-			if !json.Valid(b) {
-				return c.fail(usagef("--payload is not JSON"))
+				return c.fail(err)
 			}
 			spec.Job.Payload = b
 		}
