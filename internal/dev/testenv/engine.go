@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 )
 
@@ -37,4 +38,20 @@ func RunWorkers(t testing.TB, tr *memstore.Transport, n int, eng *engine.Engine)
 		cancel()
 		wg.Wait()
 	})
+}
+
+// Written is everything a call could have written on the embedded
+// backend: queues (with their tickets), jobs and messages. A test of a
+// refused call compares it before and after.
+type Written struct {
+	Queues []engine.Queue
+	Jobs   []job.Job
+	// Sent counts the messages sent, or tried.
+	Sent int64
+}
+
+// Contents reads what st and tr hold.
+func Contents(st *memstore.Store, tr *memstore.Transport) Written {
+	qs, js := st.Contents()
+	return Written{Queues: qs, Jobs: js, Sent: tr.Stats().Sent + tr.Stats().Failed}
 }

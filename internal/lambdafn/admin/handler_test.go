@@ -26,11 +26,18 @@ import (
 func event(t *testing.T, name string) json.RawMessage { return sample.Event(t, name) }
 
 func newHandler() (*Handler, *engine.Engine) {
-	eng := engine.New(engine.Options{
-		State:     memstore.New(memstore.Options{}),
-		Transport: memstore.NewTransport(memstore.TransportOptions{}),
-	})
-	return &Handler{Engine: eng, Defaults: slot.Config{Interval: 3 * time.Second}}, eng
+	h, eng, _, _ := newEmbedded()
+	h.Defaults = slot.Config{Interval: 3 * time.Second}
+	return h, eng
+}
+
+// newEmbedded is a handler without defaults on the embedded backend, with
+// its store and transport for a test to read back.
+func newEmbedded() (*Handler, *engine.Engine, *memstore.Store, *memstore.Transport) {
+	st := memstore.New(memstore.Options{})
+	tr := memstore.NewTransport(memstore.TransportOptions{})
+	eng := engine.New(engine.Options{State: st, Transport: tr})
+	return &Handler{Engine: eng}, eng, st, tr
 }
 
 // wantRefused handles body and fails unless h answers the error code on

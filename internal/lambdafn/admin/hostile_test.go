@@ -8,22 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
-	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
 )
 
-type written struct {
-	Queues []engine.Queue
-	Jobs   []job.Job
-	Sent   int64
-}
-
-func newHostile(t *testing.T) (*Handler, *engine.Engine, func() written) {
-	st := memstore.New(memstore.Options{})
-	tr := memstore.NewTransport(memstore.TransportOptions{})
-	eng := engine.New(engine.Options{State: st, Transport: tr})
+func newHostile(t *testing.T) (*Handler, *engine.Engine, func() testenv.Written) {
+	h, eng, st, tr := newEmbedded()
 	ctx := context.Background()
 	if _, err := eng.CreateQueue(ctx, "emails", slot.Config{Interval: time.Second, MaxAttempts: 5, Targets: []string{"https://hooks.example.com/*"}}); err != nil {
 		t.Fatal(err)
@@ -31,10 +23,7 @@ func newHostile(t *testing.T) (*Handler, *engine.Engine, func() written) {
 	if _, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "emails", Job: &job.Spec{ID: "welcome-42", Kind: "k"}}); err != nil {
 		t.Fatal(err)
 	}
-	return &Handler{Engine: eng}, eng, func() written {
-		qs, js := st.Contents()
-		return written{Queues: qs, Jobs: js, Sent: tr.Stats().Sent}
-	}
+	return h, eng, func() testenv.Written { return testenv.Contents(st, tr) }
 }
 
 // A hostile battery of admin requests through the handler and its real

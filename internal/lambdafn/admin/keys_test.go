@@ -20,9 +20,9 @@ import (
 // test can see the keys' meters.
 func newKeyed(t *testing.T) (*Handler, *engine.Engine, *memstore.Store) {
 	t.Helper()
-	st := memstore.New(memstore.Options{})
-	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{})})
-	return &Handler{Engine: eng, Defaults: slot.Config{Interval: 3 * time.Second}}, eng, st
+	h, eng, st, _ := newEmbedded()
+	h.Defaults = slot.Config{Interval: 3 * time.Second}
+	return h, eng, st
 }
 
 func handle(t *testing.T, h *Handler, body []byte) Response {

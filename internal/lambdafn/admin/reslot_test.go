@@ -13,6 +13,23 @@ import (
 	"github.com/slotq/slotq/pkg/api"
 )
 
+// slowQueue creates queue slow, of one start a minute, and enqueues 40
+// jobs on it: the later ones parked beyond the transport's reach. It
+// returns the last.
+func slowQueue(t *testing.T, h *Handler, eng *engine.Engine) engine.Accepted {
+	t.Helper()
+	handle(t, h, json.RawMessage(`{"op":"create","queue":"slow","config":{"interval":"1m","targets":["lambda:x"]}}`))
+	specs := make([]job.Spec, 40)
+	for i := range specs {
+		specs[i] = job.Spec{ID: fmt.Sprintf("j%02d", i), Kind: "echo"}
+	}
+	res, err := eng.Enqueue(context.Background(), job.EnqueueRequest{Queue: "slow", Jobs: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Jobs[len(res.Jobs)-1]
+}
+
 // configure answers how many booked jobs a new limit moved and by how
 // much at most, and a moved job's record (get) shows its new slot_at: the
 // jobs parked beyond the transport's reach (15 minutes on the embedded
@@ -29,16 +46,7 @@ func TestConfigureMovesBookedJobs(t *testing.T) {
 		}
 		return r
 	}
-	do(`{"op":"create","queue":"slow","config":{"interval":"1m","targets":["lambda:x"]}}`)
-	specs := make([]job.Spec, 40)
-	for i := range specs {
-		specs[i] = job.Spec{ID: fmt.Sprintf("j%02d", i), Kind: "echo"}
-	}
-	res, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "slow", Jobs: specs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := res.Jobs[len(res.Jobs)-1]
+	last := slowQueue(t, h, eng)
 	r := do(`{"op":"configure","queue":"slow","config":{"interval":"10s"}}`)
 	if r.Reslot == nil || r.Reslot.Moved < 20 || r.Reslot.MaxShiftMs < int64(15*time.Minute/time.Millisecond) {
 		t.Fatalf("configure answered %+v; want the 24 or so jobs parked beyond the transport's reach moved, by 15 minutes or more", r.Reslot)
@@ -65,18 +73,7 @@ func TestConfigureMovesBookedJobs(t *testing.T) {
 func TestConfigureNearItsDeadline(t *testing.T) {
 	h, eng := newHandler()
 	ctx := context.Background()
-	if _, err := h.Handle(ctx, json.RawMessage(`{"op":"create","queue":"slow","config":{"interval":"1m","targets":["lambda:x"]}}`)); err != nil {
-		t.Fatal(err)
-	}
-	specs := make([]job.Spec, 40)
-	for i := range specs {
-		specs[i] = job.Spec{ID: fmt.Sprintf("j%02d", i), Kind: "echo"}
-	}
-	res, err := eng.Enqueue(ctx, job.EnqueueRequest{Queue: "slow", Jobs: specs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := res.Jobs[len(res.Jobs)-1]
+	last := slowQueue(t, h, eng)
 	// Five seconds left: less than configure keeps in hand for its
 	// answer.
 	near, cancel := context.WithTimeout(ctx, 5*time.Second)

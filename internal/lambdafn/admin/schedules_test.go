@@ -2,15 +2,12 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
-	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/schedule"
 	"github.com/slotq/slotq/internal/slot"
 )
@@ -77,9 +74,7 @@ func soon(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.R
 // each is refused with a typed error naming the full path of the bad
 // value, and nothing is written (no schedule, no job, no message).
 func TestHostileSchedulesWriteNothing(t *testing.T) {
-	st := memstore.New(memstore.Options{})
-	tr := memstore.NewTransport(memstore.TransportOptions{})
-	eng := engine.New(engine.Options{State: st, Transport: tr})
+	h, eng, st, tr := newEmbedded()
 	ctx := context.Background()
 	if _, err := eng.CreateQueue(ctx, "emails", slot.Config{Interval: time.Second, Targets: []string{"https://hooks.example.com/*"}}); err != nil {
 		t.Fatal(err)
@@ -87,7 +82,6 @@ func TestHostileSchedulesWriteNothing(t *testing.T) {
 	if _, err := eng.CreateQueue(ctx, "slow", slot.Config{Interval: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	h := &Handler{Engine: eng}
 	sched := func(s string) string {
 		return fmt.Sprintf(`{"op":"create_schedule","queue":"emails","name":"s","schedule":%s}`, s)
 	}
@@ -123,15 +117,7 @@ func TestHostileSchedulesWriteNothing(t *testing.T) {
 		{"none to pause", `{"op":"pause_schedule","queue":"emails","name":"none"}`, "schedule_not_found", "name"},
 		{"none to delete", `{"op":"delete_schedule","queue":"emails","name":"none"}`, "schedule_not_found", "name"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r, err := h.Handle(ctx, json.RawMessage(tc.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Error == nil || r.Error.Code != tc.code || r.Error.Field != tc.field {
-				t.Fatalf("answer %+v; want %s on %s", r.Error, tc.code, tc.field)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantRefused(t, h, tc.body, tc.code, tc.field) })
 	}
 	ss, _ := st.ListSchedules(ctx, "emails")
 	_, jobs := st.Contents()

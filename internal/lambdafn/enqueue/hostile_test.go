@@ -9,24 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
 )
-
-// written is everything a call could have written: queues (with their
-// tickets), jobs and messages.
-type written struct {
-	Queues []engine.Queue
-	Jobs   []job.Job
-	Sent   int64
-}
-
-func contents(st *memstore.Store, tr *memstore.Transport) written {
-	qs, js := st.Contents()
-	return written{Queues: qs, Jobs: js, Sent: tr.Stats().Sent + tr.Stats().Failed}
-}
 
 // A hostile battery through the handler and its real decoding: every
 // request is refused with a typed error naming the full path of the bad
@@ -194,7 +182,7 @@ func TestHostileEnqueueWritesNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := contents(st, tr)
+			before := testenv.Contents(st, tr)
 			resp, err := h.Handle(ctx, json.RawMessage(tt.body))
 			if err != nil {
 				t.Fatalf("function error %v; want an error answer", err)
@@ -205,7 +193,7 @@ func TestHostileEnqueueWritesNothing(t *testing.T) {
 			if strings.Contains(resp.Error.Message, "slot.") || strings.Contains(resp.Error.Message, "json:") {
 				t.Errorf("message %q speaks Go", resp.Error.Message)
 			}
-			if after := contents(st, tr); !reflect.DeepEqual(before, after) {
+			if after := testenv.Contents(st, tr); !reflect.DeepEqual(before, after) {
 				t.Errorf("a refused call wrote:\nbefore %+v\nafter  %+v", before, after)
 			}
 		})
