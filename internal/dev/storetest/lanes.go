@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,23 +15,18 @@ import (
 // diffLane describes how got differs from want, or returns "" (a nil and
 // an empty Waiting are alike).
 func diffLane(got, want slot.Lane) string {
-	var d []string
-	check := func(field string, ok bool, g, w any) {
-		if !ok {
-			d = append(d, fmt.Sprintf("%s: got %v, want %v", field, g, w))
-		}
-	}
-	check("Queue", got.Queue == want.Queue, got.Queue, want.Queue)
-	check("Key", got.Key == want.Key, got.Key, want.Key)
-	check("Gen", got.Gen == want.Gen, got.Gen, want.Gen)
-	check("Version", got.Version == want.Version, got.Version, want.Version)
-	check("Holder", got.Holder == want.Holder, got.Holder, want.Holder)
-	check("Until", got.Until.Equal(want.Until), got.Until, want.Until)
-	check("Last", got.Last == want.Last, got.Last, want.Last)
-	check("Waiting", slices.Equal(got.Waiting, want.Waiting), got.Waiting, want.Waiting)
-	check("More", slices.EqualFunc(got.More, want.More, func(a, b slot.Hold) bool { return a.Waiter == b.Waiter && a.Until.Equal(b.Until) }), got.More, want.More)
-	check("Pending", got.Pending == want.Pending, got.Pending, want.Pending)
-	return strings.Join(d, "; ")
+	var d differ
+	d.check("Queue", got.Queue == want.Queue, got.Queue, want.Queue)
+	d.check("Key", got.Key == want.Key, got.Key, want.Key)
+	d.check("Gen", got.Gen == want.Gen, got.Gen, want.Gen)
+	d.check("Version", got.Version == want.Version, got.Version, want.Version)
+	d.check("Holder", got.Holder == want.Holder, got.Holder, want.Holder)
+	d.check("Until", got.Until.Equal(want.Until), got.Until, want.Until)
+	d.check("Last", got.Last == want.Last, got.Last, want.Last)
+	d.check("Waiting", slices.Equal(got.Waiting, want.Waiting), got.Waiting, want.Waiting)
+	d.check("More", slices.EqualFunc(got.More, want.More, func(a, b slot.Hold) bool { return a.Waiter == b.Waiter && a.Until.Equal(b.Until) }), got.More, want.More)
+	d.check("Pending", got.Pending == want.Pending, got.Pending, want.Pending)
+	return d.String()
 }
 
 // generation makes name a queue of generation gen: it deletes the queue

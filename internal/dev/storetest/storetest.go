@@ -147,75 +147,70 @@ func getJob(t *testing.T, st engine.State, queue, id string) job.Job {
 	return j
 }
 
+// differ gathers the fields in which a record differs from the one
+// wanted.
+type differ []string
+
+// check notes field, got g and wanted w, unless ok.
+func (d *differ) check(field string, ok bool, g, w any) {
+	if !ok {
+		*d = append(*d, fmt.Sprintf("%s: got %v, want %v", field, g, w))
+	}
+}
+
+// String lists the differences, or is "".
+func (d differ) String() string { return strings.Join(d, "; ") }
+
 // diffJob describes how got differs from want, or returns "".
 func diffJob(got, want job.Job) string {
-	var d []string
-	check := func(field string, ok bool, g, w any) {
-		if !ok {
-			d = append(d, fmt.Sprintf("%s: got %v, want %v", field, g, w))
-		}
-	}
-	check("Queue", got.Queue == want.Queue, got.Queue, want.Queue)
-	check("ID", got.ID == want.ID, got.ID, want.ID)
-	check("Kind", got.Kind == want.Kind, got.Kind, want.Kind)
-	check("Target", got.Target == want.Target, got.Target, want.Target)
-	check("Payload", bytes.Equal(got.Payload, want.Payload), string(got.Payload), string(want.Payload))
-	check("Status", got.Status == want.Status, got.Status, want.Status)
-	check("Ticket", got.Ticket == want.Ticket, got.Ticket, want.Ticket)
-	check("SlotAt", got.SlotAt.Equal(want.SlotAt), got.SlotAt, want.SlotAt)
-	check("NotBefore", got.NotBefore.Equal(want.NotBefore), got.NotBefore, want.NotBefore)
-	check("Scheduled", got.Scheduled == want.Scheduled, got.Scheduled, want.Scheduled)
-	check("Lane", got.Key == want.Key, got.Key, want.Key)
-	check("Detached", got.Detached == want.Detached, got.Detached, want.Detached)
-	check("Attempt", got.Attempt == want.Attempt, got.Attempt, want.Attempt)
-	check("Retickets", got.Retickets == want.Retickets, got.Retickets, want.Retickets)
-	check("ParkReason", got.ParkReason == want.ParkReason, got.ParkReason, want.ParkReason)
-	check("DueAt", got.DueAt.Equal(want.DueAt), got.DueAt, want.DueAt)
-	check("EnqueuedAt", got.EnqueuedAt.Equal(want.EnqueuedAt), got.EnqueuedAt, want.EnqueuedAt)
-	check("StartedAt", got.StartedAt.Equal(want.StartedAt), got.StartedAt, want.StartedAt)
-	check("FinishedAt", got.FinishedAt.Equal(want.FinishedAt), got.FinishedAt, want.FinishedAt)
-	check("LastError", got.LastError == want.LastError, got.LastError, want.LastError)
-	check("ExpiresAt", got.ExpiresAt.Equal(want.ExpiresAt), got.ExpiresAt, want.ExpiresAt)
-	check("Reruns", got.Reruns == want.Reruns, got.Reruns, want.Reruns)
-	check("RerunFrom", got.RerunFrom == want.RerunFrom, got.RerunFrom, want.RerunFrom)
-	check("TraceParent", got.TraceParent == want.TraceParent, got.TraceParent, want.TraceParent)
-	check("TraceState", got.TraceState == want.TraceState, got.TraceState, want.TraceState)
-	check("AttemptSpan", got.AttemptSpan == want.AttemptSpan, got.AttemptSpan, want.AttemptSpan)
-	check("Result", bytes.Equal(got.Result, want.Result), string(got.Result), string(want.Result))
-	check("ResultDropped", got.ResultDropped == want.ResultDropped, got.ResultDropped, want.ResultDropped)
+	var d differ
+	d.check("Queue", got.Queue == want.Queue, got.Queue, want.Queue)
+	d.check("ID", got.ID == want.ID, got.ID, want.ID)
+	d.check("Kind", got.Kind == want.Kind, got.Kind, want.Kind)
+	d.check("Target", got.Target == want.Target, got.Target, want.Target)
+	d.check("Payload", bytes.Equal(got.Payload, want.Payload), string(got.Payload), string(want.Payload))
+	d.check("Status", got.Status == want.Status, got.Status, want.Status)
+	d.check("Ticket", got.Ticket == want.Ticket, got.Ticket, want.Ticket)
+	d.check("SlotAt", got.SlotAt.Equal(want.SlotAt), got.SlotAt, want.SlotAt)
+	d.check("NotBefore", got.NotBefore.Equal(want.NotBefore), got.NotBefore, want.NotBefore)
+	d.check("Scheduled", got.Scheduled == want.Scheduled, got.Scheduled, want.Scheduled)
+	d.check("Lane", got.Key == want.Key, got.Key, want.Key)
+	d.check("Detached", got.Detached == want.Detached, got.Detached, want.Detached)
+	d.check("Attempt", got.Attempt == want.Attempt, got.Attempt, want.Attempt)
+	d.check("Retickets", got.Retickets == want.Retickets, got.Retickets, want.Retickets)
+	d.check("ParkReason", got.ParkReason == want.ParkReason, got.ParkReason, want.ParkReason)
+	d.check("DueAt", got.DueAt.Equal(want.DueAt), got.DueAt, want.DueAt)
+	d.check("EnqueuedAt", got.EnqueuedAt.Equal(want.EnqueuedAt), got.EnqueuedAt, want.EnqueuedAt)
+	d.check("StartedAt", got.StartedAt.Equal(want.StartedAt), got.StartedAt, want.StartedAt)
+	d.check("FinishedAt", got.FinishedAt.Equal(want.FinishedAt), got.FinishedAt, want.FinishedAt)
+	d.check("LastError", got.LastError == want.LastError, got.LastError, want.LastError)
+	d.check("ExpiresAt", got.ExpiresAt.Equal(want.ExpiresAt), got.ExpiresAt, want.ExpiresAt)
+	d.check("Reruns", got.Reruns == want.Reruns, got.Reruns, want.Reruns)
+	d.check("RerunFrom", got.RerunFrom == want.RerunFrom, got.RerunFrom, want.RerunFrom)
+	d.check("TraceParent", got.TraceParent == want.TraceParent, got.TraceParent, want.TraceParent)
+	d.check("TraceState", got.TraceState == want.TraceState, got.TraceState, want.TraceState)
+	d.check("AttemptSpan", got.AttemptSpan == want.AttemptSpan, got.AttemptSpan, want.AttemptSpan)
+	d.check("Result", bytes.Equal(got.Result, want.Result), string(got.Result), string(want.Result))
+	d.check("ResultDropped", got.ResultDropped == want.ResultDropped, got.ResultDropped, want.ResultDropped)
 	gh, wh := job.EncodeHistory(got.History, want.EnqueuedAt), job.EncodeHistory(want.History, want.EnqueuedAt)
-	check("History", gh == wh, gh, wh)
-	check("HistoryDropped", got.HistoryDropped == want.HistoryDropped, got.HistoryDropped, want.HistoryDropped)
-	check("Priority", got.Priority == want.Priority, got.Priority, want.Priority)
-	check("Booking", got.Booking == want.Booking, got.Booking, want.Booking)
-	return strings.Join(d, "; ")
+	d.check("History", gh == wh, gh, wh)
+	d.check("HistoryDropped", got.HistoryDropped == want.HistoryDropped, got.HistoryDropped, want.HistoryDropped)
+	d.check("Priority", got.Priority == want.Priority, got.Priority, want.Priority)
+	d.check("Booking", got.Booking == want.Booking, got.Booking, want.Booking)
+	return d.String()
 }
 
 // diffState describes how got differs from want, or returns "".
 func diffState(got, want slot.State) string {
-	var d []string
-	if got.Ticket != want.Ticket {
-		d = append(d, fmt.Sprintf("Ticket: got %d, want %d", got.Ticket, want.Ticket))
-	}
-	if got.Current != want.Current {
-		d = append(d, fmt.Sprintf("Current: got %d, want %d", got.Current, want.Current))
-	}
-	if !got.Clock.Equal(want.Clock) {
-		d = append(d, fmt.Sprintf("Clock: got %v, want %v", got.Clock, want.Clock))
-	}
-	if !got.LastStart.Equal(want.LastStart) {
-		d = append(d, fmt.Sprintf("LastStart: got %v, want %v", got.LastStart, want.LastStart))
-	}
-	if !got.Front.Equal(want.Front) {
-		d = append(d, fmt.Sprintf("Front: got %v, want %v", got.Front, want.Front))
-	}
-	if got.Paused != want.Paused {
-		d = append(d, fmt.Sprintf("Paused: got %v, want %v", got.Paused, want.Paused))
-	}
-	if !got.PausedUntil.Equal(want.PausedUntil) {
-		d = append(d, fmt.Sprintf("PausedUntil: got %v, want %v", got.PausedUntil, want.PausedUntil))
-	}
-	return strings.Join(d, "; ")
+	var d differ
+	d.check("Ticket", got.Ticket == want.Ticket, got.Ticket, want.Ticket)
+	d.check("Current", got.Current == want.Current, got.Current, want.Current)
+	d.check("Clock", got.Clock.Equal(want.Clock), got.Clock, want.Clock)
+	d.check("LastStart", got.LastStart.Equal(want.LastStart), got.LastStart, want.LastStart)
+	d.check("Front", got.Front.Equal(want.Front), got.Front, want.Front)
+	d.check("Paused", got.Paused == want.Paused, got.Paused, want.Paused)
+	d.check("PausedUntil", got.PausedUntil.Equal(want.PausedUntil), got.PausedUntil, want.PausedUntil)
+	return d.String()
 }
 
 func wantState(t *testing.T, what string, got, want slot.State) {
