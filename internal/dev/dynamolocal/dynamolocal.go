@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/slotq/slotq/internal/dev/emulator"
 )
 
 // RequireEnv is the environment variable that turns a missing java or npm
@@ -43,11 +44,8 @@ type Server struct {
 	once   sync.Once
 }
 
-var (
-	shared     *Server
-	sharedErr  error
-	sharedOnce sync.Once
-)
+// shared is the server of Require.
+var shared emulator.Shared[*Server]
 
 // Require returns the DynamoDB Local shared by the tests of one test
 // binary, starting it on first use, and points the AWS SDK's environment at
@@ -59,43 +57,29 @@ var (
 // fails t.
 func Require(t testing.TB) *Server {
 	t.Helper()
-	sharedOnce.Do(func() {
+	s, err := shared.Get(func() (*Server, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		shared, sharedErr = Start(ctx)
+		return Start(ctx)
 	})
-	if sharedErr != nil {
-		if errors.Is(sharedErr, ErrMissingTool) && os.Getenv(RequireEnv) != "1" {
-			t.Skipf("DynamoDB Local not available (set %s=1 to fail instead): %v", RequireEnv, sharedErr)
+	if err != nil {
+		if errors.Is(err, ErrMissingTool) && os.Getenv(RequireEnv) != "1" {
+			t.Skipf("DynamoDB Local not available (set %s=1 to fail instead): %v", RequireEnv, err)
 		}
-		t.Fatalf("DynamoDB Local is required: %v", sharedErr)
+		t.Fatalf("DynamoDB Local is required: %v", err)
 	}
-	for k, v := range shared.Env() {
-		t.Setenv(k, v)
-	}
-	return shared
+	emulator.SetEnv(t, s)
+	return s
 }
 
 // Stop stops the shared server, if one was started. Call it from TestMain.
-func Stop() {
-	if shared != nil {
-		shared.Close()
-	}
-}
+func Stop() { shared.Stop() }
 
 // Env returns the environment that points the AWS SDK's DynamoDB client at
 // the server. It sets only the DynamoDB endpoint, so that SQS can point
 // elsewhere (internal/dev/motoserver sets AWS_ENDPOINT_URL_SQS).
 func (s *Server) Env() map[string]string {
-	return map[string]string{
-		"AWS_ENDPOINT_URL_DYNAMODB": s.Endpoint,
-		"AWS_REGION":                "us-east-1",
-		"AWS_ACCESS_KEY_ID":         "test",
-		"AWS_SECRET_ACCESS_KEY":     "test",
-		"AWS_SESSION_TOKEN":         "",
-		"AWS_PROFILE":               "",
-		"AWS_EC2_METADATA_DISABLED": "true",
-	}
+	return emulator.Env(map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": s.Endpoint})
 }
 
 // Java finds the java command: $JAVA_HOME/bin/java, then PATH.
@@ -134,7 +118,7 @@ func StartOn(ctx context.Context, port int) (*Server, error) {
 	// Another process may take the free port before java binds it; try
 	// again on a new one.
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
+		port, err := emulator.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -211,15 +195,6 @@ func (s *Server) Close() {
 			<-s.exited
 		}
 	})
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // tail keeps the last max bytes written to it: the server's output, shown

@@ -14,15 +14,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/slotq/slotq/internal/dev/emulator"
 )
 
 // Server is a running moto_server.
@@ -32,11 +32,8 @@ type Server struct {
 	cmd      *exec.Cmd
 }
 
-var (
-	shared     *Server
-	sharedErr  error
-	sharedOnce sync.Once
-)
+// shared is the server of Require.
+var shared emulator.Shared[*Server]
 
 // Require returns a moto_server shared by the tests of one package, starting
 // it on first use, and points the AWS SDK's SQS client at it (region,
@@ -45,25 +42,19 @@ var (
 // SLOTQ_REQUIRE_LOCAL_AWS=1 or SLOTQ_REQUIRE_MOTO=1.
 func Require(t testing.TB) *Server {
 	t.Helper()
-	sharedOnce.Do(func() { shared, sharedErr = Start() })
-	if sharedErr != nil {
+	s, err := shared.Get(Start)
+	if err != nil {
 		if os.Getenv("SLOTQ_REQUIRE_LOCAL_AWS") == "1" || os.Getenv("SLOTQ_REQUIRE_MOTO") == "1" {
-			t.Fatalf("moto_server is required: %v", sharedErr)
+			t.Fatalf("moto_server is required: %v", err)
 		}
-		t.Skipf("moto_server not available: %v", sharedErr)
+		t.Skipf("moto_server not available: %v", err)
 	}
-	for k, v := range shared.Env() {
-		t.Setenv(k, v)
-	}
-	return shared
+	emulator.SetEnv(t, s)
+	return s
 }
 
 // Stop stops the shared server, if one was started. Call it from TestMain.
-func Stop() {
-	if shared != nil {
-		shared.Close()
-	}
-}
+func Stop() { shared.Stop() }
 
 // Env returns the environment that points the AWS SDK's SQS, CloudWatch
 // Logs and CloudWatch clients at the server (the admin function's starts
@@ -72,17 +63,11 @@ func Stop() {
 // DynamoDB endpoint, so that DynamoDB can point at DynamoDB Local
 // (internal/dev/dynamolocal sets AWS_ENDPOINT_URL_DYNAMODB).
 func (s *Server) Env() map[string]string {
-	return map[string]string{
+	return emulator.Env(map[string]string{
 		"AWS_ENDPOINT_URL_SQS":             s.Endpoint,
 		"AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": s.Endpoint,
 		"AWS_ENDPOINT_URL_CLOUDWATCH":      s.Endpoint,
-		"AWS_REGION":                       "us-east-1",
-		"AWS_ACCESS_KEY_ID":                "test",
-		"AWS_SECRET_ACCESS_KEY":            "test",
-		"AWS_SESSION_TOKEN":                "",
-		"AWS_PROFILE":                      "",
-		"AWS_EC2_METADATA_DISABLED":        "true",
-	}
+	})
 }
 
 // Binary finds moto_server: $MOTO_SERVER, then PATH, resolving a pyenv shim
@@ -110,7 +95,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := emulator.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -167,13 +152,4 @@ func serverEnv(env []string) []string {
 		}
 	}
 	return out
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
