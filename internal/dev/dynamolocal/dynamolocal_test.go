@@ -1,6 +1,7 @@
 package dynamolocal_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -100,17 +101,22 @@ func conditionFailed(err error) bool {
 	return errors.As(err, &ccf)
 }
 
+// addOne adds 1 to counter c of table.
+func addOne(ctx context.Context, db *dynamodb.Client, table string) error {
+	_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(table), Key: key("c"),
+		UpdateExpression:          aws.String("ADD n :one"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
+	})
+	return err
+}
+
 // No ADD is lost.
 func TestConcurrentAdd(t *testing.T) {
 	db, table := newTable(t)
 	race(func(int) {
 		for range perOp {
-			_, err := db.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{
-				TableName: aws.String(table), Key: key("c"),
-				UpdateExpression:          aws.String("ADD n :one"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
-			})
-			if err != nil {
+			if err := addOne(t.Context(), db, table); err != nil {
 				t.Errorf("ADD: %v", err)
 				return
 			}
@@ -204,12 +210,7 @@ func TestCancelledTransactionsBesideAdds(t *testing.T) {
 	race(func(i int) {
 		for range perOp {
 			if i%2 == 0 {
-				_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-					TableName: aws.String(table), Key: key("c"),
-					UpdateExpression:          aws.String("ADD n :one"),
-					ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
-				})
-				if err != nil {
+				if err := addOne(ctx, db, table); err != nil {
 					t.Errorf("ADD: %v", err)
 					return
 				}
