@@ -16,6 +16,9 @@ import (
 	"github.com/slotq/slotq/internal/dev/samlocal"
 )
 
+// get returns the value of key in a YAML mapping, or nil.
+var get = samgen.Value
+
 // The example projects deploy slotq's stack with a worker of their own.
 // They keep no copy of the stack: `slotq template` writes it from the
 // project's stack.yaml and the template.yaml of the slotq version the
@@ -136,19 +139,6 @@ func templateNode(t *testing.T, path string) *yaml.Node {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return doc.Content[0]
-}
-
-// get returns the value of key in mapping m, or nil.
-func get(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
 }
 
 // keys returns the keys of mapping m.

@@ -11,7 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"gopkg.in/yaml.v3"
+
+	"github.com/slotq/slotq/internal/dev/samgen"
 )
+
+// get returns the value of key in a YAML mapping, or nil.
+var get = samgen.Value
 
 func jobItemKey(table, id string) *dynamodb.GetItemInput {
 	return &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
@@ -126,18 +131,6 @@ func templateAlarms(path string) (alarms, metrics int) {
 		}
 	}
 	return alarms, metrics
-}
-
-func get(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }
 
 // perJob is one scenario's cost per job.

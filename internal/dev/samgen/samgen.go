@@ -116,7 +116,7 @@ func merge(root, k, v *yaml.Node) error {
 	if v.Kind != yaml.MappingNode {
 		return &Error{Field: k.Value, Message: "not a mapping"}
 	}
-	section := get(root, k.Value)
+	section := Value(root, k.Value)
 	if section == nil {
 		section = &yaml.Node{Kind: yaml.MappingNode}
 		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k.Value}, section)
@@ -124,7 +124,7 @@ func merge(root, k, v *yaml.Node) error {
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		name, val := v.Content[i], v.Content[i+1]
 		field := k.Value + "." + name.Value
-		mine := get(section, name.Value)
+		mine := Value(section, name.Value)
 		if mine == nil {
 			section.Content = append(section.Content, name, val)
 			continue
@@ -153,11 +153,11 @@ func change(field string, r, v *yaml.Node, props map[string]string) error {
 			return &Error{Field: field + "." + v.Content[i].Value, Message: "is slotq's: only Properties may change"}
 		}
 	}
-	over := get(v, "Properties")
+	over := Value(v, "Properties")
 	if over == nil || over.Kind != yaml.MappingNode {
 		return &Error{Field: field + ".Properties", Message: "want a mapping"}
 	}
-	mine := get(r, "Properties")
+	mine := Value(r, "Properties")
 	for i := 0; i+1 < len(over.Content); i += 2 {
 		k, val := over.Content[i], over.Content[i+1]
 		f := field + ".Properties." + k.Value
@@ -168,7 +168,7 @@ func change(field string, r, v *yaml.Node, props map[string]string) error {
 			if val.Kind != yaml.SequenceNode {
 				return &Error{Field: f, Message: "want a list, added to slotq's"}
 			}
-			list := get(mine, k.Value)
+			list := Value(mine, k.Value)
 			if list == nil {
 				list = &yaml.Node{Kind: yaml.SequenceNode}
 				mine.Content = append(mine.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k.Value}, list)
@@ -187,23 +187,23 @@ func change(field string, r, v *yaml.Node, props map[string]string) error {
 
 // addVariables adds the project's Environment.Variables to a function's.
 func addVariables(field string, props, k, env *yaml.Node) error {
-	vars := get(env, "Variables")
+	vars := Value(env, "Variables")
 	if env.Kind != yaml.MappingNode || len(env.Content) != 2 || vars == nil || vars.Kind != yaml.MappingNode {
 		return &Error{Field: field, Message: "want Variables only"}
 	}
-	mine := get(props, "Environment")
+	mine := Value(props, "Environment")
 	if mine == nil {
 		mine = &yaml.Node{Kind: yaml.MappingNode}
 		props.Content = append(props.Content, k, mine)
 	}
-	dst := get(mine, "Variables")
+	dst := Value(mine, "Variables")
 	if dst == nil {
 		dst = &yaml.Node{Kind: yaml.MappingNode}
 		mine.Content = append(mine.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "Variables"}, dst)
 	}
 	for i := 0; i+1 < len(vars.Content); i += 2 {
 		name := vars.Content[i].Value
-		if slotqVar.MatchString(name) || get(dst, name) != nil {
+		if slotqVar.MatchString(name) || Value(dst, name) != nil {
 			return &Error{Field: field + ".Variables." + name, Message: "is slotq's (its functions read SLOTQ_* variables, the SDK AWS_*)"}
 		}
 		dst.Content = append(dst.Content, vars.Content[i], vars.Content[i+1])
@@ -211,8 +211,9 @@ func addVariables(field string, props, k, env *yaml.Node) error {
 	return nil
 }
 
-// get returns the value of key in mapping m, or nil.
-func get(m *yaml.Node, key string) *yaml.Node {
+// Value returns the value of key in mapping m, or nil (a YAML document
+// read into yaml.Node).
+func Value(m *yaml.Node, key string) *yaml.Node {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
 	}
@@ -277,19 +278,19 @@ func tag(root, tags *yaml.Node) error {
 			return &Error{Field: "Tags." + k.Value, Message: "a tag value is a string of at most 256 characters"}
 		}
 	}
-	res := get(root, "Resources")
+	res := Value(root, "Resources")
 	for i := 0; i+1 < len(res.Content); i += 2 {
 		r := res.Content[i+1]
-		how, ok := taggable[get(r, "Type").Value]
+		how, ok := taggable[Value(r, "Type").Value]
 		if !ok {
 			continue
 		}
-		props := get(r, "Properties")
+		props := Value(r, "Properties")
 		if props == nil {
 			props = &yaml.Node{Kind: yaml.MappingNode}
 			r.Content = append(r.Content, scalar("Properties"), props)
 		}
-		list := get(props, "Tags")
+		list := Value(props, "Tags")
 		if list == nil {
 			list = &yaml.Node{Kind: yaml.MappingNode}
 			if how == "list" {
@@ -306,7 +307,7 @@ func tag(root, tags *yaml.Node) error {
 			list.Content = append(list.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
 				scalar("Key"), str(k.Value), scalar("Value"), str(v.Value)}})
 		}
-		if how == "map" && get(props, "PropagateTags") == nil {
+		if how == "map" && Value(props, "PropagateTags") == nil {
 			props.Content = append(props.Content, scalar("PropagateTags"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 		}
 	}
