@@ -52,16 +52,30 @@ func TestLimitCommands(t *testing.T) {
 	golden(t, "stats-limits", c.ok("queues", "stats", "crawls"))
 }
 
-// Bad limits are refused before anything is sent, naming the flag: the
-// stack here is a closed port, which any call would find.
-func TestLimitFlagsRefusedBeforeSending(t *testing.T) {
+// refusedBeforeSending runs each case against a stack that is a closed
+// port, which any call would find: each must exit as it says, having sent
+// nothing.
+func refusedBeforeSending(t *testing.T, tests []exitCase) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := cli{t: t, endpoint: "http://" + ln.Addr().String()}
 	ln.Close()
-	tests := []exitCase{
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c.exits(tt.args, tt.code, tt.stderr)
+			if _, errOut, _ := c.run(tt.args...); strings.Contains(errOut, "nothing answers") {
+				t.Errorf("sent: %q", errOut)
+			}
+		})
+	}
+}
+
+// Bad limits are refused before anything is sent, naming the flag.
+func TestLimitFlagsRefusedBeforeSending(t *testing.T) {
+	refusedBeforeSending(t, []exitCase{
 		{"rate without a period", []string{"queues", "create", "q", "--rate", "100"}, 2, `invalid argument "100" for "--rate" flag: "100" is not a rate`},
 		{"window period without unit", []string{"queues", "create", "q", "--window", "100/60"}, 2, `for "--window" flag`},
 		{"limit in no words", []string{"queues", "create", "q", "--limit", "rate 10/1s burst"}, 2, `invalid argument "rate 10/1s burst" for "--limit" flag`},
@@ -82,15 +96,7 @@ func TestLimitFlagsRefusedBeforeSending(t *testing.T) {
 		{"a limit's interval", []string{"queues", "create", "q", "--limit", "window 10/1s; interval 100us"}, 1, "invalid_interval (config.limits[1].interval): --limit 'interval 100µs'"},
 		{"too many limits", []string{"queues", "create", "q", "--limit", "rate 10/1s", "--limit", "window 100/1m; window 1000/1h", "--limit", "interval 1ms"}, 1,
 			"slotq queues create: too_many_limits (config.limits): --limit: 4 limits; a queue keeps at most 3 at once"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c.exits(tt.args, tt.code, tt.stderr)
-			if _, errOut, _ := c.run(tt.args...); strings.Contains(errOut, "nothing answers") {
-				t.Errorf("sent: %q", errOut)
-			}
-		})
-	}
+	})
 }
 
 // A queue's limits per key through create and configure, in each form,
@@ -181,16 +187,9 @@ func TestKeyCommands(t *testing.T) {
 	}
 }
 
-// Bad key limits are refused before anything is sent, naming the flag:
-// the stack here is a closed port, which any call would find.
+// Bad key limits are refused before anything is sent, naming the flag.
 func TestKeyFlagsRefusedBeforeSending(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cli{t: t, endpoint: "http://" + ln.Addr().String()}
-	ln.Close()
-	tests := []exitCase{
+	refusedBeforeSending(t, []exitCase{
 		{"key rate without a period", []string{"queues", "create", "q", "--key-rate", "5"}, 2, `invalid argument "5" for "--key-rate" flag`},
 		{"key limit in no words", []string{"queues", "configure", "q", "--key-limit", "rate 5/1s burst"}, 2, `invalid argument "rate 5/1s burst" for "--key-limit" flag`},
 		{"two key forms", []string{"queues", "create", "q", "--key-rate", "5/1s", "--key-window", "100/1h"}, 2,
@@ -215,15 +214,7 @@ func TestKeyFlagsRefusedBeforeSending(t *testing.T) {
 			"slotq keys set: invalid_interval (keys[0].limits[1].interval): --limit 'interval 100µs'"},
 		{"get without a key", []string{"keys", "get", "q"}, 2, "want arguments QUEUE KEY, got 1"},
 		{"clear with a rate", []string{"keys", "clear", "q", "acme", "--rate", "5/1s"}, 2, "unknown flag: --rate"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c.exits(tt.args, tt.code, tt.stderr)
-			if _, errOut, _ := c.run(tt.args...); strings.Contains(errOut, "nothing answers") {
-				t.Errorf("sent: %q", errOut)
-			}
-		})
-	}
+	})
 }
 
 // A key at its limit shows as such: with each key at one start an hour,
