@@ -10,44 +10,21 @@ import (
 	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
-// Accepted is the answer for one enqueued job.
-type Accepted struct {
-	JobID  string `json:"job_id"`
-	Ticket int64  `json:"ticket"`
-	// SlotAt is the job's slot; none (left out) for a job accepted into
-	// the waiting room, which gets its slot when it is booked.
-	SlotAt time.Time `json:"slot_at,omitzero"`
-	// Position is, when the job was accepted, the number of tickets ahead
-	// of it that may still start before it (slot.Position): an upper
-	// bound, since a cancelled job's ticket, a ticket a re-ticket left
-	// behind and a scheduled job's ticket still count.
-	Position int64      `json:"position"`
-	Status   job.Status `json:"status"`
-	// Key is the job's key, and KeyAhead, for a job this call accepted,
-	// the number of jobs of its key ahead of it: accepted before it and
-	// not ended (slot.Lane.Pending). It is an upper bound, as Position
-	// is: a crash between a job's end and its lane's update leaves one
-	// counted.
-	Key      string `json:"key,omitempty"`
-	KeyAhead *int64 `json:"key_ahead,omitempty"`
-	// Existing is true when a job of this id was accepted before; the
-	// answer is that job's, and nothing new was written.
-	Existing bool `json:"existing,omitempty"`
-	// Waiting and EstimatedStartAt are, for a job accepted into the
-	// waiting room (Status api.StatusWaiting), its place among the
-	// waiting (of its key, if it has one: an upper bound) and an
-	// estimate of its start (waitroom.go).
-	Waiting          int64      `json:"waiting,omitempty"`
-	EstimatedStartAt *time.Time `json:"estimated_start_at,omitempty"`
-}
+// Accepted is the answer for one enqueued job (api.Accepted, the type
+// users decode: one declaration of each field). Its Position is
+// slot.Position and its KeyAhead the lane's count (slot.Lane.Pending),
+// upper bounds both: a cancelled job's ticket, a ticket a re-ticket left
+// behind and a scheduled job's ticket still count, and a crash between a
+// job's end and its lane's update leaves one counted. Waiting and
+// EstimatedStartAt come from waitroom.go.
+type Accepted = api.Accepted
 
-// EnqueueResult answers an enqueue call, job by job in request order.
-type EnqueueResult struct {
-	Queue string     `json:"queue"`
-	Jobs  []Accepted `json:"jobs"`
-}
+// EnqueueResult answers an enqueue call, job by job in request order
+// (api.EnqueueResult).
+type EnqueueResult = api.EnqueueResult
 
 // Enqueue accepts one job or a batch. Bad input returns an *input.Error
 // and writes nothing. A batch gets a contiguous range of tickets. Jobs

@@ -15,35 +15,10 @@ import (
 
 // KeyInfo is what one key of a queue shows: its limits (its own or the
 // queue's), its jobs waiting or running, and when its next start may come
-// by its own limits.
-type KeyInfo struct {
-	Key string `json:"key"`
-	// Limits are the key's limits; Own says they are its own (set for
-	// this key), not the queue's key_limits.
-	Limits []api.Limit `json:"limits,omitempty"`
-	Own    bool        `json:"own,omitempty"`
-	// Pending counts the key's accepted jobs that have not ended (an
-	// upper bound, slot.Lane.Pending); Held says one of them holds the
-	// key (it runs, or is about to); Waiting counts those parked on it.
-	Pending int64 `json:"pending"`
-	Held    bool  `json:"held,omitempty"`
-	Waiting int   `json:"waiting,omitempty"`
-	// NextStart is the earliest start the key's limits allow its next job
-	// (zero: at once); AtLimit says it lies ahead while jobs wait (pending
-	// jobs besides the one holding the key).
-	NextStart time.Time `json:"next_start,omitzero"`
-	AtLimit   bool      `json:"at_limit,omitempty"`
-	// LastStart is the key's latest start its meter holds.
-	LastStart time.Time `json:"last_start,omitzero"`
-	// SlowUntil is when the key's slow-down ends (its target answered
-	// "slow down"; a key with a limit of its own waits alone), and
-	// SlowDowns counts those answers.
-	SlowUntil time.Time `json:"slow_until,omitzero"`
-	SlowDowns int64     `json:"slow_downs,omitempty"`
-	// Weight is the key's weight in the waiting room (slot.Meter.Weight),
-	// when it was given one; absent is 1.
-	Weight int `json:"weight,omitempty"`
-}
+// by its own limits (api.KeyInfo, the type users decode). Pending is the
+// lane's count (slot.Lane.Pending), LastStart the latest start its meter
+// holds, Weight slot.Meter.Weight.
+type KeyInfo = api.KeyInfo
 
 // MaxKeysListed is the most keys Keys returns in one answer, busiest first.
 const MaxKeysListed = 1000

@@ -7,6 +7,7 @@ import (
 
 	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // DeadLetter is one message received from the slot queue's dead-letter
@@ -40,23 +41,9 @@ const (
 	MaxRedrive     = 1000
 )
 
-// RedriveReport says what Redrive did with the messages it received.
-type RedriveReport struct {
-	// Received counts the messages received from the dead-letter queue.
-	Received int `json:"received"`
-	// Redriven counts those sent back to the slot queue: their job still
-	// waits for that very message (queued, or running at its attempt).
-	Redriven int `json:"redriven"`
-	// Dropped counts those deleted without sending: their job has moved
-	// on (finished, re-ticketed, retried, parked) or is gone.
-	Dropped int `json:"dropped"`
-	// Undecodable counts bodies that are no job envelope: left in the
-	// dead-letter queue for a person to look at.
-	Undecodable int `json:"undecodable"`
-	// More is set when the call stopped at its limit with messages
-	// perhaps left.
-	More bool `json:"more,omitempty"`
-}
+// RedriveReport says what Redrive did with the messages it received
+// (api.RedriveReport, the type users decode).
+type RedriveReport = api.RedriveReport
 
 // Redrive moves the dead-letter queue's messages back to the slot queue,
 // up to limit of them (default DefaultRedrive, at most MaxRedrive), each

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // reindexPage is how many parked jobs (or lanes) a rebuild rewrites
@@ -16,38 +17,14 @@ import (
 const reindexPage = 100
 
 // ReindexReport says what one call of a rebuild (Reindex, or a resume
-// run's share of it) rewrote, and how far the rebuild is.
-type ReindexReport struct {
-	// Queues counts the queues this call finished.
-	Queues int `json:"queues"`
-	// Jobs counts parked jobs rewritten; Lanes lanes with a holder or
-	// waiters rewritten.
-	Jobs  int `json:"jobs"`
-	Lanes int `json:"lanes"`
-	// TimedPauses counts queues paused with a paused_until, which the
-	// rebuild leaves alone (see Reindex).
-	TimedPauses int `json:"timed_pauses,omitempty"`
-	// Progress is how far the rebuild is after this call.
-	Progress ReindexProgress `json:"progress"`
-}
+// run's share of it) rewrote, and how far the rebuild is
+// (api.ReindexReport, the type users decode). TimedPauses are left alone
+// (see Reindex).
+type ReindexReport = api.ReindexReport
 
 // ReindexProgress is how far a rebuild of the records is, over all the
-// runs that stepped it (the schema mark keeps it).
-type ReindexProgress struct {
-	// Done: the rebuild is over (or none was pending).
-	Done bool `json:"done"`
-	// QueuesDone counts the queues rebuilt; QueuesLeft those still to do,
-	// Queue among them.
-	QueuesDone int `json:"queues_done"`
-	QueuesLeft int `json:"queues_left"`
-	// Queue is the queue the rebuild is inside of, and Ticket the last
-	// ticket of its parked jobs rewritten.
-	Queue  string `json:"queue,omitempty"`
-	Ticket int64  `json:"ticket,omitempty"`
-	// Jobs and Lanes count what the rebuild rewrote so far.
-	Jobs  int64 `json:"jobs"`
-	Lanes int64 `json:"lanes"`
-}
+// runs that stepped it (api.ReindexProgress; the schema mark keeps it).
+type ReindexProgress = api.ReindexProgress
 
 // errMarkMoved: another run wrote the schema mark since this one read it;
 // it steps the rebuild, this one stops.

@@ -9,51 +9,16 @@ import (
 
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
-// ResumeReport says what one Resume run did.
-type ResumeReport struct {
-	// Queues counts the queues the run acted on: those with something
-	// due. A queue with nothing due is neither read nor written.
-	Queues int `json:"queues"`
-	// Due counts the due entries the run read (State.ListDue).
-	Due int `json:"due"`
-	// Lifted counts pauses whose paused_until had come.
-	Lifted int `json:"lifted"`
-	// Reticketed counts parked jobs that took new tickets (a pause held
-	// them, or their slot passed while they waited).
-	Reticketed int `json:"reticketed"`
-	// Released counts parked jobs sent to the transport.
-	Released int `json:"released"`
-	// Held counts parked jobs of paused queues whose release came: they
-	// wait for the queue's next release round, in line order.
-	Held int `json:"held,omitempty"`
-	// Busy counts queues another pass held (their lease was taken).
-	Busy int `json:"busy,omitempty"`
-	// Continued counts release rounds left for the next run (a pass used
-	// its ResumeBudget), and the run's read when it filled ResumeRead.
-	Continued int `json:"continued,omitempty"`
-	// Occurrences counts the schedules' occurrences the run made into
-	// jobs (schedules.go).
-	Occurrences int `json:"occurrences,omitempty"`
-	// Deferred counts the queues and schedules with due entries this run
-	// did not reach before its deadline; they stay due for the next run.
-	Deferred int `json:"deferred,omitempty"`
-	// Backlog counts the due entries the run read and did not act on:
-	// its time (the invocation's deadline, less what it keeps in hand)
-	// ran out first. It acts on what is due most urgent first (urgency),
-	// so these are the entries whose slots come last.
-	Backlog int `json:"backlog,omitempty"`
-	// Upgraded is what the run rewrote of a rebuild of the records
-	// (rebuild: a table from an older schema, or a Reindex asked); nil
-	// when it rewrote nothing.
-	Upgraded *ReindexReport `json:"upgraded,omitempty"`
-	// Reindex is how far that rebuild is, while one is under way.
-	Reindex *ReindexProgress `json:"reindex,omitempty"`
-	// IndexBuilding: the due index is still being built (an upgrade that
-	// added it), so the run read nothing of it; the next runs will.
-	IndexBuilding bool `json:"index_building,omitempty"`
-}
+// ResumeReport says what one Resume run did: api.ResumeReport, the type
+// users decode (one declaration of each field). Due counts the entries
+// read of State.ListDue; Continued the rounds a pass left when it used
+// its ResumeBudget, and the run's read when it filled ResumeRead;
+// Occurrences the schedules' occurrences (schedules_run.go); Backlog
+// the entries left when the run's time ran out (urgency.go).
+type ResumeReport api.ResumeReport
 
 func (r *ResumeReport) add(o ResumeReport) {
 	r.Lifted += o.Lifted

@@ -10,6 +10,7 @@ import (
 	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // ErrNotRetryable: retry named a job that is not failed or cancelled: it
@@ -77,21 +78,9 @@ type RetryRequest struct {
 	By string
 }
 
-// RetryResult answers Retry.
-type RetryResult struct {
-	Queue string `json:"queue"`
-	// Jobs are the jobs run again, each with its new ticket, slot and
-	// status (queued, or parked if its slot is far or its queue paused).
-	Jobs []Accepted `json:"jobs"`
-	// Skipped counts, for Failed, the jobs listed as failed that were no
-	// longer failed when their retry was written (run again by another
-	// call, or expired).
-	Skipped int `json:"skipped,omitempty"`
-	// NextAfter is, for Failed, the After of the next page; 0 when this
-	// page was the last. UpTo is the bound every page of the retry uses.
-	NextAfter int64 `json:"next_after,omitempty"`
-	UpTo      int64 `json:"up_to,omitempty"`
-}
+// RetryResult answers Retry (api.RetryResult, the type users decode):
+// Skipped and NextAfter are for Failed.
+type RetryResult = api.RetryResult
 
 var byRE = regexp.MustCompile(`^[A-Za-z0-9_.:/@+-]{1,64}$`)
 

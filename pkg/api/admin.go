@@ -111,7 +111,8 @@ type KeyInfo struct {
 	// LastStart is the key's latest start.
 	LastStart time.Time `json:"last_start,omitzero"`
 	// SlowUntil is when the key's slow-down ends (its target answered
-	// "slow down"); SlowDowns counts those answers.
+	// "slow down"; a key with a limit of its own waits alone), and
+	// SlowDowns counts those answers.
 	SlowUntil time.Time `json:"slow_until,omitzero"`
 	SlowDowns int64     `json:"slow_downs,omitempty"`
 	// Weight is the key's weight in the waiting room, when it was given

@@ -152,57 +152,80 @@ type Start struct {
 // ResumeReport is what a resume (of one queue, or a run of the resume
 // function) did.
 type ResumeReport struct {
-	// Queues counts the queues acted on; Due the due entries read.
+	// Queues counts the queues the run acted on: those with something
+	// due. A queue with nothing due is neither read nor written.
 	Queues int `json:"queues"`
-	Due    int `json:"due"`
-	// Lifted counts pauses lifted; Reticketed parked jobs that took new
-	// tickets; Released parked jobs sent to the slot queue; Held jobs of
-	// paused queues left for the next round.
-	Lifted     int `json:"lifted"`
+	// Due counts the due entries the run read.
+	Due int `json:"due"`
+	// Lifted counts pauses whose paused_until had come.
+	Lifted int `json:"lifted"`
+	// Reticketed counts parked jobs that took new tickets (a pause held
+	// them, or their slot passed while they waited).
 	Reticketed int `json:"reticketed"`
-	Released   int `json:"released"`
-	Held       int `json:"held,omitempty"`
-	// Busy counts queues another pass held; Continued rounds left for
-	// the next run; Deferred queues not reached before the deadline.
-	Busy      int `json:"busy,omitempty"`
+	// Released counts parked jobs sent to the slot queue.
+	Released int `json:"released"`
+	// Held counts parked jobs of paused queues whose release came: they
+	// wait for the queue's next release round, in line order.
+	Held int `json:"held,omitempty"`
+	// Busy counts queues another pass held (their lease was taken).
+	Busy int `json:"busy,omitempty"`
+	// Continued counts release rounds left for the next run (a pass used
+	// its budget), and the run's read when it filled its bound.
 	Continued int `json:"continued,omitempty"`
-	Deferred  int `json:"deferred,omitempty"`
-	// Occurrences counts the schedules' occurrences made into jobs.
+	// Occurrences counts the schedules' occurrences the run made into
+	// jobs.
 	Occurrences int `json:"occurrences,omitempty"`
-	// Backlog counts the due entries read and not acted on: the run's
-	// time ran out first (it acts on the most urgent first).
+	// Deferred counts the queues and schedules with due entries this run
+	// did not reach before its deadline; they stay due for the next run.
+	Deferred int `json:"deferred,omitempty"`
+	// Backlog counts the due entries the run read and did not act on:
+	// its time (the invocation's deadline, less what it keeps in hand)
+	// ran out first. It acts on what is due most urgent first, so these
+	// are the entries whose slots come last.
 	Backlog int `json:"backlog,omitempty"`
-	// Upgraded is what the run rewrote of a rebuild of the records (after
-	// an upgrade, or a reindex asked), Reindex how far that rebuild is
-	// while one is under way; IndexBuilding says the due index is still
-	// being built, so the run read nothing of it.
-	Upgraded      *ReindexReport   `json:"upgraded,omitempty"`
-	Reindex       *ReindexProgress `json:"reindex,omitempty"`
-	IndexBuilding bool             `json:"index_building,omitempty"`
+	// Upgraded is what the run rewrote of a rebuild of the records (a
+	// table from an older schema, or a reindex asked); nil when it
+	// rewrote nothing.
+	Upgraded *ReindexReport `json:"upgraded,omitempty"`
+	// Reindex is how far that rebuild is, while one is under way.
+	Reindex *ReindexProgress `json:"reindex,omitempty"`
+	// IndexBuilding: the due index is still being built (an upgrade that
+	// added it), so the run read nothing of it; the next runs will.
+	IndexBuilding bool `json:"index_building,omitempty"`
 }
 
 // RedriveReport is what a redrive did with the dead-letter queue's
 // messages.
 type RedriveReport struct {
-	// Received from the dead-letter queue; Redriven sent back, their job
-	// still waiting for them; Dropped deleted, their job having moved on;
-	// Undecodable left there for a person.
-	Received    int `json:"received"`
-	Redriven    int `json:"redriven"`
-	Dropped     int `json:"dropped"`
+	// Received counts the messages received from the dead-letter queue.
+	Received int `json:"received"`
+	// Redriven counts those sent back to the slot queue: their job still
+	// waits for that very message (queued, or running at its attempt).
+	Redriven int `json:"redriven"`
+	// Dropped counts those deleted without sending: their job has moved
+	// on (finished, re-ticketed, retried, parked) or is gone.
+	Dropped int `json:"dropped"`
+	// Undecodable counts bodies that are no job envelope: left in the
+	// dead-letter queue for a person to look at.
 	Undecodable int `json:"undecodable"`
-	// More: the call stopped at its limit with messages perhaps left.
+	// More is set when the call stopped at its limit with messages
+	// perhaps left.
 	More bool `json:"more,omitempty"`
 }
 
 // RetryResult is what a retry on request ran again.
 type RetryResult struct {
-	Queue string     `json:"queue"`
-	Jobs  []Accepted `json:"jobs"`
-	// Skipped counts failed jobs no longer failed when written.
+	Queue string `json:"queue"`
+	// Jobs are the jobs run again, each with its new ticket, slot and
+	// status (queued, or parked if its slot is far or its queue paused).
+	Jobs []Accepted `json:"jobs"`
+	// Skipped counts, for a retry of the failed jobs, the jobs listed as
+	// failed that were no longer failed when their retry was written
+	// (run again by another call, or expired).
 	Skipped int `json:"skipped,omitempty"`
-	// NextAfter is the After of the next page of failed jobs (0: none);
-	// UpTo the bound every page of the retry uses.
+	// NextAfter is, for a retry of the failed jobs, the After of the next
+	// page; 0 when this page was the last. UpTo is the bound every page
+	// of the retry uses.
 	NextAfter int64 `json:"next_after,omitempty"`
 	UpTo      int64 `json:"up_to,omitempty"`
 }
@@ -226,26 +249,35 @@ type Reslot struct {
 }
 
 // ReindexReport is what one call of a reindex (or a resume run's share
-// of one) rewrote: queues finished, parked jobs and busy lanes written
-// again, timed pauses left alone; and how far the reindex is.
+// of one) rewrote, and how far the reindex is.
 type ReindexReport struct {
-	Queues      int             `json:"queues"`
-	Jobs        int             `json:"jobs"`
-	Lanes       int             `json:"lanes"`
-	TimedPauses int             `json:"timed_pauses,omitempty"`
-	Progress    ReindexProgress `json:"progress"`
+	// Queues counts the queues this call finished.
+	Queues int `json:"queues"`
+	// Jobs counts parked jobs rewritten; Lanes keys with a holder or
+	// waiters rewritten.
+	Jobs  int `json:"jobs"`
+	Lanes int `json:"lanes"`
+	// TimedPauses counts queues paused with a paused_until, which the
+	// reindex leaves alone.
+	TimedPauses int `json:"timed_pauses,omitempty"`
+	// Progress is how far the reindex is after this call.
+	Progress ReindexProgress `json:"progress"`
 }
 
 // ReindexProgress is how far a reindex is, over every call that stepped
-// it: done, or the queues done and left, the queue it is inside of and
-// the last ticket of that queue's parked jobs written again, and what it
-// wrote so far.
+// it.
 type ReindexProgress struct {
-	Done       bool   `json:"done"`
-	QueuesDone int    `json:"queues_done"`
-	QueuesLeft int    `json:"queues_left"`
-	Queue      string `json:"queue,omitempty"`
-	Ticket     int64  `json:"ticket,omitempty"`
-	Jobs       int64  `json:"jobs"`
-	Lanes      int64  `json:"lanes"`
+	// Done: the reindex is over (or none was pending).
+	Done bool `json:"done"`
+	// QueuesDone counts the queues done; QueuesLeft those still to do,
+	// Queue among them.
+	QueuesDone int `json:"queues_done"`
+	QueuesLeft int `json:"queues_left"`
+	// Queue is the queue the reindex is inside of, and Ticket the last
+	// ticket of its parked jobs written again.
+	Queue  string `json:"queue,omitempty"`
+	Ticket int64  `json:"ticket,omitempty"`
+	// Jobs and Lanes count what the reindex wrote so far.
+	Jobs  int64 `json:"jobs"`
+	Lanes int64 `json:"lanes"`
 }
