@@ -21,6 +21,22 @@ func (building) ListDue(context.Context, time.Time, int) ([]engine.DueEntry, err
 	return nil, fmt.Errorf("list due: %w", engine.ErrIndexNotReady)
 }
 
+// pausedBig creates queue big on mem, pauses it and enqueues n jobs,
+// which park; it returns the engine that did it.
+func pausedBig(t *testing.T, mem *memstore.Store, n int) *engine.Engine {
+	t.Helper()
+	ctx := context.Background()
+	setup := testenv.NewEngine(t, engine.Options{State: mem})
+	if _, err := setup.CreateQueue(ctx, "big", slot.Config{Interval: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setup.Pause(ctx, "big", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	enqueueN(t, setup, "big", n)
+	return setup
+}
+
 // A table from before the schema mark, with one queue of more parked
 // jobs than a resume run can rewrite before its deadline (6,000, at
 // 10 ms a call, in runs of a minute), is rebuilt over several runs, each
@@ -32,15 +48,8 @@ func TestRebuildOverRunsBesideDueWork(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memstore.New(memstore.Options{})
-		setup := testenv.NewEngine(t, engine.Options{State: mem})
-		if _, err := setup.CreateQueue(ctx, "big", slot.Config{Interval: time.Second}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := setup.Pause(ctx, "big", time.Time{}); err != nil {
-			t.Fatal(err)
-		}
 		const parked = 6000
-		enqueueN(t, setup, "big", parked)
+		setup := pausedBig(t, mem, parked)
 		parkBacklog(t, setup, []string{"other"}, 20) // paused till a second ago
 		if err := mem.PutSchema(ctx, engine.Schema{}, engine.Schema{Version: engine.SchemaVersion}); err != nil {
 			t.Fatal(err)
@@ -105,15 +114,8 @@ func TestReindexByHandResumes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mem := memstore.New(memstore.Options{})
-		setup := testenv.NewEngine(t, engine.Options{State: mem})
-		if _, err := setup.CreateQueue(ctx, "big", slot.Config{Interval: time.Second}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := setup.Pause(ctx, "big", time.Time{}); err != nil {
-			t.Fatal(err)
-		}
 		const parked = 3000
-		enqueueN(t, setup, "big", parked)
+		pausedBig(t, mem, parked)
 		eng := testenv.NewEngine(t, engine.Options{State: slowState{State: mem, latency: 10 * time.Millisecond}})
 		var calls int
 		for {
