@@ -1,6 +1,7 @@
 package slot
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -146,41 +147,27 @@ func (c Config) hasLimit() bool {
 	return c.Interval != 0 || !c.Rate.IsZero() || c.Burst != 0 || !c.Window.IsZero() || len(c.Limits) > 0
 }
 
-// WithDefaults returns c with every zero field set to its default.
-func (c Config) WithDefaults() Config {
-	if !c.hasLimit() {
-		c.Interval = DefaultInterval
-	}
-	if c.Skew == 0 {
-		c.Skew = min(DefaultSkew, c.Tick()/4)
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.Backoff == 0 {
-		c.Backoff = DefaultBackoff
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = DefaultMaxBackoff
-	}
-	if c.Retention == 0 {
-		c.Retention = DefaultRetention
-	}
-	if c.TargetTimeout == 0 {
-		c.TargetTimeout = DefaultTargetTimeout
-	}
-	if c.MaxSlowDowns == 0 {
-		c.MaxSlowDowns = DefaultMaxSlowDowns
-	}
-	if c.RetryAfterDefault == 0 {
-		c.RetryAfterDefault = DefaultRetryAfter
-	}
-	return c
+// builtin holds the default of each setting that has one (the Default
+// constants); the others' zero is their default.
+var builtin = Config{
+	Interval:          DefaultInterval,
+	Skew:              DefaultSkew,
+	MaxAttempts:       DefaultMaxAttempts,
+	Backoff:           DefaultBackoff,
+	MaxBackoff:        DefaultMaxBackoff,
+	Retention:         DefaultRetention,
+	TargetTimeout:     DefaultTargetTimeout,
+	MaxSlowDowns:      DefaultMaxSlowDowns,
+	RetryAfterDefault: DefaultRetryAfter,
 }
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config { return c.Or(builtin) }
 
 // Or returns c with every zero field taken from d: how a stack's defaults
 // (say, its default interval and allowed targets) fill what a caller left
-// out.
+// out. The limit is taken whole (Interval, Rate, Burst, Window, Limits)
+// when c gives none; d's Skew is cut to a quarter of c's tick.
 func (c Config) Or(d Config) Config {
 	if !c.hasLimit() {
 		c.Interval, c.Rate, c.Burst, c.Window, c.Limits = d.Interval, d.Rate, d.Burst, d.Window, d.Limits
@@ -188,43 +175,28 @@ func (c Config) Or(d Config) Config {
 	if c.Skew == 0 && d.Skew != 0 {
 		c.Skew = min(d.Skew, c.Tick()/4)
 	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = d.MaxAttempts
-	}
-	if c.Backoff == 0 {
-		c.Backoff = d.Backoff
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = d.MaxBackoff
-	}
-	if c.Retention == 0 {
-		c.Retention = d.Retention
-	}
-	if c.Targets == nil {
-		c.Targets = d.Targets
-	}
-	if c.AllowNetworks == nil {
-		c.AllowNetworks = d.AllowNetworks
-	}
-	if c.TargetTimeout == 0 {
-		c.TargetTimeout = d.TargetTimeout
-	}
-	if c.MaxSlowDowns == 0 {
-		c.MaxSlowDowns = d.MaxSlowDowns
-	}
-	if c.RetryAfterDefault == 0 {
-		c.RetryAfterDefault = d.RetryAfterDefault
-	}
-	if c.KeyLimits == nil {
-		c.KeyLimits = d.KeyLimits
-	}
-	if c.BookAhead == 0 {
-		c.BookAhead = d.BookAhead
-	}
-	if c.KeyBookAhead == 0 {
-		c.KeyBookAhead = d.KeyBookAhead
-	}
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, d.MaxAttempts)
+	c.Backoff = cmp.Or(c.Backoff, d.Backoff)
+	c.MaxBackoff = cmp.Or(c.MaxBackoff, d.MaxBackoff)
+	c.Retention = cmp.Or(c.Retention, d.Retention)
+	c.Targets = orNil(c.Targets, d.Targets)
+	c.AllowNetworks = orNil(c.AllowNetworks, d.AllowNetworks)
+	c.TargetTimeout = cmp.Or(c.TargetTimeout, d.TargetTimeout)
+	c.MaxSlowDowns = cmp.Or(c.MaxSlowDowns, d.MaxSlowDowns)
+	c.RetryAfterDefault = cmp.Or(c.RetryAfterDefault, d.RetryAfterDefault)
+	c.KeyLimits = orNil(c.KeyLimits, d.KeyLimits)
+	c.BookAhead = cmp.Or(c.BookAhead, d.BookAhead)
+	c.KeyBookAhead = cmp.Or(c.KeyBookAhead, d.KeyBookAhead)
 	return c
+}
+
+// orNil returns s, or d when s is nil (an empty list given is kept: it
+// says none).
+func orNil[S ~[]E, E any](s, d S) S {
+	if s == nil {
+		return d
+	}
+	return s
 }
 
 // Validate checks a configuration after defaults were applied.
