@@ -78,6 +78,34 @@ func (s *Store) query(ctx context.Context, in *dynamodb.QueryInput) (*dynamodb.Q
 	return out, nil
 }
 
+// queryAll reads every item of key condition kc (its names and values in
+// e), strongly consistent, page by page, and hands each to each in sort
+// key order; it stops at the first error, each's or a page's.
+func (s *Store) queryAll(ctx context.Context, e *expr, kc string, each func(map[string]types.AttributeValue) error) error {
+	var start map[string]types.AttributeValue
+	for {
+		page, err := s.query(ctx, &dynamodb.QueryInput{
+			KeyConditionExpression:    &kc,
+			ExpressionAttributeNames:  e.names,
+			ExpressionAttributeValues: e.values,
+			ConsistentRead:            aws.Bool(true),
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range page.Items {
+			if err := each(m); err != nil {
+				return err
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		start = page.LastEvaluatedKey
+	}
+}
+
 func (s *Store) batchGet(ctx context.Context, in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error) {
 	out, err := s.api.BatchGetItem(ctx, in)
 	if err != nil {

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/slot"
@@ -125,34 +123,21 @@ func (s *Store) ListLanes(ctx context.Context, queue string) ([]slot.Lane, error
 	kc := e.n(attrPK) + " = " + e.v(":pk", str(lanePK(queue))) +
 		" AND begins_with(" + e.n(attrSK) + ", " + e.v(":k", str(skLanePrefix)) + ")"
 	var out []slot.Lane
-	var start map[string]types.AttributeValue
-	for {
-		res, err := s.query(ctx, &dynamodb.QueryInput{
-			KeyConditionExpression:    &kc,
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
-			ConsistentRead:            aws.Bool(true),
-			ExclusiveStartKey:         start,
-		})
+	err := s.queryAll(ctx, e, kc, func(m map[string]types.AttributeValue) error {
+		l, err := decodeLane(m)
 		if err != nil {
-			return nil, fmt.Errorf("list lanes %s: %w", queue, err)
+			return err
 		}
-		for _, m := range res.Items {
-			l, err := decodeLane(m)
-			if err != nil {
-				return nil, fmt.Errorf("list lanes %s: %w", queue, err)
+		if ref, _ := tailRef(m); ref.epoch != 0 {
+			if l, _, err = s.laneWithTail(ctx, queue, l.Key, m); err != nil {
+				return err
 			}
-			if ref, _ := tailRef(m); ref.epoch != 0 {
-				if l, _, err = s.laneWithTail(ctx, queue, l.Key, m); err != nil {
-					return nil, fmt.Errorf("list lanes %s: %w", queue, err)
-				}
-			}
-			out = append(out, l)
 		}
-		if len(res.LastEvaluatedKey) == 0 {
-			break
-		}
-		start = res.LastEvaluatedKey
+		out = append(out, l)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list lanes %s: %w", queue, err)
 	}
 	// DynamoDB orders by the sort key's bytes, as Go compares strings;
 	// the sort only guards that.

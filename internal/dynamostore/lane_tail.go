@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/slot"
@@ -140,38 +138,26 @@ func (s *Store) queryTail(ctx context.Context, queue, key string, epoch int64, a
 	kc := e.n(attrPK) + " = " + e.v(":pk", str(tailPK(queue, key))) +
 		" AND " + e.n(attrSK) + " BETWEEN " + e.v(":lo", str(lo)) + " AND " + e.v(":hi", str(hi))
 	var out []putWaiter
-	var start map[string]types.AttributeValue
-	for {
-		res, err := s.query(ctx, &dynamodb.QueryInput{
-			KeyConditionExpression:    &kc,
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
-			ConsistentRead:            aws.Bool(true),
-			ExclusiveStartKey:         start,
-		})
+	err := s.queryAll(ctx, e, kc, func(m map[string]types.AttributeValue) error {
+		it := item{m: m}
+		sk, v := it.str(attrSK), it.int(attrVersion)
+		if it.err != nil {
+			return fmt.Errorf("decode lane waiter: %w", it.err)
+		}
+		if sk == after {
+			return nil // BETWEEN includes it; it left
+		}
+		w, err := waiterFromSK(sk)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for _, m := range res.Items {
-			it := item{m: m}
-			sk, v := it.str(attrSK), it.int(attrVersion)
-			if it.err != nil {
-				return nil, fmt.Errorf("decode lane waiter: %w", it.err)
-			}
-			if sk == after {
-				continue // BETWEEN includes it; it left
-			}
-			w, err := waiterFromSK(sk)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, putWaiter{w: w, v: v})
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		start = res.LastEvaluatedKey
+		out = append(out, putWaiter{w: w, v: v})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // tailTries bounds the reads of a lane whose tail keeps changing while it

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -103,27 +102,18 @@ func (s *Store) ListSchedules(ctx context.Context, queue string) ([]engine.Sched
 	e := newExpr()
 	kc := e.n(attrPK) + " = " + e.v(":pk", str(schedulePK(queue))) + " AND begins_with(" + e.n(attrSK) + ", " + e.v(":sk", str(schedulePrefix)) + ")"
 	var out []engine.Schedule
-	var start map[string]types.AttributeValue
-	for {
-		page, err := s.query(ctx, &dynamodb.QueryInput{
-			KeyConditionExpression: &kc, ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
-			ConsistentRead: aws.Bool(true), ExclusiveStartKey: start,
-		})
+	err := s.queryAll(ctx, e, kc, func(m map[string]types.AttributeValue) error {
+		sc, err := decodeSchedule(m)
 		if err != nil {
-			return nil, fmt.Errorf("schedules %s: %w", queue, err)
+			return err
 		}
-		for _, m := range page.Items {
-			sc, err := decodeSchedule(m)
-			if err != nil {
-				return nil, fmt.Errorf("schedules %s: %w", queue, err)
-			}
-			out = append(out, sc)
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		start = page.LastEvaluatedKey
+		out = append(out, sc)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("schedules %s: %w", queue, err)
 	}
+	return out, nil
 }
 
 // PutSchedule replaces a schedule with one PutItem on condition that its
