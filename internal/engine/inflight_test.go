@@ -328,10 +328,7 @@ func TestCancelBeforeKeyTaken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ran []string
 		h := &adminHook{}
-		b := newWorkBench(t, engine.Options{Runner: runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
-			ran = append(ran, j.ID)
-			return nil
-		})}, func(st engine.State) engine.State { h.State = st; return h })
+		b := newWorkBench(t, engine.Options{Runner: logIDs(&ran)}, func(st engine.State) engine.State { h.State = st; return h })
 		ctx := context.Background()
 		if _, err := b.eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second}); err != nil {
 			t.Fatal(err)
@@ -540,10 +537,7 @@ func TestLongGateWaitKeepsKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ran []string
 		h := &putLaneHook{}
-		b := newWorkBench(t, engine.Options{Runner: runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
-			ran = append(ran, j.ID)
-			return nil
-		}), Lease: 3 * time.Minute}, func(st engine.State) engine.State { h.State = st; return h })
+		b := newWorkBench(t, engine.Options{Runner: logIDs(&ran), Lease: 3 * time.Minute}, func(st engine.State) engine.State { h.State = st; return h })
 		ctx := context.Background()
 		start := time.Now()
 		if _, err := b.eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Hour, Skew: 10 * time.Millisecond}); err != nil {

@@ -27,6 +27,14 @@ type runFunc func(ctx context.Context, j *job.Job, cfg slot.Config) error
 
 func (f runFunc) Run(ctx context.Context, j *job.Job, cfg slot.Config) error { return f(ctx, j, cfg) }
 
+// logIDs is a runner that appends the id of each job it runs to ran.
+func logIDs(ran *[]string) runFunc {
+	return func(_ context.Context, j *job.Job, _ slot.Config) error {
+		*ran = append(*ran, j.ID)
+		return nil
+	}
+}
+
 type workBench struct {
 	t     *testing.T
 	store *memstore.Store
