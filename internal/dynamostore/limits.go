@@ -206,11 +206,7 @@ func casGateExprs(r engine.GateRequest, seen slot.State, tok string) exprs {
 	e := newExpr()
 	wt := e.n(attrWriteToken)
 	pinned, set, remove := pin(e, seen, next)
-	cond := limitCond(e, r.LimitList()) +
-		" AND " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) +
-		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < " + e.v(":t", num(r.Ticket)) + ")" +
-		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")" +
-		" AND " + pinned + genCond(e, r.Gen)
+	cond := gateCond(e, r, wt, tok) + " AND " + pinned + genCond(e, r.Gen)
 	upd := "SET " + wt + " = :tok"
 	if !r.Scheduled {
 		upd += ", " + strings.TrimSuffix(lineMoves(e, r, seen, &cond), ", ")
@@ -219,14 +215,7 @@ func casGateExprs(r engine.GateRequest, seen slot.State, tok string) exprs {
 	if set != "" {
 		upd += ", " + set
 	}
-	if r.MaxRunning > 0 {
-		remove = append(remove, capFormOf(seen, r).add(e, r, &cond, &upd)...)
-	}
-	remove = append(remove, slowGate(e, r, seen, &cond)...)
-	if len(remove) > 0 {
-		upd += " REMOVE " + strings.Join(remove, ", ")
-	}
-	return e.build(upd, cond)
+	return endGate(e, r, seen, cond, upd, remove)
 }
 
 // casTries bounds the sends of a compare-and-set take or gate: each

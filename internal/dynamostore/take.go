@@ -339,11 +339,7 @@ func gateExprs(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 	rec := recorded(r)
 	nmi := e.v(":nmi", timeNum(rec.Add(-iv)))
 	open := e.v(":open", timeNum(at.Add(-iv+time.Duration(burst)*iv)))
-	cond := limitCond(e, r.LimitList()) +
-		" AND " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) +
-		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < " + e.v(":t", num(r.Ticket)) + ")" +
-		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")" +
-		genCond(e, r.Gen)
+	cond := gateCond(e, r, wt, tok) + genCond(e, r.Gen)
 	upd := "SET " + wt + " = :tok, "
 	var remove []string
 	if !r.Scheduled {
@@ -357,6 +353,24 @@ func gateExprs(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 		cond += " AND (attribute_not_exists(" + last + ") OR (" + last + " < " + nmi + " AND " + last + " <= " + open + "))"
 		upd += e.v(":now", timeNum(rec))
 	}
+	return endGate(e, r, seen, cond, upd, remove)
+}
+
+// gateCond is the condition every form of the gate's write holds to:
+// the queue's limits are r's, it is not paused, r's ticket is not
+// purged, and this write (tok, in the write token attribute wt) has not
+// landed already.
+func gateCond(e *expr, r engine.GateRequest, wt, tok string) string {
+	return limitCond(e, r.LimitList()) +
+		" AND " + e.n(attrPaused) + " = " + e.v(":f", boolean(false)) +
+		" AND (attribute_not_exists(" + e.n(attrPurged) + ") OR " + e.n(attrPurged) + " < " + e.v(":t", num(r.Ticket)) + ")" +
+		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> " + e.v(":tok", str(tok)) + ")"
+}
+
+// endGate ends every form of the gate's write alike: under a cap it
+// takes a running place (capFormOf), it holds to the slow-down
+// (slowGate), and it removes what those leave behind.
+func endGate(e *expr, r engine.GateRequest, seen slot.State, cond, upd string, remove []string) exprs {
 	if r.MaxRunning > 0 {
 		remove = append(remove, capFormOf(seen, r).add(e, r, &cond, &upd)...)
 	}
