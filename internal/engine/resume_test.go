@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
@@ -24,15 +25,16 @@ type slowState struct {
 	latency time.Duration
 }
 
-func (s slowState) wait(ctx context.Context) error {
-	t := time.NewTimer(s.latency)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+func (s slowState) wait(ctx context.Context) error { return clock.Sleep(ctx, s.latency) }
+
+// timedResume is one resume run with the deadline the schedule gives it,
+// a minute, and how long it took.
+func timedResume(ctx context.Context, eng *engine.Engine) (engine.ResumeReport, time.Duration, error) {
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	began := time.Now()
+	rep, err := eng.Resume(rctx)
+	return rep, time.Since(began), err
 }
 
 func (s slowState) ListQueues(ctx context.Context) ([]engine.Queue, error) {
@@ -209,14 +211,11 @@ func TestResumeBacklogAcrossQueues(t *testing.T) {
 				t.Fatalf("%d jobs still parked after %d runs", total, runs)
 			}
 			runs++
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			began := time.Now()
-			rep, err := eng.Resume(ctx)
-			cancel()
+			rep, took, err := timedResume(context.Background(), eng)
 			if err != nil {
 				t.Fatalf("run %d: %v (report %+v)", runs, err, rep)
 			}
-			if took := time.Since(began); took >= time.Minute {
+			if took >= time.Minute {
 				t.Fatalf("run %d took %v", runs, took)
 			}
 			var starved []string
@@ -232,7 +231,7 @@ func TestResumeBacklogAcrossQueues(t *testing.T) {
 			if len(starved) > 0 {
 				t.Fatalf("run %d (report %+v) released nothing of %v", runs, rep, starved)
 			}
-			time.Sleep(time.Minute - time.Since(began))
+			time.Sleep(time.Minute - took) // the next run a minute after this one began
 		}
 		t.Logf("released %d jobs in %d runs", queues*perQueue, runs)
 		if runs < 4 {

@@ -61,11 +61,7 @@ func TestRebuildOverRunsBesideDueWork(t *testing.T) {
 			if run > 6 {
 				t.Fatalf("rebuild not over after %d runs: %v jobs rewritten after each", run-1, jobs)
 			}
-			rctx, cancel := context.WithTimeout(ctx, time.Minute)
-			began := time.Now()
-			rep, err := eng.Resume(rctx)
-			took := time.Since(began)
-			cancel()
+			rep, took, err := timedResume(ctx, eng)
 			if err != nil {
 				t.Fatalf("run %d: %v", run, err)
 			}

@@ -64,11 +64,7 @@ func TestResumeMostUrgentFirstWithinItsTime(t *testing.T) {
 		time.Sleep(5*time.Minute + n*time.Second)
 
 		eng := testenv.NewEngine(t, engine.Options{State: slowState{State: mem, latency: 200 * time.Millisecond}, Transport: tr})
-		rctx, cancel := context.WithTimeout(ctx, time.Minute)
-		began := time.Now()
-		rep, err := eng.Resume(rctx)
-		took := time.Since(began)
-		cancel()
+		rep, took, err := timedResume(ctx, eng)
 		if err != nil {
 			t.Fatal(err)
 		}
