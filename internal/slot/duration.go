@@ -17,10 +17,8 @@ import (
 // could mean seconds or milliseconds, so it is never guessed.
 type Duration time.Duration
 
-// MarshalJSON writes d as a duration string.
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
-}
+// MarshalJSON writes d as a duration string, as api.Duration does.
+func (d Duration) MarshalJSON() ([]byte, error) { return api.Duration(d).MarshalJSON() }
 
 // UnmarshalJSON reads a duration string by ParseDuration. Its error is an
 // *input.Error (code invalid_duration) whose Field is left for the caller

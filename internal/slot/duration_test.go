@@ -20,6 +20,12 @@ func TestDurationJSON(t *testing.T) {
 		if err := d.UnmarshalJSON([]byte(in)); err != nil || time.Duration(d) != want {
 			t.Errorf("Duration(%s) = %v, %v; want %v", in, time.Duration(d), err, want)
 		}
+		// Written, it reads back the same.
+		b, err := d.MarshalJSON()
+		var back Duration
+		if err != nil || back.UnmarshalJSON(b) != nil || back != d {
+			t.Errorf("Duration(%s) written as %s, %v; read back as %v", in, b, err, time.Duration(back))
+		}
 	}
 	for _, in := range []string{`true`, `1e309`, `9.3e15`, `-9.3e15`, `"9999999999h"`, `"soon"`, `null`, `{}`, `[]`, `""`,
 		`5`, `0`, `-1`, `1.5`, `"1h1h"`, `"1s1s"`, `"30m1h"`, `"1ms1s"`, `"1us2µs"`, `"5"`} {
