@@ -357,19 +357,40 @@ func (d *delivery) giveUpGate(ctx context.Context) {
 // holdUntil is when j may try the gate if the lower tickets still ahead of
 // it start on time: when the gate opens after they started, each at its
 // opening (slot.OpenAfter: for the interval form one interval after the
-// last start per ticket between). Only the tickets that can be in flight
-// now count: one, plus one per tick that j itself is late (a queue that
-// runs behind has that many neighbours waiting at once). So a lower
-// ticket that never comes (lost, or a job scheduled for later) costs a
-// late job little, and an on-time job at most one interval, once.
+// last start per ticket between). Only the lower line tickets that can be
+// in flight now count (lineAhead). So a lower ticket that never comes
+// (lost, or a job scheduled for later) costs a late job little, and an
+// on-time job at most one interval, once.
 func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
-	st := q.State
-	ahead := j.Ticket - st.Current - 1
-	if ahead <= 0 || outOfLine(j) {
+	k := lineAhead(q, j, now)
+	if k <= 0 {
 		return time.Time{}
 	}
+	return slot.OpenAfter(q.State, q.Config.LimitList(), int(k))
+}
+
+// lineAhead is how many lower line tickets j holds for at now (holdUntil):
+// those after the last started (Current) that can be line tickets, no more
+// than the line's places between its front and j's slot leave room for
+// (slot.LineBetween: the tickets of a waiting room's places, of scheduled
+// and keyed jobs, never come in line, and where the limits bound it they
+// are not waited for), and of those only the ones that can be in flight
+// now: one, plus one per tick that j itself is late (a queue that runs
+// behind has that many neighbours waiting at once). A scheduled job does
+// not hold.
+func lineAhead(q Queue, j *job.Job, now time.Time) int64 {
+	ahead := j.Ticket - q.State.Current - 1
+	if ahead <= 0 || outOfLine(j) {
+		return 0
+	}
+	// After a configure, a queued job's place under the new limits
+	// (SlotOf) may lie after its slot_at: the later of the two bounds
+	// the places between no less.
+	if n, ok := slot.LineBetween(q.State, q.Config.LimitList(), q.SlotOf(*j)); ok {
+		ahead = min(ahead, n)
+	}
 	inFlight := int64(max(0, now.Sub(j.SlotAt))/q.Config.Tick()) + 1
-	return slot.OpenAfter(st, q.Config.LimitList(), int(min(ahead, inFlight)))
+	return min(ahead, inFlight)
 }
 
 // holdTurn is, for a job that holds for lower tickets (holdUntil), when
@@ -382,9 +403,7 @@ func holdTurn(q Queue, j *job.Job, at time.Time) time.Time {
 	if holdUntil(q, j, at).IsZero() {
 		return time.Time{}
 	}
-	ahead := j.Ticket - q.State.Current - 1
-	inFlight := int64(max(0, at.Sub(j.SlotAt))/q.Config.Tick()) + 1
-	return slot.OpenAfter(q.State, q.Config.LimitList(), int(min(ahead, inFlight))-1)
+	return slot.OpenAfter(q.State, q.Config.LimitList(), int(lineAhead(q, j, at))-1)
 }
 
 // missedBefore reports whether j's attempt gave a slot up already for a

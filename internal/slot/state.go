@@ -325,6 +325,31 @@ func Behind(s State, slotAt time.Time, ls Limits, skew time.Duration) bool {
 	return s.Front.After(slotAt.Add(LineRoom(ls, skew)))
 }
 
+// LineBetween is the most line tickets that can still come to the gate
+// ahead of a line ticket whose slot is slotAt, at state s under ls, and
+// whether ls bounds them at all. The line books its places in ticket
+// order, so a lower line ticket that has not started has its slot after
+// the line's Front (the slot of a started one, no higher than Current)
+// and before slotAt; where the places are spaced at least one period of
+// a limit apart (an interval, or a rate without a burst), there are at
+// most as many as fit strictly between the two. Every other ticket
+// below slotAt's is out of line and never comes in line: a waiting
+// room's place (its job takes a new ticket when it is booked), a
+// scheduled or keyed job's, a re-ticketed job's old one. A window or a
+// burst books several places at one moment: no bound (false).
+func LineBetween(s State, ls Limits, slotAt time.Time) (int64, bool) {
+	var space time.Duration
+	for _, l := range ls {
+		if l.Window.IsZero() && l.Burst == 0 {
+			space = max(space, every(l))
+		}
+	}
+	if space <= 0 || s.Front.IsZero() || slotAt.IsZero() {
+		return 0, false
+	}
+	return max(0, int64(slotAt.Sub(s.Front)/space)-1), true
+}
+
 // LineRoom is how far the line's front may lie past a line ticket's slot
 // before the ticket is passed (Behind): the least over ls of each limit's
 // room, for the interval and rate forms the burst B·T plus the skew, for
