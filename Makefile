@@ -102,8 +102,8 @@ bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, 
 	  --note 'with two busy loops beside it (sh -c "while :; do :; done", twice)'
 	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 250 --keys 50 --key-rate 2/1s --rate 200/1s --workers 32 --doc $(PERF_DOC) --table keys
 	$(GO) run ./cmd/slotq bench lanes --doc $(PERF_DOC) --table lanes
-	$(GO) run ./cmd/slotq bench fair --doc $(PERF_DOC) --table fair
-	$(GO) run ./cmd/slotq bench fair --key-book-ahead 0 --doc $(PERF_DOC) --table fair-unbounded
+	$(GO) run ./cmd/slotq bench fair --runs 3 --doc $(PERF_DOC) --table fair
+	$(GO) run ./cmd/slotq bench fair --runs 3 --key-book-ahead 0 --doc $(PERF_DOC) --table fair-unbounded
 	set -o pipefail; for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./internal/dev/awssim | grep -o 'figures: .*' || exit 1; done | \
 	  $(BENCHDOC) -table awssim -format lines -command "SLOTQ_REQUIRE_LOCAL_AWS=1 go test -count=1 -run 'TestSimulation$$' -v ./internal/dev/awssim (3 times)"
 	set -o pipefail; $(GO) run ./internal/dev/precision/cmd/precision | \
