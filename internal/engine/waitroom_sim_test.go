@@ -197,7 +197,14 @@ type roomSim struct {
 
 func newRoomSim(t *testing.T, o simOptions, queue string, cfg slot.Config, crash float64) *roomSim {
 	w := &roomWatch{queue: queue, cfg: cfg, crash: crash, rnd: rand.New(rand.NewPCG(o.Seed, 11)), told: map[string]toldSlot{}}
-	o.Wrap = func(st engine.State) engine.State { w.State = st; return w }
+	outer := o.Wrap // the test's own wrapper, around the watch
+	o.Wrap = func(st engine.State) engine.State {
+		w.State = st
+		if outer != nil {
+			return outer(w)
+		}
+		return w
+	}
 	r := &roomSim{w: w}
 	r.sim = newSim(t, o)
 	w.s = r.sim
