@@ -101,7 +101,7 @@ func (p *promiseSim) verifyPromises(want int, late time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	once := map[string]int{}
-	bad := 0
+	bad, missed := 0, 0
 	for _, s := range p.starts {
 		once[s.ID]++
 		told, ok := p.w.told[fmt.Sprintf("%s#%d", s.ID, s.Booking)]
@@ -110,15 +110,25 @@ func (p *promiseSim) verifyPromises(want int, late time.Duration) {
 			t.Errorf("job %s started without a booking", s.ID)
 		case !ok:
 			t.Errorf("job %s started under booking %d, which no write told", s.ID, s.Booking)
+		case !told.SlotAt.Equal(s.SlotAt) && s.Retickets > told.Retickets && missedOnce(p.store, p.w.queue, s.ID):
+			// Its worker came too late for a slot (a missed slot; a
+			// job that missed one takes the openings it finds after,
+			// and may be passed): a new ticket at the end of the line,
+			// as on a queue without a bound, not a move by the room.
+			missed++
 		case !told.SlotAt.Equal(s.SlotAt) || late > 0 && (s.At.Before(s.SlotAt.Add(-late)) || s.At.After(s.SlotAt.Add(late))):
 			if bad++; bad <= 5 {
-				t.Errorf("job %s (booking %d, detached %v): told %v, started for %v at %v: a booked job moved",
-					s.ID, s.Booking, s.Detached, told.SlotAt.Format("05.000"), s.SlotAt.Format("05.000"), s.At.Format("05.000"))
+				j, _ := p.store.GetJob(context.Background(), job.Ref{Queue: p.w.queue, ID: s.ID})
+				t.Errorf("job %s (booking %d, detached %v): told %v, started for %v at %v: a booked job moved; %s",
+					s.ID, s.Booking, s.Detached, told.SlotAt.Format("05.000"), s.SlotAt.Format("05.000"), s.At.Format("05.000"), historyOf(j))
 			}
 		}
 	}
 	if bad > 5 {
 		t.Errorf("%d starts in all moved from their booking", bad)
+	}
+	if missed > 0 {
+		t.Logf("%d starts re-ticketed after a missed slot", missed)
 	}
 	if len(once) != want {
 		t.Errorf("%d jobs started, want %d", len(once), want)
@@ -140,8 +150,11 @@ func TestWaitingRoomMissedStart(t *testing.T) {
 	for _, seed := range []uint64{1, 2} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfg := slot.Config{Interval: 5 * time.Millisecond, BookAhead: 4, KeyBookAhead: 2, KeyMaxRunning: slot.MaxKeyRunning}
-				p := newPromiseSim(t, simOptions{Workers: 4, Seed: seed,
+				// Keys with a limit of their own start out of line, each
+				// at its slot (see TestWaitingRoomLanesKeepPromises).
+				cfg := slot.Config{Interval: 5 * time.Millisecond, BookAhead: 4, KeyBookAhead: 2, KeyMaxRunning: slot.MaxKeyRunning,
+					KeyLimits: []api.Limit{{Interval: 5 * time.Millisecond}}}
+				p := newPromiseSim(t, simOptions{Workers: 16, Seed: seed,
 					Transport: memstore.TransportOptions{Jitter: time.Millisecond, DuplicateRate: 0.1}}, "missed", cfg, 0.2, time.Millisecond)
 				defer p.stop()
 				p.enqueueSlow("missed", []string{"a", "b", "c"}, 12)
@@ -159,3 +172,66 @@ func TestWaitingRoomMissedStart(t *testing.T) {
 }
 
 var _ = errors.New
+
+// missedOnce reports whether job id's worker came too late for a slot
+// (job.SlotMissed in its history).
+func missedOnce(store *memstore.Store, queue, id string) bool {
+	j, _ := store.GetJob(context.Background(), job.Ref{Queue: queue, ID: id})
+	for _, ev := range j.History {
+		if ev.Kind == job.SlotMissed {
+			return true
+		}
+	}
+	return false
+}
+
+func historyOf(j job.Job) string {
+	out := ""
+	for _, ev := range j.History {
+		out += fmt.Sprintf(" %s@%s(t%d←%d %s)", ev.Kind, ev.At.Format("05.000"), ev.Ticket, ev.OldTicket, ev.Reason)
+	}
+	return out
+}
+
+// One-at-a-time keys (key_max_running, 1 by default) under a key bound
+// above it, with jobs that run longer than the queue's interval: a key's
+// next job is booked only when its key has a free place for it, so no
+// lane holds a booked job past the slot it was told (no start is
+// detached), and each starts under its told slot.
+//
+// The keys have a limit of their own, so their jobs start out of line,
+// each at its slot: a job booked from the room in line holds for the
+// room's tickets below it, which never start (holdUntil), and may be
+// passed, a move of its own that this test leaves out.
+func TestWaitingRoomLanesKeepPromises(t *testing.T) {
+	keyEvery := []api.Limit{{Interval: 5 * time.Millisecond}}
+	for _, c := range []struct {
+		name string
+		cfg  slot.Config
+	}{
+		{"key bound", slot.Config{Interval: 5 * time.Millisecond, KeyBookAhead: 3, KeyLimits: keyEvery}},
+		{"queue bound", slot.Config{Interval: 5 * time.Millisecond, BookAhead: 4, KeyMaxRunning: 2, KeyLimits: keyEvery}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := newPromiseSim(t, simOptions{Workers: 16, Seed: 4,
+					Transport: memstore.TransportOptions{Jitter: time.Millisecond, DuplicateRate: 0.1}}, "lanes", c.cfg, 0, 20*time.Millisecond)
+				defer p.stop()
+				p.enqueueSlow("lanes", []string{"a", "b", "c"}, 8)
+				p.waitFinished("lanes", time.Hour)
+				// Its start's time is the gate's (a keyed job passes
+				// its key's gate after the queue's, a little late:
+				// TestWaitingRoomKeyedLimits); what a lane does is
+				// seen as the job waiting on it (detached).
+				p.verifyPromises(24, 0)
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				for _, s := range p.starts {
+					if s.Detached {
+						t.Errorf("job %s waited on its key's lane after its booking", s.ID)
+					}
+				}
+			})
+		})
+	}
+}

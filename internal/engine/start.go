@@ -82,10 +82,14 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 	q.State = d.st
 	e.unstartKey(rctx, q, d.keyPrev, d.keyPut)
 	d.keyPrev, d.keyPut = slot.Meter{}, slot.Meter{}
-	if j.Booking != 0 && q.Config.Bounded() {
+	if held := j.Booking; held != 0 && q.Config.Bounded() {
 		err := e.rebookMissed(rctx, &q, j, from, late)
 		e.endRun(rctx, q, ticket)
 		e.leaveUnlessRunning(rctx, q, *j, ticket)
+		// Its old booking (freed at its start already, or held for its
+		// key: keyHeld) is freed once its record and its key's lane
+		// left it, and the room books its next (this job, it may be).
+		e.bookNext(rctx, q, held)
 		return stop, err
 	}
 	if !outOfLine(j) && !missedBefore(j) && !d.alone {
@@ -122,12 +126,12 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 // the bounds leave room and nobody waits; else into the room, to be
 // booked by its rule. Its history records the missed slot (as
 // reticket's, lateBy). from is the version of its record as claimed.
+// The new booking is entered before the record is written, and the
+// caller frees the old one after (a key whose booking it still holds,
+// keyHeld, is at its bound until then: the job waits in the room), so
+// the bounds hold at every moment.
 func (e *Engine) rebookMissed(ctx context.Context, q *Queue, j *job.Job, from job.Version, late time.Duration) error {
 	old := j.Ticket
-	// Freed before the job enters the horizon again (a start frees it
-	// beside the attempt, which may not have happened yet): freeing is
-	// idempotent, and a key's bound counts the job once.
-	e.bookNext(ctx, *q, j.Booking)
 	orig := *j
 	keyAhead, _, spare, err := e.admit(ctx, *q, []*job.Job{j})
 	if err == nil {

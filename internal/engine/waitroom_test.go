@@ -21,7 +21,10 @@ import (
 // key, ticket order; no booked job moves; each job runs once.
 func TestWaitingRoomBooksByRule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := slot.Config{Interval: 10 * time.Millisecond, BookAhead: 2}
+		// Keys that may run any number of jobs at once (no lanes):
+		// book_ahead alone bounds a key's bookings (a key that runs one
+		// at a time holds one: TestWaitingRoomLanesKeepPromises).
+		cfg := slot.Config{Interval: 10 * time.Millisecond, BookAhead: 2, KeyMaxRunning: slot.NoKeyCap, KeyLimits: []api.Limit{{Interval: 5 * time.Millisecond}}}
 		r := newRoomSim(t, simOptions{Workers: 2, Seed: 3, Transport: memstore.TransportOptions{Jitter: time.Millisecond, DuplicateRate: 0.1}}, "fair", cfg, 0)
 		defer r.stop()
 		ctx := context.Background()
@@ -249,7 +252,7 @@ func TestWaitingRoomShown(t *testing.T) {
 		s := newSim(t, simOptions{Workers: 1})
 		defer s.stop()
 		ctx := context.Background()
-		s.createQueue("shown", slot.Config{Interval: time.Second, BookAhead: 2})
+		s.createQueue("shown", slot.Config{Interval: time.Second, BookAhead: 2, KeyMaxRunning: slot.MaxKeyRunning})
 		if _, err := s.eng.Pause(ctx, "shown", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
