@@ -147,13 +147,15 @@ func (p *promiseSim) verifyPromises(want int, late time.Duration) {
 // bookings than its bound, and it starts at the slot its new booking
 // told.
 func TestWaitingRoomMissedStart(t *testing.T) {
-	for _, seed := range []uint64{1, 2} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		seed uint64
+		keys []api.Limit // keys with limits of their own start out of line
+	}{{"line", 1, nil}, {"line", 2, nil}, {"keyed", 1, []api.Limit{{Interval: 5 * time.Millisecond}}}} {
+		t.Run(c.name, func(t *testing.T) {
+			seed := c.seed
 			synctest.Test(t, func(t *testing.T) {
-				// Keys with a limit of their own start out of line, each
-				// at its slot (see TestWaitingRoomLanesKeepPromises).
-				cfg := slot.Config{Interval: 5 * time.Millisecond, BookAhead: 4, KeyBookAhead: 2, KeyMaxRunning: slot.MaxKeyRunning,
-					KeyLimits: []api.Limit{{Interval: 5 * time.Millisecond}}}
+				cfg := slot.Config{Interval: 5 * time.Millisecond, BookAhead: 4, KeyBookAhead: 2, KeyMaxRunning: slot.MaxKeyRunning, KeyLimits: c.keys}
 				p := newPromiseSim(t, simOptions{Workers: 16, Seed: seed,
 					Transport: memstore.TransportOptions{Jitter: time.Millisecond, DuplicateRate: 0.1}}, "missed", cfg, 0.2, time.Millisecond)
 				defer p.stop()
@@ -198,18 +200,14 @@ func historyOf(j job.Job) string {
 // next job is booked only when its key has a free place for it, so no
 // lane holds a booked job past the slot it was told (no start is
 // detached), and each starts under its told slot.
-//
-// The keys have a limit of their own, so their jobs start out of line,
-// each at its slot: a job booked from the room in line holds for the
-// room's tickets below it, which never start (holdUntil), and may be
-// passed, a move of its own that this test leaves out.
 func TestWaitingRoomLanesKeepPromises(t *testing.T) {
 	keyEvery := []api.Limit{{Interval: 5 * time.Millisecond}}
 	for _, c := range []struct {
 		name string
 		cfg  slot.Config
 	}{
-		{"key bound", slot.Config{Interval: 5 * time.Millisecond, KeyBookAhead: 3, KeyLimits: keyEvery}},
+		{"key bound", slot.Config{Interval: 5 * time.Millisecond, KeyBookAhead: 3}},
+		{"key bound, keyed", slot.Config{Interval: 5 * time.Millisecond, KeyBookAhead: 3, KeyLimits: keyEvery}},
 		{"queue bound", slot.Config{Interval: 5 * time.Millisecond, BookAhead: 4, KeyMaxRunning: 2, KeyLimits: keyEvery}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
