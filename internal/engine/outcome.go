@@ -103,6 +103,7 @@ func (e *Engine) end(ctx context.Context, q Queue, j job.Job, from job.Version, 
 		return false, fmt.Errorf("record %s/%s: %w", j.Queue, j.ID, err)
 	}
 	e.endAttempt(ctx, q, st, j, j.Ticket, jobEnded)
+	e.endHold(ctx, q, j)
 	return true, nil
 }
 
@@ -155,6 +156,7 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 		return nil
 	}
 	e.endAttempt(ctx, q, st, j, ran.Ticket, jobGoesOn)
+	e.endHold(ctx, q, ran)
 	if spare {
 		e.bookNext(ctx, q)
 	}

@@ -80,7 +80,9 @@ func (e *Engine) recoverIfLost(ctx context.Context, j job.Job) error {
 	e.log.WarnContext(ctx, "attempt lost", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "started_at", j.StartedAt)
 	rctx, cancel := e.recordContext(ctx)
 	defer cancel()
-	e.freeBooking(rctx, q, j) // its worker may have died before freeing it
+	if !keyHeld(q, j) {
+		e.freeBooking(rctx, q, j) // its worker may have died before freeing it
+	} // else held to its attempt's end: freed once its outcome is recorded (endHold)
 	return e.recordOutcome(rctx, q, j, q.State, errors.New("attempt lost: its worker stopped before recording an outcome"))
 }
 

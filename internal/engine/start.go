@@ -62,7 +62,9 @@ func (d *delivery) sleepToStart(ctx context.Context) (next, error) {
 // that missed a slot already in this attempt, or one with nothing booked
 // behind it (a lone job on an idle queue: its place is the line's end
 // already) is queued again at its ticket and goes to the gate again for
-// the next opening (again). Its
+// the next opening (again). On a bounded queue the job goes through the
+// waiting room instead, as its booking ended with its start
+// (rebookMissed). Its
 // running place, if it took one, is freed; a line job leaves its key. The
 // writes are on a context of their own: a job left running would wait
 // for its lease.
@@ -80,6 +82,16 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 	q.State = d.st
 	e.unstartKey(rctx, q, d.keyPrev, d.keyPut)
 	d.keyPrev, d.keyPut = slot.Meter{}, slot.Meter{}
+	if held := j.Booking; held != 0 && q.Config.Bounded() {
+		err := e.rebookMissed(rctx, &q, j, from, late)
+		e.endRun(rctx, q, ticket)
+		e.leaveUnlessRunning(rctx, q, *j, ticket)
+		// Its old booking (freed at its start already, or held for its
+		// key: keyHeld) is freed once its record and its key's lane
+		// left it, and the room books its next (this job, it may be).
+		e.bookNext(rctx, q, held)
+		return stop, err
+	}
 	if !outOfLine(j) && !missedBefore(j) && !d.alone {
 		err := e.reticket(rctx, &q, j, lateBy(late))
 		e.endRun(rctx, q, ticket)
@@ -104,6 +116,61 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 	// Its slot is spent: it takes the next opening, queued again as it was.
 	d.wake = time.Time{}
 	return again, nil
+}
+
+// rebookMissed is giveUpStart for a job of a bounded queue that held a
+// booking (waitroom.go): its booking ended with its start, so the start
+// it now waits for needs a booking of its own, or its key and its queue
+// would hold one slot more than their bounds. It goes through the waiting
+// room as a retry does: booked at once, with a new ticket and slot, if
+// the bounds leave room and nobody waits; else into the room, to be
+// booked by its rule. Its history records the missed slot (as
+// reticket's, lateBy). from is the version of its record as claimed.
+// The new booking is entered before the record is written, and the
+// caller frees the old one after (a key whose booking it still holds,
+// keyHeld, is at its bound until then: the job waits in the room), so
+// the bounds hold at every moment.
+func (e *Engine) rebookMissed(ctx context.Context, q *Queue, j *job.Job, from job.Version, late time.Duration) error {
+	old := j.Ticket
+	orig := *j
+	keyAhead, _, spare, err := e.admit(ctx, *q, []*job.Job{j})
+	if err == nil {
+		_, err = e.assignBooked(ctx, q, []*job.Job{j}, false, keyAhead, time.Time{})
+	}
+	if errors.Is(err, ErrQueueNotFound) {
+		return e.expireOfDeletedQueue(ctx, orig)
+	}
+	if err != nil {
+		return fmt.Errorf("missed slot %s: %w", j.Ref(), err)
+	}
+	if old <= q.State.Purged {
+		e.freeBooking(ctx, *q, *j)
+		*j = orig
+		return e.cancelPurged(ctx, *q, orig)
+	}
+	j.Retickets++
+	j.Record(job.Event{At: e.now(), Kind: job.SlotMissed, OldTicket: old, Ticket: j.Ticket, Attempt: j.Attempt, LatenessMs: late.Milliseconds()})
+	e.place(j, q.State)
+	e.sendQueued(ctx, []*job.Job{j}) // message first, as in Enqueue
+	err = e.state.UpdateJob(ctx, *j, from)
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
+		e.freeBooking(ctx, *q, *j) // a duplicate got there first: this booking holds nothing
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("missed slot %s: %w", j.Ref(), err)
+	}
+	if e.deadGeneration(ctx, j) {
+		return nil
+	}
+	if spare {
+		e.bookNext(ctx, *q)
+	}
+	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: late})
+	e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
+	e.log.InfoContext(ctx, "slot missed: booked again", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket,
+		"slot_at", j.SlotAt, "waiting", inRoom(j), "late_ms", late.Milliseconds())
+	return nil
 }
 
 // run begins the claimed attempt's target at the reserved start and

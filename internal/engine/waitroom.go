@@ -105,7 +105,7 @@ func (e *Engine) admit(ctx context.Context, q Queue, jobs []*job.Job) (keyAhead,
 		var in int64
 		for i, j := range jobs {
 			j.Booking, j.ParkReason = 0, ""
-			r := slot.WaitRoom{Booked: len(h.Booked), KeyBooked: kb}
+			r := slot.WaitRoom{Booked: h.Unstarted(), KeyBooked: kb}
 			if !waiting && q.Config.Fits(r, j.Key) && !j.Earliest().After(e.bookable(now)) {
 				keyAhead[i] = int64(kb[j.Key])
 				j.Booking = h.Book(j.Key, j.ID, now)
@@ -202,7 +202,7 @@ func (e *Engine) bookFrom(ctx context.Context, q Queue, settle bool, free ...int
 			}
 			return fmt.Errorf("book from the waiting room: %w", err)
 		}
-		ahead := len(h.Booked) - len(chosen)
+		ahead := h.Unstarted() - len(chosen)
 		for i, j := range chosen {
 			if err := e.book(ctx, q, j, keyAhead[i], ahead+i); err != nil {
 				return err
@@ -278,7 +278,7 @@ func (e *Engine) roomHeads(ctx context.Context, q Queue, h *slot.Horizon, now ti
 	c := q.Config
 	free := -1 // the queue's room under BookAhead; -1: no bound
 	if c.BookAhead > 0 {
-		if free = c.BookAhead - len(h.Booked); free <= 0 {
+		if free = c.BookAhead - h.Unstarted(); free <= 0 {
 			return nil, nil
 		}
 	}
@@ -300,8 +300,8 @@ func (e *Engine) roomHeads(ctx context.Context, q Queue, h *slot.Horizon, now ti
 			if free >= 0 {
 				limit = min(limit, int64(free))
 			}
-			if c.KeyBookAhead > 0 {
-				if limit = min(limit, int64(c.KeyBookAhead-kb[k])); limit <= 0 {
+			if b := c.KeyBound(k); b > 0 {
+				if limit = min(limit, int64(b-kb[k])); limit <= 0 {
 					continue
 				}
 			}
@@ -475,9 +475,13 @@ func (e *Engine) freeBooking(ctx context.Context, q Queue, j job.Job) {
 // freeAfterStart frees, beside the attempt, the booking of a job that
 // started: its worker books the room's next job while it sleeps to the
 // start and runs the target, on a context of its own. The returned func
-// waits for it.
+// waits for it. A job whose key runs a bounded number of jobs at once
+// (keyHeld) keeps its booking for its key until its attempt ends
+// (endHold): under book_ahead it is marked started, which frees its
+// place of the queue's bound, and the room books the next.
 func (e *Engine) freeAfterStart(ctx context.Context, q Queue, j job.Job) (wait func()) {
-	if j.Booking == 0 {
+	held := keyHeld(q, j)
+	if j.Booking == 0 || held && q.Config.BookAhead == 0 {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -485,9 +489,57 @@ func (e *Engine) freeAfterStart(ctx context.Context, q Queue, j job.Job) (wait f
 		defer close(done)
 		rctx, cancel := e.recordContext(ctx)
 		defer cancel()
+		if held {
+			e.holdBooking(rctx, q, j.Booking)
+			return
+		}
 		e.bookNext(rctx, q, j.Booking)
 	}()
 	return func() { <-done }
+}
+
+// keyHeld reports whether j's booking is held from its start to the end
+// of its attempt: its key runs a bounded number of jobs at once, and its
+// next job is booked only when a place of the key is free for it
+// (slot.Config.KeyBound), so that its lane never holds a booked job past
+// its slot.
+func keyHeld(q Queue, j job.Job) bool { return j.Key != "" && q.Config.KeyCap() > 0 }
+
+// holdBooking marks booking seq of q's horizon started (slot.Horizon.Hold)
+// and books the room's next job into the place of the queue's bound it
+// left. A booking freed meanwhile (its attempt ended) stays freed.
+func (e *Engine) holdBooking(ctx context.Context, q Queue, seq int64) {
+	for try := 0; ; try++ {
+		h, err := e.readHorizon(ctx, q)
+		if err == nil && !h.Hold(seq) {
+			return
+		}
+		if err == nil {
+			_, err = e.state.PutHorizon(ctx, h, h.Version)
+		}
+		if errors.Is(err, ErrConflict) && try < maxHorizonTries {
+			if err := horizonBackoff(ctx, try); err != nil {
+				return
+			}
+			continue
+		}
+		if err != nil {
+			e.log.WarnContext(ctx, "waiting room: a started booking left counted against book_ahead until its attempt ends", "queue", q.Name, "error", err.Error())
+			return
+		}
+		e.bookNext(ctx, q)
+		return
+	}
+}
+
+// endHold frees, as the attempt of j (its record as it ran) ended, the
+// booking it held to the end (keyHeld), and books the room's next job:
+// the key's place is free again. Its lane is left first (endAttempt), so
+// the job booked finds the key free at its slot.
+func (e *Engine) endHold(ctx context.Context, q Queue, j job.Job) {
+	if j.Booking != 0 && keyHeld(q, j) {
+		e.bookNext(ctx, q, j.Booking)
+	}
 }
 
 // checkRoom is the resume function's look at a queue's waiting room (a
@@ -512,7 +564,12 @@ func (e *Engine) checkRoom(ctx context.Context, q Queue) error {
 			stale = append(stale, seq)
 		case err != nil:
 			return err
-		case j.Gen != q.Gen || j.Booking != seq && !inRoom(&j) || j.Status != job.Queued && j.Status != job.Parked:
+		case j.Status == job.Running && j.Booking == seq && j.Gen == q.Gen && keyHeld(q, j):
+			// Held for its key to its attempt's end (endHold); a lost
+			// attempt frees it as it is recovered.
+		case j.Gen != q.Gen || j.Booking != seq && !inRoom(&j) || j.Status != job.Queued && j.Status != job.Parked || b.Running && inRoom(&j):
+			// (A started booking whose job is back in the room gave
+			// its start up: rebookMissed frees it after.)
 			stale = append(stale, seq)
 		case inRoom(&j):
 			// Its booking was entered, its record never written.
@@ -522,7 +579,7 @@ func (e *Engine) checkRoom(ctx context.Context, q Queue) error {
 	}
 	kb := h.KeyBooked()
 	for _, j := range redo {
-		if err := e.book(ctx, q, j, int64(max(0, kb[j.Key]-1)), len(h.Booked)-1); err != nil {
+		if err := e.book(ctx, q, j, int64(max(0, kb[j.Key]-1)), h.Unstarted()-1); err != nil {
 			return err
 		}
 	}
@@ -565,7 +622,7 @@ func (e *Engine) roomFigures(ctx context.Context, q Queue) (*api.RoomFigures, er
 	if err != nil {
 		return nil, err
 	}
-	f := &api.RoomFigures{Booked: len(h.Booked), Waiting: len(room)}
+	f := &api.RoomFigures{Booked: h.Unstarted(), Waiting: len(room)}
 	byKey := map[string]int{}
 	for _, j := range room {
 		f.ByPriority[slot.PriorityOf(j.Priority)-1]++

@@ -21,7 +21,12 @@ import (
 // key, ticket order; no booked job moves; each job runs once.
 func TestWaitingRoomBooksByRule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := slot.Config{Interval: 10 * time.Millisecond, BookAhead: 2}
+		// Keys that may run any number of jobs at once (no lanes),
+		// under a loose limit of their own: book_ahead alone bounds a
+		// key's bookings (a key that runs one at a time holds one:
+		// TestWaitingRoomLanesKeepPromises).
+		keyTick := 3 * time.Millisecond
+		cfg := slot.Config{Interval: 10 * time.Millisecond, BookAhead: 2, KeyMaxRunning: slot.NoKeyCap, KeyLimits: []api.Limit{{Interval: keyTick}}}
 		r := newRoomSim(t, simOptions{Workers: 2, Seed: 3, Transport: memstore.TransportOptions{Jitter: time.Millisecond, DuplicateRate: 0.1}}, "fair", cfg, 0)
 		defer r.stop()
 		ctx := context.Background()
@@ -43,7 +48,9 @@ func TestWaitingRoomBooksByRule(t *testing.T) {
 		time.Sleep(55 * time.Millisecond)
 		r.enqueueRoom("fair", "D", 1, 3)
 		r.waitFinished("fair", time.Minute)
-		r.verify(cfg.WithDefaults().Skew)
+		// A keyed job passes its key's gate after the queue's, up to
+		// its key's tick late (TestWaitingRoomKeyedLimits).
+		r.verify(cfg.WithDefaults().Skew + keyTick)
 
 		r.mu.Lock()
 		runs := map[string]int{}
@@ -249,7 +256,7 @@ func TestWaitingRoomShown(t *testing.T) {
 		s := newSim(t, simOptions{Workers: 1})
 		defer s.stop()
 		ctx := context.Background()
-		s.createQueue("shown", slot.Config{Interval: time.Second, BookAhead: 2})
+		s.createQueue("shown", slot.Config{Interval: time.Second, BookAhead: 2, KeyMaxRunning: slot.MaxKeyRunning})
 		if _, err := s.eng.Pause(ctx, "shown", time.Time{}); err != nil {
 			t.Fatal(err)
 		}

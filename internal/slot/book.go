@@ -82,7 +82,24 @@ func (c Config) Fits(r WaitRoom, k string) bool {
 	if c.BookAhead > 0 && r.Booked >= c.BookAhead {
 		return false
 	}
-	return c.KeyBookAhead <= 0 || r.KeyBooked[k] < c.KeyBookAhead
+	b := c.KeyBound(k)
+	return b <= 0 || r.KeyBooked[k] < b
+}
+
+// KeyBound is how many jobs of key k may hold a booking at once on a
+// bounded queue under c (0: no bound): KeyBookAhead, and for a key whose
+// jobs run a bounded number at once (KeyCap) no more than that. Such a
+// key's booking is held from its job's booking to the end of its attempt
+// (Booking.Running): a job of the key is booked only when a place of the
+// key is free for it, so its lane never holds it past the slot it was
+// told, whatever the run time of the jobs before it. Jobs without a key
+// have no lane: KeyBookAhead alone bounds them.
+func (c Config) KeyBound(k string) int {
+	b := c.KeyBookAhead
+	if m := c.KeyCap(); k != "" && m > 0 && (b <= 0 || m < b) {
+		b = m
+	}
+	return b
 }
 
 // BookNext chooses, by the room's rule, up to n jobs of waiting to book now

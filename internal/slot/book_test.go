@@ -74,9 +74,18 @@ func TestBookNext(t *testing.T) {
 		{"a key that left is passed", Config{BookAhead: 10}, WaitRoom{Turns: [5]Turn{2: {Key: "bb", Used: 1}}},
 			"a:1 b:2 c:3", 10, "c:3 a:1 b:2"},
 		{"not yet due", Config{BookAhead: 10}, WaitRoom{}, "a:1 a:2 b:3", 10, "a:2 b:3"},
+		{"a key runs one job at a time", Config{BookAhead: 10, KeyMaxRunning: 1}, WaitRoom{KeyBooked: map[string]int{"b": 1}},
+			"a:1 a:2 b:3 -:4 -:5", 10, "-:4 a:1 -:5"},
+		{"a key's bound is its cap when lower", Config{KeyBookAhead: 3, KeyMaxRunning: 2}, WaitRoom{},
+			"a:1 a:2 a:3 b:4", 10, "a:1 b:4 a:2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.cfg.KeyMaxRunning == 0 {
+				// Keys that may run many jobs at once: the bounds
+				// alone limit their bookings (Config.KeyBound).
+				tt.cfg.KeyMaxRunning = MaxKeyRunning
+			}
 			ws := jobsOf(t, tt.waiting)
 			if tt.name == "not yet due" {
 				ws[0].NotBefore = now.Add(time.Second)
@@ -127,7 +136,7 @@ func FuzzBookNext(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, jobs, keys, bookAhead, keyBookAhead uint8) {
 		rng := rand.New(rand.NewPCG(seed, seed>>3))
 		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-		cfg := Config{BookAhead: int(bookAhead % 8), KeyBookAhead: int(keyBookAhead % 4)}
+		cfg := Config{BookAhead: int(bookAhead % 8), KeyBookAhead: int(keyBookAhead % 4), KeyMaxRunning: int(seed % 4)}
 		nk := int(keys%10) + 1
 		room := WaitRoom{Weights: map[string]int{}, KeyBooked: map[string]int{}}
 		for k := range nk {
@@ -188,7 +197,7 @@ func FuzzBookNext(f *testing.F) {
 			if next.Booked != room.Booked+1 || next.KeyBooked[w.Key] != room.KeyBooked[w.Key]+1 {
 				t.Fatalf("the room's counts did not move on by the booking")
 			}
-			if cfg.BookAhead > 0 && next.Booked > cfg.BookAhead || cfg.KeyBookAhead > 0 && next.KeyBooked[w.Key] > cfg.KeyBookAhead {
+			if b := cfg.KeyBound(w.Key); cfg.BookAhead > 0 && next.Booked > cfg.BookAhead || b > 0 && next.KeyBooked[w.Key] > b {
 				t.Fatalf("a bound is passed: %+v under %+v", next, cfg)
 			}
 			room = next
@@ -243,7 +252,7 @@ func TestBookNextShares(t *testing.T) {
 				waiting = append(waiting, WaitingJob{Ticket: int64(k*1000 + i + 1), Key: keyName(k), Priority: 2})
 			}
 		}
-		got, _ := BookNext(Config{BookAhead: total * rounds}, time.Time{}, room, waiting, total*rounds)
+		got, _ := BookNext(Config{BookAhead: total * rounds, KeyMaxRunning: MaxKeyRunning}, time.Time{}, room, waiting, total*rounds)
 		count := map[string]int{}
 		since := map[string]map[string]int{} // since[a][b]: b's bookings since a's last
 		for _, w := range got {
@@ -263,5 +272,26 @@ func TestBookNextShares(t *testing.T) {
 				t.Fatalf("trial %d: key %q booked %d times in %d rounds, weight %d", trial, keyName(k), count[keyName(k)], rounds, room.Weight(keyName(k)))
 			}
 		}
+	}
+}
+
+// A started booking held for its key (Hold) counts against its key's
+// bound, not the queue's; freeing it frees both, and a freed booking is
+// not held again.
+func TestHorizonHold(t *testing.T) {
+	var h Horizon
+	a1 := h.Book("a", "1", time.Time{})
+	h.Book("b", "2", time.Time{})
+	if !h.Hold(a1) || h.Hold(a1) {
+		t.Fatal("Hold: want true once, then false")
+	}
+	if r := h.Room(nil); r.Booked != 1 || r.KeyBooked["a"] != 1 {
+		t.Fatalf("room %+v: want 1 unstarted booking, key a at 1", r)
+	}
+	if !h.Free(a1) || h.Hold(a1) {
+		t.Fatal("a freed booking is held again")
+	}
+	if r := h.Room(nil); r.Booked != 1 || r.KeyBooked["a"] != 0 {
+		t.Fatalf("room %+v after the free", r)
 	}
 }

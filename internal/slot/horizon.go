@@ -57,6 +57,10 @@ type Booking struct {
 	Key string    `json:"key,omitempty"`
 	ID  string    `json:"id"`
 	At  time.Time `json:"at"`
+	// Running: the job started, and holds its key's place (Config.KeyBound:
+	// a key whose jobs run a bounded number at once) until its attempt
+	// ends; it no longer counts against BookAhead.
+	Running bool `json:"running,omitempty"`
 }
 
 // Clone returns h with maps of its own.
@@ -121,11 +125,23 @@ func (h *Horizon) Recount(counted [api.MaxPriority]map[string]int64) {
 
 // Room is what BookNext needs of h, with the keys' weights.
 func (h Horizon) Room(weights map[string]int) WaitRoom {
-	r := WaitRoom{Booked: len(h.Booked), KeyBooked: h.KeyBooked(), Weights: weights, Turns: h.Turns}
+	r := WaitRoom{Booked: h.Unstarted(), KeyBooked: h.KeyBooked(), Weights: weights, Turns: h.Turns}
 	return r
 }
 
-// KeyBooked counts h's bookings by key.
+// Unstarted counts h's bookings whose jobs have not started: those
+// BookAhead bounds.
+func (h Horizon) Unstarted() int {
+	n := 0
+	for _, b := range h.Booked {
+		if !b.Running {
+			n++
+		}
+	}
+	return n
+}
+
+// KeyBooked counts h's bookings by key, started ones (Running) too.
 func (h Horizon) KeyBooked() map[string]int {
 	n := map[string]int{}
 	for _, b := range h.Booked {
@@ -162,5 +178,18 @@ func (h *Horizon) Free(seq int64) bool {
 		return false
 	}
 	delete(h.Booked, seq)
+	return true
+}
+
+// Hold marks booking seq Running: its job started and holds its key's
+// place until its attempt ends. It reports whether h changed. h must own
+// its map (Clone).
+func (h *Horizon) Hold(seq int64) bool {
+	b, ok := h.Booked[seq]
+	if !ok || b.Running {
+		return false
+	}
+	b.Running = true
+	h.Booked[seq] = b
 	return true
 }
