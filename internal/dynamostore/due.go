@@ -228,12 +228,28 @@ func (s *Store) ListRoom(ctx context.Context, r engine.RoomRequest) ([]job.Job, 
 	if r.Limit <= 0 {
 		return nil, fmt.Errorf("list room %s: limit %d", r.Queue, r.Limit)
 	}
-	e := newExpr()
-	kc := e.n(attrDuePK) + " = " + e.v(":p", str(roomPK(r.Queue, r.Gen, slot.PriorityOf(r.Priority), r.Key))) +
-		" AND " + e.n(attrDueSK) + " > " + e.v(":a", num(r.After))
-	jobs, err := s.readPart(ctx, e, kc, r.Limit, func(j job.Job) bool { return engine.JobInRoom(j) && j.Gen == r.Gen })
-	if err != nil {
-		return nil, fmt.Errorf("list room %s: %w", r.Queue, err)
+	// The index may still list a job that left the room a moment ago:
+	// its entry is read and dropped, and the query goes on past it, so
+	// that fewer than r.Limit jobs answered means the part ended.
+	var jobs []job.Job
+	for after := r.After; len(jobs) < r.Limit; {
+		e := newExpr()
+		kc := e.n(attrDuePK) + " = " + e.v(":p", str(roomPK(r.Queue, r.Gen, slot.PriorityOf(r.Priority), r.Key))) +
+			" AND " + e.n(attrDueSK) + " > " + e.v(":a", num(after))
+		want := r.Limit - len(jobs)
+		entries := 0
+		got, err := s.readPart(ctx, e, kc, want, func(j job.Job) bool { return engine.JobInRoom(j) && j.Gen == r.Gen },
+			func(m map[string]types.AttributeValue) {
+				entries++
+				after = max(after, (&item{m: m}).int(attrDueSK))
+			})
+		if err != nil {
+			return nil, fmt.Errorf("list room %s: %w", r.Queue, err)
+		}
+		jobs = append(jobs, got...)
+		if entries < want {
+			break
+		}
 	}
 	slices.SortStableFunc(jobs, func(a, b job.Job) int {
 		return cmp.Or(cmp.Compare(a.Ticket, b.Ticket), cmp.Compare(a.ID, b.ID))
@@ -244,11 +260,14 @@ func (s *Store) ListRoom(ctx context.Context, r engine.RoomRequest) ([]job.Job, 
 // readPart queries IndexDue by the key condition kc for up to limit
 // entries of jobs, reads the jobs strongly (BatchGetItem, 100 a call),
 // and returns the unexpired ones that keep says are still what the
-// index entry stood for.
-func (s *Store) readPart(ctx context.Context, e *expr, kc string, limit int, keep func(job.Job) bool) ([]job.Job, error) {
+// index entry stood for; seen, if given, sees each entry the query read.
+func (s *Store) readPart(ctx context.Context, e *expr, kc string, limit int, keep func(job.Job) bool, seen ...func(map[string]types.AttributeValue)) ([]job.Job, error) {
 	var keys []map[string]types.AttributeValue
 	err := s.queryDue(ctx, e, kc, limit, func(m map[string]types.AttributeValue) (bool, error) {
 		keys = append(keys, map[string]types.AttributeValue{attrPK: m[attrPK], attrSK: m[attrSK]})
+		for _, f := range seen {
+			f(m)
+		}
 		return true, nil
 	})
 	if err != nil {

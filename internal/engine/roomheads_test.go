@@ -164,3 +164,32 @@ func TestWaitingRoomBooksReachableSlots(t *testing.T) {
 		t.Logf("%d of %d starts checked", checked, len(r.starts))
 	})
 }
+
+// A key whose first waiting jobs may not start for an hour (not_before)
+// books its ready jobs behind them: a booking reads the key on until it
+// finds a job it may book, as the rule over the whole room would.
+func TestWaitingRoomReadsPastLaterJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 2, Seed: 4})
+		defer s.stop()
+		s.createQueue("later", slot.Config{Interval: time.Millisecond, KeyBookAhead: 1})
+		first := s.enqueue("later", 1, func(_ int, sp *job.Spec) { sp.Key = "A" })
+		hour := time.Now().Add(time.Hour)
+		s.enqueue("later", 6, func(_ int, sp *job.Spec) { sp.Key, sp.NotBefore = "A", &hour })
+		ready := s.enqueue("later", 3, func(_ int, sp *job.Spec) { sp.Key = "A" })
+		// Well before the resume function's look (every minute), which
+		// reads the whole room.
+		time.Sleep(10 * time.Second)
+		s.mu.Lock()
+		ran := map[string]bool{}
+		for _, st := range s.starts {
+			ran[st.ID] = true
+		}
+		s.mu.Unlock()
+		for _, a := range append(first.Jobs, ready.Jobs...) {
+			if !ran[a.JobID] {
+				t.Errorf("job %s, ready, has not run after 10s: the jobs of its key that wait for their time hold it back", a.JobID)
+			}
+		}
+	})
+}

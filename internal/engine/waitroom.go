@@ -306,21 +306,28 @@ func (e *Engine) roomHeads(ctx context.Context, q Queue, h *slot.Horizon, now ti
 				}
 			}
 			limit += int64(kb[k])
-			got, err := e.state.ListRoom(ctx, RoomRequest{Queue: q.Name, Gen: q.Gen, Priority: p, Key: k, Limit: int(limit)})
-			if err != nil {
-				return nil, fmt.Errorf("read the waiting room of %s: %w", q.Name, err)
-			}
+			// A key whose first jobs may not be booked yet (not_before)
+			// is read on, a page at a time, up to maxHeadPages.
 			var waiting int64
-			due := false
-			for _, j := range got {
-				if held[j.ID] || j.Ticket <= q.State.Purged {
-					continue
+			due, after, ended := false, q.State.Purged, false
+			for page := 0; page < maxHeadPages && !due && !ended; page++ {
+				got, err := e.state.ListRoom(ctx, RoomRequest{Queue: q.Name, Gen: q.Gen, Priority: p, Key: k, After: after, Limit: int(limit)})
+				if err != nil {
+					return nil, fmt.Errorf("read the waiting room of %s: %w", q.Name, err)
 				}
-				waiting++
-				heads = append(heads, j)
-				due = due || !j.Earliest().After(e.bookable(now))
+				ended = int64(len(got)) < limit
+				limit = maxHeads // the next page looks further on
+				for _, j := range got {
+					after = max(after, j.Ticket)
+					if held[j.ID] {
+						continue
+					}
+					waiting++
+					heads = append(heads, j)
+					due = due || !j.Earliest().After(e.bookable(now))
+				}
 			}
-			if int64(len(got)) < limit && settled {
+			if ended && settled {
 				h.Count(p, k, waiting)
 			}
 			if due && k != turn {
@@ -332,8 +339,15 @@ func (e *Engine) roomHeads(ctx context.Context, q Queue, h *slot.Horizon, now ti
 }
 
 // maxHeads bounds the jobs of one key a booking reads (a queue whose
-// bounds were configured off books its room in steps of it).
-const maxHeads = 500
+// bounds were configured off books its room in steps of it), and
+// maxHeadPages how many such reads it makes of a key whose first jobs
+// may not be booked yet (their not_before lies beyond the transport's
+// reach): a key whose first maxHeadPages pages all wait for their time
+// is booked from by the resume function's look.
+const (
+	maxHeads     = 500
+	maxHeadPages = 4
+)
 
 // turnOrder is the keys of counts in the order the round-robin visits
 // them from the key whose turn it was: that key first, then the keys

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // book returns the keys (and tickets) BookNext books, one call, as
@@ -293,5 +295,35 @@ func TestHorizonHold(t *testing.T) {
 	}
 	if r := h.Room(nil); r.Booked != 1 || r.KeyBooked["a"] != 0 {
 		t.Fatalf("room %+v after the free", r)
+	}
+}
+
+// A horizon counts its room when its keys' counts add up to its
+// waiting jobs; one written before it kept counts (Waiting alone), even
+// with the counts of the jobs that came since, is read whole until a
+// look counts it again.
+func TestHorizonCounted(t *testing.T) {
+	var h Horizon
+	if !h.Counted() {
+		t.Fatal("an empty horizon is not counted")
+	}
+	h.Enter(0, "A")
+	h.Enter(1, "B")
+	if !h.Counted() || h.Waiting != 2 {
+		t.Fatalf("after two entered: counted %v, waiting %d", h.Counted(), h.Waiting)
+	}
+	h.Leave(0, "A")
+	h.Leave(0, "A") // gone already: nothing to count out
+	if !h.Counted() || h.Waiting != 1 {
+		t.Fatalf("after A left twice: counted %v, waiting %d", h.Counted(), h.Waiting)
+	}
+	old := Horizon{Waiting: 5}
+	old.Enter(0, "A")
+	if old.Counted() {
+		t.Fatalf("a horizon of 5 jobs waiting uncounted and one counted is counted: %+v", old)
+	}
+	old.Recount([api.MaxPriority]map[string]int64{2: map[string]int64{"A": 4, "B": 2}})
+	if !old.Counted() || old.Waiting != 6 {
+		t.Fatalf("after a recount: counted %v, waiting %d", old.Counted(), old.Waiting)
 	}
 }

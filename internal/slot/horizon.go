@@ -72,16 +72,18 @@ func (h Horizon) Clone() Horizon {
 	return h
 }
 
-// Counted reports whether h counts its waiting jobs by priority and key
-// (Keys): a horizon written before it did has only Waiting, and its room
-// is read whole until a look counts it (Recount).
+// Counted reports whether h counts all its waiting jobs by priority and
+// key (Keys): their counts add up to Waiting. A horizon written before
+// it kept counts has only Waiting (and the counts of the jobs that came
+// since), and its room is read whole until a look counts it (Recount).
 func (h Horizon) Counted() bool {
+	var n int64
 	for _, m := range h.Keys {
-		if len(m) > 0 {
-			return true
+		for _, c := range m {
+			n += c
 		}
 	}
-	return h.Waiting == 0
+	return n == h.Waiting
 }
 
 // Enter counts a job of priority p (PriorityOf) and key k into the room.
