@@ -457,7 +457,7 @@ func (e *Engine) choose(ctx context.Context, q Queue, h *slot.Horizon, room []jo
 func (e *Engine) book(ctx context.Context, q Queue, j *job.Job, keyAhead int64, ahead int) error {
 	from, seq := j.Version(), j.Booking
 	j.ParkReason, j.DueAt = "", time.Time{}
-	after := slot.NextSlotAfter(q.State, q.Config.LimitList(), q.Config.Skew, ahead, e.now().Add(e.opts.Lead))
+	after := e.bookFloor(q, ahead)
 	if _, err := e.assignBooked(ctx, &q, []*job.Job{j}, false, []int64{keyAhead}, after); err != nil {
 		return fmt.Errorf("book %s: %w", j.Ref(), err)
 	}
@@ -476,6 +476,24 @@ func (e *Engine) book(ctx context.Context, q Queue, j *job.Job, keyAhead int64, 
 	}
 	e.observe(ctx, Event{Kind: EventBooked, Queue: j.Queue})
 	return nil
+}
+
+// bookFloor is the soonest slot a job booked from q's room with ahead
+// jobs booked before it and not started may be told (zero: the line's
+// own). While the line runs late (its last start after its front, the
+// slot of the last line ticket that started on time), no sooner than
+// those jobs can start after the last start (slot.NextSlotAfter), and
+// no later than the line's own next slot plus that lateness: bookings
+// that will not start before it (a scheduled job's, a keyed job's whose
+// key put it later) must not push it further.
+func (e *Engine) bookFloor(q Queue, ahead int) time.Time {
+	st, ls, now := q.State, q.Config.LimitList(), e.now().Add(e.opts.Lead)
+	lag := st.LastStart.Sub(st.Front)
+	if st.Front.IsZero() || lag <= 0 {
+		return time.Time{}
+	}
+	next := slot.NextSlot(st, ls, q.Config.Skew, now)
+	return earlierOf(slot.NextSlotAfter(st, ls, q.Config.Skew, ahead, now), next.Add(lag))
 }
 
 // freeBooking frees j's booking, if it holds one, and books the room's
