@@ -327,3 +327,28 @@ func TestHorizonCounted(t *testing.T) {
 		t.Fatalf("after a recount: counted %v, waiting %d", old.Counted(), old.Waiting)
 	}
 }
+
+// A room of more keys than the horizon's record may count keeps the
+// rest in Waiting alone: it is read whole (not Counted), and its counts
+// stay within MaxCountBytes.
+func TestHorizonCountsBounded(t *testing.T) {
+	var h Horizon
+	key := func(i int) string { return fmt.Sprintf("tenant-%0100d", i) }
+	n := MaxCountBytes/countCost(key(0)) + 10
+	for i := range n {
+		h.Enter(0, key(i))
+	}
+	if h.Waiting != int64(n) {
+		t.Fatalf("%d jobs of %d keys entered, %d waiting", n, n, h.Waiting)
+	}
+	if h.Counted() {
+		t.Fatal("a room of more keys than the record may count is counted")
+	}
+	if b := h.countBytes(); b > MaxCountBytes {
+		t.Fatalf("the counts take %d bytes, more than %d", b, MaxCountBytes)
+	}
+	h.Enter(0, key(0)) // a key counted already is counted on
+	if h.Keys[api.DefaultPriority-1][key(0)] != 2 {
+		t.Fatalf("key 0 counted %d, want 2", h.Keys[api.DefaultPriority-1][key(0)])
+	}
+}

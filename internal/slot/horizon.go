@@ -108,10 +108,38 @@ func (h *Horizon) Count(p int, k string, n int64) {
 		delete(*m, k)
 		return
 	}
+	if _, ok := (*m)[k]; !ok && h.countBytes()+countCost(k) > MaxCountBytes {
+		// Counted in Waiting alone: the room is read whole while its
+		// keys' counts would outgrow the record.
+		return
+	}
 	if *m == nil {
 		*m = map[string]int64{}
 	}
 	(*m)[k] = n
+}
+
+// MaxCountBytes bounds the room's counts by key (Keys) that a horizon
+// keeps, about 40 KB with the record's other fields: the horizon is one
+// item, written by each admission and each booking, which a room of many
+// thousand keys would otherwise grow past DynamoDB's item size. A key
+// beyond it is counted in Waiting alone, and while any is, a booking
+// reads the room whole (Counted), as before the counts.
+const MaxCountBytes = 32 << 10
+
+// countCost is what a count of key k adds to the record: the key, its
+// number, the JSON around them.
+func countCost(k string) int { return len(k) + 24 }
+
+// countBytes is what h's counts add to its record.
+func (h Horizon) countBytes() int {
+	n := 0
+	for _, m := range h.Keys {
+		for k := range m {
+			n += countCost(k)
+		}
+	}
+	return n
 }
 
 // Recount sets every count to what was counted (by priority, then key)
