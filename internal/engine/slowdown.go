@@ -89,6 +89,9 @@ func (e *Engine) slowDownAt(ctx context.Context, q Queue, j *job.Job, until time
 		}
 	}
 	hold := e.slowHold(until, q.Config.Tick())
+	if q.Config.Bounded() {
+		hold = until // its job is booked again (requeueSlowed): nobody waits for its ticket
+	}
 	_, err := e.state.SlowDown(ctx, SlowDownRequest{Queue: j.Queue, Gen: j.Gen, Ticket: j.Ticket, Until: until, Hold: hold, Answer: slowAnswer(j)})
 	return "queue", err
 }
@@ -118,7 +121,11 @@ func (e *Engine) slowKey(ctx context.Context, q Queue, j *job.Job, until time.Ti
 		if slot.SlowCounted(m.State, j.Ticket, answer) {
 			return true, nil // a write of it landed, its answer lost
 		}
-		next := m.SlowDown(j.Ticket, until, e.keyHold(until, ls.Tick()), e.now(), answer)
+		hold := e.keyHold(until, ls.Tick())
+		if q.Config.Bounded() {
+			hold = until // as slowDownAt's
+		}
+		next := m.SlowDown(j.Ticket, until, hold, e.now(), answer)
 		_, err = e.state.PutMeter(ctx, next, m.Version, next.Keep(ls))
 		if err == nil || !errors.Is(err, ErrConflict) || try >= meterTries {
 			return err == nil, err
@@ -224,6 +231,9 @@ func (e *Engine) requeueSlowed(ctx context.Context, q Queue, j job.Job, st slot.
 	j.Result, j.ResultDropped = nil, 0 // a result is the outcome's
 	j.SlowDowns++
 	j.Record(job.Event{At: e.now(), Kind: job.SlowedDown, Attempt: j.Attempt, DelayMs: wait.Milliseconds(), Reason: what, Error: answerOf(ra)})
+	if q.Config.Bounded() {
+		return e.rebookSlowed(ctx, q, j, st, from, ticket, until)
+	}
 	e.place(&j, q.State)
 	e.sendQueued(ctx, []*job.Job{&j}) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, j, from); err != nil {
@@ -245,6 +255,59 @@ func (e *Engine) requeueSlowed(ctx context.Context, q Queue, j job.Job, st slot.
 	return nil
 }
 
+// rebookSlowed is requeueSlowed on a bounded queue (waitroom.go): its
+// booking ended with its start, so the start it waits for needs one of
+// its own, or the queue and its key would hold one slot more than their
+// bounds. As a missed start (rebookMissed), it goes through the waiting
+// room: booked at once, with a new ticket and a slot no earlier than the
+// slow-down's end (its earliest start), if the bounds leave room and
+// nobody waits; else into the room. So it does not go first after the
+// slow-down (slowDownAt holds nobody for it). The new booking is entered
+// before the record is written; the old one, still held for a key that
+// runs one job at a time (keyHeld), is freed after it (endHold).
+func (e *Engine) rebookSlowed(ctx context.Context, q Queue, j job.Job, st slot.State, from job.Version, ticket int64, until time.Time) error {
+	ran := j
+	ran.Ticket = ticket
+	j.SlotAt, j.Detached = time.Time{}, false
+	j.RetryAt = laterOf(j.RetryAt, until)
+	keyAhead, _, spare, err := e.admit(ctx, q, []*job.Job{&j})
+	if err == nil {
+		_, err = e.assignBooked(ctx, &q, []*job.Job{&j}, false, keyAhead, time.Time{})
+	}
+	if errors.Is(err, ErrQueueNotFound) {
+		return e.expireOfDeletedQueue(ctx, ran)
+	}
+	if err != nil {
+		return fmt.Errorf("slow down %s: %w", j.Ref(), err)
+	}
+	if j.Ticket != ticket {
+		j.Retickets++
+		j.Record(job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: ticket, Ticket: j.Ticket, Attempt: j.Attempt})
+	}
+	e.place(&j, q.State)
+	e.sendQueued(ctx, []*job.Job{&j}) // message first, as in Enqueue
+	err = e.state.UpdateJob(ctx, j, from)
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
+		e.freeBooking(ctx, q, j) // a duplicate got there first: this booking holds nothing
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("slow down %s: %w", j.Ref(), err)
+	}
+	if e.deadGeneration(ctx, &j) {
+		return nil
+	}
+	e.endAttempt(ctx, q, st, ran, ticket, jobGoesOn)
+	e.endHold(ctx, q, ran)
+	if spare {
+		e.bookNext(ctx, q)
+	}
+	e.observe(ctx, Event{Kind: EventSlowDown, Queue: j.Queue})
+	e.log.WarnContext(ctx, "slowed down by its target: booked again", "queue", j.Queue, "job_id", j.ID, "old_ticket", ticket, "ticket", j.Ticket,
+		"key", j.Key, "until", until, "slot_at", j.SlotAt, "waiting", inRoom(&j), "slow_downs", j.SlowDowns)
+	return nil
+}
+
 // answeredAtTicket reports whether j's last slow-down answered an attempt
 // at the ticket j holds now (no new ticket since): that ticket started on
 // its key in order, and keeps its place after the wait
@@ -257,7 +320,7 @@ func answeredAtTicket(j *job.Job) bool {
 		switch j.History[i].Kind {
 		case job.SlowedDown:
 			return true
-		case job.Enqueued, job.Retried, job.Reticketed, job.Rerun:
+		case job.Enqueued, job.Retried, job.Reticketed, job.Rerun, job.BookedEvent:
 			return false
 		}
 	}
