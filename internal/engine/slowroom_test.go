@@ -17,7 +17,8 @@ import (
 // bounded queue: the answered job, queued again with a slot, is counted
 // by the bounds (it goes through the waiting room again), so at no
 // moment do more jobs hold a slot than book_ahead and key_book_ahead
-// allow; every job runs once to success.
+// allow; every job runs once to success, and nobody is held for an
+// answered ticket after its wait.
 func TestSlowDownOnBoundedQueueKeepsBounds(t *testing.T) {
 	cases := []struct {
 		name string
@@ -35,9 +36,14 @@ func TestSlowDownOnBoundedQueueKeepsBounds(t *testing.T) {
 				defer r.stop()
 				var mu sync.Mutex
 				answered, runs := map[string]bool{}, map[string]int{}
+				var first, last time.Time
 				r.mux.HandleFunc("slowed", func(ctx context.Context, j *api.Job) error {
 					mu.Lock()
 					defer mu.Unlock()
+					if first.IsZero() {
+						first = time.Now()
+					}
+					last = time.Now()
 					if !answered[j.ID] {
 						answered[j.ID] = true
 						return target.RetryAfter(20 * time.Millisecond)
@@ -58,6 +64,12 @@ func TestSlowDownOnBoundedQueueKeepsBounds(t *testing.T) {
 				r.verify(0)
 				mu.Lock()
 				defer mu.Unlock()
+				// Nobody waits for an answered ticket after its wait (it
+				// was booked again): 18 slow-downs of 20ms, not a hold of
+				// a second (or a lease) each.
+				if span := last.Sub(first); span > time.Second {
+					t.Errorf("the calls took %v, want well under a second", span)
+				}
 				if len(runs) != len(req.Jobs) {
 					t.Fatalf("%d jobs succeeded, want %d", len(runs), len(req.Jobs))
 				}
