@@ -84,6 +84,9 @@
 //	keys.go       a queue's keys and their limits
 //	waitroom.go   the booking horizon and the waiting room: admit beyond
 //	              the bounds, book by slot.BookNext as bookings free up
+//	roomread.go   what a booking reads of the room (its keys' heads, or
+//	              the whole room for the resume function's look), and
+//	              its choice by slot.BookNext
 //	retry.go      Retry failed or cancelled jobs
 //	redrive.go    Redrive the dead-letter queue
 //	observe.go    Observer and its events
