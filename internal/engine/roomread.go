@@ -41,12 +41,9 @@ func (e *Engine) chooseFrom(ctx context.Context, q Queue, h *slot.Horizon, settl
 	}
 	if now.Sub(h.LastIn) > e.opts.RecordGrace {
 		var counted [api.MaxPriority]map[string]int64
-		picked := map[string]bool{}
-		for _, j := range chosen {
-			picked[j.ID] = true
-		}
+		held := h.Holders() // the chosen ones' bookings among them
 		for _, j := range room {
-			if picked[j.ID] || h.Holds(j.ID) || j.Ticket <= q.State.Purged {
+			if held[j.ID] || j.Ticket <= q.State.Purged {
 				continue
 			}
 			p := slot.PriorityOf(j.Priority) - 1
@@ -78,10 +75,7 @@ func (e *Engine) roomHeads(ctx context.Context, q Queue, h *slot.Horizon, now ti
 		}
 	}
 	kb := h.KeyBooked()
-	held := map[string]bool{}
-	for _, b := range h.Booked {
-		held[b.ID] = true
-	}
+	held := h.Holders()
 	settled := now.Sub(h.LastIn) > e.opts.RecordGrace
 	var heads []job.Job
 	keys := 0 // keys with a job to book, the turn's own left out
@@ -194,9 +188,10 @@ func (e *Engine) choose(ctx context.Context, q Queue, h *slot.Horizon, room []jo
 	byTicket := map[int64]*job.Job{}
 	var waiting []slot.WaitingJob
 	weights := map[string]int{}
+	held := h.Holders()
 	for i := range room {
 		j := &room[i]
-		if h.Holds(j.ID) || j.Ticket <= q.State.Purged {
+		if held[j.ID] || j.Ticket <= q.State.Purged {
 			continue
 		}
 		if _, ok := weights[j.Key]; !ok {

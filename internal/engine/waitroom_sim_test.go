@@ -128,7 +128,7 @@ func (w *roomWatch) PutHorizon(ctx context.Context, h slot.Horizon, from int64) 
 	now := time.Now()
 	room := map[string]job.Job{}
 	for _, j := range w.s.store.Jobs(w.queue) {
-		if j.Status == job.Parked && j.ParkReason == job.Room && !prev.Holds(j.ID) {
+		if j.Status == job.Parked && j.ParkReason == job.Room && !prev.Holders()[j.ID] {
 			room[j.ID] = j
 		}
 	}

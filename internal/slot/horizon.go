@@ -180,14 +180,13 @@ func (h Horizon) KeyBooked() map[string]int {
 	return n
 }
 
-// Holds reports whether a booking of h is job id's.
-func (h Horizon) Holds(id string) bool {
+// Holders is the set of the jobs h holds a booking for, by id.
+func (h Horizon) Holders() map[string]bool {
+	ids := make(map[string]bool, len(h.Booked))
 	for _, b := range h.Booked {
-		if b.ID == id {
-			return true
-		}
+		ids[b.ID] = true
 	}
-	return false
+	return ids
 }
 
 // Book enters a booking of job id of key k at at, and returns its
