@@ -112,7 +112,12 @@ func TestGuaranteeExpectedStart(t *testing.T) {
 				t.Fatalf("position of job %d = %d, want %d", i, a.Position, i)
 			}
 		}
-		synctest.Wait() // the first job, due now, has started
+		// The first job, due now, starts: its worker may have to wait a
+		// moment for its record (its message goes first), a millisecond
+		// at a time, far within the next job's two seconds.
+		for synctest.Wait(); len(s.startsOf("eta")) == 0; synctest.Wait() {
+			time.Sleep(time.Millisecond)
+		}
 		second := s.enqueue("eta", 3, nil)
 		if second.Jobs[0].Position != 4 {
 			t.Fatalf("position of the 6th job with the 1st started = %d, want 4", second.Jobs[0].Position)
