@@ -106,6 +106,7 @@ func (e *Engine) roomHeads(ctx context.Context, q Queue, h *slot.Horizon, now ti
 				}
 				ended = int64(len(got)) < limit
 				limit = maxHeads // the next page looks further on
+				heads = slices.Grow(heads, len(got))
 				for _, j := range got {
 					after = max(after, j.Ticket)
 					if held[j.ID] {

@@ -487,12 +487,14 @@ type State interface {
 	PutMeter(ctx context.Context, m slot.Meter, from int64, keep time.Time) (slot.Meter, error)
 
 	// GetHorizon reads a queue's booking horizon (slot.Horizon),
-	// strongly. One never written is returned with Version 0 and only
-	// Queue set. A horizon's versions never repeat, as a lane's do not
+	// strongly, with maps of the caller's own (slot.Horizon.Clone): the
+	// caller may change it. One never written is returned with Version 0
+	// and only Queue set. A horizon's versions never repeat, as a lane's do not
 	// (see GetLane).
 	GetHorizon(ctx context.Context, queue string) (slot.Horizon, error)
 	// PutHorizon stores h if the stored horizon is still at version from
-	// (0: none is stored) and returns it as stored, at the next version,
+	// (0: none is stored) and returns it as stored, at the next version
+	// (h's maps stay the caller's, and the store keeps none of them),
 	// with its due entry (HorizonDue) in the same write. ErrConflict if
 	// the version moved: of concurrent writers from one version, one
 	// wins. ErrQueueNotFound if the stored horizon is of a later

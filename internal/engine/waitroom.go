@@ -64,7 +64,8 @@ func checkBy(h *slot.Horizon, now time.Time) {
 func inRoom(j *job.Job) bool { return JobInRoom(*j) }
 
 // readHorizon reads q's horizon; one of another generation (a deleted
-// queue's) reads as empty, at its version.
+// queue's) reads as empty, at its version. Its maps are the caller's
+// (State.GetHorizon).
 func (e *Engine) readHorizon(ctx context.Context, q Queue) (slot.Horizon, error) {
 	h, err := e.state.GetHorizon(ctx, q.Name)
 	if err != nil {
@@ -73,7 +74,7 @@ func (e *Engine) readHorizon(ctx context.Context, q Queue) (slot.Horizon, error)
 	if h.Gen != q.Gen {
 		h = slot.Horizon{Queue: q.Name, Gen: q.Gen, Version: h.Version}
 	}
-	return h.Clone(), nil
+	return h, nil
 }
 
 // bookable is the latest earliest start (not_before, a retry's backoff)

@@ -74,7 +74,7 @@ func (s *Store) ListRoom(_ context.Context, r engine.RoomRequest) ([]job.Job, er
 	defer s.mu.Unlock()
 	part := s.room[roomID{r.Queue, r.Gen, slot.PriorityOf(r.Priority), r.Key}]
 	i, _ := slices.BinarySearchFunc(part, roomEntry{ticket: r.After + 1}, compareEntries)
-	var out []job.Job
+	out := make([]job.Job, 0, min(r.Limit, len(part)-i))
 	for _, e := range part[i:] {
 		if len(out) >= r.Limit {
 			break

@@ -36,7 +36,6 @@ func (s *Store) PutHorizon(_ context.Context, h slot.Horizon, from int64) (slot.
 	if !ok && from != 0 || ok && cur.Version != from {
 		return slot.Horizon{}, fmt.Errorf("put horizon %s at version %d: %w", h.Queue, from, engine.ErrConflict)
 	}
-	h = h.Clone()
 	h.Version = from + 1
 	if from == 0 {
 		h.Version = s.horizonTop + 1
@@ -45,7 +44,7 @@ func (s *Store) PutHorizon(_ context.Context, h slot.Horizon, from int64) (slot.
 	if s.horizons == nil {
 		s.horizons = map[string]slot.Horizon{}
 	}
-	s.horizons[h.Queue] = h
+	s.horizons[h.Queue] = h.Clone() // the caller keeps h's maps
 	s.due.set(roomDueID(h.Queue), engine.HorizonDue(h))
-	return h.Clone(), nil
+	return h, nil
 }

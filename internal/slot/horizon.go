@@ -63,13 +63,26 @@ type Booking struct {
 	Running bool `json:"running,omitempty"`
 }
 
-// Clone returns h with maps of its own.
+// Clone returns h with maps of its own, each the size of what it holds:
+// a map keeps the room it once needed (maps.Clone copies it), and a
+// horizon that booked many keys at once would be copied at that size by
+// every booking after.
 func (h Horizon) Clone() Horizon {
-	h.Booked = maps.Clone(h.Booked)
+	h.Booked = sized(h.Booked)
 	for p := range h.Keys {
-		h.Keys[p] = maps.Clone(h.Keys[p])
+		h.Keys[p] = sized(h.Keys[p])
 	}
 	return h
+}
+
+// sized copies m into a map made for its length (nil stays nil).
+func sized[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return nil
+	}
+	c := make(map[K]V, len(m))
+	maps.Copy(c, m)
+	return c
 }
 
 // Counted reports whether h counts all its waiting jobs by priority and
