@@ -166,8 +166,9 @@ func (d *delivery) hold() next {
 // billed). A keyed job takes its key first; one that finds every running
 // place taken waits for one. A line job whose start would move the line
 // beyond the room of the queue's limits (slot.Missed) gives its slot up
-// rather than push every start booked behind it; a job out of line takes
-// the opening it finds.
+// rather than push every start booked behind it, whether or not its key
+// let it through first (a key that runs many jobs at once keeps its jobs
+// in line); a job out of line takes the opening it finds.
 func (d *delivery) decide(ctx context.Context) (next, error) {
 	q, j := d.q, &d.j
 	switch v, open := d.gr.Decide(q.State); {
@@ -183,7 +184,9 @@ func (d *delivery) decide(ctx context.Context) (next, error) {
 	case v == slot.Full:
 		return d.waitForPlace(ctx)
 	case keyed(q, j):
-		return d.awaitKey(ctx)
+		if n, err := d.awaitKey(ctx); n != proceed {
+			return n, err
+		}
 	}
 	if !outOfLine(j) && !d.writerLate && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.gr.CallBy(), q.Config.LimitList(), q.Config.Skew) {
 		late := d.at.Sub(slot.Due(q.State, j.SlotAt, q.Config.LimitList()))

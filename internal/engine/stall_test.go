@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -94,6 +95,11 @@ func TestOneStallMakesOneLateJob(t *testing.T) {
 		// callStall stalls the worker of ticket 100 after it woke for
 		// its start, on its way to the target's call.
 		callStall time.Duration
+		// keys spreads the jobs over this many keys of a queue whose
+		// keys run many jobs at once (key_max_running 100): they wait
+		// for their key's meter before the gate, and a late one is
+		// passed by the same rule as a job without a key.
+		keys int
 	}{
 		{name: "stall before the gate", iv: 10 * time.Millisecond, stalls: 1, stall: func(_ *rand.Rand, r engine.GateRequest) (time.Duration, time.Duration) {
 			if r.Ticket == 100 {
@@ -102,6 +108,7 @@ func TestOneStallMakesOneLateJob(t *testing.T) {
 			return 0, 0
 		}},
 		{name: "stall on waking, shorter than an interval", iv: 100 * time.Millisecond, stalls: 1, readStall: 30 * time.Millisecond},
+		{name: "stall on waking, keys running many at once", iv: 10 * time.Millisecond, stalls: 1, keys: 5, readStall: 6 * time.Millisecond},
 		{name: "stall between the gate and the start", iv: 10 * time.Millisecond, stalls: 1, stall: func(_ *rand.Rand, r engine.GateRequest) (time.Duration, time.Duration) {
 			if r.Ticket == 100 {
 				return 0, 30 * time.Millisecond
@@ -142,8 +149,14 @@ func TestOneStallMakesOneLateJob(t *testing.T) {
 				}})
 				defer s.stop()
 				iv := tt.iv
-				s.createQueue("st", slot.Config{Interval: iv})
-				res := s.enqueue("st", jobs, nil)
+				cfg := slot.Config{Interval: iv}
+				var keyed func(i int, sp *job.Spec)
+				if tt.keys > 0 {
+					cfg.KeyMaxRunning = 100
+					keyed = func(i int, sp *job.Spec) { sp.Key = fmt.Sprintf("k%d", i%tt.keys) }
+				}
+				s.createQueue("st", cfg)
+				res := s.enqueue("st", jobs, keyed)
 				if tt.readStall > 0 {
 					// Ticket 100's worker wakes a lead before its slot.
 					st.mu.Lock()
