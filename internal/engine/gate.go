@@ -409,19 +409,27 @@ func holdTurn(q Queue, j *job.Job, at time.Time) time.Time {
 	return slot.OpenAfter(q.State, q.Config.LimitList(), int(lineAhead(q, j, at))-1)
 }
 
-// missedBefore reports whether j's attempt gave a slot up already for a
-// late worker (job.SlotMissed): it does not again before the gate, but
-// starts late. So a transport that delivers every message late cannot
-// keep a job from starting; each such start moves the line behind it by
-// its lateness, as any late start did before the gate reserved starts.
+// missedBefore reports whether j's attempt gave a slot up for a late
+// worker (job.SlotMissed) maxMissed times already: it does not again
+// before the gate, but starts late. So a transport that delivers every
+// message late cannot keep a job from starting; each such start moves
+// the line behind it by its lateness, as any late start did before the
+// gate reserved starts. A job whose worker was late once (a stall, a
+// garbage collection) is late again only by chance: it gives its new
+// slot up as well rather than move every start booked behind it.
 func missedBefore(j *job.Job) bool {
+	n := 0
 	for _, ev := range j.History {
 		if ev.Kind == job.SlotMissed && ev.Attempt == j.Attempt {
-			return true
+			n++
 		}
 	}
-	return false
+	return n >= maxMissed
 }
+
+// maxMissed is how many slots one attempt gives up for a late worker
+// before it starts late instead (missedBefore).
+const maxMissed = 2
 
 // gateDoneKey is the context key of OnGateDone's callback.
 type gateDoneKey struct{}

@@ -298,12 +298,13 @@ func TestWriterLateStartsLate(t *testing.T) {
 	})
 }
 
-// A job misses its slot at most once per attempt before the gate: the
+// A job misses its slot at most twice per attempt before the gate: the
 // next time its worker comes late, it starts late (a transport that
 // delivered every message late would otherwise keep it from starting).
-// Every delivery here comes 30ms late on a line at 100ms intervals: each
-// job misses once, goes to the end of the line, and starts there, late.
-func TestMissedOnceThenStartsLate(t *testing.T) {
+// Every delivery here comes up to 30ms late on a line at 100ms
+// intervals: a job misses, goes to the end of the line, may miss there
+// once more, and then starts, late.
+func TestMissedTwiceThenStartsLate(t *testing.T) {
 	inSim(t, simOptions{Lead: slot.DefaultLead, Transport: memstore.TransportOptions{Jitter: 30 * time.Millisecond}}, func(t *testing.T, s *sim) {
 		s.createQueue("m", slot.Config{Interval: 100 * time.Millisecond})
 		s.enqueue("m", 5, nil)
@@ -311,7 +312,7 @@ func TestMissedOnceThenStartsLate(t *testing.T) {
 		starts := s.startsOf("m")
 		checkSingleStart(t, starts)
 		checkSpacing(t, starts, 100*time.Millisecond, slot.DefaultSkew)
-		missedTwice := 0
+		most := 0
 		for _, j := range s.jobs("m", job.Succeeded) {
 			n := 0
 			for _, ev := range j.History {
@@ -319,10 +320,13 @@ func TestMissedOnceThenStartsLate(t *testing.T) {
 					n++
 				}
 			}
-			if n > 1 {
-				missedTwice++
+			most = max(most, n)
+			if n > 2 {
 				t.Errorf("job %s missed %d slots before the gate in one attempt: %+v", j.ID, n, j.History)
 			}
+		}
+		if most < 2 {
+			t.Fatalf("no job missed twice (most: %d): the late deliveries tested nothing", most)
 		}
 		if len(starts) != 5 {
 			t.Fatalf("%d starts, want 5", len(starts))
