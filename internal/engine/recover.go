@@ -24,7 +24,11 @@ import (
 // re-ticket that lost to a duplicate, a concurrent enqueue of the same
 // id), so the batch is not held up for RecordGrace.
 func (e *Engine) awaitRecord(ctx context.Context, env job.Envelope) (j job.Job, waited bool, err error) {
-	wait := time.Millisecond // a message due at once may come just before its record
+	// A message due at once may come just before its record: the first
+	// looks are close together, so that a record written a millisecond
+	// after the message is seen by its worker's time to go to the gate
+	// (a lead before the slot), not a doubled wait after it.
+	wait := recordPoll
 	began := e.now()
 	for {
 		j, err = e.state.GetJob(ctx, env.Ref())
@@ -48,6 +52,12 @@ func (e *Engine) awaitRecord(ctx context.Context, env job.Envelope) (j job.Job, 
 		wait = min(2*wait, time.Second)
 	}
 }
+
+// recordPoll is the first wait of awaitRecord between its looks; each
+// next one is twice as long. A look is a strong read of the record (on
+// DynamoDB half a read unit), and only a message that came before its
+// record looks more than once.
+const recordPoll = 250 * time.Microsecond
 
 // recordHold is how long a message waiting for its record holds up the
 // later messages of its queue in a batch (see awaitRecord).

@@ -268,6 +268,35 @@ func (s slowCreate) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, err
 	return s.State.CreateJobs(ctx, jobs)
 }
 
+// A record written a few milliseconds after its message is seen soon
+// after: the first job of a batch on an idle queue is due a lead after
+// the take, its message comes at once, and its worker looks for the
+// record again at short waits, so it goes to the gate within the skew of
+// its slot. Every job of the batch starts within the skew of its slot_at
+// on its first ticket. With the worker's looks 1, 2, 4 ms apart, a record
+// written 3 ms after its message was seen 7 ms after the take, and every
+// start of the batch was 7 ms late.
+func TestRecordJustAfterItsMessage(t *testing.T) {
+	inSim(t, simOptions{Lead: slot.DefaultLead, Wrap: func(in engine.State) engine.State { return slowCreate{in, 3 * time.Millisecond} }}, func(t *testing.T, s *sim) {
+		const iv = 10 * time.Millisecond
+		s.createQueue("r", slot.Config{Interval: iv})
+		res := s.enqueue("r", 20, nil)
+		s.waitFinished("r", time.Minute)
+		starts := s.startsOf("r")
+		checkSingleStart(t, starts)
+		if len(starts) != len(res.Jobs) {
+			t.Fatalf("%d starts, want %d", len(starts), len(res.Jobs))
+		}
+		skew := min(slot.DefaultSkew, iv/4)
+		for i, x := range starts {
+			a := res.Jobs[i]
+			if late := x.At.Sub(a.SlotAt); x.Ticket != a.Ticket || late > skew {
+				t.Errorf("start %d: ticket %d %v after its slot_at, want ticket %d within %v", i, x.Ticket, late, a.Ticket, skew)
+			}
+		}
+	})
+}
+
 // A job whose record comes after its message, later than its worker's
 // time to go to the gate (its enqueue was still writing), is late by its
 // writer, not by its worker: it starts late, on its first ticket, rather
