@@ -268,6 +268,22 @@ func (s slowCreate) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, err
 	return s.State.CreateJobs(ctx, jobs)
 }
 
+// runBatch enqueues n jobs in one call on a new queue at interval iv,
+// waits until they are final and returns the answer and the starts, each
+// job started once.
+func runBatch(t *testing.T, s *sim, queue string, iv time.Duration, n int) (engine.EnqueueResult, []start) {
+	t.Helper()
+	s.createQueue(queue, slot.Config{Interval: iv})
+	res := s.enqueue(queue, n, nil)
+	s.waitFinished(queue, time.Minute)
+	starts := s.startsOf(queue)
+	checkSingleStart(t, starts)
+	if len(starts) != len(res.Jobs) {
+		t.Fatalf("%d starts, want %d", len(starts), len(res.Jobs))
+	}
+	return res, starts
+}
+
 // A record written a few milliseconds after its message is seen soon
 // after: the first job of a batch on an idle queue is due a lead after
 // the take, its message comes at once, and its worker looks for the
@@ -279,14 +295,7 @@ func (s slowCreate) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, err
 func TestRecordJustAfterItsMessage(t *testing.T) {
 	inSim(t, simOptions{Lead: slot.DefaultLead, Wrap: func(in engine.State) engine.State { return slowCreate{in, 3 * time.Millisecond} }}, func(t *testing.T, s *sim) {
 		const iv = 10 * time.Millisecond
-		s.createQueue("r", slot.Config{Interval: iv})
-		res := s.enqueue("r", 20, nil)
-		s.waitFinished("r", time.Minute)
-		starts := s.startsOf("r")
-		checkSingleStart(t, starts)
-		if len(starts) != len(res.Jobs) {
-			t.Fatalf("%d starts, want %d", len(starts), len(res.Jobs))
-		}
+		res, starts := runBatch(t, s, "r", iv, 20)
 		skew := min(slot.DefaultSkew, iv/4)
 		for i, x := range starts {
 			a := res.Jobs[i]
@@ -307,15 +316,8 @@ func TestRecordJustAfterItsMessage(t *testing.T) {
 func TestWriterLateStartsLate(t *testing.T) {
 	inSim(t, simOptions{Wrap: func(in engine.State) engine.State { return slowCreate{in, 30 * time.Millisecond} }}, func(t *testing.T, s *sim) {
 		const iv = 100 * time.Millisecond
-		s.createQueue("w", slot.Config{Interval: iv})
-		res := s.enqueue("w", 4, nil)
-		s.waitFinished("w", time.Minute)
-		starts := s.startsOf("w")
-		checkSingleStart(t, starts)
+		res, starts := runBatch(t, s, "w", iv, 4)
 		checkSpacing(t, starts, iv, slot.DefaultSkew)
-		if len(starts) != len(res.Jobs) {
-			t.Fatalf("%d starts, want %d", len(starts), len(res.Jobs))
-		}
 		for i, x := range starts {
 			if x.Ticket != res.Jobs[i].Ticket {
 				t.Errorf("start %d: ticket %d (job %s), want %d: a job late by its writer keeps its place", i, x.Ticket, x.ID, res.Jobs[i].Ticket)
