@@ -78,9 +78,10 @@ func TestGuaranteeKeyedLimits(t *testing.T) {
 		})
 		admin.Wait()
 		s.waitFinished("keyed", 6*time.Hour)
-		// With crashes and pauses a key may never come to fill its cap:
-		// whether one did is judged on the runs without them.
-		checkKeyed(t, cfg, s.startsOf("keyed"), s.runsOf("keyed"), r.opts.CrashRate == 0)
+		// Delivery jitter of up to 2 s, crashes and pauses may keep every
+		// key from filling its cap (one run in ten did): whether one did
+		// is judged on the clean run, where the workload always does.
+		checkKeyed(t, cfg, s.startsOf("keyed"), s.runsOf("keyed"), r.clean())
 		s.checkNoneFailed("keyed")
 	})
 }
