@@ -397,3 +397,46 @@ func TestIdleQueueNeverReticketsALoneJob(t *testing.T) {
 		}
 	})
 }
+
+// slowObserver holds each start event until the target was called, or
+// for a minute, and says whether the target had been called when it let
+// go: an observer (a metrics lock held by a descheduled thread, a log
+// write) must not stand between the worker's last look at the clock and
+// its call.
+type slowObserver struct {
+	called chan struct{}
+	before bool // the target was called while the start event was held
+}
+
+func (o *slowObserver) Observe(_ context.Context, ev engine.Event) {
+	if ev.Kind != engine.EventStart {
+		return
+	}
+	select {
+	case <-o.called:
+		o.before = true
+	case <-time.After(time.Minute):
+	}
+}
+
+// The start's event and log line are written while the target runs: a
+// slow observer does not delay the call past the start the gate reserved.
+func TestStartRecordedWhileTargetRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &slowObserver{called: make(chan struct{})}
+		b := newWorkBench(t, engine.Options{Observer: obs, Runner: runFunc(func(context.Context, *job.Job, slot.Config) error {
+			close(obs.called)
+			return nil
+		})}, nil)
+		env := b.enqueue("q", slot.Config{Interval: time.Second, Skew: time.Millisecond})
+		if err := b.eng.Work(context.Background(), env); err != nil {
+			t.Fatal(err)
+		}
+		if !obs.before {
+			t.Fatal("the target was called only after the observer let the start event go")
+		}
+		if j := b.job("q", "j1"); j.Status != job.Succeeded {
+			t.Fatalf("job %s, want succeeded", j.Status)
+		}
+	})
+}
