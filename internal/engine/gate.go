@@ -188,7 +188,7 @@ func (d *delivery) decide(ctx context.Context) (next, error) {
 			return n, err
 		}
 	}
-	if !outOfLine(j) && !d.writerLate && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.gr.CallBy(), q.Config.LimitList(), q.Config.Skew) {
+	if !outOfLine(j) && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.gr.CallBy(), q.Config.LimitList(), q.Config.Skew) {
 		late := d.at.Sub(slot.Due(q.State, j.SlotAt, q.Config.LimitList()))
 		err := d.e.reticket(ctx, &d.q, &d.j, lateBy(late))
 		d.leaveKeyUnlessRunning(ctx)
