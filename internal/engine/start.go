@@ -184,7 +184,7 @@ func (d *delivery) run(ctx context.Context) error {
 	e, q, j := d.e, d.q, &d.j
 	tctx, res := attempt.New(ctx)
 	tctx, endCall := d.traceCall(tctx, e.now())
-	runErr := e.runTarget(tctx, *j, q.Config, func() (func(), error) { return d.begin(ctx) })
+	runErr := e.runTarget(tctx, *j, q.Config, func() error { return d.begin(ctx) })
 	endCall(runErr)
 	j.Result, j.ResultDropped = res.Take()
 	return runErr
@@ -194,26 +194,22 @@ func (d *delivery) run(ctx context.Context) error {
 // worker came to the call more than Wake after the reserved start.
 var errOverslept = errors.New("overslept the reserved start")
 
-// begin judges the start as the target is about to be called. It
-// returns the start's record (the start event and log line, carrying the
-// time the target was called), which runTarget writes while the target
-// runs: between the last look at the clock and the call there is no
-// observer's lock and no log write for the host to stall a worker on.
-func (d *delivery) begin(ctx context.Context) (func(), error) {
+// begin judges the start as the target is about to be called, and records
+// it: the start event and log line carry the time the target was called.
+func (d *delivery) begin(ctx context.Context) error {
 	e, q, j := d.e, d.q, &d.j
 	now := e.now()
 	if at := d.gr.Start(); slot.Overslept(d.gr.CallBy(), now) {
 		d.late = now.Sub(at)
-		return nil, errOverslept
+		return errOverslept
 	}
-	return func() {
-		gap, hasGap := startGap(q.State, d.st, q.Config.Tick(), now)
-		e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
-			Start: &Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, GateAt: j.StartedAt, At: now, Key: j.Key}})
-		e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
-			"slot_at", j.SlotAt, "gate_at", j.StartedAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(),
-			"attempt", j.Attempt, "target", j.What(), "key", j.Key)
-	}, nil
+	gap, hasGap := startGap(q.State, d.st, q.Config.Tick(), now)
+	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
+		Start: &Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, GateAt: j.StartedAt, At: now, Key: j.Key}})
+	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
+		"slot_at", j.SlotAt, "gate_at", j.StartedAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(),
+		"attempt", j.Attempt, "target", j.What(), "key", j.Key)
+	return nil
 }
 
 // runTarget runs one attempt of j through the Runner, bounded by the
@@ -222,44 +218,27 @@ func (d *delivery) begin(ctx context.Context) (func(), error) {
 // context is not waited for past the timeout: its goroutine is left to
 // finish on its own, and the attempt fails (and is retried, so such a
 // target may run twice at once).
-func (e *Engine) runTarget(ctx context.Context, j job.Job, cfg slot.Config, begin func() (record func(), err error)) error {
+func (e *Engine) runTarget(ctx context.Context, j job.Job, cfg slot.Config, begin func() error) error {
 	timeout := e.targetTimeout(cfg)
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	done := make(chan error, 1)
-	begun := make(chan func(), 1) // the start's record, to write while the target runs
-	defer func() {                // a start not recorded yet: the target ended first
-		select {
-		case record := <-begun:
-			record()
-		default:
-		}
-	}()
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
 				done <- &PanicError{Value: v, Stack: debug.Stack()}
 			}
 		}()
-		record, err := begin()
-		if err != nil {
+		if err := begin(); err != nil {
 			done <- err
 			return
 		}
-		begun <- record
 		if e.runner == nil {
 			done <- errors.New("no runner configured") // after its start, as any failed attempt
 			return
 		}
 		done <- e.runner.Run(tctx, &j, cfg)
 	}()
-	select {
-	case record := <-begun:
-		record()
-	case err := <-done:
-		return err
-	case <-tctx.Done():
-	}
 	select {
 	case err := <-done:
 		return err
