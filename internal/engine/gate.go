@@ -188,13 +188,27 @@ func (d *delivery) decide(ctx context.Context) (next, error) {
 			return n, err
 		}
 	}
-	if !outOfLine(j) && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.gr.CallBy(), q.Config.LimitList(), q.Config.Skew) {
+	if !outOfLine(j) && !d.writerExcused() && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.gr.CallBy(), q.Config.LimitList(), q.Config.Skew) {
 		late := d.at.Sub(slot.Due(q.State, j.SlotAt, q.Config.LimitList()))
 		err := d.e.reticket(ctx, &d.q, &d.j, lateBy(late))
 		d.leaveKeyUnlessRunning(ctx)
 		return stop, err
 	}
 	return proceed, nil
+}
+
+// writerExcused reports whether the job, late by its writer
+// (writerLate), starts late rather than give its slot up: its record
+// came at most one tick of its queue's limits (or the room, or the skew,
+// if longer) after its slot. A batch's first job on a queue that was
+// idle is due a lead after the take, before its batch's records are
+// written, and moving the line by such a lag costs its batch less than
+// a new ticket. A record later than that (a store answering in seconds)
+// would move every start booked behind the job, other producers' too:
+// the job is judged like any late one, and the line holds.
+func (d *delivery) writerExcused() bool {
+	cfg := d.q.Config
+	return d.writerLate && d.writerLag <= max(cfg.Tick(), cfg.LimitList().Room(), cfg.Skew)
 }
 
 // awaitKey waits, before the gate, for the job's key to let its start

@@ -15,16 +15,15 @@ import (
 // record missing or behind it (an older ticket, or still parked at this
 // ticket): awaitRecord reads again, with backoff, until RecordGrace after
 // the message was sent. A record still behind then was never written (its
-// writer died), and the message is stale. A job whose record came late
-// is judged at the gate like any late job (slot.Missed): its writer's
-// lateness moves no start booked behind it.
+// writer died), and the message is stale. waited says the record was
+// behind the message when first read.
 //
 // A record that keeps it waiting past recordHold lets the later messages
 // of its queue in the worker's batch go on (GateDone): a record that
 // lags that long is rare, and mostly one that will never come (a
 // re-ticket that lost to a duplicate, a concurrent enqueue of the same
 // id), so the batch is not held up for RecordGrace.
-func (e *Engine) awaitRecord(ctx context.Context, env job.Envelope) (j job.Job, err error) {
+func (e *Engine) awaitRecord(ctx context.Context, env job.Envelope) (j job.Job, waited bool, err error) {
 	// A message due at once may come just before its record: the first
 	// looks are close together, so that a record written a millisecond
 	// after the message is seen by its worker's time to go to the gate
@@ -34,20 +33,21 @@ func (e *Engine) awaitRecord(ctx context.Context, env job.Envelope) (j job.Job, 
 	for {
 		j, err = e.state.GetJob(ctx, env.Ref())
 		if err != nil && !errors.Is(err, ErrJobNotFound) {
-			return j, err
+			return j, waited, err
 		}
 		// A record of another generation may be a deleted queue's job
 		// of the same id, not yet replaced by the new one's.
 		behind := err != nil || j.Gen != env.Gen || j.Ticket < env.Ticket ||
 			(j.Ticket == env.Ticket && j.Attempt == env.Attempt && j.Status == job.Parked)
 		if !behind || env.SentAt.IsZero() || e.now().Add(wait).After(env.SentAt.Add(e.opts.RecordGrace)) {
-			return j, err
+			return j, waited, err
 		}
+		waited = true
 		if e.now().Sub(began) >= recordHold {
 			GateDone(ctx)
 		}
 		if err := clock.Sleep(ctx, wait); err != nil {
-			return j, err
+			return j, waited, err
 		}
 		wait = min(2*wait, time.Second)
 	}

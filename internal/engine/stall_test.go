@@ -306,28 +306,53 @@ func TestRecordJustAfterItsMessage(t *testing.T) {
 	})
 }
 
-// A job whose record comes after its message, later than its slot (its
-// enqueue was still writing, on a store answering in seconds), is judged
-// like any late job: it is passed, and the starts booked behind it keep
-// their slots; its writer's lateness does not move them. Here the
-// records of a batch on an idle queue come 30ms after its messages, the
-// first slot 2ms (the lead) after the take: the first job takes a new
-// ticket and the three behind it start within the skew of their slot_at.
-// (Excused, the first job started 30ms late and every start behind it
-// was that late.)
-func TestWriterLateMovesNobody(t *testing.T) {
-	inSim(t, simOptions{Lead: slot.DefaultLead, Wrap: func(in engine.State) engine.State { return slowCreate{in, 30 * time.Millisecond} }}, func(t *testing.T, s *sim) {
+// A job whose record comes after its message, later than its worker's
+// time to go to the gate (its enqueue was still writing), is late by its
+// writer, not by its worker: it starts late, on its first ticket, rather
+// than give its slot up to the end of the line. Here the records of a
+// burst on an idle queue come 30ms after its messages, at 100ms
+// intervals: the first job starts 30ms late, the others after it as the
+// spacing allows, none re-ticketed.
+func TestWriterLateStartsLate(t *testing.T) {
+	inSim(t, simOptions{Wrap: func(in engine.State) engine.State { return slowCreate{in, 30 * time.Millisecond} }}, func(t *testing.T, s *sim) {
 		const iv = 100 * time.Millisecond
 		res, starts := runBatch(t, s, "w", iv, 4)
 		checkSpacing(t, starts, iv, slot.DefaultSkew)
-		for i, a := range res.Jobs[1:] {
-			x := starts[i]
-			if late := x.At.Sub(a.SlotAt); x.Ticket != a.Ticket || late > slot.DefaultSkew {
-				t.Errorf("start %d: ticket %d %v after its slot_at, want ticket %d within the skew: the line moved for a late writer", i, x.Ticket, late, a.Ticket)
+		for i, x := range starts {
+			if x.Ticket != res.Jobs[i].Ticket {
+				t.Errorf("start %d: ticket %d (job %s), want %d: a job late by its writer keeps its place", i, x.Ticket, x.ID, res.Jobs[i].Ticket)
 			}
 		}
-		if last := starts[3]; last.ID != res.Jobs[0].JobID || last.Ticket == res.Jobs[0].Ticket {
-			t.Errorf("last start: job %s ticket %d, want job %s on a new ticket", last.ID, last.Ticket, res.Jobs[0].JobID)
+		if late := starts[0].At.Sub(res.Jobs[0].SlotAt); late < 20*time.Millisecond {
+			t.Fatalf("the first job started %v after its slot: its record was not late enough to matter", late)
+		}
+	})
+}
+
+// A job whose record comes more than a tick after its slot (its store
+// answered in seconds) is not excused: its late start would move every
+// start booked behind it by its writer's whole lag. Here the records of
+// a batch on an idle queue come 250ms after its messages, at 100ms
+// intervals: the first two jobs' records come more than a tick late and
+// they start after the third, which is excused (64ms) and moves the line
+// that much. The last job, whose message comes after the records, starts
+// 164ms after its slot_at, less than the writer's 250ms. (Excused
+// whatever the lag, the first job started 250ms late and every job behind
+// it as late.)
+func TestWriterLateByMoreThanATick(t *testing.T) {
+	const slow = 250 * time.Millisecond
+	inSim(t, simOptions{Lead: slot.DefaultLead, Wrap: func(in engine.State) engine.State { return slowCreate{in, slow} }}, func(t *testing.T, s *sim) {
+		const iv = 100 * time.Millisecond
+		res, starts := runBatch(t, s, "w", iv, 4)
+		checkSpacing(t, starts, iv, slot.DefaultSkew)
+		last := res.Jobs[3]
+		for _, x := range starts {
+			if x.ID != last.JobID {
+				continue
+			}
+			if late := x.At.Sub(last.SlotAt); x.Ticket != last.Ticket || late >= slow {
+				t.Errorf("the last job started on ticket %d %v after its slot_at, want ticket %d less than the writer's %v late: the late writer moved the line by its whole lag", x.Ticket, late, last.Ticket, slow)
+			}
 		}
 	})
 }

@@ -97,6 +97,14 @@ type delivery struct {
 	// turn is when the worker may go to the gate at the earliest, by the
 	// clock: a hold's (see holdTurn).
 	turn time.Time
+	// writerLate: the job's record came after its worker's time to go to
+	// the gate (its enqueue was still writing its batch's records, say),
+	// writerLag after its slot (negative: before it). The job is late by
+	// its writer, not by its worker: it starts late rather than lose its
+	// place, as if its slot had been booked later, when the lag is short
+	// (writerExcused).
+	writerLate bool
+	writerLag  time.Duration
 	// recheck: a scheduled job found the gate closed at its slot; the
 	// start that closed it may have been a duplicate of this message.
 	recheck bool
@@ -140,7 +148,7 @@ const (
 // and a record at any version but the envelope's makes the message stale.
 func (d *delivery) readRecord(ctx context.Context) (next, error) {
 	e, env := d.e, d.env
-	j, err := e.awaitRecord(ctx, env)
+	j, waited, err := e.awaitRecord(ctx, env)
 	if errors.Is(err, ErrJobNotFound) {
 		e.log.WarnContext(ctx, "dropped message of unknown job", "queue", env.Queue, "job_id", env.JobID)
 		return stop, nil
@@ -162,5 +170,7 @@ func (d *delivery) readRecord(ctx context.Context) (next, error) {
 		return stop, e.failSentBack(ctx, j)
 	}
 	d.wake = j.SlotAt
+	now := e.now()
+	d.writerLate, d.writerLag = waited && now.After(d.wake.Add(-e.opts.Lead)), now.Sub(j.SlotAt)
 	return proceed, nil
 }
