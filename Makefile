@@ -90,7 +90,10 @@ BENCHDOC   = $(GO) run ./internal/dev/benchdoc/cmd/benchdoc -doc $(PERF_DOC)
 
 .PHONY: bench
 bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, lanes, fair share; embedded, then on DynamoDB Local + moto), one queue's ceiling on DynamoDB Local and the cost report; write their tables into docs/performance.md and docs/costs.md
-	set -o pipefail; $(GOBENCH) | $(BENCHDOC) -table go -command "$(GOBENCH)"
+	set -o pipefail; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
+	  $(GOBENCH) | tee "$$out" | $(BENCHDOC) -table go -command "$(GOBENCH)" && \
+	  $(GO) run ./internal/dev/benchdoc/cmd/benchdoc -doc $(COSTS_DOC) -table resume -match '/internal/dynamostore ResumeRun/' \
+	  -command "$(GOBENCH)" < "$$out" > /dev/null
 	set -o pipefail; SLOTQ_SIM_WEEK=1 $(GO) test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/ | \
 	  $(BENCHDOC) -table week -format lines -command "SLOTQ_SIM_WEEK=1 go test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/"
 	$(GO) run ./cmd/slotq bench --doc $(PERF_DOC) --table demo

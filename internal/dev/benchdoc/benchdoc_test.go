@@ -116,6 +116,28 @@ func TestGoBench(t *testing.T) {
 	}
 }
 
+func TestOnly(t *testing.T) {
+	tb := Table{
+		Header: []string{"package", "benchmark", "iterations", "ns/op", "RCU/run", "allocs/op"},
+		Rows: [][]string{
+			{"example.com/a", "Work-2", "10000", "12403", "", "52"},
+			{"example.com/store", "ResumeRun/queues=10/due=10-2", "20", "164000000", "22.4", ""},
+			{"example.com/store", "ResumeRun/queues=10000/due=0-2", "20", "9100000", "0", ""},
+		},
+	}
+	got := tb.Only(regexp.MustCompile(`^example\.com/store ResumeRun/`))
+	want := Table{
+		Header: []string{"package", "benchmark", "iterations", "ns/op", "RCU/run"},
+		Rows:   [][]string{{"example.com/store", "ResumeRun/queues=10/due=10-2", "20", "164000000", "22.4"}, {"example.com/store", "ResumeRun/queues=10000/due=0-2", "20", "9100000", "0"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Only = %+v\nwant %+v", got, want)
+	}
+	if none := tb.Only(regexp.MustCompile("Nothing")); len(none.Rows) != 0 || len(none.Header) != 0 {
+		t.Errorf("Only(Nothing) = %+v, want no rows and no columns", none)
+	}
+}
+
 // TestMakeBenchMarkers checks that every table `make bench` writes has
 // its markers in the doc it goes to, so that a long run does not fail at
 // its last step on a marker someone removed.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,4 +156,30 @@ func Cells(r io.Reader, echo io.Writer, prefix string) (Table, error) {
 		return Table{}, err
 	}
 	return t, nil
+}
+
+// Only is t with the rows that match re, a row read as its cells joined
+// by spaces ("package benchmark iterations …"), and without the columns
+// that none of those rows fills: a doc that shows some of a run's
+// benchmarks (docs/costs.md the resume run's) takes them from the same
+// output as the doc that shows them all.
+func (t Table) Only(re *regexp.Regexp) Table {
+	var rows [][]string
+	for _, row := range t.Rows {
+		if re.MatchString(strings.Join(row, " ")) {
+			rows = append(rows, row)
+		}
+	}
+	out := t
+	out.Header, out.Rows = nil, make([][]string, len(rows))
+	for c, name := range t.Header {
+		if !slices.ContainsFunc(rows, func(row []string) bool { return c < len(row) && row[c] != "" }) {
+			continue
+		}
+		out.Header = append(out.Header, name)
+		for i, row := range rows {
+			out.Rows[i] = append(out.Rows[i], row[c])
+		}
+	}
+	return out
 }

@@ -4,7 +4,8 @@
 // (-format gobench) and the lines of a test that logs its figures
 // (-format lines -prefix 'figures: '), or a table a test logs a line at a
 // time (-format markdown -prefix 'table: '), or of named cells, a column
-// each (-format cells: "figures: rate=50/1s; batch=1"). What it reads it prints as it goes,
+// each (-format cells: "figures: rate=50/1s; batch=1"); -match keeps the
+// rows that match a regular expression. What it reads it prints as it goes,
 // then the table as the doc holds it.
 package main
 
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"time"
 
 	"github.com/slotq/slotq/internal/dev/benchdoc"
@@ -24,9 +26,15 @@ func main() {
 	command := flag.String("command", "", "the command that measured the figures, as the table shows it")
 	format := flag.String("format", "gobench", "what stdin holds: gobench (go test -bench output), lines (a row per line), markdown (a test's own table, a line each) or cells (lines of name=value; name=value: a column each)")
 	prefix := flag.String("prefix", "figures: ", "with -format lines: the lines to keep and what precedes their figures")
+	match := flag.String("match", "", "keep only the rows that match this regular expression, a row read as its cells joined by spaces (with -format gobench: \"package benchmark …\")")
 	flag.Parse()
 	if *doc == "" || *table == "" || *command == "" {
 		fmt.Fprintln(os.Stderr, "benchdoc: -doc, -table and -command are needed")
+		os.Exit(2)
+	}
+	only, err := regexp.Compile(*match)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchdoc: -match: %v\n", err)
 		os.Exit(2)
 	}
 	// A doc that cannot take the table fails before the step's run, not
@@ -51,6 +59,9 @@ func main() {
 		t, err = benchdoc.Cells(os.Stdin, os.Stdout, *prefix)
 	default:
 		err = fmt.Errorf("-format %q: want gobench, lines, markdown or cells", *format)
+	}
+	if err == nil && *match != "" {
+		t = t.Only(only)
 	}
 	if err == nil && len(t.Rows) == 0 && t.Body == "" {
 		err = fmt.Errorf("no figures on stdin")
