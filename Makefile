@@ -93,7 +93,7 @@ bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, 
 	set -o pipefail; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
 	  $(GOBENCH) | tee "$$out" | $(BENCHDOC) -table go -command "$(GOBENCH)" && \
 	  $(GO) run ./internal/dev/benchdoc/cmd/benchdoc -doc $(COSTS_DOC) -table resume -match '/internal/dynamostore ResumeRun/' \
-	  -command "$(GOBENCH)" < "$$out" > /dev/null
+	  -command "$(GOBENCH)" < "$$out" | sed -n '/^written to/,$$p'
 	set -o pipefail; SLOTQ_SIM_WEEK=1 $(GO) test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/ | \
 	  $(BENCHDOC) -table week -format lines -command "SLOTQ_SIM_WEEK=1 go test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/"
 	$(GO) run ./cmd/slotq bench --doc $(PERF_DOC) --table demo
