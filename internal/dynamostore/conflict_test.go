@@ -190,3 +190,43 @@ func TestTakeRetryAfterAnotherWrite(t *testing.T) {
 			q.State.Ticket, tk.First, tk.First+1, other.First)
 	}
 }
+
+// A release whose answer was lost, and which another pass's lease follows
+// before the SDK sends the release again: the resent release finds the
+// lease held by the other pass, and must still answer that its own release
+// landed (it did: the other pass leased the cursor it left), not that the
+// lease was taken from it. A lease taken from a pass that never released
+// still answers ErrLeaseHeld.
+func TestReleaseLeaseRetryAfterAnotherLease(t *testing.T) {
+	api := newClient(t, nil, fastRetries)
+	table := newTable(t, api)
+	clean := dynamostore.New(api, table, dynamostore.Options{})
+	ctx := t.Context()
+	left := engine.Cursor{Round: base.Add(42 * time.Second), Until: base.Add(time.Hour)}
+	var got engine.Cursor
+	var otherErr error
+	f := newFaultyDB(api, 1, 0, faultRule{Op: "UpdateItem", If: func(in any) bool {
+		u, ok := in.(*dynamodb.UpdateItemInput)
+		return ok && skIs(u.Key, "resume")
+	}, Fault: faultLost, Rate: 1, N: 1, Then: func() {
+		got, otherErr = clean.Lease(ctx, "q", "b", base.Add(3*time.Minute), base.Add(time.Minute))
+	}})
+	st := dynamostore.New(f, table, dynamostore.Options{})
+	if _, err := clean.Lease(ctx, "q", "a", base.Add(time.Minute), base); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReleaseLease(ctx, "q", "a", left); err != nil {
+		t.Errorf("release by a, its answer lost and b's lease after it: %v, want nil (it landed)", err)
+	}
+	if f.Injected("", faultLost) != 1 || otherErr != nil || !got.Round.Equal(left.Round) {
+		t.Fatalf("b's lease after a's release = %+v, %v (%d lost answers); want the cursor a left", got, otherErr, f.Injected("", faultLost))
+	}
+	// b's lease runs out and c takes it: b never released, so its
+	// release is refused.
+	if _, err := clean.Lease(ctx, "q", "c", base.Add(5*time.Minute), base.Add(4*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := clean.ReleaseLease(ctx, "q", "b", left); !errors.Is(err, engine.ErrLeaseHeld) {
+		t.Errorf("release by b after c took its lease: %v, want ErrLeaseHeld", err)
+	}
+}

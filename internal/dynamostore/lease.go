@@ -42,8 +42,7 @@ func (s *Store) Lease(ctx context.Context, queue, holder string, until, now time
 		" OR " + e.n(attrLeaseUntil) + " <= " + e.v(":now", timeNum(now))
 	upd := "SET " + e.n(attrHolder) + " = " + h + ", " +
 		e.n(attrLeaseUntil) + " = " + e.v(":u", timeNum(until)) + ", " +
-		e.n(attrTTL) + " = " + e.v(":ttl", num(ttlSeconds(until.Add(leaseKeep)))) +
-		" REMOVE " + e.n(attrReleasedBy)
+		e.n(attrTTL) + " = " + e.v(":ttl", num(ttlSeconds(until.Add(leaseKeep))))
 	m, ok, err := s.updateIf(ctx, leaseKey(queue), e.build(upd, cond))
 	if err != nil {
 		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, err)
@@ -61,7 +60,9 @@ func (s *Store) Lease(ctx context.Context, queue, holder string, until, now time
 
 // ReleaseLease frees holder's lease and stores c, with one conditional
 // UpdateItem (holder = this holder). A retried write that had landed is
-// recognised by released_by. ErrLeaseHeld.
+// recognised by released_by, which names the last pass that released the
+// lease until another releases it, even once a new pass holds it.
+// ErrLeaseHeld.
 func (s *Store) ReleaseLease(ctx context.Context, queue, holder string, c engine.Cursor) error {
 	e := newExpr()
 	h := e.v(":h", str(holder))
@@ -91,8 +92,11 @@ func (s *Store) ReleaseLease(ctx context.Context, queue, holder string, c engine
 	}
 	if !ok {
 		it := &item{m: old}
-		if old != nil && it.str(attrHolder) == "" && it.str(attrReleasedBy) == holder && it.time(attrDueSK).Equal(c.Round) {
-			return nil // our own release, sent again after it landed
+		if old != nil && it.str(attrReleasedBy) == holder && it.time(attrDueSK).Equal(c.Round) {
+			// Our own release, sent again after it landed; another
+			// pass may have taken the lease since (Lease keeps
+			// released_by and the round).
+			return nil
 		}
 		return fmt.Errorf("release lease %s: %w", queue, engine.ErrLeaseHeld)
 	}
