@@ -50,7 +50,9 @@
 //	transport.go  the Transport interface
 //	schema.go     the record layout this engine writes; does the table
 //	              need a rebuild (the schema mark)
-//	enqueue.go    Enqueue: tickets, slots, records, messages
+//	enqueue.go    Enqueue: the queue, new jobs, messages, records, answers
+//	book.go       what an enqueue books: tickets and slots from the take,
+//	              counts on the keys' lanes, queued or parked (place)
 //	work.go       Work: the delivery, its step machine, readRecord
 //	gate.go       the way to the gate and through it: wait for the turn,
 //	              the hold for lower tickets, the key's steps, decide,
@@ -80,7 +82,9 @@
 //	admin.go      queues: create, configure, pause, purge, delete, stats,
 //	              jobs, cancel
 //	change.go     ChangeConfig: change the settings given, keep the others
-//	reslot.go     re-slot waiting jobs after a limit changed
+//	reslot.go     re-slot waiting jobs after a limit changed: book the
+//	              line again under the new limits (Reconfigure, rebook)
+//	move.go       write the moves a re-slot booked (moveAll, moveKeyed)
 //	keys.go       a queue's keys and their limits
 //	waitroom.go   the booking horizon and the waiting room: admit beyond
 //	              the bounds, book by slot.BookNext as bookings free up
