@@ -28,28 +28,41 @@ import (
 func (e *Engine) moveAll(ctx context.Context, cfg slot.Config, rec *Rebooked, line []job.Job) (Reslot, error) {
 	var rep Reslot
 	places := rec.Places(cfg.LimitList())
-	deadline, bounded := ctx.Deadline()
 	for i, j := range line {
 		to, ok := places[j.Ticket]
-		shift := to.Sub(j.SlotAt).Abs()
-		if !ok || shift == 0 || shift < cfg.Skew {
+		if !ok {
 			continue
 		}
-		if rep.Moved >= e.opts.MoveBudget || bounded && time.Until(deadline) < moveReserve {
-			rep.Remaining++
-			continue
-		}
-		moved, err := e.moveJob(ctx, j, to)
-		if err != nil {
+		if err := e.moveOne(ctx, &rep, j, to, cfg.Skew); err != nil {
 			rep.Remaining += len(line) - i // an upper bound
 			return rep, err
 		}
-		if moved {
-			rep.Moved++
-			rep.MaxShiftMs = max(rep.MaxShiftMs, shift.Milliseconds())
-		}
 	}
 	return rep, nil
+}
+
+// moveOne writes j's move to to (moveJob), counted in rep: none when the
+// shift is less than skew, and none, counted in Remaining, once
+// Options.MoveBudget moves are written or ctx's deadline is less than
+// moveReserve away.
+func (e *Engine) moveOne(ctx context.Context, rep *Reslot, j job.Job, to time.Time, skew time.Duration) error {
+	shift := to.Sub(j.SlotAt).Abs()
+	if shift == 0 || shift < skew {
+		return nil
+	}
+	if deadline, bounded := ctx.Deadline(); rep.Moved >= e.opts.MoveBudget || bounded && time.Until(deadline) < moveReserve {
+		rep.Remaining++
+		return nil
+	}
+	moved, err := e.moveJob(ctx, j, to)
+	if err != nil {
+		return err
+	}
+	if moved {
+		rep.Moved++
+		rep.MaxShiftMs = max(rep.MaxShiftMs, shift.Milliseconds())
+	}
+	return nil
 }
 
 // moveJob gives a parked line job its new slot, as a park or a release
@@ -123,7 +136,6 @@ func (e *Engine) moveKeyed(ctx context.Context, q Queue, keys map[string]bool, r
 			byKey[j.Key] = append(byKey[j.Key], j)
 		}
 	}
-	deadline, bounded := ctx.Deadline()
 	for _, key := range slices.Sorted(maps.Keys(byKey)) {
 		js := byKey[key]
 		m, err := e.readMeter(ctx, q, key)
@@ -144,21 +156,8 @@ func (e *Engine) moveKeyed(ctx context.Context, q Queue, keys map[string]bool, r
 		now := e.now().Add(e.opts.Lead)
 		for i, j := range js {
 			to := laterOf(j.Earliest(), slot.KeySlot(m, q.Config.LimitsOf(m), ahead+int64(i), now))
-			shift := to.Sub(j.SlotAt).Abs()
-			if shift == 0 || shift < q.Config.Skew {
-				continue
-			}
-			if rep.Moved >= e.opts.MoveBudget || bounded && time.Until(deadline) < moveReserve {
-				rep.Remaining++
-				continue
-			}
-			moved, err := e.moveJob(ctx, j, to)
-			if err != nil {
+			if err := e.moveOne(ctx, rep, j, to, q.Config.Skew); err != nil {
 				return err
-			}
-			if moved {
-				rep.Moved++
-				rep.MaxShiftMs = max(rep.MaxShiftMs, shift.Milliseconds())
 			}
 		}
 	}
