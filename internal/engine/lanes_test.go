@@ -210,16 +210,11 @@ func TestLaneHandOffIsImmediate(t *testing.T) {
 		for key, rs := range byKey {
 			for i := 1; i < len(rs); i++ {
 				prev, r := rs[i-1], rs[i]
-				// The job's last park on its key before its run.
-				k := slices.IndexFunc(parked[r.ID], func(at time.Time) bool { return at.After(r.Begin) }) - 1
-				if k == -2 {
-					k = len(parked[r.ID]) - 1
-				}
-				if k < 0 {
+				parkAt, ok := lastBefore(parked[r.ID], r.Begin)
+				if !ok {
 					continue // it did not wait for the key
 				}
 				waited++
-				parkAt := parked[r.ID][k]
 				h := slices.IndexFunc(handed[r.ID], func(at time.Time) bool { return !at.Before(parkAt) })
 				if h < 0 {
 					t.Fatalf("key %s: ticket %d parked on its key at %v and was never handed it (handed at %v)", key, r.Ticket, parkAt, handed[r.ID])
@@ -244,6 +239,19 @@ func TestLaneHandOffIsImmediate(t *testing.T) {
 			t.Fatalf("only %d jobs waited for their key: the test shows nothing", waited)
 		}
 	})
+}
+
+// lastBefore returns the last of times, in time order, that is not after
+// t: a job's last park on its key before its run began.
+func lastBefore(times []time.Time, t time.Time) (time.Time, bool) {
+	k := slices.IndexFunc(times, func(at time.Time) bool { return at.After(t) })
+	if k < 0 {
+		k = len(times)
+	}
+	if k == 0 {
+		return time.Time{}, false
+	}
+	return times[k-1], true
 }
 
 // A crashed holder frees its key after its lease: the next job of the key
@@ -490,23 +498,19 @@ func TestLaneHandOffDuringEnqueues(t *testing.T) {
 		waited := 0
 		for i := 1; i < len(runs); i++ {
 			prev, r := runs[i-1], runs[i]
-			// The job's last park on the key before its run. A job that
-			// parked only after the one before it ended (its message came
-			// late, and it gave its key up with the slot it missed) is
-			// handed the key from its park.
-			k := slices.IndexFunc(parked[r.ID], func(at time.Time) bool { return at.After(r.Begin) }) - 1
-			if k == -2 {
-				k = len(parked[r.ID]) - 1
-			}
-			if k < 0 {
+			// A job that parked only after the one before it ended (its
+			// message came late, and it gave its key up with the slot it
+			// missed) is handed the key from its park.
+			parkAt, ok := lastBefore(parked[r.ID], r.Begin)
+			if !ok {
 				continue // it did not wait for the key
 			}
 			waited++
-			from := laterOf(parked[r.ID][k], prev.End)
+			from := laterOf(parkAt, prev.End)
 			h := slices.IndexFunc(handed[r.ID], func(at time.Time) bool { return !at.Before(from) })
 			if h < 0 || handed[r.ID][h].Sub(from) > iv/10 {
 				t.Errorf("ticket %d, which waited for the key since %v, was not handed it when ticket %d ended at %v (handed at %v)",
-					r.Ticket, parked[r.ID][k], prev.Ticket, prev.End, handed[r.ID])
+					r.Ticket, parkAt, prev.Ticket, prev.End, handed[r.ID])
 			}
 		}
 		if waited < producers*calls/2 {
