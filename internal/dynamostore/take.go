@@ -62,8 +62,8 @@ func formOf(s slot.State, line int, iv time.Duration, now time.Time) takeForm {
 // generation to be r.Gen (ErrQueueNotFound otherwise, as for a queue
 // that is gone).
 func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
-	if r.N < 1 || r.Line < 0 || r.Line > r.N {
-		return engine.Taken{}, fmt.Errorf("take ticket %s: want 0 ≤ line ≤ n and n ≥ 1, got n=%d line=%d", r.Queue, r.N, r.Line)
+	if r.N < 1 || r.Line < 0 || r.Line > r.N || r.LineEnd < 0 || r.LineEnd > r.N {
+		return engine.Taken{}, fmt.Errorf("take ticket %s: want 0 ≤ line ≤ n, 0 ≤ line_end ≤ n and n ≥ 1, got n=%d line=%d line_end=%d", r.Queue, r.N, r.Line, r.LineEnd)
 	}
 	ls := r.LimitList()
 	t, _, forms := gcra(ls)
@@ -198,13 +198,14 @@ const takeTries = 20
 
 // ticketUpdate is a take's SET of its tickets: ticket moves by r.N and,
 // when some of them start in ticket order (r.MovesLine), line_ticket to
-// the new ticket. Both read the ticket before the update.
+// the last of those (r.LineAfter past the ticket before the update). Both
+// read the ticket before the update.
 func ticketUpdate(e *expr, r engine.TakeRequest) string {
 	t := e.n(attrTicket)
-	inc := "if_not_exists(" + t + ", " + e.v(":zero", num(0)) + ") + " + e.v(":n", num(int64(r.N)))
-	upd := "SET " + t + " = " + inc
+	before := "if_not_exists(" + t + ", " + e.v(":zero", num(0)) + ")"
+	upd := "SET " + t + " = " + before + " + " + e.v(":n", num(int64(r.N)))
 	if r.MovesLine() {
-		upd += ", " + e.n(attrLine) + " = " + inc
+		upd += ", " + e.n(attrLine) + " = " + before + " + " + e.v(":line_end", num(r.LineAfter()))
 	}
 	return upd
 }

@@ -124,7 +124,7 @@ func (e *Engine) assignBooked(ctx context.Context, q *Queue, jobs []*job.Job, co
 		// well as its key's when the queue is the busier of the two.
 		inLine := make([]bool, len(jobs))
 		books := make([]bool, len(jobs))
-		line := 0
+		line, lineEnd := 0, 0 // places booked; the place in the batch of the last line job
 		for i, j := range jobs {
 			if j.ParkReason == job.Room {
 				continue
@@ -132,10 +132,13 @@ func (e *Engine) assignBooked(ctx context.Context, q *Queue, jobs []*job.Job, co
 			if keyed(i) || !j.Earliest().After(est[line]) {
 				inLine[i], books[i] = !keyed(i), true
 				line++
+				if inLine[i] {
+					lineEnd = i + 1
+				}
 			}
 		}
 		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Limits: ls, Skew: q.Config.Skew, Now: now, Seen: q.State, Gen: q.Gen,
-			OutOfLine: !slices.Contains(inLine, true)})
+			OutOfLine: lineEnd == 0, LineEnd: lineEnd})
 		if errors.Is(err, ErrLimitChanged) && try < 3 {
 			gen := q.Gen
 			if *q, err = e.state.GetQueue(ctx, q.Name); err != nil {

@@ -55,3 +55,36 @@ func TestScheduledStartsAtNotBefore(t *testing.T) {
 		checkSpacing(t, s.startsOf("sched"), interval, slot.DefaultSkew)
 	})
 }
+
+// A batch of a line job followed by scheduled ones (a schedule's
+// occurrences made ahead, the first of them due now) counts only the line
+// job as waiting in line: Stats.Waiting is 1 until it starts, then 0,
+// while the scheduled jobs wait for their times. It counted the whole
+// batch, for good: a deleted schedule's queue showed 119 waiting.
+func TestStatsWaitingLineBeforeScheduled(t *testing.T) {
+	inSim(t, simOptions{Workers: 4}, func(t *testing.T, s *sim) {
+		s.createQueue("mixed", slot.Config{Interval: 100 * time.Millisecond})
+		ctx := context.Background()
+		later := time.Now().Add(time.Hour)
+		s.enqueue("mixed", 30, func(i int, sp *job.Spec) {
+			if i > 0 {
+				at := later.Add(time.Duration(i) * time.Second)
+				sp.NotBefore = &at
+			}
+		})
+		waiting := func() int64 {
+			st, err := s.eng.Stats(ctx, "mixed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.Waiting
+		}
+		if w := waiting(); w != 1 {
+			t.Fatalf("one line job and 29 scheduled ones: waiting %d, want 1", w)
+		}
+		s.waitStarts("mixed", 1, time.Minute)
+		if w := waiting(); w != 0 {
+			t.Fatalf("the line job started, the scheduled ones wait: waiting %d, want 0", w)
+		}
+	})
+}

@@ -100,11 +100,26 @@ type TakeRequest struct {
 	// though Line of them book places (jobs under key limits start by
 	// their key's slot): the state's Line stays where it is.
 	OutOfLine bool
+	// LineEnd is the place in the batch (1 to N) of its last ticket that
+	// starts in ticket order, where the take moves the state's Line; 0
+	// stands for N. The tickets after it start out of line (scheduled
+	// jobs batched behind line jobs: a schedule's occurrences made ahead)
+	// and are no part of the line the stats count.
+	LineEnd int
 }
 
-// MovesLine reports whether the take moves the state's Line to its last
-// ticket: some of its tickets start in ticket order.
+// MovesLine reports whether the take moves the state's Line (to its
+// LineEnd-th ticket): some of its tickets start in ticket order.
 func (r TakeRequest) MovesLine() bool { return r.Line > 0 && !r.OutOfLine }
+
+// LineAfter is the number of tickets the take's Line lies past the
+// ticket before it: LineEnd, or N.
+func (r TakeRequest) LineAfter() int64 {
+	if r.LineEnd > 0 {
+		return int64(r.LineEnd)
+	}
+	return int64(r.N)
+}
 
 // LimitList is r's limits: Limits, or the plain interval form of
 // Interval.

@@ -77,8 +77,10 @@ func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
 	// The line's last ticket (slot.State.Line) moves with takes of jobs
 	// that start in ticket order, and stays where it is for those of
 	// scheduled jobs (no place booked) and of jobs under key limits
-	// (places booked, OutOfLine), under every limit form: it is what
-	// tells the stats the line's jobs from the others.
+	// (places booked, OutOfLine), under every limit form; a batch whose
+	// scheduled jobs come after its line jobs moves it to its last line
+	// job (LineEnd). It is what tells the stats the line's jobs from the
+	// others.
 	t.Run("LineTicket", func(t *testing.T) {
 		for _, f := range everyForm() {
 			t.Run(f.name, func(t *testing.T) {
@@ -90,15 +92,19 @@ func testTake(t *testing.T, newState func(t *testing.T) engine.State) {
 				steps := []struct {
 					n, line   int
 					outOfLine bool
+					lineEnd   int // the batch's last line ticket, 0 for its last
 					want      int64
-				}{{2, 0, false, 0}, {3, 1, false, 5}, {4, 0, false, 5}, {2, 2, true, 5}, {1, 1, false, 12}}
+				}{{2, 0, false, 0, 0}, {3, 1, false, 0, 5}, {4, 0, false, 0, 5}, {2, 2, true, 0, 5}, {1, 1, false, 0, 12},
+					// Line jobs batched with scheduled ones after them
+					// (13–17, 18–21): the line ends at the last line job.
+					{5, 1, false, 1, 13}, {4, 2, false, 3, 20}}
 				for i, s := range steps {
-					tk, err := st.Take(t.Context(), engine.TakeRequest{Queue: name, N: s.n, Line: s.line, OutOfLine: s.outOfLine, Limits: f.ls, Now: base})
+					tk, err := st.Take(t.Context(), engine.TakeRequest{Queue: name, N: s.n, Line: s.line, OutOfLine: s.outOfLine, LineEnd: s.lineEnd, Limits: f.ls, Now: base})
 					if err != nil {
 						t.Fatalf("take %d: %v", i, err)
 					}
 					if tk.State.Line != s.want {
-						t.Errorf("take %d (n=%d line=%d): Line %d, want %d", i, s.n, s.line, tk.State.Line, s.want)
+						t.Errorf("take %d (n=%d line=%d line_end=%d): Line %d, want %d", i, s.n, s.line, s.lineEnd, tk.State.Line, s.want)
 					}
 					if l := getQueue(t, st, name).State.Line; l != s.want {
 						t.Errorf("take %d: stored Line %d, want %d", i, l, s.want)
