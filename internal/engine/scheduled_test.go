@@ -65,6 +65,10 @@ func TestStatsWaitingLineBeforeScheduled(t *testing.T) {
 	inSim(t, simOptions{Workers: 4}, func(t *testing.T, s *sim) {
 		s.createQueue("mixed", slot.Config{Interval: 100 * time.Millisecond})
 		ctx := context.Background()
+		// Paused, so the line job cannot start before the first look.
+		if _, err := s.eng.Pause(ctx, "mixed", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
 		later := time.Now().Add(time.Hour)
 		s.enqueue("mixed", 30, func(i int, sp *job.Spec) {
 			if i > 0 {
@@ -81,6 +85,9 @@ func TestStatsWaitingLineBeforeScheduled(t *testing.T) {
 		}
 		if w := waiting(); w != 1 {
 			t.Fatalf("one line job and 29 scheduled ones: waiting %d, want 1", w)
+		}
+		if _, err := s.eng.Unpause(ctx, "mixed"); err != nil {
+			t.Fatal(err)
 		}
 		s.waitStarts("mixed", 1, time.Minute)
 		if w := waiting(); w != 0 {
