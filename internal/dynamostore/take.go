@@ -62,8 +62,8 @@ func formOf(s slot.State, line int, iv time.Duration, now time.Time) takeForm {
 // generation to be r.Gen (ErrQueueNotFound otherwise, as for a queue
 // that is gone).
 func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
-	if r.N < 1 || r.Line < 0 || r.Line > r.N || r.LineEnd < 0 || r.LineEnd > r.N {
-		return engine.Taken{}, fmt.Errorf("take ticket %s: want 0 ≤ line ≤ n, 0 ≤ line_end ≤ n and n ≥ 1, got n=%d line=%d line_end=%d", r.Queue, r.N, r.Line, r.LineEnd)
+	if err := r.Check(); err != nil {
+		return engine.Taken{}, err
 	}
 	ls := r.LimitList()
 	t, _, forms := gcra(ls)

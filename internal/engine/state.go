@@ -112,6 +112,15 @@ type TakeRequest struct {
 // LineEnd-th ticket): some of its tickets start in ticket order.
 func (r TakeRequest) MovesLine() bool { return r.Line > 0 && !r.OutOfLine }
 
+// Check reports a request no store can take: n below 1, or line or
+// line_end outside 0 to n.
+func (r TakeRequest) Check() error {
+	if r.N < 1 || r.Line < 0 || r.Line > r.N || r.LineEnd < 0 || r.LineEnd > r.N {
+		return fmt.Errorf("take ticket %s: want 0 ≤ line ≤ n, 0 ≤ line_end ≤ n and n ≥ 1, got n=%d line=%d line_end=%d", r.Queue, r.N, r.Line, r.LineEnd)
+	}
+	return nil
+}
+
 // LineAfter is the number of tickets the take's Line lies past the
 // ticket before it: LineEnd, or N.
 func (r TakeRequest) LineAfter() int64 {

@@ -258,8 +258,8 @@ func (s *Store) DeleteQueue(_ context.Context, name string) error {
 // a queue of another generation than r.Gen), or
 // ErrLimitChanged if r's limits are not the queue's.
 func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, error) {
-	if r.N < 1 || r.Line < 0 || r.Line > r.N || r.LineEnd < 0 || r.LineEnd > r.N {
-		return engine.Taken{}, fmt.Errorf("take ticket %s: want 0 ≤ line ≤ n, 0 ≤ line_end ≤ n and n ≥ 1, got n=%d line=%d line_end=%d", r.Queue, r.N, r.Line, r.LineEnd)
+	if err := r.Check(); err != nil {
+		return engine.Taken{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
