@@ -153,6 +153,7 @@ func TestThrottleRetried(t *testing.T) {
 		t.Errorf("hot partition: %+v, want at least one throttle and 15 writes", u)
 	}
 }
+
 // TestLatency checks that calls take the model's latency: the median
 // and p99 of many calls' times, measured around them.
 func TestLatency(t *testing.T) {

@@ -18,12 +18,12 @@ import (
 // consistent).
 
 // Partitions and items, named as internal/dynamostore names them.
-func queuePart(q string) string        { return "Q#" + q }
-func jobPart(q, id string) string      { return "J#" + q + "#" + id }
-func lanePart(q string) string         { return "L#" + q }
-func meterPart(q, key string) string   { return "M#" + q + "#" + key }
-func horizonPart(q string) string      { return "W#" + q }
-func schedulePart(q string) string     { return "S#" + q }
+func queuePart(q string) string         { return "Q#" + q }
+func jobPart(q, id string) string       { return "J#" + q + "#" + id }
+func lanePart(q string) string          { return "L#" + q }
+func meterPart(q, key string) string    { return "M#" + q + "#" + key }
+func horizonPart(q string) string       { return "W#" + q }
+func schedulePart(q string) string      { return "S#" + q }
 func heldPart(q string, g int64) string { return "H#" + q + "#" + strconv.FormatInt(g, 10) }
 
 const (
