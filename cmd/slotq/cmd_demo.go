@@ -23,6 +23,9 @@ import (
 // the command ends with code.
 func checkWorkload(name string, cfg *demoConfig, logLevel string, stderr io.Writer) (code int, ok bool) {
 	cfg.IntervalSet = cfg.flags != nil && cfg.flags.Changed("interval")
+	if cfg.Store == storeModel && (cfg.flags == nil || !cfg.flags.Changed("workers")) && cfg.tick() > 0 {
+		cfg.Workers = max(cfg.Workers, cfg.modelWorkers())
+	}
 	return setLogger(name, logLevel, stderr, &cfg.Logger, func() error { return cfg.validate() })
 }
 
@@ -70,9 +73,10 @@ func demoFlags(fs *pflag.FlagSet, def demoConfig) *demoConfig {
 	fs.DurationVar(&c.Skew, "skew", def.Skew, "the queue's skew: any j starts after a start come at least j·interval − skew after it (0: the default, min(2ms, interval/4))")
 	fs.DurationVar(&c.Jitter, "jitter", def.Jitter, "delay each delivery by a random extra up to this (the transport's jitter)")
 	fs.Uint64Var(&c.Seed, "seed", def.Seed, "seed for producer gaps, batch sizes and jitter")
-	fs.DurationVar(&c.Lead, "lead", def.Lead, "how long before a start its worker goes to the gate (0: the default, 2ms)")
+	fs.DurationVar(&c.Lead, "lead", def.Lead, "how long before a start its worker goes to the gate (0: the default, 2ms; 50ms with --store dynamodb-model)")
 	fs.DurationVar(&c.Stall, "stall", def.Stall, "stall one worker this long, once, halfway through the run (as it wakes for its job)")
 	fs.Float64Var(&c.SlowGates, "slow-gates", def.SlowGates, "share of gate writes (0–1) that take 20–50ms longer: a slow store's tail")
+	fs.StringVar(&c.Store, "store", storeEmbedded, fmt.Sprintf("the state store: %s (in memory), or %s (the embedded store behind DynamoDB's latencies and each partition's units a second; the run ends with what its calls would cost)", storeEmbedded, storeModel))
 	fs.DurationVar(&c.Timeout, "timeout", def.Timeout, "give up waiting for the jobs after this (0: 2·jobs·interval + 30s)")
 	return &c
 }
@@ -119,8 +123,12 @@ func demo(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, asJSON
 			}
 		}
 	} else {
-		fmt.Fprintf(stdout, "slotq demo: %d producers × %d jobs onto queue %q (%s), %d workers, embedded backend\n\n",
-			cfg.Producers, cfg.Jobs, cfg.Queue, cfg.limits(), cfg.Workers)
+		backend := "embedded backend"
+		if cfg.Store == storeModel {
+			backend = fmt.Sprintf("the model of DynamoDB (lead %s)", human(cfg.lead()))
+		}
+		fmt.Fprintf(stdout, "slotq demo: %d producers × %d jobs onto queue %q (%s), %d workers, %s\n\n",
+			cfg.Producers, cfg.Jobs, cfg.Queue, cfg.limits(), cfg.Workers, backend)
 		lines = &liveTimeline{w: stdout, interval: cfg.tick(), begin: time.Now()}
 		onStart = lines.print
 	}
@@ -131,6 +139,13 @@ func demo(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, asJSON
 		return exitFail
 	}
 	r := newReport(*cfg, res)
+	if asJSON && res.Units != nil {
+		if err := json.NewEncoder(stdout).Encode(struct {
+			Units unitsPerStart `json:"units"`
+		}{newUnitsPerStart(*res.Units, len(res.Starts))}); err != nil {
+			logger.Error("write units", "error", err)
+		}
+	}
 	if asJSON {
 		fmt.Fprintf(stderr, "slotq demo: %d starts, %d spacing violations at the gate (%d between handler begins), "+
 			"lateness p50 %s p99 %s, makespan ×%.4f of ideal, %d re-tickets (re-ticketed %s)\n",
@@ -307,6 +322,12 @@ func (r report) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  gate→handler  p50 %s  p99 %s  max %s\n", human(r.delay[0]), human(r.delay[1]), human(r.delay[2]))
 	fmt.Fprintf(w, "  makespan      %s vs ideal %s (×%.4f)\n", human(h.Makespan), human(h.Ideal), h.Ratio())
+	if res.Units != nil {
+		u := newUnitsPerStart(*res.Units, len(res.Starts))
+		fmt.Fprintf(w, "  dynamodb      per start: the queue's item %.2f write units, %.2f reads, %.2f refused conditions, %.2f throttled; "+
+			"all items %.2f write units, %.2f reads (busiest second on the queue's item: %.0f write units)\n",
+			u.HotWriteUnits, u.HotReads, u.RefusedConditions, u.Throttled, u.All.WriteUnits, u.All.Reads, u.HotPeakWriteUnitsSec)
+	}
 }
 
 // liveTimeline prints one line per start:

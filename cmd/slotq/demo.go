@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/dev/dynamomodel"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
@@ -75,6 +77,10 @@ type demoConfig struct {
 	// SlowGates is the share of gate writes that take 20–50ms longer
 	// (the store's latency tail), each applied at a random moment of it.
 	SlowGates float64
+	// Store is the state store the run uses: storeEmbedded (the
+	// default) or storeModel, the embedded store behind DynamoDB's
+	// latencies and limits (internal/dev/dynamomodel).
+	Store string
 	// Logger gets the engine's logs.
 	Logger *slog.Logger
 }
@@ -109,6 +115,8 @@ func (c demoConfig) validate() error {
 		return errors.New("--stall must not be negative")
 	case c.SlowGates < 0 || c.SlowGates > 1:
 		return errors.New("--slow-gates must be between 0 and 1")
+	case c.Store != "" && c.Store != storeEmbedded && c.Store != storeModel:
+		return fmt.Errorf("--store must be %s or %s", storeEmbedded, storeModel)
 	case c.Keys < 0:
 		return errors.New("--keys must not be negative")
 	case c.Keys == 0 && (len(c.keyLimits()) > 0 || c.KeyBurst != 0):
@@ -159,6 +167,76 @@ func (c demoConfig) keyLimits() []api.Limit {
 	return nil
 }
 
+// The state stores a workload runs on (--store).
+const (
+	storeEmbedded = "embedded"
+	storeModel    = "dynamodb-model"
+)
+
+// modelLead is the lead on the model of DynamoDB when --lead is not given:
+// a read of the queue, the gate and the claim at the model's p99 (15 ms
+// each), with room to spare.
+const modelLead = 50 * time.Millisecond
+
+// lead is the engine's lead for the run: --lead, or on the model of
+// DynamoDB modelLead.
+func (c demoConfig) lead() time.Duration {
+	if c.Lead == 0 && c.Store == storeModel {
+		return modelLead
+	}
+	return c.Lead
+}
+
+// modelWorkers is how many workers run at once on the model of DynamoDB
+// when --workers is not given: as many as the stack would run, one a
+// message held from its delivery (lead before its start) through the
+// gate's calls and its handler, at the limit's rate.
+func (c demoConfig) modelWorkers() int {
+	hold := c.lead() + 150*time.Millisecond
+	return int((hold+c.tick()-1)/c.tick()) + 8
+}
+
+// unitsPerStart is what a run's calls would cost on DynamoDB, per start:
+// the `{"units": …}` line that ends `slotq demo --json` on the model.
+// The hot fields are the queue's own partition (its state item, which
+// every take and gate writes, and its config beside it); All is every
+// partition together.
+type unitsPerStart struct {
+	Starts               int     `json:"starts"`
+	HotWriteUnits        float64 `json:"hot_write_units"`
+	HotReads             float64 `json:"hot_reads"`
+	HotReadUnits         float64 `json:"hot_read_units"`
+	RefusedConditions    float64 `json:"refused_conditions"`
+	Throttled            float64 `json:"throttled"`
+	HotPeakWriteUnitsSec float64 `json:"hot_peak_write_units_per_second"`
+	All                  struct {
+		WriteUnits        float64 `json:"write_units"`
+		Writes            float64 `json:"writes"`
+		Reads             float64 `json:"reads"`
+		ReadUnits         float64 `json:"read_units"`
+		RefusedConditions float64 `json:"refused_conditions"`
+		Throttled         float64 `json:"throttled"`
+	} `json:"all"`
+}
+
+func newUnitsPerStart(u dynamomodel.Units, starts int) unitsPerStart {
+	per := func(x float64) float64 {
+		if starts == 0 {
+			return 0
+		}
+		return math.Round(1000*x/float64(starts)) / 1000
+	}
+	p := unitsPerStart{Starts: starts,
+		HotWriteUnits: per(u.Hot.WriteUnits), HotReads: per(float64(u.Hot.Reads)), HotReadUnits: per(u.Hot.ReadUnits),
+		RefusedConditions: per(float64(u.Hot.Refused)), Throttled: per(float64(u.Hot.Throttled)),
+		HotPeakWriteUnitsSec: u.HotPeakWriteUnits,
+	}
+	p.All.WriteUnits, p.All.Writes = per(u.All.WriteUnits), per(float64(u.All.Writes))
+	p.All.Reads, p.All.ReadUnits = per(float64(u.All.Reads)), per(u.All.ReadUnits)
+	p.All.RefusedConditions, p.All.Throttled = per(float64(u.All.Refused)), per(float64(u.All.Throttled))
+	return p
+}
+
 // limits are the run's queue's limits.
 func (c demoConfig) limits() slot.Limits { return c.queueConfig().LimitList() }
 
@@ -199,6 +277,9 @@ type demoResult struct {
 	Missed map[string]bool
 	// Transport is what the embedded transport did.
 	Transport memstore.TransportStats
+	// Units is what the run's calls would cost on DynamoDB, when it ran
+	// on the model of it (Store storeModel); nil otherwise.
+	Units *dynamomodel.Units
 }
 
 // demoPayload is what a demo job carries.
@@ -241,16 +322,24 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 		return nil
 	})
 
-	var hiccups *hiccupState
+	var (
+		hiccups *hiccupState
+		model   *dynamomodel.Model
+	)
 	w, err := newWorkload(ctx, workloadOptions{
 		Queue: cfg.Queue, Config: cfg.queueConfig(), Workers: cfg.Workers, Timeout: cfg.Timeout, Logger: cfg.Logger,
-		Mux: mux, Seed: cfg.Seed, Jitter: cfg.Jitter, Lead: cfg.Lead,
+		Mux: mux, Seed: cfg.Seed, Jitter: cfg.Jitter, Lead: cfg.lead(),
 		State: func(store *memstore.Store) engine.State {
-			hiccups = &hiccupState{State: store, slowGates: cfg.SlowGates, rnd: rand.New(rand.NewPCG(cfg.Seed, 22))}
+			var st engine.State = store
+			if cfg.Store == storeModel {
+				model = dynamomodel.New(store, dynamomodel.Options{Seed: cfg.Seed})
+				st = model
+			}
+			hiccups = &hiccupState{State: st, slowGates: cfg.SlowGates, rnd: rand.New(rand.NewPCG(cfg.Seed, 22))}
 			if cfg.Stall > 0 || cfg.SlowGates > 0 {
 				return hiccups
 			}
-			return store
+			return st
 		},
 	})
 	if err != nil {
@@ -272,6 +361,11 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 
 	res.Starts = starts.all()
 	res.Transport = w.transport.Stats()
+	if model != nil {
+		u := model.Units()
+		res.Units = &u
+		model.Off() // what follows reads the results back
+	}
 	cerr := res.count(context.WithoutCancel(ctx), w.eng, cfg.Queue, accepted, startsOf(res.Starts), func(j job.Job) {
 		for _, ev := range j.History {
 			if ev.Kind == job.SlotMissed {
