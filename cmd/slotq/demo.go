@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/slotq/slotq/internal/cli/timeline"
+	"github.com/slotq/slotq/internal/dev/dynamomodel"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
-	"github.com/slotq/slotq/internal/dev/dynamomodel"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"

@@ -129,7 +129,11 @@ func (d *delivery) hold() next {
 		d.wake = hold
 		return again
 	}
-	if d.turn = holdTurn(q, j, d.at); d.now.Before(d.turn) {
+	// The turn is a lead before that start, as any worker goes to the
+	// gate: at the start itself, the store's latency would make every
+	// held worker late for its own (on DynamoDB, at 5 ms a call and an
+	// opening every 2 ms, a chain of reads, refusals and re-tickets).
+	if d.turn = holdTurn(q, j, d.at).Add(-e.opts.Lead); d.now.Before(d.turn) {
 		return again
 	}
 	// The gate checks the limits at the reserved start and records its
