@@ -89,7 +89,7 @@ GOBENCH    = $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./
 BENCHDOC   = $(GO) run ./internal/dev/benchdoc/cmd/benchdoc -doc $(PERF_DOC)
 
 .PHONY: bench
-bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, lanes, fair share; embedded, then on DynamoDB Local + moto), one queue's ceiling on DynamoDB Local and the cost report; write their tables into docs/performance.md and docs/costs.md
+bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, lanes, fair share; embedded, on the model of DynamoDB, then on DynamoDB Local + moto), one queue's ceiling on DynamoDB Local and the cost report; write their tables into docs/performance.md and docs/costs.md
 	set -o pipefail; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
 	  $(GOBENCH) | tee "$$out" | $(BENCHDOC) -table go -command "$(GOBENCH)" && \
 	  $(GO) run ./internal/dev/benchdoc/cmd/benchdoc -doc $(COSTS_DOC) -table resume -match '/internal/dynamostore ResumeRun/' \
@@ -103,6 +103,9 @@ bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, 
 	sh -c 'while :; do :; done' & b1=$$!; sh -c 'while :; do :; done' & b2=$$!; trap 'kill $$b1 $$b2' EXIT; \
 	  $(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 500 --rate 500/1s --burst 5 --workers 16 --doc $(PERF_DOC) --table busy \
 	  --note 'with two busy loops beside it (sh -c "while :; do :; done", twice)'
+	$(GO) run ./cmd/slotq bench --store dynamodb-model --runs 3 --producers 8 --jobs 100 --batch 1 --rate 500/1s --burst 10 --doc $(PERF_DOC) --table model500
+	$(GO) run ./cmd/slotq bench --store dynamodb-model --runs 3 --producers 8 --jobs 100 --batch 10 --rate 500/1s --burst 10 --doc $(PERF_DOC) --table model500batch
+	$(GO) run ./cmd/slotq bench --store dynamodb-model --runs 3 --producers 8 --jobs 200 --batch 1 --rate 1000/1s --burst 10 --doc $(PERF_DOC) --table model1000
 	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 250 --keys 50 --key-rate 2/1s --rate 200/1s --workers 32 --doc $(PERF_DOC) --table keys
 	$(GO) run ./cmd/slotq bench lanes --doc $(PERF_DOC) --table lanes
 	$(GO) run ./cmd/slotq bench fair --runs 3 --doc $(PERF_DOC) --table fair

@@ -65,7 +65,13 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 		cfg.Producers, cfg.Jobs, cfg.limits(), cfg.Workers, hiccups, runs)
 	header := []string{"run", "starts", "violations", "(handler)", "inversions", "re-tickets", "re-ticketed", "most/job", "missed",
 		"late p50", "late p99", "p99 others", "1st decile", "10th decile", "gate→handler p99", "makespan", "ideal", "ratio"}
-	const row = "%6s %7s %11s %10s %11s %11s %12s %9s %7s %10s %10s %11s %11s %11s %17s %10s %10s %8s\n"
+	row := "%6s %7s %11s %10s %11s %11s %12s %9s %7s %10s %10s %11s %11s %11s %17s %10s %10s %8s"
+	onModel := cfg.Store == storeModel
+	if onModel {
+		header = append(header, unitsHeader...)
+		row += strings.Repeat(" %12s", len(unitsHeader))
+	}
+	row += "\n"
 	printRow := func(cells []string) {
 		args := make([]any, len(cells))
 		for i, c := range cells {
@@ -94,6 +100,9 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 			strconv.Itoa(len(res.Missed)), human(p.P50), human(p.P99), human(p.P99Others),
 			human(p.Deciles[0]), human(p.Deciles[9]),
 			human(r.delay[1]), human(r.handler.Makespan), human(r.handler.Ideal), fmt.Sprintf("%.4f", r.handler.Ratio())})
+		if onModel && res.Units != nil {
+			rows[len(rows)-1] = append(rows[len(rows)-1], newUnitsPerStart(*res.Units, len(res.Starts)).cells()...)
+		}
 		printRow(rows[len(rows)-1])
 		if r.keys.Keys > 0 {
 			fmt.Fprintf(stdout, "%6s %d keys, busiest %d jobs: %d violations of a key's limit at the gate, %d between handler begins\n",
@@ -150,6 +159,11 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 		med(func(r report) time.Duration { return r.handler.Makespan }),
 		med(func(r report) time.Duration { return r.handler.Ideal }),
 		fmt.Sprintf("%.4f", medFloat(func(r report) float64 { return r.handler.Ratio() }))})
+	if onModel {
+		for i := range unitsHeader {
+			rows[len(rows)-1] = append(rows[len(rows)-1], medCell(rows[:len(rows)-1], len(rows[0])-len(unitsHeader)+i))
+		}
+	}
 	printRow(rows[len(rows)-1])
 	fmt.Fprintf(stdout, "\nspacing violations at the gate, all runs: %d (must be 0)\n", violations)
 	fmt.Fprintf(stdout, "violations: starts closer than interval − skew, timed at the gate; (handler): the same, timed as the handler began\n")
@@ -158,9 +172,49 @@ func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs 
 	fmt.Fprintf(stdout, "re-ticketed: share of starts whose job took a new ticket first; most/job: the most new tickets one job took\n")
 	fmt.Fprintf(stdout, "missed: jobs whose worker came more than skew late for their start and gave the slot up (a new ticket)\n")
 	fmt.Fprintf(stdout, "ratio: makespan / ideal, ideal = (n−1)·interval (the limit's arithmetic; with keys, the busiest key's under its own limit if longer)\n")
+	if onModel {
+		fmt.Fprintf(stdout, "on the model of DynamoDB, per start: hot writes, the write units billed on the queue's own partition (its state item: the takes, "+
+			"the gates, every refused condition); hot reads, the reads of it; refused, conditions refused there; throttled, calls refused there "+
+			"for its throughput; all writes, the write units of every item; peak, the most write units the queue's partition took in one second\n")
+	}
 	header = slices.Clone(header)
 	header[2] = "violations at the gate"
 	return out.finish("bench", stdout, stderr, benchdoc.Table{Command: out.Command, Header: header, Rows: rows}, code)
+}
+
+// unitsHeader heads the columns of what a run would cost on DynamoDB
+// (unitsPerStart.cells), when it ran on the model of it.
+var unitsHeader = []string{"hot writes", "hot reads", "refused", "throttled", "all writes", "peak WCU/s"}
+
+// cells are u's columns under unitsHeader.
+func (u unitsPerStart) cells() []string {
+	return []string{fmt.Sprintf("%.2f", u.HotWriteUnits), fmt.Sprintf("%.2f", u.HotReads), fmt.Sprintf("%.3f", u.RefusedConditions),
+		fmt.Sprintf("%.3f", u.Throttled), fmt.Sprintf("%.2f", u.All.WriteUnits), fmt.Sprintf("%.0f", u.HotPeakWriteUnitsSec)}
+}
+
+// medCell is the median of column col of rows, read as numbers, written
+// as its cells are.
+func medCell(rows [][]string, col int) string {
+	var xs []float64
+	digits := 0
+	for _, r := range rows {
+		if col >= len(r) {
+			continue
+		}
+		x, err := strconv.ParseFloat(r[col], 64)
+		if err != nil {
+			continue
+		}
+		if i := strings.IndexByte(r[col], '.'); i >= 0 {
+			digits = len(r[col]) - i - 1
+		}
+		xs = append(xs, x)
+	}
+	if len(xs) == 0 {
+		return ""
+	}
+	slices.Sort(xs)
+	return strconv.FormatFloat(xs[(len(xs)-1)/2], 'f', digits, 64)
 }
 
 // promiseFigures is a run's lateness against the slot_at each job was
