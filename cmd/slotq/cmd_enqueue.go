@@ -47,7 +47,7 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 		id        = fs.String("id", "", "job id: enqueued once per queue however often it is sent (default: a random id)")
 		notBefore = fs.String("not-before", "", "earliest start: an RFC 3339 `time` or a duration from now (10m)")
 		key       = fs.String("key", "", "the job's key: jobs of the queue with the same key start in ticket order, at most the queue's key_max_running at once (1 unless it says otherwise), under its key limits if it has some (default: none)")
-		priority  = fs.Int("priority", 0, fmt.Sprintf("the job's priority in the queue's waiting room (a queue with a book-ahead bound): %d is booked first, %d last (default %d)", api.MinPriority, api.MaxPriority, api.DefaultPriority))
+		priority  = fs.Int("priority", 0, fmt.Sprintf("the job's priority in the queue's waiting room (a queue with a book-ahead bound): %d is booked first, %d last (0 or left out: %d)", api.MinPriority, api.MaxPriority, api.DefaultPriority))
 		interval  = durationFlag(fs, "interval", "the limit of the queue if this call creates it: one start per `duration`, at least 1ms (default: the stack's limit); a queue that exists keeps its own")
 		rate      = new(api.Rate)
 		burst     = fs.Int("burst", 0, fmt.Sprintf("with --rate: starts the rate lets through together after an idle time beyond the first, 0 to %d", slot.MaxBurst))
@@ -65,9 +65,6 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 			return c.fail(&usageError{code: "no_target", field: "job.kind", msg: "give --kind (a Go handler) or --target (URL or lambda:NAME)"})
 		}
 		spec := api.Spec{ID: *id, Kind: *kind, Target: *target, Key: *key, Priority: *priority}
-		if c.given("priority") && *priority == 0 {
-			return c.fail(&usageError{code: "invalid_priority", field: "job.priority", msg: fmt.Sprintf("priority must be %d to %d; leave --priority out for %d", api.MinPriority, api.MaxPriority, api.DefaultPriority)})
-		}
 		if *payload != "" {
 			b, err := readPayload(*payload)
 			if err != nil {

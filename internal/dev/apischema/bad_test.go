@@ -148,6 +148,7 @@ var goodRequests = []badRequest{
 	{name: "a job on a queue it creates with a rate", body: `{"queue":"rated","rate":"100/1m","burst":10,"window":null,"job":{"kind":"echo"}}`},
 	{name: "a job on a queue it creates with a window", body: `{"queue":"windowed","window":"5000/1h","interval":null,"burst":null,"jobs":[{"kind":"echo"}]}`},
 	{name: "a batch", body: `{"queue":"emails","jobs":[{"target":"https://hooks.example.com/send","id":"good-2"},{"kind":"echo","not_before":null}]}`},
+	{name: "priority 0, the default", body: `{"queue":"emails","job":{"kind":"echo","priority":0}}`},
 	{name: "a queue with every setting", admin: true, body: create(`{"rate":"100/1m","burst":10,"skew":"1ms","max_attempts":5,"backoff":"2s","max_backoff":"1m",
 		"retention":"24h","targets":["https://hooks.example.com/*"],"allow_networks":["10.1.0.0/16"],"target_timeout":"10s","max_running":4,
 		"key_limits":[{"interval":"1s"},{"window":"100/1h"}],"key_max_running":2,"max_slow_downs":30,"retry_after_default":"2s",

@@ -436,8 +436,10 @@ var boundsOf = map[string]func(s *jsonschema.Schema){
 		tp := prop(s, "traceparent")
 		tp.Pattern, tp.MaxLength = traceParentPattern, u64(128)
 		prop(s, "tracestate").MaxLength = u64(512)
+		// 0 is the default, as a job that leaves it out (api.Spec.Priority:
+		// a Go caller cannot tell the two apart, and the wire takes both).
 		p := prop(s, "priority")
-		p.Minimum, p.Maximum = num(api.MinPriority), num(api.MaxPriority)
+		p.Minimum, p.Maximum = num(0), num(api.MaxPriority)
 	},
 	"ScheduleJob": jobShape,
 	"ScheduleSpec": func(s *jsonschema.Schema) {
