@@ -175,9 +175,10 @@ type Job struct {
 	// replaces it. Order is the ticket it was accepted with.
 	Ticket int64 `json:"ticket"`
 	Order  int64 `json:"order,omitempty"`
-	// SlotAt is when the job is due to start; NotBefore the earliest
-	// start its producer asked for.
-	SlotAt    time.Time `json:"slot_at"`
+	// SlotAt is when the job is due to start, left out while it waits in
+	// its queue's waiting room for a slot; NotBefore the earliest start
+	// its producer asked for.
+	SlotAt    time.Time `json:"slot_at,omitzero"`
 	NotBefore time.Time `json:"not_before,omitzero"`
 	// Scheduled: its not_before lay beyond the line, so its slot is its
 	// not_before. Detached: it waited for its key or a place, and starts
