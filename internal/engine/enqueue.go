@@ -122,7 +122,9 @@ func (e *Engine) newJobs(ctx context.Context, q Queue, specs []job.Spec, now tim
 		if s.ID != "" {
 			old, err := e.getJob(ctx, q, job.Ref{Queue: q.Name, ID: s.ID})
 			if err == nil {
-				answers[i] = answerExisting(&old, q.State)
+				if answers[i], err = e.answerExisting(ctx, q, &old); err != nil {
+					return nil, nil, fmt.Errorf("enqueue %s: %w", q.Name, err)
+				}
 				continue
 			}
 			if !errors.Is(err, ErrJobNotFound) {
@@ -197,7 +199,7 @@ func (e *Engine) answerNew(ctx context.Context, q Queue, j *job.Job, created boo
 		if err != nil {
 			return Accepted{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 		}
-		return answerExisting(&old, q.State), nil
+		return e.answerExisting(ctx, q, &old)
 	}
 	a := answer(j, q.State)
 	if j.Key != "" {
@@ -214,11 +216,22 @@ func answer(j *job.Job, st slot.State) Accepted {
 	}
 }
 
-// answerExisting is the answer for j, a job of the id accepted before.
-func answerExisting(j *job.Job, st slot.State) Accepted {
-	a := answer(j, st)
+// answerExisting is the answer for j, a job of the id accepted before:
+// one that waits in the waiting room is answered waiting, with its place
+// and estimate as its record shows them (roomPlace), as its first call
+// was.
+func (e *Engine) answerExisting(ctx context.Context, q Queue, j *job.Job) (Accepted, error) {
+	a := answer(j, q.State)
 	a.Existing = true
-	return a
+	if !inRoom(j) {
+		return a, nil
+	}
+	rp, err := e.roomPlace(ctx, q, *j)
+	if err != nil {
+		return a, err
+	}
+	answerInRoom(&a, rp)
+	return a, nil
 }
 
 // delayTo is the delay of a message sent at now for a start at start: it

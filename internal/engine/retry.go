@@ -154,8 +154,22 @@ func (e *Engine) Retry(ctx context.Context, r RetryRequest) (RetryResult, error)
 	}
 	done, skipped, err := e.rerun(ctx, q, jobs, r.By)
 	res.Skipped += skipped
-	for _, j := range done {
-		res.Jobs = append(res.Jobs, answer(j, q.State))
+	var room []job.Job
+	for i, j := range done {
+		a := answer(j, q.State)
+		if inRoom(j) {
+			// A job run again goes through the waiting room as a new
+			// one does, and is told so: its place and estimate. The
+			// room is listed once for the call.
+			if room == nil {
+				var lerr error
+				if room, lerr = e.listRoom(ctx, q); lerr != nil {
+					return res, errors.Join(err, failure("retry", j.Ref(), lerr))
+				}
+			}
+			answerInRoom(&a, e.placeIn(q, room, *done[i]))
+		}
+		res.Jobs = append(res.Jobs, a)
 	}
 	return res, err
 }

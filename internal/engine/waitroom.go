@@ -468,6 +468,11 @@ func (e *Engine) roomPlace(ctx context.Context, q Queue, j job.Job) (*api.RoomPl
 	if err != nil {
 		return nil, err
 	}
+	return e.placeIn(q, room, j), nil
+}
+
+// placeIn is roomPlace with the room's jobs listed already.
+func (e *Engine) placeIn(q Queue, room []job.Job, j job.Job) *api.RoomPlace {
 	p := slot.PriorityOf(j.Priority)
 	var place, before, mine int64 // mine: its key's of p ahead of it
 	same := map[string]int64{}    // other keys' waiting jobs of p
@@ -493,5 +498,12 @@ func (e *Engine) roomPlace(ctx context.Context, q Queue, j job.Job) (*api.RoomPl
 	before += mine
 	next := slot.NextSlot(q.State, q.Config.LimitList(), q.Config.Skew, e.now().Add(e.opts.Lead))
 	est := laterOf(next.Add(time.Duration(before)*q.Config.Tick()), j.Earliest())
-	return &api.RoomPlace{Place: place + 1, Key: j.Key, Priority: p, EstimatedStartAt: est}, nil
+	return &api.RoomPlace{Place: place + 1, Key: j.Key, Priority: p, EstimatedStartAt: est}
+}
+
+// answerInRoom makes a, the answer for j, say where j waits in the
+// waiting room (rp): waiting, its place and estimate, as an enqueue's
+// answer does.
+func answerInRoom(a *Accepted, rp *api.RoomPlace) {
+	a.Status, a.Waiting, a.EstimatedStartAt = api.StatusWaiting, rp.Place, &rp.EstimatedStartAt
 }

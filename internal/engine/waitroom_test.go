@@ -286,6 +286,62 @@ func TestWaitingRoomShown(t *testing.T) {
 	})
 }
 
+// The same id sent again while its job waits in the waiting room answers
+// as the first call did: waiting, with its place and an estimate, the
+// place the job's record shows (not "parked" with neither).
+func TestWaitingRoomSameIDAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 1})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("again", slot.Config{Interval: time.Second, BookAhead: 1})
+		if _, err := s.eng.Pause(ctx, "again", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{"a1", "a2", "a3"}
+		first := s.enqueue("again", len(ids), func(i int, sp *job.Spec) { sp.ID = ids[i] })
+		if a := first.Jobs[2]; a.Status != api.StatusWaiting || a.Waiting != 2 {
+			t.Fatalf("first answer of a3: %+v, want waiting 2nd", a)
+		}
+		again := s.enqueue("again", 1, func(_ int, sp *job.Spec) { sp.ID = "a3" })
+		a := again.Jobs[0]
+		if !a.Existing || a.Status != api.StatusWaiting || a.Waiting != 2 || a.EstimatedStartAt == nil || !a.SlotAt.IsZero() {
+			t.Fatalf("a3 sent again: %+v, want existing, waiting 2nd with an estimate and no slot", a)
+		}
+		j, err := s.eng.Job(ctx, job.Ref{Queue: "again", ID: "a3"})
+		if err != nil || j.Room == nil || j.Room.Place != a.Waiting {
+			t.Fatalf("Job(a3).Room = %+v, %v; want the place the answer gave, %d", j.Room, err, a.Waiting)
+		}
+	})
+}
+
+// A cancelled waiting job run again goes through the waiting room as a
+// new job does, and its answer says so: waiting, its place, an estimate.
+func TestWaitingRoomRetryAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 1})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("rerun", slot.Config{Interval: time.Second, BookAhead: 1})
+		if _, err := s.eng.Pause(ctx, "rerun", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{"b1", "b2", "b3"}
+		s.enqueue("rerun", len(ids), func(i int, sp *job.Spec) { sp.ID = ids[i] })
+		if _, err := s.eng.CancelJob(ctx, job.Ref{Queue: "rerun", ID: "b3"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.eng.Retry(ctx, engine.RetryRequest{Queue: "rerun", IDs: []string{"b3"}})
+		if err != nil || len(res.Jobs) != 1 {
+			t.Fatalf("Retry(b3) = %+v, %v", res, err)
+		}
+		a := res.Jobs[0]
+		if a.Status != api.StatusWaiting || a.Waiting != 2 || a.EstimatedStartAt == nil || !a.SlotAt.IsZero() {
+			t.Fatalf("b3 run again: %+v, want waiting 2nd (behind b2) with an estimate and no slot", a)
+		}
+	})
+}
+
 // A configure that changes the queue's limit moves the booked jobs as a
 // limit change does (§12b), and leaves the waiting room's jobs waiting,
 // without a slot; one that changes a bound moves nothing. All run after.
