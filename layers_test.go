@@ -50,7 +50,7 @@ func under(p, folder string) bool { return p == folder || strings.HasPrefix(p, f
 // tooling is what builds, tests and measures slotq, or serves people from
 // the slotq command: no Lambda function links it.
 func tooling(p string) bool {
-	return under(p, "internal/dev") || under(p, "internal/cli") || p == "pkg/local"
+	return under(p, "internal/dev") || under(p, "internal/cli") || under(p, "internal/local") || p == "pkg/local"
 }
 
 // TestLayers holds the import direction of slotq's layers:
@@ -99,6 +99,13 @@ func TestLayers(t *testing.T) {
 					r == "pkg/worker" || r == "pkg/client")
 			},
 			direct: true,
+		},
+		{
+			name: "the local runtime (internal/local, pkg/local) links none of the tests' helpers and benchmarks under internal/dev",
+			applies: func(p string) bool {
+				return under(p, "internal/local") || p == "pkg/local"
+			},
+			refused: func(d string) bool { return strings.HasPrefix(d, module+"internal/dev/") },
 		},
 		{
 			name: "the core is plain Go: slot, job, attempt, input, clock and engine never import AWS",

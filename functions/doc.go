@@ -5,5 +5,5 @@
 // translator (two stacks in one account; each role held to the SDK calls
 // linked into its function), check the stack examples/acme writes, and
 // run the real bootstrap binaries end to end under the local Runtime API
-// (internal/dev/lambdahost) against DynamoDB Local and moto_server's SQS.
+// (internal/local/lambdahost) against DynamoDB Local and moto_server's SQS.
 package functions

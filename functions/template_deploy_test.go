@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/slotq/slotq"
-	"github.com/slotq/slotq/internal/dev/samgen"
+	"github.com/slotq/slotq/internal/local/samgen"
 )
 
 // deployNeeds is what deploying each resource type of the stack asks of

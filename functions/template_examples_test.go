@@ -12,8 +12,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/slotq/slotq/internal/dev/samgen"
-	"github.com/slotq/slotq/internal/dev/samlocal"
+	"github.com/slotq/slotq/internal/local/samgen"
+	"github.com/slotq/slotq/internal/local/samlocal"
 )
 
 // get returns the value of key in a YAML mapping, or nil.

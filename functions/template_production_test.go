@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/slotq/slotq"
-	"github.com/slotq/slotq/internal/dev/samgen"
+	"github.com/slotq/slotq/internal/local/samgen"
 )
 
 // TestTemplateProduction holds what the stack needs on a real account and

@@ -19,7 +19,7 @@ import (
 
 	"github.com/slotq/slotq"
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
-	"github.com/slotq/slotq/internal/dev/samgen"
+	"github.com/slotq/slotq/internal/local/samgen"
 )
 
 // refusal is what CloudFormation would refuse of a parameter set before it

@@ -8,12 +8,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slotq/slotq"
-	"github.com/slotq/slotq/internal/dev/samgen"
+	"github.com/slotq/slotq/internal/local/samgen"
 )
 
 // newTemplateCmd writes a project's SAM template: slotq's, of the version
 // this command was built from, with the project's stack.yaml merged in
-// (internal/dev/samgen; docs/deploy.md).
+// (internal/local/samgen; docs/deploy.md).
 func newTemplateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "template",

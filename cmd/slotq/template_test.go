@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slotq/slotq/internal/dev/samlocal"
+	"github.com/slotq/slotq/internal/local/samlocal"
 )
 
 func TestTemplateCommand(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 // The pull side of the Transport: Receive, Delete and ChangeVisibility
 // model an SQS queue, for a consumer that polls it as the Lambda event
-// source mapping polls SQS (the local runtime's, internal/dev/esm). Use either
+// source mapping polls SQS (the local runtime's, internal/local/esm). Use either
 // Run or the pull side on one Transport, not both.
 //
 // As on SQS: a received message is invisible for the visibility timeout

@@ -9,7 +9,7 @@ import (
 
 // EventOf converts a message received from the queue of arn into the
 // events.SQSMessage the Lambda SQS event source would deliver, for an
-// event source emulated outside Lambda (internal/dev/esm).
+// event source emulated outside Lambda (internal/local/esm).
 func EventOf(m types.Message, arn string) events.SQSMessage {
 	region := ""
 	if parts := strings.SplitN(arn, ":", 6); len(parts) == 6 {

@@ -15,7 +15,7 @@
 // (EnqueueFunction, WorkerFunction, ResumeFunction, AdminFunction), so
 // services and the AWS CLI call it as they would `sam local
 // start-lambda`, and it plays what AWS plays after deployment
-// (internal/dev/esm): the SQS event source mapping that feeds the slot queue
+// (internal/local/esm): the SQS event source mapping that feeds the slot queue
 // to the worker, and the schedule that invokes the resume function.
 //
 // What a person sees: the endpoints and commands to try on start, a line

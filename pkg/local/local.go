@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/slotq/slotq/internal/cli/console"
-	"github.com/slotq/slotq/internal/dev/esm"
-	"github.com/slotq/slotq/internal/dev/lambdahost"
+	"github.com/slotq/slotq/internal/local/esm"
+	"github.com/slotq/slotq/internal/local/lambdahost"
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"

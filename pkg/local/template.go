@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/slotq/slotq/internal/dev/esm"
-	"github.com/slotq/slotq/internal/dev/samlocal"
+	"github.com/slotq/slotq/internal/local/esm"
+	"github.com/slotq/slotq/internal/local/samlocal"
 	"github.com/slotq/slotq/internal/lambdafn"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
-	"github.com/slotq/slotq/internal/dev/esm"
+	"github.com/slotq/slotq/internal/local/esm"
 	"github.com/slotq/slotq/internal/metrics"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"gopkg.in/yaml.v3"
 
-	"github.com/slotq/slotq/internal/dev/samgen"
+	"github.com/slotq/slotq/internal/local/samgen"
 )
 
 // get returns the value of key in a YAML mapping, or nil.

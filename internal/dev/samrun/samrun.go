@@ -1,8 +1,8 @@
 // Package samrun runs slotq's built Lambda bootstraps locally the way
 // `sam local invoke` and `sam local start-lambda` do, without Docker: it
 // builds each function's bootstrap with its Makefile target for this
-// machine (internal/dev/samlocal), runs it under a local Lambda Runtime API
-// (internal/dev/lambdahost) with the environment template.yaml gives it, and invokes
+// machine (internal/local/samlocal), runs it under a local Lambda Runtime API
+// (internal/local/lambdahost) with the environment template.yaml gives it, and invokes
 // it (Invoke) or serves the Invoke API for every function (Serve).
 //
 // Serve also plays what AWS plays after deployment (esm.Emulation):
@@ -39,10 +39,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
-	"github.com/slotq/slotq/internal/dev/esm"
-	"github.com/slotq/slotq/internal/dev/lambdahost"
+	"github.com/slotq/slotq/internal/local/esm"
+	"github.com/slotq/slotq/internal/local/lambdahost"
 	"github.com/slotq/slotq/internal/dev/motoserver"
-	"github.com/slotq/slotq/internal/dev/samlocal"
+	"github.com/slotq/slotq/internal/local/samlocal"
 	"github.com/slotq/slotq/pkg/local"
 )
 

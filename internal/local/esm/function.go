@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/slotq/slotq/internal/dev/lambdahost"
+	"github.com/slotq/slotq/internal/local/lambdahost"
 )
 
 // Function returns the Invoker that invokes the function called name

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/slotq/slotq/internal/dev/lambdahost"
+	"github.com/slotq/slotq/internal/local/lambdahost"
 )
 
 // Run Go handlers as Lambda would, behind the same Invoker as built

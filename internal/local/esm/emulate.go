@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slotq/slotq/internal/dev/lambdahost"
+	"github.com/slotq/slotq/internal/local/lambdahost"
 )
 
 // Emulation is what AWS plays in front of a stack's functions after

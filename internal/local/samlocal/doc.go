@@ -5,7 +5,7 @@
 // function's bootstrap with its Makefile target for the host's
 // architecture, and works out each function's environment as Lambda would
 // give it, with !Ref, !GetAtt and !Sub resolved against the local
-// resources. internal/dev/lambdahost then runs the bootstraps.
+// resources. internal/local/lambdahost then runs the bootstraps.
 //
 // It understands the parts of a SAM template slotq uses, no more.
 package samlocal

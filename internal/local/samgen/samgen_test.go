@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/slotq/slotq"
-	"github.com/slotq/slotq/internal/dev/samgen"
-	"github.com/slotq/slotq/internal/dev/samlocal"
+	"github.com/slotq/slotq/internal/local/samgen"
+	"github.com/slotq/slotq/internal/local/samlocal"
 )
 
 func parse(t *testing.T, b []byte) *samlocal.Template {
