@@ -29,12 +29,16 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 			"A queue that does not exist is created, with the limit --interval, --rate (with --burst) or --window\n" +
 			"gives, or the stack's default limit; a queue that exists keeps its own limit (the command says so when\n" +
 			"the flag differs from it; 'slotq queues configure' changes it).\n" +
+			"With --count N or --from FILE, enqueues many jobs in calls of up to 500 and prints them (a summary\n" +
+			"beyond 20), with its progress on a terminal.\n" +
 			"With --wait, waits for the job to end and prints its record and result instead:\n" +
 			waitExits,
 		Example: "  $ slotq enqueue emails --kind echo --id welcome-42 --payload '{\"to\":\"ada@example.com\"}'\n" +
 			"  $ slotq enqueue emails --kind echo --key ada@example.com\n" +
 			"  $ slotq queues create reports --interval 1s --targets 'https://hooks.example.com/*'   # a target the queue allows\n" +
-			"  $ slotq enqueue reports --target https://hooks.example.com/report --payload @report.json --wait",
+			"  $ slotq enqueue reports --target https://hooks.example.com/report --payload @report.json --wait\n" +
+			"  $ slotq enqueue emails --kind echo --count 1000 --id 'welcome-{n}' --payload '{\"n\":{n}}'\n" +
+			"  $ slotq enqueue emails --kind echo --from jobs.jsonl   # one job a line: {\"id\":\"a-1\",\"key\":\"tenant-a\"}",
 		Args:        nArgs(1, 1),
 		Annotations: map[string]string{"exit": exitStatus + "\nWith --wait: 3 the job failed or was cancelled, 4 --timeout came first."},
 	}
@@ -53,6 +57,8 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 		burst     = fs.Int("burst", 0, fmt.Sprintf("with --rate: starts the rate lets through together after an idle time beyond the first, 0 to %d", slot.MaxBurst))
 		window    = new(api.Rate)
 	)
+	count := fs.Int("count", 0, fmt.Sprintf("enqueue N jobs of the flags at once, in calls of up to %d: %s in --id and --payload becomes each job's number, 1 to N (such as --id 'welcome-%s', which a run again with the same flags does not enqueue twice)", api.MaxBatch, numbered, numbered))
+	from := fs.String("from", "", fmt.Sprintf("enqueue the jobs of FILE (- for stdin): JSON lines, one job each as the enqueue function takes it ({\"kind\":\"echo\",\"id\":\"a-1\",\"payload\":{…}}), in calls of up to %d; a line without a kind or target takes --kind or --target, and --key and --priority where it has none", api.MaxBatch))
 	fs.Var(rateFlag{rate}, "rate", "the limit of the queue if this call creates it as a rate `N/PERIOD` such as 100/1m (at most N starts per PERIOD on average), with --burst; a queue that exists keeps its own")
 	fs.Var(rateFlag{window}, "window", "the limit of the queue if this call creates it as a window `N/PERIOD` such as 5000/1h (at most N starts in any PERIOD); a queue that exists keeps its own")
 	wait, timeout := waitFlags(cmd)
@@ -60,13 +66,25 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 		if err := c.checkWait(*wait, *timeout); err != nil {
 			return c.fail(err)
 		}
-		if *kind == "" && *target == "" {
+		many := c.given("count") || c.given("from")
+		switch {
+		case c.given("count") && c.given("from"):
+			return c.fail(usagef("give one of --count and --from"))
+		case many && *wait:
+			return c.fail(usagef("--wait waits for one job: leave out --count and --from, or --wait"))
+		case c.given("from") && (c.given("id") || c.given("payload") || c.given("not-before")):
+			return c.fail(usagef("with --from each line gives its job's id, payload and not_before"))
+		}
+		if *kind == "" && *target == "" && !c.given("from") {
 			// The enqueue function's own refusal, said before the call.
 			return c.fail(&usageError{code: "no_target", field: "job.kind", msg: "give --kind (a Go handler) or --target (URL or lambda:NAME)"})
 		}
 		spec := api.Spec{ID: *id, Kind: *kind, Target: *target, Key: *key, Priority: *priority}
 		if *payload != "" {
-			b, err := readPayload(*payload)
+			// With --count, a payload with the job's number in it is
+			// JSON once the number is in (countedJobs checks each).
+			template := c.given("count") && strings.Contains(*payload, numbered)
+			b, err := readPayload(*payload, !template)
 			if err != nil {
 				return c.fail(err)
 			}
@@ -82,6 +100,13 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 		in := &client.EnqueueInput{Queue: pos[0], Job: &spec}
 		if err := c.createLimit(in, *interval, *rate, *burst, *window); err != nil {
 			return c.fail(err)
+		}
+		if many {
+			jobs, err := c.manyJobs(spec, *count, *from)
+			if err != nil {
+				return c.fail(err)
+			}
+			return c.enqueueMany(ctx, *in, jobs)
 		}
 		if *wait {
 			cl, err := c.conn.client(ctx)
@@ -127,6 +152,24 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 		})
 	})
 	return cmd
+}
+
+// manyJobs are the jobs of --count (spec, count times) or --from (the
+// lines of its file, spec giving what they leave out).
+func (c *stackCmd) manyJobs(spec api.Spec, count int, from string) ([]api.Spec, error) {
+	if c.given("count") {
+		return countedJobs(spec, count)
+	}
+	r, closeIt, err := readFrom(from)
+	if err != nil {
+		return nil, err
+	}
+	defer closeIt()
+	name := from
+	if from == "-" {
+		name = "stdin"
+	}
+	return linedJobs(r, name, spec)
 }
 
 // createLimit puts on in the limit --interval, --rate (with --burst) or
@@ -230,12 +273,12 @@ func deref[T any](p *T) T {
 }
 
 // readPayload reads --payload (readArg), which must be JSON.
-func readPayload(v string) (json.RawMessage, error) {
+func readPayload(v string, check bool) (json.RawMessage, error) {
 	b, err := readArg(v)
 	if err != nil {
 		return nil, usagef("--payload: %v", err)
 	}
-	if !json.Valid(b) {
+	if check && !json.Valid(b) {
 		return nil, usagef("--payload is not JSON")
 	}
 	return b, nil

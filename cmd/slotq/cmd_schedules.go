@@ -83,7 +83,7 @@ func newScheduleCreateCmd(cn *conn) *cobra.Command {
 			*t.to = &at
 		}
 		if *payload != "" {
-			b, err := readPayload(*payload)
+			b, err := readPayload(*payload, true)
 			if err != nil {
 				return c.fail(err)
 			}
