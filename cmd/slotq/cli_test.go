@@ -721,3 +721,24 @@ func TestStackOutputsRefusesOtherStacks(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// `slotq queues` shows a queue without targets as `-` under TARGETS, as
+// `queues stats` shows the setting, not 0.
+func TestQueuesNoTargets(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	c.ok("queues", "create", "plain", "--interval", "1s")
+	lines := strings.Split(strings.TrimSpace(c.ok("queues")), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("slotq queues:\n%s", strings.Join(lines, "\n"))
+	}
+	head, plain := strings.Fields(lines[0]), strings.Fields(lines[1])
+	for i, h := range head {
+		if h == "TARGETS" {
+			// Headers of two words ("KEY LIMITS", …) before it shift
+			// the fields: count from the row's end instead.
+			if got := plain[len(plain)-(len(head)-i)]; got != "-" {
+				t.Errorf("TARGETS of a queue without targets: %q, want -\n%s", got, strings.Join(lines, "\n"))
+			}
+		}
+	}
+}

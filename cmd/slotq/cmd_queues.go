@@ -57,13 +57,21 @@ func newQueuesListCmd(cn *conn) *cobra.Command {
 			return out.Queues, func(w io.Writer) {
 				row(w, "QUEUE", "LIMITS", "KEY LIMITS", "SKEW", "MAX ATTEMPTS", "MAX RUNNING", "TARGETS", "PAUSED", "TICKETS", "STARTED", "CREATED")
 				for _, q := range out.Queues {
-					row(w, q.Name, limits(q.Config), keyLimits(q.Config), setting(q.Config.Skew), q.Config.MaxAttempts, maxRunning(q.Config.MaxRunning), len(q.Config.Targets),
+					row(w, q.Name, limits(q.Config), keyLimits(q.Config), setting(q.Config.Skew), q.Config.MaxAttempts, maxRunning(q.Config.MaxRunning), countOrDash(len(q.Config.Targets)),
 						paused(q.State), q.State.Ticket, q.State.Current, ts(q.CreatedAt))
 				}
 			}
 		})
 	})
 	return cmd
+}
+
+// countOrDash is n, or "-" for none, as stats shows an empty setting.
+func countOrDash(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
 }
 
 func paused(s api.QueueState) string {
