@@ -446,8 +446,14 @@ func (h *Handler) starts(ctx context.Context, r Request) (Response, error) {
 	if limit == 0 {
 		limit = DefaultStartsLimit
 	}
-	if _, err := h.Engine.Queue(ctx, r.Queue); err != nil {
+	q, err := h.Engine.Queue(ctx, r.Queue)
+	if err != nil {
 		return Response{}, err
+	}
+	// A queue deleted and created again under its name starts afresh:
+	// the log's starts before its creation are the old queue's.
+	if since.Before(q.CreatedAt) {
+		since = q.CreatedAt
 	}
 	res := Response{Starts: []startlog.Start{}}
 	if h.Starts == nil {

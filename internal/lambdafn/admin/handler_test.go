@@ -26,9 +26,15 @@ import (
 func event(t *testing.T, name string) json.RawMessage { return sample.Event(t, name) }
 
 func newHandler() (*Handler, *engine.Engine) {
-	h, eng, _, _ := newEmbedded()
-	h.Defaults = slot.Config{Interval: 3 * time.Second}
-	return h, eng
+	return newHandlerAt(nil)
+}
+
+// newHandlerAt is newHandler with an engine whose clock is now (nil: the
+// real one).
+func newHandlerAt(now func() time.Time) (*Handler, *engine.Engine) {
+	st := memstore.New(memstore.Options{})
+	eng := engine.New(engine.Options{State: st, Transport: memstore.NewTransport(memstore.TransportOptions{}), Now: now})
+	return &Handler{Engine: eng, Defaults: slot.Config{Interval: 3 * time.Second}}, eng
 }
 
 // newEmbedded is a handler without defaults on the embedded backend, with
@@ -408,12 +414,13 @@ func (f *fakeStarts) Starts(_ context.Context, queue string, since time.Time, li
 // their defaults, and reports a failed read in starts_error, not as a
 // failure.
 func TestStarts(t *testing.T) {
-	h, eng := newHandler()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	// The queue was created before every window the test asks about.
+	h, eng := newHandlerAt(func() time.Time { return now.Add(-2 * time.Hour) })
 	ctx := context.Background()
 	if _, err := eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	h.Now = func() time.Time { return now }
 	one := startlog.Start{JobID: "j1", Ticket: 1, Attempt: 1, SlotAt: now.Add(-time.Minute), StartedAt: now.Add(-time.Minute), LatenessMS: 0}
 	tests := []struct {
@@ -462,6 +469,35 @@ func TestStarts(t *testing.T) {
 	r, _ = h.Handle(ctx, json.RawMessage(`{"op":"starts","queue":"q"}`))
 	if b, _ := json.Marshal(r); string(b) != `{"op":"starts","starts":[]}` {
 		t.Errorf("answer %s", b)
+	}
+}
+
+// The starts of a queue deleted and created again under its name are
+// read from its creation on: the log's earlier starts, with the same
+// tickets, are the old queue's.
+func TestStartsOfQueueCreatedAgain(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	clock := now.Add(-10 * time.Minute)
+	h, eng := newHandlerAt(func() time.Time { return clock })
+	h.Now = func() time.Time { return now }
+	ctx := context.Background()
+	if _, err := eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.DeleteQueue(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	clock = now.Add(-2 * time.Minute)
+	if _, err := eng.CreateQueue(ctx, "q", slot.Config{Interval: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeStarts{}
+	h.Starts = f
+	if r, err := h.Handle(ctx, json.RawMessage(`{"op":"starts","queue":"q"}`)); err != nil || r.Error != nil {
+		t.Fatalf("%v, %+v", err, r.Error)
+	}
+	if !f.since.Equal(clock) {
+		t.Errorf("asked for starts since %v, want the queue's creation again, %v", f.since, clock)
 	}
 }
 
