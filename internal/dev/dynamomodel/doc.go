@@ -18,11 +18,14 @@
 // strongly (half for an index's eventually consistent query), and a
 // refused condition as the write it would have been.
 //
-// What the model does not show: internal/dynamostore's own retries of a
-// condition refused for a form it read stale (the embedded store decides
-// against the state it holds), TransactionConflictException, and lost
-// answers; those are tested on DynamoDB Local and by injection in
-// internal/dynamostore. Item sizes are those of the records as JSON, a
+// The take and the gate write DynamoDB in a conditional form picked from
+// the caller's read (internal/dynamostore: an update expression cannot
+// take a maximum); a form the read no longer holds is refused, billed,
+// and sent again after a round trip. The model bills them so, by the
+// store's own dynamostore.StaleTake and StaleGate, checked on the state
+// each write meets. What it does not show: TransactionConflictException
+// and lost answers; those are tested on DynamoDB Local and by injection
+// in internal/dynamostore. Item sizes are those of the records as JSON, a
 // close stand-in for DynamoDB's attribute names and values.
 //
 // `slotq demo --store dynamodb-model` and `slotq bench --store

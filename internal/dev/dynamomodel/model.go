@@ -59,6 +59,10 @@ type Model struct {
 	sigma   float64
 	backoff *retry.ExponentialJitterBackoff
 
+	// stateMu makes a stale form's check and the write it precedes one
+	// step (see call.stale).
+	stateMu sync.Mutex
+
 	mu      sync.Mutex
 	off     bool
 	rnd     *rand.Rand
@@ -171,6 +175,11 @@ type call struct {
 	// spread marks a call whose items lie in partitions of their own (a
 	// batch of new jobs): no one partition's throughput bounds it.
 	spread bool
+	// stale, if set, says whether internal/dynamostore's write would be
+	// refused for a form picked from a stale read, as it lands (on the
+	// store's state then): a write billed, and sent again after a round
+	// trip (the refusal's answer and the new request).
+	stale func() bool
 }
 
 // ErrThrottled is what a call returns once the SDK's retryer gave up on a
@@ -193,7 +202,7 @@ func (m *Model) do(ctx context.Context, c call, op func() (int, error), size fun
 		_, err := op()
 		return err
 	}
-	for attempt := 1; ; attempt++ {
+	for attempt, resends := 1, 0; ; {
 		there, back := m.latency()
 		if err := clock.Sleep(ctx, there); err != nil {
 			return err
@@ -207,9 +216,18 @@ func (m *Model) do(ctx context.Context, c call, op func() (int, error), size fun
 			if err := clock.Sleep(ctx, back+d); err != nil {
 				return err
 			}
+			attempt++
 			continue
 		}
-		n, err := op()
+		n, err, refusedStale := m.apply(c, op, resends)
+		if refusedStale {
+			m.bill(c, units, 1)
+			resends++
+			if err := clock.Sleep(ctx, back); err != nil {
+				return err
+			}
+			continue
+		}
 		if refused(err) {
 			n++
 		}
@@ -227,6 +245,27 @@ func (m *Model) do(ctx context.Context, c call, op func() (int, error), size fun
 		}
 		return err
 	}
+}
+
+// maxResends bounds the writes sent again after a stale form's refusal,
+// as internal/dynamostore's tries do.
+const maxResends = 20
+
+// apply applies op, unless c's form is stale on the state op would meet
+// (refusedStale; then nothing is applied). The check and op are one
+// atomic step among the model's calls.
+func (m *Model) apply(c call, op func() (int, error), resends int) (n int, err error, refusedStale bool) {
+	if c.stale == nil {
+		n, err = op()
+		return n, err, false
+	}
+	m.stateMu.Lock()
+	defer m.stateMu.Unlock()
+	if resends < maxResends && c.stale() {
+		return 0, nil, true
+	}
+	n, err = op()
+	return n, err, false
 }
 
 // refused reports whether err is a conditional write's failed condition,

@@ -13,6 +13,7 @@ import (
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // TestState runs the conformance suite on the model, with latencies small
@@ -180,5 +181,47 @@ func TestLatency(t *testing.T) {
 	}
 	if p99 := took[len(took)*99/100]; p99 < lat.P99*7/10 {
 		t.Errorf("p99 call %v, want about %v", p99, lat.P99)
+	}
+}
+
+// TestStaleFormBilled checks that a gate whose form the store would pick
+// from a stale read (another start moved the line's current past what it
+// read) is billed as internal/dynamostore pays for it: a refused write,
+// then the one that lands.
+func TestStaleFormBilled(t *testing.T) {
+	ctx := t.Context()
+	m := dynamomodel.New(memstore.New(memstore.Options{}), dynamomodel.Options{NoLatency: true})
+	cfg := slot.Config{Rate: api.Rate{N: 10, Per: time.Second}, Burst: 5}.WithDefaults()
+	if err := m.CreateQueue(ctx, engine.Queue{Name: "q", Config: cfg, Gen: 1}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := m.GetQueue(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Millisecond)
+	ls := cfg.LimitList()
+	taken, err := m.Take(ctx, engine.TakeRequest{Queue: "q", N: 2, Line: 2, Limits: ls, Skew: cfg.Skew, Now: now, Seen: q.State, Gen: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := taken.State
+	gate := func(ticket int64) {
+		t.Helper()
+		at := taken.Slots[ticket-1]
+		if _, err := m.Gate(ctx, engine.GateRequest{Queue: "q", Ticket: ticket, Limits: ls, Skew: cfg.Skew, Now: at, At: at,
+			Seen: seen, Gen: 1}); err != nil {
+			t.Fatalf("gate ticket %d: %v", ticket, err)
+		}
+	}
+	m.Reset()
+	gate(2) // moves current to 2
+	if u := m.Units().Hot; u.Writes != 1 || u.Refused != 0 {
+		t.Fatalf("a gate from the state as it is: %+v, want one write, none refused", u)
+	}
+	m.Reset()
+	gate(1) // read before ticket 2's gate: its form would move current
+	if u := m.Units().Hot; u.Writes != 2 || u.Refused != 1 {
+		t.Errorf("a gate from a stale read: %+v, want two writes, one refused", u)
 	}
 }

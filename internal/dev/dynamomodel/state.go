@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
@@ -122,7 +123,17 @@ func (m *Model) DeleteQueue(ctx context.Context, name string) error {
 
 func (m *Model) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
 	var t engine.Taken
-	err := m.do(ctx, stateWrite(r.Queue), func() (int, error) {
+	c := stateWrite(r.Queue)
+	seen := r // a refused write is sent again in the form its answer shows
+	c.stale = func() bool {
+		q, err := m.store.GetQueue(ctx, r.Queue)
+		if err != nil || r.Check() != nil || !dynamostore.StaleTake(seen, q.State) {
+			return false
+		}
+		seen.Seen = q.State
+		return true
+	}
+	err := m.do(ctx, c, func() (int, error) {
 		var err error
 		t, err = m.store.Take(ctx, r)
 		return 0, err
@@ -131,7 +142,22 @@ func (m *Model) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 }
 
 func (m *Model) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
-	return write(m, ctx, stateWrite(r.Queue), func() (slot.State, error) { return m.store.Gate(ctx, r) })
+	c := stateWrite(r.Queue)
+	seen := r // a refused write is sent again in the form its answer shows
+	c.stale = func() bool {
+		q, err := m.store.GetQueue(ctx, r.Queue)
+		if err != nil {
+			return false
+		}
+		// A gate the limits refuse on the state is decided by its
+		// first refusal: one write, whatever the form.
+		if v, _ := r.Decide(q.State); v != slot.Start || !dynamostore.StaleGate(seen, q.State) {
+			return false
+		}
+		seen.Seen = q.State
+		return true
+	}
+	return write(m, ctx, c, func() (slot.State, error) { return m.store.Gate(ctx, r) })
 }
 
 func (m *Model) SlowDown(ctx context.Context, r engine.SlowDownRequest) (slot.State, error) {
