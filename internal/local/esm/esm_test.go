@@ -16,11 +16,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/slotq/slotq/internal/local/esm"
 	"github.com/slotq/slotq/internal/dev/motoserver"
 	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
+	"github.com/slotq/slotq/internal/local/esm"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/sqstransport"
 )

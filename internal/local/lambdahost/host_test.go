@@ -19,8 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
-	"github.com/slotq/slotq/internal/local/lambdahost"
 	"github.com/slotq/slotq/internal/dev/testenv"
+	"github.com/slotq/slotq/internal/local/lambdahost"
 )
 
 var echoPath string

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/slotq/slotq/internal/local/lambdahost"
 	"github.com/slotq/slotq/internal/dynamostore"
+	"github.com/slotq/slotq/internal/local/lambdahost"
 	"github.com/slotq/slotq/internal/sqstransport"
 )
 
