@@ -27,12 +27,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
-	"github.com/slotq/slotq/internal/local/esm"
-	"github.com/slotq/slotq/internal/local/lambdahost"
 	"github.com/slotq/slotq/internal/dev/motoserver"
-	"github.com/slotq/slotq/internal/local/samlocal"
 	"github.com/slotq/slotq/internal/dev/samrun"
 	"github.com/slotq/slotq/internal/dev/testenv"
+	"github.com/slotq/slotq/internal/local/esm"
+	"github.com/slotq/slotq/internal/local/lambdahost"
+	"github.com/slotq/slotq/internal/local/samlocal"
 	"github.com/slotq/slotq/pkg/local"
 )
 

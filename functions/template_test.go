@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotq/slotq/internal/local/samlocal"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/lambdafn"
+	"github.com/slotq/slotq/internal/local/samlocal"
 	"github.com/slotq/slotq/pkg/local"
 )
 

@@ -16,8 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/slotq/slotq/internal/cli/console"
-	"github.com/slotq/slotq/internal/local/esm"
-	"github.com/slotq/slotq/internal/local/lambdahost"
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
@@ -25,6 +23,8 @@ import (
 	"github.com/slotq/slotq/internal/lambdafn/enqueue"
 	"github.com/slotq/slotq/internal/lambdafn/resume"
 	workerfn "github.com/slotq/slotq/internal/lambdafn/worker"
+	"github.com/slotq/slotq/internal/local/esm"
+	"github.com/slotq/slotq/internal/local/lambdahost"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/metrics"
 	"github.com/slotq/slotq/internal/slot"

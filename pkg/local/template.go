@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/slotq/slotq/internal/lambdafn"
 	"github.com/slotq/slotq/internal/local/esm"
 	"github.com/slotq/slotq/internal/local/samlocal"
-	"github.com/slotq/slotq/internal/lambdafn"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 )
