@@ -76,8 +76,10 @@ test-example: ## Test the example project examples/acme (its own module): vet, b
 DYNAMODB_PORT ?= 8000
 
 .PHONY: dynamodb-local
-dynamodb-local: ## Run DynamoDB Local on 127.0.0.1:$(DYNAMODB_PORT) and print the environment that points the AWS SDK at it (needs Java 17)
-	$(GO) run ./internal/dev/dynamolocal/cmd/dynamodb-local -port $(DYNAMODB_PORT)
+# Built, then exec'd, as make run is: stopped by its PID, the program
+# itself gets the signal and stops DynamoDB Local's Java with it.
+dynamodb-local: ## Run DynamoDB Local on port $(DYNAMODB_PORT) and print the environment that points the AWS SDK at it (needs Java 17; it listens on every interface, as DynamoDB Local always does)
+	$(GO) build -o bin/dynamodb-local ./internal/dev/dynamolocal/cmd/dynamodb-local && exec bin/dynamodb-local -port $(DYNAMODB_PORT)
 
 # `make bench` writes each table it measures between the markers of its
 # name in docs/performance.md (and the cost report in docs/costs.md), with
@@ -176,7 +178,7 @@ invoke: ## Invoke one function locally like `sam local invoke` (FN=EnqueueFuncti
 
 .PHONY: start-lambda
 start-lambda: ## Run the built bootstraps like `sam local start-lambda` (Invoke API on 127.0.0.1:3001), with the SQS event source and the schedule in front
-	$(GO) run ./cmd/slotq sam start-lambda --addr 127.0.0.1:3001 $(ARGS)
+	$(GO) build -o bin/slotq ./cmd/slotq && exec bin/slotq sam start-lambda --addr 127.0.0.1:3001 $(ARGS)
 
 .PHONY: lint-template
 lint-template: ## Check template.yaml with cfn-lint, informational checks included

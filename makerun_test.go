@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/slotq/slotq/internal/dev/dynamolocal"
 	"github.com/slotq/slotq/internal/dev/testenv"
 )
 
@@ -41,16 +42,52 @@ func free(addr string) bool {
 // SIGTERM to make alone, as a script does) stops slotq local, which frees
 // its ports: the next make run can start.
 func TestMakeRunStopsOnKill(t *testing.T) {
+	addrs := freeAddrs(t, 2)
+	api, con := addrs[0], addrs[1]
+	stopsOnKill(t, ".", []string{"run", "ARGS=--addr " + api + " --console " + con}, addrs, func(out string) bool {
+		return strings.Contains(out, con)
+	})
+}
+
+// TestMakeDynamoDBLocalStopsOnKill: `make dynamodb-local &` stopped by its
+// PID stops DynamoDB Local's Java with it (a `go run` left it serving).
+func TestMakeDynamoDBLocalStopsOnKill(t *testing.T) {
+	dynamolocal.Require(t) // Java 17 and the jar; fetched once
+	addr := freeAddrs(t, 1)[0]
+	_, port, _ := net.SplitHostPort(addr)
+	stopsOnKill(t, ".", []string{"dynamodb-local", "DYNAMODB_PORT=" + port}, []string{addr}, func(out string) bool {
+		return strings.Contains(out, "AWS_ENDPOINT_URL_DYNAMODB")
+	})
+}
+
+// TestMakeRunAcmeStopsOnKill: the example project's `make run &` stopped
+// by its PID stops acme's local runtime (a `go run` left it serving on
+// 3001 and 3002). Its addresses are fixed: skipped when they are taken.
+func TestMakeRunAcmeStopsOnKill(t *testing.T) {
+	addrs := []string{"127.0.0.1:3001", "127.0.0.1:3002"}
+	for _, a := range addrs {
+		if !free(a) {
+			t.Skipf("%s is taken: acme's make run serves there", a)
+		}
+	}
+	stopsOnKill(t, "examples/acme", []string{"run"}, addrs, func(out string) bool { return strings.Contains(out, "3002") })
+}
+
+// stopsOnKill runs make's target (args: the target and its variables) in
+// dir, waits until something listens on every one of addrs and ready says
+// so of its output, stops make by its PID alone, and fails unless every
+// address is free once make has ended: what make started ended with it.
+func stopsOnKill(t *testing.T, dir string, args []string, addrs []string, ready func(out string) bool) {
+	t.Helper()
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make")
 	}
-	addrs := freeAddrs(t, 2)
-	api, con := addrs[0], addrs[1]
-	cmd := exec.Command("make", "--no-print-directory", "run", "ARGS=--addr "+api+" --console "+con)
+	cmd := exec.Command("make", append([]string{"--no-print-directory"}, args...)...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL=", "AWS_ENDPOINT_URL_DYNAMODB=", "AWS_ENDPOINT_URL_SQS=")
 	// A file, not a pipe: Wait returns when make ends, even if what it
 	// started lives on holding the pipe.
-	log, err := os.Create(filepath.Join(t.TempDir(), "make-run.log"))
+	log, err := os.Create(filepath.Join(t.TempDir(), "make.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +104,20 @@ func TestMakeRunStopsOnKill(t *testing.T) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what the fix failed to stop
 	})
 
-	testenv.WaitFor(t, "make run to serve the Invoke API and the console", func() bool {
+	name := "make " + strings.Join(args, " ")
+	testenv.WaitFor(t, name+" to serve", func() bool {
 		select {
 		case err := <-exited:
 			exited <- err
-			t.Fatalf("make run ended: %v\n%s", err, out())
+			t.Fatalf("%s ended: %v\n%s", name, err, out())
 		default:
 		}
-		return !free(api) && !free(con) && strings.Contains(out(), con)
+		for _, a := range addrs {
+			if free(a) {
+				return false
+			}
+		}
+		return ready(out())
 	})
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -89,7 +132,9 @@ func TestMakeRunStopsOnKill(t *testing.T) {
 		}
 	})
 	// make waits for what it runs: once it has ended, the ports are free.
-	if !free(api) || !free(con) {
-		t.Errorf("make run ended, and %s or %s is still held: slotq local outlived it\n%s", api, con, out())
+	for _, a := range addrs {
+		if !free(a) {
+			t.Errorf("%s ended, and %s is still held: what it started outlived it\n%s", name, a, out())
+		}
 	}
 }
