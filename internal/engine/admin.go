@@ -495,6 +495,9 @@ func (e *Engine) cancelJob(ctx context.Context, k job.Ref, reason string) (job.J
 			return j, failure("cancel", k, err)
 		}
 		e.takeOffLanes(ctx, q, j)
+		if inRoom(&j) {
+			e.leaveRoom(ctx, q, j)
+		}
 		e.freeBooking(ctx, q, j)
 		return e.getJob(ctx, q, k)
 	}

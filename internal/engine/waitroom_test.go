@@ -342,6 +342,32 @@ func TestWaitingRoomRetryAnswered(t *testing.T) {
 	})
 }
 
+// A cancelled waiting job leaves the room at once: a queue with nothing
+// left waiting and its bound free books the next job it is given, and
+// does not send it to the room until the resume function's next look.
+func TestWaitingRoomCancelLeaves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 1, ResumeEvery: time.Hour})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("leave", slot.Config{Interval: time.Second, BookAhead: 1})
+		if _, err := s.eng.Pause(ctx, "leave", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{"c1", "c2"}
+		s.enqueue("leave", len(ids), func(i int, sp *job.Spec) { sp.ID = ids[i] })
+		for _, id := range []string{"c2", "c1"} { // the waiting one, then the booked one
+			if _, err := s.eng.CancelJob(ctx, job.Ref{Queue: "leave", ID: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a := s.enqueue("leave", 1, func(_ int, sp *job.Spec) { sp.ID = "c3" }).Jobs[0]
+		if a.Status == api.StatusWaiting || a.SlotAt.IsZero() {
+			t.Fatalf("c3 on a queue with nothing waiting and its bound free: %+v, want booked, with a slot", a)
+		}
+	})
+}
+
 // A configure that changes the queue's limit moves the booked jobs as a
 // limit change does (§12b), and leaves the waiting room's jobs waiting,
 // without a slot; one that changes a bound moves nothing. All run after.
