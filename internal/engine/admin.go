@@ -198,9 +198,12 @@ func (e *Engine) awaitCursor(ctx context.Context, queue, holder string) (Cursor,
 
 // Purge cancels every waiting job of the queue: parked jobs now, queued
 // ones when they reach the gate (slot.Purged), so a purge is one write on
-// the queue however many jobs wait. It returns how many tickets it
-// covered that had not started (waiting jobs, and tickets whose job was
-// re-ticketed or cancelled before).
+// the queue however many jobs wait. The waiting room's jobs it cancels
+// leave its counts, and their bookings are freed (leaveRoom, bookNext),
+// so the next job is booked as on an empty queue. It returns how many
+// jobs it cancelled: the parked ones now, and the line's tickets after
+// the last start that it covers (tickets whose job was re-ticketed or
+// cancelled before among them: the state does not tell them apart).
 func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 	q, err := e.Queue(ctx, name)
 	if err != nil {
@@ -214,7 +217,15 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("purge %s: %w", name, err)
 	}
-	var free []int64
+	var (
+		free []int64
+		left []job.Job
+		// cancelled counts the parked jobs this purge cancelled, and
+		// inLine those of them whose tickets lie after current: the
+		// line's queued tickets, cancelled at the gate, are counted
+		// from the state, less those.
+		cancelled, inLine int64
+	)
 	for _, j := range parked {
 		if j.Ticket > st.Purged {
 			continue // parked after the purge
@@ -225,15 +236,23 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 			}
 			return 0, fmt.Errorf("purge %s: %w", name, err)
 		}
+		cancelled++
+		if j.Ticket > st.Current {
+			inLine++
+		}
 		e.takeOffLanes(ctx, q, j) // off its lanes, and no longer pending on its key
-		if j.Booking != 0 && !inRoom(&j) {
+		switch {
+		case inRoom(&j):
+			left = append(left, j)
+		case j.Booking != 0:
 			free = append(free, j.Booking)
 		}
 	}
+	e.leaveRoom(ctx, q, left...)
 	if len(free) > 0 {
 		e.bookNext(ctx, q, free...)
 	}
-	return int(max(0, st.Purged-st.Current)), nil
+	return int(cancelled + max(0, st.Purged-st.Current-inLine)), nil
 }
 
 // DeleteQueue removes the queue, with all its jobs: they belong to its

@@ -276,27 +276,35 @@ func (e *Engine) bookFloor(q Queue, ahead int) time.Time {
 	return earlierOf(slot.NextSlotAfter(st, ls, q.Config.Skew, ahead, now), next.Add(lag))
 }
 
-// leaveRoom counts j, a job of q's waiting room that was cancelled (or
-// purged), out of the room's counts: with nothing else waiting, the next
+// leaveRoom counts jobs, jobs of q's waiting room that were cancelled
+// (or purged), out of the room's counts, in one write: with nothing else waiting, the next
 // job enqueued is booked at once, where the count left high sent it to
-// the room until the resume function's look. A booker that chose j
-// counted it out already, with j's booking in the same write (its own
-// write on j then fails, and frees the booking): then nothing is counted
-// twice. A count this leaves low (a booker that listed j from an index
-// that lagged the cancel) is counted afresh by the resume function's
+// the room until the resume function's look. A booker that chose one
+// counted it out already, with its booking in the same write (its own
+// write on the job then fails, and frees the booking): then nothing is
+// counted twice. A count this leaves low (a booker that listed a job from
+// an index that lagged the cancel) is counted afresh by the resume function's
 // look, as one left high was. Errors are logged.
-func (e *Engine) leaveRoom(ctx context.Context, q Queue, j job.Job) {
+func (e *Engine) leaveRoom(ctx context.Context, q Queue, jobs ...job.Job) {
+	if len(jobs) == 0 {
+		return
+	}
 	for try := 0; ; try++ {
 		h, err := e.readHorizon(ctx, q)
 		if err != nil {
-			e.log.WarnContext(ctx, "waiting room: a cancelled job's count left to the resume function", "queue", q.Name, "job_id", j.ID, "error", err.Error())
+			e.log.WarnContext(ctx, "waiting room: cancelled jobs' counts left to the resume function", "queue", q.Name, "jobs", len(jobs), "error", err.Error())
 			return
 		}
-		if h.Holders()[j.ID] {
-			return // its booker counted it out
+		from, held, left := h.Version, h.Holders(), 0
+		for _, j := range jobs {
+			if !held[j.ID] { // else its booker counted it out
+				h.Leave(j.Priority, j.Key)
+				left++
+			}
 		}
-		from := h.Version
-		h.Leave(j.Priority, j.Key)
+		if left == 0 {
+			return
+		}
 		_, err = e.state.PutHorizon(ctx, h, from)
 		if errors.Is(err, ErrConflict) && try < maxHorizonTries {
 			if err := horizonBackoff(ctx, try); err != nil {
@@ -305,7 +313,7 @@ func (e *Engine) leaveRoom(ctx context.Context, q Queue, j job.Job) {
 			continue
 		}
 		if err != nil {
-			e.log.WarnContext(ctx, "waiting room: a cancelled job's count left to the resume function", "queue", q.Name, "job_id", j.ID, "error", err.Error())
+			e.log.WarnContext(ctx, "waiting room: cancelled jobs' counts left to the resume function", "queue", q.Name, "jobs", len(jobs), "error", err.Error())
 		}
 		return
 	}

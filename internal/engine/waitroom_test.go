@@ -368,6 +368,53 @@ func TestWaitingRoomCancelLeaves(t *testing.T) {
 	})
 }
 
+// A purge of a bounded queue answers how many jobs it cancelled, booked
+// and waiting alike, and leaves their bookings and places free: the next
+// job is booked at once, not sent to the room behind jobs that are gone.
+func TestWaitingRoomPurgeFrees(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 1, ResumeEvery: time.Hour})
+		defer s.stop()
+		ctx := context.Background()
+		s.createQueue("purged", slot.Config{Interval: time.Second, BookAhead: 2})
+		if _, err := s.eng.Pause(ctx, "purged", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		first := s.enqueue("purged", 7, nil)
+		if w := first.Jobs[6]; w.Status != api.StatusWaiting {
+			t.Fatalf("the 7th job: %+v, want waiting", w)
+		}
+		n, err := s.eng.Purge(ctx, "purged")
+		if err != nil || n != 7 {
+			t.Fatalf("Purge = %d, %v; want 7 cancelled (2 booked, 5 waiting)", n, err)
+		}
+		a := s.enqueue("purged", 1, nil).Jobs[0]
+		if a.Status == api.StatusWaiting || a.SlotAt.IsZero() {
+			t.Fatalf("a job after the purge: %+v, want booked, with a slot", a)
+		}
+		st, err := s.eng.Stats(ctx, "purged")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := st.Room; r == nil || r.Booked != 1 || r.Waiting != 0 {
+			t.Fatalf("Stats.Room after the purge and one job = %+v, want 1 booked, none waiting", r)
+		}
+
+		// A queue that ran: the waiting jobs' tickets lie before the
+		// last start (each takes a new one when it is booked). 5 jobs, one
+		// booked at a time: by 1.5s two have started and one is booked.
+		s.createQueue("ran", slot.Config{Interval: time.Second, BookAhead: 1})
+		s.enqueue("ran", 5, nil)
+		time.Sleep(1500 * time.Millisecond)
+		if got := len(s.startsOf("ran")); got != 2 {
+			t.Fatalf("%d starts by 1.5s, want 2", got)
+		}
+		if n, err := s.eng.Purge(ctx, "ran"); err != nil || n != 3 {
+			t.Fatalf("Purge = %d, %v; want 3 cancelled (1 booked, 2 waiting)", n, err)
+		}
+	})
+}
+
 // A configure that changes the queue's limit moves the booked jobs as a
 // limit change does (§12b), and leaves the waiting room's jobs waiting,
 // without a slot; one that changes a bound moves nothing. All run after.
