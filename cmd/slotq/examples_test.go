@@ -24,6 +24,10 @@ func TestExamplesWork(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte(`{"rows":3}`), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			jobs := `{"id":"a-1","key":"tenant-a"}` + "\n" + `{"id":"b-1","key":"tenant-b","payload":{"n":2}}` + "\n"
+			if err := os.WriteFile(filepath.Join(dir, "jobs.jsonl"), []byte(jobs), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			t.Chdir(dir)
 			cmd, _, err := newRootCmd(io.Discard, io.Discard).Find(path)
 			if err != nil {
