@@ -262,6 +262,8 @@ type rebookedJSON struct {
 	baseJSON
 	Line *lineJSON `json:"line,omitempty"`
 	Keys bool      `json:"keys,omitempty"`
+	// Skip is engine.Rebooked.Skip; a release before it reads none.
+	Skip [][2]int64 `json:"skip,omitempty"`
 }
 
 type lineJSON struct {
@@ -296,7 +298,7 @@ func (b baseJSON) state() (slot.State, error) {
 }
 
 func encodeRebooked(r engine.Rebooked) string {
-	w := rebookedJSON{After: r.After, Upto: r.Upto, At: nanos(r.At), baseJSON: baseOf(r.Base), Keys: r.Keys}
+	w := rebookedJSON{After: r.After, Upto: r.Upto, At: nanos(r.At), baseJSON: baseOf(r.Base), Keys: r.Keys, Skip: r.Skip}
 	if r.First != 0 {
 		w.Line = &lineJSON{First: r.First, Last: r.Last, From: nanos(r.From), Base: baseOf(r.LineBase)}
 	}
@@ -320,7 +322,7 @@ func decodeRebooked(m map[string]types.AttributeValue, attr string) (*engine.Reb
 	if err != nil {
 		return nil, fmt.Errorf("rebooked: %w", err)
 	}
-	r := &engine.Rebooked{After: w.After, Upto: w.Upto, At: fromNanos(w.At), Base: base, Keys: w.Keys}
+	r := &engine.Rebooked{After: w.After, Upto: w.Upto, At: fromNanos(w.At), Base: base, Keys: w.Keys, Skip: w.Skip}
 	if w.Line != nil {
 		if r.LineBase, err = w.Line.Base.state(); err != nil {
 			return nil, fmt.Errorf("rebooked: %w", err)

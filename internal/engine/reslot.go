@@ -84,6 +84,47 @@ type Rebooked struct {
 	From     time.Time  `json:"from"`
 	LineBase slot.State `json:"line_base"`
 	Keys     bool       `json:"keys,omitempty"`
+	// Skip holds the tickets of (After, Upto] that took no place, as
+	// ranges [first, last] in order: their jobs wait out of the line (in
+	// the waiting room, held by a pause) and take new tickets when they
+	// come back to it. A queued job's place is its ticket's rank among
+	// the others (placeIndex).
+	Skip [][2]int64 `json:"skip,omitempty"`
+}
+
+// maxSkip bounds Rebooked.Skip's ranges: beyond it the tickets of jobs
+// out of the line take places as any other (the queue is idle for them
+// after a configure, as it was before Skip), so that the record stays
+// small.
+const maxSkip = 64
+
+// skipRanges are the ranges of tickets, sorted, as Rebooked.Skip holds
+// them, at most maxSkip: the first ranges of tickets.
+func skipRanges(tickets []int64) [][2]int64 {
+	var out [][2]int64
+	for _, t := range tickets {
+		if n := len(out); n > 0 && out[n-1][1]+1 == t {
+			out[n-1][1] = t
+			continue
+		}
+		if len(out) == maxSkip {
+			break
+		}
+		out = append(out, [2]int64{t, t})
+	}
+	return out
+}
+
+// skipped is how many tickets of r.Skip lie before t.
+func (r *Rebooked) skipped(t int64) int64 {
+	var n int64
+	for _, s := range r.Skip {
+		if s[0] >= t {
+			break
+		}
+		n += min(s[1], t-1) - s[0] + 1
+	}
+	return n
 }
 
 // Places returns the places r booked for the parked line's tickets,
@@ -133,7 +174,11 @@ func (q Queue) SlotOf(j job.Job) time.Time {
 	if j.Status != job.Queued || j.Ticket <= max(r.After, q.State.Current) || j.Ticket > r.Upto {
 		return j.SlotAt
 	}
-	_, at := slot.Book(r.Base, q.Config.LimitList(), 0, int(j.Ticket-r.After), r.At)
+	n := j.Ticket - r.After - r.skipped(j.Ticket)
+	if n < 1 {
+		return j.SlotAt
+	}
+	_, at := slot.Book(r.Base, q.Config.LimitList(), 0, int(n), r.At)
 	return laterOf(j.SlotAt, at[len(at)-1])
 }
 
@@ -307,7 +352,7 @@ func (e *Engine) configFor(q Queue, to func(Queue) (slot.Config, error)) (slot.C
 // their jobs are listed again after the step and take them.
 func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) (*Rebooked, []job.Job, error) {
 	listed := q.State.Ticket
-	waiting, err := e.waitingLine(ctx, q, 0, listed)
+	waiting, off, err := e.parkedLine(ctx, q, 0, listed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -320,7 +365,7 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) (*Rebooke
 			line := slices.DeleteFunc(slices.Clone(waiting), func(j job.Job) bool { return j.Ticket <= st.Current })
 			next := slot.Seed(st, old, cfg.LimitList(), cfg.Skew)
 			now := e.now().Add(e.opts.Lead)
-			next, rec = e.rebookLine(next, cfg.LimitList(), line, now)
+			next, rec = e.rebookLine(next, cfg.LimitList(), line, off, now)
 			if keys {
 				if rec == nil {
 					rec = &Rebooked{After: st.Current, Upto: st.Current, At: now, Base: next}
@@ -358,13 +403,20 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) (*Rebooke
 // are moved to. It books with no skew (slot.Book), a window a skew looser
 // than a take would: Queue.SlotOf and Rebooked.Places give the places by
 // the same booking.
-func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now time.Time) (slot.State, *Rebooked) {
+func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, off []int64, now time.Time) (slot.State, *Rebooked) {
 	first := s.Ticket + 1
 	if len(line) > 0 {
 		first = line[0].Ticket
 	}
-	ahead := int(min(int64(MaxReslot), max(0, first-s.Current-1)))
-	rec := &Rebooked{After: s.Current, Upto: s.Current + int64(ahead), At: now, Base: s}
+	upto := s.Current + min(int64(MaxReslot), max(0, first-s.Current-1))
+	var between []int64 // the tickets ahead that wait out of the line
+	for _, t := range off {
+		if t > s.Current && t <= upto {
+			between = append(between, t)
+		}
+	}
+	rec := &Rebooked{After: s.Current, Upto: upto, At: now, Base: s, Skip: skipRanges(between)}
+	ahead := int(upto - s.Current - rec.skipped(upto+1))
 	s, _ = slot.Book(s, ls, 0, ahead, now)
 	// A queued job holds a slot no later than the transport's reach from
 	// now, nor than the first parked job's slot.
@@ -391,16 +443,26 @@ func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, now ti
 // Jobs held by a pause take new tickets when released, and jobs waiting
 // for a key or a running place left the line.
 func (e *Engine) waitingLine(ctx context.Context, q Queue, after, upto int64) ([]job.Job, error) {
+	line, _, err := e.parkedLine(ctx, q, after, upto)
+	return line, err
+}
+
+// parkedLine is waitingLine, and the tickets in (after, upto] of the
+// parked jobs out of the line (off), in order.
+func (e *Engine) parkedLine(ctx context.Context, q Queue, after, upto int64) (line []job.Job, off []int64, err error) {
 	jobs, err := e.listAll(ctx, q, job.Parked)
 	if err != nil {
-		return nil, fmt.Errorf("list parked jobs: %w", err)
+		return nil, nil, fmt.Errorf("list parked jobs: %w", err)
 	}
-	var out []job.Job
 	for _, j := range jobs {
-		if j.Ticket <= after || j.Ticket > upto || !inLine(&j) {
-			continue
+		switch {
+		case j.Ticket <= after || j.Ticket > upto:
+		case inLine(&j):
+			line = append(line, j)
+		default:
+			off = append(off, j.Ticket)
 		}
-		out = append(out, j)
 	}
-	return out, nil
+	slices.Sort(off)
+	return line, off, nil
 }

@@ -762,3 +762,61 @@ func TestConfigureKeyLimitsMovesParkedJobs(t *testing.T) {
 		}
 	})
 }
+
+// A configure books line places for the tickets that will come to the
+// gate in line, not for those whose jobs wait elsewhere: in the waiting
+// room (they take a new ticket when booked) or held by a pause (they take
+// a new ticket when released). Were they booked, the queue would start
+// nothing for an interval per such job after the change.
+func TestConfigureBooksNoPlaceForJobsOutOfLine(t *testing.T) {
+	// firstStartAfter configures the queue at now and returns how long
+	// after it the first start came.
+	firstStartAfter := func(t *testing.T, s *sim, queue string, cfg slot.Config, before int, resume bool) time.Duration {
+		t.Helper()
+		ctx := context.Background()
+		changed := time.Now()
+		if _, _, err := s.eng.Reconfigure(ctx, queue, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if resume {
+			if _, err := s.eng.Unpause(ctx, queue); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.waitStarts(queue, before+1, time.Hour)
+		return s.startsOf(queue)[before].At.Sub(changed)
+	}
+	t.Run("WaitingRoom", func(t *testing.T) {
+		inSim(t, simOptions{Workers: 4, ResumeEvery: time.Hour}, func(t *testing.T, s *sim) {
+			cfg := slot.Config{Interval: 100 * time.Millisecond, BookAhead: 2}
+			s.createQueue("room", cfg)
+			s.enqueue("room", 30, nil) // 2 booked, 28 waiting
+			s.waitStarts("room", 1, time.Minute)
+			cfg.BookAhead = 4
+			// The next start is an interval or so away, not 28.
+			if _, _, err := s.eng.Reconfigure(context.Background(), "room", cfg); err != nil {
+				t.Fatal(err)
+			}
+			s.waitFinished("room", time.Hour)
+			// 30 jobs at 100ms take 2.9s: the room books its jobs as the
+			// line frees places, not after 28 places booked for nothing.
+			starts := s.startsOf("room")
+			if span := starts[len(starts)-1].At.Sub(starts[0].At); span > 3500*time.Millisecond {
+				t.Fatalf("30 jobs took %v at 100ms, want about 2.9s: the waiting jobs were booked line places", span)
+			}
+		})
+	})
+	t.Run("Paused", func(t *testing.T) {
+		inSim(t, simOptions{Workers: 4, ResumeEvery: time.Hour}, func(t *testing.T, s *sim) {
+			s.createQueue("held", withSkew(slot.Config{Interval: time.Second}))
+			if _, err := s.eng.Pause(context.Background(), "held", time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			s.enqueue("held", 20, nil)
+			if d := firstStartAfter(t, s, "held", withSkew(slot.Config{Interval: 500 * time.Millisecond}), 0, true); d > 2*time.Second {
+				t.Fatalf("the first start after the change and the resume came %v later: the held jobs were booked line places", d)
+			}
+			s.waitFinished("held", time.Hour)
+		})
+	})
+}

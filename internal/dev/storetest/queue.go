@@ -267,7 +267,8 @@ func testReconfigure(t *testing.T, newState func(t *testing.T) engine.State) {
 		got, err := st.Reconfigure(ctx, engine.ReconfigureRequest{Queue: name, Gen: q.Gen, Config: cfg, Reslot: func(s slot.State) (slot.State, *engine.Rebooked, error) {
 			seen = s
 			base := slot.Seed(s, old, cfg.Limits, cfg.Skew)
-			rec = engine.Rebooked{After: s.Current, Upto: s.Current + 5, At: at(time.Second), Base: base}
+			rec = engine.Rebooked{After: s.Current, Upto: s.Current + 7, At: at(time.Second), Base: base,
+				Skip: [][2]int64{{s.Current + 2, s.Current + 3}}}
 			line, _ := slot.Book(base, cfg.Limits, 0, 5, at(time.Second))
 			rec.First, rec.Last, rec.From, rec.LineBase, rec.Keys = s.Current+6, s.Current+8, at(2*time.Second), line, true
 			want, _ = slot.Book(line, cfg.Limits, 0, 3, at(2*time.Second))
@@ -288,6 +289,9 @@ func testReconfigure(t *testing.T, newState func(t *testing.T) engine.State) {
 			t.Errorf("Rebooked = %+v, want %+v", r, rec)
 		} else {
 			wantState(t, "Rebooked's base", r.Base, rec.Base)
+			if !slices.Equal(r.Skip, rec.Skip) {
+				t.Errorf("Rebooked's tickets without a place = %v, want %v", r.Skip, rec.Skip)
+			}
 			if r.First != rec.First || r.Last != rec.Last || !r.From.Equal(rec.From) || r.Keys != rec.Keys {
 				t.Errorf("Rebooked's line = %d..%d from %v (keys %t), want %d..%d from %v (keys %t)", r.First, r.Last, r.From, r.Keys, rec.First, rec.Last, rec.From, rec.Keys)
 			}
