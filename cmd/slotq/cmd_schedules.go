@@ -23,7 +23,7 @@ func newSchedulesCmd() *cobra.Command {
 			"through the queue's limit.",
 		GroupID: groupOps,
 		Example: "  $ slotq schedules create emails heartbeat --every 1s --kind echo\n" +
-			"  $ slotq schedules create reports morning --cron '0 8 * * *' --tz Europe/Paris --kind send-report\n" +
+			"  $ slotq schedules create reports morning --cron '0 8 * * *' --tz Europe/Paris --kind echo   # your worker's kind on a stack, such as send-report\n" +
 			"  $ slotq schedules list reports\n" +
 			"  $ slotq schedules pause reports morning",
 	}
