@@ -227,7 +227,8 @@ func (e *Engine) bookedSince(h slot.Horizon, t time.Time) bool {
 // the horizon, as an enqueue books a job: a new ticket in the line and
 // its slot by the queue's and its key's limits (keyAhead: its key's jobs
 // booked before it), then its message and its record. If its record moved
-// meanwhile (cancelled, or booked by another), the booking is freed.
+// meanwhile (cancelled, or booked by another), the booking is freed; if a
+// purge covered its ticket meanwhile, it is cancelled.
 //
 // ahead counts the queue's jobs booked before it and not started: its
 // slot comes no sooner than the queue's limits let them all start after
@@ -235,11 +236,23 @@ func (e *Engine) bookedSince(h slot.Horizon, t time.Time) bool {
 // so a line that runs late would otherwise tell the job a slot its
 // start cannot keep.
 func (e *Engine) book(ctx context.Context, q Queue, j *job.Job, keyAhead int64, ahead int) error {
-	from, seq := j.Version(), j.Booking
+	from, seq, orig := j.Version(), j.Booking, *j
 	j.ParkReason, j.DueAt = "", time.Time{}
 	after := e.bookFloor(q, ahead)
 	if _, err := e.assignBooked(ctx, &q, []*job.Job{j}, false, []int64{keyAhead}, after); err != nil {
 		return fmt.Errorf("book %s: %w", j.Ref(), err)
+	}
+	if orig.Ticket <= q.State.Purged {
+		// A purge landed since the room was read: it covers the job's
+		// ticket in the room, which must not leave it past the purge
+		// with a new one (as a re-ticket must not). Its new ticket
+		// stays unused, and its booking is freed.
+		*j = orig
+		if err := e.cancelPurged(ctx, q, orig); err != nil {
+			return fmt.Errorf("book %s: %w", j.Ref(), err)
+		}
+		e.bookNext(ctx, q, seq)
+		return nil
 	}
 	j.Record(job.Event{At: e.now(), Kind: job.BookedEvent, Ticket: j.Ticket})
 	e.place(j, q.State)

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -505,6 +506,63 @@ func TestWaitingRoomKeyedLimits(t *testing.T) {
 		// backlog of waits per booking.
 		if end := r.starts[len(r.starts)-1].At; end.Sub(r.starts[0].At) > 400*time.Millisecond {
 			t.Errorf("the last start came %v after the first, want about 280ms", end.Sub(r.starts[0].At))
+		}
+	})
+}
+
+// purgeOnTake lands a purge's write on the queue just before the first
+// take armed picks: between a booker's read of the room and its take.
+type purgeOnTake struct {
+	engine.State
+	mu    sync.Mutex
+	armed func(engine.TakeRequest) bool
+}
+
+func (p *purgeOnTake) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
+	p.mu.Lock()
+	fire := p.armed != nil && p.armed(r)
+	if fire {
+		p.armed = nil
+	}
+	p.mu.Unlock()
+	if fire {
+		if _, err := p.State.Purge(ctx, r.Queue); err != nil {
+			return engine.Taken{}, err
+		}
+	}
+	return p.State.Take(ctx, r)
+}
+
+// A purge whose write lands between the room's read and its booking's
+// take covers the job being booked: the job is cancelled, not booked past
+// the purge's mark with a new ticket (docs/guarantees.md §13), as a
+// re-ticket's job is.
+func TestWaitingRoomBookingAfterPurge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var p *purgeOnTake
+		s := newSim(t, simOptions{Workers: 2, ResumeEvery: time.Hour, Wrap: func(st engine.State) engine.State {
+			p = &purgeOnTake{State: st}
+			return p
+		}})
+		defer s.stop()
+		s.createQueue("race", slot.Config{Interval: 100 * time.Millisecond, BookAhead: 1})
+		ids := []string{"r1", "r2", "r3"}
+		s.enqueue("race", len(ids), func(i int, sp *job.Spec) { sp.ID = ids[i] })
+		p.mu.Lock()
+		p.armed = func(r engine.TakeRequest) bool { return r.Queue == "race" } // the next take: r1's start books r2
+		p.mu.Unlock()
+		// The purge's own pass, which cancels the parked jobs it lists,
+		// is not run here: r3 stays in the room, behind the purge's
+		// mark, where the room's booking does not read (and the pass
+		// would cancel it).
+		time.Sleep(10 * time.Second)
+		for _, st := range s.startsOf("race") {
+			if st.ID != "r1" {
+				t.Errorf("%s started (ticket %d) after a purge that covered it", st.ID, st.Ticket)
+			}
+		}
+		if j, err := s.eng.Job(context.Background(), job.Ref{Queue: "race", ID: "r2"}); err != nil || j.Status != api.Cancelled {
+			t.Errorf("r2, booked as the purge landed: %s, %v; want cancelled", j.Status, err)
 		}
 	})
 }
