@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -161,7 +162,7 @@ func scheduleRows(s api.Schedule) func(io.Writer) {
 		if s.Spec.End != nil {
 			row(w, "end", ts(*s.Spec.End))
 		}
-		row(w, "missed", orDash(s.Spec.Missed))
+		row(w, "missed", cmp.Or(s.Spec.Missed, api.MissedLatest)) // the default, as the engine reads it
 		row(w, "job", scheduleJob(s.Spec.Job))
 		row(w, "paused", yesNo(s.Paused))
 		row(w, "next", ts(s.Next))

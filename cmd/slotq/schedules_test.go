@@ -135,3 +135,21 @@ func TestLocalScheduleEverySecond(t *testing.T) {
 		t.Errorf("delete: %s (%v); want the occurrences made ahead cancelled", del, err)
 	}
 }
+
+// A schedule that leaves missed out shows the policy it has, latest, not
+// "-".
+func TestScheduleRowsMissedDefault(t *testing.T) {
+	for _, tc := range []struct{ missed, want string }{{"", api.MissedLatest}, {api.MissedAll, api.MissedAll}} {
+		var b strings.Builder
+		scheduleRows(api.Schedule{Queue: "q", Name: "s", Spec: api.ScheduleSpec{Missed: tc.missed}})(&b)
+		var got string
+		for _, l := range strings.Split(b.String(), "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "missed" {
+				got = f[1]
+			}
+		}
+		if got != tc.want {
+			t.Errorf("missed %q shows %q, want %q:\n%s", tc.missed, got, tc.want, b.String())
+		}
+	}
+}
