@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,6 +62,12 @@ func newConsoleCmd() *cobra.Command {
 		}
 		if errors.Is(err, console.ErrRemoteUnguarded) {
 			return c.fail(usagef("%s", strings.TrimPrefix(err.Error(), "console: ")))
+		}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// make run (slotq local) serves its own console on the
+			// same address: this one needs another.
+			return c.fail(fmt.Errorf("%w\nAnother program holds %s: slotq local (make run) serves its own console there, "+
+				"at http://%s; to run this one beside it, give --addr another address (such as --addr 127.0.0.1:3003)", err, *addr, *addr))
 		}
 		if err != nil && ctx.Err() == nil {
 			return c.fail(err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -107,4 +108,19 @@ func TestStartsCommand(t *testing.T) {
 	}
 	c.exits([]string{"queues", "starts", "quick", "--since", "yesterday"}, exitUsage, "--since")
 	c.exits([]string{"queues", "starts", "quick", "--since", "2h"}, exitFail, "invalid_since (since)")
+}
+
+// slotq console on an address another program holds (make run's own
+// console) says so and names --addr, not a bare "address already in use".
+func TestConsoleAddressTaken(t *testing.T) {
+	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, errOut, code := c.run("console", "--addr", ln.Addr().String())
+	if code == 0 || !strings.Contains(errOut, "--addr") || !strings.Contains(errOut, "make run") {
+		t.Errorf("slotq console on a taken address: exit %d, stderr %q; want a failure that names --addr and make run", code, errOut)
+	}
 }
