@@ -295,12 +295,7 @@ func TestWaitingRoomSameIDAgain(t *testing.T) {
 		s := newSim(t, simOptions{Workers: 1})
 		defer s.stop()
 		ctx := context.Background()
-		s.createQueue("again", slot.Config{Interval: time.Second, BookAhead: 1})
-		if _, err := s.eng.Pause(ctx, "again", time.Time{}); err != nil {
-			t.Fatal(err)
-		}
-		ids := []string{"a1", "a2", "a3"}
-		first := s.enqueue("again", len(ids), func(i int, sp *job.Spec) { sp.ID = ids[i] })
+		first := pausedRoom(t, s, "again", 1, "a1", "a2", "a3")
 		if a := first.Jobs[2]; a.Status != api.StatusWaiting || a.Waiting != 2 {
 			t.Fatalf("first answer of a3: %+v, want waiting 2nd", a)
 		}
@@ -323,12 +318,7 @@ func TestWaitingRoomRetryAnswered(t *testing.T) {
 		s := newSim(t, simOptions{Workers: 1})
 		defer s.stop()
 		ctx := context.Background()
-		s.createQueue("rerun", slot.Config{Interval: time.Second, BookAhead: 1})
-		if _, err := s.eng.Pause(ctx, "rerun", time.Time{}); err != nil {
-			t.Fatal(err)
-		}
-		ids := []string{"b1", "b2", "b3"}
-		s.enqueue("rerun", len(ids), func(i int, sp *job.Spec) { sp.ID = ids[i] })
+		pausedRoom(t, s, "rerun", 1, "b1", "b2", "b3")
 		if _, err := s.eng.CancelJob(ctx, job.Ref{Queue: "rerun", ID: "b3"}); err != nil {
 			t.Fatal(err)
 		}
@@ -351,12 +341,7 @@ func TestWaitingRoomCancelLeaves(t *testing.T) {
 		s := newSim(t, simOptions{Workers: 1, ResumeEvery: time.Hour})
 		defer s.stop()
 		ctx := context.Background()
-		s.createQueue("leave", slot.Config{Interval: time.Second, BookAhead: 1})
-		if _, err := s.eng.Pause(ctx, "leave", time.Time{}); err != nil {
-			t.Fatal(err)
-		}
-		ids := []string{"c1", "c2"}
-		s.enqueue("leave", len(ids), func(i int, sp *job.Spec) { sp.ID = ids[i] })
+		pausedRoom(t, s, "leave", 1, "c1", "c2")
 		for _, id := range []string{"c2", "c1"} { // the waiting one, then the booked one
 			if _, err := s.eng.CancelJob(ctx, job.Ref{Queue: "leave", ID: id}); err != nil {
 				t.Fatal(err)
@@ -377,11 +362,7 @@ func TestWaitingRoomPurgeFrees(t *testing.T) {
 		s := newSim(t, simOptions{Workers: 1, ResumeEvery: time.Hour})
 		defer s.stop()
 		ctx := context.Background()
-		s.createQueue("purged", slot.Config{Interval: time.Second, BookAhead: 2})
-		if _, err := s.eng.Pause(ctx, "purged", time.Time{}); err != nil {
-			t.Fatal(err)
-		}
-		first := s.enqueue("purged", 7, nil)
+		first := pausedRoom(t, s, "purged", 2, "p1", "p2", "p3", "p4", "p5", "p6", "p7")
 		if w := first.Jobs[6]; w.Status != api.StatusWaiting {
 			t.Fatalf("the 7th job: %+v, want waiting", w)
 		}
@@ -565,4 +546,17 @@ func TestWaitingRoomBookingAfterPurge(t *testing.T) {
 			t.Errorf("r2, booked as the purge landed: %s, %v; want cancelled", j.Status, err)
 		}
 	})
+}
+
+// pausedRoom creates a paused queue of bookAhead at an interval of a
+// second, the waiting room's tests' queue, and enqueues jobs of ids on it
+// in one call: the first bookAhead booked, the others waiting. Nothing
+// starts while it is paused.
+func pausedRoom(t *testing.T, s *sim, queue string, bookAhead int, ids ...string) engine.EnqueueResult {
+	t.Helper()
+	s.createQueue(queue, slot.Config{Interval: time.Second, BookAhead: bookAhead})
+	if _, err := s.eng.Pause(context.Background(), queue, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	return s.enqueue(queue, len(ids), func(i int, sp *job.Spec) { sp.ID = ids[i] })
 }
