@@ -53,10 +53,11 @@ func (e *Engine) enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	if len(newJobs) == 0 {
 		return res, nil
 	}
-	var keyAhead, place []int64
+	var keyAhead []int64
+	var spots []roomSpot
 	var spare bool
 	if q.Config.Bounded() {
-		if keyAhead, place, spare, err = e.admit(ctx, q, newJobs); err != nil {
+		if keyAhead, spots, spare, err = e.admit(ctx, q, newJobs); err != nil {
 			return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 		}
 	}
@@ -79,7 +80,7 @@ func (e *Engine) enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 			return EnqueueResult{}, err
 		}
 		if created[k] && inRoom(j) {
-			e.answerWaiting(&res.Jobs[at[k]], q, j, ahead[k], keyAhead[k], place[k])
+			e.answerWaiting(&res.Jobs[at[k]], q, j, spots[k])
 		}
 	}
 	if spare {

@@ -89,10 +89,10 @@ func (e *Engine) bookable(now time.Time) time.Time { return now.Add(e.transport.
 // once only while the room is empty (the waiting come first) and the
 // bounds leave room for it. It returns, for each job, the jobs of its key
 // booked before it and not started (a booked job's key's slot follows
-// them), for each waiting one its place among the waiting (of the
-// queue), and spare: the bounds left room for one that waits (the room
-// books by its rule then). One write, on the horizon.
-func (e *Engine) admit(ctx context.Context, q Queue, jobs []*job.Job) (keyAhead, place []int64, spare bool, err error) {
+// them), for each waiting one where it stands in the room (roomSpot),
+// and spare: the bounds left room for one that waits (the room books by
+// its rule then). One write, on the horizon.
+func (e *Engine) admit(ctx context.Context, q Queue, jobs []*job.Job) (keyAhead []int64, spots []roomSpot, spare bool, err error) {
 	for try := 0; ; try++ {
 		h, err := e.readHorizon(ctx, q)
 		if err != nil {
@@ -101,7 +101,7 @@ func (e *Engine) admit(ctx context.Context, q Queue, jobs []*job.Job) (keyAhead,
 		from, now := h.Version, e.now()
 		kb := h.KeyBooked()
 		spare = false
-		keyAhead, place = make([]int64, len(jobs)), make([]int64, len(jobs))
+		keyAhead, spots = make([]int64, len(jobs)), make([]roomSpot, len(jobs))
 		waiting := h.Waiting > 0
 		var in int64
 		for i, j := range jobs {
@@ -117,7 +117,7 @@ func (e *Engine) admit(ctx context.Context, q Queue, jobs []*job.Job) (keyAhead,
 			j.ParkReason = job.Room
 			h.Enter(j.Priority, j.Key)
 			in++
-			place[i] = h.Waiting
+			spots[i] = spotOf(h, j)
 			keyAhead[i] = int64(kb[j.Key])
 			spare = spare || q.Config.Fits(r, j.Key)
 		}
@@ -135,7 +135,7 @@ func (e *Engine) admit(ctx context.Context, q Queue, jobs []*job.Job) (keyAhead,
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("admit: %w", err)
 		}
-		return keyAhead, place, spare, nil
+		return keyAhead, spots, spare, nil
 	}
 }
 
@@ -457,21 +457,32 @@ func (e *Engine) checkRoom(ctx context.Context, q Queue) error {
 	return e.bookFrom(ctx, q, true, stale...)
 }
 
-// answerWaiting completes a's answer for j, accepted into the waiting
-// room: status waiting, its place among the waiting (of its key: the
-// jobs of its key ahead of it, ahead, less those booked, keyAhead; else
-// of the queue, place) and an estimate of its start: the queue's next
-// opening after everything booked, and a tick for each job waiting
-// ahead of it. It is an estimate: priorities, keys' turns and limits, and
-// cancellations move it; the promise is the slot its booking gives.
-func (e *Engine) answerWaiting(a *Accepted, q Queue, j *job.Job, ahead, keyAhead, place int64) {
-	a.Status = api.StatusWaiting
-	a.Waiting = max(1, place)
-	if j.Key != "" {
-		a.Waiting = max(1, ahead-keyAhead+1)
+// roomSpot is where a job admitted into the waiting room stands there as
+// it enters: its place among its key's waiting jobs and how many jobs
+// the room books before it (slot.Horizon.Spot), by the room's rule, as
+// roomPlace reads them from the room itself.
+type roomSpot struct{ place, before int64 }
+
+// spotOf is j's spot in h, which counts it last of its key and priority;
+// where h counts its key in Waiting alone, its place among all waiting.
+func spotOf(h slot.Horizon, j *job.Job) roomSpot {
+	if place, before, ok := h.Spot(j.Priority, j.Key); ok {
+		return roomSpot{place: place, before: before}
 	}
+	return roomSpot{place: h.Waiting, before: h.Waiting - 1}
+}
+
+// answerWaiting completes a's answer for j, accepted into the waiting
+// room: status waiting, its place among its key's waiting jobs and an
+// estimate of its start: the queue's next opening after everything
+// booked, and a tick for each job the room books before it (sp). It is
+// an estimate: later jobs of a higher priority, keys' limits and
+// cancellations move it; the promise is the slot its booking gives.
+func (e *Engine) answerWaiting(a *Accepted, q Queue, j *job.Job, sp roomSpot) {
+	a.Status = api.StatusWaiting
+	a.Waiting = max(1, sp.place)
 	next := slot.NextSlot(q.State, q.Config.LimitList(), q.Config.Skew, e.now().Add(e.opts.Lead))
-	est := laterOf(next.Add(time.Duration(place-1)*q.Config.Tick()), j.Earliest())
+	est := laterOf(next.Add(time.Duration(sp.before)*q.Config.Tick()), j.Earliest())
 	a.EstimatedStartAt = &est
 }
 

@@ -397,6 +397,44 @@ func TestWaitingRoomPurgeFrees(t *testing.T) {
 	})
 }
 
+// The enqueue's answer for a job that waits tells its place and estimate
+// by the room's rule, as the job's record does: priority first, then the
+// keys' turns, then ticket order, from the room's counts (no listing of
+// the room per enqueue). A job of priority 1, first of its key, behind a
+// backlog of priority 3, waits first, about a tick away.
+func TestWaitingRoomAnswerByRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 1, ResumeEvery: time.Hour})
+		defer s.stop()
+		ctx := context.Background()
+		pausedRoom(t, s, "rule", 1)
+		var h api.Accepted
+		for _, c := range []struct {
+			key     string
+			n, prio int
+		}{{"A", 6, 0}, {"B", 3, 0}, {"H", 1, 1}, {"B", 1, 2}} {
+			res := s.enqueue("rule", c.n, func(_ int, sp *job.Spec) { sp.Key, sp.Priority = c.key, c.prio })
+			if c.key == "H" {
+				h = res.Jobs[0]
+			}
+			// The last of the call: what its record says right after.
+			a := res.Jobs[len(res.Jobs)-1]
+			j, err := s.eng.Job(ctx, job.Ref{Queue: "rule", ID: a.JobID})
+			if err != nil || j.Room == nil {
+				t.Fatalf("Job(%s): %+v, %v", a.JobID, j.Room, err)
+			}
+			if a.Status != api.StatusWaiting || a.Waiting != j.Room.Place || a.EstimatedStartAt == nil || !a.EstimatedStartAt.Equal(j.Room.EstimatedStartAt) {
+				t.Errorf("the last job of key %s, priority %d: answered %s %d, estimate %v; its record says %d, %v",
+					c.key, c.prio, a.Status, a.Waiting, a.EstimatedStartAt, j.Room.Place, j.Room.EstimatedStartAt)
+			}
+		}
+		if h.Waiting != 1 || h.EstimatedStartAt.After(time.Now().Add(3*time.Second)) {
+			t.Errorf("a job of priority 1, first of its key: waiting %d, estimate +%v; want first, a tick or so away",
+				h.Waiting, h.EstimatedStartAt.Sub(time.Now()))
+		}
+	})
+}
+
 // A configure that changes the queue's limit moves the booked jobs as a
 // limit change does (§12b), and leaves the waiting room's jobs waiting,
 // without a slot; one that changes a bound moves nothing. All run after.
@@ -557,6 +595,9 @@ func pausedRoom(t *testing.T, s *sim, queue string, bookAhead int, ids ...string
 	s.createQueue(queue, slot.Config{Interval: time.Second, BookAhead: bookAhead})
 	if _, err := s.eng.Pause(context.Background(), queue, time.Time{}); err != nil {
 		t.Fatal(err)
+	}
+	if len(ids) == 0 {
+		return engine.EnqueueResult{}
 	}
 	return s.enqueue(queue, len(ids), func(i int, sp *job.Spec) { sp.ID = ids[i] })
 }

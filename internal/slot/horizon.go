@@ -132,6 +132,39 @@ func (h *Horizon) Count(p int, k string, n int64) {
 	(*m)[k] = n
 }
 
+// Spot is where the last job counted of priority p (PriorityOf) and key
+// k stands in the room, by the room's rule and h's counts, without a list
+// of the room: place, its place among its key's waiting jobs (1 first:
+// those of a higher priority, then its priority's before it), and before,
+// how many jobs the room books before it (every job of a higher
+// priority; then, round-robin, its key's before it and, of each other key
+// of its priority, as many as the turns give them before it: one more
+// than its own, at most their count). ok is false when h counts the key
+// in Waiting alone (MaxCountBytes): the caller falls back on Waiting.
+func (h Horizon) Spot(p int, k string) (place, before int64, ok bool) {
+	p = PriorityOf(p)
+	n, ok := h.Keys[p-1][k]
+	if !ok || n < 1 {
+		return 0, 0, false
+	}
+	mine := n - 1 // its key's jobs of its priority before it
+	place = mine + 1
+	for q := 1; q < p; q++ {
+		for key, c := range h.Keys[q-1] {
+			before += c
+			if key == k {
+				place += c
+			}
+		}
+	}
+	for key, c := range h.Keys[p-1] {
+		if key != k {
+			before += min(c, mine+1)
+		}
+	}
+	return place, before + mine, true
+}
+
 // MaxCountBytes bounds the room's counts by key (Keys) that a horizon
 // keeps, about 40 KB with the record's other fields: the horizon is one
 // item, written by each admission and each booking, which a room of many
