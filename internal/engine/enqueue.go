@@ -174,14 +174,32 @@ func (e *Engine) sendAndCreate(ctx context.Context, q Queue, jobs []*job.Job) ([
 	return created, nil
 }
 
-// uncountLost takes back the pending counts (countPending) of the jobs
-// whose record was not created: another call's job of the same id won.
+// uncountLost takes back what the jobs whose record was not created
+// (another call's job of the same id won) hold: their pending counts
+// (countPending), their bookings of a bounded queue's horizon (freed, and
+// the room books the next: held, they would fill a place until the
+// resume function's look) and their counts in its waiting room.
 func (e *Engine) uncountLost(ctx context.Context, q Queue, jobs []*job.Job, created []bool) {
 	lost := map[string]int64{}
+	var free []int64
+	var left []job.Job
 	for k, j := range jobs {
-		if !created[k] && j.Key != "" {
+		if created[k] {
+			continue
+		}
+		if j.Key != "" {
 			lost[j.Key]++
 		}
+		switch {
+		case inRoom(j):
+			left = append(left, *j)
+		case j.Booking != 0:
+			free = append(free, j.Booking)
+		}
+	}
+	e.leaveRoom(ctx, q, left...)
+	if len(free) > 0 {
+		e.bookNext(ctx, q, free...)
 	}
 	for key, n := range lost {
 		if _, err := e.state.AddPending(ctx, q.Name, q.Gen, key, -n); err != nil {

@@ -601,3 +601,49 @@ func pausedRoom(t *testing.T, s *sim, queue string, bookAhead int, ids ...string
 	}
 	return s.enqueue(queue, len(ids), func(i int, sp *job.Spec) { sp.ID = ids[i] })
 }
+
+// winsCreate makes a record of id exist just before the first CreateJobs
+// that carries it: another call with the same id won the race.
+type winsCreate struct {
+	engine.State
+	id   string
+	once sync.Once
+}
+
+func (w *winsCreate) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) {
+	for _, j := range jobs {
+		if j.ID == w.id {
+			w.once.Do(func() {
+				other := j
+				other.Booking, other.ParkReason, other.Status = 0, job.PausedQueue, job.Parked
+				_, _ = w.State.CreateJobs(ctx, []job.Job{other})
+			})
+		}
+	}
+	return w.State.CreateJobs(ctx, jobs)
+}
+
+// Two enqueues of one id race on a bounded queue: the one whose record
+// lost frees the booking it made (and the room's count it took), so the
+// place is not held until the resume function's look.
+func TestWaitingRoomLostRaceFreesBooking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSim(t, simOptions{Workers: 1, ResumeEvery: time.Hour, Wrap: func(st engine.State) engine.State {
+			return &winsCreate{State: st, id: "dup"}
+		}})
+		defer s.stop()
+		ctx := context.Background()
+		pausedRoom(t, s, "lost", 2, "dup")
+		h, err := s.store.GetHorizon(ctx, "lost")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Booked) != 0 || h.Waiting != 0 {
+			t.Fatalf("horizon after the lost enqueue: %d booked, %d waiting; want none: the winner holds no booking", len(h.Booked), h.Waiting)
+		}
+		a := s.enqueue("lost", 2, nil).Jobs
+		if a[0].Status == api.StatusWaiting || a[1].Status == api.StatusWaiting {
+			t.Fatalf("two jobs on a queue of book_ahead 2 with nothing booked: %+v", a)
+		}
+	})
+}
