@@ -282,22 +282,23 @@ func (e *Engine) runAgain(ctx context.Context, q Queue, read []job.Job, by strin
 		return nil, 0, fmt.Errorf("retry %s: %w", q.Name, err)
 	}
 	e.sendQueued(ctx, jobs)
+	// landed[i] is false for a job another call moved first (a retry of
+	// it racing this one, a cancel): what this call took for it (its
+	// pending count, its booking, its place in the room) is given back.
+	landed := make([]bool, len(jobs))
 	for i, j := range jobs {
 		err := e.state.UpdateJob(ctx, *j, from[i])
 		if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
 			skipped++
-			if j.Key != "" {
-				if _, err := e.state.AddPending(ctx, q.Name, q.Gen, j.Key, -1); err != nil {
-					e.log.WarnContext(ctx, "key's pending count left high", "queue", q.Name, "key", j.Key, "error", err.Error())
-				}
-			}
 			continue
 		}
 		if err != nil {
 			return done, skipped, fmt.Errorf("retry %s: %w", j.Ref(), err)
 		}
+		landed[i] = true
 		done = append(done, j)
 	}
+	e.uncountLost(ctx, q, jobs, landed)
 	if len(done) > 0 {
 		if e.expireIfDead(ctx, q.Name, q.Gen, done) > 0 {
 			// Deleted since the tickets were taken: the parked ones

@@ -647,3 +647,61 @@ func TestWaitingRoomLostRaceFreesBooking(t *testing.T) {
 		}
 	})
 }
+
+// movesFirst moves the job of id (cancels it again, as another retry of
+// it or a cancel would) just before the first UpdateJob that runs it
+// again: this retry's write on it then fails.
+type movesFirst struct {
+	engine.State
+	id   string
+	once sync.Once
+}
+
+func (m *movesFirst) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {
+	if j.ID == m.id && j.Status != job.Cancelled {
+		m.once.Do(func() {
+			cur, err := m.State.GetJob(ctx, j.Ref())
+			if err == nil {
+				// The other retry ran it again first: parked for the
+				// paused queue at a new attempt.
+				moved := cur
+				moved.Attempt++
+				moved.Status, moved.ParkReason = job.Parked, job.PausedQueue
+				if err := m.State.UpdateJob(ctx, moved, cur.Version()); err != nil {
+					panic(err)
+				}
+			}
+		})
+	}
+	return m.State.UpdateJob(ctx, j, from)
+}
+
+// Two retries of one job race on a bounded queue: the one whose write
+// lost frees the booking it made, so the place is not held until the
+// resume function's look.
+func TestWaitingRoomLostRetryFreesBooking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var m *movesFirst
+		s := newSim(t, simOptions{Workers: 1, ResumeEvery: time.Hour, Wrap: func(st engine.State) engine.State {
+			m = &movesFirst{State: st}
+			return m
+		}})
+		defer s.stop()
+		ctx := context.Background()
+		pausedRoom(t, s, "rerun2", 2, "x1")
+		if _, err := s.eng.CancelJob(ctx, job.Ref{Queue: "rerun2", ID: "x1"}); err != nil {
+			t.Fatal(err)
+		}
+		m.id = "x1"
+		if res, err := s.eng.Retry(ctx, engine.RetryRequest{Queue: "rerun2", IDs: []string{"x1"}}); err != nil || res.Skipped != 1 {
+			t.Fatalf("Retry(x1) whose write lost: %+v, %v; want it skipped", res, err)
+		}
+		h, err := s.store.GetHorizon(ctx, "rerun2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Booked) != 0 {
+			t.Fatalf("horizon after the lost retry: %d booked; want none", len(h.Booked))
+		}
+	})
+}
