@@ -241,11 +241,15 @@ func TestKeyAtLimit(t *testing.T) {
 	if f := strings.Fields(busy); len(f) < 8 || f[len(f)-1] != "yes" || !strings.HasPrefix(f[len(f)-3], "in") {
 		t.Errorf("keys list: the busy key's line %q; want its next start ahead (in …) and at limit yes\n%s", busy, out)
 	}
-	var st engine.Stats
-	c.okJSON(&st, "queues", "stats", "hourly")
-	if st.Lanes.KeysAtLimit != 1 {
-		t.Errorf("stats: keys_at_limit %d, want 1 (busy)", st.Lanes.KeysAtLimit)
-	}
+	// The busy key's first job ends at about this time, and its key's
+	// figures (pending, held) move as its end is recorded: a stats read
+	// in between may see the key held rather than at its limit (CI met it
+	// once: keys_at_limit 0). The key is counted once its end is in.
+	testenv.WaitFor(t, "stats to count the busy key at its limit", func() bool {
+		var st engine.Stats
+		c.okJSON(&st, "queues", "stats", "hourly")
+		return st.Lanes.KeysAtLimit == 1
+	})
 	if s := c.ok("queues", "stats", "hourly"); !regexp.MustCompile(`(?m)^keys at their limit +1$`).MatchString(s) {
 		t.Errorf("stats does not show the key at its limit:\n%s", s)
 	}
