@@ -61,16 +61,11 @@ func TestMakeDynamoDBLocalStopsOnKill(t *testing.T) {
 }
 
 // TestMakeRunAcmeStopsOnKill: the example project's `make run &` stopped
-// by its PID stops acme's local runtime (a `go run` left it serving on
-// 3001 and 3002). Its addresses are fixed: skipped when they are taken.
+// by its PID stops acme's local runtime (a `go run` left it serving).
 func TestMakeRunAcmeStopsOnKill(t *testing.T) {
-	addrs := []string{"127.0.0.1:3001", "127.0.0.1:3002"}
-	for _, a := range addrs {
-		if !free(a) {
-			t.Skipf("%s is taken: acme's make run serves there", a)
-		}
-	}
-	stopsOnKill(t, "examples/acme", []string{"run"}, addrs, func(out string) bool { return strings.Contains(out, "3002") })
+	addrs := freeAddrs(t, 2)
+	stopsOnKill(t, "examples/acme", []string{"run", "ARGS=--addr " + addrs[0] + " --console " + addrs[1]}, addrs,
+		func(out string) bool { return strings.Contains(out, addrs[1]) })
 }
 
 // stopsOnKill runs make's target (args: the target and its variables) in

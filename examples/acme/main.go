@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -54,7 +55,13 @@ func main() {
 			partner = "http://" + ln.Addr().String()
 			fmt.Printf("acme: %s unset; partner.notify posts to a stand-in at %s\n", EnvPartnerURL, partner)
 		}
-		o := local.Options{Mux: Handlers(partner, &http.Client{Timeout: 30 * time.Second}), Console: local.DefaultConsoleAddr}
+		// Where to serve: the Invoke API and the console (`make run
+		// ARGS='--addr … --console …'`; a test picks free ports).
+		fs := flag.NewFlagSet("acme local", flag.ExitOnError)
+		addr := fs.String("addr", local.DefaultAddr, "the Invoke API's address")
+		console := fs.String("console", local.DefaultConsoleAddr, "the web console's address (empty: none)")
+		_ = fs.Parse(os.Args[2:])
+		o := local.Options{Mux: Handlers(partner, &http.Client{Timeout: 30 * time.Second}), Addr: *addr, Console: *console}
 		// The stack's settings (event source, schedule, timeouts) from
 		// the template `make template.yaml` writes, if it is there.
 		if st, err := local.FromTemplate("template.yaml"); err == nil {

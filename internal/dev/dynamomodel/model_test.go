@@ -158,9 +158,6 @@ func TestThrottleRetried(t *testing.T) {
 // TestLatency checks that calls take the model's latency: the median
 // and p99 of many calls' times, measured around them.
 func TestLatency(t *testing.T) {
-	if testing.Short() {
-		t.Skip("sleeps")
-	}
 	ctx := t.Context()
 	lat := dynamomodel.Latency{Median: 2 * time.Millisecond, P99: 6 * time.Millisecond}
 	m := dynamomodel.New(memstore.New(memstore.Options{}), dynamomodel.Options{Latency: lat, Seed: 3})
