@@ -134,10 +134,7 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 					row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "STATUS")
 				}
 				for _, a := range out.Jobs {
-					status := string(a.Status)
-					if a.Existing {
-						status += " (enqueued before)"
-					}
+					status := acceptedStatus(a)
 					if !keyed {
 						row(w, a.JobID, a.Ticket, ts(a.SlotAt), a.Position, status)
 						continue

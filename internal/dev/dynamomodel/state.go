@@ -76,6 +76,21 @@ func plain(m *Model, ctx context.Context, c call, f func() error) error {
 	return m.do(ctx, c, func() (int, error) { return 0, f() }, nil)
 }
 
+// staleOn is a call's stale check (call.stale) on queue's state: stale
+// says whether a write picked from *seen is refused on the state it
+// meets; when it is, the refusal's answer is the state the write is sent
+// again from.
+func (m *Model) staleOn(ctx context.Context, queue string, seen *slot.State, stale func(slot.State) bool) func() bool {
+	return func() bool {
+		q, err := m.store.GetQueue(ctx, queue)
+		if err != nil || !stale(q.State) {
+			return false
+		}
+		*seen = q.State
+		return true
+	}
+}
+
 // CreateQueue is a transaction of the queue's config and state items:
 // twice their write units.
 func (m *Model) CreateQueue(ctx context.Context, q engine.Queue) error {
@@ -125,14 +140,9 @@ func (m *Model) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 	var t engine.Taken
 	c := stateWrite(r.Queue)
 	seen := r // a refused write is sent again in the form its answer shows
-	c.stale = func() bool {
-		q, err := m.store.GetQueue(ctx, r.Queue)
-		if err != nil || r.Check() != nil || !dynamostore.StaleTake(seen, q.State) {
-			return false
-		}
-		seen.Seen = q.State
-		return true
-	}
+	c.stale = m.staleOn(ctx, r.Queue, &seen.Seen, func(st slot.State) bool {
+		return r.Check() == nil && dynamostore.StaleTake(seen, st)
+	})
 	err := m.do(ctx, c, func() (int, error) {
 		var err error
 		t, err = m.store.Take(ctx, r)
@@ -144,19 +154,12 @@ func (m *Model) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 func (m *Model) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
 	c := stateWrite(r.Queue)
 	seen := r // a refused write is sent again in the form its answer shows
-	c.stale = func() bool {
-		q, err := m.store.GetQueue(ctx, r.Queue)
-		if err != nil {
-			return false
-		}
+	c.stale = m.staleOn(ctx, r.Queue, &seen.Seen, func(st slot.State) bool {
 		// A gate the limits refuse on the state is decided by its
 		// first refusal: one write, whatever the form.
-		if v, _ := r.Decide(q.State); v != slot.Start || !dynamostore.StaleGate(seen, q.State) {
-			return false
-		}
-		seen.Seen = q.State
-		return true
-	}
+		v, _ := r.Decide(st)
+		return v == slot.Start && dynamostore.StaleGate(seen, st)
+	})
 	return write(m, ctx, c, func() (slot.State, error) { return m.store.Gate(ctx, r) })
 }
 
