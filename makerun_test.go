@@ -42,41 +42,47 @@ func free(addr string) bool {
 // SIGTERM to make alone, as a script does) stops slotq local, which frees
 // its ports: the next make run can start.
 func TestMakeRunStopsOnKill(t *testing.T) {
-	addrs := freeAddrs(t, 2)
-	api, con := addrs[0], addrs[1]
-	stopsOnKill(t, ".", []string{"run", "ARGS=--addr " + api + " --console " + con}, addrs, func(out string) bool {
-		return strings.Contains(out, con)
-	})
+	stopsOnKill(t, ".", 2, func(a []string) []string { return []string{"run", "ARGS=--addr " + a[0] + " --console " + a[1]} },
+		func(out string, a []string) bool { return strings.Contains(out, a[1]) })
 }
 
 // TestMakeDynamoDBLocalStopsOnKill: `make dynamodb-local &` stopped by its
 // PID stops DynamoDB Local's Java with it (a `go run` left it serving).
 func TestMakeDynamoDBLocalStopsOnKill(t *testing.T) {
 	dynamolocal.Require(t) // Java 17 and the jar; fetched once
-	addr := freeAddrs(t, 1)[0]
-	_, port, _ := net.SplitHostPort(addr)
-	stopsOnKill(t, ".", []string{"dynamodb-local", "DYNAMODB_PORT=" + port}, []string{addr}, func(out string) bool {
-		return strings.Contains(out, "AWS_ENDPOINT_URL_DYNAMODB")
-	})
+	stopsOnKill(t, ".", 1, func(a []string) []string {
+		_, port, _ := net.SplitHostPort(a[0])
+		return []string{"dynamodb-local", "DYNAMODB_PORT=" + port}
+	}, func(out string, _ []string) bool { return strings.Contains(out, "AWS_ENDPOINT_URL_DYNAMODB") })
 }
 
 // TestMakeRunAcmeStopsOnKill: the example project's `make run &` stopped
 // by its PID stops acme's local runtime (a `go run` left it serving).
 func TestMakeRunAcmeStopsOnKill(t *testing.T) {
-	addrs := freeAddrs(t, 2)
-	stopsOnKill(t, "examples/acme", []string{"run", "ARGS=--addr " + addrs[0] + " --console " + addrs[1]}, addrs,
-		func(out string) bool { return strings.Contains(out, addrs[1]) })
+	stopsOnKill(t, "examples/acme", 2, func(a []string) []string { return []string{"run", "ARGS=--addr " + a[0] + " --console " + a[1]} },
+		func(out string, a []string) bool { return strings.Contains(out, a[1]) })
 }
 
-// stopsOnKill runs make's target (args: the target and its variables) in
-// dir, waits until something listens on every one of addrs and ready says
-// so of its output, stops make by its PID alone, and fails unless every
-// address is free once make has ended: what make started ended with it.
-func stopsOnKill(t *testing.T, dir string, args []string, addrs []string, ready func(out string) bool) {
+// stopsOnKill runs make's target (argsFor: the target and its variables
+// for n free loopback addresses) in dir, waits until something listens on
+// every address and ready says so of its output, stops make by its PID
+// alone, and fails unless every address is free once make has ended: what
+// make started ended with it. Addresses found free may be taken by another
+// test before make's program binds them: then it tries again on others.
+func stopsOnKill(t *testing.T, dir string, n int, argsFor func(addrs []string) []string, ready func(out string, addrs []string) bool) {
 	t.Helper()
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("no make")
+	for try := 1; ; try++ {
+		addrs := freeAddrs(t, n)
+		if runStopsOnKill(t, dir, argsFor(addrs), addrs, func(out string) bool { return ready(out, addrs) }, try < 5) {
+			return
+		}
 	}
+}
+
+// runStopsOnKill is one try of stopsOnKill; it reports false, when retry
+// is set, if make's program could not bind an address (taken meanwhile).
+func runStopsOnKill(t *testing.T, dir string, args []string, addrs []string, ready func(out string) bool, retry bool) bool {
+	t.Helper()
 	cmd := exec.Command("make", append([]string{"--no-print-directory"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL=", "AWS_ENDPOINT_URL_DYNAMODB=", "AWS_ENDPOINT_URL_SQS=")
@@ -100,10 +106,15 @@ func stopsOnKill(t *testing.T, dir string, args []string, addrs []string, ready 
 	})
 
 	name := "make " + strings.Join(args, " ")
+	taken := false
 	testenv.WaitFor(t, name+" to serve", func() bool {
 		select {
 		case err := <-exited:
 			exited <- err
+			if retry && strings.Contains(out(), "address already in use") {
+				taken = true
+				return true
+			}
 			t.Fatalf("%s ended: %v\n%s", name, err, out())
 		default:
 		}
@@ -114,6 +125,9 @@ func stopsOnKill(t *testing.T, dir string, args []string, addrs []string, ready 
 		}
 		return ready(out())
 	})
+	if taken {
+		return false
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -132,4 +146,5 @@ func stopsOnKill(t *testing.T, dir string, args []string, addrs []string, ready 
 			t.Errorf("%s ended, and %s is still held: what it started outlived it\n%s", name, a, out())
 		}
 	}
+	return true
 }
