@@ -1,10 +1,10 @@
 package slot
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
 	"time"
 
@@ -76,40 +76,31 @@ func ValidateName(name string) error {
 // default is 0, no cap). In JSON a setting left out is its default, and
 // one given as zero is refused (ZeroSetting), never read as the default.
 //
-// The rules slotq keeps on each setting, beside api.Config's words:
+// Each setting's range, default, what its zero means and its error are
+// its Setting (Settings); the rules slotq keeps beyond them, beside
+// api.Config's words:
 //
-//   - Interval is from MinInterval to MaxInterval; default DefaultInterval
-//     (or the stack's), unless Rate, Window or Limits gives the limit in
-//     another form. Limits holds up to MaxLimits limits; at most one of
-//     Interval, Rate, Window and Limits is given, and Burst goes with
-//     Rate. Limits() reads them as one list.
+//   - At most one of Interval, Rate, Window and Limits is given, and
+//     Burst goes with Rate; the stack's limit is taken whole when none
+//     is. Limits() reads them as one list.
 //   - Skew is a one-time allowance, not one per start: no run of starts
-//     goes faster than one per Interval. Default DefaultSkew (or the
-//     stack's), at most a quarter of the interval, less than Interval.
-//     In JSON an explicit 0 is refused: give 1ns for none.
-//   - MaxAttempts is 1 to MaxAttemptsLimit; Backoff more than 0;
-//     Retention from 1m to MaxRetention; TargetTimeout at most 15m.
-//   - Targets holds at most MaxTargetPatterns patterns, matched against
-//     the parsed target (ValidatePattern, CheckTarget), never as a string
-//     prefix; Go handlers (job kinds) registered in the worker are always
-//     allowed. AllowNetworks holds at most MaxAllowNetworks prefixes that
-//     HTTP targets may reach although they are in a refused class
-//     (AddrClass), checked on the target's IP host at enqueue and on every
-//     resolved address when the worker connects, by one rule (CheckAddr);
-//     a prefix made only of IPv6 addresses that carry an IPv4 address is
-//     refused (list the IPv4 prefix).
+//     goes faster than one per Interval. At most a quarter of the
+//     interval (the default is cut to it), less than Interval.
+//   - Targets are matched against the parsed target (ValidatePattern,
+//     CheckTarget), never as a string prefix; Go handlers (job kinds)
+//     registered in the worker are always allowed. AllowNetworks lists
+//     prefixes that HTTP targets may reach although they are in a
+//     refused class (AddrClass), checked on the target's IP host at
+//     enqueue and on every resolved address when the worker connects, by
+//     one rule (CheckAddr); a prefix made only of IPv6 addresses that
+//     carry an IPv4 address is refused (list the IPv4 prefix).
 //   - MaxRunning is checked in the same atomic step as the gate
 //     (State.Running); a job that finds every place taken waits, parked,
-//     until a finishing attempt hands it one. At most MaxRunningLimit.
-//   - KeyLimits hold at most MaxLimits limits, kept beside the queue's; a
-//     key's own limits (Meter.Limits) replace them for that key.
-//     KeyMaxRunning is KeyCap's; NoKeyCap needs KeyLimits.
-//   - MaxSlowDowns is 1 to MaxSlowDownsLimit (default
-//     DefaultMaxSlowDowns): a slow-down (attempt.RetryAfterError) is not a
-//     failed attempt. RetryAfterDefault is from 1ms to MaxSlowDown
-//     (default DefaultRetryAfter).
-//   - BookAhead and KeyBookAhead are 1 to MaxBookAhead, or 0 for no
-//     bound; in JSON an explicit 0 is refused (leave it out).
+//     until a finishing attempt hands it one.
+//   - KeyLimits are kept beside the queue's; a key's own limits
+//     (Meter.Limits) replace them for that key. KeyMaxRunning is KeyCap's;
+//     NoKeyCap needs KeyLimits.
+//   - A slow-down (attempt.RetryAfterError) is not a failed attempt.
 type Config api.Config
 
 // ZeroSetting says why a setting given explicitly as zero (field is its
@@ -118,26 +109,8 @@ type Config api.Config
 // default, so a zero that was meant would otherwise be silently read as
 // "the default": decoding JSON and the CLI's flags ask this first.
 func ZeroSetting(field string) *input.Error {
-	leaveOut := "; leave it out for the default"
-	switch field {
-	case "interval":
-		return input.Invalid("invalid_interval", field, fmt.Sprintf("interval must be at least %s%s", MinInterval, leaveOut))
-	case "skew":
-		return input.Invalid("invalid_skew", field, `skew 0 is not a setting: give "1ns" for no allowance, or leave it out for the default`)
-	case "max_attempts":
-		return input.Invalid("invalid_max_attempts", field, fmt.Sprintf("max_attempts must be between 1 and %d%s", MaxAttemptsLimit, leaveOut))
-	case "backoff", "max_backoff":
-		return input.Invalid("invalid_backoff", field, fmt.Sprintf(`%s must be greater than 0, such as "100ms"%s`, field, leaveOut))
-	case "retention":
-		return input.Invalid("invalid_retention", field, fmt.Sprintf("retention must be between 1m and %s%s", MaxRetention, leaveOut))
-	case "target_timeout":
-		return input.Invalid("invalid_target_timeout", field, "target_timeout must be greater than 0 and at most 15m"+leaveOut)
-	case "max_slow_downs":
-		return input.Invalid("invalid_max_slow_downs", field, fmt.Sprintf("max_slow_downs must be between 1 and %d%s", MaxSlowDownsLimit, leaveOut))
-	case "book_ahead", "key_book_ahead":
-		return input.Invalid("invalid_book_ahead", field, fmt.Sprintf("%s must be between 1 and %d; leave it out for no bound", field, MaxBookAhead))
-	case "retry_after_default":
-		return input.Invalid("invalid_retry_after_default", field, fmt.Sprintf(`retry_after_default must be between 1ms and %s, such as "2s"%s`, MaxSlowDown, leaveOut))
+	if s, ok := settingNamed[field]; ok {
+		return s.refusal()
 	}
 	return nil
 }
@@ -147,19 +120,17 @@ func (c Config) hasLimit() bool {
 	return c.Interval != 0 || !c.Rate.IsZero() || c.Burst != 0 || !c.Window.IsZero() || len(c.Limits) > 0
 }
 
-// builtin holds the default of each setting that has one (the Default
-// constants); the others' zero is their default.
-var builtin = Config{
-	Interval:          DefaultInterval,
-	Skew:              DefaultSkew,
-	MaxAttempts:       DefaultMaxAttempts,
-	Backoff:           DefaultBackoff,
-	MaxBackoff:        DefaultMaxBackoff,
-	Retention:         DefaultRetention,
-	TargetTimeout:     DefaultTargetTimeout,
-	MaxSlowDowns:      DefaultMaxSlowDowns,
-	RetryAfterDefault: DefaultRetryAfter,
-}
+// builtin holds the default of each setting that has one (Setting's
+// Default: the Default constants); the others' zero is their default.
+var builtin = func() Config {
+	var c api.Config
+	for _, s := range Settings {
+		if s.Default != 0 {
+			s.Set(&c, s.Default)
+		}
+	}
+	return Config(c)
+}()
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config { return c.Or(builtin) }
@@ -175,28 +146,15 @@ func (c Config) Or(d Config) Config {
 	if c.Skew == 0 && d.Skew != 0 {
 		c.Skew = min(d.Skew, c.Tick()/4)
 	}
-	c.MaxAttempts = cmp.Or(c.MaxAttempts, d.MaxAttempts)
-	c.Backoff = cmp.Or(c.Backoff, d.Backoff)
-	c.MaxBackoff = cmp.Or(c.MaxBackoff, d.MaxBackoff)
-	c.Retention = cmp.Or(c.Retention, d.Retention)
-	c.Targets = orNil(c.Targets, d.Targets)
-	c.AllowNetworks = orNil(c.AllowNetworks, d.AllowNetworks)
-	c.TargetTimeout = cmp.Or(c.TargetTimeout, d.TargetTimeout)
-	c.MaxSlowDowns = cmp.Or(c.MaxSlowDowns, d.MaxSlowDowns)
-	c.RetryAfterDefault = cmp.Or(c.RetryAfterDefault, d.RetryAfterDefault)
-	c.KeyLimits = orNil(c.KeyLimits, d.KeyLimits)
-	c.BookAhead = cmp.Or(c.BookAhead, d.BookAhead)
-	c.KeyBookAhead = cmp.Or(c.KeyBookAhead, d.KeyBookAhead)
-	return c
-}
-
-// orNil returns s, or d when s is nil (an empty list given is kept: it
-// says none).
-func orNil[S ~[]E, E any](s, d S) S {
-	if s == nil {
-		return d
+	// The others, where zero is not a setting of its own: a list left
+	// nil, a number or a duration left zero.
+	cv, dv := reflect.ValueOf(&c).Elem(), reflect.ValueOf(d)
+	for _, s := range Settings {
+		if f := cv.Field(s.index); !s.Limit && !s.ZeroGiven && s.Name != "skew" && f.IsZero() {
+			f.Set(dv.Field(s.index))
+		}
 	}
-	return s
+	return c
 }
 
 // Validate checks a configuration after defaults were applied.
@@ -207,29 +165,14 @@ func (c Config) Validate() error {
 	if err := c.validateKeyLimits(); err != nil {
 		return err
 	}
-	switch {
-	case c.Skew < 0 || c.Skew >= c.Tick():
+	if c.Skew < 0 || c.Skew >= c.Tick() {
 		return input.Invalid("invalid_skew", "skew", fmt.Sprintf("skew must be at least 0 and less than %s, the shortest time between two starts the queue's limit allows on average", c.Tick()))
-	case c.MaxAttempts < 1 || c.MaxAttempts > MaxAttemptsLimit:
-		return input.Invalid("invalid_max_attempts", "max_attempts", fmt.Sprintf("max_attempts must be between 1 and %d", MaxAttemptsLimit))
-	case c.Backoff < 0:
-		return input.Invalid("invalid_backoff", "backoff", "backoff must not be negative")
-	case c.MaxBackoff < c.Backoff:
-		return input.Invalid("invalid_backoff", "max_backoff", "max_backoff must be at least backoff")
-	case c.Retention < time.Minute || c.Retention > MaxRetention:
-		return input.Invalid("invalid_retention", "retention", fmt.Sprintf("retention must be between 1m and %s", MaxRetention))
-	case c.TargetTimeout <= 0 || c.TargetTimeout > 15*time.Minute:
-		return input.Invalid("invalid_target_timeout", "target_timeout", "target_timeout must be between 0 and 15m")
-	case c.MaxRunning < 0 || c.MaxRunning > MaxRunningLimit:
-		return input.Invalid("invalid_max_running", "max_running", fmt.Sprintf("max_running must be between 0 (no cap) and %d", MaxRunningLimit))
-	case c.MaxSlowDowns < 1 || c.MaxSlowDowns > MaxSlowDownsLimit:
-		return input.Invalid("invalid_max_slow_downs", "max_slow_downs", fmt.Sprintf("max_slow_downs must be between 1 and %d", MaxSlowDownsLimit))
-	case c.BookAhead < 0 || c.BookAhead > MaxBookAhead:
-		return input.Invalid("invalid_book_ahead", "book_ahead", fmt.Sprintf("book_ahead must be between 1 and %d, or left out for no bound", MaxBookAhead))
-	case c.KeyBookAhead < 0 || c.KeyBookAhead > MaxBookAhead:
-		return input.Invalid("invalid_book_ahead", "key_book_ahead", fmt.Sprintf("key_book_ahead must be between 1 and %d, or left out for no bound", MaxBookAhead))
-	case c.RetryAfterDefault < time.Millisecond || c.RetryAfterDefault > MaxSlowDown:
-		return input.Invalid("invalid_retry_after_default", "retry_after_default", fmt.Sprintf("retry_after_default must be between 1ms and %s", MaxSlowDown))
+	}
+	// The other numbers and durations, by their Setting's range.
+	for _, s := range Settings {
+		if err := s.invalid(c); err != nil {
+			return err
+		}
 	}
 	if len(c.Targets) > MaxTargetPatterns {
 		return input.Invalid("too_many_targets", "targets", fmt.Sprintf("%d target patterns; the most is %d", len(c.Targets), MaxTargetPatterns))
