@@ -68,29 +68,20 @@ const (
 
 // configWire and limitWire are api.Config (and api.ConfigUpdate) and
 // api.Limit on the wire, which their MarshalJSON writes: TestConfigWire
-// holds them to it.
-type configWire struct {
-	Interval          *api.Duration `json:"interval,omitempty"`
-	Rate              *api.Rate     `json:"rate,omitempty"`
-	Burst             *int          `json:"burst,omitempty"`
-	Window            *api.Rate     `json:"window,omitempty"`
-	Limits            *[]api.Limit  `json:"limits,omitempty"`
-	Skew              *api.Duration `json:"skew,omitempty"`
-	MaxAttempts       *int          `json:"max_attempts,omitempty"`
-	Backoff           *api.Duration `json:"backoff,omitempty"`
-	MaxBackoff        *api.Duration `json:"max_backoff,omitempty"`
-	Retention         *api.Duration `json:"retention,omitempty"`
-	Targets           *[]string     `json:"targets,omitempty"`
-	AllowNetworks     *[]string     `json:"allow_networks,omitempty"`
-	TargetTimeout     *api.Duration `json:"target_timeout,omitempty"`
-	MaxRunning        *int          `json:"max_running,omitempty"`
-	KeyLimits         *[]api.Limit  `json:"key_limits,omitempty"`
-	KeyMaxRunning     *int          `json:"key_max_running,omitempty"`
-	MaxSlowDowns      *int          `json:"max_slow_downs,omitempty"`
-	RetryAfterDefault *api.Duration `json:"retry_after_default,omitempty"`
-	BookAhead         *int          `json:"book_ahead,omitempty"`
-	KeyBookAhead      *int          `json:"key_book_ahead,omitempty"`
-}
+// holds them to it. configWire is api.ConfigUpdate with durations as
+// api.Duration, as pkg/api writes it.
+var configWire = func() reflect.Type {
+	t := reflect.TypeFor[api.ConfigUpdate]()
+	fields := make([]reflect.StructField, t.NumField())
+	for i := range fields {
+		f := t.Field(i)
+		if f.Type == reflect.TypeFor[*time.Duration]() {
+			f.Type = reflect.TypeFor[*api.Duration]()
+		}
+		fields[i] = reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag}
+	}
+	return reflect.StructOf(fields)
+}()
 
 type limitWire struct {
 	Interval *api.Duration `json:"interval,omitempty"`
@@ -101,8 +92,8 @@ type limitWire struct {
 
 // wireNames names the mirrors as the types they stand for.
 var wireNames = map[reflect.Type]string{
-	reflect.TypeFor[configWire](): "Config",
-	reflect.TypeFor[limitWire]():  "Limit",
+	configWire:                   "Config",
+	reflect.TypeFor[limitWire](): "Limit",
 }
 
 // generator reflects pkg/api's types; structs records each struct type
@@ -460,21 +451,18 @@ var boundsOf = map[string]func(s *jsonschema.Schema){
 		s.AnyOf = []*jsonschema.Schema{required("limits"), required("weight")}
 	},
 	"Config": func(s *jsonschema.Schema) {
-		ranged := func(name string, lo, hi int) {
-			p := prop(s, name)
-			p.Minimum, p.Maximum = num(lo), num(hi)
+		// Each setting's range (slot.Settings): a number's least and
+		// most, a list's most items.
+		for _, st := range slot.Settings {
+			switch {
+			case st.Max == 0:
+			case st.IsCount():
+				p := prop(s, st.Name)
+				p.Minimum, p.Maximum = num(int(st.WireMin())), num(int(st.Max))
+			case st.IsList():
+				prop(s, st.Name).MaxItems = u64(int(st.Max))
+			}
 		}
-		ranged("max_attempts", 1, slot.MaxAttemptsLimit)
-		ranged("max_running", 0, slot.MaxRunningLimit)
-		ranged("key_max_running", 0, slot.MaxRunningLimit)
-		ranged("max_slow_downs", 1, slot.MaxSlowDownsLimit)
-		ranged("burst", 0, slot.MaxBurst)
-		ranged("book_ahead", 1, slot.MaxBookAhead)
-		ranged("key_book_ahead", 1, slot.MaxBookAhead)
-		prop(s, "limits").MaxItems = u64(slot.MaxLimits)
-		prop(s, "key_limits").MaxItems = u64(slot.MaxLimits)
-		prop(s, "targets").MaxItems = u64(slot.MaxTargetPatterns)
-		prop(s, "allow_networks").MaxItems = u64(slot.MaxAllowNetworks)
 	},
 	"Limit": func(s *jsonschema.Schema) {
 		p := prop(s, "burst")
