@@ -5,23 +5,16 @@ import (
 
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/input"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Error is the error object enqueue and admin answer with, inside
 // {"error": …}, when the request cannot be done as asked: bad input, or a
 // queue or job that does not exist. Other failures (DynamoDB or SQS
 // unavailable) are function errors instead, so callers see them as
-// retryable (X-Amz-Function-Error).
-type Error struct {
-	// Code is stable and snake_case: invalid_interval, unknown_field,
-	// queue_not_found, job_not_found, not_waiting, queue_exists, …
-	Code string `json:"code"`
-	// Field names the field at fault, such as "interval" or
-	// "jobs[3].payload".
-	Field string `json:"field,omitempty"`
-	// Message says what is wrong, for people.
-	Message string `json:"message"`
-}
+// retryable (X-Amz-Function-Error). It is pkg/api's Error, the type
+// callers decode it into: its fields are declared once.
+type Error = api.Error
 
 // ErrorOf turns an error the caller can act on into its Error, or
 // returns nil for any other error.
