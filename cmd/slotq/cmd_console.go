@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/cli/console"
 )
 
@@ -41,14 +42,14 @@ func newConsoleCmd() *cobra.Command {
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
 		c := newStackCmd(cmd, cn)
 		if *refresh < time.Second {
-			return c.fail(usagef("--refresh must be at least 1s"))
+			return c.Fail(clikit.Usagef("--refresh must be at least 1s"))
 		}
 		ctx := cmd.Context()
-		cl, err := cn.client(ctx)
+		cl, err := cn.Client(ctx)
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
-		name := cn.stack
+		name := cn.Stack
 		if name == "" {
 			name = "local"
 		}
@@ -57,22 +58,22 @@ func newConsoleCmd() *cobra.Command {
 		err = console.Run(ctx, console.FromClient(cl), *addr, o,
 			func(url string) { fmt.Fprintf(cmd.OutOrStdout(), "slotq console: %s (Ctrl-C stops it)\n", url) })
 		if errors.Is(err, console.ErrRemote) {
-			return c.fail(usagef("%s: give --allow-remote (with --allow-host, and SLOTQ_CONSOLE_AUTH or --auth-proxy) to serve it",
+			return c.Fail(clikit.Usagef("%s: give --allow-remote (with --allow-host, and SLOTQ_CONSOLE_AUTH or --auth-proxy) to serve it",
 				strings.TrimPrefix(err.Error(), "console: ")))
 		}
 		if errors.Is(err, console.ErrRemoteUnguarded) {
-			return c.fail(usagef("%s", strings.TrimPrefix(err.Error(), "console: ")))
+			return c.Fail(clikit.Usagef("%s", strings.TrimPrefix(err.Error(), "console: ")))
 		}
 		if errors.Is(err, syscall.EADDRINUSE) {
 			// make run (slotq local) serves its own console on the
 			// same address: this one needs another.
-			return c.fail(fmt.Errorf("%w\nAnother program holds %s: slotq local (make run) serves its own console there, "+
+			return c.Fail(fmt.Errorf("%w\nAnother program holds %s: slotq local (make run) serves its own console there, "+
 				"at http://%s; to run this one beside it, give --addr another address (such as --addr 127.0.0.1:3003)", err, *addr, *addr))
 		}
 		if err != nil && ctx.Err() == nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
-		return exitOK
+		return clikit.ExitOK
 	})
 	return cmd
 }

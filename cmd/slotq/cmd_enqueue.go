@@ -14,13 +14,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 )
 
-func newEnqueueCmd(cn *conn) *cobra.Command {
+func newEnqueueCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "enqueue QUEUE",
 		Short: "Enqueue a job on a queue and print its ticket, slot and position",
@@ -40,7 +41,7 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 			"  $ slotq enqueue emails --kind echo --count 1000 --id 'welcome-{n}' --payload '{\"n\":{n}}'\n" +
 			"  $ slotq enqueue emails --kind echo --from jobs.jsonl   # one job a line: {\"id\":\"a-1\",\"key\":\"tenant-a\"}",
 		Args:        nArgs(1, 1),
-		Annotations: map[string]string{"exit": exitStatus + "\nWith --wait: 3 the job failed or was cancelled, 4 --timeout came first."},
+		Annotations: map[string]string{"exit": clikit.ExitStatus + "\nWith --wait: 3 the job failed or was cancelled, 4 --timeout came first."},
 	}
 	cn = stackFlags(cmd, cn)
 	fs := cmd.Flags()
@@ -64,63 +65,63 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 	wait, timeout := waitFlags(cmd)
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		if err := c.checkWait(*wait, *timeout); err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
-		many := c.given("count") || c.given("from")
+		many := c.Given("count") || c.Given("from")
 		switch {
-		case c.given("count") && c.given("from"):
-			return c.fail(usagef("give one of --count and --from"))
+		case c.Given("count") && c.Given("from"):
+			return c.Fail(clikit.Usagef("give one of --count and --from"))
 		case many && *wait:
-			return c.fail(usagef("--wait waits for one job: leave out --count and --from, or --wait"))
-		case c.given("from") && (c.given("id") || c.given("payload") || c.given("not-before")):
-			return c.fail(usagef("with --from each line gives its job's id, payload and not_before"))
+			return c.Fail(clikit.Usagef("--wait waits for one job: leave out --count and --from, or --wait"))
+		case c.Given("from") && (c.Given("id") || c.Given("payload") || c.Given("not-before")):
+			return c.Fail(clikit.Usagef("with --from each line gives its job's id, payload and not_before"))
 		}
-		if *kind == "" && *target == "" && !c.given("from") {
+		if *kind == "" && *target == "" && !c.Given("from") {
 			// The enqueue function's own refusal, said before the call.
-			return c.fail(&usageError{code: "no_target", field: "job.kind", msg: "give --kind (a Go handler) or --target (URL or lambda:NAME)"})
+			return c.Fail(&clikit.UsageError{Code: "no_target", Field: "job.kind", Msg: "give --kind (a Go handler) or --target (URL or lambda:NAME)"})
 		}
 		spec := api.Spec{ID: *id, Kind: *kind, Target: *target, Key: *key, Priority: *priority}
 		if *payload != "" {
 			// With --count, a payload with the job's number in it is
 			// JSON once the number is in (countedJobs checks each).
-			template := c.given("count") && strings.Contains(*payload, numbered)
+			template := c.Given("count") && strings.Contains(*payload, numbered)
 			b, err := readPayload(*payload, !template)
 			if err != nil {
-				return c.fail(err)
+				return c.Fail(err)
 			}
 			spec.Payload = b
 		}
 		if *notBefore != "" {
 			t, err := parseTime("not-before", *notBefore, time.Now())
 			if err != nil {
-				return c.fail(err)
+				return c.Fail(err)
 			}
 			spec.NotBefore = &t
 		}
 		in := &client.EnqueueInput{Queue: pos[0], Job: &spec}
 		if err := c.createLimit(in, *interval, *rate, *burst, *window); err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		if many {
 			jobs, err := c.manyJobs(spec, *count, *from)
 			if err != nil {
-				return c.fail(err)
+				return c.Fail(err)
 			}
 			return c.enqueueMany(ctx, *in, jobs)
 		}
 		if *wait {
-			cl, err := c.conn.client(ctx)
+			cl, err := c.Conn.Client(ctx)
 			if err != nil {
-				return c.fail(err)
+				return c.Fail(err)
 			}
 			c.noteKeptLimit(ctx, cl, in)
 			out, err := cl.Enqueue(ctx, in)
 			if err != nil {
-				return c.fail(c.conn.explain(err))
+				return c.Fail(c.Conn.Explain(err))
 			}
 			return c.waitJob(ctx, cl, out.Queue, out.Jobs[0].JobID, *timeout)
 		}
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		return c.Run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
 			c.noteKeptLimit(ctx, cl, in)
 			out, err := cl.Enqueue(ctx, in)
 			if err != nil {
@@ -129,21 +130,21 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 			keyed := slices.ContainsFunc(out.Jobs, func(a api.Accepted) bool { return a.Key != "" })
 			return out, func(w io.Writer) {
 				if keyed {
-					row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "KEY", "KEY AHEAD", "STATUS")
+					clikit.Row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "KEY", "KEY AHEAD", "STATUS")
 				} else {
-					row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "STATUS")
+					clikit.Row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "STATUS")
 				}
 				for _, a := range out.Jobs {
 					status := acceptedStatus(a)
 					if !keyed {
-						row(w, a.JobID, a.Ticket, ts(a.SlotAt), a.Position, status)
+						clikit.Row(w, a.JobID, a.Ticket, clikit.Time(a.SlotAt), a.Position, status)
 						continue
 					}
 					ahead := "-" // a job enqueued before: not counted again
 					if a.KeyAhead != nil {
 						ahead = strconv.FormatInt(*a.KeyAhead, 10)
 					}
-					row(w, a.JobID, a.Ticket, ts(a.SlotAt), a.Position, orDash(a.Key), ahead, status)
+					clikit.Row(w, a.JobID, a.Ticket, clikit.Time(a.SlotAt), a.Position, clikit.OrDash(a.Key), ahead, status)
 				}
 			}, nil
 		})
@@ -154,7 +155,7 @@ func newEnqueueCmd(cn *conn) *cobra.Command {
 // manyJobs are the jobs of --count (spec, count times) or --from (the
 // lines of its file, spec giving what they leave out).
 func (c *stackCmd) manyJobs(spec api.Spec, count int, from string) ([]api.Spec, error) {
-	if c.given("count") {
+	if c.Given("count") {
 		return countedJobs(spec, count)
 	}
 	r, closeIt, err := readFrom(from)
@@ -176,32 +177,32 @@ func (c *stackCmd) manyJobs(spec api.Spec, count int, from string) ([]api.Spec, 
 func (c *stackCmd) createLimit(in *client.EnqueueInput, interval time.Duration, rate api.Rate, burst int, window api.Rate) error {
 	var forms []string
 	for _, name := range []string{"interval", "rate", "window"} {
-		if c.given(name) {
+		if c.Given(name) {
 			forms = append(forms, "--"+name)
 		}
 	}
 	switch {
 	case len(forms) > 1:
-		return usagef("give one of --interval, --rate (with --burst) and --window, not %s: each gives the limit of the queue the call creates", strings.Join(forms, " and "))
-	case c.given("burst") && !c.given("rate"):
-		return usagef("--burst goes with --rate, such as --rate 100/1m --burst 10")
-	case c.given("interval") && interval == 0:
+		return clikit.Usagef("give one of --interval, --rate (with --burst) and --window, not %s: each gives the limit of the queue the call creates", strings.Join(forms, " and "))
+	case c.Given("burst") && !c.Given("rate"):
+		return clikit.Usagef("--burst goes with --rate, such as --rate 100/1m --burst 10")
+	case c.Given("interval") && interval == 0:
 		return zeroSetting("enqueue", "", "interval")
 	}
 	var l api.Limit
 	flag := ""
 	switch {
-	case c.given("interval"):
+	case c.Given("interval"):
 		l.Interval, flag = interval, "--interval "+interval.String()
 		d := api.Duration(interval)
 		in.Interval = &d
-	case c.given("rate"):
+	case c.Given("rate"):
 		l.Rate, l.Burst, flag = rate, burst, "--rate "+rate.String()
 		in.Rate = &rate
-		if c.given("burst") {
+		if c.Given("burst") {
 			in.Burst = &burst
 		}
-	case c.given("window"):
+	case c.Given("window"):
 		l.Window, flag = window, "--window "+window.String()
 		in.Window = &window
 	default:
@@ -255,8 +256,8 @@ func (c *stackCmd) noteKeptLimit(ctx context.Context, cl *client.Client, in *cli
 	}
 	if have, want := limits(st.Stats.Config), limits(want); have != want {
 		flag, _, _ := strings.Cut(strings.TrimPrefix(flags, "--"), " ")
-		fmt.Fprintf(c.stderr, "slotq %s: queue %s exists, and keeps its limit (%s): --%s sets the limit of a queue the call creates only; change it with 'slotq queues configure %s %s'\n",
-			c.name, in.Queue, have, flag, in.Queue, flags)
+		fmt.Fprintf(c.Stderr, "slotq %s: queue %s exists, and keeps its limit (%s): --%s sets the limit of a queue the call creates only; change it with 'slotq queues configure %s %s'\n",
+			c.Name, in.Queue, have, flag, in.Queue, flags)
 	}
 }
 
@@ -273,10 +274,10 @@ func deref[T any](p *T) T {
 func readPayload(v string, check bool) (json.RawMessage, error) {
 	b, err := readArg(v)
 	if err != nil {
-		return nil, usagef("--payload: %v", err)
+		return nil, clikit.Usagef("--payload: %v", err)
 	}
 	if check && !json.Valid(b) {
-		return nil, usagef("--payload is not JSON")
+		return nil, clikit.Usagef("--payload is not JSON")
 	}
 	return b, nil
 }

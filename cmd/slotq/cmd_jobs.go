@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
@@ -31,7 +32,7 @@ func newJobsCmd() *cobra.Command {
 	return parent(cmd, newJobsListCmd(cn), newJobsGetCmd(cn), newJobsCancelCmd(cn), newJobsRetryCmd(cn))
 }
 
-func newJobsListCmd(cn *conn) *cobra.Command {
+func newJobsListCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list QUEUE",
 		Short: "List a queue's parked or failed jobs (jobs that run without trouble are never listed)",
@@ -45,19 +46,19 @@ func newJobsListCmd(cn *conn) *cobra.Command {
 	after := cmd.Flags().Int64("after", 0, "list tickets after this `ticket` (the next page)")
 	limit := cmd.Flags().Int("limit", 100, "most jobs to list")
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
-		return call(c, ctx, (*client.Client).ListJobs, &client.ListJobsInput{Queue: pos[0], Status: api.Status(*status), After: *after, Limit: *limit}, func(out *client.ListJobsOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).ListJobs, &client.ListJobsInput{Queue: pos[0], Status: api.Status(*status), After: *after, Limit: *limit}, func(out *client.ListJobsOutput) (any, func(io.Writer)) {
 			res := struct {
 				Jobs      []api.Job `json:"jobs"`
 				NextAfter int64     `json:"next_after,omitempty"`
 			}{out.Jobs, out.NextAfter}
 			return res, func(w io.Writer) {
-				row(w, "JOB ID", "TICKET", "STATUS", "SLOT AT", "ATTEMPT", "WHAT", "WHY")
+				clikit.Row(w, "JOB ID", "TICKET", "STATUS", "SLOT AT", "ATTEMPT", "WHAT", "WHY")
 				for _, j := range out.Jobs {
 					why := j.LastError
 					if j.Status == api.Parked {
 						why = parkedWhy(j)
 					}
-					row(w, j.ID, j.Ticket, j.Status, ts(j.SlotAt), j.Attempt, j.What(), oneLine(why, 60))
+					clikit.Row(w, j.ID, j.Ticket, j.Status, clikit.Time(j.SlotAt), j.Attempt, j.What(), oneLine(why, 60))
 				}
 				if out.NextAfter != 0 {
 					fmt.Fprintf(w, "more: --after %d\n", out.NextAfter)
@@ -77,16 +78,16 @@ func waitFlags(cmd *cobra.Command) (wait *bool, timeout *time.Duration) {
 
 // checkWait checks --wait and --timeout.
 func (c *stackCmd) checkWait(wait bool, timeout time.Duration) error {
-	if c.given("timeout") && !wait {
-		return usagef("--timeout goes with --wait")
+	if c.Given("timeout") && !wait {
+		return clikit.Usagef("--timeout goes with --wait")
 	}
 	if timeout <= 0 {
-		return usagef("--timeout must be greater than 0")
+		return clikit.Usagef("--timeout must be greater than 0")
 	}
 	return nil
 }
 
-func newJobsGetCmd(cn *conn) *cobra.Command {
+func newJobsGetCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get QUEUE ID",
 		Short: "Show a job's record by its id, with its result once it ended",
@@ -94,28 +95,28 @@ func newJobsGetCmd(cn *conn) *cobra.Command {
 			"With --wait, waits for it to end first: " + waitExits,
 		Example:     "  $ slotq jobs get emails welcome-42 --wait --timeout 1m",
 		Args:        nArgs(2, 2),
-		Annotations: map[string]string{"exit": exitStatus + "\nWith --wait: 3 the job failed or was cancelled, 4 --timeout came first."},
+		Annotations: map[string]string{"exit": clikit.ExitStatus + "\nWith --wait: 3 the job failed or was cancelled, 4 --timeout came first."},
 	}
 	wait, timeout := waitFlags(cmd)
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		if err := c.checkWait(*wait, *timeout); err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		if *wait {
-			cl, err := c.conn.client(ctx)
+			cl, err := c.Conn.Client(ctx)
 			if err != nil {
-				return c.fail(err)
+				return c.Fail(err)
 			}
 			return c.waitJob(ctx, cl, pos[0], pos[1], *timeout)
 		}
-		return call(c, ctx, (*client.Client).GetJob, &client.GetJobInput{Queue: pos[0], JobID: pos[1]}, func(out *client.GetJobOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).GetJob, &client.GetJobInput{Queue: pos[0], JobID: pos[1]}, func(out *client.GetJobOutput) (any, func(io.Writer)) {
 			return out.Job, jobRows(out.Job)
 		})
 	})
 	return cmd
 }
 
-func newJobsCancelCmd(cn *conn) *cobra.Command {
+func newJobsCancelCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel QUEUE ID",
 		Short: "Cancel a job that has not started",
@@ -123,14 +124,14 @@ func newJobsCancelCmd(cn *conn) *cobra.Command {
 		Args:  nArgs(2, 2),
 	}
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
-		return call(c, ctx, (*client.Client).CancelJob, &client.CancelJobInput{Queue: pos[0], JobID: pos[1]}, func(out *client.CancelJobOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).CancelJob, &client.CancelJobInput{Queue: pos[0], JobID: pos[1]}, func(out *client.CancelJobOutput) (any, func(io.Writer)) {
 			return out.Job, jobRows(out.Job)
 		})
 	})
 	return cmd
 }
 
-func newJobsRetryCmd(cn *conn) *cobra.Command {
+func newJobsRetryCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "retry QUEUE [ID...]",
 		Short: "Run failed or cancelled jobs again under their ids (--failed: every dead letter)",
@@ -152,11 +153,11 @@ func newJobsRetryCmd(cn *conn) *cobra.Command {
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		if *failed == (len(pos) > 1) {
 			if *failed {
-				return c.fail(usagef("give job ids or --failed, not both"))
+				return c.Fail(clikit.Usagef("give job ids or --failed, not both"))
 			}
-			return c.fail(usagef("name the jobs to run again, or give --failed"))
+			return c.Fail(clikit.Usagef("name the jobs to run again, or give --failed"))
 		}
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		return c.Run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
 			res := struct {
 				Jobs      []api.Accepted `json:"jobs"`
 				Skipped   int            `json:"skipped,omitempty"`
@@ -176,8 +177,8 @@ func newJobsRetryCmd(cn *conn) *cobra.Command {
 					out, err := p.NextPage(ctx)
 					if err != nil {
 						if res.Pages > 0 {
-							fmt.Fprintf(c.stderr, "slotq %s: %d jobs run again in %d pages before the error; go on with --after %d --up-to %d\n",
-								c.name, len(res.Jobs), res.Pages, *after, res.UpTo)
+							fmt.Fprintf(c.Stderr, "slotq %s: %d jobs run again in %d pages before the error; go on with --after %d --up-to %d\n",
+								c.Name, len(res.Jobs), res.Pages, *after, res.UpTo)
 						}
 						return nil, nil, err
 					}
@@ -189,9 +190,9 @@ func newJobsRetryCmd(cn *conn) *cobra.Command {
 				}
 			}
 			return res, func(w io.Writer) {
-				row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "STATUS")
+				clikit.Row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "STATUS")
 				for _, a := range res.Jobs {
-					row(w, a.JobID, a.Ticket, ts(a.SlotAt), a.Position, a.Status)
+					clikit.Row(w, a.JobID, a.Ticket, clikit.Time(a.SlotAt), a.Position, a.Status)
 				}
 				if *failed {
 					fmt.Fprintf(w, "run again: %d in %d pages", len(res.Jobs), res.Pages)
@@ -209,7 +210,7 @@ func newJobsRetryCmd(cn *conn) *cobra.Command {
 	return cmd
 }
 
-func newRedriveCmd(cn *conn) *cobra.Command {
+func newRedriveCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "redrive",
 		Short: "Move the slot queue's dead-letter messages back, each checked against its job",
@@ -222,15 +223,15 @@ func newRedriveCmd(cn *conn) *cobra.Command {
 	cn = stackFlags(cmd, cn)
 	limit := cmd.Flags().Int("limit", engine.DefaultRedrive, "most messages to receive in this call, at most 1000")
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, _ []string) int {
-		return call(c, ctx, (*client.Client).Redrive, &client.RedriveInput{Limit: *limit}, func(out *client.RedriveOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).Redrive, &client.RedriveInput{Limit: *limit}, func(out *client.RedriveOutput) (any, func(io.Writer)) {
 			r := out.Report
 			return r, func(w io.Writer) {
-				row(w, "received", r.Received)
-				row(w, "sent back", r.Redriven)
-				row(w, "dropped (job moved on)", r.Dropped)
-				row(w, "left (not a job envelope)", r.Undecodable)
+				clikit.Row(w, "received", r.Received)
+				clikit.Row(w, "sent back", r.Redriven)
+				clikit.Row(w, "dropped (job moved on)", r.Dropped)
+				clikit.Row(w, "left (not a job envelope)", r.Undecodable)
 				if r.More {
-					row(w, "more", "run it again: the limit was reached")
+					clikit.Row(w, "more", "run it again: the limit was reached")
 				}
 			}
 		})
@@ -249,11 +250,11 @@ func parkedWhy(j api.Job) string {
 	case j.ParkReason == api.Room:
 		return "in the waiting room, for its booking"
 	case j.ParkReason == api.WaitGate && !j.DueAt.IsZero():
-		return "waiting for its gate to open, released " + ts(j.DueAt)
+		return "waiting for its gate to open, released " + clikit.Time(j.DueAt)
 	case j.DueAt.IsZero():
 		return string(j.ParkReason)
 	}
-	return fmt.Sprintf("%s, due %s", j.ParkReason, ts(j.DueAt))
+	return fmt.Sprintf("%s, due %s", j.ParkReason, clikit.Time(j.DueAt))
 }
 
 func oneLine(s string, n int) string {
@@ -261,62 +262,62 @@ func oneLine(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "…"
 	}
-	return orDash(s)
+	return clikit.OrDash(s)
 }
 
 func jobRows(j api.Job) func(io.Writer) {
 	return func(w io.Writer) {
-		row(w, "queue", j.Queue)
-		row(w, "job id", j.ID)
-		row(w, "what", j.What())
+		clikit.Row(w, "queue", j.Queue)
+		clikit.Row(w, "job id", j.ID)
+		clikit.Row(w, "what", j.What())
 		if j.Key != "" {
-			row(w, "key", j.Key)
+			clikit.Row(w, "key", j.Key)
 		}
-		row(w, "status", j.Status)
+		clikit.Row(w, "status", j.Status)
 		if j.Room != nil {
-			row(w, "waiting", roomLine(*j.Room, time.Now()))
+			clikit.Row(w, "waiting", roomLine(*j.Room, time.Now()))
 		}
-		row(w, "ticket", j.Ticket)
-		row(w, "slot at", ts(j.SlotAt))
-		row(w, "attempt", j.Attempt)
+		clikit.Row(w, "ticket", j.Ticket)
+		clikit.Row(w, "slot at", clikit.Time(j.SlotAt))
+		clikit.Row(w, "attempt", j.Attempt)
 		if j.Retickets > 0 {
-			row(w, "retickets", j.Retickets)
+			clikit.Row(w, "retickets", j.Retickets)
 		}
 		if j.Reruns > 0 {
-			row(w, "reruns", fmt.Sprintf("%d (this run from attempt %d)", j.Reruns, j.RerunFrom+1))
+			clikit.Row(w, "reruns", fmt.Sprintf("%d (this run from attempt %d)", j.Reruns, j.RerunFrom+1))
 		}
 		if !j.NotBefore.IsZero() {
-			row(w, "not before", ts(j.NotBefore))
+			clikit.Row(w, "not before", clikit.Time(j.NotBefore))
 		}
 		if j.ParkReason != "" {
-			row(w, "parked", parkedWhy(j))
+			clikit.Row(w, "parked", parkedWhy(j))
 		}
-		row(w, "enqueued", ts(j.EnqueuedAt))
-		row(w, "started", ts(j.StartedAt))
+		clikit.Row(w, "enqueued", clikit.Time(j.EnqueuedAt))
+		clikit.Row(w, "started", clikit.Time(j.StartedAt))
 		if !j.StartedAt.IsZero() {
-			row(w, "late", human(j.StartedAt.Sub(j.SlotAt)))
+			clikit.Row(w, "late", clikit.Human(j.StartedAt.Sub(j.SlotAt)))
 		}
-		row(w, "finished", ts(j.FinishedAt))
+		clikit.Row(w, "finished", clikit.Time(j.FinishedAt))
 		if j.TraceParent != "" {
-			row(w, "traceparent", j.TraceParent)
+			clikit.Row(w, "traceparent", j.TraceParent)
 		}
 		if j.TraceState != "" {
-			row(w, "tracestate", j.TraceState)
+			clikit.Row(w, "tracestate", j.TraceState)
 		}
 		if j.AttemptSpan != "" {
-			row(w, "attempt span", j.AttemptSpan)
+			clikit.Row(w, "attempt span", j.AttemptSpan)
 		}
 		if j.LastError != "" {
-			row(w, "last error", oneLine(j.LastError, 200))
+			clikit.Row(w, "last error", oneLine(j.LastError, 200))
 		}
 		if len(j.Payload) > 0 {
-			row(w, "payload", oneLine(string(j.Payload), 200))
+			clikit.Row(w, "payload", oneLine(string(j.Payload), 200))
 		}
 		if len(j.Result) > 0 {
-			row(w, "result", oneLine(string(j.Result), 200))
+			clikit.Row(w, "result", oneLine(string(j.Result), 200))
 		}
 		if j.ResultDropped > 0 {
-			row(w, "result", fmt.Sprintf("not kept: %d bytes, over the %d-byte bound", j.ResultDropped, api.MaxResult))
+			clikit.Row(w, "result", fmt.Sprintf("not kept: %d bytes, over the %d-byte bound", j.ResultDropped, api.MaxResult))
 		}
 		for i, ev := range j.History {
 			label := ""
@@ -326,7 +327,7 @@ func jobRows(j api.Job) func(io.Writer) {
 					label = fmt.Sprintf("history (%d older not kept)", j.HistoryDropped)
 				}
 			}
-			row(w, label, ts(ev.At)+"  "+eventText(ev))
+			clikit.Row(w, label, clikit.Time(ev.At)+"  "+eventText(ev))
 		}
 	}
 }
@@ -405,21 +406,21 @@ func (c *stackCmd) waitJob(ctx context.Context, cl *client.Client, queue, id str
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out, err := cl.Wait(wctx, &client.WaitInput{Queue: queue, JobID: id})
-	code := exitOK
+	code := clikit.ExitOK
 	var je *client.JobError
 	switch {
 	case err == nil:
 	case errors.As(err, &je):
 		code = exitJobFailed
-		fmt.Fprintf(c.stderr, "slotq %s: %s\n", c.name, message(err))
+		fmt.Fprintf(c.Stderr, "slotq %s: %s\n", c.Name, clikit.Message(err))
 	case wctx.Err() != nil && ctx.Err() == nil && out.Polls > 0:
 		code = exitTimedOut
-		fmt.Fprintf(c.stderr, "slotq %s: job %s is still %s after %s; wait again with: slotq jobs get %s %s --wait\n",
-			c.name, id, out.Job.Status, human(timeout), queue, id)
+		fmt.Fprintf(c.Stderr, "slotq %s: job %s is still %s after %s; wait again with: slotq jobs get %s %s --wait\n",
+			c.Name, id, out.Job.Status, clikit.Human(timeout), queue, id)
 	default:
-		return c.fail(c.conn.explain(err))
+		return c.Fail(c.Conn.Explain(err))
 	}
-	c.print(out.Job, jobRows(out.Job))
+	c.Print(out.Job, jobRows(out.Job))
 	return code
 }
 

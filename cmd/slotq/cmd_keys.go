@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
@@ -77,10 +78,10 @@ func (f *limitFlags) check(op string, fs *pflag.FlagSet) error {
 	p := "--" + f.prefix
 	switch {
 	case len(forms) > 1:
-		return usagef("give one of %sinterval, %srate (with %sburst), %swindow and %slimit, not %s: each gives the limits whole (repeat %slimit to keep several)",
+		return clikit.Usagef("give one of %sinterval, %srate (with %sburst), %swindow and %slimit, not %s: each gives the limits whole (repeat %slimit to keep several)",
 			p, p, p, p, p, strings.Join(forms, " and "), p)
 	case fs.Changed(f.prefix+"burst") && !fs.Changed(f.prefix+"rate"):
-		return usagef("%sburst goes with %srate, such as %srate 5/1s %sburst 1", p, p, p, p)
+		return clikit.Usagef("%sburst goes with %srate, such as %srate 5/1s %sburst 1", p, p, p, p)
 	case fs.Changed(f.prefix+"interval") && *f.interval <= 0:
 		return f.bad(op, p+"interval "+f.interval.String(), input.Invalid("invalid_interval", "[0].interval", fmt.Sprintf("interval must be at least %s", slot.MinInterval)))
 	}
@@ -207,7 +208,7 @@ func newKeysCmd() *cobra.Command {
 	return parent(cmd, newKeysListCmd(cn), newKeysGetCmd(cn), newKeysSetCmd(cn), newKeysClearCmd(cn))
 }
 
-func newKeysListCmd(cn *conn) *cobra.Command {
+func newKeysListCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list QUEUE",
 		Short: "List a queue's keys with jobs waiting or running, busiest first",
@@ -219,16 +220,16 @@ func newKeysListCmd(cn *conn) *cobra.Command {
 		Args: nArgs(1, 1),
 	}
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
-		return call(c, ctx, (*client.Client).ListKeys, &client.ListKeysInput{Queue: pos[0]}, func(out *client.ListKeysOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).ListKeys, &client.ListKeysInput{Queue: pos[0]}, func(out *client.ListKeysOutput) (any, func(io.Writer)) {
 			keys := out.Keys
 			if keys == nil {
 				keys = []api.KeyInfo{}
 			}
 			now := time.Now()
 			return keys, func(w io.Writer) {
-				row(w, "KEY", "LIMIT", "PENDING", "WAITING", "HELD", "NEXT START", "AT LIMIT")
+				clikit.Row(w, "KEY", "LIMIT", "PENDING", "WAITING", "HELD", "NEXT START", "AT LIMIT")
 				for _, k := range keys {
-					row(w, k.Key, keyLimit(k), k.Pending, k.Waiting, yesNo(k.Held), nextStart(laterOf(k.NextStart, slowedTo(k.SlowUntil, now)), now), yesNo(k.AtLimit))
+					clikit.Row(w, k.Key, keyLimit(k), k.Pending, k.Waiting, yesNo(k.Held), nextStart(laterOf(k.NextStart, slowedTo(k.SlowUntil, now)), now), yesNo(k.AtLimit))
 				}
 			}
 		})
@@ -261,30 +262,30 @@ func nextStart(t, now time.Time) string {
 	if !t.After(now) {
 		return "now"
 	}
-	return "in " + human(t.Sub(now))
+	return "in " + clikit.Human(t.Sub(now))
 }
 
 // keyRows prints one key, a line each.
 func keyRows(queue string, k api.KeyInfo) func(io.Writer) {
 	return func(w io.Writer) {
 		now := time.Now()
-		row(w, "queue", queue)
-		row(w, "key", k.Key)
-		row(w, "limits", keyLimit(k))
-		row(w, "pending", k.Pending)
-		row(w, "waiting", k.Waiting)
-		row(w, "held", yesNo(k.Held))
-		row(w, "next start", nextStart(k.NextStart, now))
-		row(w, "at limit", yesNo(k.AtLimit))
-		row(w, "last start", ts(k.LastStart))
-		row(w, "slowed", slowed(k.SlowUntil, k.SlowDowns, now))
+		clikit.Row(w, "queue", queue)
+		clikit.Row(w, "key", k.Key)
+		clikit.Row(w, "limits", keyLimit(k))
+		clikit.Row(w, "pending", k.Pending)
+		clikit.Row(w, "waiting", k.Waiting)
+		clikit.Row(w, "held", yesNo(k.Held))
+		clikit.Row(w, "next start", nextStart(k.NextStart, now))
+		clikit.Row(w, "at limit", yesNo(k.AtLimit))
+		clikit.Row(w, "last start", clikit.Time(k.LastStart))
+		clikit.Row(w, "slowed", slowed(k.SlowUntil, k.SlowDowns, now))
 		if k.Weight > 0 {
-			row(w, "weight", k.Weight)
+			clikit.Row(w, "weight", k.Weight)
 		}
 	}
 }
 
-func newKeysGetCmd(cn *conn) *cobra.Command {
+func newKeysGetCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get QUEUE KEY",
 		Short: "Show one key of a queue: its limits, jobs and next start",
@@ -292,14 +293,14 @@ func newKeysGetCmd(cn *conn) *cobra.Command {
 		Args:  nArgs(2, 2),
 	}
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
-		return call(c, ctx, (*client.Client).GetKey, &client.GetKeyInput{Queue: pos[0], Key: pos[1]}, func(out *client.GetKeyOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).GetKey, &client.GetKeyInput{Queue: pos[0], Key: pos[1]}, func(out *client.GetKeyOutput) (any, func(io.Writer)) {
 			return out.Key, keyRows(pos[0], out.Key)
 		})
 	})
 	return cmd
 }
 
-func newKeysSetCmd(cn *conn) *cobra.Command {
+func newKeysSetCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "set QUEUE KEY",
 		Short: "Give a key limits of its own, in place of the queue's key limits",
@@ -316,24 +317,24 @@ func newKeysSetCmd(cn *conn) *cobra.Command {
 	weight := cmd.Flags().Int("weight", 0, fmt.Sprintf("the key's weight in the queue's waiting room: its bookings each round of the round-robin across keys, 1 to %d (default 1); alone, it keeps the key's limits", api.MaxWeight))
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		kl := api.KeyLimit{Key: pos[1]}
-		if c.flags.Changed("weight") {
+		if c.Flags.Changed("weight") {
 			kl.Weight = weight
 		}
-		if !lf.given(c.flags) && kl.Weight == nil {
-			return c.fail(usagef("give the key's limits: --interval, --rate (with --burst), --window or --limit ('slotq keys clear' takes them away), or its --weight"))
+		if !lf.given(c.Flags) && kl.Weight == nil {
+			return c.Fail(clikit.Usagef("give the key's limits: --interval, --rate (with --burst), --window or --limit ('slotq keys clear' takes them away), or its --weight"))
 		}
-		if lf.given(c.flags) {
-			if err := lf.check("keys set", c.flags); err != nil {
-				return c.fail(err)
+		if lf.given(c.Flags) {
+			if err := lf.check("keys set", c.Flags); err != nil {
+				return c.Fail(err)
 			}
-			kl.Limits = lf.list(c.flags)
+			kl.Limits = lf.list(c.Flags)
 		}
 		return setKey(c, ctx, cn, pos[0], kl)
 	})
 	return cmd
 }
 
-func newKeysClearCmd(cn *conn) *cobra.Command {
+func newKeysClearCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "clear QUEUE KEY",
 		Short: "Take a key's own limits away: it keeps the queue's key limits again",
@@ -349,8 +350,8 @@ func newKeysClearCmd(cn *conn) *cobra.Command {
 
 // setKey gives one key its limits, or clears them (nil), and prints the
 // key as set.
-func setKey(c *stackCmd, ctx context.Context, _ *conn, queue string, kl api.KeyLimit) int {
-	return call(c, ctx, (*client.Client).SetKeyLimits, &client.SetKeyLimitsInput{Queue: queue, Keys: []api.KeyLimit{kl}}, func(out *client.SetKeyLimitsOutput) (any, func(io.Writer)) {
+func setKey(c *stackCmd, ctx context.Context, _ *clikit.Conn, queue string, kl api.KeyLimit) int {
+	return clikit.Call(c.Cmd, ctx, (*client.Client).SetKeyLimits, &client.SetKeyLimitsInput{Queue: queue, Keys: []api.KeyLimit{kl}}, func(out *client.SetKeyLimitsOutput) (any, func(io.Writer)) {
 		var k api.KeyInfo
 		if len(out.Keys) > 0 {
 			k = out.Keys[0]

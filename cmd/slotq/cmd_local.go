@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/spf13/cobra"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/cli/console"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/local"
@@ -82,7 +83,7 @@ func runLocal(ctx context.Context, stdout, stderr io.Writer, f localFlags) int {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
 		fmt.Fprintf(stderr, "slotq local: --log: %v\n", err)
-		return exitUsage
+		return clikit.ExitUsage
 	}
 	var logger *slog.Logger
 	if f.asJSON {
@@ -96,12 +97,12 @@ func runLocal(ctx context.Context, stdout, stderr io.Writer, f localFlags) int {
 		st, err := local.FromTemplate(f.tmpl)
 		if err != nil {
 			fmt.Fprintf(stderr, "slotq local: %v\n", err)
-			return exitUsage
+			return clikit.ExitUsage
 		}
 		o.Stack = st
 	} else if f.tmplGiven {
 		fmt.Fprintf(stderr, "slotq local: %v\n", err)
-		return exitUsage
+		return clikit.ExitUsage
 	}
 	if f.resumeEvery > 0 {
 		o.Stack.ResumeEvery = f.resumeEvery
@@ -109,14 +110,14 @@ func runLocal(ctx context.Context, stdout, stderr io.Writer, f localFlags) int {
 	if f.visibility > 0 {
 		if f.visibility%time.Second != 0 {
 			fmt.Fprintf(stderr, "slotq local: --visibility-timeout %v: SQS counts whole seconds\n", f.visibility)
-			return exitUsage
+			return clikit.ExitUsage
 		}
 		o.Stack.VisibilityTimeout = f.visibility
 	}
 	for _, p := range split(f.targets) {
 		if err := slot.ValidatePattern(p); err != nil {
 			fmt.Fprintf(stderr, "slotq local: --allowed-targets %q: %v\n", p, err)
-			return exitUsage
+			return clikit.ExitUsage
 		}
 		o.Defaults.Targets = append(o.Defaults.Targets, p)
 	}
@@ -125,7 +126,7 @@ func runLocal(ctx context.Context, stdout, stderr io.Writer, f localFlags) int {
 		cfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
 			fmt.Fprintf(stderr, "slotq local: AWS configuration: %v\n", err)
-			return exitFail
+			return clikit.ExitFail
 		}
 		o.AWS = &cfg
 	}
@@ -134,9 +135,9 @@ func runLocal(ctx context.Context, stdout, stderr io.Writer, f localFlags) int {
 		if h := localHint(err, f); h != "" {
 			fmt.Fprintln(stderr, h)
 		}
-		return exitFail
+		return clikit.ExitFail
 	}
-	return exitOK
+	return clikit.ExitOK
 }
 
 // localHint says what to do about an error that stopped slotq local, or
@@ -195,23 +196,23 @@ func invokeFunction(ctx context.Context, c *stackCmd, args []string) int {
 		if name, ok := strings.CutPrefix(args[1], "@"); ok {
 			b, err := os.ReadFile(name)
 			if err != nil {
-				return c.fail(usagef("%v", err))
+				return c.Fail(clikit.Usagef("%v", err))
 			}
 			payload = b
 		}
 	}
-	client, fn, err := c.conn.lambda(ctx, args[0])
+	client, fn, err := c.Conn.Lambda(ctx, args[0])
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	out, err := client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(fn), Payload: payload})
 	if err != nil {
-		return c.fail(c.conn.explain(err))
+		return c.Fail(c.Conn.Explain(err))
 	}
-	fmt.Fprintln(c.stdout, string(out.Payload))
+	fmt.Fprintln(c.Stdout, string(out.Payload))
 	if out.FunctionError != nil {
-		fmt.Fprintf(c.stderr, "slotq %s: function error (%s)\n", c.name, *out.FunctionError)
-		return exitFail
+		fmt.Fprintf(c.Stderr, "slotq %s: function error (%s)\n", c.Name, *out.FunctionError)
+		return clikit.ExitFail
 	}
 	// A refusal ({"error": {…}}) is an answer, not a function error, but
 	// the call did nothing: a script must see it fail.
@@ -221,8 +222,8 @@ func invokeFunction(ctx context.Context, c *stackCmd, args []string) int {
 		} `json:"error"`
 	}
 	if json.Unmarshal(out.Payload, &refusal) == nil && refusal.Error != nil {
-		fmt.Fprintf(c.stderr, "slotq %s: refused (%s)\n", c.name, refusal.Error.Code)
-		return exitFail
+		fmt.Fprintf(c.Stderr, "slotq %s: refused (%s)\n", c.Name, refusal.Error.Code)
+		return clikit.ExitFail
 	}
-	return exitOK
+	return clikit.ExitOK
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
@@ -40,7 +41,7 @@ func newQueuesCmd() *cobra.Command {
 		newPurgeCmd(cn), newDeleteCmd(cn), newStatsCmd(cn), newStartsCmd(cn))
 }
 
-func newQueuesListCmd(cn *conn) *cobra.Command {
+func newQueuesListCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the queues with their settings, pause and counters",
@@ -49,16 +50,16 @@ func newQueuesListCmd(cn *conn) *cobra.Command {
 	cn = stackFlags(cmd, cn)
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
 		c := newStackCmd(cmd, cn)
-		if c.name == "queues" {
-			c.name = "queues list"
+		if c.Name == "queues" {
+			c.Name = "queues list"
 		}
 		ctx := cmd.Context()
-		return call(c, ctx, (*client.Client).ListQueues, &client.ListQueuesInput{}, func(out *client.ListQueuesOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).ListQueues, &client.ListQueuesInput{}, func(out *client.ListQueuesOutput) (any, func(io.Writer)) {
 			return out.Queues, func(w io.Writer) {
-				row(w, "QUEUE", "LIMITS", "KEY LIMITS", "SKEW", "MAX ATTEMPTS", "MAX RUNNING", "TARGETS", "PAUSED", "TICKETS", "STARTED", "CREATED")
+				clikit.Row(w, "QUEUE", "LIMITS", "KEY LIMITS", "SKEW", "MAX ATTEMPTS", "MAX RUNNING", "TARGETS", "PAUSED", "TICKETS", "STARTED", "CREATED")
 				for _, q := range out.Queues {
-					row(w, q.Name, limits(q.Config), keyLimits(q.Config), setting(q.Config.Skew), q.Config.MaxAttempts, maxRunning(q.Config.MaxRunning), countOrDash(len(q.Config.Targets)),
-						paused(q.State), q.State.Ticket, q.State.Current, ts(q.CreatedAt))
+					clikit.Row(w, q.Name, limits(q.Config), keyLimits(q.Config), clikit.Setting(q.Config.Skew), q.Config.MaxAttempts, maxRunning(q.Config.MaxRunning), countOrDash(len(q.Config.Targets)),
+						paused(q.State), q.State.Ticket, q.State.Current, clikit.Time(q.CreatedAt))
 				}
 			}
 		})
@@ -81,10 +82,10 @@ func paused(s api.QueueState) string {
 	case s.PausedUntil.IsZero():
 		return "yes"
 	}
-	return "until " + ts(s.PausedUntil)
+	return "until " + clikit.Time(s.PausedUntil)
 }
 
-func newStatsCmd(cn *conn) *cobra.Command {
+func newStatsCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats QUEUE",
 		Short: "Show a queue's figures: waiting, parked, failed, lag, backlog, lanes, recent activity",
@@ -99,24 +100,24 @@ func newStatsCmd(cn *conn) *cobra.Command {
 	}
 	cn = stackFlags(cmd, cn)
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
-		return call(c, ctx, (*client.Client).GetStats, &client.GetStatsInput{Queue: pos[0]}, func(out *client.GetStatsOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).GetStats, &client.GetStatsInput{Queue: pos[0]}, func(out *client.GetStatsOutput) (any, func(io.Writer)) {
 			s := out.Stats
 			js := statsJSON{Stats: s, Activity: out.Activity, ActivityError: out.ActivityError}
 			return js, func(w io.Writer) {
-				row(w, "queue", s.Queue)
-				row(w, "paused", paused(s.State))
-				row(w, "slowed", slowed(s.State.SlowUntil, s.State.SlowDowns, time.Now()))
-				row(w, "waiting", s.Waiting)
-				row(w, "parked", s.Parked)
-				row(w, "failed", s.Failed)
-				row(w, "lag", human(time.Duration(s.Lag)))
-				row(w, "backlog", human(time.Duration(s.Backlog)))
+				clikit.Row(w, "queue", s.Queue)
+				clikit.Row(w, "paused", paused(s.State))
+				clikit.Row(w, "slowed", slowed(s.State.SlowUntil, s.State.SlowDowns, time.Now()))
+				clikit.Row(w, "waiting", s.Waiting)
+				clikit.Row(w, "parked", s.Parked)
+				clikit.Row(w, "failed", s.Failed)
+				clikit.Row(w, "lag", clikit.Human(time.Duration(s.Lag)))
+				clikit.Row(w, "backlog", clikit.Human(time.Duration(s.Backlog)))
 				activityRows(w, out.Activity, out.ActivityError)
 				laneRows(w, s.Lanes, s.Config.MaxRunning)
 				roomRows(w, s.Room)
-				row(w, "tickets", s.State.Ticket)
-				row(w, "started", s.State.Current)
-				row(w, "last start", ts(s.State.LastStart))
+				clikit.Row(w, "tickets", s.State.Ticket)
+				clikit.Row(w, "started", s.State.Current)
+				clikit.Row(w, "last start", clikit.Time(s.State.LastStart))
 				configRows(w, s.Config)
 			}
 		})
@@ -139,18 +140,18 @@ func activityRows(w io.Writer, a *api.Activity, why string) {
 		if why == "" {
 			why = "not available"
 		}
-		row(w, "recent activity", "unknown: "+why)
+		clikit.Row(w, "recent activity", "unknown: "+why)
 		return
 	}
-	in := " (last " + shortDuration(time.Duration(a.Window)) + ")"
-	row(w, "starts"+in, a.Starts)
+	in := " (last " + clikit.Setting(time.Duration(a.Window)) + ")"
+	clikit.Row(w, "starts"+in, a.Starts)
 	lateness := "-"
 	if a.LatenessP50 != nil && a.LatenessP99 != nil && a.LatenessMax != nil {
-		lateness = fmt.Sprintf("%s / %s / %s", human(msDuration(*a.LatenessP50)), human(msDuration(*a.LatenessP99)), human(msDuration(*a.LatenessMax)))
+		lateness = fmt.Sprintf("%s / %s / %s", clikit.Human(msDuration(*a.LatenessP50)), clikit.Human(msDuration(*a.LatenessP99)), clikit.Human(msDuration(*a.LatenessMax)))
 	}
-	row(w, "start lateness p50 / p99 / max", lateness)
-	row(w, "succeeded / attempts failed / dead letters", fmt.Sprintf("%d / %d / %d", a.Succeeded, a.AttemptFailures, a.DeadLetters))
-	row(w, "retries / re-tickets / handed back", fmt.Sprintf("%d / %d / %d", a.Retries, a.Reticketed, a.HandedBack))
+	clikit.Row(w, "start lateness p50 / p99 / max", lateness)
+	clikit.Row(w, "succeeded / attempts failed / dead letters", fmt.Sprintf("%d / %d / %d", a.Succeeded, a.AttemptFailures, a.DeadLetters))
+	clikit.Row(w, "retries / re-tickets / handed back", fmt.Sprintf("%d / %d / %d", a.Retries, a.Reticketed, a.HandedBack))
 }
 
 // msDuration is a number of milliseconds as a duration.
@@ -164,16 +165,16 @@ func laneRows(w io.Writer, l api.LaneFigures, maxRunning int) {
 	if l.Running >= 0 {
 		running = fmt.Sprintf("%d of %d", l.Running, maxRunning)
 	}
-	row(w, "running", running)
-	row(w, "keys held", l.KeysHeld)
-	row(w, "keys waiting", l.KeysWaiting)
-	row(w, "jobs waiting on keys", l.WaitingOnKeys)
-	row(w, "jobs waiting for a place", l.WaitingForPlace)
+	clikit.Row(w, "running", running)
+	clikit.Row(w, "keys held", l.KeysHeld)
+	clikit.Row(w, "keys waiting", l.KeysWaiting)
+	clikit.Row(w, "jobs waiting on keys", l.WaitingOnKeys)
+	clikit.Row(w, "jobs waiting for a place", l.WaitingForPlace)
 	atLimit := "-" // no key_limits: no key has a limit to be at
 	if l.KeysAtLimit >= 0 {
 		atLimit = fmt.Sprint(l.KeysAtLimit)
 	}
-	row(w, "keys at their limit", atLimit)
+	clikit.Row(w, "keys at their limit", atLimit)
 }
 
 // maxRunning prints a queue's MaxRunning: "-" for no cap.
@@ -190,25 +191,25 @@ func limits(c api.Config) string { return slot.Config(c).LimitList().String() }
 
 // configRows prints a queue's configuration, a setting a line.
 func configRows(w io.Writer, c api.Config) {
-	row(w, "limits", limits(c))
-	row(w, "key limits", keyLimits(c))
-	row(w, "key max running", keyMaxRunning(c))
-	row(w, "skew", setting(c.Skew))
-	row(w, "max attempts", c.MaxAttempts)
-	row(w, "max running", maxRunning(c.MaxRunning))
-	row(w, "backoff", fmt.Sprintf("%s (at most %s)", setting(c.Backoff), setting(c.MaxBackoff)))
-	row(w, "retention", setting(c.Retention))
-	row(w, "target timeout", setting(c.TargetTimeout))
-	row(w, "max slow downs", orDash(numSetting(c.MaxSlowDowns)))
-	row(w, "retry after default", orDash(durSetting(c.RetryAfterDefault)))
+	clikit.Row(w, "limits", limits(c))
+	clikit.Row(w, "key limits", keyLimits(c))
+	clikit.Row(w, "key max running", keyMaxRunning(c))
+	clikit.Row(w, "skew", clikit.Setting(c.Skew))
+	clikit.Row(w, "max attempts", c.MaxAttempts)
+	clikit.Row(w, "max running", maxRunning(c.MaxRunning))
+	clikit.Row(w, "backoff", fmt.Sprintf("%s (at most %s)", clikit.Setting(c.Backoff), clikit.Setting(c.MaxBackoff)))
+	clikit.Row(w, "retention", clikit.Setting(c.Retention))
+	clikit.Row(w, "target timeout", clikit.Setting(c.TargetTimeout))
+	clikit.Row(w, "max slow downs", clikit.OrDash(numSetting(c.MaxSlowDowns)))
+	clikit.Row(w, "retry after default", clikit.OrDash(durSetting(c.RetryAfterDefault)))
 	if c.BookAhead > 0 || c.KeyBookAhead > 0 {
-		row(w, "book ahead", fmt.Sprintf("%s (a key: %s)", orDash(numSetting(c.BookAhead)), orDash(numSetting(c.KeyBookAhead))))
+		clikit.Row(w, "book ahead", fmt.Sprintf("%s (a key: %s)", clikit.OrDash(numSetting(c.BookAhead)), clikit.OrDash(numSetting(c.KeyBookAhead))))
 	}
-	row(w, "targets", orDash(strings.Join(c.Targets, ", ")))
-	row(w, "allow networks", orDash(strings.Join(c.AllowNetworks, ", ")))
+	clikit.Row(w, "targets", clikit.OrDash(strings.Join(c.Targets, ", ")))
+	clikit.Row(w, "allow networks", clikit.OrDash(strings.Join(c.AllowNetworks, ", ")))
 }
 
-func newPauseCmd(cn *conn) *cobra.Command {
+func newPauseCmd(cn *clikit.Conn) *cobra.Command {
 	var until string
 	cmd := &cobra.Command{
 		Use:   "pause QUEUE",
@@ -224,30 +225,30 @@ func newPauseCmd(cn *conn) *cobra.Command {
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
 		in := &client.PauseQueueInput{Queue: pos[0]}
 		switch {
-		case until != "" && c.given("for"):
-			return c.fail(usagef("give --until or --for, not both"))
+		case until != "" && c.Given("for"):
+			return c.Fail(clikit.Usagef("give --until or --for, not both"))
 		case until != "":
 			t, err := time.Parse(time.RFC3339Nano, until)
 			if err != nil {
-				return c.fail(usagef("--until %q: want an RFC 3339 time such as 2025-06-01T14:00:00Z", until))
+				return c.Fail(clikit.Usagef("--until %q: want an RFC 3339 time such as 2025-06-01T14:00:00Z", until))
 			}
 			in.Until = t
-		case *forD <= 0 && c.given("for"):
-			return c.fail(usagef("--for must be greater than 0 (leave it out to pause until 'slotq queues resume')"))
+		case *forD <= 0 && c.Given("for"):
+			return c.Fail(clikit.Usagef("--for must be greater than 0 (leave it out to pause until 'slotq queues resume')"))
 		case *forD > 0:
 			in.Until = time.Now().Add(*forD)
 		}
-		return call(c, ctx, (*client.Client).PauseQueue, in, func(out *client.PauseQueueOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).PauseQueue, in, func(out *client.PauseQueueOutput) (any, func(io.Writer)) {
 			return out.State, func(w io.Writer) {
-				row(w, "queue", pos[0])
-				row(w, "paused", paused(out.State))
+				clikit.Row(w, "queue", pos[0])
+				clikit.Row(w, "paused", paused(out.State))
 			}
 		})
 	})
 	return cmd
 }
 
-func newResumeCmd(cn *conn) *cobra.Command {
+func newResumeCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resume QUEUE",
 		Short: "Lift a queue's pause and release its parked jobs",
@@ -256,14 +257,14 @@ func newResumeCmd(cn *conn) *cobra.Command {
 	}
 	cn = stackFlags(cmd, cn)
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
-		return call(c, ctx, (*client.Client).ResumeQueue, &client.ResumeQueueInput{Queue: pos[0]}, func(out *client.ResumeQueueOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).ResumeQueue, &client.ResumeQueueInput{Queue: pos[0]}, func(out *client.ResumeQueueOutput) (any, func(io.Writer)) {
 			r := out.Report
 			return r, func(w io.Writer) {
-				row(w, "queue", pos[0])
-				row(w, "released", r.Released)
-				row(w, "reticketed", r.Reticketed)
+				clikit.Row(w, "queue", pos[0])
+				clikit.Row(w, "released", r.Released)
+				clikit.Row(w, "reticketed", r.Reticketed)
 				if r.Continued > 0 {
-					row(w, "left for the schedule", "yes (more parked jobs than one pass takes)")
+					clikit.Row(w, "left for the schedule", "yes (more parked jobs than one pass takes)")
 				}
 			}
 		})
@@ -282,7 +283,7 @@ func yesFlag(cmd *cobra.Command) *bool {
 	return cmd.Flags().BoolP("yes", "y", false, "do it without asking (needed when stdin is not a terminal)")
 }
 
-func newPurgeCmd(cn *conn) *cobra.Command {
+func newPurgeCmd(cn *clikit.Conn) *cobra.Command {
 	return confirmedCmd(cn, &cobra.Command{
 		Use:     "purge QUEUE",
 		Short:   "Cancel every job of a queue that has not started",
@@ -298,7 +299,7 @@ func newPurgeCmd(cn *conn) *cobra.Command {
 		})
 }
 
-func newDeleteCmd(cn *conn) *cobra.Command {
+func newDeleteCmd(cn *clikit.Conn) *cobra.Command {
 	return confirmedCmd(cn, &cobra.Command{
 		Use:     "delete QUEUE",
 		Short:   "Delete a queue and cancel its waiting jobs",
@@ -317,22 +318,22 @@ func newDeleteCmd(cn *conn) *cobra.Command {
 // confirmedCmd completes cmd, an operation on one queue that cancels jobs
 // (do answers how many): on a terminal it asks first (what, with the
 // queue's name), elsewhere it needs --yes. label names the queue's row.
-func confirmedCmd(cn *conn, cmd *cobra.Command, label, what string, do func(ctx context.Context, cl *client.Client, queue string) (int, error)) *cobra.Command {
+func confirmedCmd(cn *clikit.Conn, cmd *cobra.Command, label, what string, do func(ctx context.Context, cl *client.Client, queue string) (int, error)) *cobra.Command {
 	cmd.Long += " On a terminal it asks first;\nelsewhere (a script, a pipe) it needs --yes."
 	cmd.Args = nArgs(1, 1)
 	cn = stackFlags(cmd, cn)
 	yes := yesFlag(cmd)
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
-		if err := c.confirm(*yes, fmt.Sprintf(what, pos[0])); err != nil {
-			return c.fail(err)
+		if err := c.Confirm(*yes, fmt.Sprintf(what, pos[0])); err != nil {
+			return c.Fail(err)
 		}
-		return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+		return c.Run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
 			n, err := do(ctx, cl, pos[0])
 			if err != nil {
 				return nil, nil, err
 			}
 			r := cancelled{pos[0], n}
-			return r, func(w io.Writer) { row(w, label, r.Queue); row(w, "cancelled", r.Cancelled) }, nil
+			return r, func(w io.Writer) { clikit.Row(w, label, r.Queue); clikit.Row(w, "cancelled", r.Cancelled) }, nil
 		})
 	})
 	return cmd
@@ -414,9 +415,9 @@ func (f *configFlags) check(op string, fs *pflag.FlagSet, whole bool) error {
 	}
 	switch {
 	case len(forms) > 1:
-		return usagef("give one of --interval, --rate (with --burst), --window and --limit, not %s: each gives the queue's limit whole (repeat --limit to keep several)", strings.Join(forms, " and "))
+		return clikit.Usagef("give one of --interval, --rate (with --burst), --window and --limit, not %s: each gives the queue's limit whole (repeat --limit to keep several)", strings.Join(forms, " and "))
 	case fs.Changed("burst") && !fs.Changed("rate") && (whole || len(forms) > 0):
-		return usagef("--burst goes with --rate, such as --rate 100/1m --burst 10")
+		return clikit.Usagef("--burst goes with --rate, such as --rate 100/1m --burst 10")
 	}
 	bad := func(flag string, err error) error {
 		var e *input.Error
@@ -531,14 +532,14 @@ func (f *configFlags) update(fs *pflag.FlagSet) api.ConfigUpdate {
 
 func queueRows(q api.Queue) func(io.Writer) {
 	return func(w io.Writer) {
-		row(w, "queue", q.Name)
+		clikit.Row(w, "queue", q.Name)
 		configRows(w, q.Config)
-		row(w, "paused", paused(q.State))
-		row(w, "created", ts(q.CreatedAt))
+		clikit.Row(w, "paused", paused(q.State))
+		clikit.Row(w, "created", clikit.Time(q.CreatedAt))
 	}
 }
 
-func newCreateCmd(cn *conn) *cobra.Command {
+func newCreateCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create QUEUE",
 		Short: "Create a queue",
@@ -561,19 +562,19 @@ func newCreateCmd(cn *conn) *cobra.Command {
 	cn = stackFlags(cmd, cn)
 	cf := newConfigFlags(cmd.Flags(), "(default: the stack's or slotq's)", skewDefault)
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
-		if err := cf.check("create", c.flags, true); err != nil {
-			return c.fail(err)
+		if err := cf.check("create", c.Flags, true); err != nil {
+			return c.Fail(err)
 		}
 		var cfg api.Config
-		cf.apply(c.flags, &cfg)
-		return call(c, ctx, (*client.Client).CreateQueue, &client.CreateQueueInput{Queue: pos[0], Config: &cfg}, func(out *client.CreateQueueOutput) (any, func(io.Writer)) {
+		cf.apply(c.Flags, &cfg)
+		return clikit.Call(c.Cmd, ctx, (*client.Client).CreateQueue, &client.CreateQueueInput{Queue: pos[0], Config: &cfg}, func(out *client.CreateQueueOutput) (any, func(io.Writer)) {
 			return out.Queue, queueRows(out.Queue)
 		})
 	})
 	return cmd
 }
 
-func newConfigureCmd(cn *conn) *cobra.Command {
+func newConfigureCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "configure QUEUE",
 		Short: "Change a queue's settings",
@@ -597,24 +598,24 @@ func newConfigureCmd(cn *conn) *cobra.Command {
 	cf := newConfigFlags(cmd.Flags(), "(default: unchanged)", "(default: unchanged)")
 	reset := cmd.Flags().Bool("reset", false, "start from the defaults instead of the queue's settings")
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
-		if err := cf.check("configure", c.flags, *reset); err != nil {
-			return c.fail(err)
+		if err := cf.check("configure", c.Flags, *reset); err != nil {
+			return c.Fail(err)
 		}
 		in := &client.ConfigureQueueInput{Queue: pos[0]}
 		if *reset {
-			cf.apply(c.flags, &in.Config)
+			cf.apply(c.Flags, &in.Config)
 		} else {
-			u := cf.update(c.flags)
+			u := cf.update(c.Flags)
 			in.Update = &u
 		}
-		return call(c, ctx, (*client.Client).ConfigureQueue, in, func(out *client.ConfigureQueueOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).ConfigureQueue, in, func(out *client.ConfigureQueueOutput) (any, func(io.Writer)) {
 			rows := queueRows(out.Queue)
 			return configured{Queue: out.Queue, Reslot: out.Reslot}, func(w io.Writer) {
 				rows(w)
-				row(w, "moved", fmt.Sprintf("%d booked jobs", out.Reslot.Moved))
-				row(w, "max shift", (time.Duration(out.Reslot.MaxShiftMs) * time.Millisecond).String())
+				clikit.Row(w, "moved", fmt.Sprintf("%d booked jobs", out.Reslot.Moved))
+				clikit.Row(w, "max shift", (time.Duration(out.Reslot.MaxShiftMs) * time.Millisecond).String())
 				if out.Reslot.Remaining > 0 {
-					row(w, "remaining", fmt.Sprintf("%d booked jobs, moved in the background by the resume function", out.Reslot.Remaining))
+					clikit.Row(w, "remaining", fmt.Sprintf("%d booked jobs, moved in the background by the resume function", out.Reslot.Remaining))
 				}
 			}
 		})
@@ -629,7 +630,7 @@ type configured struct {
 	Reslot api.Reslot `json:"reslot"`
 }
 
-func newStartsCmd(cn *conn) *cobra.Command {
+func newStartsCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "starts QUEUE",
 		Short: "List a queue's recent starts: each attempt's slot, start and lateness",
@@ -654,19 +655,19 @@ func newStartsCmd(cn *conn) *cobra.Command {
 			} else if t, err := time.Parse(time.RFC3339Nano, *since); err == nil {
 				in.Since = t
 			} else {
-				return c.fail(usagef("--since %q: want an RFC 3339 time or how long ago (5m)", *since))
+				return c.Fail(clikit.Usagef("--since %q: want an RFC 3339 time or how long ago (5m)", *since))
 			}
 		}
 		ctx := cmd.Context()
-		return call(c, ctx, (*client.Client).ListStarts, in, func(out *client.ListStartsOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).ListStarts, in, func(out *client.ListStartsOutput) (any, func(io.Writer)) {
 			res := startsJSON{More: out.More, StartsError: out.StartsError, Starts: make([]startJSON, len(out.Starts))}
 			for i, s := range out.Starts {
 				res.Starts[i] = startJSON{Start: s, LatenessMS: ms(s.StartedAt.Sub(s.SlotAt))}
 			}
 			return res, func(w io.Writer) {
-				row(w, "TICKET", "JOB ID", "ATTEMPT", "SLOT AT", "STARTED", "LATE")
+				clikit.Row(w, "TICKET", "JOB ID", "ATTEMPT", "SLOT AT", "STARTED", "LATE")
 				for _, s := range out.Starts {
-					row(w, s.Ticket, s.JobID, s.Attempt, ts(s.SlotAt), ts(s.StartedAt), human(s.StartedAt.Sub(s.SlotAt)))
+					clikit.Row(w, s.Ticket, s.JobID, s.Attempt, clikit.Time(s.SlotAt), clikit.Time(s.StartedAt), clikit.Human(s.StartedAt.Sub(s.SlotAt)))
 				}
 				if out.More {
 					fmt.Fprintf(w, "more: --since %s\n", lastStart(out.Starts).StartedAt.UTC().Format(time.RFC3339Nano))

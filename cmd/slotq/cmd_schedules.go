@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 )
@@ -36,7 +37,7 @@ func newSchedulesCmd() *cobra.Command {
 		newScheduleOpCmd(cn, "delete", "Delete a schedule (and cancel the occurrences it made ahead)", (*client.Client).DeleteSchedule))
 }
 
-func newScheduleCreateCmd(cn *conn) *cobra.Command {
+func newScheduleCreateCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create QUEUE NAME",
 		Short: "Create a schedule: --every a period or --cron an expression (--tz its zone), and the job",
@@ -62,12 +63,12 @@ func newScheduleCreateCmd(cn *conn) *cobra.Command {
 	cmd.RunE = runE(func(cmd *cobra.Command, pos []string) int {
 		c := newStackCmd(cmd, cn)
 		spec := api.ScheduleSpec{Cron: *cronExpr, TZ: *tz, Missed: *missed, Job: api.ScheduleJob{Kind: *kind, Target: *target, Key: *key}}
-		if c.given("every") {
+		if c.Given("every") {
 			d := api.Duration(*every)
 			spec.Every = &d
 		}
-		if c.given("every") == c.given("cron") {
-			return c.fail(&usageError{code: "no_rule", field: "schedule.every", msg: "give --every or --cron, one of them"})
+		if c.Given("every") == c.Given("cron") {
+			return c.Fail(&clikit.UsageError{Code: "no_rule", Field: "schedule.every", Msg: "give --every or --cron, one of them"})
 		}
 		now := time.Now()
 		for _, t := range []struct {
@@ -79,26 +80,26 @@ func newScheduleCreateCmd(cn *conn) *cobra.Command {
 			}
 			at, err := parseTime(t.name, t.v, now)
 			if err != nil {
-				return c.fail(err)
+				return c.Fail(err)
 			}
 			*t.to = &at
 		}
 		if *payload != "" {
 			b, err := readPayload(*payload, true)
 			if err != nil {
-				return c.fail(err)
+				return c.Fail(err)
 			}
 			spec.Job.Payload = b
 		}
 		ctx := cmd.Context()
-		return call(c, ctx, (*client.Client).CreateSchedule, &client.CreateScheduleInput{Queue: pos[0], Name: pos[1], Spec: spec}, func(out *client.ScheduleOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).CreateSchedule, &client.CreateScheduleInput{Queue: pos[0], Name: pos[1], Spec: spec}, func(out *client.ScheduleOutput) (any, func(io.Writer)) {
 			return out.Schedule, scheduleRows(out.Schedule)
 		})
 	})
 	return cmd
 }
 
-func newSchedulesListCmd(cn *conn) *cobra.Command {
+func newSchedulesListCmd(cn *clikit.Conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list QUEUE",
 		Short: "List a queue's schedules with their next occurrences",
@@ -106,11 +107,11 @@ func newSchedulesListCmd(cn *conn) *cobra.Command {
 	}
 	cn = stackFlags(cmd, cn)
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
-		return call(c, ctx, (*client.Client).ListSchedules, &client.ListSchedulesInput{Queue: pos[0]}, func(out *client.ListSchedulesOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, (*client.Client).ListSchedules, &client.ListSchedulesInput{Queue: pos[0]}, func(out *client.ListSchedulesOutput) (any, func(io.Writer)) {
 			return out.Schedules, func(w io.Writer) {
-				row(w, "SCHEDULE", "RULE", "JOB", "PAUSED", "NEXT", "LAST", "MADE", "SKIPPED")
+				clikit.Row(w, "SCHEDULE", "RULE", "JOB", "PAUSED", "NEXT", "LAST", "MADE", "SKIPPED")
 				for _, s := range out.Schedules {
-					row(w, s.Name, rule(s.Spec), scheduleJob(s.Spec.Job), yesNo(s.Paused), ts(s.Next), ts(s.Last), s.Made, s.Skipped)
+					clikit.Row(w, s.Name, rule(s.Spec), scheduleJob(s.Spec.Job), yesNo(s.Paused), clikit.Time(s.Next), clikit.Time(s.Last), s.Made, s.Skipped)
 				}
 			}
 		})
@@ -120,7 +121,7 @@ func newSchedulesListCmd(cn *conn) *cobra.Command {
 
 // newScheduleOpCmd is `slotq schedules VERB QUEUE NAME` for the calls on
 // one schedule.
-func newScheduleOpCmd(cn *conn, verb, short string, op func(*client.Client, context.Context, *client.ScheduleInput, ...func(*client.Options)) (*client.ScheduleOutput, error)) *cobra.Command {
+func newScheduleOpCmd(cn *clikit.Conn, verb, short string, op func(*client.Client, context.Context, *client.ScheduleInput, ...func(*client.Options)) (*client.ScheduleOutput, error)) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   verb + " QUEUE NAME",
 		Short: short,
@@ -128,12 +129,12 @@ func newScheduleOpCmd(cn *conn, verb, short string, op func(*client.Client, cont
 	}
 	cn = stackFlags(cmd, cn)
 	cmd.RunE = stackRunE(cn, func(c *stackCmd, ctx context.Context, pos []string) int {
-		return call(c, ctx, op, &client.ScheduleInput{Queue: pos[0], Name: pos[1]}, func(out *client.ScheduleOutput) (any, func(io.Writer)) {
+		return clikit.Call(c.Cmd, ctx, op, &client.ScheduleInput{Queue: pos[0], Name: pos[1]}, func(out *client.ScheduleOutput) (any, func(io.Writer)) {
 			if verb == "delete" {
 				res := map[string]any{"queue": pos[0], "schedule": pos[1], "cancelled": out.Cancelled}
 				return res, func(w io.Writer) {
-					row(w, "deleted", pos[1])
-					row(w, "cancelled", out.Cancelled)
+					clikit.Row(w, "deleted", pos[1])
+					clikit.Row(w, "cancelled", out.Cancelled)
 				}
 			}
 			print := scheduleRows(out.Schedule)
@@ -141,7 +142,7 @@ func newScheduleOpCmd(cn *conn, verb, short string, op func(*client.Client, cont
 				res := map[string]any{"schedule": out.Schedule, "cancelled": out.Cancelled}
 				return res, func(w io.Writer) {
 					print(w)
-					row(w, "cancelled", out.Cancelled)
+					clikit.Row(w, "cancelled", out.Cancelled)
 				}
 			}
 			return out.Schedule, print
@@ -153,24 +154,24 @@ func newScheduleOpCmd(cn *conn, verb, short string, op func(*client.Client, cont
 // scheduleRows prints one schedule.
 func scheduleRows(s api.Schedule) func(io.Writer) {
 	return func(w io.Writer) {
-		row(w, "queue", s.Queue)
-		row(w, "schedule", s.Name)
-		row(w, "rule", rule(s.Spec))
+		clikit.Row(w, "queue", s.Queue)
+		clikit.Row(w, "schedule", s.Name)
+		clikit.Row(w, "rule", rule(s.Spec))
 		if s.Spec.Start != nil {
-			row(w, "start", ts(*s.Spec.Start))
+			clikit.Row(w, "start", clikit.Time(*s.Spec.Start))
 		}
 		if s.Spec.End != nil {
-			row(w, "end", ts(*s.Spec.End))
+			clikit.Row(w, "end", clikit.Time(*s.Spec.End))
 		}
-		row(w, "missed", cmp.Or(s.Spec.Missed, api.MissedLatest)) // the default, as the engine reads it
-		row(w, "job", scheduleJob(s.Spec.Job))
-		row(w, "paused", yesNo(s.Paused))
-		row(w, "next", ts(s.Next))
-		row(w, "last", ts(s.Last))
-		row(w, "made", s.Made)
-		row(w, "skipped", s.Skipped)
+		clikit.Row(w, "missed", cmp.Or(s.Spec.Missed, api.MissedLatest)) // the default, as the engine reads it
+		clikit.Row(w, "job", scheduleJob(s.Spec.Job))
+		clikit.Row(w, "paused", yesNo(s.Paused))
+		clikit.Row(w, "next", clikit.Time(s.Next))
+		clikit.Row(w, "last", clikit.Time(s.Last))
+		clikit.Row(w, "made", s.Made)
+		clikit.Row(w, "skipped", s.Skipped)
 		if s.Error != "" {
-			row(w, "error", s.Error)
+			clikit.Row(w, "error", s.Error)
 		}
 	}
 }
@@ -178,7 +179,7 @@ func scheduleRows(s api.Schedule) func(io.Writer) {
 // rule is a schedule's rule in words: "every 1s", "cron 0 8 * * * Europe/Paris".
 func rule(s api.ScheduleSpec) string {
 	if s.Every != nil {
-		return "every " + shortDuration(time.Duration(*s.Every))
+		return "every " + clikit.Setting(time.Duration(*s.Every))
 	}
 	tz := s.TZ
 	if tz == "" {

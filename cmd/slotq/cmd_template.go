@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slotq/slotq"
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/local/samgen"
 )
 
@@ -41,14 +42,14 @@ func writeTemplate(stdout, stderr io.Writer, part, out string) int {
 		b, err := os.ReadFile(part)
 		if err != nil {
 			fmt.Fprintf(stderr, "slotq template: %v\n", err)
-			return exitUsage
+			return clikit.ExitUsage
 		}
 		mine = b
 	}
 	t, err := samgen.Generate(slotq.Template, mine)
 	if err != nil {
 		fmt.Fprintf(stderr, "slotq template: %s: %v\n", part, err)
-		return exitFail
+		return clikit.ExitFail
 	}
 	header := fmt.Sprintf("# Written by `slotq template` (slotq %s) from slotq's template.yaml", version())
 	if part != "" {
@@ -62,9 +63,9 @@ func writeTemplate(stdout, stderr io.Writer, part, out string) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "slotq template: %v\n", err)
-		return exitFail
+		return clikit.ExitFail
 	}
-	return exitOK
+	return clikit.ExitOK
 }
 
 func orDefault(s, def string) string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 )
@@ -108,21 +109,21 @@ func (c *stackCmd) timeline(ctx context.Context, pos []string, f timelineFlags) 
 			b, err = readArg("-")
 		}
 		if err != nil {
-			return c.fail(usagef("--ids: %v", err))
+			return c.Fail(clikit.Usagef("--ids: %v", err))
 		}
 		want = append(want, idsOf(b)...)
 	}
 	if len(want) == 0 && !f.failed && f.logFile == "" {
-		return c.fail(usagef("give job ids, --ids, --failed or --log: the stack keeps no list of recent starts (see --help)"))
+		return c.Fail(clikit.Usagef("give job ids, --ids, --failed or --log: the stack keeps no list of recent starts (see --help)"))
 	}
 	if f.logFile != "" && (len(want) > 0 || f.failed) {
-		return c.fail(usagef("--log reads starts from logs: give it without job ids or --failed"))
+		return c.Fail(clikit.Usagef("--log reads starts from logs: give it without job ids or --failed"))
 	}
 	if f.wait && len(want) == 0 {
-		return c.fail(usagef("--wait waits for the jobs named: give job ids or --ids"))
+		return c.Fail(clikit.Usagef("--wait waits for the jobs named: give job ids or --ids"))
 	}
 	if f.width < 10 || f.last < 1 {
-		return c.fail(usagef("--width must be at least 10 and --last at least 1"))
+		return c.Fail(clikit.Usagef("--width must be at least 10 and --last at least 1"))
 	}
 	show := func(tl startTimeline) (any, func(io.Writer), error) {
 		tl.Starts = recent(tl.Starts, f.last)
@@ -133,20 +134,20 @@ func (c *stackCmd) timeline(ctx context.Context, pos []string, f timelineFlags) 
 		if f.logFile != "-" {
 			file, err := os.Open(f.logFile)
 			if err != nil {
-				return c.fail(usagef("--log: %v", err))
+				return c.Fail(clikit.Usagef("--log: %v", err))
 			}
 			defer file.Close()
 			r = file
 		}
 		tl, err := startsFromLog(r, queue)
 		if err != nil {
-			return c.fail(err)
+			return c.Fail(err)
 		}
 		res, print, _ := show(tl)
-		c.print(res, print)
-		return exitOK
+		c.Print(res, print)
+		return clikit.ExitOK
 	}
-	return c.run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
+	return c.Run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
 		tl := startTimeline{Queue: queue}
 		st, err := cl.GetStats(ctx, &client.GetStatsInput{Queue: queue})
 		if err != nil {
@@ -270,10 +271,10 @@ func startsFromLog(r io.Reader, queue string) (startTimeline, error) {
 	}
 	switch {
 	case view > 0 && starts == 0:
-		return tl, usagef("--log: these are the live view's lines (make run's stdout), which carry no dates; " +
+		return tl, clikit.Usagef("--log: these are the live view's lines (make run's stdout), which carry no dates; " +
 			"give slotq local's log instead: make run ARGS='--log info' 2>FILE, or slotq local --json >FILE")
 	case starts == 0:
-		return tl, usagef("--log: no \"start\" line in the log: give the worker's log at level info, JSON or slog text " +
+		return tl, clikit.Usagef("--log: no \"start\" line in the log: give the worker's log at level info, JSON or slog text " +
 			"(make run ARGS='--log info' 2>FILE, slotq local --json >FILE, or the worker function's CloudWatch Logs)")
 	}
 	return tl, nil
@@ -402,15 +403,15 @@ func drawTimeline(w io.Writer, tl startTimeline, width int) {
 		return int(float64(t.Sub(t0)) / float64(span) * float64(width-1))
 	}
 	slices.Sort(lates)
-	head := fmt.Sprintf("%s: %d starts from %s to %s (%s)", tl.Queue, len(tl.Starts), ts(t0), ts(t1), human(span))
+	head := fmt.Sprintf("%s: %d starts from %s to %s (%s)", tl.Queue, len(tl.Starts), clikit.Time(t0), clikit.Time(t1), clikit.Human(span))
 	switch {
 	case tl.Limits != "":
 		head += ", " + tl.Limits // "interval 100ms", "rate 100/1m burst 10"
 	case tl.Interval > 0:
-		head += fmt.Sprintf(", interval %s", setting(tl.Interval))
+		head += fmt.Sprintf(", interval %s", clikit.Setting(tl.Interval))
 	}
-	fmt.Fprintf(w, "%s; late p50 %s, max %s\n", head, signed(lates[len(lates)/2]), signed(lates[len(lates)-1]))
-	row(w, "TICKET", "JOB ID", "ATTEMPT", "SLOT", "STARTED", "LATE", "GAP", "|"+strings.Repeat(" ", width-2)+"|")
+	fmt.Fprintf(w, "%s; late p50 %s, max %s\n", head, clikit.Signed(lates[len(lates)/2]), clikit.Signed(lates[len(lates)-1]))
+	clikit.Row(w, "TICKET", "JOB ID", "ATTEMPT", "SLOT", "STARTED", "LATE", "GAP", "|"+strings.Repeat(" ", width-2)+"|")
 	for _, s := range tl.Starts {
 		bar := []byte(strings.Repeat(" ", width))
 		a, b := col(s.SlotAt), col(s.StartedAt)
@@ -420,11 +421,11 @@ func drawTimeline(w io.Writer, tl startTimeline, width int) {
 		bar[a], bar[b] = '|', '*'
 		gap := "-"
 		if s.Gap > 0 {
-			gap = human(s.Gap)
+			gap = clikit.Human(s.Gap)
 		}
-		row(w, s.Ticket, s.JobID, s.Attempt, clock(s.SlotAt), clock(s.StartedAt), signed(s.Late), gap, string(bar))
+		clikit.Row(w, s.Ticket, s.JobID, s.Attempt, clock(s.SlotAt), clock(s.StartedAt), clikit.Signed(s.Late), gap, string(bar))
 	}
-	fmt.Fprintf(w, "| slot  * start  - lateness; times UTC; the picture spans %s\n", human(span))
+	fmt.Fprintf(w, "| slot  * start  - lateness; times UTC; the picture spans %s\n", clikit.Human(span))
 	notStarted(w, tl)
 }
 

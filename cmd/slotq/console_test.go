@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/dev/testenv"
 )
 
@@ -77,8 +78,8 @@ func TestConsoleCommands(t *testing.T) {
 	}
 
 	c := cli{t: t, endpoint: p.url}
-	c.exits([]string{"console", "--addr", "0.0.0.0:0"}, exitUsage, "give --allow-remote")
-	c.exits([]string{"console", "--refresh", "10ms"}, exitUsage, "--refresh must be at least 1s")
+	c.exits([]string{"console", "--addr", "0.0.0.0:0"}, clikit.ExitUsage, "give --allow-remote")
+	c.exits([]string{"console", "--refresh", "10ms"}, clikit.ExitUsage, "--refresh must be at least 1s")
 }
 
 // slotq queues starts lists a queue's starts, one per job, in ticket
@@ -106,8 +107,8 @@ func TestStartsCommand(t *testing.T) {
 	if text := c.ok("queues", "starts", "quick"); !strings.HasPrefix(text, "TICKET  JOB ID") || strings.Count(text, "\n") != 4 {
 		t.Errorf("slotq queues starts quick:\n%s", text)
 	}
-	c.exits([]string{"queues", "starts", "quick", "--since", "yesterday"}, exitUsage, "--since")
-	c.exits([]string{"queues", "starts", "quick", "--since", "2h"}, exitFail, "invalid_since (since)")
+	c.exits([]string{"queues", "starts", "quick", "--since", "yesterday"}, clikit.ExitUsage, "--since")
+	c.exits([]string{"queues", "starts", "quick", "--since", "2h"}, clikit.ExitFail, "invalid_since (since)")
 }
 
 // slotq console on an address another program holds (make run's own

@@ -277,35 +277,6 @@ func TestReticketFigures(t *testing.T) {
 	}
 }
 
-// Every table and text output rounds a measured duration the same way.
-func TestHuman(t *testing.T) {
-	tests := []struct {
-		d    time.Duration
-		want string
-	}{
-		{0, "0ms"},
-		{412 * time.Microsecond, "0.4ms"},
-		{-412 * time.Microsecond, "-0.4ms"},
-		{2 * time.Millisecond, "2ms"},
-		{10*time.Millisecond + 250*time.Microsecond, "10ms"},
-		{435*time.Millisecond + 200*time.Microsecond, "435ms"},
-		{999*time.Millisecond + 600*time.Microsecond, "1s"},
-		{1500 * time.Millisecond, "1.5s"},
-		{9320 * time.Millisecond, "9.3s"},
-		{125400 * time.Millisecond, "2m5s"},
-		{15 * time.Minute, "15m"},
-		{time.Hour + 2*time.Minute + 3*time.Second, "1h2m"},
-	}
-	for _, tt := range tests {
-		if got := human(tt.d); got != tt.want {
-			t.Errorf("human(%v) = %q, want %q", tt.d, got, tt.want)
-		}
-	}
-	if got := signed(4 * time.Millisecond); got != "+4ms" {
-		t.Errorf("signed(4ms) = %q", got)
-	}
-}
-
 func TestBar(t *testing.T) {
 	tests := []struct {
 		d    time.Duration

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 )
@@ -29,11 +30,11 @@ const numbered = "{n}"
 // without the placeholder would name one job n times: refused.
 func countedJobs(spec api.Spec, n int) ([]api.Spec, error) {
 	if n < 1 || n > maxCount {
-		return nil, &usageError{code: "invalid_count", field: "count", msg: fmt.Sprintf("--count must be 1 to %d", maxCount)}
+		return nil, &clikit.UsageError{Code: "invalid_count", Field: "count", Msg: fmt.Sprintf("--count must be 1 to %d", maxCount)}
 	}
 	if n > 1 && spec.ID != "" && !strings.Contains(spec.ID, numbered) {
-		return nil, &usageError{code: "invalid_id", field: "job.id",
-			msg: fmt.Sprintf("--id %q with --count %d names one job %d times: put %s in it (such as --id 'welcome-%s') for one id a job", spec.ID, n, n, numbered, numbered)}
+		return nil, &clikit.UsageError{Code: "invalid_id", Field: "job.id",
+			Msg: fmt.Sprintf("--id %q with --count %d names one job %d times: put %s in it (such as --id 'welcome-%s') for one id a job", spec.ID, n, n, numbered, numbered)}
 	}
 	jobs := make([]api.Spec, n)
 	for i := range jobs {
@@ -43,7 +44,7 @@ func countedJobs(spec api.Spec, n int) ([]api.Spec, error) {
 		if bytes.Contains(spec.Payload, []byte(numbered)) {
 			p := bytes.ReplaceAll(spec.Payload, []byte(numbered), []byte(num))
 			if !json.Valid(p) {
-				return nil, usagef("--payload with %s replaced by %s is not JSON: %s", numbered, num, p)
+				return nil, clikit.Usagef("--payload with %s replaced by %s is not JSON: %s", numbered, num, p)
 			}
 			j.Payload = p
 		}
@@ -68,7 +69,7 @@ func linedJobs(r io.Reader, name string, def api.Spec) ([]api.Spec, error) {
 		dec.DisallowUnknownFields()
 		var s api.Spec
 		if err := dec.Decode(&s); err != nil {
-			return nil, &usageError{code: "invalid_json", field: fmt.Sprintf("jobs[%d]", len(jobs)), msg: fmt.Sprintf("--from %s line %d: %v", name, n, err)}
+			return nil, &clikit.UsageError{Code: "invalid_json", Field: fmt.Sprintf("jobs[%d]", len(jobs)), Msg: fmt.Sprintf("--from %s line %d: %v", name, n, err)}
 		}
 		if s.Kind == "" && s.Target == "" {
 			s.Kind, s.Target = def.Kind, def.Target
@@ -82,10 +83,10 @@ func linedJobs(r io.Reader, name string, def api.Spec) ([]api.Spec, error) {
 		jobs = append(jobs, s)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, usagef("--from %s: %v", name, err)
+		return nil, clikit.Usagef("--from %s: %v", name, err)
 	}
 	if len(jobs) == 0 {
-		return nil, &usageError{code: "no_jobs", field: "jobs", msg: fmt.Sprintf("--from %s holds no job", name)}
+		return nil, &clikit.UsageError{Code: "no_jobs", Field: "jobs", Msg: fmt.Sprintf("--from %s holds no job", name)}
 	}
 	return jobs, nil
 }
@@ -97,7 +98,7 @@ func readFrom(v string) (io.Reader, func() error, error) {
 	}
 	f, err := os.Open(v)
 	if err != nil {
-		return nil, nil, usagef("--from: %v", err)
+		return nil, nil, clikit.Usagef("--from: %v", err)
 	}
 	return f, f.Close, nil
 }
@@ -110,9 +111,9 @@ func readFrom(v string) (io.Reader, func() error, error) {
 // the jobs of the calls before are enqueued, and it says how many; sent
 // again with the same ids they are not enqueued twice.
 func (c *stackCmd) enqueueMany(ctx context.Context, in client.EnqueueInput, jobs []api.Spec) int {
-	cl, err := c.conn.client(ctx)
+	cl, err := c.Conn.Client(ctx)
 	if err != nil {
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	c.noteKeptLimit(ctx, cl, &in)
 	progress := c.progress(len(jobs))
@@ -125,17 +126,17 @@ func (c *stackCmd) enqueueMany(ctx context.Context, in client.EnqueueInput, jobs
 		if err != nil {
 			progress(-1)
 			if len(all.Jobs) > 0 {
-				fmt.Fprintf(c.stderr, "slotq %s: %d of %d jobs enqueued before this call failed\n", c.name, len(all.Jobs), len(jobs))
+				fmt.Fprintf(c.Stderr, "slotq %s: %d of %d jobs enqueued before this call failed\n", c.Name, len(all.Jobs), len(jobs))
 			}
-			return c.fail(c.conn.explain(err))
+			return c.Fail(c.Conn.Explain(err))
 		}
 		all.Queue = out.Queue
 		all.Jobs = append(all.Jobs, out.Jobs...)
 		progress(len(all.Jobs))
 	}
 	progress(-1)
-	c.print(all, func(w io.Writer) { printMany(w, all) })
-	return exitOK
+	c.Print(all, func(w io.Writer) { printMany(w, all) })
+	return clikit.ExitOK
 }
 
 // manyRows is the most jobs enqueueMany lists one by one.
@@ -144,9 +145,9 @@ const manyRows = 20
 // printMany prints what enqueueMany enqueued: each job, or a summary.
 func printMany(w io.Writer, res api.EnqueueResult) {
 	if len(res.Jobs) <= manyRows {
-		row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "STATUS")
+		clikit.Row(w, "JOB ID", "TICKET", "SLOT AT", "POSITION", "STATUS")
 		for _, a := range res.Jobs {
-			row(w, a.JobID, a.Ticket, ts(a.SlotAt), a.Position, acceptedStatus(a))
+			clikit.Row(w, a.JobID, a.Ticket, clikit.Time(a.SlotAt), a.Position, acceptedStatus(a))
 		}
 		return
 	}
@@ -173,7 +174,7 @@ func printMany(w io.Writer, res api.EnqueueResult) {
 	}
 	fmt.Fprintln(w)
 	if first.JobID != "" {
-		fmt.Fprintf(w, "tickets %d to %d; first slot %s, last %s\n", first.Ticket, last.Ticket, ts(first.SlotAt), ts(last.SlotAt))
+		fmt.Fprintf(w, "tickets %d to %d; first slot %s, last %s\n", first.Ticket, last.Ticket, clikit.Time(first.SlotAt), clikit.Time(last.SlotAt))
 	}
 }
 
@@ -188,7 +189,7 @@ func acceptedStatus(a api.Accepted) string {
 // progress returns what shows enqueueMany's progress on stderr, when it
 // is a terminal: done jobs of total, or -1 to end the line.
 func (c *stackCmd) progress(total int) func(done int) {
-	f, ok := c.stderr.(*os.File)
+	f, ok := c.Stderr.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) || total <= api.MaxBatch {
 		return func(int) {}
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/slotq/slotq/internal/cli/clikit"
 )
 
 // TestExamplesWork runs the help's examples of the commands whose
@@ -82,6 +84,6 @@ func exampleArgs(t *testing.T, cmd *cobra.Command) [][]string {
 func TestTargetNotAllowedSaysHow(t *testing.T) {
 	c := cli{t: t, endpoint: runLocalRuntime(t)}
 	c.ok("queues", "create", "plain", "--interval", "1s")
-	c.exits([]string{"enqueue", "plain", "--target", "https://hooks.example.com/x"}, exitFail, "slotq queues configure QUEUE --targets")
-	c.exits([]string{"enqueue", "plain", "--target", "https://hooks.example.com/x"}, exitFail, "--allow-networks")
+	c.exits([]string{"enqueue", "plain", "--target", "https://hooks.example.com/x"}, clikit.ExitFail, "slotq queues configure QUEUE --targets")
+	c.exits([]string{"enqueue", "plain", "--target", "https://hooks.example.com/x"}, clikit.ExitFail, "--allow-networks")
 }

@@ -7,11 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-)
 
-// flagGroup is the annotation that puts a flag under a heading of its
-// own in help: the connection flags every stack command shares.
-const flagGroup = "slotq_group"
+	"github.com/slotq/slotq/internal/cli/clikit"
+)
 
 // help prints a command's help as gh does: what it does, USAGE, its
 // subcommands by group, its flags, examples, exit status, where to learn
@@ -48,7 +46,7 @@ func help(cmd *cobra.Command, _ []string) {
 	if exit, ok := annotation(cmd, "exit"); ok {
 		section(w, "EXIT STATUS", exit)
 	} else if cmd.Runnable() && !cmd.HasAvailableSubCommands() {
-		section(w, "EXIT STATUS", exitStatus)
+		section(w, "EXIT STATUS", clikit.ExitStatus)
 	}
 	learn := "Use 'slotq help exit-codes' for the exit codes, 'slotq --help' for every command."
 	if l, ok := annotation(cmd, "learn"); ok {
@@ -113,7 +111,7 @@ func splitFlags(fs *pflag.FlagSet) (own, conn []*pflag.Flag) {
 	fs.VisitAll(func(f *pflag.Flag) {
 		switch {
 		case f.Hidden:
-		case len(f.Annotations[flagGroup]) > 0:
+		case len(f.Annotations[clikit.FlagGroup]) > 0:
 			conn = append(conn, f)
 		default:
 			own = append(own, f)

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/slotq/slotq/internal/cli/clikit"
 )
 
 // TestInvokeExitCodes: slotq invoke exits 0 on an answer, and 1 on a
@@ -18,9 +20,9 @@ func TestInvokeExitCodes(t *testing.T) {
 		name, answer, fnError string
 		want                  int
 	}{
-		{name: "answer", answer: `{"queue":"emails","jobs":[]}`, want: exitOK},
-		{name: "refusal", answer: `{"error":{"code":"unused_field","field":"since","message":"…"}}`, want: exitFail},
-		{name: "function error", answer: `{"errorMessage":"boom"}`, fnError: "Unhandled", want: exitFail},
+		{name: "answer", answer: `{"queue":"emails","jobs":[]}`, want: clikit.ExitOK},
+		{name: "refusal", answer: `{"error":{"code":"unused_field","field":"since","message":"…"}}`, want: clikit.ExitFail},
+		{name: "function error", answer: `{"errorMessage":"boom"}`, fnError: "Unhandled", want: clikit.ExitFail},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,8 +65,8 @@ func TestLocalAddressInUse(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if got := run(context.Background(), c.args, &stdout, &stderr); got != exitFail {
-				t.Errorf("exit %d, want %d", got, exitFail)
+			if got := run(context.Background(), c.args, &stdout, &stderr); got != clikit.ExitFail {
+				t.Errorf("exit %d, want %d", got, clikit.ExitFail)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(stderr.String(), w) {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/pkg/api"
 )
@@ -14,13 +15,13 @@ import (
 // written: no queue created by the enqueue, no schedule.
 func TestUnknownKindRefused(t *testing.T) {
 	c := cli{t: t, endpoint: runLocalRuntime(t)}
-	c.exits([]string{"enqueue", "reports", "--kind", "send-report"}, exitFail, "unknown_kind (job.kind)")
-	if _, errOut, code := c.run("queues", "stats", "reports"); code != exitFail || !strings.Contains(errOut, "queue_not_found") {
+	c.exits([]string{"enqueue", "reports", "--kind", "send-report"}, clikit.ExitFail, "unknown_kind (job.kind)")
+	if _, errOut, code := c.run("queues", "stats", "reports"); code != clikit.ExitFail || !strings.Contains(errOut, "queue_not_found") {
 		t.Errorf("the refused enqueue created its queue: exit %d %s", code, errOut)
 	}
 	c.ok("queues", "create", "reports", "--interval", "1s")
 	c.exits([]string{"schedules", "create", "reports", "morning", "--cron", "0 8 * * *", "--tz", "Europe/Paris", "--kind", "send-report"},
-		exitFail, "unknown_kind (schedule.job.kind)")
+		clikit.ExitFail, "unknown_kind (schedule.job.kind)")
 	if out := c.ok("schedules", "list", "reports"); strings.Contains(out, "morning") {
 		t.Errorf("the refused schedule was created:\n%s", out)
 	}
@@ -34,11 +35,11 @@ func TestEnqueueIntervalKept(t *testing.T) {
 	c := cli{t: t, endpoint: runLocalRuntime(t)}
 	c.ok("queues", "create", "rated", "--rate", "10/1s")
 	_, errOut, code := c.run("enqueue", "rated", "--kind", "echo", "--interval", "2s")
-	if code != exitOK || !strings.Contains(errOut, "keeps its limit (rate 10/1s)") || !strings.Contains(errOut, "slotq queues configure rated --interval 2s") {
+	if code != clikit.ExitOK || !strings.Contains(errOut, "keeps its limit (rate 10/1s)") || !strings.Contains(errOut, "slotq queues configure rated --interval 2s") {
 		t.Errorf("enqueue --interval on a rated queue: exit %d, stderr %q", code, errOut)
 	}
 	for range 2 { // creates it, then finds it under that interval
-		if _, errOut, code := c.run("enqueue", "spaced", "--kind", "echo", "--interval", "2s"); code != exitOK || errOut != "" {
+		if _, errOut, code := c.run("enqueue", "spaced", "--kind", "echo", "--interval", "2s"); code != clikit.ExitOK || errOut != "" {
 			t.Errorf("enqueue --interval 2s on a queue of 2s or none: exit %d, stderr %q", code, errOut)
 		}
 	}
@@ -62,7 +63,7 @@ func TestEnqueueCreatesWithRateOrWindow(t *testing.T) {
 	} {
 		for range 2 { // creates it, then finds it under that limit
 			args := append([]string{"enqueue", tt.queue, "--kind", "echo"}, tt.flags...)
-			if _, errOut, code := c.run(args...); code != exitOK || errOut != "" {
+			if _, errOut, code := c.run(args...); code != clikit.ExitOK || errOut != "" {
 				t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
 			}
 		}
@@ -75,11 +76,11 @@ func TestEnqueueCreatesWithRateOrWindow(t *testing.T) {
 	// A queue that exists under another limit keeps it, and the command
 	// says so, with the configure that would change it.
 	_, errOut, code := c.run("enqueue", "steady", "--kind", "echo", "--window", "3/1m")
-	if code != exitOK || !strings.Contains(errOut, "keeps its limit (rate 10/1s): --window sets") || !strings.Contains(errOut, "slotq queues configure steady --window 3/1m'") {
+	if code != clikit.ExitOK || !strings.Contains(errOut, "keeps its limit (rate 10/1s): --window sets") || !strings.Contains(errOut, "slotq queues configure steady --window 3/1m'") {
 		t.Errorf("enqueue --window on a rated queue: exit %d, stderr %q", code, errOut)
 	}
 	_, errOut, code = c.run("enqueue", "hourly", "--kind", "echo", "--rate", "10/1s", "--burst", "2")
-	if code != exitOK || !strings.Contains(errOut, "keeps its limit (window 5000/1h): --rate sets") || !strings.Contains(errOut, "slotq queues configure hourly --rate 10/1s --burst 2'") {
+	if code != clikit.ExitOK || !strings.Contains(errOut, "keeps its limit (window 5000/1h): --rate sets") || !strings.Contains(errOut, "slotq queues configure hourly --rate 10/1s --burst 2'") {
 		t.Errorf("enqueue --rate --burst on a windowed queue: exit %d, stderr %q", code, errOut)
 	}
 	// Refused before the call, naming the field; the queue is not created.
@@ -88,16 +89,16 @@ func TestEnqueueCreatesWithRateOrWindow(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{[]string{"--rate", "1/1000h"}, exitFail, "slotq enqueue: invalid_rate (rate): --rate 1/1000h: "},
-		{[]string{"--rate", "10/1s", "--burst", "101"}, exitFail, "slotq enqueue: invalid_burst (burst): --burst 101: "},
-		{[]string{"--window", "200000/1h"}, exitFail, "slotq enqueue: invalid_window (window): --window 200000/1h: "},
-		{[]string{"--interval", "1s", "--window", "3/1m"}, exitUsage, "give one of --interval, --rate (with --burst) and --window, not --interval and --window"},
-		{[]string{"--burst", "3"}, exitUsage, "--burst goes with --rate"},
-		{[]string{"--rate", "often"}, exitUsage, "--rate"},
+		{[]string{"--rate", "1/1000h"}, clikit.ExitFail, "slotq enqueue: invalid_rate (rate): --rate 1/1000h: "},
+		{[]string{"--rate", "10/1s", "--burst", "101"}, clikit.ExitFail, "slotq enqueue: invalid_burst (burst): --burst 101: "},
+		{[]string{"--window", "200000/1h"}, clikit.ExitFail, "slotq enqueue: invalid_window (window): --window 200000/1h: "},
+		{[]string{"--interval", "1s", "--window", "3/1m"}, clikit.ExitUsage, "give one of --interval, --rate (with --burst) and --window, not --interval and --window"},
+		{[]string{"--burst", "3"}, clikit.ExitUsage, "--burst goes with --rate"},
+		{[]string{"--rate", "often"}, clikit.ExitUsage, "--rate"},
 	} {
 		c.exits(append([]string{"enqueue", "refused", "--kind", "echo"}, tt.flags...), tt.code, tt.stderr)
 	}
-	if _, errOut, code := c.run("queues", "stats", "refused"); code != exitFail || !strings.Contains(errOut, "queue_not_found") {
+	if _, errOut, code := c.run("queues", "stats", "refused"); code != clikit.ExitFail || !strings.Contains(errOut, "queue_not_found") {
 		t.Errorf("a refused enqueue created its queue: exit %d %s", code, errOut)
 	}
 }
@@ -108,7 +109,7 @@ func TestQueueExistsSaysItOnce(t *testing.T) {
 	c := cli{t: t, endpoint: runLocalRuntime(t)}
 	c.ok("queues", "create", "reports", "--interval", "1s")
 	_, errOut, code := c.run("queues", "create", "reports", "--interval", "1s")
-	if code != exitFail || !strings.Contains(errOut, "queue_exists (queue)") || strings.Count(errOut, "create queue reports") != 1 {
+	if code != clikit.ExitFail || !strings.Contains(errOut, "queue_exists (queue)") || strings.Count(errOut, "create queue reports") != 1 {
 		t.Errorf("exit %d, stderr %q; want queue_exists, said once", code, errOut)
 	}
 }

@@ -44,24 +44,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/slotq/slotq/internal/buildinfo"
+	"github.com/slotq/slotq/internal/cli/clikit"
 )
 
-// Exit codes.
+// The names the demo and bench commands print and exit with: they move
+// to a command of their own (issue 55), which will call clikit itself.
 const (
-	exitOK    = 0
-	exitFail  = 1 // the command ran and found a problem (or failed)
-	exitUsage = 2 // bad command line
+	exitOK    = clikit.ExitOK
+	exitFail  = clikit.ExitFail
+	exitUsage = clikit.ExitUsage
 )
 
-// exitStatus is the help's word on exit codes; commands that wait add
-// theirs.
-const exitStatus = "0 done, 1 the operation failed, 2 bad command line."
-
-// exitCode is the error a command returns once it has said what went
-// wrong: the process exits with it.
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+var (
+	human = clikit.Human
+	row   = clikit.Row
+)
 
 // Command groups, in the order help lists them.
 const (
@@ -90,15 +87,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	var code exitCode
+	var code clikit.ExitCode
 	switch {
 	case err == nil:
-		return exitOK
+		return clikit.ExitOK
 	case errors.As(err, &code):
 		return int(code)
 	}
 	fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", cmd.CommandPath(), err, cmd.CommandPath())
-	return exitUsage
+	return clikit.ExitUsage
 }
 
 // newRootCmd builds the command tree, printing to stdout and stderr. Each
@@ -111,7 +108,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: "Run jobs of named queues in time slots, never faster than each queue's limit: an interval,\n" +
 			"a rate with a burst, or a window (and, for keyed jobs, each key's).\n\n" +
 			"The queue and job commands talk to a stack: the local runtime (`slotq local`,\n" +
-			"`make run`) on " + DefaultEndpoint + " by default, another Invoke API with\n" +
+			"`make run`) on " + clikit.DefaultEndpoint + " by default, another Invoke API with\n" +
 			"--endpoint-url, or a deployed stack with --stack NAME.",
 		Example: "  $ slotq local                                  # the stack in this process (make run)\n" +
 			"  $ slotq queues create emails --interval 2s\n" +
@@ -121,7 +118,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Annotations: map[string]string{
-			"exit": exitStatus + "\n" +
+			"exit": clikit.ExitStatus + "\n" +
 				"enqueue --wait and jobs get --wait: 3 the job failed or was cancelled, 4 --timeout came first.",
 			"learn": "Use 'slotq <command> <subcommand> --help' (or 'slotq help <command>') for more about a command,\n" +
 				"'slotq help exit-codes' for the exit codes. Read the README and docs/operations.md\n" +
@@ -204,8 +201,8 @@ func parent(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 // runE adapts a command body that returns its exit code.
 func runE(body func(cmd *cobra.Command, args []string) int) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		if code := body(cmd, args); code != exitOK {
-			return exitCode(code)
+		if code := body(cmd, args); code != clikit.ExitOK {
+			return clikit.ExitCode(code)
 		}
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/slotq/slotq/internal/cli/clikit"
 )
 
 // docs/cli.md is the commands' help, written by `make docs`: a command,
@@ -42,7 +44,7 @@ func TestCLIReference(t *testing.T) {
 // itself from help.
 func TestReferenceCommand(t *testing.T) {
 	var out, errb strings.Builder
-	if code := run(t.Context(), []string{"reference"}, &out, &errb); code != exitOK {
+	if code := run(t.Context(), []string{"reference"}, &out, &errb); code != clikit.ExitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	if !strings.HasPrefix(out.String(), referenceTitle) || !strings.Contains(out.String(), "\n## slotq queues create\n") {

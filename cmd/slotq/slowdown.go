@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"time"
+
+	"github.com/slotq/slotq/internal/cli/clikit"
 )
 
 // slowed says whether a target's "slow down" holds a queue (or a key)
@@ -14,7 +16,7 @@ func slowed(until time.Time, n int64, now time.Time) string {
 	case n == 0:
 		return "no"
 	case now.Before(until):
-		s = "by its target until " + ts(until)
+		s = "by its target until " + clikit.Time(until)
 	default:
 		s = "no"
 	}
@@ -34,7 +36,7 @@ func durSetting(d time.Duration) string {
 	if d == 0 {
 		return ""
 	}
-	return setting(d)
+	return clikit.Setting(d)
 }
 
 // slowedTo is a slow-down's end while it holds back at now, else zero:

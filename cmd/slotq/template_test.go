@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/local/samlocal"
 )
 
@@ -17,7 +18,7 @@ func TestTemplateCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr strings.Builder
-	if code := run(t.Context(), []string{"template", "--stack", part, "-o", out}, &stdout, &stderr); code != exitOK {
+	if code := run(t.Context(), []string{"template", "--stack", part, "-o", out}, &stdout, &stderr); code != clikit.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	tmpl, err := samlocal.Load(out)
@@ -36,7 +37,7 @@ func TestTemplateCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	stderr.Reset()
-	if code := run(t.Context(), []string{"template", "--stack", part}, &stdout, &stderr); code != exitFail || !strings.Contains(stderr.String(), "Resources.Table") {
+	if code := run(t.Context(), []string{"template", "--stack", part}, &stdout, &stderr); code != clikit.ExitFail || !strings.Contains(stderr.String(), "Resources.Table") {
 		t.Errorf("changing slotq's table: exit %d, %q", code, stderr.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/pkg/api"
 )
 
@@ -17,7 +18,7 @@ func roomLine(r api.RoomPlace, now time.Time) string {
 	if r.Key != "" {
 		of = "of key " + r.Key
 	}
-	return fmt.Sprintf("%s %s (priority %d); about %s", ordinal(r.Place), of, r.Priority, human(max(0, r.EstimatedStartAt.Sub(now))))
+	return fmt.Sprintf("%s %s (priority %d); about %s", ordinal(r.Place), of, r.Priority, clikit.Human(max(0, r.EstimatedStartAt.Sub(now))))
 }
 
 // ordinal writes n as an English ordinal with thousands separators:
@@ -55,7 +56,7 @@ func roomRows(w io.Writer, f *api.RoomFigures) {
 	if f == nil {
 		return
 	}
-	row(w, "booked", f.Booked)
+	clikit.Row(w, "booked", f.Booked)
 	var by []string
 	for p, n := range f.ByPriority {
 		if n > 0 {
@@ -66,9 +67,9 @@ func roomRows(w io.Writer, f *api.RoomFigures) {
 	if len(by) > 0 {
 		in += " (" + strings.Join(by, ", ") + ")"
 	}
-	row(w, "in waiting room", in)
+	clikit.Row(w, "in waiting room", in)
 	if len(f.Keys) > 0 {
-		row(w, "busiest keys waiting", roomKeys(f.Keys))
+		clikit.Row(w, "busiest keys waiting", roomKeys(f.Keys))
 	}
 }
 

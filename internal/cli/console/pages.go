@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 )
@@ -243,9 +244,9 @@ func windowOf(r *http.Request, tick time.Duration, plain bool) (time.Duration, [
 	if v, err := time.ParseDuration(asked); err == nil && v >= time.Second && v <= 24*time.Hour {
 		window = v
 	}
-	links := []windowLink{{Label: autoLabel + " (" + short(auto) + ")", Current: asked == ""}}
+	links := []windowLink{{Label: autoLabel + " (" + clikit.Human(auto) + ")", Current: asked == ""}}
 	for _, wd := range windows {
-		links = append(links, windowLink{Label: short(wd), Value: wd.String(), Current: asked != "" && wd == window})
+		links = append(links, windowLink{Label: clikit.Human(wd), Value: wd.String(), Current: asked != "" && wd == window})
 	}
 	return window, links
 }
@@ -370,8 +371,8 @@ func why(j api.Job) string {
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{
-	"short":  short,
-	"signed": signed,
+	"short":  clikit.Human,
+	"signed": clikit.Signed,
 	"utc":    func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 	"full": func(t time.Time) string {
 		if t.IsZero() {
@@ -387,14 +388,14 @@ var funcs = template.FuncMap{
 		if p == nil {
 			return "—"
 		}
-		return short(time.Duration(*p * float64(time.Millisecond)))
+		return clikit.Human(time.Duration(*p * float64(time.Millisecond)))
 	},
 	"dur": func(d any) string {
 		switch v := d.(type) {
 		case time.Duration:
-			return short(v)
+			return clikit.Human(v)
 		case api.Duration:
-			return short(time.Duration(v))
+			return clikit.Human(time.Duration(v))
 		case interface{ String() string }:
 			return v.String()
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 )
@@ -58,7 +59,7 @@ func (s *server) schedules(ctx context.Context, queue string) ([]scheduleRow, er
 // (Europe/Paris)".
 func ruleText(s api.ScheduleSpec) string {
 	if s.Every != nil {
-		return "every " + short(time.Duration(*s.Every))
+		return "every " + clikit.Setting(time.Duration(*s.Every))
 	}
 	tz := s.TZ
 	if tz == "" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 )
@@ -185,11 +186,11 @@ func ruler(ls slot.Limits, skew time.Duration) (time.Duration, string) {
 	case !l.Window.IsZero():
 		return l.Window.Per, fmt.Sprintf("%s: at most %d starts in any span this long", api.FormatPeriod(l.Window.Per), l.Window.N)
 	case !l.Rate.IsZero() && l.Burst > 0:
-		return l.Rate.Every(), fmt.Sprintf("%s: one start per this on average (rate %s), %d more at once after an idle time", short(l.Rate.Every()), l.Rate, l.Burst)
+		return l.Rate.Every(), fmt.Sprintf("%s: one start per this on average (rate %s), %d more at once after an idle time", clikit.Human(l.Rate.Every()), l.Rate, l.Burst)
 	case !l.Rate.IsZero():
-		return l.Rate.Every(), fmt.Sprintf("%s: one start per this on average (rate %s)", short(l.Rate.Every()), l.Rate)
+		return l.Rate.Every(), fmt.Sprintf("%s: one start per this on average (rate %s)", clikit.Human(l.Rate.Every()), l.Rate)
 	}
-	return l.Interval - skew, fmt.Sprintf("interval − skew = %s: the least gap the gate allows", short(l.Interval-skew))
+	return l.Interval - skew, fmt.Sprintf("interval − skew = %s: the least gap the gate allows", clikit.Human(l.Interval-skew))
 }
 
 func (t *timeline) x(at time.Time) float64 {
@@ -325,7 +326,7 @@ func (t *timeline) label() {
 		if slices.ContainsFunc(taken, func(x float64) bool { return math.Abs(x-m.X) < labelGap }) {
 			continue
 		}
-		m.Label = signed(m.Late())
+		m.Label = clikit.Signed(m.Late())
 		taken = append(taken, m.X)
 	}
 }
@@ -344,30 +345,4 @@ func tickStep(window time.Duration) time.Duration {
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	i := int(math.Ceil(p*float64(len(sorted)))) - 1
 	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-// signed writes a lateness as "+12ms" or "−3ms", rounded for reading.
-func signed(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0ms"
-	case d < 0:
-		return "−" + short(-d)
-	}
-	return "+" + short(d)
-}
-
-// short rounds d to what a person reads: ms below a second, then tenths.
-func short(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0ms"
-	case d < time.Millisecond:
-		return fmt.Sprintf("%dµs", d.Microseconds())
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(10 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
 }
