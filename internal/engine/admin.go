@@ -57,8 +57,8 @@ func failure(op string, k job.Ref, err error) error {
 	return fmt.Errorf("%s %s: %w", op, k.Queue, err)
 }
 
-// CreateQueue creates a queue. Zero config fields take Options.Defaults.
-func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
+// CreateQueue does Engine.CreateQueue's work.
+func (e *admin) CreateQueue(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
 	cfg, err := e.checkConfig(name, cfg)
 	if err != nil {
 		return Queue{}, err
@@ -72,10 +72,8 @@ func (e *Engine) CreateQueue(ctx context.Context, name string, cfg slot.Config) 
 	return q, nil
 }
 
-// Configure replaces a queue's configuration; zero fields take
-// Options.Defaults. The jobs waiting in line move to the slots the new
-// limits give them (Reconfigure, which also says how many moved).
-func (e *Engine) Configure(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
+// Configure does Engine.Configure's work.
+func (e *admin) Configure(ctx context.Context, name string, cfg slot.Config) (Queue, error) {
 	q, _, err := e.Reconfigure(ctx, name, cfg)
 	return q, err
 }
@@ -83,7 +81,7 @@ func (e *Engine) Configure(ctx context.Context, name string, cfg slot.Config) (Q
 // checkConfig validates a queue name and a configuration whose zero fields
 // take Options.Defaults, and returns the configuration to store. A bad
 // setting is named under "config.", as the admin request carries it.
-func (e *Engine) checkConfig(name string, cfg slot.Config) (slot.Config, error) {
+func (e *admin) checkConfig(name string, cfg slot.Config) (slot.Config, error) {
 	if err := slot.ValidateName(name); err != nil {
 		return cfg, err
 	}
@@ -102,8 +100,8 @@ func (e *Engine) checkConfig(name string, cfg slot.Config) (slot.Config, error) 
 	return cfg, nil
 }
 
-// Queue returns a queue's configuration and state.
-func (e *Engine) Queue(ctx context.Context, name string) (Queue, error) {
+// Queue does Engine.Queue's work.
+func (e *admin) Queue(ctx context.Context, name string) (Queue, error) {
 	if err := slot.ValidateName(name); err != nil {
 		return Queue{}, err
 	}
@@ -114,8 +112,8 @@ func (e *Engine) Queue(ctx context.Context, name string) (Queue, error) {
 	return q, nil
 }
 
-// Queues lists every queue.
-func (e *Engine) Queues(ctx context.Context) ([]Queue, error) {
+// Queues does Engine.Queues's work.
+func (e *admin) Queues(ctx context.Context) ([]Queue, error) {
 	qs, err := e.state.ListQueues(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
@@ -123,10 +121,8 @@ func (e *Engine) Queues(ctx context.Context) ([]Queue, error) {
 	return qs, nil
 }
 
-// Pause stops the queue's gate: once Pause returns, no job of the queue
-// starts until it is resumed. A non-zero until makes the resume function
-// lift the pause by itself at that time.
-func (e *Engine) Pause(ctx context.Context, name string, until time.Time) (slot.State, error) {
+// Pause does Engine.Pause's work.
+func (e *admin) Pause(ctx context.Context, name string, until time.Time) (slot.State, error) {
 	if err := slot.ValidateName(name); err != nil {
 		return slot.State{}, err
 	}
@@ -141,14 +137,8 @@ func (e *Engine) Pause(ctx context.Context, name string, until time.Time) (slot.
 	return st, nil
 }
 
-// Unpause lifts a pause now and releases the queue's held jobs at once,
-// re-ticketed in line order, without waiting for the schedule. It runs
-// the same pass as Resume, under the queue's resume lease: it waits for a
-// pass in progress to end, then stores a new release round (due at once)
-// before it unpauses, so a crash after the unpause leaves the round to
-// the schedule. If another pass keeps the lease past the wait, it
-// unpauses nothing and returns ErrLeaseHeld: try again.
-func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error) {
+// Unpause does Engine.Unpause's work.
+func (e *admin) Unpause(ctx context.Context, name string) (ResumeReport, error) {
 	if err := slot.ValidateName(name); err != nil {
 		return ResumeReport{}, err
 	}
@@ -159,15 +149,15 @@ func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error)
 	if err := e.awaitLease(ctx, name, holder); err != nil {
 		return ResumeReport{}, failure("resume", job.Ref{Queue: name}, err)
 	}
-	if err := e.state.ReleaseLease(ctx, name, holder, e.newRound(e.now())); err != nil {
+	if err := e.state.ReleaseLease(ctx, name, holder, e.resumer.newRound(e.now())); err != nil {
 		return ResumeReport{}, failure("resume", job.Ref{Queue: name}, err)
 	}
 	if _, err := e.state.Unpause(ctx, name, time.Time{}); err != nil {
 		return ResumeReport{}, failure("resume", job.Ref{Queue: name}, err)
 	}
-	rep, err := e.resumeQueue(ctx, name, nil, holder)
+	rep, err := e.resumer.resumeQueue(ctx, name, nil, holder)
 	if q, qerr := e.state.GetQueue(ctx, name); err == nil && qerr == nil && q.Config.Bounded() {
-		e.bookNext(ctx, q) // the room waited with the queue
+		e.room.bookNext(ctx, q) // the room waited with the queue
 	}
 	return rep, err
 }
@@ -175,17 +165,17 @@ func (e *Engine) Unpause(ctx context.Context, name string) (ResumeReport, error)
 // awaitLease takes queue's resume lease for holder, waiting up to half a
 // minute (and ctx) for a pass in progress to end. ErrLeaseHeld if it
 // does not.
-func (e *Engine) awaitLease(ctx context.Context, queue, holder string) error {
+func (e *admin) awaitLease(ctx context.Context, queue, holder string) error {
 	_, err := e.awaitCursor(ctx, queue, holder)
 	return err
 }
 
 // awaitCursor is awaitLease, returning the cursor the last holder left.
-func (e *Engine) awaitCursor(ctx context.Context, queue, holder string) (Cursor, error) {
+func (e *admin) awaitCursor(ctx context.Context, queue, holder string) (Cursor, error) {
 	wait := 50 * time.Millisecond
 	for give := e.now().Add(30 * time.Second); ; {
 		now := e.now()
-		cur, err := e.state.Lease(ctx, queue, holder, e.leaseUntil(ctx, now), now)
+		cur, err := e.state.Lease(ctx, queue, holder, e.resumer.leaseUntil(ctx, now), now)
 		if !errors.Is(err, ErrLeaseHeld) || now.After(give) {
 			return cur, err
 		}
@@ -196,15 +186,8 @@ func (e *Engine) awaitCursor(ctx context.Context, queue, holder string) (Cursor,
 	}
 }
 
-// Purge cancels every waiting job of the queue: parked jobs now, queued
-// ones when they reach the gate (slot.Purged), so a purge is one write on
-// the queue however many jobs wait. The waiting room's jobs it cancels
-// leave its counts, and their bookings are freed (leaveRoom, bookNext),
-// so the next job is booked as on an empty queue. It returns how many
-// jobs it cancelled: the parked ones now, and the line's tickets after
-// the last start that it covers (tickets whose job was re-ticketed or
-// cancelled before among them: the state does not tell them apart).
-func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
+// Purge does Engine.Purge's work.
+func (e *admin) Purge(ctx context.Context, name string) (int, error) {
 	q, err := e.Queue(ctx, name)
 	if err != nil {
 		return 0, err
@@ -213,7 +196,7 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("purge %s: %w", name, err)
 	}
-	parked, err := e.listAll(ctx, q, job.Parked)
+	parked, err := e.resumer.listAll(ctx, q, job.Parked)
 	if err != nil {
 		return 0, fmt.Errorf("purge %s: %w", name, err)
 	}
@@ -240,7 +223,7 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 		if j.Ticket > st.Current {
 			inLine++
 		}
-		e.takeOffLanes(ctx, q, j) // off its lanes, and no longer pending on its key
+		e.lanes.takeOffLanes(ctx, q, j) // off its lanes, and no longer pending on its key
 		switch {
 		case inRoom(&j):
 			left = append(left, j)
@@ -248,29 +231,15 @@ func (e *Engine) Purge(ctx context.Context, name string) (int, error) {
 			free = append(free, j.Booking)
 		}
 	}
-	e.leaveRoom(ctx, q, left...)
+	e.room.leaveRoom(ctx, q, left...)
 	if len(free) > 0 {
-		e.bookNext(ctx, q, free...)
+		e.room.bookNext(ctx, q, free...)
 	}
 	return int(cancelled + max(0, st.Purged-st.Current-inLine)), nil
 }
 
-// DeleteQueue removes the queue, with all its jobs: they belong to its
-// generation (Queue.Gen), and a queue created again under the name is a
-// new one that starts clean. From then on every job of the old generation
-// reads as not found (get, cancel, list, an enqueue of its id), starts
-// nothing (Take and Gate check the generation) and touches nothing of a
-// new queue of the name (nor its lanes: see AddPending); each expires:
-// finished ones by their retention, parked ones here, and queued or
-// running ones when their message next comes to a worker (the message of
-// a running attempt is its watchdog) — with no write on the path of any
-// other job. It returns how many tickets had not started.
-//
-// The queue goes first and its parked jobs are listed after: a job that
-// parks concurrently either lands before the list (and is expired here)
-// or reads the queue gone after its park and expires itself
-// (deadGeneration).
-func (e *Engine) DeleteQueue(ctx context.Context, name string) (int, error) {
+// DeleteQueue does Engine.DeleteQueue's work.
+func (e *admin) DeleteQueue(ctx context.Context, name string) (int, error) {
 	q, err := e.Queue(ctx, name)
 	if err != nil {
 		return 0, err
@@ -278,12 +247,12 @@ func (e *Engine) DeleteQueue(ctx context.Context, name string) (int, error) {
 	if err := e.state.DeleteQueue(ctx, name); err != nil {
 		return 0, failure("delete", job.Ref{Queue: name}, err)
 	}
-	parked, err := e.listAll(ctx, q, job.Parked)
+	parked, err := e.resumer.listAll(ctx, q, job.Parked)
 	if err != nil {
 		return 0, fmt.Errorf("delete %s: %w", name, err)
 	}
 	for _, j := range parked {
-		if err := e.expireOfDeletedQueue(ctx, j); err != nil {
+		if err := e.worker.expireOfDeletedQueue(ctx, j); err != nil {
 			return 0, fmt.Errorf("delete %s: %w", name, err)
 		}
 	}
@@ -321,8 +290,8 @@ type Stats struct {
 	Room *api.RoomFigures `json:"room,omitempty"`
 }
 
-// Stats returns a queue's counts, lag and state.
-func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
+// Stats does Engine.Stats's work.
+func (e *admin) Stats(ctx context.Context, name string) (Stats, error) {
 	q, err := e.Queue(ctx, name)
 	if err != nil {
 		return Stats{}, err
@@ -337,11 +306,11 @@ func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
 	if s.Failed, err = e.state.CountJobs(ctx, name, q.Gen, job.Failed); err != nil {
 		return s, fmt.Errorf("stats %s: %w", name, err)
 	}
-	if s.Lanes, err = e.Lanes(ctx, q); err != nil {
+	if s.Lanes, err = e.lanes.Lanes(ctx, q); err != nil {
 		return s, fmt.Errorf("stats %s: %w", name, err)
 	}
 	if q.Config.Keyed() {
-		keys, err := e.Keys(ctx, name)
+		keys, err := e.lanes.Keys(ctx, name)
 		if err != nil {
 			return s, fmt.Errorf("stats %s: %w", name, err)
 		}
@@ -352,7 +321,7 @@ func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
 			}
 		}
 	}
-	if s.Room, err = e.roomFigures(ctx, q); err != nil {
+	if s.Room, err = e.room.roomFigures(ctx, q); err != nil {
 		return s, fmt.Errorf("stats %s: %w", name, err)
 	}
 	s.Lag = slot.Duration(lag(q, now))
@@ -362,9 +331,8 @@ func (e *Engine) Stats(ctx context.Context, name string) (Stats, error) {
 	return s, nil
 }
 
-// Job returns one job. A missing queue is a *NotFoundError for the queue,
-// as in every other operation; a missing job one for the job.
-func (e *Engine) Job(ctx context.Context, k job.Ref) (job.Job, error) {
+// Job does Engine.Job's work.
+func (e *admin) Job(ctx context.Context, k job.Ref) (job.Job, error) {
 	if err := checkRef(k); err != nil {
 		return job.Job{}, err
 	}
@@ -378,7 +346,7 @@ func (e *Engine) Job(ctx context.Context, k job.Ref) (job.Job, error) {
 	}
 	j.SlotAt = q.SlotOf(j)
 	if inRoom(&j) {
-		if j.Room, err = e.roomPlace(ctx, q, j); err != nil {
+		if j.Room, err = e.room.roomPlace(ctx, q, j); err != nil {
 			return j, failure("job", k, err)
 		}
 	}
@@ -387,7 +355,7 @@ func (e *Engine) Job(ctx context.Context, k job.Ref) (job.Job, error) {
 
 // getJob reads a job of q: ErrJobNotFound also for a job of another
 // generation of the queue (one deleted since).
-func (e *Engine) getJob(ctx context.Context, q Queue, k job.Ref) (job.Job, error) {
+func (e *admin) getJob(ctx context.Context, q Queue, k job.Ref) (job.Job, error) {
 	j, err := e.state.GetJob(ctx, k)
 	if err == nil && j.Gen != q.Gen {
 		return job.Job{}, fmt.Errorf("get job %s: generation %d, queue at %d: %w", k, j.Gen, q.Gen, ErrJobNotFound)
@@ -427,7 +395,7 @@ var lastGen atomic.Int64
 // deleted one (given clocks within the time between the two creations),
 // which stores use to keep a late write of the deleted generation off
 // the new one's jobs (State.CreateJobs).
-func (e *Engine) newGen() int64 {
+func (e *admin) newGen() int64 {
 	next := e.now().UnixMicro() << 8
 	for {
 		last := lastGen.Load()
@@ -450,8 +418,8 @@ func checkRef(k job.Ref) error {
 	return nil
 }
 
-// Jobs lists jobs of a queue in one status, in ticket order.
-func (e *Engine) Jobs(ctx context.Context, r ListRequest) ([]job.Job, error) {
+// Jobs does Engine.Jobs's work.
+func (e *admin) Jobs(ctx context.Context, r ListRequest) ([]job.Job, error) {
 	if err := slot.ValidateName(r.Queue); err != nil {
 		return nil, err
 	}
@@ -483,14 +451,14 @@ func (e *Engine) Jobs(ctx context.Context, r ListRequest) ([]job.Job, error) {
 // MaxList is the most jobs one Jobs call answers.
 const MaxList = 1000
 
-// CancelJob cancels a waiting job. ErrNotWaiting if it started or ended.
-func (e *Engine) CancelJob(ctx context.Context, k job.Ref) (job.Job, error) {
+// CancelJob does Engine.CancelJob's work.
+func (e *admin) CancelJob(ctx context.Context, k job.Ref) (job.Job, error) {
 	return e.cancelJob(ctx, k, "")
 }
 
 // cancelJob is CancelJob, its history's cancel event giving reason (""
 // on request).
-func (e *Engine) cancelJob(ctx context.Context, k job.Ref, reason string) (job.Job, error) {
+func (e *admin) cancelJob(ctx context.Context, k job.Ref, reason string) (job.Job, error) {
 	if err := checkRef(k); err != nil {
 		return job.Job{}, err
 	}
@@ -513,21 +481,21 @@ func (e *Engine) cancelJob(ctx context.Context, k job.Ref, reason string) (job.J
 		if err != nil {
 			return j, failure("cancel", k, err)
 		}
-		e.takeOffLanes(ctx, q, j)
+		e.lanes.takeOffLanes(ctx, q, j)
 		if inRoom(&j) {
-			e.leaveRoom(ctx, q, j)
+			e.room.leaveRoom(ctx, q, j)
 		}
-		e.freeBooking(ctx, q, j)
+		e.room.freeBooking(ctx, q, j)
 		return e.getJob(ctx, q, k)
 	}
 }
 
-func (e *Engine) cancel(ctx context.Context, cfg slot.Config, j job.Job) error {
+func (e *admin) cancel(ctx context.Context, cfg slot.Config, j job.Job) error {
 	return e.cancelFor(ctx, cfg, j, "")
 }
 
 // cancelFor is cancel, its history's event giving reason.
-func (e *Engine) cancelFor(ctx context.Context, cfg slot.Config, j job.Job, reason string) error {
+func (e *admin) cancelFor(ctx context.Context, cfg slot.Config, j job.Job, reason string) error {
 	from := j.Version()
 	now := e.now()
 	j.Status, j.FinishedAt, j.ExpiresAt, j.ParkReason, j.DueAt = job.Cancelled, now, now.Add(cfg.Retention), "", time.Time{}

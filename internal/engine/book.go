@@ -12,36 +12,36 @@ import (
 )
 
 // What an enqueue books for its jobs: tickets and slots from the queue's
-// take (assign, assignBooked), their counts on the keys' lanes
+// take (assign, assignSlots), their counts on the keys' lanes
 // (countPending), and where each job goes by its slot (place).
 
 // ticketsAndCounts gives jobs their tickets and slots (assign; on a
-// bounded queue, keyAhead as assignBooked takes it) and counts
+// bounded queue, keyAhead as assignSlots takes it) and counts
 // them as pending on their keys' lanes (countPending), returning for each
 // the jobs of its key ahead of it. On a queue with keyed limits the count
 // comes right after the take (assignKeyed): a job's place among its key's
 // jobs gives its key's slot.
-func (e *Engine) ticketsAndCounts(ctx context.Context, q *Queue, jobs []*job.Job, keyAhead []int64) ([]int64, error) {
+func (e *enqueuer) ticketsAndCounts(ctx context.Context, q *Queue, jobs []*job.Job, keyAhead []int64) ([]int64, error) {
 	if !q.Config.Keyed() {
 		if err := e.assign(ctx, q, jobs); err != nil {
 			return nil, err
 		}
 		return e.countPending(ctx, *q, jobs)
 	}
-	return e.assignBooked(ctx, q, jobs, true, keyAhead, time.Time{})
+	return e.assignSlots(ctx, q, jobs, true, keyAhead, time.Time{})
 }
 
 // countPending counts jobs (in ticket order) as pending on their keys'
 // lanes, one write per key, and returns for each job the number of jobs
 // of its key ahead of it.
-func (e *Engine) countPending(ctx context.Context, q Queue, jobs []*job.Job) ([]int64, error) {
+func (e *enqueuer) countPending(ctx context.Context, q Queue, jobs []*job.Job) ([]int64, error) {
 	ahead, _, err := e.countPendingLanes(ctx, q, jobs)
 	return ahead, err
 }
 
 // countPendingLanes is countPending, which also returns the lanes as the
 // counts left them, by key.
-func (e *Engine) countPendingLanes(ctx context.Context, q Queue, jobs []*job.Job) ([]int64, map[string]slot.Lane, error) {
+func (e *enqueuer) countPendingLanes(ctx context.Context, q Queue, jobs []*job.Job) ([]int64, map[string]slot.Lane, error) {
 	per := map[string]int64{}
 	var keys []string
 	for _, j := range jobs {
@@ -84,7 +84,7 @@ func (e *Engine) countPendingLanes(ctx context.Context, q Queue, jobs []*job.Job
 // began: the round trips before it (reading the queue, looking up ids)
 // would book a job due at once in the past. The soonest slot is Lead
 // from now: the time a worker takes to pass the gate before its start.
-func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
+func (e *enqueuer) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 	_, err := e.assignKeyed(ctx, q, jobs, false)
 	return err
 }
@@ -100,17 +100,17 @@ func (e *Engine) assign(ctx context.Context, q *Queue, jobs []*job.Job) error {
 // gate without holding up the tickets behind it. Without count (a new
 // ticket for a job counted already) a job's place is behind every job of
 // its key.
-func (e *Engine) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, count bool) ([]int64, error) {
-	return e.assignBooked(ctx, q, jobs, count, nil, time.Time{})
+func (e *enqueuer) assignKeyed(ctx context.Context, q *Queue, jobs []*job.Job, count bool) ([]int64, error) {
+	return e.assignSlots(ctx, q, jobs, count, nil, time.Time{})
 }
 
-// assignBooked is assignKeyed for the jobs of a bounded queue
+// assignSlots is assignKeyed for the jobs of a bounded queue
 // (waitroom.go): a job that waits in the waiting room (job.Room) takes a
 // ticket and no slot, no place in the line; and, with keyAhead, a keyed
 // job's place among its key's jobs is the number of them booked before
 // it (keyAhead[i]), not those accepted before it, since the waiting ones
 // hold no slot. No slot comes before after (zero: none).
-func (e *Engine) assignBooked(ctx context.Context, q *Queue, jobs []*job.Job, count bool, keyAhead []int64, after time.Time) ([]int64, error) {
+func (e *enqueuer) assignSlots(ctx context.Context, q *Queue, jobs []*job.Job, count bool, keyAhead []int64, after time.Time) ([]int64, error) {
 	for try := 0; ; try++ {
 		now := laterOf(e.now().Add(e.opts.Lead), after)
 		ls, tick := q.Config.LimitList(), q.Config.Tick()
@@ -161,9 +161,9 @@ func (e *Engine) assignBooked(ctx context.Context, q *Queue, jobs []*job.Job, co
 				return nil, err
 			}
 		}
-		keyAt, err := e.keySlots(ctx, *q, jobs, ahead, lanes, now)
+		keyAt, err := e.lanes.keySlots(ctx, *q, jobs, ahead, lanes, now)
 		if keyAhead != nil {
-			keyAt, err = e.keySlots(ctx, *q, jobs, keyAhead, nil, now)
+			keyAt, err = e.lanes.keySlots(ctx, *q, jobs, keyAhead, nil, now)
 		}
 		if err != nil {
 			if count {
@@ -221,10 +221,10 @@ func setSlots(jobs []*job.Job, inLine, books []bool, taken Taken, after time.Tim
 	}
 }
 
-// place sets a job's status for its slot, by its queue's state st:
+// sendOrPark sets a job's status for its slot, by its queue's state st:
 // parked when the queue is paused or the slot lies beyond the
 // transport's reach, queued otherwise.
-func (e *Engine) place(j *job.Job, st slot.State) {
+func (e *enqueuer) sendOrPark(j *job.Job, st slot.State) {
 	now := e.now()
 	if j.ParkReason == job.Room {
 		j.Status, j.DueAt = job.Parked, time.Time{}

@@ -39,11 +39,30 @@
 // tooling, cost meters, test rigs) or internal/cli (console, timeline) is
 // imported by it. docs/algorithm.md explains the rules, with a glossary.
 //
+// The engine by role. Engine is the public face: its methods (api.go)
+// delegate to one role each, a type over the parts every role shares
+// (core: the stores, the clock, the options, the log, the tracer):
+//
+//	enqueuer     takes producers' jobs (Enqueue)
+//	worker       runs a delivered message through the gate to its target
+//	             and records its outcome (Work)
+//	resumer      the resume function's pass (Resume, Reindex, Redrive)
+//	admin        queues, jobs, schedules, configure and retry
+//	keyLanes     keys: lanes, hand-offs, meters, reaping (Keys, Lanes)
+//	waitingRoom  a bounded queue's booking horizon and its waiting room
+//
+// A role asks another for what is the other's through core
+// (e.worker.reticket, e.room.bookNext, e.lanes.arrive). The store is one
+// interface per part of the table (state.go): QueueStore, LineStore,
+// JobStore, DueStore, KeyStore and RoomStore, which State gathers.
+//
 // The files, by part:
 //
-//	engine.go     Engine, Options, New; the Runner a target runs through
-//	state.go      the State interface, its requests and errors; the gate's
-//	              request (GateRequest.Decide)
+//	engine.go     Engine, core and the roles' types, Options, New; the
+//	              Runner a target runs through
+//	api.go        Engine's methods, each delegating to its role
+//	state.go      the store's interfaces by part (State), their requests
+//	              and errors; the gate's request (GateRequest.Decide)
 //	due.go        the schema mark's record (Schema, Cursor) and the due
 //	              index: when the resume function looks at a job, a
 //	              queue, a lane or a waiting room

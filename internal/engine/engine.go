@@ -162,7 +162,19 @@ const (
 )
 
 // Engine runs slotq's use cases. It is safe for concurrent use.
+//
+// Engine is the public face; the work is done by role (design: an
+// enqueuer, a worker, a resumer and an admin over shared parts, the keys'
+// lanes and the waiting room), each a type of its own over the parts
+// every role shares (core). Engine's methods delegate to them (api.go).
 type Engine struct {
+	*core
+}
+
+// core is what every role shares: the stores, the clock, the options,
+// the log and the tracer, and the roles themselves, so that one role
+// asks another for what is the other's (e.worker.reticket, e.room.bookNext).
+type core struct {
 	state     State
 	transport Transport
 	runner    Runner
@@ -176,7 +188,42 @@ type Engine struct {
 	// asking for no rebuild (Unix ns; 0: never): rebuildDue reads it
 	// again only schemaRecheck later.
 	schemaSeen atomic.Int64
+
+	enqueuer *enqueuer
+	worker   *worker
+	resumer  *resumer
+	admin    *admin
+	lanes    *keyLanes
+	room     *waitingRoom
 }
+
+// enqueuer takes producers' jobs: tickets, slots, messages and records
+// (enqueue.go, book.go).
+type enqueuer struct{ *core }
+
+// worker runs delivered messages through the gate to their targets and
+// records what came of them (work.go, gate.go, start.go, outcome.go,
+// recover.go, sendback.go, slowdown.go).
+type worker struct{ *core }
+
+// resumer is the resume function's side: lifting pauses, releasing
+// parked jobs, running schedules, rebuilding and redriving (resume.go,
+// release.go, schedules_run.go, reindex.go, redrive.go, urgency.go).
+type resumer struct{ *core }
+
+// admin is what operators ask: queues, their configuration, pause,
+// purge, delete, jobs, cancels, retries and schedules (admin.go,
+// change.go, reslot.go, move.go, schedules.go, retry.go).
+type admin struct{ *core }
+
+// keyLanes keeps keys one (or as many as a key may run) at a time: the
+// lanes, their hand-offs, the keys' meters and the reaping of lost
+// holders (lane.go, handoff.go, keys.go, meter.go, reap.go).
+type keyLanes struct{ *core }
+
+// waitingRoom is the booking horizon of a bounded queue and the room
+// its waiting jobs are booked from (waitroom.go, roomread.go).
+type waitingRoom struct{ *core }
 
 // New returns an Engine.
 func New(o Options) *Engine {
@@ -220,18 +267,20 @@ func New(o Options) *Engine {
 	if o.MaxSendsBack <= 0 {
 		o.MaxSendsBack = DefaultMaxSendsBack
 	}
-	e := &Engine{
+	c := &core{
 		state: o.State, transport: o.Transport, runner: o.Runner, log: o.Logger,
 		now: o.Now, defaults: o.Defaults.WithDefaults(), opts: o,
 	}
 	if o.Tracer != nil {
-		e.tracer = o.Tracer.Tracer(tracerName)
+		c.tracer = o.Tracer.Tracer(tracerName)
 	}
-	return e
+	c.enqueuer, c.worker, c.resumer, c.admin = &enqueuer{c}, &worker{c}, &resumer{c}, &admin{c}
+	c.lanes, c.room = &keyLanes{c}, &waitingRoom{c}
+	return &Engine{core: c}
 }
 
 // fits reports whether d leaves Margin before ctx's deadline.
-func (e *Engine) fits(ctx context.Context, d time.Duration) bool {
+func (e *core) fits(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return true
@@ -242,13 +291,13 @@ func (e *Engine) fits(ctx context.Context, d time.Duration) bool {
 // targetTimeout is how long a target of a queue configured with cfg may
 // run: its target_timeout, cut to what one invocation can hold for a
 // queue configured before the worker's timeout was lowered.
-func (e *Engine) targetTimeout(cfg slot.Config) time.Duration {
+func (e *core) targetTimeout(cfg slot.Config) time.Duration {
 	return max(time.Second, min(cfg.TargetTimeout, e.maxTargetTimeout()))
 }
 
 // maxTargetTimeout is the longest target_timeout that fits in one worker
 // invocation next to the writes after the target and Margin.
-func (e *Engine) maxTargetTimeout() time.Duration {
+func (e *core) maxTargetTimeout() time.Duration {
 	return e.opts.WorkerTimeout - e.opts.RecordTimeout - e.opts.Margin
 }
 
@@ -256,13 +305,13 @@ func (e *Engine) maxTargetTimeout() time.Duration {
 // timeout and the writes after it. Work passes the gate only when budget
 // (and Margin) fits before its deadline, so whatever starts is recorded
 // before Lambda stops the invocation.
-func (e *Engine) budget(cfg slot.Config) time.Duration {
+func (e *core) budget(cfg slot.Config) time.Duration {
 	return e.targetTimeout(cfg) + e.opts.RecordTimeout
 }
 
 // checkTargetTimeout refuses a target_timeout that cannot fit in one
 // worker invocation.
-func (e *Engine) checkTargetTimeout(cfg slot.Config) error {
+func (e *core) checkTargetTimeout(cfg slot.Config) error {
 	if limit := e.maxTargetTimeout(); cfg.TargetTimeout > limit {
 		return input.Invalid("invalid_target_timeout", "target_timeout", fmt.Sprintf(
 			"target_timeout %s does not fit in the worker's timeout %s: at most %s (%s are kept for recording the outcome)",

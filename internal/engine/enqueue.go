@@ -25,17 +25,14 @@ type Accepted = api.Accepted
 // (api.EnqueueResult).
 type EnqueueResult = api.EnqueueResult
 
-// Enqueue accepts one job or a batch. Bad input returns an *input.Error
-// and writes nothing. A batch gets a contiguous range of tickets. Jobs
-// whose slot is within the transport's reach are sent with their delay;
-// the others are parked for the resume function.
-func (e *Engine) Enqueue(ctx context.Context, req job.EnqueueRequest) (res EnqueueResult, err error) {
+// Enqueue does Engine.Enqueue's work.
+func (e *enqueuer) Enqueue(ctx context.Context, req job.EnqueueRequest) (res EnqueueResult, err error) {
 	ctx, end := e.traceEnqueue(ctx, &req)
 	defer func() { end(err) }()
 	return e.enqueue(ctx, req)
 }
 
-func (e *Engine) enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueResult, error) {
+func (e *enqueuer) enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueResult, error) {
 	now := e.now()
 	if err := req.Validate(now); err != nil {
 		return EnqueueResult{}, err
@@ -57,7 +54,7 @@ func (e *Engine) enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	var spots []roomSpot
 	var spare bool
 	if q.Config.Bounded() {
-		if keyAhead, spots, spare, err = e.admit(ctx, q, newJobs); err != nil {
+		if keyAhead, spots, spare, err = e.room.admit(ctx, q, newJobs); err != nil {
 			return EnqueueResult{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 		}
 	}
@@ -68,7 +65,7 @@ func (e *Engine) enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 	for _, j := range newJobs {
 		j.Order = j.Ticket // kept through re-tickets: the order a pause keeps
 		j.Record(job.Event{At: now, Kind: job.Enqueued, Ticket: j.Ticket})
-		e.place(j, q.State)
+		e.sendOrPark(j, q.State)
 	}
 	created, err := e.sendAndCreate(ctx, q, newJobs)
 	if err != nil {
@@ -80,11 +77,11 @@ func (e *Engine) enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 			return EnqueueResult{}, err
 		}
 		if created[k] && inRoom(j) {
-			e.answerWaiting(&res.Jobs[at[k]], q, j, spots[k])
+			e.room.answerWaiting(&res.Jobs[at[k]], q, j, spots[k])
 		}
 	}
 	if spare {
-		e.bookNext(ctx, q)
+		e.room.bookNext(ctx, q)
 	}
 	e.log.DebugContext(ctx, "enqueued", "queue", q.Name, "jobs", len(newJobs), "first_ticket", newJobs[0].Ticket)
 	return res, nil
@@ -94,7 +91,7 @@ func (e *Engine) enqueue(ctx context.Context, req job.EnqueueRequest) (EnqueueRe
 // is missing and auto-creation is on. Everything is checked before the
 // first write: a refused call must not create the queue
 // (docs/guarantees.md §10).
-func (e *Engine) enqueueQueue(ctx context.Context, req job.EnqueueRequest, specs []job.Spec) (Queue, error) {
+func (e *enqueuer) enqueueQueue(ctx context.Context, req job.EnqueueRequest, specs []job.Spec) (Queue, error) {
 	q, fresh, err := e.queueFor(ctx, req)
 	if err != nil {
 		return q, err
@@ -118,10 +115,10 @@ func (e *Engine) enqueueQueue(ctx context.Context, req job.EnqueueRequest, specs
 // newJobs builds the jobs specs ask for, and at, the index of each in
 // the request. Idempotency: a caller-given id that exists answers with
 // that job (into answers), and nothing new is made of it.
-func (e *Engine) newJobs(ctx context.Context, q Queue, specs []job.Spec, now time.Time, answers []Accepted) (jobs []*job.Job, at []int, err error) {
+func (e *enqueuer) newJobs(ctx context.Context, q Queue, specs []job.Spec, now time.Time, answers []Accepted) (jobs []*job.Job, at []int, err error) {
 	for i, s := range specs {
 		if s.ID != "" {
-			old, err := e.getJob(ctx, q, job.Ref{Queue: q.Name, ID: s.ID})
+			old, err := e.admin.getJob(ctx, q, job.Ref{Queue: q.Name, ID: s.ID})
 			if err == nil {
 				if answers[i], err = e.answerExisting(ctx, q, &old); err != nil {
 					return nil, nil, fmt.Errorf("enqueue %s: %w", q.Name, err)
@@ -156,7 +153,7 @@ func (e *Engine) newJobs(ctx context.Context, q Queue, specs []job.Spec, now tim
 // way: a crash between the two leaves messages whose job does not exist
 // (dropped by the worker), never a job that waits for a message that will
 // not come.
-func (e *Engine) sendAndCreate(ctx context.Context, q Queue, jobs []*job.Job) ([]bool, error) {
+func (e *enqueuer) sendAndCreate(ctx context.Context, q Queue, jobs []*job.Job) ([]bool, error) {
 	e.sendQueued(ctx, jobs)
 	records := make([]job.Job, len(jobs))
 	for i, j := range jobs {
@@ -166,7 +163,7 @@ func (e *Engine) sendAndCreate(ctx context.Context, q Queue, jobs []*job.Job) ([
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %s: %w", q.Name, err)
 	}
-	if e.expireIfDead(ctx, q.Name, q.Gen, jobs) > 0 {
+	if e.worker.expireIfDead(ctx, q.Name, q.Gen, jobs) > 0 {
 		// Deleted since the tickets were taken: the call ran against
 		// the deleted queue, and its parked jobs went with it.
 		return nil, fmt.Errorf("enqueue %s: generation %d: %w", q.Name, q.Gen, ErrQueueNotFound)
@@ -179,7 +176,7 @@ func (e *Engine) sendAndCreate(ctx context.Context, q Queue, jobs []*job.Job) ([
 // (countPending), their bookings of a bounded queue's horizon (freed, and
 // the room books the next: held, they would fill a place until the
 // resume function's look) and their counts in its waiting room.
-func (e *Engine) uncountLost(ctx context.Context, q Queue, jobs []*job.Job, created []bool) {
+func (e *enqueuer) uncountLost(ctx context.Context, q Queue, jobs []*job.Job, created []bool) {
 	lost := map[string]int64{}
 	var free []int64
 	var left []job.Job
@@ -197,9 +194,9 @@ func (e *Engine) uncountLost(ctx context.Context, q Queue, jobs []*job.Job, crea
 			free = append(free, j.Booking)
 		}
 	}
-	e.leaveRoom(ctx, q, left...)
+	e.room.leaveRoom(ctx, q, left...)
 	if len(free) > 0 {
-		e.bookNext(ctx, q, free...)
+		e.room.bookNext(ctx, q, free...)
 	}
 	for key, n := range lost {
 		if _, err := e.state.AddPending(ctx, q.Name, q.Gen, key, -n); err != nil {
@@ -212,9 +209,9 @@ func (e *Engine) uncountLost(ctx context.Context, q Queue, jobs []*job.Job, crea
 // its key ahead of it if it was created. If it lost a race with the same
 // id, the answer is the winner's; the ticket this call took for it stays
 // unused, and its message is dropped as stale.
-func (e *Engine) answerNew(ctx context.Context, q Queue, j *job.Job, created bool, ahead int64) (Accepted, error) {
+func (e *enqueuer) answerNew(ctx context.Context, q Queue, j *job.Job, created bool, ahead int64) (Accepted, error) {
 	if !created {
-		old, err := e.getJob(ctx, q, job.Ref{Queue: q.Name, ID: j.ID})
+		old, err := e.admin.getJob(ctx, q, job.Ref{Queue: q.Name, ID: j.ID})
 		if err != nil {
 			return Accepted{}, fmt.Errorf("enqueue %s: %w", q.Name, err)
 		}
@@ -239,13 +236,13 @@ func answer(j *job.Job, st slot.State) Accepted {
 // one that waits in the waiting room is answered waiting, with its place
 // and estimate as its record shows them (roomPlace), as its first call
 // was.
-func (e *Engine) answerExisting(ctx context.Context, q Queue, j *job.Job) (Accepted, error) {
+func (e *enqueuer) answerExisting(ctx context.Context, q Queue, j *job.Job) (Accepted, error) {
 	a := answer(j, q.State)
 	a.Existing = true
 	if !inRoom(j) {
 		return a, nil
 	}
-	rp, err := e.roomPlace(ctx, q, *j)
+	rp, err := e.room.roomPlace(ctx, q, *j)
 	if err != nil {
 		return a, err
 	}
@@ -257,7 +254,7 @@ func (e *Engine) answerExisting(ctx context.Context, q Queue, j *job.Job) (Accep
 // arrives Options.Lead before it, so the worker passes the gate then, for
 // a start at the start. Every message for a start is sent with it (an
 // enqueue, a re-ticket, a hand-back, a release, a redrive).
-func (e *Engine) delayTo(start, now time.Time) time.Duration {
+func (e *enqueuer) delayTo(start, now time.Time) time.Duration {
 	return max(0, start.Sub(now)-e.opts.Lead)
 }
 
@@ -267,7 +264,7 @@ func (e *Engine) delayTo(start, now time.Time) time.Duration {
 // make every message arrive late by their time. A job whose message the
 // transport refuses becomes parked as unsent (in memory: the caller
 // writes the record), and the resume function sends it again.
-func (e *Engine) sendQueued(ctx context.Context, jobs []*job.Job) {
+func (e *enqueuer) sendQueued(ctx context.Context, jobs []*job.Job) {
 	var queued []*job.Job
 	for _, j := range jobs {
 		if j.Status == job.Queued {
@@ -316,7 +313,7 @@ func laterOf(a, b time.Time) time.Time {
 // auto-creation is on, it returns the queue it would create, with the
 // defaults (and the request's limit), and fresh set: nothing is
 // written yet.
-func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue, fresh bool, err error) {
+func (e *enqueuer) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue, fresh bool, err error) {
 	q, err = e.state.GetQueue(ctx, req.Queue)
 	switch {
 	case err == nil:
@@ -338,12 +335,12 @@ func (e *Engine) queueFor(ctx context.Context, req job.EnqueueRequest) (q Queue,
 	if err != nil {
 		return q, false, err
 	}
-	return Queue{Name: req.Queue, Gen: e.newGen(), Config: cfg, CreatedAt: e.now()}, true, nil
+	return Queue{Name: req.Queue, Gen: e.admin.newGen(), Config: cfg, CreatedAt: e.now()}, true, nil
 }
 
 // createForEnqueue creates the queue an enqueue call found missing, or
 // reads the one a concurrent call created first.
-func (e *Engine) createForEnqueue(ctx context.Context, q Queue) (Queue, error) {
+func (e *enqueuer) createForEnqueue(ctx context.Context, q Queue) (Queue, error) {
 	if err := e.state.CreateQueue(ctx, q); err != nil && !errors.Is(err, ErrQueueExists) {
 		return q, fmt.Errorf("create queue %s: %w", q.Name, err)
 	}
@@ -354,7 +351,7 @@ func (e *Engine) createForEnqueue(ctx context.Context, q Queue) (Queue, error) {
 	return q, nil
 }
 
-func (e *Engine) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []job.Spec) error {
+func (e *enqueuer) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []job.Spec) error {
 	kinds, _ := e.runner.(Kinds)
 	for i, s := range specs {
 		prefix := fmt.Sprintf("jobs[%d].", i)

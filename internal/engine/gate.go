@@ -31,7 +31,7 @@ func (d *delivery) tryGate(ctx context.Context) (next, error) {
 	if n, err := d.checkQueue(ctx); n != proceed {
 		return n, err
 	}
-	if n := d.hold(); n != proceed {
+	if n := d.aimStart(); n != proceed {
 		return n, nil
 	}
 	if n, err := d.decide(ctx); n != proceed {
@@ -116,16 +116,16 @@ func (d *delivery) checkQueue(ctx context.Context) (next, error) {
 	return proceed, nil
 }
 
-// hold picks the start to ask the gate for (at): wake, or, for a worker
+// aimStart picks the start to ask the gate for (at): wake, or, for a worker
 // that came too late for it, the soonest it can start. While lower
 // tickets have not started, it leaves them the intervals they need, so a
-// late neighbour is not passed by a hair (see holdUntil); a scheduled job
+// late neighbour is not passed by a hair (see lineOpening); a scheduled job
 // does not wait for the line.
-func (d *delivery) hold() next {
+func (d *delivery) aimStart() next {
 	e, q, j := d.e, d.q, &d.j
 	d.now = e.now()
 	d.at = slot.StartAt(d.wake, d.now, e.opts.Lead)
-	if hold := holdUntil(q, j, d.at); d.at.Before(hold) {
+	if hold := lineOpening(q, j, d.at); d.at.Before(hold) {
 		d.wake = hold
 		return again
 	}
@@ -133,7 +133,7 @@ func (d *delivery) hold() next {
 	// gate: at the start itself, the store's latency would make every
 	// held worker late for its own (on DynamoDB, at 5 ms a call and an
 	// opening every 2 ms, a chain of reads, refusals and re-tickets).
-	if d.turn = holdTurn(q, j, d.at).Add(-e.opts.Lead); d.now.Before(d.turn) {
+	if d.turn = lineTurn(q, j, d.at).Add(-e.opts.Lead); d.now.Before(d.turn) {
 		return again
 	}
 	// The gate checks the limits at the reserved start and records its
@@ -186,7 +186,7 @@ func (d *delivery) decide(ctx context.Context) (next, error) {
 	case (v == slot.Start || v == slot.Full) && j.Key != "" && !d.holding && q.Config.KeyCap() != 0:
 		return d.takeKey(ctx)
 	case v == slot.Full:
-		return d.waitForPlace(ctx)
+		return d.waitForRunningPlace(ctx)
 	case keyed(q, j):
 		if n, err := d.awaitKey(ctx); n != proceed {
 			return n, err
@@ -219,7 +219,7 @@ func (d *delivery) writerExcused() bool {
 // through (a limit of the key's own: keyed), without a write: the key's
 // meter is read, and a job early for its key aims at the key's opening.
 func (d *delivery) awaitKey(ctx context.Context) (next, error) {
-	open, m, err := d.e.keyOpen(ctx, d.q, &d.j)
+	open, m, err := d.e.lanes.keyOpen(ctx, d.q, &d.j)
 	if err != nil {
 		return stop, fmt.Errorf("work %s: %w", d.env.Ref(), err)
 	}
@@ -245,14 +245,14 @@ func (d *delivery) passKey(ctx context.Context) (next, error) {
 	if !keyed(d.q, j) {
 		return proceed, nil
 	}
-	v, open, prev, put, err := e.keyGate(ctx, d.q, j, d.gr.Start(), d.gr.CallBy(), d.meter)
+	v, open, prev, put, err := e.lanes.keyGate(ctx, d.q, j, d.gr.Start(), d.gr.CallBy(), d.meter)
 	if err == nil && v == slot.KeyStart {
 		d.keyPrev, d.keyPut = prev, put
 		return proceed, nil
 	}
 	q := d.q
 	q.State = d.st
-	e.endRun(ctx, q, j.Ticket)
+	e.lanes.endRun(ctx, q, j.Ticket)
 	switch {
 	case err != nil:
 		// Still queued at its ticket: the message comes again.
@@ -271,7 +271,7 @@ func (d *delivery) passKey(ctx context.Context) (next, error) {
 // key spends no slot, and waits for its key, not for a place it could not
 // use. Holding it, the job goes to the gate with the queue read again.
 func (d *delivery) takeKey(ctx context.Context) (next, error) {
-	ok, err := d.e.arrive(ctx, &d.q, &d.j)
+	ok, err := d.e.lanes.arrive(ctx, &d.q, &d.j)
 	if !ok || err != nil {
 		return stop, err
 	}
@@ -280,11 +280,11 @@ func (d *delivery) takeKey(ctx context.Context) (next, error) {
 	return again, nil
 }
 
-// waitForPlace waits for a running place, every one being taken, without
-// a write to the gate (waitPlace). The job keeps its key, if it took one:
+// waitForRunningPlace waits for a running place, every one being taken, without
+// a write to the gate (awaitRunningPlace). The job keeps its key, if it took one:
 // its place in the key's order is its ticket's.
-func (d *delivery) waitForPlace(ctx context.Context) (next, error) {
-	if ok, err := d.e.waitPlace(ctx, d.q, &d.j); !ok || err != nil {
+func (d *delivery) waitForRunningPlace(ctx context.Context) (next, error) {
+	if ok, err := d.e.lanes.awaitRunningPlace(ctx, d.q, &d.j); !ok || err != nil {
 		if err == nil && d.holding {
 			d.e.leaveIfGone(ctx, d.q, d.j, d.want.Ticket)
 		}
@@ -324,9 +324,9 @@ func (d *delivery) refused(ctx context.Context, gate *GateError) (next, error) {
 		if slowHeld(gate.State, j, d.at) {
 			return d.awaitSlowDown(ctx, gate.OpenAt) // slowdown.go
 		}
-		d.wake, d.recheck = laterOf(gate.OpenAt, holdUntil(d.q, j, d.at)), outOfLine(j)
+		d.wake, d.recheck = laterOf(gate.OpenAt, lineOpening(d.q, j, d.at)), outOfLine(j)
 	case slot.Full:
-		return d.waitForPlace(ctx)
+		return d.waitForRunningPlace(ctx)
 	case slot.Paused:
 		err := e.park(ctx, j, job.PausedQueue)
 		d.leaveKeyUnlessRunning(ctx)
@@ -354,7 +354,7 @@ func (d *delivery) passed(ctx context.Context) (next, error) {
 // leaveKeyUnlessRunning gives up the key the job's ticket may hold after
 // the job was parked or re-ticketed at the gate (leaveUnlessRunning).
 func (d *delivery) leaveKeyUnlessRunning(ctx context.Context) {
-	d.e.leaveUnlessRunning(ctx, d.q, d.j, d.want.Ticket)
+	d.e.lanes.leaveUnlessRunning(ctx, d.q, d.j, d.want.Ticket)
 }
 
 // giveUpGate gives up, after a refused claim, the running place the gate
@@ -371,18 +371,18 @@ func (d *delivery) giveUpGate(ctx context.Context) {
 		return
 	}
 	q.State = d.st
-	e.endRun(ctx, q, j.Ticket)
-	e.leave(ctx, q, j, j.Ticket, jobGoesOn)
+	e.lanes.endRun(ctx, q, j.Ticket)
+	e.lanes.leave(ctx, q, j, j.Ticket, jobGoesOn)
 }
 
-// holdUntil is when j may try the gate if the lower tickets still ahead of
+// lineOpening is when j may try the gate if the lower tickets still ahead of
 // it start on time: when the gate opens after they started, each at its
 // opening (slot.OpenAfter: for the interval form one interval after the
 // last start per ticket between). Only the lower line tickets that can be
 // in flight now count (lineAhead). So a lower ticket that never comes
 // (lost, or a job scheduled for later) costs a late job little, and an
 // on-time job at most one interval, once.
-func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
+func lineOpening(q Queue, j *job.Job, now time.Time) time.Time {
 	k := lineAhead(q, j, now)
 	if k <= 0 {
 		return time.Time{}
@@ -390,7 +390,7 @@ func holdUntil(q Queue, j *job.Job, now time.Time) time.Time {
 	return slot.OpenAfter(q.State, q.Config.LimitList(), int(k))
 }
 
-// lineAhead is how many lower line tickets j holds for at now (holdUntil):
+// lineAhead is how many lower line tickets j holds for at now (lineOpening):
 // those after the last started (Current) that can be line tickets, no more
 // than the line's places between its front and j's slot leave room for
 // (slot.LineBetween: the tickets of a waiting room's places, of scheduled
@@ -414,14 +414,14 @@ func lineAhead(q Queue, j *job.Job, now time.Time) int64 {
 	return min(ahead, inFlight)
 }
 
-// holdTurn is, for a job that holds for lower tickets (holdUntil), when
+// lineTurn is, for a job that holds for lower tickets (lineOpening), when
 // it may go to the gate by the clock: at the due start of the nearest of
 // them, until which that one may still pass the gate for its own start.
 // Workers go to the gate a lead ahead of their starts; two of them given
 // their messages at once (a burst, a late delivery) would otherwise race
 // for the gate, and the higher ticket could pass the lower one by a hair.
-func holdTurn(q Queue, j *job.Job, at time.Time) time.Time {
-	if holdUntil(q, j, at).IsZero() {
+func lineTurn(q Queue, j *job.Job, at time.Time) time.Time {
+	if lineOpening(q, j, at).IsZero() {
 		return time.Time{}
 	}
 	return slot.OpenAfter(q.State, q.Config.LimitList(), int(lineAhead(q, j, at))-1)
@@ -498,7 +498,7 @@ func outOfLine(j *job.Job) bool { return j.Scheduled || j.Detached }
 func (d *delivery) parkForGate(ctx context.Context) error {
 	e, j, wake := d.e, &d.j, d.wake
 	if d.holding {
-		e.keepHold(ctx, j, wake)
+		e.keepKeyWhileAway(ctx, j, wake)
 	}
 	from := j.Version()
 	now := e.now()

@@ -18,7 +18,7 @@ type keyExit int
 // pending on its key. Errors are logged, not returned: the job's own
 // record is written already, and a key left held is handed on by the
 // resume function once its lease runs out.
-func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, exit keyExit) {
+func (e *keyLanes) leave(ctx context.Context, q Queue, j job.Job, ticket int64, exit keyExit) {
 	if j.Key == "" {
 		return
 	}
@@ -36,7 +36,7 @@ func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, ex
 			e.log.WarnContext(ctx, "key not handed on", "queue", q.Name, "key", j.Key, "job_id", j.ID, "error", err.Error())
 			return
 		}
-		next, handed := slot.Leave(l, w, now, keyPlaces(q), e.opts.Lease)
+		next, handed := slot.Leave(l, w, now, keyRunningPlaces(q), e.opts.Lease)
 		var delta int64
 		if exit == jobEnded && l.Pending > 0 {
 			// Never below 0: a count that missed j (its lane
@@ -62,7 +62,7 @@ func (e *Engine) leave(ctx context.Context, q Queue, j job.Job, ticket int64, ex
 // running: then this delivery was a duplicate of a message whose attempt
 // runs, holding the key, and the key stays with it. (The job may hold the
 // key from an earlier delivery that was handed back.)
-func (e *Engine) leaveUnlessRunning(ctx context.Context, q Queue, j job.Job, ticket int64) {
+func (e *keyLanes) leaveUnlessRunning(ctx context.Context, q Queue, j job.Job, ticket int64) {
 	if j.Key == "" {
 		return
 	}
@@ -76,7 +76,7 @@ func (e *Engine) leaveUnlessRunning(ctx context.Context, q Queue, j job.Job, tic
 // takeOffLanes takes a job that was cancelled while it waited off its lanes:
 // its key's (and the key's pending count), and the running places' list
 // if it waited there.
-func (e *Engine) takeOffLanes(ctx context.Context, q Queue, j job.Job) {
+func (e *keyLanes) takeOffLanes(ctx context.Context, q Queue, j job.Job) {
 	if j.Status == job.Parked && j.ParkReason == job.WaitPlace {
 		w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
 		if err := e.updateLane(ctx, q, "", func(l slot.Lane) slot.Lane { return slot.Remove(l, w) }); err != nil {
@@ -89,7 +89,7 @@ func (e *Engine) takeOffLanes(ctx context.Context, q Queue, j job.Job) {
 // handKey sends the jobs that were just given places on the key of lane
 // key, and gives the places on past waiters that no longer wait
 // (cancelled ones).
-func (e *Engine) handKey(ctx context.Context, q Queue, key string, ws ...slot.Waiter) {
+func (e *keyLanes) handKey(ctx context.Context, q Queue, key string, ws ...slot.Waiter) {
 	for stale := 0; len(ws) > 0 && stale < laneTries; {
 		w := ws[0]
 		ws = ws[1:]
@@ -104,7 +104,7 @@ func (e *Engine) handKey(ctx context.Context, q Queue, key string, ws ...slot.Wa
 		stale++
 		var handed []slot.Waiter
 		err = e.updateLane(ctx, q, key, func(l slot.Lane) slot.Lane {
-			l, handed = slot.Leave(l, w, e.now(), keyPlaces(q), e.opts.Lease)
+			l, handed = slot.Leave(l, w, e.now(), keyRunningPlaces(q), e.opts.Lease)
 			return l
 		})
 		if err != nil {
@@ -114,17 +114,17 @@ func (e *Engine) handKey(ctx context.Context, q Queue, key string, ws ...slot.Wa
 	}
 }
 
-// keyPlaces is how many jobs of one key of q may hold its lane at once:
+// keyRunningPlaces is how many jobs of one key of q may hold its lane at once:
 // its key_max_running (one unless the queue says otherwise).
-func keyPlaces(q Queue) int { return max(1, q.Config.KeyCap()) }
+func keyRunningPlaces(q Queue) int { return max(1, q.Config.KeyCap()) }
 
 // wake sends a job parked on a lane that was handed the key or a running
 // place: its message first, then its record as queued (as every release
 // does). A job that is queued at that ticket already is left alone: it
 // parks and reads its lane again, or its message is on its way.
 // errStaleWaiter if the job no longer waits at w's ticket.
-func (e *Engine) wake(ctx context.Context, q Queue, w slot.Waiter, key string) error {
-	j, err := e.getJob(ctx, q, job.Ref{Queue: q.Name, ID: w.JobID})
+func (e *keyLanes) wake(ctx context.Context, q Queue, w slot.Waiter, key string) error {
+	j, err := e.admin.getJob(ctx, q, job.Ref{Queue: q.Name, ID: w.JobID})
 	switch {
 	case errors.Is(err, ErrJobNotFound):
 		return errStaleWaiter
@@ -144,7 +144,7 @@ func (e *Engine) wake(ctx context.Context, q Queue, w slot.Waiter, key string) e
 		reason = "max_running"
 	}
 	j.Record(job.Event{At: e.now(), Kind: job.Released, Reason: reason})
-	e.sendQueued(ctx, []*job.Job{&j}) // message first; a refused one leaves it parked as unsent
+	e.enqueuer.sendQueued(ctx, []*job.Job{&j}) // message first; a refused one leaves it parked as unsent
 	if err := e.state.UpdateJob(ctx, j, from); err != nil && !errors.Is(err, ErrConflict) {
 		return err
 	}
@@ -160,7 +160,7 @@ func (e *Engine) wake(ctx context.Context, q Queue, w slot.Waiter, key string) e
 //
 // q.State is the state the attempt's gate answered: its place, if it took
 // one, is the entry of its ticket there.
-func (e *Engine) endRun(ctx context.Context, q Queue, ticket int64) {
+func (e *keyLanes) endRun(ctx context.Context, q Queue, ticket int64) {
 	until, ok := q.State.Running[ticket]
 	if !ok {
 		return // it took no place (no cap when it started)
@@ -169,13 +169,13 @@ func (e *Engine) endRun(ctx context.Context, q Queue, ticket int64) {
 		e.log.WarnContext(ctx, "running place not freed", "queue", q.Name, "ticket", ticket, "error", err.Error())
 		return
 	}
-	e.handPlaces(ctx, q, 1)
+	e.handRunningPlaces(ctx, q, 1)
 }
 
-// handPlaces sends up to n jobs waiting on q's own lane for a running
+// handRunningPlaces sends up to n jobs waiting on q's own lane for a running
 // place, lowest ticket first, past waiters that no longer wait, and
 // returns how many it sent.
-func (e *Engine) handPlaces(ctx context.Context, q Queue, n int) (sent int) {
+func (e *keyLanes) handRunningPlaces(ctx context.Context, q Queue, n int) (sent int) {
 	// Each pass pops a waiter: stale ones (cancelled, or sent on already)
 	// cost a pass each, bounded by the list's length.
 	for tries := 0; n > 0 && tries < slot.MaxLaneWaiting+laneTries; tries++ {

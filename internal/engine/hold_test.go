@@ -48,8 +48,8 @@ func TestGateHoldSkipsRoomPlaces(t *testing.T) {
 		},
 	} {
 		j := job.Job{Queue: "q", Ticket: c.ticket, SlotAt: c.slotAt}
-		if got := holdUntil(q(c.st), &j, c.slotAt); !got.Equal(c.want) {
-			t.Errorf("%s: holdUntil = %v, want %v", c.name, since(t0, got), since(t0, c.want))
+		if got := lineOpening(q(c.st), &j, c.slotAt); !got.Equal(c.want) {
+			t.Errorf("%s: lineOpening = %v, want %v", c.name, since(t0, got), since(t0, c.want))
 		}
 	}
 }

@@ -23,11 +23,9 @@ type KeyInfo = api.KeyInfo
 // MaxKeysListed is the most keys Keys returns in one answer, busiest first.
 const MaxKeysListed = 1000
 
-// Keys lists q's keys with jobs waiting or running (and those with limits
-// of their own), busiest first (most pending), at most MaxKeysListed. It
-// reads the queue's lanes (one query) and each listed key's meter.
-func (e *Engine) Keys(ctx context.Context, name string) ([]KeyInfo, error) {
-	q, err := e.Queue(ctx, name)
+// Keys does Engine.Keys's work.
+func (e *keyLanes) Keys(ctx context.Context, name string) ([]KeyInfo, error) {
+	q, err := e.admin.Queue(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -60,13 +58,12 @@ func (e *Engine) Keys(ctx context.Context, name string) ([]KeyInfo, error) {
 	return out, nil
 }
 
-// Key returns what key of queue name shows (Keys), also when it has no
-// jobs.
-func (e *Engine) Key(ctx context.Context, name, key string) (KeyInfo, error) {
+// Key does Engine.Key's work.
+func (e *keyLanes) Key(ctx context.Context, name, key string) (KeyInfo, error) {
 	if err := slot.ValidateKey("key", key); err != nil {
 		return KeyInfo{}, err
 	}
-	q, err := e.Queue(ctx, name)
+	q, err := e.admin.Queue(ctx, name)
 	if err != nil {
 		return KeyInfo{}, err
 	}
@@ -83,7 +80,7 @@ func (e *Engine) Key(ctx context.Context, name, key string) (KeyInfo, error) {
 }
 
 // fillKey adds what k's meter says.
-func (e *Engine) fillKey(ctx context.Context, q Queue, k *KeyInfo, now time.Time) error {
+func (e *keyLanes) fillKey(ctx context.Context, q Queue, k *KeyInfo, now time.Time) error {
 	m, err := e.readMeter(ctx, q, k.Key)
 	if err != nil {
 		return err
@@ -122,15 +119,8 @@ type KeyLimit struct {
 	Weight *int        `json:"weight,omitempty"`
 }
 
-// SetKeyLimits gives each key of ls the limits it names (its own, in
-// place of the queue's key_limits), or clears them (nil Limits). At most
-// slot.MaxKeyOverrides keys a call. The queue must keep limits per key
-// (key_limits): a key's own limits replace the queue's default for that
-// key. Bad input is a typed error naming the field (keys[2].limits[0].rate),
-// and nothing is written. One compare-and-set of each key's meter; the
-// key's starts already recorded stay, so the new limit holds from its
-// next start on, counted from the starts before it.
-func (e *Engine) SetKeyLimits(ctx context.Context, name string, ls []KeyLimit) ([]KeyInfo, error) {
+// SetKeyLimits does Engine.SetKeyLimits's work.
+func (e *keyLanes) SetKeyLimits(ctx context.Context, name string, ls []KeyLimit) ([]KeyInfo, error) {
 	switch {
 	case len(ls) == 0:
 		return nil, input.Invalid("invalid_keys", "keys", "give at least one key")
@@ -157,7 +147,7 @@ func (e *Engine) SetKeyLimits(ctx context.Context, name string, ls []KeyLimit) (
 			return nil, input.Invalid("invalid_weight", prefix+"weight", fmt.Sprintf("a key's weight must be between 1 and %d", api.MaxWeight))
 		}
 	}
-	q, err := e.Queue(ctx, name)
+	q, err := e.admin.Queue(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +178,7 @@ func (e *Engine) SetKeyLimits(ctx context.Context, name string, ls []KeyLimit) (
 // tickOf is the shortest average time between starts ls allow.
 func tickOf(ls slot.Limits) time.Duration { return slot.Config{Limits: ls}.Tick() }
 
-func (e *Engine) setKeyLimits(ctx context.Context, q Queue, kl KeyLimit) error {
+func (e *keyLanes) setKeyLimits(ctx context.Context, q Queue, kl KeyLimit) error {
 	for try := 0; ; try++ {
 		m, err := e.readMeter(ctx, q, kl.Key)
 		if err != nil {

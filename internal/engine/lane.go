@@ -21,7 +21,7 @@ import (
 // slot, and the holder hands the key on as its attempt ends (leave, wake;
 // handoff.go). The queue's running places are counted by the gate
 // itself (GateRequest.MaxRunning); a job the gate finds Full parks on the
-// queue's own lane (waitPlace), and each attempt that ends hands its
+// queue's own lane (awaitRunningPlace), and each attempt that ends hands its
 // place to the first of them (endRun). A job that waited is Detached: it
 // left the line, so the gate lets it pass by the spacing alone. Nothing
 // polls: parked jobs are sent on by the hand-offs, and the resume
@@ -40,7 +40,7 @@ var errStaleWaiter = errors.New("lane waiter no longer waits")
 // key and goes on to the gate; otherwise j was parked on the key, took a
 // new ticket (a later job of its key came first) or was handed back (the
 // lane is full), and the message is done with.
-func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error) {
+func (e *keyLanes) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error) {
 	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
 	for range laneTries {
 		now := e.now()
@@ -48,7 +48,7 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 		if err != nil {
 			return false, fmt.Errorf("key %s of %s: %w", j.Key, j.Ref(), err)
 		}
-		next, v, handed := slot.Arrive(l, w, now, keyPlaces(*q), e.opts.Lease)
+		next, v, handed := slot.Arrive(l, w, now, keyRunningPlaces(*q), e.opts.Lease)
 		if !next.Equal(l) {
 			if _, err := e.state.PutLane(ctx, next, l.Version, 0); errors.Is(err, ErrConflict) {
 				continue
@@ -65,9 +65,9 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 			return e.waitKey(ctx, *q, j, w)
 		case slot.Overtaken:
 			e.log.InfoContext(ctx, "overtaken on its key", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "key", j.Key, "key_last", next.Last)
-			return false, e.reticket(ctx, q, j, passedByLater)
+			return false, e.worker.reticket(ctx, q, j, passedByLater)
 		default: // slot.LaneFull
-			return false, e.handBack(ctx, j, now.Add(max(q.Config.Tick(), time.Second)))
+			return false, e.worker.handBack(ctx, j, now.Add(max(q.Config.Tick(), time.Second)))
 		}
 	}
 	return false, fmt.Errorf("key %s of %s: the lane kept changing under the update", j.Key, j.Ref())
@@ -77,7 +77,7 @@ func (e *Engine) arrive(ctx context.Context, q *Queue, j *job.Job) (bool, error)
 // and reads the lane again: a holder that ended between the two found j
 // not parked yet and handed it the key without sending it, so j goes on
 // to the gate itself (reported true).
-func (e *Engine) waitKey(ctx context.Context, q Queue, j *job.Job, w slot.Waiter) (bool, error) {
+func (e *keyLanes) waitKey(ctx context.Context, q Queue, j *job.Job, w slot.Waiter) (bool, error) {
 	inLine := !outOfLine(j)
 	if parked, err := e.parkOn(ctx, j, job.WaitKey); !parked || err != nil {
 		return false, err
@@ -92,14 +92,14 @@ func (e *Engine) waitKey(ctx context.Context, q Queue, j *job.Job, w slot.Waiter
 	return e.unpark(ctx, j)
 }
 
-// waitPlace parks j, which the gate found Full, on its queue's own lane,
+// awaitRunningPlace parks j, which the gate found Full, on its queue's own lane,
 // and reads the queue again: an attempt that ended between the two found
 // no waiter to hand its place to, so j tries the gate again itself
 // (reported true).
-func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, error) {
+func (e *keyLanes) awaitRunningPlace(ctx context.Context, q Queue, j *job.Job) (bool, error) {
 	if l, err := e.state.GetLane(ctx, q.Name, ""); err == nil && len(l.Fresh(q.Gen).Waiting) >= slot.MaxLaneWaiting {
 		// The list is full: come again later, as a full key's lane does.
-		return false, e.handBack(ctx, j, e.now().Add(max(q.Config.Tick(), time.Second)))
+		return false, e.worker.handBack(ctx, j, e.now().Add(max(q.Config.Tick(), time.Second)))
 	}
 	inLine := !outOfLine(j)
 	if parked, err := e.parkOn(ctx, j, job.WaitPlace); !parked || err != nil {
@@ -142,7 +142,7 @@ func (e *Engine) waitPlace(ctx context.Context, q Queue, j *job.Job) (bool, erro
 // job.WaitPlace): detached from the line, and released by a hand-off,
 // not by time. It reports false when the record had moved on (another
 // delivery of the message parked it, or runs it): this one is done.
-func (e *Engine) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) (bool, error) {
+func (e *keyLanes) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) (bool, error) {
 	from := j.Version()
 	// Due for the resume function's check that its lane lists it, once
 	// RecordGrace has passed (checkListed): it is listed on the queue's
@@ -157,7 +157,7 @@ func (e *Engine) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) (bo
 	if err != nil {
 		return false, fmt.Errorf("park %s on %s: %w", j.Ref(), why, err)
 	}
-	if e.deadGeneration(ctx, j) {
+	if e.worker.deadGeneration(ctx, j) {
 		return false, nil
 	}
 	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
@@ -169,9 +169,9 @@ func (e *Engine) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) (bo
 // on a lane (and so left the line), when every lower ticket has started
 // (q, read before, says current stands just below it): the tickets behind
 // it then do not hold an interval for a job that is not coming (see
-// holdUntil), and the next one is not passed by the one after it in the
+// lineOpening), and the next one is not passed by the one after it in the
 // race that hold would start.
-func (e *Engine) leaveLine(ctx context.Context, q Queue, j *job.Job) {
+func (e *keyLanes) leaveLine(ctx context.Context, q Queue, j *job.Job) {
 	if q.State.Current != j.Ticket-1 {
 		return
 	}
@@ -183,7 +183,7 @@ func (e *Engine) leaveLine(ctx context.Context, q Queue, j *job.Job) {
 // unpark moves a job it parked on a lane back to queued, to go on in this
 // invocation. It reports false when the record moved meanwhile (a hand
 // off released it: its message carries it now).
-func (e *Engine) unpark(ctx context.Context, j *job.Job) (bool, error) {
+func (e *keyLanes) unpark(ctx context.Context, j *job.Job) (bool, error) {
 	from := j.Version()
 	j.Status, j.ParkReason = job.Queued, ""
 	j.Record(job.Event{At: e.now(), Kind: job.Released, Reason: "handed"})
@@ -205,7 +205,7 @@ func (e *Engine) unpark(ctx context.Context, j *job.Job) (bool, error) {
 // deleted (the stored lane is the queue created again under its name),
 // the store refuses to start it afresh: ErrQueueNotFound, and the caller
 // touches nothing of the new queue.
-func (e *Engine) getLane(ctx context.Context, q Queue, key string) (slot.Lane, error) {
+func (e *keyLanes) getLane(ctx context.Context, q Queue, key string) (slot.Lane, error) {
 	l, err := e.state.GetLane(ctx, q.Name, key)
 	if err != nil {
 		return slot.Lane{}, err
@@ -218,7 +218,7 @@ func (e *Engine) getLane(ctx context.Context, q Queue, key string) (slot.Lane, e
 
 // updateLane applies change to a queue's lane of key by compare-and-set,
 // reading it again after each lost race.
-func (e *Engine) updateLane(ctx context.Context, q Queue, key string, change func(slot.Lane) slot.Lane) error {
+func (e *keyLanes) updateLane(ctx context.Context, q Queue, key string, change func(slot.Lane) slot.Lane) error {
 	for range laneTries {
 		l, err := e.getLane(ctx, q, key)
 		if err != nil {
@@ -286,8 +286,8 @@ func laneFigures(q Queue, lanes []slot.Lane, now time.Time) LaneFigures {
 	return f
 }
 
-// Lanes returns the figures of a queue's lanes (Stats).
-func (e *Engine) Lanes(ctx context.Context, q Queue) (LaneFigures, error) {
+// Lanes does Engine.Lanes's work.
+func (e *keyLanes) Lanes(ctx context.Context, q Queue) (LaneFigures, error) {
 	lanes, err := e.state.ListLanes(ctx, q.Name)
 	if err != nil {
 		return LaneFigures{}, err

@@ -26,7 +26,7 @@ const meterTries = 20
 // under the limits the key has now (slot.Meter.Under): a configure that
 // changed the queue's key_limits seeds each key's meter for them when
 // the key is next read, with no write at the configure.
-func (e *Engine) readMeter(ctx context.Context, q Queue, key string) (slot.Meter, error) {
+func (e *keyLanes) readMeter(ctx context.Context, q Queue, key string) (slot.Meter, error) {
 	m, err := e.state.GetMeter(ctx, q.Name, key)
 	if err != nil {
 		return slot.Meter{}, fmt.Errorf("key %s: %w", key, err)
@@ -53,7 +53,7 @@ func keyed(q Queue, j *job.Job) bool {
 // ended but itself (its lane's pending count): a new ticket is the
 // highest of its key, and booked before the others it would overtake
 // them all. One read per key (two with ahead nil).
-func (e *Engine) keySlots(ctx context.Context, q Queue, jobs []*job.Job, ahead []int64, lanes map[string]slot.Lane, now time.Time) ([]time.Time, error) {
+func (e *keyLanes) keySlots(ctx context.Context, q Queue, jobs []*job.Job, ahead []int64, lanes map[string]slot.Lane, now time.Time) ([]time.Time, error) {
 	if !q.Config.Keyed() {
 		return nil, nil
 	}
@@ -98,7 +98,7 @@ func (e *Engine) keySlots(ctx context.Context, q Queue, jobs []*job.Job, ahead [
 // keyOpen is when j's key lets its next start through at the earliest
 // (zero when it holds nothing back; a key's slow-down counts, see
 // slot.SlowOpen), and the meter it read.
-func (e *Engine) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, slot.Meter, error) {
+func (e *keyLanes) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, slot.Meter, error) {
 	m, err := e.readMeter(ctx, q, j.Key)
 	if err != nil {
 		return time.Time{}, m, err
@@ -116,7 +116,7 @@ func (e *Engine) keyOpen(ctx context.Context, q Queue, j *job.Job) (time.Time, s
 //
 // m is the meter as the caller read it (awaitKey), the base of the first
 // try; a try that meets a newer one reads it again.
-func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at, deadline time.Time, m slot.Meter) (v slot.KeyVerdict, open time.Time, prev, put slot.Meter, err error) {
+func (e *keyLanes) keyGate(ctx context.Context, q Queue, j *job.Job, at, deadline time.Time, m slot.Meter) (v slot.KeyVerdict, open time.Time, prev, put slot.Meter, err error) {
 	for try := 0; ; try++ {
 		if try > 0 {
 			if m, err = e.readMeter(ctx, q, j.Key); err != nil {
@@ -148,7 +148,7 @@ func (e *Engine) keyGate(ctx context.Context, q Queue, j *job.Job, at, deadline 
 // still at put's version). Else the start stays counted: stricter, never
 // looser. A meter of a later generation (j's queue was deleted and
 // created again) is the new queue's: the store leaves it alone.
-func (e *Engine) unstartKey(ctx context.Context, q Queue, prev, put slot.Meter) {
+func (e *keyLanes) unstartKey(ctx context.Context, q Queue, prev, put slot.Meter) {
 	if put.Version == 0 {
 		return
 	}

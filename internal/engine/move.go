@@ -25,7 +25,7 @@ import (
 // place. It writes at most Options.MoveBudget, and none once its context's
 // deadline is less than moveReserve away: the moves left are counted in
 // Remaining, for the resume function.
-func (e *Engine) moveAll(ctx context.Context, cfg slot.Config, rec *Rebooked, line []job.Job) (Reslot, error) {
+func (e *admin) moveAll(ctx context.Context, cfg slot.Config, rec *Rebooked, line []job.Job) (Reslot, error) {
 	var rep Reslot
 	places := rec.Places(cfg.LimitList())
 	for i, j := range line {
@@ -45,7 +45,7 @@ func (e *Engine) moveAll(ctx context.Context, cfg slot.Config, rec *Rebooked, li
 // shift is less than skew, and none, counted in Remaining, once
 // Options.MoveBudget moves are written or ctx's deadline is less than
 // moveReserve away.
-func (e *Engine) moveOne(ctx context.Context, rep *Reslot, j job.Job, to time.Time, skew time.Duration) error {
+func (e *admin) moveOne(ctx context.Context, rep *Reslot, j job.Job, to time.Time, skew time.Duration) error {
 	shift := to.Sub(j.SlotAt).Abs()
 	if shift == 0 || shift < skew {
 		return nil
@@ -70,7 +70,7 @@ func (e *Engine) moveOne(ctx context.Context, rep *Reslot, j job.Job, to time.Ti
 // transport's reach, or is sent now if it came (as unsent, for the resume
 // function to send, if the transport refuses). A job that moved meanwhile
 // (released, cancelled) is left alone.
-func (e *Engine) moveJob(ctx context.Context, j job.Job, to time.Time) (bool, error) {
+func (e *admin) moveJob(ctx context.Context, j job.Job, to time.Time) (bool, error) {
 	now := e.now()
 	from := j.Version()
 	j.SlotAt = to
@@ -82,7 +82,7 @@ func (e *Engine) moveJob(ctx context.Context, j job.Job, to time.Time) (bool, er
 	default:
 		env := j.Envelope()
 		env.SentAt = now
-		if err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: e.delayTo(j.SlotAt, now)}}); err != nil {
+		if err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: e.enqueuer.delayTo(j.SlotAt, now)}}); err != nil {
 			j.ParkReason, j.DueAt = job.Unsent, now
 			break
 		}
@@ -122,11 +122,11 @@ func reslotMeter(cfg slot.Config, m slot.Meter, own slot.Limits) slot.Meter {
 // parked behind it; the holder that started is on the meter already.
 // Within rep's budget (moveAll): the moves past it are counted in
 // rep.Remaining.
-func (e *Engine) moveKeyed(ctx context.Context, q Queue, keys map[string]bool, rep *Reslot) error {
+func (e *admin) moveKeyed(ctx context.Context, q Queue, keys map[string]bool, rep *Reslot) error {
 	if !q.Config.Keyed() {
 		return nil
 	}
-	parked, err := e.listAll(ctx, q, job.Parked)
+	parked, err := e.resumer.listAll(ctx, q, job.Parked)
 	if err != nil {
 		return fmt.Errorf("list parked jobs: %w", err)
 	}
@@ -138,7 +138,7 @@ func (e *Engine) moveKeyed(ctx context.Context, q Queue, keys map[string]bool, r
 	}
 	for _, key := range slices.Sorted(maps.Keys(byKey)) {
 		js := byKey[key]
-		m, err := e.readMeter(ctx, q, key)
+		m, err := e.lanes.readMeter(ctx, q, key)
 		if err != nil {
 			return err
 		}

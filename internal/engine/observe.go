@@ -126,7 +126,7 @@ type Figures struct {
 }
 
 // observe reports ev to the Observer, if there is one.
-func (e *Engine) observe(ctx context.Context, ev Event) {
+func (e *core) observe(ctx context.Context, ev Event) {
 	if e.opts.Observer == nil {
 		return
 	}

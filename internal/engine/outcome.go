@@ -25,7 +25,7 @@ func (d *delivery) recordOutcome(ctx context.Context, runErr error) error {
 // recordContext is the context of the writes after a target: ctx's values
 // without its cancellation or deadline, bounded by RecordTimeout. The
 // budget Work checked before the gate keeps RecordTimeout for them.
-func (e *Engine) recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func (e *worker) recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), e.opts.RecordTimeout)
 }
 
@@ -51,7 +51,7 @@ func cut(s string, n int) string {
 // recordOutcome records an attempt's outcome: succeeded, or, for a failed
 // attempt, a retry or the dead letter (retryOrDeadLetter); for a target's
 // "slow down", a wait at its ticket (slowDown).
-func (e *Engine) recordOutcome(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error) error {
+func (e *worker) recordOutcome(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error) error {
 	now := e.now()
 	if ra, ok := slowDownOf(runErr); ok {
 		return e.slowDown(ctx, q, j, st, ra, now) // slowdown.go
@@ -75,7 +75,7 @@ func (e *Engine) recordOutcome(ctx context.Context, q Queue, j job.Job, st slot.
 // or its slow-downs their bound (ErrSlowedDownTooOften), or its run used
 // up the queue's max_attempts; then its record is the
 // dead-letter record.
-func (e *Engine) retryOrDeadLetter(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error, now time.Time) error {
+func (e *worker) retryOrDeadLetter(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error, now time.Time) error {
 	if !errors.Is(runErr, attempt.ErrSkipRetry) && !errors.Is(runErr, ErrSlowedDownTooOften) && j.RunAttempt() < q.Config.MaxAttempts {
 		return e.retry(ctx, q, j, st, runErr, now)
 	}
@@ -94,7 +94,7 @@ func (e *Engine) retryOrDeadLetter(ctx context.Context, q Queue, j job.Job, st s
 // end writes the final record of j (succeeded or failed; it was at from)
 // and hands on what its attempt held. It reports whether it wrote: a
 // record that moved on meanwhile keeps its own story.
-func (e *Engine) end(ctx context.Context, q Queue, j job.Job, from job.Version, st slot.State) (bool, error) {
+func (e *worker) end(ctx context.Context, q Queue, j job.Job, from job.Version, st slot.State) (bool, error) {
 	if err := e.state.UpdateJob(ctx, j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			e.log.WarnContext(ctx, "outcome not recorded: job moved on", "queue", j.Queue, "job_id", j.ID)
@@ -103,13 +103,13 @@ func (e *Engine) end(ctx context.Context, q Queue, j job.Job, from job.Version, 
 		return false, fmt.Errorf("record %s/%s: %w", j.Queue, j.ID, err)
 	}
 	e.endAttempt(ctx, q, st, j, j.Ticket, jobEnded)
-	e.endHold(ctx, q, j)
+	e.room.endKeptBooking(ctx, q, j)
 	return true, nil
 }
 
 // retry gives a failed attempt's job a new ticket no earlier than its
 // backoff: a retry is a start like any other and keeps the queue's rate.
-func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error, now time.Time) error {
+func (e *worker) retry(ctx context.Context, q Queue, j job.Job, st slot.State, runErr error, now time.Time) error {
 	from := j.Version()
 	ran := j
 	q.State = st
@@ -126,10 +126,10 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	var keyAhead []int64
 	spare, err := false, error(nil)
 	if q.Config.Bounded() {
-		keyAhead, _, spare, err = e.admit(ctx, q, []*job.Job{&j})
+		keyAhead, _, spare, err = e.room.admit(ctx, q, []*job.Job{&j})
 	}
 	if err == nil {
-		_, err = e.assignBooked(ctx, &q, []*job.Job{&j}, false, keyAhead, time.Time{})
+		_, err = e.enqueuer.assignSlots(ctx, &q, []*job.Job{&j}, false, keyAhead, time.Time{})
 	}
 	if errors.Is(err, ErrQueueNotFound) {
 		// The queue was deleted (and perhaps created again) while the
@@ -144,8 +144,8 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	// keeps it behind the jobs accepted before it (job.LineOrder).
 	j.Order = j.Ticket
 	j.Record(job.Event{At: e.now(), Kind: job.Retried, Attempt: j.Attempt, Ticket: j.Ticket})
-	e.place(&j, q.State)
-	e.sendQueued(ctx, []*job.Job{&j}) // message first, as in Enqueue
+	e.enqueuer.sendOrPark(&j, q.State)
+	e.enqueuer.sendQueued(ctx, []*job.Job{&j}) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil
@@ -156,9 +156,9 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 		return nil
 	}
 	e.endAttempt(ctx, q, st, j, ran.Ticket, jobGoesOn)
-	e.endHold(ctx, q, ran)
+	e.room.endKeptBooking(ctx, q, ran)
 	if spare {
-		e.bookNext(ctx, q)
+		e.room.bookNext(ctx, q)
 	}
 	e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
 	e.observe(ctx, Event{Kind: EventRetry, Queue: j.Queue})
@@ -170,8 +170,8 @@ func (e *Engine) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 // endAttempt hands on what the attempt of ticket held once its outcome is
 // recorded: its running place (a capped queue) and its key. exit says
 // whether the job ended for good or goes on (a retry).
-func (e *Engine) endAttempt(ctx context.Context, q Queue, st slot.State, j job.Job, ticket int64, exit keyExit) {
+func (e *worker) endAttempt(ctx context.Context, q Queue, st slot.State, j job.Job, ticket int64, exit keyExit) {
 	q.State = st
-	e.endRun(ctx, q, ticket)
-	e.leave(ctx, q, j, ticket, exit)
+	e.lanes.endRun(ctx, q, ticket)
+	e.lanes.leave(ctx, q, j, ticket, exit)
 }

@@ -17,9 +17,9 @@ import (
 // to the job it was handed to, if that one still waits parked for it, or
 // else to the first waiter (reapKey); running places free on a capped
 // queue go to the jobs waiting for them on the queue's own lane
-// (reapPlaces). It returns how many jobs it sent. A lane that moved on
+// (reapRunningPlaces). It returns how many jobs it sent. A lane that moved on
 // since its entry was read is left alone.
-func (e *Engine) reapLane(ctx context.Context, q Queue, key string, now time.Time) (sent int, _ error) {
+func (e *keyLanes) reapLane(ctx context.Context, q Queue, key string, now time.Time) (sent int, _ error) {
 	l, err := e.state.GetLane(ctx, q.Name, key)
 	if err != nil {
 		return 0, fmt.Errorf("resume %s: key %s: %w", q.Name, key, err)
@@ -35,21 +35,21 @@ func (e *Engine) reapLane(ctx context.Context, q Queue, key string, now time.Tim
 		return 0, nil
 	}
 	if key == "" {
-		return e.reapPlaces(ctx, q, l, now)
+		return e.reapRunningPlaces(ctx, q, l, now)
 	}
 	return e.reapKey(ctx, q, l, now)
 }
 
-// reapPlaces hands the running places free on capped q to the jobs
+// reapRunningPlaces hands the running places free on capped q to the jobs
 // waiting on its own lane l, and makes the lane due again when the first
 // running place's lease ends (or a lease from now).
-func (e *Engine) reapPlaces(ctx context.Context, q Queue, l slot.Lane, now time.Time) (sent int, _ error) {
+func (e *keyLanes) reapRunningPlaces(ctx context.Context, q Queue, l slot.Lane, now time.Time) (sent int, _ error) {
 	free := len(l.Waiting)
 	if q.Config.MaxRunning > 0 {
 		free = min(free, q.Config.MaxRunning-q.State.RunningAt(now))
 	}
 	if free > 0 {
-		sent = e.handPlaces(ctx, q, free)
+		sent = e.handRunningPlaces(ctx, q, free)
 	}
 	next := now.Add(e.opts.Lease)
 	for _, until := range q.State.Running {
@@ -72,8 +72,8 @@ func (e *Engine) reapPlaces(ctx context.Context, q Queue, l slot.Lane, now time.
 // reapKey hands on the places on the key of lane l whose holders' leases
 // ran out: the first holder's to itself if it still waits parked for it
 // (keepHolder), else to the first waiters.
-func (e *Engine) reapKey(ctx context.Context, q Queue, l slot.Lane, now time.Time) (sent int, _ error) {
-	if !l.Expired(now) && (l.Holding(now) >= keyPlaces(q) || len(l.Waiting) == 0) {
+func (e *keyLanes) reapKey(ctx context.Context, q Queue, l slot.Lane, now time.Time) (sent int, _ error) {
+	if !l.Expired(now) && (l.Holding(now) >= keyRunningPlaces(q) || len(l.Waiting) == 0) {
 		return 0, nil
 	}
 	if l.Holder.Ticket != 0 && !now.Before(l.Until) {
@@ -83,7 +83,7 @@ func (e *Engine) reapKey(ctx context.Context, q Queue, l slot.Lane, now time.Tim
 	}
 	var handed []slot.Waiter
 	err := e.updateLane(ctx, q, l.Key, func(l slot.Lane) slot.Lane {
-		l, handed = slot.Leave(l, slot.Waiter{}, e.now(), keyPlaces(q), e.opts.Lease)
+		l, handed = slot.Leave(l, slot.Waiter{}, e.now(), keyRunningPlaces(q), e.opts.Lease)
 		return l
 	})
 	if err != nil {
@@ -109,7 +109,7 @@ func (e *Engine) reapKey(ctx context.Context, q Queue, l slot.Lane, now time.Tim
 // and is sent; parked for a running place, holding its key, it keeps the
 // key too (a place's hand-off sends it). It reports whether it kept the
 // key, and how many jobs it sent.
-func (e *Engine) keepHolder(ctx context.Context, q Queue, l slot.Lane, now time.Time) (kept bool, sent int) {
+func (e *keyLanes) keepHolder(ctx context.Context, q Queue, l slot.Lane, now time.Time) (kept bool, sent int) {
 	h, err := e.state.GetJob(ctx, job.Ref{Queue: q.Name, ID: l.Holder.JobID})
 	if err != nil || h.Status != job.Parked || !h.ParkReason.Waits() || h.Ticket != l.Holder.Ticket {
 		return false, 0
@@ -138,7 +138,7 @@ func (e *Engine) keepHolder(ctx context.Context, q Queue, l slot.Lane, now time.
 // again: its worker died between parking it and listing it, or a
 // hand-off took it off the list (and, for a key, made it the holder) and
 // died before sending it.
-func (e *Engine) checkListed(ctx context.Context, q Queue, j job.Job, now time.Time) error {
+func (e *keyLanes) checkListed(ctx context.Context, q Queue, j job.Job, now time.Time) error {
 	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
 	key := j.Key
 	if j.ParkReason == job.WaitPlace {

@@ -23,7 +23,7 @@ import (
 // lags that long is rare, and mostly one that will never come (a
 // re-ticket that lost to a duplicate, a concurrent enqueue of the same
 // id), so the batch is not held up for RecordGrace.
-func (e *Engine) awaitRecord(ctx context.Context, env job.Envelope) (j job.Job, waited bool, err error) {
+func (e *worker) awaitRecord(ctx context.Context, env job.Envelope) (j job.Job, waited bool, err error) {
 	// A message due at once may come just before its record: the first
 	// looks are close together, so that a record written a millisecond
 	// after the message is seen by its worker's time to go to the gate
@@ -75,7 +75,7 @@ var ErrStillRunning = errors.New("attempt still running")
 // worker died. Past the lease the attempt is lost: it fails, and is
 // retried like any failed attempt (so a crashed attempt may run again:
 // slotq is at-least-once).
-func (e *Engine) recoverIfLost(ctx context.Context, j job.Job) error {
+func (e *worker) recoverIfLost(ctx context.Context, j job.Job) error {
 	now := e.now()
 	if now.Sub(j.StartedAt) < e.opts.Lease {
 		return fmt.Errorf("work %s: %w (started %v)", j.Ref(), ErrStillRunning, j.StartedAt)
@@ -91,8 +91,8 @@ func (e *Engine) recoverIfLost(ctx context.Context, j job.Job) error {
 	rctx, cancel := e.recordContext(ctx)
 	defer cancel()
 	if !keyHeld(q, j) {
-		e.freeBooking(rctx, q, j) // its worker may have died before freeing it
-	} // else held to its attempt's end: freed once its outcome is recorded (endHold)
+		e.room.freeBooking(rctx, q, j) // its worker may have died before freeing it
+	} // else held to its attempt's end: freed once its outcome is recorded (endKeptBooking)
 	return e.recordOutcome(rctx, q, j, q.State, errors.New("attempt lost: its worker stopped before recording an outcome"))
 }
 
@@ -101,7 +101,7 @@ func (e *Engine) recoverIfLost(ctx context.Context, j job.Job) error {
 // running one (its worker died, or this is the watchdog) failed, and
 // either expires at once, so it reads as not found and DynamoDB's TTL
 // removes it. The message is done with.
-func (e *Engine) expireOfDeletedQueue(ctx context.Context, j job.Job) error {
+func (e *worker) expireOfDeletedQueue(ctx context.Context, j job.Job) error {
 	from := j.Version()
 	now := e.now()
 	j.Status = job.Cancelled
@@ -123,7 +123,7 @@ func (e *Engine) expireOfDeletedQueue(ctx context.Context, j job.Job) error {
 // shows that it no longer waits at ticket (it was cancelled or purged
 // after this worker read it): a cancelled job holds nothing. A job parked
 // for a running place, or handed back, keeps its key.
-func (e *Engine) leaveIfGone(ctx context.Context, q Queue, j job.Job, ticket int64) {
+func (e *worker) leaveIfGone(ctx context.Context, q Queue, j job.Job, ticket int64) {
 	fresh, err := e.state.GetJob(ctx, j.Ref())
 	if err != nil && !errors.Is(err, ErrJobNotFound) {
 		return // unknown: its lease frees the key
@@ -131,7 +131,7 @@ func (e *Engine) leaveIfGone(ctx context.Context, q Queue, j job.Job, ticket int
 	if err == nil && fresh.Ticket == ticket && (fresh.Status.Waiting() || fresh.Status == job.Running) {
 		return
 	}
-	e.leave(ctx, q, j, ticket, jobGoesOn)
+	e.lanes.leave(ctx, q, j, ticket, jobGoesOn)
 }
 
 // deadGeneration reads j's queue after j was written parked, and expires
@@ -140,7 +140,7 @@ func (e *Engine) leaveIfGone(ctx context.Context, q Queue, j job.Job, ticket int
 // lands before that listing (and is expired there) or finds the queue
 // gone here. Nothing else would ever look at a parked job of a deleted
 // generation. It reports whether j was expired.
-func (e *Engine) deadGeneration(ctx context.Context, j *job.Job) bool {
+func (e *worker) deadGeneration(ctx context.Context, j *job.Job) bool {
 	return e.expireIfDead(ctx, j.Queue, j.Gen, []*job.Job{j}) > 0
 }
 
@@ -148,7 +148,7 @@ func (e *Engine) deadGeneration(ctx context.Context, j *job.Job) bool {
 // and if the queue is gone or of another generation, expires those of
 // them that were written parked (see deadGeneration). It returns how
 // many it expired; with no parked job among them it reads nothing.
-func (e *Engine) expireIfDead(ctx context.Context, queue string, gen int64, jobs []*job.Job) int {
+func (e *worker) expireIfDead(ctx context.Context, queue string, gen int64, jobs []*job.Job) int {
 	var parked []*job.Job
 	for _, j := range jobs {
 		if j.Status == job.Parked {
@@ -171,15 +171,15 @@ func (e *Engine) expireIfDead(ctx context.Context, queue string, gen int64, jobs
 }
 
 // cancelPurged cancels a job whose ticket a purge covered.
-func (e *Engine) cancelPurged(ctx context.Context, q Queue, j job.Job) error {
-	if err := e.cancel(ctx, q.Config, j); err != nil {
+func (e *worker) cancelPurged(ctx context.Context, q Queue, j job.Job) error {
+	if err := e.admin.cancel(ctx, q.Config, j); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil
 		}
 		return fmt.Errorf("work %s: cancel purged job: %w", j.Ref(), err)
 	}
-	e.takeOffLanes(ctx, q, j)
-	e.freeBooking(ctx, q, j)
+	e.lanes.takeOffLanes(ctx, q, j)
+	e.room.freeBooking(ctx, q, j)
 	e.log.InfoContext(ctx, "cancelled by purge", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
 	return nil
 }
@@ -192,7 +192,7 @@ func (e *Engine) cancelPurged(ctx context.Context, q Queue, j job.Job) error {
 // (recoverIfLost: ErrStillRunning within the lease), or the transport
 // would delete it and leave a running attempt that nothing recovers if
 // its worker dies.
-func (e *Engine) claimedMeanwhile(ctx context.Context, want job.Version, j *job.Job) (bool, error) {
+func (e *worker) claimedMeanwhile(ctx context.Context, want job.Version, j *job.Job) (bool, error) {
 	fresh, err := e.state.GetJob(ctx, j.Ref())
 	if errors.Is(err, ErrJobNotFound) {
 		return true, nil

@@ -45,21 +45,8 @@ const (
 // (api.RedriveReport, the type users decode).
 type RedriveReport = api.RedriveReport
 
-// Redrive moves the dead-letter queue's messages back to the slot queue,
-// up to limit of them (default DefaultRedrive, at most MaxRedrive), each
-// re-checked against its job: a message whose job still waits for it
-// (queued at the message's ticket and attempt, or running at that
-// attempt: the attempt's watchdog) is sent again, due at once or at its
-// slot, and its job then goes through the gate like any delivery; one
-// whose job ended or moved on is dropped, as a worker would drop it, so
-// a redrive never runs anything twice. A message is deleted from the
-// dead-letter queue only once it is sent back (or dropped); one that
-// could not be sent stays there.
-//
-// Receive-and-send rather than SQS's StartMessageMoveTask: the move task
-// copies every message blindly and in the background, so nothing would
-// check the jobs, and a call could not say what it did.
-func (e *Engine) Redrive(ctx context.Context, dlq DeadLetterQueue, limit int) (RedriveReport, error) {
+// Redrive does Engine.Redrive's work.
+func (e *resumer) Redrive(ctx context.Context, dlq DeadLetterQueue, limit int) (RedriveReport, error) {
 	var rep RedriveReport
 	if limit < 0 || limit > MaxRedrive {
 		return rep, input.Invalid("invalid_limit", "limit", fmt.Sprintf("limit must be between 0 (the default, %d) and %d", DefaultRedrive, MaxRedrive))
@@ -98,7 +85,7 @@ func (e *Engine) Redrive(ctx context.Context, dlq DeadLetterQueue, limit int) (R
 			}
 			env := d.Envelope
 			env.SentAt = now
-			send = append(send, Message{Envelope: env, Delay: e.delayTo(env.SlotAt, now)})
+			send = append(send, Message{Envelope: env, Delay: e.enqueuer.delayTo(env.SlotAt, now)})
 			sendHandles = append(sendHandles, d.Handle)
 		}
 		if len(send) > 0 {
@@ -137,7 +124,7 @@ func (e *Engine) Redrive(ctx context.Context, dlq DeadLetterQueue, limit int) (R
 // waitsFor reports whether env's job still waits for env: its record (of
 // env's generation) is queued at env's ticket and attempt, or running at
 // them (the message is the running attempt's watchdog).
-func (e *Engine) waitsFor(ctx context.Context, env job.Envelope) (bool, error) {
+func (e *resumer) waitsFor(ctx context.Context, env job.Envelope) (bool, error) {
 	j, err := e.state.GetJob(ctx, env.Ref())
 	if errors.Is(err, ErrJobNotFound) {
 		return false, nil

@@ -30,24 +30,8 @@ type ReindexProgress = api.ReindexProgress
 // it steps the rebuild, this one stops.
 var errMarkMoved = errors.New("schema mark moved")
 
-// Reindex writes every record that may be due again, as it is, so that
-// its store puts it in the due index: for a table whose records were
-// written before the due index existed (an upgrade), or to repair one.
-// It walks every queue in name order: its parked jobs by ticket (each
-// rewritten at its version: a job that moved meanwhile was written by a
-// writer that indexed it) and its lanes with a holder or waiters (a
-// compare-and-set at their version). It does not touch a queue's pause: a
-// queue paused with a paused_until from before is counted in TimedPauses,
-// and lifts when it is resumed or paused again by hand. It costs a read
-// and a write per parked job and lane, once.
-//
-// It is the same rebuild the resume function steps by itself on a table
-// whose schema mark asks for one (rebuild): Reindex asks for one if none
-// is under way, then steps it as far as ctx's deadline allows, and
-// answers how far it is (Progress). Calling it again, or the resume runs
-// that follow, goes on from there: the cursor is in the schema mark,
-// written every reindexPage records.
-func (e *Engine) Reindex(ctx context.Context) (ReindexReport, error) {
+// Reindex does Engine.Reindex's work.
+func (e *resumer) Reindex(ctx context.Context) (ReindexReport, error) {
 	mark, err := e.state.Schema(ctx)
 	if err != nil {
 		return ReindexReport{}, fmt.Errorf("reindex: %w", err)
@@ -72,7 +56,7 @@ func (e *Engine) Reindex(ctx context.Context) (ReindexReport, error) {
 // once are harmless: each rewrite is at its record's version, and the
 // cursor is written by compare-and-set, so the call that loses stops
 // (errMarkMoved is no error to its caller).
-func (e *Engine) rebuild(ctx context.Context, stop func() bool) (rep ReindexReport, _ error) {
+func (e *resumer) rebuild(ctx context.Context, stop func() bool) (rep ReindexReport, _ error) {
 	mark, err := e.state.Schema(ctx)
 	if err != nil {
 		return rep, err
@@ -116,7 +100,7 @@ func (e *Engine) rebuild(ctx context.Context, stop func() bool) (rep ReindexRepo
 
 // rebuilder is one call's walk of a rebuild: the mark as last written.
 type rebuilder struct {
-	e    *Engine
+	e    *resumer
 	mark Schema
 	rep  *ReindexReport
 }

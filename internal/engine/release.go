@@ -14,7 +14,7 @@ import (
 // reticketAll gives stale parked jobs (in order) new tickets together, so
 // they keep their relative order, places them, sends those within reach
 // and writes every record.
-func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, rep *ResumeReport) error {
+func (e *resumer) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, rep *ResumeReport) error {
 	// A ticket a purge covered is cancelled, not given a new one: the
 	// purge's own listing may have missed its job (parked just then), and
 	// a new ticket would let it start after the purge returned.
@@ -24,10 +24,10 @@ func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, re
 			live = append(live, j)
 			continue
 		}
-		if err := e.cancel(ctx, q.Config, *j); err != nil && !errors.Is(err, ErrConflict) {
+		if err := e.admin.cancel(ctx, q.Config, *j); err != nil && !errors.Is(err, ErrConflict) {
 			return fmt.Errorf("resume %s: cancel purged %s: %w", q.Name, j.ID, err)
 		}
-		e.takeOffLanes(ctx, *q, *j)
+		e.lanes.takeOffLanes(ctx, *q, *j)
 	}
 	stale = live
 	if len(stale) == 0 {
@@ -38,7 +38,7 @@ func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, re
 	for i, j := range stale {
 		from[i], orig[i] = j.Version(), *j
 	}
-	if err := e.assign(ctx, q, stale); err != nil {
+	if err := e.enqueuer.assign(ctx, q, stale); err != nil {
 		return fmt.Errorf("resume %s: re-ticket: %w", q.Name, err)
 	}
 	// A purge that landed since the jobs were read covers their old
@@ -51,7 +51,7 @@ func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, re
 			continue
 		}
 		*j = orig[i]
-		if err := e.cancelPurged(ctx, *q, orig[i]); err != nil {
+		if err := e.worker.cancelPurged(ctx, *q, orig[i]); err != nil {
 			return fmt.Errorf("resume %s: %w", q.Name, err)
 		}
 	}
@@ -59,12 +59,12 @@ func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, re
 	for i, j := range stale {
 		j.Retickets++
 		j.Record(job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: from[i].Ticket, Ticket: j.Ticket})
-		e.place(j, q.State)
+		e.enqueuer.sendOrPark(j, q.State)
 	}
 	if err := e.releaseAll(ctx, q.Name, stale, from); err != nil {
 		return err
 	}
-	if n := e.expireIfDead(ctx, q.Name, q.Gen, stale); n > 0 {
+	if n := e.worker.expireIfDead(ctx, q.Name, q.Gen, stale); n > 0 {
 		// Deleted during the pass: the jobs it parked again went with it.
 		e.log.InfoContext(ctx, "queue deleted during the resume pass; its jobs parked again expired", "queue", q.Name, "gen", q.Gen, "jobs", n)
 	}
@@ -84,7 +84,7 @@ func (e *Engine) reticketAll(ctx context.Context, q *Queue, stale []*job.Job, re
 // message was refused long before its slot) parks again till it comes.
 // A job parked on a lane is checked against its lane (checkListed). A record that moved on since its entry was read is
 // left alone: its entry moved with it.
-func (e *Engine) releaseDue(ctx context.Context, q *Queue, ids []string, rep *ResumeReport, now time.Time) error {
+func (e *resumer) releaseDue(ctx context.Context, q *Queue, ids []string, rep *ResumeReport, now time.Time) error {
 	var stale, due, later, gate []*job.Job
 	for i, id := range ids {
 		if !e.fits(ctx, e.opts.RecordTimeout) {
@@ -105,15 +105,15 @@ func (e *Engine) releaseDue(ctx context.Context, q *Queue, ids []string, rep *Re
 			// Moved on since the index was read.
 		case j.Gen != q.Gen:
 			// A deleted queue's: it expires.
-			if err := e.cancel(ctx, q.Config, j); err != nil && !errors.Is(err, ErrConflict) {
+			if err := e.admin.cancel(ctx, q.Config, j); err != nil && !errors.Is(err, ErrConflict) {
 				return fmt.Errorf("resume %s: %w", q.Name, err)
 			}
 		case j.ParkReason.Waits():
-			if err := e.checkListed(ctx, *q, j, now); err != nil {
+			if err := e.lanes.checkListed(ctx, *q, j, now); err != nil {
 				return err
 			}
 		case q.State.Paused:
-			if err := e.holdForRound(ctx, q.Name, j, now); err != nil {
+			if err := e.parkForRound(ctx, q.Name, j, now); err != nil {
 				return err
 			}
 			rep.Held++
@@ -155,9 +155,9 @@ func (e *Engine) releaseDue(ctx context.Context, q *Queue, ids []string, rep *Re
 	return nil
 }
 
-// holdForRound parks j, due on a paused queue, for the queue's next
+// parkForRound parks j, due on a paused queue, for the queue's next
 // release round.
-func (e *Engine) holdForRound(ctx context.Context, queue string, j job.Job, now time.Time) error {
+func (e *resumer) parkForRound(ctx context.Context, queue string, j job.Job, now time.Time) error {
 	from := j.Version()
 	j.ParkReason, j.DueAt = job.PausedQueue, time.Time{}
 	j.Record(job.Event{At: now, Kind: job.ParkedEvent, Reason: string(job.PausedQueue)})
@@ -182,7 +182,7 @@ func queued(js []*job.Job) int {
 // each to arrive a lead before its opening (DueAt + the transport's
 // reach), and writes them queued; a job the transport refuses stays
 // parked, as unsent. A record that moved meanwhile is left alone.
-func (e *Engine) releaseToGate(ctx context.Context, queue string, jobs []*job.Job) error {
+func (e *resumer) releaseToGate(ctx context.Context, queue string, jobs []*job.Job) error {
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -193,7 +193,7 @@ func (e *Engine) releaseToGate(ctx context.Context, queue string, jobs []*job.Jo
 		from[i] = j.Version()
 		env := j.Envelope()
 		env.SentAt = now
-		msgs[i] = Message{Envelope: env, Delay: e.delayTo(j.DueAt.Add(e.transport.MaxDelay()), now)}
+		msgs[i] = Message{Envelope: env, Delay: e.enqueuer.delayTo(j.DueAt.Add(e.transport.MaxDelay()), now)}
 	}
 	failed := map[int]bool{}
 	if err := e.transport.Send(ctx, msgs); err != nil {
@@ -221,8 +221,8 @@ func (e *Engine) releaseToGate(ctx context.Context, queue string, jobs []*job.Jo
 // releaseAll sends the messages of the queued jobs among jobs and then
 // writes every record (jobs[i] was at from[i]). A record that moved
 // meanwhile (cancelled) is left alone; its message is stale.
-func (e *Engine) releaseAll(ctx context.Context, queue string, jobs []*job.Job, from []job.Version) error {
-	e.sendQueued(ctx, jobs)
+func (e *resumer) releaseAll(ctx context.Context, queue string, jobs []*job.Job, from []job.Version) error {
+	e.enqueuer.sendQueued(ctx, jobs)
 	now := e.now()
 	for i, j := range jobs {
 		if j.Version() == from[i] && j.ParkReason == job.Unsent {
@@ -243,7 +243,7 @@ func (e *Engine) releaseAll(ctx context.Context, queue string, jobs []*job.Job, 
 
 // listAll lists every job of a queue (of its generation) and status, page
 // by page.
-func (e *Engine) listAll(ctx context.Context, q Queue, s job.Status) ([]job.Job, error) {
+func (e *resumer) listAll(ctx context.Context, q Queue, s job.Status) ([]job.Job, error) {
 	var all []job.Job
 	var after int64
 	for {

@@ -203,16 +203,8 @@ const MaxReslot = 10_000
 // releases the queue's lease and answers within its invocation.
 const moveReserve = 10 * time.Second
 
-// Reconfigure replaces a queue's configuration (as Configure does) and
-// moves the jobs already booked to the slots the new limits give them. It
-// runs under the queue's resume lease, so a resume pass and another
-// configure of the queue never interleave with it: of two concurrent
-// configures the later one wins whole. A crash after the atomic step
-// leaves the records of some waiting jobs at their old slot_at (their
-// starts keep the new limits, as the gate keeps them); the resume
-// function's next pass over the queue moves them, as it moves those a
-// configure left when its budget ran out (Reslot.Remaining).
-func (e *Engine) Reconfigure(ctx context.Context, name string, cfg slot.Config) (Queue, Reslot, error) {
+// Reconfigure does Engine.Reconfigure's work.
+func (e *admin) Reconfigure(ctx context.Context, name string, cfg slot.Config) (Queue, Reslot, error) {
 	return e.reconfigure(ctx, name, func(Queue) (slot.Config, error) { return cfg, nil })
 }
 
@@ -220,7 +212,7 @@ func (e *Engine) Reconfigure(ctx context.Context, name string, cfg slot.Config) 
 // as read: asked before the lease, so bad input writes nothing, and again
 // under it, so a change of some settings (Change) builds on the
 // configuration the configure before it wrote.
-func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (slot.Config, error)) (Queue, Reslot, error) {
+func (e *admin) reconfigure(ctx context.Context, name string, to func(Queue) (slot.Config, error)) (Queue, Reslot, error) {
 	q, err := e.Queue(ctx, name)
 	if err != nil {
 		return Queue{}, Reslot{}, err
@@ -260,7 +252,7 @@ func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (s
 		leave = cur
 		return Queue{}, Reslot{}, err
 	}
-	rec, line, err := e.rebook(ctx, q, cfg)
+	rec, line, err := e.reslotWaiting(ctx, q, cfg)
 	if err != nil {
 		return Queue{}, Reslot{}, failure("configure", job.Ref{Queue: name}, err)
 	}
@@ -289,13 +281,13 @@ func (e *Engine) reconfigure(ctx context.Context, name string, to func(Queue) (s
 // moves are written, the resume function's next pass over the queue
 // finishes them (finishReslot) once the lease runs out. It returns the
 // cursor stored.
-func (e *Engine) markReslot(ctx context.Context, queue, holder string, cur Cursor) (Cursor, error) {
+func (e *admin) markReslot(ctx context.Context, queue, holder string, cur Cursor) (Cursor, error) {
 	mark := cur
 	mark.Reslot = true
 	if mark.Round.IsZero() {
 		mark.Round = e.now()
 	}
-	if err := e.restartRound(ctx, queue, holder, mark, e.now()); err != nil {
+	if err := e.resumer.restartRound(ctx, queue, holder, mark, e.now()); err != nil {
 		return cur, err
 	}
 	return mark, nil
@@ -309,7 +301,7 @@ func (e *Engine) markReslot(ctx context.Context, queue, holder string, cur Curso
 // is not written again. The resume function runs it under the queue's
 // lease, as configure runs its own, and within the same budget: it
 // reports how many remain for its next pass.
-func (e *Engine) finishReslot(ctx context.Context, q Queue) (Reslot, error) {
+func (e *admin) finishReslot(ctx context.Context, q Queue) (Reslot, error) {
 	var rep Reslot
 	var err error
 	if r := q.Rebooked; r != nil && r.First != 0 { // else the configure died before its step, or booked no parked job
@@ -330,7 +322,7 @@ func (e *Engine) finishReslot(ctx context.Context, q Queue) (Reslot, error) {
 }
 
 // configFor is the configuration to gives for q, checked (checkConfig).
-func (e *Engine) configFor(q Queue, to func(Queue) (slot.Config, error)) (slot.Config, error) {
+func (e *admin) configFor(q Queue, to func(Queue) (slot.Config, error)) (slot.Config, error) {
 	cfg, err := to(q)
 	if err != nil {
 		return cfg, err
@@ -338,19 +330,19 @@ func (e *Engine) configFor(q Queue, to func(Queue) (slot.Config, error)) (slot.C
 	return e.checkConfig(q.Name, cfg)
 }
 
-// rebook lists the queue's waiting line jobs, stores cfg with the gate's
+// reslotWaiting lists the queue's waiting line jobs, stores cfg with the gate's
 // state for its limits and the line booked again, and returns the record
 // of the places booked (nil: none) and the parked line jobs listed, in
 // ticket order. Only parked jobs are listed (queued ones are read
 // by id: see job.Status.Listed), so the step books a place for every
-// ticket of the line, in ticket order (rebookLine): the queued jobs, whose
+// ticket of the line, in ticket order (reslotLine): the queued jobs, whose
 // messages are on their way for their slots (within the transport's
 // reach), keep their records' slot_at and start at it or at the gate's
 // opening, whichever is later; the parked line jobs get the places of
 // their tickets, from no earlier than the latest slot a queued one ahead
 // of them can hold; tickets handed out after the list get places too, and
 // their jobs are listed again after the step and take them.
-func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) (*Rebooked, []job.Job, error) {
+func (e *admin) reslotWaiting(ctx context.Context, q Queue, cfg slot.Config) (*Rebooked, []job.Job, error) {
 	listed := q.State.Ticket
 	waiting, off, err := e.parkedLine(ctx, q, 0, listed)
 	if err != nil {
@@ -365,7 +357,7 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) (*Rebooke
 			line := slices.DeleteFunc(slices.Clone(waiting), func(j job.Job) bool { return j.Ticket <= st.Current })
 			next := slot.Seed(st, old, cfg.LimitList(), cfg.Skew)
 			now := e.now().Add(e.opts.Lead)
-			next, rec = e.rebookLine(next, cfg.LimitList(), line, off, now)
+			next, rec = e.reslotLine(next, cfg.LimitList(), line, off, now)
 			if keys {
 				if rec == nil {
 					rec = &Rebooked{After: st.Current, Upto: st.Current, At: now, Base: next}
@@ -389,7 +381,7 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) (*Rebooke
 	return rec, line, nil
 }
 
-// rebookLine books the line of a queue at state s (seeded for ls) again at
+// reslotLine books the line of a queue at state s (seeded for ls) again at
 // now, a place per ticket from the one after current to the last, at most
 // MaxReslot: the tickets ahead of the first parked line job (queued jobs,
 // and tickets that left the line) from now; then, if parked jobs follow
@@ -403,7 +395,7 @@ func (e *Engine) rebook(ctx context.Context, q Queue, cfg slot.Config) (*Rebooke
 // are moved to. It books with no skew (slot.Book), a window a skew looser
 // than a take would: Queue.SlotOf and Rebooked.Places give the places by
 // the same booking.
-func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, off []int64, now time.Time) (slot.State, *Rebooked) {
+func (e *admin) reslotLine(s slot.State, ls slot.Limits, line []job.Job, off []int64, now time.Time) (slot.State, *Rebooked) {
 	first := s.Ticket + 1
 	if len(line) > 0 {
 		first = line[0].Ticket
@@ -442,15 +434,15 @@ func (e *Engine) rebookLine(s slot.State, ls slot.Limits, line []job.Job, off []
 // or as unsent, holding a place in the line (not scheduled or detached).
 // Jobs held by a pause take new tickets when released, and jobs waiting
 // for a key or a running place left the line.
-func (e *Engine) waitingLine(ctx context.Context, q Queue, after, upto int64) ([]job.Job, error) {
+func (e *admin) waitingLine(ctx context.Context, q Queue, after, upto int64) ([]job.Job, error) {
 	line, _, err := e.parkedLine(ctx, q, after, upto)
 	return line, err
 }
 
 // parkedLine is waitingLine, and the tickets in (after, upto] of the
 // parked jobs out of the line (off), in order.
-func (e *Engine) parkedLine(ctx context.Context, q Queue, after, upto int64) (line []job.Job, off []int64, err error) {
-	jobs, err := e.listAll(ctx, q, job.Parked)
+func (e *admin) parkedLine(ctx context.Context, q Queue, after, upto int64) (line []job.Job, off []int64, err error) {
+	jobs, err := e.resumer.listAll(ctx, q, job.Parked)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list parked jobs: %w", err)
 	}

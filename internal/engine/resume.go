@@ -30,43 +30,14 @@ func (r *ResumeReport) add(o ResumeReport) {
 	r.Backlog += o.Backlog
 }
 
-// Resume is what the schedule calls, once a minute. It reads the due
-// index (State.ListDue): up to ResumeRead entries due by now, of every
-// queue, and acts on them most urgent first for as long as ctx's deadline
-// allows (actOnAll). For each queue that has some, under the queue's
-// resume lease, it lifts the pause whose paused_until came and starts its
-// release round; runs a due round, which re-tickets the jobs the pause
-// held in line order (job.Job.LineOrder) and sends them; releases parked
-// jobs whose slot came within the transport's reach, with exact delays,
-// and those whose message the transport refused; and hands on keys and
-// running places whose holder's lease ran out. A queue with nothing due
-// costs nothing: it is not read, written or measured. It goes on past a
-// failing queue and returns the errors joined.
-//
-// A pass over a queue holds the queue's resume lease (State.Lease), so two
-// passes (an overlapping run, the schedule's retry, an admin resume) never
-// interleave on a queue: each would take its own ticket range for the
-// same held jobs and win some of them, inverting their order. A round's
-// pass re-tickets no more than ResumeBudget held jobs and leaves the
-// round due for the next run; since a re-ticket takes a job out of the
-// held ones for good (it keeps its line order should a pause hold it
-// again), the next pass starts from the first job still held. Entries
-// the run's deadline left stay due (its Backlog), and the next run finds
-// them first. A rebuild of the records under way (an upgrade, Reindex)
-// goes on after the due work, with at least a share of the run kept for
-// it (rebuildShare).
-//
-// Queued and running jobs need no sweep: a queued job's message is sent
-// before its record is written, and a running attempt's message stays with
-// the transport until the attempt ends, coming back if its worker dies
-// (Work recovers the attempt: recoverIfLost).
-func (e *Engine) Resume(ctx context.Context) (rep ResumeReport, err error) {
+// Resume does Engine.Resume's work.
+func (e *resumer) Resume(ctx context.Context) (rep ResumeReport, err error) {
 	ctx, end := e.traceResume(ctx)
 	defer func() { end(&rep, err) }()
 	return e.resume(ctx)
 }
 
-func (e *Engine) resume(ctx context.Context) (ResumeReport, error) {
+func (e *resumer) resume(ctx context.Context) (ResumeReport, error) {
 	var rep ResumeReport
 	var errs []error
 	rebuilding, err := e.rebuildDue(ctx)
@@ -114,7 +85,7 @@ func (e *Engine) resume(ctx context.Context) (ResumeReport, error) {
 
 // figures reads every queue and reports its figures (Options.Figures),
 // as long as the run's deadline allows.
-func (e *Engine) figures(ctx context.Context) error {
+func (e *resumer) figures(ctx context.Context) error {
 	queues, err := e.state.ListQueues(ctx)
 	if err != nil {
 		return fmt.Errorf("resume: figures: %w", err)
@@ -135,7 +106,7 @@ func (e *Engine) figures(ctx context.Context) error {
 		if n, err := e.state.CountJobs(ctx, q.Name, q.Gen, job.Parked); err == nil {
 			fig.Parked = n
 		}
-		if lanes, err := e.Lanes(ctx, q); err == nil {
+		if lanes, err := e.lanes.Lanes(ctx, q); err == nil {
 			fig.Lanes = lanes
 		}
 		e.observe(ctx, Event{Kind: EventFigures, Queue: q.Name, Figures: &fig})
@@ -151,7 +122,7 @@ func newHolder() string {
 // leaseUntil is how long a pass holds a queue's lease: past ctx's deadline
 // (after which nothing of the pass is written), plus a minute for clock
 // differences; without a deadline, two minutes.
-func (e *Engine) leaseUntil(ctx context.Context, now time.Time) time.Time {
+func (e *resumer) leaseUntil(ctx context.Context, now time.Time) time.Time {
 	if d, ok := ctx.Deadline(); ok {
 		return now.Add(time.Until(d) + time.Minute)
 	}
@@ -161,13 +132,13 @@ func (e *Engine) leaseUntil(ctx context.Context, now time.Time) time.Time {
 // newRound is the cursor of a release round that starts at now: due at
 // once, and kept due for a worker's lease, the longest a job that saw the
 // queue paused may take to park (Options.Lease).
-func (e *Engine) newRound(now time.Time) Cursor {
+func (e *resumer) newRound(now time.Time) Cursor {
 	return Cursor{Round: now, Until: now.Add(e.opts.Lease)}
 }
 
 // resumeQueue is one pass over a queue under its lease, acting on due, the
 // queue's due entries.
-func (e *Engine) resumeQueue(ctx context.Context, name string, due []DueEntry, holder string) (rep ResumeReport, err error) {
+func (e *resumer) resumeQueue(ctx context.Context, name string, due []DueEntry, holder string) (rep ResumeReport, err error) {
 	now := e.now()
 	cur, err := e.state.Lease(ctx, name, holder, e.leaseUntil(ctx, now), now)
 	if errors.Is(err, ErrLeaseHeld) {
@@ -186,7 +157,7 @@ func (e *Engine) resumeQueue(ctx context.Context, name string, due []DueEntry, h
 		// Released on a context of its own: a pass cut short by its
 		// deadline still leaves its cursor (or, failing that, the lease
 		// expires at its until, and the round stays due as it was).
-		rctx, cancel := e.recordContext(ctx)
+		rctx, cancel := e.worker.recordContext(ctx)
 		defer cancel()
 		if rerr := e.state.ReleaseLease(rctx, name, holder, cur); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("resume %s: %w", name, rerr))
@@ -216,7 +187,7 @@ func (e *Engine) resumeQueue(ctx context.Context, name string, due []DueEntry, h
 	}
 	reslotLeft := false
 	if cur.Reslot {
-		moves, err := e.finishReslot(ctx, q)
+		moves, err := e.admin.finishReslot(ctx, q)
 		if err != nil {
 			return rep, err
 		}
@@ -241,7 +212,7 @@ func (e *Engine) resumeQueue(ctx context.Context, name string, due []DueEntry, h
 // after a crash here runs it as well. busy says another pass took the
 // queue's lease meanwhile (restartRound): nothing was lifted. q is read
 // again after the lift.
-func (e *Engine) liftPause(ctx context.Context, q *Queue, holder string, until time.Time, cur *Cursor, rep *ResumeReport, now time.Time) (busy bool, _ error) {
+func (e *resumer) liftPause(ctx context.Context, q *Queue, holder string, until time.Time, cur *Cursor, rep *ResumeReport, now time.Time) (busy bool, _ error) {
 	name := q.Name
 	if err := e.restartRound(ctx, name, holder, e.newRound(now), now); err != nil {
 		return errors.Is(err, ErrLeaseHeld), err
@@ -266,7 +237,7 @@ func (e *Engine) liftPause(ctx context.Context, q *Queue, holder string, until t
 // release round if one is due (cur), releases the parked jobs whose time
 // came and looks at the lanes whose time came. It returns the cursor to
 // leave with the lease.
-func (e *Engine) actOnDue(ctx context.Context, q *Queue, due []DueEntry, cur Cursor, rep *ResumeReport, now time.Time) (Cursor, error) {
+func (e *resumer) actOnDue(ctx context.Context, q *Queue, due []DueEntry, cur Cursor, rep *ResumeReport, now time.Time) (Cursor, error) {
 	var jobs []string
 	var lanes []string
 	room := false
@@ -295,7 +266,7 @@ func (e *Engine) actOnDue(ctx context.Context, q *Queue, due []DueEntry, cur Cur
 	}
 	handed := 0
 	for _, key := range lanes {
-		n, err := e.reapLane(ctx, *q, key, now)
+		n, err := e.lanes.reapLane(ctx, *q, key, now)
 		handed += n
 		if err != nil {
 			return cur, err
@@ -311,7 +282,7 @@ func (e *Engine) actOnDue(ctx context.Context, q *Queue, due []DueEntry, cur Cur
 		// Jobs wait in the room: book what a crash left waiting
 		// (waitroom.go). A paused queue's room waits with it; the look
 		// comes again.
-		if err := e.checkRoom(ctx, *q); err != nil {
+		if err := e.room.checkRoom(ctx, *q); err != nil {
 			return cur, fmt.Errorf("resume %s: waiting room: %w", q.Name, err)
 		}
 	}
@@ -325,7 +296,7 @@ func (e *Engine) actOnDue(ctx context.Context, q *Queue, due []DueEntry, cur Cur
 
 // restartRound stores c with holder's lease of queue, and takes the lease
 // again: whatever pass comes next runs the round.
-func (e *Engine) restartRound(ctx context.Context, queue, holder string, c Cursor, now time.Time) error {
+func (e *resumer) restartRound(ctx context.Context, queue, holder string, c Cursor, now time.Time) error {
 	if err := e.state.ReleaseLease(ctx, queue, holder, c); err != nil {
 		return fmt.Errorf("resume %s: %w", queue, err)
 	}
@@ -341,7 +312,7 @@ func (e *Engine) restartRound(ctx context.Context, queue, holder string, c Curso
 // slot comes). It returns the cursor to leave: the round due again at
 // once when the pass used its budget, or while it is kept (Cursor.Until);
 // none after.
-func (e *Engine) round(ctx context.Context, q *Queue, rep *ResumeReport, cur Cursor, now time.Time) (Cursor, error) {
+func (e *resumer) round(ctx context.Context, q *Queue, rep *ResumeReport, cur Cursor, now time.Time) (Cursor, error) {
 	held, err := e.state.ListHeld(ctx, q.Name, q.Gen, e.opts.ResumeBudget)
 	if err != nil {
 		return cur, fmt.Errorf("resume %s: %w", q.Name, err)
@@ -367,14 +338,14 @@ func (e *Engine) round(ctx context.Context, q *Queue, rep *ResumeReport, cur Cur
 
 // forget removes the due entries a deleted queue left: its parked jobs
 // expire (cancelled) and its lanes are deleted.
-func (e *Engine) forget(ctx context.Context, q Queue, due []DueEntry) error {
+func (e *resumer) forget(ctx context.Context, q Queue, due []DueEntry) error {
 	var errs []error
 	for _, d := range due {
 		switch d.Kind {
 		case DueJob:
 			j, err := e.state.GetJob(ctx, job.Ref{Queue: q.Name, ID: d.ID})
 			if err == nil && !JobDue(j).IsZero() {
-				err = e.cancel(ctx, q.Config, j)
+				err = e.admin.cancel(ctx, q.Config, j)
 			}
 			if err != nil && !errors.Is(err, ErrJobNotFound) && !errors.Is(err, ErrConflict) {
 				errs = append(errs, err)

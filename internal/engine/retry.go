@@ -84,21 +84,8 @@ type RetryResult = api.RetryResult
 
 var byRE = regexp.MustCompile(`^[A-Za-z0-9_.:/@+-]{1,64}$`)
 
-// Retry runs failed or cancelled jobs again under their ids: each takes
-// a new ticket at the end of its queue's line (all of one call take one
-// contiguous range) and goes through the gate like any job, so a mass
-// retry keeps the queue's rate. Its history records a rerun event naming
-// who asked (By). Its attempts keep counting (Job.Attempt), and the rerun
-// has the queue's max_attempts attempts of its own (Job.RerunFrom). The
-// earlier run's result is cleared; its last error stays until an attempt
-// of the rerun succeeds.
-//
-// Bad input, a job that does not exist and a job that is not failed or
-// cancelled (a *NotRetryableError) refuse the whole call, and nothing is
-// written. A job that changes between the check and its write (a
-// concurrent retry, say) keeps that change: the write is a
-// compare-and-set, so a job is run again once however many retries race.
-func (e *Engine) Retry(ctx context.Context, r RetryRequest) (RetryResult, error) {
+// Retry does Engine.Retry's work.
+func (e *admin) Retry(ctx context.Context, r RetryRequest) (RetryResult, error) {
 	if err := e.checkRetry(&r); err != nil {
 		return RetryResult{}, err
 	}
@@ -163,11 +150,11 @@ func (e *Engine) Retry(ctx context.Context, r RetryRequest) (RetryResult, error)
 			// room is listed once for the call.
 			if room == nil {
 				var lerr error
-				if room, lerr = e.listRoom(ctx, q); lerr != nil {
+				if room, lerr = e.room.listRoom(ctx, q); lerr != nil {
 					return res, errors.Join(err, failure("retry", j.Ref(), lerr))
 				}
 			}
-			answerInRoom(&a, e.placeIn(q, room, *done[i]))
+			answerInRoom(&a, e.room.placeIn(q, room, *done[i]))
 		}
 		res.Jobs = append(res.Jobs, a)
 	}
@@ -175,7 +162,7 @@ func (e *Engine) Retry(ctx context.Context, r RetryRequest) (RetryResult, error)
 }
 
 // checkRetry validates r and fills its defaults.
-func (e *Engine) checkRetry(r *RetryRequest) error {
+func (e *admin) checkRetry(r *RetryRequest) error {
 	if err := slot.ValidateName(r.Queue); err != nil {
 		return err
 	}
@@ -233,7 +220,7 @@ func (e *Engine) checkRetry(r *RetryRequest) error {
 // records after, each by compare-and-set from the version read. A job
 // whose record moved meanwhile is skipped (its ticket stays unused, its
 // message is dropped as stale, its key's count is given back).
-func (e *Engine) rerun(ctx context.Context, q Queue, read []job.Job, by string) (done []*job.Job, skipped int, err error) {
+func (e *admin) rerun(ctx context.Context, q Queue, read []job.Job, by string) (done []*job.Job, skipped int, err error) {
 	return e.runAgain(ctx, q, read, by, true)
 }
 
@@ -241,7 +228,7 @@ func (e *Engine) rerun(ctx context.Context, q Queue, read []job.Job, by string) 
 // they were before a cancel (a schedule's resume making again what its
 // pause cancelled): an attempt they never began is not counted, nor a
 // rerun.
-func (e *Engine) runAgain(ctx context.Context, q Queue, read []job.Job, by string, again bool) (done []*job.Job, skipped int, err error) {
+func (e *admin) runAgain(ctx context.Context, q Queue, read []job.Job, by string, again bool) (done []*job.Job, skipped int, err error) {
 	jobs := make([]*job.Job, len(read))
 	from := make([]job.Version, len(read))
 	for i := range read {
@@ -262,26 +249,26 @@ func (e *Engine) runAgain(ctx context.Context, q Queue, read []job.Job, by strin
 	var keyAhead []int64
 	spare := false
 	if q.Config.Bounded() {
-		if keyAhead, _, spare, err = e.admit(ctx, q, jobs); err != nil {
+		if keyAhead, _, spare, err = e.room.admit(ctx, q, jobs); err != nil {
 			return nil, 0, failure("retry", job.Ref{Queue: q.Name}, err)
 		}
 		if spare {
-			defer e.bookNext(ctx, q)
+			defer e.room.bookNext(ctx, q)
 		}
 	}
-	if _, err := e.assignBooked(ctx, &q, jobs, false, keyAhead, time.Time{}); err != nil {
+	if _, err := e.enqueuer.assignSlots(ctx, &q, jobs, false, keyAhead, time.Time{}); err != nil {
 		return nil, 0, failure("retry", job.Ref{Queue: q.Name}, err)
 	}
 	now := e.now()
 	for _, j := range jobs {
 		j.Order = j.Ticket // a new acceptance: at the end of the line, also for a pause
 		j.Record(job.Event{At: now, Kind: job.Rerun, Ticket: j.Ticket, Attempt: j.Attempt, Reason: by})
-		e.place(j, q.State)
+		e.enqueuer.sendOrPark(j, q.State)
 	}
-	if _, err := e.countPending(ctx, q, jobs); err != nil {
+	if _, err := e.enqueuer.countPending(ctx, q, jobs); err != nil {
 		return nil, 0, fmt.Errorf("retry %s: %w", q.Name, err)
 	}
-	e.sendQueued(ctx, jobs)
+	e.enqueuer.sendQueued(ctx, jobs)
 	// landed[i] is false for a job another call moved first (a retry of
 	// it racing this one, a cancel): what this call took for it (its
 	// pending count, its booking, its place in the room) is given back.
@@ -298,9 +285,9 @@ func (e *Engine) runAgain(ctx context.Context, q Queue, read []job.Job, by strin
 		landed[i] = true
 		done = append(done, j)
 	}
-	e.uncountLost(ctx, q, jobs, landed)
+	e.enqueuer.uncountLost(ctx, q, jobs, landed)
 	if len(done) > 0 {
-		if e.expireIfDead(ctx, q.Name, q.Gen, done) > 0 {
+		if e.worker.expireIfDead(ctx, q.Name, q.Gen, done) > 0 {
 			// Deleted since the tickets were taken: the parked ones
 			// went with it, the queued ones go when their messages come.
 			return nil, skipped, &NotFoundError{Queue: q.Name}
@@ -318,7 +305,7 @@ func (e *Engine) runAgain(ctx context.Context, q Queue, read []job.Job, by strin
 // their tickets were taken and that rerun wrote parked: the purge lists
 // the parked jobs it cancels, and may have listed before they were
 // written. A queued one is cancelled at the gate (slot.Purged).
-func (e *Engine) cancelPurgedMeanwhile(ctx context.Context, q Queue, done []*job.Job) {
+func (e *admin) cancelPurgedMeanwhile(ctx context.Context, q Queue, done []*job.Job) {
 	parked := false
 	for _, j := range done {
 		parked = parked || j.Status == job.Parked
@@ -335,7 +322,7 @@ func (e *Engine) cancelPurgedMeanwhile(ctx context.Context, q Queue, done []*job
 			continue
 		}
 		if err := e.cancel(ctx, q.Config, *j); err == nil {
-			e.takeOffLanes(ctx, q, *j)
+			e.lanes.takeOffLanes(ctx, q, *j)
 			j.Status = job.Cancelled
 		}
 	}

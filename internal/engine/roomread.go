@@ -23,7 +23,7 @@ import (
 // does not count its room by key yet (Counted), reads the whole room
 // instead, and counts it afresh once every record written before LastIn
 // shows in the list.
-func (e *Engine) chooseFrom(ctx context.Context, q Queue, h *slot.Horizon, settle bool, now time.Time) ([]*job.Job, []int64, error) {
+func (e *waitingRoom) chooseFrom(ctx context.Context, q Queue, h *slot.Horizon, settle bool, now time.Time) ([]*job.Job, []int64, error) {
 	if !settle && h.Counted() {
 		heads, err := e.roomHeads(ctx, q, h, now)
 		if err != nil {
@@ -66,7 +66,7 @@ func (e *Engine) chooseFrom(ctx context.Context, q Queue, h *slot.Horizon, settl
 // shows in the room until its booker's write lands). A key that has
 // fewer jobs in the room than counted (cancelled, purged) is counted
 // afresh, once every record written before LastIn shows.
-func (e *Engine) roomHeads(ctx context.Context, q Queue, h *slot.Horizon, now time.Time) ([]job.Job, error) {
+func (e *waitingRoom) roomHeads(ctx context.Context, q Queue, h *slot.Horizon, now time.Time) ([]job.Job, error) {
 	c := q.Config
 	free := -1 // the queue's room under BookAhead; -1: no bound
 	if c.BookAhead > 0 {
@@ -166,8 +166,8 @@ func turnOrder(counts map[string]int64, turn string) []string {
 }
 
 // listRoom lists q's waiting room: its parked jobs that wait in it.
-func (e *Engine) listRoom(ctx context.Context, q Queue) ([]job.Job, error) {
-	parked, err := e.listAll(ctx, q, job.Parked)
+func (e *waitingRoom) listRoom(ctx context.Context, q Queue) ([]job.Job, error) {
+	parked, err := e.resumer.listAll(ctx, q, job.Parked)
 	if err != nil {
 		return nil, fmt.Errorf("list the waiting room of %s: %w", q.Name, err)
 	}
@@ -185,7 +185,7 @@ func (e *Engine) listRoom(ctx context.Context, q Queue) ([]job.Job, error) {
 // with, for each, the jobs of its key booked before it. A job h holds a
 // booking for already (its booker's write may still be on its way) is
 // not chosen again, nor one a purge covered.
-func (e *Engine) choose(ctx context.Context, q Queue, h *slot.Horizon, room []job.Job, now time.Time) ([]*job.Job, []int64, error) {
+func (e *waitingRoom) choose(ctx context.Context, q Queue, h *slot.Horizon, room []job.Job, now time.Time) ([]*job.Job, []int64, error) {
 	byTicket := map[int64]*job.Job{}
 	var waiting []slot.WaitingJob
 	weights := map[string]int{}
@@ -209,7 +209,7 @@ func (e *Engine) choose(ctx context.Context, q Queue, h *slot.Horizon, room []jo
 			if k == "" {
 				continue
 			}
-			m, err := e.readMeter(ctx, q, k)
+			m, err := e.lanes.readMeter(ctx, q, k)
 			if err != nil {
 				return nil, nil, err
 			}

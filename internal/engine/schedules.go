@@ -122,7 +122,7 @@ type ScheduleState interface {
 }
 
 // schedules is the store's ScheduleState, or ErrNoSchedules.
-func (e *Engine) schedules() (ScheduleState, error) {
+func (e *admin) schedules() (ScheduleState, error) {
 	if e.opts.Schedules != nil {
 		return e.opts.Schedules, nil
 	}
@@ -133,7 +133,7 @@ func (e *Engine) schedules() (ScheduleState, error) {
 }
 
 // scheduleLead is how far ahead occurrences are made.
-func (e *Engine) scheduleLead() time.Duration {
+func (e *admin) scheduleLead() time.Duration {
 	if e.opts.ScheduleLead > 0 {
 		return e.opts.ScheduleLead
 	}
@@ -141,7 +141,7 @@ func (e *Engine) scheduleLead() time.Duration {
 }
 
 // dueAt is the time of s's entry in the due index for its Next.
-func (e *Engine) dueAt(next time.Time) time.Time {
+func (e *admin) dueAt(next time.Time) time.Time {
 	if next.IsZero() {
 		return time.Time{}
 	}
@@ -159,12 +159,8 @@ func (e *ScheduleNotFoundError) Error() string {
 // Is makes it ErrScheduleNotFound.
 func (e *ScheduleNotFoundError) Is(target error) bool { return target == ErrScheduleNotFound }
 
-// CreateSchedule checks spec and stores it as schedule name of queue, then
-// makes the occurrences that fall within the lead at once (so the first
-// ones need not wait for the resume function's next run). Bad input is an
-// *input.Error whose field is the full path ("name", "schedule.cron",
-// "schedule.job.target"), and nothing is written.
-func (e *Engine) CreateSchedule(ctx context.Context, queue, name string, spec schedule.Spec) (Schedule, error) {
+// CreateSchedule does Engine.CreateSchedule's work.
+func (e *admin) CreateSchedule(ctx context.Context, queue, name string, spec schedule.Spec) (Schedule, error) {
 	st, err := e.schedules()
 	if err != nil {
 		return Schedule{}, err
@@ -189,7 +185,7 @@ func (e *Engine) CreateSchedule(ctx context.Context, queue, name string, spec sc
 		return Schedule{}, err
 	}
 	js := job.Spec{Kind: spec.Job.Kind, Target: spec.Job.Target, Payload: spec.Job.Payload, Key: spec.Job.Key}
-	if err := e.checkTargets(q.Config, job.EnqueueRequest{Queue: queue, Job: &js}, []job.Spec{js}); err != nil {
+	if err := e.enqueuer.checkTargets(q.Config, job.EnqueueRequest{Queue: queue, Job: &js}, []job.Spec{js}); err != nil {
 		var ie *input.Error
 		if errors.As(err, &ie) {
 			c := *ie
@@ -217,7 +213,7 @@ func (e *Engine) CreateSchedule(ctx context.Context, queue, name string, spec sc
 		}
 		return Schedule{}, fmt.Errorf("create schedule %s/%s: %w", queue, name, err)
 	}
-	if _, err := e.runSchedule(ctx, st, queue, name); err != nil {
+	if _, err := e.resumer.runSchedule(ctx, st, queue, name); err != nil {
 		e.log.WarnContext(ctx, "schedule created; its first occurrences are left to the resume function", "queue", queue, "schedule", name, "error", err.Error())
 	}
 	return e.Schedule(ctx, queue, name)
@@ -280,8 +276,8 @@ func perDay(n int64, span time.Duration) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
-// Schedule reads one schedule of queue.
-func (e *Engine) Schedule(ctx context.Context, queue, name string) (Schedule, error) {
+// Schedule does Engine.Schedule's work.
+func (e *admin) Schedule(ctx context.Context, queue, name string) (Schedule, error) {
 	st, err := e.schedules()
 	if err != nil {
 		return Schedule{}, err
@@ -303,8 +299,8 @@ func (e *Engine) Schedule(ctx context.Context, queue, name string) (Schedule, er
 	return s, nil
 }
 
-// Schedules lists queue's schedules in name order.
-func (e *Engine) Schedules(ctx context.Context, queue string) ([]Schedule, error) {
+// Schedules does Engine.Schedules's work.
+func (e *admin) Schedules(ctx context.Context, queue string) ([]Schedule, error) {
 	st, err := e.schedules()
 	if err != nil {
 		return nil, err
@@ -326,14 +322,8 @@ func (e *Engine) Schedules(ctx context.Context, queue string) ([]Schedule, error
 	return out, nil
 }
 
-// PauseSchedule pauses a schedule: once it returns, no occurrence of it
-// starts any more. The occurrences made ahead of their time (up to the
-// lead) are cancelled, and the schedule goes back to the first of them:
-// they are no longer counted made, and its resume makes them again (the
-// jobs the pause cancelled wait again under their ids) unless their time
-// passed meanwhile, when its missed policy says. It returns the schedule
-// and how many occurrences it cancelled.
-func (e *Engine) PauseSchedule(ctx context.Context, queue, name string) (Schedule, int, error) {
+// PauseSchedule does Engine.PauseSchedule's work.
+func (e *admin) PauseSchedule(ctx context.Context, queue, name string) (Schedule, int, error) {
 	s, err := e.changeSchedule(ctx, queue, name, func(s *Schedule) { s.Paused, s.DueAt = true, time.Time{} })
 	if err != nil {
 		return s, 0, err
@@ -356,23 +346,21 @@ func (e *Engine) PauseSchedule(ctx context.Context, queue, name string) (Schedul
 // its schedule's pause cancelled: the resume makes it again.
 const reasonPaused = "schedule paused"
 
-// ResumeSchedule lifts a schedule's pause and makes at once what is due:
-// the missed occurrences its policy keeps and those within the lead.
-func (e *Engine) ResumeSchedule(ctx context.Context, queue, name string) (Schedule, error) {
+// ResumeSchedule does Engine.ResumeSchedule's work.
+func (e *admin) ResumeSchedule(ctx context.Context, queue, name string) (Schedule, error) {
 	s, err := e.changeSchedule(ctx, queue, name, func(s *Schedule) { s.Paused, s.DueAt = false, e.dueAt(s.Next) })
 	if err != nil {
 		return s, err
 	}
 	st, _ := e.schedules()
-	if _, err := e.runSchedule(ctx, st, queue, name); err != nil {
+	if _, err := e.resumer.runSchedule(ctx, st, queue, name); err != nil {
 		return s, err
 	}
 	return e.Schedule(ctx, queue, name)
 }
 
-// DeleteSchedule removes a schedule and cancels the occurrences it made
-// ahead of their time; it returns how many it cancelled.
-func (e *Engine) DeleteSchedule(ctx context.Context, queue, name string) (int, error) {
+// DeleteSchedule does Engine.DeleteSchedule's work.
+func (e *admin) DeleteSchedule(ctx context.Context, queue, name string) (int, error) {
 	s, err := e.Schedule(ctx, queue, name)
 	if err != nil {
 		return 0, err
@@ -387,7 +375,7 @@ func (e *Engine) DeleteSchedule(ctx context.Context, queue, name string) (int, e
 
 // changeSchedule applies change to a schedule by compare-and-set, reading
 // it again after a conflict.
-func (e *Engine) changeSchedule(ctx context.Context, queue, name string, change func(*Schedule)) (Schedule, error) {
+func (e *admin) changeSchedule(ctx context.Context, queue, name string, change func(*Schedule)) (Schedule, error) {
 	st, err := e.schedules()
 	if err != nil {
 		return Schedule{}, err
@@ -416,7 +404,7 @@ func (e *Engine) changeSchedule(ctx context.Context, queue, name string, change 
 // cancelAhead cancels the occurrences of s made ahead of their time (after
 // now, before its Next) that have not started, their histories giving
 // reason; it counts them and returns the first.
-func (e *Engine) cancelAhead(ctx context.Context, s Schedule, reason string) (n int, first time.Time) {
+func (e *admin) cancelAhead(ctx context.Context, s Schedule, reason string) (n int, first time.Time) {
 	rule, err := s.Spec.Compile()
 	if err != nil {
 		return 0, time.Time{}
@@ -439,7 +427,7 @@ func (e *Engine) cancelAhead(ctx context.Context, s Schedule, reason string) (n 
 // meanwhile: a pause or delete cancels what the schedule made ahead, and
 // this batch may have been made after it looked. The pause went back to
 // before the batch, so a resume makes these again.
-func (e *Engine) cancelIfStopped(ctx context.Context, st ScheduleState, queue, name string, times []time.Time) {
+func (e *admin) cancelIfStopped(ctx context.Context, st ScheduleState, queue, name string, times []time.Time) {
 	s, err := st.GetSchedule(ctx, queue, name)
 	if err != nil && !errors.Is(err, ErrScheduleNotFound) || err == nil && !s.Paused {
 		return

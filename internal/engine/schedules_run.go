@@ -17,11 +17,11 @@ import (
 // runSchedules is a Resume run's work on the schedules due: a pass over
 // each (runSchedule). They need no queue lease: the occurrence ids and
 // each schedule's compare-and-set keep them once.
-func (e *Engine) runSchedules(ctx context.Context, due []DueEntry, rep *ResumeReport) []error {
+func (e *resumer) runSchedules(ctx context.Context, due []DueEntry, rep *ResumeReport) []error {
 	if len(due) == 0 {
 		return nil
 	}
-	st, err := e.schedules()
+	st, err := e.admin.schedules()
 	if err != nil {
 		return []error{fmt.Errorf("resume: %w", err)}
 	}
@@ -48,7 +48,7 @@ func (e *Engine) runSchedules(ctx context.Context, due []DueEntry, rep *ResumeRe
 // compare-and-set of the schedule from the version read. It returns how
 // many occurrences it made. A schedule that moved meanwhile (another
 // pass advanced it, a pause) is left to that writer.
-func (e *Engine) runSchedule(ctx context.Context, st ScheduleState, queue, name string) (int, error) {
+func (e *resumer) runSchedule(ctx context.Context, st ScheduleState, queue, name string) (int, error) {
 	s, err := st.GetSchedule(ctx, queue, name)
 	if errors.Is(err, ErrScheduleNotFound) {
 		return 0, nil
@@ -88,7 +88,7 @@ func (e *Engine) runSchedule(ctx context.Context, st ScheduleState, queue, name 
 			return made, fmt.Errorf("resume schedule %s/%s: %w", queue, name, err)
 		}
 		from := s.Version
-		s.Next, s.DueAt, s.Last, s.Error = after, e.dueAt(after), batch[n-1], msg
+		s.Next, s.DueAt, s.Last, s.Error = after, e.admin.dueAt(after), batch[n-1], msg
 		s.Made += int64(n)
 		s.Skipped += skipped
 		skipped = 0
@@ -101,7 +101,7 @@ func (e *Engine) runSchedule(ctx context.Context, st ScheduleState, queue, name 
 				// Another pass advanced it, or it was paused or
 				// deleted meanwhile: then the pause's own cancel may
 				// have run before this batch was made.
-				e.cancelIfStopped(ctx, st, queue, name, batch)
+				e.admin.cancelIfStopped(ctx, st, queue, name, batch)
 				return made, nil
 			}
 			return made, fmt.Errorf("resume schedule %s/%s: %w", queue, name, err)
@@ -114,7 +114,7 @@ func (e *Engine) runSchedule(ctx context.Context, st ScheduleState, queue, name 
 		// Nothing to make (all missed ones skipped, or the schedule
 		// ended): advance it alone.
 		from := s.Version
-		s.Next, s.DueAt = next, e.dueAt(next)
+		s.Next, s.DueAt = next, e.admin.dueAt(next)
 		s.Skipped += skipped
 		if _, err := st.PutSchedule(ctx, s, from); err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrScheduleNotFound) {
 			return made, fmt.Errorf("resume schedule %s/%s: %w", queue, name, err)
@@ -130,7 +130,7 @@ func (e *Engine) runSchedule(ctx context.Context, st ScheduleState, queue, name 
 // missed ones (at or before now) its policy keeps, then those up to a
 // lead ahead, MaxOccurrencesPerPass at most; next, the first occurrence
 // the pass leaves; skipped, the missed ones the policy drops.
-func (e *Engine) occurrences(s Schedule, rule schedule.Rule, now time.Time) (times []time.Time, next time.Time, skipped int64) {
+func (e *resumer) occurrences(s Schedule, rule schedule.Rule, now time.Time) (times []time.Time, next time.Time, skipped int64) {
 	next = s.Next
 	if !next.IsZero() && !next.After(now) {
 		keep := 0
@@ -148,7 +148,7 @@ func (e *Engine) occurrences(s Schedule, rule schedule.Rule, now time.Time) (tim
 			times, skipped = times[1:], skipped+1
 		}
 	}
-	horizon := now.Add(e.scheduleLead())
+	horizon := now.Add(e.admin.scheduleLead())
 	for !next.IsZero() && !next.After(horizon) && len(times) < MaxOccurrencesPerPass {
 		times = append(times, next)
 		next = rule.Next(next)
@@ -162,7 +162,7 @@ func (e *Engine) occurrences(s Schedule, rule schedule.Rule, now time.Time) (tim
 // written. A refusal of the job itself (its kind no longer known, its
 // target no longer allowed) is returned as msg, for the schedule's
 // record: those occurrences are skipped, not tried again every run.
-func (e *Engine) makeOccurrences(ctx context.Context, s Schedule, times []time.Time) (msg string, err error) {
+func (e *resumer) makeOccurrences(ctx context.Context, s Schedule, times []time.Time) (msg string, err error) {
 	specs := make([]job.Spec, len(times))
 	for i, t := range times {
 		nb := t
@@ -171,7 +171,7 @@ func (e *Engine) makeOccurrences(ctx context.Context, s Schedule, times []time.T
 			Payload: s.Spec.Job.Payload, Key: s.Spec.Job.Key, NotBefore: &nb,
 		}
 	}
-	res, err := e.Enqueue(ctx, job.EnqueueRequest{Queue: s.Queue, Jobs: specs, Occurrences: true})
+	res, err := e.enqueuer.Enqueue(ctx, job.EnqueueRequest{Queue: s.Queue, Jobs: specs, Occurrences: true})
 	var ie *input.Error
 	if errors.As(err, &ie) {
 		e.log.WarnContext(ctx, "schedule's occurrences refused; skipped", "queue", s.Queue, "schedule", s.Name, "error", ie.Error())
@@ -186,7 +186,7 @@ func (e *Engine) makeOccurrences(ctx context.Context, s Schedule, times []time.T
 // makeAgain puts back to waiting the occurrences of an enqueue (res)
 // that were made before and cancelled by the schedule's pause: the pause
 // went back to before them, and this pass makes them.
-func (e *Engine) makeAgain(ctx context.Context, s Schedule, res EnqueueResult) error {
+func (e *resumer) makeAgain(ctx context.Context, s Schedule, res EnqueueResult) error {
 	var again []job.Job
 	var q Queue
 	for _, a := range res.Jobs {
@@ -195,11 +195,11 @@ func (e *Engine) makeAgain(ctx context.Context, s Schedule, res EnqueueResult) e
 		}
 		if q.Name == "" {
 			var err error
-			if q, err = e.Queue(ctx, s.Queue); err != nil {
+			if q, err = e.admin.Queue(ctx, s.Queue); err != nil {
 				return err
 			}
 		}
-		j, err := e.getJob(ctx, q, job.Ref{Queue: s.Queue, ID: a.JobID})
+		j, err := e.admin.getJob(ctx, q, job.Ref{Queue: s.Queue, ID: a.JobID})
 		if err != nil {
 			return fmt.Errorf("occurrence %s: %w", a.JobID, err)
 		}
@@ -210,6 +210,6 @@ func (e *Engine) makeAgain(ctx context.Context, s Schedule, res EnqueueResult) e
 	if len(again) == 0 {
 		return nil
 	}
-	_, _, err := e.runAgain(ctx, q, again, "schedule:"+s.Name, false)
+	_, _, err := e.admin.runAgain(ctx, q, again, "schedule:"+s.Name, false)
 	return err
 }

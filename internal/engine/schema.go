@@ -33,7 +33,7 @@ const rebuildShare = 4 // one quarter
 // of it, so the resume function would never find them. Once this engine
 // has seen the mark asking for none it reads it again only schemaRecheck
 // later, so a resume run of a rebuilt table costs nothing for it.
-func (e *Engine) rebuildDue(ctx context.Context) (bool, error) {
+func (e *core) rebuildDue(ctx context.Context) (bool, error) {
 	now := e.now()
 	if seen := e.schemaSeen.Load(); seen != 0 && now.Sub(time.Unix(0, seen)) < schemaRecheck {
 		return false, nil

@@ -17,7 +17,7 @@ var ErrSentBackTooOften = errors.New("sent back too often without starting")
 // failSentBack fails j, queued and sent back MaxSendsBack times without
 // starting, for good: its record is its dead-letter record, and it holds
 // no key or place (takeOffLanes). The queue's retention applies.
-func (e *Engine) failSentBack(ctx context.Context, j job.Job) error {
+func (e *worker) failSentBack(ctx context.Context, j job.Job) error {
 	q, err := e.state.GetQueue(ctx, j.Queue)
 	if err != nil && !errors.Is(err, ErrQueueNotFound) {
 		return fmt.Errorf("fail %s: %w", j.Ref(), err)
@@ -35,19 +35,19 @@ func (e *Engine) failSentBack(ctx context.Context, j job.Job) error {
 		}
 		return fmt.Errorf("fail %s: %w", j.Ref(), err)
 	}
-	e.takeOffLanes(ctx, q, j)
-	e.freeBooking(ctx, q, j)
+	e.lanes.takeOffLanes(ctx, q, j)
+	e.room.freeBooking(ctx, q, j)
 	e.observe(ctx, Event{Kind: EventDeadLetter, Queue: j.Queue})
 	e.log.ErrorContext(ctx, "job failed", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "error", runErr)
 	return nil
 }
 
-// keepHold makes the hold j has on its key last until a lease after wake.
-func (e *Engine) keepHold(ctx context.Context, j *job.Job, wake time.Time) {
+// keepKeyWhileAway makes the hold j has on its key last until a lease after wake.
+func (e *worker) keepKeyWhileAway(ctx context.Context, j *job.Job, wake time.Time) {
 	w := slot.Waiter{Ticket: j.Ticket, JobID: j.ID}
 	until := laterOf(wake, e.now()).Add(e.opts.Lease)
 	q := Queue{Name: j.Queue, Gen: j.Gen}
-	if err := e.updateLane(ctx, q, j.Key, func(l slot.Lane) slot.Lane {
+	if err := e.lanes.updateLane(ctx, q, j.Key, func(l slot.Lane) slot.Lane {
 		return l.Extend(w, until)
 	}); err != nil {
 		e.log.WarnContext(ctx, "key's hold not kept while away", "queue", j.Queue, "job_id", j.ID, "key", j.Key, "error", err.Error())
@@ -55,23 +55,23 @@ func (e *Engine) keepHold(ctx context.Context, j *job.Job, wake time.Time) {
 }
 
 // handBack hands the job back to the transport, to come again for wake
-// (Engine.handBack). A job that holds its key keeps it while it is away:
+// (worker.handBack). A job that holds its key keeps it while it is away:
 // its hold is made to last until a lease after it comes back, or the
 // resume function would hand the key on meanwhile and the job, back,
 // would find itself overtaken.
 func (d *delivery) handBack(ctx context.Context) error {
 	if d.holding {
-		d.e.keepHold(ctx, &d.j, d.wake)
+		d.e.keepKeyWhileAway(ctx, &d.j, d.wake)
 	}
 	return d.e.handBack(ctx, &d.j, d.wake)
 }
 
 // handBack sends the job's envelope again to arrive at wake, by the clock
 // as it goes: the slot lies past this invocation's deadline.
-func (e *Engine) handBack(ctx context.Context, j *job.Job, wake time.Time) error {
+func (e *worker) handBack(ctx context.Context, j *job.Job, wake time.Time) error {
 	env := j.Envelope()
 	env.SentAt = e.now()
-	wait := e.delayTo(wake, env.SentAt)
+	wait := e.enqueuer.delayTo(wake, env.SentAt)
 	err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: wait}})
 	if err != nil {
 		return fmt.Errorf("hand back %s/%s: %w", j.Queue, j.ID, err)
@@ -91,7 +91,7 @@ func (e *Engine) handBack(ctx context.Context, j *job.Job, wake time.Time) error
 }
 
 // park stores a queued job as parked, for the resume function.
-func (e *Engine) park(ctx context.Context, j *job.Job, why job.ParkReason) error {
+func (e *worker) park(ctx context.Context, j *job.Job, why job.ParkReason) error {
 	from := j.Version()
 	j.Status, j.ParkReason, j.DueAt = job.Parked, why, time.Time{}
 	j.Record(job.Event{At: e.now(), Kind: job.ParkedEvent, Reason: string(why)})
@@ -133,7 +133,7 @@ func lateBy(late time.Duration) reticketCause { return reticketCause{missed: tru
 // (job.SlotMissed). A job whose old ticket a purge covered is cancelled
 // instead: the purge may have landed after the job was read, and a
 // re-ticket must not carry a purged job past it.
-func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job, cause reticketCause) error {
+func (e *worker) reticket(ctx context.Context, q *Queue, j *job.Job, cause reticketCause) error {
 	op := "re-ticket"
 	if cause.missed {
 		op = "missed slot"
@@ -141,7 +141,7 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job, cause retic
 	from := j.Version()
 	old := j.Ticket
 	orig := *j
-	if err := e.assign(ctx, q, []*job.Job{j}); err != nil {
+	if err := e.enqueuer.assign(ctx, q, []*job.Job{j}); err != nil {
 		return fmt.Errorf("%s %s/%s: %w", op, j.Queue, j.ID, err)
 	}
 	if old <= q.State.Purged {
@@ -160,8 +160,8 @@ func (e *Engine) reticket(ctx context.Context, q *Queue, j *job.Job, cause retic
 		ev.Kind, ev.Attempt, ev.LatenessMs = job.SlotMissed, j.Attempt, cause.late.Milliseconds()
 	}
 	j.Record(ev)
-	e.place(j, q.State)
-	e.sendQueued(ctx, []*job.Job{j}) // message first, as in Enqueue
+	e.enqueuer.sendOrPark(j, q.State)
+	e.enqueuer.sendQueued(ctx, []*job.Job{j}) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, *j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil // a duplicate got there first; its message is stale

@@ -42,7 +42,7 @@ func slowDownOf(runErr error) (*attempt.RetryAfterError, bool) {
 // (slowDownAt) and the job waits for its end (requeueSlowed). An error
 // leaves the job running: its message comes again, and after its lease
 // the attempt is taken for lost.
-func (e *Engine) slowDown(ctx context.Context, q Queue, j job.Job, st slot.State, ra *attempt.RetryAfterError, now time.Time) error {
+func (e *worker) slowDown(ctx context.Context, q Queue, j job.Job, st slot.State, ra *attempt.RetryAfterError, now time.Time) error {
 	bound := q.Config.MaxSlowDowns
 	if bound == 0 {
 		bound = slot.DefaultMaxSlowDowns
@@ -81,14 +81,14 @@ func slowWait(cfg slot.Config, ra *attempt.RetryAfterError) time.Duration {
 // its key's meter when its key has a limit of its own (slowKey), else
 // its queue's state (State.SlowDown). It says which: "key" or "queue".
 // The others wait for j's ticket a tick of the limit after until, at
-// least slowHoldFloor (slowHold).
-func (e *Engine) slowDownAt(ctx context.Context, q Queue, j *job.Job, until time.Time) (string, error) {
+// least slowHoldFloor (slowFirstFor).
+func (e *worker) slowDownAt(ctx context.Context, q Queue, j *job.Job, until time.Time) (string, error) {
 	if keyed(q, j) {
 		if ok, err := e.slowKey(ctx, q, j, until); ok || err != nil {
 			return "key", err
 		}
 	}
-	hold := e.slowHold(until, q.Config.Tick())
+	hold := e.slowFirstFor(until, q.Config.Tick())
 	if q.Config.Bounded() {
 		hold = until // its job is booked again (requeueSlowed): nobody waits for its ticket
 	}
@@ -107,9 +107,9 @@ func slowAnswer(j *job.Job) string { return fmt.Sprintf("%d.%d.%d", j.Ticket, j.
 // own, or the queue's key_limits); it reports whether it did. A key
 // without one (a meter that only keeps the order of a key_max_running
 // above one) leaves the slow-down to the queue.
-func (e *Engine) slowKey(ctx context.Context, q Queue, j *job.Job, until time.Time) (bool, error) {
+func (e *worker) slowKey(ctx context.Context, q Queue, j *job.Job, until time.Time) (bool, error) {
 	for try := 0; ; try++ {
-		m, err := e.readMeter(ctx, q, j.Key)
+		m, err := e.lanes.readMeter(ctx, q, j.Key)
 		if err != nil {
 			return false, err
 		}
@@ -121,7 +121,7 @@ func (e *Engine) slowKey(ctx context.Context, q Queue, j *job.Job, until time.Ti
 		if slot.SlowCounted(m.State, j.Ticket, answer) {
 			return true, nil // a write of it landed, its answer lost
 		}
-		hold := e.keyHold(until, ls.Tick())
+		hold := e.keySlowFirstFor(until, ls.Tick())
 		if q.Config.Bounded() {
 			hold = until // as slowDownAt's
 		}
@@ -133,28 +133,28 @@ func (e *Engine) slowKey(ctx context.Context, q Queue, j *job.Job, until time.Ti
 	}
 }
 
-// slowHold is how long after a slow-down's end (until) the others wait
+// slowFirstFor is how long after a slow-down's end (until) the others wait
 // for the answered job to start first: a tick of the limit (its next
 // start could not come sooner anyway), and at least two leads and
 // slowHoldFloor: the others go to the gate a lead before their start,
 // and the answered job's worker, woken a lead before until, must be
 // through the gate before them. A job that never comes back holds the
 // others no longer.
-func (e *Engine) slowHold(until time.Time, tick time.Duration) time.Time {
+func (e *worker) slowFirstFor(until time.Time, tick time.Duration) time.Time {
 	return until.Add(max(tick, 2*e.opts.Lead, slowHoldFloor))
 }
 
-// keyHold is how long after a key's slow-down ends (until) the key's
+// keySlowFirstFor is how long after a key's slow-down ends (until) the key's
 // other jobs wait for the answered one to start first: a lease. Unlike
 // a queue's answered job, a key's must still win an opening of its
 // queue, which the other keys' jobs take meanwhile, so a tick would not
 // do; the others look again every tick of the key's limit (awaitKeyed),
 // and a job that never comes back holds its key no longer than a lease.
-func (e *Engine) keyHold(until time.Time, tick time.Duration) time.Time {
-	return laterOf(until.Add(e.opts.Lease), e.slowHold(until, tick))
+func (e *worker) keySlowFirstFor(until time.Time, tick time.Duration) time.Time {
+	return laterOf(until.Add(e.opts.Lease), e.slowFirstFor(until, tick))
 }
 
-// slowHoldFloor is the shortest wait for the answered job (slowHold): a
+// slowHoldFloor is the shortest wait for the answered job (slowFirstFor): a
 // second, as the answered job's message may come late (SQS's delivery,
 // a busy store) and a lost one costs the others no more.
 const slowHoldFloor = time.Second
@@ -187,11 +187,11 @@ func (d *delivery) awaitSlowDown(ctx context.Context, open time.Time) (next, err
 		return stop, d.parkForGate(ctx)
 	}
 	if d.holding {
-		e.keepHold(ctx, j, open)
+		e.keepKeyWhileAway(ctx, j, open)
 	}
 	env := j.Envelope()
 	env.SentAt = e.now()
-	if err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: e.delayTo(open, env.SentAt)}}); err != nil {
+	if err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: e.enqueuer.delayTo(open, env.SentAt)}}); err != nil {
 		// The message comes again from the transport instead.
 		return stop, fmt.Errorf("work %s: send again after its queue's slow-down: %w", j.Ref(), err)
 	}
@@ -201,7 +201,7 @@ func (d *delivery) awaitSlowDown(ctx context.Context, open time.Time) (next, err
 
 // awaitKeyed is awaitSlowDown for a job whose key's slow-down (on meter
 // m) holds it until open: once the slow-down has ended and the key waits
-// for its answered job to start (keyHold), it looks again a tick of the
+// for its answered job to start (keySlowFirstFor), it looks again a tick of the
 // key's limit later rather than at the hold's end.
 func (d *delivery) awaitKeyed(ctx context.Context, m slot.Meter, open time.Time) (next, error) {
 	if !d.at.Before(m.State.SlowUntil) {
@@ -224,7 +224,7 @@ func earlierOf(a, b time.Time) time.Time {
 // reach), its history recording the answer. Its running place is freed;
 // a key it holds stays held until a lease after until, so it keeps its
 // place among its key's jobs.
-func (e *Engine) requeueSlowed(ctx context.Context, q Queue, j job.Job, st slot.State, ra *attempt.RetryAfterError, what string, until time.Time, wait time.Duration) error {
+func (e *worker) requeueSlowed(ctx context.Context, q Queue, j job.Job, st slot.State, ra *attempt.RetryAfterError, what string, until time.Time, wait time.Duration) error {
 	from, ticket := j.Version(), j.Ticket
 	q.State = st
 	j.StartedAt, j.SlotAt, j.Detached = time.Time{}, until, true
@@ -234,8 +234,8 @@ func (e *Engine) requeueSlowed(ctx context.Context, q Queue, j job.Job, st slot.
 	if q.Config.Bounded() {
 		return e.rebookSlowed(ctx, q, j, st, from, ticket, until)
 	}
-	e.place(&j, q.State)
-	e.sendQueued(ctx, []*job.Job{&j}) // message first, as in Enqueue
+	e.enqueuer.sendOrPark(&j, q.State)
+	e.enqueuer.sendQueued(ctx, []*job.Job{&j}) // message first, as in Enqueue
 	if err := e.state.UpdateJob(ctx, j, from); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil
@@ -245,9 +245,9 @@ func (e *Engine) requeueSlowed(ctx context.Context, q Queue, j job.Job, st slot.
 	if e.deadGeneration(ctx, &j) {
 		return nil
 	}
-	e.endRun(ctx, q, ticket)
+	e.lanes.endRun(ctx, q, ticket)
 	if j.Key != "" && q.Config.KeyCap() != 0 {
-		e.keepHold(ctx, &j, until)
+		e.keepKeyWhileAway(ctx, &j, until)
 	}
 	e.observe(ctx, Event{Kind: EventSlowDown, Queue: j.Queue})
 	e.log.WarnContext(ctx, "slowed down by its target", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket,
@@ -264,15 +264,15 @@ func (e *Engine) requeueSlowed(ctx context.Context, q Queue, j job.Job, st slot.
 // nobody waits; else into the room. So it does not go first after the
 // slow-down (slowDownAt holds nobody for it). The new booking is entered
 // before the record is written; the old one, still held for a key that
-// runs one job at a time (keyHeld), is freed after it (endHold).
-func (e *Engine) rebookSlowed(ctx context.Context, q Queue, j job.Job, st slot.State, from job.Version, ticket int64, until time.Time) error {
+// runs one job at a time (keyHeld), is freed after it (endKeptBooking).
+func (e *worker) rebookSlowed(ctx context.Context, q Queue, j job.Job, st slot.State, from job.Version, ticket int64, until time.Time) error {
 	ran := j
 	ran.Ticket = ticket
 	j.SlotAt, j.Detached = time.Time{}, false
 	j.RetryAt = laterOf(j.RetryAt, until)
-	keyAhead, _, spare, err := e.admit(ctx, q, []*job.Job{&j})
+	keyAhead, _, spare, err := e.room.admit(ctx, q, []*job.Job{&j})
 	if err == nil {
-		_, err = e.assignBooked(ctx, &q, []*job.Job{&j}, false, keyAhead, time.Time{})
+		_, err = e.enqueuer.assignSlots(ctx, &q, []*job.Job{&j}, false, keyAhead, time.Time{})
 	}
 	if errors.Is(err, ErrQueueNotFound) {
 		return e.expireOfDeletedQueue(ctx, ran)
@@ -284,11 +284,11 @@ func (e *Engine) rebookSlowed(ctx context.Context, q Queue, j job.Job, st slot.S
 		j.Retickets++
 		j.Record(job.Event{At: e.now(), Kind: job.Reticketed, OldTicket: ticket, Ticket: j.Ticket, Attempt: j.Attempt})
 	}
-	e.place(&j, q.State)
-	e.sendQueued(ctx, []*job.Job{&j}) // message first, as in Enqueue
+	e.enqueuer.sendOrPark(&j, q.State)
+	e.enqueuer.sendQueued(ctx, []*job.Job{&j}) // message first, as in Enqueue
 	err = e.state.UpdateJob(ctx, j, from)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
-		e.freeBooking(ctx, q, j) // a duplicate got there first: this booking holds nothing
+		e.room.freeBooking(ctx, q, j) // a duplicate got there first: this booking holds nothing
 		return nil
 	}
 	if err != nil {
@@ -298,9 +298,9 @@ func (e *Engine) rebookSlowed(ctx context.Context, q Queue, j job.Job, st slot.S
 		return nil
 	}
 	e.endAttempt(ctx, q, st, ran, ticket, jobGoesOn)
-	e.endHold(ctx, q, ran)
+	e.room.endKeptBooking(ctx, q, ran)
 	if spare {
-		e.bookNext(ctx, q)
+		e.room.bookNext(ctx, q)
 	}
 	e.observe(ctx, Event{Kind: EventSlowDown, Queue: j.Queue})
 	e.log.WarnContext(ctx, "slowed down by its target: booked again", "queue", j.Queue, "job_id", j.ID, "old_ticket", ticket, "ticket", j.Ticket,

@@ -80,22 +80,22 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 	}
 	q := d.q
 	q.State = d.st
-	e.unstartKey(rctx, q, d.keyPrev, d.keyPut)
+	e.lanes.unstartKey(rctx, q, d.keyPrev, d.keyPut)
 	d.keyPrev, d.keyPut = slot.Meter{}, slot.Meter{}
 	if held := j.Booking; held != 0 && q.Config.Bounded() {
 		err := e.rebookMissed(rctx, &q, j, from, late)
-		e.endRun(rctx, q, ticket)
-		e.leaveUnlessRunning(rctx, q, *j, ticket)
+		e.lanes.endRun(rctx, q, ticket)
+		e.lanes.leaveUnlessRunning(rctx, q, *j, ticket)
 		// Its old booking (freed at its start already, or held for its
 		// key: keyHeld) is freed once its record and its key's lane
 		// left it, and the room books its next (this job, it may be).
-		e.bookNext(rctx, q, held)
+		e.room.bookNext(rctx, q, held)
 		return stop, err
 	}
 	if !outOfLine(j) && !missedBefore(j) && !d.alone {
 		err := e.reticket(rctx, &q, j, lateBy(late))
-		e.endRun(rctx, q, ticket)
-		e.leaveUnlessRunning(rctx, q, *j, ticket)
+		e.lanes.endRun(rctx, q, ticket)
+		e.lanes.leaveUnlessRunning(rctx, q, *j, ticket)
 		return stop, err
 	}
 	j.Status = job.Queued
@@ -106,7 +106,7 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 		}
 		return stop, fmt.Errorf("work %s: give up a missed start: %w", j.Ref(), err)
 	}
-	e.endRun(rctx, q, ticket)
+	e.lanes.endRun(rctx, q, ticket)
 	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: late})
 	e.log.InfoContext(ctx, "slot missed", "queue", j.Queue, "job_id", j.ID, "ticket", ticket, "late_ms", late.Milliseconds())
 	if err := ctx.Err(); err != nil {
@@ -130,12 +130,12 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 // caller frees the old one after (a key whose booking it still holds,
 // keyHeld, is at its bound until then: the job waits in the room), so
 // the bounds hold at every moment.
-func (e *Engine) rebookMissed(ctx context.Context, q *Queue, j *job.Job, from job.Version, late time.Duration) error {
+func (e *worker) rebookMissed(ctx context.Context, q *Queue, j *job.Job, from job.Version, late time.Duration) error {
 	old := j.Ticket
 	orig := *j
-	keyAhead, _, spare, err := e.admit(ctx, *q, []*job.Job{j})
+	keyAhead, _, spare, err := e.room.admit(ctx, *q, []*job.Job{j})
 	if err == nil {
-		_, err = e.assignBooked(ctx, q, []*job.Job{j}, false, keyAhead, time.Time{})
+		_, err = e.enqueuer.assignSlots(ctx, q, []*job.Job{j}, false, keyAhead, time.Time{})
 	}
 	if errors.Is(err, ErrQueueNotFound) {
 		return e.expireOfDeletedQueue(ctx, orig)
@@ -144,17 +144,17 @@ func (e *Engine) rebookMissed(ctx context.Context, q *Queue, j *job.Job, from jo
 		return fmt.Errorf("missed slot %s: %w", j.Ref(), err)
 	}
 	if old <= q.State.Purged {
-		e.freeBooking(ctx, *q, *j)
+		e.room.freeBooking(ctx, *q, *j)
 		*j = orig
 		return e.cancelPurged(ctx, *q, orig)
 	}
 	j.Retickets++
 	j.Record(job.Event{At: e.now(), Kind: job.SlotMissed, OldTicket: old, Ticket: j.Ticket, Attempt: j.Attempt, LatenessMs: late.Milliseconds()})
-	e.place(j, q.State)
-	e.sendQueued(ctx, []*job.Job{j}) // message first, as in Enqueue
+	e.enqueuer.sendOrPark(j, q.State)
+	e.enqueuer.sendQueued(ctx, []*job.Job{j}) // message first, as in Enqueue
 	err = e.state.UpdateJob(ctx, *j, from)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
-		e.freeBooking(ctx, *q, *j) // a duplicate got there first: this booking holds nothing
+		e.room.freeBooking(ctx, *q, *j) // a duplicate got there first: this booking holds nothing
 		return nil
 	}
 	if err != nil {
@@ -164,7 +164,7 @@ func (e *Engine) rebookMissed(ctx context.Context, q *Queue, j *job.Job, from jo
 		return nil
 	}
 	if spare {
-		e.bookNext(ctx, *q)
+		e.room.bookNext(ctx, *q)
 	}
 	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: late})
 	e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
@@ -218,7 +218,7 @@ func (d *delivery) begin(ctx context.Context) error {
 // context is not waited for past the timeout: its goroutine is left to
 // finish on its own, and the attempt fails (and is retried, so such a
 // target may run twice at once).
-func (e *Engine) runTarget(ctx context.Context, j job.Job, cfg slot.Config, begin func() error) error {
+func (e *worker) runTarget(ctx context.Context, j job.Job, cfg slot.Config, begin func() error) error {
 	timeout := e.targetTimeout(cfg)
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -298,10 +298,22 @@ type RoomRequest struct {
 	Limit int
 }
 
-// State is what the engine needs from a state store. internal/memstore and
-// internal/dynamostore implement it; internal/dev/storetest states the contract as tests.
-// Every method is safe for concurrent use by many processes.
+// State is what the engine needs from a state store, one interface per
+// part of the table: internal/memstore and internal/dynamostore implement
+// them all; internal/dev/storetest states the contract as tests. Every
+// method is safe for concurrent use by many processes.
 type State interface {
+	QueueStore
+	LineStore
+	JobStore
+	DueStore
+	KeyStore
+	RoomStore
+}
+
+// QueueStore keeps queues: their configuration, pause, purge and delete
+// (the admin's side of the queue's state item).
+type QueueStore interface {
 	// CreateQueue stores a new queue with a zero state. ErrQueueExists if
 	// one of that name exists.
 	CreateQueue(ctx context.Context, q Queue) error
@@ -340,6 +352,11 @@ type State interface {
 	// are left to the engine: they belong to the queue's generation, which
 	// no queue has any more.
 	DeleteQueue(ctx context.Context, name string) error
+}
+
+// LineStore is the queue's line on its state item: the take that hands out
+// tickets and slots, the gate, a slow-down and a running place's end.
+type LineStore interface {
 
 	// Take hands out tickets and line slots atomically by slot.Take.
 	// Concurrent takes get disjoint, gap-free ranges. ErrQueueNotFound
@@ -369,6 +386,22 @@ type State interface {
 	// the queue's generation: a stale generation writes nothing.
 	SlowDown(ctx context.Context, r SlowDownRequest) (slot.State, error)
 
+	// EndRun frees the running place ticket's attempt took at the gate
+	// (slot.Ended), if the place is still that attempt's or a later
+	// gate's of the same ticket: its entry ends at until, the
+	// GateRequest.Until it was taken with, or after it (a duplicate
+	// delivery that passed the gate again while the attempt's claim was
+	// on its way rewrote it, and its own claim was refused). One write on
+	// the queue's state; nothing changes if the ticket has no such place
+	// (it ended already, or took none), or if the queue is not of
+	// generation gen (0: any), so an attempt of a deleted queue frees
+	// nothing of one created again under its name. ErrQueueNotFound.
+	EndRun(ctx context.Context, queue string, gen, ticket int64, until time.Time) error
+}
+
+// JobStore keeps the jobs' records.
+type JobStore interface {
+
 	// CreateJobs stores new jobs. created[i] is false where a job of that
 	// key and generation (job.Job.Gen), or of a newer generation, existed
 	// already; that record is left as it was. A record of the key from an
@@ -390,15 +423,19 @@ type State interface {
 	// ticket ascending, without expired ones. Only statuses that are
 	// job.Status.Listed are served; others are ErrNotListed.
 	ListJobs(ctx context.Context, r ListRequest) ([]job.Job, error)
-	// ListRoom returns up to r.Limit unexpired jobs of the waiting room
-	// (JobInRoom) of one queue, generation, priority and key, by ticket
-	// ascending: what the room books next reads one key's head without
-	// listing the room. Like ListDue, it may lag the records for a
-	// moment; the caller's conditional write on the job decides.
-	ListRoom(ctx context.Context, r RoomRequest) ([]job.Job, error)
 	// CountJobs counts jobs of one queue, generation and status, as
 	// ListJobs lists.
 	CountJobs(ctx context.Context, queue string, gen int64, status job.Status) (int, error)
+	// ListHeld returns up to limit jobs of queue and generation gen that
+	// a pause holds (JobHeld), in line order (job.Job.LineOrder; jobs of
+	// one line order, which only jobs from before Order was kept can
+	// share, in any order), without expired ones. Like ListDue, it may lag the records.
+	ListHeld(ctx context.Context, queue string, gen int64, limit int) ([]job.Job, error)
+}
+
+// DueStore is the resume function's side: the due index, the queues'
+// resume leases and the table's schema mark.
+type DueStore interface {
 
 	// ListDue returns up to limit entries of the due index whose At is at
 	// or before before, of every queue, earliest first (ties in any
@@ -406,11 +443,6 @@ type State interface {
 	// eventually consistent, on DynamoDB): an entry is a hint to read its
 	// record, which decides.
 	ListDue(ctx context.Context, before time.Time, limit int) ([]DueEntry, error)
-	// ListHeld returns up to limit jobs of queue and generation gen that
-	// a pause holds (JobHeld), in line order (job.Job.LineOrder; jobs of
-	// one line order, which only jobs from before Order was kept can
-	// share, in any order), without expired ones. Like ListDue, it may lag the records.
-	ListHeld(ctx context.Context, queue string, gen int64, limit int) ([]job.Job, error)
 
 	// Lease takes a queue's resume lease for holder until until, if no
 	// other holder has it at now: it was never taken, was released, or
@@ -434,18 +466,10 @@ type State interface {
 	// PutSchema writes the schema mark s if the mark is still from (a
 	// zero from: none yet). ErrConflict otherwise.
 	PutSchema(ctx context.Context, s, from Schema) error
+}
 
-	// EndRun frees the running place ticket's attempt took at the gate
-	// (slot.Ended), if the place is still that attempt's or a later
-	// gate's of the same ticket: its entry ends at until, the
-	// GateRequest.Until it was taken with, or after it (a duplicate
-	// delivery that passed the gate again while the attempt's claim was
-	// on its way rewrote it, and its own claim was refused). One write on
-	// the queue's state; nothing changes if the ticket has no such place
-	// (it ended already, or took none), or if the queue is not of
-	// generation gen (0: any), so an attempt of a deleted queue frees
-	// nothing of one created again under its name. ErrQueueNotFound.
-	EndRun(ctx context.Context, queue string, gen, ticket int64, until time.Time) error
+// KeyStore keeps the keys: their lanes and their meters.
+type KeyStore interface {
 
 	// GetLane reads a queue's lane of key (slot.Lane; key "" is the
 	// queue's own lane), strongly. A lane never written, or deleted, is
@@ -509,6 +533,11 @@ type State interface {
 	// One write of the key's own record, which shares no partition with
 	// the queue's state.
 	PutMeter(ctx context.Context, m slot.Meter, from int64, keep time.Time) (slot.Meter, error)
+}
+
+// RoomStore keeps a bounded queue's booking horizon and lists its waiting
+// room.
+type RoomStore interface {
 
 	// GetHorizon reads a queue's booking horizon (slot.Horizon),
 	// strongly, with maps of the caller's own (slot.Horizon.Clone): the
@@ -525,4 +554,10 @@ type State interface {
 	// generation than h's (GenBefore). One write of the horizon's own
 	// record, which shares no partition with the queue's state.
 	PutHorizon(ctx context.Context, h slot.Horizon, from int64) (slot.Horizon, error)
+	// ListRoom returns up to r.Limit unexpired jobs of the waiting room
+	// (JobInRoom) of one queue, generation, priority and key, by ticket
+	// ascending: what the room books next reads one key's head without
+	// listing the room. Like ListDue, it may lag the records for a
+	// moment; the caller's conditional write on the job decides.
+	ListRoom(ctx context.Context, r RoomRequest) ([]job.Job, error)
 }

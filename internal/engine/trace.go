@@ -109,7 +109,7 @@ func endNothing(error) {}
 // traceEnqueue starts an Enqueue call's span. It returns the context
 // the call's jobs take their trace context from (see carryTrace) and
 // the function that ends the span.
-func (e *Engine) traceEnqueue(ctx context.Context, req *job.EnqueueRequest) (context.Context, func(error)) {
+func (e *core) traceEnqueue(ctx context.Context, req *job.EnqueueRequest) (context.Context, func(error)) {
 	if e.tracer == nil {
 		return ctx, endNothing
 	}
@@ -151,7 +151,7 @@ func hasLink(links []trace.Link, sc trace.SpanContext) bool {
 // carries, or else, when the engine traces, the enqueue span's (ctx,
 // from traceEnqueue), so a job enqueued without one still has its
 // attempts in one trace.
-func (e *Engine) carryTrace(ctx context.Context, j *job.Job, s job.Spec) {
+func (e *core) carryTrace(ctx context.Context, j *job.Job, s job.Spec) {
 	j.TraceParent, j.TraceState = s.TraceParent, s.TraceState
 	if j.TraceParent == "" && e.tracer != nil {
 		j.TraceParent, j.TraceState = traceParentOf(ctx)
@@ -228,7 +228,7 @@ func (d *delivery) traceCall(ctx context.Context, now time.Time) (context.Contex
 
 // traceResume starts a Resume run's span; the function returned ends it
 // with the run's report.
-func (e *Engine) traceResume(ctx context.Context) (context.Context, func(*ResumeReport, error)) {
+func (e *core) traceResume(ctx context.Context) (context.Context, func(*ResumeReport, error)) {
 	if e.tracer == nil {
 		return ctx, func(*ResumeReport, error) {}
 	}
@@ -243,7 +243,7 @@ func (e *Engine) traceResume(ctx context.Context) (context.Context, func(*Resume
 
 // traceRound starts the span of one Resume pass over a queue (its
 // release round); the function returned ends it with what it did.
-func (e *Engine) traceRound(ctx context.Context, queue string) (context.Context, func(ResumeReport, error)) {
+func (e *core) traceRound(ctx context.Context, queue string) (context.Context, func(ResumeReport, error)) {
 	if e.tracer == nil {
 		return ctx, func(ResumeReport, error) {}
 	}
@@ -260,7 +260,7 @@ func (e *Engine) traceRound(ctx context.Context, queue string) (context.Context,
 
 // endSpan ends span now, by the engine's clock, marking it failed with
 // err.
-func (e *Engine) endSpan(span trace.Span, err error) {
+func (e *core) endSpan(span trace.Span, err error) {
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())

@@ -20,12 +20,12 @@ const resumeWave = 50
 //   - a schedule's occurrence (its entry is due a lead before it);
 //   - a timed pause's end, a release round, a lane whose holder's lease
 //     ran out: at once, since starts wait for them.
-func (e *Engine) urgency(d DueEntry) time.Time {
+func (e *resumer) urgency(d DueEntry) time.Time {
 	switch d.Kind {
 	case DueJob:
 		return d.At.Add(e.transport.MaxDelay())
 	case DueSchedule:
-		return d.At.Add(e.scheduleLead())
+		return d.At.Add(e.admin.scheduleLead())
 	default:
 		return d.At
 	}
@@ -35,13 +35,13 @@ func (e *Engine) urgency(d DueEntry) time.Time {
 // (keeping, while a rebuild is under way, a share of the run for it);
 // the rebuild goes on while the run fits.
 type runBudget struct {
-	e    *Engine
+	e    *resumer
 	ctx  context.Context
 	keep time.Duration
 }
 
 // newRunBudget measures the run's time from ctx's deadline.
-func (e *Engine) newRunBudget(ctx context.Context, rebuilding bool) runBudget {
+func (e *resumer) newRunBudget(ctx context.Context, rebuilding bool) runBudget {
 	b := runBudget{e: e, ctx: ctx}
 	if d, ok := ctx.Deadline(); ok && rebuilding {
 		left := time.Until(d) - e.opts.RecordTimeout - e.opts.Margin
@@ -60,7 +60,7 @@ func (b runBudget) rebuildStop() bool { return !b.e.fits(b.ctx, b.e.opts.RecordT
 // each queue with entries in the wave gets a pass under its lease, in
 // the order of its most urgent entry, and each schedule its turn. When
 // the run's time is up, what is left is counted in the run's backlog.
-func (e *Engine) actOnAll(ctx context.Context, due []DueEntry, b runBudget, rep *ResumeReport) []error {
+func (e *resumer) actOnAll(ctx context.Context, due []DueEntry, b runBudget, rep *ResumeReport) []error {
 	slices.SortStableFunc(due, func(a, b DueEntry) int { return e.urgency(a).Compare(e.urgency(b)) })
 	holder := newHolder()
 	var errs []error

@@ -66,7 +66,7 @@ func inRoom(j *job.Job) bool { return JobInRoom(*j) }
 // readHorizon reads q's horizon; one of another generation (a deleted
 // queue's) reads as empty, at its version. Its maps are the caller's
 // (State.GetHorizon).
-func (e *Engine) readHorizon(ctx context.Context, q Queue) (slot.Horizon, error) {
+func (e *waitingRoom) readHorizon(ctx context.Context, q Queue) (slot.Horizon, error) {
 	h, err := e.state.GetHorizon(ctx, q.Name)
 	if err != nil {
 		return h, fmt.Errorf("horizon %s: %w", q.Name, err)
@@ -81,7 +81,7 @@ func (e *Engine) readHorizon(ctx context.Context, q Queue) (slot.Horizon, error)
 // of a job the room books at now: one the transport can carry to its
 // slot. A job that may not start before then waits without holding a
 // place of the horizon.
-func (e *Engine) bookable(now time.Time) time.Time { return now.Add(e.transport.MaxDelay()) }
+func (e *waitingRoom) bookable(now time.Time) time.Time { return now.Add(e.transport.MaxDelay()) }
 
 // admit decides, for the new jobs of a bounded queue in request order,
 // which are booked at once and which go into the waiting room
@@ -92,7 +92,7 @@ func (e *Engine) bookable(now time.Time) time.Time { return now.Add(e.transport.
 // them), for each waiting one where it stands in the room (roomSpot),
 // and spare: the bounds left room for one that waits (the room books by
 // its rule then). One write, on the horizon.
-func (e *Engine) admit(ctx context.Context, q Queue, jobs []*job.Job) (keyAhead []int64, spots []roomSpot, spare bool, err error) {
+func (e *waitingRoom) admit(ctx context.Context, q Queue, jobs []*job.Job) (keyAhead []int64, spots []roomSpot, spare bool, err error) {
 	for try := 0; ; try++ {
 		h, err := e.readHorizon(ctx, q)
 		if err != nil {
@@ -145,7 +145,7 @@ func (e *Engine) admit(ctx context.Context, q Queue, jobs []*job.Job) (keyAhead 
 // (book). Nothing is booked while the queue is paused: the room waits
 // too. Errors are logged: a booking left undone is the resume function's
 // (checkRoom).
-func (e *Engine) bookNext(ctx context.Context, q Queue, free ...int64) {
+func (e *waitingRoom) bookNext(ctx context.Context, q Queue, free ...int64) {
 	if err := e.bookFrom(ctx, q, false, free...); err != nil {
 		e.log.WarnContext(ctx, "waiting room: booking left to the resume function", "queue", q.Name, "error", err.Error())
 	}
@@ -153,7 +153,7 @@ func (e *Engine) bookNext(ctx context.Context, q Queue, free ...int64) {
 
 // bookFrom is bookNext; settle also counts the room's waiting jobs
 // afresh (the resume function's look).
-func (e *Engine) bookFrom(ctx context.Context, q Queue, settle bool, free ...int64) error {
+func (e *waitingRoom) bookFrom(ctx context.Context, q Queue, settle bool, free ...int64) error {
 	for try := 0; ; try++ {
 		fresh, err := e.state.GetQueue(ctx, q.Name)
 		if err != nil {
@@ -214,7 +214,7 @@ func (e *Engine) bookFrom(ctx context.Context, q Queue, settle bool, free ...int
 }
 
 // bookedSince reports whether h holds a booking made after t.
-func (e *Engine) bookedSince(h slot.Horizon, t time.Time) bool {
+func (e *waitingRoom) bookedSince(h slot.Horizon, t time.Time) bool {
 	for _, b := range h.Booked {
 		if b.At.After(t) {
 			return true
@@ -235,11 +235,11 @@ func (e *Engine) bookedSince(h slot.Horizon, t time.Time) bool {
 // the last start (slot.NextSlotAfter). The room books as the line moves,
 // so a line that runs late would otherwise tell the job a slot its
 // start cannot keep.
-func (e *Engine) book(ctx context.Context, q Queue, j *job.Job, keyAhead int64, ahead int) error {
+func (e *waitingRoom) book(ctx context.Context, q Queue, j *job.Job, keyAhead int64, ahead int) error {
 	from, seq, orig := j.Version(), j.Booking, *j
 	j.ParkReason, j.DueAt = "", time.Time{}
 	after := e.bookFloor(q, ahead)
-	if _, err := e.assignBooked(ctx, &q, []*job.Job{j}, false, []int64{keyAhead}, after); err != nil {
+	if _, err := e.enqueuer.assignSlots(ctx, &q, []*job.Job{j}, false, []int64{keyAhead}, after); err != nil {
 		return fmt.Errorf("book %s: %w", j.Ref(), err)
 	}
 	if orig.Ticket <= q.State.Purged {
@@ -248,15 +248,15 @@ func (e *Engine) book(ctx context.Context, q Queue, j *job.Job, keyAhead int64, 
 		// with a new one (as a re-ticket must not). Its new ticket
 		// stays unused, and its booking is freed.
 		*j = orig
-		if err := e.cancelPurged(ctx, q, orig); err != nil {
+		if err := e.worker.cancelPurged(ctx, q, orig); err != nil {
 			return fmt.Errorf("book %s: %w", j.Ref(), err)
 		}
 		e.bookNext(ctx, q, seq)
 		return nil
 	}
 	j.Record(job.Event{At: e.now(), Kind: job.BookedEvent, Ticket: j.Ticket})
-	e.place(j, q.State)
-	e.sendQueued(ctx, []*job.Job{j})
+	e.enqueuer.sendOrPark(j, q.State)
+	e.enqueuer.sendQueued(ctx, []*job.Job{j})
 	err := e.state.UpdateJob(ctx, *j, from)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
 		// Cancelled, purged or booked by another since it was listed:
@@ -279,7 +279,7 @@ func (e *Engine) book(ctx context.Context, q Queue, j *job.Job, keyAhead int64, 
 // no later than the line's own next slot plus that lateness: bookings
 // that will not start before it (a scheduled job's, a keyed job's whose
 // key put it later) must not push it further.
-func (e *Engine) bookFloor(q Queue, ahead int) time.Time {
+func (e *waitingRoom) bookFloor(q Queue, ahead int) time.Time {
 	st, ls, now := q.State, q.Config.LimitList(), e.now().Add(e.opts.Lead)
 	lag := st.LastStart.Sub(st.Front)
 	if st.Front.IsZero() || lag <= 0 {
@@ -298,7 +298,7 @@ func (e *Engine) bookFloor(q Queue, ahead int) time.Time {
 // counted twice. A count this leaves low (a booker that listed a job from
 // an index that lagged the cancel) is counted afresh by the resume function's
 // look, as one left high was. Errors are logged.
-func (e *Engine) leaveRoom(ctx context.Context, q Queue, jobs ...job.Job) {
+func (e *waitingRoom) leaveRoom(ctx context.Context, q Queue, jobs ...job.Job) {
 	if len(jobs) == 0 {
 		return
 	}
@@ -334,7 +334,7 @@ func (e *Engine) leaveRoom(ctx context.Context, q Queue, jobs ...job.Job) {
 
 // freeBooking frees j's booking, if it holds one, and books the room's
 // next jobs: j started, or ended without starting.
-func (e *Engine) freeBooking(ctx context.Context, q Queue, j job.Job) {
+func (e *waitingRoom) freeBooking(ctx context.Context, q Queue, j job.Job) {
 	if j.Booking != 0 && !inRoom(&j) {
 		e.bookNext(ctx, q, j.Booking)
 	}
@@ -345,9 +345,9 @@ func (e *Engine) freeBooking(ctx context.Context, q Queue, j job.Job) {
 // start and runs the target, on a context of its own. The returned func
 // waits for it. A job whose key runs a bounded number of jobs at once
 // (keyHeld) keeps its booking for its key until its attempt ends
-// (endHold): under book_ahead it is marked started, which frees its
+// (endKeptBooking): under book_ahead it is marked started, which frees its
 // place of the queue's bound, and the room books the next.
-func (e *Engine) freeAfterStart(ctx context.Context, q Queue, j job.Job) (wait func()) {
+func (e *waitingRoom) freeAfterStart(ctx context.Context, q Queue, j job.Job) (wait func()) {
 	held := keyHeld(q, j)
 	if j.Booking == 0 || held && q.Config.BookAhead == 0 {
 		return func() {}
@@ -355,10 +355,10 @@ func (e *Engine) freeAfterStart(ctx context.Context, q Queue, j job.Job) (wait f
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		rctx, cancel := e.recordContext(ctx)
+		rctx, cancel := e.worker.recordContext(ctx)
 		defer cancel()
 		if held {
-			e.holdBooking(rctx, q, j.Booking)
+			e.keepBooking(rctx, q, j.Booking)
 			return
 		}
 		e.bookNext(rctx, q, j.Booking)
@@ -373,10 +373,10 @@ func (e *Engine) freeAfterStart(ctx context.Context, q Queue, j job.Job) (wait f
 // its slot.
 func keyHeld(q Queue, j job.Job) bool { return j.Key != "" && q.Config.KeyCap() > 0 }
 
-// holdBooking marks booking seq of q's horizon started (slot.Horizon.Hold)
+// keepBooking marks booking seq of q's horizon started (slot.Horizon.Hold)
 // and books the room's next job into the place of the queue's bound it
 // left. A booking freed meanwhile (its attempt ended) stays freed.
-func (e *Engine) holdBooking(ctx context.Context, q Queue, seq int64) {
+func (e *waitingRoom) keepBooking(ctx context.Context, q Queue, seq int64) {
 	for try := 0; ; try++ {
 		h, err := e.readHorizon(ctx, q)
 		if err == nil && !h.Hold(seq) {
@@ -400,11 +400,11 @@ func (e *Engine) holdBooking(ctx context.Context, q Queue, seq int64) {
 	}
 }
 
-// endHold frees, as the attempt of j (its record as it ran) ended, the
+// endKeptBooking frees, as the attempt of j (its record as it ran) ended, the
 // booking it held to the end (keyHeld), and books the room's next job:
 // the key's place is free again. Its lane is left first (endAttempt), so
 // the job booked finds the key free at its slot.
-func (e *Engine) endHold(ctx context.Context, q Queue, j job.Job) {
+func (e *waitingRoom) endKeptBooking(ctx context.Context, q Queue, j job.Job) {
 	if j.Booking != 0 && keyHeld(q, j) {
 		e.bookNext(ctx, q, j.Booking)
 	}
@@ -414,7 +414,7 @@ func (e *Engine) endHold(ctx context.Context, q Queue, j job.Job) {
 // DueRoom entry): it frees the bookings a crash left (a job that never
 // got its booking's write, or started or ended without freeing it),
 // books whatever the bounds leave room for, and counts the room afresh.
-func (e *Engine) checkRoom(ctx context.Context, q Queue) error {
+func (e *waitingRoom) checkRoom(ctx context.Context, q Queue) error {
 	h, err := e.readHorizon(ctx, q)
 	if err != nil {
 		return err
@@ -433,7 +433,7 @@ func (e *Engine) checkRoom(ctx context.Context, q Queue) error {
 		case err != nil:
 			return err
 		case j.Status == job.Running && j.Booking == seq && j.Gen == q.Gen && keyHeld(q, j):
-			// Held for its key to its attempt's end (endHold); a lost
+			// Held for its key to its attempt's end (endKeptBooking); a lost
 			// attempt frees it as it is recovered.
 		case j.Gen != q.Gen || j.Booking != seq && !inRoom(&j) || j.Status != job.Queued && j.Status != job.Parked || b.Running && inRoom(&j):
 			// (A started booking whose job is back in the room gave
@@ -478,7 +478,7 @@ func spotOf(h slot.Horizon, j *job.Job) roomSpot {
 // booked, and a tick for each job the room books before it (sp). It is
 // an estimate: later jobs of a higher priority, keys' limits and
 // cancellations move it; the promise is the slot its booking gives.
-func (e *Engine) answerWaiting(a *Accepted, q Queue, j *job.Job, sp roomSpot) {
+func (e *waitingRoom) answerWaiting(a *Accepted, q Queue, j *job.Job, sp roomSpot) {
 	a.Status = api.StatusWaiting
 	a.Waiting = max(1, sp.place)
 	next := slot.NextSlot(q.State, q.Config.LimitList(), q.Config.Skew, e.now().Add(e.opts.Lead))
@@ -489,7 +489,7 @@ func (e *Engine) answerWaiting(a *Accepted, q Queue, j *job.Job, sp roomSpot) {
 // roomFigures counts a bounded queue's bookings and waiting room (nil for
 // a queue without a bound and nothing waiting): one read of the horizon
 // and one list of the queue's parked jobs.
-func (e *Engine) roomFigures(ctx context.Context, q Queue) (*api.RoomFigures, error) {
+func (e *waitingRoom) roomFigures(ctx context.Context, q Queue) (*api.RoomFigures, error) {
 	h, err := e.readHorizon(ctx, q)
 	if err != nil {
 		return nil, err
@@ -530,7 +530,7 @@ func busiestInRoom(byKey map[string]int) []api.RoomKey {
 // tick for each job booked before it — those of a higher priority, then
 // its key's ahead of it and, of each other key of its priority, as many
 // as the round-robin books before it.
-func (e *Engine) roomPlace(ctx context.Context, q Queue, j job.Job) (*api.RoomPlace, error) {
+func (e *waitingRoom) roomPlace(ctx context.Context, q Queue, j job.Job) (*api.RoomPlace, error) {
 	room, err := e.listRoom(ctx, q)
 	if err != nil {
 		return nil, err
@@ -539,7 +539,7 @@ func (e *Engine) roomPlace(ctx context.Context, q Queue, j job.Job) (*api.RoomPl
 }
 
 // placeIn is roomPlace with the room's jobs listed already.
-func (e *Engine) placeIn(q Queue, room []job.Job, j job.Job) *api.RoomPlace {
+func (e *waitingRoom) placeIn(q Queue, room []job.Job, j job.Job) *api.RoomPlace {
 	p := slot.PriorityOf(j.Priority)
 	var place, before, mine int64 // mine: its key's of p ahead of it
 	same := map[string]int64{}    // other keys' waiting jobs of p

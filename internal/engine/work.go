@@ -10,29 +10,8 @@ import (
 	"github.com/slotq/slotq/internal/slot"
 )
 
-// Work handles one delivered envelope. It returns nil when the message is
-// done with (the job ran, was re-ticketed, parked, handed back, or the
-// message was a stale duplicate) and an error when the transport should
-// deliver it again.
-//
-// A delivery goes through these steps, each a method of delivery: read
-// the job's record and drop an envelope that no longer matches it; wait
-// for the gate (to Options.Lead before the slot) and pass it for a start
-// at the slot (one write on the queue's state, which reserves that
-// start); claim the attempt (one conditional write on the job); sleep to
-// the start and run the target there; record the outcome, or retry or
-// dead-letter the job. A worker that comes too late for its start (by
-// more than the queue's skew) does not start late: its job gives the slot
-// up (slot.Missed, slot.Overslept; see giveUpStart).
-//
-// Each message is budgeted against ctx's deadline (the invocation's):
-// the slot wait, the queue's target timeout and RecordTimeout for the
-// writes after it, plus Margin. A job whose budget does not fit is handed
-// back to the transport, unstarted, with the delay its slot still needs,
-// so what starts is recorded before Lambda stops the invocation. The
-// target runs under its timeout (Go handlers too) and a panic in it fails
-// the attempt; the outcome is written on a context of its own.
-func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
+// Work does Engine.Work's work.
+func (e *worker) Work(ctx context.Context, env job.Envelope) error {
 	d := &delivery{e: e, env: env}
 	if n, err := d.readRecord(ctx); n == stop {
 		return err
@@ -53,7 +32,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 		}
 		// Started: its booking is freed and the waiting room books its
 		// next job meanwhile (waitroom.go).
-		defer e.freeAfterStart(ctx, d.q, d.j)()
+		defer e.room.freeAfterStart(ctx, d.q, d.j)()
 		switch n, err := d.sleepToStart(actx); n {
 		case stop:
 			d.endAttemptSpan(actx, OutcomeMissed, err)
@@ -81,7 +60,7 @@ func (e *Engine) Work(ctx context.Context, env job.Envelope) error {
 // record it carries, and what the worker learned on the way to the gate.
 // Each step is a method; what a step leaves for the next is a field.
 type delivery struct {
-	e   *Engine
+	e   *worker
 	env job.Envelope
 	// j is the job's record as this delivery last read or wrote it, and
 	// want its version the envelope was sent for: queued at its ticket.
@@ -95,7 +74,7 @@ type delivery struct {
 	// opening. The worker wakes Lead before it.
 	wake time.Time
 	// turn is when the worker may go to the gate at the earliest, by the
-	// clock: a hold's (see holdTurn).
+	// clock: a hold's (see lineTurn).
 	turn time.Time
 	// writerLate: the job's record came after its worker's time to go to
 	// the gate (its enqueue was still writing its batch's records, say),
