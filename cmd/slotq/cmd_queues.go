@@ -339,56 +339,68 @@ func confirmedCmd(cn *clikit.Conn, cmd *cobra.Command, label, what string, do fu
 	return cmd
 }
 
-// configFlags are the settings of create and configure.
+// configFlags are the settings of create and configure: a flag for each
+// setting of slot.Settings with a doc line (the keys' are
+// keyConfigFlags').
 type configFlags struct {
-	interval, skew, backoff, maxBackoff, retention, targetTimeout *time.Duration
-	retryAfterDefault                                             *time.Duration
-	rate, window                                                  *api.Rate
-	limits                                                        *limitsValue
-	maxAttempts, maxRunning, burst, maxSlowDowns                  *int
-	bookAhead, keyBookAhead                                       *int
-	targets, networks                                             *string
-	keys                                                          *keyConfigFlags
+	counts            map[string]*int // by flag: --burst, --max-attempts, …
+	durations         map[string]*time.Duration
+	burst             *int
+	rate, window      *api.Rate
+	limits            *limitsValue
+	targets, networks *string
+	keys              *keyConfigFlags
 }
 
 // skewRule is the skew's rule, said the same way in the help, docs/usage.md
-// and docs/operations.md (api.Config.Validate and WithDefaults).
-const skewRule = "less than the least average time between two starts the limit allows (the interval, or PERIOD/N of a rate or window); 1ns for none"
+// and docs/operations.md (slot.SkewRule).
+const skewRule = slot.SkewRule
 
 // skewDefault is the skew of a queue created without one.
 const skewDefault = "(default: the stack's DefaultSkew, 10ms, also on slotq local and make run; " +
 	"capped at a quarter of the least average time between two starts)"
 
+// newConfigFlags defines the settings' flags on fs, each with its doc
+// line and what says of its default (skewWhat of the skew's).
 func newConfigFlags(fs *pflag.FlagSet, what, skewWhat string) *configFlags {
-	f := &configFlags{
-		interval:          durationFlag(fs, "interval", "least time between two starts, a `duration` of at least 1ms: the interval form of the queue's limit "+what),
-		rate:              new(api.Rate),
-		burst:             fs.Int("burst", 0, fmt.Sprintf("starts a rate lets through together after an idle time beyond the first (B+1 at once), 0 to %d; with --rate (alone on configure: the burst of the queue's rate) ", slot.MaxBurst)+what),
-		window:            new(api.Rate),
-		limits:            limitFlag(fs, "limit", fmt.Sprintf("a limit in `words`: 'interval 1s', 'rate 100/1m burst 10' or 'window 5000/1h'; repeat it to keep up to %d limits at once ", slot.MaxLimits)+what),
-		skew:              durationFlag(fs, "skew", "allowance for clock differences and wake-up latency, once per run of starts; "+skewRule+" "+skewWhat),
-		maxAttempts:       fs.Int("max-attempts", 0, "attempts a job gets, at least 1 "+what),
-		maxRunning:        fs.Int("max-running", 0, "most attempts of the queue that run at once, 0 for no cap "+what),
-		backoff:           durationFlag(fs, "backoff", "wait before the first retry, doubled each further attempt "+what),
-		maxBackoff:        durationFlag(fs, "max-backoff", "cap of the retry wait "+what),
-		retention:         durationFlag(fs, "retention", "how long finished and failed jobs are kept "+what),
-		targetTimeout:     durationFlag(fs, "target-timeout", "bound of one run of a target: a Go handler (on its context), an HTTP request or a Lambda invocation "+what),
-		maxSlowDowns:      fs.Int("max-slow-downs", 0, fmt.Sprintf("times one job's target may answer \"slow down\" (a 429, a RetryAfter error) before the job fails, 1 to %d; slotq's is %d ", slot.MaxSlowDownsLimit, slot.DefaultMaxSlowDowns)+what),
-		retryAfterDefault: durationFlag(fs, "retry-after-default", fmt.Sprintf("how long the queue waits after a \"slow down\" that names no time (a 429 without Retry-After), 1ms to %s; slotq's is %s ", slot.MaxSlowDown, slot.DefaultRetryAfter)+what),
-		bookAhead:         fs.Int("book-ahead", 0, fmt.Sprintf("most jobs of the queue that hold a slot at once, 1 to %d (a job beyond it waits in the waiting room, booked as slots free up) ", slot.MaxBookAhead)+what),
-		keyBookAhead:      fs.Int("key-book-ahead", 0, fmt.Sprintf("most jobs of one key that hold a slot at once, 1 to %d (as book-ahead, per key) ", slot.MaxBookAhead)+what),
-		targets:           fs.String("targets", "", "comma-separated HTTP and Lambda target `patterns` jobs may name "+what),
-		networks:          fs.String("allow-networks", "", "comma-separated CIDR `prefixes` HTTP targets may reach although private "+what),
-		keys:              newKeyConfigFlags(fs, strings.Contains(what, "unchanged")),
+	f := &configFlags{counts: map[string]*int{}, durations: map[string]*time.Duration{}, rate: new(api.Rate), window: new(api.Rate)}
+	for _, s := range configSettings() {
+		usage := s.Doc + " " + what
+		if s.Name == "skew" {
+			usage = s.Doc + " " + skewWhat
+		}
+		switch {
+		case s.IsDuration():
+			f.durations[s.Flag] = durationFlag(fs, s.Flag, usage)
+		case s.IsCount():
+			f.counts[s.Flag] = fs.Int(s.Flag, 0, usage)
+		case s.Name == "rate":
+			fs.Var(rateFlag{f.rate}, s.Flag, usage)
+		case s.Name == "window":
+			fs.Var(rateFlag{f.window}, s.Flag, usage)
+		case s.Name == "limits":
+			f.limits = limitFlag(fs, s.Flag, usage)
+		case s.Name == "targets":
+			f.targets = fs.String(s.Flag, "", usage)
+		case s.Name == "allow_networks":
+			f.networks = fs.String(s.Flag, "", usage)
+		}
 	}
-	fs.Var(rateFlag{f.rate}, "rate", "at most N starts per period on average, a rate `N/PERIOD` such as 100/1m: the rate form of the queue's limit, with --burst "+what)
-	fs.Var(rateFlag{f.window}, "window", "no span shorter than the period holds more than N starts, a window `N/PERIOD` such as 5000/1h: the window form of the queue's limit "+what)
+	f.burst = f.counts["burst"]
+	f.keys = newKeyConfigFlags(fs, strings.Contains(what, "unchanged"))
 	return f
 }
 
-// configNames are the flags of configFlags.
-var configNames = []string{"interval", "rate", "burst", "window", "limit", "skew", "max-attempts", "max-running", "backoff", "max-backoff",
-	"retention", "target-timeout", "targets", "allow-networks", "max-slow-downs", "retry-after-default", "book-ahead", "key-book-ahead"}
+// configSettings are the settings configFlags gives a flag.
+func configSettings() []slot.Setting {
+	var ss []slot.Setting
+	for _, s := range slot.Settings {
+		if s.Doc != "" {
+			ss = append(ss, s)
+		}
+	}
+	return ss
+}
 
 // check refuses a setting given on the command line as zero where zero
 // would be read as its default, with the error the admin function gives
@@ -400,9 +412,9 @@ var configNames = []string{"interval", "rate", "burst", "window", "limit", "skew
 // gives the whole configuration (whole: create, configure --reset), and
 // a count, period or burst out of range (slot.ValidateLimit).
 func (f *configFlags) check(op string, fs *pflag.FlagSet, whole bool) error {
-	for _, name := range configNames {
-		if fl := fs.Lookup(name); fl.Changed && fl.Value.String() == "0" {
-			if err := zeroSetting(op, "config.", strings.ReplaceAll(name, "-", "_")); err != nil {
+	for _, s := range configSettings() {
+		if fl := fs.Lookup(s.Flag); fl.Changed && fl.Value.String() == "0" {
+			if err := zeroSetting(op, "config.", s.Name); err != nil {
 				return err
 			}
 		}
@@ -457,46 +469,24 @@ func (f *configFlags) check(op string, fs *pflag.FlagSet, whole bool) error {
 
 // apply sets on cfg the settings given on the command line.
 func (f *configFlags) apply(fs *pflag.FlagSet, cfg *api.Config) {
-	for _, name := range configNames {
-		if !fs.Changed(name) {
+	for _, s := range configSettings() {
+		if !fs.Changed(s.Flag) {
 			continue
 		}
-		switch name {
-		case "interval":
-			cfg.Interval = *f.interval
-		case "rate":
+		switch {
+		case s.IsDuration():
+			s.Set(cfg, int64(*f.durations[s.Flag]))
+		case s.IsCount():
+			s.Set(cfg, int64(*f.counts[s.Flag]))
+		case s.Name == "rate":
 			cfg.Rate = *f.rate
-		case "burst":
-			cfg.Burst = *f.burst
-		case "window":
+		case s.Name == "window":
 			cfg.Window = *f.window
-		case "limit":
+		case s.Name == "limits":
 			cfg.Limits = slices.Clone(f.limits.ls)
-		case "skew":
-			cfg.Skew = *f.skew
-		case "max-attempts":
-			cfg.MaxAttempts = *f.maxAttempts
-		case "max-running":
-			cfg.MaxRunning = *f.maxRunning
-		case "backoff":
-			cfg.Backoff = *f.backoff
-		case "max-backoff":
-			cfg.MaxBackoff = *f.maxBackoff
-		case "retention":
-			cfg.Retention = *f.retention
-		case "target-timeout":
-			cfg.TargetTimeout = *f.targetTimeout
-		case "max-slow-downs":
-			cfg.MaxSlowDowns = *f.maxSlowDowns
-		case "retry-after-default":
-			cfg.RetryAfterDefault = *f.retryAfterDefault
-		case "book-ahead":
-			cfg.BookAhead = *f.bookAhead
-		case "key-book-ahead":
-			cfg.KeyBookAhead = *f.keyBookAhead
-		case "targets":
+		case s.Name == "targets":
 			cfg.Targets = split(*f.targets)
-		case "allow-networks":
+		case s.Name == "allow_networks":
 			cfg.AllowNetworks = split(*f.networks)
 		}
 	}
