@@ -83,18 +83,18 @@ dynamodb-local: ## Run DynamoDB Local on port $(DYNAMODB_PORT) and print the env
 
 # `make bench` writes each table it measures between the markers of its
 # name in docs/performance.md (and the cost report in docs/costs.md), with
-# the command and the host's load average (internal/dev/benchdoc): run it on
+# the command and the host's load average (internal/bench/benchdoc): run it on
 # a quiet host, and commit the docs it leaves.
 PERF_DOC  ?= docs/performance.md
 COSTS_DOC ?= docs/costs.md
 GOBENCH    = $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./cmd/... ./pkg/... ./internal/...
-BENCHDOC   = $(GO) run ./internal/dev/benchdoc/cmd/benchdoc -doc $(PERF_DOC)
+BENCHDOC   = $(GO) run ./internal/bench/benchdoc/cmd/benchdoc -doc $(PERF_DOC)
 
 .PHONY: bench
-bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, lanes, fair share; embedded, on the model of DynamoDB, then on DynamoDB Local + moto), one queue's ceiling on DynamoDB Local and the cost report; write their tables into docs/performance.md and docs/costs.md
+bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, lanes, fair share; embedded, on the model of DynamoDB, then on DynamoDB Local + moto), one queue's ceiling on DynamoDB Local and the cost report (slotq-bench: the steps that start emulators); write their tables into docs/performance.md and docs/costs.md
 	set -o pipefail; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
 	  $(GOBENCH) | tee "$$out" | $(BENCHDOC) -table go -command "$(GOBENCH)" && \
-	  $(GO) run ./internal/dev/benchdoc/cmd/benchdoc -doc $(COSTS_DOC) -table resume -match '/internal/dynamostore ResumeRun/' \
+	  $(GO) run ./internal/bench/benchdoc/cmd/benchdoc -doc $(COSTS_DOC) -table resume -match '/internal/dynamostore ResumeRun/' \
 	  -command "$(GOBENCH)" < "$$out" | sed -n '/^written to/,$$p'
 	set -o pipefail; SLOTQ_SIM_WEEK=1 $(GO) test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/ | \
 	  $(BENCHDOC) -table week -format lines -command "SLOTQ_SIM_WEEK=1 go test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/"
@@ -112,13 +112,13 @@ bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, 
 	$(GO) run ./cmd/slotq bench lanes --doc $(PERF_DOC) --table lanes
 	$(GO) run ./cmd/slotq bench fair --runs 3 --doc $(PERF_DOC) --table fair
 	$(GO) run ./cmd/slotq bench fair --runs 3 --key-book-ahead 0 --doc $(PERF_DOC) --table fair-unbounded
-	set -o pipefail; for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./internal/dev/awssim | grep -o 'figures: .*' || exit 1; done | \
-	  $(BENCHDOC) -table awssim -format lines -command "SLOTQ_REQUIRE_LOCAL_AWS=1 go test -count=1 -run 'TestSimulation$$' -v ./internal/dev/awssim (3 times)"
-	set -o pipefail; $(GO) run ./internal/dev/precision/cmd/precision | \
-	  $(BENCHDOC) -table precision -format markdown -prefix '' -command "go run ./internal/dev/precision/cmd/precision"
-	set -o pipefail; $(GO) run ./internal/dev/awssim/cmd/ceiling | \
-	  $(BENCHDOC) -table ceiling -format cells -command "go run ./internal/dev/awssim/cmd/ceiling"
-	$(GO) run ./cmd/slotq costs --doc $(COSTS_DOC) --table costs
+	set -o pipefail; for i in 1 2 3; do SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -count=1 -run 'TestSimulation$$' -v ./internal/bench/awssim | grep -o 'figures: .*' || exit 1; done | \
+	  $(BENCHDOC) -table awssim -format lines -command "SLOTQ_REQUIRE_LOCAL_AWS=1 go test -count=1 -run 'TestSimulation$$' -v ./internal/bench/awssim (3 times)"
+	set -o pipefail; $(GO) run ./internal/bench/precision/cmd/precision | \
+	  $(BENCHDOC) -table precision -format markdown -prefix '' -command "go run ./internal/bench/precision/cmd/precision"
+	set -o pipefail; $(GO) run ./internal/bench/cmd/slotq-bench ceiling | \
+	  $(BENCHDOC) -table ceiling -format cells -command "go run ./internal/bench/cmd/slotq-bench ceiling"
+	$(GO) run ./internal/bench/cmd/slotq-bench costs --doc $(COSTS_DOC) --table costs
 
 .PHONY: fuzz
 fuzz: ## Fuzz request decoding and slot invariants for a short while

@@ -50,7 +50,7 @@ func under(p, folder string) bool { return p == folder || strings.HasPrefix(p, f
 // tooling is what builds, tests and measures slotq, or serves people from
 // the slotq command: no Lambda function links it.
 func tooling(p string) bool {
-	return under(p, "internal/dev") || under(p, "internal/cli") || under(p, "internal/local") || p == "pkg/local"
+	return under(p, "internal/dev") || under(p, "internal/bench") || under(p, "internal/cli") || under(p, "internal/local") || p == "pkg/local"
 }
 
 // TestLayers holds the import direction of slotq's layers:
@@ -101,11 +101,22 @@ func TestLayers(t *testing.T) {
 			direct: true,
 		},
 		{
-			name: "the local runtime (internal/local, pkg/local) links none of the tests' helpers and benchmarks under internal/dev",
+			name: "the local runtime (internal/local, pkg/local) links none of the tests' helpers under internal/dev and the benchmarks under internal/bench",
 			applies: func(p string) bool {
 				return under(p, "internal/local") || p == "pkg/local"
 			},
-			refused: func(d string) bool { return strings.HasPrefix(d, module+"internal/dev/") },
+			refused: func(d string) bool {
+				return strings.HasPrefix(d, module+"internal/dev/") || strings.HasPrefix(d, module+"internal/bench/")
+			},
+		},
+		{
+			name:    "the slotq command operators install links no emulator launcher (internal/dev/dynamolocal, motoserver, emulator); slotq-bench does",
+			applies: func(p string) bool { return p == "cmd/slotq" },
+			refused: func(d string) bool {
+				r := strings.TrimPrefix(d, module)
+				return strings.HasPrefix(d, module) &&
+					(under(r, "internal/dev/dynamolocal") || under(r, "internal/dev/motoserver") || under(r, "internal/dev/emulator"))
+			},
 		},
 		{
 			name: "the core is plain Go: slot, job, attempt, input, clock and engine never import AWS",

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slotq/slotq/internal/bench/benchdoc"
 	"github.com/slotq/slotq/internal/cli/timeline"
-	"github.com/slotq/slotq/internal/dev/benchdoc"
 )
 
 // defaultBench is the workload of `slotq bench` (issue 2's benchmark):

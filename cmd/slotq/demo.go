@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/slotq/slotq/internal/bench/dynamomodel"
 	"github.com/slotq/slotq/internal/cli/timeline"
-	"github.com/slotq/slotq/internal/dev/dynamomodel"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -79,7 +79,7 @@ type demoConfig struct {
 	SlowGates float64
 	// Store is the state store the run uses: storeEmbedded (the
 	// default) or storeModel, the embedded store behind DynamoDB's
-	// latencies and limits (internal/dev/dynamomodel).
+	// latencies and limits (internal/bench/dynamomodel).
 	Store string
 	// Logger gets the engine's logs.
 	Logger *slog.Logger

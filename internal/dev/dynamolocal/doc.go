@@ -1,7 +1,7 @@
 // Package dynamolocal runs DynamoDB Local, Amazon's own DynamoDB emulator,
 // on a free loopback port for slotq's tests and local tools. Everything that
 // asserts the behaviour of internal/dynamostore under concurrency — its tests,
-// the conformance suite, the AWS simulation of internal/dev/awssim, the functions'
+// the conformance suite, the AWS simulation of internal/bench/awssim, the functions'
 // end-to-end test — runs against it, because it applies conditional writes
 // and transactions atomically, as DynamoDB does. (moto_server, which still
 // serves SQS through internal/dev/motoserver, does not: concurrent writes to

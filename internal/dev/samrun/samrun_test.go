@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -63,5 +64,36 @@ func TestInvokeMissingTemplate(t *testing.T) {
 	_, err := Invoke(context.Background(), Options{Template: "nope.yaml", Log: &bytes.Buffer{}}, "EnqueueFunction", []byte("{}"))
 	if err == nil || !strings.Contains(err.Error(), "nope.yaml") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// The emulators run in a program built from the template's checkout: it
+// prints the environment that points at them, and stopping it stops them.
+func TestEmulators(t *testing.T) {
+	motoserver.Require(t) // moto_server is there
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	r := &run{tmpl: "../../../template.yaml", log: &log}
+	env, stop, err := r.emulators(ctx, []string{"-sqs"})
+	if err != nil {
+		stop()
+		t.Fatalf("emulators: %v\n%s", err, log.String())
+	}
+	endpoint := env["AWS_ENDPOINT_URL_SQS"]
+	if !strings.HasPrefix(endpoint, "http://127.0.0.1:") || env["AWS_ENDPOINT_URL_DYNAMODB"] != "" {
+		stop()
+		t.Fatalf("env %v: want an SQS endpoint on loopback and no DynamoDB one", env)
+	}
+	if resp, err := http.Get(endpoint + "/moto-api/"); err != nil {
+		stop()
+		t.Fatalf("moto_server at %s: %v", endpoint, err)
+	} else {
+		resp.Body.Close()
+	}
+	stop()
+	if resp, err := http.Get(endpoint + "/moto-api/"); err == nil {
+		resp.Body.Close()
+		t.Errorf("moto_server at %s still answers after stop", endpoint)
 	}
 }

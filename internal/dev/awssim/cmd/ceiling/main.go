@@ -1,98 +1,23 @@
-// Command ceiling measures one queue's ceiling on DynamoDB Local
-// (awssim.Ceiling): a rate queue at rising rates, with producers
-// enqueueing in calls of 1 job, then of 10. It starts DynamoDB Local
-// itself (internal/dev/dynamolocal; Java 17), prints a `figures:` line of
-// cells per run and a `ceiling:` line per batch size: the highest rate
-// kept at ≤ ×1.05 of the ideal makespan. `make bench` writes the figures
-// into docs/performance.md (table ceiling) through internal/dev/benchdoc:
+// Command ceiling is `slotq-bench ceiling` (internal/bench/benchcmd) under
+// the path scripts have run it by:
 //
-//	go run ./internal/dev/awssim/cmd/ceiling | go run ./internal/dev/benchdoc/cmd/benchdoc -doc docs/performance.md -table ceiling -format cells -command 'go run ./internal/dev/awssim/cmd/ceiling'
+//	go run ./internal/dev/awssim/cmd/ceiling -rates 50,100,200 -batches 1,10
 //
-// Its figures depend on the host: DynamoDB Local is a JVM on the same
-// cores as the workers.
+// is `go run ./internal/bench/cmd/slotq-bench ceiling -rates 50,100,200 -batches 1,10`.
 package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
-	"time"
 
-	"github.com/slotq/slotq/internal/dev/awssim"
-	"github.com/slotq/slotq/internal/dev/dynamolocal"
+	"github.com/slotq/slotq/internal/bench/benchcmd"
 )
 
 func main() {
-	rates := flag.String("rates", "50,100,200,400,800", "the queue's rates per second to run, comma-separated")
-	batches := flag.String("batches", "1,10", "jobs per enqueue call to run each rate with, comma-separated")
-	jobs := flag.Int("jobs", 0, fmt.Sprintf("jobs per run, a multiple of %d × the batch (0: max(320, 2×rate))", awssim.CeilingProducers))
-	lead := flag.Duration("lead", awssim.CeilingLead, "how long before a start its worker goes to the gate")
-	verbose := flag.Bool("v", false, "print the workers' failures and the requests by step")
-	flag.Parse()
-	rs, err := ints(*rates)
-	if err == nil {
-		var bs []int
-		if bs, err = ints(*batches); err == nil {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			err = run(ctx, rs, bs, *jobs, *lead, *verbose)
-			stop()
-		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ceiling:", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, rates, batches []int, jobs int, lead time.Duration, verbose bool) error {
-	db, err := dynamolocal.Start(ctx)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	for k, v := range db.Env() {
-		os.Setenv(k, v)
-	}
-	cl, err := awssim.Open(ctx)
-	if err != nil {
-		return err
-	}
-	o := awssim.CeilingOptions{Jobs: jobs, Lead: lead}
-	if verbose {
-		o.Log = os.Stderr
-	}
-	for _, batch := range batches {
-		best := 0
-		for _, rate := range rates {
-			o.Rate, o.Batch = rate, batch
-			r, err := awssim.Ceiling(ctx, cl, o)
-			if err != nil {
-				return fmt.Errorf("rate %d/1s, batches of %d: %w", rate, batch, err)
-			}
-			fmt.Printf("figures: %s\n", r.Cells())
-			if r.Kept() {
-				best = max(best, rate)
-			}
-		}
-		fmt.Printf("ceiling: batches of %d: the highest rate kept at ≤ ×%.2f of the ideal is %d/1s\n", batch, awssim.CeilingKept, best)
-	}
-	return nil
-}
-
-// ints reads a comma-separated list of positive whole numbers.
-func ints(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a positive whole number", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := benchcmd.Main(ctx, append([]string{"ceiling"}, os.Args[1:]...), os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotq/slotq/internal/dev/dynamomodel"
+	"github.com/slotq/slotq/internal/bench/dynamomodel"
 	"github.com/slotq/slotq/internal/dev/storetest"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"

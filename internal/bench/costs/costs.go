@@ -5,9 +5,11 @@
 // kinds of job, turns them into dollars per million jobs with the prices in
 // prices.go, and measures enqueue throughput.
 //
-// `slotq costs` (the last step of `make bench`) runs it; docs/costs.md
-// holds its output. It is internal: a measurement of slotq's own stack,
-// not a promise to users.
+// `slotq-bench costs` (internal/bench/cmd/slotq-bench, which `slotq costs`
+// and the last step of `make bench` run) starts the emulators and calls
+// Run; docs/costs.md holds its output. The package links no emulator
+// launcher, so that the slotq command can name its flags (AddFlags). It
+// is internal: a measurement of slotq's own stack, not a promise to users.
 package costs
 
 import (
@@ -18,8 +20,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/slotq/slotq/internal/dev/dynamolocal"
-	"github.com/slotq/slotq/internal/dev/motoserver"
+	"github.com/spf13/pflag"
 )
 
 // Options are what Run measures and where it reports progress.
@@ -40,13 +41,27 @@ type Options struct {
 	Scenarios []string
 }
 
+// AddFlags registers the flags of `slotq costs` and `slotq-bench costs`
+// on fs: o's fields, and -v, which sends each scenario's DynamoDB calls
+// to Calls.
+func (o *Options) AddFlags(fs *pflag.FlagSet) (verbose *bool) {
+	fs.StringVar(&o.Template, "template", "template.yaml", "SAM template to read the functions' MemorySize and the stack's DefaultSkew from")
+	fs.IntVar(&o.Runs, "runs", 3, "runs of each throughput measurement (the median is shown)")
+	fs.StringSliceVar(&o.Scenarios, "scenarios", nil, "measure only these scenarios (such as a,k; default: all)")
+	return fs.BoolP("verbose", "v", false, "print each scenario's DynamoDB calls by function and operation to stderr")
+}
+
+// Emulators start DynamoDB Local and moto_server on loopback and return
+// the environment that points the AWS SDK at them, and how to stop them.
+type Emulators func(ctx context.Context) (env []map[string]string, stop func(), err error)
+
 // Timeout bounds a whole Run.
 const Timeout = 10 * time.Minute
 
-// Run starts DynamoDB Local and moto_server on loopback, points this
-// process's AWS environment at them, measures every scenario and writes
-// the report (Markdown tables) to w.
-func Run(ctx context.Context, w io.Writer, o Options) error {
+// Run starts DynamoDB Local and moto_server on loopback (start), points
+// this process's AWS environment at them, measures every scenario and
+// writes the report (Markdown tables) to w.
+func Run(ctx context.Context, w io.Writer, o Options, start Emulators) error {
 	for _, name := range o.Scenarios {
 		if !slices.ContainsFunc(scenarios, func(sc scenario) bool { return sc.name == name }) {
 			return fmt.Errorf("no scenario %q", name)
@@ -64,17 +79,12 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	db, err := dynamolocal.Start(ctx)
+	envs, stop, err := start(ctx)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	srv, err := motoserver.Start()
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	for _, env := range []map[string]string{db.Env(), srv.Env()} {
+	defer stop()
+	for _, env := range envs {
 		for k, v := range env {
 			os.Setenv(k, v)
 		}

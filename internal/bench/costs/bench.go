@@ -14,8 +14,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/slotq/slotq/internal/bench/awssim"
 	"github.com/slotq/slotq/internal/dev/awsmeter"
-	"github.com/slotq/slotq/internal/dev/awssim"
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"

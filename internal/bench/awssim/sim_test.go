@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/slotq/slotq/internal/bench/awssim"
 	"github.com/slotq/slotq/internal/cli/timeline"
-	"github.com/slotq/slotq/internal/dev/awssim"
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
 	"github.com/slotq/slotq/internal/dev/motoserver"
 	"github.com/slotq/slotq/internal/dev/testenv"

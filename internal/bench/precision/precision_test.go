@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/slotq/slotq/internal/dev/precision"
+	"github.com/slotq/slotq/internal/bench/precision"
 )
 
 // Without any delay on the way every start is kept, at its slot: the

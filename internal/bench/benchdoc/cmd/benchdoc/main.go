@@ -1,5 +1,5 @@
 // Command benchdoc writes a table of figures read from stdin between the
-// markers of a Markdown doc (internal/dev/benchdoc), as `make bench` does
+// markers of a Markdown doc (internal/bench/benchdoc), as `make bench` does
 // for the steps that are not slotq commands: the Go benchmarks' output
 // (-format gobench) and the lines of a test that logs its figures
 // (-format lines -prefix 'figures: '), or a table a test logs a line at a
@@ -17,7 +17,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/slotq/slotq/internal/dev/benchdoc"
+	"github.com/slotq/slotq/internal/bench/benchdoc"
 )
 
 func main() {

@@ -2,7 +2,7 @@
 // internal/dynamostore and internal/sqstransport, against AWS-compatible endpoints:
 // DynamoDB Local for DynamoDB and moto_server for SQS, in the simulation
 // tests of this package, in one queue's ceiling (Ceiling, cmd/ceiling) and
-// in the cost benchmark (internal/dev/costs, `slotq costs`). It
+// in the cost benchmark (internal/bench/costs, `slotq costs`). It
 // holds what they need: clients built from
 // the standard AWS environment, a table and queues of their own, and the
 // worker function's handler shape on top of engine.Work.

@@ -1,9 +1,9 @@
-// Command precision prints the precision model's table (internal/dev/precision):
+// Command precision prints the precision model's table (internal/bench/precision):
 // per place the worker runs and per lead, the share of starts given up
 // and the mean wait of a worker for its slot. `make bench` writes it into
-// docs/performance.md (table precision) through internal/dev/benchdoc:
+// docs/performance.md (table precision) through internal/bench/benchdoc:
 //
-//	go run ./internal/dev/precision/cmd/precision | go run ./internal/dev/benchdoc/cmd/benchdoc -doc docs/performance.md -table precision -format markdown -prefix '' -command 'go run ./internal/dev/precision/cmd/precision'
+//	go run ./internal/bench/precision/cmd/precision | go run ./internal/bench/benchdoc/cmd/benchdoc -doc docs/performance.md -table precision -format markdown -prefix '' -command 'go run ./internal/bench/precision/cmd/precision'
 //
 // The runs are seeded: the table is the same on every host.
 package main
@@ -14,7 +14,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/slotq/slotq/internal/dev/precision"
+	"github.com/slotq/slotq/internal/bench/precision"
 )
 
 func main() {

@@ -3,7 +3,7 @@
 // send to its worker's start, with the delays AWS adds on the way, and a
 // Monte Carlo run of it that says what share of starts a lead keeps and
 // how late the kept ones begin. docs/guarantees.md and docs/performance.md
-// quote its table, which `go run ./internal/dev/precision/cmd/precision`
+// quote its table, which `go run ./internal/bench/precision/cmd/precision`
 // prints (make bench writes it into docs/performance.md); the stack's
 // SlotLead is chosen from it.
 //

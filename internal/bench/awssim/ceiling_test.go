@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotq/slotq/internal/dev/awssim"
-	"github.com/slotq/slotq/internal/dev/benchdoc"
+	"github.com/slotq/slotq/internal/bench/awssim"
+	"github.com/slotq/slotq/internal/bench/benchdoc"
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
 	"github.com/slotq/slotq/internal/dev/testenv"
 )
