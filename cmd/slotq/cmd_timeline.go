@@ -11,13 +11,13 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slotq/slotq/internal/cli/clikit"
+	"github.com/slotq/slotq/internal/startlog"
 	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/client"
 )
@@ -240,26 +240,27 @@ func startsFromLog(r io.Reader, queue string) (startTimeline, error) {
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	var starts, view int // start lines of any queue; live view lines
 	for sc.Scan() {
-		l, ok := parseLogLine(sc.Text())
+		l, ok := startlog.ParseLine(sc.Text())
 		if !ok {
 			if liveViewStart.MatchString(sc.Text()) {
 				view++
 			}
 			continue
 		}
-		if l.msg != "start" {
+		if l.Message != "start" {
 			continue
 		}
 		starts++
-		if l.queue != queue || l.slotAt.IsZero() {
+		ls := l.Start
+		if l.Queue != queue || ls.SlotAt.IsZero() {
 			continue
 		}
-		s := start{JobID: l.jobID, Ticket: l.ticket, Attempt: l.attempt, SlotAt: l.slotAt, StartedAt: l.time}
-		if l.latenessMS != nil && (s.StartedAt.IsZero() || s.StartedAt.Sub(s.SlotAt).Milliseconds() != *l.latenessMS) {
-			s.StartedAt = l.slotAt.Add(time.Duration(*l.latenessMS) * time.Millisecond)
+		s := start{JobID: ls.JobID, Ticket: ls.Ticket, Attempt: ls.Attempt, SlotAt: ls.SlotAt, StartedAt: ls.StartedAt}
+		if l.HasLateness && (s.StartedAt.IsZero() || s.StartedAt.Sub(s.SlotAt).Milliseconds() != ls.LatenessMS) {
+			s.StartedAt = ls.SlotAt.Add(time.Duration(ls.LatenessMS) * time.Millisecond)
 		}
-		if !l.gateAt.IsZero() {
-			s.StartedAt = l.gateAt
+		if !ls.GateAt.IsZero() {
+			s.StartedAt = ls.GateAt
 		}
 		if s.StartedAt.IsZero() {
 			continue
@@ -283,85 +284,6 @@ func startsFromLog(r io.Reader, queue string) (startTimeline, error) {
 // liveViewStart matches a start line of slotq local's live view:
 // "14:00:00.004  start     emails  #1 …".
 var liveViewStart = regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}  start `)
-
-// logLine is what startsFromLog reads of one log line.
-type logLine struct {
-	msg, queue, jobID string
-	time, slotAt      time.Time
-	gateAt            time.Time
-	ticket            int64
-	attempt           int
-	latenessMS        *int64
-}
-
-// parseLogLine reads a JSON log line, after any CloudWatch Logs prefix
-// (timestamp, stream), or a line of slog's text handler:
-//
-//	time=2025-06-01T14:00:00.004Z level=INFO msg=start queue=emails ticket=1 job_id=a slot_at=… gate_at=… lateness_ms=4 attempt=1
-func parseLogLine(text string) (logLine, bool) {
-	if i := strings.IndexByte(text, '{'); i >= 0 && !strings.HasPrefix(text, "time=") {
-		var j struct {
-			Msg        string    `json:"msg"`
-			Time       time.Time `json:"time"`
-			Queue      string    `json:"queue"`
-			JobID      string    `json:"job_id"`
-			Ticket     int64     `json:"ticket"`
-			SlotAt     time.Time `json:"slot_at"`
-			GateAt     time.Time `json:"gate_at"`
-			LatenessMS *int64    `json:"lateness_ms"`
-			Attempt    int       `json:"attempt"`
-		}
-		if json.Unmarshal([]byte(text[i:]), &j) != nil {
-			return logLine{}, false
-		}
-		return logLine{msg: j.Msg, queue: j.Queue, jobID: j.JobID, time: j.Time, slotAt: j.SlotAt, gateAt: j.GateAt,
-			ticket: j.Ticket, attempt: j.Attempt, latenessMS: j.LatenessMS}, true
-	}
-	kv, ok := textAttrs(text)
-	if !ok {
-		return logLine{}, false
-	}
-	l := logLine{msg: kv["msg"], queue: kv["queue"], jobID: kv["job_id"]}
-	l.time, _ = time.Parse(time.RFC3339Nano, kv["time"])
-	l.slotAt, _ = time.Parse(time.RFC3339Nano, kv["slot_at"])
-	l.gateAt, _ = time.Parse(time.RFC3339Nano, kv["gate_at"])
-	l.ticket, _ = strconv.ParseInt(kv["ticket"], 10, 64)
-	l.attempt, _ = strconv.Atoi(kv["attempt"])
-	if n, err := strconv.ParseInt(kv["lateness_ms"], 10, 64); err == nil {
-		l.latenessMS = &n
-	}
-	return l, true
-}
-
-// textAttrs splits a line of slog's text handler into its attributes:
-// key=value, the value quoted (Go syntax) when it holds spaces or quotes.
-// A line that is not such a line (no time= and msg=) gives false.
-func textAttrs(line string) (map[string]string, bool) {
-	kv := map[string]string{}
-	for line = strings.TrimSpace(line); line != ""; line = strings.TrimLeft(line, " ") {
-		k, rest, ok := strings.Cut(line, "=")
-		if !ok || k == "" || strings.ContainsAny(k, " \"") {
-			return nil, false
-		}
-		var v string
-		if strings.HasPrefix(rest, `"`) {
-			q, err := strconv.QuotedPrefix(rest)
-			if err != nil {
-				return nil, false
-			}
-			v, _ = strconv.Unquote(q)
-			rest = rest[len(q):]
-		} else {
-			v, rest, _ = strings.Cut(rest, " ")
-			rest = " " + rest
-		}
-		kv[k] = v
-		line = rest
-	}
-	_, hasTime := kv["time"]
-	_, hasMsg := kv["msg"]
-	return kv, hasTime && hasMsg
-}
 
 // recent orders starts by start time, keeps the last n, and sets each
 // one's lateness and gap.

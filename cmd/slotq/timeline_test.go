@@ -182,15 +182,3 @@ func TestTimelineTextLog(t *testing.T) {
 	c.exits([]string{"timeline", "texts", "--log", file + ".missing"}, 2, "slotq timeline: --log: open ")
 	c.exits([]string{"timeline", "texts", "--log", os.DevNull}, 2, `--log: no "start" line in the log`)
 }
-
-func TestTextAttrs(t *testing.T) {
-	kv, ok := textAttrs(`time=2025-06-01T14:00:00.004Z level=INFO msg="attempt failed; retrying" queue=emails error="upstream \"503\"" n=1`)
-	if !ok || kv["msg"] != "attempt failed; retrying" || kv["error"] != `upstream "503"` || kv["queue"] != "emails" || kv["n"] != "1" {
-		t.Errorf("textAttrs: %v, %v", kv, ok)
-	}
-	for _, line := range []string{"not a log", `{"msg":"start"}`, "a=1 b=2", `time=x msg="unterminated`} {
-		if _, ok := textAttrs(line); ok {
-			t.Errorf("textAttrs(%q) read it as a text log line", line)
-		}
-	}
-}

@@ -4,6 +4,10 @@
 // one line of the worker's log (engine.Work logs "start" with the job's
 // queue, ticket, job_id, slot_at, lateness_ms and attempt).
 //
+// ParseLine is the one reader of that line, in each form it is written
+// (slog's JSON or text, lambdacontext's JSON in CloudWatch Logs): Logs
+// reads with it, and so does slotq timeline --log. Its Start is api.Start.
+//
 // On the stack, Logs reads those lines from the worker's log group with
 // CloudWatch Logs' FilterLogEvents. In the local runtime, Ring keeps the
 // last starts of each queue in memory, fed by the engine's start events,

@@ -2,7 +2,6 @@ package startlog
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -47,32 +46,18 @@ func FilterPattern(queue string) string {
 	return fmt.Sprintf(`{ $.message = "start" && $.queue = "%s" }`, queue)
 }
 
-// line is the worker's "start" log line (engine.Work).
-type line struct {
-	Message    string    `json:"message"`
-	Timestamp  time.Time `json:"timestamp"`
-	Queue      string    `json:"queue"`
-	Ticket     int64     `json:"ticket"`
-	JobID      string    `json:"job_id"`
-	SlotAt     time.Time `json:"slot_at"`
-	GateAt     time.Time `json:"gate_at"`
-	LatenessMS int64     `json:"lateness_ms"`
-	Attempt    int       `json:"attempt"`
-	Key        string    `json:"key"`
-}
-
-// parse reads a start of queue from a log event's message; ok is false
-// for any other line. at is the event's timestamp, in case the line has
-// none.
+// parse reads a start of queue from a log event's message (ParseLine);
+// ok is false for any other line. at is the event's timestamp, in case
+// the line has none.
 func parse(msg string, at time.Time, queue string) (Start, bool) {
-	var l line
-	if err := json.Unmarshal([]byte(msg), &l); err != nil || l.Message != "start" || l.Queue != queue || l.JobID == "" {
+	l, ok := ParseLine(msg)
+	if !ok || l.Message != "start" || l.Queue != queue || l.Start.JobID == "" {
 		return Start{}, false
 	}
-	if l.Timestamp.IsZero() {
-		l.Timestamp = at
+	if l.Start.StartedAt.IsZero() {
+		l.Start.StartedAt = at
 	}
-	return Start{JobID: l.JobID, Ticket: l.Ticket, Attempt: l.Attempt, SlotAt: l.SlotAt, StartedAt: l.Timestamp, LatenessMS: l.LatenessMS, GateAt: l.GateAt, Key: l.Key}, true
+	return l.Start, true
 }
 
 // Starts reads queue's starts from since on, by start time, at most

@@ -37,8 +37,9 @@ func (u Unavailable) Starts(context.Context, string, time.Time, int) ([]Start, b
 }
 
 // Start is one start of a job's attempt, as the admin function's starts
-// operation answers it: api.Start, the wire type users read it with.
-type Start api.Start
+// operation answers it: api.Start, the wire type users read it with, and
+// the type every reader of a start line returns (ParseLine).
+type Start = api.Start
 
 // sortStarts orders starts by start time, then ticket.
 func sortStarts(s []Start) {

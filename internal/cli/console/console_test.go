@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	starts "github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/pkg/api"
 )
 
@@ -414,8 +415,8 @@ func TestStartsOf(t *testing.T) {
 	}}
 	got := startsOf(j)
 	want := []start{
-		{JobID: "j", Ticket: 3, Attempt: 1, At: t0.Add(time.Second), Gate: t0.Add(time.Second), SlotAt: t0.Add(time.Second - 2*time.Millisecond)},
-		{JobID: "j", Ticket: 8, Attempt: 2, At: t0.Add(4 * time.Second), Gate: t0.Add(4 * time.Second), SlotAt: t0.Add(4 * time.Second),
+		{Start: starts.Start{JobID: "j", Ticket: 3, Attempt: 1, At: t0.Add(time.Second), Gate: t0.Add(time.Second), SlotAt: t0.Add(time.Second - 2*time.Millisecond)}},
+		{Start: starts.Start{JobID: "j", Ticket: 8, Attempt: 2, At: t0.Add(4 * time.Second), Gate: t0.Add(4 * time.Second), SlotAt: t0.Add(4 * time.Second)},
 			Reticketed: true, Retry: true},
 	}
 	if !slices.Equal(got, want) {

@@ -9,24 +9,18 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/cli/clikit"
+	starts "github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/pkg/api"
 )
 
-// start is one attempt's start, read from its job's history: the time
-// the gate gave it (the Started event's, the record's StartedAt) and the
-// slot it had.
+// start is one attempt's start on the timeline (starts.Start: At the
+// time the handler began, Gate the start the gate reserved, the time the
+// spacing guarantee counts by; a job's history records the reserved
+// start, so there the two are one; a start line has both), and what the
+// page marks it with.
 type start struct {
-	JobID   string
-	Ticket  int64
-	Attempt int
-	SlotAt  time.Time
-	At      time.Time
-	// Gate is the start the gate reserved (the record's started_at), the
-	// time the spacing guarantee counts by: At comes after it by the
-	// worker's wake-up. A job's history records the reserved start, so
-	// there the two are one; a start line has both.
-	Gate time.Time
+	starts.Start
 	// Reticketed: the job took a new ticket (passed at the gate, a
 	// missed slot, a pause) before this start. Retry: an attempt after
 	// the first, or a run again on request.
@@ -44,10 +38,6 @@ type start struct {
 	Span   time.Duration
 	SpanN  int
 }
-
-// Late is how long after its slot the attempt started (negative: early,
-// within the queue's skew).
-func (s start) Late() time.Duration { return s.At.Sub(s.SlotAt) }
 
 // startsOf returns every start j's history holds, oldest first.
 func startsOf(j api.Job) []start {
@@ -68,8 +58,8 @@ func startsOf(j api.Job) []start {
 		case api.Rerun:
 			rerun = true
 		case api.Started:
-			out = append(out, start{JobID: j.ID, Ticket: ticket, Attempt: ev.Attempt, At: ev.At, Gate: ev.At,
-				SlotAt:     ev.At.Add(-time.Duration(ev.LatenessMs) * time.Millisecond),
+			out = append(out, start{Start: starts.Start{JobID: j.ID, Ticket: ticket, Attempt: ev.Attempt, At: ev.At, Gate: ev.At,
+				SlotAt: ev.At.Add(-time.Duration(ev.LatenessMs) * time.Millisecond)},
 				Reticketed: reticketed, Retry: ev.Attempt > 1 || rerun})
 			reticketed, rerun = false, false
 		}
@@ -79,7 +69,7 @@ func startsOf(j api.Job) []start {
 	}
 	if len(out) == 0 && !j.StartedAt.IsZero() {
 		// Its history dropped the start: the record still has the last.
-		out = append(out, start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, At: j.StartedAt, Gate: j.StartedAt, SlotAt: j.SlotAt,
+		out = append(out, start{Start: starts.Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, At: j.StartedAt, Gate: j.StartedAt, SlotAt: j.SlotAt},
 			Reticketed: j.Retickets > 0, Retry: j.Attempt > 1})
 	}
 	return out
@@ -229,7 +219,7 @@ func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, ls slot.
 			if gate.IsZero() {
 				gate = l.StartedAt // a worker that did not log it
 			}
-			all = append(all, start{JobID: l.JobID, Ticket: l.Ticket, Attempt: l.Attempt, SlotAt: l.SlotAt, At: l.StartedAt, Gate: gate,
+			all = append(all, start{Start: starts.Start{JobID: l.JobID, Ticket: l.Ticket, Attempt: l.Attempt, SlotAt: l.SlotAt, At: l.StartedAt, Gate: gate, Key: l.Key},
 				Retry: l.Attempt > 1})
 			known[attempt{l.JobID, l.Attempt}] = true
 		}
@@ -257,7 +247,7 @@ func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, ls slot.
 		if all[i].Retry {
 			t.Retry++
 		}
-		lates = append(lates, all[i].Late())
+		lates = append(lates, all[i].Lateness())
 	}
 	if !t.Plain {
 		// The form's rule, over the gates' starts in the order above.
@@ -282,7 +272,7 @@ func newTimeline(jobs []api.Job, logged []api.Start, gate []gateSample, ls slot.
 	for i, s := range all {
 		m := mark{start: s, X: t.x(s.Gate), SlotX: t.x(s.SlotAt)}
 		m.SlotX = max(plotL, m.SlotX)
-		m.H = minStem + (maxStem-minStem)*float64(max(0, s.Late()))/float64(t.Scale)
+		m.H = minStem + (maxStem-minStem)*float64(max(0, s.Lateness()))/float64(t.Scale)
 		m.Top = baseY - m.H
 		if s.GapBad && i > 0 {
 			m.GapX = t.x(all[i-1].Gate)
@@ -319,14 +309,14 @@ func (t *timeline) label() {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.Marks[b].Late(), t.Marks[a].Late()) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.Marks[b].Lateness(), t.Marks[a].Lateness()) })
 	var taken []float64
 	for _, i := range order {
 		m := &t.Marks[i]
 		if slices.ContainsFunc(taken, func(x float64) bool { return math.Abs(x-m.X) < labelGap }) {
 			continue
 		}
-		m.Label = clikit.Signed(m.Late())
+		m.Label = clikit.Signed(m.Lateness())
 		taken = append(taken, m.X)
 	}
 }

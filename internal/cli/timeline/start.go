@@ -9,7 +9,8 @@ import (
 )
 
 // Start is one start of a job: which ticket of which queue began when, and
-// who produced and ran it.
+// who produced and ran it. The demo, the benchmarks and the console's
+// timeline all read starts as it; the wire's is api.Start.
 //
 // In JSON it is one flat object with times in milliseconds since the
 // epoch, each with microseconds, so a run can be scored from outside:
@@ -26,6 +27,9 @@ type Start struct {
 	Ticket int64
 	SlotAt time.Time
 	JobID  string
+	// Attempt is the job's attempt that started (1 the first). The
+	// JSON record leaves it out: the demo's starts are first attempts.
+	Attempt int
 	// Producer and Worker name who enqueued and who ran the job.
 	Producer string
 	Worker   string
