@@ -107,17 +107,14 @@ func (e *keyLanes) fillKey(ctx context.Context, q Queue, k *KeyInfo, now time.Ti
 	return nil
 }
 
-// KeyLimit gives one key limits of its own, or (Limits nil) takes them
-// away, so that the key follows the queue's key_limits again.
+// KeyLimit (api.KeyLimit) gives one key limits of its own, or (Limits
+// nil) takes them away, so that the key follows the queue's key_limits
+// again.
 //
 // Weight, given (1 to api.MaxWeight), sets the key's weight in the
 // waiting room (slot.Meter.Weight); an entry that gives one keeps the
 // key's limits when it gives none (Limits nil).
-type KeyLimit struct {
-	Key    string      `json:"key"`
-	Limits []api.Limit `json:"limits"`
-	Weight *int        `json:"weight,omitempty"`
-}
+type KeyLimit = api.KeyLimit
 
 // SetKeyLimits does Engine.SetKeyLimits's work.
 func (e *keyLanes) SetKeyLimits(ctx context.Context, name string, ls []KeyLimit) ([]KeyInfo, error) {

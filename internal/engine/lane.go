@@ -8,6 +8,7 @@ import (
 
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Lanes (docs/guarantees.md §12): jobs of one queue with the same key run one at
@@ -244,23 +245,13 @@ const (
 	jobEnded
 )
 
-// LaneFigures is what a queue's lanes show at one moment.
-type LaneFigures struct {
-	// Running is how many attempts of a capped queue run (slot.State
-	// RunningAt); -1 for a queue without MaxRunning, which counts none.
-	Running int `json:"running"`
-	// KeysHeld counts the keys a job holds; KeysWaiting the keys with
-	// jobs parked on them; WaitingOnKeys those jobs.
-	KeysHeld      int `json:"keys_held"`
-	KeysWaiting   int `json:"keys_waiting"`
-	WaitingOnKeys int `json:"waiting_on_keys"`
-	// WaitingForPlace counts the jobs parked for a running place.
-	WaitingForPlace int `json:"waiting_for_place"`
-	// KeysAtLimit counts, on a queue with limits per key, the keys with
-	// jobs waiting whose own limit holds their next start back (of the
-	// MaxKeysListed busiest); -1 on a queue without them.
-	KeysAtLimit int `json:"keys_at_limit"`
-}
+// LaneFigures is what a queue's lanes show at one moment: api.LaneFigures,
+// the type the admin function answers with. Running counts a capped
+// queue's running attempts (slot.State.RunningAt), -1 for a queue without
+// MaxRunning; KeysAtLimit counts, of the MaxKeysListed busiest keys, those
+// whose own limit holds their next start back, -1 on a queue without
+// limits per key.
+type LaneFigures = api.LaneFigures
 
 // laneFigures counts q's lanes of its generation at now.
 func laneFigures(q Queue, lanes []slot.Lane, now time.Time) LaneFigures {

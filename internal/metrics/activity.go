@@ -19,11 +19,12 @@ import (
 // Activity is what a queue did over a recent window, read back from its
 // metrics: what `slotq queues stats` shows beside the queue's counters. Counts
 // are sums over the window; lateness is start − slot, in milliseconds,
-// absent when nothing started.
-type Activity api.Activity
+// absent when nothing started. It is api.Activity, the type the admin
+// function answers with.
+type Activity = api.Activity
 
-// counts lists Activity's counted metrics with their fields.
-func (a *Activity) counts() map[string]*int64 {
+// countsOf lists a's counted metrics with their fields.
+func countsOf(a *Activity) map[string]*int64 {
 	return map[string]*int64{
 		Starts: &a.Starts, Succeeded: &a.Succeeded, AttemptFailures: &a.AttemptFailures,
 		Retries: &a.Retries, DeadLetters: &a.DeadLetters, Reticketed: &a.Reticketed, HandedBack: &a.HandedBack,
@@ -88,7 +89,7 @@ func (c *CloudWatch) Activity(ctx context.Context, queue string, window time.Dur
 			},
 		}
 	}
-	counts := a.counts()
+	counts := countsOf(&a)
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range counts {
 			if !yield(n) {
@@ -204,7 +205,7 @@ func (t *Tally) Observe(_ context.Context, ev engine.Event) {
 func (t *Tally) Activity(_ context.Context, queue string, window time.Duration) (Activity, error) {
 	window = min(window, TallyWindow)
 	a := Activity{Window: api.Duration(window)}
-	counts := a.counts()
+	counts := countsOf(&a)
 	var lateness []float64
 	t.mu.Lock()
 	from := t.now().Add(-window)

@@ -2,8 +2,10 @@
 // locked buffer and an engine set-up copied into each package: Main stops
 // the emulators a test binary started, Buffer takes writes from several
 // goroutines, NewEngine and RunWorkers wire an engine on the embedded
-// backend, Contents reads what it holds, and WaitFor waits for the event a test needs with a deadline a
-// loaded host keeps within (Patience) instead of sleeping a fixed time.
+// backend, Contents reads what it holds, Converts holds a converter
+// between a server type and its pkg/api type to both types' fields, and
+// WaitFor waits for the event a test needs with a deadline a loaded host
+// keeps within (Patience) instead of sleeping a fixed time.
 //
 // It is tooling: tests import it, nothing that ships does (layers_test.go).
 // A test asserts what a guarantee says — order, once, spacing — and waits

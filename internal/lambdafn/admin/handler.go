@@ -21,6 +21,7 @@ import (
 	"github.com/slotq/slotq/internal/schedule"
 	"github.com/slotq/slotq/internal/slot"
 	"github.com/slotq/slotq/internal/startlog"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Admin is the engine calls the handler makes.
@@ -121,12 +122,29 @@ type Request struct {
 	Keys []KeyLimit `json:"keys,omitempty"`
 }
 
+// API returns the request as a user writes it (api.AdminRequest): its
+// fields are api.AdminRequest's, read strictly (slot.ConfigUpdate,
+// schedule.Spec, KeyLimit).
+func (r Request) API() api.AdminRequest {
+	a := api.AdminRequest{
+		Op: r.Op, Queue: r.Queue, Config: (*api.ConfigUpdate)(r.Config), Reset: r.Reset, NoActivity: r.NoActivity,
+		Until: r.Until, JobID: r.JobID, Since: r.Since, Status: r.Status, After: r.After, Limit: r.Limit,
+		JobIDs: r.JobIDs, Failed: r.Failed, UpTo: r.UpTo, By: r.By, Name: r.Name, Key: r.Key,
+		Keys: each(r.Keys, func(k KeyLimit) api.KeyLimit { return api.KeyLimit(k) }),
+	}
+	if r.Schedule != nil {
+		a.Schedule = ptr(r.Schedule.API())
+	}
+	return a
+}
+
 // KeyLimit is one key of set_key_limits: {"key": "acme", "limits":
 // [{"rate": "20/1s"}]} gives key acme limits of its own, each in any form
 // of a queue's limits; {"key": "acme", "limits": null} clears them, so
 // that the key follows the queue's key_limits again. limits must be
 // given (a list or null): a key left without it is refused, not cleared.
-type KeyLimit engine.KeyLimit
+// It is api.KeyLimit read strictly.
+type KeyLimit api.KeyLimit
 
 // UnmarshalJSON reads one key's limits strictly, by the rules of a
 // queue's key_limits (unknown fields, durations without units and bad
@@ -162,54 +180,17 @@ func (k *KeyLimit) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Response is the answer of one operation: the fields the operation fills,
-// or an error object.
-type Response struct {
-	Op        string               `json:"op,omitempty"`
-	Queue     *engine.Queue        `json:"queue,omitempty"`
-	State     *slot.State          `json:"state,omitempty"`
-	Report    *engine.ResumeReport `json:"report,omitempty"`
-	Cancelled *int                 `json:"cancelled,omitempty"`
-	Stats     *engine.Stats        `json:"stats,omitempty"`
-	// Activity is, for stats, what the queue did over the last
-	// metrics.DefaultWindow, read from its metrics (CloudWatch on the
-	// stack, the process's own tally locally); ActivityError says why it
-	// is missing when they could not be read.
-	Activity      *metrics.Activity `json:"activity,omitempty"`
-	ActivityError string            `json:"activity_error,omitempty"`
-	Job           *job.Job          `json:"job,omitempty"`
-	// Retried answers retry: the jobs run again with their new tickets,
-	// and for a page of failed jobs the cursor of the next page.
-	Retried *engine.RetryResult `json:"retried,omitempty"`
-	// Redrive answers redrive: the messages received from the slot
-	// queue's dead-letter queue, sent back, dropped and left.
-	Redrive *engine.RedriveReport `json:"redrive,omitempty"`
-	// Reindexed is reindex's report.
-	Reindexed *engine.ReindexReport `json:"reindexed,omitempty"`
-	// Reslot answers configure: how many booked jobs the new limits
-	// moved, and by how much at most.
-	Reslot *engine.Reslot `json:"reslot,omitempty"`
-	Jobs   []job.Job      `json:"jobs,omitzero"`
-	Queues []engine.Queue `json:"queues,omitzero"`
-	// Keys answers list_keys (a queue's keys with jobs, busiest first, at
-	// most engine.MaxKeysListed) and set_key_limits (each key as set);
-	// Key answers get_key.
-	Keys []engine.KeyInfo `json:"keys,omitzero"`
-	Key  *engine.KeyInfo  `json:"key,omitempty"`
-	// Starts answers starts: the queue's starts from since on, by start
-	// time, read from the worker's log on the stack (the process's own
-	// starts locally); More says the answer stopped at its limit (ask
-	// again from the last start's started_at). StartsError says why they
-	// are missing when they could not be read.
-	Starts      []startlog.Start `json:"starts,omitzero"`
-	More        bool             `json:"more,omitempty"`
-	StartsError string           `json:"starts_error,omitempty"`
-	// Schedule answers the schedule ops on one schedule, Schedules
-	// list_schedules.
-	Schedule  *engine.Schedule  `json:"schedule,omitempty"`
-	Schedules []engine.Schedule `json:"schedules,omitzero"`
-	Error     *lambdafn.Error   `json:"error,omitempty"`
-}
+// Response is the answer of one operation, api.AdminResponse: the fields
+// the operation fills, or an error object. The engine's records that keep
+// more than the wire shows are answered through their converters
+// (engine.Queue.API, engine.Stats.API, slot.State.API,
+// engine.Schedule.API); job.Job, engine.ResumeReport and the others are
+// defined by their api types. Activity is, for stats, what the queue did
+// over the last metrics.DefaultWindow (CloudWatch on the stack, the
+// process's own tally locally); Keys answers list_keys (at most
+// engine.MaxKeysListed, busiest first) and set_key_limits; Starts the
+// worker's log on the stack (the process's own starts locally).
+type Response = api.AdminResponse
 
 // Ops lists the operations, for the error message of an unknown one.
 var Ops = append([]string{"create", "configure", "pause", "resume", "purge", "delete", "stats", "starts", "get", "cancel", "list", "retry", "redrive", "list_keys", "get_key", "set_key_limits", "reindex"}, ScheduleOps...)
@@ -326,27 +307,27 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 			cfg.Targets = h.Defaults.Targets
 		}
 		q, err := h.Engine.CreateQueue(ctx, r.Queue, cfg)
-		return Response{Queue: &q}, err
+		return Response{Queue: ptr(q.API())}, err
 	case "configure":
 		if r.Config == nil {
 			return Response{}, input.Invalid("missing_config", "config", "configure needs a config object with the settings to change")
 		}
 		if r.Reset {
 			q, rep, err := h.Engine.Reconfigure(ctx, r.Queue, r.Config.Apply(slot.Config{}))
-			return Response{Queue: &q, Reslot: &rep}, err
+			return Response{Queue: ptr(q.API()), Reslot: ptr(api.Reslot(rep))}, err
 		}
 		q, rep, err := h.Engine.Change(ctx, r.Queue, *r.Config)
-		return Response{Queue: &q, Reslot: &rep}, err
+		return Response{Queue: ptr(q.API()), Reslot: ptr(api.Reslot(rep))}, err
 	case "pause":
 		var until time.Time
 		if r.Until != nil {
 			until = *r.Until
 		}
 		st, err := h.Engine.Pause(ctx, r.Queue, until)
-		return Response{State: &st}, err
+		return Response{State: ptr(st.API())}, err
 	case "resume":
 		rep, err := h.Engine.Unpause(ctx, r.Queue)
-		return Response{Report: &rep}, err
+		return Response{Report: ptr(api.ResumeReport(rep))}, err
 	case "purge":
 		n, err := h.Engine.Purge(ctx, r.Queue)
 		return Response{Cancelled: &n}, err
@@ -356,9 +337,9 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 	case "stats":
 		s, err := h.Engine.Stats(ctx, r.Queue)
 		if err != nil || h.Activity == nil || r.NoActivity {
-			return Response{Stats: &s}, err
+			return Response{Stats: ptr(s.API())}, err
 		}
-		res := Response{Stats: &s}
+		res := Response{Stats: ptr(s.API())}
 		// The counters answer without the metrics: a failed read
 		// is reported, not fatal.
 		if a, err := h.Activity.Activity(ctx, r.Queue, metrics.DefaultWindow); err != nil {
@@ -371,10 +352,10 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		return h.starts(ctx, r)
 	case "get":
 		j, err := h.Engine.Job(ctx, job.Ref{Queue: r.Queue, ID: r.JobID})
-		return Response{Job: &j}, err
+		return Response{Job: j.API()}, err
 	case "cancel":
 		j, err := h.Engine.CancelJob(ctx, job.Ref{Queue: r.Queue, ID: r.JobID})
-		return Response{Job: &j}, err
+		return Response{Job: j.API()}, err
 	case "retry":
 		if r.JobID != "" {
 			return Response{}, input.Invalid("invalid_retry", "job_id", "retry names its jobs in job_ids (a list)")
@@ -392,13 +373,13 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 	case "list":
 		if r.Queue == "" {
 			qs, err := h.Engine.Queues(ctx)
-			return Response{Queues: nonNil(qs)}, err
+			return Response{Queues: nonNil(each(qs, engine.Queue.API))}, err
 		}
 		if r.Status == "" {
 			r.Status = job.Parked
 		}
 		jobs, err := h.Engine.Jobs(ctx, engine.ListRequest{Queue: r.Queue, Status: r.Status, After: r.After, Limit: r.Limit})
-		return Response{Jobs: nonNil(jobs)}, err
+		return Response{Jobs: nonNil(each(jobs, func(j job.Job) api.Job { return api.Job(j) }))}, err
 	case "list_keys":
 		keys, err := h.Engine.Keys(ctx, r.Queue)
 		return Response{Keys: nonNil(keys)}, err
@@ -406,11 +387,7 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		k, err := h.Engine.Key(ctx, r.Queue, r.Key)
 		return Response{Key: &k}, err
 	case "set_key_limits":
-		ls := make([]engine.KeyLimit, len(r.Keys))
-		for i, k := range r.Keys {
-			ls[i] = engine.KeyLimit(k)
-		}
-		keys, err := h.Engine.SetKeyLimits(ctx, r.Queue, ls)
+		keys, err := h.Engine.SetKeyLimits(ctx, r.Queue, each(r.Keys, func(k KeyLimit) engine.KeyLimit { return engine.KeyLimit(k) }))
 		return Response{Keys: nonNil(keys)}, err
 	case "reindex":
 		rep, err := h.Engine.Reindex(ctx)
@@ -470,6 +447,20 @@ func (h *Handler) starts(ctx context.Context, r Request) (Response, error) {
 	res.Starts, res.More = nonNil(starts), more
 	return res, nil
 }
+
+// each maps s by f, nil to nil.
+func each[T, U any](s []T, f func(T) U) []U {
+	if s == nil {
+		return nil
+	}
+	out := make([]U, len(s))
+	for i, v := range s {
+		out[i] = f(v)
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func nonNil[T any](s []T) []T {
 	if s == nil {

@@ -359,7 +359,7 @@ func TestConfigureKeepsWhatItLeavesOut(t *testing.T) {
 		if err != nil || r.Error != nil || r.Queue == nil {
 			t.Fatalf("%s: %v %+v", body, err, r.Error)
 		}
-		return r.Queue.Config
+		return slot.Config(r.Queue.Config)
 	}
 	do(`{"op":"create","queue":"q","config":{"interval":"750ms","skew":"5ms","max_attempts":7,"backoff":"2s","max_running":3,"targets":["lambda:a"]}}`)
 	c := do(`{"op":"configure","queue":"q","config":{"max_attempts":4}}`)
@@ -520,7 +520,7 @@ func TestCreateLimitForms(t *testing.T) {
 		if err != nil || r.Error != nil || r.Queue == nil {
 			t.Fatalf("%s: %v %+v", body, err, r.Error)
 		}
-		return r.Queue.Config
+		return slot.Config(r.Queue.Config)
 	}
 	perMin := api.Rate{N: 100, Per: time.Minute}
 	if c := create(t, event(t, "admin-create-rate.json")); c.Rate != perMin || c.Burst != 10 || c.Interval != 0 || c.LimitList().String() != "rate 100/1m burst 10" {
@@ -585,7 +585,7 @@ func TestConfigureLimitForms(t *testing.T) {
 		if r.Error != nil {
 			return slot.Config{}, &r
 		}
-		return r.Queue.Config, nil
+		return slot.Config(r.Queue.Config), nil
 	}
 	do(`{"op":"create","queue":"q","config":{"rate":"100/1m","burst":10}}`)
 	if c, bad := do(`{"op":"configure","queue":"q","config":{"burst":20}}`); bad != nil || c.LimitList().String() != "rate 100/1m burst 20" {

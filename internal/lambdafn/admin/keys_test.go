@@ -55,7 +55,7 @@ func TestKeySampleEvents(t *testing.T) {
 	if !reflect.DeepEqual(q.Config.KeyLimits, []api.Limit{keyRate, keyWindow}) || q.Config.KeyMaxRunning != slot.NoKeyCap || q.Config.KeyCap() != 0 {
 		t.Errorf("created: key_limits %v, key_max_running %d; want %v and no cap", q.Config.KeyLimits, q.Config.KeyMaxRunning, []api.Limit{keyRate, keyWindow})
 	}
-	if !reflect.DeepEqual(r.Queue.Config, q.Config) {
+	if !reflect.DeepEqual(r.Queue.Config, api.Config(q.Config)) {
 		t.Errorf("create answered %+v, the engine holds %+v", r.Queue.Config, q.Config)
 	}
 	// The answer's JSON says the settings as a caller gives them, and a

@@ -12,6 +12,7 @@ import (
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/lambdafn"
 	"github.com/slotq/slotq/internal/metrics"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Enqueuer is the engine call the handler makes.
@@ -19,14 +20,10 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, req job.EnqueueRequest) (engine.EnqueueResult, error)
 }
 
-// Response is the function's answer: the accepted jobs, in request order,
-// or an error object for a request that cannot be accepted as it is (in
-// which case nothing was written).
-type Response struct {
-	Queue string            `json:"queue,omitempty"`
-	Jobs  []engine.Accepted `json:"jobs,omitempty"`
-	Error *lambdafn.Error   `json:"error,omitempty"`
-}
+// Response is the function's answer, api.EnqueueResponse: the accepted
+// jobs, in request order, or an error object for a request that cannot be
+// accepted as it is (in which case nothing was written).
+type Response = api.EnqueueResponse
 
 // Handler translates an Invoke payload into engine.Enqueue.
 type Handler struct {
