@@ -112,6 +112,9 @@
 //	              its choice by slot.BookNext
 //	retry.go      Retry failed or cancelled jobs
 //	redrive.go    Redrive the dead-letter queue
-//	observe.go    Observer and its events
+//	observe.go    Observer and its events, named as a job's history
+//	              names them
+//	wire.go       the records' converters to pkg/api's types (Queue,
+//	              Stats, Schedule): what the admin function answers
 //	trace.go      OpenTelemetry spans
 package engine

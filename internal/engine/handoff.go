@@ -148,7 +148,7 @@ func (e *keyLanes) wake(ctx context.Context, q Queue, w slot.Waiter, key string)
 	if err := e.state.UpdateJob(ctx, j, from); err != nil && !errors.Is(err, ErrConflict) {
 		return err
 	}
-	e.observe(ctx, Event{Kind: EventRelease, Queue: q.Name})
+	e.observe(ctx, Event{Kind: EventReleased, Queue: q.Name})
 	e.log.DebugContext(ctx, "handed on", "queue", q.Name, "job_id", j.ID, "ticket", j.Ticket, "reason", reason, "key", key)
 	return nil
 }

@@ -182,7 +182,7 @@ func TestHandBackRecorded(t *testing.T) {
 		if got := kinds(j.History); !slices.Equal(got, []job.EventKind{job.Enqueued, job.HandedBack}) || j.History[1].DelayMs != 60000 {
 			t.Errorf("history %+v", j.History)
 		}
-		if len(obs.evs) != 1 || obs.evs[0].Kind != engine.EventHandBack || obs.evs[0].Queue != "q" {
+		if len(obs.evs) != 1 || obs.evs[0].Kind != engine.EventHandedBack || obs.evs[0].Queue != "q" {
 			t.Errorf("observed %+v", obs.evs)
 		}
 	})

@@ -16,49 +16,58 @@ type Observer interface {
 	Observe(ctx context.Context, ev Event)
 }
 
-// EventKind names what happened.
+// EventKind names what happened. An event that a job's history records
+// has the history's name (api.EventKind: "handed_back", "slot_missed"),
+// the one name of it slotq writes on the wire and keeps in records;
+// key_held, lifted and figures are the engine's alone. The metric that
+// counts an event is named for the count (internal/metrics: HandedBack,
+// MissedSlots). internal/metrics/vocabulary_test.go holds the lists.
 type EventKind string
 
 // What the engine reports to its Observer.
 const (
-	// EventStart: a job passed the gate and its attempt starts.
-	// Lateness, Start and (when HasGap) Gap are set.
-	EventStart EventKind = "start"
+	// EventStart: a job passed the gate and its attempt starts
+	// (api.Started). Lateness, Start and (when HasGap) Gap are set.
+	EventStart EventKind = "started"
 	// EventReticket: Count jobs took new tickets (passed at the gate, or
-	// stale when resume looked at them).
-	EventReticket EventKind = "reticket"
+	// stale when resume looked at them; api.Reticketed).
+	EventReticket EventKind = "reticketed"
 	// EventMissed: a job's worker came too late for its start, and the
-	// job gave its slot up (job.SlotMissed); Lateness says by how much.
-	EventMissed EventKind = "missed"
+	// job gave its slot up (api.SlotMissed); Lateness says by how much.
+	EventMissed EventKind = "slot_missed"
 	// EventKeyHeld: a job's key refused the start the queue's gate had
 	// reserved (its own limit was not open yet): the queue's opening went
 	// unused.
 	EventKeyHeld EventKind = "key_held"
 	// EventPark: a job was parked at the gate (its queue is paused), or on
-	// a lane (its key is held, or every running place is taken).
-	EventPark EventKind = "park"
-	// EventRelease: Count parked jobs were sent to the transport: by the
-	// resume function, or by a lane's hand-off.
-	EventRelease EventKind = "release"
-	// EventHandBack: a message was sent again unstarted: its slot lies
-	// beyond what the invocation has left.
-	EventHandBack EventKind = "hand_back"
-	// EventAttemptFailed: an attempt ended with an error (retried or not).
+	// a lane (its key is held, or every running place is taken;
+	// api.ParkedEvent).
+	EventPark EventKind = "parked"
+	// EventReleased: Count parked jobs were sent to the transport: by the
+	// resume function, or by a lane's hand-off (api.Released).
+	EventReleased EventKind = "released"
+	// EventHandedBack: a message was sent again unstarted: its slot lies
+	// beyond what the invocation has left (api.HandedBack).
+	EventHandedBack EventKind = "handed_back"
+	// EventAttemptFailed: an attempt ended with an error (retried or not;
+	// api.AttemptFailed).
 	EventAttemptFailed EventKind = "attempt_failed"
-	// EventRetry: a failed attempt's job took a new ticket for another.
-	EventRetry EventKind = "retry"
-	// EventDeadLetter: a job failed for good; its record is the
-	// dead-letter record.
-	EventDeadLetter EventKind = "dead_letter"
-	// EventSucceeded: an attempt succeeded.
+	// EventRetried: a failed attempt's job took a new ticket for another
+	// (api.Retried).
+	EventRetried EventKind = "retried"
+	// EventFailed: a job failed for good (api.FailedEvent); its record is
+	// the dead-letter record, and metrics count it as DeadLetters.
+	EventFailed EventKind = "failed"
+	// EventSucceeded: an attempt succeeded (api.SucceededEvent).
 	EventSucceeded EventKind = "succeeded"
-	// EventSlowDown: a job's target answered "slow down"
-	// (attempt.RetryAfterError): its queue, or its key, waits until the
-	// time asked, and the job runs again first then.
-	EventSlowDown EventKind = "slow_down"
+	// EventSlowedDown: a job's target answered "slow down"
+	// (attempt.RetryAfterError; api.SlowedDown): its queue, or its key,
+	// waits until the time asked, and the job runs again first then.
+	EventSlowedDown EventKind = "slowed_down"
 	// EventLifted: resume lifted a pause whose time had come.
 	EventLifted EventKind = "lifted"
-	// EventBooked: a job of the waiting room was booked (waitroom.go).
+	// EventBooked: a job of the waiting room was booked (waitroom.go;
+	// api.BookedEvent).
 	EventBooked EventKind = "booked"
 	// EventFigures: resume looked at a queue; Figures holds what it saw.
 	EventFigures EventKind = "figures"
@@ -69,7 +78,7 @@ type Event struct {
 	Kind  EventKind
 	Queue string
 	// Count is how many jobs the event is about (EventReticket,
-	// EventRelease); 1 for the others.
+	// EventReleased); 1 for the others.
 	Count int
 	// Lateness is, for EventStart, the start minus the job's slot
 	// (negative for a start within the skew before it).

@@ -86,7 +86,7 @@ func (e *worker) retryOrDeadLetter(ctx context.Context, q Queue, j job.Job, st s
 		return err
 	}
 	e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
-	e.observe(ctx, Event{Kind: EventDeadLetter, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventFailed, Queue: j.Queue})
 	e.log.ErrorContext(ctx, "job failed", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "attempt", j.Attempt, "error", runErr)
 	return nil
 }
@@ -161,7 +161,7 @@ func (e *worker) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 		e.room.bookNext(ctx, q)
 	}
 	e.observe(ctx, Event{Kind: EventAttemptFailed, Queue: j.Queue})
-	e.observe(ctx, Event{Kind: EventRetry, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventRetried, Queue: j.Queue})
 	e.log.WarnContext(ctx, "attempt failed; retrying", "queue", j.Queue, "job_id", j.ID,
 		"attempt", j.Attempt, "ticket", j.Ticket, "slot_at", j.SlotAt, "error", runErr)
 	return nil

@@ -276,7 +276,7 @@ func (e *resumer) actOnDue(ctx context.Context, q *Queue, due []DueEntry, cur Cu
 		e.observe(ctx, Event{Kind: EventReticket, Queue: q.Name, Count: rep.Reticketed})
 	}
 	if rep.Released > 0 {
-		e.observe(ctx, Event{Kind: EventRelease, Queue: q.Name, Count: rep.Released})
+		e.observe(ctx, Event{Kind: EventReleased, Queue: q.Name, Count: rep.Released})
 	}
 	if room {
 		// Jobs wait in the room: book what a crash left waiting

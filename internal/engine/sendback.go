@@ -37,7 +37,7 @@ func (e *worker) failSentBack(ctx context.Context, j job.Job) error {
 	}
 	e.lanes.takeOffLanes(ctx, q, j)
 	e.room.freeBooking(ctx, q, j)
-	e.observe(ctx, Event{Kind: EventDeadLetter, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventFailed, Queue: j.Queue})
 	e.log.ErrorContext(ctx, "job failed", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "error", runErr)
 	return nil
 }
@@ -85,7 +85,7 @@ func (e *worker) handBack(ctx context.Context, j *job.Job, wake time.Time) error
 	if err := e.state.UpdateJob(ctx, *j, from); err != nil && !errors.Is(err, ErrConflict) {
 		e.log.WarnContext(ctx, "hand-back not in the job's history", "queue", j.Queue, "job_id", j.ID, "error", err.Error())
 	}
-	e.observe(ctx, Event{Kind: EventHandBack, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventHandedBack, Queue: j.Queue})
 	e.log.DebugContext(ctx, "handed back", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "delay_ms", wait.Milliseconds())
 	return nil
 }

@@ -249,7 +249,7 @@ func (e *worker) requeueSlowed(ctx context.Context, q Queue, j job.Job, st slot.
 	if j.Key != "" && q.Config.KeyCap() != 0 {
 		e.keepKeyWhileAway(ctx, &j, until)
 	}
-	e.observe(ctx, Event{Kind: EventSlowDown, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventSlowedDown, Queue: j.Queue})
 	e.log.WarnContext(ctx, "slowed down by its target", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket,
 		"key", j.Key, "slowed", what, "until", until, "slow_downs", j.SlowDowns, "answer", answerOf(ra))
 	return nil
@@ -302,7 +302,7 @@ func (e *worker) rebookSlowed(ctx context.Context, q Queue, j job.Job, st slot.S
 	if spare {
 		e.room.bookNext(ctx, q)
 	}
-	e.observe(ctx, Event{Kind: EventSlowDown, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventSlowedDown, Queue: j.Queue})
 	e.log.WarnContext(ctx, "slowed down by its target: booked again", "queue", j.Queue, "job_id", j.ID, "old_ticket", ticket, "ticket", j.Ticket,
 		"key", j.Key, "until", until, "slot_at", j.SlotAt, "waiting", inRoom(&j), "slow_downs", j.SlowDowns)
 	return nil

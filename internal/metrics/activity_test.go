@@ -83,7 +83,7 @@ func TestTallyActivity(t *testing.T) {
 		for i := range 10 {
 			tally.Observe(ctx, engine.Event{Kind: engine.EventStart, Queue: "q", Lateness: time.Duration(i+1) * time.Millisecond})
 		}
-		tally.Observe(ctx, engine.Event{Kind: engine.EventDeadLetter, Queue: "q"})
+		tally.Observe(ctx, engine.Event{Kind: engine.EventFailed, Queue: "q"})
 		tally.Observe(ctx, engine.Event{Kind: engine.EventReticket, Queue: "q", Count: 3})
 		tally.Observe(ctx, engine.Event{Kind: engine.EventStart, Queue: "other"})
 		time.Sleep(20 * time.Minute)

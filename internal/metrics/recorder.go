@@ -68,15 +68,15 @@ var counters = map[engine.EventKind]string{
 	engine.EventStart:         Starts,
 	engine.EventReticket:      Reticketed,
 	engine.EventPark:          Parks,
-	engine.EventRelease:       Released,
-	engine.EventHandBack:      HandedBack,
+	engine.EventReleased:      Released,
+	engine.EventHandedBack:    HandedBack,
 	engine.EventMissed:        MissedSlots,
 	engine.EventAttemptFailed: AttemptFailures,
-	engine.EventRetry:         Retries,
-	engine.EventDeadLetter:    DeadLetters,
+	engine.EventRetried:       Retries,
+	engine.EventFailed:        DeadLetters,
 	engine.EventSucceeded:     Succeeded,
 	engine.EventLifted:        PausesLifted,
-	engine.EventSlowDown:      SlowDowns,
+	engine.EventSlowedDown:    SlowDowns,
 }
 
 // Observe adds one engine event.

@@ -26,8 +26,8 @@ func TestViewSummaryFromMetrics(t *testing.T) {
 			rec.Observe(ctx, engine.Event{Kind: engine.EventStart, Queue: "q", Lateness: time.Duration(i) * time.Millisecond,
 				Gap: time.Second, HasGap: true})
 		}
-		for _, k := range []engine.EventKind{engine.EventSucceeded, engine.EventSucceeded, engine.EventAttemptFailed, engine.EventRetry,
-			engine.EventDeadLetter, engine.EventReticket, engine.EventHandBack} {
+		for _, k := range []engine.EventKind{engine.EventSucceeded, engine.EventSucceeded, engine.EventAttemptFailed, engine.EventRetried,
+			engine.EventFailed, engine.EventReticket, engine.EventHandedBack} {
 			rec.Observe(ctx, engine.Event{Kind: k, Queue: "q"})
 		}
 		rec.Flush(ctx)
