@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -78,32 +79,84 @@ func (s *Store) query(ctx context.Context, in *dynamodb.QueryInput) (*dynamodb.Q
 	return out, nil
 }
 
-// queryAll reads every item of key condition kc (its names and values in
-// e), strongly consistent, page by page, and hands each to each in sort
-// key order; it stops at the first error, each's or a page's.
-func (s *Store) queryAll(ctx context.Context, e *expr, kc string, each func(map[string]types.AttributeValue) error) error {
-	var start map[string]types.AttributeValue
-	for {
-		page, err := s.query(ctx, &dynamodb.QueryInput{
-			KeyConditionExpression:    &kc,
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
-			ConsistentRead:            aws.Bool(true),
-			ExclusiveStartKey:         start,
-		})
+// queryOf is the Query of the key condition, filter and projection b
+// holds (DynamoDB reads the table; the caller sets the rest).
+func queryOf(b expression.Builder) (*dynamodb.QueryInput, error) {
+	x, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	return &dynamodb.QueryInput{
+		KeyConditionExpression:    x.KeyCondition(),
+		FilterExpression:          x.Filter(),
+		ProjectionExpression:      x.Projection(),
+		ExpressionAttributeNames:  x.Names(),
+		ExpressionAttributeValues: x.Values(),
+	}, nil
+}
+
+// queryPages runs in page by page with the SDK's paginator and hands
+// each page to page until page answers false or the query ends; it stops
+// at the first error, page's or a page's (mapped as every call's). limit,
+// if set, is asked before each page for that page's Limit: a query that
+// wants a number of items asks each page for those still missing (the
+// paginator's own Limit is one number for every page).
+func (s *Store) queryPages(ctx context.Context, in *dynamodb.QueryInput, limit func() int32, page func(*dynamodb.QueryOutput) (more bool, err error)) error {
+	in.TableName = &s.table
+	query := s.api.Query
+	if limit != nil {
+		query = func(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+			in.Limit = aws.Int32(limit())
+			return s.api.Query(ctx, in, optFns...)
+		}
+	}
+	p := dynamodb.NewQueryPaginator(queryFunc(query), in)
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
 		if err != nil {
+			return s.awsErr(err)
+		}
+		if more, err := page(out); err != nil || !more {
 			return err
 		}
+	}
+	return nil
+}
+
+// queryFunc is a Query call as the paginator makes it.
+type queryFunc func(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+
+func (f queryFunc) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return f(ctx, in, optFns...)
+}
+
+// part is the key condition of the table's partition pk; partBeginsWith
+// keeps to its sort keys that begin with prefix.
+func part(pk string) expression.KeyConditionBuilder {
+	return expression.Key(attrPK).Equal(expression.Value(str(pk)))
+}
+
+func partBeginsWith(pk, prefix string) expression.KeyConditionBuilder {
+	return part(pk).And(expression.Key(attrSK).BeginsWith(prefix))
+}
+
+// queryAll reads every item of key condition kc, strongly consistent,
+// page by page, and hands each to each in sort key order; it stops at
+// the first error, each's or a page's.
+func (s *Store) queryAll(ctx context.Context, kc expression.KeyConditionBuilder, each func(map[string]types.AttributeValue) error) error {
+	in, err := queryOf(expression.NewBuilder().WithKeyCondition(kc))
+	if err != nil {
+		return err
+	}
+	in.ConsistentRead = aws.Bool(true)
+	return s.queryPages(ctx, in, nil, func(page *dynamodb.QueryOutput) (bool, error) {
 		for _, m := range page.Items {
 			if err := each(m); err != nil {
-				return err
+				return false, err
 			}
 		}
-		if len(page.LastEvaluatedKey) == 0 {
-			return nil
-		}
-		start = page.LastEvaluatedKey
-	}
+		return true, nil
+	})
 }
 
 func (s *Store) batchGet(ctx context.Context, in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -78,14 +79,14 @@ func setDue(m map[string]types.AttributeValue, pk, sk string, at time.Time) {
 	m[attrDueSK] = timeNum(at)
 }
 
-// dueUpdate returns the SET or REMOVE clause, for an UpdateExpression,
-// that makes the item of key pk, sk due at at (zero: not due).
-func dueUpdate(e *expr, pk, sk string, at time.Time) (set, remove string) {
+// dueUpdate adds to u what makes the item of key pk, sk due at at (zero:
+// not due).
+func dueUpdate(u expression.UpdateBuilder, pk, sk string, at time.Time) expression.UpdateBuilder {
+	pkName, skName := expression.Name(attrDuePK), expression.Name(attrDueSK)
 	if at.IsZero() {
-		return "", e.n(attrDuePK) + ", " + e.n(attrDueSK)
+		return u.Remove(pkName).Remove(skName)
 	}
-	return e.n(attrDuePK) + " = " + e.v(":duepk", str(dueShard(pk, sk))) + ", " +
-		e.n(attrDueSK) + " = " + e.v(":duesk", timeNum(at)), ""
+	return u.Set(pkName, expression.Value(str(dueShard(pk, sk)))).Set(skName, expression.Value(timeNum(at)))
 }
 
 // entryOf reads a due entry from an index item's keys: what it is follows
@@ -151,10 +152,9 @@ func (s *Store) ListDue(ctx context.Context, before time.Time, limit int) ([]eng
 // listShard reads up to limit entries of one partition of IndexDue due at
 // or before before, in due order.
 func (s *Store) listShard(ctx context.Context, shard string, before time.Time, limit int) ([]engine.DueEntry, error) {
-	e := newExpr()
-	kc := e.n(attrDuePK) + " = " + e.v(":p", str(shard)) + " AND " + e.n(attrDueSK) + " <= " + e.v(":b", timeNum(before))
+	kc := duePart(shard).And(expression.Key(attrDueSK).LessThanEqual(expression.Value(timeNum(before))))
 	var out []engine.DueEntry
-	err := s.queryDue(ctx, e, kc, limit, func(m map[string]types.AttributeValue) (bool, error) {
+	err := s.queryDue(ctx, kc, limit, func(m map[string]types.AttributeValue) (bool, error) {
 		d, ok, err := entryOf(m)
 		if ok {
 			out = append(out, d)
@@ -164,41 +164,41 @@ func (s *Store) listShard(ctx context.Context, shard string, before time.Time, l
 	return out, err
 }
 
-// queryDue queries IndexDue on key condition kc (names and values in e),
-// page by page in due order, and hands each item to take until take has
-// taken limit of them (it reports whether it took one).
-func (s *Store) queryDue(ctx context.Context, e *expr, kc string, limit int, take func(map[string]types.AttributeValue) (bool, error)) error {
-	var start map[string]types.AttributeValue
-	for taken := 0; taken < limit; {
-		page, err := s.query(ctx, &dynamodb.QueryInput{
-			IndexName:                 aws.String(IndexDue),
-			KeyConditionExpression:    &kc,
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
-			Limit:                     aws.Int32(int32(limit - taken)),
-			ExclusiveStartKey:         start,
-		})
-		if backfilling(err) {
-			return fmt.Errorf("%s: %w: %w", IndexDue, engine.ErrIndexNotReady, err)
-		}
-		if err != nil {
-			return err
-		}
+// duePart is the key condition of IndexDue's partition pk.
+func duePart(pk string) expression.KeyConditionBuilder {
+	return expression.Key(attrDuePK).Equal(expression.Value(str(pk)))
+}
+
+// queryDue queries IndexDue on key condition kc, page by page in due
+// order, and hands each item to take until take has taken limit of them
+// (it reports whether it took one): each page asks for those still
+// missing.
+func (s *Store) queryDue(ctx context.Context, kc expression.KeyConditionBuilder, limit int, take func(map[string]types.AttributeValue) (bool, error)) error {
+	if limit <= 0 {
+		return nil
+	}
+	in, err := queryOf(expression.NewBuilder().WithKeyCondition(kc))
+	if err != nil {
+		return err
+	}
+	in.IndexName = aws.String(IndexDue)
+	taken := 0
+	err = s.queryPages(ctx, in, func() int32 { return int32(limit - taken) }, func(page *dynamodb.QueryOutput) (bool, error) {
 		for _, m := range page.Items {
 			ok, err := take(m)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if ok {
 				taken++
 			}
 		}
-		if len(page.LastEvaluatedKey) == 0 {
-			return nil
-		}
-		start = page.LastEvaluatedKey
+		return taken < limit, nil
+	})
+	if backfilling(err) {
+		return fmt.Errorf("%s: %w: %w", IndexDue, engine.ErrIndexNotReady, err)
 	}
-	return nil
+	return err
 }
 
 // ListHeld queries queue's held partition of IndexDue for its first limit
@@ -208,9 +208,7 @@ func (s *Store) ListHeld(ctx context.Context, queue string, gen int64, limit int
 	if limit <= 0 {
 		return nil, fmt.Errorf("list held %s: limit %d", queue, limit)
 	}
-	e := newExpr()
-	kc := e.n(attrDuePK) + " = " + e.v(":p", str(heldPK(queue, gen)))
-	jobs, err := s.readPart(ctx, e, kc, limit, func(j job.Job) bool { return engine.JobHeld(j) && j.Gen == gen })
+	jobs, err := s.readPart(ctx, duePart(heldPK(queue, gen)), limit, func(j job.Job) bool { return engine.JobHeld(j) && j.Gen == gen })
 	if err != nil {
 		return nil, fmt.Errorf("list held %s: %w", queue, err)
 	}
@@ -233,12 +231,11 @@ func (s *Store) ListRoom(ctx context.Context, r engine.RoomRequest) ([]job.Job, 
 	// that fewer than r.Limit jobs answered means the part ended.
 	var jobs []job.Job
 	for after := r.After; len(jobs) < r.Limit; {
-		e := newExpr()
-		kc := e.n(attrDuePK) + " = " + e.v(":p", str(roomPK(r.Queue, r.Gen, slot.PriorityOf(r.Priority), r.Key))) +
-			" AND " + e.n(attrDueSK) + " > " + e.v(":a", num(after))
+		kc := duePart(roomPK(r.Queue, r.Gen, slot.PriorityOf(r.Priority), r.Key)).
+			And(expression.Key(attrDueSK).GreaterThan(expression.Value(num(after))))
 		want := r.Limit - len(jobs)
 		entries := 0
-		got, err := s.readPart(ctx, e, kc, want, func(j job.Job) bool { return engine.JobInRoom(j) && j.Gen == r.Gen },
+		got, err := s.readPart(ctx, kc, want, func(j job.Job) bool { return engine.JobInRoom(j) && j.Gen == r.Gen },
 			func(m map[string]types.AttributeValue) {
 				entries++
 				after = max(after, (&item{m: m}).int(attrDueSK))
@@ -257,13 +254,13 @@ func (s *Store) ListRoom(ctx context.Context, r engine.RoomRequest) ([]job.Job, 
 	return jobs, nil
 }
 
-// readPart queries IndexDue by the key condition kc for up to limit
+// readPart queries IndexDue by key condition kc for up to limit
 // entries of jobs, reads the jobs strongly (BatchGetItem, 100 a call),
 // and returns the unexpired ones that keep says are still what the
 // index entry stood for; seen, if given, sees each entry the query read.
-func (s *Store) readPart(ctx context.Context, e *expr, kc string, limit int, keep func(job.Job) bool, seen ...func(map[string]types.AttributeValue)) ([]job.Job, error) {
+func (s *Store) readPart(ctx context.Context, kc expression.KeyConditionBuilder, limit int, keep func(job.Job) bool, seen ...func(map[string]types.AttributeValue)) ([]job.Job, error) {
 	var keys []map[string]types.AttributeValue
-	err := s.queryDue(ctx, e, kc, limit, func(m map[string]types.AttributeValue) (bool, error) {
+	err := s.queryDue(ctx, kc, limit, func(m map[string]types.AttributeValue) (bool, error) {
 		keys = append(keys, map[string]types.AttributeValue{attrPK: m[attrPK], attrSK: m[attrSK]})
 		for _, f := range seen {
 			f(m)

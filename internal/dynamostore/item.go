@@ -401,15 +401,24 @@ func newStateItem(name string, ls slot.Limits, gen int64) map[string]types.Attri
 	return m
 }
 
-// genCond is the condition that the item's generation is gen: an item
+// genIs is the condition that the item's generation is gen: an item
 // without one (a queue created before generations were kept on its
-// state item) passes. Empty for gen 0.
+// state item) passes. Unset for gen 0.
+func genIs(gen int64) expression.ConditionBuilder {
+	if gen == 0 {
+		return expression.ConditionBuilder{}
+	}
+	g := expression.Name(attrGen)
+	return missingOr(g, g.Equal(expression.Value(num(gen))))
+}
+
+// genCond is genIs for the text forms (" AND …"; empty for gen 0).
 func genCond(e *expr, gen int64) string {
 	if gen == 0 {
 		return ""
 	}
-	g := e.n(attrGen)
-	return " AND (attribute_not_exists(" + g + ") OR " + g + " = " + e.v(":gen", num(gen)) + ")"
+	c, _ := e.inline(genIs(gen), expression.UpdateBuilder{})
+	return " AND " + c
 }
 
 // otherGen reports whether item m carries a generation other than gen
@@ -467,34 +476,4 @@ func itemExists() expression.ConditionBuilder {
 
 func itemMissing() expression.ConditionBuilder {
 	return expression.AttributeNotExists(expression.Name(attrPK))
-}
-
-// expr collects the names and values of one expression, for Take's and
-// Gate's forms (take.go), which read best written out.
-type expr struct {
-	names  map[string]string
-	values map[string]types.AttributeValue
-}
-
-func newExpr() *expr {
-	return &expr{names: map[string]string{}, values: map[string]types.AttributeValue{}}
-}
-
-// n returns the placeholder of an attribute name ("#status").
-func (e *expr) n(name string) string {
-	e.names["#"+name] = name
-	return "#" + name
-}
-
-// alias binds an attribute name that is not a word (a ticket, as a key
-// of the running map) to a placeholder of the caller's ("#x0").
-func (e *expr) alias(placeholder, name string) string {
-	e.names[placeholder] = name
-	return placeholder
-}
-
-// v binds a value to a placeholder (":now") and returns it.
-func (e *expr) v(placeholder string, v types.AttributeValue) string {
-	e.values[placeholder] = v
-	return placeholder
 }

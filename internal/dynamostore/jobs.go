@@ -60,11 +60,7 @@ func (s *Store) CreateJobs(ctx context.Context, jobs []job.Job) ([]bool, error) 
 // not deleted it yet), and reports whether it did.
 func (s *Store) createJob(ctx context.Context, j job.Job, tok string) (bool, error) {
 	expired := expression.Name(attrExpiresAt).LessThanEqual(expression.Value(timeNum(s.now())))
-	x, err := expression.NewBuilder().WithCondition(replaceable(j.Gen).Or(expired)).Build()
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", j.Ref(), err)
-	}
-	old, ok, err := s.putIf(ctx, jobItem(j, tok), built(x))
+	old, ok, err := s.putIf(ctx, jobItem(j, tok), when(replaceable(j.Gen).Or(expired)))
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", j.Ref(), err)
 	}
@@ -129,16 +125,12 @@ func (s *Store) UpdateJob(ctx context.Context, j job.Job, from job.Version) erro
 		return fmt.Errorf("update job %s: %w", k, err)
 	}
 	tok := newToken()
-	x, err := expression.NewBuilder().WithCondition(expression.And(
+	old, ok, err := s.putIf(ctx, jobItem(j, tok), when(expression.And(
 		expression.Name(attrStatus).Equal(expression.Value(string(from.Status))),
 		expression.Name(attrTicket).Equal(expression.Value(from.Ticket)),
 		expression.Name(attrAttempt).Equal(expression.Value(from.Attempt)),
 		sameGen(from.Gen),
-	)).Build()
-	if err != nil {
-		return fmt.Errorf("update job %s: %w", k, err)
-	}
-	old, ok, err := s.putIf(ctx, jobItem(j, tok), built(x))
+	)))
 	if err != nil {
 		return fmt.Errorf("update job %s: %w", k, err)
 	}
@@ -165,6 +157,17 @@ func (s *Store) unexpired() expression.ConditionBuilder {
 	return expression.AttributeNotExists(x).Or(x.GreaterThan(expression.Value(timeNum(s.now()))))
 }
 
+// byStatus is the Query of IndexByStatus on key condition kc that leaves
+// out expired jobs.
+func (s *Store) byStatus(kc expression.KeyConditionBuilder) (*dynamodb.QueryInput, error) {
+	in, err := queryOf(expression.NewBuilder().WithKeyCondition(kc).WithFilter(s.unexpired()))
+	if err != nil {
+		return nil, err
+	}
+	in.IndexName = aws.String(IndexByStatus)
+	return in, nil
+}
+
 // ListJobs queries IndexByStatus (the partition of the queue's generation
 // and the status) from ticket r.After on, filtering expired
 // jobs, until it has r.Limit jobs or the index ends. The index is
@@ -177,39 +180,23 @@ func (s *Store) ListJobs(ctx context.Context, r engine.ListRequest) ([]job.Job, 
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
+	in, err := s.byStatus(expression.Key(attrQueueStatus).Equal(expression.Value(queueStatus(r.Queue, r.Gen, r.Status))).
+		And(expression.Key(attrTicket).GreaterThan(expression.Value(r.After))))
 	var out []job.Job
-	var start map[string]types.AttributeValue
-	for len(out) < limit {
-		x, err := expression.NewBuilder().WithKeyCondition(
-			expression.Key(attrQueueStatus).Equal(expression.Value(queueStatus(r.Queue, r.Gen, r.Status))).
-				And(expression.Key(attrTicket).GreaterThan(expression.Value(r.After))),
-		).WithFilter(s.unexpired()).Build()
-		if err != nil {
-			return nil, fmt.Errorf("list jobs %s/%s: %w", r.Queue, r.Status, err)
-		}
-		res, err := s.query(ctx, &dynamodb.QueryInput{
-			IndexName:                 aws.String(IndexByStatus),
-			KeyConditionExpression:    x.KeyCondition(),
-			FilterExpression:          x.Filter(),
-			ExpressionAttributeNames:  x.Names(),
-			ExpressionAttributeValues: x.Values(),
-			Limit:                     aws.Int32(int32(min(limit-len(out), 1000))),
-			ExclusiveStartKey:         start,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("list jobs %s/%s: %w", r.Queue, r.Status, err)
-		}
-		for _, m := range res.Items {
-			j, err := decodeJob(m)
-			if err != nil {
-				return nil, fmt.Errorf("list jobs %s/%s: %w", r.Queue, r.Status, err)
+	if err == nil {
+		err = s.queryPages(ctx, in, func() int32 { return int32(min(limit-len(out), 1000)) }, func(res *dynamodb.QueryOutput) (bool, error) {
+			for _, m := range res.Items {
+				j, err := decodeJob(m)
+				if err != nil {
+					return false, err
+				}
+				out = append(out, j)
 			}
-			out = append(out, j)
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			break
-		}
-		start = res.LastEvaluatedKey
+			return len(out) < limit, nil
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list jobs %s/%s: %w", r.Queue, r.Status, err)
 	}
 	// Tickets are unique in a queue; the id only orders a corrupt tie.
 	slices.SortStableFunc(out, func(a, b job.Job) int {
@@ -226,31 +213,17 @@ func (s *Store) CountJobs(ctx context.Context, queue string, gen int64, status j
 	if !status.Listed() {
 		return 0, fmt.Errorf("count jobs %s/%s: %w", queue, status, engine.ErrNotListed)
 	}
+	in, err := s.byStatus(expression.Key(attrQueueStatus).Equal(expression.Value(queueStatus(queue, gen, status))))
 	n := 0
-	var start map[string]types.AttributeValue
-	for {
-		x, err := expression.NewBuilder().
-			WithKeyCondition(expression.Key(attrQueueStatus).Equal(expression.Value(queueStatus(queue, gen, status)))).
-			WithFilter(s.unexpired()).Build()
-		if err != nil {
-			return 0, fmt.Errorf("count jobs %s/%s: %w", queue, status, err)
-		}
-		res, err := s.query(ctx, &dynamodb.QueryInput{
-			IndexName:                 aws.String(IndexByStatus),
-			KeyConditionExpression:    x.KeyCondition(),
-			FilterExpression:          x.Filter(),
-			ExpressionAttributeNames:  x.Names(),
-			ExpressionAttributeValues: x.Values(),
-			Select:                    types.SelectCount,
-			ExclusiveStartKey:         start,
+	if err == nil {
+		in.Select = types.SelectCount
+		err = s.queryPages(ctx, in, nil, func(res *dynamodb.QueryOutput) (bool, error) {
+			n += int(res.Count)
+			return true, nil
 		})
-		if err != nil {
-			return 0, fmt.Errorf("count jobs %s/%s: %w", queue, status, err)
-		}
-		n += int(res.Count)
-		if len(res.LastEvaluatedKey) == 0 {
-			return n, nil
-		}
-		start = res.LastEvaluatedKey
 	}
+	if err != nil {
+		return 0, fmt.Errorf("count jobs %s/%s: %w", queue, status, err)
+	}
+	return n, nil
 }

@@ -119,11 +119,8 @@ func (s *Store) GetLane(ctx context.Context, queue, key string) (slot.Lane, erro
 // sort keys that begin with K#, strongly consistent, page by page: every
 // lane, in key order, each with the waiters of its tail (laneWithTail).
 func (s *Store) ListLanes(ctx context.Context, queue string) ([]slot.Lane, error) {
-	e := newExpr()
-	kc := e.n(attrPK) + " = " + e.v(":pk", str(lanePK(queue))) +
-		" AND begins_with(" + e.n(attrSK) + ", " + e.v(":k", str(skLanePrefix)) + ")"
 	var out []slot.Lane
-	err := s.queryAll(ctx, e, kc, func(m map[string]types.AttributeValue) error {
+	err := s.queryAll(ctx, partBeginsWith(lanePK(queue), skLanePrefix), func(m map[string]types.AttributeValue) error {
 		l, err := decodeLane(m)
 		if err != nil {
 			return err

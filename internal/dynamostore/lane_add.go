@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -28,18 +29,19 @@ import (
 func (s *Store) AddPending(ctx context.Context, queue string, gen int64, key string, n int64) (slot.Lane, error) {
 	tok := newToken()
 	for range 6 {
-		e := newExpr()
-		wt, g, v := e.n(attrAddToken), e.n(attrGen), e.n(attrVersion)
+		g, v := expression.Name(attrGen), expression.Name(attrVersion)
 		now := s.now()
-		upd := "ADD " + e.n(attrPending) + " " + e.v(":n", num(n)) +
-			" SET " + v + " = if_not_exists(" + v + ", " + e.v(":seed", num(laneSeed(now)+1)) + ")" +
-			", " + e.n(attrQueue) + " = " + e.v(":q", str(queue)) + ", " + g + " = " + e.v(":g", num(gen)) +
-			", " + e.n(attrTTL) + " = " + e.v(":ttl", laneTTL(now, slot.Lane{})) + ", " + wt + " = " + e.v(":tok", str(tok))
+		upd := expression.Add(expression.Name(attrPending), expression.Value(num(n))).
+			Set(v, v.IfNotExists(expression.Value(num(laneSeed(now)+1)))).
+			Set(expression.Name(attrQueue), expression.Value(str(queue))).
+			Set(g, expression.Value(num(gen))).
+			Set(expression.Name(attrTTL), expression.Value(laneTTL(now, slot.Lane{}))).
+			Set(expression.Name(attrAddToken), expression.Value(str(tok)))
 		if key != "" {
-			upd += ", " + e.n(attrLaneKey) + " = " + e.v(":k", str(key))
+			upd = upd.Set(expression.Name(attrLaneKey), expression.Value(str(key)))
 		}
-		cond := "(attribute_not_exists(" + g + ") OR " + g + " = :g) AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok)"
-		m, ok, err := s.updateIf(ctx, laneKey(queue, key), e.build(upd, cond))
+		cond := missingOr(g, g.Equal(expression.Value(num(gen)))).And(notToken(attrAddToken, tok))
+		m, ok, err := s.updateIf(ctx, laneKey(queue, key), updateWhen(upd, cond))
 		if err != nil {
 			return slot.Lane{}, fmt.Errorf("add pending %s/%s: %w", queue, key, err)
 		}
@@ -108,20 +110,23 @@ func (s *Store) freshLane(ctx context.Context, old slot.Lane, gen, n int64, tok 
 	if err != nil {
 		return slot.Lane{}, false, err
 	}
-	e := newExpr()
-	cond := versionIs(e, old.Version)
-	g := newExpr()
-	var genIs string
+	isGen := itemExists().And(expression.Name(attrGen).AttributeNotExists())
 	if gen != 0 {
-		genIs = g.n(attrGen) + " = " + g.v(":gen", num(gen))
-	} else {
-		genIs = "attribute_exists(" + g.n(attrPK) + ") AND attribute_not_exists(" + g.n(attrGen) + ")"
+		isGen = expression.Name(attrGen).Equal(expression.Value(num(gen)))
+	}
+	gx, err := expression.NewBuilder().WithCondition(isGen).Build()
+	if err != nil {
+		return slot.Lane{}, false, err
+	}
+	vx, err := expression.NewBuilder().WithCondition(versionIs(old.Version)).Build()
+	if err != nil {
+		return slot.Lane{}, false, err
 	}
 	err = s.transact(ctx, []types.TransactWriteItem{
 		{ConditionCheck: &types.ConditionCheck{TableName: &s.table, Key: configKey(old.Queue),
-			ConditionExpression: &genIs, ExpressionAttributeNames: g.names, ExpressionAttributeValues: orNil(g.values)}},
-		{Put: &types.Put{TableName: &s.table, Item: m, ConditionExpression: &cond,
-			ExpressionAttributeNames: e.names, ExpressionAttributeValues: orNil(e.values),
+			ConditionExpression: gx.Condition(), ExpressionAttributeNames: gx.Names(), ExpressionAttributeValues: gx.Values()}},
+		{Put: &types.Put{TableName: &s.table, Item: m, ConditionExpression: vx.Condition(),
+			ExpressionAttributeNames: vx.Names(), ExpressionAttributeValues: vx.Values(),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 	})
 	if reasons, ok := cancelReasons(err); ok {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -13,11 +14,12 @@ import (
 
 // versionIs is the condition that a lane item is at version from: for 0,
 // that there is none (or one without a version).
-func versionIs(e *expr, from int64) string {
+func versionIs(from int64) expression.ConditionBuilder {
+	v := expression.Name(attrVersion)
 	if from == 0 {
-		return "attribute_not_exists(" + e.n(attrVersion) + ")"
+		return v.AttributeNotExists()
 	}
-	return e.n(attrVersion) + " = " + e.v(":from", num(from))
+	return v.Equal(expression.Value(num(from)))
 }
 
 // PutLane writes the lane item with one conditional UpdateItem: it SETs
@@ -83,20 +85,16 @@ const laneCountTries = 6
 
 // countIs is the condition that the lane's pending count plus delta is
 // above 0 (above false) or not: an item without pending counts 0.
-func countIs(e *expr, above bool, delta int64) string {
-	p, neg := e.n(attrPending), e.v(":neg", num(-delta))
+func countIs(above bool, delta int64) expression.ConditionBuilder {
+	p, neg := expression.Name(attrPending), expression.Value(num(-delta))
+	c, missingCounts := p.LessThanEqual(neg), delta <= 0
 	if above {
-		c := p + " > " + neg
-		if delta > 0 {
-			c += " OR attribute_not_exists(" + p + ")"
-		}
-		return "(" + c + ")"
+		c, missingCounts = p.GreaterThan(neg), delta > 0
 	}
-	c := p + " <= " + neg
-	if delta <= 0 {
-		c += " OR attribute_not_exists(" + p + ")"
+	if missingCounts {
+		return missingOr(p, c)
 	}
-	return "(" + c + ")"
+	return c
 }
 
 // atVersion reports whether a lane item m is at version from.
@@ -114,24 +112,13 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 	if from == 0 {
 		v = laneSeed(now) + 1
 	}
-	e := newExpr()
-	set := []string{
-		e.n(attrQueue) + " = " + e.v(":q", str(l.Queue)),
-		e.n(attrGen) + " = " + e.v(":g", num(l.Gen)),
-		e.n(attrVersion) + " = " + e.v(":v", num(v)),
-		e.n(attrTTL) + " = " + e.v(":ttl", laneTTL(now, l)),
-		e.n(attrWriteToken) + " = " + e.v(":tok", str(tok)),
-	}
-	var remove []string
-	opt := func(name, placeholder string, present bool, val types.AttributeValue) {
-		if present {
-			set = append(set, e.n(name)+" = "+e.v(placeholder, val))
-		} else {
-			remove = append(remove, e.n(name))
-		}
-	}
+	upd := expression.Set(expression.Name(attrQueue), expression.Value(str(l.Queue))).
+		Set(expression.Name(attrGen), expression.Value(num(l.Gen))).
+		Set(expression.Name(attrVersion), expression.Value(num(v))).
+		Set(expression.Name(attrTTL), expression.Value(laneTTL(now, l))).
+		Set(expression.Name(attrWriteToken), expression.Value(str(tok)))
 	if l.Key != "" {
-		set = append(set, e.n(attrLaneKey)+" = "+e.v(":k", str(l.Key)))
+		upd = upd.Set(expression.Name(attrLaneKey), expression.Value(str(l.Key)))
 	}
 	if strings.ContainsRune(l.Holder.JobID, ',') {
 		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: holder: job id %q cannot be stored", l.Queue, l.Key, l.Holder.JobID)
@@ -156,29 +143,23 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 		waiting = tailMark + waiting
 	}
 	held := l.Holder != (slot.Waiter{})
-	opt(attrHolderTicket, ":ht", held, num(l.Holder.Ticket))
-	opt(attrHolderID, ":hid", held, str(l.Holder.JobID))
-	opt(attrUntil, ":until", !l.Until.IsZero(), timeNum(l.Until))
-	opt(attrLast, ":last", l.Last != 0, num(l.Last))
-	opt(attrWaiting, ":w", waiting != "", str(waiting))
-	opt(attrMore, ":more", more != "", str(more))
-	opt(attrTailEpoch, ":te", plan.next.epoch != 0, num(plan.next.epoch))
-	opt(attrTailAfter, ":ta", plan.next.after != "", str(plan.next.after))
-	opt(attrTailDels, ":td", plan.next.dels != 0, num(plan.next.dels))
+	upd = setOrRemove(upd, attrHolderTicket, held, num(l.Holder.Ticket))
+	upd = setOrRemove(upd, attrHolderID, held, str(l.Holder.JobID))
+	upd = setOrRemove(upd, attrUntil, !l.Until.IsZero(), timeNum(l.Until))
+	upd = setOrRemove(upd, attrLast, l.Last != 0, num(l.Last))
+	upd = setOrRemove(upd, attrWaiting, waiting != "", str(waiting))
+	upd = setOrRemove(upd, attrMore, more != "", str(more))
+	upd = setOrRemove(upd, attrTailEpoch, plan.next.epoch != 0, num(plan.next.epoch))
+	upd = setOrRemove(upd, attrTailAfter, plan.next.after != "", str(plan.next.after))
+	upd = setOrRemove(upd, attrTailDels, plan.next.dels != 0, num(plan.next.dels))
 	// The lane is an entry of the due index (due.go) while it is due.
-	if dueSet, dueRemove := dueUpdate(e, lanePK(l.Queue), skLanePrefix+l.Key, engine.LaneDue(l)); dueSet != "" {
-		set = append(set, dueSet)
-	} else {
-		remove = append(remove, dueRemove)
-	}
-	upd := "SET " + strings.Join(set, ", ") + " ADD " + e.n(attrPending) + " " + e.v(":d", num(delta))
-	if len(remove) > 0 {
-		upd += " REMOVE " + strings.Join(remove, ", ")
-	}
-	cond := versionIs(e, from)
+	upd = dueUpdate(upd, lanePK(l.Queue), skLanePrefix+l.Key, engine.LaneDue(l))
+	upd = upd.Add(expression.Name(attrPending), expression.Value(num(delta)))
+	cond := versionIs(from)
 	if counted {
-		cond += " AND " + countIs(e, true, delta)
+		cond = cond.And(countIs(true, delta))
 	}
+	x := updateWhen(upd, cond)
 	// refused decides on the lane item as it stood when the write was
 	// refused.
 	refused := func(old map[string]types.AttributeValue) (slot.Lane, bool, error) {
@@ -194,9 +175,9 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s at version %d: %w", l.Queue, l.Key, from, engine.ErrConflict)
 	}
 	if len(plan.puts)+len(plan.dels) > 0 {
-		return s.writeLaneTail(ctx, l, v, delta, plan, e.build(upd, cond), refused)
+		return s.writeLaneTail(ctx, l, v, delta, plan, x, refused)
 	}
-	m, ok, err := s.updateIf(ctx, laneKey(l.Queue, l.Key), e.build(upd, cond))
+	m, ok, err := s.updateIf(ctx, laneKey(l.Queue, l.Key), x)
 	if err != nil {
 		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, err)
 	}
@@ -220,6 +201,9 @@ func (s *Store) writeLane(ctx context.Context, l slot.Lane, from, delta int64, c
 // delta.
 func (s *Store) writeLaneTail(ctx context.Context, l slot.Lane, v, delta int64, plan tailPlan, x exprs,
 	refused func(map[string]types.AttributeValue) (slot.Lane, bool, error)) (slot.Lane, bool, error) {
+	if x.err != nil {
+		return slot.Lane{}, false, fmt.Errorf("put lane %s/%s: %w", l.Queue, l.Key, x.err)
+	}
 	lk := laneKey(l.Queue, l.Key)
 	upd := &types.Update{TableName: &s.table, Key: lk, UpdateExpression: ptr(x.update)}
 	upd.ConditionExpression, upd.ExpressionAttributeNames, upd.ExpressionAttributeValues, upd.ReturnValuesOnConditionCheckFailure = x.condition()
@@ -253,12 +237,11 @@ func (s *Store) writeLaneTail(ctx context.Context, l slot.Lane, v, delta int64, 
 // stored version, that the count plus delta is 0 or less. done is false
 // when that condition alone failed.
 func (s *Store) deleteLane(ctx context.Context, l slot.Lane, from, delta int64) (done bool, _ error) {
-	e := newExpr()
-	cond := versionIs(e, from)
+	cond := versionIs(from)
 	if from != 0 {
-		cond += " AND " + countIs(e, false, delta)
+		cond = cond.And(countIs(false, delta))
 	}
-	old, ok, err := s.deleteIf(ctx, laneKey(l.Queue, l.Key), e.build("", cond))
+	old, ok, err := s.deleteIf(ctx, laneKey(l.Queue, l.Key), when(cond))
 	if err != nil {
 		return false, fmt.Errorf("delete lane %s/%s: %w", l.Queue, l.Key, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/slot"
@@ -134,11 +135,9 @@ func (s *Store) queryTail(ctx context.Context, queue, key string, epoch int64, a
 		lo = after
 	}
 	hi := strings.TrimSuffix(prefix, "#") + "$" // '$' follows '#': past every sort key of the epoch
-	e := newExpr()
-	kc := e.n(attrPK) + " = " + e.v(":pk", str(tailPK(queue, key))) +
-		" AND " + e.n(attrSK) + " BETWEEN " + e.v(":lo", str(lo)) + " AND " + e.v(":hi", str(hi))
+	kc := part(tailPK(queue, key)).And(expression.Key(attrSK).Between(expression.Value(str(lo)), expression.Value(str(hi))))
 	var out []putWaiter
-	err := s.queryAll(ctx, e, kc, func(m map[string]types.AttributeValue) error {
+	err := s.queryAll(ctx, kc, func(m map[string]types.AttributeValue) error {
 		it := item{m: m}
 		sk, v := it.str(attrSK), it.int(attrVersion)
 		if it.err != nil {

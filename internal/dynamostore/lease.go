@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -36,14 +37,12 @@ func leaseKey(queue string) map[string]types.AttributeValue { return key(queuePK
 // not exist, has no holder, has this holder (a retried write that landed
 // passes again), or its lease_until is not after now. ErrLeaseHeld.
 func (s *Store) Lease(ctx context.Context, queue, holder string, until, now time.Time) (engine.Cursor, error) {
-	e := newExpr()
-	h := e.v(":h", str(holder))
-	cond := "attribute_not_exists(" + e.n(attrHolder) + ") OR " + e.n(attrHolder) + " = " + h +
-		" OR " + e.n(attrLeaseUntil) + " <= " + e.v(":now", timeNum(now))
-	upd := "SET " + e.n(attrHolder) + " = " + h + ", " +
-		e.n(attrLeaseUntil) + " = " + e.v(":u", timeNum(until)) + ", " +
-		e.n(attrTTL) + " = " + e.v(":ttl", num(ttlSeconds(until.Add(leaseKeep))))
-	m, ok, err := s.updateIf(ctx, leaseKey(queue), e.build(upd, cond))
+	h, lu, by := expression.Name(attrHolder), expression.Name(attrLeaseUntil), expression.Value(str(holder))
+	cond := missingOr(h, h.Equal(by)).Or(lu.LessThanEqual(expression.Value(timeNum(now))))
+	upd := expression.Set(h, by).
+		Set(lu, expression.Value(timeNum(until))).
+		Set(expression.Name(attrTTL), expression.Value(num(ttlSeconds(until.Add(leaseKeep)))))
+	m, ok, err := s.updateIf(ctx, leaseKey(queue), updateWhen(upd, cond))
 	if err != nil {
 		return engine.Cursor{}, fmt.Errorf("lease %s: %w", queue, err)
 	}
@@ -64,29 +63,13 @@ func (s *Store) Lease(ctx context.Context, queue, holder string, until, now time
 // lease until another releases it, even once a new pass holds it.
 // ErrLeaseHeld.
 func (s *Store) ReleaseLease(ctx context.Context, queue, holder string, c engine.Cursor) error {
-	e := newExpr()
-	h := e.v(":h", str(holder))
-	set := "SET " + e.n(attrReleasedBy) + " = " + h
-	remove := " REMOVE " + e.n(attrHolder) + ", " + e.n(attrLeaseUntil)
+	h, by := expression.Name(attrHolder), expression.Value(str(holder))
+	upd := expression.Set(expression.Name(attrReleasedBy), by).Remove(h).Remove(expression.Name(attrLeaseUntil))
 	// The round is an entry of the due index (due.go), at its time.
-	dueSet, dueRemove := dueUpdate(e, queuePK(queue), skResume, c.Round)
-	if dueSet != "" {
-		set += ", " + dueSet
-	} else {
-		remove += ", " + dueRemove
-	}
-	if !c.Until.IsZero() {
-		set += ", " + e.n(attrRoundUntil) + " = " + e.v(":ru", timeNum(c.Until))
-	} else {
-		remove += ", " + e.n(attrRoundUntil)
-	}
-	if c.Reslot {
-		set += ", " + e.n(attrReslot) + " = " + e.v(":reslot", num(1))
-	} else {
-		remove += ", " + e.n(attrReslot)
-	}
-	cond := e.n(attrHolder) + " = " + h
-	old, ok, err := s.updateIf(ctx, leaseKey(queue), e.build(set+remove, cond))
+	upd = dueUpdate(upd, queuePK(queue), skResume, c.Round)
+	upd = setOrRemove(upd, attrRoundUntil, !c.Until.IsZero(), timeNum(c.Until))
+	upd = setOrRemove(upd, attrReslot, c.Reslot, num(1))
+	old, ok, err := s.updateIf(ctx, leaseKey(queue), updateWhen(upd, h.Equal(by)))
 	if err != nil {
 		return fmt.Errorf("release lease %s: %w", queue, err)
 	}

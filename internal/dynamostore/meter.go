@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -146,13 +147,7 @@ func (s *Store) PutMeter(ctx context.Context, m slot.Meter, from int64, keep tim
 	if !keep.IsZero() {
 		it[attrTTL] = num(ttlSeconds(keep))
 	}
-	e := newExpr()
-	cond := "attribute_not_exists(" + e.n(attrPK) + ")"
-	if from != 0 {
-		e = newExpr()
-		cond = e.n(attrVersion) + " = " + e.v(":from", num(from)) + notLaterGen(e, m.Gen)
-	}
-	old, ok, err := s.putIf(ctx, it, e.build("", cond))
+	old, ok, err := s.putIf(ctx, it, when(putFrom(from, m.Gen)))
 	if err != nil {
 		return slot.Meter{}, fmt.Errorf("put meter %s/%s: %w", m.Queue, m.Key, err)
 	}
@@ -167,21 +162,33 @@ func (s *Store) PutMeter(ctx context.Context, m slot.Meter, from int64, keep tim
 	return m, nil
 }
 
-// notLaterGen is the condition (" AND …") that an item's generation is
-// gen or an older one (engine.GenBefore; 0 stands for none and orders
-// nothing): a write of generation gen may replace it. Empty for gen 0.
-func notLaterGen(e *expr, gen int64) string {
-	if gen == 0 {
-		return ""
+// putFrom is the condition of a put of a versioned item (a meter, a
+// horizon) of generation gen read at version from: there is none for
+// from 0; else it is still at from, and of gen or an older generation
+// (notLaterGen).
+func putFrom(from, gen int64) expression.ConditionBuilder {
+	if from == 0 {
+		return itemMissing()
 	}
-	g, rnd := e.n(attrGen), e.v(":rnd_gen", num(engine.RandomGens))
-	older := g + " <= " + e.v(":gen", num(gen)) + " OR " + g + " >= " + rnd
+	return all(expression.Name(attrVersion).Equal(expression.Value(num(from))), notLaterGen(gen))
+}
+
+// notLaterGen is the condition that an item's generation is gen or an
+// older one (engine.GenBefore; 0 stands for none and orders nothing): a
+// write of generation gen may replace it. Unset for gen 0.
+func notLaterGen(gen int64) expression.ConditionBuilder {
+	if gen == 0 {
+		return expression.ConditionBuilder{}
+	}
+	g := expression.Name(attrGen)
+	random := g.GreaterThanEqual(expression.Value(num(engine.RandomGens)))
+	older := g.LessThanEqual(expression.Value(num(gen))).Or(random)
 	if gen >= engine.RandomGens {
 		// A queue's random generation, from before they were ordered:
 		// any random one counts as older, no ordered one does.
-		older = g + " = " + e.v(":zero_gen", num(0)) + " OR " + g + " >= " + rnd
+		older = g.Equal(expression.Value(num(0))).Or(random)
 	}
-	return " AND (attribute_not_exists(" + g + ") OR " + older + ")"
+	return missingOr(g, older)
 }
 
 // laterGen reports whether an item of generation stored belongs to a

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -143,31 +144,28 @@ const reconfigureTries = 200
 // the queued jobs (rec; nil: none) as change number change on the config
 // item, if it exists and is of r's generation.
 func stageUpdate(r engine.ReconfigureRequest, cfg string, rec *engine.Rebooked, change int64) exprs {
-	e := newExpr()
-	cond := "attribute_exists(" + e.n(attrPK) + ")" + genCond(e, r.Gen)
-	upd := "SET " + e.n(attrNextConfig) + " = " + e.v(":cfg", str(cfg)) + ", " + e.n(attrNextChange) + " = " + e.v(":change", num(change))
-	if rec != nil {
-		upd += ", " + e.n(attrNextRebooked) + " = " + e.v(":rebooked", str(encodeRebooked(*rec)))
-	} else {
-		upd += " REMOVE " + e.n(attrNextRebooked)
+	upd := expression.Set(expression.Name(attrNextConfig), expression.Value(str(cfg))).
+		Set(expression.Name(attrNextChange), expression.Value(num(change)))
+	return updateWhen(setRebooked(upd, attrNextRebooked, rec), all(itemExists(), genIs(r.Gen)))
+}
+
+// setRebooked adds to u that attribute a holds rec's record, or, for
+// nil, none.
+func setRebooked(u expression.UpdateBuilder, a string, rec *engine.Rebooked) expression.UpdateBuilder {
+	if rec == nil {
+		return u.Remove(expression.Name(a))
 	}
-	return e.build(upd, cond)
+	return u.Set(expression.Name(a), expression.Value(str(encodeRebooked(*rec))))
 }
 
 // adopt makes change number change, staged and made, the config item's
 // own: configuration cfg (JSON), rec what it did to the queued jobs.
 func (s *Store) adopt(ctx context.Context, queue, cfg string, rec *engine.Rebooked, change int64) error {
-	e := newExpr()
-	cond := e.n(attrNextChange) + " = " + e.v(":change", num(change))
-	upd := "SET " + e.n(attrConfig) + " = " + e.v(":cfg", str(cfg)) + ", " + e.n(attrConfigChange) + " = :change"
-	if rec != nil {
-		upd += ", " + e.n(attrRebooked) + " = " + e.v(":rebooked", str(encodeRebooked(*rec)))
-	}
-	upd += " REMOVE " + e.n(attrNextConfig) + ", " + e.n(attrNextChange) + ", " + e.n(attrNextRebooked)
-	if rec == nil {
-		upd += ", " + e.n(attrRebooked)
-	}
-	_, _, err := s.updateIf(ctx, configKey(queue), e.build(upd, cond))
+	next := expression.Name(attrNextChange)
+	upd := expression.Set(expression.Name(attrConfig), expression.Value(str(cfg))).
+		Set(expression.Name(attrConfigChange), expression.Value(num(change))).
+		Remove(expression.Name(attrNextConfig)).Remove(next).Remove(expression.Name(attrNextRebooked))
+	_, _, err := s.updateIf(ctx, configKey(queue), updateWhen(setRebooked(upd, attrRebooked, rec), next.Equal(expression.Value(num(change)))))
 	return err
 }
 
@@ -208,44 +206,48 @@ func configAttrs(cfgItem, stateItem map[string]types.AttributeValue) (cfg, reboo
 
 // reslotExprs moves the state item from seen (under limits k) to next
 // under r's limits, as change number change, if it still holds seen.
+// The limit state is pinned by pin (limits.go), written out as text as
+// the take's and gate's forms are: the rest comes in through inline.
 func reslotExprs(r engine.ReconfigureRequest, seen, next slot.State, k limitsKey, change int64, tok string) exprs {
-	e := newExpr()
-	pinned, set, remove := pin(e, seen, next)
-	conds := []string{
-		e.n(attrTicket) + " = " + e.v(":ticket", num(seen.Ticket)),
-		e.n(attrCurrent) + " = " + e.v(":current", num(seen.Current)),
-		e.n(attrInterval) + " = " + e.v(":was_iv", durNum(k.interval)),
-		pinned,
+	lim, cc := expression.Name(attrLimits), expression.Name(attrConfigChange)
+	conds := []expression.ConditionBuilder{
+		expression.Name(attrTicket).Equal(expression.Value(num(seen.Ticket))),
+		expression.Name(attrCurrent).Equal(expression.Value(num(seen.Current))),
+		expression.Name(attrInterval).Equal(expression.Value(durNum(k.interval))),
+		lim.AttributeNotExists(),
+		cc.AttributeNotExists(),
+		genIs(r.Gen),
 	}
-	if k.sig == "" {
-		conds = append(conds, "attribute_not_exists("+e.n(attrLimits)+")")
-	} else {
-		conds = append(conds, e.n(attrLimits)+" = "+e.v(":was_lim", str(k.sig)))
+	if k.sig != "" {
+		conds[3] = lim.Equal(expression.Value(str(k.sig)))
 	}
-	if change == 1 {
-		conds = append(conds, "attribute_not_exists("+e.n(attrConfigChange)+")")
-	} else {
-		conds = append(conds, e.n(attrConfigChange)+" = "+e.v(":was_change", num(change-1)))
+	if change != 1 {
+		conds[4] = cc.Equal(expression.Value(num(change - 1)))
 	}
 	nk := keyOf(r.Config.LimitList())
-	sets := []string{
-		e.n(attrInterval) + " = " + e.v(":iv", durNum(nk.interval)),
-		e.n(attrWriteToken) + " = " + e.v(":tok", str(tok)),
-		e.n(attrConfigChange) + " = " + e.v(":change", num(change)),
-	}
-	if set != "" {
-		sets = append(sets, set)
-	}
+	upd := expression.Set(expression.Name(attrInterval), expression.Value(durNum(nk.interval))).
+		Set(expression.Name(attrWriteToken), expression.Value(str(tok))).
+		Set(cc, expression.Value(num(change)))
 	if nk.sig != "" {
-		sets = append(sets, e.n(attrLimits)+" = "+e.v(":lim", str(nk.sig)))
+		upd = upd.Set(lim, expression.Value(str(nk.sig)))
 	} else if k.sig != "" {
-		remove = append(remove, e.n(attrLimits))
+		upd = upd.Remove(lim)
 	}
-	upd := "SET " + strings.Join(sets, ", ")
+	e := newExpr()
+	pinned, set, remove := pin(e, seen, next)
+	cond, clauses := e.inline(all(conds...), upd)
+	sets := clauses["SET"]
+	if set != "" {
+		sets += ", " + set
+	}
+	if rm := clauses["REMOVE"]; rm != "" {
+		remove = append(remove, rm)
+	}
+	text := "SET " + sets
 	if len(remove) > 0 {
-		upd += " REMOVE " + strings.Join(remove, ", ")
+		text += " REMOVE " + strings.Join(remove, ", ")
 	}
-	return e.build(upd, strings.Join(conds, " AND ")+genCond(e, r.Gen))
+	return e.build(text, cond+" AND "+pinned)
 }
 
 // attrRebooked is, on a queue's config item, what its last configure did

@@ -79,30 +79,44 @@ func capFormOf(s slot.State, r engine.GateRequest) capForm {
 	return f
 }
 
-// add puts the form's condition and update into a gate's expression:
-// cond and set are the gate's, extended; remove is the REMOVE clause's
-// paths.
-func (f capForm) add(e *expr, r engine.GateRequest, cond, set *string) (remove []string) {
-	rn := e.n(attrRunning)
+// take is the form's part of a gate's write: its condition, and its
+// update added to upd.
+func (f capForm) take(r engine.GateRequest, upd expression.UpdateBuilder) (expression.ConditionBuilder, expression.UpdateBuilder) {
+	run := expression.Name(attrRunning)
 	if f.create {
-		*cond += " AND attribute_not_exists(" + rn + ")"
-		*set += ", " + rn + " = " + e.v(":run", &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		return run.AttributeNotExists(), upd.Set(run, expression.Value(&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
 			ticketKey(r.Ticket): timeNum(r.Until),
-		}})
-		return nil
+		}}))
 	}
-	me := rn + "." + e.alias("#me", ticketKey(r.Ticket))
-	*cond += " AND size(" + rn + ") < " + e.v(":cap", num(int64(f.bound)))
+	me := runningEntry(r.Ticket)
+	conds := []expression.ConditionBuilder{run.Size().LessThan(expression.Value(num(int64(f.bound))))}
 	if f.mine {
-		*cond += " AND " + me + " = " + e.v(":mine", timeNum(f.seen[r.Ticket]))
+		conds = append(conds, me.Equal(expression.Value(timeNum(f.seen[r.Ticket]))))
 	}
-	for i, ticket := range f.dropped {
-		p := rn + "." + e.alias("#x"+strconv.Itoa(i), ticketKey(ticket))
-		*cond += " AND " + p + " = " + e.v(":x"+strconv.Itoa(i), timeNum(f.seen[ticket]))
-		remove = append(remove, p)
+	for _, ticket := range f.dropped {
+		p := runningEntry(ticket)
+		conds = append(conds, p.Equal(expression.Value(timeNum(f.seen[ticket]))))
+		upd = upd.Remove(p)
 	}
-	*set += ", " + me + " = " + e.v(":until", timeNum(r.Until))
+	return all(conds...), upd.Set(me, expression.Value(timeNum(r.Until)))
+}
+
+// add is take for the gate's text forms: cond and set are the gate's,
+// extended; remove is the REMOVE clause's paths.
+func (f capForm) add(e *expr, r engine.GateRequest, cond, set *string) (remove []string) {
+	c, u := f.take(r, expression.UpdateBuilder{})
+	text, clauses := e.inline(c, u)
+	*cond += " AND " + text
+	*set += ", " + clauses["SET"]
+	if rm := clauses["REMOVE"]; rm != "" {
+		remove = append(remove, rm)
+	}
 	return remove
+}
+
+// runningEntry is ticket's entry of the running map.
+func runningEntry(ticket int64) expression.NameBuilder {
+	return expression.Name(attrRunning + "." + ticketKey(ticket))
 }
 
 // ticketKey is a ticket as a key of the running map.
@@ -129,14 +143,11 @@ func landed(s slot.State, r engine.GateRequest) bool {
 // token alone: another caller's lost answer, re-sent, still finds its
 // own. ErrQueueNotFound.
 func (s *Store) EndRun(ctx context.Context, queue string, gen, ticket int64, until time.Time) error {
-	e := newExpr()
-	p := e.n(attrRunning) + "." + e.alias("#t", ticketKey(ticket))
-	old, ok, err := s.updateIf(ctx, stateKey(queue), e.build("REMOVE "+p, p+" >= "+e.v(":u", timeNum(until))+genCond(e, gen)))
-	if err == nil && !ok {
-		old, err = s.orRead(ctx, stateKey(queue), old)
-		if err == nil && old == nil {
-			return notFound("end run", queue)
-		}
+	p := runningEntry(ticket)
+	_, gone, err := s.updateOrGone(ctx, stateKey(queue), updateWhen(expression.Remove(p),
+		all(p.GreaterThanEqual(expression.Value(timeNum(until))), genIs(gen))))
+	if gone {
+		return notFound("end run", queue)
 	}
 	if err != nil {
 		return fmt.Errorf("end run %s ticket %d: %w", queue, ticket, err)
@@ -153,18 +164,10 @@ func (s *Store) EndRun(ctx context.Context, queue string, gen, ticket int64, unt
 // nothing is moved twice, so Skip needs no write token and leaves the
 // item's alone.
 func (s *Store) Skip(ctx context.Context, queue string, ticket int64) (bool, error) {
-	x, err := expression.NewBuilder().
-		WithCondition(expression.Name(attrCurrent).Equal(expression.Value(ticket - 1))).
-		WithUpdate(expression.Set(expression.Name(attrCurrent), expression.Value(ticket))).Build()
-	if err != nil {
-		return false, fmt.Errorf("skip %s ticket %d: %w", queue, ticket, err)
-	}
-	old, ok, err := s.updateIf(ctx, stateKey(queue), built(x))
-	if err == nil && !ok {
-		old, err = s.orRead(ctx, stateKey(queue), old)
-		if err == nil && old == nil {
-			return false, notFound("skip", queue)
-		}
+	cur := expression.Name(attrCurrent)
+	ok, gone, err := s.updateOrGone(ctx, stateKey(queue), updateWhen(expression.Set(cur, expression.Value(ticket)), cur.Equal(expression.Value(ticket-1))))
+	if gone {
+		return false, notFound("skip", queue)
 	}
 	if err != nil {
 		return false, fmt.Errorf("skip %s ticket %d: %w", queue, ticket, err)

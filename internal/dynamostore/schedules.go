@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -69,8 +70,7 @@ func (s *Store) CreateSchedule(ctx context.Context, sc engine.Schedule) error {
 	if err != nil {
 		return fmt.Errorf("create schedule %s/%s: %w", sc.Queue, sc.Name, err)
 	}
-	e := newExpr()
-	old, ok, err := s.putIf(ctx, m, e.build("", "attribute_not_exists("+e.n(attrPK)+")"))
+	old, ok, err := s.putIf(ctx, m, when(itemMissing()))
 	if err != nil {
 		return fmt.Errorf("create schedule %s/%s: %w", sc.Queue, sc.Name, err)
 	}
@@ -99,10 +99,8 @@ func (s *Store) GetSchedule(ctx context.Context, queue, name string) (engine.Sch
 // ListSchedules queries the queue's schedule partition, strongly, in name
 // order.
 func (s *Store) ListSchedules(ctx context.Context, queue string) ([]engine.Schedule, error) {
-	e := newExpr()
-	kc := e.n(attrPK) + " = " + e.v(":pk", str(schedulePK(queue))) + " AND begins_with(" + e.n(attrSK) + ", " + e.v(":sk", str(schedulePrefix)) + ")"
 	var out []engine.Schedule
-	err := s.queryAll(ctx, e, kc, func(m map[string]types.AttributeValue) error {
+	err := s.queryAll(ctx, partBeginsWith(schedulePK(queue), schedulePrefix), func(m map[string]types.AttributeValue) error {
 		sc, err := decodeSchedule(m)
 		if err != nil {
 			return err
@@ -126,9 +124,7 @@ func (s *Store) PutSchedule(ctx context.Context, sc engine.Schedule, from int64)
 	if err != nil {
 		return engine.Schedule{}, fmt.Errorf("put schedule %s/%s: %w", sc.Queue, sc.Name, err)
 	}
-	e := newExpr()
-	cond := e.n(attrScheduleV) + " = " + e.v(":from", num(from))
-	old, ok, err := s.putIf(ctx, m, e.build("", cond))
+	old, ok, err := s.putIf(ctx, m, when(expression.Name(attrScheduleV).Equal(expression.Value(num(from)))))
 	if err != nil {
 		return engine.Schedule{}, fmt.Errorf("put schedule %s/%s: %w", sc.Queue, sc.Name, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
 	"github.com/slotq/slotq/internal/engine"
 )
 
@@ -51,19 +53,19 @@ func (s *Store) Schema(ctx context.Context) (engine.Schema, error) {
 // PutItem: on its version and its count of writes (seq), or, for a mark
 // written before seq was kept, its after. ErrConflict.
 func (s *Store) PutSchema(ctx context.Context, sc, from engine.Schema) error {
-	e := newExpr()
+	v, seq, after := expression.Name(attrSchemaVersion), expression.Name(attrSchemaSeq), expression.Name(attrAfter)
 	// A zero from is no mark at all, or one at version 0.
-	cond := e.n(attrSchemaVersion) + " = " + e.v(":fv", num(int64(from.Version)))
+	cond := v.Equal(expression.Value(num(int64(from.Version))))
 	if from.Version == 0 {
-		cond = "(attribute_not_exists(" + e.n(attrSchemaVersion) + ") OR " + cond + ")"
+		cond = missingOr(v, cond)
 	}
 	switch {
 	case from.Seq != 0:
-		cond += " AND " + e.n(attrSchemaSeq) + " = " + e.v(":fs", num(from.Seq))
+		cond = cond.And(seq.Equal(expression.Value(num(from.Seq))))
 	case from.After == "":
-		cond += " AND attribute_not_exists(" + e.n(attrSchemaSeq) + ") AND attribute_not_exists(" + e.n(attrAfter) + ")"
+		cond = all(cond, seq.AttributeNotExists(), after.AttributeNotExists())
 	default:
-		cond += " AND attribute_not_exists(" + e.n(attrSchemaSeq) + ") AND " + e.n(attrAfter) + " = " + e.v(":fa", str(from.After))
+		cond = all(cond, seq.AttributeNotExists(), after.Equal(expression.Value(str(from.After))))
 	}
 	m := key(pkSchema, skSchema)
 	m[attrSchemaVersion] = num(int64(sc.Version))
@@ -78,7 +80,7 @@ func (s *Store) PutSchema(ctx context.Context, sc, from engine.Schema) error {
 			m[name] = num(v)
 		}
 	}
-	_, ok, err := s.putIf(ctx, m, e.build("", cond))
+	_, ok, err := s.putIf(ctx, m, when(cond))
 	if err != nil {
 		return fmt.Errorf("put schema: %w", err)
 	}

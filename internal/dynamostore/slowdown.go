@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/slot"
@@ -78,45 +79,51 @@ func (s *Store) SlowDown(ctx context.Context, r engine.SlowDownRequest) (slot.St
 // slowDownExprs is SlowDown's UpdateItem: with extend, the one that sets
 // the slow-down; without, the one that only counts it.
 func slowDownExprs(r engine.SlowDownRequest, extend bool) exprs {
-	e := newExpr()
-	cond := "attribute_exists(" + e.n(attrPK) + ")" + genCond(e, r.Gen)
-	var set []string
+	conds := []expression.ConditionBuilder{itemExists(), genIs(r.Gen)}
+	upd := expression.Add(expression.Name(attrSlowDowns), expression.Value(num(1)))
 	if r.Answer != "" {
-		seen, answer := e.n(attrSlowSeen(slot.SlowSeenSlot(r.Ticket))), e.v(":answer", str(r.Answer))
-		cond += " AND (attribute_not_exists(" + seen + ") OR " + seen + " <> " + answer + ")"
-		set = append(set, seen+" = "+answer)
+		seen, answer := expression.Name(attrSlowSeen(slot.SlowSeenSlot(r.Ticket))), expression.Value(str(r.Answer))
+		conds = append(conds, missingOr(seen, seen.NotEqual(answer)))
+		upd = upd.Set(seen, answer)
 	}
 	if extend {
-		su := e.n(attrSlowUntil)
-		until := e.v(":until", timeNum(r.Until))
-		cond += " AND (attribute_not_exists(" + su + ") OR " + su + " <= " + until + ")"
+		su, until := expression.Name(attrSlowUntil), expression.Value(timeNum(r.Until))
+		conds = append(conds, missingOr(su, su.LessThanEqual(until)))
 		hold := r.Hold
 		if hold.Before(r.Until) {
 			hold = r.Until
 		}
-		set = append(set, su+" = "+until, e.n(attrSlowTicket)+" = "+e.v(":st", num(r.Ticket)), e.n(attrSlowHold)+" = "+e.v(":hold", timeNum(hold)))
+		upd = upd.Set(su, until).
+			Set(expression.Name(attrSlowTicket), expression.Value(num(r.Ticket))).
+			Set(expression.Name(attrSlowHold), expression.Value(timeNum(hold)))
 	}
-	upd := "ADD " + e.n(attrSlowDowns) + " " + e.v(":one", num(1))
-	if len(set) > 0 {
-		upd = "SET " + strings.Join(set, ", ") + " " + upd
-	}
-	return e.build(upd, cond)
+	return updateWhen(upd, all(conds...))
 }
 
-// slowGate adds the slow-down's part to a gate's condition (cond) and
-// update (remove): no start before slow_until; and while slow_ticket
-// waits, no other ticket before slow_hold. The answered ticket's own gate
-// (as seen says it is) removes slow_ticket and slow_hold, on condition
-// that they are still its own; one that did not see it is refused and
-// tried again on the item's state, which says so.
-func slowGate(e *expr, r engine.GateRequest, seen slot.State, cond *string) (remove []string) {
-	at := e.v(":slow_at", timeNum(r.Start()))
-	su, st, sh := e.n(attrSlowUntil), e.n(attrSlowTicket), e.n(attrSlowHold)
-	*cond += " AND (attribute_not_exists(" + su + ") OR " + su + " <= " + at + ")"
+// slowHold is the slow-down's part of a gate's write: its condition, no
+// start before slow_until, and while slow_ticket waits, no other ticket
+// before slow_hold; and its update added to upd. The answered ticket's
+// own gate (as seen says it is) removes slow_ticket and slow_hold, on
+// condition that they are still its own; one that did not see it is
+// refused and tried again on the item's state, which says so.
+func slowHold(r engine.GateRequest, seen slot.State, upd expression.UpdateBuilder) (expression.ConditionBuilder, expression.UpdateBuilder) {
+	at := expression.Value(timeNum(r.Start()))
+	su, st, sh := expression.Name(attrSlowUntil), expression.Name(attrSlowTicket), expression.Name(attrSlowHold)
+	until := missingOr(su, su.LessThanEqual(at))
 	if seen.SlowTicket != 0 && seen.SlowTicket == r.Ticket {
-		*cond += " AND " + st + " = " + e.v(":slow_t", num(r.Ticket))
-		return []string{st, sh}
+		return until.And(st.Equal(expression.Value(num(r.Ticket)))), upd.Remove(st).Remove(sh)
 	}
-	*cond += " AND (attribute_not_exists(" + st + ") OR " + sh + " <= " + at + ")"
-	return nil
+	return until.And(missingOr(st, sh.LessThanEqual(at))), upd
+}
+
+// slowGate is slowHold for the gate's text forms: cond is the gate's,
+// extended; remove is the REMOVE clause's paths.
+func slowGate(e *expr, r engine.GateRequest, seen slot.State, cond *string) (remove []string) {
+	c, u := slowHold(r, seen, expression.UpdateBuilder{})
+	text, clauses := e.inline(c, u)
+	*cond += " AND " + text
+	if rm := clauses["REMOVE"]; rm != "" {
+		remove = append(remove, rm)
+	}
+	return remove
 }

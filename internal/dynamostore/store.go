@@ -171,29 +171,18 @@ func decodeQueue(cfgItem, stateItem map[string]types.AttributeValue) (engine.Que
 // reads the state items with BatchGetItem. The index is eventually
 // consistent: a queue created a moment ago may be missing.
 func (s *Store) ListQueues(ctx context.Context) ([]engine.Queue, error) {
-	x, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrItemKind).Equal(expression.Value(itemKindQueue))).Build()
+	in, err := queryOf(expression.NewBuilder().
+		WithKeyCondition(expression.Key(attrItemKind).Equal(expression.Value(itemKindQueue))))
+	var cfgs []map[string]types.AttributeValue
+	if err == nil {
+		in.IndexName = aws.String(IndexQueues)
+		err = s.queryPages(ctx, in, nil, func(out *dynamodb.QueryOutput) (bool, error) {
+			cfgs = append(cfgs, out.Items...)
+			return true, nil
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
-	}
-	var cfgs []map[string]types.AttributeValue
-	var start map[string]types.AttributeValue
-	for {
-		out, err := s.query(ctx, &dynamodb.QueryInput{
-			IndexName:                 aws.String(IndexQueues),
-			KeyConditionExpression:    x.KeyCondition(),
-			ExpressionAttributeNames:  x.Names(),
-			ExpressionAttributeValues: x.Values(),
-			ExclusiveStartKey:         start,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("list queues: %w", err)
-		}
-		cfgs = append(cfgs, out.Items...)
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		start = out.LastEvaluatedKey
 	}
 	states := make(map[string]map[string]types.AttributeValue, len(cfgs))
 	var keys []map[string]types.AttributeValue
@@ -301,51 +290,30 @@ func (s *Store) SetConfig(ctx context.Context, name string, cfg slot.Config) err
 // Pause sets the pause flag on the state item. ErrQueueNotFound.
 func (s *Store) Pause(ctx context.Context, name string, until time.Time) (slot.State, error) {
 	upd := expression.Set(expression.Name(attrPaused), expression.Value(true))
-	if until.IsZero() {
-		upd = upd.Remove(expression.Name(attrPausedUntil)).
-			Remove(expression.Name(attrDuePK)).Remove(expression.Name(attrDueSK))
-	} else {
-		// The pause's end is an entry of the due index (due.go).
-		upd = upd.Set(expression.Name(attrPausedUntil), expression.Value(timeNum(until))).
-			Set(expression.Name(attrDuePK), expression.Value(dueShard(queuePK(name), skState))).
-			Set(expression.Name(attrDueSK), expression.Value(timeNum(until)))
-	}
-	x, err := expression.NewBuilder().WithCondition(itemExists()).WithUpdate(upd).Build()
-	if err != nil {
-		return slot.State{}, fmt.Errorf("pause %s: %w", name, err)
-	}
-	m, ok, err := s.updateIf(ctx, stateKey(name), built(x))
-	if err != nil {
-		return slot.State{}, fmt.Errorf("pause %s: %w", name, err)
-	}
-	if !ok {
-		return slot.State{}, notFound("pause", name)
-	}
-	st, _, err := decodeState(m)
-	if err != nil {
-		return slot.State{}, fmt.Errorf("pause %s: %w", name, err)
-	}
-	return st, nil
+	upd = setOrRemove(upd, attrPausedUntil, !until.IsZero(), timeNum(until))
+	// The pause's end is an entry of the due index (due.go).
+	return s.updateState(ctx, "pause", name, dueUpdate(upd, queuePK(name), skState, until))
 }
 
 // Purge sets purged = ticket on the state item, one UpdateItem.
 // ErrQueueNotFound.
 func (s *Store) Purge(ctx context.Context, name string) (slot.State, error) {
-	x, err := expression.NewBuilder().WithCondition(itemExists()).
-		WithUpdate(expression.Set(expression.Name(attrPurged), expression.Name(attrTicket))).Build()
+	return s.updateState(ctx, "purge", name, expression.Set(expression.Name(attrPurged), expression.Name(attrTicket)))
+}
+
+// updateState applies upd to the state item of queue name, if it exists,
+// and returns the state after it. ErrQueueNotFound (for op).
+func (s *Store) updateState(ctx context.Context, op, name string, upd expression.UpdateBuilder) (slot.State, error) {
+	m, ok, err := s.updateIf(ctx, stateKey(name), updateWhen(upd, itemExists()))
 	if err != nil {
-		return slot.State{}, fmt.Errorf("purge %s: %w", name, err)
-	}
-	m, ok, err := s.updateIf(ctx, stateKey(name), built(x))
-	if err != nil {
-		return slot.State{}, fmt.Errorf("purge %s: %w", name, err)
+		return slot.State{}, fmt.Errorf("%s %s: %w", op, name, err)
 	}
 	if !ok {
-		return slot.State{}, notFound("purge", name)
+		return slot.State{}, notFound(op, name)
 	}
 	st, _, err := decodeState(m)
 	if err != nil {
-		return slot.State{}, fmt.Errorf("purge %s: %w", name, err)
+		return slot.State{}, fmt.Errorf("%s %s: %w", op, name, err)
 	}
 	return st, nil
 }
@@ -357,23 +325,25 @@ func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bo
 	if !ifUntil.IsZero() {
 		cond = cond.And(expression.Name(attrPausedUntil).Equal(expression.Value(timeNum(ifUntil))))
 	}
-	upd := expression.Set(expression.Name(attrPaused), expression.Value(false)).Remove(expression.Name(attrPausedUntil)).
-		Remove(expression.Name(attrDuePK)).Remove(expression.Name(attrDueSK))
-	x, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
-	if err != nil {
-		return false, fmt.Errorf("unpause %s: %w", name, err)
-	}
-	old, ok, err := s.updateIf(ctx, stateKey(name), built(x))
-	if err == nil && !ok {
-		old, err = s.orRead(ctx, stateKey(name), old)
-		if err == nil && old == nil {
-			return false, notFound("unpause", name)
-		}
+	upd := expression.Set(expression.Name(attrPaused), expression.Value(false)).Remove(expression.Name(attrPausedUntil))
+	ok, gone, err := s.updateOrGone(ctx, stateKey(name), updateWhen(dueUpdate(upd, queuePK(name), skState, time.Time{}), cond))
+	if gone {
+		return false, notFound("unpause", name)
 	}
 	if err != nil {
 		return false, fmt.Errorf("unpause %s: %w", name, err)
 	}
 	return ok, nil
+}
+
+// updateOrGone applies x to the item at key, as updateIf; refused, it
+// reads the item (orRead) and reports whether it is gone.
+func (s *Store) updateOrGone(ctx context.Context, key map[string]types.AttributeValue, x exprs) (ok, gone bool, err error) {
+	old, ok, err := s.updateIf(ctx, key, x)
+	if err == nil && !ok {
+		old, err = s.orRead(ctx, key, old)
+	}
+	return ok, err == nil && !ok && old == nil, err
 }
 
 // DeleteQueue deletes the items of a queue (state, config, resume lease);

@@ -71,13 +71,7 @@ func (s *Store) PutHorizon(ctx context.Context, h slot.Horizon, from int64) (slo
 		attrVersion: num(next), attrHorizon: str(string(text)), attrWriteToken: str(tok),
 	}
 	setDue(it, horizonPK(h.Queue), skRoom, engine.HorizonDue(h))
-	e := newExpr()
-	cond := "attribute_not_exists(" + e.n(attrPK) + ")"
-	if from != 0 {
-		e = newExpr()
-		cond = e.n(attrVersion) + " = " + e.v(":from", num(from)) + notLaterGen(e, h.Gen)
-	}
-	old, ok, err := s.putIf(ctx, it, e.build("", cond))
+	old, ok, err := s.putIf(ctx, it, when(putFrom(from, h.Gen)))
 	if err != nil {
 		return slot.Horizon{}, fmt.Errorf("put horizon %s: %w", h.Queue, err)
 	}
