@@ -28,11 +28,11 @@ import (
 
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
 	"github.com/slotq/slotq/internal/dev/motoserver"
-	"github.com/slotq/slotq/internal/dev/samrun"
 	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/local/esm"
 	"github.com/slotq/slotq/internal/local/lambdahost"
 	"github.com/slotq/slotq/internal/local/samlocal"
+	"github.com/slotq/slotq/internal/local/samrun"
 	"github.com/slotq/slotq/pkg/local"
 )
 

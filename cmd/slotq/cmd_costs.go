@@ -15,7 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/slotq/slotq/internal/bench/benchdoc"
-	"github.com/slotq/slotq/internal/bench/costs"
+	"github.com/slotq/slotq/internal/bench/costs/costopt"
+	"github.com/slotq/slotq/internal/cli/clikit"
 )
 
 // benchPkg is the slotq-bench command in slotq's module.
@@ -33,24 +34,24 @@ func newCostsCmd() *cobra.Command {
 			"Local (Java 17) and moto_server on loopback, counts DynamoDB request units, SQS requests,\n" +
 			"Lambda invocations and Lambda time per job for each scenario, prices them per million jobs\n" +
 			"(us-east-1 on-demand list prices) and measures enqueue throughput. Prints Markdown tables\n" +
-			"(docs/costs.md); progress goes to stderr. Takes a few minutes (at most " + human(costs.Timeout) + ").\n" +
+			"(docs/costs.md); progress goes to stderr. Takes a few minutes (at most " + clikit.Human(costopt.Timeout) + ").\n" +
 			"It runs `slotq-bench costs`, which starts the emulators: inside a checkout of slotq it builds\n" +
 			"it from " + benchPkg + ", elsewhere it runs slotq-bench from PATH.",
 		Args: nArgs(0, 0),
 	}
-	var o costs.Options
+	var o costopt.Options
 	o.AddFlags(cmd.Flags())
 	doc := benchdoc.Flags(cmd.Flags())
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if err := doc.Check(o.Runs); err != nil {
 			fmt.Fprintf(stderr, "slotq costs: %v\n", err)
-			return exitUsage
+			return clikit.ExitUsage
 		}
 		code, err := runBench(cmd.Context(), append([]string{"costs"}, flagArgs(cmd.Flags())...), stdout, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "slotq costs: %v\n", err)
-			return exitFail
+			return clikit.ExitFail
 		}
 		return code
 	})
@@ -79,17 +80,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if root, ok := checkout(); ok {
 		dir, err := os.MkdirTemp("", "slotq-bench")
 		if err != nil {
-			return exitFail, err
+			return clikit.ExitFail, err
 		}
 		defer os.RemoveAll(dir)
 		bin = filepath.Join(dir, "slotq-bench")
 		build := exec.CommandContext(ctx, "go", "build", "-o", bin, benchPkg)
 		build.Dir, build.Stdout, build.Stderr = root, stderr, stderr
 		if err := build.Run(); err != nil {
-			return exitFail, fmt.Errorf("build %s: %w", benchPkg, err)
+			return clikit.ExitFail, fmt.Errorf("build %s: %w", benchPkg, err)
 		}
 	} else if err != nil {
-		return exitFail, errors.New("it measures on DynamoDB Local and moto_server, which this binary does not start:\n" +
+		return clikit.ExitFail, errors.New("it measures on DynamoDB Local and moto_server, which this binary does not start:\n" +
 			"run it inside a checkout of slotq (go run ./cmd/slotq costs, or go run " + benchPkg + " costs),\n" +
 			"or put slotq-bench on PATH (go install github.com/slotq/slotq/internal/bench/cmd/slotq-bench)")
 	}
@@ -102,9 +103,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return ee.ExitCode(), nil
 	}
 	if err != nil {
-		return exitFail, err
+		return clikit.ExitFail, err
 	}
-	return exitOK, nil
+	return clikit.ExitOK, nil
 }
 
 // checkout returns the root of the checkout of slotq that holds the

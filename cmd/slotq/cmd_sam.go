@@ -9,12 +9,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/slotq/slotq/internal/dev/samrun"
+	"github.com/slotq/slotq/internal/cli/clikit"
+	"github.com/slotq/slotq/internal/local/samrun"
 	"github.com/slotq/slotq/pkg/local"
 )
 
 // newSamCmd runs the built bootstraps as the SAM CLI's local commands do
-// (internal/dev/samrun): `slotq sam invoke` is `sam local invoke`, `slotq sam
+// (internal/local/samrun): `slotq sam invoke` is `sam local invoke`, `slotq sam
 // start-lambda` is `sam local start-lambda` with the event source and the
 // schedule in front.
 func newSamCmd() *cobra.Command {
@@ -75,19 +76,19 @@ func newSamInvokeCmd() *cobra.Command {
 		payload, err := readEvent(*event)
 		if err != nil {
 			fmt.Fprintf(stderr, "slotq sam invoke: --event: %v\n", err)
-			return exitUsage
+			return clikit.ExitUsage
 		}
 		res, err := samrun.Invoke(cmd.Context(), *o, pos[0], payload)
 		if err != nil {
 			fmt.Fprintf(stderr, "slotq sam invoke: %v\n", err)
-			return exitFail
+			return clikit.ExitFail
 		}
 		fmt.Fprintln(stdout, string(res.Payload))
 		if res.FunctionError != "" {
 			fmt.Fprintf(stderr, "slotq sam invoke: function error (%s), request %s\n", res.FunctionError, res.RequestID)
-			return exitFail
+			return clikit.ExitFail
 		}
-		return exitOK
+		return clikit.ExitOK
 	})
 	return cmd
 }
@@ -113,13 +114,13 @@ func newSamStartLambdaCmd() *cobra.Command {
 		o.Options = *shared
 		if o.Concurrency < 1 {
 			fmt.Fprintf(stderr, "slotq sam start-lambda: --concurrency must be at least 1\n")
-			return exitUsage
+			return clikit.ExitUsage
 		}
 		if err := samrun.Serve(cmd.Context(), o); err != nil {
 			fmt.Fprintf(stderr, "slotq sam start-lambda: %v\n", err)
-			return exitFail
+			return clikit.ExitFail
 		}
-		return exitOK
+		return clikit.ExitOK
 	})
 	return cmd
 }

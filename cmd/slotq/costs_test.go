@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/slotq/slotq/internal/cli/clikit"
 )
 
 // Inside the checkout, slotq costs builds slotq-bench from it and runs it
@@ -15,8 +17,8 @@ func TestRunBenchFromCheckout(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	code, err := runBench(context.Background(), []string{"costs", "--runs=0"}, &stdout, &stderr)
-	if err != nil || code != exitUsage || !strings.Contains(stderr.String(), "slotq-bench costs: --runs must be at least 1") {
-		t.Errorf("runBench = %d, %v, stderr %q; want exit %d from slotq-bench", code, err, stderr.String(), exitUsage)
+	if err != nil || code != clikit.ExitUsage || !strings.Contains(stderr.String(), "slotq-bench costs: --runs must be at least 1") {
+		t.Errorf("runBench = %d, %v, stderr %q; want exit %d from slotq-bench", code, err, stderr.String(), clikit.ExitUsage)
 	}
 }
 

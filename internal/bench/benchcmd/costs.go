@@ -11,6 +11,7 @@ import (
 
 	"github.com/slotq/slotq/internal/bench/benchdoc"
 	"github.com/slotq/slotq/internal/bench/costs"
+	"github.com/slotq/slotq/internal/bench/costs/costopt"
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
 	"github.com/slotq/slotq/internal/dev/motoserver"
 )
@@ -22,7 +23,7 @@ func runCosts(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	const name = "slotq-bench costs"
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o costs.Options
+	var o costopt.Options
 	verbose := o.AddFlags(fs)
 	doc := benchdoc.Flags(fs)
 	if err := fs.Parse(args); err != nil {

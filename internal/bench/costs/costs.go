@@ -7,9 +7,10 @@
 //
 // `slotq-bench costs` (internal/bench/cmd/slotq-bench, which `slotq costs`
 // and the last step of `make bench` run) starts the emulators and calls
-// Run; docs/costs.md holds its output. The package links no emulator
-// launcher, so that the slotq command can name its flags (AddFlags). It
-// is internal: a measurement of slotq's own stack, not a promise to users.
+// Run; docs/costs.md holds its output. Run's options and their flags are
+// internal/bench/costs/costopt's, a leaf, so that the slotq command names
+// the flags without linking the measurement. It is internal: a
+// measurement of slotq's own stack, not a promise to users.
 package costs
 
 import (
@@ -18,50 +19,18 @@ import (
 	"io"
 	"os"
 	"slices"
-	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/slotq/slotq/internal/bench/costs/costopt"
 )
-
-// Options are what Run measures and where it reports progress.
-type Options struct {
-	// Template is the SAM template to read the functions' MemorySize and
-	// the stack's DefaultSkew from. Default "template.yaml".
-	Template string
-	// Runs is how many runs of each throughput measurement to make (the
-	// median is shown). Default 3.
-	Runs int
-	// Progress gets a line per scenario as it starts. Default: nothing.
-	Progress io.Writer
-	// Calls, if set, gets each scenario's DynamoDB calls by function and
-	// operation. Default: nothing.
-	Calls io.Writer
-	// Scenarios, if set, are the names of the scenarios to measure (such
-	// as "a", "k"); the others are left out of the report. Default: all.
-	Scenarios []string
-}
-
-// AddFlags registers the flags of `slotq costs` and `slotq-bench costs`
-// on fs: o's fields, and -v, which sends each scenario's DynamoDB calls
-// to Calls.
-func (o *Options) AddFlags(fs *pflag.FlagSet) (verbose *bool) {
-	fs.StringVar(&o.Template, "template", "template.yaml", "SAM template to read the functions' MemorySize and the stack's DefaultSkew from")
-	fs.IntVar(&o.Runs, "runs", 3, "runs of each throughput measurement (the median is shown)")
-	fs.StringSliceVar(&o.Scenarios, "scenarios", nil, "measure only these scenarios (such as a,k; default: all)")
-	return fs.BoolP("verbose", "v", false, "print each scenario's DynamoDB calls by function and operation to stderr")
-}
 
 // Emulators start DynamoDB Local and moto_server on loopback and return
 // the environment that points the AWS SDK at them, and how to stop them.
 type Emulators func(ctx context.Context) (env []map[string]string, stop func(), err error)
 
-// Timeout bounds a whole Run.
-const Timeout = 10 * time.Minute
-
 // Run starts DynamoDB Local and moto_server on loopback (start), points
 // this process's AWS environment at them, measures every scenario and
 // writes the report (Markdown tables) to w.
-func Run(ctx context.Context, w io.Writer, o Options, start Emulators) error {
+func Run(ctx context.Context, w io.Writer, o costopt.Options, start Emulators) error {
 	for _, name := range o.Scenarios {
 		if !slices.ContainsFunc(scenarios, func(sc scenario) bool { return sc.name == name }) {
 			return fmt.Errorf("no scenario %q", name)
@@ -77,7 +46,7 @@ func Run(ctx context.Context, w io.Writer, o Options, start Emulators) error {
 	if progress == nil {
 		progress = io.Discard
 	}
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	ctx, cancel := context.WithTimeout(ctx, costopt.Timeout)
 	defer cancel()
 	envs, stop, err := start(ctx)
 	if err != nil {

@@ -4,7 +4,7 @@
 // (Mapping), and the EventBridge Scheduler schedule that invokes the
 // resume function (Schedule). The local runtime (pkg/local, `make run`)
 // puts them in front of the handlers it runs in process, and
-// internal/dev/samrun (`slotq sam start-lambda`, `make start-lambda`) in front of the real bootstraps.
+// internal/local/samrun (`slotq sam start-lambda`, `make start-lambda`) in front of the real bootstraps.
 //
 // # The SQS event source mapping, as Lambda runs it
 //

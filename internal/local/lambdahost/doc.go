@@ -18,6 +18,6 @@
 // that exceeds its timeout is killed and started again on the next
 // invocation; its invocation answers with a function error, as in Lambda.
 //
-// Where it sits: internal/dev/samrun (`slotq sam invoke`, `make invoke`) and the end-to-end tests
+// Where it sits: internal/local/samrun (`slotq sam invoke`, `make invoke`) and the end-to-end tests
 // of functions/ run the real bootstrap binaries under it against moto.
 package lambdahost

@@ -1,5 +1,5 @@
 // Package samlocal reads template.yaml and stands its stack up locally, for
-// `make invoke` (internal/dev/samrun, `slotq sam invoke`) and the end-to-end tests: it creates the
+// `make invoke` (internal/local/samrun, `slotq sam invoke`) and the end-to-end tests: it creates the
 // table and queues the template declares on whatever DynamoDB and SQS
 // endpoints the environment names (moto_server here), builds each
 // function's bootstrap with its Makefile target for the host's

@@ -6,7 +6,7 @@
 //
 //	go run ./internal/dev/emulator/cmd/emulators -dynamodb -sqs
 //
-// `slotq sam` (internal/dev/samrun) runs it for the services the
+// `slotq sam` (internal/local/samrun) runs it for the services the
 // environment gives no endpoint for, so that the slotq command links no
 // emulator launcher.
 package main
