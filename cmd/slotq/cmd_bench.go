@@ -2,25 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/slotq/slotq/internal/bench/benchdoc"
-	"github.com/slotq/slotq/internal/cli/timeline"
+	"github.com/slotq/slotq/internal/bench/workload"
 )
-
-// defaultBench is the workload of `slotq bench` (issue 2's benchmark):
-// 8 producers × 100 jobs at 10ms.
-var defaultBench = demoConfig{
-	Queue: "bench", Producers: 8, Jobs: 100, Batch: 3, Workers: 4,
-	Interval: 10 * time.Millisecond, Seed: 1, KeyMaxRunning: 1,
-}
 
 func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -35,234 +23,8 @@ func newBenchCmd() *cobra.Command {
 			"'slotq bench lanes' does the same for keyed jobs and max_running.",
 		Args: nArgs(0, 0),
 	}
-	cfg := demoFlags(cmd.Flags(), defaultBench)
-	runs := cmd.Flags().Int("runs", 5, "number of runs")
-	logLevel := logFlag(cmd.Flags())
-	out := docFlags(cmd.Flags())
-	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
-		return bench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, *runs, *logLevel, out.with(cmd))
-	})
 	cmd.AddCommand(newBenchLanesCmd(), newBenchFairCmd())
-	return cmd
-}
-
-func bench(ctx context.Context, stdout, stderr io.Writer, cfg *demoConfig, runs int, logLevel string, out docOut) int {
-	if code, ok := checkWorkload("bench", cfg, logLevel, stderr); !ok {
-		return code
-	}
-	if code, ok := out.checkRuns("bench", runs, stderr); !ok {
-		return code
-	}
-
-	hiccups := ""
-	if cfg.Stall > 0 {
-		hiccups += fmt.Sprintf(", one worker stalled %s once", cfg.Stall)
-	}
-	if cfg.SlowGates > 0 {
-		hiccups += fmt.Sprintf(", %g%% of gate writes 20–50ms slow", 100*cfg.SlowGates)
-	}
-	fmt.Fprintf(stdout, "slotq bench: demo workload, %d producers × %d jobs, %s, %d workers%s, %d runs\n\n",
-		cfg.Producers, cfg.Jobs, cfg.limits(), cfg.Workers, hiccups, runs)
-	header := []string{"run", "starts", "violations", "(handler)", "inversions", "re-tickets", "re-ticketed", "most/job", "missed",
-		"late p50", "late p99", "p99 others", "1st decile", "10th decile", "gate→handler p99", "makespan", "ideal", "ratio"}
-	row := "%6s %7s %11s %10s %11s %11s %12s %9s %7s %10s %10s %11s %11s %11s %17s %10s %10s %8s"
-	onModel := cfg.Store == storeModel
-	if onModel {
-		header = append(header, unitsHeader...)
-		row += strings.Repeat(" %12s", len(unitsHeader))
-	}
-	row += "\n"
-	printRow := func(cells []string) {
-		args := make([]any, len(cells))
-		for i, c := range cells {
-			args[i] = c
-		}
-		fmt.Fprintf(stdout, row, args...)
-	}
-	printRow(header)
-	code := exitOK
-	var reps []report
-	var rows [][]string
-	for i := range runs {
-		c := *cfg
-		c.Seed = cfg.Seed + uint64(i)
-		res, err := runDemo(ctx, c, nil)
-		if err != nil {
-			fmt.Fprintf(stderr, "slotq bench: run %d: %v\n", i+1, err)
-			return exitFail
-		}
-		r := newReport(c, res)
-		reps = append(reps, r)
-		p, rt := r.promise, r.retickets
-		rows = append(rows, []string{strconv.Itoa(i + 1), strconv.Itoa(r.handler.Starts),
-			strconv.Itoa(r.gate.Violations), strconv.Itoa(r.handler.Violations), strconv.Itoa(r.handler.Inversions),
-			strconv.Itoa(res.Retickets), fmt.Sprintf("%.1f %%", rt.Share()), strconv.Itoa(rt.Most),
-			strconv.Itoa(len(res.Missed)), human(p.P50), human(p.P99), human(p.P99Others),
-			human(p.Deciles[0]), human(p.Deciles[9]),
-			human(r.delay[1]), human(r.handler.Makespan), human(r.handler.Ideal), fmt.Sprintf("%.4f", r.handler.Ratio())})
-		if onModel && res.Units != nil {
-			rows[len(rows)-1] = append(rows[len(rows)-1], newUnitsPerStart(*res.Units, len(res.Starts)).cells()...)
-		}
-		printRow(rows[len(rows)-1])
-		if r.keys.Keys > 0 {
-			fmt.Fprintf(stdout, "%6s %d keys, busiest %d jobs: %d violations of a key's limit at the gate, %d between handler begins\n",
-				"", r.keys.Keys, r.keys.Busiest, r.keys.Gate, r.keys.Handler)
-		}
-		if r.verdict(stderr, fmt.Sprintf("slotq bench: run %d", i+1)) != exitOK {
-			code = exitFail
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	med := func(f func(report) time.Duration) string {
-		ds := make([]time.Duration, len(reps))
-		for i, r := range reps {
-			ds[i] = f(r)
-		}
-		return human(timeline.Percentile(ds, 50))
-	}
-	medInt := func(f func(report) int) string {
-		ns := make([]int, len(reps))
-		for i, r := range reps {
-			ns[i] = f(r)
-		}
-		slices.Sort(ns)
-		return strconv.Itoa(ns[(len(ns)-1)/2])
-	}
-	medFloat := func(f func(report) float64) float64 {
-		xs := make([]float64, len(reps))
-		for i, r := range reps {
-			xs[i] = f(r)
-		}
-		slices.Sort(xs)
-		return xs[(len(xs)-1)/2]
-	}
-	violations := 0
-	for _, r := range reps {
-		violations += r.gate.Violations
-	}
-	rows = append(rows, []string{"median", "",
-		medInt(func(r report) int { return r.gate.Violations }),
-		medInt(func(r report) int { return r.handler.Violations }),
-		medInt(func(r report) int { return r.handler.Inversions }),
-		medInt(func(r report) int { return r.res.Retickets }),
-		fmt.Sprintf("%.1f %%", medFloat(func(r report) float64 { return r.retickets.Share() })),
-		medInt(func(r report) int { return r.retickets.Most }),
-		medInt(func(r report) int { return len(r.res.Missed) }),
-		med(func(r report) time.Duration { return r.promise.P50 }),
-		med(func(r report) time.Duration { return r.promise.P99 }),
-		med(func(r report) time.Duration { return r.promise.P99Others }),
-		med(func(r report) time.Duration { return r.promise.Deciles[0] }),
-		med(func(r report) time.Duration { return r.promise.Deciles[9] }),
-		med(func(r report) time.Duration { return r.delay[1] }),
-		med(func(r report) time.Duration { return r.handler.Makespan }),
-		med(func(r report) time.Duration { return r.handler.Ideal }),
-		fmt.Sprintf("%.4f", medFloat(func(r report) float64 { return r.handler.Ratio() }))})
-	if onModel {
-		for i := range unitsHeader {
-			rows[len(rows)-1] = append(rows[len(rows)-1], medCell(rows[:len(rows)-1], len(rows[0])-len(unitsHeader)+i))
-		}
-	}
-	printRow(rows[len(rows)-1])
-	fmt.Fprintf(stdout, "\nspacing violations at the gate, all runs: %d (must be 0)\n", violations)
-	fmt.Fprintf(stdout, "violations: starts closer than interval − skew, timed at the gate; (handler): the same, timed as the handler began\n")
-	fmt.Fprintf(stdout, "lateness: handler begin − the slot_at the job's enqueue answered; p99 others: of the jobs that missed no slot;\n"+
-		"  deciles: median lateness of the first and the last tenth of those jobs' starts (a ratchet makes the last later)\n")
-	fmt.Fprintf(stdout, "re-ticketed: share of starts whose job took a new ticket first; most/job: the most new tickets one job took\n")
-	fmt.Fprintf(stdout, "missed: jobs whose worker came more than skew late for their start and gave the slot up (a new ticket)\n")
-	fmt.Fprintf(stdout, "ratio: makespan / ideal, ideal = (n−1)·interval (the limit's arithmetic; with keys, the busiest key's under its own limit if longer)\n")
-	if onModel {
-		fmt.Fprintf(stdout, "on the model of DynamoDB, per start: hot writes, the write units billed on the queue's own partition (its state item: the takes, "+
-			"the gates, every refused condition); hot reads, the reads of it; refused, conditions refused there; throttled, calls refused there "+
-			"for its throughput; all writes, the write units of every item; peak, the most write units the queue's partition took in one second\n")
-	}
-	header = slices.Clone(header)
-	header[2] = "violations at the gate"
-	return out.finish("bench", stdout, stderr, benchdoc.Table{Command: out.Command, Header: header, Rows: rows}, code)
-}
-
-// unitsHeader heads the columns of what a run would cost on DynamoDB
-// (unitsPerStart.cells), when it ran on the model of it.
-var unitsHeader = []string{"hot writes", "hot reads", "refused", "throttled", "all writes", "peak WCU/s"}
-
-// cells are u's columns under unitsHeader.
-func (u unitsPerStart) cells() []string {
-	return []string{fmt.Sprintf("%.2f", u.HotWriteUnits), fmt.Sprintf("%.2f", u.HotReads), fmt.Sprintf("%.3f", u.RefusedConditions),
-		fmt.Sprintf("%.3f", u.Throttled), fmt.Sprintf("%.2f", u.All.WriteUnits), fmt.Sprintf("%.0f", u.HotPeakWriteUnitsSec)}
-}
-
-// medCell is the median of column col of rows, read as numbers, written
-// as its cells are.
-func medCell(rows [][]string, col int) string {
-	var xs []float64
-	digits := 0
-	for _, r := range rows {
-		if col >= len(r) {
-			continue
-		}
-		x, err := strconv.ParseFloat(r[col], 64)
-		if err != nil {
-			continue
-		}
-		if i := strings.IndexByte(r[col], '.'); i >= 0 {
-			digits = len(r[col]) - i - 1
-		}
-		xs = append(xs, x)
-	}
-	if len(xs) == 0 {
-		return ""
-	}
-	slices.Sort(xs)
-	return strconv.FormatFloat(xs[(len(xs)-1)/2], 'f', digits, 64)
-}
-
-// promiseFigures is a run's lateness against the slot_at each job was
-// promised at enqueue: its first start's, whatever slot it started on.
-type promiseFigures struct {
-	P50, P99 time.Duration
-	// P99Others leaves out the jobs that missed a slot.
-	P99Others time.Duration
-	// Deciles holds the median lateness of each tenth of those starts
-	// (the jobs that missed no slot), in start order.
-	Deciles [10]time.Duration
-}
-
-func newPromiseFigures(res demoResult) promiseFigures {
-	var all, others []time.Duration
-	seen := map[string]bool{}
-	for _, st := range res.Starts { // in start order
-		slotAt, ok := res.Promised[st.JobID]
-		if !ok || seen[st.JobID] {
-			continue
-		}
-		seen[st.JobID] = true
-		d := st.At.Sub(slotAt)
-		all = append(all, d)
-		if !res.Missed[st.JobID] {
-			others = append(others, d)
-		}
-	}
-	var f promiseFigures
-	if len(all) == 0 {
-		return f
-	}
-	if n := len(others); n > 0 {
-		for i := range f.Deciles {
-			f.Deciles[i] = timeline.Percentile(others[i*n/10:max((i+1)*n/10, i*n/10+1)], 50)
-		}
-	}
-	f.P50, f.P99 = timeline.Percentile(all, 50), timeline.Percentile(all, 99)
-	f.P99Others = timeline.Percentile(others, 99)
-	return f
-}
-
-// defaultLanes is the workload of `slotq bench lanes`: 20 keys × 20 jobs,
-// each running 1–5 intervals, at 10ms, with workers enough that they never
-// hold a job back.
-var defaultLanes = lanesConfig{
-	Queue: "lanes", Keys: 20, Jobs: 20, MinRun: 1, MaxRun: 5, Batch: 100, Workers: 64,
-	Interval: 10 * time.Millisecond, Seed: 1,
+	return measuring(cmd, 5, demoFlags(cmd.Flags(), workload.DefaultBench), workload.Bench)
 }
 
 func newBenchLanesCmd() *cobra.Command {
@@ -278,7 +40,7 @@ func newBenchLanesCmd() *cobra.Command {
 		Args: nArgs(0, 0),
 	}
 	fs := cmd.Flags()
-	c := defaultLanes
+	c := workload.DefaultLanes
 	fs.StringVar(&c.Queue, "queue", c.Queue, "queue name")
 	fs.IntVar(&c.Keys, "keys", c.Keys, "number of keys")
 	fs.IntVar(&c.Jobs, "jobs", c.Jobs, "jobs of each key")
@@ -290,107 +52,7 @@ func newBenchLanesCmd() *cobra.Command {
 	fs.IntVar(&c.MaxRunning, "max-running", c.MaxRunning, "the queue's max_running: most runs at once (0: no cap)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the key order and the run lengths (run i uses seed+i−1)")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "give up waiting for the jobs of a run after this (0: 2·ideal + 30s)")
-	runs := fs.Int("runs", 5, "number of runs")
-	logLevel := logFlag(fs)
-	out := docFlags(fs)
-	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
-		return benchLanes(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, *runs, *logLevel, out.with(cmd))
-	})
-	return cmd
-}
-
-func benchLanes(ctx context.Context, stdout, stderr io.Writer, c lanesConfig, runs int, logLevel string, out docOut) int {
-	if code, ok := out.checkRuns("bench lanes", runs, stderr); !ok {
-		return code
-	}
-	if code, ok := setLogger("bench lanes", logLevel, stderr, &c.Logger, func() error { return c.validate() }); !ok {
-		return code
-	}
-
-	capped := ""
-	if c.MaxRunning > 0 {
-		capped = fmt.Sprintf(", max_running %d", c.MaxRunning)
-	}
-	fmt.Fprintf(stdout, "slotq bench lanes: %d keys × %d jobs, each running %g–%g intervals, interval %s%s, %d workers, %d runs\n\n",
-		c.Keys, c.Jobs, c.MinRun, c.MaxRun, c.Interval, capped, c.Workers, runs)
-	const row = "%6s %5s %9s %6s %10s %11s %8s %8s %10s %10s %10s %10s %8s\n"
-	header := []string{"run", "jobs", "overlaps", "order", "reordered", "re-tickets", "max/key", "at once",
-		"late p50", "late p99", "makespan", "ideal", "ratio"}
-	var rows [][]string
-	printRow := func(cells ...string) {
-		rows = append(rows, cells)
-		args := make([]any, len(cells))
-		for i, c := range cells {
-			args[i] = c
-		}
-		fmt.Fprintf(stdout, row, args...)
-	}
-	printRow(header...)
-	code := exitOK
-	var reps []lanesReport
-	for i := range runs {
-		rc := c
-		rc.Seed = c.Seed + uint64(i)
-		res, err := runLanes(ctx, rc)
-		if err != nil {
-			fmt.Fprintf(stderr, "slotq bench lanes: run %d: %v\n", i+1, err)
-			return exitFail
-		}
-		r := newLanesReport(rc, res)
-		reps = append(reps, r)
-		printRow(strconv.Itoa(i+1), strconv.Itoa(len(res.Runs)), strconv.Itoa(r.Overlaps),
-			strconv.Itoa(r.OrderViolations), strconv.Itoa(r.Reordered), strconv.Itoa(res.Retickets),
-			strconv.Itoa(r.PerKey), strconv.Itoa(r.Concurrent), human(r.LatenessP50), human(r.LatenessP99),
-			human(r.Makespan), human(r.Ideal), fmt.Sprintf("%.4f", r.Ratio()))
-		if r.verdict(stderr, fmt.Sprintf("slotq bench lanes: run %d", i+1)) != exitOK {
-			code = exitFail
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	medInt := func(f func(lanesReport) int) string {
-		ns := make([]int, len(reps))
-		for i, r := range reps {
-			ns[i] = f(r)
-		}
-		slices.Sort(ns)
-		return strconv.Itoa(ns[(len(ns)-1)/2])
-	}
-	med := func(f func(lanesReport) time.Duration) string {
-		ds := make([]time.Duration, len(reps))
-		for i, r := range reps {
-			ds[i] = f(r)
-		}
-		return human(timeline.Percentile(ds, 50))
-	}
-	ratios := make([]float64, len(reps))
-	for i, r := range reps {
-		ratios[i] = r.Ratio()
-	}
-	slices.Sort(ratios)
-	printRow("median", medInt(func(r lanesReport) int { return len(r.res.Runs) }),
-		medInt(func(r lanesReport) int { return r.Overlaps }),
-		medInt(func(r lanesReport) int { return r.OrderViolations }),
-		medInt(func(r lanesReport) int { return r.Reordered }),
-		medInt(func(r lanesReport) int { return r.res.Retickets }),
-		medInt(func(r lanesReport) int { return r.PerKey }),
-		medInt(func(r lanesReport) int { return r.Concurrent }),
-		med(func(r lanesReport) time.Duration { return r.LatenessP50 }),
-		med(func(r lanesReport) time.Duration { return r.LatenessP99 }),
-		med(func(r lanesReport) time.Duration { return r.Makespan }),
-		med(func(r lanesReport) time.Duration { return r.Ideal }),
-		fmt.Sprintf("%.4f", ratios[(len(ratios)-1)/2]))
-	overlaps, order := 0, 0
-	for _, r := range reps {
-		overlaps, order = overlaps+r.Overlaps, order+r.OrderViolations
-	}
-	fmt.Fprintf(stdout, "\noverlaps within a key, all runs: %d (must be 0); ticket-order violations: %d (must be 0)\n", overlaps, order)
-	fmt.Fprintf(stdout, "overlaps: runs that began before the previous run of their key ended; order: runs that began after a higher ticket of their key\n")
-	fmt.Fprintf(stdout, "reordered: runs that began after a run of their key accepted later (a passed job takes a new ticket behind them)\n")
-	fmt.Fprintf(stdout, "max/key: most runs of one key at once (must be 1); at once: most runs of the queue at once\n")
-	fmt.Fprintf(stdout, "lateness: handler begin − slot; ratio: makespan / ideal, ideal = max(longest key's total run time, (n−1)·interval)\n")
-	return out.finish("bench lanes", stdout, stderr, benchdoc.Table{Command: out.Command, Header: rows[0], Rows: rows[1:]}, code)
+	return measuring(cmd, 5, func() workload.LanesConfig { return c }, workload.BenchLanes)
 }
 
 func newBenchFairCmd() *cobra.Command {
@@ -411,7 +73,7 @@ func newBenchFairCmd() *cobra.Command {
 		Args:    nArgs(0, 0),
 	}
 	fs := cmd.Flags()
-	c := defaultFair
+	c := workload.DefaultFair
 	fs.StringVar(&c.Queue, "queue", c.Queue, "queue name")
 	fs.Var(rateFlag{&c.Rate}, "rate", "the queue's limit as a rate `N/PERIOD`")
 	fs.IntVar(&c.Burst, "burst", c.Burst, "with --rate: how many starts beyond one may come together after an idle time")
@@ -428,106 +90,20 @@ func newBenchFairCmd() *cobra.Command {
 	fs.IntVar(&c.Workers, "workers", c.Workers, "concurrent workers, as that many Lambda invocations")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the transport (run i uses seed+i−1)")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "give up waiting for the jobs of a run after this (0: 2·ideal + 30s)")
-	runs := fs.Int("runs", 1, "number of runs")
+	return measuring(cmd, 1, func() workload.FairConfig { return c }, workload.BenchFair)
+}
+
+// measuring makes cmd a measuring command of slotq bench: it takes --runs
+// (runs by default), --log, and --doc, --table and --note (benchdoc), and
+// runs bench with them and the workload's config, read from its flags.
+func measuring[C any](cmd *cobra.Command, runs int, cfg func() C,
+	bench func(ctx context.Context, stdout, stderr io.Writer, c C, runs int, logLevel string, out benchdoc.Out) int) *cobra.Command {
+	fs := cmd.Flags()
+	n := fs.Int("runs", runs, "number of runs")
 	logLevel := logFlag(fs)
-	out := docFlags(fs)
+	out := benchdoc.Flags(fs)
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) int {
-		return benchFair(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, *runs, *logLevel, out.with(cmd))
+		return bench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg(), *n, *logLevel, out.With(cmd.CommandPath(), cmd.Flags()))
 	})
 	return cmd
-}
-
-// fairHeader is the table of `slotq bench fair`, one row a run.
-var fairHeader = []string{"run", "jobs", "waited", "late key 1st start p50", "p99", "priority 1 booked p50", "p99",
-	"priority 1 start p50", "p99", "A's makespan", "ideal", "ratio", "violations (handler)", "(gate)",
-	"start − told slot p50", "p99", "max", "re-ticketed", "lost", "twice"}
-
-// row is r as a row of fairHeader.
-func (r fairReport) row(run string) []string {
-	return []string{run, strconv.Itoa(r.Jobs), strconv.Itoa(r.Waited), human(r.LateFirstP50), human(r.LateFirstP99),
-		human(r.UrgentBookedP50), human(r.UrgentBookedP99), human(r.UrgentStartP50), human(r.UrgentStartP99),
-		human(r.HeavyMakespan), human(r.Ideal), fmt.Sprintf("%.4f", r.Ratio()),
-		strconv.Itoa(r.Violations), strconv.Itoa(r.GateViolations),
-		human(r.ToldP50), human(r.ToldP99), human(r.ToldMax), strconv.Itoa(r.Reticketed), strconv.Itoa(r.Lost), strconv.Itoa(r.Twice)}
-}
-
-func benchFair(ctx context.Context, stdout, stderr io.Writer, c fairConfig, runs int, logLevel string, out docOut) int {
-	if code, ok := out.checkRuns("bench fair", runs, stderr); !ok {
-		return code
-	}
-	if code, ok := setLogger("bench fair", logLevel, stderr, &c.Logger, func() error { return c.validate() }); !ok {
-		return code
-	}
-	bound := "no bound (every job booked at enqueue)"
-	switch {
-	case c.BookAhead > 0 && c.KeyBookAhead > 0:
-		bound = fmt.Sprintf("book_ahead %d, key_book_ahead %d", c.BookAhead, c.KeyBookAhead)
-	case c.BookAhead > 0:
-		bound = fmt.Sprintf("book_ahead %d", c.BookAhead)
-	case c.KeyBookAhead > 0:
-		bound = fmt.Sprintf("key_book_ahead %d", c.KeyBookAhead)
-	}
-	urgentOf := "without a key"
-	if c.UrgentKey != "" {
-		urgentOf = "of key " + c.UrgentKey
-	}
-	fmt.Fprintf(stdout, "slotq bench fair: %s, %s; key A enqueues %d jobs at once, %s later %d keys %d each, %s after A %d jobs of priority 1 %s; %d workers, %d runs\n\n",
-		c.limits(), bound, c.Heavy, human(c.LateAfter), c.LateKeys, c.LateJobs, human(c.UrgentAfter), c.Urgent, urgentOf, c.Workers, runs)
-	var rows [][]string
-	tw := newTableWriter(stdout, fairHeader)
-	code := exitOK
-	for i := range runs {
-		rc := c
-		rc.Seed = c.Seed + uint64(i)
-		res, err := runFair(ctx, rc)
-		if err != nil {
-			fmt.Fprintf(stderr, "slotq bench fair: run %d: %v\n", i+1, err)
-			return exitFail
-		}
-		r := newFairReport(rc, res)
-		rows = append(rows, r.row(strconv.Itoa(i+1)))
-		tw.row(rows[len(rows)-1])
-		if p := r.problems(); len(p) > 0 {
-			fmt.Fprintf(stderr, "slotq bench fair: run %d: FAIL: %s\n", i+1, strings.Join(p, "; "))
-			code = exitFail
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	fmt.Fprintf(stdout, "\nlate key 1st start: a late key's first start after its enqueue, over the keys (goal ≤ 1s with a bound)\n")
-	fmt.Fprintf(stdout, "priority 1 booked/start: an urgent job's booking (its slot) and its start after its enqueue\n")
-	fmt.Fprintf(stdout, "ratio: A's makespan (its first start to its last) / ideal, the least span of every job's start at the queue's rate (goal ≤ 1.02)\n")
-	fmt.Fprintf(stdout, "violations: starts that broke the queue's limit, timed as the handler began, and at the gate (must be 0)\n")
-	fmt.Fprintf(stdout, "start − told slot: the handler's begin against the slot_at the job was told when booked, at enqueue or from the waiting room (goal p99 ≤ 2ms);\n"+
-		"  re-ticketed: jobs whose worker came too late for their slot and took a new ticket (they start on a slot they were not told)\n")
-	fmt.Fprintf(stdout, "lost: accepted jobs not succeeded or never run; twice: jobs run more than once (both must be 0)\n")
-	return out.finish("bench fair", stdout, stderr, benchdoc.Table{Command: out.Command, Header: fairHeader, Rows: rows}, code)
-}
-
-// tableWriter prints rows under a header, each cell as wide as its
-// column's header (at least 8).
-type tableWriter struct {
-	w      io.Writer
-	widths []int
-}
-
-func newTableWriter(w io.Writer, header []string) *tableWriter {
-	t := &tableWriter{w: w}
-	for _, h := range header {
-		t.widths = append(t.widths, max(8, len([]rune(h))))
-	}
-	t.row(header)
-	return t
-}
-
-func (t *tableWriter) row(cells []string) {
-	var b strings.Builder
-	for i, c := range cells {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%*s", t.widths[i], c)
-	}
-	fmt.Fprintln(t.w, b.String())
 }

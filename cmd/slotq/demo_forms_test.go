@@ -2,34 +2,46 @@ package main
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/slotq/slotq/internal/bench/workload"
+	"github.com/slotq/slotq/internal/cli/clikit"
+	"github.com/slotq/slotq/pkg/api"
 )
 
-// `slotq demo` runs each form of a limit: its records carry the job's
-// re-tickets, and its summary judges the starts by the form.
-func TestDemoForms(t *testing.T) {
-	for _, form := range [][]string{
-		{"--rate", "100/1s", "--burst", "3"},
-		{"--window", "5/100ms"},
-	} {
-		t.Run(form[0], func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			args := append([]string{"demo", "--json", "--producers", "2", "--jobs", "6", "--workers", "12", "--queue", "fq"}, form...)
-			if code := run(t.Context(), args, &stdout, &stderr); code != exitOK {
-				t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
-			}
-			lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
-			if len(lines) != 12 {
-				t.Fatalf("%d records, want 12:\n%s", len(lines), stdout.String())
-			}
-			for _, l := range lines {
-				checkRecord(t, []byte(l), "fq")
-			}
-			if !strings.Contains(stderr.String(), "0 spacing violations at the gate") {
-				t.Errorf("stderr: %s", stderr.String())
-			}
-		})
+// The demo's flags fill the workload's config: a limit in each form, and
+// whether --interval and --workers were given (internal/bench/workload
+// runs each form, and refuses two).
+func TestDemoFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want func(*workload.Config)
+	}{
+		{nil, func(*workload.Config) {}},
+		{[]string{"--rate", "100/1s", "--burst", "3"}, func(c *workload.Config) { c.Rate, c.Burst = api.Rate{N: 100, Per: time.Second}, 3 }},
+		{[]string{"--window", "5/100ms", "--queue", "fq"}, func(c *workload.Config) { c.Window, c.Queue = api.Rate{N: 5, Per: 100 * time.Millisecond}, "fq" }},
+		{[]string{"--interval", "20ms", "--workers", "4"}, func(c *workload.Config) { c.Interval, c.IntervalSet, c.WorkersSet = 20*time.Millisecond, true, true }},
+		{[]string{"--store", "dynamodb-model", "--key-rate", "2/1s", "--keys", "3"}, func(c *workload.Config) {
+			c.Store, c.KeyRate, c.Keys = workload.StoreModel, api.Rate{N: 2, Per: time.Second}, 3
+		}},
+	}
+	for _, tt := range tests {
+		fs := pflag.NewFlagSet("demo", pflag.ContinueOnError)
+		cfg := demoFlags(fs, workload.DefaultDemo)
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		want := workload.DefaultDemo
+		want.Store = workload.StoreEmbedded
+		tt.want(&want)
+		if got := cfg(); !reflect.DeepEqual(got, want) {
+			t.Errorf("demo %v:\n got %+v\nwant %+v", tt.args, got, want)
+		}
 	}
 }
 
@@ -50,8 +62,8 @@ func TestDemoFormFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
-		if code := run(t.Context(), append([]string{"demo"}, tt.args...), &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), tt.want) {
-			t.Errorf("demo %v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr.String(), exitUsage, tt.want)
+		if code := run(t.Context(), append([]string{"demo"}, tt.args...), &stdout, &stderr); code != clikit.ExitUsage || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("demo %v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr.String(), clikit.ExitUsage, tt.want)
 		}
 	}
 }

@@ -2,193 +2,16 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/slotq/slotq/internal/cli/timeline"
-	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/internal/cli/clikit"
 )
 
-// recordKeys are the keys of a start record, exactly.
-var recordKeys = []string{"gate_ms", "job_id", "producer", "queue", "retickets", "slot_at_ms", "start_ms", "ticket", "worker"}
-
-// checkRecord checks one JSON start record: exactly recordKeys, each of
-// the right type and form.
-func checkRecord(t *testing.T, line []byte, queue string) map[string]any {
-	t.Helper()
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		t.Fatalf("record %s: %v", line, err)
-	}
-	if keys := slices.Sorted(maps.Keys(m)); !slices.Equal(keys, recordKeys) {
-		t.Fatalf("record %s: keys %v, want %v", line, keys, recordKeys)
-	}
-	str := func(k string, re string) {
-		s, ok := m[k].(string)
-		if !ok || !regexp.MustCompile(re).MatchString(s) {
-			t.Errorf("record %s: %s = %v, want a string matching %s", line, k, m[k], re)
-		}
-	}
-	str("queue", "^"+regexp.QuoteMeta(queue)+"$")
-	str("job_id", `^\S+$`)
-	str("producer", `^p[0-9]+$`)
-	str("worker", `^w[0-9]+$`)
-	num := func(k string, integer bool) float64 {
-		n, ok := m[k].(json.Number)
-		if !ok {
-			t.Errorf("record %s: %s = %v, want a number", line, k, m[k])
-			return 0
-		}
-		if integer {
-			if _, err := n.Int64(); err != nil {
-				t.Errorf("record %s: %s = %v, want an integer", line, k, n)
-			}
-		}
-		f, _ := n.Float64()
-		return f
-	}
-	if tk := num("ticket", true); tk < 1 {
-		t.Errorf("record %s: ticket %v < 1", line, tk)
-	}
-	slotMS, gateMS, startMS := num("slot_at_ms", false), num("gate_ms", false), num("start_ms", false)
-	now := float64(time.Now().UnixMicro()) / 1000 // start_ms keeps microseconds
-	if startMS < gateMS || gateMS < slotMS || startMS > now || startMS < now-60_000 {
-		t.Errorf("record %s: start_ms %v must lie after gate_ms %v, after slot_at_ms %v, and within the last minute", line, startMS, gateMS, slotMS)
-	}
-	// Sub-millisecond: three decimals.
-	for _, k := range []string{"slot_at_ms", "gate_ms", "start_ms"} {
-		if n := string(m[k].(json.Number)); !regexp.MustCompile(`^[0-9]+\.[0-9]{3}$`).MatchString(n) {
-			t.Errorf("record %s: %s = %s, want milliseconds with three decimals", line, k, n)
-		}
-	}
-	return m
-}
-
-// TestRunDemo runs the demo workload small and checks what the demo
-// promises: every job starts exactly once and finishes, the gate keeps the
-// spacing (docs/guarantees.md §3), and every start record carries its fields.
-func TestRunDemo(t *testing.T) {
-	cfg := demoConfig{
-		Queue: "demo-test", Producers: 3, Jobs: 5, Batch: 3, Workers: 3,
-		Interval: 20 * time.Millisecond, Seed: 7,
-	}
-	var live []timeline.Start
-	res, err := runDemo(t.Context(), cfg, func(s timeline.Start, _ *api.Job) { live = append(live, s) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 15
-	if res.Enqueued != n || res.Succeeded != n || res.Unfinished != 0 {
-		t.Errorf("enqueued %d, succeeded %d, unfinished %d; want %d, %d, 0", res.Enqueued, res.Succeeded, res.Unfinished, n, n)
-	}
-	if len(res.Starts) != n || res.StartedTwice != 0 || res.Unstarted != 0 {
-		t.Errorf("%d starts, %d jobs started twice, %d never; want %d, 0, 0", len(res.Starts), res.StartedTwice, res.Unstarted, n)
-	}
-	if !slices.Equal(live, res.Starts) {
-		t.Errorf("onStart saw %d starts, the result holds %d (or in another order)", len(live), len(res.Starts))
-	}
-	ids := map[string]bool{}
-	producers := map[string]bool{}
-	for _, s := range res.Starts {
-		ids[s.JobID] = true
-		producers[s.Producer] = true
-		if s.Gate.IsZero() || s.At.Before(s.Gate) || s.At.Before(s.SlotAt) {
-			t.Errorf("start %+v: want slot ≤ gate ≤ handler begin", s)
-		}
-		b, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkRecord(t, b, cfg.Queue)
-	}
-	if len(ids) != n {
-		t.Errorf("%d distinct job ids among %d starts", len(ids), n)
-	}
-	if len(producers) != cfg.Producers {
-		t.Errorf("starts name producers %v, want %d of them", producers, cfg.Producers)
-	}
-	r := newReport(cfg, res)
-	if r.gate.Violations != 0 {
-		t.Errorf("%d spacing violations at the gate; min spacing %v, interval %v", r.gate.Violations, r.gate.SpacingMin, cfg.Interval)
-	}
-	if r.gate.Inversions != 0 {
-		t.Errorf("%d order inversions at the gate", r.gate.Inversions)
-	}
-	if r.handler.Violations != 0 {
-		// Not the guarantee (the handler begins after the gate, by however
-		// long the scheduler takes), but worth seeing.
-		t.Logf("%d handler begins closer than the interval; gate→handler max %v", r.handler.Violations, r.delay[2])
-	}
-}
-
-// cancelConfig is a demo of 100 jobs 50ms apart, far more than its
-// 300ms run starts.
-var cancelConfig = demoConfig{Queue: "q", Producers: 2, Jobs: 50, Batch: 3, Workers: 2, Interval: 50 * time.Millisecond, Seed: 1}
-
-// TestRunDemoCancel: an interrupted demo returns, without running the
-// rest of its jobs, and counts what did not finish. How soon it returns
-// is BenchmarkRunDemoCancel's figure.
-func TestRunDemoCancel(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	defer cancel()
-	res, err := runDemo(ctx, cancelConfig, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Unfinished == 0 || res.Unfinished+res.Succeeded != res.Enqueued {
-		t.Errorf("unfinished %d + succeeded %d, enqueued %d: want some unfinished, and the sum", res.Unfinished, res.Succeeded, res.Enqueued)
-	}
-}
-
-// BenchmarkRunDemoCancel reports how long an interrupted demo takes to
-// return after its context ends (ms/return; TestRunDemoCancel held it
-// under 3s before it stopped asserting time).
-func BenchmarkRunDemoCancel(b *testing.B) {
-	var total time.Duration
-	for b.Loop() {
-		ctx, cancel := context.WithTimeout(b.Context(), 300*time.Millisecond)
-		if _, err := runDemo(ctx, cancelConfig, nil); err != nil {
-			b.Fatal(err)
-		}
-		deadline, _ := ctx.Deadline()
-		total += time.Since(deadline)
-		cancel()
-	}
-	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/return")
-}
-
-// TestDemoJSON runs `slotq demo --json` and checks its stdout: one line per
-// start, each with exactly the record's keys, and nothing else.
-func TestDemoJSON(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), []string{"demo", "--json", "--producers", "2", "--jobs", "4", "--interval", "20ms",
-		"--workers", "3", "--queue", "jq"}, &stdout, &stderr)
-	if code != exitOK {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
-	if len(lines) != 8 {
-		t.Fatalf("%d lines on stdout, want 8:\n%s", len(lines), stdout.String())
-	}
-	tickets := map[string]bool{}
-	for _, l := range lines {
-		m := checkRecord(t, []byte(l), "jq")
-		tickets[m["ticket"].(json.Number).String()] = true
-	}
-	if len(tickets) != 8 {
-		t.Errorf("%d distinct tickets among 8 starts", len(tickets))
-	}
-}
+// The demo's and the benchmarks' workloads are internal/bench/workload's,
+// tested there; these tests run them through slotq's command line.
 
 func TestRunCommands(t *testing.T) {
 	tests := []struct {
@@ -198,19 +21,19 @@ func TestRunCommands(t *testing.T) {
 		wantStdout string
 		wantStderr string
 	}{
-		{"no command", nil, exitOK, "USAGE", ""},
-		{"unknown", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
-		{"help", []string{"help"}, exitOK, "demo", ""},
-		{"--help", []string{"--help"}, exitOK, "bench", ""},
-		{"demo -h", []string{"demo", "-h"}, exitOK, "--producers", ""},
-		{"bad flag", []string{"demo", "--nope"}, exitUsage, "", "slotq demo: unknown flag: --nope"},
-		{"bad interval", []string{"demo", "--interval", "0s"}, exitUsage, "", "--interval must be greater than 0"},
-		{"skew too big", []string{"demo", "--interval", "10ms", "--skew", "10ms"}, exitUsage, "", "--skew"},
-		{"bad queue", []string{"demo", "--queue", "no spaces"}, exitUsage, "", "must match"},
-		{"bad log level", []string{"demo", "--log", "loud"}, exitUsage, "", "--log"},
-		{"stray argument", []string{"demo", "extra"}, exitUsage, "", `unexpected argument "extra"`},
-		{"bench bad runs", []string{"bench", "--runs", "0"}, exitUsage, "", "--runs"},
-		{"bench stray argument", []string{"bench", "extra"}, exitUsage, "", `slotq bench: unexpected argument "extra"`},
+		{"no command", nil, clikit.ExitOK, "USAGE", ""},
+		{"unknown", []string{"frobnicate"}, clikit.ExitUsage, "", `unknown command "frobnicate"`},
+		{"help", []string{"help"}, clikit.ExitOK, "demo", ""},
+		{"--help", []string{"--help"}, clikit.ExitOK, "bench", ""},
+		{"demo -h", []string{"demo", "-h"}, clikit.ExitOK, "--producers", ""},
+		{"bad flag", []string{"demo", "--nope"}, clikit.ExitUsage, "", "slotq demo: unknown flag: --nope"},
+		{"bad interval", []string{"demo", "--interval", "0s"}, clikit.ExitUsage, "", "--interval must be greater than 0"},
+		{"skew too big", []string{"demo", "--interval", "10ms", "--skew", "10ms"}, clikit.ExitUsage, "", "--skew"},
+		{"bad queue", []string{"demo", "--queue", "no spaces"}, clikit.ExitUsage, "", "must match"},
+		{"bad log level", []string{"demo", "--log", "loud"}, clikit.ExitUsage, "", "--log"},
+		{"stray argument", []string{"demo", "extra"}, clikit.ExitUsage, "", `unexpected argument "extra"`},
+		{"bench bad runs", []string{"bench", "--runs", "0"}, clikit.ExitUsage, "", "--runs"},
+		{"bench stray argument", []string{"bench", "extra"}, clikit.ExitUsage, "", `slotq bench: unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,7 +56,7 @@ func TestRunCommands(t *testing.T) {
 func TestDemoSummary(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(t.Context(), []string{"demo", "--producers", "2", "--jobs", "2", "--interval", "20ms"}, &stdout, &stderr)
-	if code != exitOK {
+	if code != clikit.ExitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
 	out := stdout.String()
@@ -243,53 +66,6 @@ func TestDemoSummary(t *testing.T) {
 	for _, want := range []string{"spacing", "lateness", "inversions", "re-tickets", "% of starts, most ", "violations    0 at the gate", "makespan", "ideal"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
-		}
-	}
-}
-
-// TestReticketFigures checks the re-ticket summary of a run's starts:
-// the share of starts that came after a re-ticket, and the most
-// re-tickets one job took, which a sum of re-tickets hides (one job
-// re-ticketed six times reads like six jobs re-ticketed once).
-func TestReticketFigures(t *testing.T) {
-	starts := func(retickets ...int) []timeline.Start {
-		var ss []timeline.Start
-		for i, n := range retickets {
-			ss = append(ss, timeline.Start{JobID: string(rune('a' + i)), Retickets: n})
-		}
-		return ss
-	}
-	for name, tt := range map[string]struct {
-		starts []timeline.Start
-		want   reticketFigures
-		text   string
-	}{
-		"none":               {nil, reticketFigures{}, "0.0 % of starts, most 0 of one job"},
-		"no re-ticket":       {starts(0, 0, 0), reticketFigures{Starts: 3}, "0.0 % of starts, most 0 of one job"},
-		"one job, often":     {starts(0, 6, 0, 0), reticketFigures{Reticketed: 1, Starts: 4, Most: 6}, "25.0 % of starts, most 6 of one job"},
-		"several, once":      {starts(1, 1, 1, 0, 0, 0, 0, 0), reticketFigures{Reticketed: 3, Starts: 8, Most: 1}, "37.5 % of starts, most 1 of one job"},
-		"mixed, all of them": {starts(2, 1, 3), reticketFigures{Reticketed: 3, Starts: 3, Most: 3}, "100.0 % of starts, most 3 of one job"},
-	} {
-		got := newReticketFigures(tt.starts)
-		if got != tt.want || got.String() != tt.text {
-			t.Errorf("%s: %+v %q; want %+v %q", name, got, got, tt.want, tt.text)
-		}
-	}
-}
-
-func TestBar(t *testing.T) {
-	tests := []struct {
-		d    time.Duration
-		want int // cells
-	}{
-		{0, 0},
-		{10 * time.Millisecond, 10},
-		{15 * time.Millisecond, 15},
-		{time.Second, 30},
-	}
-	for _, tt := range tests {
-		if got := len([]rune(bar(tt.d, 10*time.Millisecond))); got != tt.want {
-			t.Errorf("bar(%v) has %d cells, want %d", tt.d, got, tt.want)
 		}
 	}
 }
@@ -307,7 +83,7 @@ func TestBenchDoc(t *testing.T) {
 	for range 2 {
 		var stdout, stderr bytes.Buffer
 		code := run(t.Context(), []string{"bench", "--runs", "1", "--producers", "1", "--jobs", "3", "--interval", "20ms", "--doc", path, "--table", "demo"}, &stdout, &stderr)
-		if code != exitOK {
+		if code != clikit.ExitOK {
 			t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 		}
 		_, block, ok := strings.Cut(stdout.String(), "written to "+path+" (table demo):\n\n")

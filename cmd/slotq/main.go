@@ -47,19 +47,6 @@ import (
 	"github.com/slotq/slotq/internal/cli/clikit"
 )
 
-// The names the demo and bench commands print and exit with: they move
-// to a command of their own (issue 55), which will call clikit itself.
-const (
-	exitOK    = clikit.ExitOK
-	exitFail  = clikit.ExitFail
-	exitUsage = clikit.ExitUsage
-)
-
-var (
-	human = clikit.Human
-	row   = clikit.Row
-)
-
 // Command groups, in the order help lists them.
 const (
 	groupOps = "ops"

@@ -1,4 +1,4 @@
-package main
+package workload
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 func TestFairReport(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
-	cfg := fairConfig{Rate: api.Rate{N: 200, Per: time.Second}, KeyBookAhead: 5, LateKeys: 2}
+	cfg := FairConfig{Rate: api.Rate{N: 200, Per: time.Second}, KeyBookAhead: 5, LateKeys: 2}
 	res := fairResult{Skew: time.Millisecond, Enqueued: map[string]time.Time{}, Keys: map[string]string{},
 		Urgent: map[string]bool{}, Booked: map[string]time.Time{}, Told: map[string]time.Time{}, Waited: 3}
 	// job, key, urgent, enqueued, booked, told, started (ms after t0)
@@ -88,7 +88,7 @@ func TestFairReport(t *testing.T) {
 // once, the late keys and the urgent jobs go through the waiting room, and
 // the gate keeps the queue's limit.
 func TestBenchFairSmall(t *testing.T) {
-	cfg := fairConfig{Queue: "fair", Rate: api.Rate{N: 200, Per: time.Second}, KeyBookAhead: 3, KeyMaxRunning: 100,
+	cfg := FairConfig{Queue: "fair", Rate: api.Rate{N: 200, Per: time.Second}, KeyBookAhead: 3, KeyMaxRunning: 100,
 		Heavy: 60, LateKeys: 3, LateJobs: 4, LateAfter: 50 * time.Millisecond,
 		Urgent: 5, UrgentKey: "A", UrgentAfter: 100 * time.Millisecond, Workers: 8, Seed: 1, Timeout: 2 * time.Minute}
 	res, err := runFair(context.Background(), cfg)
@@ -106,7 +106,7 @@ func TestBenchFairSmall(t *testing.T) {
 		t.Errorf("no job waited in the room: %+v", r)
 	}
 	var b strings.Builder
-	tw := newTableWriter(&b, fairHeader)
+	tw := newTable(&b, fairHeader)
 	tw.row(r.row("1"))
 	if got := strings.Count(b.String(), "\n"); got != 2 {
 		t.Errorf("table of %d lines:\n%s", got, b.String())

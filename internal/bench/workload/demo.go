@@ -1,4 +1,4 @@
-package main
+package workload
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/slotq/slotq/internal/bench/dynamomodel"
 	"github.com/slotq/slotq/internal/cli/timeline"
@@ -26,9 +24,10 @@ import (
 // demoKind is the job kind the demo's handler runs.
 const demoKind = "demo.tick"
 
-// demoConfig is one demo run. Zero fields are not defaults: the flags and
-// benchmark fill every field.
-type demoConfig struct {
+// Config is one run of the demo workload (slotq demo, slotq bench). Zero
+// fields are not defaults: the flags fill every field, from DefaultDemo or
+// DefaultBench.
+type Config struct {
 	// Queue is the queue the producers enqueue onto.
 	Queue string
 	// Producers each enqueue Jobs jobs, in calls of 1 to Batch jobs with a
@@ -54,8 +53,10 @@ type demoConfig struct {
 	// IntervalSet says --interval was given: beside --rate or --window it
 	// is a second form, refused.
 	IntervalSet bool
-	// flags are the flags that filled the config, if any.
-	flags *pflag.FlagSet
+	// WorkersSet says --workers was given; if not, a run on the model of
+	// DynamoDB takes at least as many workers as the stack would run
+	// (modelWorkers).
+	WorkersSet bool
 	// Skew is the queue's clock allowance: starts may come Interval−Skew
 	// apart.
 	Skew time.Duration
@@ -77,15 +78,15 @@ type demoConfig struct {
 	// SlowGates is the share of gate writes that take 20–50ms longer
 	// (the store's latency tail), each applied at a random moment of it.
 	SlowGates float64
-	// Store is the state store the run uses: storeEmbedded (the
-	// default) or storeModel, the embedded store behind DynamoDB's
+	// Store is the state store the run uses: StoreEmbedded (the
+	// default) or StoreModel, the embedded store behind DynamoDB's
 	// latencies and limits (internal/bench/dynamomodel).
 	Store string
 	// Logger gets the engine's logs.
 	Logger *slog.Logger
 }
 
-func (c demoConfig) validate() error {
+func (c Config) validate() error {
 	switch {
 	case c.Producers < 1:
 		return errors.New("--producers must be at least 1")
@@ -115,8 +116,8 @@ func (c demoConfig) validate() error {
 		return errors.New("--stall must not be negative")
 	case c.SlowGates < 0 || c.SlowGates > 1:
 		return errors.New("--slow-gates must be between 0 and 1")
-	case c.Store != "" && c.Store != storeEmbedded && c.Store != storeModel:
-		return fmt.Errorf("--store must be %s or %s", storeEmbedded, storeModel)
+	case c.Store != "" && c.Store != StoreEmbedded && c.Store != StoreModel:
+		return fmt.Errorf("--store must be %s or %s", StoreEmbedded, StoreModel)
 	case c.Keys < 0:
 		return errors.New("--keys must not be negative")
 	case c.Keys == 0 && (len(c.keyLimits()) > 0 || c.KeyBurst != 0):
@@ -138,7 +139,7 @@ func (c demoConfig) validate() error {
 
 // queueConfig is the configuration of the run's queue: its limit in the
 // form the flags gave, and its skew.
-func (c demoConfig) queueConfig() slot.Config {
+func (c Config) queueConfig() slot.Config {
 	cfg := slot.Config{Skew: c.Skew}
 	switch {
 	case !c.Rate.IsZero():
@@ -157,7 +158,7 @@ func (c demoConfig) queueConfig() slot.Config {
 
 // keyLimits are the limit each key keeps, if --key-rate or --key-window
 // gave one.
-func (c demoConfig) keyLimits() []api.Limit {
+func (c Config) keyLimits() []api.Limit {
 	switch {
 	case !c.KeyRate.IsZero():
 		return []api.Limit{{Rate: c.KeyRate, Burst: c.KeyBurst}}
@@ -169,8 +170,8 @@ func (c demoConfig) keyLimits() []api.Limit {
 
 // The state stores a workload runs on (--store).
 const (
-	storeEmbedded = "embedded"
-	storeModel    = "dynamodb-model"
+	StoreEmbedded = "embedded"
+	StoreModel    = "dynamodb-model"
 )
 
 // modelLead is the lead on the model of DynamoDB when --lead is not given:
@@ -180,8 +181,8 @@ const modelLead = 50 * time.Millisecond
 
 // lead is the engine's lead for the run: --lead, or on the model of
 // DynamoDB modelLead.
-func (c demoConfig) lead() time.Duration {
-	if c.Lead == 0 && c.Store == storeModel {
+func (c Config) lead() time.Duration {
+	if c.Lead == 0 && c.Store == StoreModel {
 		return modelLead
 	}
 	return c.Lead
@@ -191,7 +192,7 @@ func (c demoConfig) lead() time.Duration {
 // when --workers is not given: as many as the stack would run, one a
 // message held from its delivery (lead before its start) through the
 // gate's calls and its handler, at the limit's rate.
-func (c demoConfig) modelWorkers() int {
+func (c Config) modelWorkers() int {
 	hold := c.lead() + 150*time.Millisecond
 	return int((hold+c.tick()-1)/c.tick()) + 8
 }
@@ -238,18 +239,18 @@ func newUnitsPerStart(u dynamomodel.Units, starts int) unitsPerStart {
 }
 
 // limits are the run's queue's limits.
-func (c demoConfig) limits() slot.Limits { return c.queueConfig().LimitList() }
+func (c Config) limits() slot.Limits { return c.queueConfig().LimitList() }
 
 // tick is the average time between two starts the limit allows.
-func (c demoConfig) tick() time.Duration { return c.queueConfig().Tick() }
+func (c Config) tick() time.Duration { return c.queueConfig().Tick() }
 
 // total is the number of jobs the run enqueues.
-func (c demoConfig) total() int { return c.Producers * c.Jobs }
+func (c Config) total() int { return c.Producers * c.Jobs }
 
 // ideal is the least time the run's starts can take: under the queue's
 // limit, or, with keys of a limit of their own, under a key's for the
 // jobs one key would get were they spread evenly (the busiest gets more).
-func (c demoConfig) ideal() time.Duration {
+func (c Config) ideal() time.Duration {
 	d := timeline.Ideal(c.limits(), c.total())
 	if ls := c.keyLimits(); len(ls) > 0 && c.Keys > 0 {
 		d = max(d, timeline.Ideal(ls, (c.total()+c.Keys-1)/c.Keys))
@@ -278,7 +279,7 @@ type demoResult struct {
 	// Transport is what the embedded transport did.
 	Transport memstore.TransportStats
 	// Units is what the run's calls would cost on DynamoDB, when it ran
-	// on the model of it (Store storeModel); nil otherwise.
+	// on the model of it (Store StoreModel); nil otherwise.
 	Units *dynamomodel.Units
 }
 
@@ -295,7 +296,7 @@ type demoPayload struct {
 // the timeout passes; by then every goroutine it started has returned.
 // onStart, if not nil, is called for each start as it happens, one call at
 // a time; j is the job the handler got.
-func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start, j *api.Job)) (demoResult, error) {
+func runDemo(ctx context.Context, cfg Config, onStart func(s timeline.Start, j *api.Job)) (demoResult, error) {
 	if err := cfg.validate(); err != nil {
 		return demoResult{}, err
 	}
@@ -326,12 +327,12 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 		hiccups *hiccupState
 		model   *dynamomodel.Model
 	)
-	w, err := newWorkload(ctx, workloadOptions{
+	w, err := newBackend(ctx, backendOptions{
 		Queue: cfg.Queue, Config: cfg.queueConfig(), Workers: cfg.Workers, Timeout: cfg.Timeout, Logger: cfg.Logger,
 		Mux: mux, Seed: cfg.Seed, Jitter: cfg.Jitter, Lead: cfg.lead(),
 		State: func(store *memstore.Store) engine.State {
 			var st engine.State = store
-			if cfg.Store == storeModel {
+			if cfg.Store == StoreModel {
 				model = dynamomodel.New(store, dynamomodel.Options{Seed: cfg.Seed})
 				st = model
 			}
@@ -384,7 +385,7 @@ func runDemo(ctx context.Context, cfg demoConfig, onStart func(s timeline.Start,
 
 // produce runs the producers and returns the ids of the accepted jobs and
 // the slot_at each was promised.
-func produce(ctx context.Context, eng *engine.Engine, cfg demoConfig) ([]string, map[string]time.Time, error) {
+func produce(ctx context.Context, eng *engine.Engine, cfg Config) ([]string, map[string]time.Time, error) {
 	var (
 		mu       sync.Mutex
 		accepted []string

@@ -1,16 +1,18 @@
-package main
+package workload
 
 import (
 	"bytes"
 	"testing"
 	"time"
+
+	"github.com/slotq/slotq/internal/cli/clikit"
 )
 
 // The lanes workload, small: every job runs once and succeeds, per key
 // the runs neither overlap nor leave ticket order, and max_running holds.
 func TestRunLanes(t *testing.T) {
 	for _, maxRunning := range []int{0, 2} {
-		cfg := lanesConfig{Queue: "lanes-test", Keys: 4, Jobs: 5, MinRun: 1, MaxRun: 3, Batch: 7, Workers: 8,
+		cfg := LanesConfig{Queue: "lanes-test", Keys: 4, Jobs: 5, MinRun: 1, MaxRun: 3, Batch: 7, Workers: 8,
 			Interval: 5 * time.Millisecond, MaxRunning: maxRunning, Seed: 3}
 		res, err := runLanes(t.Context(), cfg)
 		if err != nil {
@@ -18,7 +20,7 @@ func TestRunLanes(t *testing.T) {
 		}
 		r := newLanesReport(cfg, res)
 		var stderr bytes.Buffer
-		if code := r.verdict(&stderr, "run"); code != exitOK {
+		if code := r.verdict(&stderr, "run"); code != clikit.ExitOK {
 			t.Errorf("max_running %d: exit %d: %s", maxRunning, code, stderr.String())
 		}
 		if len(res.Runs) != 20 || res.Enqueued != 20 || res.Succeeded != 20 || r.PerKey != 1 {
@@ -55,14 +57,14 @@ func TestLanesReport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newLanesReport(lanesConfig{Interval: 10 * time.Millisecond}, lanesResult{Runs: tt.runs, Enqueued: len(tt.runs)})
+			r := newLanesReport(LanesConfig{Interval: 10 * time.Millisecond}, lanesResult{Runs: tt.runs, Enqueued: len(tt.runs)})
 			if r.Overlaps != tt.overlaps || r.OrderViolations != tt.order || r.Reordered != tt.reordered ||
 				r.PerKey != tt.perKey || r.Concurrent != tt.n {
 				t.Errorf("overlaps %d, order %d, reordered %d, per key %d, at once %d; want %d, %d, %d, %d, %d",
 					r.Overlaps, r.OrderViolations, r.Reordered, r.PerKey, r.Concurrent, tt.overlaps, tt.order, tt.reordered, tt.perKey, tt.n)
 			}
 			var stderr bytes.Buffer
-			if code := r.verdict(&stderr, "run"); (code != exitOK) != (tt.overlaps+tt.order > 0) {
+			if code := r.verdict(&stderr, "run"); (code != clikit.ExitOK) != (tt.overlaps+tt.order > 0) {
 				t.Errorf("verdict %d: %s", code, stderr.String())
 			}
 		})

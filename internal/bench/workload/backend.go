@@ -1,4 +1,4 @@
-package main
+package workload
 
 import (
 	"context"
@@ -18,10 +18,10 @@ import (
 	"github.com/slotq/slotq/pkg/target"
 )
 
-// workload is what the demo, bench lanes and bench fair workloads share:
-// an engine on the embedded backend (a memstore and its transport), the
-// queue the workload fills, and how it runs.
-type workload struct {
+// backend is what the demo, lanes and fair workloads share: an engine on
+// the embedded backend (a memstore and its transport), the queue the
+// workload fills, and how it runs.
+type backend struct {
 	eng       *engine.Engine
 	store     *memstore.Store
 	transport *memstore.Transport
@@ -35,8 +35,8 @@ type workload struct {
 	log     *slog.Logger
 }
 
-// workloadOptions say how newWorkload builds a workload.
-type workloadOptions struct {
+// backendOptions say how newBackend builds a backend.
+type backendOptions struct {
 	Queue   string
 	Config  slot.Config
 	Workers int
@@ -54,9 +54,9 @@ type workloadOptions struct {
 	State func(*memstore.Store) engine.State
 }
 
-// newWorkload builds a workload on a fresh embedded backend: an engine
-// running o.Mux's handlers, and its queue.
-func newWorkload(ctx context.Context, o workloadOptions) (workload, error) {
+// newBackend builds a fresh embedded backend: an engine running o.Mux's
+// handlers, and its queue.
+func newBackend(ctx context.Context, o backendOptions) (backend, error) {
 	store := memstore.New(memstore.Options{})
 	transport := memstore.NewTransport(memstore.TransportOptions{Jitter: o.Jitter, Seed: o.Seed})
 	var state engine.State = store
@@ -68,9 +68,9 @@ func newWorkload(ctx context.Context, o workloadOptions) (workload, error) {
 	})
 	q, err := eng.CreateQueue(ctx, o.Queue, o.Config)
 	if err != nil {
-		return workload{}, err
+		return backend{}, err
 	}
-	return workload{eng: eng, store: store, transport: transport, queue: o.Queue, skew: q.Config.Skew,
+	return backend{eng: eng, store: store, transport: transport, queue: o.Queue, skew: q.Config.Skew,
 		workers: o.Workers, timeout: o.Timeout, log: o.Logger}, nil
 }
 
@@ -82,7 +82,7 @@ func newWorkload(ctx context.Context, o workloadOptions) (workload, error) {
 // is done or the timeout passes (jobs left then are unfinished, not an
 // error). It returns produce's error, once every goroutine it started
 // has returned.
-func (w workload) run(ctx context.Context, produce func(ctx context.Context) error) error {
+func (w backend) run(ctx context.Context, produce func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	// The workers stop with the run, but carry no deadline: an embedded

@@ -1,15 +1,20 @@
-package main
+package workload
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/slotq/slotq/internal/bench/benchdoc"
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
@@ -19,10 +24,10 @@ import (
 	"github.com/slotq/slotq/pkg/target"
 )
 
-// fairConfig is one run of `slotq bench fair`: one heavy key enqueues a
+// FairConfig is one run of `slotq bench fair`: one heavy key enqueues a
 // flood at once, late keys come a while after with a few jobs each, then
 // urgent jobs of priority 1.
-type fairConfig struct {
+type FairConfig struct {
 	Queue string
 	// Rate (with Burst) is the queue's limit.
 	Rate  api.Rate
@@ -50,8 +55,8 @@ type fairConfig struct {
 	Logger  *slog.Logger
 }
 
-// defaultFair is the workload of `slotq bench fair`.
-var defaultFair = fairConfig{
+// DefaultFair is the workload of `slotq bench fair`.
+var DefaultFair = FairConfig{
 	Queue: "fair", Rate: api.Rate{N: 200, Per: time.Second}, KeyBookAhead: 5, KeyMaxRunning: slot.MaxKeyRunning,
 	Heavy: 4000, LateKeys: 20, LateJobs: 10, LateAfter: time.Second,
 	Urgent: 50, UrgentKey: "A", UrgentAfter: 2 * time.Second, Workers: 32, Seed: 1,
@@ -60,7 +65,7 @@ var defaultFair = fairConfig{
 // heavyKey is the key of the flood.
 const heavyKey = "A"
 
-func (c fairConfig) validate() error {
+func (c FairConfig) validate() error {
 	switch {
 	case c.Rate.IsZero():
 		return errors.New("--rate must be given")
@@ -83,13 +88,16 @@ func (c fairConfig) validate() error {
 	return slot.ValidateName(c.Queue)
 }
 
-func (c fairConfig) queueConfig() slot.Config {
+func (c FairConfig) queueConfig() slot.Config {
 	return slot.Config{Rate: c.Rate, Burst: c.Burst, BookAhead: c.BookAhead, KeyBookAhead: c.KeyBookAhead, KeyMaxRunning: c.KeyMaxRunning}
 }
 
-func (c fairConfig) limits() slot.Limits { return c.queueConfig().LimitList() }
+func (c FairConfig) limits() slot.Limits { return c.queueConfig().LimitList() }
 
-func (c fairConfig) total() int { return c.Heavy + c.LateKeys*c.LateJobs + c.Urgent }
+func (c FairConfig) total() int { return c.Heavy + c.LateKeys*c.LateJobs + c.Urgent }
+
+// seeded is run i's config: the workload's seed + i.
+func (c FairConfig) seeded(i int) FairConfig { c.Seed += uint64(i); return c }
 
 // lateKey names late key i.
 func lateKey(i int) string { return fmt.Sprintf("k%02d", i+1) }
@@ -139,7 +147,7 @@ func (b *bookingState) UpdateJob(ctx context.Context, j job.Job, from job.Versio
 
 // runFair runs the fair workload on the embedded backend and returns what
 // it saw, every goroutine it started returned.
-func runFair(ctx context.Context, cfg fairConfig) (fairResult, error) {
+func runFair(ctx context.Context, cfg FairConfig) (fairResult, error) {
 	if err := cfg.validate(); err != nil {
 		return fairResult{}, err
 	}
@@ -156,7 +164,7 @@ func runFair(ctx context.Context, cfg fairConfig) (fairResult, error) {
 		return nil
 	})
 	state := &bookingState{booked: map[string]time.Time{}, told: map[string]time.Time{}}
-	w, err := newWorkload(ctx, workloadOptions{
+	w, err := newBackend(ctx, backendOptions{
 		Queue: cfg.Queue, Config: cfg.queueConfig(), Workers: cfg.Workers, Timeout: cfg.Timeout, Logger: cfg.Logger,
 		Mux: mux, Seed: cfg.Seed,
 		State: func(store *memstore.Store) engine.State { state.State = store; return state },
@@ -269,7 +277,7 @@ func (r fairReport) Ratio() float64 {
 	return float64(r.HeavyMakespan) / float64(r.Ideal)
 }
 
-func newFairReport(cfg fairConfig, res fairResult) fairReport {
+func newFairReport(cfg FairConfig, res fairResult) fairReport {
 	r := fairReport{Jobs: len(res.Enqueued), Waited: res.Waited, Lost: max(res.Unfinished, res.Unstarted), Twice: res.StartedTwice}
 	sorted := timeline.Sorted(res.Starts)
 	first := map[string]time.Time{}
@@ -368,4 +376,68 @@ func (r fairReport) problems() []string {
 		p = append(p, "no job was enqueued")
 	}
 	return p
+}
+
+// fairHeader is the table of `slotq bench fair`, one row a run.
+var fairHeader = []string{"run", "jobs", "waited", "late key 1st start p50", "p99", "priority 1 booked p50", "p99",
+	"priority 1 start p50", "p99", "A's makespan", "ideal", "ratio", "violations (handler)", "(gate)",
+	"start − told slot p50", "p99", "max", "re-ticketed", "lost", "twice"}
+
+// row is r as a row of fairHeader.
+func (r fairReport) row(run string) []string {
+	return []string{run, strconv.Itoa(r.Jobs), strconv.Itoa(r.Waited), clikit.Human(r.LateFirstP50), clikit.Human(r.LateFirstP99),
+		clikit.Human(r.UrgentBookedP50), clikit.Human(r.UrgentBookedP99), clikit.Human(r.UrgentStartP50), clikit.Human(r.UrgentStartP99),
+		clikit.Human(r.HeavyMakespan), clikit.Human(r.Ideal), fmt.Sprintf("%.4f", r.Ratio()),
+		strconv.Itoa(r.Violations), strconv.Itoa(r.GateViolations),
+		clikit.Human(r.ToldP50), clikit.Human(r.ToldP99), clikit.Human(r.ToldMax), strconv.Itoa(r.Reticketed), strconv.Itoa(r.Lost), strconv.Itoa(r.Twice)}
+}
+
+// BenchFair runs the fair workload runs times, seed after seed, and
+// prints a row a run, as `slotq bench fair` does; with out's --doc and
+// --table it writes the table into a Markdown file too. It returns the
+// exit code: 1 on a violation at the gate, a job lost or run twice.
+func BenchFair(ctx context.Context, stdout, stderr io.Writer, c FairConfig, runs int, logLevel string, out benchdoc.Out) int {
+	if code, ok := begin(out, "bench fair", runs, logLevel, stderr, &c.Logger, func() error { return c.validate() }); !ok {
+		return code
+	}
+	bound := "no bound (every job booked at enqueue)"
+	switch {
+	case c.BookAhead > 0 && c.KeyBookAhead > 0:
+		bound = fmt.Sprintf("book_ahead %d, key_book_ahead %d", c.BookAhead, c.KeyBookAhead)
+	case c.BookAhead > 0:
+		bound = fmt.Sprintf("book_ahead %d", c.BookAhead)
+	case c.KeyBookAhead > 0:
+		bound = fmt.Sprintf("key_book_ahead %d", c.KeyBookAhead)
+	}
+	urgentOf := "without a key"
+	if c.UrgentKey != "" {
+		urgentOf = "of key " + c.UrgentKey
+	}
+	fmt.Fprintf(stdout, "slotq bench fair: %s, %s; key A enqueues %d jobs at once, %s later %d keys %d each, %s after A %d jobs of priority 1 %s; %d workers, %d runs\n\n",
+		c.limits(), bound, c.Heavy, clikit.Human(c.LateAfter), c.LateKeys, c.LateJobs, clikit.Human(c.UrgentAfter), c.Urgent, urgentOf, c.Workers, runs)
+	var rows [][]string
+	tw := newTable(stdout, fairHeader)
+	_, code, ok := measurement[FairConfig, fairResult, fairReport]{
+		name: "bench fair", seeded: FairConfig.seeded, run: runFair, score: newFairReport,
+		show: func(i int, r fairReport) bool {
+			rows = append(rows, r.row(strconv.Itoa(i+1)))
+			tw.row(rows[len(rows)-1])
+			p := r.problems()
+			if len(p) > 0 {
+				fmt.Fprintf(stderr, "slotq bench fair: run %d: FAIL: %s\n", i+1, strings.Join(p, "; "))
+			}
+			return len(p) > 0
+		},
+	}.measure(ctx, c, runs, stderr)
+	if !ok {
+		return code
+	}
+	fmt.Fprintf(stdout, "\nlate key 1st start: a late key's first start after its enqueue, over the keys (goal ≤ 1s with a bound)\n")
+	fmt.Fprintf(stdout, "priority 1 booked/start: an urgent job's booking (its slot) and its start after its enqueue\n")
+	fmt.Fprintf(stdout, "ratio: A's makespan (its first start to its last) / ideal, the least span of every job's start at the queue's rate (goal ≤ 1.02)\n")
+	fmt.Fprintf(stdout, "violations: starts that broke the queue's limit, timed as the handler began, and at the gate (must be 0)\n")
+	fmt.Fprintf(stdout, "start − told slot: the handler's begin against the slot_at the job was told when booked, at enqueue or from the waiting room (goal p99 ≤ 2ms);\n"+
+		"  re-ticketed: jobs whose worker came too late for their slot and took a new ticket (they start on a slot they were not told)\n")
+	fmt.Fprintf(stdout, "lost: accepted jobs not succeeded or never run; twice: jobs run more than once (both must be 0)\n")
+	return finish(out, "bench fair", stdout, stderr, benchdoc.Table{Command: out.Command, Header: fairHeader, Rows: rows}, code)
 }

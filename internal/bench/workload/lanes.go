@@ -1,4 +1,4 @@
-package main
+package workload
 
 import (
 	"context"
@@ -9,10 +9,13 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/slotq/slotq/internal/bench/benchdoc"
+	"github.com/slotq/slotq/internal/cli/clikit"
 	"github.com/slotq/slotq/internal/cli/timeline"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
@@ -24,9 +27,9 @@ import (
 // payload's run_ns and records when it began and ended.
 const laneKind = "bench.lane"
 
-// lanesConfig is one run of the lanes workload (docs/guarantees.md §12): Keys
+// LanesConfig is one run of the lanes workload (slotq bench lanes (docs/guarantees.md §12): Keys
 // keys × Jobs jobs, each running a random MinRun..MaxRun intervals.
-type lanesConfig struct {
+type LanesConfig struct {
 	Queue          string
 	Keys, Jobs     int
 	MinRun, MaxRun float64 // in intervals
@@ -42,7 +45,7 @@ type lanesConfig struct {
 	Logger  *slog.Logger
 }
 
-func (c lanesConfig) validate() error {
+func (c LanesConfig) validate() error {
 	switch {
 	case c.Keys < 1:
 		return errors.New("--keys must be at least 1")
@@ -97,7 +100,7 @@ type lanesResult struct {
 // the demo's: one producer enqueues every job at once, keys interleaved
 // at random, while Workers worker goroutines take deliveries, one message
 // each, and the resume function runs once a minute, as the schedule does.
-func runLanes(ctx context.Context, cfg lanesConfig) (lanesResult, error) {
+func runLanes(ctx context.Context, cfg LanesConfig) (lanesResult, error) {
 	if err := cfg.validate(); err != nil {
 		return lanesResult{}, err
 	}
@@ -154,7 +157,7 @@ func runLanes(ctx context.Context, cfg lanesConfig) (lanesResult, error) {
 		return nil
 	})
 
-	w, err := newWorkload(ctx, workloadOptions{
+	w, err := newBackend(ctx, backendOptions{
 		Queue: cfg.Queue, Config: slot.Config{Interval: cfg.Interval, MaxRunning: cfg.MaxRunning},
 		Workers: cfg.Workers, Timeout: cfg.Timeout, Logger: cfg.Logger, Mux: mux, Seed: cfg.Seed,
 	})
@@ -188,6 +191,9 @@ func runLanes(ctx context.Context, cfg lanesConfig) (lanesResult, error) {
 	return res, err
 }
 
+// seeded is run i's config: the workload's seed + i.
+func (c LanesConfig) seeded(i int) LanesConfig { c.Seed += uint64(i); return c }
+
 // lanesIdeal is the least makespan of n jobs at interval whose keys take
 // work each: the starts need (n−1)·interval, and each key's runs follow
 // one another.
@@ -201,7 +207,7 @@ func lanesIdeal(interval time.Duration, n int, work map[string]time.Duration) ti
 
 // lanesReport is what a run of the lanes workload shows.
 type lanesReport struct {
-	cfg lanesConfig
+	cfg LanesConfig
 	res lanesResult
 	// Overlaps counts runs that began before the previous run of their
 	// key ended; OrderViolations runs that began after a run of their key
@@ -220,7 +226,7 @@ type lanesReport struct {
 	Makespan, Ideal          time.Duration
 }
 
-func newLanesReport(cfg lanesConfig, res lanesResult) lanesReport {
+func newLanesReport(cfg LanesConfig, res lanesResult) lanesReport {
 	r := lanesReport{cfg: cfg, res: res, Ideal: lanesIdeal(cfg.Interval, res.Enqueued, res.Work)}
 	runs := slices.Clone(res.Runs)
 	slices.SortFunc(runs, func(a, b laneRun) int { return a.Begin.Compare(b.Begin) })
@@ -259,7 +265,9 @@ func newLanesReport(cfg lanesConfig, res lanesResult) lanesReport {
 	if len(runs) > 0 {
 		end := runs[0].End
 		for _, x := range runs {
-			end = maxTime(end, x.End)
+			if x.End.After(end) {
+				end = x.End
+			}
 		}
 		r.Makespan = end.Sub(runs[0].Begin)
 	}
@@ -306,8 +314,81 @@ func (r lanesReport) verdict(stderr io.Writer, prog string) int {
 		problems = append(problems, "no job was enqueued")
 	}
 	if len(problems) == 0 {
-		return exitOK
+		return clikit.ExitOK
 	}
 	fmt.Fprintf(stderr, "%s: FAIL: %s\n", prog, strings.Join(problems, "; "))
-	return exitFail
+	return clikit.ExitFail
+}
+
+// DefaultLanes is the workload of `slotq bench lanes`: 20 keys × 20 jobs,
+// each running 1–5 intervals, at 10ms, with workers enough that they never
+// hold a job back.
+var DefaultLanes = LanesConfig{
+	Queue: "lanes", Keys: 20, Jobs: 20, MinRun: 1, MaxRun: 5, Batch: 100, Workers: 64,
+	Interval: 10 * time.Millisecond, Seed: 1,
+}
+
+// lanesColumns are the widths of BenchLanes' columns.
+var lanesColumns = []int{6, 5, 9, 6, 10, 11, 8, 8, 10, 10, 10, 10, 8}
+
+// BenchLanes runs the lanes workload runs times, seed after seed, and
+// prints a row a run and the medians, as `slotq bench lanes` does; with
+// out's --doc and --table it writes the table into a Markdown file too.
+// It returns the exit code: 1 on an overlap, an order or spacing
+// violation, more runs at once than max_running, or a job left
+// unfinished.
+func BenchLanes(ctx context.Context, stdout, stderr io.Writer, c LanesConfig, runs int, logLevel string, out benchdoc.Out) int {
+	if code, ok := begin(out, "bench lanes", runs, logLevel, stderr, &c.Logger, func() error { return c.validate() }); !ok {
+		return code
+	}
+
+	capped := ""
+	if c.MaxRunning > 0 {
+		capped = fmt.Sprintf(", max_running %d", c.MaxRunning)
+	}
+	fmt.Fprintf(stdout, "slotq bench lanes: %d keys × %d jobs, each running %g–%g intervals, interval %s%s, %d workers, %d runs\n\n",
+		c.Keys, c.Jobs, c.MinRun, c.MaxRun, c.Interval, capped, c.Workers, runs)
+	header := []string{"run", "jobs", "overlaps", "order", "reordered", "re-tickets", "max/key", "at once",
+		"late p50", "late p99", "makespan", "ideal", "ratio"}
+	tw := newTable(stdout, header, lanesColumns...)
+	var rows [][]string
+	printRow := func(cells ...string) {
+		rows = append(rows, cells)
+		tw.row(cells)
+	}
+	reps, code, ok := measurement[LanesConfig, lanesResult, lanesReport]{
+		name: "bench lanes", seeded: LanesConfig.seeded, run: runLanes, score: newLanesReport,
+		show: func(i int, r lanesReport) bool {
+			printRow(strconv.Itoa(i+1), strconv.Itoa(len(r.res.Runs)), strconv.Itoa(r.Overlaps),
+				strconv.Itoa(r.OrderViolations), strconv.Itoa(r.Reordered), strconv.Itoa(r.res.Retickets),
+				strconv.Itoa(r.PerKey), strconv.Itoa(r.Concurrent), clikit.Human(r.LatenessP50), clikit.Human(r.LatenessP99),
+				clikit.Human(r.Makespan), clikit.Human(r.Ideal), fmt.Sprintf("%.4f", r.Ratio()))
+			return r.verdict(stderr, fmt.Sprintf("slotq bench lanes: run %d", i+1)) != clikit.ExitOK
+		},
+	}.measure(ctx, c, runs, stderr)
+	if !ok {
+		return code
+	}
+	printRow("median", medianInt(reps, func(r lanesReport) int { return len(r.res.Runs) }),
+		medianInt(reps, func(r lanesReport) int { return r.Overlaps }),
+		medianInt(reps, func(r lanesReport) int { return r.OrderViolations }),
+		medianInt(reps, func(r lanesReport) int { return r.Reordered }),
+		medianInt(reps, func(r lanesReport) int { return r.res.Retickets }),
+		medianInt(reps, func(r lanesReport) int { return r.PerKey }),
+		medianInt(reps, func(r lanesReport) int { return r.Concurrent }),
+		medianHuman(reps, func(r lanesReport) time.Duration { return r.LatenessP50 }),
+		medianHuman(reps, func(r lanesReport) time.Duration { return r.LatenessP99 }),
+		medianHuman(reps, func(r lanesReport) time.Duration { return r.Makespan }),
+		medianHuman(reps, func(r lanesReport) time.Duration { return r.Ideal }),
+		fmt.Sprintf("%.4f", median(reps, lanesReport.Ratio)))
+	overlaps, order := 0, 0
+	for _, r := range reps {
+		overlaps, order = overlaps+r.Overlaps, order+r.OrderViolations
+	}
+	fmt.Fprintf(stdout, "\noverlaps within a key, all runs: %d (must be 0); ticket-order violations: %d (must be 0)\n", overlaps, order)
+	fmt.Fprintf(stdout, "overlaps: runs that began before the previous run of their key ended; order: runs that began after a higher ticket of their key\n")
+	fmt.Fprintf(stdout, "reordered: runs that began after a run of their key accepted later (a passed job takes a new ticket behind them)\n")
+	fmt.Fprintf(stdout, "max/key: most runs of one key at once (must be 1); at once: most runs of the queue at once\n")
+	fmt.Fprintf(stdout, "lateness: handler begin − slot; ratio: makespan / ideal, ideal = max(longest key's total run time, (n−1)·interval)\n")
+	return finish(out, "bench lanes", stdout, stderr, benchdoc.Table{Command: out.Command, Header: header, Rows: rows}, code)
 }
