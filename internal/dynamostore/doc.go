@@ -238,5 +238,5 @@
 //
 // docs/dynamodb.md counts the writes per enqueue and per start, and
 // docs/costs.md what a job costs. The store meters nothing itself: the
-// cost benchmark (internal/dev/costs, `slotq costs`) wraps the DynamoDBAPI it passes to New.
+// cost benchmark (internal/bench/costs, `slotq costs`) wraps the DynamoDBAPI it passes to New.
 package dynamostore

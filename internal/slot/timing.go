@@ -18,7 +18,7 @@ import "time"
 // each, and the scheduling delays of a loaded 2-core host, where a
 // goroutine may wait a millisecond to run. The Lambda stack sets its own
 // (template parameter SlotLead), from a model of the AWS path
-// (internal/dev/precision).
+// (internal/bench/precision).
 const DefaultLead = 2 * time.Millisecond
 
 // Room is ρ, the wake-up allowance: how late after the moment the gate
