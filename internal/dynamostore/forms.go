@@ -15,7 +15,7 @@ import (
 // from a read that another write has since made stale is refused, billed
 // as a write, and sent again in the form the item sent back. StaleTake
 // and StaleGate say whether that happens, for a model of the store that
-// keeps the state itself (internal/dev/dynamomodel): the forms stay
+// keeps the state itself (internal/bench/dynamomodel): the forms stay
 // written here, once.
 
 // StaleTake reports whether r's first write is refused on st, the queue's
@@ -24,10 +24,10 @@ import (
 // of the limit state, for any change of that state).
 func StaleTake(r engine.TakeRequest, st slot.State) bool {
 	t, _, forms := gcra(r.LimitList())
-	if !forms {
-		return !sameLimitState(r.Seen, st)
+	if !forms || casTaking(r, r.Seen) {
+		return !sameLimitState(r.Seen, st) || r.Seen.Current != st.Current
 	}
-	return formOf(r.Seen, r.Line, t, r.Now) != formOf(st, r.Line, t, r.Now)
+	return st.Gated || formOf(r.Seen, r.Line, t, r.Now) != formOf(st, r.Line, t, r.Now)
 }
 
 // StaleGate reports whether r's first write is refused on st, the queue's
@@ -41,8 +41,8 @@ func StaleGate(r engine.GateRequest, st slot.State) bool {
 		return true
 	}
 	t, _, forms := gcra(r.LimitList())
-	if !forms {
-		return !sameLimitState(seen, st)
+	if !forms || r.CutIn || r.Alone {
+		return !sameLimitState(seen, st) || seen.Current != st.Current || !seen.Front.Equal(st.Front)
 	}
 	rec := recorded(r)
 	return isBusy(seen, t, rec) != isBusy(st, t, rec)
@@ -68,5 +68,6 @@ func staleLine(r engine.GateRequest, seen, st slot.State) bool {
 // sameLimitState reports whether a and b hold the same limit state, what
 // a compare-and-set take or gate pins (pin).
 func sameLimitState(a, b slot.State) bool {
-	return a.LastStart.Equal(b.LastStart) && a.Clock.Equal(b.Clock) && reflect.DeepEqual(a.Marks, b.Marks)
+	return a.LastStart.Equal(b.LastStart) && a.Clock.Equal(b.Clock) && reflect.DeepEqual(a.Marks, b.Marks) &&
+		a.RunFrom.Equal(b.RunFrom) && a.Gated == b.Gated && a.GatedUntil.Equal(b.GatedUntil) && a.GatedThrough == b.GatedThrough
 }

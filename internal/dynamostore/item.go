@@ -30,13 +30,24 @@ const (
 	attrLastStart   = "last_start"
 	attrPaused      = "paused"
 	attrPausedUntil = "paused_until"
-	attrInterval    = "interval"
-	attrTakeClock   = "take_clock"
-	attrPurged      = "purged"
+	// When the pause began (slot.State.PausedAt), while paused.
+	attrPausedAt  = "paused_at"
+	attrInterval  = "interval"
+	attrTakeClock = "take_clock"
+	attrPurged    = "purged"
 	// The last ticket of the last take that booked places in the line
 	// (slot.State.Line). A state item written before it was kept has
 	// none: its ticket stands in, the bound the stats gave then.
 	attrLine = "line_ticket"
+	// A queue whose booked starts pass by a read is gated (slot.State.Gated:
+	// true, absent otherwise) while starts cut in off its bookings, until
+	// gated_until at least; gated_through is the line ticket its gating
+	// counted (slot.State.GatedThrough). run_from is the time of the first
+	// booking of the line's current run (slot.State.RunFrom).
+	attrGated        = "gated"
+	attrGatedUntil   = "gated_until"
+	attrGatedThrough = "gated_through"
+	attrRunFrom      = "run_from"
 	// The attempts of a capped queue that run (slot.State.Running): a
 	// map of ticket (decimal) → end of the attempt's lease (ms). Absent
 	// until the queue's first capped start; empty once they all ended.
@@ -362,8 +373,15 @@ func decodeState(m map[string]types.AttributeValue) (slot.State, limitsKey, erro
 		LastStart:   it.time(attrLastStart),
 		Paused:      it.bool(attrPaused),
 		PausedUntil: it.time(attrPausedUntil),
+		PausedAt:    it.time(attrPausedAt),
 		Purged:      it.int(attrPurged),
 		Running:     it.running(attrRunning),
+		RunFrom:     it.time(attrRunFrom),
+		Gated:       it.bool(attrGated),
+		GatedUntil:  it.time(attrGatedUntil),
+	}
+	if _, ok := m[attrGatedThrough]; ok {
+		s.GatedThrough = it.int(attrGatedThrough)
 	}
 	s.Line = s.Ticket
 	if _, ok := m[attrLine]; ok {

@@ -142,8 +142,8 @@ func decodeMarks(s string) ([]slot.Mark, error) {
 }
 
 // pin is the condition that the item's limit state is seen's, and set the
-// update that moves it to next: last_start, clock and marks, each set or
-// removed.
+// update that moves it to next: last_start, clock, marks, the line's run
+// and current, and the gated state, each set or removed.
 func pin(e *expr, seen, next slot.State) (cond, set string, remove []string) {
 	var conds, sets []string
 	one := func(attr, ph string, was, now types.AttributeValue) {
@@ -173,16 +173,37 @@ func pin(e *expr, seen, next slot.State) (cond, set string, remove []string) {
 		}
 		return nil
 	}
+	flag := func(b bool) types.AttributeValue {
+		if !b {
+			return nil
+		}
+		return boolean(true)
+	}
+	count := func(n int64) types.AttributeValue {
+		if n == 0 {
+			return nil
+		}
+		return num(n)
+	}
 	one(attrLastStart, "last", tm(seen.LastStart), tm(next.LastStart))
 	one(attrClock, "clock", tm(seen.Clock), tm(next.Clock))
 	one(attrMarks, "marks", mk(seen.Marks), mk(next.Marks))
+	one(attrRunFrom, "run_from", tm(seen.RunFrom), tm(next.RunFrom))
+	one(attrGated, "gated", flag(seen.Gated), flag(next.Gated))
+	one(attrGatedUntil, "gated_until", tm(seen.GatedUntil), tm(next.GatedUntil))
+	one(attrGatedThrough, "gated_through", count(seen.GatedThrough), count(next.GatedThrough))
+	if next.Current != seen.Current {
+		// Gating settled it (slot.GateAll); a gate's own move of it is
+		// lineMoves'.
+		one(attrCurrent, "current", num(seen.Current), num(next.Current))
+	}
 	return strings.Join(conds, " AND "), strings.Join(sets, ", "), remove
 }
 
 // casTakeExprs is Take by compare-and-set from state seen: the tickets by
 // ticketUpdate (an atomic counter), the limit state by pin.
 func casTakeExprs(r engine.TakeRequest, seen slot.State, tok string) exprs {
-	next, _, _ := slot.Take(seen, r.N, r.Line, r.LimitList(), r.Skew, r.Now)
+	next, _, _ := slot.Take(r.Gating(seen), r.N, r.Line, r.LimitList(), r.Skew, r.Now)
 	e := newExpr()
 	wt := e.n(attrWriteToken)
 	cond, set, remove := pin(e, seen, next)
@@ -199,8 +220,9 @@ func casTakeExprs(r engine.TakeRequest, seen slot.State, tok string) exprs {
 
 // casGateExprs is Gate by compare-and-set from state seen, on which
 // r.Decide said Start: the gate's conditions (not paused, not purged, the
-// line's counters for a line ticket as lineMoves holds them, the running
-// cap), the limit state pinned to seen's and moved to r.Started(seen).
+// running cap), the state pinned to seen's and moved to r.Started(seen)
+// (the limit state, the line's current and front, a gated state), so
+// that what Decide judged on seen is what the write finds.
 func casGateExprs(r engine.GateRequest, seen slot.State, tok string) exprs {
 	next := r.Started(seen)
 	e := newExpr()
@@ -208,9 +230,14 @@ func casGateExprs(r engine.GateRequest, seen slot.State, tok string) exprs {
 	pinned, set, remove := pin(e, seen, next)
 	cond := gateCond(e, r, wt, tok) + " AND " + pinned + genCond(e, r.Gen)
 	upd := "SET " + wt + " = :tok"
-	if !r.Scheduled {
-		upd += ", " + strings.TrimSuffix(lineMoves(e, r, seen, &cond), ", ")
-		upd = strings.TrimSuffix(upd, ", ")
+	if !next.Front.Equal(seen.Front) {
+		f := e.n(attrFront)
+		if seen.Front.IsZero() {
+			cond += " AND attribute_not_exists(" + f + ")"
+		} else {
+			cond += " AND " + f + " = " + e.v(":was_front", timeNum(seen.Front))
+		}
+		upd += ", " + f + " = " + e.v(":new_front", timeNum(next.Front))
 	}
 	if set != "" {
 		upd += ", " + set
@@ -251,7 +278,7 @@ func (s *Store) casTake(ctx context.Context, r engine.TakeRequest) (engine.Taken
 // slot.Take gives from seen.
 func casTaken(r engine.TakeRequest, seen, after slot.State) (engine.Taken, error) {
 	seen.Ticket = after.Ticket - int64(r.N)
-	_, first, slots := slot.Take(seen, r.N, r.Line, r.LimitList(), r.Skew, r.Now)
+	_, first, slots := slot.Take(r.Gating(seen), r.N, r.Line, r.LimitList(), r.Skew, r.Now)
 	return engine.Taken{First: first, Slots: slots, State: after}, nil
 }
 

@@ -128,6 +128,8 @@ func (s *Store) Reconfigure(ctx context.Context, r engine.ReconfigureRequest) (s
 		// staged, which readers take all the same (settle finishes it).
 		_ = s.adopt(ctx, r.Queue, string(b), rec, change)
 		seen.LastStart, seen.Clock, seen.Marks = next.LastStart, next.Clock, next.Marks
+		seen.RunFrom, seen.Gated, seen.GatedUntil, seen.GatedThrough = next.RunFrom, next.Gated, next.GatedUntil, next.GatedThrough
+		seen.Current = max(seen.Current, next.Current)
 		return seen, nil
 	}
 	return slot.State{}, fmt.Errorf("reconfigure %s: the queue state kept changing under the update", r.Queue)
@@ -281,11 +283,12 @@ type baseJSON struct {
 	Current   int64  `json:"current,omitempty"`
 	LastStart int64  `json:"last_start,omitempty"`
 	Clock     int64  `json:"clock,omitempty"`
+	RunFrom   int64  `json:"run_from,omitempty"`
 	Marks     string `json:"marks,omitempty"`
 }
 
 func baseOf(s slot.State) baseJSON {
-	return baseJSON{Ticket: s.Ticket, Current: s.Current, LastStart: nanos(s.LastStart), Clock: nanos(s.Clock), Marks: encodeMarks(s.Marks)}
+	return baseJSON{Ticket: s.Ticket, Current: s.Current, LastStart: nanos(s.LastStart), Clock: nanos(s.Clock), RunFrom: nanos(s.RunFrom), Marks: encodeMarks(s.Marks)}
 }
 
 func (b baseJSON) state() (slot.State, error) {
@@ -295,7 +298,7 @@ func (b baseJSON) state() (slot.State, error) {
 	}
 	var s slot.State
 	s.Ticket, s.Current = b.Ticket, b.Current
-	s.LastStart, s.Clock, s.Marks = fromNanos(b.LastStart), fromNanos(b.Clock), marks
+	s.LastStart, s.Clock, s.RunFrom, s.Marks = fromNanos(b.LastStart), fromNanos(b.Clock), fromNanos(b.RunFrom), marks
 	return s, nil
 }
 

@@ -35,6 +35,19 @@ func (p *passLog) Gate(ctx context.Context, r engine.GateRequest) (slot.State, e
 	return st, err
 }
 
+// Admit is the gate of a booked start: a pass under the limits the
+// queue had when it was read (a gate's write after it, if the engine
+// went on to one, records its own).
+func (p *passLog) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
+	q, err := p.State.Admit(ctx, r)
+	if err == nil {
+		p.mu.Lock()
+		p.passes[r.Ticket] = q.Config.LimitList().Signature()
+		p.mu.Unlock()
+	}
+	return q, err
+}
+
 // §5.16 (a) on DynamoDB Local, with real concurrency: eight workers,
 // duplicate deliveries and the resume function every 200 ms work a
 // backlog under a rate; a configure to a slower interval lands midway.

@@ -81,6 +81,11 @@ func (s *Store) SlowDown(ctx context.Context, r engine.SlowDownRequest) (slot.St
 func slowDownExprs(r engine.SlowDownRequest, extend bool) exprs {
 	conds := []expression.ConditionBuilder{itemExists(), genIs(r.Gen)}
 	upd := expression.Add(expression.Name(attrSlowDowns), expression.Value(num(1)))
+	if r.Gate {
+		// A queue that books its starts turns gated (slot.GateAll,
+		// nothing settled): the starts the slow-down holds cut in.
+		upd = upd.Set(expression.Name(attrGated), expression.Value(boolean(true)))
+	}
 	if r.Answer != "" {
 		seen, answer := expression.Name(attrSlowSeen(slot.SlowSeenSlot(r.Ticket))), expression.Value(str(r.Answer))
 		conds = append(conds, missingOr(seen, seen.NotEqual(answer)))

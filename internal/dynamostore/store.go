@@ -289,7 +289,9 @@ func (s *Store) SetConfig(ctx context.Context, name string, cfg slot.Config) err
 
 // Pause sets the pause flag on the state item. ErrQueueNotFound.
 func (s *Store) Pause(ctx context.Context, name string, until time.Time) (slot.State, error) {
-	upd := expression.Set(expression.Name(attrPaused), expression.Value(true))
+	pa := expression.Name(attrPausedAt)
+	upd := expression.Set(expression.Name(attrPaused), expression.Value(true)).
+		Set(pa, expression.IfNotExists(pa, expression.Value(timeNum(s.now()))))
 	upd = setOrRemove(upd, attrPausedUntil, !until.IsZero(), timeNum(until))
 	// The pause's end is an entry of the due index (due.go).
 	return s.updateState(ctx, "pause", name, dueUpdate(upd, queuePK(name), skState, until))
@@ -325,7 +327,7 @@ func (s *Store) Unpause(ctx context.Context, name string, ifUntil time.Time) (bo
 	if !ifUntil.IsZero() {
 		cond = cond.And(expression.Name(attrPausedUntil).Equal(expression.Value(timeNum(ifUntil))))
 	}
-	upd := expression.Set(expression.Name(attrPaused), expression.Value(false)).Remove(expression.Name(attrPausedUntil))
+	upd := expression.Set(expression.Name(attrPaused), expression.Value(false)).Remove(expression.Name(attrPausedUntil)).Remove(expression.Name(attrPausedAt))
 	ok, gone, err := s.updateOrGone(ctx, stateKey(name), updateWhen(dueUpdate(upd, queuePK(name), skState, time.Time{}), cond))
 	if gone {
 		return false, notFound("unpause", name)

@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -67,7 +68,7 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 	}
 	ls := r.LimitList()
 	t, _, forms := gcra(ls)
-	if !forms {
+	if !forms || casTaking(r, r.Seen) {
 		return s.casTake(ctx, r)
 	}
 	f := formOf(r.Seen, r.Line, t, r.Now)
@@ -76,18 +77,42 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 	// across the forms' boundary (last_start against the line's clock),
 	// which a busy queue whose starts keep pace with its bookings does
 	// at every gate. Hence more tries than one contention would need.
-	return writeState(ctx, s, stateWrite[engine.Taken]{
+	tk, err := writeState(ctx, s, stateWrite[engine.Taken]{
 		op: "take ticket", what: "take ticket " + r.Queue, queue: r.Queue, gen: r.Gen, limits: ls, tries: takeTries,
 		exprs: func(tok string) exprs { return takeExprs(r, f, t, tok) },
 		after: func(m map[string]types.AttributeValue) (engine.Taken, error) {
 			return takenFrom(m, r, t, ls.BookedBurst(ls[0]))
 		},
 		refused: func(st slot.State) error {
+			if casTaking(r, st) {
+				return errGated{st}
+			}
 			f = formOf(st, r.Line, t, r.Now)
 			return nil
 		},
 	})
+	var g errGated
+	if errors.As(err, &g) {
+		// Gated since it was read: the take moves the gated state too.
+		r.Seen = g.st
+		return s.casTake(ctx, r)
+	}
+	return tk, err
 }
+
+// casTaking reports whether the take r goes by compare-and-set from
+// state seen, though its limits have conditional forms: it turns the
+// queue gated (r.CutIns), or the queue is gated, which a take may lift
+// (engine.TakeRequest.Gating).
+func casTaking(r engine.TakeRequest, seen slot.State) bool {
+	return r.CutIns || seen.Gated
+}
+
+// errGated ends a take in the conditional forms that found the queue
+// gated (st): it goes on by compare-and-set.
+type errGated struct{ st slot.State }
+
+func (errGated) Error() string { return "queue gated" }
 
 // takenFrom reads Take's answer from the state item right after it: the
 // ticket is exact, since only takes move it, and take_clock keeps the
@@ -216,7 +241,8 @@ func takeExprs(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) e
 	wt := e.n(attrWriteToken)
 	upd := ticketUpdate(e, r) + ", " + wt + " = " + e.v(":tok", str(tok))
 	cond := limitCond(e, r.LimitList()) +
-		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok)" + genCond(e, r.Gen)
+		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok)" + genCond(e, r.Gen) +
+		" AND attribute_not_exists(" + e.n(attrGated) + ")" // a gated queue's take is a compare-and-set (casTaking)
 	missing := func(a string) string { return "attribute_not_exists(" + a + ")" }
 	if f != takeNoLine {
 		clock, last, tc := e.n(attrClock), e.n(attrLastStart), e.n(attrTakeClock)
@@ -230,11 +256,14 @@ func takeExprs(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) e
 			upd += ", " + clock + " = " + clock + " + " + span + ", " + tc + " = " + clock + " + " + span
 			cond += " AND " + clock + " >= " + nmi + " AND (" + missing(last) + " OR " + clock + " >= " + last + ")"
 		case takeVirtual:
-			upd += ", " + clock + " = " + last + " + " + span + ", " + tc + " = " + last + " + " + span
+			// A new run of bookings (slot.State.RunFrom), an interval
+			// after the start off the line.
+			upd += ", " + clock + " = " + last + " + " + span + ", " + tc + " = " + last + " + " + span +
+				", " + e.n(attrRunFrom) + " = " + last + " + " + e.v(":iv", durNum(iv))
 			cond += " AND " + last + " >= " + nmi + " AND (" + missing(clock) + " OR " + last + " > " + clock + ")"
 		case takeIdle:
 			end := e.v(":end", timeNum(r.Now.Add(time.Duration(r.Line-1)*iv)))
-			upd += ", " + clock + " = " + end + ", " + tc + " = " + end
+			upd += ", " + clock + " = " + end + ", " + tc + " = " + end + ", " + e.n(attrRunFrom) + " = " + e.v(":run", timeNum(r.Now))
 			cond += " AND (" + missing(clock) + " OR " + clock + " < " + nmi + ")" +
 				" AND (" + missing(last) + " OR " + last + " < " + nmi + ")"
 		}
@@ -277,7 +306,10 @@ func takeExprs(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) e
 func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
 	ls := r.LimitList()
 	t, burst, forms := gcra(ls)
-	if !forms {
+	if !forms || r.CutIn || r.Alone {
+		// A start off a booked line moves the line's clock as well
+		// (GateRequest.Started): the compare-and-set pins and writes
+		// the whole limit state.
 		return s.casGate(ctx, r)
 	}
 	busy := isBusy(r.Seen, t, recorded(r))
@@ -295,6 +327,14 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 			return nil
 		},
 	})
+}
+
+// Admit is the gate of a booked start (engine.AdmitRequest): the
+// queue's strongly consistent read (GetQueue), no write. The booking
+// kept the start's moment and room, so the queue's state item takes no
+// write for it: a start costs the item its take's share alone.
+func (s *Store) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
+	return r.Admitted(s.GetQueue(ctx, r.Queue))
 }
 
 // gateAfter reads a gate's answer from the state item after it.

@@ -196,6 +196,8 @@ func (e *admin) Purge(ctx context.Context, name string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("purge %s: %w", name, err)
 	}
+	q.State = st
+	st = q.Settled(e.now()) // the booked starts that have come count as started
 	parked, err := e.resumer.listAll(ctx, q, job.Parked)
 	if err != nil {
 		return 0, fmt.Errorf("purge %s: %w", name, err)
@@ -256,7 +258,7 @@ func (e *admin) DeleteQueue(ctx context.Context, name string) (int, error) {
 			return 0, fmt.Errorf("delete %s: %w", name, err)
 		}
 	}
-	st := q.State
+	st := q.Settled(e.now())
 	return int(max(0, st.Ticket-max(st.Current, st.Purged))), nil
 }
 
@@ -297,7 +299,7 @@ func (e *admin) Stats(ctx context.Context, name string) (Stats, error) {
 		return Stats{}, err
 	}
 	now := e.now()
-	st := q.State
+	st := q.Settled(now)
 	s := Stats{Queue: name, Config: q.Config, State: st}
 	s.Waiting = waiting(st)
 	if s.Parked, err = e.state.CountJobs(ctx, name, q.Gen, job.Parked); err != nil {

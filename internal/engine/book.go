@@ -137,8 +137,10 @@ func (e *enqueuer) assignSlots(ctx context.Context, q *Queue, jobs []*job.Job, c
 				}
 			}
 		}
-		taken, err := e.state.Take(ctx, TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Limits: ls, Skew: q.Config.Skew, Now: now, Seen: q.State, Gen: q.Gen,
-			OutOfLine: lineEnd == 0, LineEnd: lineEnd})
+		tr := TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Limits: ls, Skew: q.Config.Skew, Now: now, Seen: q.State, Gen: q.Gen,
+			OutOfLine: lineEnd == 0, LineEnd: lineEnd}
+		e.cutIns(&tr, q.Config, jobs, inLine)
+		taken, err := e.state.Take(ctx, tr)
 		if errors.Is(err, ErrLimitChanged) && try < 3 {
 			gen := q.Gen
 			if *q, err = e.state.GetQueue(ctx, q.Name); err != nil {
@@ -174,6 +176,32 @@ func (e *enqueuer) assignSlots(ctx context.Context, q *Queue, jobs []*job.Job, c
 		setSlots(jobs, inLine, books, taken, slot.NextSlot(taken.State, ls, q.Config.Skew, now), keyAt, tick)
 		q.State = taken.State
 		return ahead, nil
+	}
+}
+
+// cutIns marks r, a take of jobs (inLine: those that take a place in the
+// line) on a queue configured with cfg, as one whose tickets may start off
+// the line's bookings (TakeRequest.CutIns) when the queue books its
+// starts: a scheduled job starts at its time, until which the queue
+// stays gated; a keyed job may wait for its key, for as long as a
+// holder's lease.
+func (e *enqueuer) cutIns(r *TakeRequest, cfg slot.Config, jobs []*job.Job, inLine []bool) {
+	if !cfg.BooksStarts() {
+		return
+	}
+	now := e.now()
+	for i, j := range jobs {
+		switch {
+		case j.ParkReason == job.Room:
+			continue // booked by the room, in line, when its turn comes
+		case j.Key != "":
+			r.CutIns, r.Until = true, laterOf(r.Until, now.Add(e.opts.Lease))
+		case !inLine[i]:
+			r.CutIns, r.Until = true, laterOf(r.Until, laterOf(j.Earliest(), r.Now).Add(e.opts.Lease))
+		}
+	}
+	if r.CutIns {
+		r.Settle = e.settling(cfg, now)
 	}
 }
 

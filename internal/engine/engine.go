@@ -301,6 +301,16 @@ func (e *core) maxTargetTimeout() time.Duration {
 	return e.opts.WorkerTimeout - e.opts.RecordTimeout - e.opts.Margin
 }
 
+// settling is how a queue configured with cfg that turns gated at now
+// is settled (slot.GateAll): a worker reads no sooner than a lead before
+// its slot, so the booked starts whose slots lie a lead after now (and
+// the hosts' skew) may have passed the gate by a read, and they have
+// come by then at the latest.
+func (c *core) settling(cfg slot.Config, now time.Time) slot.Settling {
+	by := now.Add(c.opts.Lead + cfg.Skew)
+	return slot.Settling{Now: by, By: by}
+}
+
 // budget is the time a message needs after its slot wait: the target's
 // timeout and the writes after it. Work passes the gate only when budget
 // (and Margin) fits before its deadline, so whatever starts is recorded

@@ -217,7 +217,7 @@ func (e *enqueuer) answerNew(ctx context.Context, q Queue, j *job.Job, created b
 		}
 		return e.answerExisting(ctx, q, &old)
 	}
-	a := answer(j, q.State)
+	a := answer(j, q.Settled(e.now()))
 	if j.Key != "" {
 		a.KeyAhead = &ahead
 	}
@@ -237,7 +237,7 @@ func answer(j *job.Job, st slot.State) Accepted {
 // and estimate as its record shows them (roomPlace), as its first call
 // was.
 func (e *enqueuer) answerExisting(ctx context.Context, q Queue, j *job.Job) (Accepted, error) {
-	a := answer(j, q.State)
+	a := answer(j, q.Settled(e.now()))
 	a.Existing = true
 	if !inRoom(j) {
 		return a, nil

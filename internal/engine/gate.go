@@ -25,10 +25,11 @@ func (d *delivery) awaitGate(ctx context.Context) (next, error) {
 // leave lower tickets the intervals they need, answer from the state read
 // where it can, and write to the gate.
 func (d *delivery) tryGate(ctx context.Context) (next, error) {
+	d.admitted = false
 	if n, err := d.waitForTurn(ctx); n != proceed {
 		return n, err
 	}
-	if n, err := d.checkQueue(ctx); n != proceed {
+	if n, err := d.checkQueue(ctx); n != proceed || d.admitted {
 		return n, err
 	}
 	if n := d.aimStart(); n != proceed {
@@ -91,11 +92,19 @@ func (d *delivery) readQueue(ctx context.Context) (next, error) {
 // the configuration may have changed, and a job whose slot passed has had
 // no wait to check.
 func (d *delivery) checkQueue(ctx context.Context) (next, error) {
-	if n, err := d.readQueue(ctx); n != proceed {
+	read := d.readQueue
+	if d.bookable() {
+		read = d.admitBooked
+	}
+	if n, err := read(ctx); n != proceed {
 		return n, err
 	}
 	if !d.e.fits(ctx, d.e.budget(d.q.Config)) {
+		d.admitted = false
 		return stop, d.handBack(ctx)
+	}
+	if d.admitted {
+		return proceed, nil
 	}
 	if d.q.State.Current == d.j.Ticket && !outOfLine(&d.j) || d.recheck {
 		// The gate passed this ticket already (or, for a scheduled
@@ -114,6 +123,87 @@ func (d *delivery) checkQueue(ctx context.Context) (next, error) {
 		d.recheck = false
 	}
 	return proceed, nil
+}
+
+// bookable reports whether the job may pass the gate of a booked start
+// (admitBooked): a line job, with no key, aiming at its own slot, that
+// has not missed a slot in this attempt. Whether its queue books its
+// starts, and whether it is still within its booked window, the read
+// tells.
+func (d *delivery) bookable() bool {
+	j := &d.j
+	return !outOfLine(j) && !missedBefore(j) && j.Key == "" && !j.SlotAt.IsZero() && !d.recheck && d.wake.Equal(j.SlotAt)
+}
+
+// admitBooked reads the queue through the gate of a booked start
+// (State.Admit): one read and no write on the queue's state, for a job
+// whose take booked its moment with room to be late in. A purge or a
+// pause stops it as the gate's write would; a queue that does not book
+// its starts (a window, a running cap: slot.Config.BooksStarts), a
+// slow-down, a configure that booked the line again, or a worker too
+// late for its booked window sends it on to the gate with the queue as
+// read (admitted stays false).
+func (d *delivery) admitBooked(ctx context.Context) (next, error) {
+	e, j := d.e, &d.j
+	q, err := e.state.Admit(ctx, AdmitRequest{Queue: j.Queue, Gen: j.Gen, Ticket: j.Ticket, At: j.SlotAt})
+	var gate *GateError
+	switch {
+	case errors.Is(err, ErrQueueNotFound):
+		return stop, e.expireOfDeletedQueue(ctx, *j)
+	case errors.As(err, &gate) && gate.Verdict != slot.Early:
+		d.q, d.queueRead = q, true
+		return d.refused(ctx, gate)
+	case err != nil && gate == nil:
+		return stop, fmt.Errorf("work %s: %w", d.env.Ref(), err)
+	}
+	d.q, d.queueRead = q, true
+	if err == nil && inBookedWindow(q, j, e.now().Add(e.opts.Lead/2)) {
+		d.admit()
+	}
+	return proceed, nil
+}
+
+// admit records the admitted start: at the job's slot, callable until
+// its booked room ends (slot.Limits.BookedRoom), with nothing written on
+// the queue's state (st is the state read).
+func (d *delivery) admit() {
+	e, q, j := d.e, d.q, &d.j
+	ls := q.Config.LimitList()
+	d.admitted, d.now, d.st = true, e.now(), q.State
+	d.alone = !slot.BookedAfter(q.State, ls, j.SlotAt)
+	d.gr = GateRequest{
+		Queue: j.Queue, Ticket: j.Ticket, Limits: ls, Skew: q.Config.Skew, Now: d.now, At: j.SlotAt, SlotAt: j.SlotAt,
+		Deadline: j.SlotAt.Add(ls.BookedRoom(q.Config.Skew)), Seen: q.State, Until: j.SlotAt.Add(e.opts.Lease), Gen: j.Gen,
+	}
+}
+
+// inBookedWindow reports whether a line job j of q, ready at ready,
+// starts within the window its take booked: q books its starts
+// (slot.Config.BooksStarts) and is not gated (slot.State.Gated), or
+// counted j's ticket when it turned gated (GatedThrough), the
+// line's clock holds its record's slot
+// (Queue.BookedSlot: no configure booked it elsewhere since), and ready
+// is no later than its slot plus its room.
+func inBookedWindow(q Queue, j *job.Job, ready time.Time) bool {
+	cfg := q.Config
+	if !cfg.BooksStarts() || q.State.Gated && j.Ticket > q.State.GatedThrough || !q.BookedSlot(*j).Equal(j.SlotAt) {
+		return false
+	}
+	return !ready.After(j.SlotAt.Add(cfg.LimitList().BookedRoom(cfg.Skew)))
+}
+
+// bookedStart reports whether a start of j at at, asked at the gate of
+// q with slotAt its line slot (zero for none), is one the line booked: a
+// line job that has not missed a slot in this attempt, at its booked
+// slot (Queue.BookedSlot) or within its room. Any other start on a
+// queue that books its starts cuts in off its bookings
+// (GateRequest.CutIn).
+func bookedStart(q Queue, j *job.Job, slotAt, at time.Time) bool {
+	booked := q.BookedSlot(*j)
+	if slotAt.IsZero() || booked.IsZero() {
+		return false
+	}
+	return !at.After(booked.Add(q.Config.LimitList().BookedRoom(q.Config.Skew)))
 }
 
 // aimStart picks the start to ask the gate for (at): wake, or, for a worker
@@ -156,11 +246,29 @@ func (d *delivery) aimStart() next {
 	}
 	var deadline time.Time
 	d.at, deadline = slot.Reserve(q.State, ls, d.wake, d.now, d.at, lineSlot, q.Config.Skew, alone)
+	// On a queue whose booked starts pass by a read, a start beyond its
+	// booked window either is the line's last booking, late with nothing
+	// booked behind it, or cuts in off the bookings.
+	inWindow := bookedStart(q, j, lineSlot, d.at)
+	last := q.Config.BooksStarts() && !q.State.Gated && !inWindow && !lineSlot.IsZero() && q.State.Line == j.Ticket
+	cutIn := q.Config.BooksStarts() && !inWindow && !last
+	settle := e.settling(q.Config, d.now)
+	if cutIn && !q.State.Gated {
+		// The first start to cut in turns the queue gated, its last
+		// start settled (slot.GateAll): it reserves no sooner than the
+		// gate opens then, so that it passes and the queue is gated
+		// from this write on.
+		open := slot.GateOpen(slot.GateAll(q.State, ls, settle, time.Time{}), ls, q.Config.Skew)
+		if d.at.Before(open) {
+			d.at, deadline = open, slot.Deadline(q.State, ls, open, q.Config.Skew, alone)
+		}
+	}
 	d.gr = GateRequest{
 		Queue: j.Queue, Ticket: j.Ticket, Limits: ls, Skew: q.Config.Skew, Now: d.now, At: d.at, SlotAt: slotAt,
 		Deadline:  deadline,
 		Scheduled: outOfLine(j), Seen: q.State,
 		MaxRunning: q.Config.MaxRunning, Until: d.at.Add(e.opts.Lease), Gen: j.Gen,
+		CutIn: cutIn, Settle: settle, Alone: last,
 	}
 	return proceed
 }
@@ -192,13 +300,26 @@ func (d *delivery) decide(ctx context.Context) (next, error) {
 			return n, err
 		}
 	}
-	if !outOfLine(j) && !d.writerExcused() && !missedBefore(j) && slot.Missed(q.State, j.SlotAt, d.gr.CallBy(), q.Config.LimitList(), q.Config.Skew) {
+	if !outOfLine(j) && !d.writerExcused() && !missedBefore(j) && d.missed() {
 		late := d.at.Sub(slot.Due(q.State, j.SlotAt, q.Config.LimitList()))
 		err := d.e.reticket(ctx, &d.q, &d.j, lateBy(late))
 		d.leaveKeyUnlessRunning(ctx)
 		return stop, err
 	}
 	return proceed, nil
+}
+
+// missed reports whether the line job gives its slot up for a start
+// that would move the line (slot.Missed). On a queue whose booked starts
+// pass by a read, while it is not gated, every start beyond its booked
+// window does (bookedStart): the starts booked behind it do not wait
+// for it.
+func (d *delivery) missed() bool {
+	q, j := d.q, &d.j
+	if q.Config.BooksStarts() && !q.State.Gated {
+		return !bookedStart(q, j, j.SlotAt, d.at) && !d.gr.Alone
+	}
+	return slot.Missed(q.State, q.SlotOf(*j), d.gr.CallBy(), q.Config.LimitList(), q.Config.Skew)
 }
 
 // writerExcused reports whether the job, late by its writer

@@ -378,7 +378,19 @@ type dupState struct {
 
 func (d *dupState) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
 	st, err := d.State.Gate(ctx, r)
-	if err == nil && r.Ticket == 1 {
+	d.passed(err, r.Ticket)
+	return st, err
+}
+
+func (d *dupState) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
+	q, err := d.State.Admit(ctx, r)
+	d.passed(err, r.Ticket)
+	return q, err
+}
+
+// passed counts a pass of ticket 1's gate (err nil).
+func (d *dupState) passed(err error, ticket int64) {
+	if err == nil && ticket == 1 {
 		d.mu.Lock()
 		d.gates++
 		if d.gates == 2 {
@@ -386,7 +398,6 @@ func (d *dupState) Gate(ctx context.Context, r engine.GateRequest) (slot.State, 
 		}
 		d.mu.Unlock()
 	}
-	return st, err
 }
 
 func (d *dupState) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {

@@ -170,7 +170,7 @@ func waiting(st slot.State) int64 { return slot.Waiting(st) }
 
 // lag is how far q's starts trail its line at now (Stats.Lag).
 func lag(q Queue, now time.Time) time.Duration {
-	st := q.State
+	st := q.Settled(now)
 	open := slot.Opens(st, q.Config.LimitList())
 	if waiting(st) <= 0 || open.IsZero() {
 		return 0

@@ -30,10 +30,24 @@ type hookState struct {
 
 func (h *hookState) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
 	st, err := h.State.Gate(ctx, r)
+	h.passed(err, r.Ticket)
+	return st, err
+}
+
+// Admit is the gate of a booked start: the hook runs after it as after
+// the gate's write.
+func (h *hookState) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
+	q, err := h.State.Admit(ctx, r)
+	h.passed(err, r.Ticket)
+	return q, err
+}
+
+// passed runs afterGate once, after ticket passed the gate (err nil).
+func (h *hookState) passed(err error, ticket int64) {
 	h.mu.Lock()
 	hook := h.afterGate
 	h.mu.Unlock()
-	if err == nil && r.Ticket == h.ticket && hook != nil {
+	if err == nil && ticket == h.ticket && hook != nil {
 		h.once.Do(func() {
 			h.mu.Lock()
 			h.at = time.Now()
@@ -41,7 +55,6 @@ func (h *hookState) Gate(ctx context.Context, r engine.GateRequest) (slot.State,
 			hook()
 		})
 	}
-	return st, err
 }
 
 func (h *hookState) UpdateJob(ctx context.Context, j job.Job, from job.Version) error {

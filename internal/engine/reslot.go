@@ -161,25 +161,65 @@ func (r *Rebooked) place(ls slot.Limits, t int64) (time.Time, bool) {
 // move is written (at once, or by the resume function when the
 // configure's budget ran out).
 func (q Queue) SlotOf(j job.Job) time.Time {
-	r := q.Rebooked
-	if r == nil || !inLine(&j) {
-		return j.SlotAt
-	}
-	if j.Status == job.Parked {
-		if at, ok := r.place(q.Config.LimitList(), j.Ticket); ok {
+	if at, ok := q.rebookedPlace(j); ok {
+		if j.Status == job.Parked {
 			return at
 		}
+		return laterOf(j.SlotAt, at)
+	}
+	return j.SlotAt
+}
+
+// BookedSlot is the slot the line's clock holds for j under q's limits:
+// its record's slot_at, or the place a configure booked it again at
+// (SlotOf); zero when j starts later than that place (its record's slot
+// lay after it), a start no booking stands for.
+func (q Queue) BookedSlot(j job.Job) time.Time {
+	at, ok := q.rebookedPlace(j)
+	switch {
+	case !ok:
 		return j.SlotAt
+	case j.Status == job.Parked || !j.SlotAt.After(at):
+		return at
+	}
+	return time.Time{}
+}
+
+// rebookedPlace is the place the last configure of q booked line job j
+// at, if it booked j again without writing its record (SlotOf).
+func (q Queue) rebookedPlace(j job.Job) (time.Time, bool) {
+	r := q.Rebooked
+	if r == nil || !inLine(&j) {
+		return time.Time{}, false
+	}
+	if j.Status == job.Parked {
+		return r.place(q.Config.LimitList(), j.Ticket)
 	}
 	if j.Status != job.Queued || j.Ticket <= max(r.After, q.State.Current) || j.Ticket > r.Upto {
-		return j.SlotAt
+		return time.Time{}, false
 	}
 	n := j.Ticket - r.After - r.skipped(j.Ticket)
 	if n < 1 {
-		return j.SlotAt
+		return time.Time{}, false
 	}
 	_, at := slot.Book(r.Base, q.Config.LimitList(), 0, int(n), r.At)
-	return laterOf(j.SlotAt, at[len(at)-1])
+	return at[len(at)-1], true
+}
+
+// Settled is q's state as slotq shows it at now: on a queue whose booked
+// starts pass the gate by a read (slot.Config.BooksStarts, while it is
+// not gated, which settles current itself), Current counts the line
+// tickets whose start has come (slot.Settled), so that positions and
+// waiting counts do not grow with every start that wrote nothing.
+func (q Queue) Settled(now time.Time) slot.State {
+	st := q.State
+	if q.Config.BooksStarts() && !st.Gated {
+		if st.Paused && !st.PausedAt.IsZero() && st.PausedAt.Before(now) {
+			now = st.PausedAt // nothing started since
+		}
+		st.Current = slot.Settled(st, q.Config.LimitList(), now)
+	}
+	return st
 }
 
 // inLine reports whether j holds a place in its queue's waiting line:
@@ -354,6 +394,24 @@ func (e *admin) reslotWaiting(ctx context.Context, q Queue, cfg slot.Config) (*R
 	keys := cfg.Keyed() && slot.Limits(cfg.KeyLimits).Signature() != slot.Limits(q.Config.KeyLimits).Signature()
 	_, err = e.state.Reconfigure(ctx, ReconfigureRequest{Queue: q.Name, Gen: q.Gen, Config: cfg,
 		Reslot: func(st slot.State) (slot.State, *Rebooked, error) {
+			if q.Config.BooksStarts() {
+				// Its booked starts moved no mark: the gate counts
+				// those that may have come (slot.GateAll), and the
+				// line booked again starts through the gate's write
+				// until the queue is idle (its jobs' records keep
+				// their slots, which the new bookings do not hold).
+				// Current counts the tickets whose slots have come:
+				// those a lead ahead may have passed by a read, and
+				// the settled last start counts them, but they take
+				// places too, lest one that had not start at its slot
+				// under the old limit after the change.
+				settle := e.settling(q.Config, e.now())
+				settle.Now = e.now()
+				st = slot.GateAll(st, old, settle, time.Time{})
+				// None of them passes by a read under the old limit
+				// once it changed.
+				st.GatedThrough = 0
+			}
 			line := slices.DeleteFunc(slices.Clone(waiting), func(j job.Job) bool { return j.Ticket <= st.Current })
 			next := slot.Seed(st, old, cfg.LimitList(), cfg.Skew)
 			now := e.now().Add(e.opts.Lead)
@@ -365,6 +423,9 @@ func (e *admin) reslotWaiting(ctx context.Context, q Queue, cfg slot.Config) (*R
 				rec.Keys = true
 			}
 			boundary = st.Ticket
+			if cfg.BooksStarts() || q.Config.BooksStarts() {
+				next = slot.GateAll(next, cfg.LimitList(), slot.Settling{}, time.Time{})
+			}
 			return next, rec, nil
 		}})
 	if err != nil {

@@ -102,7 +102,7 @@ func (e *resumer) figures(ctx context.Context) error {
 			return nil
 		}
 		now := e.now()
-		fig := Figures{Waiting: waiting(q.State), Parked: -1, Lag: lag(q, now), Paused: q.State.Paused, Lanes: LaneFigures{Running: -1}}
+		fig := Figures{Waiting: waiting(q.Settled(now)), Parked: -1, Lag: lag(q, now), Paused: q.State.Paused, Lanes: LaneFigures{Running: -1}}
 		if n, err := e.state.CountJobs(ctx, q.Name, q.Gen, job.Parked); err == nil {
 			fig.Parked = n
 		}

@@ -143,7 +143,7 @@ func (e *admin) Retry(ctx context.Context, r RetryRequest) (RetryResult, error) 
 	res.Skipped += skipped
 	var room []job.Job
 	for i, j := range done {
-		a := answer(j, q.State)
+		a := answer(j, q.Settled(e.now()))
 		if inRoom(j) {
 			// A job run again goes through the waiting room as a new
 			// one does, and is told so: its place and estimate. The

@@ -586,6 +586,24 @@ func (c *chaosState) Gate(ctx context.Context, r engine.GateRequest) (slot.State
 	return st, err
 }
 
+// Admit is the gate of a booked start: a pass like Gate's, with no
+// write (the crash after it is the same: passed, never claimed).
+func (c *chaosState) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	q, err := c.State.Admit(ctx, r)
+	if err == nil {
+		c.observe(r.Queue, r.Gen, q.State)
+		c.mu.Lock()
+		c.passes = append(c.passes, gatePass{Queue: r.Queue, Gen: r.Gen, Ticket: r.Ticket, At: time.Now()})
+		c.mu.Unlock()
+		if c.roll() {
+			return q, errCrash
+		}
+	}
+	return q, err
+}
+
 func (c *chaosState) PutLane(ctx context.Context, l slot.Lane, from, pendingDelta int64) (slot.Lane, error) {
 	out, err := c.State.PutLane(ctx, l, from, pendingDelta)
 	if err == nil && c.roll() {

@@ -88,11 +88,19 @@ func (e *worker) slowDownAt(ctx context.Context, q Queue, j *job.Job, until time
 			return "key", err
 		}
 	}
+	if cfg := q.Config; cfg.BooksStarts() {
+		// The queue turns gated with nothing settled (SlowDownRequest.Gate):
+		// the slow-down outlasts every booked start that passed by a
+		// read, and an interval after it.
+		ls := cfg.LimitList()
+		until = laterOf(until, e.settling(cfg, e.now()).By.Add(ls.BookedRoom(cfg.Skew)+ls.Spacing()))
+	}
 	hold := e.slowFirstFor(until, q.Config.Tick())
 	if q.Config.Bounded() {
 		hold = until // its job is booked again (requeueSlowed): nobody waits for its ticket
 	}
-	_, err := e.state.SlowDown(ctx, SlowDownRequest{Queue: j.Queue, Gen: j.Gen, Ticket: j.Ticket, Until: until, Hold: hold, Answer: slowAnswer(j)})
+	r := SlowDownRequest{Queue: j.Queue, Gen: j.Gen, Ticket: j.Ticket, Until: until, Hold: hold, Answer: slowAnswer(j), Gate: q.Config.BooksStarts()}
+	_, err := e.state.SlowDown(ctx, r)
 	return "queue", err
 }
 

@@ -64,6 +64,24 @@ func (s *stallState) Gate(ctx context.Context, r engine.GateRequest) (slot.State
 	return st, err
 }
 
+// Admit is the gate of a booked start: a read, stalled as the queue's
+// first read at readAt is, and as the gate of its ticket is.
+func (s *stallState) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
+	before, after := s.stall(engine.GateRequest{Queue: r.Queue, Ticket: r.Ticket, At: r.At, Gen: r.Gen})
+	if before+after > 0 {
+		s.mu.Lock()
+		s.stalled[r.Ticket] = true
+		s.mu.Unlock()
+	}
+	time.Sleep(before)
+	if _, err := s.GetQueue(ctx, r.Queue); err != nil {
+		return engine.Queue{}, err
+	}
+	q, err := s.State.Admit(ctx, r)
+	time.Sleep(after)
+	return q, err
+}
+
 func (s *stallState) wasStalled(ticket int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -100,12 +100,32 @@ type TakeRequest struct {
 	// though Line of them book places (jobs under key limits start by
 	// their key's slot): the state's Line stays where it is.
 	OutOfLine bool
+	// CutIns says some of the take's tickets may start off the line's
+	// bookings (a scheduled job's, a keyed job's after its key's wait),
+	// on a queue that books its starts (slot.Config.BooksStarts): the
+	// take turns the queue gated (slot.GateAll, settled by Settle) until
+	// Until, so that they cut in through the gate's write. A take
+	// without them lifts a gated state that has run its course
+	// (slot.Ungate).
+	CutIns bool
+	Settle slot.Settling
+	Until  time.Time
 	// LineEnd is the place in the batch (1 to N) of its last ticket that
 	// starts in ticket order, where the take moves the state's Line; 0
 	// stands for N. The tickets after it start out of line (scheduled
 	// jobs batched behind line jobs: a schedule's occurrences made ahead)
 	// and are no part of the line the stats count.
 	LineEnd int
+}
+
+// Gating is s, the queue's state the take finds, gated or no longer as
+// r says (CutIns), before the take books: the state the take goes on
+// from. A store applies it in the take's atomic step.
+func (r TakeRequest) Gating(s slot.State) slot.State {
+	if r.CutIns {
+		return slot.GateAll(s, r.LimitList(), r.Settle, r.Until)
+	}
+	return slot.Ungate(s, r.LimitList(), r.Now)
 }
 
 // MovesLine reports whether the take moves the state's Line (to its
@@ -191,6 +211,63 @@ type GateRequest struct {
 	// ErrQueueNotFound, so nothing of the old generation starts on the
 	// new queue. 0 skips the check.
 	Gen int64
+	// CutIn says the start cuts in off the line's bookings (a scheduled
+	// job's, a job's handed its key, one that starts late rather than
+	// lose its place) on a queue whose booked starts pass by a read
+	// (AdmitRequest) and move no mark: the gate turns the queue gated
+	// (slot.GateAll, its last starts settled by Settle) and judges the
+	// start on the gated state.
+	CutIn  bool
+	Settle slot.Settling
+	// Alone says the line ticket starts late, beyond its booked window,
+	// as the line's last booking (slot.State.Line): on a queue whose
+	// booked starts pass by a read, it may while nothing is booked
+	// behind it, and is passed (a new ticket) once a take booked some.
+	Alone bool
+}
+
+// gating is s, gated for r's start when it cuts in (CutIn): the state
+// the gate judges and moves.
+func (r GateRequest) gating(s slot.State) slot.State {
+	if r.CutIn {
+		return slot.GateAll(s, r.LimitList(), r.Settle, time.Time{})
+	}
+	return s
+}
+
+// AdmitRequest asks the gate of a booked start (LineStore.Admit): a line
+// ticket whose slot the take booked, starting within its booked window,
+// on a queue that books its starts (slot.Config.BooksStarts). Its
+// booking kept its moment and its room under the limits, so the gate
+// only reads: the queue's generation, a purge, a pause, a slow-down.
+type AdmitRequest struct {
+	Queue  string
+	Gen    int64
+	Ticket int64
+	// At is the booked start (the job's slot).
+	At time.Time
+}
+
+// Decide is the gate's verdict on r at state s (slot.Admit).
+func (r AdmitRequest) Decide(s slot.State) (slot.Verdict, time.Time) {
+	return slot.Admit(s, r.Ticket, r.At)
+}
+
+// Admitted is r's answer from q, the queue as a store read it (err its
+// error): ErrQueueNotFound for a queue of another generation, a
+// *GateError for a start r.Decide stops; with the queue as read either
+// way, so that the caller goes on from it.
+func (r AdmitRequest) Admitted(q Queue, err error) (Queue, error) {
+	switch {
+	case err != nil:
+		return q, fmt.Errorf("admit %s ticket %d: %w", r.Queue, r.Ticket, err)
+	case r.Gen != 0 && q.Gen != 0 && q.Gen != r.Gen:
+		return q, fmt.Errorf("admit %s ticket %d of generation %d: %w", r.Queue, r.Ticket, r.Gen, ErrQueueNotFound)
+	}
+	if v, open := r.Decide(q.State); v != slot.Start {
+		return q, &GateError{Verdict: v, OpenAt: open, State: q.State}
+	}
+	return q, nil
 }
 
 // Decide is the gate's verdict on r at state s: slot.Gate, or
@@ -198,9 +275,15 @@ type GateRequest struct {
 // gate would start is slot.Full when the queue's running places are all
 // taken (slot.Capped).
 func (r GateRequest) Decide(s slot.State) (slot.Verdict, time.Time) {
+	s = r.gating(s)
 	v, open := slot.Gate(s, r.Ticket, r.LimitList(), r.Skew, r.Start())
 	if r.Scheduled {
 		v, open = slot.GateScheduled(s, r.Ticket, r.LimitList(), r.Skew, r.Start())
+	}
+	if v == slot.Start && r.Alone && s.Line != r.Ticket {
+		// Booked behind since it was read: its late start would
+		// move those bookings.
+		return slot.Passed, time.Time{}
 	}
 	if v == slot.Start && !r.Scheduled && slot.Behind(s, r.SlotAt, r.LimitList(), r.Skew) {
 		return slot.Passed, time.Time{}
@@ -238,10 +321,12 @@ func (r GateRequest) CallBy() time.Time {
 }
 
 // Started is the state after r passed the gate at state s: slot.StartedBy
-// (current moves only for a line ticket), and under a cap the ticket's
+// (current moves only for a line ticket), a start that cuts in turns the
+// queue gated (CutIn), and under a cap the ticket's
 // running place (slot.Run); the answered ticket of a slow-down no longer
 // holds the others (slot.Answered).
 func (r GateRequest) Started(s slot.State) slot.State {
+	s = r.gating(s)
 	if r.Scheduled {
 		s = slot.StartedScheduledBy(s, r.LimitList(), r.Start(), r.CallBy(), r.Skew)
 	} else {
@@ -267,6 +352,12 @@ type SlowDownRequest struct {
 	// (slot.SlowCounted) counts it no more, so a request sent again
 	// after it landed leaves the count as it was.
 	Answer string
+	// Gate turns the queue gated (slot.GateAll) in the same write, on a
+	// queue that books its starts: the answered job and the starts the
+	// slow-down holds back cut in off the line's bookings. (The
+	// slow-down lasts longer than a booked start that passed by a read
+	// may still come: nothing needs settling.)
+	Gate bool
 }
 
 // ListRequest lists jobs of one queue and status in ticket order.
@@ -357,6 +448,12 @@ type QueueStore interface {
 // LineStore is the queue's line on its state item: the take that hands out
 // tickets and slots, the gate, a slow-down and a running place's end.
 type LineStore interface {
+	// Admit is the gate of a booked start (AdmitRequest): one strongly
+	// consistent read of the queue and no write. It returns the queue
+	// as read, and r.Admitted's error: ErrQueueNotFound (also for
+	// another generation), a *GateError for a purged ticket, a paused
+	// queue or a slow-down that holds the ticket back.
+	Admit(ctx context.Context, r AdmitRequest) (Queue, error)
 
 	// Take hands out tickets and line slots atomically by slot.Take.
 	// Concurrent takes get disjoint, gap-free ranges. ErrQueueNotFound

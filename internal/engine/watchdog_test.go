@@ -119,6 +119,11 @@ func (p *pauseGate) Gate(ctx context.Context, r engine.GateRequest) (slot.State,
 	return p.State.Gate(ctx, r)
 }
 
+func (p *pauseGate) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
+	p.wait(ctx)
+	return p.State.Admit(ctx, r)
+}
+
 // The same, for a delivery that was on its way into the gate when the
 // other delivery of its message passed it and claimed the attempt.
 func TestDuplicateAtGateKeepsWatchdog(t *testing.T) {

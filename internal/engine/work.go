@@ -106,6 +106,9 @@ type delivery struct {
 	// late is how long after the reserved start the target's call came,
 	// when it came too late to be made (begin).
 	late time.Duration
+	// admitted: this try passed the gate of a booked start (admitBooked),
+	// a read, and goes on to its claim with gr and st as admit set them.
+	admitted bool
 	// alone: the line had nothing booked after the job's slot when it
 	// went to the gate; a start it gives up then costs it no place in
 	// the line (giveUpStart).

@@ -24,6 +24,8 @@ func (s *Store) Reconfigure(_ context.Context, r engine.ReconfigureRequest) (slo
 	}
 	q.Config, q.Rebooked = r.Config, rec
 	q.State.LastStart, q.State.Clock, q.State.Marks = next.LastStart, next.Clock, next.Marks
+	q.State.Gated, q.State.GatedUntil, q.State.GatedThrough, q.State.RunFrom = next.Gated, next.GatedUntil, next.GatedThrough, next.RunFrom
+	q.State.Current = max(q.State.Current, next.Current)
 	s.queues[r.Queue] = copyQueue(q)
 	return copyState(q.State), nil
 }

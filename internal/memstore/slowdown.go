@@ -1,6 +1,8 @@
 package memstore
 
 import (
+	"time"
+
 	"context"
 
 	"github.com/slotq/slotq/internal/engine"
@@ -17,6 +19,9 @@ func (s *Store) SlowDown(_ context.Context, r engine.SlowDownRequest) (slot.Stat
 		return slot.State{}, notFound("slow down", r.Queue)
 	}
 	q.State = slot.SlowDown(q.State, r.Ticket, r.Until, r.Hold, r.Answer)
+	if r.Gate {
+		q.State = slot.GateAll(q.State, nil, slot.Settling{}, time.Time{})
+	}
 	s.queues[r.Queue] = q
 	return copyState(q.State), nil
 }

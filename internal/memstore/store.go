@@ -195,6 +195,9 @@ func (s *Store) Pause(_ context.Context, name string, until time.Time) (slot.Sta
 	if !ok {
 		return slot.State{}, notFound("pause", name)
 	}
+	if !q.State.Paused {
+		q.State.PausedAt = s.now()
+	}
 	q.State.Paused = true
 	q.State.PausedUntil = until
 	s.queues[name] = q
@@ -219,7 +222,7 @@ func (s *Store) Unpause(_ context.Context, name string, ifUntil time.Time) (bool
 		return false, nil
 	}
 	q.State.Paused = false
-	q.State.PausedUntil = time.Time{}
+	q.State.PausedUntil, q.State.PausedAt = time.Time{}, time.Time{}
 	s.queues[name] = q
 	s.due.set(dueID{engine.DueLift, name, ""}, time.Time{})
 	return true, nil
@@ -270,7 +273,7 @@ func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, err
 	if q.Config.LimitList().Signature() != r.LimitList().Signature() {
 		return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrLimitChanged)
 	}
-	next, first, slots := slot.Take(q.State, r.N, r.Line, r.LimitList(), r.Skew, r.Now)
+	next, first, slots := slot.Take(r.Gating(q.State), r.N, r.Line, r.LimitList(), r.Skew, r.Now)
 	if r.MovesLine() {
 		next.Line = first - 1 + r.LineAfter()
 	}
@@ -298,6 +301,12 @@ func (s *Store) Gate(_ context.Context, r engine.GateRequest) (slot.State, error
 	q.State = r.Started(q.State)
 	s.queues[r.Queue] = q
 	return copyState(q.State), nil
+}
+
+// Admit is the gate of a booked start (engine.AdmitRequest): a read of
+// the queue, no write.
+func (s *Store) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
+	return r.Admitted(s.GetQueue(ctx, r.Queue))
 }
 
 // CreateJobs stores new jobs; created[i] is false where the key existed in

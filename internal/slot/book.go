@@ -72,6 +72,28 @@ type WaitRoom struct {
 // Weight is key k's weight: its turns a round (at least 1).
 func (r WaitRoom) Weight(k string) int { return max(1, r.Weights[k]) }
 
+// BooksStarts reports whether a queue under c starts its line by its
+// bookings: every limit an interval or a rate, no cap on attempts
+// running at once, no limits of keys' own. Its take books each line
+// ticket's moment with room to be late in (Take), so a line ticket on
+// time for its slot passes the gate by a read (Admit) and writes nothing
+// on the queue's state, while the queue is not gated (State.Gated:
+// starts that cut in off the bookings are due). A window counts its
+// starts at the gate, a cap its running places, and keys with limits of
+// their own start out of line at their keys' openings: their queues pass
+// every start by the gate's write.
+func (c Config) BooksStarts() bool {
+	if c.MaxRunning > 0 || c.Keyed() {
+		return false
+	}
+	for _, l := range c.LimitList() {
+		if !l.Window.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
 // Bounded reports whether c bounds its booking horizon: without a bound
 // every job is booked at enqueue, and the waiting room stays empty.
 func (c Config) Bounded() bool { return c.BookAhead > 0 || c.KeyBookAhead > 0 }

@@ -69,6 +69,17 @@ func (c Config) Tick() time.Duration {
 	return tick
 }
 
+// Spacing is the longest time between two starts ls's limits allow on
+// average: the longest of their intervals, or of their rates' and
+// windows' periods divided by their counts.
+func (ls Limits) Spacing() time.Duration {
+	var t time.Duration
+	for _, l := range ls {
+		t = max(t, every(l))
+	}
+	return t
+}
+
 // Plain reports whether ls is the plain interval form alone: the form
 // every queue had before the rate and window forms, which the stores
 // keep without anything more on the state item.

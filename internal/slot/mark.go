@@ -234,11 +234,15 @@ func bookWith(s State, ls Limits, now time.Time, room, skew time.Duration) (Stat
 			m.Clock = at
 		} else {
 			c := later(m.Clock, m.Last)
-			if c.IsZero() {
-				m.Clock = at
-			} else {
-				m.Clock = later(c.Add(every(l)), at)
+			next := at
+			if !c.IsZero() {
+				next = later(c.Add(every(l)), at)
 			}
+			if i == 0 && (c.IsZero() || !c.Equal(m.Clock) || !next.Equal(c.Add(every(l)))) {
+				// Idle, or after a start off the line: a new run.
+				s.RunFrom = next
+			}
+			m.Clock = next
 		}
 		s = s.withMark(i, m)
 	}

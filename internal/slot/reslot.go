@@ -40,7 +40,7 @@ func Seed(s State, old, next Limits, skew time.Duration) State {
 	floor := Opens(s, old)
 	recent := Recent(s, old, skew, horizon(old, next))
 	out := s
-	out.LastStart, out.Clock, out.Marks = time.Time{}, time.Time{}, nil
+	out.LastStart, out.Clock, out.Marks, out.RunFrom = time.Time{}, time.Time{}, nil, time.Time{}
 	for i, l := range next {
 		out = out.withMark(i, seedMark(l, recent, floor))
 	}

@@ -31,6 +31,14 @@ type State struct {
 	Line int64 `json:"-"`
 	// Clock is the slot of the last ticket that took a place in the line.
 	Clock time.Time `json:"clock,omitzero"`
+	// RunFrom is, for a queue under one interval or rate, the
+	// theoretical time of the first booking of the line's current run:
+	// from it to Clock the line's bookings lie one interval apart, so
+	// the time of the last booking by a moment is known (GateAll). A
+	// take starts a run when the line was idle or a start off the line
+	// came after its last booking. The stores keep it; the wire does not
+	// carry it.
+	RunFrom time.Time `json:"-"`
 	// LastStart is the theoretical time of the last start: the gate opens
 	// at LastStart + interval − skew. It equals the actual start of a job
 	// that started late, and is up to skew after the actual start of one
@@ -41,6 +49,10 @@ type State struct {
 	// PausedUntil, if set with Paused, is when the resume function lifts
 	// the pause by itself.
 	PausedUntil time.Time `json:"paused_until,omitzero"`
+	// PausedAt, with Paused, is when the pause began (a pause while
+	// paused keeps it): the booked starts whose slots came after it did
+	// not start (Settled). The stores keep it; the wire does not carry it.
+	PausedAt time.Time `json:"-"`
 	// Purged is the last ticket a purge cancelled: a job whose ticket is at
 	// most Purged is cancelled when it reaches the gate, so a purge is one
 	// write however many jobs wait.
@@ -67,6 +79,24 @@ type State struct {
 	// it starts first (SlowOpen). Zero once it has started.
 	SlowTicket int64     `json:"-"`
 	SlowHold   time.Time `json:"-"`
+	// Gated says every start of the queue passes the gate's write, on a
+	// queue whose line books its starts (Config.BooksStarts) and would
+	// else start them by a read (Admit): a start that cuts in off the
+	// line's bookings (a scheduled job, a job handed its key, the job a
+	// slow-down answered, one that starts late rather than lose its
+	// place) is due, and the gate's write lets the line move for it, as
+	// on every other queue. Turning gated settles the last start to the
+	// latest a booked start that passed by a read may have come (GateAll),
+	// so that the gate counts those too. GatedUntil is the latest a start
+	// known to cut in may come; the queue books its starts again (Ungate)
+	// once that and every booking have passed. The stores keep them; the
+	// wire does not carry them.
+	Gated      bool      `json:"-"`
+	GatedUntil time.Time `json:"-"`
+	// GatedThrough is Current as gating settled it: the line tickets up
+	// to it are counted in the settled last start, so those that had not
+	// passed by a read yet still may, at their booked slots.
+	GatedThrough int64 `json:"-"`
 	// SlowSeen remembers the answers SlowDowns counted last, one per
 	// ticket modulo SlowSeenSlots, so that a write of one sent again
 	// (a retry of a write that landed) counts it once.
@@ -250,19 +280,148 @@ func Gate(s State, ticket int64, ls Limits, skew time.Duration, now time.Time) (
 // apply. It starts at its not_before, or at the first moment after it
 // that the limits allow.
 func GateScheduled(s State, ticket int64, ls Limits, skew time.Duration, now time.Time) (Verdict, time.Time) {
+	if v, open := Admit(s, ticket, now); v != Start {
+		return v, open
+	}
+	if open := GateOpen(s, ls, skew); now.Before(open) {
+		return Early, open
+	}
+	return Start, time.Time{}
+}
+
+// Admit is the gate of a booked start: a line ticket whose slot the
+// take booked (Take), on time for it. The booking reserved its moment
+// and its room under the limits, so no limit is asked again: the ticket
+// starts at its slot unless a purge covered it, the queue is paused, or
+// a slow-down holds it back (Early, with the slow-down's opening). It is
+// what every gate asks first (GateScheduled).
+func Admit(s State, ticket int64, at time.Time) (Verdict, time.Time) {
 	switch {
 	case ticket <= s.Purged:
 		return Purged, time.Time{}
 	case s.Paused:
 		return Paused, time.Time{}
 	}
-	if open := SlowOpen(s, ticket, now); now.Before(open) {
-		return Early, open
-	}
-	if open := GateOpen(s, ls, skew); now.Before(open) {
+	if open := SlowOpen(s, ticket, at); at.Before(open) {
 		return Early, open
 	}
 	return Start, time.Time{}
+}
+
+// Settled is, for a queue at state s under ls whose booked starts pass
+// the gate by a read (Config.BooksStarts) and so do not move Current,
+// the highest line ticket whose slot has come by now: every line
+// ticket booked, when the line's last slot lies behind now; else all but
+// the line tickets whose slots may still lie ahead (each booking moves a
+// limit's clock by at least its period T, and a ticket's slot is its
+// time on each clock less the burst the line books, or later, so at
+// most ⌈(clock − booked burst − now)/T⌉ of them, the least over the
+// limits). Never below Current. It counts tickets, not line tickets: where scheduled jobs'
+// tickets lie among the last line tickets it may count a waiting line
+// ticket as come (see engine's Queue.BookedSlot for what that costs it).
+func Settled(s State, ls Limits, now time.Time) int64 {
+	ahead := int64(-1)
+	for i, l := range ls {
+		if !l.Window.IsZero() {
+			return s.Current
+		}
+		// A booking's slot lies no earlier than its time less the
+		// burst the line books (bookedBurst), and at it while the line
+		// runs behind: count the bookings whose slot may lie ahead.
+		c := s.mark(i).Clock
+		if !c.IsZero() {
+			c = c.Add(-bookedBurst(l, ls.Room()))
+		}
+		k := int64(0)
+		if c.After(now) {
+			t := every(l)
+			k = int64((c.Sub(now) + t - 1) / t)
+		}
+		if ahead < 0 || k < ahead {
+			ahead = k
+		}
+	}
+	if ahead < 0 {
+		return s.Current
+	}
+	return max(s.Current, s.Line-ahead)
+}
+
+// Settling is when a queue turns gated (GateAll): Now, and By, when the
+// booked starts that passed the gate by a read have come at the latest
+// (Now plus a worker's lead, since a worker reads no earlier than a lead
+// before its slot, and the hosts' skew).
+type Settling struct{ Now, By time.Time }
+
+// GateAll returns s, under ls, gated (State.Gated) until at least
+// until. A queue not gated yet is settled as st says: each interval's
+// and rate's last start moves to the latest theoretical time a booked
+// start that passed by a read may have had by st.By (no later than the
+// line's clock), and current to the last line ticket whose time has
+// come by st.Now (Settled: the later ones take places again when a
+// configure books the line anew, and those not yet started still pass by
+// a read at their booked slots: GatedThrough); the gate counts them from
+// here on. A
+// zero st settles nothing (a slow-down: it holds every start back
+// longer than a booked start may still come).
+func GateAll(s State, ls Limits, st Settling, until time.Time) State {
+	if bound := st.By; !s.Gated && !bound.IsZero() {
+		s.Current = Settled(s, ls, st.Now)
+		s.GatedThrough = s.Current
+		for i, l := range ls {
+			m := s.mark(i)
+			if !l.Window.IsZero() || m.Clock.IsZero() {
+				continue
+			}
+			last := earlier(m.Clock, bound.Add(bookedBurst(l, ls.Room())))
+			if len(ls) == 1 {
+				last = lastBooked(s, l, last)
+			}
+			m.Last = later(m.Last, last)
+			s = s.withMark(i, m)
+		}
+	}
+	s.Gated = true
+	s.GatedUntil = later(s.GatedUntil, until)
+	return s
+}
+
+// lastBooked is the latest theoretical time, no later than top, of a
+// booking of the line of a queue at state s under its one limit l:
+// within the line's run (RunFrom to Clock, an interval apart) the run's
+// time at or before top; before the run, at most an interval before it
+// (the run began after a gap).
+func lastBooked(s State, l Limit, top time.Time) time.Time {
+	t := every(l)
+	switch {
+	case !top.Before(s.Clock):
+		return s.Clock
+	case s.RunFrom.IsZero() || t <= 0:
+		return top
+	case top.Before(s.RunFrom):
+		return earlier(top, s.RunFrom.Add(-t))
+	}
+	k := (s.Clock.Sub(top) + t - 1) / t
+	return s.Clock.Add(-k * t)
+}
+
+// Ungate returns s as a take that lets nothing cut in finds it at now,
+// under ls: no longer gated once its GatedUntil and any slow-down have
+// passed and nothing booked or started lies ahead (every interval's and
+// rate's theoretical times an interval behind now), so that no start the
+// gate let cut in can meet a booking made from here on.
+func Ungate(s State, ls Limits, now time.Time) State {
+	if !s.Gated || now.Before(s.GatedUntil) || Slowed(s, now) || s.SlowTicket != 0 {
+		return s
+	}
+	for i, l := range ls {
+		m := s.mark(i)
+		if !l.Window.IsZero() || later(m.Clock, m.Last).Add(every(l)).After(now) {
+			return s
+		}
+	}
+	s.Gated, s.GatedUntil, s.GatedThrough = false, time.Time{}, 0
+	return s
 }
 
 // Started returns the state after ticket passed the gate at now: current
@@ -388,6 +547,13 @@ func Waiting(s State) int64 { return max(0, s.Line-max(s.Current, s.Purged)) }
 // of them (docs/algorithm.md).
 func Position(s State, ticket int64) int64 {
 	return max(0, ticket-max(s.Current, s.Purged)-1)
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func later(a, b time.Time) time.Time {

@@ -45,6 +45,14 @@ func (ls Limits) Room() time.Duration {
 	return Room
 }
 
+// BookedRoom is how late after its booked slot a start may come under
+// ls, for a queue whose skew is skew: the room the booking kept for it
+// (Room) and at least the skew, the rule's own allowance. A booked start
+// within it keeps every limit, whatever the other booked starts do.
+func (ls Limits) BookedRoom(skew time.Duration) time.Duration {
+	return max(ls.Room(), skew)
+}
+
 // StartAt is the start a worker asks the gate for, ready at now for a start
 // it wants at want (its slot, or the gate's opening): want itself while it
 // lies ahead; past it, now + lead, the soonest its gate and claim are
@@ -69,7 +77,7 @@ func StartAt(want, now time.Time, lead time.Duration) time.Time {
 // starts a period later. The gate records θ on every mark (startedBy), so
 // any start in [at, θ] keeps every limit.
 func Deadline(s State, ls Limits, at time.Time, skew time.Duration, alone bool) time.Time {
-	room := max(ls.Room(), skew)
+	room := ls.BookedRoom(skew)
 	if alone {
 		room = max(room, Room)
 	}

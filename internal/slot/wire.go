@@ -3,8 +3,10 @@ package slot
 import "github.com/slotq/slotq/pkg/api"
 
 // API returns the state as the wire shows it (api.QueueState): the
-// counters and the gate, without what only the stores keep (Line, Marks
-// and the slow-down's SlowTicket, SlowHold and SlowSeen).
+// counters and the gate, without what only the stores keep (Line, Marks,
+// the slow-down's SlowTicket, SlowHold and SlowSeen, and the gated
+// state's Gated, GatedUntil and GatedThrough, the line's RunFrom and the
+// pause's PausedAt).
 func (s State) API() api.QueueState {
 	return api.QueueState{
 		Ticket: s.Ticket, Current: s.Current, Front: s.Front, Clock: s.Clock, LastStart: s.LastStart,

@@ -11,5 +11,6 @@ import (
 // a field added to either and not carried fails here, unless it is one
 // the stores alone keep.
 func TestStateAPI(t *testing.T) {
-	testenv.Converts(t, slot.State.API, "slot.State.Line", "slot.State.Marks", "slot.State.SlowTicket", "slot.State.SlowHold", "slot.State.SlowSeen")
+	testenv.Converts(t, slot.State.API, "slot.State.Line", "slot.State.Marks", "slot.State.SlowTicket", "slot.State.SlowHold", "slot.State.SlowSeen",
+		"slot.State.Gated", "slot.State.GatedUntil", "slot.State.GatedThrough", "slot.State.RunFrom", "slot.State.PausedAt")
 }

@@ -41,8 +41,11 @@ func TestCeilingRun(t *testing.T) {
 	if r.EnqueueCalls != jobs/batch || r.TakeWrites < r.EnqueueCalls {
 		t.Errorf("%d enqueue calls with %d take writes; want %d calls, a take each at least", r.EnqueueCalls, r.TakeWrites, jobs/batch)
 	}
-	if r.GateWrites < jobs || r.ItemBytes == 0 || r.StateReads == 0 || r.Ratio <= 0 {
-		t.Errorf("%d gate writes, item %d bytes, %d state reads, makespan × ideal %.3f; want a gate per start at least, and a size, reads and a ratio measured",
+	// A booked start's gate is a read of the state item (a start that
+	// cuts in, or one on a gated queue, writes it): a read per start at
+	// least, and gates that write only when something cut in.
+	if r.StateReads < jobs || r.ItemBytes == 0 || r.Ratio <= 0 {
+		t.Errorf("%d gate writes, item %d bytes, %d state reads, makespan × ideal %.3f; want a read per start at least, and a size and a ratio measured",
 			r.GateWrites, r.ItemBytes, r.StateReads, r.Ratio)
 	}
 	table, err := benchdoc.Cells(strings.NewReader("figures: "+r.Cells()+"\n"), io.Discard, "figures: ")

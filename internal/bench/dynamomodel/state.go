@@ -102,6 +102,11 @@ func (m *Model) GetQueue(ctx context.Context, name string) (engine.Queue, error)
 	return read(m, ctx, call{part: queuePart(name), item: itemQueue}, func() (engine.Queue, error) { return m.store.GetQueue(ctx, name) })
 }
 
+// Admit is GetQueue's read: the gate of a booked start writes nothing.
+func (m *Model) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
+	return read(m, ctx, call{part: queuePart(r.Queue), item: itemQueue}, func() (engine.Queue, error) { return m.store.Admit(ctx, r) })
+}
+
 func (m *Model) ListQueues(ctx context.Context) ([]engine.Queue, error) {
 	return read(m, ctx, call{part: "queues", item: "list", eventual: true}, func() ([]engine.Queue, error) { return m.store.ListQueues(ctx) })
 }

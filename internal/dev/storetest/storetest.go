@@ -45,6 +45,7 @@ func Run(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Schedules", func(t *testing.T) { testSchedules(t, newState) })
 	t.Run("SlowDown", func(t *testing.T) { testSlowDown(t, newState) })
 	t.Run("Reconfigure", func(t *testing.T) { testReconfigure(t, newState) })
+	t.Run("Booked", func(t *testing.T) { testBooked(t, newState) })
 	t.Run("Schema", func(t *testing.T) { testSchema(t, newState) })
 }
 
@@ -210,6 +211,12 @@ func diffState(got, want slot.State) string {
 	d.check("Front", got.Front.Equal(want.Front), got.Front, want.Front)
 	d.check("Paused", got.Paused == want.Paused, got.Paused, want.Paused)
 	d.check("PausedUntil", got.PausedUntil.Equal(want.PausedUntil), got.PausedUntil, want.PausedUntil)
+	if !want.RunFrom.IsZero() { // states the tests write by hand say nothing of the run
+		d.check("RunFrom", got.RunFrom.Equal(want.RunFrom), got.RunFrom, want.RunFrom)
+	}
+	d.check("Gated", got.Gated == want.Gated, got.Gated, want.Gated)
+	d.check("GatedUntil", got.GatedUntil.Equal(want.GatedUntil), got.GatedUntil, want.GatedUntil)
+	d.check("GatedThrough", got.GatedThrough == want.GatedThrough, got.GatedThrough, want.GatedThrough)
 	return d.String()
 }
 
