@@ -634,7 +634,7 @@ func (d *delivery) parkForGate(ctx context.Context) error {
 	if e.deadGeneration(ctx, j) {
 		return nil
 	}
-	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventParked, Queue: j.Queue})
 	e.log.InfoContext(ctx, "parked until its gate opens", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "opens_at", wake)
 	return nil
 }

@@ -161,7 +161,7 @@ func (e *keyLanes) parkOn(ctx context.Context, j *job.Job, why job.ParkReason) (
 	if e.worker.deadGeneration(ctx, j) {
 		return false, nil
 	}
-	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventParked, Queue: j.Queue})
 	e.log.InfoContext(ctx, "parked", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "reason", string(why), "key", j.Key)
 	return true, nil
 }

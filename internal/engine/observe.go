@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
 )
 
@@ -26,23 +27,23 @@ type EventKind string
 
 // What the engine reports to its Observer.
 const (
-	// EventStart: a job passed the gate and its attempt starts
+	// EventStarted: a job passed the gate and its attempt starts
 	// (api.Started). Lateness, Start and (when HasGap) Gap are set.
-	EventStart EventKind = "started"
-	// EventReticket: Count jobs took new tickets (passed at the gate, or
+	EventStarted EventKind = "started"
+	// EventReticketed: Count jobs took new tickets (passed at the gate, or
 	// stale when resume looked at them; api.Reticketed).
-	EventReticket EventKind = "reticketed"
-	// EventMissed: a job's worker came too late for its start, and the
+	EventReticketed EventKind = "reticketed"
+	// EventSlotMissed: a job's worker came too late for its start, and the
 	// job gave its slot up (api.SlotMissed); Lateness says by how much.
-	EventMissed EventKind = "slot_missed"
+	EventSlotMissed EventKind = "slot_missed"
 	// EventKeyHeld: a job's key refused the start the queue's gate had
 	// reserved (its own limit was not open yet): the queue's opening went
 	// unused.
 	EventKeyHeld EventKind = "key_held"
-	// EventPark: a job was parked at the gate (its queue is paused), or on
+	// EventParked: a job was parked at the gate (its queue is paused), or on
 	// a lane (its key is held, or every running place is taken;
 	// api.ParkedEvent).
-	EventPark EventKind = "parked"
+	EventParked EventKind = "parked"
 	// EventReleased: Count parked jobs were sent to the transport: by the
 	// resume function, or by a lane's hand-off (api.Released).
 	EventReleased EventKind = "released"
@@ -77,20 +78,20 @@ const (
 type Event struct {
 	Kind  EventKind
 	Queue string
-	// Count is how many jobs the event is about (EventReticket,
+	// Count is how many jobs the event is about (EventReticketed,
 	// EventReleased); 1 for the others.
 	Count int
-	// Lateness is, for EventStart, the start minus the job's slot
+	// Lateness is, for EventStarted, the start minus the job's slot
 	// (negative for a start within the skew before it).
 	Lateness time.Duration
-	// Gap is, for EventStart with HasGap, the start minus the previous
+	// Gap is, for EventStarted with HasGap, the start minus the previous
 	// start's theoretical time (slot.State.LastStart before this start):
 	// the interval when the queue keeps its rate, at least interval −
 	// skew, more after an idle spell or while the queue fell behind. A
 	// queue's first start has none.
 	Gap    time.Duration
 	HasGap bool
-	// Start is, for EventStart, the job that starts: what the worker's
+	// Start is, for EventStarted, the job that starts: what the worker's
 	// "start" log line says of it, for an observer that lists a queue's
 	// recent starts (the local runtime's admin starts).
 	Start *Start
@@ -163,6 +164,17 @@ func startGap(seen, after slot.State, interval time.Duration, now time.Time) (ti
 		return 0, false
 	}
 	return now.Sub(seen.LastStart), true
+}
+
+// bookedGap is startGap for a start that passed by a read (a booked
+// start), which moved no state to tell it: the line booked the previous
+// start a tick (interval) before j's slot, at the least, so the gap is
+// that tick and j's lateness. The queue's first ticket has none.
+func bookedGap(j *job.Job, tick time.Duration, now time.Time) (time.Duration, bool) {
+	if j.Ticket <= 1 {
+		return 0, false
+	}
+	return max(0, now.Sub(j.SlotAt.Add(-tick))), true
 }
 
 // waiting is Stats.Waiting of a queue at state st.

@@ -273,7 +273,7 @@ func (e *resumer) actOnDue(ctx context.Context, q *Queue, due []DueEntry, cur Cu
 		}
 	}
 	if rep.Reticketed > 0 {
-		e.observe(ctx, Event{Kind: EventReticket, Queue: q.Name, Count: rep.Reticketed})
+		e.observe(ctx, Event{Kind: EventReticketed, Queue: q.Name, Count: rep.Reticketed})
 	}
 	if rep.Released > 0 {
 		e.observe(ctx, Event{Kind: EventReleased, Queue: q.Name, Count: rep.Released})

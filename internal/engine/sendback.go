@@ -104,7 +104,7 @@ func (e *worker) park(ctx context.Context, j *job.Job, why job.ParkReason) error
 	if e.deadGeneration(ctx, j) {
 		return nil
 	}
-	e.observe(ctx, Event{Kind: EventPark, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventParked, Queue: j.Queue})
 	e.log.InfoContext(ctx, "parked", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "reason", string(why))
 	return nil
 }
@@ -172,12 +172,12 @@ func (e *worker) reticket(ctx context.Context, q *Queue, j *job.Job, cause retic
 		return nil
 	}
 	if !cause.missed {
-		e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
+		e.observe(ctx, Event{Kind: EventReticketed, Queue: j.Queue})
 		e.log.InfoContext(ctx, "re-ticketed", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket, "slot_at", j.SlotAt)
 		return nil
 	}
-	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: cause.late})
-	e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventSlotMissed, Queue: j.Queue, Lateness: cause.late})
+	e.observe(ctx, Event{Kind: EventReticketed, Queue: j.Queue})
 	e.log.InfoContext(ctx, "slot missed", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket,
 		"slot_at", j.SlotAt, "late_ms", cause.late.Milliseconds())
 	return nil

@@ -107,7 +107,7 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 		return stop, fmt.Errorf("work %s: give up a missed start: %w", j.Ref(), err)
 	}
 	e.lanes.endRun(rctx, q, ticket)
-	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: late})
+	e.observe(ctx, Event{Kind: EventSlotMissed, Queue: j.Queue, Lateness: late})
 	e.log.InfoContext(ctx, "slot missed", "queue", j.Queue, "job_id", j.ID, "ticket", ticket, "late_ms", late.Milliseconds())
 	if err := ctx.Err(); err != nil {
 		// Queued again with no worker on it: the message must come back.
@@ -166,8 +166,8 @@ func (e *worker) rebookMissed(ctx context.Context, q *Queue, j *job.Job, from jo
 	if spare {
 		e.room.bookNext(ctx, *q)
 	}
-	e.observe(ctx, Event{Kind: EventMissed, Queue: j.Queue, Lateness: late})
-	e.observe(ctx, Event{Kind: EventReticket, Queue: j.Queue})
+	e.observe(ctx, Event{Kind: EventSlotMissed, Queue: j.Queue, Lateness: late})
+	e.observe(ctx, Event{Kind: EventReticketed, Queue: j.Queue})
 	e.log.InfoContext(ctx, "slot missed: booked again", "queue", j.Queue, "job_id", j.ID, "old_ticket", old, "ticket", j.Ticket,
 		"slot_at", j.SlotAt, "waiting", inRoom(j), "late_ms", late.Milliseconds())
 	return nil
@@ -204,7 +204,10 @@ func (d *delivery) begin(ctx context.Context) error {
 		return errOverslept
 	}
 	gap, hasGap := startGap(q.State, d.st, q.Config.Tick(), now)
-	e.observe(ctx, Event{Kind: EventStart, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
+	if d.admitted {
+		gap, hasGap = bookedGap(j, q.Config.Tick(), now)
+	}
+	e.observe(ctx, Event{Kind: EventStarted, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
 		Start: &Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, GateAt: j.StartedAt, At: now, Key: j.Key}})
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "gate_at", j.StartedAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(),

@@ -174,7 +174,7 @@ func (t *Tally) now() time.Time {
 // Observe adds ev to its queue's current bucket.
 func (t *Tally) Observe(_ context.Context, ev engine.Event) {
 	name, counted := counters[ev.Kind]
-	if !counted && ev.Kind != engine.EventStart {
+	if !counted && ev.Kind != engine.EventStarted {
 		return
 	}
 	t.mu.Lock()
@@ -194,7 +194,7 @@ func (t *Tally) Observe(_ context.Context, ev engine.Event) {
 	if counted {
 		b.counts[name] += int64(max(1, ev.Count))
 	}
-	if ev.Kind == engine.EventStart {
+	if ev.Kind == engine.EventStarted {
 		b.lateness = append(b.lateness, ms(ev.Lateness))
 	}
 	t.queues[ev.Queue] = bs

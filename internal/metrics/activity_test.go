@@ -81,13 +81,13 @@ func TestTallyActivity(t *testing.T) {
 		ctx := context.Background()
 		tally := &metrics.Tally{}
 		for i := range 10 {
-			tally.Observe(ctx, engine.Event{Kind: engine.EventStart, Queue: "q", Lateness: time.Duration(i+1) * time.Millisecond})
+			tally.Observe(ctx, engine.Event{Kind: engine.EventStarted, Queue: "q", Lateness: time.Duration(i+1) * time.Millisecond})
 		}
 		tally.Observe(ctx, engine.Event{Kind: engine.EventFailed, Queue: "q"})
-		tally.Observe(ctx, engine.Event{Kind: engine.EventReticket, Queue: "q", Count: 3})
-		tally.Observe(ctx, engine.Event{Kind: engine.EventStart, Queue: "other"})
+		tally.Observe(ctx, engine.Event{Kind: engine.EventReticketed, Queue: "q", Count: 3})
+		tally.Observe(ctx, engine.Event{Kind: engine.EventStarted, Queue: "other"})
 		time.Sleep(20 * time.Minute)
-		tally.Observe(ctx, engine.Event{Kind: engine.EventStart, Queue: "q", Lateness: 100 * time.Millisecond})
+		tally.Observe(ctx, engine.Event{Kind: engine.EventStarted, Queue: "q", Lateness: 100 * time.Millisecond})
 
 		a, _ := tally.Activity(ctx, "q", time.Hour)
 		if a.Starts != 11 || a.DeadLetters != 1 || a.Reticketed != 3 || *a.LatenessP50 != 6 || *a.LatenessMax != 100 {

@@ -280,7 +280,7 @@ func TestSplit(t *testing.T) {
 	var out bytes.Buffer
 	rec := metrics.New(metrics.Options{Logger: slog.New(slog.NewJSONHandler(&out, nil))})
 	for i := range 250 {
-		rec.Observe(context.Background(), engine.Event{Kind: engine.EventStart, Queue: "q", Lateness: time.Duration(i) * time.Millisecond})
+		rec.Observe(context.Background(), engine.Event{Kind: engine.EventStarted, Queue: "q", Lateness: time.Duration(i) * time.Millisecond})
 	}
 	rec.Refused("invalid_interval")
 	rec.Accepted("q", 3)

@@ -65,12 +65,12 @@ func New(o Options) *Recorder {
 
 // counters maps the engine's counted events to metrics.
 var counters = map[engine.EventKind]string{
-	engine.EventStart:         Starts,
-	engine.EventReticket:      Reticketed,
-	engine.EventPark:          Parks,
+	engine.EventStarted:       Starts,
+	engine.EventReticketed:    Reticketed,
+	engine.EventParked:        Parks,
 	engine.EventReleased:      Released,
 	engine.EventHandedBack:    HandedBack,
-	engine.EventMissed:        MissedSlots,
+	engine.EventSlotMissed:    MissedSlots,
 	engine.EventAttemptFailed: AttemptFailures,
 	engine.EventRetried:       Retries,
 	engine.EventFailed:        DeadLetters,
@@ -88,7 +88,7 @@ func (r *Recorder) Observe(_ context.Context, ev engine.Event) {
 		add(q, name, float64(max(1, ev.Count)))
 	}
 	switch ev.Kind {
-	case engine.EventStart:
+	case engine.EventStarted:
 		q[StartLateness] = append(q[StartLateness], ms(ev.Lateness))
 		if ev.HasGap {
 			q[StartGap] = append(q[StartGap], ms(ev.Gap))

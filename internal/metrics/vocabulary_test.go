@@ -43,14 +43,6 @@ var events = []struct {
 	{"figures", false, true, ""},
 }
 
-// renameLater are the engine's constants whose Go names still differ
-// from their events' (EventStart for "started"): their uses lie in
-// internal/engine's gate.go and start.go, which were being changed at the
-// time; the next change there renames them.
-var renameLater = map[string]string{
-	"EventStart": "started", "EventReticket": "reticketed", "EventMissed": "slot_missed", "EventPark": "parked",
-}
-
 // TestOneNamePerEvent holds the engine's events and a job's history's to
 // one vocabulary: each event has one name, the same in both, and its
 // constants are named for it (Event + the name in Go's case on the
@@ -85,7 +77,7 @@ func TestOneNamePerEvent(t *testing.T) {
 				t.Errorf("%s: no constant of %s has this name", ev.name, side.where)
 			case !side.listed && ok:
 				t.Errorf("%s: %s has it (%s); mark it in events", ev.name, side.where, c)
-			case ok && !slices.Contains(side.named(ev.name), c) && renameLater[c] != ev.name:
+			case ok && !slices.Contains(side.named(ev.name), c):
 				t.Errorf("%s is %s in Go; want %s", ev.name, c, strings.Join(side.named(ev.name), " or "))
 			}
 		}
@@ -98,11 +90,6 @@ func TestOneNamePerEvent(t *testing.T) {
 			if !known[v] {
 				t.Errorf("%s (%q) is no event of the list: if it is one of them, give it that event's name; else add it", c, v)
 			}
-		}
-	}
-	for c, v := range renameLater {
-		if engineKinds[c] != v {
-			t.Errorf("renameLater: %s is no longer the engine's constant for %s: take it off the list", c, v)
 		}
 	}
 }

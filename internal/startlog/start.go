@@ -80,9 +80,9 @@ type ring struct {
 
 var _ engine.Observer = (*Ring)(nil)
 
-// Observe keeps the start of an EventStart.
+// Observe keeps the start of an EventStarted.
 func (r *Ring) Observe(_ context.Context, ev engine.Event) {
-	if ev.Kind != engine.EventStart || ev.Start == nil {
+	if ev.Kind != engine.EventStarted || ev.Start == nil {
 		return
 	}
 	s := ev.Start

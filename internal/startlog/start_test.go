@@ -15,7 +15,7 @@ func TestRing(t *testing.T) {
 	ctx := context.Background()
 	start := func(q string, ticket int64) {
 		slotAt := t0.Add(time.Duration(ticket) * time.Second)
-		r.Observe(ctx, engine.Event{Kind: engine.EventStart, Queue: q, Lateness: 2 * time.Millisecond,
+		r.Observe(ctx, engine.Event{Kind: engine.EventStarted, Queue: q, Lateness: 2 * time.Millisecond,
 			Start: &engine.Start{JobID: "j", Ticket: ticket, Attempt: 1, SlotAt: slotAt, GateAt: slotAt.Add(time.Millisecond),
 				At: slotAt.Add(2 * time.Millisecond)}})
 	}
@@ -24,7 +24,7 @@ func TestRing(t *testing.T) {
 	}
 	start("other", 1)
 	r.Observe(ctx, engine.Event{Kind: engine.EventSucceeded, Queue: "q"})
-	r.Observe(ctx, engine.Event{Kind: engine.EventStart, Queue: "q"}) // no start: nothing kept
+	r.Observe(ctx, engine.Event{Kind: engine.EventStarted, Queue: "q"}) // no start: nothing kept
 
 	tickets := func(ss []Start) []int64 {
 		var out []int64

@@ -23,11 +23,11 @@ func TestViewSummaryFromMetrics(t *testing.T) {
 		log := slog.New(&tap{next: slog.DiscardHandler, view: v})
 		rec := metrics.New(metrics.Options{Logger: log})
 		for i := range 150 { // more than one line's worth of values
-			rec.Observe(ctx, engine.Event{Kind: engine.EventStart, Queue: "q", Lateness: time.Duration(i) * time.Millisecond,
+			rec.Observe(ctx, engine.Event{Kind: engine.EventStarted, Queue: "q", Lateness: time.Duration(i) * time.Millisecond,
 				Gap: time.Second, HasGap: true})
 		}
 		for _, k := range []engine.EventKind{engine.EventSucceeded, engine.EventSucceeded, engine.EventAttemptFailed, engine.EventRetried,
-			engine.EventFailed, engine.EventReticket, engine.EventHandedBack} {
+			engine.EventFailed, engine.EventReticketed, engine.EventHandedBack} {
 			rec.Observe(ctx, engine.Event{Kind: k, Queue: "q"})
 		}
 		rec.Flush(ctx)
@@ -150,7 +150,7 @@ func TestSummaryLateness(t *testing.T) {
 		v := newView(&out, asJSON)
 		log := slog.New(&tap{next: slog.DiscardHandler, view: v})
 		rec := metrics.New(metrics.Options{Logger: log})
-		rec.Observe(ctx, engine.Event{Kind: engine.EventStart, Queue: "q", Lateness: 4500 * time.Microsecond})
+		rec.Observe(ctx, engine.Event{Kind: engine.EventStarted, Queue: "q", Lateness: 4500 * time.Microsecond})
 		rec.Flush(ctx)
 		out.Reset()
 		v.summary()
