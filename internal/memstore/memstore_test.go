@@ -117,6 +117,21 @@ func send(t *testing.T, tr *memstore.Transport, msgs ...engine.Message) {
 	}
 }
 
+// deliverMany sends n messages numbered from 0, each delay ahead, to
+// workers on tr, and answers what the recorder saw in the minute after
+// (of a synctest bubble's fake time).
+func deliverMany(t *testing.T, tr *memstore.Transport, workers, n int, delay time.Duration) []delivery {
+	t.Helper()
+	rec := newRecorder()
+	stop := run(t, tr, workers, rec.handle)
+	for i := range n {
+		send(t, tr, msg(fmt.Sprint(i), delay))
+	}
+	time.Sleep(time.Minute)
+	stop()
+	return rec.deliveries()
+}
+
 func TestTransportDelay(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -245,15 +260,8 @@ func TestTransportRedelivery(t *testing.T) {
 func TestTransportDuplicates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := memstore.NewTransport(memstore.TransportOptions{DuplicateRate: 1, Jitter: time.Second, Seed: 7})
-		rec := newRecorder()
-		stop := run(t, tr, 4, rec.handle)
 		const n = 50
-		for i := range n {
-			send(t, tr, msg(fmt.Sprint(i), 10*time.Second))
-		}
-		time.Sleep(time.Minute)
-		stop()
-		got := rec.deliveries()
+		got := deliverMany(t, tr, 4, n, 10*time.Second)
 		if len(got) != 2*n {
 			t.Fatalf("%d deliveries, want %d", len(got), 2*n)
 		}
@@ -278,15 +286,8 @@ func TestTransportDuplicates(t *testing.T) {
 func TestTransportJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := memstore.NewTransport(memstore.TransportOptions{Jitter: 2 * time.Second, Rand: rand.New(rand.NewPCG(1, 2))})
-		rec := newRecorder()
-		stop := run(t, tr, 8, rec.handle)
 		const n = 100
-		for i := range n {
-			send(t, tr, msg(fmt.Sprint(i), 5*time.Second))
-		}
-		time.Sleep(time.Minute)
-		stop()
-		got := rec.deliveries()
+		got := deliverMany(t, tr, 8, n, 5*time.Second)
 		if len(got) != n {
 			t.Fatalf("%d deliveries, want %d", len(got), n)
 		}
@@ -308,16 +309,9 @@ func TestTransportDrops(t *testing.T) {
 		t.Run(fmt.Sprint(rate), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tr := memstore.NewTransport(memstore.TransportOptions{DropRate: rate, Seed: 3})
-				rec := newRecorder()
-				stop := run(t, tr, 1, rec.handle)
 				const n = 200
-				for i := range n {
-					send(t, tr, msg(fmt.Sprint(i), time.Second))
-				}
-				time.Sleep(time.Minute)
-				stop()
+				delivered := int64(len(deliverMany(t, tr, 1, n, time.Second)))
 				s := tr.Stats()
-				delivered := int64(len(rec.deliveries()))
 				if s.Sent != n || s.Dropped+delivered != n {
 					t.Errorf("sent %d, dropped %d, delivered %d; want %d = dropped + delivered", s.Sent, s.Dropped, delivered, n)
 				}

@@ -12,16 +12,11 @@ import (
 // SlowDown applies slot.SlowDown to the queue's state. ErrQueueNotFound,
 // also for a queue of another generation than r.Gen.
 func (s *Store) SlowDown(_ context.Context, r engine.SlowDownRequest) (slot.State, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, ok := s.queues[r.Queue]
-	if !ok || r.Gen != 0 && q.Gen != 0 && q.Gen != r.Gen {
-		return slot.State{}, notFound("slow down", r.Queue)
-	}
-	q.State = slot.SlowDown(q.State, r.Ticket, r.Until, r.Hold, r.Answer)
-	if r.Gate {
-		q.State = slot.GateAll(q.State, nil, slot.Settling{}, time.Time{})
-	}
-	s.queues[r.Queue] = q
-	return copyState(q.State), nil
+	return s.updateQueue("slow down", r.Queue, r.Gen, func(q *engine.Queue) error {
+		q.State = slot.SlowDown(q.State, r.Ticket, r.Until, r.Hold, r.Answer)
+		if r.Gate {
+			q.State = slot.GateAll(q.State, nil, slot.Settling{}, time.Time{})
+		}
+		return nil
+	})
 }

@@ -189,20 +189,15 @@ func (s *Store) SetConfig(_ context.Context, name string, cfg slot.Config) error
 // Pause sets the pause flag and PausedUntil (zero: until resumed).
 // ErrQueueNotFound.
 func (s *Store) Pause(_ context.Context, name string, until time.Time) (slot.State, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, ok := s.queues[name]
-	if !ok {
-		return slot.State{}, notFound("pause", name)
-	}
-	if !q.State.Paused {
-		q.State.PausedAt = s.now()
-	}
-	q.State.Paused = true
-	q.State.PausedUntil = until
-	s.queues[name] = q
-	s.due.set(dueID{engine.DueLift, name, ""}, engine.QueueDue(q.State))
-	return copyState(q.State), nil
+	return s.updateQueue("pause", name, 0, func(q *engine.Queue) error {
+		if !q.State.Paused {
+			q.State.PausedAt = s.now()
+		}
+		q.State.Paused = true
+		q.State.PausedUntil = until
+		s.due.set(dueID{engine.DueLift, name, ""}, engine.QueueDue(q.State))
+		return nil
+	})
 }
 
 // Unpause clears the pause flag. With a non-zero ifUntil it does so only if
@@ -230,15 +225,10 @@ func (s *Store) Unpause(_ context.Context, name string, ifUntil time.Time) (bool
 
 // Purge sets Purged to Ticket. ErrQueueNotFound.
 func (s *Store) Purge(_ context.Context, name string) (slot.State, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, ok := s.queues[name]
-	if !ok {
-		return slot.State{}, notFound("purge", name)
-	}
-	q.State.Purged = q.State.Ticket
-	s.queues[name] = q
-	return copyState(q.State), nil
+	return s.updateQueue("purge", name, 0, func(q *engine.Queue) error {
+		q.State.Purged = q.State.Ticket
+		return nil
+	})
 }
 
 // DeleteQueue removes a queue's record and its resume lease; its jobs
@@ -264,43 +254,38 @@ func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, err
 	if err := r.Check(); err != nil {
 		return engine.Taken{}, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, ok := s.queues[r.Queue]
-	if !ok || r.Gen != 0 && q.Gen != 0 && q.Gen != r.Gen {
-		return engine.Taken{}, notFound("take ticket", r.Queue)
+	tk := engine.Taken{}
+	st, err := s.updateQueue("take ticket", r.Queue, r.Gen, func(q *engine.Queue) error {
+		if q.Config.LimitList().Signature() != r.LimitList().Signature() {
+			return fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrLimitChanged)
+		}
+		q.State, tk.First, tk.Slots = slot.Take(r.Gating(q.State), r.N, r.Line, r.LimitList(), r.Skew, r.Now)
+		if r.MovesLine() {
+			q.State.Line = tk.First - 1 + r.LineAfter()
+		}
+		return nil
+	})
+	if err != nil {
+		return engine.Taken{}, err
 	}
-	if q.Config.LimitList().Signature() != r.LimitList().Signature() {
-		return engine.Taken{}, fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrLimitChanged)
-	}
-	next, first, slots := slot.Take(r.Gating(q.State), r.N, r.Line, r.LimitList(), r.Skew, r.Now)
-	if r.MovesLine() {
-		next.Line = first - 1 + r.LineAfter()
-	}
-	q.State = next
-	s.queues[r.Queue] = q
-	return engine.Taken{First: first, Slots: slots, State: copyState(next)}, nil
+	tk.State = st
+	return tk, nil
 }
 
 // Gate applies r.Decide and, when it says Start, r.Started to the queue's
 // state. ErrQueueNotFound; ErrLimitChanged if r's limits are
 // not the queue's; a *engine.GateError when the gate says no.
 func (s *Store) Gate(_ context.Context, r engine.GateRequest) (slot.State, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, ok := s.queues[r.Queue]
-	if !ok || r.Gen != 0 && q.Gen != 0 && q.Gen != r.Gen {
-		return slot.State{}, notFound("gate", r.Queue)
-	}
-	if q.Config.LimitList().Signature() != r.LimitList().Signature() {
-		return slot.State{}, fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrLimitChanged)
-	}
-	if v, openAt := r.Decide(q.State); v != slot.Start {
-		return slot.State{}, &engine.GateError{Verdict: v, OpenAt: openAt, State: copyState(q.State)}
-	}
-	q.State = r.Started(q.State)
-	s.queues[r.Queue] = q
-	return copyState(q.State), nil
+	return s.updateQueue("gate", r.Queue, r.Gen, func(q *engine.Queue) error {
+		if q.Config.LimitList().Signature() != r.LimitList().Signature() {
+			return fmt.Errorf("gate %s ticket %d: %w", r.Queue, r.Ticket, engine.ErrLimitChanged)
+		}
+		if v, openAt := r.Decide(q.State); v != slot.Start {
+			return &engine.GateError{Verdict: v, OpenAt: openAt, State: copyState(q.State)}
+		}
+		q.State = r.Started(q.State)
+		return nil
+	})
 }
 
 // Admit is the gate of a booked start (engine.AdmitRequest): a read of
@@ -458,6 +443,26 @@ func (s *Store) CountJobs(_ context.Context, queue string, gen int64, status job
 
 func notFound(op, name string) error {
 	return fmt.Errorf("%s %s: %w", op, name, engine.ErrQueueNotFound)
+}
+
+// updateQueue runs change on the queue called name under the store's
+// lock and keeps what it leaves there, unless it fails: the queue's
+// read, change and write of Take, Gate, Reconfigure, SlowDown, Pause
+// and Purge.
+// ErrQueueNotFound when there is no such queue, or it is of another
+// generation than gen (0, or a queue of generation 0, matches any).
+func (s *Store) updateQueue(op, name string, gen int64, change func(q *engine.Queue) error) (slot.State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[name]
+	if !ok || gen != 0 && q.Gen != 0 && q.Gen != gen {
+		return slot.State{}, notFound(op, name)
+	}
+	if err := change(&q); err != nil {
+		return slot.State{}, err
+	}
+	s.queues[name] = q
+	return copyState(q.State), nil
 }
 
 func copyQueue(q engine.Queue) engine.Queue {
