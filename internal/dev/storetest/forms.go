@@ -47,41 +47,48 @@ func newQueueUnder(t *testing.T, st engine.State, ls slot.Limits) string {
 	return name
 }
 
+// underEachForm runs test once per limit form (limitForms), as a subtest
+// of its name, on a new queue called name under limits ls.
+func underEachForm(t *testing.T, newState func(t *testing.T) engine.State, test func(t *testing.T, st engine.State, name string, ls slot.Limits)) {
+	for _, f := range limitForms {
+		t.Run(f.name, func(t *testing.T) {
+			st := newState(t)
+			test(t, st, newQueueUnder(t, st, f.ls), f.ls)
+		})
+	}
+}
+
 func testForms(t *testing.T, newState func(t *testing.T) engine.State) {
 	// Concurrent takes at one now get disjoint tickets whose slots,
 	// together, are the form's arithmetic on the tickets: exactly what
 	// one take of them all would give (slot.Take), no slot twice beyond
 	// what the form allows at once.
 	t.Run("ConcurrentTake", func(t *testing.T) {
-		for _, f := range limitForms {
-			t.Run(f.name, func(t *testing.T) {
-				st := newState(t)
-				name := newQueueUnder(t, st, f.ls)
-				const callers = 12
-				taken := make([]engine.Taken, callers)
-				errs := make([]error, callers)
-				total := 0
-				for i := range callers {
-					total += 1 + i%3
-				}
-				atOnce(callers, func(i int) {
-					n := 1 + i%3
-					taken[i], errs[i] = st.Take(t.Context(), engine.TakeRequest{Queue: name, N: n, Line: n, Limits: f.ls, Now: base})
-				})
-				var slots []time.Time
-				for i, err := range errs {
-					if err != nil {
-						t.Fatalf("caller %d: %v", i, err)
-					}
-					slots = append(slots, taken[i].Slots...)
-				}
-				_, _, want := slot.Take(slot.State{}, total, total, f.ls, 0, base)
-				slices.SortFunc(slots, time.Time.Compare)
-				if !slices.EqualFunc(slots, want, time.Time.Equal) {
-					t.Fatalf("slots of %d concurrent takes:\n got %v\nwant %v", callers, rel(slots), rel(want))
-				}
+		underEachForm(t, newState, func(t *testing.T, st engine.State, name string, ls slot.Limits) {
+			const callers = 12
+			taken := make([]engine.Taken, callers)
+			errs := make([]error, callers)
+			total := 0
+			for i := range callers {
+				total += 1 + i%3
+			}
+			atOnce(callers, func(i int) {
+				n := 1 + i%3
+				taken[i], errs[i] = st.Take(t.Context(), engine.TakeRequest{Queue: name, N: n, Line: n, Limits: ls, Now: base})
 			})
-		}
+			var slots []time.Time
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("caller %d: %v", i, err)
+				}
+				slots = append(slots, taken[i].Slots...)
+			}
+			_, _, want := slot.Take(slot.State{}, total, total, ls, 0, base)
+			slices.SortFunc(slots, time.Time.Compare)
+			if !slices.EqualFunc(slots, want, time.Time.Equal) {
+				t.Fatalf("slots of %d concurrent takes:\n got %v\nwant %v", callers, rel(slots), rel(want))
+			}
+		})
 	})
 
 	// Workers race at the gate for a backlog's tickets, each at its slot
@@ -91,65 +98,61 @@ func testForms(t *testing.T, newState func(t *testing.T) engine.State) {
 	// starts the gate lets through keep the form (slot.Breaches, with the
 	// skew as the one allowance), and line tickets pass in ticket order.
 	t.Run("ConcurrentGate", func(t *testing.T) {
-		for _, f := range limitForms {
-			t.Run(f.name, func(t *testing.T) {
-				st := newState(t)
-				name := newQueueUnder(t, st, f.ls)
-				const n = 24
-				skew := getQueue(t, st, name).Config.Skew
-				tk, err := st.Take(t.Context(), engine.TakeRequest{Queue: name, N: n, Line: n, Limits: f.ls, Now: base})
-				if err != nil {
-					t.Fatal(err)
+		underEachForm(t, newState, func(t *testing.T, st engine.State, name string, ls slot.Limits) {
+			const n = 24
+			skew := getQueue(t, st, name).Config.Skew
+			tk, err := st.Take(t.Context(), engine.TakeRequest{Queue: name, N: n, Line: n, Limits: ls, Now: base})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var starts, deadlines []time.Time
+			atOnce(2*n, func(k int) {
+				ticket, slotAt := tk.First+int64(k%n), tk.Slots[k%n]
+				if k >= n && k%3 != 0 {
+					return // a duplicate for every third ticket
 				}
-				var mu sync.Mutex
-				var starts, deadlines []time.Time
-				atOnce(2*n, func(k int) {
-					ticket, slotAt := tk.First+int64(k%n), tk.Slots[k%n]
-					if k >= n && k%3 != 0 {
-						return // a duplicate for every third ticket
-					}
-					// Some ask before their slot (a duplicate woken early, a
-					// clock ahead): the gate alone must hold them back.
-					early := []time.Duration{0, time.Millisecond, 7 * time.Millisecond, 40 * time.Millisecond}[k%4]
-					at := slotAt.Add(-early)
-					for range 50 {
-						// Each gate records a deadline a room after
-						// the start it reserves: its worker may call
-						// its target anywhere up to it.
-						r := engine.GateRequest{Queue: name, Ticket: ticket, Limits: f.ls, Skew: skew, Now: at, At: at,
-							Deadline: at.Add(slot.Room), SlotAt: slotAt}
-						_, err := st.Gate(t.Context(), r)
-						var ge *engine.GateError
-						switch {
-						case err == nil:
-							mu.Lock()
-							starts, deadlines = append(starts, at), append(deadlines, r.Deadline)
-							mu.Unlock()
-							return
-						case errors.As(err, &ge) && ge.Verdict == slot.Early:
-							at = ge.OpenAt
-						case errors.As(err, &ge) && ge.Verdict == slot.Passed:
-							return
-						default:
-							t.Errorf("ticket %d: %v", ticket, err)
-							return
-						}
-					}
-					t.Errorf("ticket %d: still early after 50 tries", ticket)
-				})
-				if len(starts) == 0 {
-					t.Fatal("no gate passed")
-				}
-				// Whether each worker calls its target at the start it
-				// reserved or at its deadline, no limit breaks: every
-				// concurrent gate counted every other's deadline.
-				for what, at := range map[string][]time.Time{"reserved starts": starts, "deadlines": deadlines} {
-					if b := slot.Breaches(f.ls, skew, at); len(b) > 0 {
-						t.Fatalf("%s: %d breaches of %v among %d starts, first %+v", what, len(b), f.ls, len(at), b[0])
+				// Some ask before their slot (a duplicate woken early, a
+				// clock ahead): the gate alone must hold them back.
+				early := []time.Duration{0, time.Millisecond, 7 * time.Millisecond, 40 * time.Millisecond}[k%4]
+				at := slotAt.Add(-early)
+				for range 50 {
+					// Each gate records a deadline a room after
+					// the start it reserves: its worker may call
+					// its target anywhere up to it.
+					r := engine.GateRequest{Queue: name, Ticket: ticket, Limits: ls, Skew: skew, Now: at, At: at,
+						Deadline: at.Add(slot.Room), SlotAt: slotAt}
+					_, err := st.Gate(t.Context(), r)
+					var ge *engine.GateError
+					switch {
+					case err == nil:
+						mu.Lock()
+						starts, deadlines = append(starts, at), append(deadlines, r.Deadline)
+						mu.Unlock()
+						return
+					case errors.As(err, &ge) && ge.Verdict == slot.Early:
+						at = ge.OpenAt
+					case errors.As(err, &ge) && ge.Verdict == slot.Passed:
+						return
+					default:
+						t.Errorf("ticket %d: %v", ticket, err)
+						return
 					}
 				}
+				t.Errorf("ticket %d: still early after 50 tries", ticket)
 			})
-		}
+			if len(starts) == 0 {
+				t.Fatal("no gate passed")
+			}
+			// Whether each worker calls its target at the start it
+			// reserved or at its deadline, no limit breaks: every
+			// concurrent gate counted every other's deadline.
+			for what, at := range map[string][]time.Time{"reserved starts": starts, "deadlines": deadlines} {
+				if b := slot.Breaches(ls, skew, at); len(b) > 0 {
+					t.Fatalf("%s: %d breaches of %v among %d starts, first %+v", what, len(b), ls, len(at), b[0])
+				}
+			}
+		})
 	})
 
 	// The store's own condition holds the form, not only the caller's
@@ -158,37 +161,33 @@ func testForms(t *testing.T, newState func(t *testing.T) engine.State) {
 	// once) for a start a hair before the form allows is refused as
 	// early, and one at the opening passes.
 	t.Run("Opening", func(t *testing.T) {
-		for _, f := range limitForms {
-			t.Run(f.name, func(t *testing.T) {
-				st := newState(t)
-				name := newQueueUnder(t, st, f.ls)
-				q := getQueue(t, st, name)
-				tk, err := st.Take(t.Context(), engine.TakeRequest{Queue: name, N: 30, Line: 30, Limits: f.ls, Now: base})
-				if err != nil {
-					t.Fatal(err)
+		underEachForm(t, newState, func(t *testing.T, st engine.State, name string, ls slot.Limits) {
+			q := getQueue(t, st, name)
+			tk, err := st.Take(t.Context(), engine.TakeRequest{Queue: name, N: 30, Line: 30, Limits: ls, Now: base})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := tk.State
+			for k, slotAt := range tk.Slots {
+				ticket := tk.First + int64(k)
+				open := slot.GateOpen(seen, ls, q.Config.Skew)
+				if open.After(slotAt) {
+					t.Fatalf("ticket %d: the gate opens at +%v, after its slot +%v", ticket, open.Sub(base), slotAt.Sub(base))
 				}
-				seen := tk.State
-				for k, slotAt := range tk.Slots {
-					ticket := tk.First + int64(k)
-					open := slot.GateOpen(seen, f.ls, q.Config.Skew)
-					if open.After(slotAt) {
-						t.Fatalf("ticket %d: the gate opens at +%v, after its slot +%v", ticket, open.Sub(base), slotAt.Sub(base))
-					}
-					if !open.IsZero() {
-						hair := open.Add(-time.Microsecond)
-						r := engine.GateRequest{Queue: name, Ticket: ticket, Limits: f.ls, Skew: q.Config.Skew, Now: hair, At: hair, Seen: seen}
-						_, err := st.Gate(t.Context(), r)
-						if ge := wantGate(t, "a hair before the opening", err, slot.Early); ge != nil && !ge.OpenAt.Equal(open) {
-							t.Fatalf("ticket %d: opens at +%v, want +%v", ticket, ge.OpenAt.Sub(base), open.Sub(base))
-						}
-					}
-					r := engine.GateRequest{Queue: name, Ticket: ticket, Limits: f.ls, Skew: q.Config.Skew, Now: slotAt, At: slotAt, Seen: seen}
-					if seen, err = st.Gate(t.Context(), r); err != nil {
-						t.Fatalf("ticket %d at its slot +%v: %v", ticket, slotAt.Sub(base), err)
+				if !open.IsZero() {
+					hair := open.Add(-time.Microsecond)
+					r := engine.GateRequest{Queue: name, Ticket: ticket, Limits: ls, Skew: q.Config.Skew, Now: hair, At: hair, Seen: seen}
+					_, err := st.Gate(t.Context(), r)
+					if ge := wantGate(t, "a hair before the opening", err, slot.Early); ge != nil && !ge.OpenAt.Equal(open) {
+						t.Fatalf("ticket %d: opens at +%v, want +%v", ticket, ge.OpenAt.Sub(base), open.Sub(base))
 					}
 				}
-			})
-		}
+				r := engine.GateRequest{Queue: name, Ticket: ticket, Limits: ls, Skew: q.Config.Skew, Now: slotAt, At: slotAt, Seen: seen}
+				if seen, err = st.Gate(t.Context(), r); err != nil {
+					t.Fatalf("ticket %d at its slot +%v: %v", ticket, slotAt.Sub(base), err)
+				}
+			}
+		})
 	})
 
 	// A take or gate under other limits than the queue's (a configure

@@ -68,18 +68,7 @@ func testGateConcurrent(t *testing.T, newState func(t *testing.T) engine.State) 
 		const copies = 20
 		errs := make([]error, copies)
 		atOnce(copies, func(i int) { errs[i] = claim(t.Context(), st, jobs[0], base) })
-		wins := 0
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				wins++
-			case !errors.Is(err, engine.ErrConflict):
-				t.Errorf("copy %d: got %v, want ErrConflict", i, err)
-			}
-		}
-		if wins != 1 {
-			t.Errorf("%d copies claimed the job, want 1", wins)
-		}
+		oneWins(t, "copies claiming the job", errs, engine.ErrConflict)
 		if j := getJob(t, st, jobs[0].Queue, jobs[0].ID); j.Status != job.Running || !j.StartedAt.Equal(base) {
 			t.Errorf("claimed job: status %s, started %v", j.Status, j.StartedAt)
 		}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -91,26 +90,11 @@ func testLease(t *testing.T, newState func(t *testing.T) engine.State) {
 		st := newState(t)
 		q := queueName(t)
 		const holders = 20
-		var wg sync.WaitGroup
 		errs := make([]error, holders)
-		for i := range holders {
-			wg.Go(func() {
-				_, errs[i] = st.Lease(t.Context(), q, fmt.Sprintf("h%d", i), at(time.Minute), at(0))
-			})
-		}
-		wg.Wait()
-		won := 0
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				won++
-			case !errors.Is(err, engine.ErrLeaseHeld):
-				t.Errorf("holder %d: %v", i, err)
-			}
-		}
-		if won != 1 {
-			t.Fatalf("%d of %d concurrent holders won the lease, want 1", won, holders)
-		}
+		atOnce(holders, func(i int) {
+			_, errs[i] = st.Lease(t.Context(), q, fmt.Sprintf("h%d", i), at(time.Minute), at(0))
+		})
+		oneWins(t, "concurrent holders of the lease", errs, engine.ErrLeaseHeld)
 	})
 	t.Run("ApartFromQueue", func(t *testing.T) {
 		st := newState(t)

@@ -266,6 +266,25 @@ func firstSlot(tk engine.Taken) time.Time {
 	return tk.Slots[0]
 }
 
+// oneWins checks that exactly one of the concurrent calls whose errors
+// are errs succeeded (what names them), and that the others lost with
+// lost.
+func oneWins(t *testing.T, what string, errs []error, lost error) {
+	t.Helper()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, lost):
+			t.Errorf("%s: call %d: got %v, want %v", what, i, err, lost)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%s: %d of %d won, want 1", what, won, len(errs))
+	}
+}
+
 // atOnce runs call(i) for each i below n, each on a goroutine of its
 // own, all let go at once (callers racing for one write), and returns
 // when all have returned.
