@@ -368,7 +368,7 @@ func TestCancelBeforeKeyTaken(t *testing.T) {
 // and its claim waits until the second has passed its own gate; the
 // second's claim waits until the first's has landed.
 type dupState struct {
-	engine.State
+	onPass
 	mu        sync.Mutex
 	gates     int
 	claims    int
@@ -376,21 +376,9 @@ type dupState struct {
 	d1Claimed chan struct{}
 }
 
-func (d *dupState) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
-	st, err := d.State.Gate(ctx, r)
-	d.passed(err, r.Ticket)
-	return st, err
-}
-
-func (d *dupState) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
-	q, err := d.State.Admit(ctx, r)
-	d.passed(err, r.Ticket)
-	return q, err
-}
-
-// passed counts a pass of ticket 1's gate (err nil).
-func (d *dupState) passed(err error, ticket int64) {
-	if err == nil && ticket == 1 {
+// passed counts a pass of ticket 1's gate.
+func (d *dupState) passed(ticket int64) {
+	if ticket == 1 {
 		d.mu.Lock()
 		d.gates++
 		if d.gates == 2 {
@@ -437,7 +425,7 @@ func TestDuplicateGateKeepsPlaceFreeable(t *testing.T) {
 			}
 			ran = append(ran, j.ID)
 			return nil
-		})}, func(st engine.State) engine.State { d.State = st; return d })
+		})}, func(st engine.State) engine.State { d.onPass = onPass{st, d.passed}; return d })
 		ctx := context.Background()
 		if _, err := b.eng.CreateQueue(ctx, "q", slot.Config{Interval: 100 * time.Millisecond, MaxRunning: 1}); err != nil {
 			t.Fatal(err)

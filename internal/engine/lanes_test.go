@@ -186,21 +186,7 @@ func TestLaneHandOffIsImmediate(t *testing.T) {
 		s.createQueue("handoff", slot.Config{Interval: iv, Skew: time.Millisecond})
 		enqueueKeyed(s, "handoff", keys, 8, iv, 9)
 		s.waitFinished("handoff", time.Hour)
-		handed := map[string][]time.Time{} // job id → when it was handed its key
-		parked := map[string][]time.Time{} // job id → when it parked on its key
-		freed := map[string][]time.Time{}  // key → when a holder gave it up
-		for _, j := range s.store.Jobs("handoff") {
-			for _, ev := range j.History {
-				switch {
-				case ev.Kind == job.Released:
-					handed[j.ID] = append(handed[j.ID], ev.At)
-				case ev.Kind == job.ParkedEvent && ev.Reason == string(job.WaitKey):
-					parked[j.ID] = append(parked[j.ID], ev.At)
-				case ev.Kind == job.SlotMissed || ev.Kind == job.Reticketed:
-					freed[j.Key] = append(freed[j.Key], ev.At) // left its key without running
-				}
-			}
-		}
+		handed, parked, freed := keyEvents(s.store.Jobs("handoff"))
 		byKey := map[string][]run{}
 		for _, r := range s.runsOf("handoff") {
 			byKey[r.Key] = append(byKey[r.Key], r)
@@ -239,6 +225,26 @@ func TestLaneHandOffIsImmediate(t *testing.T) {
 			t.Fatalf("only %d jobs waited for their key: the test shows nothing", waited)
 		}
 	})
+}
+
+// keyEvents reads the jobs' histories: when each job (by id) was handed
+// its key and when it parked on it, and when each key was left by a job
+// that missed its slot or took a new ticket, without running.
+func keyEvents(jobs []job.Job) (handed, parked, freed map[string][]time.Time) {
+	handed, parked, freed = map[string][]time.Time{}, map[string][]time.Time{}, map[string][]time.Time{}
+	for _, j := range jobs {
+		for _, ev := range j.History {
+			switch {
+			case ev.Kind == job.Released:
+				handed[j.ID] = append(handed[j.ID], ev.At)
+			case ev.Kind == job.ParkedEvent && ev.Reason == string(job.WaitKey):
+				parked[j.ID] = append(parked[j.ID], ev.At)
+			case ev.Kind == job.SlotMissed || ev.Kind == job.Reticketed:
+				freed[j.Key] = append(freed[j.Key], ev.At)
+			}
+		}
+	}
+	return handed, parked, freed
 }
 
 // lastBefore returns the last of times, in time order, that is not after
@@ -483,18 +489,7 @@ func TestLaneHandOffDuringEnqueues(t *testing.T) {
 			t.Fatalf("only %d enqueues landed between a read of the lane and its write: the test shows nothing", raced.Load())
 		}
 
-		handed := map[string][]time.Time{} // job id → when it was handed the key
-		parked := map[string][]time.Time{} // job id → when it parked on the key
-		for _, j := range s.store.Jobs("hot") {
-			for _, ev := range j.History {
-				switch {
-				case ev.Kind == job.Released:
-					handed[j.ID] = append(handed[j.ID], ev.At)
-				case ev.Kind == job.ParkedEvent && ev.Reason == string(job.WaitKey):
-					parked[j.ID] = append(parked[j.ID], ev.At)
-				}
-			}
-		}
+		handed, parked, _ := keyEvents(s.store.Jobs("hot"))
 		waited := 0
 		for i := 1; i < len(runs); i++ {
 			prev, r := runs[i-1], runs[i]

@@ -18,7 +18,7 @@ import (
 // after its claim of ticket landed (the start reserved and claimed, the
 // target not begun).
 type hookState struct {
-	engine.State
+	onPass
 	ticket    int64
 	afterGate func()
 	dieClaim  bool
@@ -28,26 +28,12 @@ type hookState struct {
 	at   time.Time // when afterGate ran
 }
 
-func (h *hookState) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
-	st, err := h.State.Gate(ctx, r)
-	h.passed(err, r.Ticket)
-	return st, err
-}
-
-// Admit is the gate of a booked start: the hook runs after it as after
-// the gate's write.
-func (h *hookState) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
-	q, err := h.State.Admit(ctx, r)
-	h.passed(err, r.Ticket)
-	return q, err
-}
-
-// passed runs afterGate once, after ticket passed the gate (err nil).
-func (h *hookState) passed(err error, ticket int64) {
+// passed runs afterGate once, after ticket passed the gate.
+func (h *hookState) passed(ticket int64) {
 	h.mu.Lock()
 	hook := h.afterGate
 	h.mu.Unlock()
-	if err == nil && ticket == h.ticket && hook != nil {
+	if ticket == h.ticket && hook != nil {
 		h.once.Do(func() {
 			h.mu.Lock()
 			h.at = time.Now()
@@ -107,7 +93,7 @@ func TestAdminBetweenReservationAndStart(t *testing.T) {
 				ctx := context.Background()
 				h := &hookState{ticket: 3}
 				s := newSim(t, simOptions{Lead: lead, Wrap: func(in engine.State) engine.State {
-					h.State = in
+					h.onPass = onPass{in, h.passed}
 					return h
 				}})
 				defer s.stop()
@@ -181,7 +167,7 @@ func TestCrashAfterReservationBeforeStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := &hookState{ticket: 3, dieClaim: true}
 		s := newSim(t, simOptions{Lease: time.Minute, Wrap: func(in engine.State) engine.State {
-			h.State = in
+			h.onPass = onPass{in, h.passed}
 			return h
 		}})
 		defer s.stop()

@@ -665,15 +665,7 @@ func TestConfigureWithinBudget(t *testing.T) {
 		if rep.Moved != budget || rep.Moved+rep.Remaining != parked {
 			t.Fatalf("configure answered %+v with a budget of %d and %d jobs parked: want %d moved and the rest remaining", rep, budget, parked, budget)
 		}
-		shown := map[string]time.Time{}
-		for i := range total {
-			id := fmt.Sprintf("j%02d", i)
-			j, err := s.eng.Job(ctx, job.Ref{Queue: "budget", ID: id})
-			if err != nil {
-				t.Fatal(err)
-			}
-			shown[id] = j.SlotAt
-		}
+		shown := s.shownSlots("budget", "j%02d", total)
 		// The resume runs move the rest: every parked record comes to
 		// the slot shown for it.
 		unmoved := func() (n int) {
@@ -736,15 +728,7 @@ func TestConfigureKeyLimitsMovesParkedJobs(t *testing.T) {
 		if rep.Moved != parked || rep.Remaining != 0 {
 			t.Errorf("configure answered %+v; %d of the key's jobs were parked", rep, parked)
 		}
-		shown := map[string]time.Time{}
-		for i := range total {
-			id := fmt.Sprintf("j%d", i)
-			j, err := s.eng.Job(ctx, job.Ref{Queue: "keyed", ID: id})
-			if err != nil {
-				t.Fatal(err)
-			}
-			shown[id] = j.SlotAt
-		}
+		shown := s.shownSlots("keyed", "j%d", total)
 		s.waitFinished("keyed", time.Hour)
 		starts := s.startsOf("keyed")
 		checkSingleStart(t, starts)
@@ -819,4 +803,20 @@ func TestConfigureBooksNoPlaceForJobsOutOfLine(t *testing.T) {
 			s.waitFinished("held", time.Hour)
 		})
 	})
+}
+
+// shownSlots is the slot the engine shows (Engine.Job) for each of the n
+// jobs of queue whose ids are idFormat of 0 to n−1, by id.
+func (s *sim) shownSlots(queue, idFormat string, n int) map[string]time.Time {
+	s.t.Helper()
+	shown := map[string]time.Time{}
+	for i := range n {
+		id := fmt.Sprintf(idFormat, i)
+		j, err := s.eng.Job(context.Background(), job.Ref{Queue: queue, ID: id})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		shown[id] = j.SlotAt
+	}
+	return shown
 }

@@ -653,3 +653,27 @@ func (c *chaosState) UpdateJob(ctx context.Context, j job.Job, from job.Version)
 	}
 	return err
 }
+
+// onPass is a State that calls pass with the ticket of each gate that
+// passes: the gate's write (Gate), or the read of a booked start (Admit),
+// after which the hook runs as after the write.
+type onPass struct {
+	engine.State
+	pass func(ticket int64)
+}
+
+func (o *onPass) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
+	st, err := o.State.Gate(ctx, r)
+	if err == nil {
+		o.pass(r.Ticket)
+	}
+	return st, err
+}
+
+func (o *onPass) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
+	q, err := o.State.Admit(ctx, r)
+	if err == nil {
+		o.pass(r.Ticket)
+	}
+	return q, err
+}
