@@ -8,9 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/slotq/slotq"
-	"github.com/slotq/slotq/internal/local/samgen"
 )
 
 // deployNeeds is what deploying each resource type of the stack asks of
@@ -101,14 +98,7 @@ func TestDeployPolicyCoversTemplate(t *testing.T) {
 	add("sam deploy", "cloudformation:CreateChangeSet", "cloudformation:ExecuteChangeSet", "cloudformation:DescribeChangeSet",
 		"cloudformation:DescribeStacks", "cloudformation:DescribeStackEvents", "cloudformation:GetTemplateSummary",
 		"s3:PutObject", "s3:GetObject")
-	out, err := samgen.Generate(slotq.Template, []byte("Tags:\n  Team: payments\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "template.yaml")
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := generated(t, "Tags:\n  Team: payments\n")
 	for id, r := range transform(t, path).Resources {
 		actions, ok := deployNeeds[r.Type]
 		if !ok {

@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/slotq/slotq"
 	"github.com/slotq/slotq/internal/local/samgen"
 	"github.com/slotq/slotq/internal/local/samlocal"
 )
@@ -109,6 +110,21 @@ func withoutComments(b []byte) []byte {
 		}
 	}
 	return bytes.Join(out, []byte("\n"))
+}
+
+// generated writes the stack samgen makes of slotq's template and the
+// team's part (YAML) into a file of the test's own, and returns its path.
+func generated(t *testing.T, part string) string {
+	t.Helper()
+	out, err := samgen.Generate(slotq.Template, []byte(part))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "template.yaml")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // lint runs cfn-lint on a template; missing, it fails under

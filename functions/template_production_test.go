@@ -2,12 +2,8 @@ package functions_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/slotq/slotq"
-	"github.com/slotq/slotq/internal/local/samgen"
 )
 
 // TestTemplateProduction holds what the stack needs on a real account and
@@ -110,14 +106,7 @@ func TestTemplateProduction(t *testing.T) {
 // takes tags once SAM has made the functions' roles and event source,
 // and the stack with them still passes cfn-lint.
 func TestTemplateTags(t *testing.T) {
-	out, err := samgen.Generate(slotq.Template, []byte("Tags:\n  CostCenter: \"1234\"\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "template.yaml")
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := generated(t, "Tags:\n  CostCenter: \"1234\"\n")
 	lint(t, path)
 	// The types of the transformed stack that take tags, and those that
 	// take none.

@@ -17,9 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/slotq/slotq"
 	"github.com/slotq/slotq/internal/dev/dynamolocal"
-	"github.com/slotq/slotq/internal/local/samgen"
 )
 
 // refusal is what CloudFormation would refuse of a parameter set before it
@@ -128,14 +126,7 @@ func TestTemplateRefusesBadSettings(t *testing.T) {
 	}
 	// A team's stack, made by samgen, keeps the rules.
 	t.Run("Generated", func(t *testing.T) {
-		out, err := samgen.Generate(slotq.Template, []byte("Tags:\n  CostCenter: \"1234\"\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		gen := filepath.Join(t.TempDir(), "template.yaml")
-		if err := os.WriteFile(gen, out, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		gen := generated(t, "Tags:\n  CostCenter: \"1234\"\n")
 		got := refused(t, gen, map[string]map[string]string{"bad": {"WorkerSubnetIds": "subnet-0a"}})["bad"]
 		if len(got) != 1 || got[0].Where != "Rules.WorkerSubnetsNeedSecurityGroups" {
 			t.Errorf("the generated stack refused %v, want Rules.WorkerSubnetsNeedSecurityGroups", got)
