@@ -310,13 +310,13 @@ func drawTimeline(w io.Writer, tl startTimeline, width int) {
 		notStarted(w, tl)
 		return
 	}
-	t0, t1 := tl.Starts[0].SlotAt, tl.Starts[0].StartedAt
+	var times []time.Time
 	var lates []time.Duration
 	for _, s := range tl.Starts {
-		t0 = minTime(t0, minTime(s.SlotAt, s.StartedAt))
-		t1 = maxTime(t1, maxTime(s.SlotAt, s.StartedAt))
+		times = append(times, s.SlotAt, s.StartedAt)
 		lates = append(lates, s.Late)
 	}
+	t0, t1 := slices.MinFunc(times, time.Time.Compare), slices.MaxFunc(times, time.Time.Compare)
 	span := t1.Sub(t0)
 	col := func(t time.Time) int {
 		if span <= 0 {
@@ -358,17 +358,3 @@ func notStarted(w io.Writer, tl startTimeline) {
 }
 
 func clock(t time.Time) string { return t.UTC().Format("15:04:05.000") }
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}

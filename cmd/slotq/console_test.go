@@ -49,14 +49,7 @@ func TestConsoleCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "console", "--addr", freeAddr(t), "--endpoint-url", p.url)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = testWriter{t}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out := startLogged(t, cmd)
 	defer func() { _ = cmd.Process.Signal(syscall.SIGINT); _ = cmd.Wait() }()
 	line := make(chan string, 1)
 	go func() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -71,14 +72,7 @@ func startLocal(t *testing.T, env []string, args ...string) *localProc {
 	// another test binary.
 	cmd := exec.Command(bin, append([]string{"local", "--json", "--addr", "127.0.0.1:0", "--console", "127.0.0.1:0", "--template", "../../template.yaml"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = testWriter{t}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdout := startLogged(t, cmd)
 	p := &localProc{cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
@@ -129,6 +123,21 @@ func (p *localProc) starts(queue string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// startLogged starts cmd with its standard error in the test's log, and
+// returns its standard output.
+func startLogged(t *testing.T, cmd *exec.Cmd) io.Reader {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = testWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return stdout
 }
 
 type testWriter struct{ t *testing.T }
