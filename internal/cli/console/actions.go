@@ -118,14 +118,24 @@ func (s *server) pauseUntil(forText, untilText string) (time.Time, error) {
 	return time.Time{}, nil
 }
 
-// act runs a confirmed action and sends the browser back to its page.
-func (s *server) act(w http.ResponseWriter, r *http.Request) {
+// ownForm parses the form r posts and answers whether it came from a
+// page of this console (it carries the console's token); if not, it has
+// answered the browser with an error, whose hint says what to do.
+func (s *server) ownForm(w http.ResponseWriter, r *http.Request, hint string) bool {
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "slotq console: "+err.Error(), http.StatusBadRequest)
-		return
+		return false
 	}
 	if r.PostForm.Get("token") != s.token {
-		http.Error(w, "slotq console: this form is not from this console (reload the page and confirm again)", http.StatusForbidden)
+		http.Error(w, "slotq console: this form is not from this console ("+hint+")", http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
+// act runs a confirmed action and sends the browser back to its page.
+func (s *server) act(w http.ResponseWriter, r *http.Request) {
+	if !s.ownForm(w, r, "reload the page and confirm again") {
 		return
 	}
 	queue, name, id := r.PathValue("queue"), r.PathValue("action"), r.PostForm.Get("job")

@@ -423,3 +423,19 @@ func TestStartsOf(t *testing.T) {
 		t.Errorf("startsOf = %+v\nwant %+v", got, want)
 	}
 }
+
+// wantPage checks that the page's body holds every string of want and
+// none of not.
+func wantPage(t *testing.T, page, body string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Errorf("%s lacks %q", page, w)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(body, n) {
+			t.Errorf("%s has %q", page, n)
+		}
+	}
+}

@@ -192,12 +192,7 @@ const maxFollowIDs = 500
 // spaces, commas or lines, or the JSON `slotq enqueue --json` prints.
 func (s *server) followJobs(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "slotq console: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if r.PostForm.Get("token") != s.token {
-		http.Error(w, "slotq console: this form is not from this console (reload the page)", http.StatusForbidden)
+	if !s.ownForm(w, r, "reload the page") {
 		return
 	}
 	queue := r.PathValue("queue")

@@ -116,16 +116,7 @@ func TestKeyTimeline(t *testing.T) {
 			if code != 200 {
 				t.Fatalf("key page: %d\n%s", code, body)
 			}
-			for _, want := range tt.want {
-				if !strings.Contains(body, want) {
-					t.Errorf("key page lacks %q", want)
-				}
-			}
-			for _, not := range tt.not {
-				if strings.Contains(body, not) {
-					t.Errorf("key page has %q", not)
-				}
-			}
+			wantPage(t, "key page", body, tt.want, tt.not)
 			// The queue's own timeline still judges all its starts by the
 			// queue's limit, which they keep.
 			if _, body := get(t, h, "/queues/reports"); !regexp.MustCompile(`data-starts="\d+" data-of="queue" data-bad="0"`).MatchString(body) {

@@ -55,16 +55,7 @@ func TestTimelineJudgesTheForm(t *testing.T) {
 			if !strings.Contains(body, "<dt>limits</dt><dd>"+tt.limits+"</dd>") {
 				t.Errorf("queue page lacks the limits %q", tt.limits)
 			}
-			for _, want := range tt.want {
-				if !strings.Contains(body, want) {
-					t.Errorf("queue page lacks %q", want)
-				}
-			}
-			for _, not := range tt.not {
-				if strings.Contains(body, not) {
-					t.Errorf("queue page has %q", not)
-				}
-			}
+			wantPage(t, "queue page", body, tt.want, tt.not)
 			if _, list := get(t, h, "/"); !strings.Contains(list, "<td>"+tt.limits+" / 10ms</td>") {
 				t.Errorf("queues page lacks the limits %q:\n%s", tt.limits, list)
 			}
