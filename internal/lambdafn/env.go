@@ -215,14 +215,9 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 			}
 			c.LogLevel = v
 		case EnvDefaultInterval:
-			if v == "" {
-				break
+			if err := setDuration(&c.Defaults.Interval, name, v, "1s"); err != nil {
+				return c, err
 			}
-			d, err := slot.ParseDuration(v)
-			if err != nil || d <= 0 || d > slot.MaxInterval {
-				return c, fmt.Errorf("%s must be a duration between 0 and %s such as \"1s\", got %q", name, slot.MaxInterval, v)
-			}
-			c.Defaults.Interval = d
 		case EnvDefaultLimit:
 			if v == "" {
 				break
@@ -245,14 +240,9 @@ func Load(spec Spec, getenv func(string) string) (Config, error) {
 			}
 			c.Defaults.KeyLimits = ls
 		case EnvDefaultSkew:
-			if v == "" {
-				break
+			if err := setDuration(&c.Defaults.Skew, name, v, "10ms"); err != nil {
+				return c, err
 			}
-			d, err := slot.ParseDuration(v)
-			if err != nil || d <= 0 || d > slot.MaxInterval {
-				return c, fmt.Errorf("%s must be a duration between 0 and %s such as \"10ms\", got %q", name, slot.MaxInterval, v)
-			}
-			c.Defaults.Skew = d
 		case EnvAllowedTargets:
 			for i, t := range strings.Split(v, ",") {
 				t = strings.TrimSpace(t)
@@ -319,3 +309,18 @@ func ParseDefaultLimit(v string) (slot.Config, error) {
 
 // Reads reports whether spec reads the variable name.
 func (s Spec) Reads(name string) bool { return slices.Contains(s.Vars, name) }
+
+// setDuration reads v, unless it is empty, into d: a duration above 0 and
+// at most slot.MaxInterval, or an error naming the variable name that
+// shows example.
+func setDuration(d *time.Duration, name, v, example string) error {
+	if v == "" {
+		return nil
+	}
+	x, err := slot.ParseDuration(v)
+	if err != nil || x <= 0 || x > slot.MaxInterval {
+		return fmt.Errorf("%s must be a duration between 0 and %s such as %q, got %q", name, slot.MaxInterval, example, v)
+	}
+	*d = x
+	return nil
+}
