@@ -13,15 +13,20 @@ import (
 	"github.com/slotq/slotq/internal/metrics"
 )
 
+// metricsView is a view that writes to out, and a metrics recorder whose
+// EMF lines it reads, as slotq local's functions' lines.
+func metricsView(asJSON bool) (out *bytes.Buffer, v *view, rec *metrics.Recorder) {
+	out = new(bytes.Buffer)
+	v = newView(out, asJSON)
+	return out, v, metrics.New(metrics.Options{Logger: slog.New(&tap{next: slog.DiscardHandler, view: v})})
+}
+
 // The view's summary adds up the functions' EMF lines: the same figures
 // the stack publishes to CloudWatch, per queue.
 func TestViewSummaryFromMetrics(t *testing.T) {
 	ctx := context.Background()
 	for _, asJSON := range []bool{true, false} {
-		var out bytes.Buffer
-		v := newView(&out, asJSON)
-		log := slog.New(&tap{next: slog.DiscardHandler, view: v})
-		rec := metrics.New(metrics.Options{Logger: log})
+		out, v, rec := metricsView(asJSON)
 		for i := range 150 { // more than one line's worth of values
 			rec.Observe(ctx, engine.Event{Kind: engine.EventStarted, Queue: "q", Lateness: time.Duration(i) * time.Millisecond,
 				Gap: time.Second, HasGap: true})
@@ -69,10 +74,7 @@ func TestViewLaneFigures(t *testing.T) {
 		{Waiting: 6, Parked: 3, Lanes: engine.LaneFigures{Running: 1, KeysHeld: 3, KeysWaiting: 2, WaitingOnKeys: 3}},
 	}
 	for _, asJSON := range []bool{false, true} {
-		var out bytes.Buffer
-		v := newView(&out, asJSON)
-		log := slog.New(&tap{next: slog.DiscardHandler, view: v})
-		rec := metrics.New(metrics.Options{Logger: log})
+		out, v, rec := metricsView(asJSON)
 		for _, f := range figures {
 			rec.Observe(ctx, engine.Event{Kind: engine.EventFigures, Queue: "capped", Figures: &f})
 			rec.Flush(ctx)
@@ -146,10 +148,7 @@ func TestViewLaneFigures(t *testing.T) {
 func TestSummaryLateness(t *testing.T) {
 	ctx := context.Background()
 	for _, asJSON := range []bool{false, true} {
-		var out bytes.Buffer
-		v := newView(&out, asJSON)
-		log := slog.New(&tap{next: slog.DiscardHandler, view: v})
-		rec := metrics.New(metrics.Options{Logger: log})
+		out, v, rec := metricsView(asJSON)
 		rec.Observe(ctx, engine.Event{Kind: engine.EventStarted, Queue: "q", Lateness: 4500 * time.Microsecond})
 		rec.Flush(ctx)
 		out.Reset()
