@@ -23,16 +23,20 @@ import (
 // The refused request wrote nothing; an earlier attempt of the same call
 // that landed before its answer was lost (and the SDK sent it again) is
 // recognised by the write token the input carries, as for any SDK retry, so
-// sending the same input again is safe.
-func resend[T any](ctx context.Context, send func() (T, error)) (T, error) {
+// sending the same input again is safe. The error that is left is mapped
+// as every call's (awsErr).
+func resend[T any](ctx context.Context, s *Store, send func() (*T, error)) (*T, error) {
 	out, err := send()
 	for attempt := 0; attempt < maxTxRetries && conflicted(err); attempt++ {
-		if berr := backoff(ctx, attempt); berr != nil {
-			return out, err
+		if backoff(ctx, attempt) != nil {
+			break
 		}
 		out, err = send()
 	}
-	return out, err
+	if err != nil {
+		return nil, s.awsErr(err)
+	}
+	return out, nil
 }
 
 func (s *Store) getItem(ctx context.Context, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
@@ -45,29 +49,17 @@ func (s *Store) getItem(ctx context.Context, k map[string]types.AttributeValue) 
 
 func (s *Store) putItem(ctx context.Context, in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
 	in.TableName = &s.table
-	out, err := resend(ctx, func() (*dynamodb.PutItemOutput, error) { return s.api.PutItem(ctx, in) })
-	if err != nil {
-		return nil, s.awsErr(err)
-	}
-	return out, nil
+	return resend(ctx, s, func() (*dynamodb.PutItemOutput, error) { return s.api.PutItem(ctx, in) })
 }
 
 func (s *Store) updateItem(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 	in.TableName = &s.table
-	out, err := resend(ctx, func() (*dynamodb.UpdateItemOutput, error) { return s.api.UpdateItem(ctx, in) })
-	if err != nil {
-		return nil, s.awsErr(err)
-	}
-	return out, nil
+	return resend(ctx, s, func() (*dynamodb.UpdateItemOutput, error) { return s.api.UpdateItem(ctx, in) })
 }
 
 func (s *Store) deleteItem(ctx context.Context, in *dynamodb.DeleteItemInput) (*dynamodb.DeleteItemOutput, error) {
 	in.TableName = &s.table
-	out, err := resend(ctx, func() (*dynamodb.DeleteItemOutput, error) { return s.api.DeleteItem(ctx, in) })
-	if err != nil {
-		return nil, s.awsErr(err)
-	}
-	return out, nil
+	return resend(ctx, s, func() (*dynamodb.DeleteItemOutput, error) { return s.api.DeleteItem(ctx, in) })
 }
 
 func (s *Store) query(ctx context.Context, in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {

@@ -97,15 +97,7 @@ func TestResumeScheduledInAnyOrderOnDynamoDB(t *testing.T) {
 	// The resume function's schedule, until every job has started; then
 	// each job's record, once it has ended. (Reading the records on the
 	// schedule would load DynamoDB Local, and slow the workers' gates.)
-	next := time.Now()
-	testenv.WaitFor(t, fmt.Sprintf("%d scheduled jobs to start", n), func() bool {
-		if time.Now().Before(next) {
-			return false
-		}
-		next = time.Now().Add(250 * time.Millisecond)
-		if _, err := eng.Resume(ctx); err != nil {
-			t.Fatal(err)
-		}
+	resumeUntil(t, eng, 250*time.Millisecond, fmt.Sprintf("%d scheduled jobs to start", n), func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return len(s.at) == n
@@ -196,15 +188,7 @@ func TestResumeRepauseKeepsOrderOnDynamoDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	next := time.Now()
-	testenv.WaitFor(t, "the four jobs to start", func() bool {
-		if time.Now().Before(next) {
-			return false
-		}
-		next = time.Now().Add(200 * time.Millisecond)
-		if _, err := eng.Resume(ctx); err != nil {
-			t.Fatal(err)
-		}
+	resumeUntil(t, eng, 200*time.Millisecond, "the four jobs to start", func() bool {
 		s.mu.Lock()
 		got = slices.Clone(s.by)
 		s.mu.Unlock()
@@ -216,6 +200,23 @@ func TestResumeRepauseKeepsOrderOnDynamoDB(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// resumeUntil runs the resume function every period, as its schedule
+// would, until done answers true after a run.
+func resumeUntil(t *testing.T, eng *engine.Engine, period time.Duration, what string, done func() bool) {
+	t.Helper()
+	next := time.Now()
+	testenv.WaitFor(t, what, func() bool {
+		if time.Now().Before(next) {
+			return false
+		}
+		next = time.Now().Add(period)
+		if _, err := eng.Resume(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return done()
+	})
+}
 
 // Records written before the due index carry no entry: Reindex writes
 // them again, as they are, and they are found. Simulated on DynamoDB Local

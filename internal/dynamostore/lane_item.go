@@ -15,71 +15,68 @@ import (
 // ids hold no comma, and the ticket ends at the first colon. About half
 // the bytes of a list of maps, whose every write pays its size.
 func encodeWaiting(ws []slot.Waiter) (string, error) {
-	var b strings.Builder
-	for i, w := range ws {
-		if w.JobID == "" || strings.ContainsRune(w.JobID, ',') {
-			return "", fmt.Errorf("waiter %d: job id %q cannot be stored", i, w.JobID)
-		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.FormatInt(w.Ticket, 10))
-		b.WriteByte(':')
-		b.WriteString(w.JobID)
-	}
-	return b.String(), nil
+	return encodeList("waiter", ws, func(w slot.Waiter) (string, string) {
+		return w.JobID, strconv.FormatInt(w.Ticket, 10) + ":" + w.JobID
+	})
 }
 
 // encodeMore writes holders as one string, "ticket:until:id,…" (until in
 // Unix nanoseconds; the id last, as it may hold colons but no comma).
 func encodeMore(hs []slot.Hold) (string, error) {
-	var b strings.Builder
-	for i, h := range hs {
-		if h.JobID == "" || strings.ContainsRune(h.JobID, ',') {
-			return "", fmt.Errorf("holder %d: job id %q cannot be stored", i, h.JobID)
+	return encodeList("holder", hs, func(h slot.Hold) (string, string) {
+		return h.JobID, fmt.Sprintf("%d:%d:%s", h.Ticket, h.Until.UnixNano(), h.JobID)
+	})
+}
+
+// encodeList joins the entries of xs with commas; entry answers each
+// one's job id, which must be neither empty nor hold a comma (the
+// separator), and its text. what names an entry in the error.
+func encodeList[T any](what string, xs []T, entry func(T) (id, text string)) (string, error) {
+	texts := make([]string, len(xs))
+	for i, x := range xs {
+		id, text := entry(x)
+		if id == "" || strings.ContainsRune(id, ',') {
+			return "", fmt.Errorf("%s %d: job id %q cannot be stored", what, i, id)
 		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, "%d:%d:%s", h.Ticket, h.Until.UnixNano(), h.JobID)
+		texts[i] = text
 	}
-	return b.String(), nil
+	return strings.Join(texts, ","), nil
 }
 
 func decodeMore(s string) ([]slot.Hold, error) {
-	if s == "" {
-		return nil, nil
-	}
-	parts := strings.Split(s, ",")
-	out := make([]slot.Hold, len(parts))
-	for i, p := range parts {
-		f := strings.SplitN(p, ":", 3)
+	return decodeList("holder", s, func(e string) (slot.Hold, bool) {
+		f := strings.SplitN(e, ":", 3)
 		if len(f) != 3 || f[2] == "" {
-			return nil, fmt.Errorf("bad holder %q", p)
+			return slot.Hold{}, false
 		}
 		ticket, err1 := strconv.ParseInt(f[0], 10, 64)
 		until, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("bad holder %q", p)
-		}
-		out[i] = slot.Hold{Waiter: slot.Waiter{Ticket: ticket, JobID: f[2]}, Until: time.Unix(0, until).UTC()}
-	}
-	return out, nil
+		return slot.Hold{Waiter: slot.Waiter{Ticket: ticket, JobID: f[2]}, Until: time.Unix(0, until).UTC()}, err1 == nil && err2 == nil
+	})
 }
 
 func decodeWaiting(s string) ([]slot.Waiter, error) {
+	return decodeList("waiter", s, func(e string) (slot.Waiter, bool) {
+		t, id, ok := strings.Cut(e, ":")
+		ticket, err := strconv.ParseInt(t, 10, 64)
+		return slot.Waiter{Ticket: ticket, JobID: id}, ok && err == nil && id != ""
+	})
+}
+
+// decodeList splits what encodeList wrote (nil for ""); entry reads one
+// entry, and answers false for one it cannot read (a bad what).
+func decodeList[T any](what, s string, entry func(string) (T, bool)) ([]T, error) {
 	if s == "" {
 		return nil, nil
 	}
 	parts := strings.Split(s, ",")
-	out := make([]slot.Waiter, len(parts))
+	out := make([]T, len(parts))
 	for i, p := range parts {
-		t, id, ok := strings.Cut(p, ":")
-		ticket, err := strconv.ParseInt(t, 10, 64)
-		if !ok || err != nil || id == "" {
-			return nil, fmt.Errorf("bad waiter %q", p)
+		x, ok := entry(p)
+		if !ok {
+			return nil, fmt.Errorf("bad %s %q", what, p)
 		}
-		out[i] = slot.Waiter{Ticket: ticket, JobID: id}
+		out[i] = x
 	}
 	return out, nil
 }

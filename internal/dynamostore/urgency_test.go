@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -84,10 +85,7 @@ func TestResumeMostUrgentFirstOnDynamoDB(t *testing.T) {
 			}
 		}
 	}
-	var latest time.Time
-	for _, at := range slotOf {
-		latest = later(latest, at)
-	}
+	latest := slices.MaxFunc(slices.Collect(maps.Values(slotOf)), time.Time.Compare)
 	// Every entry due (a transport's reach before its slot).
 	time.Sleep(time.Until(latest.Add(-time.Minute + 100*time.Millisecond)))
 
@@ -140,11 +138,4 @@ func TestResumeMostUrgentFirstOnDynamoDB(t *testing.T) {
 		}
 		return true
 	})
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
