@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/slotq/slotq/internal/attempt"
 	"github.com/slotq/slotq/internal/job"
@@ -34,19 +33,7 @@ func (e *worker) recordContext(ctx context.Context) (context.Context, context.Ca
 const maxLastError = 4096
 
 // lastError is err's text, cut to maxLastError bytes.
-func lastError(err error) string { return cut(err.Error(), maxLastError) }
-
-// cut returns s cut to at most n bytes (on a rune boundary), marked "…"
-// when cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+func lastError(err error) string { return job.Cut(err.Error(), maxLastError) }
 
 // recordOutcome records an attempt's outcome: succeeded, or, for a failed
 // attempt, a retry or the dead letter (retryOrDeadLetter); for a target's

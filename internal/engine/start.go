@@ -289,5 +289,5 @@ type PanicError struct {
 const maxPanicValue, maxStack = 1024, 2048
 
 func (e *PanicError) Error() string {
-	return "panic: " + cut(fmt.Sprint(e.Value), maxPanicValue) + "\n" + cut(string(e.Stack), maxStack)
+	return "panic: " + job.Cut(fmt.Sprint(e.Value), maxPanicValue) + "\n" + job.Cut(string(e.Stack), maxStack)
 }

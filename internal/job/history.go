@@ -51,7 +51,7 @@ type Event = api.Event
 // MaxEventError bytes and dropping the oldest events beyond MaxHistory
 // (HistoryDropped counts them).
 func (j *Job) Record(ev Event) {
-	ev.Error = cutString(oneLine(ev.Error), MaxEventError)
+	ev.Error = Cut(oneLine(ev.Error), MaxEventError)
 	// Clipped: a copy of the record (a store's, another reader's) must
 	// never see the append.
 	j.History = append(slices.Clip(j.History), ev)
@@ -61,9 +61,10 @@ func (j *Job) Record(ev Event) {
 	}
 }
 
-// cutString returns s cut to at most n bytes on a rune boundary, marked
-// "…" when cut.
-func cutString(s string, n int) string {
+// Cut returns s cut to at most n bytes on a rune boundary, marked "…"
+// when cut: how a job's record bounds the texts it keeps (an event's
+// error, the last error, a panic's value and stack).
+func Cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
