@@ -303,12 +303,13 @@ func (e *core) maxTargetTimeout() time.Duration {
 
 // settling is how a queue configured with cfg that turns gated at now
 // is settled (slot.GateAll): a worker reads no sooner than a lead before
-// its slot, so the booked starts whose slots lie a lead after now (and
-// the hosts' skew) may have passed the gate by a read, and they have
-// come by then at the latest.
+// its slot, so the booked starts whose slots lie up to a lead after now
+// (and the hosts' skew) may have passed the gate by a read, and they
+// have come by then at the latest; current counts those whose slots have
+// come by now (a later one that had not passed yet passes the gate's
+// write, after the settled last start).
 func (c *core) settling(cfg slot.Config, now time.Time) slot.Settling {
-	by := now.Add(c.opts.Lead + cfg.Skew)
-	return slot.Settling{Now: by, By: by}
+	return slot.Settling{Now: now, By: now.Add(c.opts.Lead + cfg.Skew)}
 }
 
 // budget is the time a message needs after its slot wait: the target's

@@ -400,14 +400,12 @@ func (e *admin) reslotWaiting(ctx context.Context, q Queue, cfg slot.Config) (*R
 				// line booked again starts through the gate's write
 				// until the queue is idle (its jobs' records keep
 				// their slots, which the new bookings do not hold).
-				// Current counts the tickets whose slots have come:
-				// those a lead ahead may have passed by a read, and
+				// Current counts the tickets whose slots have come
+				// (those a lead ahead may have passed by a read, and
 				// the settled last start counts them, but they take
 				// places too, lest one that had not start at its slot
-				// under the old limit after the change.
-				settle := e.settling(q.Config, e.now())
-				settle.Now = e.now()
-				st = slot.GateAll(st, old, settle, time.Time{})
+				// under the old limit after the change).
+				st = slot.GateAll(st, old, e.settling(q.Config, e.now()), time.Time{})
 				// None of them passes by a read under the old limit
 				// once it changed.
 				st.GatedThrough = 0

@@ -160,6 +160,11 @@ func (l labelled) GetQueue(ctx context.Context, name string) (engine.Queue, erro
 	return l.State.GetQueue(awsmeter.WithLabel(ctx, "read-queue"), name)
 }
 
+// Admit is the gate of a booked start: a read of the queue's items.
+func (l labelled) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
+	return l.State.Admit(awsmeter.WithLabel(ctx, "read-queue"), r)
+}
+
 func (l labelled) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
 	return l.State.Take(awsmeter.WithLabel(ctx, "take"), r)
 }
