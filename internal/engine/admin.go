@@ -262,35 +262,18 @@ func (e *admin) DeleteQueue(ctx context.Context, name string) (int, error) {
 	return int(max(0, st.Ticket-max(st.Current, st.Purged))), nil
 }
 
-// Stats describes a queue now.
-type Stats struct {
-	Queue  string      `json:"queue"`
-	Config slot.Config `json:"config"`
-	State  slot.State  `json:"state"`
-	// Waiting counts the jobs in line that have not reached the gate
-	// (slot.Waiting: the line's last ticket − current, less those a
-	// purge covered), read from the queue's counters alone: an upper
-	// bound, since a cancelled job's ticket or one a re-ticket left
-	// behind still counts. Jobs out of line (scheduled ones, jobs under
-	// key limits) are not counted: Parked counts those parked, and
-	// Lanes those waiting on their keys.
-	Waiting int64 `json:"waiting"`
-	// Parked and Failed count jobs of those statuses (job.Status.Listed).
-	Parked int `json:"parked"`
-	Failed int `json:"failed"`
-	// Lag is how far the queue's starts trail its line: now (or the last
-	// line slot, if earlier) minus the theoretical next start, when jobs
-	// wait; 0 if the queue keeps its schedule.
-	Lag slot.Duration `json:"lag"`
-	// Backlog is how far ahead the line is booked: clock − now.
-	Backlog slot.Duration `json:"backlog"`
-	// Lanes: attempts running under the queue's MaxRunning, keys held and
-	// keys with jobs waiting on them (docs/guarantees.md §12).
-	Lanes LaneFigures `json:"lanes"`
-	// Room, for a bounded queue, counts its bookings and waiting room
-	// (waitroom.go).
-	Room *api.RoomFigures `json:"room,omitempty"`
-}
+// Stats describes a queue now, as the admin function answers it
+// (api.Stats). Its state is the queue's settled now, without the fields
+// only the stores keep (slot.State.API). Waiting is slot.Waiting: the
+// line's last ticket − current, less those a purge covered, read from
+// the queue's counters alone (an upper bound, since a cancelled job's
+// ticket or one a re-ticket left behind still counts). Lag is how far
+// the starts trail the line: now (or the last line slot, if earlier)
+// minus the theoretical next start, when jobs wait. Backlog is clock −
+// now. Lanes counts attempts running under MaxRunning, keys held and
+// keys with jobs waiting on them (docs/guarantees.md §12); Room, for a
+// bounded queue, its bookings and waiting room (waitroom.go).
+type Stats = api.Stats
 
 // Stats does Engine.Stats's work.
 func (e *admin) Stats(ctx context.Context, name string) (Stats, error) {
@@ -300,7 +283,7 @@ func (e *admin) Stats(ctx context.Context, name string) (Stats, error) {
 	}
 	now := e.now()
 	st := q.Settled(now)
-	s := Stats{Queue: name, Config: q.Config, State: st}
+	s := Stats{Queue: name, Config: api.Config(q.Config), State: st.API()}
 	s.Waiting = waiting(st)
 	if s.Parked, err = e.state.CountJobs(ctx, name, q.Gen, job.Parked); err != nil {
 		return s, fmt.Errorf("stats %s: %w", name, err)
@@ -326,9 +309,9 @@ func (e *admin) Stats(ctx context.Context, name string) (Stats, error) {
 	if s.Room, err = e.room.roomFigures(ctx, q); err != nil {
 		return s, fmt.Errorf("stats %s: %w", name, err)
 	}
-	s.Lag = slot.Duration(lag(q, now))
+	s.Lag = api.Duration(lag(q, now))
 	if st.Clock.After(now) {
-		s.Backlog = slot.Duration(st.Clock.Sub(now))
+		s.Backlog = api.Duration(st.Clock.Sub(now))
 	}
 	return s, nil
 }

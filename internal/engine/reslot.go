@@ -9,6 +9,7 @@ import (
 
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // A limit changed while jobs wait. Configure writes the new configuration
@@ -28,19 +29,12 @@ import (
 // and what remains, and the resume function writes the rest from the
 // record; until then a record is shown with its place.
 
-// Reslot says what a configure did to the jobs already booked.
-type Reslot struct {
-	// Moved is how many waiting jobs got a new slot_at.
-	Moved int `json:"moved"`
-	// MaxShiftMs is the largest move of one of them, earlier or later, in
-	// milliseconds.
-	MaxShiftMs int64 `json:"max_shift_ms"`
-	// Remaining is how many waiting jobs are still to be moved when the
-	// budget ran out (Options.MoveBudget): the resume function moves them
-	// within a minute or so, and until then each is shown with its new
-	// slot (Queue.SlotOf). Their starts keep the new limits all the same.
-	Remaining int `json:"remaining"`
-}
+// Reslot says what a configure did to the jobs already booked: the
+// admin function's answer, api.Reslot. Remaining counts the moves left
+// when the budget ran out (Options.MoveBudget): the resume function
+// writes them, and until then each job is shown with its new slot
+// (Queue.SlotOf).
+type Reslot = api.Reslot
 
 // ReconfigureRequest is a configure's atomic step: Config replaces the
 // queue's, and Reslot gives the limit state to store with it from the

@@ -12,15 +12,6 @@ func (q Queue) API() api.Queue {
 	return api.Queue{Name: q.Name, Gen: q.Gen, Config: api.Config(q.Config), State: q.State.API(), CreatedAt: q.CreatedAt}
 }
 
-// API returns the figures as the admin function answers them (api.Stats).
-func (s Stats) API() api.Stats {
-	return api.Stats{
-		Queue: s.Queue, Config: api.Config(s.Config), State: s.State.API(),
-		Waiting: s.Waiting, Parked: s.Parked, Failed: s.Failed,
-		Lag: api.Duration(s.Lag), Backlog: api.Duration(s.Backlog), Lanes: s.Lanes, Room: s.Room,
-	}
-}
-
 // API returns the schedule as the admin function answers it
 // (api.Schedule).
 func (s Schedule) API() api.Schedule {

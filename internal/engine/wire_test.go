@@ -19,6 +19,5 @@ func TestWireConverters(t *testing.T) {
 	t.Run("Queue", func(t *testing.T) {
 		testenv.Converts(t, engine.Queue.API, append(stateOnly, "engine.Queue.Rebooked")...)
 	})
-	t.Run("Stats", func(t *testing.T) { testenv.Converts(t, engine.Stats.API, stateOnly...) })
 	t.Run("Schedule", func(t *testing.T) { testenv.Converts(t, engine.Schedule.API) })
 }

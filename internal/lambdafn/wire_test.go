@@ -29,8 +29,8 @@ import (
 // decoding or methods and declares no field of its own (the conversions
 // below compile only while the fields are the same); or a server record
 // that keeps more than the wire shows, answered through its one
-// converter, whose test walks both types' fields (engine.Queue.API,
-// engine.Stats.API and engine.Schedule.API in internal/engine,
+// converter, whose test walks both types' fields (engine.Queue.API and
+// engine.Schedule.API in internal/engine,
 // slot.State.API, schedule.Spec.API, job.EnqueueRequest.API,
 // admin.Request.API).
 func TestWireTypes(t *testing.T) {
@@ -44,6 +44,8 @@ func TestWireTypes(t *testing.T) {
 		_ api.KeyLimit        = engine.KeyLimit{}
 		_ api.LaneFigures     = engine.LaneFigures{}
 		_ api.Activity        = metrics.Activity{}
+		_ api.Reslot          = engine.Reslot{}
+		_ api.Stats           = engine.Stats{}
 		_ *api.Error          = (*lambdafn.Error)(nil)
 	)
 	_ = slot.Config(api.Config{})
@@ -51,7 +53,6 @@ func TestWireTypes(t *testing.T) {
 	_ = job.Job(api.Job{})
 	_ = admin.KeyLimit(api.KeyLimit{})
 	_ = engine.ResumeReport(api.ResumeReport{})
-	_ = api.Reslot(engine.Reslot{})
 	// The bounds the wire states are the server's.
 	if api.MaxKeyOverrides != slot.MaxKeyOverrides {
 		t.Errorf("api.MaxKeyOverrides %d, slot.MaxKeyOverrides %d", api.MaxKeyOverrides, slot.MaxKeyOverrides)

@@ -183,9 +183,9 @@ func (k *KeyLimit) UnmarshalJSON(b []byte) error {
 // Response is the answer of one operation, api.AdminResponse: the fields
 // the operation fills, or an error object. The engine's records that keep
 // more than the wire shows are answered through their converters
-// (engine.Queue.API, engine.Stats.API, slot.State.API,
-// engine.Schedule.API); job.Job, engine.ResumeReport and the others are
-// defined by their api types. Activity is, for stats, what the queue did
+// (engine.Queue.API, slot.State.API, engine.Schedule.API); job.Job,
+// engine.ResumeReport and the others are defined by their api types, and
+// engine.Stats and engine.Reslot are them. Activity is, for stats, what the queue did
 // over the last metrics.DefaultWindow (CloudWatch on the stack, the
 // process's own tally locally); Keys answers list_keys (at most
 // engine.MaxKeysListed, busiest first) and set_key_limits; Starts the
@@ -314,10 +314,10 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 		}
 		if r.Reset {
 			q, rep, err := h.Engine.Reconfigure(ctx, r.Queue, r.Config.Apply(slot.Config{}))
-			return Response{Queue: ptr(q.API()), Reslot: ptr(api.Reslot(rep))}, err
+			return Response{Queue: ptr(q.API()), Reslot: ptr(rep)}, err
 		}
 		q, rep, err := h.Engine.Change(ctx, r.Queue, *r.Config)
-		return Response{Queue: ptr(q.API()), Reslot: ptr(api.Reslot(rep))}, err
+		return Response{Queue: ptr(q.API()), Reslot: ptr(rep)}, err
 	case "pause":
 		var until time.Time
 		if r.Until != nil {
@@ -337,9 +337,9 @@ func (h *Handler) do(ctx context.Context, r Request) (Response, error) {
 	case "stats":
 		s, err := h.Engine.Stats(ctx, r.Queue)
 		if err != nil || h.Activity == nil || r.NoActivity {
-			return Response{Stats: ptr(s.API())}, err
+			return Response{Stats: &s}, err
 		}
-		res := Response{Stats: ptr(s.API())}
+		res := Response{Stats: &s}
 		// The counters answer without the metrics: a failed read
 		// is reported, not fatal.
 		if a, err := h.Activity.Activity(ctx, r.Queue, metrics.DefaultWindow); err != nil {
