@@ -54,31 +54,24 @@ func ParseLine(text string) (l Line, ok bool) {
 	return l, true
 }
 
-// parseJSON reads a JSON log line.
+// parseJSON reads a JSON log line: the start's attributes are Start's
+// own JSON names, beside the handler's message and time.
 func parseJSON(text string) (Line, bool) {
 	var j struct {
-		Msg        string    `json:"msg"`
-		Message    string    `json:"message"`
-		Time       time.Time `json:"time"`
-		Timestamp  time.Time `json:"timestamp"`
-		Queue      string    `json:"queue"`
-		Ticket     int64     `json:"ticket"`
-		JobID      string    `json:"job_id"`
-		SlotAt     time.Time `json:"slot_at"`
-		GateAt     time.Time `json:"gate_at"`
-		LatenessMS *int64    `json:"lateness_ms"`
-		Attempt    int       `json:"attempt"`
-		Key        string    `json:"key"`
+		Start
+		// slog's JSON handler writes msg and time, lambdacontext's
+		// message and timestamp: the fields' own names.
+		Msg, Message    string
+		Time, Timestamp time.Time
+		Queue           string `json:"queue"`
+		// LatenessMS, given, says so (Line.HasLateness).
+		LatenessMS *int64 `json:"lateness_ms"`
 	}
 	if json.Unmarshal([]byte(text), &j) != nil {
 		return Line{}, false
 	}
-	at := j.Time
-	if at.IsZero() {
-		at = j.Timestamp
-	}
-	l := Line{Message: cmp.Or(j.Msg, j.Message), Queue: j.Queue, HasLateness: j.LatenessMS != nil,
-		Start: Start{JobID: j.JobID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, StartedAt: at, GateAt: j.GateAt, Key: j.Key}}
+	l := Line{Message: cmp.Or(j.Msg, j.Message), Queue: j.Queue, HasLateness: j.LatenessMS != nil, Start: j.Start}
+	l.Start.StartedAt = cmp.Or(j.Time, j.Timestamp)
 	if j.LatenessMS != nil {
 		l.Start.LatenessMS = *j.LatenessMS
 	}
