@@ -33,6 +33,7 @@ import (
 	"github.com/slotq/slotq/internal/local/lambdahost"
 	"github.com/slotq/slotq/internal/local/samlocal"
 	"github.com/slotq/slotq/internal/local/samrun"
+	"github.com/slotq/slotq/pkg/api"
 	"github.com/slotq/slotq/pkg/local"
 )
 
@@ -171,7 +172,7 @@ func sample(t *testing.T, name string) []byte {
 type answer struct {
 	Queue     json.RawMessage `json:"queue"`
 	Jobs      []accepted      `json:"jobs"`
-	Error     *wireError      `json:"error"`
+	Error     *api.Error      `json:"error"`
 	State     map[string]any  `json:"state"`
 	Report    map[string]any  `json:"report"`
 	Stats     map[string]any  `json:"stats"`
@@ -199,23 +200,12 @@ type answer struct {
 	BatchItemFailures []map[string]string `json:"batchItemFailures"`
 }
 
+// accepted is an enqueue's (or a retry's) answer for one job, and the
+// few fields of a job record (get) the steps read beside it.
 type accepted struct {
-	JobID    string    `json:"job_id"`
-	Ticket   int64     `json:"ticket"`
-	SlotAt   time.Time `json:"slot_at"`
-	Position int64     `json:"position"`
-	Status   string    `json:"status"`
-	Key      string    `json:"key"`
-	KeyAhead *int64    `json:"key_ahead"`
-	// StartedAt and Retickets are a job record's (get).
+	api.Accepted
 	StartedAt time.Time `json:"started_at"`
 	Retickets int       `json:"retickets"`
-}
-
-type wireError struct {
-	Code    string `json:"code"`
-	Field   string `json:"field"`
-	Message string `json:"message"`
 }
 
 // Every function, invoked with each of its sample events, answers as
