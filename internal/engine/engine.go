@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -203,8 +204,12 @@ type enqueuer struct{ *core }
 
 // worker runs delivered messages through the gate to their targets and
 // records what came of them (work.go, gate.go, start.go, outcome.go,
-// recover.go, sendback.go, slowdown.go).
-type worker struct{ *core }
+// recover.go, sendback.go, slowdown.go). configs keeps the queue it read
+// last of each name (worker.configOf).
+type worker struct {
+	*core
+	configs sync.Map
+}
 
 // resumer is the resume function's side: lifting pauses, releasing
 // parked jobs, running schedules, rebuilding and redriving (resume.go,
@@ -274,7 +279,7 @@ func New(o Options) *Engine {
 	if o.Tracer != nil {
 		c.tracer = o.Tracer.Tracer(tracerName)
 	}
-	c.enqueuer, c.worker, c.resumer, c.admin = &enqueuer{c}, &worker{c}, &resumer{c}, &admin{c}
+	c.enqueuer, c.worker, c.resumer, c.admin = &enqueuer{c}, &worker{core: c}, &resumer{c}, &admin{c}
 	c.lanes, c.room = &keyLanes{c}, &waitingRoom{c}
 	return &Engine{core: c}
 }

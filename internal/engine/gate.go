@@ -56,12 +56,22 @@ func (d *delivery) waitForTurn(ctx context.Context) (next, error) {
 	if wait <= 0 {
 		return proceed, nil
 	}
-	if !d.queueRead {
+	cfg, known := d.q.Config, d.queueRead
+	if !known {
+		// The budget before the wait is judged on the configuration
+		// this worker last read of the queue, when it has one: the
+		// queue is read once, after the wait, where it judges again
+		// (checkQueue). A worker waiting for its moment does not read
+		// the queue's item before it.
+		cfg, known = e.worker.configOf(d.j.Queue, d.j.Gen)
+	}
+	if !known {
 		if n, err := d.readQueue(ctx); n != proceed {
 			return n, err
 		}
+		cfg = d.q.Config
 	}
-	if !e.fits(ctx, wait+e.opts.Lead+e.budget(d.q.Config)) {
+	if !e.fits(ctx, wait+e.opts.Lead+e.budget(cfg)) {
 		if d.wake.Sub(e.now()) > e.transport.MaxDelay() {
 			return stop, d.parkForGate(ctx)
 		}
@@ -83,8 +93,26 @@ func (d *delivery) readQueue(ctx context.Context) (next, error) {
 	if err != nil {
 		return stop, fmt.Errorf("work %s: %w", d.env.Ref(), err)
 	}
-	d.q, d.queueRead = q, true
+	d.read(q)
 	return proceed, nil
+}
+
+// read keeps q as the queue the delivery read, and its configuration as
+// the worker's last of it (worker.configOf).
+func (d *delivery) read(q Queue) {
+	d.q, d.queueRead = q, true
+	d.e.configs.Store(q.Name, q)
+}
+
+// configOf is the configuration of queue (of generation gen) this worker
+// read last, if it read one.
+func (e *worker) configOf(queue string, gen int64) (slot.Config, bool) {
+	v, ok := e.configs.Load(queue)
+	if !ok {
+		return slot.Config{}, false
+	}
+	q := v.(Queue)
+	return q.Config, q.Gen == gen
 }
 
 // checkQueue reads the queue after the wait, so the hold sees the starts
@@ -151,13 +179,13 @@ func (d *delivery) admitBooked(ctx context.Context) (next, error) {
 	case errors.Is(err, ErrQueueNotFound):
 		return stop, e.expireOfDeletedQueue(ctx, *j)
 	case errors.As(err, &gate) && gate.Verdict != slot.Early:
-		d.q, d.queueRead = q, true
+		d.read(q)
 		return d.refused(ctx, gate)
 	case err != nil && gate == nil:
 		return stop, fmt.Errorf("work %s: %w", d.env.Ref(), err)
 	}
-	d.q, d.queueRead = q, true
-	if err == nil && inBookedWindow(q, j, e.now().Add(e.opts.Lead/2)) {
+	d.read(q)
+	if err == nil && inBookedWindow(q, j, e.now()) {
 		d.admit()
 	}
 	return proceed, nil
