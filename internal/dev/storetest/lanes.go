@@ -16,16 +16,10 @@ import (
 // an empty Waiting are alike).
 func diffLane(got, want slot.Lane) string {
 	var d differ
-	d.check("Queue", got.Queue == want.Queue, got.Queue, want.Queue)
-	d.check("Key", got.Key == want.Key, got.Key, want.Key)
-	d.check("Gen", got.Gen == want.Gen, got.Gen, want.Gen)
-	d.check("Version", got.Version == want.Version, got.Version, want.Version)
-	d.check("Holder", got.Holder == want.Holder, got.Holder, want.Holder)
-	d.check("Until", got.Until.Equal(want.Until), got.Until, want.Until)
-	d.check("Last", got.Last == want.Last, got.Last, want.Last)
+	d.fields(got, want, "Queue", "Key", "Gen", "Version", "Holder", "Until", "Last")
 	d.check("Waiting", slices.Equal(got.Waiting, want.Waiting), got.Waiting, want.Waiting)
 	d.check("More", slices.EqualFunc(got.More, want.More, func(a, b slot.Hold) bool { return a.Waiter == b.Waiter && a.Until.Equal(b.Until) }), got.More, want.More)
-	d.check("Pending", got.Pending == want.Pending, got.Pending, want.Pending)
+	d.fields(got, want, "Pending")
 	return d.String()
 }
 

@@ -159,64 +159,52 @@ func (d *differ) check(field string, ok bool, g, w any) {
 	}
 }
 
+// fields notes each named field in which got and want, records of one
+// struct type, differ: times by Equal, bytes by bytes.Equal (nil and
+// empty alike, shown as text), any other field by ==.
+func (d *differ) fields(got, want any, names ...string) {
+	g, w := reflect.ValueOf(got), reflect.ValueOf(want)
+	for _, n := range names {
+		gf, wf := g.FieldByName(n), w.FieldByName(n)
+		gv, wv := gf.Interface(), wf.Interface()
+		var ok bool
+		switch x := gv.(type) {
+		case time.Time:
+			ok = x.Equal(wv.(time.Time))
+		default:
+			if gf.Kind() == reflect.Slice && gf.Type().Elem().Kind() == reflect.Uint8 {
+				ok, gv, wv = bytes.Equal(gf.Bytes(), wf.Bytes()), string(gf.Bytes()), string(wf.Bytes())
+			} else {
+				ok = gv == wv
+			}
+		}
+		d.check(n, ok, gv, wv)
+	}
+}
+
 // String lists the differences, or is "".
 func (d differ) String() string { return strings.Join(d, "; ") }
 
 // diffJob describes how got differs from want, or returns "".
 func diffJob(got, want job.Job) string {
 	var d differ
-	d.check("Queue", got.Queue == want.Queue, got.Queue, want.Queue)
-	d.check("ID", got.ID == want.ID, got.ID, want.ID)
-	d.check("Kind", got.Kind == want.Kind, got.Kind, want.Kind)
-	d.check("Target", got.Target == want.Target, got.Target, want.Target)
-	d.check("Payload", bytes.Equal(got.Payload, want.Payload), string(got.Payload), string(want.Payload))
-	d.check("Status", got.Status == want.Status, got.Status, want.Status)
-	d.check("Ticket", got.Ticket == want.Ticket, got.Ticket, want.Ticket)
-	d.check("SlotAt", got.SlotAt.Equal(want.SlotAt), got.SlotAt, want.SlotAt)
-	d.check("NotBefore", got.NotBefore.Equal(want.NotBefore), got.NotBefore, want.NotBefore)
-	d.check("Scheduled", got.Scheduled == want.Scheduled, got.Scheduled, want.Scheduled)
-	d.check("Lane", got.Key == want.Key, got.Key, want.Key)
-	d.check("Detached", got.Detached == want.Detached, got.Detached, want.Detached)
-	d.check("Attempt", got.Attempt == want.Attempt, got.Attempt, want.Attempt)
-	d.check("Retickets", got.Retickets == want.Retickets, got.Retickets, want.Retickets)
-	d.check("ParkReason", got.ParkReason == want.ParkReason, got.ParkReason, want.ParkReason)
-	d.check("DueAt", got.DueAt.Equal(want.DueAt), got.DueAt, want.DueAt)
-	d.check("EnqueuedAt", got.EnqueuedAt.Equal(want.EnqueuedAt), got.EnqueuedAt, want.EnqueuedAt)
-	d.check("StartedAt", got.StartedAt.Equal(want.StartedAt), got.StartedAt, want.StartedAt)
-	d.check("FinishedAt", got.FinishedAt.Equal(want.FinishedAt), got.FinishedAt, want.FinishedAt)
-	d.check("LastError", got.LastError == want.LastError, got.LastError, want.LastError)
-	d.check("ExpiresAt", got.ExpiresAt.Equal(want.ExpiresAt), got.ExpiresAt, want.ExpiresAt)
-	d.check("Reruns", got.Reruns == want.Reruns, got.Reruns, want.Reruns)
-	d.check("RerunFrom", got.RerunFrom == want.RerunFrom, got.RerunFrom, want.RerunFrom)
-	d.check("TraceParent", got.TraceParent == want.TraceParent, got.TraceParent, want.TraceParent)
-	d.check("TraceState", got.TraceState == want.TraceState, got.TraceState, want.TraceState)
-	d.check("AttemptSpan", got.AttemptSpan == want.AttemptSpan, got.AttemptSpan, want.AttemptSpan)
-	d.check("Result", bytes.Equal(got.Result, want.Result), string(got.Result), string(want.Result))
-	d.check("ResultDropped", got.ResultDropped == want.ResultDropped, got.ResultDropped, want.ResultDropped)
+	d.fields(got, want, "Queue", "ID", "Kind", "Target", "Payload", "Status", "Ticket", "SlotAt", "NotBefore", "Scheduled",
+		"Key", "Detached", "Attempt", "Retickets", "ParkReason", "DueAt", "EnqueuedAt", "StartedAt", "FinishedAt", "LastError",
+		"ExpiresAt", "Reruns", "RerunFrom", "TraceParent", "TraceState", "AttemptSpan", "Result", "ResultDropped")
 	gh, wh := job.EncodeHistory(got.History, want.EnqueuedAt), job.EncodeHistory(want.History, want.EnqueuedAt)
 	d.check("History", gh == wh, gh, wh)
-	d.check("HistoryDropped", got.HistoryDropped == want.HistoryDropped, got.HistoryDropped, want.HistoryDropped)
-	d.check("Priority", got.Priority == want.Priority, got.Priority, want.Priority)
-	d.check("Booking", got.Booking == want.Booking, got.Booking, want.Booking)
+	d.fields(got, want, "HistoryDropped", "Priority", "Booking")
 	return d.String()
 }
 
 // diffState describes how got differs from want, or returns "".
 func diffState(got, want slot.State) string {
 	var d differ
-	d.check("Ticket", got.Ticket == want.Ticket, got.Ticket, want.Ticket)
-	d.check("Current", got.Current == want.Current, got.Current, want.Current)
-	d.check("Clock", got.Clock.Equal(want.Clock), got.Clock, want.Clock)
-	d.check("LastStart", got.LastStart.Equal(want.LastStart), got.LastStart, want.LastStart)
-	d.check("Front", got.Front.Equal(want.Front), got.Front, want.Front)
-	d.check("Paused", got.Paused == want.Paused, got.Paused, want.Paused)
-	d.check("PausedUntil", got.PausedUntil.Equal(want.PausedUntil), got.PausedUntil, want.PausedUntil)
+	d.fields(got, want, "Ticket", "Current", "Clock", "LastStart", "Front", "Paused", "PausedUntil")
 	if !want.RunFrom.IsZero() { // states the tests write by hand say nothing of the run
-		d.check("RunFrom", got.RunFrom.Equal(want.RunFrom), got.RunFrom, want.RunFrom)
+		d.fields(got, want, "RunFrom")
 	}
-	d.check("Gated", got.Gated == want.Gated, got.Gated, want.Gated)
-	d.check("GatedUntil", got.GatedUntil.Equal(want.GatedUntil), got.GatedUntil, want.GatedUntil)
-	d.check("GatedThrough", got.GatedThrough == want.GatedThrough, got.GatedThrough, want.GatedThrough)
+	d.fields(got, want, "Gated", "GatedUntil", "GatedThrough")
 	return d.String()
 }
 
