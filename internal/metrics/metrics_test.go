@@ -158,9 +158,8 @@ func (s *startLog) Run(ctx context.Context, j *job.Job, cfg slot.Config) error {
 func TestWorkerAndResumeLines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		var out bytes.Buffer
-		var outMu sync.Mutex
-		log := slog.New(slog.NewJSONHandler(&lockedWriter{w: &out, mu: &outMu}, nil))
+		var out testenv.Buffer // the workers log while the test reads
+		log := slog.New(slog.NewJSONHandler(&out, nil))
 		rec := metrics.New(metrics.Options{Namespace: "test-ns", Dimension: "Line", Logger: log})
 		tr := memstore.NewTransport(memstore.TransportOptions{})
 		runs := &startLog{}
@@ -317,17 +316,6 @@ func TestSplit(t *testing.T) {
 	}
 }
 
-type lockedWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 // blockingRunner runs every job until release is closed.
 type blockingRunner struct{ release chan struct{} }
 
@@ -347,9 +335,8 @@ func (b blockingRunner) Run(ctx context.Context, j *job.Job, cfg slot.Config) er
 func TestResumeLaneLines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		var out bytes.Buffer
-		var outMu sync.Mutex
-		log := slog.New(slog.NewJSONHandler(&lockedWriter{w: &out, mu: &outMu}, nil))
+		var out testenv.Buffer // the workers log while the test reads
+		log := slog.New(slog.NewJSONHandler(&out, nil))
 		rec := metrics.New(metrics.Options{Logger: log})
 		tr := memstore.NewTransport(memstore.TransportOptions{})
 		runner := blockingRunner{release: make(chan struct{})}
