@@ -74,17 +74,35 @@ func TestTake(t *testing.T) {
 	}
 }
 
+// gateCase is one row of a gate's table: a ticket at the gate at now,
+// the verdict, and when the gate opens for an early one.
+type gateCase struct {
+	name   string
+	st     State
+	ticket int64
+	skew   time.Duration
+	now    time.Time
+	want   Verdict
+	openAt time.Time
+}
+
+// testGate runs gate (Gate or GateScheduled) over the rows, for a queue
+// of one start a second.
+func testGate(t *testing.T, name string, gate func(State, int64, Limits, time.Duration, time.Time) (Verdict, time.Time), tests []gateCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, open := gate(tt.st, tt.ticket, Every(time.Second), tt.skew, tt.now)
+			if v != tt.want || !open.Equal(tt.openAt) {
+				t.Fatalf("%s = %v %v, want %v %v", name, v, open, tt.want, tt.openAt)
+			}
+		})
+	}
+}
+
 func TestGate(t *testing.T) {
 	base := State{Ticket: 10, Current: 4, LastStart: t0}
-	tests := []struct {
-		name   string
-		st     State
-		ticket int64
-		skew   time.Duration
-		now    time.Time
-		want   Verdict
-		openAt time.Time
-	}{
+	testGate(t, "Gate", Gate, []gateCase{
 		{"next ticket after an interval starts", base, 5, 0, t0.Add(time.Second), Start, time.Time{}},
 		{"a later ticket may start (lower ones are passed later)", base, 7, 0, t0.Add(2 * time.Second), Start, time.Time{}},
 		{"too soon after the last start", base, 5, 0, t0.Add(900 * time.Millisecond), Early, t0.Add(time.Second)},
@@ -96,15 +114,7 @@ func TestGate(t *testing.T) {
 		{"purged beats everything", State{Paused: true, Current: 4, Purged: 9}, 5, 0, t0.Add(time.Hour), Purged, time.Time{}},
 		{"a ticket after the purge goes on", State{Ticket: 10, Current: 4, LastStart: t0, Purged: 9}, 10, 0, t0.Add(time.Second), Start, time.Time{}},
 		{"first start of a queue", State{Ticket: 1}, 1, 0, t0, Start, time.Time{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v, open := Gate(tt.st, tt.ticket, Every(time.Second), tt.skew, tt.now)
-			if v != tt.want || !open.Equal(tt.openAt) {
-				t.Fatalf("Gate = %v %v, want %v %v", v, open, tt.want, tt.openAt)
-			}
-		})
-	}
+	})
 }
 
 // A scheduled ticket starts by its slot, not its ticket: below current it
@@ -112,27 +122,12 @@ func TestGate(t *testing.T) {
 // spacing hold for it as for any ticket.
 func TestGateScheduled(t *testing.T) {
 	base := State{Ticket: 10, Current: 8, LastStart: t0}
-	tests := []struct {
-		name   string
-		st     State
-		ticket int64
-		now    time.Time
-		want   Verdict
-		openAt time.Time
-	}{
-		{"below current, not passed", base, 3, t0.Add(time.Second), Start, time.Time{}},
-		{"spaced from the last start", base, 3, t0.Add(400 * time.Millisecond), Early, t0.Add(time.Second)},
-		{"paused", State{Paused: true, Current: 8}, 3, t0, Paused, time.Time{}},
-		{"purged", State{Current: 8, Purged: 5}, 3, t0, Purged, time.Time{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v, open := GateScheduled(tt.st, tt.ticket, Every(time.Second), 0, tt.now)
-			if v != tt.want || !open.Equal(tt.openAt) {
-				t.Fatalf("GateScheduled = %v %v, want %v %v", v, open, tt.want, tt.openAt)
-			}
-		})
-	}
+	testGate(t, "GateScheduled", GateScheduled, []gateCase{
+		{"below current, not passed", base, 3, 0, t0.Add(time.Second), Start, time.Time{}},
+		{"spaced from the last start", base, 3, 0, t0.Add(400 * time.Millisecond), Early, t0.Add(time.Second)},
+		{"paused", State{Paused: true, Current: 8}, 3, 0, t0, Paused, time.Time{}},
+		{"purged", State{Current: 8, Purged: 5}, 3, 0, t0, Purged, time.Time{}},
+	})
 	s := StartedScheduled(base, Every(time.Second), t0.Add(1500*time.Millisecond))
 	if s.Current != 8 || !s.LastStart.Equal(t0.Add(1500*time.Millisecond)) {
 		t.Fatalf("StartedScheduled = %+v, want current 8 and last start at now", s)
