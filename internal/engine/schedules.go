@@ -58,36 +58,20 @@ const (
 	MaxOccurrencesPerPass = 500
 )
 
-// Schedule is a schedule as stored.
-type Schedule struct {
-	Queue string `json:"queue"`
-	Name  string `json:"name"`
-	// Gen is the generation of the queue it was created on: a queue
-	// deleted and created again under the name has none of its
-	// schedules.
-	Gen  int64         `json:"gen,omitempty"`
-	Spec schedule.Spec `json:"spec"`
-	// Paused: no occurrence is made until it is resumed; those whose
-	// time passes meanwhile follow the spec's missed policy.
-	Paused bool `json:"paused,omitempty"`
-	// Next is the first occurrence not made yet; zero once the schedule
-	// has ended (its end passed).
-	Next time.Time `json:"next,omitzero"`
-	// DueAt is when the resume function makes Next: a lead before it.
-	// Zero while paused or ended (ScheduleDue).
-	DueAt time.Time `json:"due_at,omitzero"`
-	// Last is the latest occurrence made; Made counts them and Skipped
-	// the missed ones the policy skipped.
-	Last    time.Time `json:"last,omitzero"`
-	Made    int64     `json:"made"`
-	Skipped int64     `json:"skipped,omitempty"`
-	// Error says why the last occurrence could not become a job (its
-	// kind unknown, its target no longer allowed): it was skipped.
-	Error string `json:"error,omitempty"`
-	// Version moves by one at each write (PutSchedule's condition).
-	Version   int64     `json:"version"`
-	CreatedAt time.Time `json:"created_at"`
-}
+// Schedule is a schedule as stored, api.Schedule, the admin function's
+// answer. Gen is the generation of the queue it was created on: a queue
+// deleted and created again under the name has none of its schedules.
+// Spec is the spec CreateSchedule validated; schedule.SpecOf gives its
+// rule. Paused: no occurrence is made until it is resumed; those whose
+// time passes meanwhile follow the spec's missed policy. Next is the
+// first occurrence not made yet, zero once the schedule has ended (its
+// end passed); DueAt when the resume function makes Next, a lead before
+// it, zero while paused or ended (ScheduleDue). Last is the latest
+// occurrence made; Made counts them and Skipped the missed ones the
+// policy skipped. Error says why the last occurrence could not become a
+// job (its kind unknown, its target no longer allowed): it was skipped.
+// Version moves by one at each write (PutSchedule's condition).
+type Schedule = api.Schedule
 
 // ScheduleDue is when the resume function must look at s: DueAt, unless
 // s is paused or ended. Zero: never (not in the due index).
@@ -197,7 +181,7 @@ func (e *admin) CreateSchedule(ctx context.Context, queue, name string, spec sch
 	// A start in the past: the schedule begins now, not with what it
 	// would have made since.
 	next := rule.Next(now)
-	s := Schedule{Queue: queue, Name: name, Gen: q.Gen, Spec: spec, Next: next, DueAt: e.dueAt(next), Version: 1, CreatedAt: now}
+	s := Schedule{Queue: queue, Name: name, Gen: q.Gen, Spec: spec.API(), Next: next, DueAt: e.dueAt(next), Version: 1, CreatedAt: now}
 	err = st.CreateSchedule(ctx, s)
 	if errors.Is(err, ErrScheduleExists) {
 		// One left by a deleted queue of the name gives way.
@@ -405,7 +389,8 @@ func (e *admin) changeSchedule(ctx context.Context, queue, name string, change f
 // now, before its Next) that have not started, their histories giving
 // reason; it counts them and returns the first.
 func (e *admin) cancelAhead(ctx context.Context, s Schedule, reason string) (n int, first time.Time) {
-	rule, err := s.Spec.Compile()
+	spec := schedule.SpecOf(s.Spec)
+	rule, err := spec.Compile()
 	if err != nil {
 		return 0, time.Time{}
 	}

@@ -69,7 +69,8 @@ func (e *resumer) runSchedule(ctx context.Context, st ScheduleState, queue, name
 	if err != nil {
 		return 0, fmt.Errorf("resume schedule %s/%s: %w", queue, name, err)
 	}
-	rule, err := s.Spec.Compile()
+	spec := schedule.SpecOf(s.Spec)
+	rule, err := spec.Compile()
 	if err != nil {
 		return 0, fmt.Errorf("resume schedule %s/%s: %w", queue, name, err)
 	}
@@ -134,7 +135,8 @@ func (e *resumer) occurrences(s Schedule, rule schedule.Rule, now time.Time) (ti
 	next = s.Next
 	if !next.IsZero() && !next.After(now) {
 		keep := 0
-		switch s.Spec.MissedPolicy() {
+		spec := schedule.SpecOf(s.Spec)
+		switch spec.MissedPolicy() {
 		case schedule.MissedLatest:
 			keep = 1
 		case schedule.MissedAll:

@@ -19,5 +19,4 @@ func TestWireConverters(t *testing.T) {
 	t.Run("Queue", func(t *testing.T) {
 		testenv.Converts(t, engine.Queue.API, append(stateOnly, "engine.Queue.Rebooked")...)
 	})
-	t.Run("Schedule", func(t *testing.T) { testenv.Converts(t, engine.Schedule.API) })
 }

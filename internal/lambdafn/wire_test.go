@@ -29,10 +29,9 @@ import (
 // decoding or methods and declares no field of its own (the conversions
 // below compile only while the fields are the same); or a server record
 // that keeps more than the wire shows, answered through its one
-// converter, whose test walks both types' fields (engine.Queue.API and
-// engine.Schedule.API in internal/engine,
-// slot.State.API, schedule.Spec.API, job.EnqueueRequest.API,
-// admin.Request.API).
+// converter, whose test walks both types' fields (engine.Queue.API,
+// slot.State.API, schedule.Spec.API and schedule.SpecOf,
+// job.EnqueueRequest.API, admin.Request.API).
 func TestWireTypes(t *testing.T) {
 	var (
 		_ api.AdminResponse   = admin.Response{}
@@ -46,6 +45,7 @@ func TestWireTypes(t *testing.T) {
 		_ api.Activity        = metrics.Activity{}
 		_ api.Reslot          = engine.Reslot{}
 		_ api.Stats           = engine.Stats{}
+		_ api.Schedule        = engine.Schedule{}
 		_ *api.Error          = (*lambdafn.Error)(nil)
 	)
 	_ = slot.Config(api.Config{})

@@ -32,7 +32,7 @@ func testSchedules(t *testing.T, newState func(t *testing.T) engine.State) {
 		return engine.Schedule{
 			Queue: q, Name: name, Gen: 7, Next: next, DueAt: next.Add(-2 * time.Minute), CreatedAt: base,
 			Spec: schedule.Spec{Every: &every, Start: &start, Missed: schedule.MissedAll, Job: schedule.Job{
-				Kind: "storetest.noop", Payload: json.RawMessage(`{"a":[1,2]}`), Key: "k"}},
+				Kind: "storetest.noop", Payload: json.RawMessage(`{"a":[1,2]}`), Key: "k"}}.API(),
 		}
 	}
 	t.Run("RoundTrip", func(t *testing.T) {

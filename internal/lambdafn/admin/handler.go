@@ -183,9 +183,9 @@ func (k *KeyLimit) UnmarshalJSON(b []byte) error {
 // Response is the answer of one operation, api.AdminResponse: the fields
 // the operation fills, or an error object. The engine's records that keep
 // more than the wire shows are answered through their converters
-// (engine.Queue.API, slot.State.API, engine.Schedule.API); job.Job,
-// engine.ResumeReport and the others are defined by their api types, and
-// engine.Stats and engine.Reslot are them. Activity is, for stats, what the queue did
+// (engine.Queue.API, slot.State.API); job.Job, engine.ResumeReport and
+// the others are defined by their api types, and engine.Stats,
+// engine.Reslot and engine.Schedule are them. Activity is, for stats, what the queue did
 // over the last metrics.DefaultWindow (CloudWatch on the stack, the
 // process's own tally locally); Keys answers list_keys (at most
 // engine.MaxKeysListed, busiest first) and set_key_limits; Starts the

@@ -45,19 +45,19 @@ func (h *Handler) schedule(ctx context.Context, r Request) (Response, error) {
 			return Response{}, input.Invalid("missing_schedule", "schedule", "create_schedule needs a schedule object: every or cron, and the job")
 		}
 		s, err := eng.CreateSchedule(ctx, r.Queue, r.Name, *r.Schedule)
-		return Response{Schedule: ptr(s.API())}, err
+		return Response{Schedule: &s}, err
 	case "list_schedules":
 		ss, err := eng.Schedules(ctx, r.Queue)
-		return Response{Schedules: nonNil(each(ss, engine.Schedule.API))}, err
+		return Response{Schedules: nonNil(ss)}, err
 	case "get_schedule":
 		s, err := eng.Schedule(ctx, r.Queue, r.Name)
-		return Response{Schedule: ptr(s.API())}, err
+		return Response{Schedule: &s}, err
 	case "pause_schedule":
 		s, n, err := eng.PauseSchedule(ctx, r.Queue, r.Name)
-		return Response{Schedule: ptr(s.API()), Cancelled: &n}, err
+		return Response{Schedule: &s, Cancelled: &n}, err
 	case "resume_schedule":
 		s, err := eng.ResumeSchedule(ctx, r.Queue, r.Name)
-		return Response{Schedule: ptr(s.API())}, err
+		return Response{Schedule: &s}, err
 	case "delete_schedule":
 		n, err := eng.DeleteSchedule(ctx, r.Queue, r.Name)
 		return Response{Cancelled: &n}, err
