@@ -185,9 +185,9 @@ func (k *KeyLimit) UnmarshalJSON(b []byte) error {
 // more than the wire shows are answered through their converters
 // (engine.Queue.API, slot.State.API); job.Job, engine.ResumeReport and
 // the others are defined by their api types, and engine.Stats,
-// engine.Reslot and engine.Schedule are them. Activity is, for stats, what the queue did
-// over the last metrics.DefaultWindow (CloudWatch on the stack, the
-// process's own tally locally); Keys answers list_keys (at most
+// engine.Reslot and engine.Schedule are them. Activity is, for stats,
+// what the queue did over the last metrics.DefaultWindow (CloudWatch on
+// the stack, the process's own tally locally); Keys answers list_keys (at most
 // engine.MaxKeysListed, busiest first) and set_key_limits; Starts the
 // worker's log on the stack (the process's own starts locally).
 type Response = api.AdminResponse
