@@ -27,7 +27,7 @@ func StaleTake(r engine.TakeRequest, st slot.State) bool {
 	if !forms || casTaking(r, r.Seen) {
 		return !sameLimitState(r.Seen, st) || r.Seen.Current != st.Current
 	}
-	return st.Gated || formOf(r.Seen, r.Line, t, r.Now) != formOf(st, r.Line, t, r.Now)
+	return casTaking(r, st) || formOf(r.Seen, r.Line, t, r.Now) != formOf(st, r.Line, t, r.Now)
 }
 
 // StaleGate reports whether r's first write is refused on st, the queue's

@@ -253,9 +253,14 @@ const casTries = 12
 
 // casTake is Take for limits the conditional forms do not cover.
 func (s *Store) casTake(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
+	return s.casTakeIn(ctx, r, casTries)
+}
+
+// casTakeIn is casTake in at most tries sends.
+func (s *Store) casTakeIn(ctx context.Context, r engine.TakeRequest, tries int) (engine.Taken, error) {
 	seen := r.Seen
 	return writeState(ctx, s, stateWrite[engine.Taken]{
-		op: "take ticket", what: "take ticket " + r.Queue, queue: r.Queue, gen: r.Gen, limits: r.LimitList(), tries: casTries,
+		op: "take ticket", what: "take ticket " + r.Queue, queue: r.Queue, gen: r.Gen, limits: r.LimitList(), tries: tries,
 		exprs: func(tok string) exprs { return casTakeExprs(r, seen, tok) },
 		after: func(m map[string]types.AttributeValue) (engine.Taken, error) {
 			// The item after a take from seen (or, sent again after it

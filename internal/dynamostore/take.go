@@ -71,6 +71,15 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 	if !forms || casTaking(r, r.Seen) {
 		return s.casTake(ctx, r)
 	}
+	if ungating(r, r.Seen) {
+		// A gated queue gone idle: the take lifts its gated state by
+		// compare-and-set if no other take meets it, else goes on by
+		// the forms and leaves that to a later take.
+		tk, err := s.casTakeIn(ctx, r, 2)
+		if !errors.Is(err, errKeptChanging) {
+			return tk, err
+		}
+	}
 	f := formOf(r.Seen, r.Line, t, r.Now)
 	// A refused take learns the state that refused it and picks its form
 	// from it: it fails again only if a gate moved the state meanwhile
@@ -101,12 +110,28 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 }
 
 // casTaking reports whether the take r goes by compare-and-set from
-// state seen, though its limits have conditional forms: it turns the
-// queue gated (r.CutIns), or the queue is gated, which a take may lift
-// (engine.TakeRequest.Gating).
+// state seen, though its limits have conditional forms: it lets starts
+// cut in (r.CutIns) and so moves the gated state (engine.TakeRequest.
+// Gating: turns the queue gated, settled, or extends it), which the forms
+// leave alone. A take on a gated queue that changes none of it goes by
+// the forms, as on any queue.
 func casTaking(r engine.TakeRequest, seen slot.State) bool {
-	return r.CutIns || seen.Gated
+	if !r.CutIns {
+		return false
+	}
+	g := r.Gating(seen)
+	return g.Gated != seen.Gated || !g.GatedUntil.Equal(seen.GatedUntil)
 }
+
+// ungating reports whether the take r, which lets nothing cut in, finds
+// the gated state seen run its course (slot.Ungate): it may lift it.
+func ungating(r engine.TakeRequest, seen slot.State) bool {
+	return !r.CutIns && seen.Gated && !r.Gating(seen).Gated
+}
+
+// errKeptChanging ends a write to the queue's state that every try
+// found moved by another.
+var errKeptChanging = errors.New("the queue state kept changing under the update")
 
 // errGated ends a take in the conditional forms that found the queue
 // gated (st): it goes on by compare-and-set.
@@ -214,7 +239,7 @@ func writeState[T any](ctx context.Context, s *Store, w stateWrite[T]) (T, error
 			return zero, err
 		}
 	}
-	return zero, fmt.Errorf("%s: the queue state kept changing under the update", w.what)
+	return zero, fmt.Errorf("%s: %w", w.what, errKeptChanging)
 }
 
 // takeTries bounds Take's tries: each refused one is a conditional write
@@ -241,8 +266,7 @@ func takeExprs(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) e
 	wt := e.n(attrWriteToken)
 	upd := ticketUpdate(e, r) + ", " + wt + " = " + e.v(":tok", str(tok))
 	cond := limitCond(e, r.LimitList()) +
-		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok)" + genCond(e, r.Gen) +
-		" AND attribute_not_exists(" + e.n(attrGated) + ")" // a gated queue's take is a compare-and-set (casTaking)
+		" AND (attribute_not_exists(" + wt + ") OR " + wt + " <> :tok)" + genCond(e, r.Gen)
 	missing := func(a string) string { return "attribute_not_exists(" + a + ")" }
 	if f != takeNoLine {
 		clock, last, tc := e.n(attrClock), e.n(attrLastStart), e.n(attrTakeClock)

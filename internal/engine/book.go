@@ -202,8 +202,15 @@ func (e *enqueuer) cutIns(r *TakeRequest, cfg slot.Config, jobs []*job.Job, inLi
 	}
 	if r.CutIns {
 		r.Settle = e.settling(cfg, now)
+		// Coarse, so that the takes of a busy keyed queue extend it
+		// once in a while, not each (an extension is a compare-and-set
+		// on DynamoDB, which concurrent takes refuse).
+		r.Until = r.Until.Truncate(gatedRound).Add(gatedRound)
 	}
 }
+
+// gatedRound is the step GatedUntil moves in (enqueuer.cutIns).
+const gatedRound = 10 * time.Minute
 
 // setSlots gives jobs their tickets (from taken.First) and slots: a line
 // job its line slot; a scheduled one its not_before, its key's slot
