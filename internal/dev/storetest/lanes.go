@@ -23,6 +23,15 @@ func diffLane(got, want slot.Lane) string {
 	return d.String()
 }
 
+// queueOfGen makes a queue of its own, of generation gen, and returns
+// its name.
+func queueOfGen(t *testing.T, st engine.State, gen int64) string {
+	t.Helper()
+	name := queueName(t)
+	generation(t, st, name, gen)
+	return name
+}
+
 // generation makes name a queue of generation gen: it deletes the queue
 // of that name, if any, and creates it again.
 func generation(t *testing.T, st engine.State, name string, gen int64) {
@@ -355,8 +364,7 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 	// before generations) is a generation like any other.
 	t.Run("AddPendingOtherGen", func(t *testing.T) {
 		st := newState(t)
-		name := queueName(t)
-		generation(t, st, name, 0)
+		name := queueOfGen(t, st, 0)
 		old := putLane(t, st, slot.Lane{Queue: name, Key: "k", Gen: 5, Holder: slot.Waiter{Ticket: 3, JobID: "a"}, Until: at(time.Minute),
 			Last: 4, Waiting: []slot.Waiter{{Ticket: 4, JobID: "b"}}}, 0, 2)
 		got := addPending(t, st, name, 0, "k", 1)
@@ -398,8 +406,7 @@ func testLanes(t *testing.T, newState func(t *testing.T) engine.State) {
 	// the lane stays as it was; so does an add on a queue that is gone.
 	t.Run("AddPendingDeadGen", func(t *testing.T) {
 		st := newState(t)
-		name := queueName(t)
-		generation(t, st, name, 7)
+		name := queueOfGen(t, st, 7)
 		held := putLane(t, st, slot.Lane{Queue: name, Key: "k", Gen: 7, Holder: slot.Waiter{Ticket: 1, JobID: "b"}, Until: at(time.Minute),
 			Last: 2, Waiting: []slot.Waiter{{Ticket: 2, JobID: "c"}}}, 0, 2)
 		if _, err := st.AddPending(t.Context(), name, 3, "k", 0); !errors.Is(err, engine.ErrQueueNotFound) {

@@ -157,8 +157,7 @@ func testQueue(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Generation", func(t *testing.T) {
 		st := newState(t)
 		ctx := t.Context()
-		name := queueName(t)
-		generation(t, st, name, 7)
+		name := queueOfGen(t, st, 7)
 		take(t, st, name, 2, 2, base)
 		generation(t, st, name, 1<<40)
 		before := getQueue(t, st, name).State

@@ -186,8 +186,7 @@ func testCap(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("CapEndRunRegated", func(t *testing.T) {
 		st := newState(t)
 		ctx := t.Context()
-		name := queueName(t)
-		generation(t, st, name, 7)
+		name := queueOfGen(t, st, 7)
 		take(t, st, name, 2, 2, base)
 		first, again := base.Add(time.Minute), base.Add(time.Minute+interval)
 		if _, err := st.Gate(ctx, capReq(name, 1, base, 1, first)); err != nil {
