@@ -41,8 +41,11 @@ func StaleGate(r engine.GateRequest, st slot.State) bool {
 		return true
 	}
 	t, _, forms := gcra(r.LimitList())
-	if !forms || r.CutIn || r.Alone {
+	if !forms || r.CutIn && !seen.Gated || r.Alone {
 		return !sameLimitState(seen, st) || seen.Current != st.Current || !seen.Front.Equal(st.Front)
+	}
+	if r.CutIn && !st.Gated {
+		return true
 	}
 	rec := recorded(r)
 	return isBusy(seen, t, rec) != isBusy(st, t, rec)

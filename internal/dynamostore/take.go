@@ -330,15 +330,17 @@ func takeExprs(r engine.TakeRequest, f takeForm, iv time.Duration, tok string) e
 func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
 	ls := r.LimitList()
 	t, burst, forms := gcra(ls)
-	if !forms || r.CutIn || r.Alone {
-		// A start off a booked line moves the line's clock as well
-		// (GateRequest.Started): the compare-and-set pins and writes
-		// the whole limit state.
+	if !forms || r.CutIn && !r.Seen.Gated || r.Alone {
+		// A start that turns the queue gated settles its state
+		// (GateRequest.Started), and the line's last booking starts
+		// late only while nothing is booked behind it: the
+		// compare-and-set pins and writes the whole state. On a gated
+		// queue a start that cuts in is a gate like any other.
 		return s.casGate(ctx, r)
 	}
 	busy := isBusy(r.Seen, t, recorded(r))
 	seen := r.Seen
-	return writeState(ctx, s, stateWrite[slot.State]{
+	st, err := writeState(ctx, s, stateWrite[slot.State]{
 		op: "gate", what: fmt.Sprintf("gate %s ticket %d", r.Queue, r.Ticket), queue: r.Queue, gen: r.Gen, limits: ls, tries: 4,
 		exprs:  func(tok string) exprs { return gateExprs(r, t, burst, busy, seen, tok) },
 		after:  gateAfter(r),
@@ -347,10 +349,19 @@ func (s *Store) Gate(ctx context.Context, r engine.GateRequest) (slot.State, err
 			if err := gateRefused(r, st); err != nil {
 				return err
 			}
+			if r.CutIn && !st.Gated {
+				return errGated{st} // no longer gated: the cut-in turns it so
+			}
 			busy, seen = isBusy(st, t, recorded(r)), st
 			return nil
 		},
 	})
+	var g errGated
+	if errors.As(err, &g) {
+		r.Seen = g.st
+		return s.casGate(ctx, r)
+	}
+	return st, err
 }
 
 // Admit is the gate of a booked start (engine.AdmitRequest): the
@@ -405,6 +416,11 @@ func gateExprs(r engine.GateRequest, iv time.Duration, burst int, busy bool, see
 	nmi := e.v(":nmi", timeNum(rec.Add(-iv)))
 	open := e.v(":open", timeNum(at.Add(-iv+time.Duration(burst)*iv)))
 	cond := gateCond(e, r, wt, tok) + genCond(e, r.Gen)
+	if r.CutIn {
+		// Cuts in on a queue that stays gated (a compare-and-set turns one
+		// that is not: Gate).
+		cond += " AND " + e.n(attrGated) + " = " + e.v(":gated", boolean(true))
+	}
 	upd := "SET " + wt + " = :tok, "
 	var remove []string
 	if !r.Scheduled {
