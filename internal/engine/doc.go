@@ -53,7 +53,7 @@
 //
 // A role asks another for what is the other's through core
 // (e.worker.reticket, e.room.bookNext, e.lanes.arrive). The store is one
-// interface per part of the table (state.go): QueueStore, LineStore,
+// interface per part of the table (stores.go): QueueStore, LineStore,
 // JobStore, DueStore, KeyStore and RoomStore, which State gathers.
 //
 // The files, by part:
@@ -61,8 +61,9 @@
 //	engine.go     Engine, core and the roles' types, Options, New; the
 //	              Runner a target runs through
 //	api.go        Engine's methods, each delegating to its role
-//	state.go      the store's interfaces by part (State), their requests
-//	              and errors; the gate's request (GateRequest.Decide)
+//	state.go      the store's requests and errors; the gate's request
+//	              (GateRequest.Decide) and a booked start's (AdmitRequest)
+//	stores.go     the store's interfaces by part, gathered by State
 //	due.go        the schema mark's record (Schema, Cursor) and the due
 //	              index: when the resume function looks at a job, a
 //	              queue, a lane or a waiting room
@@ -73,6 +74,7 @@
 //	book.go       what an enqueue books: tickets and slots from the take,
 //	              counts on the keys' lanes, queued or parked (place)
 //	work.go       Work: the delivery, its step machine, readRecord
+//	booked.go     the gate of a booked start: a read (admitBooked)
 //	gate.go       the way to the gate and through it: wait for the turn,
 //	              the hold for lower tickets, the key's steps, decide,
 //	              pass, refused, parkForGate, OnGateDone

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -51,35 +52,34 @@ func (s *stallState) GetQueue(ctx context.Context, name string) (engine.Queue, e
 	return s.State.GetQueue(ctx, name)
 }
 
-func (s *stallState) Gate(ctx context.Context, r engine.GateRequest) (slot.State, error) {
+func (s *stallState) Gate(ctx context.Context, r engine.GateRequest) (st slot.State, err error) {
+	s.around(ctx, r, func() { st, err = s.State.Gate(ctx, r) })
+	return st, err
+}
+
+// Admit is the gate of a booked start: a read, stalled as the queue's
+// first read at readAt is, and as the gate of its ticket is.
+func (s *stallState) Admit(ctx context.Context, r engine.AdmitRequest) (q engine.Queue, err error) {
+	s.around(ctx, engine.GateRequest{Queue: r.Queue, Ticket: r.Ticket, At: r.At, Gen: r.Gen}, func() {
+		if _, err = s.GetQueue(ctx, r.Queue); err == nil {
+			q, err = s.State.Admit(ctx, r)
+		}
+	})
+	return q, err
+}
+
+// around runs the gate call for r between the stalls s.stall gives it,
+// on the bubble's clock, and records the ticket it stalled.
+func (s *stallState) around(ctx context.Context, r engine.GateRequest, call func()) {
 	before, after := s.stall(r)
 	if before+after > 0 {
 		s.mu.Lock()
 		s.stalled[r.Ticket] = true
 		s.mu.Unlock()
 	}
-	time.Sleep(before)
-	st, err := s.State.Gate(ctx, r)
-	time.Sleep(after)
-	return st, err
-}
-
-// Admit is the gate of a booked start: a read, stalled as the queue's
-// first read at readAt is, and as the gate of its ticket is.
-func (s *stallState) Admit(ctx context.Context, r engine.AdmitRequest) (engine.Queue, error) {
-	before, after := s.stall(engine.GateRequest{Queue: r.Queue, Ticket: r.Ticket, At: r.At, Gen: r.Gen})
-	if before+after > 0 {
-		s.mu.Lock()
-		s.stalled[r.Ticket] = true
-		s.mu.Unlock()
-	}
-	time.Sleep(before)
-	if _, err := s.GetQueue(ctx, r.Queue); err != nil {
-		return engine.Queue{}, err
-	}
-	q, err := s.State.Admit(ctx, r)
-	time.Sleep(after)
-	return q, err
+	_ = clock.Sleep(ctx, before)
+	call()
+	_ = clock.Sleep(ctx, after)
 }
 
 func (s *stallState) wasStalled(ticket int64) bool {

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/internal/dev/storetest"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
@@ -127,7 +128,7 @@ func deliverMany(t *testing.T, tr *memstore.Transport, workers, n int, delay tim
 	for i := range n {
 		send(t, tr, msg(fmt.Sprint(i), delay))
 	}
-	time.Sleep(time.Minute)
+	_ = clock.Sleep(t.Context(), time.Minute) // the bubble's minute
 	stop()
 	return rec.deliveries()
 }
