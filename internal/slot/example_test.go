@@ -38,8 +38,9 @@ func Example() {
 
 // A backlog's slots in each form of a limit: an interval, a rate with a
 // burst (Burst+1 at once after an idle time, then one per period/count),
-// and a window (its count at once, then the next when the first is a
-// period old). The line keeps slot.Room (2 ms) of every rate's burst and
+// and a window (its count at once, then its backlog paced a period
+// over its count apart, each moment a period after the one it follows
+// in the window). The line keeps slot.Room (2 ms) of every rate's burst and
 // every window's period for its starts' wake-ups: a worker that wakes
 // that late still starts without moving anyone.
 func ExampleTake_forms() {
@@ -60,7 +61,7 @@ func ExampleTake_forms() {
 	// Output:
 	// interval 100ms:          +0s +100ms +200ms +300ms +400ms +500ms +600ms
 	// rate 10/1s burst 2:      +0s +0s +2ms +102ms +202ms +302ms +402ms
-	// window 3/1s:             +0s +0s +0s +1.002s +1.002s +1.002s +2.004s
+	// window 3/1s:             +0s +0s +0s +1.002s +1.336s +1.67s +2.004s
 }
 
 // A queue's configuration refuses bad input with an input.Error that names

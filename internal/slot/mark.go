@@ -261,13 +261,41 @@ func bookWith(s State, ls Limits, now time.Time, room, skew time.Duration) (Stat
 func earliest(l Limit, m Mark, now time.Time, room, skew time.Duration) time.Time {
 	if !l.Window.IsZero() {
 		from := later(now, later(m.Clock, m.Last))
-		return windowOpen(m.Booked, l.Window.N, bookedPer(l, room, skew), from)
+		per := bookedPer(l, room, skew)
+		at := windowOpen(m.Booked, l.Window.N, per, from)
+		if m.Clock.After(now) {
+			at = paced(l, m, per, at)
+		}
+		return at
 	}
 	c := later(m.Clock, m.Last)
 	if c.IsZero() {
 		return now
 	}
 	return later(now, c.Add(every(l)-bookedBurst(l, room)))
+}
+
+// PacedMoments is how many moments a window's backlog is booked at in
+// each of its periods (paced), at the most.
+const PacedMoments = MaxRuns * 3 / 8
+
+// paced is the slot at, the earliest window l with mark m allows a line
+// ticket booked behind the line's clock (a backlog), spread over the
+// period the window books its N in (per): no nearer the clock than
+// per/N, or, past PacedMoments a period, per·g/N for moments of g
+// tickets each (g = ⌈N/PacedMoments⌉), which keeps the gate's runs
+// within MaxRuns over the two periods it keeps. A window booked as it
+// opens would book its backlog's N at one moment, a period apart: N
+// workers come to the gate at once, and the last of them comes later
+// than its room. Paced, a backlog starts N per period as before, each
+// start alone at its moment. A window with room now (after an idle time)
+// still starts its N together: only tickets booked ahead are paced.
+func paced(l Limit, m Mark, per time.Duration, at time.Time) time.Time {
+	g := (l.Window.N + PacedMoments - 1) / PacedMoments
+	if n := len(m.Booked); g > 1 && n > 0 && m.Booked[n-1].At.Equal(m.Clock) && m.Booked[n-1].N < g {
+		return later(at, m.Clock)
+	}
+	return later(at, m.Clock.Add(per*time.Duration(g)/time.Duration(l.Window.N)))
 }
 
 // bookedPer is the span over which window l books its N: its period

@@ -256,8 +256,15 @@ func TestWindowLatenessDoesNotCarryOver(t *testing.T) {
 	window := Limits{{Window: api.Rate{N: 10, Per: 50 * time.Millisecond}}}
 	skew := 1250 * time.Microsecond
 	s, _, slots := Take(State{}, 30, 30, window, skew, t0)
+	per := 50*time.Millisecond + Room
 	for k, at := range slots {
-		if want := t0.Add(time.Duration(k/10) * (50*time.Millisecond + Room)); !at.Equal(want) {
+		// The first ten together (the window is open), the backlog
+		// behind them paced one a tenth of the booked period apart.
+		want := t0
+		if k >= 10 {
+			want = t0.Add(per + time.Duration(k-10)*per/10)
+		}
+		if !at.Equal(want) {
 			t.Fatalf("ticket %d booked %v after the first, want %v", k+1, at.Sub(t0), want.Sub(t0))
 		}
 	}
@@ -273,5 +280,39 @@ func TestWindowLatenessDoesNotCarryOver(t *testing.T) {
 	}
 	if open := GateOpen(s, window, skew); open.After(slots[10]) {
 		t.Errorf("the second moment opens %v after its slot: the first's lateness carried over", open.Sub(slots[10]))
+	}
+}
+
+// TestWindowBacklogPaced: a window's backlog is booked at moments of
+// ⌈N/PacedMoments⌉ tickets each, a period over its count (times the
+// moment's size) apart, so no more workers than that come to the gate
+// together; the window still starts N a booked period, and keeps its
+// runs within MaxRuns.
+func TestWindowBacklogPaced(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, n := range []int{3, PacedMoments, PacedMoments + 1, 100, 5000} {
+		window := Limits{{Window: api.Rate{N: n, Per: time.Second}}}
+		per := time.Second + Room
+		g := (n + PacedMoments - 1) / PacedMoments
+		s, _, slots := Take(State{}, 3*n, 3*n, window, Room, t0)
+		moments := map[time.Time]int{}
+		for k, at := range slots {
+			moments[at]++
+			if k < n && !at.Equal(t0) {
+				t.Fatalf("N=%d: ticket %d of the open window booked %v after the first, want with it", n, k+1, at.Sub(t0))
+			}
+			if k >= n && moments[at] > g {
+				t.Fatalf("N=%d: %d tickets booked at %v, want at most %d together", n, moments[at], at.Sub(t0), g)
+			}
+			if k >= n && at.After(t0.Add(time.Duration(k/n)*per+per)) {
+				t.Fatalf("N=%d: ticket %d booked %v after the first: the window starts fewer than N a period", n, k+1, at.Sub(t0))
+			}
+		}
+		if runs := len(s.mark(0).Booked); runs > MaxRuns {
+			t.Errorf("N=%d: %d runs booked, want at most %d", n, runs, MaxRuns)
+		}
+		if bs := Breaches(window, Room, slots); len(bs) > 0 {
+			t.Errorf("N=%d: the booked slots break the window: %v", n, bs[0])
+		}
 	}
 }
