@@ -148,6 +148,17 @@ func TestTemplateAlarms(t *testing.T) {
 				}
 				stats++
 				ns, name := get(stat, "Namespace").Value, get(stat, "MetricName").Value
+				if n := get(stat, "Namespace"); n.Tag == "!If" {
+					// slotq's own, stack-wide (under no dimension).
+					sameNode(t, id+" Namespace", get(env, lambdafn.EnvMetricsNamespace), n)
+					if !slices.Contains(emitted(), name) {
+						t.Errorf("%s watches %s, which nobody writes (internal/metrics)", id, name)
+					}
+					if get(stat, "Dimensions") != nil {
+						t.Errorf("%s: %s has Dimensions; slotq's stack-wide metrics have none", id, name)
+					}
+					continue
+				}
 				if !slices.Contains(awsMetrics[ns], name) {
 					t.Errorf("%s watches %s %s, not a metric of the stack's resources", id, ns, name)
 				}
@@ -179,7 +190,13 @@ func TestTemplateAlarms(t *testing.T) {
 	if p := get(get(res, "ResumeBacklogAlarm"), "Properties"); p != nil && get(p, "Dimensions") != nil {
 		t.Errorf("ResumeBacklogAlarm has Dimensions; ResumeBacklog is published for the stack, under none")
 	}
-	for _, want := range []string{"LagAlarm", "ResumeBacklogAlarm", "JobFailuresAlarm", "DeadLetterAlarm", "WorkerErrorsAlarm", "WorkerThrottlesAlarm",
+	// Lag is written only with a queue dimension (the resume function's
+	// per-queue figures): its alarm exists only then, and the share of
+	// missed slots, which every worker writes, stands in without one.
+	if c := get(get(res, "LagAlarm"), "Condition"); c == nil || c.Value != "HasMetricsDimension" {
+		t.Errorf("LagAlarm has no Condition HasMetricsDimension: without a queue dimension nothing writes Lag, and the alarm would have no data")
+	}
+	for _, want := range []string{"LagAlarm", "MissedSlotsAlarm", "ResumeBacklogAlarm", "JobFailuresAlarm", "DeadLetterAlarm", "WorkerErrorsAlarm", "WorkerThrottlesAlarm",
 		"WorkerDurationAlarm", "ResumeErrorsAlarm", "ResumeMissedAlarm", "EnqueueErrorsAlarm", "EnqueueThrottlesAlarm",
 		"AdminErrorsAlarm", "AdminThrottlesAlarm", "TableThrottlesAlarm", "TableErrorsAlarm", "RecursionAlarm"} {
 		if !slices.Contains(alarms, want) {

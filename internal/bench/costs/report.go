@@ -100,9 +100,11 @@ func templateSkew(path string) time.Duration {
 	return d
 }
 
-// templateAlarms counts the template's CloudWatch alarms and the metrics
-// they read, which CloudWatch bills: one for a plain alarm, each
-// MetricStat of a metric math alarm.
+// templateAlarms counts the CloudWatch alarms of a stack deployed with
+// the template's default parameters (an alarm under a Condition, such as
+// LagAlarm's HasMetricsDimension, is left out) and the metrics they read,
+// which CloudWatch bills: one for a plain alarm, each MetricStat of a
+// metric math alarm.
 func templateAlarms(path string) (alarms, metrics int) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -115,7 +117,7 @@ func templateAlarms(path string) (alarms, metrics int) {
 	res := get(doc.Content[0], "Resources")
 	for i := 0; res != nil && i+1 < len(res.Content); i += 2 {
 		r := res.Content[i+1]
-		if t := get(r, "Type"); t == nil || t.Value != "AWS::CloudWatch::Alarm" {
+		if t := get(r, "Type"); t == nil || t.Value != "AWS::CloudWatch::Alarm" || get(r, "Condition") != nil {
 			continue
 		}
 		alarms++

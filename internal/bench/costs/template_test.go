@@ -20,8 +20,8 @@ func TestTemplateFigures(t *testing.T) {
 	if !strings.Contains(m.source, "Globals.Function.MemorySize") {
 		t.Errorf("source %q", m.source)
 	}
-	if a, m := templateAlarms("../../../template.yaml"); a != 16 || m != 23 {
-		t.Errorf("templateAlarms = %d alarms, %d metrics; want the template's 16 alarms reading 23 metrics", a, m)
+	if a, m := templateAlarms("../../../template.yaml"); a != 16 || m != 24 {
+		t.Errorf("templateAlarms = %d alarms, %d metrics; want the default stack's 16 alarms reading 24 metrics (LagAlarm only with a queue dimension)", a, m)
 	}
 	if d := templateSkew("../../../template.yaml"); d != 10*time.Millisecond {
 		t.Errorf("templateSkew = %v, want the template's DefaultSkew 10ms", d)
