@@ -81,6 +81,27 @@ func TestDeployPolicyCoversTemplate(t *testing.T) {
 		}
 		for _, a := range asList(st.Action) {
 			allowed[a.(string)] = true
+			// A CI role that may write any role's policies can make
+			// itself an administrator: its IAM calls reach the stack's
+			// own roles and policies only, and it attaches no policy but
+			// the stack's and Lambda's own.
+			if strings.HasPrefix(a.(string), "iam:") {
+				for _, r := range asList(st.Resource) {
+					if !strings.HasPrefix(r.(string), "arn:aws:iam::*:role/slotq-") && !strings.HasPrefix(r.(string), "arn:aws:iam::*:policy/slotq-") {
+						t.Errorf("%s on %v: want the stack's roles or policies only (arn:aws:iam::*:role/slotq-*, arn:aws:iam::*:policy/slotq-*)", a, r)
+					}
+				}
+			}
+			if a == "iam:AttachRolePolicy" {
+				for _, arn := range asList(st.Condition["ArnLike"]["iam:PolicyARN"]) {
+					if s := arn.(string); !strings.HasPrefix(s, "arn:aws:iam::*:policy/slotq-") && !strings.HasPrefix(s, "arn:aws:iam::aws:policy/service-role/AWSLambda") {
+						t.Errorf("iam:AttachRolePolicy may attach %s: want the stack's policies and Lambda's execution roles only", s)
+					}
+				}
+				if len(asList(st.Condition["ArnLike"]["iam:PolicyARN"])) == 0 {
+					t.Errorf("iam:AttachRolePolicy has no iam:PolicyARN condition: the CI role could attach AdministratorAccess to a role it creates")
+				}
+			}
 			if a == "iam:PassRole" {
 				svcs := asList(st.Condition["StringEquals"]["iam:PassedToService"])
 				if len(svcs) != 2 || !slices.Contains(svcs, any("lambda.amazonaws.com")) || !slices.Contains(svcs, any("scheduler.amazonaws.com")) {
