@@ -272,15 +272,18 @@ func (d *delivery) missed() bool {
 // writerExcused reports whether the job, late by its writer
 // (writerLate), starts late rather than give its slot up: its record
 // came at most one tick of its queue's limits (or the room, or the skew,
-// if longer) after its slot. A batch's first job on a queue that was
-// idle is due a lead after the take, before its batch's records are
-// written, and moving the line by such a lag costs its batch less than
-// a new ticket. A record later than that (a store answering in seconds)
-// would move every start booked behind the job, other producers' too:
-// the job is judged like any late one, and the line holds.
+// if longer) after its slot, and the line has nothing booked behind it.
+// A batch's first job on a queue that was idle is due a lead after the
+// take, before its batch's records are written. Its late start moves
+// nobody when it is alone in the line; with starts booked behind it (its
+// own batch's or other producers'), it would move each of them by its
+// writer's lag, every start told its slot coming that much later: the
+// job is judged like any late one, and the line holds. A record later
+// than a tick (a store answering in seconds) is never excused.
 func (d *delivery) writerExcused() bool {
 	cfg := d.q.Config
-	return d.writerLate && d.writerLag <= max(cfg.Tick(), cfg.LimitList().Room(), cfg.Skew)
+	ls := cfg.LimitList()
+	return d.writerLate && d.writerLag <= max(cfg.Tick(), ls.Room(), cfg.Skew) && !slot.BookedAfter(d.q.State, ls, d.j.SlotAt)
 }
 
 // awaitKey waits, before the gate, for the job's key to let its start
