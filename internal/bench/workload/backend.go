@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -52,6 +53,8 @@ type backendOptions struct {
 	// State, if not nil, is the engine's state over the store: a wrapper
 	// that records or slows its writes.
 	State func(*memstore.Store) engine.State
+	// Observer, if not nil, hears the engine's events.
+	Observer engine.Observer
 }
 
 // newBackend builds a fresh embedded backend: an engine running o.Mux's
@@ -65,6 +68,7 @@ func newBackend(ctx context.Context, o backendOptions) (backend, error) {
 	}
 	eng := engine.New(engine.Options{
 		State: state, Transport: transport, Runner: &dispatch.Dispatcher{Mux: o.Mux}, Logger: o.Logger, Lead: o.Lead,
+		Observer: o.Observer,
 	})
 	q, err := eng.CreateQueue(ctx, o.Queue, o.Config)
 	if err != nil {
@@ -181,6 +185,45 @@ func (l *startLog) all() []timeline.Start {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.starts
+}
+
+// callLog records when each job's worker last looked at the clock before
+// it called the target (engine.EventStarted's Start.At): what the engine
+// judged the start by, before the host ran the handler.
+type callLog struct {
+	mu    sync.Mutex
+	calls map[string]time.Time
+}
+
+func (l *callLog) Observe(_ context.Context, ev engine.Event) {
+	if ev.Kind != engine.EventStarted || ev.Start == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.calls == nil {
+		l.calls = map[string]time.Time{}
+	}
+	l.calls[ev.Start.JobID] = ev.Start.At
+}
+
+// all returns the calls recorded so far, by job id.
+func (l *callLog) all() map[string]time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.calls
+}
+
+// atCall returns a copy of starts timed by their worker's call (calls,
+// by job id) instead of the handler's begin, where the call is known.
+func atCall(starts []timeline.Start, calls map[string]time.Time) []timeline.Start {
+	s := slices.Clone(starts)
+	for i := range s {
+		if at, ok := calls[s[i].JobID]; ok {
+			s[i].At = at
+		}
+	}
+	return s
 }
 
 // handlerStart is the start of job j whose handler began at at.

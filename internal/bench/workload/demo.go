@@ -281,6 +281,9 @@ type demoResult struct {
 	// Units is what the run's calls would cost on DynamoDB, when it ran
 	// on the model of it (Store StoreModel); nil otherwise.
 	Units *dynamomodel.Units
+	// Calls is, by job id, when the job's worker last looked at the
+	// clock before it called the handler (callLog).
+	Calls map[string]time.Time
 }
 
 // demoPayload is what a demo job carries.
@@ -326,10 +329,11 @@ func runDemo(ctx context.Context, cfg Config, onStart func(s timeline.Start, j *
 	var (
 		hiccups *hiccupState
 		model   *dynamomodel.Model
+		calls   callLog
 	)
 	w, err := newBackend(ctx, backendOptions{
 		Queue: cfg.Queue, Config: cfg.queueConfig(), Workers: cfg.Workers, Timeout: cfg.Timeout, Logger: cfg.Logger,
-		Mux: mux, Seed: cfg.Seed, Jitter: cfg.Jitter, Lead: cfg.lead(),
+		Mux: mux, Seed: cfg.Seed, Jitter: cfg.Jitter, Lead: cfg.lead(), Observer: &calls,
 		State: func(store *memstore.Store) engine.State {
 			var st engine.State = store
 			if cfg.Store == StoreModel {
@@ -360,7 +364,7 @@ func runDemo(ctx context.Context, cfg Config, onStart func(s timeline.Start, j *
 		return err
 	})
 
-	res.Starts = starts.all()
+	res.Starts, res.Calls = starts.all(), calls.all()
 	res.Transport = w.transport.Stats()
 	if model != nil {
 		u := model.Units()

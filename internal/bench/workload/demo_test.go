@@ -116,9 +116,17 @@ func TestRunDemo(t *testing.T) {
 	if len(producers) != cfg.Producers {
 		t.Errorf("starts name producers %v, want %d of them", producers, cfg.Producers)
 	}
+	if len(res.Calls) != n {
+		t.Errorf("the engine reported %d calls of the handler, want %d", len(res.Calls), n)
+	}
+	for _, s := range res.Starts {
+		if call := res.Calls[s.JobID]; call.Before(s.Gate) || call.After(s.At) {
+			t.Errorf("start %+v: called at %v, want gate ≤ call ≤ handler begin", s, call)
+		}
+	}
 	r := newReport(cfg, res)
-	if r.gate.Violations != 0 {
-		t.Errorf("%d spacing violations at the gate; min spacing %v, interval %v", r.gate.Violations, r.gate.SpacingMin, cfg.Interval)
+	if r.gate.Violations != 0 || r.call.Violations != 0 {
+		t.Errorf("%d spacing violations at the gate, %d at the calls; min spacing %v, interval %v", r.gate.Violations, r.call.Violations, r.gate.SpacingMin, cfg.Interval)
 	}
 	if r.gate.Inversions != 0 {
 		t.Errorf("%d order inversions at the gate", r.gate.Inversions)
@@ -221,6 +229,32 @@ func TestDemoForms(t *testing.T) {
 // the share of starts that came after a re-ticket, and the most
 // re-tickets one job took, which a sum of re-tickets hides (one job
 // re-ticketed six times reads like six jobs re-ticketed once).
+// TestCallVerdict: handler begins that broke the limit are put down to
+// the host when the workers' calls kept it, and to the calls when they
+// broke it too.
+func TestCallVerdict(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	cfg := Config{Queue: "q", Interval: 10 * time.Millisecond}
+	starts := []timeline.Start{
+		{JobID: "a", SlotAt: t0, Gate: t0, At: t0.Add(5 * time.Millisecond)},
+		{JobID: "b", SlotAt: t0.Add(10 * time.Millisecond), Gate: t0.Add(10 * time.Millisecond), At: t0.Add(10 * time.Millisecond)},
+	}
+	onTime := map[string]time.Time{"a": t0, "b": t0.Add(10 * time.Millisecond)}
+	late := map[string]time.Time{"a": t0.Add(5 * time.Millisecond), "b": t0.Add(10 * time.Millisecond)}
+	for _, c := range []struct {
+		calls map[string]time.Time
+		want  string
+	}{{onTime, "the host ran the handlers late"}, {late, "1 workers' calls broke it"}} {
+		r := newReport(cfg, demoResult{Starts: starts, Calls: c.calls, Skew: time.Millisecond})
+		if r.handler.Violations != 1 {
+			t.Fatalf("%d handler violations, want 1", r.handler.Violations)
+		}
+		if got := r.callVerdict(); !strings.Contains(got, c.want) {
+			t.Errorf("calls %v: verdict %q, want it to say %q", c.calls, got, c.want)
+		}
+	}
+}
+
 func TestReticketFigures(t *testing.T) {
 	starts := func(retickets ...int) []timeline.Start {
 		var ss []timeline.Start
