@@ -13,6 +13,7 @@
 //	          sleep to the start ─ run (start.go) ─ record the outcome,
 //	          or retry or dead-letter (outcome.go)
 //	Resume  ─ ListDue (the due index: what is due by now, any queue) ─
+//	          many queues' passes at once (passes.go), each
 //	          per queue with something due, under its lease (resume.go):
 //	          lift a timed pause ─ re-ticket held jobs in line order (a
 //	          bounded round per run) ─ release due jobs (release.go) ─
@@ -93,9 +94,12 @@
 //	meter.go      keyed limits: a key's own meter
 //	resume.go     Resume: the pass per queue under its lease, pauses,
 //	              release rounds
-//	release.go    re-ticket held jobs in order; release due jobs
+//	release.go    re-ticket held jobs in order; release due jobs, in
+//	              batches of a send and its writes, many at once
 //	urgency.go    a resume run's order and time: the most urgent due
 //	              entries first, a wave at a time, its backlog
+//	passes.go     a resume run's passes at once: waves that overlap,
+//	              bounded by ResumeConcurrency
 //	reindex.go    Reindex and the rebuild of the records for the due
 //	              index, resumable from the schema mark's cursor
 //	schedules.go  schedules: create, read, pause, resume, delete

@@ -84,6 +84,14 @@ type Options struct {
 	// as its deadline allows; what it leaves is its backlog
 	// (ResumeReport.Backlog), the next run's. Default DefaultResumeRead.
 	ResumeRead int
+	// ResumeConcurrency bounds a Resume run's work at once: the queues'
+	// passes it runs together, and the calls on job records and sends of
+	// messages its passes make together (reads of due jobs, releases in
+	// batches of ReleaseBatch, each a send and its records' writes). At
+	// DynamoDB's and SQS's latencies a run releases about
+	// ResumeConcurrency × 50 far-parked jobs a second (docs/dynamodb.md).
+	// Default DefaultResumeConcurrency.
+	ResumeConcurrency int
 	// Figures makes each Resume run also read every queue and publish
 	// its figures (EventFigures: waiting, parked, lag, lanes): a
 	// ListQueues, and a count of parked jobs and a list of lanes per
@@ -154,6 +162,15 @@ const (
 	// the most urgent of a backlog (an index's page holds thousands of
 	// keys: a read of them all costs a few read units).
 	DefaultResumeRead = 10000
+	// DefaultResumeConcurrency is Options.ResumeConcurrency's default:
+	// enough for a run to release well over 1,000 far-parked jobs a
+	// second on AWS, few enough that the calls in flight stay within the
+	// SDK's pooled connections.
+	DefaultResumeConcurrency = 32
+	// ReleaseBatch is how many due jobs a resume pass releases together:
+	// one send (SQS's SendMessageBatch takes 10 entries), then their
+	// records' writes, at once.
+	ReleaseBatch = 10
 	// DefaultMargin is Options.Margin's default.
 	DefaultMargin = 2 * time.Second
 	// MinWorkerTimeout is the shortest worker timeout that holds a
@@ -261,6 +278,9 @@ func New(o Options) *Engine {
 	}
 	if o.ResumeRead <= 0 {
 		o.ResumeRead = DefaultResumeRead
+	}
+	if o.ResumeConcurrency <= 0 {
+		o.ResumeConcurrency = DefaultResumeConcurrency
 	}
 	if o.Margin == 0 {
 		o.Margin = DefaultMargin

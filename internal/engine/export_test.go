@@ -1,5 +1,5 @@
 package engine
 
-// ResumeWave is resumeWave, for tests: how far from the most urgent
-// order a run's cut may fall.
-const ResumeWave = resumeWave
+// ResumePass is maxPass, for tests: the most due entries of a queue one
+// pass acts on.
+const ResumePass = maxPass

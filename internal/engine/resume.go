@@ -57,11 +57,7 @@ func (e *resumer) resume(ctx context.Context) (ResumeReport, error) {
 	case err != nil:
 		errs = append(errs, fmt.Errorf("resume: %w", err))
 	default:
-		rep.Due = len(due)
-		if len(due) == e.opts.ResumeRead {
-			rep.Continued++
-		}
-		errs = append(errs, e.actOnAll(ctx, due, b, &rep)...)
+		errs = append(errs, e.actOnReads(ctx, due, b, &rep)...)
 	}
 	if rebuilding {
 		// After the due work, with what is left of the run (at least
@@ -81,6 +77,33 @@ func (e *resumer) resume(ctx context.Context) (ResumeReport, error) {
 		}
 	}
 	return rep, errors.Join(errs...)
+}
+
+// actOnReads acts on due, the run's first read of the due index, and
+// reads again as long as a read came full (ResumeRead entries) and was
+// acted on all, with progress, within the run's time: a backlog larger
+// than one read is released by one run, as fast as its passes go, not a
+// read a minute. A full read with nothing done (its queues' leases held
+// by another run, say) ends the run: the next finds it again.
+func (e *resumer) actOnReads(ctx context.Context, due []DueEntry, b runBudget, rep *ResumeReport) []error {
+	var errs []error
+	for {
+		rep.Due += len(due)
+		full := len(due) == e.opts.ResumeRead
+		if full {
+			rep.Continued++
+		}
+		progress := func() int { return rep.Released + rep.Reticketed + rep.Held + rep.Lifted + rep.Occurrences }
+		before := progress()
+		errs = append(errs, e.actOnAll(ctx, due, b, rep)...)
+		if !full || rep.Backlog > 0 || progress() == before || !b.dueFits() {
+			return errs
+		}
+		var err error
+		if due, err = e.state.ListDue(ctx, e.now(), e.opts.ResumeRead); err != nil {
+			return append(errs, fmt.Errorf("resume: %w", err))
+		}
+	}
 }
 
 // figures reads every queue and reports its figures (Options.Figures),

@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// resumeWave is how many due entries, in urgency order, a Resume run acts
-// on between two looks at its time: each queue with entries among them
-// gets one pass (its lease, its queue read). A run's time runs out at
-// most a wave short of the most urgent order.
+// resumeWave is how many due entries, in urgency order, a Resume run
+// takes in at a time (runPasses): each queue with entries among them gets
+// one pass (its lease, its queue read), or they join its pass waiting to
+// start.
 const resumeWave = 50
 
 // urgency is the latest time the resume function can act on d without
@@ -56,61 +56,18 @@ func (b runBudget) dueFits() bool { return b.e.fits(b.ctx, b.e.opts.RecordTimeou
 // rebuildStop reports whether the rebuild must stop.
 func (b runBudget) rebuildStop() bool { return !b.e.fits(b.ctx, b.e.opts.RecordTimeout) }
 
-// actOnAll acts on due, most urgent first (urgency), a wave at a time:
-// each queue with entries in the wave gets a pass under its lease, in
-// the order of its most urgent entry, and each schedule its turn. When
-// the run's time is up, what is left is counted in the run's backlog.
+// actOnAll acts on due, most urgent first (urgency), a wave at a time,
+// the waves' passes at once (runPasses in passes.go): each queue with
+// entries in a wave gets a pass under its lease, in the order of its most
+// urgent entry, and each schedule its turn. When the run's time is up,
+// what is left is counted in the run's backlog.
 func (e *resumer) actOnAll(ctx context.Context, due []DueEntry, b runBudget, rep *ResumeReport) []error {
 	slices.SortStableFunc(due, func(a, b DueEntry) int { return e.urgency(a).Compare(e.urgency(b)) })
-	holder := newHolder()
-	var errs []error
-	acted := map[string]bool{}
-	var left []DueEntry
-	for start := 0; start < len(due); start += resumeWave {
-		wave := due[start:min(start+resumeWave, len(due))]
-		if !b.dueFits() {
-			left = append(left, due[start:]...)
-			break
-		}
-		var names []string
-		byQueue := map[string][]DueEntry{}
-		var schedules []DueEntry
-		for _, d := range wave {
-			if d.Kind == DueSchedule {
-				schedules = append(schedules, d) // no queue pass: runSchedules
-				continue
-			}
-			if byQueue[d.Queue] == nil {
-				names = append(names, d.Queue)
-			}
-			byQueue[d.Queue] = append(byQueue[d.Queue], d)
-		}
-		// The wave's schedules first: an occurrence is due a short lead
-		// before its time, a parked job a transport's reach before its
-		// slot, so a schedule in a wave is among its most urgent.
-		for _, d := range schedules {
-			if !b.dueFits() {
-				left = append(left, d)
-				continue
-			}
-			errs = append(errs, e.runSchedules(ctx, []DueEntry{d}, rep)...)
-		}
-		for _, name := range names {
-			if !b.dueFits() {
-				left = append(left, byQueue[name]...)
-				continue
-			}
-			acted[name] = true
-			rctx, end := e.traceRound(ctx, name)
-			r, err := e.resumeQueue(rctx, name, byQueue[name], holder)
-			end(r, err)
-			rep.add(r)
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	rep.Queues = len(acted)
+	done, left, errs := e.runPasses(ctx, due, b)
+	rep.add(done)
+	rep.Queues += done.Queues
+	rep.Occurrences += done.Occurrences
+	rep.Deferred += done.Deferred
 	rep.Backlog += len(left)
 	// A queue counts once, a schedule each.
 	deferred := map[DueEntry]bool{}

@@ -16,13 +16,14 @@ import (
 	"github.com/slotq/slotq/internal/slot"
 )
 
-// More due entries than a resume run can act on before its deadline: 400
-// far-parked jobs of two queues, their slots interleaved a second apart,
-// all due at once, on a store where every write takes 200 ms. The first
-// run ends before its deadline, acts on the most urgent first across
-// both queues (every job it leaves has a later slot than all but a wave
-// of those it released) and says what it left (its backlog); the next
-// run releases the rest, and none of the 400 misses its slot. A timed
+// More due entries than a resume run can act on before its deadline:
+// 3,000 far-parked jobs of two queues, their slots interleaved 200 ms
+// apart, all due at once, on a store where every write takes 100 ms and
+// the run has 4 places for calls at once. The first run ends before its
+// deadline, acts on the most urgent first across both queues (a pass of
+// each queue at a time: every job it leaves has a later slot than all but
+// a pass per queue of those it released) and says what it left (its
+// backlog); the next run releases the rest, and none misses its slot. A timed
 // pause that ends meanwhile, read last, is lifted in the first run: the
 // jobs it holds wait for it now.
 func TestResumeMostUrgentFirstWithinItsTime(t *testing.T) {
@@ -37,12 +38,13 @@ func TestResumeMostUrgentFirstWithinItsTime(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		const n = 400
+		const n = 3000
+		const apart = 200 * time.Millisecond
 		t0 := time.Now()
 		slotOf := map[string]time.Time{}
 		for i := range n {
 			q, id := queues[i%2], fmt.Sprintf("j%04d", i)
-			nb := t0.Add(20*time.Minute + time.Duration(i)*time.Second)
+			nb := t0.Add(20*time.Minute + time.Duration(i)*apart)
 			res, err := setup.Enqueue(ctx, job.EnqueueRequest{Queue: q, Job: &job.Spec{ID: id, Kind: "k", NotBefore: &nb}})
 			if err != nil {
 				t.Fatal(err)
@@ -55,15 +57,15 @@ func TestResumeMostUrgentFirstWithinItsTime(t *testing.T) {
 		if _, err := setup.CreateQueue(ctx, "c", slot.Config{Interval: time.Second}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := setup.Pause(ctx, "c", t0.Add(5*time.Minute+n*time.Second-time.Millisecond)); err != nil {
+		if _, err := setup.Pause(ctx, "c", t0.Add(5*time.Minute+n*apart-time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
 		enqueueN(t, setup, "c", 3)
 		// Every entry due (a transport's reach before its slot); every
 		// slot still 8 minutes or more away.
-		time.Sleep(5*time.Minute + n*time.Second)
+		time.Sleep(5*time.Minute + n*apart)
 
-		eng := testenv.NewEngine(t, engine.Options{State: slowState{State: mem, latency: 200 * time.Millisecond}, Transport: tr})
+		eng := testenv.NewEngine(t, engine.Options{State: slowState{State: mem, latency: 100 * time.Millisecond}, Transport: tr, ResumeConcurrency: 4})
 		rep, took, err := timedResume(ctx, eng)
 		if err != nil {
 			t.Fatal(err)
@@ -99,7 +101,7 @@ func TestResumeMostUrgentFirstWithinItsTime(t *testing.T) {
 		if sent != rep.Released {
 			t.Fatalf("%d jobs queued, the report says %d released", sent, rep.Released)
 		}
-		for i, e := range all[:max(0, sent-engine.ResumeWave)] {
+		for i, e := range all[:max(0, sent-len(queues)*engine.ResumePass)] {
 			if !e.sent {
 				t.Fatalf("job %s (slot %d of %d) left for the next run while %d with later slots were released", e.key, i, n, sent)
 			}

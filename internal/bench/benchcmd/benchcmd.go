@@ -7,8 +7,9 @@
 //
 //	slotq-bench costs [flags]     what one job costs on AWS (internal/bench/costs); docs/costs.md
 //	slotq-bench ceiling [flags]   one queue's ceiling on DynamoDB Local (internal/bench/awssim); docs/performance.md
+//	slotq-bench release [flags]   far-parked jobs released a second by one resume run, on the model of DynamoDB; docs/performance.md
 //
-// The package holds one file per command: costs.go, ceiling.go. It is
+// The package holds one file per command: costs.go, ceiling.go, release.go. It is
 // internal: a tool of slotq's repository, not a promise to users.
 package benchcmd
 
@@ -31,6 +32,7 @@ const usage = `usage: slotq-bench COMMAND [flags]
 
   costs     measure what one job costs on AWS, on DynamoDB Local and moto_server (slotq costs)
   ceiling   measure one queue's ceiling on DynamoDB Local
+  release   measure far-parked jobs released a second, on the model of DynamoDB
 
 'slotq-bench COMMAND --help' lists a command's flags.
 `
@@ -47,6 +49,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runCosts(ctx, args[1:], stdout, stderr)
 	case "ceiling":
 		return runCeiling(ctx, args[1:], stdout, stderr)
+	case "release":
+		return runRelease(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -24,6 +24,7 @@ func TestMainRefuses(t *testing.T) {
 		{"costs bad flag", []string{"costs", "--frob"}, exitUsage, "unknown flag: --frob"},
 		{"ceiling bad rates", []string{"ceiling", "-rates", "50,x"}, exitFail, `ceiling: "x" is not a positive whole number`},
 		{"ceiling bad flag", []string{"ceiling", "-frob"}, exitUsage, "flag provided but not defined: -frob"},
+		{"release no jobs", []string{"release", "-jobs", "0"}, exitUsage, "release: --jobs, --queues, --runs and --timeout must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
