@@ -452,7 +452,7 @@ func otherGen(m map[string]types.AttributeValue, gen int64) bool {
 // configItem is the config item of a queue; it carries the keys of
 // IndexQueues.
 func configItem(name string, gen int64, cfg slot.Config, created time.Time) (map[string]types.AttributeValue, error) {
-	b, err := cfg.MarshalJSON()
+	b, err := cfg.Stored()
 	if err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
@@ -470,7 +470,8 @@ func configItem(name string, gen int64, cfg slot.Config, created time.Time) (map
 }
 
 // decodeConfig reads a config item: name, configuration (from attribute
-// attr: see configAttrs), creation time.
+// attr: see configAttrs; slot.ReadStored fills the defaults its stored
+// form leaves out), creation time.
 func decodeConfig(m map[string]types.AttributeValue, attr string) (string, slot.Config, time.Time, error) {
 	it := item{m: m}
 	name := it.str(attrQueue)
@@ -479,8 +480,8 @@ func decodeConfig(m map[string]types.AttributeValue, attr string) (string, slot.
 	if it.err != nil {
 		return "", slot.Config{}, time.Time{}, fmt.Errorf("decode queue config: %w", it.err)
 	}
-	var cfg slot.Config
-	if err := cfg.UnmarshalJSON([]byte(raw)); err != nil {
+	cfg, err := slot.ReadStored([]byte(raw))
+	if err != nil {
 		return "", slot.Config{}, time.Time{}, fmt.Errorf("decode queue config %s: %w", name, err)
 	}
 	return name, cfg, created, nil

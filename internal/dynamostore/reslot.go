@@ -60,7 +60,7 @@ var errChangeUnseen = errors.New("configuration change not yet visible")
 // gate that lands between the read and the write makes the write fail,
 // and it is decided again on the item as it then stood. ErrQueueNotFound.
 func (s *Store) Reconfigure(ctx context.Context, r engine.ReconfigureRequest) (slot.State, error) {
-	b, err := r.Config.MarshalJSON()
+	b, err := r.Config.Stored()
 	if err != nil {
 		return slot.State{}, fmt.Errorf("reconfigure %s: %w", r.Queue, err)
 	}

@@ -241,7 +241,7 @@ func (s *Store) ListQueues(ctx context.Context) ([]engine.Queue, error) {
 // SetConfig replaces the config item and copies what the gate checks of
 // its limits (interval, limits) to the state item, in one transaction. ErrQueueNotFound.
 func (s *Store) SetConfig(ctx context.Context, name string, cfg slot.Config) error {
-	b, err := cfg.MarshalJSON()
+	b, err := cfg.Stored()
 	if err != nil {
 		return fmt.Errorf("set config %s: %w", name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,6 +156,56 @@ func (c Config) Or(d Config) Config {
 		}
 	}
 	return c
+}
+
+// firstSettings are the settings slotq's first releases know (3461da3,
+// and 436bcf3, the previous release: CHANGELOG.md). Those releases read
+// a stored configuration strictly (a setting they do not know is an
+// error) and fill no default on read: their engine uses max_attempts,
+// retention and skew as stored.
+var firstSettings = []string{"interval", "skew", "max_attempts", "backoff", "max_backoff", "retention",
+	"targets", "allow_networks", "target_timeout", "max_running"}
+
+// later reports whether s is a setting newer than firstSettings that has
+// a default of its own: its stored form leaves it out at that default.
+func (s Setting) later() bool {
+	return s.scalar() && s.Default != 0 && !slices.Contains(firstSettings, s.Name)
+}
+
+// Stored is c as a store keeps it (JSON, as MarshalJSON writes it), so
+// that an earlier release can read what this one stored, after a
+// rollback or a downgrade, wherever the queue uses no setting newer than
+// that release: firstSettings are stored whole, defaults included, as
+// those releases stored and read them; every later setting only where
+// it differs from its default (max_slow_downs at 20 is left out), which
+// ReadStored fills back. A queue that gives a later setting, or a limit
+// in a later form (rate, window, limits), is refused by releases that do
+// not know it, by design: they never write back what they cannot read.
+func (c Config) Stored() ([]byte, error) {
+	a := (*api.Config)(&c)
+	for _, s := range Settings {
+		if s.later() && s.Get(*a) == s.Default {
+			s.Set(a, 0)
+		}
+	}
+	return c.MarshalJSON()
+}
+
+// ReadStored reads a configuration a store keeps: in the form Stored
+// writes, or as earlier versions stored it (every setting with its
+// default). A later setting left out takes its default (Stored).
+func ReadStored(b []byte) (Config, error) {
+	var c Config
+	if err := c.UnmarshalJSON(b); err != nil {
+		return Config{}, err
+	}
+	a := (*api.Config)(&c)
+	for _, s := range Settings {
+		if s.later() && s.Get(*a) == 0 {
+			s.Set(a, s.Default)
+		}
+	}
+	return c, nil
 }
 
 // Validate checks a configuration after defaults were applied.
