@@ -123,101 +123,83 @@ func (it *oldItem) fail(name string, err error) {
 	}
 }
 
+// attr is attribute name of it as one of the types 436bcf3 took for it
+// (want names them), and whether it is there; another type is an error.
+func attr[T types.AttributeValue](it *oldItem, name, want string) (T, bool) {
+	v, ok := it.m[name].(T)
+	if _, there := it.m[name]; there && !ok {
+		it.fail(name, fmt.Errorf("want %s, got %T", want, it.m[name]))
+	}
+	return v, ok
+}
+
 func (it *oldItem) str(name string) string {
-	switch v := it.m[name].(type) {
-	case nil:
+	v, ok := attr[*types.AttributeValueMemberS](it, name, "a string")
+	if !ok {
 		return ""
-	case *types.AttributeValueMemberS:
-		return v.Value
-	default:
-		it.fail(name, fmt.Errorf("want a string, got %T", v))
-		return ""
+	}
+	return v.Value
+}
+
+func (it *oldItem) bool(name string) bool {
+	v, ok := attr[*types.AttributeValueMemberBOOL](it, name, "a boolean")
+	return ok && v.Value
+}
+
+// bytes reads a payload: a string, or binary where it is not UTF-8.
+func (it *oldItem) bytes(name string) {
+	if _, ok := it.m[name].(*types.AttributeValueMemberB); !ok {
+		it.str(name)
 	}
 }
 
 func (it *oldItem) int(name string) int64 {
-	switch v := it.m[name].(type) {
-	case nil:
-		return 0
-	case *types.AttributeValueMemberN:
-		n, err := strconv.ParseInt(v.Value, 10, 64)
-		if err != nil {
-			it.fail(name, err)
-		}
-		return n
-	default:
-		it.fail(name, fmt.Errorf("want a number, got %T", v))
+	v, ok := attr[*types.AttributeValueMemberN](it, name, "a number")
+	if !ok {
 		return 0
 	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		it.fail(name, err)
+	}
+	return n
 }
 
 // ms reads a number of milliseconds, in any decimal notation, as
 // nanoseconds (436bcf3's parseMs).
 func (it *oldItem) ms(name string) int64 {
-	switch v := it.m[name].(type) {
-	case nil:
-		return 0
-	case *types.AttributeValueMemberN:
-		r, ok := new(big.Rat).SetString(v.Value)
-		if !ok {
-			it.fail(name, fmt.Errorf("bad number %q", v.Value))
-			return 0
-		}
-		r.Mul(r, big.NewRat(1e6, 1))
-		q := new(big.Int).Quo(r.Num(), r.Denom())
-		if !q.IsInt64() {
-			it.fail(name, fmt.Errorf("number %q out of range", v.Value))
-		}
-		return q.Int64()
-	default:
-		it.fail(name, fmt.Errorf("want a number, got %T", v))
+	v, ok := attr[*types.AttributeValueMemberN](it, name, "a number")
+	if !ok {
 		return 0
 	}
-}
-
-func (it *oldItem) bool(name string) bool {
-	switch v := it.m[name].(type) {
-	case nil:
-		return false
-	case *types.AttributeValueMemberBOOL:
-		return v.Value
-	default:
-		it.fail(name, fmt.Errorf("want a boolean, got %T", v))
-		return false
+	r, ok := new(big.Rat).SetString(v.Value)
+	if !ok {
+		it.fail(name, fmt.Errorf("bad number %q", v.Value))
+		return 0
 	}
-}
-
-func (it *oldItem) bytes(name string) []byte {
-	switch v := it.m[name].(type) {
-	case nil:
-		return nil
-	case *types.AttributeValueMemberS:
-		return []byte(v.Value)
-	case *types.AttributeValueMemberB:
-		return v.Value
-	default:
-		it.fail(name, fmt.Errorf("want a string or binary, got %T", v))
-		return nil
+	r.Mul(r, big.NewRat(1e6, 1))
+	q := new(big.Int).Quo(r.Num(), r.Denom()) // below a nanosecond: toward zero
+	if !q.IsInt64() {
+		it.fail(name, fmt.Errorf("number %q out of range", v.Value))
 	}
+	return q.Int64()
 }
 
 // running reads the state item's map of ticket → lease end.
 func (it *oldItem) running(name string) {
-	switch v := it.m[name].(type) {
-	case nil:
-	case *types.AttributeValueMemberM:
-		for k, x := range v.Value {
-			if _, err := strconv.ParseInt(k, 10, 64); err != nil {
-				it.fail(name, err)
-			}
-			sub := oldItem{m: map[string]types.AttributeValue{k: x}}
-			sub.ms(k)
-			if sub.err != nil {
-				it.fail(name, sub.err)
-			}
+	v, ok := attr[*types.AttributeValueMemberM](it, name, "a map")
+	if !ok {
+		return
+	}
+	for k, x := range v.Value {
+		if _, err := strconv.ParseInt(k, 10, 64); err != nil {
+			it.fail(name, err)
 		}
-	default:
-		it.fail(name, fmt.Errorf("want a map, got %T", v))
+		sub := oldItem{m: map[string]types.AttributeValue{k: x}}
+		sub.ms(k)
+		if sub.err != nil {
+			it.fail(name, sub.err)
+		}
 	}
 }
 
