@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
@@ -150,5 +152,19 @@ func Init(spec Spec) (Config, aws.Config, *slog.Logger) {
 		log.Error("load AWS configuration", "function", spec.Function, "error", err.Error())
 		os.Exit(1)
 	}
-	return cfg, awsCfg, log
+	return cfg, pooled(awsCfg), log
+}
+
+// pooled keeps enough idle connections to a host for a resume run's
+// calls at once (engine.Options.ResumeConcurrency: its passes' own calls
+// and as many on job records and sends), where the SDK keeps 10: a run's
+// bursts then reuse their connections instead of opening new ones.
+func pooled(awsCfg aws.Config) aws.Config {
+	if bc, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		awsCfg.HTTPClient = bc.WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, 2*engine.DefaultResumeConcurrency)
+			tr.MaxIdleConns = max(tr.MaxIdleConns, 4*engine.DefaultResumeConcurrency)
+		})
+	}
+	return awsCfg
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/slotq/slotq/internal/bench/benchdoc"
 	"github.com/slotq/slotq/internal/bench/dynamomodel"
 	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/internal/engine"
@@ -72,7 +73,7 @@ func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		rates = append(rates, r.rate())
 	}
 	slices.Sort(rates)
-	fmt.Fprintf(stdout, "release: median of %d runs: %.0f jobs released a second, on the model of DynamoDB\n", *runs, rates[len(rates)/2])
+	fmt.Fprintf(stdout, "release: median of %d runs: %.0f jobs released a second, on the model of DynamoDB; load average %s\n", *runs, rates[len(rates)/2], benchdoc.LoadAverage())
 	return exitOK
 }
 
