@@ -87,10 +87,10 @@ type Options struct {
 	// ResumeConcurrency bounds a Resume run's work at once: the queues'
 	// passes it runs together, and the calls on job records and sends of
 	// messages its passes make together (reads of due jobs, releases in
-	// batches of ReleaseBatch, each a send and its records' writes). At
-	// DynamoDB's and SQS's latencies a run releases about
-	// ResumeConcurrency × 50 far-parked jobs a second (docs/dynamodb.md).
-	// Default DefaultResumeConcurrency.
+	// batches of ReleaseBatch, each a send and its records' writes): at
+	// DynamoDB's latencies a run's release rate grows with it
+	// (docs/performance.md measures the default on the model of
+	// DynamoDB). Default DefaultResumeConcurrency.
 	ResumeConcurrency int
 	// Figures makes each Resume run also read every queue and publish
 	// its figures (EventFigures: waiting, parked, lag, lanes): a
