@@ -68,19 +68,8 @@ func TestFarParkedReleasedOnDynamoDB(t *testing.T) {
 	ctx := t.Context()
 	var shift atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
-	var mu sync.Mutex
-	refused := map[string]bool{}
-	tr := memstore.NewTransport(memstore.TransportOptions{SendFailure: func(env job.Envelope) error {
-		var n int
-		fmt.Sscanf(env.JobID, "j%d", &n)
-		mu.Lock()
-		defer mu.Unlock()
-		if n%13 != 0 || refused[env.Queue+"/"+env.JobID] {
-			return nil
-		}
-		refused[env.Queue+"/"+env.JobID] = true
-		return errors.New("InternalError: injected failed entry")
-	}})
+	refuse, refused := testenv.RefuseOnce(13)
+	tr := memstore.NewTransport(memstore.TransportOptions{SendFailure: refuse})
 	log := &sendLog{Transport: tr, sent: map[string][]job.Envelope{}}
 	eng := testenv.NewEngine(t, engine.Options{State: st, Transport: log, Now: now})
 
@@ -180,9 +169,7 @@ func TestFarParkedReleasedOnDynamoDB(t *testing.T) {
 	if twice == 0 {
 		t.Fatal("no job was sent by the dead run and left unwritten: the crash came between no send and its writes")
 	}
-	mu.Lock()
-	nRefused := len(refused)
-	mu.Unlock()
+	nRefused := refused()
 	if nRefused < queues*perQueue/13 {
 		t.Fatalf("%d jobs' first messages refused; want every 13th", nRefused)
 	}

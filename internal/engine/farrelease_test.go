@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/clock"
+	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
@@ -77,19 +78,7 @@ func (d *dyingRun) UpdateJob(ctx context.Context, j job.Job, from job.Version) e
 func TestFarParkedReleasedOnceThroughCrash(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const queues, perQueue = 4, 750
-		var mu sync.Mutex
-		refused := map[string]bool{}
-		refuse := func(env job.Envelope) error {
-			var n int
-			fmt.Sscanf(env.JobID, "j%d", &n)
-			mu.Lock()
-			defer mu.Unlock()
-			if n%13 != 0 || refused[env.Queue+"/"+env.JobID] {
-				return nil
-			}
-			refused[env.Queue+"/"+env.JobID] = true
-			return errors.New("InternalError: injected failed entry")
-		}
+		refuse, refused := testenv.RefuseOnce(13)
 		dying := &dyingRun{}
 		s := newSim(t, simOptions{Workers: 64, ResumeEvery: 24 * time.Hour, Seed: 54,
 			Transport: memstore.TransportOptions{SendFailure: refuse},
@@ -159,8 +148,8 @@ func TestFarParkedReleasedOnceThroughCrash(t *testing.T) {
 			s.checkNoneFailed(fmt.Sprintf("far%d", q))
 		}
 		stats := s.tr.Stats()
-		if int(stats.Failed) != len(refused) || len(refused) < queues*perQueue/13 {
-			t.Fatalf("transport refused %d messages, %d jobs' first; want every 13th job refused once", stats.Failed, len(refused))
+		if int(stats.Failed) != refused() || refused() < queues*perQueue/13 {
+			t.Fatalf("transport refused %d messages, %d jobs' first; want every 13th job refused once", stats.Failed, refused())
 		}
 		if int(stats.Sent) < queues*perQueue+100 {
 			t.Fatalf("%d messages sent for %d jobs: the dead run's sent jobs were not sent again", stats.Sent, queues*perQueue)

@@ -2,7 +2,8 @@
 // locked buffer and an engine set-up copied into each package: Main stops
 // the emulators a test binary started, Buffer takes writes from several
 // goroutines, NewEngine and RunWorkers wire an engine on the embedded
-// backend, Contents reads what it holds, Converts holds a converter
+// backend, RefuseOnce fails a job's first send as SQS fails an entry of a
+// batch, Contents reads what it holds, Converts holds a converter
 // between a server type and its pkg/api type to both types' fields, and
 // WaitFor waits for the event a test needs with a deadline a loaded host
 // keeps within (Patience) instead of sleeping a fixed time.

@@ -2,6 +2,9 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -54,4 +57,33 @@ type Written struct {
 func Contents(st *memstore.Store, tr *memstore.Transport) Written {
 	qs, js := st.Contents()
 	return Written{Queues: qs, Jobs: js, Sent: tr.Stats().Sent + tr.Stats().Failed}
+}
+
+// RefuseOnce returns a memstore.TransportOptions.SendFailure that fails
+// the first message of each job whose id ends in a number n with
+// n%every == 0 ("j0013" for 13), as SQS fails some entries of a
+// SendMessageBatch and sends the others, and refused, which counts the
+// jobs it failed so far.
+func RefuseOnce(every int) (refuse func(job.Envelope) error, refused func() int) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	refuse = func(env job.Envelope) error {
+		var n int
+		if _, err := fmt.Sscanf(env.JobID[len(strings.TrimRight(env.JobID, "0123456789")):], "%d", &n); err != nil || n%every != 0 {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if k := env.Queue + "/" + env.JobID; !seen[k] {
+			seen[k] = true
+			return errors.New("InternalError: injected failed entry")
+		}
+		return nil
+	}
+	refused = func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
+	return refuse, refused
 }
