@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -152,41 +153,48 @@ func TestScheduleRefusesBadInput(t *testing.T) {
 type countingSchedules struct {
 	engine.State
 	sched engine.ScheduleState
+	mu    sync.Mutex // a run acts on schedules at once
 	calls map[string]int
 }
 
+func (c *countingSchedules) count(call string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[call]++
+}
+
 func (c *countingSchedules) CreateSchedule(ctx context.Context, s engine.Schedule) error {
-	c.calls["CreateSchedule"]++
+	c.count("CreateSchedule")
 	return c.sched.CreateSchedule(ctx, s)
 }
 
 func (c *countingSchedules) GetSchedule(ctx context.Context, q, n string) (engine.Schedule, error) {
-	c.calls["GetSchedule"]++
+	c.count("GetSchedule")
 	return c.sched.GetSchedule(ctx, q, n)
 }
 
 func (c *countingSchedules) ListSchedules(ctx context.Context, q string) ([]engine.Schedule, error) {
-	c.calls["ListSchedules"]++
+	c.count("ListSchedules")
 	return c.sched.ListSchedules(ctx, q)
 }
 
 func (c *countingSchedules) PutSchedule(ctx context.Context, s engine.Schedule, from int64) (engine.Schedule, error) {
-	c.calls["PutSchedule"]++
+	c.count("PutSchedule")
 	return c.sched.PutSchedule(ctx, s, from)
 }
 
 func (c *countingSchedules) DeleteSchedule(ctx context.Context, q, n string) error {
-	c.calls["DeleteSchedule"]++
+	c.count("DeleteSchedule")
 	return c.sched.DeleteSchedule(ctx, q, n)
 }
 
 func (c *countingSchedules) GetQueue(ctx context.Context, name string) (engine.Queue, error) {
-	c.calls["GetQueue"]++
+	c.count("GetQueue")
 	return c.State.GetQueue(ctx, name)
 }
 
 func (c *countingSchedules) ListDue(ctx context.Context, before time.Time, limit int) ([]engine.DueEntry, error) {
-	c.calls["ListDue"]++
+	c.count("ListDue")
 	return c.State.ListDue(ctx, before, limit)
 }
 
