@@ -29,6 +29,13 @@
 //	                                           (with a tail)
 //	lane waiter   W#<queue>#<key>     W#<epoch>#<ticket>#<job id>
 //	                                           v, ttl (a waiter of a lane's tail)
+//	horizon head  W#<queue>           room     queue, gen, v, write_token,
+//	                                           horizon (JSON, bookings inline)
+//	                                           or room_head (JSON) and
+//	                                           room_pages (bookings in pages),
+//	                                           due_pk, due_sk (while due)
+//	horizon page  W#<queue>           room#<n> bookings (JSON: numbers
+//	                                           16n to 16n+15; room_pages.go)
 //	schedule      S#<queue>           S#<name> schedule (JSON), schedule_v, write_token,
 //	                                           due_pk, due_sk (while active;
 //	                                           schedules.go)

@@ -31,14 +31,16 @@ type Options struct {
 
 // Store is an engine.State on one DynamoDB table (see the package
 // documentation for its layout). It holds no state of its own but what it
-// knows of lanes' waiters by version (tailCache), which never goes stale,
-// so any number of Stores, in any number of processes, may share a table.
+// knows of lanes' waiters and of horizons by version (tailCache,
+// roomCache), which never goes stale, so any number of Stores, in any
+// number of processes, may share a table.
 // Safe for concurrent use.
 type Store struct {
 	api   DynamoDBAPI
 	table string
 	now   func() time.Time
 	tails tailCache
+	rooms roomCache
 }
 
 // New returns a Store on table, which must exist (see CreateTable).

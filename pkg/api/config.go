@@ -89,10 +89,10 @@ type Config struct {
 }
 
 // MaxBookAhead is the highest BookAhead and KeyBookAhead. A queue's
-// bookings are kept in one record (about 80 bytes each, in one DynamoDB
-// item of at most 400 KB), so the bookings a queue holds at once (its
-// BookAhead, or KeyBookAhead times the keys booking at once) should stay
-// within a few thousand.
+// bookings (about 135 bytes each with UUID-sized ids and keys) are kept
+// in pages of 16 on DynamoDB, so no item's size bounds how many a queue
+// holds at once (its BookAhead, or KeyBookAhead times the keys booking at
+// once).
 const MaxBookAhead = 2000
 
 // NoKeyCap is the KeyMaxRunning of a queue that lets a key run any number
