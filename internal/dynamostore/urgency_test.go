@@ -45,7 +45,10 @@ func (c writeClock) Deadline() (time.Time, bool) {
 // DynamoDB Local: 300 far-parked jobs of two queues, their slots
 // interleaved, all due at once, and a run whose minute is used up 250 ms
 // a job write (5 waves of 50 at most, whatever the host's speed, before
-// it keeps its last seconds in hand). The run reads them all (pages of the index), acts on the most
+// it keeps its last seconds in hand); the run makes one call at a time
+// (ResumeConcurrency 1), so that its writes use its time one after
+// another (internal/engine's TestResumeMostUrgentFirstWithinItsTime cuts
+// a run of passes at once). The run reads them all (pages of the index), acts on the most
 // urgent first across both queues (what it leaves has later slots than
 // all but a wave of what it released) and reports its backlog; the next
 // runs release the rest, each at its slot.
@@ -53,7 +56,7 @@ func TestResumeMostUrgentFirstOnDynamoDB(t *testing.T) {
 	st := newStore(t)
 	m := &metered{State: st}
 	tr := memstore.NewTransport(memstore.TransportOptions{MaxDelay: time.Minute})
-	eng := testenv.NewEngine(t, engine.Options{State: m, Transport: tr})
+	eng := testenv.NewEngine(t, engine.Options{State: m, Transport: tr, ResumeConcurrency: 1})
 	ctx := t.Context()
 	prefix := fmt.Sprintf("urgent-%d", time.Now().UnixNano())
 	queues := []string{prefix + "-a", prefix + "-b"}
