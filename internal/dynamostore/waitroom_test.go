@@ -2,6 +2,7 @@ package dynamostore_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -29,6 +30,9 @@ type bookWatch struct {
 	missed     map[string]map[int64]bool // job id → the tickets its given-up starts took
 	told       map[string]time.Time      // id#booking → slot
 	maxBooked  int
+	// The most bookings a horizon held, started ones too, and their
+	// size as JSON.
+	mostHeld, mostBytes int
 }
 
 func (w *bookWatch) PutHorizon(ctx context.Context, h slot.Horizon, from int64) (slot.Horizon, error) {
@@ -41,11 +45,15 @@ func (w *bookWatch) PutHorizon(ctx context.Context, h slot.Horizon, from int64) 
 	// A started booking held for its key (slot.Booking.Running) counts
 	// against its key's bound only.
 	w.maxBooked = max(w.maxBooked, h.Unstarted())
-	if h.Unstarted() > w.cfg.BookAhead {
+	if n := len(h.Booked); n > w.mostHeld {
+		text, _ := json.Marshal(h.Booked)
+		w.mostHeld, w.mostBytes = n, len(text)
+	}
+	if w.cfg.BookAhead > 0 && h.Unstarted() > w.cfg.BookAhead {
 		w.violations = append(w.violations, fmt.Sprintf("horizon at version %d holds %d bookings, book_ahead %d", out.Version, h.Unstarted(), w.cfg.BookAhead))
 	}
 	for k, n := range h.KeyBooked() {
-		if b := w.cfg.KeyBound(k); n > b {
+		if b := w.cfg.KeyBound(k); b > 0 && n > b {
 			w.violations = append(w.violations, fmt.Sprintf("horizon at version %d holds %d bookings of key %q, its bound %d", out.Version, n, k, b))
 		}
 	}
