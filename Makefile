@@ -99,11 +99,16 @@ bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, 
 	set -o pipefail; SLOTQ_SIM_WEEK=1 $(GO) test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/ | \
 	  $(BENCHDOC) -table week -format lines -command "SLOTQ_SIM_WEEK=1 go test -count=1 -run '^TestResumeScheduledWeek$$' -v ./internal/engine/"
 	$(GO) run ./cmd/slotq bench --doc $(PERF_DOC) --table demo
+	$(GO) run ./cmd/slotq bench --runs 5 --producers 4 --jobs 100 --batch 1 --interval 20ms --doc $(PERF_DOC) --table single
 	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 500 --rate 500/1s --burst 5 --workers 16 --doc $(PERF_DOC) --table rate
 	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 1000 --rate 1000/1s --burst 10 --workers 32 --doc $(PERF_DOC) --table rate1000
 	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 100 --window 10/50ms --workers 16 --doc $(PERF_DOC) --table window
+	$(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 100 --window 10/100ms --workers 16 --doc $(PERF_DOC) --table window100
 	sh -c 'while :; do :; done' & b1=$$!; sh -c 'while :; do :; done' & b2=$$!; trap 'kill $$b1 $$b2' EXIT; \
 	  $(GO) run ./cmd/slotq bench --runs 3 --producers 8 --jobs 500 --rate 500/1s --burst 5 --workers 16 --doc $(PERF_DOC) --table busy \
+	  --note 'with two busy loops beside it (sh -c "while :; do :; done", twice)'
+	sh -c 'while :; do :; done' & b1=$$!; sh -c 'while :; do :; done' & b2=$$!; trap 'kill $$b1 $$b2' EXIT; \
+	  $(GO) run ./cmd/slotq bench --runs 3 --doc $(PERF_DOC) --table busy-interval \
 	  --note 'with two busy loops beside it (sh -c "while :; do :; done", twice)'
 	$(GO) run ./cmd/slotq bench --store dynamodb-model --runs 3 --producers 8 --jobs 100 --batch 1 --rate 500/1s --burst 10 --doc $(PERF_DOC) --table model500
 	$(GO) run ./cmd/slotq bench --store dynamodb-model --runs 3 --producers 8 --jobs 100 --batch 10 --rate 500/1s --burst 10 --doc $(PERF_DOC) --table model500batch

@@ -188,7 +188,8 @@ func BookedAfter(s State, ls Limits, slotAt time.Time) bool {
 // Any other late worker reserves the latest start that keeps its line
 // ticket's place (its deadline not Missed; slotAt is the ticket's slot,
 // zero for a ticket out of line): at, now plus the lead; halfway to it;
-// now; or, ready within its room, want. The lead is the time the
+// now; or, ready within its room, want; or now with half the lead as
+// its deadline, no room beyond it. The lead is the time the
 // worker's writes may take, so a start closer than at leaves them less of
 // it: the worker calls its target by its deadline or not at all
 // (Overslept). A worker that no start keeps in its place reserves at and
@@ -212,6 +213,14 @@ func Reserve(s State, ls Limits, want, now, at, slotAt time.Time, skew time.Dura
 	}
 	if !now.After(room) {
 		return want, Deadline(s, ls, want, skew, alone)
+	}
+	// Last, now with half the lead for its writes and no room beyond:
+	// a worker that came past its room may still fit before the line's
+	// next moment (a window's paced moments lie a period and the room
+	// apart, and its bound is the room plus the skew), if it calls its
+	// target at once.
+	if d := now.Add(at.Sub(now) / 2); !Missed(s, slotAt, d, ls, skew) {
+		return now, d
 	}
 	return at, deadline
 }

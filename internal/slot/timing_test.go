@@ -316,3 +316,21 @@ func TestWindowBacklogPaced(t *testing.T) {
 		}
 	}
 }
+
+// TestLateWorkerKeepsPacedMoment: a worker of a window's paced backlog
+// that comes past its room, but not past the room and the skew its
+// moment has before the next, keeps its start by calling at once: it
+// reserves now, with half its lead for its writes and no room beyond.
+func TestLateWorkerKeepsPacedMoment(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	window := Limits{{Window: api.Rate{N: 10, Per: 100 * time.Millisecond}}}
+	const lead, skew = 2 * time.Millisecond, 2 * time.Millisecond
+	s, _, slots := Take(State{}, 30, 30, window, skew, t0)
+	slotAt := slots[15]
+	now := slotAt.Add(Room + lead/4)
+	at, d := Reserve(s, window, slotAt, now, StartAt(slotAt, now, lead), slotAt, skew, false)
+	if Missed(s, slotAt, d, window, skew) || !at.Equal(now) || !d.Equal(now.Add(lead/2)) {
+		t.Errorf("ready %v late: reserved %v after its slot with deadline %v after it; want now, deadline half a lead later, kept",
+			now.Sub(slotAt), at.Sub(slotAt), d.Sub(slotAt))
+	}
+}
