@@ -43,7 +43,7 @@ test: setup ## First `make setup`, then run every test with -race (starts Dynamo
 	$(GO) vet $(PKGS)
 	$(MAKE) --no-print-directory lint-template
 	$(MAKE) --no-print-directory test-example
-	SLOTQ_REQUIRE_LOCAL_AWS=1 SLOTQ_REQUIRE_BROWSER=1 SLOTQ_REQUIRE_PRODUCERS=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	SLOTQ_REQUIRE_LOCAL_AWS=1 SLOTQ_REQUIRE_BROWSER=1 SLOTQ_REQUIRE_PRODUCERS=1 $(GO) test -race -count=1 -timeout 40m $(PKGS)
 	@echo "repeating the concurrency subtests on DynamoDB Local: -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)'"
 	@out=$$(SLOTQ_REQUIRE_LOCAL_AWS=1 $(GO) test -race -count=$(CONCURRENT_COUNT) -run '$(CONCURRENT)' -v ./internal/dynamostore 2>&1); rc=$$?; \
 	  grep -E -- '--- (PASS|FAIL|SKIP)|^(ok|FAIL|panic)|\.go:[0-9]+:' <<<"$$out"; \
