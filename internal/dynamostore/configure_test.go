@@ -230,6 +230,18 @@ func TestConfigureBesideBusyGates(t *testing.T) {
 	last := 0
 	for i := 1; i <= configures || starts.Load() == before && time.Since(began) < time.Minute; i++ {
 		last = i
+		if i > configures {
+			// Past the first, each configure waits for the workers'
+			// next take: on a loaded host a worker's read, take and gate
+			// take longer than a configure, and configures back to back
+			// would change the limits under every one of them.
+			taken := takes.Load()
+			testenv.WaitFor(t, "a take between configures", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return takes.Load() > taken || len(failures) > 0
+			})
+		}
 		next := cfg
 		next.Limits = limits(i)
 		q, err := st.GetQueue(ctx, queue)
