@@ -109,7 +109,7 @@ func TestFarParkedReleasedOnceThroughCrash(t *testing.T) {
 		}
 		// Every job due (a transport's reach before its slot), every slot
 		// still minutes away.
-		time.Sleep(5*time.Minute + perQueue*interval)
+		_ = clock.Sleep(ctx, 5*time.Minute+perQueue*interval)
 
 		parked := func() (n int) {
 			for q := range queues {
@@ -141,7 +141,7 @@ func TestFarParkedReleasedOnceThroughCrash(t *testing.T) {
 				t.Fatalf("run %d: %v", run, err)
 			}
 			t.Logf("run %d: %+v", run, rep)
-			time.Sleep(time.Second)
+			_ = clock.Sleep(ctx, time.Second)
 		}
 		for q := range queues {
 			s.waitFinished(fmt.Sprintf("far%d", q), 20*time.Minute)

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
@@ -63,7 +64,7 @@ func TestResumeMostUrgentFirstWithinItsTime(t *testing.T) {
 		enqueueN(t, setup, "c", 3)
 		// Every entry due (a transport's reach before its slot); every
 		// slot still 8 minutes or more away.
-		time.Sleep(5*time.Minute + n*apart)
+		_ = clock.Sleep(ctx, 5*time.Minute+n*apart)
 
 		eng := testenv.NewEngine(t, engine.Options{State: slowState{State: mem, latency: 100 * time.Millisecond}, Transport: tr, ResumeConcurrency: 4})
 		rep, took, err := timedResume(ctx, eng)
