@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/slotq/slotq/pkg/api"
@@ -57,4 +58,38 @@ func ExampleRetryAfter() {
 	}
 	// Output:
 	// slow down for 30s
+}
+
+// A kind whose API takes many records a request gets the jobs that start
+// together (a queue's batch_max) in one call, and answers per job: here
+// one bulk request for the batch, a record the API refused failing its
+// job for good, and each job's result kept on its own record.
+func ExampleMux_HandleBatch() {
+	mux := target.NewMux()
+	mux.HandleBatchFunc("search.index", func(ctx context.Context, jobs []*api.Job) []error {
+		errs := make([]error, len(jobs))
+		for i, j := range jobs {
+			// Say the bulk API refused the record without a title.
+			if string(j.Payload) == `{}` {
+				errs[i] = target.SkipRetry(errors.New("no title"))
+				continue
+			}
+			_ = target.SetBatchResult(ctx, i, map[string]int{"version": i + 1})
+		}
+		fmt.Println("one bulk request of", len(jobs), "records")
+		return errs
+	})
+	jobs := []*api.Job{
+		{ID: "a", Kind: "search.index", Payload: json.RawMessage(`{"title":"Ada"}`)},
+		{ID: "b", Kind: "search.index", Payload: json.RawMessage(`{}`)},
+		{ID: "c", Kind: "search.index", Payload: json.RawMessage(`{"title":"Grace"}`)},
+	}
+	for i, err := range mux.RunBatch(context.Background(), jobs) {
+		fmt.Println(strings.TrimSpace(fmt.Sprintf("%s: %v %s", jobs[i].ID, err, jobs[i].Result)))
+	}
+	// Output:
+	// one bulk request of 3 records
+	// a: <nil> {"version":1}
+	// b: skip retry: no title
+	// c: <nil> {"version":3}
 }

@@ -58,42 +58,74 @@ func (f ResultFunc) Handle(ctx context.Context, j *api.Job) error {
 // last call of an attempt wins; a retried attempt's result is not kept.
 // This is asynq's ResultWriter for slotq: a handler of the plain
 // signature calls it, a ResultFunc returns its value instead.
+//
+// In a batch handler's call, whose one context serves many jobs, it
+// keeps nothing and answers an error: SetBatchResult names the job.
 func SetResult(ctx context.Context, v any) error {
-	b, ok := v.(json.RawMessage)
-	if !ok {
-		var err error
-		if b, err = json.Marshal(v); err != nil {
-			return fmt.Errorf("set result: %w", err)
-		}
+	if _, ok := ctx.Value(batchKey{}).(*batchResults); ok {
+		return errors.New("set result: a batch handler's context: use SetBatchResult")
+	}
+	b, err := encodeResult(v)
+	if err != nil {
+		return err
 	}
 	return attempt.SetResult(ctx, b)
+}
+
+// encodeResult is v as a result: JSON-encoded, a json.RawMessage as it is.
+func encodeResult(v any) (json.RawMessage, error) {
+	if b, ok := v.(json.RawMessage); ok {
+		return b, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("set result: %w", err)
+	}
+	return b, nil
 }
 
 // SkipRetry wraps err so that the job fails now, without further attempts.
 func SkipRetry(err error) error { return fmt.Errorf("%w: %w", ErrSkipRetry, err) }
 
-// Mux maps job kinds to handlers.
+// Mux maps job kinds to handlers: each kind to a Handler, or to a
+// BatchHandler (HandleBatch).
 type Mux struct {
 	mu sync.RWMutex
 	h  map[string]Handler
+	b  map[string]BatchHandler
 }
 
 // NewMux returns an empty Mux.
-func NewMux() *Mux { return &Mux{h: map[string]Handler{}} }
+func NewMux() *Mux { return &Mux{h: map[string]Handler{}, b: map[string]BatchHandler{}} }
 
 // Handle registers h for kind. It panics if kind is empty or taken, as
 // net/http does: a double registration is a programming error best seen at
 // start-up.
 func (m *Mux) Handle(kind string, h Handler) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if kind == "" || h == nil {
+	if h == nil {
 		panic("target: empty kind or nil handler")
 	}
-	if _, dup := m.h[kind]; dup {
+	m.register(kind, h)
+}
+
+// register registers h, a Handler or a BatchHandler, for kind.
+func (m *Mux) register(kind string, h any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if kind == "" {
+		panic("target: empty kind or nil handler")
+	}
+	_, dup := m.h[kind]
+	_, dupBatch := m.b[kind]
+	if dup || dupBatch {
 		panic(fmt.Sprintf("target: kind %q registered twice", kind))
 	}
-	m.h[kind] = h
+	switch h := h.(type) {
+	case Handler:
+		m.h[kind] = h
+	case BatchHandler:
+		m.b[kind] = h
+	}
 }
 
 // HandleFunc registers f for kind.
@@ -112,19 +144,30 @@ func (m *Mux) Has(kind string) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	_, ok := m.h[kind]
-	return ok
+	_, okBatch := m.b[kind]
+	return ok || okBatch
 }
 
 // ErrUnknownKind: no handler is registered for the job's kind.
 var ErrUnknownKind = errors.New("no handler for kind")
 
 // Run runs j with the handler of its kind, as the worker does: a kind
-// without a handler fails without retry (ErrUnknownKind). Tests of
-// handlers call it with a job of their making.
+// without a handler fails without retry (ErrUnknownKind). A kind
+// registered with HandleBatch gets j as a batch of one, and the result
+// it keeps for j is the attempt's. Tests of handlers call it with a job
+// of their making.
 func (m *Mux) Run(ctx context.Context, j *api.Job) error {
 	m.mu.RLock()
 	h, ok := m.h[j.Kind]
+	bh, batch := m.b[j.Kind]
 	m.mu.RUnlock()
+	if batch {
+		errs := make([]error, 1)
+		if data := callBatch(ctx, bh, []*api.Job{j}, []int{0}, errs)[0]; data != nil {
+			_ = attempt.SetResult(ctx, data) // over api.MaxResult, its size is kept
+		}
+		return errs[0]
+	}
 	if !ok {
 		return SkipRetry(fmt.Errorf("%w %q", ErrUnknownKind, j.Kind))
 	}
