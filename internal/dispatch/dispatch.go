@@ -16,7 +16,8 @@ import (
 
 // Dispatcher routes each job to its target: kinds to Mux, http(s) URLs to
 // HTTP, lambda: names and function ARNs to Lambda. It implements
-// engine.Runner and engine.Kinds.
+// engine.Runner, engine.BatchRunner (RunBatch, batch.go) and
+// engine.Kinds.
 type Dispatcher struct {
 	// Mux runs jobs by kind. Nil: jobs with a kind fail without retry.
 	Mux *target.Mux
@@ -29,8 +30,9 @@ type Dispatcher struct {
 }
 
 var (
-	_ engine.Runner = (*Dispatcher)(nil)
-	_ engine.Kinds  = (*Dispatcher)(nil)
+	_ engine.Runner      = (*Dispatcher)(nil)
+	_ engine.BatchRunner = (*Dispatcher)(nil)
+	_ engine.Kinds       = (*Dispatcher)(nil)
 )
 
 func (d *Dispatcher) http() *HTTP {
@@ -53,31 +55,62 @@ func (d *Dispatcher) Has(kind string) bool { return d.Mux == nil || d.Mux.Has(ki
 // no longer allows (its configuration changed since enqueue) fails
 // without retry.
 func (d *Dispatcher) Run(ctx context.Context, j *job.Job, cfg slot.Config) error {
-	if j.Kind == "" {
-		if err := cfg.CheckTarget(j.Target); err != nil {
-			return target.SkipRetry(fmt.Errorf("target %q: %w", j.Target, err))
-		}
+	v, err := d.route(j, cfg)
+	if err != nil {
+		return err
 	}
-	if timeout := cfg.WithDefaults().TargetTimeout; timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	switch {
-	case j.Kind != "":
-		if d.Mux == nil {
-			return target.SkipRetry(fmt.Errorf("%w %q", target.ErrUnknownKind, j.Kind))
-		}
+	ctx, cancel := withTargetTimeout(ctx, cfg)
+	defer cancel()
+	switch v {
+	case viaMux:
 		return d.Mux.Run(ctx, j.API())
-	case strings.HasPrefix(j.Target, "http://"), strings.HasPrefix(j.Target, "https://"):
+	case viaHTTP:
 		return d.http().Post(ctx, j, cfg)
-	case strings.HasPrefix(j.Target, "lambda:"), strings.HasPrefix(j.Target, "arn:aws:lambda:"):
-		if d.Lambda == nil {
-			return target.SkipRetry(fmt.Errorf("lambda target %q: no Lambda client configured", j.Target))
-		}
+	default:
 		return d.Lambda.Invoke(ctx, j)
 	}
-	return target.SkipRetry(fmt.Errorf("job %s: no kind and unknown target %q", j.ID, j.Target))
+}
+
+// via is the kind of target that runs a job.
+type via int
+
+const (
+	viaMux via = iota
+	viaHTTP
+	viaLambda
+)
+
+// route says what runs j, or why nothing may: a kind without a Mux, a
+// target the queue no longer allows, a Lambda target without a client
+// and a target of no known form fail without retry.
+func (d *Dispatcher) route(j *job.Job, cfg slot.Config) (via, error) {
+	if j.Kind != "" {
+		if d.Mux == nil {
+			return 0, target.SkipRetry(fmt.Errorf("%w %q", target.ErrUnknownKind, j.Kind))
+		}
+		return viaMux, nil
+	}
+	if err := cfg.CheckTarget(j.Target); err != nil {
+		return 0, target.SkipRetry(fmt.Errorf("target %q: %w", j.Target, err))
+	}
+	switch {
+	case strings.HasPrefix(j.Target, "http://"), strings.HasPrefix(j.Target, "https://"):
+		return viaHTTP, nil
+	case strings.HasPrefix(j.Target, "lambda:"), strings.HasPrefix(j.Target, "arn:aws:lambda:"):
+		if d.Lambda == nil {
+			return 0, target.SkipRetry(fmt.Errorf("lambda target %q: no Lambda client configured", j.Target))
+		}
+		return viaLambda, nil
+	}
+	return 0, target.SkipRetry(fmt.Errorf("job %s: no kind and unknown target %q", j.ID, j.Target))
+}
+
+// withTargetTimeout bounds ctx by the queue's target timeout.
+func withTargetTimeout(ctx context.Context, cfg slot.Config) (context.Context, context.CancelFunc) {
+	if timeout := cfg.WithDefaults().TargetTimeout; timeout > 0 {
+		return context.WithTimeout(ctx, timeout)
+	}
+	return ctx, func() {}
 }
 
 // w3c writes an attempt's trace context onto a target's request.

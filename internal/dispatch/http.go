@@ -70,6 +70,18 @@ func (h *HTTP) Post(ctx context.Context, j *job.Job, cfg slot.Config) error {
 	// The attempt's trace context (the target's call span, or the job's
 	// own when slotq does not trace): traceparent and tracestate.
 	w3c.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	resp, got, err := h.send(req, cfg, MaxBody)
+	if err != nil {
+		return err
+	}
+	_ = attempt.SetResult(ctx, httpResult(resp, got))
+	return answerError(resp, got)
+}
+
+// send sends req with the client for cfg and reads the answer's body, up
+// to limit+1 bytes. A connection the guarded client refused fails
+// without retry; any other error of the request is retried.
+func (h *HTTP) send(req *http.Request, cfg slot.Config, limit int64) (*http.Response, []byte, error) {
 	c := h.Client
 	if c == nil {
 		c = h.guarded(cfg)
@@ -78,14 +90,19 @@ func (h *HTTP) Post(ctx context.Context, j *job.Job, cfg slot.Config) error {
 	if err != nil {
 		var refused *addrError
 		if errors.As(err, &refused) {
-			return target.SkipRetry(fmt.Errorf("http target: %w", refused))
+			return nil, nil, target.SkipRetry(fmt.Errorf("http target: %w", refused))
 		}
-		return fmt.Errorf("http target: %w", err)
+		return nil, nil, fmt.Errorf("http target: %w", err)
 	}
 	defer resp.Body.Close()
-	got, _ := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
-	_ = attempt.SetResult(ctx, httpResult(resp, got))
-	snippet := answerStart(got)
+	got, _ := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	return resp, got, nil
+}
+
+// answerError is the attempt's error for an answer's status (nil for a
+// 2xx), with the start of its body.
+func answerError(resp *http.Response, body []byte) error {
+	snippet := answerStart(body)
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
 		return nil

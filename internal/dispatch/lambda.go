@@ -63,23 +63,44 @@ func FunctionName(target string) string {
 
 // Invoke runs one attempt of j.
 func (l *Lambda) Invoke(ctx context.Context, j *job.Job) error {
-	tc := propagation.MapCarrier{}
-	w3c.Inject(ctx, tc)
-	ev, err := json.Marshal(LambdaEvent{
-		Queue: j.Queue, JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt,
-		SlotAt: j.SlotAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Payload: j.Payload,
-		TraceParent: tc["traceparent"], TraceState: tc["tracestate"],
-	})
+	ev, err := json.Marshal(lambdaEvent(ctx, j))
 	if err != nil {
 		return target.SkipRetry(fmt.Errorf("lambda target: %w", err))
 	}
+	out, err := l.invoke(ctx, j.Target, ev)
+	if err != nil {
+		return err
+	}
+	if len(out.Payload) > 0 {
+		_ = attempt.SetResult(ctx, lambdaResult(out.Payload))
+	}
+	return nil
+}
+
+// lambdaEvent is j's event in an attempt whose context is ctx.
+func lambdaEvent(ctx context.Context, j *job.Job) LambdaEvent {
+	tc := propagation.MapCarrier{}
+	w3c.Inject(ctx, tc)
+	return LambdaEvent{
+		Queue: j.Queue, JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt,
+		SlotAt: j.SlotAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Payload: j.Payload,
+		TraceParent: tc["traceparent"], TraceState: tc["tracestate"],
+	}
+}
+
+// invoke calls the function target names with the event ev and waits
+// for its answer. A failed call is retried; a function error fails the
+// attempt with the function's error message, or slows it down
+// (lambdaSlowDown).
+func (l *Lambda) invoke(ctx context.Context, tgt string, ev []byte) (*lambda.InvokeOutput, error) {
+	fn := FunctionName(tgt)
 	out, err := l.API.Invoke(ctx, &lambda.InvokeInput{
-		FunctionName:   aws.String(FunctionName(j.Target)),
+		FunctionName:   aws.String(fn),
 		InvocationType: types.InvocationTypeRequestResponse,
 		Payload:        ev,
 	})
 	if err != nil {
-		return fmt.Errorf("lambda target %s: %w", FunctionName(j.Target), err)
+		return nil, fmt.Errorf("lambda target %s: %w", fn, err)
 	}
 	if out.FunctionError != nil {
 		var fe struct {
@@ -87,19 +108,21 @@ func (l *Lambda) Invoke(ctx context.Context, j *job.Job) error {
 			ErrorType    string `json:"errorType"`
 		}
 		_ = json.Unmarshal(out.Payload, &fe)
-		if ra := lambdaSlowDown(FunctionName(j.Target), fe.ErrorType, fe.ErrorMessage); ra != nil {
-			return ra // slowdown.go
+		if ra := lambdaSlowDown(fn, fe.ErrorType, fe.ErrorMessage); ra != nil {
+			return nil, ra // slowdown.go
 		}
-		return fmt.Errorf("lambda target %s: %s: %s %s", FunctionName(j.Target), *out.FunctionError, fe.ErrorType, fe.ErrorMessage)
+		return nil, fmt.Errorf("lambda target %s: %s: %s %s", fn, *out.FunctionError, fe.ErrorType, fe.ErrorMessage)
 	}
-	if len(out.Payload) > 0 {
-		// The function's response is the job's result: JSON as it is,
-		// anything else as a JSON string; over job.MaxResult, dropped.
-		res := json.RawMessage(out.Payload)
-		if !json.Valid(res) {
-			res, _ = json.Marshal(strings.ToValidUTF8(string(out.Payload), "\uFFFD"))
-		}
-		_ = attempt.SetResult(ctx, res)
+	return out, nil
+}
+
+// lambdaResult is a function's response as a job's result: JSON as it
+// is, anything else as a JSON string (over job.MaxResult, the record
+// keeps only its size).
+func lambdaResult(payload []byte) json.RawMessage {
+	res := json.RawMessage(payload)
+	if !json.Valid(res) {
+		res, _ = json.Marshal(strings.ToValidUTF8(string(payload), "\uFFFD"))
 	}
-	return nil
+	return res
 }
