@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -76,17 +75,14 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	for name, v := range map[string]string{
 		attrKind: j.Kind, attrTarget: j.Target, attrParkReason: string(j.ParkReason), attrLastError: j.LastError,
 		attrLaneKey: j.Key, attrTraceParent: j.TraceParent, attrTraceState: j.TraceState, attrAttemptSpan: j.AttemptSpan,
+		attrDebounceKey: j.DebounceKey,
 	} {
 		if v != "" {
 			m[name] = str(v)
 		}
 	}
 	if len(j.Payload) > 0 {
-		if utf8.Valid(j.Payload) {
-			m[attrPayload] = str(string(j.Payload))
-		} else {
-			m[attrPayload] = &types.AttributeValueMemberB{Value: j.Payload}
-		}
+		m[attrPayload] = payloadValue(j.Payload)
 	}
 	for name, t := range map[string]time.Time{
 		attrSlotAt: j.SlotAt, attrNotBefore: j.NotBefore, attrRetryAt: j.RetryAt, attrDueAt: j.DueAt, attrEnqueuedAt: j.EnqueuedAt,
@@ -149,6 +145,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		TraceParent: it.str(attrTraceParent),
 		TraceState:  it.str(attrTraceState),
 		AttemptSpan: it.str(attrAttemptSpan),
+		DebounceKey: it.str(attrDebounceKey),
 
 		HistoryDropped: int(it.int(attrHistoryDropped)),
 		ResultDropped:  int(it.int(attrResultDropped)),

@@ -72,6 +72,9 @@ func (e *enqueuer) enqueue(ctx context.Context, req job.EnqueueRequest) (Enqueue
 		return EnqueueResult{}, err
 	}
 	e.uncountLost(ctx, q, newJobs, created)
+	if err := e.openDebounces(ctx, q, newJobs, created); err != nil { // debounce.go
+		return EnqueueResult{}, err
+	}
 	for k, j := range newJobs {
 		if res.Jobs[at[k]], err = e.answerNew(ctx, q, j, created[k], ahead[k]); err != nil {
 			return EnqueueResult{}, err
@@ -99,6 +102,9 @@ func (e *enqueuer) enqueueQueue(ctx context.Context, req job.EnqueueRequest, spe
 	if err := e.checkTargets(q.Config, req, specs); err != nil {
 		return q, err
 	}
+	if err := e.checkDebounce(q.Config, req, specs); err != nil {
+		return q, err
+	}
 	if !fresh {
 		return q, nil
 	}
@@ -109,6 +115,9 @@ func (e *enqueuer) enqueueQueue(ctx context.Context, req job.EnqueueRequest, spe
 	if err := e.checkTargets(q.Config, req, specs); err != nil {
 		return q, err
 	}
+	if err := e.checkDebounce(q.Config, req, specs); err != nil {
+		return q, err
+	}
 	return q, nil
 }
 
@@ -116,6 +125,7 @@ func (e *enqueuer) enqueueQueue(ctx context.Context, req job.EnqueueRequest, spe
 // the request. Idempotency: a caller-given id that exists answers with
 // that job (into answers), and nothing new is made of it.
 func (e *enqueuer) newJobs(ctx context.Context, q Queue, specs []job.Spec, now time.Time, answers []Accepted) (jobs []*job.Job, at []int, err error) {
+	debounced := map[string]*job.Job{} // by debounce key: the call's new debounced jobs
 	for i, s := range specs {
 		if s.ID != "" {
 			old, err := e.admin.getJob(ctx, q, job.Ref{Queue: q.Name, ID: s.ID})
@@ -129,6 +139,16 @@ func (e *enqueuer) newJobs(ctx context.Context, q Queue, specs []job.Spec, now t
 				return nil, nil, fmt.Errorf("enqueue %s: %w", q.Name, err)
 			}
 		}
+		if s.DebounceKey != "" {
+			a, joined, err := e.joinDebounce(ctx, q, s, now, debounced)
+			if err != nil {
+				return nil, nil, fmt.Errorf("enqueue %s: %w", q.Name, err)
+			}
+			if joined {
+				answers[i] = a
+				continue
+			}
+		}
 		j := &job.Job{
 			Queue: q.Name, Gen: q.Gen, ID: s.ID, Kind: s.Kind, Target: s.Target, Payload: s.Payload,
 			Key: s.Key, Attempt: 1, EnqueuedAt: now, Priority: s.Priority,
@@ -139,6 +159,9 @@ func (e *enqueuer) newJobs(ctx context.Context, q Queue, specs []job.Spec, now t
 		e.carryTrace(ctx, j, s)
 		if s.NotBefore != nil {
 			j.NotBefore = s.NotBefore.UTC()
+		}
+		if s.DebounceKey != "" {
+			holdForDebounce(j, s, now, debounced)
 		}
 		jobs = append(jobs, j)
 		at = append(at, i)

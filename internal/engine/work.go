@@ -151,6 +151,9 @@ func (d *delivery) readRecord(ctx context.Context) (next, error) {
 	if j.SentBack >= e.opts.MaxSendsBack {
 		return stop, e.failSentBack(ctx, j)
 	}
+	if j.DebounceKey != "" {
+		return d.awaitDebounce(ctx) // debounce.go: until its debounce ends
+	}
 	d.wake = j.SlotAt
 	now := e.now()
 	d.writerLate, d.writerLag = waited && now.After(d.wake.Add(-e.opts.Lead)), now.Sub(j.SlotAt)

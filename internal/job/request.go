@@ -225,7 +225,36 @@ func (s *Spec) Validate(now time.Time) *input.Error {
 			return input.Invalid("invalid_not_before", "not_before", "not_before must lie within a year of now")
 		}
 	}
-	return nil
+	return s.validateDebounce()
+}
+
+// validateDebounce checks a debounced spec: debounce_key and debounce
+// both or neither, the key a key's form, the period within
+// (0, api.MaxDebounce], and no not_before (a debounced job's start is
+// its debounce's end).
+func (s *Spec) validateDebounce() *input.Error {
+	switch {
+	case s.DebounceKey == "" && s.Debounce == nil:
+		return nil
+	case s.DebounceKey == "":
+		return input.Invalid("invalid_debounce", "debounce_key", "debounce goes with a debounce_key: give both, or neither")
+	case s.Debounce == nil:
+		return input.Invalid("invalid_debounce", "debounce", "debounce_key goes with a debounce (such as \"1s\"): give both, or neither")
+	case *s.Debounce <= 0 || time.Duration(*s.Debounce) > api.MaxDebounce:
+		return input.Invalid("invalid_debounce", "debounce", fmt.Sprintf("debounce is %s; it must be more than 0 and at most %s", *s.Debounce, api.MaxDebounce))
+	case s.NotBefore != nil:
+		return input.Invalid("invalid_debounce", "not_before", "a debounced job starts when its debounce ends: give not_before or debounce, not both")
+	}
+	return slot.ValidateKey("debounce_key", s.DebounceKey)
+}
+
+// DebounceFor is how long a debounced spec holds its job (Debounce),
+// 0 for one without.
+func (s *Spec) DebounceFor() time.Duration {
+	if s.Debounce == nil {
+		return 0
+	}
+	return time.Duration(*s.Debounce)
 }
 
 // ValidateTarget checks the form of an HTTP or Lambda target

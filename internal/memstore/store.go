@@ -60,6 +60,8 @@ type Store struct {
 	schema engine.Schema
 	// schedules are the queues' schedules (schedules.go), made on first use.
 	schedules map[scheduleID]engine.Schedule
+	// leads are the batches' leaders (batch.go), made on first use.
+	leads map[engine.BatchRef]string
 }
 
 // Schema returns the schema mark.
@@ -259,10 +261,7 @@ func (s *Store) Take(_ context.Context, r engine.TakeRequest) (engine.Taken, err
 		if q.Config.LimitList().Signature() != r.LimitList().Signature() {
 			return fmt.Errorf("take ticket %s: %w", r.Queue, engine.ErrLimitChanged)
 		}
-		q.State, tk.First, tk.Slots = slot.Take(r.Gating(q.State), r.N, r.Line, r.LimitList(), r.Skew, r.Now)
-		if r.MovesLine() {
-			q.State.Line = tk.First - 1 + r.LineAfter()
-		}
+		q.State, tk = r.Apply(q.State)
 		return nil
 	})
 	if err != nil {

@@ -37,7 +37,22 @@ type Spec struct {
 	// out, is DefaultPriority (3). A job that holds a slot keeps it
 	// whatever the priorities of jobs that come after it.
 	Priority int `json:"priority,omitempty"`
+	// DebounceKey and Debounce, given together, debounce the job: a job
+	// enqueued while another of its queue with the same debounce key
+	// waits for its debounce to end joins that job instead of making a
+	// new one (its answer is StatusDebounced, DebouncedInto that job's
+	// id). The waiting job then carries the last payload enqueued (last
+	// payload wins), and its start moves to Debounce after this
+	// enqueue; once Debounce passes with no newer job, it is booked at
+	// the queue's next slot like any job. Debounce is more than 0 and
+	// at most MaxDebounce; DebounceKey is a key's form
+	// ([A-Za-z0-9_.:/@-]{1,200}).
+	DebounceKey string    `json:"debounce_key,omitempty"`
+	Debounce    *Duration `json:"debounce,omitempty"`
 }
+
+// MaxDebounce is the longest debounce a job may ask for (Spec.Debounce).
+const MaxDebounce = time.Hour
 
 // The priorities of a job (Spec.Priority).
 const (
@@ -102,6 +117,11 @@ type Accepted struct {
 	// booked job, whose answer is as without a waiting room.
 	Waiting          int64      `json:"waiting,omitempty"`
 	EstimatedStartAt *time.Time `json:"estimated_start_at,omitempty"`
+	// DebouncedInto, for a debounced job (Status StatusDebounced), is the
+	// id of the job it joined, which will start with its payload unless
+	// a later job of its debounce key joins it too. The debounced job
+	// has no record of its own: JobID names it in this answer only.
+	DebouncedInto string `json:"debounced_into,omitempty"`
 }
 
 // StatusWaiting is the status an enqueue answer (Accepted) gives a job

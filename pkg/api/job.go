@@ -185,6 +185,10 @@ type Job struct {
 	// at the queue's next opening.
 	Scheduled bool `json:"scheduled,omitempty"`
 	Detached  bool `json:"detached,omitempty"`
+	// Batched: its queue starts jobs in batches (batch_max), and the job
+	// shares its ticket and slot with the other jobs of its batch, which
+	// start together in one call of their target.
+	Batched bool `json:"batched,omitempty"`
 	// Attempt is the number of the current or next attempt, from 1;
 	// attempts count on across retries on request (Reruns, from attempt
 	// RerunFrom). Retickets counts the new tickets it took.
