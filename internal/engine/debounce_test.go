@@ -349,3 +349,27 @@ func TestDebounceRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestDebounceAfterCancel: a job cancelled while it waits for its
+// debounce leaves its item open; a job enqueued after the debounce's end
+// joins nothing (it would never start) and opens the key's item afresh.
+func TestDebounceAfterCancel(t *testing.T) {
+	inSim(t, simOptions{Workers: 2, Wrap: withDebounce(nil)}, func(t *testing.T, s *sim) {
+		r := &debounceRun{}
+		s.mux.HandleFunc("deb", r.handle)
+		enq := burst(s, "deb", "k", "a", 0, 3, 100*time.Millisecond, time.Second)
+		if _, err := s.eng.CancelJob(context.Background(), job.Ref{Queue: "deb", ID: "a-0"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		late := burst(s, "deb", "k", "b", 10, 1, 0, time.Second)
+		if a := late[0].Ans; late[0].Err != nil || a.Status == api.StatusDebounced {
+			t.Fatalf("enqueued after the cancelled job's debounce: %+v (error %v), want a job of its own", a, late[0].Err)
+		}
+		time.Sleep(time.Minute)
+		starts := r.started()
+		if len(starts) != 1 || starts[0].ID != "b-0" || starts[0].N != 10 {
+			t.Fatalf("starts %+v, want b-0 alone; first burst %+v", starts, enq)
+		}
+	})
+}
