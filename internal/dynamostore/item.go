@@ -48,6 +48,12 @@ const (
 	attrGatedUntil   = "gated_until"
 	attrGatedThrough = "gated_through"
 	attrRunFrom      = "run_from"
+	// The last batch a queue that starts its jobs in batches booked
+	// (slot.State.BatchTicket, BatchAt, BatchFill); absent on other
+	// queues.
+	attrBatchTicket = "batch_ticket"
+	attrBatchAt     = "batch_at"
+	attrBatchFill   = "batch_fill"
 	// The attempts of a capped queue that run (slot.State.Running): a
 	// map of ticket (decimal) → end of the attempt's lease (ms). Absent
 	// until the queue's first capped start; empty once they all ended.
@@ -382,6 +388,9 @@ func decodeState(m map[string]types.AttributeValue) (slot.State, limitsKey, erro
 	}
 	if _, ok := m[attrGatedThrough]; ok {
 		s.GatedThrough = it.int(attrGatedThrough)
+	}
+	if _, ok := m[attrBatchTicket]; ok {
+		s.BatchTicket, s.BatchAt, s.BatchFill = it.int(attrBatchTicket), it.time(attrBatchAt), int(it.int(attrBatchFill))
 	}
 	s.Line = s.Ticket
 	if _, ok := m[attrLine]; ok {

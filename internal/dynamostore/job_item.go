@@ -26,6 +26,11 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 		// enters it, so it costs no index write (job.Status.Listed).
 		m[attrQueueStatus] = str(queueStatus(j.Queue, j.Gen, j.Status))
 	}
+	if j.Batched && j.Status == job.Queued {
+		// A queued job of a batch is listed for its batch's leader
+		// (ListBatch) until it is claimed.
+		m[attrQueueStatus] = str(queueStatus(j.Queue, j.Gen, statusBatch))
+	}
 	if j.Gen != 0 {
 		m[attrGen] = num(j.Gen)
 	}

@@ -192,6 +192,9 @@ func pin(e *expr, seen, next slot.State) (cond, set string, remove []string) {
 	one(attrGated, "gated", flag(seen.Gated), flag(next.Gated))
 	one(attrGatedUntil, "gated_until", tm(seen.GatedUntil), tm(next.GatedUntil))
 	one(attrGatedThrough, "gated_through", count(seen.GatedThrough), count(next.GatedThrough))
+	one(attrBatchTicket, "batch_ticket", count(seen.BatchTicket), count(next.BatchTicket))
+	one(attrBatchAt, "batch_at", tm(seen.BatchAt), tm(next.BatchAt))
+	one(attrBatchFill, "batch_fill", count(int64(seen.BatchFill)), count(int64(next.BatchFill)))
 	if next.Current != seen.Current {
 		// Gating settled it (slot.GateAll); a gate's own move of it is
 		// lineMoves'.
@@ -203,11 +206,17 @@ func pin(e *expr, seen, next slot.State) (cond, set string, remove []string) {
 // casTakeExprs is Take by compare-and-set from state seen: the tickets by
 // ticketUpdate (an atomic counter), the limit state by pin.
 func casTakeExprs(r engine.TakeRequest, seen slot.State, tok string) exprs {
-	next, _, _ := slot.Take(r.Gating(seen), r.N, r.Line, r.LimitList(), r.Skew, r.Now)
+	next, _ := r.Apply(seen)
 	e := newExpr()
 	wt := e.n(attrWriteToken)
 	cond, set, remove := pin(e, seen, next)
 	upd := ticketUpdate(e, r) + ", " + wt + " = " + e.v(":tok", str(tok))
+	if r.Batched() {
+		// A batch's jobs share its ticket: the counter moves by the
+		// batches the take opened, known from seen's, which it pins.
+		cond += " AND " + pinTicket(e, seen.Ticket)
+		upd = batchTicketUpdate(e, r, next) + ", " + wt + " = " + e.v(":tok", str(tok))
+	}
 	if set != "" {
 		upd += ", " + set
 	}
@@ -282,6 +291,11 @@ func (s *Store) casTakeIn(ctx context.Context, r engine.TakeRequest, tries int) 
 // the item at after: its tickets are after's last r.N, its slots those
 // slot.Take gives from seen.
 func casTaken(r engine.TakeRequest, seen, after slot.State) (engine.Taken, error) {
+	if r.Batched() {
+		_, tk := r.Apply(seen) // from the ticket it pinned
+		tk.State = after
+		return tk, nil
+	}
 	seen.Ticket = after.Ticket - int64(r.N)
 	_, first, slots := slot.Take(r.Gating(seen), r.N, r.Line, r.LimitList(), r.Skew, r.Now)
 	return engine.Taken{First: first, Slots: slots, State: after}, nil

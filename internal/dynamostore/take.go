@@ -68,7 +68,7 @@ func (s *Store) Take(ctx context.Context, r engine.TakeRequest) (engine.Taken, e
 	}
 	ls := r.LimitList()
 	t, _, forms := gcra(ls)
-	if !forms || casTaking(r, r.Seen) {
+	if !forms || r.Batched() || casTaking(r, r.Seen) {
 		return s.casTake(ctx, r)
 	}
 	if ungating(r, r.Seen) {
@@ -256,6 +256,24 @@ func ticketUpdate(e *expr, r engine.TakeRequest) string {
 	upd := "SET " + t + " = " + before + " + " + e.v(":n", num(int64(r.N)))
 	if r.MovesLine() {
 		upd += ", " + e.n(attrLine) + " = " + before + " + " + e.v(":line_end", num(r.LineAfter()))
+	}
+	return upd
+}
+
+// pinTicket is the condition that the ticket counter stands at t.
+func pinTicket(e *expr, t int64) string {
+	if t == 0 {
+		return "attribute_not_exists(" + e.n(attrTicket) + ")"
+	}
+	return e.n(attrTicket) + " = " + e.v(":was_ticket", num(t))
+}
+
+// batchTicketUpdate is a batched take's move of the ticket counter and
+// the line to next's (engine.TakeRequest.Batched).
+func batchTicketUpdate(e *expr, r engine.TakeRequest, next slot.State) string {
+	upd := "SET " + e.n(attrTicket) + " = " + e.v(":new_ticket", num(next.Ticket))
+	if r.MovesLine() {
+		upd += ", " + e.n(attrLine) + " = " + e.v(":new_line", num(next.Line))
 	}
 	return upd
 }

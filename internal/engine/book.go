@@ -139,6 +139,9 @@ func (e *enqueuer) assignSlots(ctx context.Context, q *Queue, jobs []*job.Job, c
 		}
 		tr := TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Limits: ls, Skew: q.Config.Skew, Now: now, Seen: q.State, Gen: q.Gen,
 			OutOfLine: lineEnd == 0, LineEnd: lineEnd}
+		if q.Config.Batched() {
+			tr.Batch = e.batchOf(q.Config)
+		}
 		e.cutIns(&tr, q.Config, jobs, inLine)
 		taken, err := e.state.Take(ctx, tr)
 		if errors.Is(err, ErrLimitChanged) && try < 3 {
@@ -224,7 +227,8 @@ func setSlots(jobs []*job.Job, inLine, books []bool, taken Taken, after time.Tim
 	k := 0
 	var out []int // the scheduled jobs
 	for i, j := range jobs {
-		j.Ticket = taken.First + int64(i)
+		j.Ticket = taken.ticketOf(i, k, len(out), inLine[i])
+		j.Batched = taken.Tickets != nil && inLine[i]
 		j.Scheduled = !inLine[i]
 		j.Detached = false // a new ticket puts it back in line
 		if j.ParkReason == job.Room {

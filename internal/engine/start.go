@@ -21,10 +21,7 @@ import (
 // with.
 func (d *delivery) claim(ctx context.Context) (next, error) {
 	e, j := d.e, &d.j
-	at := d.gr.Start()
-	j.Status, j.StartedAt, j.SentBack, j.RetryAt = job.Running, at, 0, time.Time{}
-	j.Record(job.Event{At: at, Kind: job.Started, Attempt: j.Attempt, LatenessMs: at.Sub(j.SlotAt).Milliseconds()})
-	err := e.state.UpdateJob(ctx, *j, d.want)
+	err := e.state.UpdateJob(ctx, *started(j, d.gr.Start()), d.want)
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrJobNotFound) {
 		e.log.InfoContext(ctx, "dropped duplicate delivery after the gate", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
 		d.giveUpGate(ctx)
@@ -39,6 +36,13 @@ func (d *delivery) claim(ctx context.Context) (next, error) {
 	// while this one sleeps to its start.
 	GateDone(ctx)
 	return proceed, nil
+}
+
+// started is j moved from queued to running, started at at.
+func started(j *job.Job, at time.Time) *job.Job {
+	j.Status, j.StartedAt, j.SentBack, j.RetryAt = job.Running, at, 0, time.Time{}
+	j.Record(job.Event{At: at, Kind: job.Started, Attempt: j.Attempt, LatenessMs: at.Sub(j.SlotAt).Milliseconds()})
+	return j
 }
 
 // sleepToStart sleeps to the start the gate reserved. A worker that wakes
@@ -184,7 +188,10 @@ func (d *delivery) run(ctx context.Context) error {
 	e, q, j := d.e, d.q, &d.j
 	tctx, res := attempt.New(ctx)
 	tctx, endCall := d.traceCall(tctx, e.now())
-	runErr := e.runTarget(tctx, *j, q.Config, func() error { return d.begin(ctx) })
+	run := *j // the target's copy: a target that outlives its timeout keeps it
+	runErr := e.runTarget(tctx, q.Config, func() error { return d.begin(ctx) }, func(tctx context.Context) error {
+		return e.runner.Run(tctx, &run, q.Config)
+	})
 	endCall(runErr)
 	j.Result, j.ResultDropped = res.Take()
 	return runErr
@@ -207,7 +214,7 @@ func (d *delivery) begin(ctx context.Context) error {
 	if d.admitted {
 		gap, hasGap = bookedGap(j, q.Config.Tick(), now)
 	}
-	e.observe(ctx, Event{Kind: EventStarted, Queue: j.Queue, Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
+	e.observe(ctx, Event{Kind: EventStarted, Queue: j.Queue, Count: max(1, d.size), Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
 		Start: &Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, GateAt: j.StartedAt, At: now, Key: j.Key}})
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "gate_at", j.StartedAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(),
@@ -215,13 +222,14 @@ func (d *delivery) begin(ctx context.Context) error {
 	return nil
 }
 
-// runTarget runs one attempt of j through the Runner, bounded by the
+// runTarget runs one attempt's call of its target (the Runner's, for one
+// job or a batch), bounded by the
 // queue's target timeout whatever the target (Go handlers included), and
 // turns a panic into the attempt's error. A target that ignores its
 // context is not waited for past the timeout: its goroutine is left to
 // finish on its own, and the attempt fails (and is retried, so such a
 // target may run twice at once).
-func (e *worker) runTarget(ctx context.Context, j job.Job, cfg slot.Config, begin func() error) error {
+func (e *worker) runTarget(ctx context.Context, cfg slot.Config, begin func() error, call func(context.Context) error) error {
 	timeout := e.targetTimeout(cfg)
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -240,7 +248,7 @@ func (e *worker) runTarget(ctx context.Context, j job.Job, cfg slot.Config, begi
 			done <- errors.New("no runner configured") // after its start, as any failed attempt
 			return
 		}
-		done <- e.runner.Run(tctx, &j, cfg)
+		done <- call(tctx)
 	}()
 	select {
 	case err := <-done:

@@ -115,6 +115,34 @@ type TakeRequest struct {
 	// jobs batched behind line jobs: a schedule's occurrences made ahead)
 	// and are no part of the line the stats count.
 	LineEnd int
+	// Batch, with Max above 1, books the line tickets in batches
+	// (slot.TakeBatch, slot.Config.Batched): a line job joins the last
+	// batch booked or opens one, and Taken.Tickets says each job's
+	// ticket. Stores take such a request by compare-and-set on the whole
+	// state, its ticket counter included.
+	Batch slot.Batch
+}
+
+// Batched reports whether r books its line tickets in batches.
+func (r TakeRequest) Batched() bool { return r.Batch.Max > 1 }
+
+// Apply is the take r on the queue state s, as every store applies it in
+// its atomic step: the state after it, with its Line moved, and the
+// tickets and slots it hands out (Taken.Tickets set for a batched take).
+func (r TakeRequest) Apply(s slot.State) (slot.State, Taken) {
+	s = r.Gating(s)
+	if !r.Batched() {
+		next, first, slots := slot.Take(s, r.N, r.Line, r.LimitList(), r.Skew, r.Now)
+		if r.MovesLine() {
+			next.Line = first - 1 + r.LineAfter()
+		}
+		return next, Taken{First: first, Slots: slots, State: next}
+	}
+	next, tickets, slots := slot.TakeBatch(s, r.N, r.Line, r.LimitList(), r.Skew, r.Now, r.Batch)
+	if r.MovesLine() && r.Line > 0 {
+		next.Line = max(next.Line, tickets[r.Line-1])
+	}
+	return next, Taken{First: tickets[0], Tickets: tickets, Slots: slots, State: next}
 }
 
 // Gating is s, the queue's state the take finds, gated or no longer as
@@ -162,7 +190,11 @@ func (r TakeRequest) LimitList() slot.Limits {
 // line tickets (slot.Take).
 type Taken struct {
 	First int64
-	Slots []time.Time
+	// Tickets, for a batched take (TakeRequest.Batched), is the ticket
+	// of each job: the line jobs' first, in order, then those out of
+	// line. Nil else: the tickets are First, First+1, ….
+	Tickets []int64
+	Slots   []time.Time
 	// State is the queue state right after the take.
 	State slot.State
 }
@@ -386,4 +418,16 @@ type RoomRequest struct {
 	After int64
 	// Limit caps the answer; it must be at least 1.
 	Limit int
+}
+
+// ticketOf is the ticket of the i-th job of a take, the k-th of its line
+// jobs or the o-th of those out of line (inLine says which).
+func (t Taken) ticketOf(i, k, o int, inLine bool) int64 {
+	switch {
+	case t.Tickets == nil:
+		return t.First + int64(i)
+	case inLine:
+		return t.Tickets[k]
+	}
+	return t.Tickets[len(t.Slots)+o]
 }

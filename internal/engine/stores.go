@@ -19,6 +19,7 @@ type State interface {
 	DueStore
 	KeyStore
 	RoomStore
+	BatchStore
 }
 
 // QueueStore keeps queues: their configuration, pause, purge and delete

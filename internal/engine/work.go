@@ -16,6 +16,9 @@ func (e *worker) Work(ctx context.Context, env job.Envelope) error {
 	if n, err := d.readRecord(ctx); n == stop {
 		return err
 	}
+	if n, err := d.joinBatch(ctx); n == stop { // batch.go
+		return err
+	}
 	for {
 		if n, err := d.awaitGate(ctx); n == stop {
 			return err
@@ -33,13 +36,21 @@ func (e *worker) Work(ctx context.Context, env job.Envelope) error {
 		// Started: its booking is freed and the waiting room books its
 		// next job meanwhile (waitroom.go).
 		defer e.room.freeAfterStart(ctx, d.q, d.j)()
+		d.gather(actx)
 		switch n, err := d.sleepToStart(actx); n {
 		case stop:
+			d.giveUpMembers(actx)
 			d.endAttemptSpan(actx, OutcomeMissed, err)
 			return err
 		case again:
+			d.giveUpMembers(actx)
 			d.endAttemptSpan(actx, OutcomeMissed, nil)
 			continue // out of line and overslept: queued again for the next opening
+		}
+		if len(d.members) > 0 {
+			err := d.runBatch(actx)
+			d.endAttemptSpan(actx, OutcomeSucceeded, err)
+			return err
 		}
 		runErr := d.run(actx)
 		if errors.Is(runErr, errOverslept) {
@@ -113,6 +124,12 @@ type delivery struct {
 	// went to the gate; a start it gives up then costs it no place in
 	// the line (giveUpStart).
 	alone bool
+	// leads: the job leads its batch (joinBatch), and members are the
+	// batch's other jobs it claimed (gather); size is how many jobs its
+	// start carries, itself included (0: one).
+	leads   bool
+	members []*delivery
+	size    int
 }
 
 // next is what a delivery's step leaves Work to do.

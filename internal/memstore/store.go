@@ -60,6 +60,9 @@ type Store struct {
 	schema engine.Schema
 	// schedules are the queues' schedules (schedules.go), made on first use.
 	schedules map[scheduleID]engine.Schedule
+	// debounces are the debounce keys' items (debounce.go), made on
+	// first use.
+	debounces map[debounceID]engine.Debounce
 	// leads are the batches' leaders (batch.go), made on first use.
 	leads map[engine.BatchRef]string
 }

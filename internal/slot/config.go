@@ -225,6 +225,9 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
+	if err := c.validateBatch(); err != nil {
+		return err
+	}
 	if len(c.Targets) > MaxTargetPatterns {
 		return input.Invalid("too_many_targets", "targets", fmt.Sprintf("%d target patterns; the most is %d", len(c.Targets), MaxTargetPatterns))
 	}

@@ -120,6 +120,12 @@ var Settings = described([]Setting{
 		Rule:    fmt.Sprintf("must be between 1 and %d, or left out for no bound", MaxBookAhead),
 		Refusal: fmt.Sprintf("must be between 1 and %d; leave it out for no bound", MaxBookAhead),
 		Doc:     fmt.Sprintf("most jobs of one key that hold a slot at once, 1 to %d (as book-ahead, per key)", MaxBookAhead)},
+	{Name: "batch_max", Field: "BatchMax", Flag: "batch-max", Code: "invalid_batch", Max: api.MaxBatchSize, Zero: "one job a start", ZeroGiven: true,
+		Rule: fmt.Sprintf("must be between 1 and %d", api.MaxBatchSize),
+		Doc:  fmt.Sprintf("most jobs one start carries, 1 to %d: jobs due within batch-wait of each other start together as one start, their target called once with all of them", api.MaxBatchSize)},
+	{Name: "batch_wait", Field: "BatchWait", Flag: "batch-wait", Code: "invalid_batch", Zero: "no wait", ZeroGiven: true,
+		Rule: "must not be negative",
+		Doc:  "how long the first job of a batch waits for more, at most the least time between two starts of the queue's limit"},
 })
 
 // SkewRule is the skew's rule, said the same way in the help, docs/usage.md

@@ -97,6 +97,13 @@ type State struct {
 	// to it are counted in the settled last start, so those that had not
 	// passed by a read yet still may, at their booked slots.
 	GatedThrough int64 `json:"-"`
+	// BatchTicket, BatchAt and BatchFill are, on a queue that starts its
+	// jobs in batches (Config.Batched), the last batch booked: its
+	// ticket, its slot and how many jobs it holds (TakeBatch). Zero
+	// else. The stores keep them; the wire does not carry them.
+	BatchTicket int64     `json:"-"`
+	BatchAt     time.Time `json:"-"`
+	BatchFill   int       `json:"-"`
 	// SlowSeen remembers the answers SlowDowns counted last, one per
 	// ticket modulo SlowSeenSlots, so that a write of one sent again
 	// (a retry of a write that landed) counts it once.

@@ -86,7 +86,20 @@ type Config struct {
 	// booked.
 	BookAhead    int
 	KeyBookAhead int
+	// BatchMax is how many jobs one start of the queue may carry, 1 to
+	// MaxBatchSize: jobs due within BatchWait of each other start
+	// together, up to BatchMax, as one start against the queue's limit,
+	// and their target receives them in one call, answering per job.
+	// 0 (left out) or 1 is one job a start.
+	BatchMax int
+	// BatchWait is how long the first job of a batch waits for more,
+	// at most the least time between two starts the queue's limit
+	// allows on average; 0 starts a batch as soon as its limit allows.
+	BatchWait time.Duration
 }
+
+// MaxBatchSize is the highest BatchMax.
+const MaxBatchSize = 100
 
 // MaxBookAhead is the highest BookAhead and KeyBookAhead. A queue's
 // bookings (about 135 bytes each with UUID-sized ids and keys) are kept
@@ -135,6 +148,9 @@ type ConfigUpdate struct {
 	// BookAhead and KeyBookAhead: see Config.
 	BookAhead    *int `json:"book_ahead,omitempty"`
 	KeyBookAhead *int `json:"key_book_ahead,omitempty"`
+	// BatchMax and BatchWait: see Config.
+	BatchMax  *int           `json:"batch_max,omitempty"`
+	BatchWait *time.Duration `json:"batch_wait,omitempty"`
 }
 
 // Update is the update that gives every setting of c that is not zero (a

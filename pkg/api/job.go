@@ -28,6 +28,12 @@ const (
 	Cancelled Status = "cancelled"
 )
 
+// StatusDebounced is the status an enqueue answer (Accepted) gives a job
+// that joined a waiting job of its debounce key (Spec.DebounceKey): no
+// job was made of it; its payload is the joined job's now, and
+// Accepted.DebouncedInto names that job. No record ever has it.
+const StatusDebounced Status = "debounced"
+
 // Statuses lists every status, in life order.
 var Statuses = []Status{Queued, Parked, Running, Succeeded, Failed, Cancelled}
 
@@ -242,6 +248,11 @@ type Job struct {
 	// horizon, on a queue with book_ahead or key_book_ahead: set while
 	// it holds a slot of the horizon (or held it, once started).
 	Booking int64 `json:"booking,omitempty"`
+	// DebounceKey is the job's debounce key (Spec.DebounceKey) while it
+	// waits for its debounce to end: later jobs of the key join it. It
+	// is cleared when the debounce ends and the job takes its place in
+	// the line with the last payload enqueued.
+	DebounceKey string `json:"debounce_key,omitempty"`
 	// Room is, for a job in its queue's waiting room, where it stands
 	// there, as get answers it (read when asked; not stored).
 	Room *RoomPlace `json:"room,omitempty"`
