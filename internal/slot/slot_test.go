@@ -410,7 +410,7 @@ func TestConfigJSONRoundTripsEveryField(t *testing.T) {
 		KeyLimits:     []api.Limit{{Rate: api.Rate{N: 5, Per: time.Second}, Burst: 1}, {Window: api.Rate{N: 100, Per: time.Hour}}},
 		KeyMaxRunning: NoKeyCap,
 		MaxSlowDowns:  11, RetryAfterDefault: 1500 * time.Millisecond,
-		BookAhead: 12, KeyBookAhead: 13,
+		BookAhead: 12, KeyBookAhead: 13, BatchMax: 14, BatchWait: 15 * time.Millisecond,
 	}
 	v := reflect.ValueOf(want)
 	for i := range v.NumField() {

@@ -12,5 +12,6 @@ import (
 // the stores alone keep.
 func TestStateAPI(t *testing.T) {
 	testenv.Converts(t, slot.State.API, "slot.State.Line", "slot.State.Marks", "slot.State.SlowTicket", "slot.State.SlowHold", "slot.State.SlowSeen",
-		"slot.State.Gated", "slot.State.GatedUntil", "slot.State.GatedThrough", "slot.State.RunFrom", "slot.State.PausedAt")
+		"slot.State.Gated", "slot.State.GatedUntil", "slot.State.GatedThrough", "slot.State.RunFrom", "slot.State.PausedAt",
+		"slot.State.BatchTicket", "slot.State.BatchAt", "slot.State.BatchFill")
 }
