@@ -416,3 +416,37 @@ func TestRunBatchWithoutMux(t *testing.T) {
 		t.Fatalf("RunBatch = %v; want ErrUnknownKind, skip-retry", errs[0])
 	}
 }
+
+// A batch's POST goes through the same guard as a single one: a
+// loopback address the queue's allow_networks does not list is refused
+// at connect time, every job failing without retry, and nothing reaches
+// the server. RunBatch refuses the target before (as Run does);
+// PostBatch is called directly, so only the dial-time check stands
+// between the jobs and the address.
+func TestHTTPBatchRefusedAddress(t *testing.T) {
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits++ }))
+	defer srv.Close()
+	_, port, _ := strings.Cut(srv.Listener.Addr().String(), ":")
+	public := slot.Config{Targets: []string{"http://*:*"}}
+	jobs := []*job.Job{{ID: "j1", Target: "http://localhost:" + port + "/"}, {ID: "j2", Target: "http://localhost:" + port + "/"}}
+	errs, _ := (&dispatch.HTTP{}).PostBatch(context.Background(), jobs, public)
+	if len(errs) != 2 {
+		t.Fatalf("%d outcomes for 2 jobs", len(errs))
+	}
+	for k, err := range errs {
+		if !errors.Is(err, attempt.ErrSkipRetry) || !strings.Contains(errString(err), "refused") {
+			t.Errorf("job %d: %v; want a skip-retry refusal", k+1, err)
+		}
+	}
+	if hits != 0 {
+		t.Errorf("the server was reached %d times", hits)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
