@@ -66,15 +66,11 @@ const memberWait = time.Second
 // gatherConcurrency bounds the claims a leader sends at once.
 const gatherConcurrency = 16
 
-// batchBook is how the take books the line tickets of a queue under cfg
-// (TakeRequest.Batch): a batch stops taking jobs a lead before its slot,
-// when its leader goes to the gate and gathers it.
-func batchBook(cfg slot.Config, lead time.Duration) slot.Batch {
-	return slot.Batch{Max: cfg.BatchMax, Wait: cfg.BatchWait, Margin: lead}
+// batchOf is how the take books the line tickets of a queue under cfg
+// (TakeRequest.Batch).
+func (e *enqueuer) batchOf(cfg slot.Config) slot.Batch {
+	return slot.Batch{Max: cfg.BatchMax, Wait: cfg.BatchWait}
 }
-
-// batchOf is batchBook with the enqueuer's lead.
-func (e *enqueuer) batchOf(cfg slot.Config) slot.Batch { return batchBook(cfg, e.opts.Lead) }
 
 // joinBatch decides, for a job of a batch, whether this delivery leads
 // the batch (it goes on to the gate, and gathers the batch after its

@@ -41,17 +41,15 @@ type Batch struct {
 	// (Config.BatchWait): a new batch is booked no sooner than Wait
 	// after the take.
 	Wait time.Duration
-	// Margin is how long before its slot a batch stops taking jobs: its
-	// worker goes to the gate, and gathers the batch, a lead before the
-	// slot, so a job that joined later than that would miss its call.
-	Margin time.Duration
 }
 
 // TakeBatch is Take for a queue that starts its jobs in batches: a line
 // ticket joins the last batch booked (the same ticket, the same slot)
-// while it holds fewer than b.Max jobs and its slot lies at least
-// b.Margin ahead; otherwise it opens a new batch, booked as Take books a
-// ticket, no sooner than b.Wait after now. So n line jobs take as many
+// while it holds fewer than b.Max jobs and its slot is not before now;
+// otherwise it opens a new batch, booked as Take books a ticket, no
+// sooner than b.Wait after now. The engine takes with now a lead after
+// the clock, the time a batch's leader goes to the gate and gathers the
+// batch: a job that joins later would miss its call. So n line jobs take as many
 // tickets as the batches they open, each ticket one start against ls,
 // and tickets[k] is the ticket of the k-th line job, slots[k] its slot.
 // The jobs out of line (the last n − line) take a ticket each.
@@ -59,7 +57,7 @@ func TakeBatch(s State, n, line int, ls Limits, skew time.Duration, now time.Tim
 	tickets = make([]int64, n)
 	slots = make([]time.Time, line)
 	for k := range line {
-		if s.BatchFill > 0 && s.BatchFill < b.Max && s.BatchAt.Equal(s.Clock) && !s.BatchAt.Before(now.Add(b.Margin)) {
+		if s.BatchFill > 0 && s.BatchFill < b.Max && s.BatchAt.Equal(s.Clock) && !s.BatchAt.Before(now) {
 			s.BatchFill++
 			tickets[k], slots[k] = s.BatchTicket, s.BatchAt
 			continue
