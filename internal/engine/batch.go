@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/slotq/slotq/internal/attempt"
-	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
 )
@@ -21,13 +20,14 @@ import (
 // gate, for the batch's one start; past it, it claims the other jobs of
 // the batch still queued at the ticket (gather), calls their target once
 // with all of them (runBatch), and records each job's outcome as if it
-// had run alone: its retry, its dead letter, its slow-down. The other
-// deliveries wait until the leader has had its time (memberWait after
-// the slot) and read their record again: claimed, the message is the
-// attempt's watchdog, as any duplicate is; still queued at the ticket
-// (the leader's list missed it, or the leader died before its claim),
-// the job goes to the gate alone, where the batch's spent start sends it
-// to a new ticket. Every claim is a compare-and-set on the job's record,
+// had run alone: its retry, its dead letter, its slow-down. A delivery
+// that finds its job claimed keeps its message as the attempt's
+// watchdog, as any duplicate does; one that comes before the claim
+// sends its message again, to come when the leader has had its time
+// (memberWait after the slot, Envelope.Watch): still queued at the
+// ticket then (the leader's list missed it, or the leader died before
+// its claim), the job goes to the gate alone, where the batch's spent
+// start sends it to a new ticket. Every claim is a compare-and-set on the job's record,
 // so a job runs once however the deliveries race.
 
 // BatchStore keeps who leads each batch of a queue that starts its jobs
@@ -74,12 +74,15 @@ func (e *enqueuer) batchOf(cfg slot.Config) slot.Batch {
 
 // joinBatch decides, for a job of a batch, whether this delivery leads
 // the batch (it goes on to the gate, and gathers the batch after its
-// claim) or leaves it to the leader (it waits, then reads its record
-// again: see the package's note on batches above).
+// claim) or leaves it to the leader (its message comes again as the
+// job's watch: see the note on batches above).
 func (d *delivery) joinBatch(ctx context.Context) (next, error) {
 	e, j := d.e, &d.j
-	if !j.Batched {
+	switch {
+	case !j.Batched:
 		return proceed, nil
+	case d.env.Watch:
+		return d.watchBatch(ctx)
 	}
 	leader, err := e.state.LeadBatch(ctx, batchOf(j), j.ID, j.SlotAt.Add(batchLeadTTL))
 	if err != nil {
@@ -89,14 +92,42 @@ func (d *delivery) joinBatch(ctx context.Context) (next, error) {
 		d.leads = true
 		return proceed, nil
 	}
-	if err := clock.Sleep(ctx, j.SlotAt.Add(memberWait).Sub(e.now())); err != nil {
-		return stop, fmt.Errorf("work %s: wait for batch %d: %w", j.Ref(), j.Ticket, err)
+	// The job's message comes again after the leader's time, as its
+	// watch: by then the leader has claimed the job (the message is then
+	// its attempt's watchdog, or stale), or missed it, and the job goes
+	// to the gate alone. Sent rather than waited for here, so that this
+	// worker goes on to its next message.
+	env := d.env
+	env.SentAt, env.Watch = e.now(), true
+	wait := watchDelay(j.SlotAt.Add(memberWait).Sub(env.SentAt))
+	if err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: wait}}); err != nil {
+		return stop, fmt.Errorf("work %s: watch batch %d: %w", j.Ref(), j.Ticket, err)
 	}
-	if n, err := d.readRecord(ctx); n == stop {
-		return n, err // claimed (the watchdog now), or moved on
+	e.log.DebugContext(ctx, "batch led by another job", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "leader", leader)
+	return stop, nil
+}
+
+// watchDelay is the delay of a batch job's watch message, due in d:
+// whole seconds, rounded up, so that a transport that rounds delays
+// down (SQS's DelaySeconds) does not bring it before the leader's time.
+func watchDelay(d time.Duration) time.Duration {
+	return max(0, (d+time.Second-1)/time.Second*time.Second)
+}
+
+// watchBatch is the watch message of a job its batch's leader did not
+// claim (joinBatch): the leader's list missed it, or the leader died
+// before its claim, or its start was refused. The batch's start is the
+// leader's, spent or to come, so the job does not go to the gate at its
+// ticket (it would start beside the batch, a start of its own at the
+// same moment): it takes a new ticket, as a job that missed its slot
+// does (reticket, which cancels a job a purge covered).
+func (d *delivery) watchBatch(ctx context.Context) (next, error) {
+	if n, err := d.readQueue(ctx); n != proceed {
+		return n, err
 	}
-	e.log.InfoContext(ctx, "batch started without this job", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "leader", leader)
-	return proceed, nil
+	e, j := d.e, &d.j
+	e.log.InfoContext(ctx, "batch went without this job: new ticket", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
+	return stop, e.reticket(ctx, &d.q, j, lateBy(max(0, e.now().Sub(j.SlotAt))))
 }
 
 // gather claims, for the leader of a batch whose start passed the gate,

@@ -7,12 +7,14 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/slotq/slotq/internal/buildinfo"
+	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/metrics"
 	"github.com/slotq/slotq/internal/sqstransport"
@@ -52,6 +54,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	return sqstransport.WorkBatch(ctx, ev.Records, h.Engine.Work, func(env job.Envelope, err error) {
 		if env.JobID == "" {
 			h.Log.ErrorContext(ctx, "dropped undecodable message", "error", err.Error())
+			return
+		}
+		if errors.Is(err, engine.ErrStillRunning) {
+			// A duplicate of a running attempt's message, or a batch's
+			// job its leader runs: kept as the attempt's watchdog.
+			h.Log.InfoContext(ctx, "attempt running elsewhere; the message stays as its watchdog", "queue", env.Queue,
+				"job_id", env.JobID, "ticket", env.Ticket)
 			return
 		}
 		h.Log.ErrorContext(ctx, "work failed; the message will come back", "queue", env.Queue,
