@@ -145,6 +145,9 @@ func activityRows(w io.Writer, a *api.Activity, why string) {
 	}
 	in := " (last " + clikit.Setting(time.Duration(a.Window)) + ")"
 	clikit.Row(w, "starts"+in, a.Starts)
+	if a.BatchJobs > 0 && a.Starts > 0 {
+		clikit.Row(w, "jobs per start (batches)", fmt.Sprintf("%.1f (%d jobs)", float64(a.BatchJobs)/float64(a.Starts), a.BatchJobs))
+	}
 	lateness := "-"
 	if a.LatenessP50 != nil && a.LatenessP99 != nil && a.LatenessMax != nil {
 		lateness = fmt.Sprintf("%s / %s / %s", clikit.Human(msDuration(*a.LatenessP50)), clikit.Human(msDuration(*a.LatenessP99)), clikit.Human(msDuration(*a.LatenessMax)))

@@ -188,6 +188,15 @@ func (d *delivery) giveUpMembers(ctx context.Context) {
 	d.members = nil
 }
 
+// batchJobs is how many jobs the delivery's start carries, for a job
+// of a batch (Event.Jobs): itself and the jobs it gathered; 0 else.
+func (d *delivery) batchJobs() int {
+	if !d.j.Batched {
+		return 0
+	}
+	return 1 + len(d.members)
+}
+
 // runBatch runs the leader's job and the jobs it gathered in one call of
 // their target (BatchRunner, or one Run after the other for a Runner
 // that runs jobs one at a time), and records each job's outcome as if it
@@ -201,7 +210,6 @@ func (d *delivery) runBatch(ctx context.Context) error {
 		jobs[i] = &c
 	}
 	var errs []error
-	d.size = len(all)
 	runErr := e.runTarget(ctx, q.Config, func() error { return d.begin(ctx) }, func(tctx context.Context) error {
 		errs = e.callBatch(tctx, jobs, q.Config)
 		return nil

@@ -81,6 +81,10 @@ type Event struct {
 	// Count is how many jobs the event is about (EventReticketed,
 	// EventReleased); 1 for the others.
 	Count int
+	// Jobs is, for EventStarted on a queue that starts its jobs in
+	// batches (slot.Config.Batched), how many jobs the start carried;
+	// 0 on other queues.
+	Jobs int
 	// Lateness is, for EventStarted, the start minus the job's slot
 	// (negative for a start within the skew before it).
 	Lateness time.Duration

@@ -214,7 +214,7 @@ func (d *delivery) begin(ctx context.Context) error {
 	if d.admitted {
 		gap, hasGap = bookedGap(j, q.Config.Tick(), now)
 	}
-	e.observe(ctx, Event{Kind: EventStarted, Queue: j.Queue, Count: max(1, d.size), Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
+	e.observe(ctx, Event{Kind: EventStarted, Queue: j.Queue, Jobs: d.batchJobs(), Lateness: now.Sub(j.SlotAt), Gap: gap, HasGap: hasGap,
 		Start: &Start{JobID: j.ID, Ticket: j.Ticket, Attempt: j.Attempt, SlotAt: j.SlotAt, GateAt: j.StartedAt, At: now, Key: j.Key}})
 	e.log.InfoContext(ctx, "start", "queue", j.Queue, "ticket", j.Ticket, "job_id", j.ID,
 		"slot_at", j.SlotAt, "gate_at", j.StartedAt, "lateness_ms", now.Sub(j.SlotAt).Milliseconds(),

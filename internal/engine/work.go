@@ -125,11 +125,9 @@ type delivery struct {
 	// the line (giveUpStart).
 	alone bool
 	// leads: the job leads its batch (joinBatch), and members are the
-	// batch's other jobs it claimed (gather); size is how many jobs its
-	// start carries, itself included (0: one).
+	// batch's other jobs it claimed (gather).
 	leads   bool
 	members []*delivery
-	size    int
 }
 
 // next is what a delivery's step leaves Work to do.

@@ -28,6 +28,7 @@ func countsOf(a *Activity) map[string]*int64 {
 	return map[string]*int64{
 		Starts: &a.Starts, Succeeded: &a.Succeeded, AttemptFailures: &a.AttemptFailures,
 		Retries: &a.Retries, DeadLetters: &a.DeadLetters, Reticketed: &a.Reticketed, HandedBack: &a.HandedBack,
+		BatchJobs: &a.BatchJobs,
 	}
 }
 
@@ -196,6 +197,7 @@ func (t *Tally) Observe(_ context.Context, ev engine.Event) {
 	}
 	if ev.Kind == engine.EventStarted {
 		b.lateness = append(b.lateness, ms(ev.Lateness))
+		b.counts[BatchJobs] += int64(ev.Jobs)
 	}
 	t.queues[ev.Queue] = bs
 }

@@ -99,3 +99,20 @@ func TestTallyActivity(t *testing.T) {
 		}
 	})
 }
+
+// A batch's start counts once among Starts, and its jobs among BatchJobs,
+// in the tally and in what the recorder writes; other queues write no
+// BatchJobs.
+func TestBatchJobsCounted(t *testing.T) {
+	ctx := context.Background()
+	tally := &metrics.Tally{}
+	tally.Observe(ctx, engine.Event{Kind: engine.EventStarted, Queue: "b", Jobs: 10})
+	tally.Observe(ctx, engine.Event{Kind: engine.EventStarted, Queue: "b", Jobs: 4})
+	tally.Observe(ctx, engine.Event{Kind: engine.EventStarted, Queue: "one"})
+	if a, _ := tally.Activity(ctx, "b", time.Minute); a.Starts != 2 || a.BatchJobs != 14 {
+		t.Fatalf("batched queue: %d starts carrying %d jobs, want 2 and 14", a.Starts, a.BatchJobs)
+	}
+	if a, _ := tally.Activity(ctx, "one", time.Minute); a.Starts != 1 || a.BatchJobs != 0 {
+		t.Fatalf("queue without batches: %d starts, %d batch jobs; want 1 and 0", a.Starts, a.BatchJobs)
+	}
+}

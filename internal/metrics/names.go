@@ -25,6 +25,10 @@ const (
 	MissedSlots     = "MissedSlots"     // jobs whose worker came too late for their start: they gave the slot up
 	PausesLifted    = "PausesLifted"    // timed pauses resume lifted
 	SlowDowns       = "SlowDowns"       // attempts a target answered "slow down" (429, RetryAfter): the queue or key waits
+	// Worker, for a queue that starts its jobs in batches (batch_max)
+	// only, so other queues add no custom metric: the jobs its starts
+	// carried (BatchJobs/Starts is its jobs per start).
+	BatchJobs = "BatchJobs"
 	// Resume, once per queue per run, with engine.Options.Figures (the
 	// functions turn it on with a queue dimension): the queue's figures.
 	Waiting    = "Waiting"    // tickets not yet at the gate: queued + parked jobs (an upper bound)
@@ -69,6 +73,7 @@ var Metrics = []Metric{
 	{MissedSlots, Count, "worker"},
 	{PausesLifted, Count, "resume"},
 	{SlowDowns, Count, "worker"},
+	{BatchJobs, Count, "worker"},
 	{Waiting, Count, "resume"},
 	{ParkedJobs, Count, "resume"},
 	{Queued, Count, "resume"},

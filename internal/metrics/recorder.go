@@ -89,6 +89,9 @@ func (r *Recorder) Observe(_ context.Context, ev engine.Event) {
 	}
 	switch ev.Kind {
 	case engine.EventStarted:
+		if ev.Jobs > 0 {
+			add(q, BatchJobs, float64(ev.Jobs))
+		}
 		q[StartLateness] = append(q[StartLateness], ms(ev.Lateness))
 		if ev.HasGap {
 			q[StartGap] = append(q[StartGap], ms(ev.Gap))

@@ -49,7 +49,12 @@ const (
 	CodeInvalidRetryAfterDefault = "invalid_retry_after_default"
 	// CodeInvalidBookAhead: a queue's book_ahead or key_book_ahead is
 	// out of range (1 to MaxBookAhead, or left out).
-	CodeInvalidBookAhead  = "invalid_book_ahead"
+	CodeInvalidBookAhead = "invalid_book_ahead"
+	// CodeInvalidBatch: a queue's batch_max or batch_wait is out of
+	// range, or batch_max beside settings batches do not take (key
+	// limits, the waiting room's bounds), or a job with a key on a
+	// queue that starts its jobs in batches.
+	CodeInvalidBatch      = "invalid_batch"
 	CodeInvalidMaxRunning = "invalid_max_running"
 	// CodeInvalidKeyMaxRunning: a key_max_running out of range (keyed
 	// limits).

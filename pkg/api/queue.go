@@ -123,9 +123,12 @@ type Activity struct {
 	DeadLetters     int64    `json:"dead_letters"`
 	Reticketed      int64    `json:"reticketed"`
 	HandedBack      int64    `json:"handed_back"`
-	LatenessP50     *float64 `json:"lateness_p50_ms,omitempty"`
-	LatenessP99     *float64 `json:"lateness_p99_ms,omitempty"`
-	LatenessMax     *float64 `json:"lateness_max_ms,omitempty"`
+	// BatchJobs, on a queue that starts its jobs in batches (batch_max),
+	// counts the jobs its Starts carried; 0 on other queues.
+	BatchJobs   int64    `json:"batch_jobs,omitempty"`
+	LatenessP50 *float64 `json:"lateness_p50_ms,omitempty"`
+	LatenessP99 *float64 `json:"lateness_p99_ms,omitempty"`
+	LatenessMax *float64 `json:"lateness_max_ms,omitempty"`
 }
 
 // Start is one start of a job's attempt, as the worker logged it.
