@@ -28,7 +28,7 @@ func fixture(t *testing.T) (*fakeSource, *server, http.Handler) {
 	f := newFake()
 	st := f.addQueue("emails", api.Config{Interval: time.Second, Skew: 10 * time.Millisecond})
 	st.Failed = 1
-	f.addQueue("crawls", api.Config{Interval: 2 * time.Second}).State.Paused = true
+	f.addQueue("crawls", api.Config{Interval: 2 * time.Second, BatchMax: 20, BatchWait: 500 * time.Millisecond}).State.Paused = true
 	started := func(id string, ticket int64, slotAt time.Time, late time.Duration, extra ...api.Event) api.Job {
 		h := []api.Event{{At: slotAt.Add(-time.Minute), Kind: api.Enqueued, Ticket: ticket}}
 		h = append(h, extra...)
@@ -90,6 +90,20 @@ func marks(body string) [][2]string {
 		out = append(out, [2]string{m[1], m[2]})
 	}
 	return out
+}
+
+// The queue page says how many jobs a start carries: one, or a batch's
+// bound and wait.
+func TestQueuePageBatches(t *testing.T) {
+	_, _, h := fixture(t)
+	for q, want := range map[string]string{
+		"emails": `id="queue-batches">one job a start<`,
+		"crawls": `id="queue-batches">up to 20 jobs a start, the first waiting 500ms for more<`,
+	} {
+		if _, body := get(t, h, "/queues/"+q); !strings.Contains(body, want) {
+			t.Errorf("page of %s lacks %q", q, want)
+		}
+	}
 }
 
 func TestQueueTimeline(t *testing.T) {
