@@ -97,6 +97,10 @@ var ErrNoDebounce = errors.New("this state store keeps no debounces")
 // before it lets its message come again.
 const debounceTries = 10
 
+// debounceLook is the shortest time between two looks for the item of a
+// job that has none yet (awaitDebounce).
+const debounceLook = 100 * time.Millisecond
+
 // debounceNap is the longest wait for a debounce's end a worker sleeps
 // in its invocation; a longer one sends the message back to come then.
 const debounceNap = 2 * time.Second
@@ -144,7 +148,8 @@ func (e *enqueuer) joinDebounce(ctx context.Context, q Queue, s job.Spec, now ti
 		return a, true, nil
 	}
 	ds, _ := e.debounces()
-	d, err := ds.JoinDebounce(ctx, Debounce{Queue: q.Name, Gen: q.Gen, Key: s.DebounceKey, Until: until, Payload: s.Payload}, now)
+	now = e.now() // the call's reads came first: the debounce runs from its join
+	d, err := ds.JoinDebounce(ctx, Debounce{Queue: q.Name, Gen: q.Gen, Key: s.DebounceKey, Until: now.Add(s.DebounceFor()), Payload: s.Payload}, now)
 	if errors.Is(err, ErrConflict) {
 		return a, false, nil
 	}
@@ -166,29 +171,58 @@ func holdForDebounce(j *job.Job, s job.Spec, now time.Time, made map[string]*job
 // openDebounces opens the debounce items of the debounced jobs among
 // jobs whose records were created: each the item of its key, unless
 // another job's stands there that is not replaceable. Such a job runs
-// alone when its debounce ends, with its own payload.
+// alone (runAlone).
 func (e *enqueuer) openDebounces(ctx context.Context, q Queue, jobs []*job.Job, created []bool) error {
-	ds, _ := e.debounces()
 	for k, j := range jobs {
 		if j.DebounceKey == "" || !created[k] {
 			continue
 		}
-		d := Debounce{Queue: q.Name, Gen: q.Gen, Key: j.DebounceKey, JobID: j.ID, Until: j.NotBefore, Payload: j.Payload}
-		prev, err := ds.GetDebounce(ctx, q.Name, j.DebounceKey)
-		if err == nil && prev.JobID != "" && !e.replaceable(ctx, prev) {
-			continue
-		}
-		if err == nil {
-			err = ds.OpenDebounce(ctx, d, prev)
-		}
-		if errors.Is(err, ErrConflict) {
-			continue // another enqueue's came first: this job runs alone
-		}
+		opened, err := e.openDebounce(ctx, q, j)
 		if err != nil {
 			return fmt.Errorf("enqueue %s: open debounce %s: %w", q.Name, j.DebounceKey, err)
 		}
+		if !opened {
+			e.runAlone(ctx, j)
+		}
 	}
 	return nil
+}
+
+// openDebounce opens the item of j's debounce key for j, and reports
+// whether it did. The item's debounce runs from the open, a full period
+// after the call's writes (on a slow store they may take much of it):
+// j's worker, come at its not_before, waits for the item's end.
+func (e *enqueuer) openDebounce(ctx context.Context, q Queue, j *job.Job) (bool, error) {
+	ds, _ := e.debounces()
+	prev, err := ds.GetDebounce(ctx, q.Name, j.DebounceKey)
+	if err != nil {
+		return false, err
+	}
+	if prev.JobID != "" && !e.replaceable(ctx, prev) {
+		return false, nil
+	}
+	until := e.now().Add(j.NotBefore.Sub(j.EnqueuedAt)) // its debounce, from now
+	d := Debounce{Queue: q.Name, Gen: q.Gen, Key: j.DebounceKey, JobID: j.ID, Until: until, Payload: j.Payload}
+	err = ds.OpenDebounce(ctx, d, prev)
+	if errors.Is(err, ErrConflict) {
+		return false, nil // another enqueue's came first
+	}
+	return err == nil, err
+}
+
+// runAlone clears the debounce key of j, whose open lost: no job joins
+// it, and it starts at its not_before, as a job held by one, with its
+// own payload (the last of those its call folded into it). A failed
+// write leaves it to its worker, which ends its debounce alone once its
+// enqueue is surely over (awaitDebounce).
+func (e *enqueuer) runAlone(ctx context.Context, j *job.Job) {
+	alone := *j
+	alone.DebounceKey = ""
+	if err := e.state.UpdateJob(ctx, alone, j.Version()); err != nil {
+		e.log.DebugContext(ctx, "debounce left to the worker", "queue", j.Queue, "job_id", j.ID, "error", err.Error())
+		return
+	}
+	j.DebounceKey = ""
 }
 
 // replaceable reports whether the item d is no longer its job's: of
@@ -218,21 +252,34 @@ func (d *delivery) awaitDebounce(ctx context.Context) (next, error) {
 	if !ok {
 		return stop, e.endDebounce(ctx, j, j.Payload, nil)
 	}
-	for range debounceTries {
+	for lost := 0; lost < debounceTries; {
 		it, err := ds.GetDebounce(ctx, j.Queue, j.DebounceKey)
 		if err != nil {
 			return stop, fmt.Errorf("work %s: read debounce: %w", j.Ref(), err)
 		}
 		now := e.now()
+		var wake time.Time
 		switch {
 		case it.JobID != j.ID || it.Gen != j.Gen:
-			return stop, e.endDebounce(ctx, j, j.Payload, nil) // alone
+			// No item of its own: its enqueue crashed before the open,
+			// or is still on its way to it (a slow store). It runs
+			// alone once its enqueue is surely over: ended before the
+			// open, the joins the item then takes would go to a job
+			// that no longer waits for them.
+			over := j.EnqueuedAt.Add(e.opts.RecordGrace)
+			if !now.Before(over) {
+				return stop, e.endDebounce(ctx, j, j.Payload, nil)
+			}
+			wake = earlierOf(over, now.Add(max(j.NotBefore.Sub(j.EnqueuedAt), debounceLook)))
 		case it.Closed:
 			return stop, e.endDebounce(ctx, j, it.Payload, ds) // closed before a crash
 		case it.Until.After(now):
-			wait := it.Until.Sub(now)
+			wake = it.Until
+		}
+		if !wake.IsZero() {
+			wait := wake.Sub(now)
 			if wait > debounceNap || !e.fits(ctx, wait) {
-				return stop, e.comeBackAt(ctx, j, it.Until)
+				return stop, e.comeBackAt(ctx, j, wake)
 			}
 			if err := clock.Sleep(ctx, wait); err != nil {
 				return stop, fmt.Errorf("work %s: wait for debounce: %w", j.Ref(), err)
@@ -241,7 +288,8 @@ func (d *delivery) awaitDebounce(ctx context.Context) (next, error) {
 		}
 		it, err = ds.CloseDebounce(ctx, j.Queue, j.DebounceKey, j.ID, now)
 		if errors.Is(err, ErrConflict) {
-			continue // a join moved it on meanwhile
+			lost++ // a join moved it on meanwhile
+			continue
 		}
 		if err != nil {
 			return stop, fmt.Errorf("work %s: close debounce: %w", j.Ref(), err)

@@ -71,6 +71,16 @@ func (f *debounceFaults) OpenDebounce(ctx context.Context, d, prev engine.Deboun
 	return err
 }
 
+// GetDebounce is slow the first time, for "slow open": the first job's
+// enqueue reads the item before it opens it, and its message comes
+// meanwhile.
+func (f *debounceFaults) GetDebounce(ctx context.Context, queue, key string) (engine.Debounce, error) {
+	if f.crash("slow open") {
+		time.Sleep(1500 * time.Millisecond)
+	}
+	return f.DebounceStore.GetDebounce(ctx, queue, key)
+}
+
 func (f *debounceFaults) JoinDebounce(ctx context.Context, d engine.Debounce, now time.Time) (engine.Debounce, error) {
 	out, err := f.DebounceStore.JoinDebounce(ctx, d, now)
 	if err == nil && f.crash("after join") {
@@ -245,7 +255,7 @@ func TestDebounceBurst(t *testing.T) {
 // debounce, on the embedded store: nothing answered is lost, nothing
 // starts twice, and a second burst after the crash debounces again.
 func TestDebounceCrashes(t *testing.T) {
-	for _, at := range []string{"before open", "after open", "after join", "after close", "before record", "before delete"} {
+	for _, at := range []string{"before open", "slow open", "after open", "after join", "after close", "before record", "before delete"} {
 		t.Run(at, func(t *testing.T) {
 			f := &debounceFaults{at: at}
 			inSim(t, simOptions{Workers: 4, Wrap: withDebounce(f)}, func(t *testing.T, s *sim) {
