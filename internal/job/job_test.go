@@ -135,6 +135,14 @@ func TestDecodeEnqueue(t *testing.T) {
 		{"priority negative", `{"queue":"q","job":{"kind":"k","priority":-1}}`, "invalid_priority", "job.priority"},
 		{"priority a string", `{"queue":"q","job":{"kind":"k","priority":"high"}}`, "invalid_type", "job.priority"},
 		{"traceparent in another case", `{"queue":"q","job":{"kind":"k","TraceParent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`, "unknown_field", "job.TraceParent"},
+		{"debounce without a key", `{"queue":"q","job":{"kind":"k","debounce":"1s"}}`, "invalid_debounce", "job.debounce_key"},
+		{"debounce key without a debounce", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k"},{"kind":"k"},{"kind":"k","debounce_key":"k"}]}`, "invalid_debounce", "jobs[3].debounce"},
+		{"debounce zero", `{"queue":"q","job":{"kind":"k","debounce_key":"k","debounce":"0s"}}`, "invalid_debounce", "job.debounce"},
+		{"debounce negative", `{"queue":"q","job":{"kind":"k","debounce_key":"k","debounce":"-1s"}}`, "invalid_debounce", "job.debounce"},
+		{"debounce over an hour", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k","debounce_key":"k","debounce":"1h0m1s"}]}`, "invalid_debounce", "jobs[1].debounce"},
+		{"debounce a number", `{"queue":"q","job":{"kind":"k","debounce_key":"k","debounce":5}}`, "invalid_value", "job.debounce"},
+		{"debounce key malformed", `{"queue":"q","jobs":[{"kind":"k"},{"kind":"k"},{"kind":"k"},{"kind":"k","debounce_key":"a b","debounce":"1s"}]}`, "invalid_key", "jobs[3].debounce_key"},
+		{"debounce with not_before", `{"queue":"q","job":{"kind":"k","debounce_key":"k","debounce":"1s","not_before":"2026-11-21T16:00:00Z"}}`, "invalid_debounce", "job.not_before"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,6 +155,18 @@ func TestDecodeEnqueue(t *testing.T) {
 				t.Fatalf("err = %s/%s (%s), want %s/%s", ie.Code, ie.Field, ie.Message, tt.code, tt.field)
 			}
 		})
+	}
+}
+
+// TestDecodeDebounce: a debounced spec's fields, at the longest
+// debounce.
+func TestDecodeDebounce(t *testing.T) {
+	r, err := DecodeEnqueue([]byte(`{"queue":"q","job":{"kind":"k","debounce_key":"user:42","debounce":"1h"}}`), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Specs()[0]; s.DebounceKey != "user:42" || s.DebounceFor() != time.Hour {
+		t.Fatalf("spec %+v", s)
 	}
 }
 
