@@ -221,6 +221,9 @@ func (g *generator) mapType(t reflect.Type) *jsonschema.Schema {
 		// An enqueue answer's status of a job accepted into the
 		// waiting room (its record is parked, waiting_room).
 		vals = append(vals, string(api.StatusWaiting))
+		// An enqueue answer's status of a job that joined a waiting job
+		// of its debounce key (no record has it).
+		vals = append(vals, string(api.StatusDebounced))
 		return enum(vals...)
 	case reflect.TypeFor[api.ParkReason]():
 		return enum(string(api.Far), string(api.PausedQueue), string(api.Unsent), string(api.WaitKey), string(api.WaitPlace), string(api.WaitGate), string(api.Room))
@@ -431,6 +434,13 @@ var boundsOf = map[string]func(s *jsonschema.Schema){
 		// a Go caller cannot tell the two apart, and the wire takes both).
 		p := prop(s, "priority")
 		p.Minimum, p.Maximum = num(0), num(api.MaxPriority)
+		// debounce_key and debounce go together, and a debounced job
+		// takes no not_before (api.Spec.Debounce).
+		prop(s, "debounce_key").Pattern = keyPattern
+		s.AllOf = append(s.AllOf,
+			&jsonschema.Schema{If: given("debounce_key"), Then: given("debounce")},
+			&jsonschema.Schema{If: given("debounce"), Then: given("debounce_key")},
+			&jsonschema.Schema{If: given("debounce"), Then: nulls("not_before")})
 	},
 	"ScheduleJob": jobShape,
 	"ScheduleSpec": func(s *jsonschema.Schema) {
