@@ -36,6 +36,7 @@ func newEnqueueCmd(cn *clikit.Conn) *cobra.Command {
 			waitExits,
 		Example: "  $ slotq enqueue emails --kind echo --id welcome-42 --payload '{\"to\":\"ada@example.com\"}'\n" +
 			"  $ slotq enqueue emails --kind echo --key ada@example.com\n" +
+			"  $ slotq enqueue search --kind echo --debounce-key shop-7 --debounce 1s --payload '{\"shop\":7}'   # one start a second after a burst\n" +
 			"  $ slotq queues create reports --interval 1s --targets 'https://hooks.example.com/*'   # a target the queue allows\n" +
 			"  $ slotq enqueue reports --target https://hooks.example.com/report --payload @report.json --wait\n" +
 			"  $ slotq enqueue emails --kind echo --count 1000 --id 'welcome-{n}' --payload '{\"n\":{n}}'\n" +
@@ -52,6 +53,8 @@ func newEnqueueCmd(cn *clikit.Conn) *cobra.Command {
 		id        = fs.String("id", "", "job id: enqueued once per queue however often it is sent (default: a random id)")
 		notBefore = fs.String("not-before", "", "earliest start: an RFC 3339 `time` or a duration from now (10m)")
 		key       = fs.String("key", "", "the job's key: jobs of the queue with the same key start in ticket order, at most the queue's key_max_running at once (1 unless it says otherwise), under its key limits if it has some (default: none)")
+		debKey    = fs.String("debounce-key", "", "the job's debounce key, with --debounce: a job enqueued while another of the queue with this debounce key waits for its debounce to end joins it (answered debounced): that job takes the last payload, and starts --debounce after the last join (default: none)")
+		debounce  = durationFlag(fs, "debounce", fmt.Sprintf("with --debounce-key: how long the job waits for later jobs of its debounce key, more than 0 and at most %s", api.MaxDebounce))
 		priority  = fs.Int("priority", 0, fmt.Sprintf("the job's priority in the queue's waiting room (a queue with a book-ahead bound): %d is booked first, %d last (0 or left out: %d)", api.MinPriority, api.MaxPriority, api.DefaultPriority))
 		interval  = durationFlag(fs, "interval", "the limit of the queue if this call creates it: one start per `duration`, at least 1ms (default: the stack's limit); a queue that exists keeps its own")
 		rate      = new(api.Rate)
@@ -80,7 +83,11 @@ func newEnqueueCmd(cn *clikit.Conn) *cobra.Command {
 			// The enqueue function's own refusal, said before the call.
 			return c.Fail(&clikit.UsageError{Code: "no_target", Field: "job.kind", Msg: "give --kind (a Go handler) or --target (URL or lambda:NAME)"})
 		}
-		spec := api.Spec{ID: *id, Kind: *kind, Target: *target, Key: *key, Priority: *priority}
+		spec := api.Spec{ID: *id, Kind: *kind, Target: *target, Key: *key, Priority: *priority, DebounceKey: *debKey}
+		if c.Given("debounce") {
+			d := api.Duration(*debounce)
+			spec.Debounce = &d
+		}
 		if *payload != "" {
 			// With --count, a payload with the job's number in it is
 			// JSON once the number is in (countedJobs checks each).
@@ -119,7 +126,7 @@ func newEnqueueCmd(cn *clikit.Conn) *cobra.Command {
 			if err != nil {
 				return c.Fail(c.Conn.Explain(err))
 			}
-			return c.waitJob(ctx, cl, out.Queue, out.Jobs[0].JobID, *timeout)
+			return c.waitJob(ctx, cl, out.Queue, startsAs(out.Jobs[0]), *timeout)
 		}
 		return c.Run(ctx, func(cl *client.Client) (any, func(io.Writer), error) {
 			c.noteKeptLimit(ctx, cl, in)

@@ -180,10 +180,22 @@ func printMany(w io.Writer, res api.EnqueueResult) {
 
 // acceptedStatus is a's status as the enqueue table shows it.
 func acceptedStatus(a api.Accepted) string {
-	if a.Existing {
+	switch {
+	case a.Existing:
 		return string(a.Status) + " (enqueued before)"
+	case a.Status == api.StatusDebounced:
+		return string(a.Status) + " into " + a.DebouncedInto
 	}
 	return string(a.Status)
+}
+
+// startsAs is the id of the job that starts for a: its own, or, debounced,
+// the job's it joined.
+func startsAs(a api.Accepted) string {
+	if a.Status == api.StatusDebounced {
+		return a.DebouncedInto
+	}
+	return a.JobID
 }
 
 // progress returns what shows enqueueMany's progress on stderr, when it

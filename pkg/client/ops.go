@@ -20,7 +20,10 @@ type EnqueueInput = api.EnqueueRequest
 // tickets ahead of it) and status (queued, or parked when its slot is
 // beyond the transport's reach or its queue is paused); for a job with a
 // key, the key and key_ahead, the jobs of its key accepted before it and
-// not ended, which it starts after (docs/guarantees.md §12).
+// not ended, which it starts after (docs/guarantees.md §12). A job with
+// a debounce_key (api.Spec.DebounceKey) that joined a waiting job of its
+// key is answered status debounced (api.StatusDebounced), with
+// debounced_into the id of the job that will start with its payload.
 type EnqueueOutput = api.EnqueueResult
 
 // Enqueue accepts one job or a batch: all of them, or none with an
