@@ -39,12 +39,17 @@
 //	schedule      S#<queue>           S#<name> schedule (JSON), schedule_v, write_token,
 //	                                           due_pk, due_sk (while active;
 //	                                           schedules.go)
+//	debounce      D#<queue>           K#<debounce key>
+//	                                           queue, debounce_key, gen, job_id,
+//	                                           until, payload, closed
+//	                                           (debounce.go)
 //	job           J#<queue>#<job id>  job      queue, job_id, status, ticket, attempt,
 //	                                           queue_status = "<queue>#<status>"
 //	                                           (parked and failed jobs only),
 //	                                           the other job.Job fields,
 //	                                           line_order, due_pk, due_sk
-//	                                           (parked only),
+//	                                           (parked only), debounce_key
+//	                                           (while its debounce runs),
 //	                                           expires_at, ttl, write_token
 //
 // Indexes (by_status and queues project ALL, due keys only):
