@@ -60,6 +60,12 @@ func (f *debounceFaults) crash(step string) bool {
 	return true
 }
 
+func (f *debounceFaults) didCrash() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.crashed
+}
+
 func (f *debounceFaults) OpenDebounce(ctx context.Context, d, prev engine.Debounce) error {
 	if f.crash("before open") {
 		return errCrash // the record is written, the item never opened
@@ -263,7 +269,7 @@ func TestDebounceCrashes(t *testing.T) {
 				s.mux.HandleFunc("deb", r.handle)
 				enq := burst(s, "deb", "k", "a", 0, 50, 40*time.Millisecond, time.Second)
 				time.Sleep(2 * time.Minute)
-				if !f.crashed {
+				if !f.didCrash() {
 					t.Fatalf("no crash %s", at)
 				}
 				checkDebounced(t, enq, r.started())
