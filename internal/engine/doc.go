@@ -88,6 +88,9 @@
 //	sendback.go   a job that does not start now: hand-back, park,
 //	              re-ticket; fail one sent back too often
 //	slowdown.go   a target's "slow down"
+//	debounce.go   debounce: a job of a debounce key joins the one that
+//	              waits (one conditional write on the key's item), and
+//	              that job's worker closes it when it ends (DebounceStore)
 //	lane.go       lanes: waiting on a key or a running place; LaneFigures
 //	handoff.go    handing a key or a place on as an attempt ends
 //	reap.go       the resume function's look at a due lane
