@@ -44,9 +44,12 @@ type Spec struct {
 	// id). The waiting job then carries the last payload enqueued (last
 	// payload wins), and its start moves to Debounce after this
 	// enqueue; once Debounce passes with no newer job, it is booked at
-	// the queue's next slot like any job. Debounce is more than 0 and
-	// at most MaxDebounce; DebounceKey is a key's form
-	// ([A-Za-z0-9_.:/@-]{1,200}).
+	// the queue's next slot like any job. A join changes only the
+	// payload: the waiting job keeps its own kind, target, key and
+	// priority. Debounce is more than 0 and at most MaxDebounce, with
+	// no NotBefore; DebounceKey is a key's form
+	// ([A-Za-z0-9_.:/@-]{1,200}). A queue with book_ahead or
+	// key_book_ahead refuses debounced jobs.
 	DebounceKey string    `json:"debounce_key,omitempty"`
 	Debounce    *Duration `json:"debounce,omitempty"`
 }
