@@ -110,6 +110,9 @@ const (
 	// A lane item names its key lane_key too.
 	attrLaneKey  = "lane_key"
 	attrDetached = "detached"
+	// On job items: the job shares its ticket with the other jobs of its
+	// batch (job.Job.Batched), only when true.
+	attrBatched = "batched"
 	// The job's history, compact (job.EncodeHistory, times after
 	// enqueued_at), and how many older events it dropped.
 	attrHistory        = "history"

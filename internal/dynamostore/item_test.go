@@ -1,7 +1,10 @@
 package dynamostore
 
 import (
+	"encoding/json"
+	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -69,5 +72,50 @@ func TestJobHistoryItem(t *testing.T) {
 	}
 	if !slices.Equal(got.History, j.History) || got.HistoryDropped != 4 {
 		t.Errorf("history %+v (dropped %d), want %+v", got.History, got.HistoryDropped, j.History)
+	}
+}
+
+// Every field of a job record survives its item: a field added to
+// job.Job (api.Job) and not written or not read fails here, rather than
+// being dropped silently on the way to DynamoDB.
+func TestJobItemKeepsEveryField(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	var j job.Job
+	v := reflect.ValueOf(&j).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch {
+		case f.Type() == reflect.TypeFor[time.Time]():
+			f.Set(reflect.ValueOf(at.Add(time.Duration(i) * time.Second)))
+		case f.Type() == reflect.TypeFor[job.Status]():
+			f.SetString(string(job.Parked))
+		case f.Type() == reflect.TypeFor[job.ParkReason]():
+			f.SetString(string(job.WaitGate))
+		case f.Type() == reflect.TypeFor[json.RawMessage]():
+			f.SetBytes([]byte(`{"n":1}`))
+		case f.Type() == reflect.TypeFor[[]job.Event]():
+			f.Set(reflect.ValueOf([]job.Event{{At: at, Kind: job.Enqueued, Ticket: 3}}))
+		case f.Kind() == reflect.String:
+			f.SetString("v" + strconv.Itoa(i))
+		case f.Kind() == reflect.Bool:
+			f.SetBool(true)
+		case f.CanInt():
+			f.SetInt(int64(i + 1))
+		case v.Type().Field(i).Name == "Room":
+			// Read when asked (the room's place), not stored.
+		default:
+			t.Fatalf("job.Job.%s: the test does not know how to fill a %s: teach it", v.Type().Field(i).Name, f.Type())
+		}
+	}
+	j.Queue, j.ID = "q", "j"
+	got, err := decodeJob(jobItem(j, "tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv := reflect.ValueOf(got)
+	for i := range v.NumField() {
+		if want, have := v.Field(i).Interface(), gv.Field(i).Interface(); !reflect.DeepEqual(want, have) {
+			t.Errorf("job.Job.%s: wrote %v, read %v", v.Type().Field(i).Name, want, have)
+		}
 	}
 }

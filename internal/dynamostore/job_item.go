@@ -74,6 +74,9 @@ func jobItem(j job.Job, tok string) map[string]types.AttributeValue {
 	if j.Scheduled {
 		m[attrScheduled] = boolean(true)
 	}
+	if j.Batched {
+		m[attrBatched] = boolean(true)
+	}
 	if j.Detached {
 		m[attrDetached] = boolean(true)
 	}
@@ -130,6 +133,7 @@ func decodeJob(m map[string]types.AttributeValue) (job.Job, error) {
 		Scheduled:  it.bool(attrScheduled),
 		Key:        it.str(attrLaneKey),
 		Detached:   it.bool(attrDetached),
+		Batched:    it.bool(attrBatched),
 		Attempt:    int(it.int(attrAttempt)),
 		Retickets:  int(it.int(attrRetickets)),
 		SentBack:   int(it.int(attrSentBack)),

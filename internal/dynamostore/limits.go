@@ -210,13 +210,14 @@ func casTakeExprs(r engine.TakeRequest, seen slot.State, tok string) exprs {
 	e := newExpr()
 	wt := e.n(attrWriteToken)
 	cond, set, remove := pin(e, seen, next)
-	upd := ticketUpdate(e, r) + ", " + wt + " = " + e.v(":tok", str(tok))
+	tickets := ticketUpdate
 	if r.Batched() {
 		// A batch's jobs share its ticket: the counter moves by the
 		// batches the take opened, known from seen's, which it pins.
 		cond += " AND " + pinTicket(e, seen.Ticket)
-		upd = batchTicketUpdate(e, r, next) + ", " + wt + " = " + e.v(":tok", str(tok))
+		tickets = func(e *expr, r engine.TakeRequest) string { return batchTicketUpdate(e, r, next) }
 	}
+	upd := tickets(e, r) + ", " + wt + " = " + e.v(":tok", str(tok))
 	if set != "" {
 		upd += ", " + set
 	}

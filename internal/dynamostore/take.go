@@ -260,12 +260,14 @@ func ticketUpdate(e *expr, r engine.TakeRequest) string {
 	return upd
 }
 
-// pinTicket is the condition that the ticket counter stands at t.
+// pinTicket is the condition that the ticket counter stands at t (a
+// new queue's item may not have it yet).
 func pinTicket(e *expr, t int64) string {
+	was := e.n(attrTicket) + " = " + e.v(":was_ticket", num(t))
 	if t == 0 {
-		return "attribute_not_exists(" + e.n(attrTicket) + ")"
+		return "(attribute_not_exists(" + e.n(attrTicket) + ") OR " + was + ")"
 	}
-	return e.n(attrTicket) + " = " + e.v(":was_ticket", num(t))
+	return was
 }
 
 // batchTicketUpdate is a batched take's move of the ticket counter and

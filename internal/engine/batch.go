@@ -63,8 +63,10 @@ const batchLeadTTL = 24 * time.Hour
 // its list missed the job or it died.
 const memberWait = time.Second
 
-// gatherConcurrency bounds the claims a leader sends at once.
-const gatherConcurrency = 16
+// gatherConcurrency bounds the claims a leader sends at once: a whole
+// batch (slot.MaxBatchSize), so that gathering costs the leader about
+// one write's time before its start.
+const gatherConcurrency = 100
 
 // batchOf is how the take books the line tickets of a queue under cfg
 // (TakeRequest.Batch).
@@ -105,6 +107,16 @@ func (d *delivery) joinBatch(ctx context.Context) (next, error) {
 	}
 	e.log.DebugContext(ctx, "batch led by another job", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket, "leader", leader)
 	return stop, nil
+}
+
+// gatherLead is how much earlier than Lead a batch's leader goes to the
+// gate: a lead more, for its claims of the batch's jobs (gather) before
+// the start, which a worker later than the queue's skew gives up.
+func (d *delivery) gatherLead() time.Duration {
+	if d.leads {
+		return d.e.opts.Lead
+	}
+	return 0
 }
 
 // watchDelay is the delay of a batch job's watch message, due in d:
@@ -175,14 +187,20 @@ func (d *delivery) gather(ctx context.Context) {
 }
 
 // giveUpMembers gives up the start of the jobs the leader claimed, when
-// the leader's worker woke too late for it: each goes back as its own
-// late start would (giveUpStart); one queued again at its ticket goes to
-// the gate alone by its own message.
+// the leader's worker woke too late for it: each takes a new ticket, as
+// a job that missed its slot (reticket), since no worker of its own
+// would take it to the gate again at its ticket.
 func (d *delivery) giveUpMembers(ctx context.Context) {
-	late := max(0, d.e.now().Sub(d.gr.Start()))
+	e := d.e
+	rctx, cancel := e.recordContext(ctx)
+	defer cancel()
+	late := max(0, e.now().Sub(d.gr.Start()))
 	for _, m := range d.members {
-		if _, err := m.giveUpStart(ctx, late); err != nil {
-			d.e.log.WarnContext(ctx, "batch job's missed start not recorded", "queue", m.j.Queue, "job_id", m.j.ID, "error", err.Error())
+		j := &m.j
+		unstarted(j)
+		q := d.q
+		if err := e.reticket(rctx, &q, j, lateBy(late)); err != nil {
+			e.log.WarnContext(ctx, "batch job's missed start not recorded: retried when its lease ends", "queue", j.Queue, "job_id", j.ID, "error", err.Error())
 		}
 	}
 	d.members = nil

@@ -52,7 +52,7 @@ func (d *delivery) tryGate(ctx context.Context) (next, error) {
 // back to the transport.
 func (d *delivery) waitForTurn(ctx context.Context) (next, error) {
 	e := d.e
-	wait := laterOf(d.wake.Add(-e.opts.Lead-aheadOfLine(&d.j, d.q.Config)), d.turn).Sub(e.now())
+	wait := laterOf(d.wake.Add(-e.opts.Lead-aheadOfLine(&d.j, d.q.Config)-d.gatherLead()), d.turn).Sub(e.now())
 	if wait <= 0 {
 		return proceed, nil
 	}
@@ -170,7 +170,7 @@ func (d *delivery) aimStart() next {
 	// gate: at the start itself, the store's latency would make every
 	// held worker late for its own (on DynamoDB, at 5 ms a call and an
 	// opening every 2 ms, a chain of reads, refusals and re-tickets).
-	if d.turn = lineTurn(q, j, d.at).Add(-e.opts.Lead); d.now.Before(d.turn) {
+	if d.turn = lineTurn(q, j, d.at).Add(-e.opts.Lead - d.gatherLead()); d.now.Before(d.turn) {
 		return again
 	}
 	// The gate checks the limits at the reserved start and records its

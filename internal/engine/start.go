@@ -45,6 +45,15 @@ func started(j *job.Job, at time.Time) *job.Job {
 	return j
 }
 
+// unstarted takes back what started wrote on j but its status: it did
+// not start.
+func unstarted(j *job.Job) {
+	j.StartedAt = time.Time{}
+	if n := len(j.History); n > 0 && j.History[n-1].Kind == job.Started {
+		j.History = slices.Clip(j.History[:n-1])
+	}
+}
+
 // sleepToStart sleeps to the start the gate reserved. A worker that wakes
 // more than skew after it (descheduled, stalled) must not start: the next
 // ticket may start an interval after the reserved start, less skew. It
@@ -78,10 +87,7 @@ func (d *delivery) giveUpStart(ctx context.Context, late time.Duration) (next, e
 	defer cancel()
 	from := j.Version()
 	ticket := j.Ticket
-	j.StartedAt = time.Time{}
-	if n := len(j.History); n > 0 && j.History[n-1].Kind == job.Started {
-		j.History = slices.Clip(j.History[:n-1]) // it did not start
-	}
+	unstarted(j)
 	q := d.q
 	q.State = d.st
 	e.lanes.unstartKey(rctx, q, d.keyPrev, d.keyPut)

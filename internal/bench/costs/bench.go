@@ -201,6 +201,9 @@ type scenario struct {
 	// bookAhead is the queue's book_ahead: jobs beyond it wait in the
 	// waiting room until a booked job starts.
 	bookAhead int
+	// batchMax is the queue's batch_max, with a batch_wait of the
+	// interval: jobs start in batches of up to batchMax.
+	batchMax int
 	// before runs before the jobs are enqueued, after once they are.
 	before, after func(ctx context.Context, e *env, accepted []engine.Accepted) error
 	// make, if set, makes the jobs in the place of the enqueue calls
@@ -229,6 +232,17 @@ var scenarios = []scenario{
 		kind: "ok", make: occurrences},
 	{name: "k", what: "as (a), waited in the waiting room (book_ahead 1: each job after the first booked as the one before starts)",
 		jobs: 6, interval: 1250 * time.Millisecond, kind: "ok", bookAhead: 1, after: waited},
+	{name: "l", what: "as (e), on a queue with batch_max 100: the 100 jobs start as one batch, one call",
+		jobs: 100, interval: time.Second, kind: "ok", batch: true, batchMax: 100},
+}
+
+// batchWait is the batch_wait of sc's queue: its interval when it
+// starts its jobs in batches, so that a call's jobs fill one batch.
+func batchWait(sc scenario) time.Duration {
+	if sc.batchMax > 1 {
+		return sc.interval
+	}
+	return 0
 }
 
 // waited checks that every job after the first was accepted into the
@@ -313,7 +327,7 @@ type result struct {
 
 func (b *bench) measure(ctx context.Context, sc scenario) (result, error) {
 	e, err := b.newEnv(ctx, sc.interval, slot.Config{MaxRunning: sc.maxRunning, KeyLimits: sc.keyLimits,
-		KeyMaxRunning: sc.keyCap, BookAhead: sc.bookAhead})
+		KeyMaxRunning: sc.keyCap, BookAhead: sc.bookAhead, BatchMax: sc.batchMax, BatchWait: batchWait(sc)})
 	if err != nil {
 		return result{}, err
 	}
