@@ -228,7 +228,7 @@ func setSlots(jobs []*job.Job, inLine, books []bool, taken Taken, after time.Tim
 	var out []int // the scheduled jobs
 	for i, j := range jobs {
 		j.Ticket = taken.ticketOf(i, k, len(out), inLine[i])
-		j.Batched = taken.Tickets != nil && inLine[i]
+		j.Batched = taken.Tickets != nil && inLine[i] && !taken.Opens[k]
 		j.Scheduled = !inLine[i]
 		j.Detached = false // a new ticket puts it back in line
 		if j.ParkReason == job.Room {

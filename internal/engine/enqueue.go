@@ -302,7 +302,7 @@ func (e *enqueuer) sendQueued(ctx context.Context, jobs []*job.Job) {
 	for i, j := range queued {
 		env := j.Envelope()
 		env.SentAt = now
-		msgs[i] = Message{Envelope: env, Delay: e.delayTo(j.SlotAt, now)}
+		msgs[i] = Message{Envelope: env, Delay: e.messageDelay(j, j.SlotAt, now)}
 	}
 	err := e.transport.Send(ctx, msgs)
 	if err == nil {

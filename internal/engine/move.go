@@ -82,7 +82,7 @@ func (e *admin) moveJob(ctx context.Context, j job.Job, to time.Time) (bool, err
 	default:
 		env := j.Envelope()
 		env.SentAt = now
-		if err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: e.enqueuer.delayTo(j.SlotAt, now)}}); err != nil {
+		if err := e.transport.Send(ctx, []Message{{Envelope: env, Delay: e.enqueuer.messageDelay(&j, j.SlotAt, now)}}); err != nil {
 			j.ParkReason, j.DueAt = job.Unsent, now
 			break
 		}

@@ -250,7 +250,7 @@ func (e *resumer) releaseToGateBatch(ctx context.Context, queue string, jobs []*
 		from[i] = j.Version()
 		env := j.Envelope()
 		env.SentAt = now
-		msgs[i] = Message{Envelope: env, Delay: e.enqueuer.delayTo(j.DueAt.Add(e.transport.MaxDelay()), now)}
+		msgs[i] = Message{Envelope: env, Delay: min(e.transport.MaxDelay(), e.enqueuer.messageDelay(j, j.DueAt.Add(e.transport.MaxDelay()), now))}
 	}
 	failed := map[int]bool{}
 	if err := e.transport.Send(ctx, msgs); err != nil {

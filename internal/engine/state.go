@@ -142,7 +142,11 @@ func (r TakeRequest) Apply(s slot.State) (slot.State, Taken) {
 	if r.MovesLine() && r.Line > 0 {
 		next.Line = max(next.Line, tickets[r.Line-1])
 	}
-	return next, Taken{First: tickets[0], Tickets: tickets, Slots: slots, State: next}
+	opens := make([]bool, r.Line)
+	for k := range opens {
+		opens[k] = tickets[k] > s.Ticket && (k == 0 || tickets[k] != tickets[k-1])
+	}
+	return next, Taken{First: tickets[0], Tickets: tickets, Opens: opens, Slots: slots, State: next}
 }
 
 // Gating is s, the queue's state the take finds, gated or no longer as
@@ -194,7 +198,11 @@ type Taken struct {
 	// of each job: the line jobs' first, in order, then those out of
 	// line. Nil else: the tickets are First, First+1, ….
 	Tickets []int64
-	Slots   []time.Time
+	// Opens, for a batched take, says of each line job whether it opened
+	// its batch (took a new ticket) rather than join one: it leads the
+	// batch's start.
+	Opens []bool
+	Slots []time.Time
 	// State is the queue state right after the take.
 	State slot.State
 }

@@ -124,9 +124,8 @@ type delivery struct {
 	// went to the gate; a start it gives up then costs it no place in
 	// the line (giveUpStart).
 	alone bool
-	// leads: the job leads its batch (joinBatch), and members are the
-	// batch's other jobs it claimed (gather).
-	leads   bool
+	// members are, for a batch's leader (leads), the batch's other jobs
+	// it claimed (gather).
 	members []*delivery
 }
 

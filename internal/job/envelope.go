@@ -31,11 +31,6 @@ type Envelope struct {
 	// after its message, so a worker that finds the record behind a fresh
 	// message waits for it a little (engine.Options.RecordGrace).
 	SentAt time.Time `json:"sent_at,omitzero"`
-	// Watch marks the message a job of a batch sends itself when another
-	// job's delivery leads the batch: it comes after the leader's time,
-	// and its job, if the leader did not claim it, goes to the gate alone
-	// (engine's joinBatch).
-	Watch bool `json:"watch,omitempty"`
 }
 
 // Envelope returns the envelope that carries j.

@@ -4,28 +4,10 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"time"
 
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/job"
 )
-
-// LeadBatch makes jobID the leader of batch b unless a job leads it
-// already, and returns the leader. The store keeps leaders for as long
-// as it lives: until, which bounds a record's life on DynamoDB, does not
-// matter in memory.
-func (s *Store) LeadBatch(_ context.Context, b engine.BatchRef, jobID string, _ time.Time) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.leads == nil {
-		s.leads = map[engine.BatchRef]string{}
-	}
-	if leader, ok := s.leads[b]; ok {
-		return leader, nil
-	}
-	s.leads[b] = jobID
-	return jobID, nil
-}
 
 // ListBatch returns up to limit jobs of batch b queued at its ticket, in
 // id order.

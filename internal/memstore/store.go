@@ -63,8 +63,6 @@ type Store struct {
 	// debounces are the debounce keys' items (debounce.go), made on
 	// first use.
 	debounces map[debounceID]engine.Debounce
-	// leads are the batches' leaders (batch.go), made on first use.
-	leads map[engine.BatchRef]string
 }
 
 // Schema returns the schema mark.

@@ -152,7 +152,9 @@ func (r result) perJob(mem memory, f fixed) perJob {
 	bill := r.bill
 	bill.ReadUnits -= runs * f.bill.ReadUnits
 	bill.WriteUnits -= runs * f.bill.WriteUnits
-	resumeBusy := r.busy["resume"] - time.Duration(runs)*f.busy
+	// At least 0: a scenario's runs may come in faster than the empty
+	// runs measured apart (a short scenario, a quieter moment).
+	resumeBusy := max(0, r.busy["resume"]-time.Duration(runs)*f.busy)
 	p := perJob{
 		wru: bill.WriteUnits / n, rru: bill.ReadUnits/n + r.listReads, idx: bill.IndexWrites / n,
 		failedW: bill.FailedWrites / n, listR: r.listReads,

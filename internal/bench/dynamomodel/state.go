@@ -321,17 +321,6 @@ func (m *Model) DeleteSchedule(ctx context.Context, queue, name string) error {
 	return plain(m, ctx, call{part: schedulePart(queue), item: name}, func() error { return m.store.DeleteSchedule(ctx, queue, name) })
 }
 
-func (m *Model) LeadBatch(ctx context.Context, b engine.BatchRef, jobID string, until time.Time) (string, error) {
-	var leader string
-	c := call{part: "batch#" + b.Queue, item: "batch", write: true}
-	err := m.do(ctx, c, func() (int, error) {
-		var err error
-		leader, err = m.store.LeadBatch(ctx, b, jobID, until)
-		return 0, err
-	}, func() int { return 100 })
-	return leader, err
-}
-
 func (m *Model) ListBatch(ctx context.Context, b engine.BatchRef, limit int) ([]job.Job, error) {
 	return read(m, ctx, call{part: "status#" + b.Queue, item: "list", eventual: true}, func() ([]job.Job, error) { return m.store.ListBatch(ctx, b, limit) })
 }
