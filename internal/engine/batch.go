@@ -10,6 +10,7 @@ import (
 	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/slot"
+	"github.com/slotq/slotq/pkg/api"
 )
 
 // Batches. On a queue that starts its jobs in batches
@@ -54,9 +55,11 @@ func batchOf(j *job.Job) BatchRef { return BatchRef{Queue: j.Queue, Gen: j.Gen, 
 const memberWait = time.Second
 
 // batchOf is how the take books the line tickets of a queue under cfg
-// (TakeRequest.Batch).
+// (TakeRequest.Batch): a batch stops taking jobs a lead before its
+// leader lists it (the take's now is the clock plus a lead, and the
+// leader goes to the gate two leads before the slot: gatherLead).
 func (e *enqueuer) batchOf(cfg slot.Config) slot.Batch {
-	return slot.Batch{Max: cfg.BatchMax, Wait: cfg.BatchWait}
+	return slot.Batch{Max: cfg.BatchMax, Wait: cfg.BatchWait, Margin: e.opts.Lead}
 }
 
 // member reports whether j is a member of its batch: it joined a batch
@@ -89,9 +92,35 @@ func (d *delivery) joinBatch(ctx context.Context) (next, error) {
 
 // leads reports whether the delivery's job leads a batch: a line job
 // that opened its batch, on a queue that starts its jobs in batches, as
-// its queue was read.
+// its queue was read (or, before, as the worker last read it).
 func (d *delivery) leads() bool {
-	return d.queueRead && d.q.Config.Batched() && !d.j.Batched && !outOfLine(&d.j)
+	cfg, known := d.q.Config, d.queueRead
+	if !known {
+		cfg, known = d.e.configOf(d.j.Queue, d.j.Gen)
+	}
+	return known && cfg.Batched() && !d.j.Batched && !outOfLine(&d.j)
+}
+
+// batchList is a ListBatch's answer.
+type batchList struct {
+	jobs []job.Job
+	err  error
+}
+
+// prelist starts, for a batch's leader on its way to the gate, the list
+// of its batch (ListBatch), so that only the claims lie between the
+// gate and the start (gather).
+func (d *delivery) prelist(ctx context.Context) {
+	if d.listed != nil || !d.leads() {
+		return
+	}
+	b, limit := batchOf(&d.j), api.MaxBatchSize
+	listed := make(chan batchList, 1)
+	d.listed = listed
+	go func() {
+		jobs, err := d.e.state.ListBatch(ctx, b, limit)
+		listed <- batchList{jobs, err}
+	}()
 }
 
 // gatherLead is how much earlier than Lead a batch's leader goes to the
@@ -139,7 +168,9 @@ func (d *delivery) gather(ctx context.Context) {
 	if !d.leads() {
 		return
 	}
-	jobs, err := e.state.ListBatch(ctx, batchOf(j), d.q.Config.BatchMax)
+	d.prelist(ctx)
+	l := <-d.listed
+	jobs, err := l.jobs, l.err
 	if err != nil {
 		e.log.WarnContext(ctx, "batch not gathered: its jobs take new tickets by their watch", "queue", j.Queue, "ticket", j.Ticket, "error", err.Error())
 		return

@@ -29,6 +29,7 @@ func (d *delivery) tryGate(ctx context.Context) (next, error) {
 	if n, err := d.waitForTurn(ctx); n != proceed {
 		return n, err
 	}
+	d.prelist(ctx) // batch.go
 	if n, err := d.checkQueue(ctx); n != proceed || d.admitted {
 		return n, err
 	}

@@ -125,8 +125,9 @@ type delivery struct {
 	// the line (giveUpStart).
 	alone bool
 	// members are, for a batch's leader (leads), the batch's other jobs
-	// it claimed (gather).
+	// it claimed (gather), and listed its list of them (prelist).
 	members []*delivery
+	listed  chan batchList
 }
 
 // next is what a delivery's step leaves Work to do.

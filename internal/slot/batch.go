@@ -41,23 +41,27 @@ type Batch struct {
 	// (Config.BatchWait): a new batch is booked no sooner than Wait
 	// after the take.
 	Wait time.Duration
+	// Margin is how long before its slot (less now) a batch an earlier
+	// take opened stops taking jobs: its leader gathers it then. A batch
+	// the same take opened takes jobs whatever its slot.
+	Margin time.Duration
 }
 
 // TakeBatch is Take for a queue that starts its jobs in batches: a line
 // ticket joins the last batch booked (the same ticket, the same slot)
-// while it holds fewer than b.Max jobs and its slot is not before now;
-// otherwise it opens a new batch, booked as Take books a ticket, no
-// sooner than b.Wait after now. The engine takes with now a lead after
-// the clock, the time a batch's leader goes to the gate and gathers the
-// batch: a job that joins later would miss its call. So n line jobs take as many
+// while it holds fewer than b.Max jobs and, if an earlier take opened
+// it, its slot lies b.Margin or more after now; otherwise it opens a new
+// batch, booked as Take books a ticket, no sooner than b.Wait after now. So n line jobs take as many
 // tickets as the batches they open, each ticket one start against ls,
 // and tickets[k] is the ticket of the k-th line job, slots[k] its slot.
 // The jobs out of line (the last n − line) take a ticket each.
 func TakeBatch(s State, n, line int, ls Limits, skew time.Duration, now time.Time, b Batch) (next State, tickets []int64, slots []time.Time) {
 	tickets = make([]int64, n)
 	slots = make([]time.Time, line)
+	before := s.Ticket
 	for k := range line {
-		if s.BatchFill > 0 && s.BatchFill < b.Max && s.BatchAt.Equal(s.Clock) && !s.BatchAt.Before(now) {
+		open := s.BatchTicket > before || !s.BatchAt.Before(now.Add(b.Margin))
+		if s.BatchFill > 0 && s.BatchFill < b.Max && s.BatchAt.Equal(s.Clock) && open {
 			s.BatchFill++
 			tickets[k], slots[k] = s.BatchTicket, s.BatchAt
 			continue

@@ -14,7 +14,7 @@ import (
 func TestTakeBatchBooksOneSlotABatch(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	ls := Every(100 * time.Millisecond)
-	b := Batch{Max: 10, Wait: 50 * time.Millisecond}
+	b := Batch{Max: 10, Wait: 50 * time.Millisecond, Margin: 60 * time.Millisecond}
 	s, tickets, slots := TakeBatch(State{}, 25, 25, ls, 0, t0, b)
 	for k := range 25 {
 		if want := int64(k/10 + 1); tickets[k] != want {
@@ -35,8 +35,10 @@ func TestTakeBatchBooksOneSlotABatch(t *testing.T) {
 			t.Fatalf("second take, job %d: ticket %d, want %d (5 join batch 3, the rest open batch 4)", k, tk, want)
 		}
 	}
-	// …and opens a new one once its slot has come.
-	at := s.BatchAt.Add(time.Nanosecond)
+	// …and opens a new one once its slot comes within the margin,
+	// though one take's jobs fill the batches it opens whatever the
+	// margin (50ms wait, 60ms margin above).
+	at := s.BatchAt.Add(-b.Margin + time.Nanosecond)
 	_, tickets, slots = TakeBatch(s, 1, 1, ls, 0, at, b)
 	if tickets[0] != 5 || !slots[0].After(s.BatchAt) {
 		t.Fatalf("take %v before the last batch's slot: ticket %d at %v, want a new batch (ticket 5) after it", s.BatchAt.Sub(at), tickets[0], slots[0])
