@@ -15,7 +15,9 @@
 //	                                           purged, paused, paused_until,
 //	                                           interval, take_clock, write_token,
 //	                                           running (capped queues only),
-//	                                           due_pk, due_sk (timed pause only)
+//	                                           due_pk, due_sk (timed pause only),
+//	                                           batch_ticket, batch_at, batch_fill
+//	                                           (batch_max only)
 //	queue config  Q#<queue>           config   queue, config (JSON), created_at,
 //	                                           item_kind = "queue"
 //	resume lease  Q#<queue>           resume   holder, lease_until, released_by,
@@ -45,7 +47,9 @@
 //	                                           (debounce.go)
 //	job           J#<queue>#<job id>  job      queue, job_id, status, ticket, attempt,
 //	                                           queue_status = "<queue>#<status>"
-//	                                           (parked and failed jobs only),
+//	                                           (parked and failed jobs only;
+//	                                           "<queue>#batch" while queued in a
+//	                                           batch it joined, batched),
 //	                                           the other job.Job fields,
 //	                                           line_order, due_pk, due_sk
 //	                                           (parked only), debounce_key
