@@ -54,8 +54,14 @@ const (
 	// range, or batch_max beside settings batches do not take (key
 	// limits, the waiting room's bounds), or a job with a key on a
 	// queue that starts its jobs in batches.
-	CodeInvalidBatch      = "invalid_batch"
-	CodeInvalidMaxRunning = "invalid_max_running"
+	CodeInvalidBatch = "invalid_batch"
+	// CodeInvalidDebounce: a job's debounce_key without a debounce (or
+	// the other way round), or a debounce out of range (more than 0, at
+	// most MaxDebounce); CodeDebounceNotAllowed: a debounced job for a
+	// queue with a waiting room (book_ahead, key_book_ahead).
+	CodeInvalidDebounce    = "invalid_debounce"
+	CodeDebounceNotAllowed = "debounce_not_allowed"
+	CodeInvalidMaxRunning  = "invalid_max_running"
 	// CodeInvalidKeyMaxRunning: a key_max_running out of range (keyed
 	// limits).
 	CodeInvalidKeyMaxRunning = "invalid_key_max_running"
