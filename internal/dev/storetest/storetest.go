@@ -47,6 +47,7 @@ func Run(t *testing.T, newState func(t *testing.T) engine.State) {
 	t.Run("Reconfigure", func(t *testing.T) { testReconfigure(t, newState) })
 	t.Run("Booked", func(t *testing.T) { testBooked(t, newState) })
 	t.Run("Schema", func(t *testing.T) { testSchema(t, newState) })
+	t.Run("Batch", func(t *testing.T) { testBatch(t, newState) })
 }
 
 // base is the suite's fixed "now"; every time passed in derives from it.
