@@ -135,25 +135,25 @@ func (r *bRig) enqueue(eng *engine.Engine, ids ...string) []api.Accepted {
 func (r *bRig) finish(ids []string) map[string]job.Job {
 	r.t.Helper()
 	ctx := r.t.Context()
-	for end := time.Now().Add(testenv.Patience); ; time.Sleep(50 * time.Millisecond) {
-		r.mu.Lock()
-		ran := len(r.runs)
-		r.mu.Unlock()
-		if ran >= len(ids) {
-			break
+	allRan := false
+	defer func() {
+		if allRan {
+			return
 		}
-		if time.Now().After(end) {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			for _, id := range ids {
-				if r.runs[id] == 0 {
-					j, err := r.sim.store.GetJob(ctx, job.Ref{Queue: "b", ID: id})
-					r.t.Errorf("job %s never ran: %s at ticket %d, attempt %d, started %v, slot %v (%v)", id, j.Status, j.Ticket, j.Attempt, j.StartedAt, j.SlotAt, err)
-				}
+		// The wait failed: say where the jobs that never ran stand.
+		for _, id := range ids {
+			if _, ok := r.callOf(id); !ok {
+				j, err := r.sim.store.GetJob(ctx, job.Ref{Queue: "b", ID: id})
+				r.t.Errorf("job %s never ran: %s at ticket %d, attempt %d, started %v, slot %v (%v)", id, j.Status, j.Ticket, j.Attempt, j.StartedAt, j.SlotAt, err)
 			}
-			r.t.Fatalf("waited %v for %d jobs to run; %d ran", testenv.Patience, len(ids), ran)
 		}
-	}
+	}()
+	testenv.WaitFor(r.t, fmt.Sprintf("%d jobs to run", len(ids)), func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.runs) >= len(ids)
+	})
+	allRan = true
 	final := map[string]job.Job{}
 	testenv.WaitFor(r.t, fmt.Sprintf("%d jobs to succeed", len(ids)), func() bool {
 		for _, id := range ids {
