@@ -42,7 +42,7 @@ func TestQueueBatches(t *testing.T) {
 	}
 	at := slices.SortedFunc(maps.Keys(starts), time.Time.Compare)
 	if len(at) != 20 {
-		t.Fatalf("%d starts (%v), want 20 batches of 10", len(at), starts)
+		t.Fatalf("%d starts, want 20 batches of 10", len(at))
 	}
 	skew := time.Duration(q.Config.Skew)
 	for i := 1; i < len(at); i++ {
