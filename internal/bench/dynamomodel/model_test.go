@@ -222,3 +222,33 @@ func TestStaleFormBilled(t *testing.T) {
 		t.Errorf("a gate from a stale read: %+v, want two writes, one refused", u)
 	}
 }
+
+// TestDebounceUnits checks that the model keeps debounce items and bills
+// each step one call on the debounce partition: an open, a join, a
+// refused join after the close (billed as a write), the close, a read.
+func TestDebounceUnits(t *testing.T) {
+	ctx := t.Context()
+	m := dynamomodel.New(memstore.New(memstore.Options{}), dynamomodel.Options{NoLatency: true})
+	now := time.Now().Truncate(time.Millisecond)
+	d := engine.Debounce{Queue: "q", Gen: 1, Key: "k", JobID: "a", Until: now.Add(time.Second), Payload: []byte(`{"n":1}`)}
+	if err := m.OpenDebounce(ctx, d, engine.Debounce{}); err != nil {
+		t.Fatal(err)
+	}
+	d.Payload = []byte(`{"n":2}`)
+	if got, err := m.JoinDebounce(ctx, d, now); err != nil || got.JobID != "a" {
+		t.Fatalf("join: %+v, %v", got, err)
+	}
+	got, err := m.CloseDebounce(ctx, "q", "k", "a", now.Add(2*time.Second))
+	if err != nil || string(got.Payload) != `{"n":2}` {
+		t.Fatalf("close: %+v, %v; want the last payload", got, err)
+	}
+	if _, err := m.JoinDebounce(ctx, d, now.Add(2*time.Second)); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("a join after the close: %v, want ErrConflict", err)
+	}
+	if _, err := m.GetDebounce(ctx, "q", "k"); err != nil {
+		t.Fatal(err)
+	}
+	if u := m.Units(); u.All.Writes != 4 || u.All.Refused != 1 || u.All.Reads != 1 {
+		t.Errorf("units %+v, want 4 writes (open, join, close, the refused join), 1 refused, 1 read", u.All)
+	}
+}
