@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/slotq/slotq/internal/dispatch"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
+	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/job"
 	"github.com/slotq/slotq/internal/memstore"
 	"github.com/slotq/slotq/internal/slot"
@@ -31,10 +33,17 @@ import (
 // DynamoDB Local never shows injected once each. ListBatch's contract is
 // storetest's (batch.go), which TestState runs.
 
+// bConfig is TestBatchesOnDynamoDB's batched queue: a start every 100 ms (a
+// skew that a worker woken late on a loaded host keeps), up to 20 jobs
+// a start, a batch's first job waiting 20 ms for more.
+var bConfig = slot.Config{Interval: 100 * time.Millisecond, Skew: 50 * time.Millisecond, BatchMax: 20, BatchWait: 20 * time.Millisecond,
+	MaxAttempts: 3, Backoff: 100 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+
 // bFaultConfig is the queue of the fault tests: one batch a second,
 // its slot a second after its enqueue, so that its leader comes a lead
 // before the slot and claims its batch before the start on a loaded
-// host too (a batch whose leader comes later gives its start up).
+// host too (a batch whose leader comes later gives its start up, a
+// path TestBatchesOnDynamoDB meets).
 var bFaultConfig = slot.Config{Interval: time.Second, Skew: 50 * time.Millisecond, BatchMax: 20, BatchWait: time.Second,
 	MaxAttempts: 3, Backoff: 100 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 
@@ -120,12 +129,24 @@ func (r *bRig) enqueue(eng *engine.Engine, ids ...string) []api.Accepted {
 	for _, id := range ids {
 		req.Jobs = append(req.Jobs, job.Spec{ID: id, Kind: "b"})
 	}
-	res, err := eng.Enqueue(r.t.Context(), req)
-	if err != nil {
-		r.t.Errorf("enqueue %v: %v", ids, err)
-		return nil
+	// A producer sends a failed call again, as the enqueue function's
+	// callers do with its retryable errors: the ids make it idempotent.
+	// A batched take is a compare-and-set of the queue's state, which
+	// the gates' and the other producers' writes may refuse more often
+	// than its tries on a loaded host.
+	var err error
+	for range 5 {
+		var res engine.EnqueueResult
+		if res, err = eng.Enqueue(r.t.Context(), req); err == nil {
+			return res.Jobs
+		}
+		var in *input.Error
+		if errors.As(err, &in) {
+			break
+		}
 	}
-	return res.Jobs
+	r.t.Errorf("enqueue %v: %v", ids, err)
+	return nil
 }
 
 // finish waits until every job of ids has run and its record is
@@ -235,6 +256,63 @@ func (r *bRig) callOf(id string) (bCall, bool) {
 		}
 	}
 	return bCall{}, false
+}
+
+// Four producers enqueue 300 jobs at once on DynamoDB Local, in
+// requests of 3 to 10, while 32 workers work the queue, its messages
+// delivered twice one time in ten: every enqueue is accepted; every job
+// succeeds, once; each call of the batch handler carries jobs of one
+// ticket and one slot; the calls keep the queue's limit (a start every
+// 100 ms, less the skew); and most jobs run in batches (fewer calls
+// than half the jobs). A job claimed by a leader that then could not
+// run it nor take it back is retried when its lease (10 s) ends.
+func TestBatchesOnDynamoDB(t *testing.T) {
+	r := newBatchRig(t, bConfig, memstore.TransportOptions{VisibilityTimeout: 500 * time.Millisecond, Jitter: 5 * time.Millisecond, DuplicateRate: 0.1, Seed: 59},
+		engine.Options{Lease: 10 * time.Second}, nil)
+	var workErrs atomic.Int64
+	r.work(32, func(job.Envelope, error) { workErrs.Add(1) })
+	const producers, perProducer = 4, 75
+	var mu sync.Mutex
+	var ids []string
+	var told []api.Accepted
+	var wg sync.WaitGroup
+	for p := range producers {
+		rnd := rand.New(rand.NewPCG(59, uint64(p)))
+		wg.Go(func() {
+			for n := 0; n < perProducer; {
+				k := min(perProducer-n, 3+rnd.IntN(8))
+				var req []string
+				for i := range k {
+					req = append(req, fmt.Sprintf("p%d-%03d", p, n+i))
+				}
+				n += k
+				res := r.enqueue(nil, req...)
+				mu.Lock()
+				for _, a := range res {
+					told = append(told, a)
+					ids = append(ids, a.JobID)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(ids) != producers*perProducer {
+		t.Errorf("%d jobs accepted, want %d", len(ids), producers*perProducer)
+	}
+	final := r.finish(ids)
+	r.check(final)
+	r.checkTold(told, final)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.calls) >= len(ids)/2 {
+		t.Errorf("%d calls for %d jobs: want most jobs in batches, fewer calls than %d", len(r.calls), len(ids), len(ids)/2)
+	}
+	largest := 0
+	for _, c := range r.calls {
+		largest = max(largest, len(c.IDs))
+	}
+	t.Logf("%d jobs in %d calls (largest %d); %d work errors (messages kept or sent again)", len(ids), len(r.calls), largest, workErrs.Load())
 }
 
 // idsOf returns n job ids with prefix.

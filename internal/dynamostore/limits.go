@@ -261,8 +261,23 @@ func casGateExprs(r engine.GateRequest, seen slot.State, tok string) exprs {
 // again.
 const casTries = 12
 
+// batchTakeTries bounds the sends of a batched take (TakeRequest.
+// Batched): by compare-and-set of the whole state, its ticket counter
+// included, every other take and every gate's write refuses it once, so
+// a queue with several producers and its workers' gates needs more tries
+// than a window's take.
+const batchTakeTries = 40
+
 // casTake is Take for limits the conditional forms do not cover.
 func (s *Store) casTake(ctx context.Context, r engine.TakeRequest) (engine.Taken, error) {
+	if r.Batched() {
+		tk, seen, ok, err := s.joinTake(ctx, r)
+		if ok || err != nil {
+			return tk, err
+		}
+		r.Seen = seen
+		return s.casTakeIn(ctx, r, batchTakeTries)
+	}
 	return s.casTakeIn(ctx, r, casTries)
 }
 
@@ -271,7 +286,8 @@ func (s *Store) casTakeIn(ctx context.Context, r engine.TakeRequest, tries int) 
 	seen := r.Seen
 	return writeState(ctx, s, stateWrite[engine.Taken]{
 		op: "take ticket", what: "take ticket " + r.Queue, queue: r.Queue, gen: r.Gen, limits: r.LimitList(), tries: tries,
-		exprs: func(tok string) exprs { return casTakeExprs(r, seen, tok) },
+		spread: r.Batched(),
+		exprs:  func(tok string) exprs { return casTakeExprs(r, seen, tok) },
 		after: func(m map[string]types.AttributeValue) (engine.Taken, error) {
 			// The item after a take from seen (or, sent again after it
 			// landed, the item it met, if nothing wrote since).

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/slot"
 )
@@ -191,6 +193,19 @@ type stateWrite[T any] struct {
 	// refused decides on st, the item's state that refused the write (or
 	// that stale sent for): an error ends the write, nil tries again from st.
 	refused func(st slot.State) error
+	// spread, if set, waits a random while, up to a bound that doubles
+	// each try, before trying again after a refusal: writers that
+	// compare-and-set the whole state (batched takes) would else meet
+	// each other again at every try.
+	spread bool
+}
+
+// spreadMax bounds the wait between two tries of a spread write.
+const spreadMax = 32 * time.Millisecond
+
+// spreadWait is the random wait before try (from 1) of a spread write.
+func spreadWait(try int) time.Duration {
+	return time.Duration(rand.Int64N(int64(min(time.Millisecond<<min(try, 10), spreadMax))))
 }
 
 // writeState runs w: one write while nothing else moved the state, and
@@ -208,7 +223,12 @@ func writeState[T any](ctx context.Context, s *Store, w stateWrite[T]) (T, error
 		return w.refused(st)
 	}
 	tok := newToken()
-	for range w.tries {
+	for try := range w.tries {
+		if w.spread && try > 0 {
+			if err := clock.Sleep(ctx, spreadWait(try)); err != nil {
+				return zero, fmt.Errorf("%s: %w", w.what, err)
+			}
+		}
 		if w.stale != nil && w.stale() {
 			// The caller's read may be stale: only the item's own state
 			// refuses.

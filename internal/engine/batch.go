@@ -169,13 +169,23 @@ func (d *delivery) gather(ctx context.Context) {
 		return
 	}
 	d.prelist(ctx)
-	l := <-d.listed
+	listed := d.listed
+	d.listed = nil // a leader that comes to the gate again lists again
+	var l batchList
+	select {
+	case l = <-listed:
+	case <-ctx.Done():
+		l.err = context.Cause(ctx)
+	}
 	jobs, err := l.jobs, l.err
 	if err != nil {
 		e.log.WarnContext(ctx, "batch not gathered: its jobs take new tickets by their watch", "queue", j.Queue, "ticket", j.Ticket, "error", err.Error())
 		return
 	}
 	at := d.gr.Start()
+	// The claims' goroutines may outlive gather (takeBackLate): they
+	// see the leader's delivery as it is now, a copy.
+	tpl := delivery{e: e, q: d.q, queueRead: true, gr: d.gr, st: d.st, admitted: d.admitted, alone: d.alone, now: d.now, at: d.at}
 	claimed := make(chan *delivery, len(jobs)) // nil: not claimed
 	n := 0
 	for _, m := range jobs {
@@ -184,7 +194,7 @@ func (d *delivery) gather(ctx context.Context) {
 			continue
 		}
 		n++
-		go func() { claimed <- d.claimMember(ctx, m, want, at) }()
+		go func() { claimed <- claimMember(ctx, tpl, m, want, at) }()
 	}
 	until := time.NewTimer(at.Sub(e.now()))
 	defer until.Stop()
@@ -196,33 +206,34 @@ func (d *delivery) gather(ctx context.Context) {
 			}
 		case <-until.C:
 			e.log.WarnContext(ctx, "batch gathered in part: the claims still on their way take their jobs to new tickets", "queue", j.Queue, "ticket", j.Ticket, "claimed", len(d.members), "pending", n-got)
-			go d.takeBackLate(ctx, claimed, n-got)
+			go takeBackLate(ctx, claimed, n-got)
 			return
 		}
 	}
 }
 
-// claimMember claims m, a job of the leader's batch queued at version
-// want, at the start at, and returns its delivery; nil if the claim
-// failed.
-func (d *delivery) claimMember(ctx context.Context, m job.Job, want job.Version, at time.Time) *delivery {
-	e := d.e
+// claimMember claims m, a job of the batch whose leader's delivery tpl
+// copies, queued at version want, at the start at, and returns its
+// delivery (tpl's, with m's job); nil if the claim failed.
+func claimMember(ctx context.Context, tpl delivery, m job.Job, want job.Version, at time.Time) *delivery {
+	e := tpl.e
 	if err := e.state.UpdateJob(ctx, *started(&m, at), want); err != nil {
 		if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrJobNotFound) {
 			e.log.WarnContext(ctx, "batch job not claimed: it takes a new ticket by its watch", "queue", m.Queue, "job_id", m.ID, "error", err.Error())
 		}
 		return nil
 	}
-	return &delivery{e: e, env: m.Envelope(), j: m, want: want, q: d.q, queueRead: true,
-		gr: d.gr, st: d.st, admitted: d.admitted, alone: d.alone, now: d.now, at: d.at}
+	md := tpl
+	md.env, md.j, md.want = m.Envelope(), m, want
+	return &md
 }
 
 // takeBackLate takes the jobs of the n claims still on their way when
-// the leader's start came back to new tickets, as they land.
-func (d *delivery) takeBackLate(ctx context.Context, claimed <-chan *delivery, n int) {
+// the leader's start came, as they land, to new tickets (takeBack).
+func takeBackLate(ctx context.Context, claimed <-chan *delivery, n int) {
 	for range n {
 		if md := <-claimed; md != nil {
-			d.takeBack(ctx, md)
+			md.takeBack(ctx)
 		}
 	}
 }
@@ -232,17 +243,18 @@ func (d *delivery) takeBackLate(ctx context.Context, claimed <-chan *delivery, n
 // (takeBack).
 func (d *delivery) giveUpMembers(ctx context.Context) {
 	for _, m := range d.members {
-		d.takeBack(ctx, m)
+		m.takeBack(ctx)
 	}
 	d.members = nil
 }
 
-// takeBack moves m, a job the leader claimed and will not run, back from
-// running to a new ticket, as a job that missed its slot (reticket):
-// no worker of its own would take it to the gate again at its ticket.
-// Refused, the job is retried when its lease ends, as any lost attempt.
-func (d *delivery) takeBack(ctx context.Context, m *delivery) {
-	e, j := d.e, &m.j
+// takeBack moves d's job, which its batch's leader claimed and will not run,
+// back from running to a new ticket, as a job that missed its slot
+// (reticket): no worker of its own would take it to the gate again at
+// its ticket. Refused, the job is retried when its lease ends, as any
+// lost attempt.
+func (d *delivery) takeBack(ctx context.Context) {
+	e, j := d.e, &d.j
 	rctx, cancel := e.recordContext(ctx)
 	defer cancel()
 	unstarted(j)
