@@ -54,11 +54,12 @@ func batchOf(j *job.Job) BatchRef { return BatchRef{Queue: j.Queue, Gen: j.Gen, 
 // unless it missed the member.
 const memberWait = time.Second
 
-// batchOf is how the take books the line tickets of a queue under cfg
-// (TakeRequest.Batch): a batch stops taking jobs a lead before its
-// leader lists it (the take's now is the clock plus a lead, and the
-// leader goes to the gate two leads before the slot: gatherLead).
-func (e *enqueuer) batchOf(cfg slot.Config) slot.Batch {
+// batchBooking is how the take books the line tickets of a queue under
+// cfg (TakeRequest.Batch): a batch an earlier take opened stops taking
+// jobs when its leader lists it (the take's now is the clock plus a
+// lead, the margin another lead, and the leader goes to the gate two
+// leads before the slot: gatherLead).
+func (e *enqueuer) batchBooking(cfg slot.Config) slot.Batch {
 	return slot.Batch{Max: cfg.BatchMax, Wait: cfg.BatchWait, Margin: e.opts.Lead}
 }
 

@@ -140,7 +140,7 @@ func (e *enqueuer) assignSlots(ctx context.Context, q *Queue, jobs []*job.Job, c
 		tr := TakeRequest{Queue: q.Name, N: len(jobs), Line: line, Limits: ls, Skew: q.Config.Skew, Now: now, Seen: q.State, Gen: q.Gen,
 			OutOfLine: lineEnd == 0, LineEnd: lineEnd}
 		if q.Config.Batched() {
-			tr.Batch = e.batchOf(q.Config)
+			tr.Batch = e.batchBooking(q.Config)
 		}
 		e.cutIns(&tr, q.Config, jobs, inLine)
 		taken, err := e.state.Take(ctx, tr)
