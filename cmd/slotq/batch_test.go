@@ -7,15 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/dev/localtest"
 	"github.com/slotq/slotq/pkg/api"
+	"github.com/slotq/slotq/pkg/local"
 )
 
-// issue's check of batches on slotq local: a queue created with
+// The check of batches on slotq local: a queue created with
 // --rate 10/1s --batch-max 10 --batch-wait 50ms and 200 echo jobs
 // enqueued at once finish in 20 starts at least 100 ms apart (less the
-// skew), every job succeeded once.
+// skew), every job succeeded once. The runtime's lead is 50 ms, a
+// stack's kind (SlotLead, 500 ms by default) rather than the embedded
+// store's 2 ms: a leader claims its batch within a lead before its start,
+// which under the race detector on a busy host takes longer than 2 ms.
+// A job its leader could not claim in time takes a new ticket
+// (job.Retickets) and starts in a later start: such jobs add as many
+// starts at most, never a start closer to another than the limit allows.
 func TestQueueBatches(t *testing.T) {
-	c := cli{t: t, endpoint: runLocalRuntime(t)}
+	c := cli{t: t, endpoint: localtest.Start(t, local.Options{Lead: 50 * time.Millisecond}).InvokeURL}
 	c.ok("queues", "create", "bq", "--rate", "10/1s", "--batch-max", "10", "--batch-wait", "50ms")
 	var qs []api.Queue
 	c.okJSON(&qs, "queues")
@@ -32,6 +40,7 @@ func TestQueueBatches(t *testing.T) {
 		t.Fatalf("%d jobs accepted, want 200", len(res.Jobs))
 	}
 	starts := map[time.Time]int{}
+	reticketed := 0
 	for n := 1; n <= 200; n++ {
 		var j api.Job
 		c.okJSON(&j, "jobs", "get", "bq", fmt.Sprintf("b-%d", n), "--wait", "--timeout", "2m")
@@ -39,10 +48,13 @@ func TestQueueBatches(t *testing.T) {
 			t.Fatalf("job %s: %s at attempt %d, want succeeded at its first", j.ID, j.Status, j.Attempt)
 		}
 		starts[j.StartedAt]++
+		if j.Retickets > 0 {
+			reticketed++
+		}
 	}
 	at := slices.SortedFunc(maps.Keys(starts), time.Time.Compare)
-	if len(at) != 20 {
-		t.Fatalf("%d starts, want 20 batches of 10", len(at))
+	if len(at) < 20 || len(at) > 20+reticketed || reticketed > 20 {
+		t.Fatalf("%d starts, %d jobs re-ticketed: want 20 batches of 10 (and at most a start more per job a busy host re-ticketed, at most 20 of them)", len(at), reticketed)
 	}
 	skew := time.Duration(q.Config.Skew)
 	for i := 1; i < len(at); i++ {

@@ -57,8 +57,8 @@ const memberWait = time.Second
 // batchBooking is how the take books the line tickets of a queue under
 // cfg (TakeRequest.Batch): a batch an earlier take opened stops taking
 // jobs when its leader lists it (the take's now is the clock plus a
-// lead, the margin another lead, and the leader goes to the gate two
-// leads before the slot: gatherLead).
+// lead, the margin the leader's gather lead, and the leader goes to the
+// gate a lead and its gather lead before the slot).
 func (e *enqueuer) batchBooking(cfg slot.Config) slot.Batch {
 	return slot.Batch{Max: cfg.BatchMax, Wait: cfg.BatchWait, Margin: e.opts.Lead}
 }
@@ -124,9 +124,11 @@ func (d *delivery) prelist(ctx context.Context) {
 	}()
 }
 
-// gatherLead is how much earlier than Lead a batch's leader goes to the
-// gate: a lead more, for its claims of the batch's jobs (gather) before
-// the start, which a worker later than the queue's skew gives up.
+// gatherLead is how much earlier than Lead the delivery goes to the
+// gate: for a batch's leader a lead more, for its claims of the batch's
+// jobs (gather) before the start, which a worker later than the queue's
+// skew gives up (a host too busy for them takes the jobs it could not
+// claim in time to new tickets: takeBack); 0 for any other.
 func (d *delivery) gatherLead() time.Duration {
 	if d.leads() {
 		return d.e.opts.Lead
