@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotq/slotq/internal/clock"
 	"github.com/slotq/slotq/internal/engine"
 	"github.com/slotq/slotq/internal/input"
 	"github.com/slotq/slotq/internal/job"
@@ -82,7 +83,7 @@ func (f *debounceFaults) OpenDebounce(ctx context.Context, d, prev engine.Deboun
 // meanwhile.
 func (f *debounceFaults) GetDebounce(ctx context.Context, queue, key string) (engine.Debounce, error) {
 	if f.crash("slow open") {
-		time.Sleep(1500 * time.Millisecond)
+		_ = clock.Sleep(ctx, 1500*time.Millisecond) // on the bubble's clock
 	}
 	return f.DebounceStore.GetDebounce(ctx, queue, key)
 }
@@ -173,7 +174,7 @@ func burst(s *sim, queue, key, name string, from, n int, apart, debounce time.Du
 		}
 		out = append(out, e)
 		if i < n-1 {
-			time.Sleep(apart)
+			_ = clock.Sleep(context.Background(), apart)
 		}
 	}
 	return out
@@ -228,7 +229,7 @@ func TestDebounceBurst(t *testing.T) {
 		s.mux.HandleFunc("deb", r.handle)
 		enq := burst(s, "deb", "k", "a", 0, 50, 40*time.Millisecond, time.Second)
 		lastAt := enq[len(enq)-1].At
-		time.Sleep(time.Minute)
+		_ = clock.Sleep(context.Background(), time.Minute)
 		starts := r.started()
 		if len(starts) != 1 {
 			t.Fatalf("%d starts, want 1: %+v", len(starts), starts)
@@ -268,14 +269,14 @@ func TestDebounceCrashes(t *testing.T) {
 				r := &debounceRun{}
 				s.mux.HandleFunc("deb", r.handle)
 				enq := burst(s, "deb", "k", "a", 0, 50, 40*time.Millisecond, time.Second)
-				time.Sleep(2 * time.Minute)
+				_ = clock.Sleep(context.Background(), 2*time.Minute)
 				if !f.didCrash() {
 					t.Fatalf("no crash %s", at)
 				}
 				checkDebounced(t, enq, r.started())
 				n := len(r.started())
 				enq2 := burst(s, "deb", "k", "b", 100, 5, 100*time.Millisecond, time.Second)
-				time.Sleep(time.Minute)
+				_ = clock.Sleep(context.Background(), time.Minute)
 				starts := r.started()
 				if len(starts) != n+1 {
 					t.Fatalf("the second burst made %d starts, want 1: %+v", len(starts)-n, starts[n:])
@@ -308,7 +309,7 @@ func TestDebounceJoinsAtOnce(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		time.Sleep(time.Minute)
+		_ = clock.Sleep(context.Background(), time.Minute)
 		starts := r.started()
 		for _, e := range all {
 			if e.Err != nil {
@@ -377,12 +378,12 @@ func TestDebounceAfterCancel(t *testing.T) {
 		if _, err := s.eng.CancelJob(context.Background(), job.Ref{Queue: "deb", ID: "a-0"}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Second)
+		_ = clock.Sleep(context.Background(), 5*time.Second)
 		late := burst(s, "deb", "k", "b", 10, 1, 0, time.Second)
 		if a := late[0].Ans; late[0].Err != nil || a.Status == api.StatusDebounced {
 			t.Fatalf("enqueued after the cancelled job's debounce: %+v (error %v), want a job of its own", a, late[0].Err)
 		}
-		time.Sleep(time.Minute)
+		_ = clock.Sleep(context.Background(), time.Minute)
 		starts := r.started()
 		if len(starts) != 1 || starts[0].ID != "b-0" || starts[0].N != 10 {
 			t.Fatalf("starts %+v, want b-0 alone; first burst %+v", starts, enq)
