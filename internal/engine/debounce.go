@@ -119,10 +119,7 @@ func (e *enqueuer) checkDebounce(cfg slot.Config, req job.EnqueueRequest, specs 
 		if s.DebounceKey == "" {
 			continue
 		}
-		field := fmt.Sprintf("jobs[%d].debounce_key", i)
-		if req.Job != nil {
-			field = "job.debounce_key"
-		}
+		field := req.SpecField(i, "debounce_key")
 		if _, ok := e.debounces(); !ok {
 			return fmt.Errorf("%s: %w", field, ErrNoDebounce)
 		}

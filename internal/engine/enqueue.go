@@ -377,21 +377,17 @@ func (e *enqueuer) createForEnqueue(ctx context.Context, q Queue) (Queue, error)
 func (e *enqueuer) checkTargets(cfg slot.Config, req job.EnqueueRequest, specs []job.Spec) error {
 	kinds, _ := e.runner.(Kinds)
 	for i, s := range specs {
-		prefix := fmt.Sprintf("jobs[%d].", i)
-		if req.Job != nil {
-			prefix = "job."
-		}
 		if s.Target != "" {
 			if err := cfg.CheckTarget(s.Target); err != nil {
-				return input.Invalid("target_not_allowed", prefix+"target",
+				return input.Invalid("target_not_allowed", req.SpecField(i, "target"),
 					fmt.Sprintf("queue %s does not allow target %q: %v; a queue allows the targets its config.targets match (configure), and a private or loopback address those its config.allow_networks hold", req.Queue, s.Target, err))
 			}
 		}
 		if s.Key != "" && cfg.Batched() {
-			return input.Invalid("invalid_batch", prefix+"key", fmt.Sprintf("queue %s starts its jobs in batches of up to %d (batch_max), which do not take keys yet: leave the key out, or use a queue without batch_max", req.Queue, cfg.BatchMax))
+			return input.Invalid("invalid_batch", req.SpecField(i, "key"), fmt.Sprintf("queue %s starts its jobs in batches of up to %d (batch_max), which do not take keys yet: leave the key out, or use a queue without batch_max", req.Queue, cfg.BatchMax))
 		}
 		if s.Kind != "" && kinds != nil && !kinds.Has(s.Kind) {
-			return input.Invalid("unknown_kind", prefix+"kind", fmt.Sprintf("no handler is registered for kind %q: register one in the worker's Mux (pkg/worker, local.Options.Mux), or use a built-in kind (echo, sleep, fail)", s.Kind))
+			return input.Invalid("unknown_kind", req.SpecField(i, "kind"), fmt.Sprintf("no handler is registered for kind %q: register one in the worker's Mux (pkg/worker, local.Options.Mux), or use a built-in kind (echo, sleep, fail)", s.Kind))
 		}
 	}
 	return nil

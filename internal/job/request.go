@@ -76,6 +76,16 @@ func (r *EnqueueRequest) reserved(field, id string) *input.Error {
 	return input.Invalid("reserved_id", field, fmt.Sprintf("id %q has the form of a schedule's occurrence (NAME:TIME, such as beat:2026-11-25T07:00:00.000Z), which only schedules make: give another id", truncate(id, 140)))
 }
 
+// SpecField is the full path of field name of the i-th job of the
+// request, as errors name it: "job.name" for a request of one job,
+// "jobs[i].name" for a batch.
+func (r *EnqueueRequest) SpecField(i int, name string) string {
+	if r.Job != nil {
+		return "job." + name
+	}
+	return fmt.Sprintf("jobs[%d].%s", i, name)
+}
+
 // Specs returns the request's jobs, one or many.
 func (r *EnqueueRequest) Specs() []Spec {
 	if r.Job != nil {
