@@ -23,7 +23,14 @@
 //   - It calls its target only within the skew after s; later, it gives
 //     the start up (the job takes a new ticket: a missed slot).
 //
-// Where sits: internal/dev, beside the emulators; it runs no AWS call.
+// That is precision.go: each job alone, in an invocation of its own.
+// window.go runs one queue at a rate through the event source's batches
+// and its batching window (Model.Rate, Model.Window): what the window does
+// to the starts, the jobs per invocation and the worker's cost, the table
+// `go run ./internal/bench/precision/cmd/precision -table window` prints.
+//
+// Where it sits: internal/bench, beside the other models; it runs no AWS
+// call.
 package precision
 
 import (
@@ -69,6 +76,22 @@ type Model struct {
 	// Gate is one of the worker's three DynamoDB calls before a start;
 	// Wake the timer's lateness after its sleep.
 	Gate, Wake Dist
+
+	// Rate, if more than 0, runs one queue of that many jobs a second, a
+	// job a slot at the queue's interval, through the event source's
+	// batches (window.go); 0 runs each job alone in an invocation of its
+	// own, as the lead's table does.
+	Rate float64
+	// Window is the event source's MaximumBatchingWindowInSeconds (0, the
+	// stack's, by default). SendEarly sends each message Lead + Window
+	// before its slot instead of Lead, so that the window's wait comes out
+	// of the message's margin rather than the job's start.
+	Window    time.Duration
+	SendEarly bool
+	// Gather is how long after a batch's first message a receive still
+	// finds messages that became visible with it, at any window; Target
+	// is the target's run after a start, billed with the invocation.
+	Gather, Target time.Duration
 }
 
 // Result is what a run of the model gave.
@@ -82,6 +105,11 @@ type Result struct {
 	// Wait is the mean time a worker waits for the slot once invoked,
 	// billed as the function's duration.
 	Wait time.Duration
+	// Invocations is how many worker invocations ran the jobs; Billed
+	// their duration summed, a cold start's init included: the sleeps to
+	// the slots, the gate's calls and the targets' runs.
+	Invocations int
+	Billed      time.Duration
 }
 
 // MissedShare is the share of starts given up.
@@ -90,16 +118,21 @@ func (r Result) MissedShare() float64 { return float64(r.Missed) / float64(r.Job
 // Run runs the model for jobs jobs from seed: the same arguments give the
 // same result.
 func (m Model) Run(jobs int, seed uint64) Result {
+	if m.Rate > 0 {
+		return m.runBatched(jobs, seed)
+	}
 	r := rand.New(rand.NewPCG(seed, seed^0x5107))
-	res := Result{Jobs: jobs}
+	res := Result{Jobs: jobs, Invocations: jobs}
 	var late []time.Duration
 	var wait time.Duration
 	for range jobs {
 		u := time.Duration(r.Float64() * float64(time.Second))
 		recv := -m.Lead - u + m.Pickup.sample(r)
+		var cold time.Duration
 		if r.Float64() < m.ColdShare {
-			recv += m.Cold.sample(r)
+			cold = m.Cold.sample(r)
 		}
+		recv += cold
 		done := max(recv, -m.Lead)
 		for range 3 {
 			done += m.Gate.sample(r)
@@ -108,16 +141,31 @@ func (m Model) Run(jobs int, seed uint64) Result {
 		wait += max(0, start-recv)
 		if start > m.Skew {
 			res.Missed++
+			res.Billed += billed(done - recv + cold)
 			continue
 		}
+		res.Billed += billed(start + m.Target - recv + cold)
 		late = append(late, max(0, start))
 	}
-	slices.Sort(late)
-	if n := len(late); n > 0 {
-		res.LateP50, res.LateP99 = late[n/2], late[min(n-1, n*99/100)]
-	}
+	res.LateP50, res.LateP99 = percentiles(late)
 	res.Wait = wait / time.Duration(jobs)
 	return res
+}
+
+// percentiles are the median and the 99th percentile of late, which it
+// sorts.
+func percentiles(late []time.Duration) (p50, p99 time.Duration) {
+	slices.Sort(late)
+	if n := len(late); n > 0 {
+		return late[n/2], late[min(n-1, n*99/100)]
+	}
+	return 0, 0
+}
+
+// billed is an invocation's duration as Lambda bills it: rounded up to
+// the millisecond.
+func billed(d time.Duration) time.Duration {
+	return max(0, d+time.Millisecond-1).Truncate(time.Millisecond)
 }
 
 // The published figures the model starts from. Each is a parameter: a

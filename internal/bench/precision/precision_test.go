@@ -1,9 +1,11 @@
 package precision_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +135,113 @@ func TestStackLeadFromModel(t *testing.T) {
 		if share > 0.01 {
 			t.Errorf("%s: SlotLead %v gives up %.2f%% of starts, more than 1%%", sc.Name, lead, 100*share)
 		}
+	}
+}
+
+// A batching window delays a message up to the window after it became
+// visible: sent only a lead ahead, a quiet queue's starts are missed
+// (most of them at 5 s); sent the window earlier as well, they are kept
+// as without a window, and the worker sleeps longer: the jobs a batch
+// holds for its last one wait for it.
+func TestWindowNeedsSendingEarly(t *testing.T) {
+	skew := 10 * time.Millisecond
+	base := precision.WindowModel(1, 0, false, skew).Run(20000, 5)
+	if share := base.MissedShare(); share > 0.01 {
+		t.Fatalf("no window at 1 job/s: %.2f%% missed, want under 1%%", 100*share)
+	}
+	for _, w := range []time.Duration{time.Second, 5 * time.Second} {
+		late := precision.WindowModel(1, w, false, skew).Run(20000, 5)
+		early := precision.WindowModel(1, w, true, skew).Run(20000, 5)
+		if share := late.MissedShare(); share < 0.4 {
+			t.Errorf("window %v, sent a lead ahead: %.2f%% missed; the window's wait is more than the lead", w, 100*share)
+		}
+		if share := early.MissedShare(); share > base.MissedShare()+0.005 {
+			t.Errorf("window %v, sent lead + window ahead: %.2f%% missed, want about the %.2f%% without a window", w, 100*share, 100*base.MissedShare())
+		}
+		if early.Wait < base.Wait+w/5 {
+			t.Errorf("window %v sent early: mean wait %v, want the %v without a window and a share of the window", w, early.Wait, base.Wait)
+		}
+	}
+	if share := precision.WindowModel(1, 5*time.Second, false, skew).Run(20000, 5).MissedShare(); share < 0.5 {
+		t.Errorf("window 5s at lead %v: %.2f%% missed, want most", precision.WindowLead, 100*share)
+	}
+}
+
+// One invocation serves the jobs a batch gathered: without a window only
+// those one receive finds together (one a second: nearly one each; at
+// 100/s a few), with one the batch fills at a busy rate, and the worker's cost
+// per job falls with the invocations and the receives.
+func TestWindowBatchesJobs(t *testing.T) {
+	skew := 10 * time.Millisecond
+	if n := precision.WindowModel(1, 0, false, skew).Run(5000, 2).JobsPerInvocation(); n > 1.05 {
+		t.Errorf("1 job/s, no window: %.3f jobs per invocation, want about 1", n)
+	}
+	if n := precision.WindowModel(100, 0, false, skew).Run(20000, 2).JobsPerInvocation(); n <= 1.5 || n >= 4 {
+		t.Errorf("100 jobs/s, no window: %.2f jobs per invocation, want those of a receive's %v: 1.5 to 4", n, precision.ReceiveGather)
+	}
+	if n := precision.WindowModel(1, 5*time.Second, true, skew).Run(5000, 2).JobsPerInvocation(); n < 4.5 || n > 6.5 {
+		t.Errorf("1 job/s, window 5s: %.2f jobs per invocation, want about 5", n)
+	}
+	for _, w := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second} {
+		for _, early := range []bool{false, true} {
+			if n := precision.WindowModel(100, w, early, skew).Run(20000, 2).JobsPerInvocation(); n < 9.5 {
+				t.Errorf("100 jobs/s, window %v, early %v: %.2f jobs per invocation, want nearly %d", w, early, n, precision.BatchSize)
+			}
+		}
+	}
+	alone := precision.WindowModel(10, 0, false, skew).Run(20000, 2).WorkerCost()
+	batched := precision.WindowModel(10, time.Second, true, skew).Run(20000, 2).WorkerCost()
+	if batched > alone/2 {
+		t.Errorf("10 jobs/s: the worker costs $%.2f per million jobs with a 1 s window sent early, $%.2f without: want under half", batched, alone)
+	}
+}
+
+// WorkerCost prices an invocation, one receive and one delete, and the
+// billed duration at 128 MB, with the prices of internal/bench/costs
+// (copied: that package links the real adapters).
+func TestWorkerCostPrices(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "costs", "prices.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	price := func(name string) float64 {
+		m := regexp.MustCompile(`\b` + name + `:\s+([0-9.]+),`).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("internal/bench/costs/prices.go sets no %s", name)
+		}
+		v, err := strconv.ParseFloat(string(m[1]), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	perInvocation := precision.Result{Jobs: 1000, Invocations: 1000}.WorkerCost()
+	if want := price("LambdaMillion") + 2*price("SQSMillion"); math.Abs(perInvocation-want) > 1e-9 {
+		t.Errorf("a job an invocation, nothing billed: $%.4f per million, want $%.4f (an invocation, a receive, a delete)", perInvocation, want)
+	}
+	perSecond := precision.Result{Jobs: 1000, Billed: 1000 * time.Second}.WorkerCost()
+	if want := 128.0 / 1024 * price("LambdaGBSecond") * 1e6; math.Abs(perSecond-want) > 1e-9 {
+		t.Errorf("a billed second a job, no invocation: $%.4f per million, want $%.4f", perSecond, want)
+	}
+}
+
+// TestWindowTable: the window's table (cmd/precision -table window) has a
+// row per rate and window, sent a lead ahead and, with a window, a lead
+// and the window ahead; it is seeded like the lead's.
+func TestWindowTable(t *testing.T) {
+	table := precision.WindowTable(1000, 10*time.Millisecond)
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	rows := len(precision.Rates) * (2*len(precision.Windows) - 1)
+	if len(lines) != 2+rows {
+		t.Fatalf("%d lines, want a header, its rule and %d rows:\n%s", len(lines), rows, table)
+	}
+	cells := regexp.MustCompile(`^\| [0-9.]+ \| \S+ \| \S+ \| \d+\.\d\d% \| \S+ \| \S+ \| \d+\.\d\d \| \d+\.\d{3} \| \d+\.\d\d \|$`)
+	for _, line := range lines[2:] {
+		if !cells.MatchString(line) {
+			t.Errorf("row %q is not a rate, a window, a send, a share, two latenesses, jobs per invocation, seconds and dollars", line)
+		}
+	}
+	if again := precision.WindowTable(1000, 10*time.Millisecond); again != table {
+		t.Errorf("two runs of the same table differ:\n%s\n%s", table, again)
 	}
 }
