@@ -363,7 +363,9 @@ func TestFunctionPolicies(t *testing.T) {
 // their users do and no more: a producer invokes the enqueue function
 // (pkg/client's Enqueue); an operator invokes the enqueue and admin
 // functions (the slotq CLI), reads the stack's outputs (slotq --stack:
-// DescribeStacks) and looks at the dashboard, metrics and alarms.
+// DescribeStacks) and looks at the dashboard, metrics and alarms. A
+// statement some stacks have only (the dashboard's, under the condition
+// that makes the dashboard) is listed as "if CONDITION: resource".
 func TestAccessPolicies(t *testing.T) {
 	tmpl := transform(t, filepath.Join(root, "template.yaml"))
 	statements := func(id string) map[string][]string {
@@ -374,13 +376,20 @@ func TestAccessPolicies(t *testing.T) {
 		}
 		out := map[string][]string{}
 		for _, st := range asList(asMapAny(r.Properties["PolicyDocument"])["Statement"]) {
-			st := asMapAny(st)
+			cond := ""
+			if args, ok := asMapAny(st)["Fn::If"].([]any); ok && len(args) == 3 {
+				if jsonString(args[2]) != `{"Ref":"AWS::NoValue"}` {
+					t.Errorf("%s: a statement under %v has an else: %v", id, args[0], args[2])
+				}
+				cond = fmt.Sprintf("if %v: ", args[0])
+			}
+			st := asMapAny(ifTrue(st))
 			if st["Effect"] != "Allow" {
 				t.Errorf("%s: %v", id, st)
 			}
 			for _, a := range asList(st["Action"]) {
 				for _, res := range asList(st["Resource"]) {
-					out[a.(string)] = append(out[a.(string)], jsonString(res))
+					out[a.(string)] = append(out[a.(string)], cond+jsonString(res))
 				}
 			}
 		}
@@ -392,7 +401,7 @@ func TestAccessPolicies(t *testing.T) {
 		"OperatorPolicy": {
 			"lambda:InvokeFunction":         {arn("EnqueueFunction"), arn("AdminFunction")},
 			"cloudformation:DescribeStacks": {`{"Ref":"AWS::StackId"}`},
-			"cloudwatch:GetDashboard":       {`{"Fn::Sub":"arn:${AWS::Partition}:cloudwatch::${AWS::AccountId}:dashboard/${Dashboard}"}`},
+			"cloudwatch:GetDashboard":       {`if HasDashboard: {"Fn::Sub":"arn:${AWS::Partition}:cloudwatch::${AWS::AccountId}:dashboard/${StackDashboard}"}`},
 			"cloudwatch:GetMetricData":      {`"*"`},
 			"cloudwatch:ListMetrics":        {`"*"`},
 			"cloudwatch:DescribeAlarms":     {`"*"`},
@@ -402,6 +411,9 @@ func TestAccessPolicies(t *testing.T) {
 		if got := statements(id); !reflect.DeepEqual(got, w) {
 			t.Errorf("%s allows %v, want %v", id, got, w)
 		}
+	}
+	if c := tmpl.Resources["StackDashboard"].Condition; c != "HasDashboard" {
+		t.Errorf("StackDashboard's Condition is %q; OperatorPolicy names it under HasDashboard", c)
 	}
 	outputs := templateNode(t, filepath.Join(root, "template.yaml"))
 	for out, policy := range map[string]string{"ProducerPolicyArn": "ProducerPolicy", "OperatorPolicyArn": "OperatorPolicy"} {

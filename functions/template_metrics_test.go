@@ -2,6 +2,7 @@ package functions_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,9 +39,9 @@ func emitted() []string {
 // queue's. It shows the figures operations asks for.
 func TestTemplateDashboardMetrics(t *testing.T) {
 	res := get(templateNode(t, filepath.Join(root, "template.yaml")), "Resources")
-	sub := get(get(get(res, "Dashboard"), "Properties"), "DashboardBody")
+	sub := get(get(get(res, "StackDashboard"), "Properties"), "DashboardBody")
 	if sub == nil || sub.Tag != "!Sub" || len(sub.Content) != 2 {
-		t.Fatal("Dashboard.Properties.DashboardBody is not a !Sub [body, variables]")
+		t.Fatal("StackDashboard.Properties.DashboardBody is not a !Sub [body, variables]")
 	}
 	vars := sub.Content[1]
 	// The dashboard's namespace is the one the functions are told to
@@ -190,18 +191,77 @@ func TestTemplateAlarms(t *testing.T) {
 	if p := get(get(res, "ResumeBacklogAlarm"), "Properties"); p != nil && get(p, "Dimensions") != nil {
 		t.Errorf("ResumeBacklogAlarm has Dimensions; ResumeBacklog is published for the stack, under none")
 	}
-	// Lag is written only with a queue dimension (the resume function's
-	// per-queue figures): its alarm exists only then, and the share of
-	// missed slots, which every worker writes, stands in without one.
-	if c := get(get(res, "LagAlarm"), "Condition"); c == nil || c.Value != "HasMetricsDimension" {
-		t.Errorf("LagAlarm has no Condition HasMetricsDimension: without a queue dimension nothing writes Lag, and the alarm would have no data")
-	}
-	for _, want := range []string{"LagAlarm", "MissedSlotsAlarm", "ResumeBacklogAlarm", "JobFailuresAlarm", "DeadLetterAlarm", "WorkerErrorsAlarm", "WorkerThrottlesAlarm",
-		"WorkerDurationAlarm", "ResumeErrorsAlarm", "ResumeMissedAlarm", "EnqueueErrorsAlarm", "EnqueueThrottlesAlarm",
-		"AdminErrorsAlarm", "AdminThrottlesAlarm", "TableThrottlesAlarm", "TableErrorsAlarm", "RecursionAlarm"} {
+	for _, want := range everyAlarm {
 		if !slices.Contains(alarms, want) {
 			t.Errorf("no %s", want)
 		}
+	}
+}
+
+// everyAlarm lists the alarms the operations guide promises, which a
+// stack deployed with Alarms=all and a queue dimension has.
+var everyAlarm = []string{"LagAlarm", "MissedSlotsAlarm", "ResumeBacklogAlarm", "JobFailuresAlarm", "DeadLetterAlarm", "WorkerErrorsAlarm", "WorkerThrottlesAlarm",
+	"WorkerDurationAlarm", "ResumeErrorsAlarm", "ResumeMissedAlarm", "EnqueueErrorsAlarm", "EnqueueThrottlesAlarm",
+	"AdminErrorsAlarm", "AdminThrottlesAlarm", "TableThrottlesAlarm", "TableErrorsAlarm", "RecursionAlarm"}
+
+// Which alarms and dashboard a stack gets, by its parameters: by default
+// DeadLetterAlarm only (a message lost is the one signal an idle stack
+// pays for, docs/costs.md) and no dashboard; every alarm with Alarms=all,
+// but LagAlarm only with a queue dimension too (nothing writes Lag
+// without one: the share of missed slots, which every worker writes,
+// stands in); none with Alarms=none; the dashboard with Dashboard=true.
+func TestTemplateAlarmSets(t *testing.T) {
+	tmpl := loadTemplate(t)
+	res := get(templateNode(t, filepath.Join(root, "template.yaml")), "Resources")
+	made := func(params map[string]string) (alarms []string, dashboard bool) {
+		t.Helper()
+		r := tmpl.Resolver()
+		maps.Copy(r.Params, params)
+		for _, id := range keys(res) {
+			typ := get(get(res, id), "Type").Value
+			if typ != "AWS::CloudWatch::Alarm" && typ != "AWS::CloudWatch::Dashboard" {
+				continue
+			}
+			if c := get(get(res, id), "Condition"); c != nil {
+				yes, err := r.Condition(c.Value)
+				if err != nil {
+					t.Fatalf("%s: %v", id, err)
+				}
+				if !yes {
+					continue
+				}
+			}
+			if typ == "AWS::CloudWatch::Dashboard" {
+				dashboard = true
+				continue
+			}
+			alarms = append(alarms, id)
+		}
+		slices.Sort(alarms)
+		return alarms, dashboard
+	}
+	withoutLag := slices.DeleteFunc(slices.Clone(everyAlarm), func(a string) bool { return a == "LagAlarm" })
+	for _, tt := range []struct {
+		name      string
+		params    map[string]string
+		alarms    []string
+		dashboard bool
+	}{
+		{"Defaults", nil, []string{"DeadLetterAlarm"}, false},
+		{"All", map[string]string{"Alarms": "all"}, withoutLag, false},
+		{"AllPerQueue", map[string]string{"Alarms": "all", "MetricsDimension": "Queue"}, everyAlarm, false},
+		{"DeadLetterPerQueue", map[string]string{"Alarms": "dead-letter", "MetricsDimension": "Queue"}, []string{"DeadLetterAlarm"}, false},
+		{"None", map[string]string{"Alarms": "none", "MetricsDimension": "Queue"}, nil, false},
+		{"Dashboard", map[string]string{"Dashboard": "true"}, []string{"DeadLetterAlarm"}, true},
+		{"Production", map[string]string{"Alarms": "all", "Dashboard": "true"}, withoutLag, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			alarms, dashboard := made(tt.params)
+			want := slices.Sorted(slices.Values(tt.alarms))
+			if !slices.Equal(alarms, want) || dashboard != tt.dashboard {
+				t.Errorf("alarms %v, dashboard %v; want %v, %v", alarms, dashboard, want, tt.dashboard)
+			}
+		})
 	}
 }
 

@@ -76,7 +76,12 @@ func TestTemplateRefusesBadSettings(t *testing.T) {
 			"WorkerReservedConcurrency": "100", "WorkerMaxConcurrency": "100",
 			"TracingLayerArn": arm64Layer, "TracingEndpoint": "http://localhost:4318",
 			"AllowedTargets": strings.Repeat("https://a.example.com/*,", 42)[:1000],
+			"Alarms":         "all", "Dashboard": "true",
 		}, nil},
+		{"NoAlarms", map[string]string{"Alarms": "none"}, nil},
+		// The alarms are picked by name: a misspelt set is refused, not
+		// taken for none.
+		{"AlarmsMisspelt", map[string]string{"Alarms": "All"}, []string{"Parameters.Alarms"}},
 		// The event source would run more workers than the reservation
 		// lets Lambda start: throttled messages come back, and after five
 		// receives go to the dead-letter queue.

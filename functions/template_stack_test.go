@@ -55,6 +55,7 @@ type cfnTemplate struct {
 	Conditions map[string]any
 	Resources  map[string]struct {
 		Type           string
+		Condition      string
 		DeletionPolicy string
 		Properties     map[string]any
 	}
