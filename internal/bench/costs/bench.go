@@ -443,17 +443,32 @@ func (b *bench) measure(ctx context.Context, sc scenario) (result, error) {
 	return r, nil
 }
 
-// fixed is what one resume run costs when it has nothing to do, for one
-// queue: the price of the schedule, paid whether jobs come or not.
+// fixed is what one resume run costs when it has nothing to do, on a
+// table whose queues are all idle: the price of the schedule, paid
+// whether jobs come or not.
 type fixed struct {
-	bill awssim.Bill
-	busy time.Duration
+	queues int
+	bill   awssim.Bill
+	busy   time.Duration
 }
 
-func (b *bench) fixedResume(ctx context.Context) (fixed, error) {
+// idleQueues are the numbers of idle queues the fixed cost is measured
+// with: one (what a scenario's runs are charged less) and many, to show
+// what an idle queue adds to a run.
+var idleQueues = []int{1, 50}
+
+// fixedResume measures the resume runs of a table of n idle queues,
+// created unbilled.
+func (b *bench) fixedResume(ctx context.Context, n int) (fixed, error) {
 	e, err := b.newEnv(ctx, time.Second, slot.Config{})
 	if err != nil {
 		return fixed{}, err
+	}
+	create := engine.New(engine.Options{State: e.raw, Transport: e.enqueue.tr, Now: e.clock.Now, Lead: costLead})
+	for i := 1; i < n; i++ {
+		if _, err := create.CreateQueue(ctx, fmt.Sprintf("q%d", i), slot.Config{Interval: time.Second, Skew: b.skew}); err != nil {
+			return fixed{}, err
+		}
 	}
 	const runs = 5
 	for range runs {
@@ -463,8 +478,9 @@ func (b *bench) fixedResume(ctx context.Context) (fixed, error) {
 	}
 	bl := e.resume.billed.Bill()
 	return fixed{
-		bill: awssim.Bill{Calls: bl.Calls / runs, ReadUnits: bl.ReadUnits / runs, WriteUnits: bl.WriteUnits / runs},
-		busy: e.resume.busy / runs,
+		queues: n,
+		bill:   awssim.Bill{Calls: bl.Calls / runs, ReadUnits: bl.ReadUnits / runs, WriteUnits: bl.WriteUnits / runs},
+		busy:   e.resume.busy / runs,
 	}, nil
 }
 

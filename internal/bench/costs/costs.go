@@ -65,9 +65,14 @@ func Run(ctx context.Context, w io.Writer, o costopt.Options, start Emulators) e
 	if err != nil {
 		return err
 	}
-	fixed, err := b.fixedResume(ctx)
-	if err != nil {
-		return fmt.Errorf("fixed resume cost: %w", err)
+	var idle []fixed
+	for _, n := range idleQueues {
+		fmt.Fprintf(progress, "resume runs, %d idle queues …\n", n)
+		f, err := b.fixedResume(ctx, n)
+		if err != nil {
+			return fmt.Errorf("fixed resume cost, %d queues: %w", n, err)
+		}
+		idle = append(idle, f)
 	}
 	var results []result
 	for _, sc := range scenarios {
@@ -86,6 +91,6 @@ func Run(ctx context.Context, w io.Writer, o costopt.Options, start Emulators) e
 	if err != nil {
 		return fmt.Errorf("throughput: %w", err)
 	}
-	report(w, mem, skew, results, fixed, tp, o.Template)
+	report(w, mem, skew, results, idle, tp, o.Template)
 	return nil
 }

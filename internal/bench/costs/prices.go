@@ -15,13 +15,17 @@ type Prices struct {
 	// CloudWatch: a standard-resolution alarm per metric it reads, and a
 	// dashboard beyond an account's first three, per month.
 	AlarmMetricMonth, DashboardMonth float64
+	// EventBridge Scheduler, per million scheduled invocations (the
+	// resume function's schedule).
+	SchedulerMillion float64
 }
 
 var prices = Prices{
 	Date: "list prices in effect since 2024-11-01 (DynamoDB on-demand cut), written down 2026-11-21 " +
 		"and not re-checked against the pricing pages since",
 	Source: "aws.amazon.com/dynamodb/pricing/on-demand, aws.amazon.com/sqs/pricing, " +
-		"aws.amazon.com/lambda/pricing, aws.amazon.com/cloudwatch/pricing (us-east-1, first pricing tier, free tiers ignored)",
+		"aws.amazon.com/lambda/pricing, aws.amazon.com/cloudwatch/pricing, aws.amazon.com/eventbridge/pricing " +
+		"(us-east-1, first pricing tier, free tiers ignored)",
 	DynamoWriteMillion: 0.625,
 	DynamoReadMillion:  0.125,
 	SQSMillion:         0.40,
@@ -29,6 +33,7 @@ var prices = Prices{
 	LambdaGBSecond:     0.0000133334,
 	AlarmMetricMonth:   0.10,
 	DashboardMonth:     3.00,
+	SchedulerMillion:   1.00,
 }
 
 // Alternative is a managed scheduler's published price per million jobs.
@@ -40,7 +45,7 @@ type Alternative struct {
 
 // alternatives are written with the same date as prices.
 var alternatives = []Alternative{
-	{"EventBridge Scheduler", "scheduled invocations", 1.00,
+	{"EventBridge Scheduler", "scheduled invocations", prices.SchedulerMillion,
 		"one-time schedules; first 14 M/month free; no spacing between jobs"},
 	{"Step Functions Standard", "state transitions", 25.00,
 		"a Wait + Task workflow is ~3 transitions per job: ~$75 per million jobs, plus the task's own cost"},

@@ -1,138 +1,22 @@
 package costs
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"gopkg.in/yaml.v3"
-
-	"github.com/slotq/slotq/internal/local/samgen"
 )
-
-// get returns the value of key in a YAML mapping, or nil.
-var get = samgen.Value
 
 func jobItemKey(table, id string) *dynamodb.GetItemInput {
 	return &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: "J#q#" + id},
 		"sk": &types.AttributeValueMemberS{Value: "job"},
 	}}
-}
-
-// defaultMemory is assumed when the template gives no MemorySize.
-const defaultMemory = 128
-
-// functions maps the engine roles to the template's logical ids.
-var functions = map[string]string{
-	"enqueue": "EnqueueFunction", "worker": "WorkerFunction", "resume": "ResumeFunction", "admin": "AdminFunction",
-}
-
-// memory is each role's memory size in MB and where it came from.
-type memory struct {
-	mb     map[string]int
-	source string
-}
-
-// memorySizes reads Globals.Function.MemorySize and each function's own
-// MemorySize from the SAM template (as yaml.Nodes: the template's !Ref
-// tags stay opaque).
-func memorySizes(path string) memory {
-	m := memory{mb: map[string]int{}, source: fmt.Sprintf("assumed %d MB (no MemorySize in %s)", defaultMemory, path)}
-	for r := range functions {
-		m.mb[r] = defaultMemory
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		m.source = fmt.Sprintf("assumed %d MB (%v)", defaultMemory, err)
-		return m
-	}
-	var doc yaml.Node
-	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
-		return m
-	}
-	root := doc.Content[0]
-	if g := get(get(get(root, "Globals"), "Function"), "MemorySize"); g != nil {
-		if v, err := strconv.Atoi(g.Value); err == nil {
-			for r := range functions {
-				m.mb[r] = v
-			}
-			m.source = fmt.Sprintf("%s Globals.Function.MemorySize = %d MB", path, v)
-		}
-	}
-	for r, id := range functions {
-		if n := get(get(get(get(root, "Resources"), id), "Properties"), "MemorySize"); n != nil {
-			if v, err := strconv.Atoi(n.Value); err == nil {
-				m.mb[r] = v
-				m.source += fmt.Sprintf("; %s %d MB", id, v)
-			}
-		}
-	}
-	return m
-}
-
-// templateSkew reads the default of the template's DefaultSkew parameter:
-// the skew the stack gives queues, which decides how often a start comes
-// early to the gate (a failed conditional write). 0 if the template does
-// not say.
-func templateSkew(path string) time.Duration {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	var doc yaml.Node
-	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
-		return 0
-	}
-	n := get(get(get(doc.Content[0], "Parameters"), "DefaultSkew"), "Default")
-	if n == nil {
-		return 0
-	}
-	d, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return 0
-	}
-	return d
-}
-
-// templateAlarms counts the CloudWatch alarms of a stack deployed with
-// the template's default parameters (an alarm under a Condition, such as
-// LagAlarm's HasMetricsDimension, is left out) and the metrics they read,
-// which CloudWatch bills: one for a plain alarm, each MetricStat of a
-// metric math alarm.
-func templateAlarms(path string) (alarms, metrics int) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, 0
-	}
-	var doc yaml.Node
-	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
-		return 0, 0
-	}
-	res := get(doc.Content[0], "Resources")
-	for i := 0; res != nil && i+1 < len(res.Content); i += 2 {
-		r := res.Content[i+1]
-		if t := get(r, "Type"); t == nil || t.Value != "AWS::CloudWatch::Alarm" || get(r, "Condition") != nil {
-			continue
-		}
-		alarms++
-		math := get(get(r, "Properties"), "Metrics")
-		if math == nil {
-			metrics++
-			continue
-		}
-		for _, m := range math.Content {
-			if get(m, "MetricStat") != nil {
-				metrics++
-			}
-		}
-	}
-	return alarms, metrics
 }
 
 // perJob is one scenario's cost per job.
@@ -193,7 +77,11 @@ const earlySleep = 500 * time.Millisecond
 
 const runsPerMonth = 43800 // once a minute: 60 × 24 × 365 / 12
 
-func report(w io.Writer, mem memory, skew time.Duration, rs []result, f fixed, tp throughput, tmpl string) {
+// report writes the tables; idle are the resume runs of idle tables,
+// the first of one queue, whose runs the scenarios' jobs are charged
+// less.
+func report(w io.Writer, mem memory, skew time.Duration, rs []result, idle []fixed, tp throughput, tmpl string) {
+	f := idle[0]
 	fmt.Fprintf(w, "Prices: %s; %s.\n", prices.Date, prices.Source)
 	fmt.Fprintf(w, "Lambda memory: %s. Lambda time is wall time measured on DynamoDB Local and moto on loopback, not on AWS.\n", mem.source)
 	fmt.Fprintf(w, "Queue skew: %v (the template's DefaultSkew).\n\n", skew)
@@ -228,23 +116,7 @@ func report(w io.Writer, mem memory, skew time.Duration, rs []result, f fixed, t
 		"and the worker sleeps the rest; modeled as %v per worker invocation (the mean of a uniform fraction) at the worker's %d MB. "+
 		"moto delivers slightly late instead, so the measured duration leaves it out.\n\n", earlySleep, mem.mb["worker"])
 
-	fmt.Fprintln(w, "### Fixed cost, paid with or without jobs")
-	fmt.Fprintln(w)
-	gbs := f.busy.Seconds() * float64(mem.mb["resume"]) / 1024
-	perRun := f.bill.WriteUnits*prices.DynamoWriteMillion/1e6 + f.bill.ReadUnits*prices.DynamoReadMillion/1e6 +
-		prices.LambdaMillion/1e6 + gbs*prices.LambdaGBSecond
-	const polls = 5 * 3 * runsPerMonth // 5 idle pollers, one 20 s long poll each, per minute
-	fmt.Fprintln(w, "| item | per run | per month |")
-	fmt.Fprintln(w, "|---|--:|--:|")
-	fmt.Fprintf(w, "| resume function, once a minute (%d runs/month), one queue, nothing to do: %.1f RRU, %d DynamoDB calls, %.0f ms | $%.8f | $%.2f |\n",
-		runsPerMonth, f.bill.ReadUnits, f.bill.Calls, float64(f.busy.Microseconds())/1000, perRun, perRun*runsPerMonth)
-	fmt.Fprintf(w, "| SQS event source idle long polls (assumed 5 pollers × 3 polls/min = %d requests/month) | | $%.2f |\n",
-		polls, float64(polls)*prices.SQSMillion/1e6)
-	alarms, alarmMetrics := templateAlarms(tmpl)
-	fmt.Fprintf(w, "| CloudWatch alarms: %d, reading %d metrics (metric math alarms count each metric) | | $%.2f |\n",
-		alarms, alarmMetrics, float64(alarmMetrics)*prices.AlarmMetricMonth)
-	fmt.Fprintf(w, "| CloudWatch dashboard (an account's first three are free) | | $%.2f |\n", prices.DashboardMonth)
-	fmt.Fprintln(w)
+	fixedCost(w, mem, idle, tmpl)
 
 	fmt.Fprintln(w, "### Published prices of the alternatives (per million)")
 	fmt.Fprintln(w)
@@ -261,6 +133,75 @@ func report(w io.Writer, mem memory, skew time.Duration, rs []result, f fixed, t
 	fmt.Fprintln(w, "|---|--:|---|")
 	fmt.Fprintf(w, "| single job per call (40 calls in a row) | %.0f | %s |\n", median(tp.single), runsOf(tp.single))
 	fmt.Fprintf(w, "| batch of 100 per call | %.0f | %s |\n", median(tp.batch), runsOf(tp.batch))
+}
+
+// The template's parameters that pick the CloudWatch resources, and the
+// values a production stack gives them.
+var (
+	allAlarms = map[string]string{"Alarms": "all"}
+	dashboard = map[string]string{"Dashboard": "true"}
+	perQueue  = map[string]string{"Alarms": "all", "MetricsDimension": "Queue"}
+)
+
+// fixedCost writes what a stack costs a month with no job: the resume
+// function's runs on idle tables of each size measured, its schedule, the
+// event source's idle polls and CloudWatch's alarms and dashboard, for the
+// stack the template makes with its defaults and with what a production
+// stack adds.
+func fixedCost(w io.Writer, mem memory, idle []fixed, tmpl string) {
+	fmt.Fprintln(w, "### Fixed cost, paid with or without jobs")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| item | per run | per month |")
+	fmt.Fprintln(w, "|---|--:|--:|")
+	resume := 0.0
+	for _, f := range idle {
+		gbs := f.busy.Seconds() * float64(mem.mb["resume"]) / 1024
+		perRun := f.bill.WriteUnits*prices.DynamoWriteMillion/1e6 + f.bill.ReadUnits*prices.DynamoReadMillion/1e6 +
+			prices.LambdaMillion/1e6 + gbs*prices.LambdaGBSecond
+		resume = max(resume, perRun*runsPerMonth)
+		fmt.Fprintf(w, "| resume function, once a minute (%d runs/month), %d idle %s: %.1f RRU, %.1f WRU, %d DynamoDB calls, %.0f ms | $%.8f | $%.2f |\n",
+			runsPerMonth, f.queues, plural(f.queues, "queue", "queues"), f.bill.ReadUnits, f.bill.WriteUnits, f.bill.Calls,
+			float64(f.busy.Microseconds())/1000, perRun, perRun*runsPerMonth)
+	}
+	schedule := runsPerMonth * prices.SchedulerMillion / 1e6
+	fmt.Fprintf(w, "| EventBridge Scheduler, the resume function's schedule (%d invocations/month) | | $%.2f |\n", runsPerMonth, schedule)
+	const polls = 5 * 3 * runsPerMonth // 5 idle pollers, one 20 s long poll each, per minute
+	fmt.Fprintf(w, "| SQS event source idle long polls (assumed 5 pollers × 3 polls/min = %d requests/month) | | $%.2f |\n",
+		polls, float64(polls)*prices.SQSMillion/1e6)
+	def, err := templateCloudWatch(tmpl, nil)
+	if err != nil {
+		fmt.Fprintf(w, "| CloudWatch alarms and dashboard: cannot read the template (%v) | | |\n", err)
+		fmt.Fprintln(w)
+		return
+	}
+	fmt.Fprintf(w, "| CloudWatch alarms, the template's default `Alarms`: %d, reading %d %s (metric math alarms count each metric) | | $%.2f |\n",
+		def.alarms, def.metrics, plural(def.metrics, "metric", "metrics"), float64(def.metrics)*prices.AlarmMetricMonth)
+	fmt.Fprintf(w, "| CloudWatch dashboards, the template's default `Dashboard`: %d | | $%.2f |\n",
+		def.dashboards, float64(def.dashboards)*prices.DashboardMonth)
+	base := resume + schedule + float64(polls)*prices.SQSMillion/1e6
+	fmt.Fprintf(w, "| **total, the stack with the template's defaults** (the costlier resume run) | | **$%.2f** |\n", base+def.month())
+	all, err1 := templateCloudWatch(tmpl, allAlarms)
+	lag, err2 := templateCloudWatch(tmpl, perQueue)
+	dash, err3 := templateCloudWatch(tmpl, dashboard)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		fmt.Fprintf(w, "| with `Alarms=all`, `Dashboard=true`: cannot evaluate the template (%v) | | |\n", err)
+		fmt.Fprintln(w)
+		return
+	}
+	fmt.Fprintf(w, "| CloudWatch alarms with `Alarms=all` instead: %d reading %d metrics (with `MetricsDimension` set too: %d reading %d, $%.2f) | | $%.2f |\n",
+		all.alarms, all.metrics, lag.alarms, lag.metrics, float64(lag.metrics)*prices.AlarmMetricMonth, float64(all.metrics)*prices.AlarmMetricMonth)
+	fmt.Fprintf(w, "| CloudWatch dashboards with `Dashboard=true` instead: %d (an account's first three are free) | | $%.2f |\n",
+		dash.dashboards, float64(dash.dashboards)*prices.DashboardMonth)
+	fmt.Fprintf(w, "| **total with `Alarms=all Dashboard=true`**, what a production stack picks | | **$%.2f** |\n",
+		base+float64(all.metrics)*prices.AlarmMetricMonth+float64(dash.dashboards)*prices.DashboardMonth)
+	fmt.Fprintln(w)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func runsOf(xs []float64) string {
