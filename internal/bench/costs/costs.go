@@ -92,5 +92,6 @@ func Run(ctx context.Context, w io.Writer, o costopt.Options, start Emulators) e
 		return fmt.Errorf("throughput: %w", err)
 	}
 	report(w, mem, skew, results, idle, tp, o.Template)
+	reportCalls(w, results)
 	return nil
 }
