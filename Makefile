@@ -121,6 +121,8 @@ bench: ## Run the benchmarks, the demo workloads (interval, rate, window, keys, 
 	  $(BENCHDOC) -table awssim -format lines -command "SLOTQ_REQUIRE_LOCAL_AWS=1 go test -count=1 -run 'TestSimulation$$' -v ./internal/bench/awssim (3 times)"
 	set -o pipefail; $(GO) run ./internal/bench/precision/cmd/precision | \
 	  $(BENCHDOC) -table precision -format markdown -prefix '' -command "go run ./internal/bench/precision/cmd/precision"
+	set -o pipefail; $(GO) run ./internal/bench/precision/cmd/precision -table window | \
+	  $(BENCHDOC) -table batching-window -format markdown -prefix '' -command "go run ./internal/bench/precision/cmd/precision -table window"
 	set -o pipefail; $(GO) run ./internal/bench/cmd/slotq-bench ceiling | \
 	  $(BENCHDOC) -table ceiling -format cells -command "go run ./internal/bench/cmd/slotq-bench ceiling"
 	$(GO) run ./internal/bench/cmd/slotq-bench costs --doc $(COSTS_DOC) --table costs
