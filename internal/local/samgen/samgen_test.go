@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/slotq/slotq"
 	"github.com/slotq/slotq/internal/local/samgen"
 	"github.com/slotq/slotq/internal/local/samlocal"
@@ -203,5 +205,59 @@ Resources:
 	}
 	if tagged < 20 {
 		t.Errorf("%d resources tagged; want every function, role, table, queue, log group and alarm", tagged)
+	}
+}
+
+// A team's production stack picks every alarm and the dashboard in its
+// stack.yaml (the parameters' defaults), so that no deploy has to give
+// them; the alarms and the dashboard keep their Conditions, which those
+// defaults then turn on. slotq's own default makes DeadLetterAlarm only.
+func TestGenerateAlarms(t *testing.T) {
+	part := "Parameters:\n  Alarms:\n    Default: all\n  Dashboard:\n    Default: \"true\"\n"
+	out, err := samgen.Generate(slotq.Template, []byte(part))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, base := parse(t, out), parse(t, slotq.Template)
+	for _, p := range []string{"Alarms", "Dashboard"} {
+		if !reflect.DeepEqual(got.Parameters[p]["AllowedValues"], base.Parameters[p]["AllowedValues"]) {
+			t.Errorf("%s: AllowedValues %v, want slotq's %v", p, got.Parameters[p]["AllowedValues"], base.Parameters[p]["AllowedValues"])
+		}
+	}
+	conditions := func(b []byte) map[string]string {
+		var doc yaml.Node
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		res := samgen.Value(doc.Content[0], "Resources")
+		for i := 0; i+1 < len(res.Content); i += 2 {
+			typ := samgen.Value(res.Content[i+1], "Type").Value
+			if typ != "AWS::CloudWatch::Alarm" && typ != "AWS::CloudWatch::Dashboard" {
+				continue
+			}
+			c := samgen.Value(res.Content[i+1], "Condition")
+			if c == nil {
+				t.Errorf("%s has no Condition: it would be made whatever Alarms and Dashboard say", res.Content[i].Value)
+				continue
+			}
+			out[res.Content[i].Value] = c.Value
+		}
+		return out
+	}
+	if g, b := conditions(out), conditions(slotq.Template); !reflect.DeepEqual(g, b) || len(g) < 2 {
+		t.Errorf("the generated stack's alarms and dashboard under %v, slotq's under %v", g, b)
+	}
+	for _, c := range []struct {
+		tmpl *samlocal.Template
+		name string
+		want bool
+	}{
+		{base, "HasDeadLetterAlarm", true}, {base, "HasAllAlarms", false}, {base, "HasDashboard", false},
+		{got, "HasDeadLetterAlarm", true}, {got, "HasAllAlarms", true}, {got, "HasDashboard", true},
+	} {
+		if yes, err := c.tmpl.Resolver().Condition(c.name); err != nil || yes != c.want {
+			t.Errorf("%s = %v (%v), want %v (generated: %v)", c.name, yes, err, c.want, c.tmpl == got)
+		}
 	}
 }
