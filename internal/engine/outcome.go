@@ -108,6 +108,13 @@ func (e *worker) retry(ctx context.Context, q Queue, j job.Job, st slot.State, r
 	// The backoff is the record's, not the take's alone: a pause that
 	// parks the job keeps it (job.Earliest).
 	j.RetryAt = now.Add(q.Config.RetryDelay(j.RunAttempt()))
+	// The take picks its conditional form from the state it is given:
+	// the one the attempt's gate saw is as old as the attempt, and on a
+	// queue that moved meanwhile a form picked from it is refused, a
+	// write billed for nothing. A strong read of the queue costs less.
+	if fresh, err := e.state.GetQueue(ctx, q.Name); err == nil && fresh.Gen == q.Gen {
+		q = fresh
+	}
 	// On a bounded queue the retry goes through the waiting room like a
 	// new job: booked at once if the bounds leave room and nobody waits.
 	var keyAhead []int64
