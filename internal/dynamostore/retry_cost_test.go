@@ -26,20 +26,12 @@ import (
 // line, turned the queue gated, so that every start after it wrote the
 // gate.
 func TestRetryTakesFromAFreshState(t *testing.T) {
-	client := newClient(t, nil)
-	m := awsmeter.NewDynamoDB(client)
-	st := dynamostore.New(m, newTable(t, client), dynamostore.Options{})
-	runner := runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
+	st, m, tr, eng := meteredWorker(t, runFunc(func(_ context.Context, j *job.Job, _ slot.Config) error {
 		if j.Attempt == 1 {
 			return errors.New("first attempt fails on purpose")
 		}
 		return nil
-	})
-	tr := memstore.NewTransport(memstore.TransportOptions{Seed: 5})
-	// One worker, so that no two writes of the state meet; the lead is
-	// the interval, as much as one worker has.
-	eng := testenv.NewEngine(t, engine.Options{State: st, Transport: tr, Runner: runner, NoAutoCreate: true, Lead: time.Second})
-	testenv.RunWorkers(t, tr, 1, eng)
+	}))
 	const n, rounds = 3, 5
 	for round := range rounds {
 		queue := fmt.Sprintf("retried-%d", round)
@@ -47,27 +39,15 @@ func TestRetryTakesFromAFreshState(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := m.Counts()
-		for i := range n {
-			spec := job.Spec{ID: fmt.Sprintf("j%d", i), Kind: "sim"}
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("j%d", i)
+			spec := job.Spec{ID: ids[i], Kind: "sim"}
 			if _, err := eng.Enqueue(t.Context(), job.EnqueueRequest{Queue: queue, Job: &spec}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		var jobs []job.Job
-		testenv.WaitFor(t, "every job of "+queue+" succeeded at its second attempt and its delivery returned", func() bool {
-			if tr.Pending() > 0 {
-				return false
-			}
-			jobs = jobs[:0]
-			for i := range n {
-				j, err := st.GetJob(t.Context(), job.Ref{Queue: queue, ID: fmt.Sprintf("j%d", i)})
-				if err != nil || j.Status != job.Succeeded {
-					return false
-				}
-				jobs = append(jobs, j)
-			}
-			return true
-		})
+		jobs := awaitSucceeded(t, st, tr, queue, ids)
 		after := m.Counts()
 		state := after["UpdateItem state"]
 		calls, refused := state.Calls-before["UpdateItem state"].Calls, state.CondFailed-before["UpdateItem state"].CondFailed
@@ -100,4 +80,42 @@ func missedAStart(jobs []job.Job) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// meteredWorker is an engine on DynamoDB Local whose calls m counts, run
+// by one worker on tr, so that no two writes of a queue's state meet (a
+// conflict's retry is a write too); the lead is a second, the interval
+// the tests give their queues, as much as one worker has.
+func meteredWorker(t *testing.T, runner engine.Runner) (*dynamostore.Store, *awsmeter.DynamoDB, *memstore.Transport, *engine.Engine) {
+	t.Helper()
+	client := newClient(t, nil)
+	m := awsmeter.NewDynamoDB(client)
+	st := dynamostore.New(m, newTable(t, client), dynamostore.Options{})
+	tr := memstore.NewTransport(memstore.TransportOptions{Seed: 3})
+	eng := testenv.NewEngine(t, engine.Options{State: st, Transport: tr, Runner: runner, NoAutoCreate: true, Lead: time.Second})
+	testenv.RunWorkers(t, tr, 1, eng)
+	return st, m, tr, eng
+}
+
+// awaitSucceeded waits until every job of ids on queue succeeded and its
+// delivery returned (the meter counts a write after its answer, which a
+// reader of the record may see first), and returns their records.
+func awaitSucceeded(t *testing.T, st *dynamostore.Store, tr *memstore.Transport, queue string, ids []string) []job.Job {
+	t.Helper()
+	var jobs []job.Job
+	testenv.WaitFor(t, "every job of "+queue+" succeeded and its delivery returned", func() bool {
+		if tr.Pending() > 0 {
+			return false
+		}
+		jobs = jobs[:0]
+		for _, id := range ids {
+			j, err := st.GetJob(t.Context(), job.Ref{Queue: queue, ID: id})
+			if err != nil || j.Status != job.Succeeded {
+				return false
+			}
+			jobs = append(jobs, j)
+		}
+		return true
+	})
+	return jobs
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/slotq/slotq/internal/attempt"
-	"github.com/slotq/slotq/internal/dev/awsmeter"
 	"github.com/slotq/slotq/internal/dev/testenv"
 	"github.com/slotq/slotq/internal/dynamostore"
 	"github.com/slotq/slotq/internal/engine"
@@ -293,15 +292,7 @@ func TestSlowDownBoundOnDynamoDB(t *testing.T) {
 // (a lead and a skew of about a second each, one job per second) make
 // such rounds rare even on a loaded host.
 func TestSlowDownCostsNothingUnslowed(t *testing.T) {
-	client := newClient(t, nil)
-	m := awsmeter.NewDynamoDB(client)
-	st := dynamostore.New(m, newTable(t, client), dynamostore.Options{})
-	runner := runFunc(func(context.Context, *job.Job, slot.Config) error { return nil })
-	tr := memstore.NewTransport(memstore.TransportOptions{Seed: 3})
-	// One worker, so that no two gate writes meet (a conflict's retry is
-	// a write too); the lead is the interval, as much as one worker has.
-	eng := testenv.NewEngine(t, engine.Options{State: st, Transport: tr, Runner: runner, NoAutoCreate: true, Lead: time.Second})
-	testenv.RunWorkers(t, tr, 1, eng)
+	st, m, tr, eng := meteredWorker(t, runFunc(func(context.Context, *job.Job, slot.Config) error { return nil }))
 	const n, rounds = 6, 5
 	for round := range rounds {
 		queue := fmt.Sprintf("plain-%d", round)
@@ -309,31 +300,16 @@ func TestSlowDownCostsNothingUnslowed(t *testing.T) {
 			t.Fatal(err)
 		}
 		var specs []job.Spec
-		for i := range n {
-			specs = append(specs, job.Spec{ID: fmt.Sprintf("j%d", i), Kind: "sim"})
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("j%d", i)
+			specs = append(specs, job.Spec{ID: ids[i], Kind: "sim"})
 		}
 		before := m.Counts()
 		if _, err := eng.Enqueue(t.Context(), job.EnqueueRequest{Queue: queue, Jobs: specs}); err != nil {
 			t.Fatal(err)
 		}
-		var jobs []job.Job
-		// Every job succeeded, and its delivery returned: the meter
-		// counts a write after its answer, which a reader of the record
-		// may see first.
-		testenv.WaitFor(t, "every job of "+queue+" succeeded and its delivery returned", func() bool {
-			if tr.Pending() > 0 {
-				return false
-			}
-			jobs = jobs[:0]
-			for _, s := range specs {
-				j, err := st.GetJob(t.Context(), job.Ref{Queue: queue, ID: s.ID})
-				if err != nil || j.Status != job.Succeeded {
-					return false
-				}
-				jobs = append(jobs, j)
-			}
-			return true
-		})
+		jobs := awaitSucceeded(t, st, tr, queue, ids)
 		after := m.Counts()
 		writes := map[string]int64{}
 		for op, c := range after {
