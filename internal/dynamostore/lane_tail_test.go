@@ -243,6 +243,15 @@ func TestLaneHandOffOrder(t *testing.T) {
 	for i := range stores {
 		stores[i] = dynamostore.New(client, table, dynamostore.Options{})
 	}
+	// Every job is counted pending on the key before it can arrive, as
+	// its enqueue counts it: a lane whose holder leaves with nothing
+	// waiting is kept, and with it the highest ticket that reached it,
+	// while jobs of the key have not ended. Uncounted, the lane went
+	// with its last hand-off, and a lower ticket arriving after took the
+	// key behind a higher one.
+	if _, err := stores[0].AddPending(t.Context(), "q", 0, "k", jobs); err != nil {
+		t.Fatal(err)
+	}
 	for g := range arrivers {
 		wg.Go(func() {
 			for i := g; i < jobs; i += arrivers {

@@ -304,3 +304,38 @@ func TestLaneIdleWrites(t *testing.T) {
 	add(1) // e is counted, and its enqueue takes it back below
 	end("d ends as e is taken back", -1, true, 1, 1)
 }
+
+// TestLaneKeepsItsLastWhilePending: a key's lane whose holder leaves with
+// nothing waiting is deleted only once no job of the key is pending. While
+// one is, the lane keeps the highest ticket that reached it, and a lower
+// ticket arriving after that one held the key is overtaken (it takes a new
+// ticket) rather than holding the key behind a higher one. Without the
+// count, the lane goes with the hand-off and the lower ticket takes the
+// key: the order TestLaneHandOffOrder saw broken when its arrivals were
+// not counted.
+func TestLaneKeepsItsLastWhilePending(t *testing.T) {
+	for _, counted := range []bool{true, false} {
+		st := newStore(t)
+		key := "k-" + strconv.FormatBool(counted)
+		if counted {
+			// Both jobs accepted, as their enqueues count them.
+			if _, err := st.AddPending(t.Context(), "q", 0, key, 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		second, first := slot.Waiter{Ticket: 2, JobID: "second"}, slot.Waiter{Ticket: 1, JobID: "first"}
+		if v, _, _ := arriveAt(t, st, key, second); v != slot.Acquired {
+			t.Fatalf("counted %v: ticket 2 arriving at an empty lane: %v, want acquired", counted, v)
+		}
+		if next, _, _ := handOff(t, st, key); next.Ticket != 0 {
+			t.Fatalf("counted %v: the key went to %v, want nobody (nothing waits)", counted, next)
+		}
+		v, _, _ := arriveAt(t, st, key, first)
+		if counted && v != slot.Overtaken {
+			t.Errorf("ticket 1 arriving after ticket 2 held the key, both counted: %v, want overtaken", v)
+		}
+		if !counted && v != slot.Acquired {
+			t.Errorf("ticket 1 arriving at a lane that no count kept: %v; this test's premise (the lane goes with its last hand-off) no longer holds", v)
+		}
+	}
+}
