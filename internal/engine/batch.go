@@ -145,14 +145,29 @@ func (d *delivery) gatherLead() time.Duration {
 // transport's delay cut to its longest) waits for the leader's time.
 func (d *delivery) watchBatch(ctx context.Context) (next, error) {
 	e, j := d.e, &d.j
-	if err := clock.Sleep(ctx, j.SlotAt.Add(memberWait).Sub(e.now())); err != nil {
-		return stop, fmt.Errorf("work %s: wait for batch %d: %w", j.Ref(), j.Ticket, err)
-	}
-	if n, err := d.readRecord(ctx); n != proceed {
-		return n, err // claimed meanwhile, or moved on
-	}
-	if n, err := d.readQueue(ctx); n != proceed {
-		return n, err
+	for at := j.SlotAt; ; {
+		if err := clock.Sleep(ctx, at.Add(memberWait).Sub(e.now())); err != nil {
+			return stop, fmt.Errorf("work %s: wait for batch %d: %w", j.Ref(), j.Ticket, err)
+		}
+		if n, err := d.readRecord(ctx); n != proceed {
+			return n, err // claimed meanwhile, or moved on
+		}
+		if n, err := d.readQueue(ctx); n != proceed {
+			return n, err
+		}
+		// A configure booked the batch again, later (Queue.SlotOf): its
+		// leader starts it there, and the watch waits for that start,
+		// here while the invocation has the time, else by coming again
+		// (in hops of the transport's reach, for a start beyond it).
+		due := d.q.SlotOf(*j)
+		if !due.After(at) {
+			break
+		}
+		at = due
+		if wait := at.Add(memberWait).Sub(e.now()); !e.fits(ctx, wait+e.opts.RecordTimeout) {
+			d.wake = earlierOf(at.Add(memberWait), e.now().Add(e.transport.MaxDelay()))
+			return stop, d.handBack(ctx)
+		}
 	}
 	e.log.InfoContext(ctx, "batch went without this job: new ticket", "queue", j.Queue, "job_id", j.ID, "ticket", j.Ticket)
 	return stop, e.reticket(ctx, &d.q, j, lateBy(max(0, e.now().Sub(j.SlotAt))))

@@ -68,6 +68,9 @@ type simOptions struct {
 	MaxSendsBack int
 	// MoveBudget is engine.Options.MoveBudget (0: its default).
 	MoveBudget int
+	// Invocation, if set, is each delivery's time, as a worker
+	// function's timeout bounds it (0: none).
+	Invocation time.Duration
 }
 
 type sim struct {
@@ -130,6 +133,11 @@ func newSim(t *testing.T, o simOptions) *sim {
 	s.cancel = cancel
 	s.done.Go(func() {
 		_ = s.tr.Run(ctx, o.Workers, func(ctx context.Context, env job.Envelope) error {
+			if o.Invocation > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, o.Invocation)
+				defer cancel()
+			}
 			err := s.eng.Work(ctx, env)
 			if err != nil && ctx.Err() == nil {
 				s.mu.Lock()
