@@ -114,9 +114,15 @@ const maxTxRetries = 10
 
 // backoff sleeps before retry number attempt (0-based) of a write refused
 // for a transaction conflict or of a cancelled transaction: a random wait
-// below 10 ms doubling to 320 ms (full jitter).
+// below 10 ms doubling to 320 ms.
 func backoff(ctx context.Context, attempt int) error {
-	return clock.Sleep(ctx, time.Duration(rand.Int64N(int64(10*time.Millisecond)<<min(attempt, 5))))
+	return clock.Sleep(ctx, fullJitter(attempt, 10*time.Millisecond, 320*time.Millisecond))
+}
+
+// fullJitter is a random wait below base doubled attempt times, at most
+// most (exponential backoff with full jitter).
+func fullJitter(attempt int, base, most time.Duration) time.Duration {
+	return time.Duration(rand.Int64N(int64(min(base<<min(attempt, 20), most))))
 }
 
 // txError is a transaction cancelled for reasons the caller does not

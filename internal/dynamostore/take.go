@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -203,11 +202,6 @@ type stateWrite[T any] struct {
 // spreadMax bounds the wait between two tries of a spread write.
 const spreadMax = 32 * time.Millisecond
 
-// spreadWait is the random wait before try (from 1) of a spread write.
-func spreadWait(try int) time.Duration {
-	return time.Duration(rand.Int64N(int64(min(time.Millisecond<<min(try, 10), spreadMax))))
-}
-
 // writeState runs w: one write while nothing else moved the state, and
 // at most w.tries. A refusal whose item carries this write's token (the
 // SDK sent it again after it landed), or that w.landed recognises, is
@@ -225,7 +219,7 @@ func writeState[T any](ctx context.Context, s *Store, w stateWrite[T]) (T, error
 	tok := newToken()
 	for try := range w.tries {
 		if w.spread && try > 0 {
-			if err := clock.Sleep(ctx, spreadWait(try)); err != nil {
+			if err := clock.Sleep(ctx, fullJitter(try, time.Millisecond, spreadMax)); err != nil {
 				return zero, fmt.Errorf("%s: %w", w.what, err)
 			}
 		}
