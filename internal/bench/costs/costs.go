@@ -3,7 +3,7 @@
 // DynamoDB Local and moto_server's SQS on loopback, counts DynamoDB request
 // units, SQS requests, Lambda invocations and Lambda time per job for five
 // kinds of job, turns them into dollars per million jobs with the prices in
-// prices.go, and measures enqueue throughput.
+// internal/bench/costs/pricelist, and measures enqueue throughput.
 //
 // `slotq-bench costs` (internal/bench/cmd/slotq-bench, which `slotq costs`
 // and the last step of `make bench` run) starts the emulators and calls

@@ -5,13 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/slotq/slotq/internal/bench/costs/pricelist"
 	"github.com/slotq/slotq/internal/bench/precision"
 )
 
@@ -197,30 +197,16 @@ func TestWindowBatchesJobs(t *testing.T) {
 }
 
 // WorkerCost prices an invocation, one receive and one delete, and the
-// billed duration at 128 MB, with the prices of internal/bench/costs
-// (copied: that package links the real adapters).
+// billed duration at 128 MB, with the price list the cost report uses
+// (internal/bench/costs/pricelist).
 func TestWorkerCostPrices(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "costs", "prices.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	price := func(name string) float64 {
-		m := regexp.MustCompile(`\b` + name + `:\s+([0-9.]+),`).FindSubmatch(b)
-		if m == nil {
-			t.Fatalf("internal/bench/costs/prices.go sets no %s", name)
-		}
-		v, err := strconv.ParseFloat(string(m[1]), 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	p := pricelist.List
 	perInvocation := precision.Result{Jobs: 1000, Invocations: 1000}.WorkerCost()
-	if want := price("LambdaMillion") + 2*price("SQSMillion"); math.Abs(perInvocation-want) > 1e-9 {
+	if want := p.LambdaMillion + 2*p.SQSMillion; math.Abs(perInvocation-want) > 1e-9 {
 		t.Errorf("a job an invocation, nothing billed: $%.4f per million, want $%.4f (an invocation, a receive, a delete)", perInvocation, want)
 	}
 	perSecond := precision.Result{Jobs: 1000, Billed: 1000 * time.Second}.WorkerCost()
-	if want := 128.0 / 1024 * price("LambdaGBSecond") * 1e6; math.Abs(perSecond-want) > 1e-9 {
+	if want := 128.0 / 1024 * p.LambdaGBSecond * 1e6; math.Abs(perSecond-want) > 1e-9 {
 		t.Errorf("a billed second a job, no invocation: $%.4f per million, want $%.4f", perSecond, want)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/slotq/slotq/internal/bench/costs/pricelist"
 )
 
 // The event source's batching window, for one queue at a rate
@@ -39,17 +41,8 @@ import (
 // BatchSize (template.yaml), SQS's most without a window.
 const BatchSize = 10
 
-// The worker's prices, us-east-1 list prices per million and per
-// GB-second on arm64: copied from internal/bench/costs/prices.go
-// (prices), which this model does not import (that package links the real
-// adapters). Change both together.
-const (
-	lambdaPerMillion = 0.20
-	lambdaGBSecond   = 0.0000133334
-	sqsPerMillion    = 0.40
-	// workerGB is the worker's memory: 128 MB (template.yaml's Globals).
-	workerGB = 128.0 / 1024
-)
+// workerGB is the worker's memory: 128 MB (template.yaml's Globals).
+const workerGB = 128.0 / 1024
 
 var (
 	// ReceiveGather: a poller's receive returns the messages that became
@@ -143,9 +136,10 @@ func (r Result) BilledPerJob() time.Duration { return r.Billed / time.Duration(r
 // at 128 MB on arm64. The enqueue's and the gate's DynamoDB units are
 // the same at every window and left out.
 func (r Result) WorkerCost() float64 {
-	perInvocation := lambdaPerMillion + 2*sqsPerMillion
+	p := pricelist.List
+	perInvocation := p.LambdaMillion + 2*p.SQSMillion
 	return float64(r.Invocations)/float64(r.Jobs)*perInvocation +
-		r.BilledPerJob().Seconds()*workerGB*lambdaGBSecond*1e6
+		r.BilledPerJob().Seconds()*workerGB*p.LambdaGBSecond*1e6
 }
 
 // WindowModel is the model of one queue at rate jobs a second behind an
